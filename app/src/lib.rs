@@ -1,0 +1,77 @@
+//! The Holdpoint web UI and the wire types every part of Holdpoint shares.
+//!
+//! The same components render on the server (feature `ssr`) and hydrate in the browser (feature `hydrate`). Server
+//! functions serve only this UI; agents and the CLI use the versioned REST API under `/api/v1`.
+
+pub mod types;
+
+mod components;
+mod live;
+mod pages;
+mod server_fns;
+
+#[cfg(feature = "ssr")]
+pub mod backend;
+
+use leptos::prelude::*;
+use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
+use leptos_router::{
+    ParamSegment, SsrMode, StaticSegment,
+    components::{Redirect, Route, Router, Routes},
+};
+
+pub use server_fns::*;
+
+/// The path prefix of the UI's server functions, kept apart from the public `/api/v1`.
+pub const SERVER_FN_PREFIX: &str = "/ui/fn";
+
+/// The HTML document around the app, rendered on the server only.
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                <meta charset="utf-8"/>
+                <meta name="viewport" content="width=device-width, initial-scale=1"/>
+                <meta name="color-scheme" content="light dark"/>
+                <HydrationScripts options/>
+                <MetaTags/>
+            </head>
+            <body>
+                <App/>
+            </body>
+        </html>
+    }
+}
+
+/// The root component: stylesheet, title and the page routes.
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+    // Effects run only in the browser, after hydration: the marker tells tests (and curious people) the page is live.
+    #[cfg(feature = "hydrate")]
+    Effect::new(|_| {
+        if let Some(body) = document().body() {
+            let _ = body.set_attribute("data-hydrated", "true");
+        }
+    });
+
+    view! {
+        <Stylesheet id="holdpoint" href="/pkg/holdpoint.css"/>
+        <Title text="Holdpoint"/>
+        <Router>
+            <Routes fallback=pages::NotFound>
+                <Route path=StaticSegment("") view=|| view! { <Redirect path="/inbox"/> }/>
+                // Async: the server waits for the page's data and sends it complete, so reading and answering work
+                // without JavaScript (out-of-order streaming needs a script to put streamed parts in place).
+                <Route path=StaticSegment("inbox") view=pages::InboxPage ssr=SsrMode::Async/>
+                <Route
+                    path=(StaticSegment("questions"), ParamSegment("id"))
+                    view=pages::QuestionPage
+                    ssr=SsrMode::Async
+                />
+                <Route path=StaticSegment("signin") view=pages::SignInPage/>
+            </Routes>
+        </Router>
+    }
+}

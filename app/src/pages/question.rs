@@ -1,0 +1,230 @@
+//! `/questions/{id}`: one question in full, with a plain HTML form for its answer, so a person can answer every
+//! response type without JavaScript. The form posts to `/ui/answer/{id}`; the server turns the fields into the
+//! answer's JSON and checks it exactly as the API does.
+
+use leptos::prelude::*;
+use leptos_router::hooks::{use_params_map, use_query_map};
+use uuid::Uuid;
+
+use crate::components::{Badge, TopBar};
+use crate::types::{FormField, Question, QuestionOption, QuestionStatus, ResponseType, SessionInfo};
+use crate::{current_session, question_detail};
+
+/// The page: the question, then its answer form while it is pending, or how it was resolved.
+#[component]
+pub fn QuestionPage() -> impl IntoView {
+    let params = use_params_map();
+    let id = move || params.with(|p| p.get("id").and_then(|id| Uuid::parse_str(&id).ok()));
+    let question = Resource::new(id, |id| async move {
+        match id {
+            Some(id) => question_detail(id).await,
+            None => Ok(None),
+        }
+    });
+    let session = Resource::new(|| (), |_| current_session());
+    view! {
+        <TopBar/>
+        <main class="page" data-testid="question-page">
+            <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || {
+                    let session = session.get().and_then(Result::ok);
+                    question.get().map(|result| match (result, session) {
+                        (Ok(Some(q)), Some(s)) => view! { <QuestionView question=q session=s/> }.into_any(),
+                        (Ok(None), _) => view! { <h1>"No such question"</h1> <p><a href="/inbox">"Back to the inbox"</a></p> }.into_any(),
+                        (Err(err), _) => view! { <p class="alert" role="alert">{err.to_string()}</p> }.into_any(),
+                        (Ok(Some(_)), None) => view! { <p class="alert" role="alert">"Sign in again."</p> }.into_any(),
+                    })
+                }}
+            </Suspense>
+        </main>
+    }
+}
+
+#[component]
+fn QuestionView(question: Question, session: SessionInfo) -> impl IntoView {
+    let query = use_query_map();
+    let error = move || query.with(|q| q.get("error"));
+    let context = (question.context.as_object().is_some_and(|c| !c.is_empty()))
+        .then(|| serde_json::to_string_pretty(&question.context).unwrap_or_default());
+    let action = question.action.clone();
+    let pending = question.status == QuestionStatus::Pending;
+    let resolution = (!pending).then(|| describe_resolution(&question));
+    view! {
+        <p><a href="/inbox">"← Inbox"</a></p>
+        <h1 data-testid="question-title">{question.title.clone()}</h1>
+        <div class="question-meta">
+            <Badge text=question.kind.as_str().replace('_', " ") class="kind"/>
+            <Badge text=question.urgency.to_string() class=format!("urgency-{}", question.urgency)/>
+            <Badge text=question.status.to_string() class="status"/>
+            {question.project.clone().map(|p| view! { <Badge text=p class="project"/> })}
+            {question.timeout_at.map(|t| view! { <span>"deadline " <time datetime=t.to_rfc3339()>{t.format("%Y-%m-%d %H:%M:%S UTC").to_string()}</time></span> })}
+        </div>
+        {(!question.body.is_empty()).then(|| view! { <div class="question-body">{question.body.clone()}</div> })}
+        {action.map(|a| view! {
+            <section class="action" aria-label="Action to approve">
+                <h2>"Action: " <code>{a.tool_name}</code></h2>
+                <pre data-testid="action-arguments">{serde_json::to_string_pretty(&a.arguments).unwrap_or_default()}</pre>
+            </section>
+        })}
+        {context.map(|c| view! { <details class="context"><summary>"Context"</summary><pre>{c}</pre></details> })}
+        {move || error().map(|e| view! { <p class="alert" role="alert" data-testid="answer-error">{e}</p> })}
+        {resolution.map(|text| view! { <p class="resolution" data-testid="resolution">{text}</p> })}
+        {pending.then(|| view! { <AnswerForm question=question.clone() csrf=session.csrf_token.clone()/> })}
+    }
+}
+
+fn describe_resolution(question: &Question) -> String {
+    let value = question.response.as_ref().map(|r| r.value.to_string()).unwrap_or_default();
+    match (question.status, &question.answered_by) {
+        (QuestionStatus::Answered, Some(by)) => format!("Answered by {by}: {value}"),
+        (QuestionStatus::Defaulted, _) => format!("No answer in time; the default applied: {value}"),
+        (QuestionStatus::Expired, _) => "Expired: nobody answered in time.".to_owned(),
+        (QuestionStatus::Cancelled, by) => {
+            format!("Cancelled{}", by.as_ref().map(|b| format!(" by {b}")).unwrap_or_default())
+        }
+        (status, _) => status.to_string(),
+    }
+}
+
+/// The form for one response type. Field names: `value` (repeated for several choices), `field.<key>` for form
+/// fields, `edited_arguments`, `comment`, `csrf`.
+#[component]
+fn AnswerForm(question: Question, csrf: String) -> impl IntoView {
+    let action = format!("/ui/answer/{}", question.id);
+    let inputs = match question.response_type {
+        ResponseType::Text => view! {
+            <label for="answer-value">"Your answer"</label>
+            <textarea id="answer-value" name="value" rows="4" required data-testid="answer-text"></textarea>
+            <button type="submit" class="primary" data-testid="answer-submit">"Send answer"</button>
+        }
+        .into_any(),
+        ResponseType::Boolean => view! {
+            <div class="button-row">
+                <button type="submit" name="value" value="true" class="primary" data-testid="answer-yes">"Yes"</button>
+                <button type="submit" name="value" value="false" data-testid="answer-no">"No"</button>
+            </div>
+        }
+        .into_any(),
+        ResponseType::Choice | ResponseType::MultiChoice => {
+            let multiple = question.response_type == ResponseType::MultiChoice;
+            view! {
+                <fieldset>
+                    <legend>{if multiple { "Choose any" } else { "Choose one" }}</legend>
+                    <OptionInputs name="value".to_owned() options=question.options.clone() multiple/>
+                </fieldset>
+                <button type="submit" class="primary" data-testid="answer-submit">"Send answer"</button>
+            }
+            .into_any()
+        }
+        ResponseType::Approval => {
+            let arguments = question
+                .action
+                .as_ref()
+                .map(|a| serde_json::to_string_pretty(&a.arguments).unwrap_or_default())
+                .unwrap_or_default();
+            view! {
+                {question.allow_edit.then(|| view! {
+                    <label for="edited-arguments">"Arguments (edit before approving if needed)"</label>
+                    <textarea id="edited-arguments" name="edited_arguments" rows="6" class="mono" data-testid="edited-arguments">{arguments}</textarea>
+                })}
+                <div class="button-row">
+                    <button type="submit" name="value" value="true" class="primary" data-testid="answer-approve">"Approve"</button>
+                    <button type="submit" name="value" value="false" class="danger" data-testid="answer-reject">"Reject"</button>
+                </div>
+            }
+            .into_any()
+        }
+        ResponseType::ErrorRecovery => {
+            let mut options: Vec<QuestionOption> = ["retry", "skip", "abort"]
+                .into_iter()
+                .map(|v| QuestionOption { value: v.into(), label: capitalise(v), description: None })
+                .collect();
+            options.extend(question.options.clone());
+            view! {
+                <fieldset>
+                    <legend>"How should the agent go on?"</legend>
+                    <OptionInputs name="value".to_owned() options multiple=false/>
+                </fieldset>
+                <button type="submit" class="primary" data-testid="answer-submit">"Send"</button>
+            }
+            .into_any()
+        }
+        ResponseType::Form => view! {
+            {question.fields.clone().into_iter().map(|field| view! { <FormFieldInput field/> }).collect_view()}
+            <button type="submit" class="primary" data-testid="answer-submit">"Send answers"</button>
+        }
+        .into_any(),
+        ResponseType::Number => view! { <p class="alert">"This question cannot be answered here."</p> }.into_any(),
+    };
+    let comment_label = if question.response_type == ResponseType::ErrorRecovery {
+        "Guidance (optional)"
+    } else {
+        "Comment (optional)"
+    };
+    view! {
+        <form method="post" action=action class="stack answer-form" data-testid="answer-form">
+            <input type="hidden" name="csrf" value=csrf/>
+            <label for="answer-comment">{comment_label}</label>
+            <textarea id="answer-comment" name="comment" rows="2" data-testid="answer-comment"></textarea>
+            {inputs}
+        </form>
+    }
+}
+
+fn capitalise(word: &str) -> String {
+    let mut chars = word.chars();
+    chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()
+}
+
+#[component]
+fn OptionInputs(name: String, options: Vec<QuestionOption>, multiple: bool) -> impl IntoView {
+    let kind = if multiple { "checkbox" } else { "radio" };
+    options
+        .into_iter()
+        .enumerate()
+        .map(|(i, option)| {
+            let id = format!("{name}-{i}");
+            view! {
+                <div class="option">
+                    <input type=kind id=id.clone() name=name.clone() value=option.value.clone() required=!multiple data-testid=format!("option-{}", option.value)/>
+                    <label for=id>{option.label}</label>
+                    {option.description.map(|d| view! { <span class="muted">" — " {d}</span> })}
+                </div>
+            }
+        })
+        .collect_view()
+}
+
+#[component]
+fn FormFieldInput(field: FormField) -> impl IntoView {
+    let name = format!("field.{}", field.key);
+    let id = format!("field-{}", field.key);
+    let label = if field.required { format!("{} *", field.label) } else { field.label.clone() };
+    let input = match field.response_type {
+        ResponseType::Number => view! { <input type="number" step="any" id=id.clone() name=name required=field.required/> }.into_any(),
+        ResponseType::Boolean => view! {
+            <select id=id.clone() name=name required=field.required>
+                <option value="">"—"</option>
+                <option value="true">"Yes"</option>
+                <option value="false">"No"</option>
+            </select>
+        }
+        .into_any(),
+        ResponseType::Choice => view! {
+            <select id=id.clone() name=name required=field.required>
+                <option value="">"—"</option>
+                {field.options.iter().map(|o| view! { <option value=o.value.clone()>{o.label.clone()}</option> }).collect_view()}
+            </select>
+        }
+        .into_any(),
+        ResponseType::MultiChoice => view! {
+            <fieldset id=id.clone()><OptionInputs name options=field.options.clone() multiple=true/></fieldset>
+        }
+        .into_any(),
+        _ => view! { <input type="text" id=id.clone() name=name required=field.required/> }.into_any(),
+    };
+    view! {
+        <label for=id>{label}</label>
+        {input}
+    }
+}

@@ -1,0 +1,406 @@
+//! Wire types shared by the browser, the server and the CLI.
+//!
+//! These are the JSON shapes of spec §3 and §4. They compile for `wasm32` as well as for the server, so nothing here
+//! may touch the database or the file system; rows stay server-side.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+/// Declares a string enum once, with its wire names, `as_str` and parsing.
+macro_rules! wire_enum {
+    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident = $wire:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        // Every wire name is the variant's name in snake_case (checked by a unit test), which serde and the
+        // OpenAPI schema derive both understand.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name {
+            $($(#[$vmeta])* $variant),+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The wire name, as stored in the database and sent in JSON.
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $wire),+ }
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = UnknownVariant;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                match s {
+                    $($wire => Ok($name::$variant),)+
+                    _ => Err(UnknownVariant { type_name: stringify!($name), value: s.to_owned() }),
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+/// A string that names no variant of a wire enum.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{value:?} is not a valid {type_name}")]
+pub struct UnknownVariant {
+    /// The Rust type that was asked for.
+    pub type_name: &'static str,
+    /// What was given instead.
+    pub value: String,
+}
+
+wire_enum! {
+    /// A token's role. Ordered: each human role may do everything the ones before it may; `agent` is apart.
+    Role {
+        Viewer = "viewer",
+        Responder = "responder",
+        Approver = "approver",
+        Admin = "admin",
+        /// Creates questions and runs and reads its own, never answers.
+        Agent = "agent",
+    }
+}
+
+impl Role {
+    /// Whether this role may answer ordinary (non-approval) questions.
+    pub fn may_answer(self) -> bool {
+        matches!(self, Role::Responder | Role::Approver | Role::Admin)
+    }
+
+    /// Whether this role may create questions and runs.
+    pub fn may_ask(self) -> bool {
+        matches!(self, Role::Agent | Role::Responder | Role::Approver | Role::Admin)
+    }
+}
+
+wire_enum! {
+    /// What a question is for; decides the run status while pending and the default urgency and timeout (spec §3).
+    QuestionKind {
+        Blocking = "blocking",
+        NonBlocking = "non_blocking",
+        Approval = "approval",
+        ErrorRecovery = "error_recovery",
+    }
+}
+
+impl QuestionKind {
+    /// The urgency a question of this kind gets when the caller names none.
+    pub fn default_urgency(self) -> Urgency {
+        match self {
+            QuestionKind::NonBlocking => Urgency::Low,
+            _ => Urgency::High,
+        }
+    }
+
+    /// The timeout a question of this kind gets when the caller names none (`None`: no deadline).
+    pub fn default_timeout_seconds(self) -> Option<i64> {
+        match self {
+            QuestionKind::Blocking => Some(30 * 60),
+            QuestionKind::NonBlocking => None,
+            QuestionKind::Approval => Some(15 * 60),
+            QuestionKind::ErrorRecovery => Some(10 * 60),
+        }
+    }
+}
+
+wire_enum! {
+    /// The shape an answer's `value` must have (spec §3).
+    ResponseType {
+        Text = "text",
+        Boolean = "boolean",
+        Choice = "choice",
+        MultiChoice = "multi_choice",
+        Approval = "approval",
+        ErrorRecovery = "error_recovery",
+        Form = "form",
+        /// Only inside a form field.
+        Number = "number",
+    }
+}
+
+wire_enum! {
+    /// How soon a person should look at a question.
+    Urgency {
+        Low = "low",
+        Normal = "normal",
+        High = "high",
+        Critical = "critical",
+    }
+}
+
+wire_enum! {
+    /// Where a question is in its life. Exactly one transition out of `pending` ever happens.
+    QuestionStatus {
+        Pending = "pending",
+        Answered = "answered",
+        Defaulted = "defaulted",
+        Expired = "expired",
+        Cancelled = "cancelled",
+    }
+}
+
+wire_enum! {
+    /// Who or what resolved a question.
+    Resolution {
+        Human = "human",
+        DefaultOnTimeout = "default_on_timeout",
+        Policy = "policy",
+        Cancelled = "cancelled",
+    }
+}
+
+/// One choice of a `choice`, `multi_choice` or `error_recovery` question.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct QuestionOption {
+    /// What an answer sends.
+    pub value: String,
+    /// What a person reads.
+    pub label: String,
+    /// A longer explanation, shown under the label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// One field of a `form` question.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct FormField {
+    /// The key of this field in the answer object.
+    pub key: String,
+    /// What a person reads.
+    pub label: String,
+    /// `text`, `choice`, `multi_choice`, `boolean` or `number`.
+    pub response_type: ResponseType,
+    /// Choices, for `choice` and `multi_choice` fields.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<QuestionOption>,
+    /// Whether an answer must contain this field.
+    #[serde(default)]
+    pub required: bool,
+}
+
+/// The action an `approval` question asks permission for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct ApprovalAction {
+    /// The tool the agent wants to call.
+    pub tool_name: String,
+    /// The arguments it wants to call it with.
+    #[serde(default)]
+    pub arguments: Value,
+}
+
+/// An answer body: `POST /questions/{id}/answer`, and the shape of `default_response`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct AnswerBody {
+    /// The answer; its shape depends on the question's `response_type`.
+    pub value: Value,
+    /// Free text for the agent, e.g. the reason for a rejection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+    /// Replacement arguments for an approval with `allow_edit`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited_arguments: Option<Value>,
+}
+
+/// The body of `POST /questions`: the fields of spec §3 a caller may set.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct NewQuestion {
+    /// Defaults to `blocking`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<QuestionKind>,
+    /// Defaults to `approval` for approval questions, `error_recovery` for error recovery, else `text`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_type: Option<ResponseType>,
+    /// 1..=300 characters.
+    #[cfg_attr(feature = "ssr", schema(min_length = 1, max_length = 300))]
+    pub title: String,
+    /// Markdown, at most 32 KiB.
+    #[serde(default)]
+    pub body: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<QuestionOption>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<FormField>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<ApprovalAction>,
+    #[serde(default)]
+    pub allow_edit: bool,
+    /// A JSON object of at most 16 KiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<Uuid>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub urgency: Option<Urgency>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_response: Option<AnswerBody>,
+}
+
+/// A question as the API returns it (spec §3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct Question {
+    pub id: Uuid,
+    /// The workspace's name.
+    pub workspace: String,
+    pub project: Option<String>,
+    pub run_id: Option<Uuid>,
+    pub tool_call_id: Option<String>,
+    /// Lineage of runs, root first.
+    pub parent_run_ids: Vec<Uuid>,
+    pub kind: QuestionKind,
+    pub response_type: ResponseType,
+    pub title: String,
+    pub body: String,
+    pub options: Vec<QuestionOption>,
+    pub fields: Vec<FormField>,
+    pub action: Option<ApprovalAction>,
+    pub allow_edit: bool,
+    pub context: Value,
+    pub urgency: Urgency,
+    pub timeout_at: Option<DateTime<Utc>>,
+    pub default_response: Option<AnswerBody>,
+    pub status: QuestionStatus,
+    pub response: Option<AnswerBody>,
+    pub answered_by: Option<String>,
+    pub resolution: Option<Resolution>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub resolved_at: Option<DateTime<Utc>>,
+}
+
+/// A page of a cursor-paginated list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    /// Pass as `cursor` to get the next page; `null` on the last one.
+    pub next_cursor: Option<String>,
+}
+
+wire_enum! {
+    /// The `event:` names of the SSE stream (spec §4).
+    EventType {
+        QuestionAsked = "question_asked",
+        QuestionAnswered = "question_answered",
+        QuestionExpired = "question_expired",
+        QuestionCancelled = "question_cancelled",
+        RunStatus = "run_status",
+    }
+}
+
+/// The `data:` of every question event: the question as it is after the change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct QuestionEventData {
+    pub question: Question,
+}
+
+/// The error body every failing endpoint returns: `{"error": {"code", "message", "details"}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+/// The inside of [`ErrorBody`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct ErrorDetail {
+    /// A stable machine code: `bad_request`, `unauthorized`, `forbidden`, `not_found`, `conflict`, `gone`,
+    /// `too_large`, `invalid`, `rate_limited`, `internal`.
+    pub code: String,
+    /// A sentence for people.
+    pub message: String,
+    /// Structured detail, e.g. field-level validation errors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+}
+
+/// Who a browser session acts as. Set by the server's session layer; read by pages and server functions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct SessionInfo {
+    pub workspace_id: Uuid,
+    /// The workspace's name.
+    pub workspace: String,
+    /// The name of the token (later: the person) the session was opened with.
+    pub name: String,
+    pub role: Role,
+    /// Sent back with every state-changing request of this session (`X-CSRF-Token` header or `csrf` form field).
+    pub csrf_token: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_wire_name_is_what_serde_writes() {
+        fn check<T: Serialize + std::fmt::Display>(values: &[T]) {
+            for value in values {
+                assert_eq!(serde_json::to_value(value).unwrap(), Value::String(value.to_string()));
+            }
+        }
+        check(Role::ALL);
+        check(QuestionKind::ALL);
+        check(ResponseType::ALL);
+        check(Urgency::ALL);
+        check(QuestionStatus::ALL);
+        check(Resolution::ALL);
+        check(EventType::ALL);
+    }
+
+    #[test]
+    fn wire_enums_round_trip_through_their_names() {
+        for kind in QuestionKind::ALL {
+            assert_eq!(kind.as_str().parse::<QuestionKind>().unwrap(), *kind);
+            assert_eq!(serde_json::to_value(kind).unwrap(), Value::String(kind.as_str().into()));
+        }
+        assert!("sometimes".parse::<QuestionKind>().is_err());
+    }
+
+    #[test]
+    fn each_kind_has_the_default_urgency_and_timeout_of_the_spec() {
+        assert_eq!(QuestionKind::Blocking.default_timeout_seconds(), Some(1800));
+        assert_eq!(QuestionKind::Approval.default_timeout_seconds(), Some(900));
+        assert_eq!(QuestionKind::ErrorRecovery.default_timeout_seconds(), Some(600));
+        assert_eq!(QuestionKind::NonBlocking.default_timeout_seconds(), None);
+        assert_eq!(QuestionKind::NonBlocking.default_urgency(), Urgency::Low);
+        assert_eq!(QuestionKind::Approval.default_urgency(), Urgency::High);
+    }
+
+    #[test]
+    fn only_human_roles_above_viewer_may_answer() {
+        assert!(!Role::Viewer.may_answer());
+        assert!(!Role::Agent.may_answer());
+        assert!(Role::Responder.may_answer());
+        assert!(Role::Admin.may_answer());
+        assert!(!Role::Viewer.may_ask());
+    }
+
+    #[test]
+    fn a_minimal_new_question_needs_only_a_title() {
+        let q: NewQuestion = serde_json::from_str(r#"{"title":"Deploy?"}"#).unwrap();
+        assert_eq!(q.title, "Deploy?");
+        assert_eq!(q.kind, None);
+    }
+}

@@ -1,0 +1,94 @@
+// Shared set-up for the browser tests: a Holdpoint server of its own (fresh SQLite file, free port) and Debian's
+// Chromium driven by playwright-core. The server binary comes from HOLDPOINT_BIN (set by `cargo xtask test`).
+
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { randomBytes } from 'node:crypto';
+import { chromium } from 'playwright-core';
+
+const CHROMIUM_FLAGS = [
+  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+];
+
+/** Starts `holdpoint serve` on a free loopback port; resolves once it prints its address. */
+export async function startServer() {
+  const binary = process.env.HOLDPOINT_BIN;
+  if (!binary) throw new Error('HOLDPOINT_BIN is not set: run the browser tests with `cargo xtask test`');
+  const dataDir = mkdtempSync(join(tmpdir(), 'holdpoint-e2e-'));
+  const token = `hp_e2e_${randomBytes(16).toString('hex')}`;
+  // The test's own SQLite file, whatever DATABASE_URL the surrounding shell has.
+  const { DATABASE_URL: _ignored, ...inherited } = process.env;
+  const child = spawn(binary, ['serve'], {
+    env: {
+      ...inherited,
+      HOLDPOINT_ADDR: '127.0.0.1:0',
+      HOLDPOINT_DATA_DIR: dataDir,
+      HOLDPOINT_BOOTSTRAP_TOKEN: token,
+      HOLDPOINT_MIN_TIMEOUT_SECONDS: '1',
+      RUST_LOG: process.env.RUST_LOG ?? 'warn',
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const baseUrl = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the server did not start within 30 s')), 30_000);
+    let output = '';
+    child.stdout.on('data', (chunk) => {
+      output += chunk;
+      const match = output.match(/listening on (http:\/\/\S+)/);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    });
+    child.on('exit', (code) => reject(new Error(`the server exited early with ${code}`)));
+  });
+  return {
+    baseUrl,
+    token,
+    async stop() {
+      child.kill('SIGTERM');
+      await new Promise((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', resolve)));
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function launchBrowser() {
+  return chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: CHROMIUM_FLAGS });
+}
+
+/** Calls the REST API with the server's admin token. */
+export async function api(server, method, path, body) {
+  const response = await fetch(`${server.baseUrl}/api/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${server.token}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, json: text ? JSON.parse(text) : null };
+}
+
+/** Signs a fresh page in through the sign-in form, as a person would, and lands on `next`. */
+export async function signIn(page, server, next = '/inbox') {
+  await page.goto(`${server.baseUrl}${next}`);
+  await page.waitForURL(/\/signin/);
+  await page.getByTestId('signin-token').fill(server.token);
+  await page.getByTestId('signin-submit').click();
+  await page.waitForURL((url) => url.pathname === next.split('?')[0]);
+}
+
+/** Resolves once Leptos has hydrated the page (the wasm module sets this marker after `hydrate()`). */
+export async function waitForHydration(page) {
+  await page.waitForFunction(() => document.body.dataset.hydrated === 'true', null, { timeout: 15_000 });
+}
+
+/** Where screenshots and other artefacts go: end2end/test-results/, whatever the working directory. */
+export function resultPath(name) {
+  const dir = join(dirname(fileURLToPath(import.meta.url)), '..', 'test-results');
+  mkdirSync(dir, { recursive: true });
+  return join(dir, name);
+}

@@ -1,0 +1,131 @@
+//! The `holdpoint` command line. `serve` runs the server; the other commands administer it.
+
+use std::process::ExitCode;
+
+use app::types::Role;
+use clap::{Parser, Subcommand};
+use tracing_subscriber::EnvFilter;
+use uuid::Uuid;
+
+use crate::auth::{hash_secret, new_token_secret};
+use crate::config::{DatabaseLocation, ServeConfig};
+use crate::store::{self, TokenRow};
+
+/// Holdpoint: a human-in-the-loop control plane for AI agents.
+#[derive(Debug, Parser)]
+#[command(name = "holdpoint", version, about)]
+struct Cli {
+    /// Log format on stderr: `text` or `json`.
+    #[arg(long, env = "HOLDPOINT_LOG_FORMAT", default_value = "text", global = true)]
+    log_format: LogFormat,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the server (web UI and API).
+    Serve(Box<ServeConfig>),
+    /// Manage API tokens.
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum TokenCommand {
+    /// Create a token and print it once; only its hash is kept.
+    Create {
+        /// The workspace the token belongs to (created if missing).
+        #[arg(long, default_value = crate::server::DEFAULT_WORKSPACE)]
+        workspace: String,
+        /// viewer, responder, approver, admin or agent.
+        #[arg(long, value_parser = parse_role)]
+        role: Role,
+        /// A name that says whose or what the token is (shown as who answered).
+        #[arg(long)]
+        name: String,
+        #[command(flatten)]
+        database: DatabaseLocation,
+    },
+}
+
+fn parse_role(value: &str) -> Result<Role, String> {
+    value.parse().map_err(|_| "expected one of viewer, responder, approver, admin, agent".to_owned())
+}
+
+fn init_tracing(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=info,leptos=warn"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+/// Parses the command line, runs the command, and maps its outcome to an exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing(cli.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("holdpoint: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Serve(config) => crate::server::run(*config).await.map_err(|e| e.to_string()),
+            Command::Token(TokenCommand::Create { workspace, role, name, database }) => {
+                create_token(&workspace, role, &name, &database).await
+            }
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("holdpoint: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn create_token(workspace: &str, role: Role, name: &str, database: &DatabaseLocation) -> Result<(), String> {
+    let url = database.prepare().map_err(|e| e.to_string())?;
+    let store = store::connect(&url).await.map_err(|e| e.to_string())?;
+    let workspace_row = store.ensure_workspace(workspace).await.map_err(|e| e.to_string())?;
+    let secret = new_token_secret();
+    store
+        .insert_token(&TokenRow {
+            id: Uuid::now_v7(),
+            workspace_id: workspace_row.id,
+            name: name.to_owned(),
+            role,
+            secret_hash: hash_secret(&secret),
+            created_at: crate::store::now(),
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+    eprintln!("Created token {name:?} (role {role}) for workspace {workspace:?}. It is shown only this once:");
+    println!("{secret}");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,142 @@
+//! Configuration of `holdpoint serve`: every setting is a flag and an environment variable (see `.env.example`).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use crate::auth::Secret;
+
+/// Where the database is: shared by `serve` and the commands that open the database directly.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DatabaseLocation {
+    /// Directory for the embedded SQLite database (`holdpoint.db`).
+    #[arg(long, env = "HOLDPOINT_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+
+    /// Database URL, `sqlite:...` or `postgres://...`; overrides the data directory's SQLite file.
+    #[arg(long, env = "DATABASE_URL")]
+    pub database_url: Option<String>,
+}
+
+impl DatabaseLocation {
+    /// The database to open: `DATABASE_URL` if set, else `holdpoint.db` in the data directory.
+    pub fn url(&self) -> String {
+        match self.explicit_url() {
+            Some(url) => url.to_owned(),
+            None => format!("sqlite://{}", self.data_dir.join("holdpoint.db").display()),
+        }
+    }
+
+    /// `DATABASE_URL` when it is set to something: an empty variable means "not set", as shells often leave it.
+    pub fn explicit_url(&self) -> Option<&str> {
+        self.database_url.as_deref().map(str::trim).filter(|url| !url.is_empty())
+    }
+
+    /// The URL to open, after creating the data directory when the embedded SQLite file lives there.
+    pub fn prepare(&self) -> Result<String, std::io::Error> {
+        if self.explicit_url().is_none() {
+            std::fs::create_dir_all(&self.data_dir).map_err(|err| {
+                std::io::Error::new(
+                    err.kind(),
+                    format!("cannot create the data directory {}: {err}", self.data_dir.display()),
+                )
+            })?;
+        }
+        Ok(self.url())
+    }
+}
+
+/// Settings of the server process.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeConfig {
+    /// Address to listen on.
+    #[arg(long, env = "HOLDPOINT_ADDR", default_value = "127.0.0.1:3000")]
+    pub addr: SocketAddr,
+
+    #[command(flatten)]
+    pub database: DatabaseLocation,
+
+    /// A token created at start as the `default` workspace's admin token (idempotent across restarts).
+    #[arg(long, env = "HOLDPOINT_BOOTSTRAP_TOKEN", hide_env_values = true)]
+    pub bootstrap_token: Option<Secret>,
+
+    /// The shortest timeout a question may have, in seconds (lower it for tests).
+    #[arg(long, env = "HOLDPOINT_MIN_TIMEOUT_SECONDS", default_value_t = 300)]
+    pub min_timeout_seconds: i64,
+
+    /// The longest timeout a question may have, in seconds.
+    #[arg(long, env = "HOLDPOINT_MAX_TIMEOUT_SECONDS", default_value_t = 86_400)]
+    pub max_timeout_seconds: i64,
+
+    /// The built site (`pkg/holdpoint.js`, `.wasm`, `.css`); found next to the executable or under
+    /// `./target/site` when unset.
+    #[arg(long, env = "HOLDPOINT_SITE_ROOT")]
+    pub site_root: Option<PathBuf>,
+
+    /// Mark cookies `Secure`; set this when Holdpoint is served over TLS (directly or behind a proxy).
+    #[arg(long, env = "HOLDPOINT_SECURE_COOKIES", default_value_t = false)]
+    pub secure_cookies: bool,
+
+    /// Run the background workers (deadlines). Off only for tests that simulate a server that is down.
+    #[arg(long, env = "HOLDPOINT_RUN_WORKERS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub run_workers: bool,
+
+    /// How many events an event-stream client may fall behind before it is told to reconnect (it then replays what
+    /// it missed from the log), so one slow client never holds up the others.
+    #[arg(long, env = "HOLDPOINT_SSE_BUFFER", default_value_t = 4096)]
+    pub sse_buffer: usize,
+
+    /// How long a browser session lasts, in hours.
+    #[arg(long, env = "HOLDPOINT_SESSION_HOURS", default_value_t = 24 * 7)]
+    pub session_hours: i64,
+}
+
+impl ServeConfig {
+    /// Where the built site lives: the configured root, else `site/` beside the executable's directory
+    /// (`target/site` for `target/debug/holdpoint`), else `site/` beside the executable, else `./target/site`.
+    pub fn site_root(&self) -> PathBuf {
+        if let Some(root) = &self.site_root {
+            return root.clone();
+        }
+        let beside_exe = std::env::current_exe().ok().and_then(|exe| exe.parent().map(PathBuf::from));
+        let candidates = beside_exe
+            .iter()
+            .flat_map(|dir| [dir.join("../site"), dir.join("site")])
+            .chain([PathBuf::from("target/site")]);
+        for candidate in candidates {
+            if candidate.join("pkg").is_dir() {
+                return candidate;
+            }
+        }
+        PathBuf::from("target/site")
+    }
+
+    /// Settings for tests: SQLite in memory is not shared across connections, so tests pass a file or PG URL.
+    pub fn for_tests(database_url: String) -> Self {
+        ServeConfig {
+            addr: "127.0.0.1:0".parse().expect("valid address"),
+            database: DatabaseLocation { data_dir: PathBuf::from("./data"), database_url: Some(database_url) },
+            bootstrap_token: None,
+            min_timeout_seconds: 1,
+            max_timeout_seconds: 86_400,
+            site_root: None,
+            secure_cookies: false,
+            run_workers: true,
+            sse_buffer: 4096,
+            session_hours: 1,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_database_url_falls_back_to_the_data_directory() {
+        let mut config = ServeConfig::for_tests(String::new());
+        config.database.data_dir = PathBuf::from("/var/lib/holdpoint");
+        assert_eq!(config.database.url(), "sqlite:///var/lib/holdpoint/holdpoint.db");
+        config.database.database_url = Some("postgres://db/holdpoint".into());
+        assert_eq!(config.database.url(), "postgres://db/holdpoint");
+    }
+}

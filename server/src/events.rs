@@ -1,0 +1,111 @@
+//! The event hub: follows the event log in id order and fans each event out to every subscriber.
+//!
+//! The log in the database is the source of truth. The hub reads it after every commit that appended events
+//! (the store's watch channel) and, as a safety net for writers it is not told about, every second. Subscribers get
+//! events through a bounded broadcast channel; one that falls behind is dropped and reconnects with its last id,
+//! so a slow client never holds up the others.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use tokio::sync::broadcast;
+use uuid::Uuid;
+
+use crate::store::{EventRow, Store};
+
+/// How many events the hub reads from the log at a time.
+const READ_BATCH: i64 = 1000;
+/// How often the hub looks at the log even when nobody told it of a commit.
+const POLL_INTERVAL: Duration = Duration::from_secs(1);
+
+/// One event as subscribers see it, with its JSON already serialised once for all of them.
+#[derive(Debug)]
+pub struct HubEvent {
+    pub id: i64,
+    pub workspace_id: Uuid,
+    pub event_type: String,
+    pub project: Option<String>,
+    pub run_id: Option<Uuid>,
+    pub question_id: Option<Uuid>,
+    pub data: String,
+}
+
+impl From<EventRow> for HubEvent {
+    fn from(row: EventRow) -> Self {
+        HubEvent {
+            id: row.id,
+            workspace_id: row.workspace_id,
+            event_type: row.event_type,
+            project: row.project,
+            run_id: row.run_id,
+            question_id: row.question_id,
+            data: row.data.0.to_string(),
+        }
+    }
+}
+
+/// A handle on the hub; cheap to clone.
+#[derive(Clone)]
+pub struct EventHub {
+    sender: broadcast::Sender<Arc<HubEvent>>,
+    /// The id of the newest event handed to subscribers (or about to be: it is raised before sending).
+    position: Arc<AtomicI64>,
+}
+
+impl EventHub {
+    /// Starts following the log from its current end.
+    /// `buffer`: how many events a subscriber may fall behind before it is told to reconnect.
+    pub async fn start(store: Arc<dyn Store>, buffer: usize) -> crate::store::StoreResult<Self> {
+        let start = store.last_event_id().await?;
+        let (sender, _) = broadcast::channel(buffer.max(1));
+        let hub = EventHub { sender, position: Arc::new(AtomicI64::new(start)) };
+        tokio::spawn(hub.clone().follow(store));
+        Ok(hub)
+    }
+
+    /// A receiver of every event sent from now on, and the id of the newest event sent before it.
+    ///
+    /// Subscribe *before* replaying from the log: every event above the returned id either comes through the
+    /// receiver or is already in the log.
+    pub fn subscribe(&self) -> (broadcast::Receiver<Arc<HubEvent>>, i64) {
+        let receiver = self.sender.subscribe();
+        (receiver, self.position.load(Ordering::SeqCst))
+    }
+
+    /// How many clients are subscribed.
+    pub fn subscriber_count(&self) -> usize {
+        self.sender.receiver_count()
+    }
+
+    async fn follow(self, store: Arc<dyn Store>) {
+        let mut committed = store.committed_events();
+        loop {
+            if let Err(err) = self.drain(store.as_ref()).await {
+                tracing::warn!(error = %err, "could not read the event log; retrying");
+                tokio::time::sleep(POLL_INTERVAL).await;
+            }
+            tokio::select! {
+                changed = committed.changed() => if changed.is_err() { return },
+                () = tokio::time::sleep(POLL_INTERVAL) => {}
+            }
+        }
+    }
+
+    async fn drain(&self, store: &dyn Store) -> crate::store::StoreResult<()> {
+        loop {
+            let after = self.position.load(Ordering::SeqCst);
+            let rows = store.events_after(after, READ_BATCH).await?;
+            let full = rows.len() as i64 == READ_BATCH;
+            for row in rows {
+                let event = Arc::new(HubEvent::from(row));
+                self.position.store(event.id, Ordering::SeqCst);
+                // No subscribers is not an error: the event is in the log for whoever connects later.
+                let _ = self.sender.send(event);
+            }
+            if !full {
+                return Ok(());
+            }
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! `GET /api/v1/events`: the event log as Server-Sent Events.
+//!
+//! A client that reconnects with `Last-Event-ID` first gets every event it missed, replayed from the log, then the
+//! live ones, with no gap and no duplicate: it subscribes to the hub *before* replaying and skips live events it
+//! already got from the replay.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::{
+    extract::{Query, State},
+    http::HeaderMap,
+    response::sse::{Event, KeepAlive, Sse},
+};
+use futures::Stream;
+use serde::Deserialize;
+use tokio::sync::broadcast::error::RecvError;
+use utoipa::IntoParams;
+use utoipa_axum::{router::OpenApiRouter, routes};
+use uuid::Uuid;
+
+use crate::auth::Caller;
+use crate::error::{ApiResult, AppError};
+use crate::events::HubEvent;
+use crate::state::AppState;
+use crate::store::EventRow;
+
+/// Comfortably under the spec's 15 s, so proxies with a 15 s idle timeout never cut a quiet stream.
+const KEEP_ALIVE: Duration = Duration::from_secs(10);
+const REPLAY_BATCH: i64 = 500;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(stream_events))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct EventQuery {
+    project: Option<String>,
+    run_id: Option<Uuid>,
+}
+
+/// Which events a subscriber wants.
+#[derive(Debug, Clone)]
+struct Subscription {
+    workspace_id: Uuid,
+    project: Option<String>,
+    run_id: Option<Uuid>,
+}
+
+impl Subscription {
+    fn wants(&self, workspace_id: Uuid, project: Option<&str>, run_id: Option<Uuid>) -> bool {
+        workspace_id == self.workspace_id
+            && self.project.as_deref().is_none_or(|p| Some(p) == project)
+            && self.run_id.is_none_or(|r| Some(r) == run_id)
+    }
+}
+
+fn sse_event(id: i64, event_type: &str, data: &str) -> Event {
+    Event::default().id(id.to_string()).event(event_type).data(data)
+}
+
+fn replayed(row: &EventRow) -> Event {
+    sse_event(row.id, &row.event_type, &row.data.0.to_string())
+}
+
+fn live(event: &HubEvent) -> Event {
+    sse_event(event.id, &event.event_type, &event.data)
+}
+
+/// The event stream: `question_asked`, `question_answered`, `question_expired`, `question_cancelled`, `run_status`.
+#[utoipa::path(get, path = "/events", tag = "events", params(EventQuery,
+        ("Last-Event-ID" = Option<i64>, Header, description = "Replay every event after this id first")),
+    responses((status = 200, description = "Server-Sent Events; each `data:` is JSON", content_type = "text/event-stream", body = String),
+        crate::http::openapi::ErrorResponses))]
+async fn stream_events(
+    State(state): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    query: Result<Query<EventQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    let Query(query) = query.map_err(|err| AppError::BadRequest(err.body_text()))?;
+    let last_event_id = match headers.get("last-event-id") {
+        None => None,
+        Some(value) => Some(
+            value
+                .to_str()
+                .ok()
+                .and_then(|v| v.trim().parse::<i64>().ok())
+                .filter(|id| *id >= 0)
+                .ok_or_else(|| AppError::BadRequest("Last-Event-ID must be an event id".into()))?,
+        ),
+    };
+    let subscription =
+        Subscription { workspace_id: caller.workspace_id(), project: query.project, run_id: query.run_id };
+    let (mut receiver, position) = state.hub.subscribe();
+    let store = Arc::clone(&state.store);
+    let subscriber = state.metrics.sse_subscriber();
+
+    let stream = async_stream::stream! {
+        // Counted as open for as long as the stream lives.
+        let _subscriber = subscriber;
+        // Without Last-Event-ID a client wants what happens from now on.
+        let mut last_sent = last_event_id.unwrap_or(position);
+        if last_event_id.is_some() {
+            loop {
+                let rows = match store.events_after(last_sent, REPLAY_BATCH).await {
+                    Ok(rows) => rows,
+                    Err(err) => {
+                        tracing::warn!(error = %err, "event replay failed; the client will reconnect");
+                        return;
+                    }
+                };
+                let done = (rows.len() as i64) < REPLAY_BATCH;
+                for row in rows {
+                    last_sent = row.id;
+                    if subscription.wants(row.workspace_id, row.project.as_deref(), row.run_id) {
+                        yield Ok(replayed(&row));
+                    }
+                }
+                if done {
+                    break;
+                }
+            }
+        }
+        loop {
+            match receiver.recv().await {
+                Ok(event) => {
+                    if event.id <= last_sent {
+                        continue;
+                    }
+                    last_sent = event.id;
+                    if subscription.wants(event.workspace_id, event.project.as_deref(), event.run_id) {
+                        yield Ok(live(&event));
+                    }
+                }
+                Err(RecvError::Lagged(_)) => {
+                    // Too slow to keep up: end the stream; the client reconnects with its Last-Event-ID and the
+                    // replay fills the gap from the log.
+                    yield Ok(Event::default().event("reconnect").data(format!("{{\"last_event_id\":{last_sent}}}")));
+                    return;
+                }
+                Err(RecvError::Closed) => return,
+            }
+        }
+    };
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
+}

@@ -1,0 +1,405 @@
+//! `/api/v1/questions`: asking and reading questions.
+
+use app::types::{
+    AnswerBody, EventType, NewQuestion, Page, Question, QuestionEventData, QuestionKind, QuestionStatus, Urgency,
+};
+use axum::{
+    extract::{Path, Query, State},
+    http::{HeaderMap, StatusCode},
+};
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::{router::OpenApiRouter, routes};
+use uuid::Uuid;
+
+use crate::auth::Caller;
+use crate::error::{ApiJson, ApiResult, AppError};
+use crate::http::openapi::ErrorResponses;
+use crate::questions::{self as domain, TimeoutBounds, build_question};
+use crate::state::AppState;
+use crate::store::{IdempotencyKey, NewEvent, QuestionCursor, QuestionFilter, QuestionSort, StoreError};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_questions, create_question))
+        .routes(routes!(answer_batch))
+        .routes(routes!(get_question))
+        .routes(routes!(wait_for_question))
+        .routes(routes!(answer_question))
+        .routes(routes!(cancel_question))
+}
+
+/// The longest a long-poll may hold a request.
+pub const MAX_WAIT_SECONDS: u64 = 60;
+/// How many answers one batch may carry.
+pub const MAX_BATCH: usize = 200;
+
+pub const DEFAULT_PAGE_SIZE: u32 = 50;
+pub const MAX_PAGE_SIZE: u32 = 200;
+const IDEMPOTENCY_HEADER: &str = "idempotency-key";
+const IDEMPOTENCY_KEY_MAX: usize = 255;
+
+/// `POST /questions`: 201 with the new question, or 200 with the first one for a repeated `Idempotency-Key`.
+#[utoipa::path(post, path = "/questions", tag = "questions", request_body = NewQuestion,
+    params(("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key returns the first result")),
+    responses(
+        (status = 201, description = "Created", body = Question),
+        (status = 200, description = "A retry with an Idempotency-Key seen before: the first question", body = Question),
+        ErrorResponses,
+    ))]
+#[tracing::instrument(skip_all, fields(workspace = %caller.principal.workspace))]
+async fn create_question(
+    State(state): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    ApiJson(input): ApiJson<NewQuestion>,
+) -> ApiResult<(StatusCode, ApiJson<Question>)> {
+    caller.require_ask()?;
+    let idempotency = idempotency_key(&headers, &caller, "questions", &input)?;
+    let bounds =
+        TimeoutBounds { min_seconds: state.config.min_timeout_seconds, max_seconds: state.config.max_timeout_seconds };
+    let row =
+        build_question(input, caller.workspace_id(), Some(caller.principal.token_id), bounds, crate::store::now())?;
+    let question = row.to_question(&caller.principal.workspace)?;
+    let event = NewEvent {
+        workspace_id: row.workspace_id,
+        event_type: EventType::QuestionAsked,
+        project: row.project.clone(),
+        run_id: row.run_id,
+        question_id: Some(row.id),
+        data: serde_json::to_value(QuestionEventData { question: question.clone() }).map_err(AppError::internal)?,
+        created_at: row.created_at,
+    };
+    let created = state.store.create_question(&row, &event, idempotency.as_ref()).await.map_err(|err| match err {
+        StoreError::IdempotencyMismatch => AppError::Conflict { message: err.to_string(), details: None },
+        other => other.into(),
+    })?;
+    if created.created {
+        state.metrics.question_created(&row.kind);
+        Ok((StatusCode::CREATED, ApiJson(question)))
+    } else {
+        Ok((StatusCode::OK, ApiJson(created.value.to_question(&caller.principal.workspace)?)))
+    }
+}
+
+fn idempotency_key(
+    headers: &HeaderMap,
+    caller: &Caller,
+    scope: &'static str,
+    body: &impl serde::Serialize,
+) -> ApiResult<Option<IdempotencyKey>> {
+    let Some(value) = headers.get(IDEMPOTENCY_HEADER) else {
+        return Ok(None);
+    };
+    let key = value.to_str().ok().filter(|k| !k.is_empty() && k.len() <= IDEMPOTENCY_KEY_MAX).ok_or_else(|| {
+        AppError::BadRequest(format!("Idempotency-Key must be 1..={IDEMPOTENCY_KEY_MAX} visible ASCII characters"))
+    })?;
+    let request_hash = Sha256::digest(serde_json::to_vec(body).map_err(AppError::internal)?).to_vec();
+    Ok(Some(IdempotencyKey { workspace_id: caller.workspace_id(), scope, key: key.to_owned(), request_hash }))
+}
+
+/// A question id from the path; anything that is not a UUID names no question (404, as for other workspaces').
+fn question_id(raw: &str) -> ApiResult<Uuid> {
+    Uuid::parse_str(raw).map_err(|_| AppError::NotFound("question"))
+}
+
+async fn load_question(state: &AppState, caller: &Caller, id: Uuid) -> ApiResult<Question> {
+    let row = state.store.question(caller.workspace_id(), id).await?.ok_or(AppError::NotFound("question"))?;
+    Ok(row.to_question(&caller.principal.workspace)?)
+}
+
+/// `GET /questions/{id}`: 404 also for other workspaces' questions.
+#[utoipa::path(get, path = "/questions/{id}", tag = "questions", params(("id" = Uuid, Path, description = "The question's id")),
+    responses((status = 200, description = "The question", body = Question), ErrorResponses))]
+async fn get_question(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<ApiJson<Question>> {
+    Ok(ApiJson(load_question(&state, &caller, question_id(&id)?).await?))
+}
+
+/// The query string of `GET /questions`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct ListQuery {
+    status: Option<QuestionStatus>,
+    kind: Option<QuestionKind>,
+    project: Option<String>,
+    urgency: Option<Urgency>,
+    run_id: Option<Uuid>,
+    /// Matches title or body, case-insensitively.
+    q: Option<String>,
+    /// `created_desc` (newest first, the default) or `deadline` (soonest first, none last).
+    #[param(pattern = "^(created_desc|deadline)?$")]
+    sort: Option<String>,
+    /// 1..=200, default 50.
+    #[param(minimum = 1, maximum = 200)]
+    limit: Option<u32>,
+    /// The `next_cursor` of the previous page.
+    cursor: Option<String>,
+}
+
+/// `GET /questions`: a page of the workspace's questions.
+#[utoipa::path(get, path = "/questions", tag = "questions", params(ListQuery),
+    responses((status = 200, description = "A page of questions", body = Page<Question>), ErrorResponses))]
+async fn list_questions(
+    State(state): State<AppState>,
+    caller: Caller,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<ApiJson<Page<Question>>> {
+    let Query(query) = query.map_err(|err| AppError::BadRequest(err.body_text()))?;
+    let sort = match query.sort.as_deref() {
+        None | Some("" | "created_desc") => QuestionSort::CreatedDesc,
+        Some("deadline") => QuestionSort::Deadline,
+        Some(other) => {
+            return Err(AppError::BadRequest(format!("sort must be created_desc or deadline, not {other:?}")));
+        }
+    };
+    let limit = query.limit.unwrap_or(DEFAULT_PAGE_SIZE);
+    if !(1..=MAX_PAGE_SIZE).contains(&limit) {
+        return Err(AppError::BadRequest(format!("limit must be within 1..={MAX_PAGE_SIZE}")));
+    }
+    let after = query.cursor.as_deref().filter(|c| !c.is_empty()).map(|c| decode_cursor(c, sort)).transpose()?;
+    let filter = QuestionFilter {
+        status: query.status,
+        kind: query.kind,
+        project: query.project.filter(|p| !p.is_empty()),
+        urgency: query.urgency,
+        run_id: query.run_id,
+        text: query.q.filter(|q| !q.trim().is_empty()),
+        sort,
+        after,
+        limit: limit + 1,
+    };
+    let mut rows = state.store.list_questions(caller.workspace_id(), &filter).await?;
+    let next_cursor = if rows.len() > limit as usize {
+        rows.truncate(limit as usize);
+        rows.last().map(|last| encode_cursor(sort, last.timeout_at, last.id))
+    } else {
+        None
+    };
+    let items = rows.iter().map(|row| row.to_question(&caller.principal.workspace)).collect::<Result<_, _>>()?;
+    Ok(ApiJson(Page { items, next_cursor }))
+}
+
+/// Cursors are opaque to clients: `c.<id>` for newest-first, `d.<deadline or "none">.<id>` for deadline order.
+fn encode_cursor(sort: QuestionSort, timeout_at: Option<DateTime<Utc>>, id: Uuid) -> String {
+    match sort {
+        QuestionSort::CreatedDesc => format!("c.{id}"),
+        QuestionSort::Deadline => {
+            let at = timeout_at.map_or_else(|| "none".to_owned(), |t| t.timestamp_micros().to_string());
+            format!("d.{at}.{id}")
+        }
+    }
+}
+
+fn decode_cursor(cursor: &str, sort: QuestionSort) -> ApiResult<QuestionCursor> {
+    let bad = || AppError::BadRequest("cursor is not one this list gave out (was the sort changed?)".into());
+    let parts: Vec<&str> = cursor.split('.').collect();
+    match (sort, parts.as_slice()) {
+        (QuestionSort::CreatedDesc, ["c", id]) => {
+            Ok(QuestionCursor::Created { id: Uuid::parse_str(id).map_err(|_| bad())? })
+        }
+        (QuestionSort::Deadline, ["d", at, id]) => {
+            let timeout_at = match *at {
+                "none" => None,
+                micros => Some(DateTime::from_timestamp_micros(micros.parse().map_err(|_| bad())?).ok_or_else(bad)?),
+            };
+            Ok(QuestionCursor::Deadline { timeout_at, id: Uuid::parse_str(id).map_err(|_| bad())? })
+        }
+        _ => Err(bad()),
+    }
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct WaitQuery {
+    /// How long to wait, 1..=60 seconds (default 30).
+    #[param(minimum = 1, maximum = 60)]
+    timeout_seconds: Option<u64>,
+}
+
+/// `GET /questions/{id}/wait?timeout_seconds=1..=60`: returns as soon as the question is no longer pending (woken
+/// by its event, not by polling), or as it is when the wait ends.
+#[utoipa::path(get, path = "/questions/{id}/wait", tag = "questions", params(("id" = Uuid, Path, description = "The question's id"), WaitQuery),
+    responses((status = 200, description = "The question once resolved, or as it is when the wait ends", body = Question),
+        ErrorResponses))]
+async fn wait_for_question(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    query: Result<Query<WaitQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<ApiJson<Question>> {
+    let Query(query) = query.map_err(|err| AppError::BadRequest(err.body_text()))?;
+    let seconds = query.timeout_seconds.unwrap_or(30);
+    if !(1..=MAX_WAIT_SECONDS).contains(&seconds) {
+        return Err(AppError::BadRequest(format!("timeout_seconds must be within 1..={MAX_WAIT_SECONDS}")));
+    }
+    let id = question_id(&id)?;
+    // Subscribe before reading, so a resolution between the read and the wait still wakes us.
+    let (mut events, _) = state.hub.subscribe();
+    let question = load_question(&state, &caller, id).await?;
+    if question.status != QuestionStatus::Pending {
+        return Ok(ApiJson(question));
+    }
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    loop {
+        match tokio::time::timeout_at(deadline, events.recv()).await {
+            Err(_elapsed) => break,
+            Ok(Ok(event)) if event.question_id == Some(id) && event.event_type != EventType::QuestionAsked.as_str() => {
+                break;
+            }
+            Ok(Ok(_)) => continue,
+            // Missed events or a closed hub: the database knows.
+            Ok(Err(_)) => break,
+        }
+    }
+    Ok(ApiJson(load_question(&state, &caller, id).await?))
+}
+
+/// `POST /questions/{id}/answer`: 200 with the answered question; 409 if it is no longer pending; 422 if the
+/// value does not fit.
+#[utoipa::path(post, path = "/questions/{id}/answer", tag = "questions", params(("id" = Uuid, Path, description = "The question's id")), request_body = AnswerBody,
+    responses((status = 200, description = "The answered question", body = Question), ErrorResponses))]
+#[tracing::instrument(skip_all, fields(question = %id))]
+async fn answer_question(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    ApiJson(answer): ApiJson<AnswerBody>,
+) -> ApiResult<ApiJson<Question>> {
+    let id = question_id(&id)?;
+    Ok(ApiJson(
+        domain::answer_question(state.store.as_ref(), &state.metrics, &caller, id, answer, crate::store::now()).await?,
+    ))
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+struct CancelBody {
+    reason: Option<String>,
+}
+
+/// `POST /questions/{id}/cancel` `{"reason"?}`; the body may be empty.
+#[utoipa::path(post, path = "/questions/{id}/cancel", tag = "questions", params(("id" = Uuid, Path, description = "The question's id")),
+    request_body(content = Option<CancelBody>, description = "Optional; the body may be empty"),
+    responses((status = 200, description = "The cancelled question", body = Question), ErrorResponses))]
+async fn cancel_question(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    body: axum::body::Bytes,
+) -> ApiResult<ApiJson<Question>> {
+    let id = question_id(&id)?;
+    let body: CancelBody = if body.iter().all(u8::is_ascii_whitespace) || body.trim_ascii() == b"null" {
+        CancelBody::default()
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|err| AppError::BadRequest(format!("the body is not a cancel request: {err}")))?
+    };
+    Ok(ApiJson(
+        domain::cancel_question(state.store.as_ref(), &state.metrics, &caller, id, body.reason, crate::store::now())
+            .await?,
+    ))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+struct BatchBody {
+    #[schema(min_items = 1, max_items = 200)]
+    items: Vec<BatchItem>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+struct BatchItem {
+    id: String,
+    value: serde_json::Value,
+    #[serde(default)]
+    comment: Option<String>,
+    #[serde(default)]
+    edited_arguments: Option<serde_json::Value>,
+}
+
+#[derive(Debug, serde::Serialize, ToSchema)]
+struct BatchResults {
+    results: Vec<BatchResult>,
+}
+
+#[derive(Debug, serde::Serialize, ToSchema)]
+struct BatchResult {
+    id: String,
+    /// `answered`, `conflict`, `invalid`, `not_found`, or `forbidden` when the caller may not answer that one.
+    status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<app::types::ErrorDetail>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    question: Option<Question>,
+}
+
+/// `POST /questions/answer-batch`: each item is answered on its own; one failing does not stop the others.
+#[utoipa::path(post, path = "/questions/answer-batch", tag = "questions", request_body = BatchBody,
+    responses((status = 200, description = "One result per item, in order", body = BatchResults), ErrorResponses))]
+async fn answer_batch(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(batch): ApiJson<BatchBody>,
+) -> ApiResult<ApiJson<BatchResults>> {
+    if batch.items.is_empty() || batch.items.len() > MAX_BATCH {
+        return Err(AppError::invalid_field("items", format!("needs 1..={MAX_BATCH} items")));
+    }
+    let mut results = Vec::with_capacity(batch.items.len());
+    for item in batch.items {
+        let answer = AnswerBody { value: item.value, comment: item.comment, edited_arguments: item.edited_arguments };
+        let outcome = match question_id(&item.id) {
+            Ok(id) => {
+                domain::answer_question(state.store.as_ref(), &state.metrics, &caller, id, answer, crate::store::now())
+                    .await
+            }
+            Err(err) => Err(err),
+        };
+        results.push(match outcome {
+            Ok(question) => BatchResult { id: item.id, status: "answered", error: None, question: Some(question) },
+            Err(err) => {
+                let status = match &err {
+                    AppError::Conflict { .. } => "conflict",
+                    AppError::Invalid { .. } | AppError::TooLarge(_) => "invalid",
+                    AppError::NotFound(_) => "not_found",
+                    AppError::Forbidden(_) => "forbidden",
+                    _ => return Err(err),
+                };
+                BatchResult { id: item.id, status, error: Some(err.detail()), question: None }
+            }
+        });
+    }
+    Ok(ApiJson(BatchResults { results }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_decode_to_what_was_encoded() {
+        let id = Uuid::now_v7();
+        let at = DateTime::from_timestamp_micros(1_700_000_000_123_456).unwrap();
+        for (sort, timeout_at) in
+            [(QuestionSort::CreatedDesc, None), (QuestionSort::Deadline, Some(at)), (QuestionSort::Deadline, None)]
+        {
+            let cursor = encode_cursor(sort, timeout_at, id);
+            let decoded = decode_cursor(&cursor, sort).unwrap();
+            let expected = match sort {
+                QuestionSort::CreatedDesc => QuestionCursor::Created { id },
+                QuestionSort::Deadline => QuestionCursor::Deadline { timeout_at, id },
+            };
+            assert_eq!(decoded, expected);
+        }
+    }
+
+    #[test]
+    fn a_cursor_of_another_sort_is_refused() {
+        let cursor = encode_cursor(QuestionSort::CreatedDesc, None, Uuid::now_v7());
+        assert!(decode_cursor(&cursor, QuestionSort::Deadline).is_err());
+        assert!(decode_cursor("garbage", QuestionSort::CreatedDesc).is_err());
+    }
+}

@@ -1,0 +1,19 @@
+//! Holdpoint's server: the REST API, the SSE stream, the web UI's server side, storage and the CLI.
+//!
+//! A guided tour: [`cli`] parses the command line and starts [`server::run`], which opens the [`store`], starts the
+//! [`events`] hub and serves [`http::router`]. Requests are authenticated by [`auth`], fail through [`error`], and
+//! reach the domain logic in [`questions`].
+
+pub mod auth;
+pub mod cli;
+pub mod config;
+pub mod deadlines;
+pub mod error;
+pub mod events;
+pub mod http;
+pub mod metrics;
+pub mod questions;
+pub mod server;
+pub mod state;
+pub mod store;
+pub mod web;

@@ -1,0 +1,778 @@
+//! Questions: what a person must handle (spec §3). Turning a request into a valid question, and checking an
+//! answer against its question, live here; HTTP and SQL do not.
+
+use std::collections::{BTreeMap, HashSet};
+
+use app::types::{
+    AnswerBody, FormField, NewQuestion, Question, QuestionKind, QuestionOption, QuestionStatus, Resolution,
+    ResponseType, Role,
+};
+use chrono::{DateTime, Duration, Utc};
+use serde_json::Value;
+use sqlx::types::Json;
+use uuid::Uuid;
+
+use crate::auth::Caller;
+use crate::error::AppError;
+use crate::metrics::Metrics;
+use crate::store::{QuestionResolution, QuestionRow, ResolveOutcome, Store};
+
+pub const TITLE_MAX_CHARS: usize = 300;
+pub const BODY_MAX_BYTES: usize = 32 * 1024;
+pub const CONTEXT_MAX_BYTES: usize = 16 * 1024;
+pub const TEXT_ANSWER_MAX_CHARS: usize = 10_000;
+pub const COMMENT_MAX_CHARS: usize = 10_000;
+pub const PROJECT_MAX_CHARS: usize = 100;
+const OPTIONS_MIN: usize = 2;
+const OPTIONS_MAX: usize = 20;
+const FIELDS_MAX: usize = 10;
+/// The answers every error-recovery question understands, besides its own options.
+pub const RECOVERY_ACTIONS: [&str; 3] = ["retry", "skip", "abort"];
+
+/// Field-level validation errors, collected so a caller learns of all of them at once.
+#[derive(Debug, Default)]
+pub struct FieldErrors(BTreeMap<String, String>);
+
+impl FieldErrors {
+    pub fn add(&mut self, field: impl Into<String>, message: impl Into<String>) {
+        self.0.entry(field.into()).or_insert_with(|| message.into());
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// `Ok` if nothing was wrong, else a 422 whose `details.fields` maps each field to what is wrong with it.
+    pub fn into_result(self, what: &str) -> Result<(), AppError> {
+        if self.0.is_empty() {
+            return Ok(());
+        }
+        let summary = self.0.iter().map(|(field, message)| format!("{field}: {message}")).collect::<Vec<_>>();
+        Err(AppError::Invalid {
+            message: format!("{what} is not valid: {}", summary.join("; ")),
+            details: Some(serde_json::json!({ "fields": self.0 })),
+        })
+    }
+}
+
+/// Limits that depend on configuration.
+#[derive(Debug, Clone, Copy)]
+pub struct TimeoutBounds {
+    pub min_seconds: i64,
+    pub max_seconds: i64,
+}
+
+/// The parts of a question an answer is checked against.
+pub struct AnswerShape<'a> {
+    pub response_type: ResponseType,
+    pub options: &'a [QuestionOption],
+    pub fields: &'a [FormField],
+    pub allow_edit: bool,
+}
+
+impl<'a> From<&'a Question> for AnswerShape<'a> {
+    fn from(q: &'a Question) -> Self {
+        AnswerShape { response_type: q.response_type, options: &q.options, fields: &q.fields, allow_edit: q.allow_edit }
+    }
+}
+
+/// The response type a question gets when the caller names none.
+fn default_response_type(kind: QuestionKind) -> ResponseType {
+    match kind {
+        QuestionKind::Approval => ResponseType::Approval,
+        QuestionKind::ErrorRecovery => ResponseType::ErrorRecovery,
+        QuestionKind::Blocking | QuestionKind::NonBlocking => ResponseType::Text,
+    }
+}
+
+fn check_options(options: &[QuestionOption], prefix: &str, min: usize, errors: &mut FieldErrors) {
+    if options.len() < min || options.len() > OPTIONS_MAX {
+        errors.add(prefix, format!("needs {min}..={OPTIONS_MAX} options, got {}", options.len()));
+    }
+    let mut seen = HashSet::new();
+    for (i, option) in options.iter().enumerate() {
+        if option.value.trim().is_empty() {
+            errors.add(format!("{prefix}[{i}].value"), "must not be empty");
+        }
+        if option.label.trim().is_empty() {
+            errors.add(format!("{prefix}[{i}].label"), "must not be empty");
+        }
+        if !seen.insert(option.value.as_str()) {
+            errors.add(format!("{prefix}[{i}].value"), format!("{:?} appears more than once", option.value));
+        }
+    }
+}
+
+/// Checks the structure of a new question and fills in its defaults. Size limits answer 413, the rest 422.
+pub fn build_question(
+    input: NewQuestion,
+    workspace_id: Uuid,
+    created_by: Option<Uuid>,
+    bounds: TimeoutBounds,
+    now: DateTime<Utc>,
+) -> Result<QuestionRow, AppError> {
+    if input.body.len() > BODY_MAX_BYTES {
+        return Err(AppError::TooLarge(format!("body is larger than {BODY_MAX_BYTES} bytes")));
+    }
+    let context = input.context.unwrap_or_else(|| Value::Object(Default::default()));
+    if context.to_string().len() > CONTEXT_MAX_BYTES {
+        return Err(AppError::TooLarge(format!("context is larger than {CONTEXT_MAX_BYTES} bytes")));
+    }
+
+    let mut errors = FieldErrors::default();
+    let kind = input.kind.unwrap_or(QuestionKind::Blocking);
+    let response_type = input.response_type.unwrap_or_else(|| default_response_type(kind));
+    let title = input.title.trim().to_owned();
+    let title_chars = title.chars().count();
+    if title_chars == 0 || title_chars > TITLE_MAX_CHARS {
+        errors.add("title", format!("must have 1..={TITLE_MAX_CHARS} characters, has {title_chars}"));
+    }
+    if !context.is_object() {
+        errors.add("context", "must be a JSON object");
+    }
+    if let Some(project) = &input.project
+        && (project.trim().is_empty() || project.chars().count() > PROJECT_MAX_CHARS)
+    {
+        errors.add("project", format!("must have 1..={PROJECT_MAX_CHARS} characters"));
+    }
+    match response_type {
+        ResponseType::Choice | ResponseType::MultiChoice => {
+            check_options(&input.options, "options", OPTIONS_MIN, &mut errors)
+        }
+        ResponseType::ErrorRecovery => {
+            check_options(&input.options, "options", 0, &mut errors);
+            for (i, option) in input.options.iter().enumerate() {
+                if RECOVERY_ACTIONS.contains(&option.value.as_str()) {
+                    errors.add(
+                        format!("options[{i}].value"),
+                        format!("{:?} is built in; choose another value", option.value),
+                    );
+                }
+            }
+        }
+        ResponseType::Form => check_form_fields(&input.fields, &mut errors),
+        ResponseType::Number => errors.add("response_type", "number is only for form fields"),
+        ResponseType::Text | ResponseType::Boolean | ResponseType::Approval => {}
+    }
+    if !matches!(response_type, ResponseType::Choice | ResponseType::MultiChoice | ResponseType::ErrorRecovery)
+        && !input.options.is_empty()
+    {
+        errors.add(
+            "options",
+            format!("only choice, multi_choice and error_recovery questions have options, not {response_type}"),
+        );
+    }
+    if response_type != ResponseType::Form && !input.fields.is_empty() {
+        errors.add("fields", "only form questions have fields");
+    }
+    match (kind, response_type) {
+        (QuestionKind::Approval, ResponseType::Approval) => {}
+        (QuestionKind::Approval, other) => {
+            errors.add("response_type", format!("an approval question is answered with approval, not {other}"))
+        }
+        (_, ResponseType::Approval) => errors.add("kind", "approval answers belong to approval questions"),
+        _ => {}
+    }
+    if response_type == ResponseType::Approval {
+        match &input.action {
+            None => errors.add("action", "an approval question needs the action it is about: {tool_name, arguments}"),
+            Some(action) if action.tool_name.trim().is_empty() => errors.add("action.tool_name", "must not be empty"),
+            Some(_) => {}
+        }
+    } else if input.action.is_some() {
+        errors.add("action", "only approval questions carry an action");
+    }
+    if input.allow_edit && response_type != ResponseType::Approval {
+        errors.add("allow_edit", "only approval questions can have editable arguments");
+    }
+
+    let timeout_seconds = match input.timeout_seconds {
+        Some(seconds) if seconds < bounds.min_seconds || seconds > bounds.max_seconds => {
+            errors.add(
+                "timeout_seconds",
+                format!("must be within {}..={} seconds", bounds.min_seconds, bounds.max_seconds),
+            );
+            None
+        }
+        Some(seconds) => Some(seconds),
+        None => kind.default_timeout_seconds(),
+    };
+    if let Some(default) = &input.default_response {
+        let shape =
+            AnswerShape { response_type, options: &input.options, fields: &input.fields, allow_edit: input.allow_edit };
+        check_answer(&shape, default, "default_response", &mut errors);
+    }
+    errors.into_result("the question")?;
+
+    Ok(QuestionRow {
+        id: Uuid::now_v7(),
+        workspace_id,
+        project: input.project.map(|p| p.trim().to_owned()),
+        run_id: input.run_id,
+        tool_call_id: None,
+        parent_run_ids: Json(Vec::new()),
+        kind: kind.as_str().to_owned(),
+        response_type: response_type.as_str().to_owned(),
+        title,
+        body: input.body,
+        options: Json(input.options),
+        fields: Json(input.fields),
+        action: input.action.map(Json),
+        allow_edit: input.allow_edit,
+        context: Json(context),
+        urgency: input.urgency.unwrap_or_else(|| kind.default_urgency()).as_str().to_owned(),
+        timeout_at: timeout_seconds.map(|s| now + Duration::seconds(s)),
+        default_response: input.default_response.map(Json),
+        status: QuestionStatus::Pending.as_str().to_owned(),
+        response: None,
+        answered_by: None,
+        resolution: None,
+        created_by,
+        created_at: now,
+        updated_at: now,
+        resolved_at: None,
+    })
+}
+
+fn check_form_fields(fields: &[FormField], errors: &mut FieldErrors) {
+    if fields.is_empty() || fields.len() > FIELDS_MAX {
+        errors.add("fields", format!("a form needs 1..={FIELDS_MAX} fields, got {}", fields.len()));
+    }
+    let mut keys = HashSet::new();
+    for (i, field) in fields.iter().enumerate() {
+        if field.key.trim().is_empty() {
+            errors.add(format!("fields[{i}].key"), "must not be empty");
+        }
+        if !keys.insert(field.key.as_str()) {
+            errors.add(format!("fields[{i}].key"), format!("{:?} appears more than once", field.key));
+        }
+        if field.label.trim().is_empty() {
+            errors.add(format!("fields[{i}].label"), "must not be empty");
+        }
+        match field.response_type {
+            ResponseType::Choice | ResponseType::MultiChoice => {
+                check_options(&field.options, &format!("fields[{i}].options"), OPTIONS_MIN, errors)
+            }
+            ResponseType::Text | ResponseType::Boolean | ResponseType::Number => {
+                if !field.options.is_empty() {
+                    errors.add(format!("fields[{i}].options"), "only choice fields have options");
+                }
+            }
+            other => errors.add(format!("fields[{i}].response_type"), format!("{other} cannot be a form field")),
+        }
+    }
+}
+
+fn check_text(value: &Value, field: &str, errors: &mut FieldErrors) {
+    match value.as_str() {
+        Some(text) if !text.trim().is_empty() && text.chars().count() <= TEXT_ANSWER_MAX_CHARS => {}
+        Some(_) => errors.add(field, format!("must have 1..={TEXT_ANSWER_MAX_CHARS} characters")),
+        None => errors.add(field, "must be a string"),
+    }
+}
+
+fn check_choice(value: &Value, options: &[QuestionOption], field: &str, errors: &mut FieldErrors) {
+    match value.as_str() {
+        Some(choice) if options.iter().any(|o| o.value == choice) => {}
+        Some(choice) => errors.add(field, format!("{choice:?} is not one of the options")),
+        None => errors.add(field, "must be one option value (a string)"),
+    }
+}
+
+fn check_multi_choice(value: &Value, options: &[QuestionOption], field: &str, errors: &mut FieldErrors) {
+    let Some(items) = value.as_array() else {
+        return errors.add(field, "must be an array of option values");
+    };
+    let mut seen = HashSet::new();
+    for item in items {
+        match item.as_str() {
+            Some(choice) if !options.iter().any(|o| o.value == choice) => {
+                return errors.add(field, format!("{choice:?} is not one of the options"));
+            }
+            Some(choice) if !seen.insert(choice) => {
+                return errors.add(field, format!("{choice:?} is chosen twice"));
+            }
+            Some(_) => {}
+            None => return errors.add(field, "must contain only option values (strings)"),
+        }
+    }
+}
+
+fn check_value_of_type(
+    response_type: ResponseType,
+    options: &[QuestionOption],
+    value: &Value,
+    field: &str,
+    errors: &mut FieldErrors,
+) {
+    match response_type {
+        ResponseType::Text => check_text(value, field, errors),
+        ResponseType::Boolean | ResponseType::Approval => {
+            if !value.is_boolean() {
+                errors.add(field, "must be true or false");
+            }
+        }
+        ResponseType::Number => {
+            if !value.is_number() {
+                errors.add(field, "must be a number");
+            }
+        }
+        ResponseType::Choice => check_choice(value, options, field, errors),
+        ResponseType::MultiChoice => check_multi_choice(value, options, field, errors),
+        ResponseType::ErrorRecovery => match value.as_str() {
+            Some(action) if RECOVERY_ACTIONS.contains(&action) || options.iter().any(|o| o.value == action) => {}
+            _ => errors.add(field, "must be retry, skip, abort or one of the options"),
+        },
+        ResponseType::Form => errors.add(field, "forms cannot nest"),
+    }
+}
+
+/// Checks an answer (or a default response) against the question's shape; problems go to `errors` under `prefix`.
+pub fn check_answer(shape: &AnswerShape<'_>, answer: &AnswerBody, prefix: &str, errors: &mut FieldErrors) {
+    let value_field = format!("{prefix}.value");
+    if shape.response_type == ResponseType::Form {
+        match answer.value.as_object() {
+            None => errors.add(&value_field, "must be an object with one entry per form field"),
+            Some(entries) => {
+                for key in entries.keys() {
+                    if !shape.fields.iter().any(|f| &f.key == key) {
+                        errors.add(format!("{value_field}.{key}"), "is not a field of this form");
+                    }
+                }
+                for field in shape.fields {
+                    let name = format!("{value_field}.{}", field.key);
+                    match entries.get(&field.key) {
+                        None | Some(Value::Null) if field.required => errors.add(name, "is required"),
+                        None | Some(Value::Null) => {}
+                        Some(value) => check_value_of_type(field.response_type, &field.options, value, &name, errors),
+                    }
+                }
+            }
+        }
+    } else {
+        check_value_of_type(shape.response_type, shape.options, &answer.value, &value_field, errors);
+    }
+    if let Some(comment) = &answer.comment
+        && comment.chars().count() > COMMENT_MAX_CHARS
+    {
+        errors.add(format!("{prefix}.comment"), format!("must have at most {COMMENT_MAX_CHARS} characters"));
+    }
+    if let Some(edited) = &answer.edited_arguments {
+        if !shape.allow_edit {
+            errors.add(format!("{prefix}.edited_arguments"), "this approval does not allow edited arguments");
+        } else if !edited.is_object() {
+            errors.add(format!("{prefix}.edited_arguments"), "must be a JSON object");
+        } else if answer.value != Value::Bool(true) {
+            errors.add(format!("{prefix}.edited_arguments"), "only an approval can carry edited arguments");
+        }
+    }
+}
+
+/// Turns the fields of the UI's plain HTML answer form into an answer body: `value` (repeated for several
+/// choices), `field.<key>` for form fields, `edited_arguments` (JSON text), `comment`. Empty inputs count as
+/// absent, so the usual checks report what is missing.
+pub fn answer_from_form_fields(question: &Question, fields: &[(String, String)]) -> Result<AnswerBody, AppError> {
+    let values =
+        |name: &str| -> Vec<&str> { fields.iter().filter(|(n, _)| n == name).map(|(_, v)| v.as_str()).collect() };
+    let first = |name: &str| values(name).first().map(|v| v.trim()).filter(|v| !v.is_empty());
+    let boolean = |text: Option<&str>| match text {
+        Some("true") => Value::Bool(true),
+        Some("false") => Value::Bool(false),
+        Some(other) => Value::String(other.to_owned()),
+        None => Value::Null,
+    };
+    let value = match question.response_type {
+        ResponseType::Text => Value::String(values("value").first().copied().unwrap_or_default().to_owned()),
+        ResponseType::Boolean | ResponseType::Approval => boolean(first("value")),
+        ResponseType::Choice | ResponseType::ErrorRecovery => {
+            first("value").map_or(Value::Null, |v| Value::String(v.into()))
+        }
+        ResponseType::MultiChoice => values("value").into_iter().map(|v| Value::String(v.to_owned())).collect(),
+        ResponseType::Form => {
+            let mut object = serde_json::Map::new();
+            for field in &question.fields {
+                let name = format!("field.{}", field.key);
+                let entry = match field.response_type {
+                    ResponseType::MultiChoice => {
+                        let chosen: Vec<Value> =
+                            values(&name).into_iter().map(|v| Value::String(v.to_owned())).collect();
+                        (!chosen.is_empty()).then_some(Value::Array(chosen))
+                    }
+                    ResponseType::Boolean => first(&name).map(|v| boolean(Some(v))),
+                    ResponseType::Number => first(&name).map(|v| {
+                        v.parse::<f64>()
+                            .ok()
+                            .and_then(serde_json::Number::from_f64)
+                            .map_or_else(|| Value::String(v.to_owned()), Value::Number)
+                    }),
+                    _ => first(&name).map(|v| Value::String(v.to_owned())),
+                };
+                if let Some(entry) = entry {
+                    object.insert(field.key.clone(), entry);
+                }
+            }
+            Value::Object(object)
+        }
+        ResponseType::Number => first("value").map_or(Value::Null, |v| Value::String(v.into())),
+    };
+    let edited_arguments = match (first("edited_arguments"), &question.action) {
+        (Some(text), Some(action)) if question.allow_edit && value == Value::Bool(true) => {
+            let edited: Value = serde_json::from_str(text)
+                .map_err(|err| AppError::invalid_field("edited_arguments", format!("is not valid JSON: {err}")))?;
+            (edited != action.arguments).then_some(edited)
+        }
+        _ => None,
+    };
+    Ok(AnswerBody { value, comment: first("comment").map(str::to_owned), edited_arguments })
+}
+
+/// How long a resolved question was pending.
+pub fn pending_for(row: &QuestionRow) -> std::time::Duration {
+    let resolved = row.resolved_at.unwrap_or(row.updated_at);
+    (resolved - row.created_at).to_std().unwrap_or_default()
+}
+
+/// The 409 for a question that is no longer pending: `details` say its status and, if answered, by whom.
+pub fn not_pending(question: &QuestionRow) -> AppError {
+    let message = match (&question.answered_by, question.status.as_str()) {
+        (Some(by), "answered") => format!("question is already answered by {by}"),
+        (_, status) => format!("question is already {status}"),
+    };
+    AppError::Conflict {
+        message,
+        details: Some(serde_json::json!({
+            "status": question.status,
+            "answered_by": question.answered_by,
+            "resolution": question.resolution,
+            "resolved_at": question.resolved_at,
+        })),
+    }
+}
+
+/// Refuses with 403 unless the caller's role may answer this kind of question: approvals need `approver` or
+/// `admin`; other questions `responder` and up; `viewer` and `agent` never answer.
+pub fn require_answer_right(caller: &Caller, kind: QuestionKind) -> Result<(), AppError> {
+    let role = caller.role();
+    let allowed = match kind {
+        QuestionKind::Approval => matches!(role, Role::Approver | Role::Admin),
+        _ => role.may_answer(),
+    };
+    if allowed {
+        Ok(())
+    } else {
+        Err(AppError::Forbidden(format!("a {role} may not answer {} questions", kind.as_str().replace('_', " "))))
+    }
+}
+
+/// Answers a pending question: checks the caller's right and the answer's shape, then makes the one transition.
+/// Returns the answered question; 404 outside the caller's workspace, 409 if someone was first, 422 if the answer
+/// does not fit (and then nothing is stored).
+pub async fn answer_question(
+    store: &dyn Store,
+    metrics: &Metrics,
+    caller: &Caller,
+    id: Uuid,
+    answer: AnswerBody,
+    now: DateTime<Utc>,
+) -> Result<Question, AppError> {
+    let row = store.question(caller.workspace_id(), id).await?.ok_or(AppError::NotFound("question"))?;
+    let question = row.to_question(&caller.principal.workspace)?;
+    require_answer_right(caller, question.kind)?;
+    if question.status != QuestionStatus::Pending {
+        return Err(not_pending(&row));
+    }
+    let mut errors = FieldErrors::default();
+    check_answer(&AnswerShape::from(&question), &answer, "answer", &mut errors);
+    errors.into_result("the answer")?;
+    let change = QuestionResolution {
+        status: QuestionStatus::Answered,
+        response: Some(answer),
+        answered_by: Some(caller.principal.name.clone()),
+        resolution: Some(Resolution::Human),
+        at: now,
+    };
+    resolve_as_caller(store, metrics, caller, id, &change).await
+}
+
+/// Makes a caller's transition out of `pending`: the question as it is now, or 409 if someone was first.
+async fn resolve_as_caller(
+    store: &dyn Store,
+    metrics: &Metrics,
+    caller: &Caller,
+    id: Uuid,
+    change: &QuestionResolution,
+) -> Result<Question, AppError> {
+    match store.resolve_question(caller.workspace_id(), id, change).await? {
+        ResolveOutcome::Resolved(row) => {
+            metrics.question_resolved(&row.kind, &row.status, pending_for(&row));
+            Ok(row.to_question(&caller.principal.workspace)?)
+        }
+        ResolveOutcome::NotPending(row) => Err(not_pending(&row)),
+        ResolveOutcome::NotFound => Err(AppError::NotFound("question")),
+    }
+}
+
+/// Cancels a pending question; the reason, if any, is kept as the response's comment.
+pub async fn cancel_question(
+    store: &dyn Store,
+    metrics: &Metrics,
+    caller: &Caller,
+    id: Uuid,
+    reason: Option<String>,
+    now: DateTime<Utc>,
+) -> Result<Question, AppError> {
+    if !caller.role().may_ask() {
+        return Err(AppError::Forbidden(format!("a {} may not cancel questions", caller.role())));
+    }
+    if reason.as_ref().is_some_and(|r| r.chars().count() > COMMENT_MAX_CHARS) {
+        return Err(AppError::invalid_field("reason", format!("must have at most {COMMENT_MAX_CHARS} characters")));
+    }
+    let change = QuestionResolution {
+        status: QuestionStatus::Cancelled,
+        response: reason.map(|r| AnswerBody { value: Value::Null, comment: Some(r), edited_arguments: None }),
+        answered_by: Some(caller.principal.name.clone()),
+        resolution: Some(Resolution::Cancelled),
+        at: now,
+    };
+    resolve_as_caller(store, metrics, caller, id, &change).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use app::types::{ApprovalAction, Urgency};
+    use serde_json::json;
+
+    const BOUNDS: TimeoutBounds = TimeoutBounds { min_seconds: 300, max_seconds: 86_400 };
+
+    fn build(input: NewQuestion) -> Result<QuestionRow, AppError> {
+        build_question(input, Uuid::now_v7(), None, BOUNDS, Utc::now())
+    }
+
+    fn new(title: &str) -> NewQuestion {
+        NewQuestion { title: title.into(), ..Default::default() }
+    }
+
+    fn invalid_fields(result: Result<QuestionRow, AppError>) -> Vec<String> {
+        match result {
+            Err(AppError::Invalid { details: Some(details), .. }) => {
+                details["fields"].as_object().unwrap().keys().cloned().collect()
+            }
+            other => panic!("expected 422, got {other:?}"),
+        }
+    }
+
+    fn option(value: &str) -> QuestionOption {
+        QuestionOption { value: value.into(), label: value.to_uppercase(), description: None }
+    }
+
+    #[test]
+    fn a_blocking_text_question_gets_the_defaults_of_its_kind() {
+        let row = build(new("  Which region?  ")).unwrap();
+        assert_eq!(row.title, "Which region?");
+        assert_eq!(row.kind, "blocking");
+        assert_eq!(row.response_type, "text");
+        assert_eq!(row.urgency, "high");
+        assert_eq!(row.status, "pending");
+        let minutes = (row.timeout_at.unwrap() - row.created_at).num_minutes();
+        assert_eq!(minutes, 30);
+    }
+
+    #[test]
+    fn a_non_blocking_question_has_no_deadline_and_low_urgency() {
+        let row = build(NewQuestion { kind: Some(QuestionKind::NonBlocking), ..new("Verbose logs?") }).unwrap();
+        assert_eq!(row.timeout_at, None);
+        assert_eq!(row.urgency, Urgency::Low.as_str());
+    }
+
+    #[test]
+    fn an_empty_or_overlong_title_is_refused() {
+        assert_eq!(invalid_fields(build(new("   "))), ["title"]);
+        assert_eq!(invalid_fields(build(new(&"x".repeat(301)))), ["title"]);
+        assert!(build(new(&"é".repeat(300))).is_ok());
+    }
+
+    #[test]
+    fn an_oversized_body_or_context_is_too_large() {
+        let body = NewQuestion { body: "x".repeat(BODY_MAX_BYTES + 1), ..new("t") };
+        assert!(matches!(build(body), Err(AppError::TooLarge(_))));
+        let context = NewQuestion { context: Some(json!({ "k": "x".repeat(CONTEXT_MAX_BYTES) })), ..new("t") };
+        assert!(matches!(build(context), Err(AppError::TooLarge(_))));
+    }
+
+    #[test]
+    fn a_choice_question_needs_two_distinct_options() {
+        let one = NewQuestion { response_type: Some(ResponseType::Choice), options: vec![option("a")], ..new("t") };
+        assert_eq!(invalid_fields(build(one)), ["options"]);
+        let twice = NewQuestion {
+            response_type: Some(ResponseType::Choice),
+            options: vec![option("a"), option("a")],
+            ..new("t")
+        };
+        assert_eq!(invalid_fields(build(twice)), ["options[1].value"]);
+    }
+
+    #[test]
+    fn an_approval_needs_an_action_and_the_approval_answer_type() {
+        let bare = NewQuestion { kind: Some(QuestionKind::Approval), ..new("Apply?") };
+        assert_eq!(invalid_fields(build(bare)), ["action"]);
+        let good = NewQuestion {
+            kind: Some(QuestionKind::Approval),
+            action: Some(ApprovalAction { tool_name: "shell".into(), arguments: json!({"command": "ls"}) }),
+            ..new("Apply?")
+        };
+        let row = build(good).unwrap();
+        assert_eq!(row.response_type, "approval");
+        assert_eq!((row.timeout_at.unwrap() - row.created_at).num_minutes(), 15);
+    }
+
+    #[test]
+    fn a_timeout_outside_the_bounds_is_refused() {
+        assert_eq!(invalid_fields(build(NewQuestion { timeout_seconds: Some(10), ..new("t") })), ["timeout_seconds"]);
+        assert!(build(NewQuestion { timeout_seconds: Some(300), ..new("t") }).is_ok());
+    }
+
+    #[test]
+    fn a_default_response_is_checked_like_an_answer() {
+        let q = NewQuestion {
+            response_type: Some(ResponseType::Choice),
+            options: vec![option("a"), option("b")],
+            default_response: Some(AnswerBody { value: json!("c"), comment: None, edited_arguments: None }),
+            ..new("t")
+        };
+        assert_eq!(invalid_fields(build(q)), ["default_response.value"]);
+    }
+
+    #[test]
+    fn form_answers_need_required_fields_of_the_right_type() {
+        let fields = vec![
+            FormField {
+                key: "env".into(),
+                label: "Env".into(),
+                response_type: ResponseType::Choice,
+                options: vec![option("dev"), option("prod")],
+                required: true,
+            },
+            FormField {
+                key: "replicas".into(),
+                label: "Replicas".into(),
+                response_type: ResponseType::Number,
+                options: vec![],
+                required: false,
+            },
+        ];
+        let shape = AnswerShape { response_type: ResponseType::Form, options: &[], fields: &fields, allow_edit: false };
+        let check = |value: Value| {
+            let mut errors = FieldErrors::default();
+            check_answer(&shape, &AnswerBody { value, comment: None, edited_arguments: None }, "answer", &mut errors);
+            errors.0.into_keys().collect::<Vec<_>>()
+        };
+        assert!(check(json!({"env": "prod", "replicas": 3})).is_empty());
+        assert_eq!(check(json!({"replicas": "three"})), ["answer.value.env", "answer.value.replicas"]);
+        assert_eq!(check(json!({"env": "prod", "extra": 1})), ["answer.value.extra"]);
+    }
+
+    #[test]
+    fn multi_choice_answers_must_be_distinct_option_values() {
+        let options = [option("a"), option("b")];
+        let shape =
+            AnswerShape { response_type: ResponseType::MultiChoice, options: &options, fields: &[], allow_edit: false };
+        let errors_for = |value: Value| {
+            let mut errors = FieldErrors::default();
+            check_answer(&shape, &AnswerBody { value, comment: None, edited_arguments: None }, "a", &mut errors);
+            errors.is_empty()
+        };
+        assert!(errors_for(json!(["a", "b"])));
+        assert!(!errors_for(json!(["a", "a"])));
+        assert!(!errors_for(json!(["c"])));
+        assert!(!errors_for(json!("a")));
+    }
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+    }
+
+    fn wire(input: NewQuestion) -> Question {
+        build(input).unwrap().to_question("default").unwrap()
+    }
+
+    #[test]
+    fn html_form_fields_become_the_answer_json_of_each_response_type() {
+        let multi = wire(NewQuestion {
+            response_type: Some(ResponseType::MultiChoice),
+            options: vec![option("a"), option("b")],
+            ..new("t")
+        });
+        let answer =
+            answer_from_form_fields(&multi, &pairs(&[("value", "a"), ("value", "b"), ("comment", " ")])).unwrap();
+        assert_eq!(answer.value, json!(["a", "b"]));
+        assert_eq!(answer.comment, None, "a blank comment is no comment");
+
+        let boolean = wire(NewQuestion { response_type: Some(ResponseType::Boolean), ..new("t") });
+        assert_eq!(answer_from_form_fields(&boolean, &pairs(&[("value", "false")])).unwrap().value, json!(false));
+
+        let form = wire(NewQuestion {
+            response_type: Some(ResponseType::Form),
+            fields: vec![
+                FormField {
+                    key: "n".into(),
+                    label: "N".into(),
+                    response_type: ResponseType::Number,
+                    options: vec![],
+                    required: true,
+                },
+                FormField {
+                    key: "ok".into(),
+                    label: "Ok".into(),
+                    response_type: ResponseType::Boolean,
+                    options: vec![],
+                    required: false,
+                },
+                FormField {
+                    key: "note".into(),
+                    label: "Note".into(),
+                    response_type: ResponseType::Text,
+                    options: vec![],
+                    required: false,
+                },
+            ],
+            ..new("t")
+        });
+        let answer =
+            answer_from_form_fields(&form, &pairs(&[("field.n", "2.5"), ("field.ok", ""), ("field.note", "hi")]))
+                .unwrap();
+        assert_eq!(answer.value, json!({"n": 2.5, "note": "hi"}), "empty inputs are absent");
+    }
+
+    #[test]
+    fn edited_arguments_count_only_when_they_differ_and_parse() {
+        let approval = wire(NewQuestion {
+            kind: Some(QuestionKind::Approval),
+            allow_edit: true,
+            action: Some(ApprovalAction { tool_name: "shell".into(), arguments: json!({"command": "ls"}) }),
+            ..new("t")
+        });
+        let unchanged = answer_from_form_fields(
+            &approval,
+            &pairs(&[("value", "true"), ("edited_arguments", "{\"command\": \"ls\"}")]),
+        )
+        .unwrap();
+        assert_eq!(unchanged.edited_arguments, None);
+        let changed = answer_from_form_fields(
+            &approval,
+            &pairs(&[("value", "true"), ("edited_arguments", "{\"command\": \"pwd\"}")]),
+        )
+        .unwrap();
+        assert_eq!(changed.edited_arguments, Some(json!({"command": "pwd"})));
+        let rejected = answer_from_form_fields(
+            &approval,
+            &pairs(&[("value", "false"), ("edited_arguments", "{\"command\": \"pwd\"}")]),
+        )
+        .unwrap();
+        assert_eq!(rejected.edited_arguments, None, "a rejection carries no edits");
+        assert!(matches!(
+            answer_from_form_fields(&approval, &pairs(&[("value", "true"), ("edited_arguments", "{not json")])),
+            Err(AppError::Invalid { .. })
+        ));
+    }
+}

@@ -1,0 +1,106 @@
+//! Starting the server: open the store, make sure the default workspace (and bootstrap token) exist, start the
+//! event hub, serve until told to stop.
+
+use std::sync::Arc;
+
+use app::types::Role;
+use leptos::config::LeptosOptions;
+use tokio::net::TcpListener;
+use uuid::Uuid;
+
+use crate::auth::hash_secret;
+use crate::config::ServeConfig;
+use crate::events::EventHub;
+use crate::state::{App, AppState};
+use crate::store::{self, StoreError, TokenRow};
+
+/// The workspace every installation starts with.
+pub const DEFAULT_WORKSPACE: &str = "default";
+
+/// Why the server could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{0}")]
+    DataDir(std::io::Error),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind { addr: std::net::SocketAddr, source: std::io::Error },
+    #[error("server error: {0}")]
+    Serve(std::io::Error),
+}
+
+/// Everything but the socket: what tests use to drive the router directly.
+pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
+    let url = config.database.prepare().map_err(ServerError::DataDir)?;
+    let store = store::connect(&url).await?;
+    let workspace = store.ensure_workspace(DEFAULT_WORKSPACE).await?;
+    if let Some(secret) = &config.bootstrap_token {
+        let created = store
+            .insert_token(&TokenRow {
+                id: Uuid::now_v7(),
+                workspace_id: workspace.id,
+                name: "bootstrap".into(),
+                role: Role::Admin,
+                secret_hash: hash_secret(secret.expose()),
+                created_at: crate::store::now(),
+            })
+            .await?;
+        if created {
+            tracing::info!("created the bootstrap admin token for workspace {DEFAULT_WORKSPACE:?}");
+        }
+    }
+    let hub = EventHub::start(Arc::clone(&store), config.sse_buffer).await?;
+    let metrics = Arc::new(crate::metrics::Metrics::new());
+    if config.run_workers {
+        crate::deadlines::spawn(Arc::clone(&store), Arc::clone(&metrics));
+    }
+    let site_root = config.site_root();
+    if !site_root.join("pkg").is_dir() {
+        tracing::warn!(site_root = %site_root.display(), "the built site is missing: pages will not hydrate (run `cargo xtask serve`)");
+    }
+    let leptos_options = LeptosOptions::builder()
+        .output_name("holdpoint")
+        .site_root(site_root.display().to_string())
+        .site_pkg_dir("pkg")
+        .site_addr(config.addr)
+        .build();
+    Ok(AppState(Arc::new(App { config, store, hub, metrics, leptos_options })))
+}
+
+/// Serves until Ctrl-C or SIGTERM.
+pub async fn run(config: ServeConfig) -> Result<(), ServerError> {
+    let addr = config.addr;
+    let state = build_state(config).await?;
+    let listener = TcpListener::bind(addr).await.map_err(|source| ServerError::Bind { addr, source })?;
+    let local = listener.local_addr().map_err(ServerError::Serve)?;
+    tracing::info!(backend = ?state.store.backend(), "Holdpoint listening on http://{local}");
+    // Test harnesses that pass port 0 read the real address from this line on stdout.
+    println!("holdpoint listening on http://{local}");
+    axum::serve(listener, crate::http::router(state))
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .map_err(ServerError::Serve)
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down");
+}

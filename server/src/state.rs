@@ -1,0 +1,42 @@
+//! The state every handler shares.
+
+use std::ops::Deref;
+use std::sync::Arc;
+
+use axum::extract::FromRef;
+use leptos::config::LeptosOptions;
+
+use crate::config::ServeConfig;
+use crate::events::EventHub;
+use crate::store::Store;
+
+/// Cheap to clone: one `Arc` around [`App`].
+#[derive(Clone)]
+pub struct AppState(pub Arc<App>);
+
+/// What the server is made of.
+pub struct App {
+    /// The settings it was started with.
+    pub config: ServeConfig,
+    /// Where everything is kept.
+    pub store: Arc<dyn Store>,
+    /// Follows the event log and fans events out to SSE subscribers.
+    pub hub: EventHub,
+    /// What `/metrics` exports.
+    pub metrics: Arc<crate::metrics::Metrics>,
+    /// Where the built site is and what its files are called.
+    pub leptos_options: LeptosOptions,
+}
+
+impl Deref for AppState {
+    type Target = App;
+    fn deref(&self) -> &App {
+        &self.0
+    }
+}
+
+impl FromRef<AppState> for LeptosOptions {
+    fn from_ref(state: &AppState) -> Self {
+        state.leptos_options.clone()
+    }
+}

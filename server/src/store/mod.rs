@@ -1,0 +1,150 @@
+//! Persistence: one [`Store`] trait with a SQLite and a PostgreSQL implementation, chosen by the URL scheme.
+//!
+//! Both implementations share their SQL (written once in [`sql`] with `$N` placeholders) and differ only in
+//! connection set-up, migrations and a few dialect statements. Every state change appends its event to the log in
+//! the same transaction, and every commit that appended events announces the newest event id on a watch channel,
+//! which the event hub follows.
+
+mod rows;
+mod sql;
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use tokio::sync::watch;
+use uuid::Uuid;
+
+pub use rows::*;
+
+/// What can go wrong below the HTTP layer.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("unsupported database URL {0:?}: use sqlite:... or postgres://...")]
+    UnsupportedUrl(String),
+    #[error("stored data is not readable: {0}")]
+    Corrupt(String),
+    #[error("the Idempotency-Key was already used with a different request")]
+    IdempotencyMismatch,
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// The current time at the precision both databases keep (microseconds), so a value read back equals the one
+/// written.
+pub fn now() -> DateTime<Utc> {
+    use chrono::SubsecRound;
+    Utc::now().trunc_subsecs(6)
+}
+
+/// Which database a store talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Everything Holdpoint keeps. Methods that change state append their events in the same transaction.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    fn backend(&self) -> Backend;
+
+    /// The id of the newest event known to be committed; changes after every commit that appended events.
+    fn committed_events(&self) -> watch::Receiver<i64>;
+
+    /// Succeeds when the database answers.
+    async fn ping(&self) -> StoreResult<()>;
+
+    /// The workspace with this name, created if it does not exist.
+    async fn ensure_workspace(&self, name: &str) -> StoreResult<WorkspaceRow>;
+
+    /// Stores a token; `false` if a token with the same secret already exists (a restart with the same bootstrap
+    /// token).
+    async fn insert_token(&self, token: &TokenRow) -> StoreResult<bool>;
+
+    /// The live (not revoked) token whose secret hashes to `secret_hash`.
+    async fn principal_by_token_hash(&self, secret_hash: &[u8]) -> StoreResult<Option<Principal>>;
+
+    async fn insert_session(&self, session: &SessionRow) -> StoreResult<()>;
+
+    /// The session with this id hash if it has not expired and its token is live, with its CSRF token.
+    async fn session_by_hash(&self, id_hash: &[u8], now: DateTime<Utc>) -> StoreResult<Option<(Principal, String)>>;
+
+    async fn delete_session(&self, id_hash: &[u8]) -> StoreResult<()>;
+
+    /// Inserts a question and its `question_asked` event. With an idempotency key that was seen before, returns the
+    /// question created then instead (and appends nothing).
+    async fn create_question(
+        &self,
+        question: &QuestionRow,
+        event: &NewEvent,
+        idempotency: Option<&IdempotencyKey>,
+    ) -> StoreResult<Created<QuestionRow>>;
+
+    async fn question(&self, workspace_id: Uuid, id: Uuid) -> StoreResult<Option<QuestionRow>>;
+
+    /// One page of questions, in the filter's order, starting after its cursor.
+    async fn list_questions(&self, workspace_id: Uuid, filter: &QuestionFilter) -> StoreResult<Vec<QuestionRow>>;
+
+    /// Moves a pending question to its final status and appends the matching event, in one transaction. Only one
+    /// caller can ever win: the update is conditional on `status = 'pending'`.
+    async fn resolve_question(
+        &self,
+        workspace_id: Uuid,
+        id: Uuid,
+        change: &QuestionResolution,
+    ) -> StoreResult<ResolveOutcome>;
+
+    /// Pending questions whose deadline is at or before `now`, soonest first.
+    async fn overdue_questions(&self, now: DateTime<Utc>, limit: i64) -> StoreResult<Vec<OverdueQuestion>>;
+
+    /// How many questions are pending, by kind.
+    async fn pending_counts(&self) -> StoreResult<Vec<(String, i64)>>;
+
+    /// The soonest deadline of any pending question.
+    async fn next_deadline(&self) -> StoreResult<Option<DateTime<Utc>>>;
+
+    /// Events with ids above `after`, oldest first, across all workspaces (the hub filters).
+    async fn events_after(&self, after: i64, limit: i64) -> StoreResult<Vec<EventRow>>;
+
+    /// The id of the newest event, or 0.
+    async fn last_event_id(&self) -> StoreResult<i64>;
+}
+
+/// Opens the database named by `url` (`sqlite:...` or `postgres://...`) and brings its schema up to date.
+pub async fn connect(url: &str) -> StoreResult<Arc<dyn Store>> {
+    if url.starts_with("sqlite:") {
+        let options = SqliteConnectOptions::from_str(url)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            // FULL: a question or an answer acknowledged to a client survives a power cut.
+            .synchronous(SqliteSynchronous::Full)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10));
+        // One writer connection: SQLite serialises writers anyway, and queueing them here instead of in the busy
+        // handler keeps latency flat. Readers run in parallel thanks to WAL.
+        let write = SqlitePoolOptions::new().max_connections(1).connect_with(options.clone()).await?;
+        sqlx::migrate!("../migrations/sqlite").run(&write).await?;
+        let read = SqlitePoolOptions::new().max_connections(8).connect_with(options.read_only(true)).await?;
+        Ok(Arc::new(sql::SqliteStore::new(read, write).await?))
+    } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+        let options = PgConnectOptions::from_str(url)?;
+        let pool = PgPoolOptions::new()
+            .max_connections(16)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with(options)
+            .await?;
+        sqlx::migrate!("../migrations/postgres").run(&pool).await?;
+        Ok(Arc::new(sql::PostgresStore::new(pool).await?))
+    } else {
+        Err(StoreError::UnsupportedUrl(url.to_owned()))
+    }
+}

@@ -1,0 +1,254 @@
+//! Rows as stored, and the inputs of store methods. Server-side only: the API speaks the wire types of `app::types`.
+
+use app::types::{
+    AnswerBody, ApprovalAction, FormField, Question, QuestionKind, QuestionOption, QuestionStatus, Resolution,
+    ResponseType, Role, Urgency,
+};
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::types::Json;
+use uuid::Uuid;
+
+use super::StoreError;
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct WorkspaceRow {
+    pub id: Uuid,
+    pub name: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A token as stored: the secret only as its hash.
+#[derive(Debug, Clone)]
+pub struct TokenRow {
+    pub id: Uuid,
+    pub workspace_id: Uuid,
+    pub name: String,
+    pub role: Role,
+    pub secret_hash: Vec<u8>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// Who a request acts as: a live token, directly or through a browser session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Principal {
+    pub token_id: Uuid,
+    pub workspace_id: Uuid,
+    pub workspace: String,
+    pub name: String,
+    pub role: Role,
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub(crate) struct PrincipalRecord {
+    pub token_id: Uuid,
+    pub workspace_id: Uuid,
+    pub workspace: String,
+    pub name: String,
+    pub role: String,
+}
+
+impl PrincipalRecord {
+    pub(crate) fn into_principal(self) -> Result<Principal, StoreError> {
+        Ok(Principal {
+            token_id: self.token_id,
+            workspace_id: self.workspace_id,
+            workspace: self.workspace,
+            name: self.name,
+            role: parse(&self.role)?,
+        })
+    }
+}
+
+/// A browser session: a hashed cookie value bound to the token it was opened with.
+#[derive(Debug, Clone)]
+pub struct SessionRow {
+    pub id_hash: Vec<u8>,
+    pub token_id: Uuid,
+    pub csrf_token: String,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// A question as stored. Enums are kept as their wire names.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct QuestionRow {
+    pub id: Uuid,
+    pub workspace_id: Uuid,
+    pub project: Option<String>,
+    pub run_id: Option<Uuid>,
+    pub tool_call_id: Option<String>,
+    pub parent_run_ids: Json<Vec<Uuid>>,
+    pub kind: String,
+    pub response_type: String,
+    pub title: String,
+    pub body: String,
+    pub options: Json<Vec<QuestionOption>>,
+    pub fields: Json<Vec<FormField>>,
+    pub action: Option<Json<ApprovalAction>>,
+    pub allow_edit: bool,
+    pub context: Json<Value>,
+    pub urgency: String,
+    pub timeout_at: Option<DateTime<Utc>>,
+    pub default_response: Option<Json<AnswerBody>>,
+    pub status: String,
+    pub response: Option<Json<AnswerBody>>,
+    pub answered_by: Option<String>,
+    pub resolution: Option<String>,
+    pub created_by: Option<Uuid>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub resolved_at: Option<DateTime<Utc>>,
+}
+
+fn parse<T: std::str::FromStr<Err = app::types::UnknownVariant>>(value: &str) -> Result<T, StoreError> {
+    value.parse().map_err(|err: app::types::UnknownVariant| StoreError::Corrupt(err.to_string()))
+}
+
+impl QuestionRow {
+    /// The wire form, for a workspace whose name the caller knows.
+    pub fn to_question(&self, workspace: &str) -> Result<Question, StoreError> {
+        Ok(Question {
+            id: self.id,
+            workspace: workspace.to_owned(),
+            project: self.project.clone(),
+            run_id: self.run_id,
+            tool_call_id: self.tool_call_id.clone(),
+            parent_run_ids: self.parent_run_ids.0.clone(),
+            kind: parse::<QuestionKind>(&self.kind)?,
+            response_type: parse::<ResponseType>(&self.response_type)?,
+            title: self.title.clone(),
+            body: self.body.clone(),
+            options: self.options.0.clone(),
+            fields: self.fields.0.clone(),
+            action: self.action.as_ref().map(|a| a.0.clone()),
+            allow_edit: self.allow_edit,
+            context: self.context.0.clone(),
+            urgency: parse::<Urgency>(&self.urgency)?,
+            timeout_at: self.timeout_at,
+            default_response: self.default_response.as_ref().map(|d| d.0.clone()),
+            status: parse::<QuestionStatus>(&self.status)?,
+            response: self.response.as_ref().map(|r| r.0.clone()),
+            answered_by: self.answered_by.clone(),
+            resolution: self.resolution.as_deref().map(parse::<Resolution>).transpose()?,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            resolved_at: self.resolved_at,
+        })
+    }
+}
+
+/// How a page of questions is chosen.
+#[derive(Debug, Clone, Default)]
+pub struct QuestionFilter {
+    pub status: Option<QuestionStatus>,
+    pub kind: Option<QuestionKind>,
+    pub project: Option<String>,
+    pub urgency: Option<Urgency>,
+    pub run_id: Option<Uuid>,
+    /// Matches title or body, case-insensitively.
+    pub text: Option<String>,
+    pub sort: QuestionSort,
+    pub after: Option<QuestionCursor>,
+    /// Rows to fetch; callers ask for one more than they show to know whether there is a next page.
+    pub limit: u32,
+}
+
+/// The two orders of `GET /questions`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum QuestionSort {
+    /// Newest first.
+    #[default]
+    CreatedDesc,
+    /// Soonest deadline first; questions without one last.
+    Deadline,
+}
+
+/// Where the previous page ended, in the terms of its sort.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QuestionCursor {
+    Created { id: Uuid },
+    Deadline { timeout_at: Option<DateTime<Utc>>, id: Uuid },
+}
+
+/// An event to append: the store assigns its id.
+#[derive(Debug, Clone)]
+pub struct NewEvent {
+    pub workspace_id: Uuid,
+    pub event_type: app::types::EventType,
+    pub project: Option<String>,
+    pub run_id: Option<Uuid>,
+    pub question_id: Option<Uuid>,
+    pub data: Value,
+    pub created_at: DateTime<Utc>,
+}
+
+/// An event of the log.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct EventRow {
+    pub id: i64,
+    pub workspace_id: Uuid,
+    pub event_type: String,
+    pub project: Option<String>,
+    pub run_id: Option<Uuid>,
+    pub question_id: Option<Uuid>,
+    pub data: Json<Value>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// An `Idempotency-Key` of a creation request, with the hash of the request it first came with.
+#[derive(Debug, Clone)]
+pub struct IdempotencyKey {
+    pub workspace_id: Uuid,
+    pub scope: &'static str,
+    pub key: String,
+    pub request_hash: Vec<u8>,
+}
+
+/// The result of a creation: the object, and whether this call created it (`false`: an idempotent retry).
+#[derive(Debug, Clone)]
+pub struct Created<T> {
+    pub value: T,
+    pub created: bool,
+}
+
+/// How a pending question is resolved: the one transition out of `pending`.
+#[derive(Debug, Clone)]
+pub struct QuestionResolution {
+    pub status: QuestionStatus,
+    pub response: Option<AnswerBody>,
+    pub answered_by: Option<String>,
+    /// `None` for `expired`: nobody and nothing decided.
+    pub resolution: Option<Resolution>,
+    pub at: DateTime<Utc>,
+}
+
+impl QuestionResolution {
+    /// The event this transition appends.
+    pub fn event_type(&self) -> app::types::EventType {
+        use app::types::EventType;
+        match self.status {
+            QuestionStatus::Expired => EventType::QuestionExpired,
+            QuestionStatus::Cancelled => EventType::QuestionCancelled,
+            _ => EventType::QuestionAnswered,
+        }
+    }
+}
+
+/// What became of an attempt to resolve a question.
+#[derive(Debug, Clone)]
+pub enum ResolveOutcome {
+    /// This call made the transition; the question as it is now.
+    Resolved(QuestionRow),
+    /// Someone else resolved it first; the question as they left it.
+    NotPending(QuestionRow),
+    NotFound,
+}
+
+/// A pending question whose deadline has passed.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct OverdueQuestion {
+    pub id: Uuid,
+    pub workspace_id: Uuid,
+    pub default_response: Option<Json<AnswerBody>>,
+}

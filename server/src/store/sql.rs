@@ -1,0 +1,473 @@
+//! The SQL of both backends, written once.
+//!
+//! `sql_store!` expands to the [`Store`] implementation for one sqlx database type. The statements use `$N`
+//! placeholders, which SQLite and PostgreSQL both accept; where the dialects differ, each store names its own
+//! statement in its `Dialect` constants.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::types::Json;
+use sqlx::{PgPool, Postgres, QueryBuilder, Sqlite, SqlitePool};
+use tokio::sync::watch;
+use uuid::Uuid;
+
+use app::types::Resolution;
+
+use super::*;
+
+/// The columns of `questions`, in the order of [`QuestionRow`].
+const QUESTION_COLUMNS: &str = "id, workspace_id, project, run_id, tool_call_id, parent_run_ids, kind, response_type, \
+     title, body, options, fields, action, allow_edit, context, urgency, timeout_at, default_response, status, \
+     response, answered_by, resolution, created_by, created_at, updated_at, resolved_at";
+
+const PRINCIPAL_SELECT: &str = "SELECT t.id AS token_id, t.workspace_id, w.name AS workspace, t.name, t.role \
+     FROM tokens t JOIN workspaces w ON w.id = t.workspace_id";
+
+/// The SQLite store: one writer connection, a pool of read-only ones.
+pub struct SqliteStore {
+    read: SqlitePool,
+    write: SqlitePool,
+    committed: watch::Sender<i64>,
+}
+
+impl SqliteStore {
+    /// `BEGIN IMMEDIATE` takes the write lock up front, so a transaction that reads before it writes cannot fail
+    /// with `SQLITE_BUSY` half-way when another process writes too.
+    const BEGIN_WRITE: &'static str = "BEGIN IMMEDIATE";
+    /// SQLite runs one writer at a time, so event ids are committed in order without a lock.
+    const EVENT_LOCK: Option<&'static str> = None;
+
+    pub async fn new(read: SqlitePool, write: SqlitePool) -> StoreResult<Self> {
+        let last = last_event_id(&write).await?;
+        Ok(Self { read, write, committed: watch::channel(last).0 })
+    }
+}
+
+/// The PostgreSQL store.
+pub struct PostgresStore {
+    pool: PgPool,
+    committed: watch::Sender<i64>,
+}
+
+impl PostgresStore {
+    const BEGIN_WRITE: &'static str = "BEGIN";
+    /// Serialises transactions that append events, so event ids become visible in id order and a reader following
+    /// the log by id never skips one that commits late.
+    const EVENT_LOCK: Option<&'static str> = Some("SELECT pg_advisory_xact_lock(7262011)");
+
+    pub async fn new(pool: PgPool) -> StoreResult<Self> {
+        let last = last_event_id(&pool).await?;
+        Ok(Self { pool, committed: watch::channel(last).0 })
+    }
+}
+
+async fn last_event_id<'e, E>(executor: E) -> StoreResult<i64>
+where
+    E: sqlx::Executor<'e>,
+    i64: for<'r> sqlx::Decode<'r, E::Database> + sqlx::Type<E::Database>,
+    for<'q> <E::Database as sqlx::Database>::Arguments<'q>: sqlx::IntoArguments<'q, E::Database>,
+    usize: sqlx::ColumnIndex<<E::Database as sqlx::Database>::Row>,
+{
+    let (id,): (i64,) = sqlx::query_as("SELECT COALESCE(MAX(id), 0) FROM events").fetch_one(executor).await?;
+    Ok(id)
+}
+
+fn is_unique_violation(err: &sqlx::Error) -> bool {
+    matches!(err, sqlx::Error::Database(db) if db.is_unique_violation())
+}
+
+macro_rules! sql_store {
+    ($store:ty, $db:ty, read = $read:ident, write = $write:ident) => {
+        impl $store {
+            /// Appends an event inside the caller's transaction; returns its id.
+            async fn append_event(tx: &mut sqlx::Transaction<'_, $db>, event: &NewEvent) -> StoreResult<i64> {
+                if let Some(lock) = Self::EVENT_LOCK {
+                    sqlx::query(lock).execute(&mut **tx).await?;
+                }
+                let (id,): (i64,) = sqlx::query_as(
+                    "INSERT INTO events (workspace_id, event_type, project, run_id, question_id, data, created_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+                )
+                .bind(event.workspace_id)
+                .bind(event.event_type.as_str())
+                .bind(&event.project)
+                .bind(event.run_id)
+                .bind(event.question_id)
+                .bind(Json(&event.data))
+                .bind(event.created_at)
+                .fetch_one(&mut **tx)
+                .await?;
+                Ok(id)
+            }
+
+            /// Commits and announces the newest event id to the hub.
+            async fn commit_events(&self, tx: sqlx::Transaction<'_, $db>, last_event: Option<i64>) -> StoreResult<()> {
+                tx.commit().await?;
+                if let Some(id) = last_event {
+                    self.committed.send_if_modified(|current| {
+                        let newer = id > *current;
+                        if newer {
+                            *current = id;
+                        }
+                        newer
+                    });
+                }
+                Ok(())
+            }
+
+            async fn question_by_idempotency_key(&self, key: &IdempotencyKey) -> StoreResult<Option<QuestionRow>> {
+                let found: Option<(Uuid, Vec<u8>)> = sqlx::query_as(
+                    "SELECT resource_id, request_hash FROM idempotency_keys \
+                     WHERE workspace_id = $1 AND scope = $2 AND key = $3",
+                )
+                .bind(key.workspace_id)
+                .bind(key.scope)
+                .bind(&key.key)
+                .fetch_optional(&self.$write)
+                .await?;
+                let Some((resource_id, request_hash)) = found else { return Ok(None) };
+                if request_hash != key.request_hash {
+                    return Err(StoreError::IdempotencyMismatch);
+                }
+                self.question(key.workspace_id, resource_id).await
+            }
+        }
+
+        #[async_trait]
+        impl Store for $store {
+            fn backend(&self) -> Backend {
+                Self::BACKEND
+            }
+
+            fn committed_events(&self) -> watch::Receiver<i64> {
+                self.committed.subscribe()
+            }
+
+            async fn ping(&self) -> StoreResult<()> {
+                sqlx::query("SELECT 1").execute(&self.$read).await?;
+                Ok(())
+            }
+
+            async fn ensure_workspace(&self, name: &str) -> StoreResult<WorkspaceRow> {
+                sqlx::query("INSERT INTO workspaces (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING")
+                    .bind(Uuid::now_v7())
+                    .bind(name)
+                    .bind(crate::store::now())
+                    .execute(&self.$write)
+                    .await?;
+                let row = sqlx::query_as("SELECT id, name, created_at FROM workspaces WHERE name = $1")
+                    .bind(name)
+                    .fetch_one(&self.$write)
+                    .await?;
+                Ok(row)
+            }
+
+            async fn insert_token(&self, token: &TokenRow) -> StoreResult<bool> {
+                let result = sqlx::query(
+                    "INSERT INTO tokens (id, workspace_id, name, role, secret_hash, created_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (secret_hash) DO NOTHING",
+                )
+                .bind(token.id)
+                .bind(token.workspace_id)
+                .bind(&token.name)
+                .bind(token.role.as_str())
+                .bind(&token.secret_hash)
+                .bind(token.created_at)
+                .execute(&self.$write)
+                .await?;
+                Ok(result.rows_affected() == 1)
+            }
+
+            async fn principal_by_token_hash(&self, secret_hash: &[u8]) -> StoreResult<Option<Principal>> {
+                let record: Option<PrincipalRecord> =
+                    sqlx::query_as(&format!("{PRINCIPAL_SELECT} WHERE t.secret_hash = $1 AND t.revoked_at IS NULL"))
+                        .bind(secret_hash)
+                        .fetch_optional(&self.$read)
+                        .await?;
+                record.map(PrincipalRecord::into_principal).transpose()
+            }
+
+            async fn insert_session(&self, session: &SessionRow) -> StoreResult<()> {
+                sqlx::query(
+                    "INSERT INTO sessions (id_hash, token_id, csrf_token, created_at, expires_at) \
+                     VALUES ($1, $2, $3, $4, $5)",
+                )
+                .bind(&session.id_hash)
+                .bind(session.token_id)
+                .bind(&session.csrf_token)
+                .bind(session.created_at)
+                .bind(session.expires_at)
+                .execute(&self.$write)
+                .await?;
+                Ok(())
+            }
+
+            async fn session_by_hash(
+                &self,
+                id_hash: &[u8],
+                now: DateTime<Utc>,
+            ) -> StoreResult<Option<(Principal, String)>> {
+                #[derive(sqlx::FromRow)]
+                struct Found {
+                    #[sqlx(flatten)]
+                    principal: PrincipalRecord,
+                    csrf_token: String,
+                }
+                let found: Option<Found> = sqlx::query_as(&format!(
+                    "SELECT p.*, s.csrf_token FROM sessions s JOIN ({PRINCIPAL_SELECT} WHERE t.revoked_at IS NULL) p \
+                     ON p.token_id = s.token_id WHERE s.id_hash = $1 AND s.expires_at > $2"
+                ))
+                .bind(id_hash)
+                .bind(now)
+                .fetch_optional(&self.$read)
+                .await?;
+                found.map(|f| Ok((f.principal.into_principal()?, f.csrf_token))).transpose()
+            }
+
+            async fn delete_session(&self, id_hash: &[u8]) -> StoreResult<()> {
+                sqlx::query("DELETE FROM sessions WHERE id_hash = $1").bind(id_hash).execute(&self.$write).await?;
+                Ok(())
+            }
+
+            async fn create_question(
+                &self,
+                q: &QuestionRow,
+                event: &NewEvent,
+                idempotency: Option<&IdempotencyKey>,
+            ) -> StoreResult<Created<QuestionRow>> {
+                if let Some(key) = idempotency {
+                    if let Some(existing) = self.question_by_idempotency_key(key).await? {
+                        return Ok(Created { value: existing, created: false });
+                    }
+                }
+                let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
+                if let Some(key) = idempotency {
+                    let claimed = sqlx::query(
+                        "INSERT INTO idempotency_keys (workspace_id, scope, key, request_hash, resource_id, created_at) \
+                         VALUES ($1, $2, $3, $4, $5, $6)",
+                    )
+                    .bind(key.workspace_id)
+                    .bind(key.scope)
+                    .bind(&key.key)
+                    .bind(&key.request_hash)
+                    .bind(q.id)
+                    .bind(q.created_at)
+                    .execute(&mut *tx)
+                    .await;
+                    if let Err(err) = claimed {
+                        // A concurrent request with the same key won the race: answer with its question.
+                        if is_unique_violation(&err) {
+                            drop(tx);
+                            if let Some(existing) = self.question_by_idempotency_key(key).await? {
+                                return Ok(Created { value: existing, created: false });
+                            }
+                        }
+                        return Err(err.into());
+                    }
+                }
+                sqlx::query(&format!(
+                    "INSERT INTO questions ({QUESTION_COLUMNS}) VALUES \
+                     ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, \
+                     $21, $22, $23, $24, $25, $26)"
+                ))
+                .bind(q.id)
+                .bind(q.workspace_id)
+                .bind(&q.project)
+                .bind(q.run_id)
+                .bind(&q.tool_call_id)
+                .bind(&q.parent_run_ids)
+                .bind(&q.kind)
+                .bind(&q.response_type)
+                .bind(&q.title)
+                .bind(&q.body)
+                .bind(&q.options)
+                .bind(&q.fields)
+                .bind(&q.action)
+                .bind(q.allow_edit)
+                .bind(&q.context)
+                .bind(&q.urgency)
+                .bind(q.timeout_at)
+                .bind(&q.default_response)
+                .bind(&q.status)
+                .bind(&q.response)
+                .bind(&q.answered_by)
+                .bind(&q.resolution)
+                .bind(q.created_by)
+                .bind(q.created_at)
+                .bind(q.updated_at)
+                .bind(q.resolved_at)
+                .execute(&mut *tx)
+                .await?;
+                let event_id = Self::append_event(&mut tx, event).await?;
+                self.commit_events(tx, Some(event_id)).await?;
+                Ok(Created { value: q.clone(), created: true })
+            }
+
+            async fn question(&self, workspace_id: Uuid, id: Uuid) -> StoreResult<Option<QuestionRow>> {
+                let row = sqlx::query_as(&format!(
+                    "SELECT {QUESTION_COLUMNS} FROM questions WHERE workspace_id = $1 AND id = $2"
+                ))
+                .bind(workspace_id)
+                .bind(id)
+                .fetch_optional(&self.$read)
+                .await?;
+                Ok(row)
+            }
+
+            async fn list_questions(
+                &self,
+                workspace_id: Uuid,
+                filter: &QuestionFilter,
+            ) -> StoreResult<Vec<QuestionRow>> {
+                let mut query = QueryBuilder::<$db>::new(format!("SELECT {QUESTION_COLUMNS} FROM questions WHERE workspace_id = "));
+                query.push_bind(workspace_id);
+                if let Some(status) = filter.status {
+                    query.push(" AND status = ").push_bind(status.as_str());
+                }
+                if let Some(kind) = filter.kind {
+                    query.push(" AND kind = ").push_bind(kind.as_str());
+                }
+                if let Some(project) = &filter.project {
+                    query.push(" AND project = ").push_bind(project.clone());
+                }
+                if let Some(urgency) = filter.urgency {
+                    query.push(" AND urgency = ").push_bind(urgency.as_str());
+                }
+                if let Some(run_id) = filter.run_id {
+                    query.push(" AND run_id = ").push_bind(run_id);
+                }
+                if let Some(text) = &filter.text {
+                    let pattern = format!("%{}%", text.to_lowercase().replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
+                    query.push(" AND (LOWER(title) LIKE ").push_bind(pattern.clone());
+                    query.push(" ESCAPE '\\' OR LOWER(body) LIKE ").push_bind(pattern);
+                    query.push(" ESCAPE '\\')");
+                }
+                match (&filter.sort, &filter.after) {
+                    (QuestionSort::CreatedDesc, Some(QuestionCursor::Created { id })) => {
+                        query.push(" AND id < ").push_bind(*id);
+                    }
+                    (QuestionSort::Deadline, Some(QuestionCursor::Deadline { timeout_at: Some(at), id })) => {
+                        query.push(" AND (timeout_at > ").push_bind(*at);
+                        query.push(" OR (timeout_at = ").push_bind(*at);
+                        query.push(" AND id > ").push_bind(*id);
+                        query.push(") OR timeout_at IS NULL)");
+                    }
+                    (QuestionSort::Deadline, Some(QuestionCursor::Deadline { timeout_at: None, id })) => {
+                        query.push(" AND timeout_at IS NULL AND id > ").push_bind(*id);
+                    }
+                    _ => {}
+                }
+                query.push(match filter.sort {
+                    QuestionSort::CreatedDesc => " ORDER BY id DESC",
+                    QuestionSort::Deadline => " ORDER BY timeout_at ASC NULLS LAST, id ASC",
+                });
+                query.push(" LIMIT ").push_bind(i64::from(filter.limit));
+                let rows = query.build_query_as().fetch_all(&self.$read).await?;
+                Ok(rows)
+            }
+
+            async fn resolve_question(
+                &self,
+                workspace_id: Uuid,
+                id: Uuid,
+                change: &QuestionResolution,
+            ) -> StoreResult<ResolveOutcome> {
+                let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
+                let updated: Option<QuestionRow> = sqlx::query_as(&format!(
+                    "UPDATE questions SET status = $1, response = $2, answered_by = $3, resolution = $4, \
+                     resolved_at = $5, updated_at = $5 \
+                     WHERE workspace_id = $6 AND id = $7 AND status = 'pending' RETURNING {QUESTION_COLUMNS}"
+                ))
+                .bind(change.status.as_str())
+                .bind(change.response.as_ref().map(Json))
+                .bind(&change.answered_by)
+                .bind(change.resolution.map(Resolution::as_str))
+                .bind(change.at)
+                .bind(workspace_id)
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?;
+                let Some(row) = updated else {
+                    drop(tx);
+                    return Ok(match self.question(workspace_id, id).await? {
+                        Some(current) => ResolveOutcome::NotPending(current),
+                        None => ResolveOutcome::NotFound,
+                    });
+                };
+                let (workspace,): (String,) = sqlx::query_as("SELECT name FROM workspaces WHERE id = $1")
+                    .bind(workspace_id)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                let question = row.to_question(&workspace)?;
+                let event = NewEvent {
+                    workspace_id,
+                    event_type: change.event_type(),
+                    project: row.project.clone(),
+                    run_id: row.run_id,
+                    question_id: Some(row.id),
+                    data: serde_json::json!({ "question": question }),
+                    created_at: change.at,
+                };
+                let event_id = Self::append_event(&mut tx, &event).await?;
+                self.commit_events(tx, Some(event_id)).await?;
+                Ok(ResolveOutcome::Resolved(row))
+            }
+
+            async fn overdue_questions(&self, now: DateTime<Utc>, limit: i64) -> StoreResult<Vec<OverdueQuestion>> {
+                let rows = sqlx::query_as(
+                    "SELECT id, workspace_id, default_response FROM questions \
+                     WHERE status = 'pending' AND timeout_at IS NOT NULL AND timeout_at <= $1 \
+                     ORDER BY timeout_at LIMIT $2",
+                )
+                .bind(now)
+                .bind(limit)
+                .fetch_all(&self.$read)
+                .await?;
+                Ok(rows)
+            }
+
+            async fn pending_counts(&self) -> StoreResult<Vec<(String, i64)>> {
+                let rows = sqlx::query_as("SELECT kind, COUNT(*) FROM questions WHERE status = 'pending' GROUP BY kind")
+                    .fetch_all(&self.$read)
+                    .await?;
+                Ok(rows)
+            }
+
+            async fn next_deadline(&self) -> StoreResult<Option<DateTime<Utc>>> {
+                let (next,): (Option<DateTime<Utc>>,) = sqlx::query_as(
+                    "SELECT MIN(timeout_at) FROM questions WHERE status = 'pending' AND timeout_at IS NOT NULL",
+                )
+                .fetch_one(&self.$read)
+                .await?;
+                Ok(next)
+            }
+
+            async fn events_after(&self, after: i64, limit: i64) -> StoreResult<Vec<EventRow>> {
+                let rows = sqlx::query_as(
+                    "SELECT id, workspace_id, event_type, project, run_id, question_id, data, created_at \
+                     FROM events WHERE id > $1 ORDER BY id LIMIT $2",
+                )
+                .bind(after)
+                .bind(limit)
+                .fetch_all(&self.$read)
+                .await?;
+                Ok(rows)
+            }
+
+            async fn last_event_id(&self) -> StoreResult<i64> {
+                last_event_id(&self.$read).await
+            }
+        }
+    };
+}
+
+impl SqliteStore {
+    const BACKEND: Backend = Backend::Sqlite;
+}
+
+impl PostgresStore {
+    const BACKEND: Backend = Backend::Postgres;
+}
+
+sql_store!(SqliteStore, Sqlite, read = read, write = write);
+sql_store!(PostgresStore, Postgres, read = pool, write = pool);

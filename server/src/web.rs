@@ -1,0 +1,245 @@
+//! The web UI's server side: Leptos pages (server-rendered, then hydrated), the built site's files, sign-in and
+//! sign-out. Every page needs a signed-in session; without one the browser is sent to `/signin`.
+
+use std::sync::Arc;
+
+use app::backend::{UiBackend, UiBackendHandle};
+use app::types::{Page, Question, QuestionStatus, SessionInfo};
+use axum::{
+    Form, Router,
+    extract::{Request, State},
+    http::{StatusCode, header},
+    middleware::{self, Next},
+    response::{IntoResponse, Redirect, Response},
+    routing::{get, post},
+};
+use axum_extra::extract::{
+    CookieJar,
+    cookie::{Cookie, SameSite},
+};
+use chrono::Duration;
+use leptos::prelude::provide_context;
+use leptos_axum::{LeptosRoutes, generate_route_list};
+use serde::Deserialize;
+use tower_http::services::ServeDir;
+
+use crate::auth::{Caller, Credential, SESSION_COOKIE, hash_secret, random_secret, session_caller};
+use crate::error::AppError;
+use crate::state::AppState;
+use crate::store::{QuestionFilter, SessionRow, Store};
+
+/// Pages and server functions, behind the session check; the sign-in page, the auth endpoints and the site's
+/// static files are open.
+pub fn router(state: &AppState) -> Router<AppState> {
+    let backend = UiBackendHandle(Arc::new(StoreUiBackend { store: Arc::clone(&state.store) }));
+    let pages = Router::new()
+        .leptos_routes_with_context(state, generate_route_list(app::App), move || provide_context(backend.clone()), {
+            let options = state.leptos_options.clone();
+            move || app::shell(options.clone())
+        })
+        .route_layer(middleware::from_fn_with_state(state.clone(), require_session));
+    let pkg_dir = format!("{}/{}", state.leptos_options.site_root, state.leptos_options.site_pkg_dir);
+    Router::new()
+        .merge(pages)
+        .route("/auth/signin", post(sign_in))
+        .route("/auth/signout", post(sign_out))
+        .route("/ui/answer/{id}", post(answer_from_form))
+        .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
+        .nest_service("/pkg", ServeDir::new(pkg_dir).precompressed_gzip().precompressed_br())
+        // Any other path: the app's "Not found" page, with status 404, for people who follow a stale link.
+        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(app::shell))
+}
+
+/// Lets a request through only with a live session (except the sign-in page itself), and hands the session to
+/// pages and server functions as a request extension.
+async fn require_session(State(state): State<AppState>, jar: CookieJar, mut request: Request, next: Next) -> Response {
+    let path = request.uri().path().to_owned();
+    if path == "/signin" {
+        return next.run(request).await;
+    }
+    match session_caller(&state, &jar).await {
+        Ok(Some(caller)) => {
+            if let Some(info) = caller.session_info() {
+                request.extensions_mut().insert(info);
+            }
+            next.run(request).await
+        }
+        Ok(None) if path.starts_with(app::SERVER_FN_PREFIX) => {
+            AppError::Unauthorized("sign in first".into()).into_response()
+        }
+        Ok(None) => {
+            let next_path = request.uri().path_and_query().map_or("/inbox", |p| p.as_str());
+            Redirect::to(&format!("/signin?next={}", url_escape(next_path))).into_response()
+        }
+        Err(err) => err.into_response(),
+    }
+}
+
+/// Everything but RFC 3986's unreserved characters and `/` (kept so `next=/inbox` stays readable).
+const QUERY_VALUE: &percent_encoding::AsciiSet =
+    &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~').remove(b'/');
+
+/// Percent-encodes a query parameter's value.
+fn url_escape(value: &str) -> String {
+    percent_encoding::utf8_percent_encode(value, QUERY_VALUE).to_string()
+}
+
+/// Only same-site paths: `//evil.example` and `https://...` would send a signed-in person elsewhere.
+fn safe_next(next: Option<&str>) -> &str {
+    match next {
+        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.starts_with("/\\") => n,
+        _ => "/inbox",
+    }
+}
+
+#[derive(Deserialize)]
+struct SignInForm {
+    token: String,
+    next: Option<String>,
+}
+
+/// `POST /auth/signin`: a valid token opens a session (an `HttpOnly` cookie) and goes on to `next`.
+async fn sign_in(
+    State(state): State<AppState>,
+    jar: CookieJar,
+    Form(form): Form<SignInForm>,
+) -> Result<Response, AppError> {
+    let next = safe_next(form.next.as_deref()).to_owned();
+    let Some(principal) = state.store.principal_by_token_hash(&hash_secret(form.token.trim())).await? else {
+        tracing::info!("sign-in refused: unknown token");
+        let error = url_escape("That token is not valid. Check it and try again.");
+        return Ok(Redirect::to(&format!("/signin?error={error}&next={}", url_escape(&next))).into_response());
+    };
+    let session_secret = random_secret(48);
+    let now = crate::store::now();
+    let lifetime = Duration::hours(state.config.session_hours);
+    state
+        .store
+        .insert_session(&SessionRow {
+            id_hash: hash_secret(&session_secret),
+            token_id: principal.token_id,
+            csrf_token: random_secret(32),
+            created_at: now,
+            expires_at: now + lifetime,
+        })
+        .await?;
+    tracing::info!(workspace = %principal.workspace, name = %principal.name, "signed in");
+    let cookie = Cookie::build((SESSION_COOKIE, session_secret))
+        .path("/")
+        .http_only(true)
+        .same_site(SameSite::Lax)
+        .secure(state.config.secure_cookies)
+        .max_age(cookie::time::Duration::seconds(lifetime.num_seconds()))
+        .build();
+    Ok((jar.add(cookie), Redirect::to(&next)).into_response())
+}
+
+#[derive(Deserialize)]
+struct SignOutForm {
+    csrf: String,
+}
+
+/// `POST /auth/signout`: ends the session. Needs the session's CSRF token, so another site cannot sign you out.
+async fn sign_out(
+    State(state): State<AppState>,
+    jar: CookieJar,
+    Form(form): Form<SignOutForm>,
+) -> Result<Response, AppError> {
+    let caller: Option<Caller> = session_caller(&state, &jar).await?;
+    if let Some(Caller { credential: Credential::Session { csrf_token }, .. }) = &caller {
+        if *csrf_token != form.csrf {
+            return Err(AppError::Forbidden("missing or wrong CSRF token".into()));
+        }
+        if let Some(cookie) = jar.get(SESSION_COOKIE) {
+            state.store.delete_session(&hash_secret(cookie.value())).await?;
+        }
+    }
+    let jar = jar.remove(Cookie::build(SESSION_COOKIE).path("/"));
+    Ok((jar, [(header::CACHE_CONTROL, "no-store")], Redirect::to("/signin")).into_response())
+}
+
+/// `POST /ui/answer/{id}`: the answer form of the question page (works without JavaScript). On success it goes
+/// back to the question, which then shows who answered; on a refusal it goes back with the reason.
+async fn answer_from_form(
+    State(state): State<AppState>,
+    jar: CookieJar,
+    axum::extract::Path(id): axum::extract::Path<String>,
+    Form(fields): Form<Vec<(String, String)>>,
+) -> Result<Response, AppError> {
+    let Some(caller) = session_caller(&state, &jar).await? else {
+        return Ok(Redirect::to(&format!("/signin?next={}", url_escape(&format!("/questions/{id}")))).into_response());
+    };
+    let Credential::Session { csrf_token } = &caller.credential else {
+        return Err(AppError::Unauthorized("sign in first".into()));
+    };
+    let sent_csrf = fields.iter().find(|(name, _)| name == "csrf").map(|(_, value)| value.as_str());
+    if sent_csrf != Some(csrf_token.as_str()) {
+        return Err(AppError::Forbidden("missing or wrong CSRF token".into()));
+    }
+    let id = uuid::Uuid::parse_str(&id).map_err(|_| AppError::NotFound("question"))?;
+    let row = state.store.question(caller.workspace_id(), id).await?.ok_or(AppError::NotFound("question"))?;
+    let question = row.to_question(&caller.principal.workspace)?;
+    let page = format!("/questions/{id}");
+    let outcome = match crate::questions::answer_from_form_fields(&question, &fields) {
+        Ok(answer) => crate::questions::answer_question(
+            state.store.as_ref(),
+            &state.metrics,
+            &caller,
+            id,
+            answer,
+            crate::store::now(),
+        )
+        .await
+        .map(|_| ()),
+        Err(err) => Err(err),
+    };
+    match outcome {
+        Ok(()) => Ok(Redirect::to(&page).into_response()),
+        Err(err @ (AppError::Invalid { .. } | AppError::Conflict { .. } | AppError::Forbidden(_))) => {
+            Ok(Redirect::to(&format!("{page}?error={}", url_escape(&err.to_string()))).into_response())
+        }
+        Err(err) => Err(err),
+    }
+}
+
+/// The UI's view of the store.
+struct StoreUiBackend {
+    store: Arc<dyn Store>,
+}
+
+#[async_trait::async_trait]
+impl UiBackend for StoreUiBackend {
+    async fn pending_questions(&self, session: &SessionInfo, limit: u32) -> Result<Page<Question>, String> {
+        let filter = QuestionFilter { status: Some(QuestionStatus::Pending), limit, ..Default::default() };
+        let rows = self.store.list_questions(session.workspace_id, &filter).await.map_err(|e| e.to_string())?;
+        let items = rows
+            .iter()
+            .map(|r| r.to_question(&session.workspace))
+            .collect::<Result<_, _>>()
+            .map_err(|e| e.to_string())?;
+        Ok(Page { items, next_cursor: None })
+    }
+
+    async fn question(&self, session: &SessionInfo, id: uuid::Uuid) -> Result<Option<Question>, String> {
+        let row = self.store.question(session.workspace_id, id).await.map_err(|e| e.to_string())?;
+        row.map(|r| r.to_question(&session.workspace)).transpose().map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_same_site_paths_are_followed_after_sign_in() {
+        assert_eq!(safe_next(Some("/inbox?status=pending")), "/inbox?status=pending");
+        assert_eq!(safe_next(Some("//evil.example")), "/inbox");
+        assert_eq!(safe_next(Some("https://evil.example")), "/inbox");
+        assert_eq!(safe_next(None), "/inbox");
+    }
+
+    #[test]
+    fn query_values_are_percent_encoded() {
+        assert_eq!(url_escape("/inbox?a=b c"), "/inbox%3Fa%3Db%20c");
+    }
+}

@@ -1,0 +1,515 @@
+//! The question lifecycle (spec §3, §4): every response type, first writer wins, cancel, batches, long-polls,
+//! deadlines (also across a restart), and an event stream that loses nothing.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use app::types::Role;
+use axum::http::{Method, StatusCode};
+use common::{TestApp, assert_error, connect_events, read_events};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+backend_tests!(
+    every_response_type_takes_fitting_answers_and_refuses_the_rest,
+    the_first_answer_wins_and_later_ones_get_409_with_who_answered,
+    fifty_concurrent_answers_make_exactly_one_winner,
+    fifty_concurrent_answers_split_across_two_server_processes_make_one_winner,
+    cancelling_ends_a_question_and_is_itself_final,
+    a_batch_answers_each_item_on_its_own,
+    a_long_poll_returns_as_soon_as_the_question_is_answered,
+    who_may_answer_depends_on_role_and_kind,
+    questions_past_their_deadline_are_defaulted_or_expired,
+    filters_and_deadline_order_select_the_right_questions,
+    a_client_that_missed_a_hundred_events_gets_exactly_those_on_reconnect,
+    resolutions_are_announced_on_the_event_stream,
+    metrics_count_questions_answers_timeouts_and_requests,
+);
+
+fn options(values: &[&str]) -> Value {
+    Value::Array(values.iter().map(|v| json!({"value": v, "label": v.to_uppercase()})).collect())
+}
+
+async fn ask(app: &TestApp, body: Value) -> String {
+    let created = app.post("/api/v1/questions", body).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    created.json["id"].as_str().unwrap().to_owned()
+}
+
+async fn every_response_type_takes_fitting_answers_and_refuses_the_rest(app: TestApp) {
+    let approval_action = json!({"tool_name": "shell", "arguments": {"command": "terraform apply"}});
+    let cases: Vec<(Value, Vec<Value>, Vec<Value>)> = vec![
+        (
+            json!({"title": "t", "response_type": "text"}),
+            vec![json!("yes please")],
+            vec![json!(""), json!(3), json!("x".repeat(10_001))],
+        ),
+        (
+            json!({"title": "t", "response_type": "boolean"}),
+            vec![json!(true), json!(false)],
+            vec![json!("true"), json!(1)],
+        ),
+        (
+            json!({"title": "t", "response_type": "choice", "options": options(&["a", "b"])}),
+            vec![json!("a")],
+            vec![json!("c"), json!(["a"])],
+        ),
+        (
+            json!({"title": "t", "response_type": "multi_choice", "options": options(&["a", "b", "c"])}),
+            vec![json!(["a", "c"]), json!([])],
+            vec![json!(["a", "a"]), json!(["z"]), json!("a")],
+        ),
+        (
+            json!({"title": "t", "kind": "approval", "action": approval_action}),
+            vec![json!(true), json!(false)],
+            vec![json!("yes"), json!(null)],
+        ),
+        (
+            json!({"title": "t", "kind": "error_recovery", "options": options(&["use_cache"])}),
+            vec![json!("retry"), json!("skip"), json!("abort"), json!("use_cache")],
+            vec![json!("explode"), json!(true)],
+        ),
+        (
+            json!({"title": "t", "response_type": "form", "fields": [
+                {"key": "env", "label": "Env", "response_type": "choice", "options": options(&["dev", "prod"]), "required": true},
+                {"key": "replicas", "label": "Replicas", "response_type": "number"},
+                {"key": "notes", "label": "Notes", "response_type": "text"},
+                {"key": "tags", "label": "Tags", "response_type": "multi_choice", "options": options(&["x", "y"])},
+                {"key": "dry", "label": "Dry run", "response_type": "boolean", "required": true}
+            ]}),
+            vec![
+                json!({"env": "prod", "replicas": 3, "notes": "go", "tags": ["x"], "dry": false}),
+                json!({"env": "dev", "dry": true}),
+            ],
+            vec![
+                json!({"env": "prod"}),
+                json!({"env": "qa", "dry": true}),
+                json!({"env": "dev", "dry": true, "other": 1}),
+                json!("prod"),
+            ],
+        ),
+    ];
+    for (question, valid, invalid) in cases {
+        for value in invalid {
+            let id = ask(&app, question.clone()).await;
+            let response = app.post(&format!("/api/v1/questions/{id}/answer"), json!({"value": value})).await;
+            let error = assert_error(&response, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+            assert!(error["details"]["fields"].is_object(), "field-level details for {value}: {error}");
+            let stored = app.get(&format!("/api/v1/questions/{id}")).await;
+            assert_eq!(stored.json["status"], "pending", "a refused answer changes nothing");
+            assert_eq!(stored.json["response"], Value::Null);
+        }
+        for value in valid {
+            let id = ask(&app, question.clone()).await;
+            let response = app
+                .post(&format!("/api/v1/questions/{id}/answer"), json!({"value": value, "comment": "because"}))
+                .await;
+            assert_eq!(response.status, StatusCode::OK, "{question} with {value}: {}", response.text);
+            assert_eq!(response.json["status"], "answered");
+            assert_eq!(response.json["resolution"], "human");
+            assert_eq!(response.json["response"]["value"], value);
+            assert_eq!(response.json["response"]["comment"], "because");
+            assert!(response.json["answered_by"].is_string());
+        }
+    }
+
+    // Edited arguments only where the approval allows them, and only with an approval.
+    let editable = json!({"title": "t", "kind": "approval", "allow_edit": true,
+        "action": {"tool_name": "shell", "arguments": {"command": "rm -rf /tmp/x"}}});
+    let id = ask(&app, editable.clone()).await;
+    let edited = json!({"command": "rm -rf /tmp/x/cache"});
+    let response =
+        app.post(&format!("/api/v1/questions/{id}/answer"), json!({"value": true, "edited_arguments": edited})).await;
+    assert_eq!(response.status, StatusCode::OK, "{}", response.text);
+    assert_eq!(response.json["response"]["edited_arguments"], edited);
+    assert_eq!(response.json["action"]["arguments"]["command"], "rm -rf /tmp/x", "the original is kept");
+    let id = ask(&app, editable).await;
+    let response =
+        app.post(&format!("/api/v1/questions/{id}/answer"), json!({"value": false, "edited_arguments": edited})).await;
+    assert_error(&response, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+    let fixed = json!({"title": "t", "kind": "approval", "action": {"tool_name": "shell", "arguments": {}}});
+    let id = ask(&app, fixed).await;
+    let response =
+        app.post(&format!("/api/v1/questions/{id}/answer"), json!({"value": true, "edited_arguments": edited})).await;
+    assert_error(&response, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+
+    let id = ask(&app, json!({"title": "t"})).await;
+    let response = app
+        .post(&format!("/api/v1/questions/{id}/answer"), json!({"value": "ok", "comment": "c".repeat(10_001)}))
+        .await;
+    assert_error(&response, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+    let response = app.post(&format!("/api/v1/questions/{id}/answer"), json!({"comment": "no value"})).await;
+    assert_error(&response, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+}
+
+async fn the_first_answer_wins_and_later_ones_get_409_with_who_answered(app: TestApp) {
+    let id = ask(&app, json!({"title": "Which region?"})).await;
+    let first = app.post(&format!("/api/v1/questions/{id}/answer"), json!({"value": "eu-west-1"})).await;
+    assert_eq!(first.status, StatusCode::OK);
+    let second = app.post(&format!("/api/v1/questions/{id}/answer"), json!({"value": "us-east-1"})).await;
+    let error = assert_error(&second, StatusCode::CONFLICT, "conflict");
+    assert_eq!(error["details"]["status"], "answered");
+    assert_eq!(error["details"]["answered_by"], first.json["answered_by"]);
+    let stored = app.get(&format!("/api/v1/questions/{id}")).await;
+    assert_eq!(stored.json["response"]["value"], "eu-west-1");
+    assert_error(
+        &app.post("/api/v1/questions/00000000-0000-7000-8000-000000000000/answer", json!({"value": "x"})).await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    );
+}
+
+async fn fifty_concurrent_answers_make_exactly_one_winner(app: TestApp) {
+    let id = ask(&app, json!({"title": "Race?"})).await;
+    let attempts = (0..50).map(|i| {
+        let app = &app;
+        let id = id.clone();
+        async move { app.post(&format!("/api/v1/questions/{id}/answer"), json!({"value": format!("answer {i}")})).await }
+    });
+    let responses = futures::future::join_all(attempts).await;
+    let ok: Vec<_> = responses.iter().filter(|r| r.status == StatusCode::OK).collect();
+    let conflicts = responses.iter().filter(|r| r.status == StatusCode::CONFLICT).count();
+    assert_eq!((ok.len(), conflicts), (1, 49), "{:?}", responses.iter().map(|r| r.status).collect::<Vec<_>>());
+    let stored = app.get(&format!("/api/v1/questions/{id}")).await;
+    assert_eq!(stored.json["response"], ok[0].json["response"], "the stored answer is the winner's");
+    let events = app.state.store.events_after(0, 1000).await.unwrap();
+    let answered = events.iter().filter(|e| e.event_type == "question_answered").count();
+    assert_eq!(answered, 1, "one transition, one event");
+}
+
+async fn fifty_concurrent_answers_split_across_two_server_processes_make_one_winner(app: TestApp) {
+    let id = ask(&app, json!({"title": "Race across processes?"})).await;
+    let (a, b) = tokio::join!(app.spawn_process(), app.spawn_process());
+    let client = reqwest::Client::new();
+    let attempts = (0..50).map(|i| {
+        let base = if i % 2 == 0 { &a.base_url } else { &b.base_url };
+        let request = client
+            .post(format!("{base}/api/v1/questions/{id}/answer"))
+            .bearer_auth(&app.token)
+            .json(&json!({"value": format!("answer {i}")}));
+        async move { request.send().await.unwrap().status().as_u16() }
+    });
+    let statuses = futures::future::join_all(attempts).await;
+    let ok = statuses.iter().filter(|s| **s == 200).count();
+    let conflicts = statuses.iter().filter(|s| **s == 409).count();
+    assert_eq!((ok, conflicts), (1, 49), "{statuses:?}");
+}
+
+async fn cancelling_ends_a_question_and_is_itself_final(app: TestApp) {
+    let id = ask(&app, json!({"title": "Still needed?"})).await;
+    let cancelled = app.post(&format!("/api/v1/questions/{id}/cancel"), json!({"reason": "the run ended"})).await;
+    assert_eq!(cancelled.status, StatusCode::OK, "{}", cancelled.text);
+    assert_eq!(cancelled.json["status"], "cancelled");
+    assert_eq!(cancelled.json["resolution"], "cancelled");
+    assert_eq!(cancelled.json["response"]["comment"], "the run ended");
+    let again = app.post(&format!("/api/v1/questions/{id}/cancel"), json!({})).await;
+    assert_eq!(assert_error(&again, StatusCode::CONFLICT, "conflict")["details"]["status"], "cancelled");
+    let answer = app.post(&format!("/api/v1/questions/{id}/answer"), json!({"value": "x"})).await;
+    assert_error(&answer, StatusCode::CONFLICT, "conflict");
+    let empty_body = ask(&app, json!({"title": "t"})).await;
+    let response =
+        app.call(Method::POST, &format!("/api/v1/questions/{empty_body}/cancel"), Some(&app.token), None).await;
+    assert_eq!(response.status, StatusCode::OK, "{}", response.text);
+}
+
+async fn a_batch_answers_each_item_on_its_own(app: TestApp) {
+    let approval = json!({"title": "t", "kind": "approval", "action": {"tool_name": "deploy", "arguments": {}}});
+    let first = ask(&app, approval.clone()).await;
+    let second = ask(&app, approval.clone()).await;
+    let taken = ask(&app, approval).await;
+    app.post(&format!("/api/v1/questions/{taken}/answer"), json!({"value": false})).await;
+    let response = app
+        .post(
+            "/api/v1/questions/answer-batch",
+            json!({"items": [
+                {"id": first, "value": true, "comment": "ship it"},
+                {"id": second, "value": "maybe"},
+                {"id": taken, "value": true},
+                {"id": "00000000-0000-7000-8000-000000000000", "value": true},
+            ]}),
+        )
+        .await;
+    assert_eq!(response.status, StatusCode::OK, "{}", response.text);
+    let statuses: Vec<_> = response.json["results"].as_array().unwrap().iter().map(|r| r["status"].clone()).collect();
+    assert_eq!(statuses, [json!("answered"), json!("invalid"), json!("conflict"), json!("not_found")]);
+    assert_eq!(response.json["results"][2]["error"]["details"]["status"], "answered");
+    assert_eq!(app.get(&format!("/api/v1/questions/{first}")).await.json["response"]["comment"], "ship it");
+    assert_eq!(app.get(&format!("/api/v1/questions/{second}")).await.json["status"], "pending");
+    let empty = app.post("/api/v1/questions/answer-batch", json!({"items": []})).await;
+    assert_error(&empty, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+}
+
+async fn a_long_poll_returns_as_soon_as_the_question_is_answered(app: TestApp) {
+    let id = ask(&app, json!({"title": "Wait for me"})).await;
+    let base = app.serve().await;
+    let client = reqwest::Client::new();
+    let waiting = tokio::spawn({
+        let (client, token, url) =
+            (client.clone(), app.token.clone(), format!("{base}/api/v1/questions/{id}/wait?timeout_seconds=30"));
+        async move {
+            let response = client.get(url).bearer_auth(token).send().await.unwrap();
+            let returned_at = Instant::now();
+            (response.json::<Value>().await.unwrap(), returned_at)
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiting.is_finished(), "the wait holds while the question is pending");
+    app.post(&format!("/api/v1/questions/{id}/answer"), json!({"value": "done"})).await;
+    let answered_at = Instant::now();
+    let (question, returned_at) = waiting.await.unwrap();
+    assert_eq!(question["status"], "answered");
+    let latency = returned_at.saturating_duration_since(answered_at);
+    eprintln!("long-poll returned {latency:?} after the answer");
+    assert!(latency < Duration::from_secs(2), "woken by the answer, not by its 30 s timeout ({latency:?})");
+
+    // Already resolved: at once. Pending past the wait: returned as it is.
+    let started = Instant::now();
+    let now = client
+        .get(format!("{base}/api/v1/questions/{id}/wait?timeout_seconds=30"))
+        .bearer_auth(&app.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(now.status(), 200);
+    assert!(started.elapsed() < Duration::from_secs(2));
+    let other = ask(&app, json!({"title": "Nobody answers"})).await;
+    let timed_out = app.get(&format!("/api/v1/questions/{other}/wait?timeout_seconds=1")).await;
+    assert_eq!(timed_out.json["status"], "pending");
+    assert_error(
+        &app.get(&format!("/api/v1/questions/{other}/wait?timeout_seconds=61")).await,
+        StatusCode::BAD_REQUEST,
+        "bad_request",
+    );
+}
+
+async fn who_may_answer_depends_on_role_and_kind(app: TestApp) {
+    let plain = ask(&app, json!({"title": "t"})).await;
+    let approval =
+        ask(&app, json!({"title": "t", "kind": "approval", "action": {"tool_name": "x", "arguments": {}}})).await;
+    let answer = |token: String, id: String, value: Value| {
+        let app = &app;
+        async move {
+            app.call(
+                Method::POST,
+                &format!("/api/v1/questions/{id}/answer"),
+                Some(&token),
+                Some(json!({"value": value})),
+            )
+            .await
+        }
+    };
+    for role in [Role::Viewer, Role::Agent] {
+        let token = app.create_token("default", role).await;
+        assert_error(&answer(token, plain.clone(), json!("x")).await, StatusCode::FORBIDDEN, "forbidden");
+    }
+    let responder = app.create_token("default", Role::Responder).await;
+    assert_error(&answer(responder.clone(), approval.clone(), json!(true)).await, StatusCode::FORBIDDEN, "forbidden");
+    assert_eq!(answer(responder, plain, json!("x")).await.status, StatusCode::OK);
+    let approver = app.create_token("default", Role::Approver).await;
+    assert_eq!(answer(approver, approval, json!(true)).await.status, StatusCode::OK);
+}
+
+async fn wait_until_resolved(app: &TestApp, id: &str, within: Duration) -> Value {
+    let started = Instant::now();
+    loop {
+        let question = app.get(&format!("/api/v1/questions/{id}")).await.json;
+        if question["status"] != "pending" || started.elapsed() > within {
+            return question;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn questions_past_their_deadline_are_defaulted_or_expired(app: TestApp) {
+    let defaulted = ask(
+        &app,
+        json!({"title": "Proceed?", "response_type": "boolean", "timeout_seconds": 1,
+        "default_response": {"value": false, "comment": "nobody answered"}}),
+    )
+    .await;
+    let expired = ask(&app, json!({"title": "Which?", "timeout_seconds": 1})).await;
+    let open = ask(&app, json!({"title": "No deadline", "kind": "non_blocking"})).await;
+
+    let question = wait_until_resolved(&app, &defaulted, Duration::from_secs(2)).await;
+    assert_eq!(question["status"], "defaulted", "{question}");
+    assert_eq!(question["resolution"], "default_on_timeout");
+    assert_eq!(question["response"]["value"], false);
+    let question = wait_until_resolved(&app, &expired, Duration::from_secs(2)).await;
+    assert_eq!(question["status"], "expired", "{question}");
+    assert_eq!(question["response"], Value::Null);
+    assert_eq!(app.get(&format!("/api/v1/questions/{open}")).await.json["status"], "pending");
+
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let events = app.state.store.events_after(0, 1000).await.unwrap();
+    let count = |kind: &str| events.iter().filter(|e| e.event_type == kind).count();
+    assert_eq!((count("question_answered"), count("question_expired")), (1, 1), "each resolved exactly once");
+    let late = app.post(&format!("/api/v1/questions/{expired}/answer"), json!({"value": "too late"})).await;
+    assert_eq!(assert_error(&late, StatusCode::CONFLICT, "conflict")["details"]["status"], "expired");
+}
+
+/// A server whose workers do not run stands in for one that is down over the deadline; a second server on the same
+/// database, started after it, must settle the question on its first pass.
+async fn deadlines_that_passed_while_the_server_was_down_are_resolved_at_start(backend: common::Backend) {
+    let Some(down) = TestApp::start_with(backend, |c| c.run_workers = false).await else { return };
+    let id =
+        ask(&down, json!({"title": "Overnight?", "timeout_seconds": 1, "default_response": {"value": "skip"}})).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(down.get(&format!("/api/v1/questions/{id}")).await.json["status"], "pending", "nobody was there");
+
+    let started = Instant::now();
+    let (_restarted, _router) = down.restart(|c| c.run_workers = true).await;
+    let question = wait_until_resolved(&down, &id, Duration::from_secs(2)).await;
+    assert_eq!(question["status"], "defaulted", "{question}");
+    assert_eq!(question["response"]["value"], "skip");
+    eprintln!("resolved {:?} after the restart", started.elapsed());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_deadlines_that_passed_while_the_server_was_down_are_resolved_at_start() {
+    deadlines_that_passed_while_the_server_was_down_are_resolved_at_start(common::Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_deadlines_that_passed_while_the_server_was_down_are_resolved_at_start() {
+    deadlines_that_passed_while_the_server_was_down_are_resolved_at_start(common::Backend::Postgres).await;
+}
+
+async fn filters_and_deadline_order_select_the_right_questions(app: TestApp) {
+    let a =
+        ask(&app, json!({"title": "Rotate keys", "project": "infra", "urgency": "critical", "timeout_seconds": 600}))
+            .await;
+    let b = ask(&app, json!({"title": "Pick a persona", "project": "writing", "kind": "non_blocking"})).await;
+    let c = ask(
+        &app,
+        json!({"title": "Approve deploy", "kind": "approval", "project": "infra", "timeout_seconds": 400,
+        "action": {"tool_name": "deploy", "arguments": {}}}),
+    )
+    .await;
+    app.post(&format!("/api/v1/questions/{b}/answer"), json!({"value": "dev"})).await;
+    let ids = |response: common::TestResponse| {
+        response.json["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|q| q["id"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ids(app.get("/api/v1/questions?project=infra").await), [c.clone(), a.clone()]);
+    assert_eq!(ids(app.get("/api/v1/questions?status=answered").await), [b.as_str()]);
+    assert_eq!(ids(app.get("/api/v1/questions?kind=approval").await), [c.as_str()]);
+    assert_eq!(ids(app.get("/api/v1/questions?urgency=critical").await), [a.as_str()]);
+    assert_eq!(ids(app.get("/api/v1/questions?q=PERSONA").await), [b.as_str()]);
+    assert_eq!(ids(app.get("/api/v1/questions?q=100%25").await), Vec::<String>::new(), "% is matched literally");
+    assert_eq!(ids(app.get("/api/v1/questions?sort=deadline").await), [c.clone(), a.clone(), b.clone()]);
+    let first = app.get("/api/v1/questions?sort=deadline&limit=1").await;
+    let cursor = first.json["next_cursor"].as_str().unwrap().to_owned();
+    assert_eq!(ids(app.get(&format!("/api/v1/questions?sort=deadline&limit=2&cursor={cursor}")).await), [a, b]);
+    assert_error(&app.get("/api/v1/questions?status=nonsense").await, StatusCode::BAD_REQUEST, "bad_request");
+    assert_error(&app.get("/api/v1/questions?sort=random").await, StatusCode::BAD_REQUEST, "bad_request");
+}
+
+async fn a_client_that_missed_a_hundred_events_gets_exactly_those_on_reconnect(app: TestApp) {
+    let base = app.serve().await;
+    let first = connect_events(&base, &app.token, None).await;
+    ask(&app, json!({"title": "before the disconnect"})).await;
+    let seen = read_events(first, 1).await;
+    let last_seen = seen[0].0;
+    // The connection is gone (dropped above); 100 events happen meanwhile.
+    let mut missed = Vec::new();
+    for i in 0..100 {
+        missed.push(ask(&app, json!({"title": format!("missed {i}")})).await);
+    }
+    let reconnected = connect_events(&base, &app.token, Some(last_seen)).await;
+    let replayed = read_events(reconnected, 100).await;
+    let ids: Vec<_> = replayed.iter().map(|e| e.2["question"]["id"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(ids, missed, "exactly the missed ones, in order");
+    assert!(replayed.windows(2).all(|w| w[0].0 < w[1].0), "event ids increase, no duplicates");
+    assert!(replayed[0].0 > last_seen);
+}
+
+async fn resolutions_are_announced_on_the_event_stream(app: TestApp) {
+    let base = app.serve().await;
+    let stream =
+        reqwest::Client::new().get(format!("{base}/api/v1/events")).bearer_auth(&app.token).send().await.unwrap();
+    let answered = ask(&app, json!({"title": "a"})).await;
+    let cancelled = ask(&app, json!({"title": "c"})).await;
+    let expired = ask(&app, json!({"title": "e", "timeout_seconds": 1})).await;
+    app.post(&format!("/api/v1/questions/{answered}/answer"), json!({"value": "ok"})).await;
+    app.post(&format!("/api/v1/questions/{cancelled}/cancel"), json!({})).await;
+    let events = read_events(stream, 6).await;
+    let summary: Vec<(String, String)> =
+        events.iter().map(|e| (e.1.clone(), e.2["question"]["id"].as_str().unwrap().to_owned())).collect();
+    assert_eq!(
+        summary,
+        [
+            ("question_asked".to_owned(), answered.clone()),
+            ("question_asked".to_owned(), cancelled.clone()),
+            ("question_asked".to_owned(), expired.clone()),
+            ("question_answered".to_owned(), answered),
+            ("question_cancelled".to_owned(), cancelled),
+            ("question_expired".to_owned(), expired),
+        ]
+    );
+}
+
+async fn metrics_count_questions_answers_timeouts_and_requests(app: TestApp) {
+    let answered = ask(&app, json!({"title": "a"})).await;
+    ask(&app, json!({"title": "p", "kind": "non_blocking"})).await;
+    let expired = ask(&app, json!({"title": "e", "timeout_seconds": 1})).await;
+    app.post(&format!("/api/v1/questions/{answered}/answer"), json!({"value": "ok"})).await;
+    wait_until_resolved(&app, &expired, Duration::from_secs(2)).await;
+    let response = app.call(Method::GET, "/metrics", None, None).await;
+    assert_eq!(response.status, StatusCode::OK);
+    let text = response.text;
+    for expected in [
+        "holdpoint_questions_created_total{kind=\"blocking\"} 2",
+        "holdpoint_questions_created_total{kind=\"non_blocking\"} 1",
+        "holdpoint_questions_resolved_total{kind=\"blocking\",status=\"answered\"} 1",
+        "holdpoint_questions_resolved_total{kind=\"blocking\",status=\"expired\"} 1",
+        "holdpoint_questions_timed_out_total{kind=\"blocking\",status=\"expired\"} 1",
+        "holdpoint_question_time_to_answer_seconds_count{kind=\"blocking\"} 1",
+        "holdpoint_questions_pending{kind=\"non_blocking\"} 1",
+        "holdpoint_sse_subscribers 0",
+        "holdpoint_http_request_duration_seconds_count{method=\"POST\",route=\"/api/v1/questions\",status=\"201\"} 3",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in\n{text}");
+    }
+}
+
+/// A client that stops reading must not hold up the others: its stream ends with a `reconnect` event once it falls
+/// behind, and a reconnect with its last id replays the rest from the log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_event_client_never_blocks_the_others_and_catches_up_by_reconnecting() {
+    let app = TestApp::start_with(common::Backend::Sqlite, |c| c.sse_buffer = 16).await.unwrap();
+    let base = app.serve().await;
+    let slow = connect_events(&base, &app.token, None).await;
+    let fast = connect_events(&base, &app.token, None).await;
+    // Large events, so the slow client's socket buffers fill and its stream stops being written.
+    let body = "x".repeat(30 * 1024);
+    let count = 300;
+    let fast_reader = tokio::spawn(read_events(fast, count));
+    for i in 0..count {
+        ask(&app, json!({"title": format!("bulk {i}"), "body": body, "kind": "non_blocking"})).await;
+    }
+    let fast_events = fast_reader.await.unwrap();
+    assert_eq!(fast_events.len(), count, "the fast client got every event while the slow one stalled");
+
+    // The slow client now reads: some events, then the reconnect notice, then the end of the stream.
+    let mut stream = slow.bytes_stream();
+    let mut text = String::new();
+    while let Ok(Some(chunk)) = tokio::time::timeout(Duration::from_secs(10), stream.next()).await {
+        text.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+    }
+    assert!(text.contains("event: reconnect"), "the slow client was told to reconnect");
+    let last_id: i64 =
+        text.lines().rev().find_map(|line| line.strip_prefix("id:").and_then(|id| id.trim().parse().ok())).unwrap_or(0);
+    let delivered = text.matches("event: question_asked").count();
+    assert!(delivered < count, "the slow client had fallen behind ({delivered} of {count} before the notice)");
+
+    let rest = read_events(connect_events(&base, &app.token, Some(last_id)).await, count - delivered).await;
+    let mut titles: Vec<String> = rest.iter().map(|e| e.2["question"]["title"].as_str().unwrap().to_owned()).collect();
+    titles.dedup();
+    assert_eq!(titles.len(), count - delivered);
+    assert_eq!(titles.last().unwrap(), &format!("bulk {}", count - 1), "the replay reaches the newest event");
+}

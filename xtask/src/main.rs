@@ -1,0 +1,97 @@
+//! `cargo xtask`: the README's commands. `serve` builds and runs Holdpoint; `test` runs every test.
+//!
+//! It does what cargo-leptos would (wasm build, wasm-bindgen, wasm-opt, CSS and assets into the site root, then the
+//! server) without needing cargo-leptos, which takes half an hour to compile. Every tool it needs is installed on
+//! first use and found again at once after that.
+
+mod site;
+mod tools;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+const USAGE: &str = "usage: cargo xtask <command>
+
+commands:
+  serve [--release] [-- ARGS...]   build the site and the server, then run `holdpoint serve ARGS...`
+  test                             run every test: unit, API (SQLite and PostgreSQL), browser (Playwright)
+  site [--release]                 build only the site (wasm, JS, CSS) into target/site
+";
+
+/// Why a step failed: one line for the person at the terminal.
+pub type Result<T = ()> = std::result::Result<T, String>;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("serve") => serve(&args[1..]),
+        Some("test") => test(&args[1..]),
+        Some("site") => tools::ensure_site_tools().and_then(|tools| site::build(&tools)),
+        _ => {
+            eprint!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root (the parent of this crate's directory).
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
+}
+
+/// Runs a command in the workspace root, failing with its name if it fails.
+pub fn run(command: &mut Command) -> Result {
+    let shown = format!("{command:?}");
+    eprintln!("xtask: running {shown}");
+    if command.get_current_dir().is_none() {
+        command.current_dir(root());
+    }
+    let status = command.status().map_err(|e| format!("cannot run {shown}: {e}"))?;
+    if status.success() { Ok(()) } else { Err(format!("{shown} failed ({status})")) }
+}
+
+pub fn cargo() -> Command {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+}
+
+fn serve(args: &[String]) -> Result {
+    let release = args.iter().take_while(|a| *a != "--").any(|a| a == "--release");
+    let passthrough: Vec<&String> = args.iter().skip_while(|a| *a != "--").skip(1).collect();
+    let tools = tools::ensure_site_tools()?;
+    site::build(&tools)?;
+    let profile = if release { "release" } else { "debug" };
+    let mut build = cargo();
+    build.args(["build", "--package", "holdpoint-server", "--bin", "holdpoint"]);
+    if release {
+        build.arg("--release");
+    }
+    run(&mut build)?;
+    let binary = root().join("target").join(profile).join("holdpoint");
+    let mut server = Command::new(binary);
+    server.arg("serve").args(passthrough).env("HOLDPOINT_SITE_ROOT", site::site_root());
+    run(&mut server)
+}
+
+fn test(args: &[String]) -> Result {
+    if !args.is_empty() {
+        return Err(format!("`cargo xtask test` takes no arguments, got {args:?}"));
+    }
+    let tools = tools::ensure_site_tools()?;
+    tools::ensure_browser_tools()?;
+    site::build(&tools)?;
+    // One build of the server serves the API tests and the browser tests: `cargo test` builds `holdpoint` in the
+    // test profile, and the end-to-end tests start that very binary.
+    run(cargo().args(["test", "--workspace", "--exclude", "frontend", "--no-fail-fast"]))?;
+    let binary = root().join("target/debug/holdpoint");
+    run(Command::new("node")
+        .args(["--test", "--test-concurrency=1", "end2end/tests/"])
+        .env("HOLDPOINT_BIN", binary)
+        .env("HOLDPOINT_SITE_ROOT", site::site_root()))
+}
