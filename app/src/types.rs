@@ -159,6 +159,9 @@ wire_enum! {
     }
 }
 
+mod runs;
+pub use runs::*;
+
 /// One choice of a `choice`, `multi_choice` or `error_recovery` question.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]

@@ -88,9 +88,91 @@ pub struct ServeConfig {
     /// How long a browser session lasts, in hours.
     #[arg(long, env = "HOLDPOINT_SESSION_HOURS", default_value_t = 24 * 7)]
     pub session_hours: i64,
+
+    #[command(flatten)]
+    pub runtime: RuntimeConfig,
+}
+
+/// What `shell` tool calls do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ShellMode {
+    /// The tool is refused.
+    Off,
+    /// Commands run on the server (after approval, unless an agent's policy says otherwise).
+    On,
+    /// Commands are reported, not run: for demos.
+    DryRun,
+}
+
+/// Settings of the agent runtime.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RuntimeConfig {
+    /// The cap on a run's cumulative steps across all its segments; resume is refused once it is reached.
+    #[arg(long, env = "HOLDPOINT_MAX_TOTAL_STEPS", default_value_t = 500)]
+    pub max_total_steps: u32,
+
+    /// How many runs this instance executes at once.
+    #[arg(long, env = "HOLDPOINT_RUN_CONCURRENCY", default_value_t = 8)]
+    pub run_concurrency: usize,
+
+    /// How long a worker holds a run without renewing; another instance takes over a run whose worker died
+    /// once this has passed.
+    #[arg(long, env = "HOLDPOINT_RUN_LEASE_SECONDS", default_value_t = 30)]
+    pub run_lease_seconds: u32,
+
+    /// Where `script:<file>` models are read from; file names may not leave it. Default: `<data dir>/scripts`.
+    #[arg(long, env = "HOLDPOINT_SCRIPTS_DIR")]
+    pub scripts_dir: Option<PathBuf>,
+
+    /// The `shell` tool: `off`, `on` or `dry-run`.
+    #[arg(long, env = "HOLDPOINT_SHELL", value_enum, default_value = "off")]
+    pub shell: ShellMode,
+
+    /// Hosts the `http_request` tool may reach, comma-separated (`api.example.com`, `127.0.0.1:8080`).
+    #[arg(long, env = "HOLDPOINT_HTTP_ALLOWED_HOSTS", value_delimiter = ',')]
+    pub http_allowed_hosts: Vec<String>,
+
+    /// Base URL of the OpenAI-compatible API for `openai:` models.
+    #[arg(long, env = "OPENAI_BASE_URL", default_value = "https://api.openai.com/v1")]
+    pub openai_base_url: String,
+
+    /// API key for `openai:` models.
+    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
+    pub openai_api_key: Option<Secret>,
+
+    /// How long one model request may take, in seconds.
+    #[arg(long, env = "HOLDPOINT_MODEL_TIMEOUT_SECONDS", default_value_t = 120)]
+    pub model_timeout_seconds: u64,
+
+    /// How often a model request is retried on 429, 5xx or a connection error (with exponential backoff).
+    #[arg(long, env = "HOLDPOINT_MODEL_MAX_RETRIES", default_value_t = 3)]
+    pub model_max_retries: usize,
+}
+
+impl RuntimeConfig {
+    /// The defaults, for tests and embedded use.
+    pub fn defaults() -> Self {
+        RuntimeConfig {
+            max_total_steps: 500,
+            run_concurrency: 8,
+            run_lease_seconds: 30,
+            scripts_dir: None,
+            shell: ShellMode::Off,
+            http_allowed_hosts: Vec::new(),
+            openai_base_url: "https://api.openai.com/v1".into(),
+            openai_api_key: None,
+            model_timeout_seconds: 120,
+            model_max_retries: 3,
+        }
+    }
 }
 
 impl ServeConfig {
+    /// Where `script:` files are read from.
+    pub fn scripts_dir(&self) -> PathBuf {
+        self.runtime.scripts_dir.clone().unwrap_or_else(|| self.database.data_dir.join("scripts"))
+    }
+
     /// Where the built site lives: the configured root, else `site/` beside the executable's directory
     /// (`target/site` for `target/debug/holdpoint`), else `site/` beside the executable, else `./target/site`.
     pub fn site_root(&self) -> PathBuf {
@@ -123,6 +205,7 @@ impl ServeConfig {
             run_workers: true,
             sse_buffer: 4096,
             session_hours: 1,
+            runtime: RuntimeConfig::defaults(),
         }
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! A guided tour: [`cli`] parses the command line and starts [`server::run`], which opens the [`store`], starts the
 //! [`events`] hub and serves [`http::router`]. Requests are authenticated by [`auth`], fail through [`error`], and
-//! reach the domain logic in [`questions`].
+//! reach the domain logic in [`questions`] and [`runs`]; agent runs execute in [`runtime`].
 
 pub mod auth;
 pub mod cli;
@@ -13,6 +13,8 @@ pub mod events;
 pub mod http;
 pub mod metrics;
 pub mod questions;
+pub mod runs;
+pub mod runtime;
 pub mod server;
 pub mod state;
 pub mod store;

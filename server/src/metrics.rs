@@ -46,6 +46,12 @@ pub struct Metrics {
     questions_pending: Family<KindLabel, Gauge>,
     sse_subscribers: Gauge,
     http_latency: HistogramFamily<HttpLabels>,
+    run_transitions: Family<RunStatusLabel, Counter>,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RunStatusLabel {
+    status: String,
 }
 
 fn time_to_answer_histogram() -> Histogram {
@@ -69,6 +75,12 @@ impl Metrics {
         let mut registry = Registry::with_prefix("holdpoint");
         let questions_created = Family::<KindLabel, Counter>::default();
         registry.register("questions_created", "Questions created, by kind", questions_created.clone());
+        let run_transitions = Family::<RunStatusLabel, Counter>::default();
+        registry.register(
+            "run_transitions",
+            "Runs leaving a worker, by the status they left in (waiting, paused, completed, failed)",
+            run_transitions.clone(),
+        );
         let questions_resolved = Family::<ResolvedLabels, Counter>::default();
         registry.register(
             "questions_resolved",
@@ -98,6 +110,7 @@ impl Metrics {
             http_latency.clone(),
         );
         Metrics {
+            run_transitions,
             registry,
             questions_created,
             questions_resolved,
@@ -107,6 +120,11 @@ impl Metrics {
             sse_subscribers,
             http_latency,
         }
+    }
+
+    /// Counts a run leaving its worker in `status`.
+    pub fn run_transition(&self, status: &str) {
+        self.run_transitions.get_or_create(&RunStatusLabel { status: status.to_owned() }).inc();
     }
 
     pub fn question_created(&self, kind: &str) {

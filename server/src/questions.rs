@@ -15,7 +15,7 @@ use uuid::Uuid;
 use crate::auth::Caller;
 use crate::error::AppError;
 use crate::metrics::Metrics;
-use crate::store::{QuestionResolution, QuestionRow, ResolveOutcome, Store};
+use crate::store::{NewEvent, QuestionResolution, QuestionRow, ResolveOutcome, Store, StoreResult};
 
 pub const TITLE_MAX_CHARS: usize = 300;
 pub const BODY_MAX_BYTES: usize = 32 * 1024;
@@ -424,6 +424,25 @@ pub fn answer_from_form_fields(question: &Question, fields: &[(String, String)])
         _ => None,
     };
     Ok(AnswerBody { value, comment: first("comment").map(str::to_owned), edited_arguments })
+}
+
+/// Stores a question built by Holdpoint itself (an agent run's `ask_user` or approval) with its
+/// `question_asked` event.
+pub async fn insert_question(store: &dyn Store, metrics: &Metrics, row: &QuestionRow) -> StoreResult<()> {
+    let workspace = store.workspace_name(row.workspace_id).await?;
+    let question = row.to_question(&workspace)?;
+    let event = NewEvent {
+        workspace_id: row.workspace_id,
+        event_type: app::types::EventType::QuestionAsked,
+        project: row.project.clone(),
+        run_id: row.run_id,
+        question_id: Some(row.id),
+        data: serde_json::json!({ "question": question }),
+        created_at: row.created_at,
+    };
+    store.create_question(row, &event, None).await?;
+    metrics.question_created(&row.kind);
+    Ok(())
 }
 
 /// How long a resolved question was pending.

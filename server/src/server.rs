@@ -52,8 +52,10 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
     }
     let hub = EventHub::start(Arc::clone(&store), config.sse_buffer).await?;
     let metrics = Arc::new(crate::metrics::Metrics::new());
+    let runtime = crate::runtime::Runtime::new(Arc::clone(&store), Arc::clone(&metrics), &config);
     if config.run_workers {
         crate::deadlines::spawn(Arc::clone(&store), Arc::clone(&metrics));
+        crate::runtime::spawn_workers(Arc::clone(&runtime), hub.clone());
     }
     let site_root = config.site_root();
     if !site_root.join("pkg").is_dir() {
@@ -65,7 +67,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
         .site_pkg_dir("pkg")
         .site_addr(config.addr)
         .build();
-    Ok(AppState(Arc::new(App { config, store, hub, metrics, leptos_options })))
+    Ok(AppState(Arc::new(App { config, store, hub, metrics, runtime, leptos_options })))
 }
 
 /// Serves until Ctrl-C or SIGTERM.

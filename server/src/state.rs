@@ -24,6 +24,8 @@ pub struct App {
     pub hub: EventHub,
     /// What `/metrics` exports.
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// Executes agent runs; also what the API uses to validate agents and start runs.
+    pub runtime: Arc<crate::runtime::Runtime>,
     /// Where the built site is and what its files are called.
     pub leptos_options: LeptosOptions,
 }

@@ -1,10 +1,12 @@
 //! The HTTP surface: `/api/v1` (REST and SSE), health probes, and the web UI. Each resource module exposes a
 //! `router()`; [`router`] merges them.
 
+mod agents;
 mod events;
 mod health;
 pub mod openapi;
 mod questions;
+mod runs;
 
 use std::sync::Arc;
 
@@ -23,7 +25,11 @@ pub const API_BODY_LIMIT: usize = 256 * 1024;
 
 /// The API's routes with their OpenAPI document, before state is attached.
 pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
-    let api = OpenApiRouter::new().merge(questions::router()).merge(events::router());
+    let api = OpenApiRouter::new()
+        .merge(questions::router())
+        .merge(agents::router())
+        .merge(runs::router())
+        .merge(events::router());
     OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .nest("/api/v1", api)
         .merge(health::router())

@@ -19,6 +19,8 @@ use utoipa::{IntoResponses, Modify, OpenApi};
     security(("bearer" = [])),
     tags(
         (name = "questions", description = "What a person must handle"),
+        (name = "agents", description = "Agent definitions"),
+        (name = "runs", description = "Agent runs: pause for a person, resume where they stopped"),
         (name = "events", description = "The event log as Server-Sent Events"),
         (name = "health", description = "Probes"),
     ),

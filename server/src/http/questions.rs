@@ -84,7 +84,7 @@ async fn create_question(
     }
 }
 
-fn idempotency_key(
+pub(crate) fn idempotency_key(
     headers: &HeaderMap,
     caller: &Caller,
     scope: &'static str,

@@ -6,6 +6,8 @@
 //! which the event hub follows.
 
 mod rows;
+mod run_rows;
+mod run_sql;
 mod sql;
 
 use std::str::FromStr;
@@ -20,6 +22,8 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 pub use rows::*;
+pub use run_rows::*;
+pub use run_sql::RunStore;
 
 /// What can go wrong below the HTTP layer.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +38,11 @@ pub enum StoreError {
     Corrupt(String),
     #[error("the Idempotency-Key was already used with a different request")]
     IdempotencyMismatch,
+    #[error("another {0} already exists")]
+    Duplicate(&'static str),
+    /// The worker no longer holds the run: its lease ran out and another took over, or the run was cancelled.
+    #[error("the run is no longer held by this worker")]
+    LeaseLost,
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -54,7 +63,7 @@ pub enum Backend {
 
 /// Everything Holdpoint keeps. Methods that change state append their events in the same transaction.
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store: RunStore + Send + Sync + 'static {
     fn backend(&self) -> Backend;
 
     /// The id of the newest event known to be committed; changes after every commit that appended events.

@@ -11,12 +11,12 @@ use sqlx::{PgPool, Postgres, QueryBuilder, Sqlite, SqlitePool};
 use tokio::sync::watch;
 use uuid::Uuid;
 
-use app::types::Resolution;
+use app::types::{AnswerBody, Resolution};
 
 use super::*;
 
 /// The columns of `questions`, in the order of [`QuestionRow`].
-const QUESTION_COLUMNS: &str = "id, workspace_id, project, run_id, tool_call_id, parent_run_ids, kind, response_type, \
+pub(super) const QUESTION_COLUMNS: &str = "id, workspace_id, project, run_id, tool_call_id, parent_run_ids, kind, response_type, \
      title, body, options, fields, action, allow_edit, context, urgency, timeout_at, default_response, status, \
      response, answered_by, resolution, created_by, created_at, updated_at, resolved_at";
 
@@ -25,15 +25,15 @@ const PRINCIPAL_SELECT: &str = "SELECT t.id AS token_id, t.workspace_id, w.name 
 
 /// The SQLite store: one writer connection, a pool of read-only ones.
 pub struct SqliteStore {
-    read: SqlitePool,
-    write: SqlitePool,
+    pub(super) read: SqlitePool,
+    pub(super) write: SqlitePool,
     committed: watch::Sender<i64>,
 }
 
 impl SqliteStore {
     /// `BEGIN IMMEDIATE` takes the write lock up front, so a transaction that reads before it writes cannot fail
     /// with `SQLITE_BUSY` half-way when another process writes too.
-    const BEGIN_WRITE: &'static str = "BEGIN IMMEDIATE";
+    pub(super) const BEGIN_WRITE: &'static str = "BEGIN IMMEDIATE";
     /// SQLite runs one writer at a time, so event ids are committed in order without a lock.
     const EVENT_LOCK: Option<&'static str> = None;
 
@@ -45,12 +45,12 @@ impl SqliteStore {
 
 /// The PostgreSQL store.
 pub struct PostgresStore {
-    pool: PgPool,
+    pub(super) pool: PgPool,
     committed: watch::Sender<i64>,
 }
 
 impl PostgresStore {
-    const BEGIN_WRITE: &'static str = "BEGIN";
+    pub(super) const BEGIN_WRITE: &'static str = "BEGIN";
     /// Serialises transactions that append events, so event ids become visible in id order and a reader following
     /// the log by id never skips one that commits late.
     const EVENT_LOCK: Option<&'static str> = Some("SELECT pg_advisory_xact_lock(7262011)");
@@ -72,7 +72,7 @@ where
     Ok(id)
 }
 
-fn is_unique_violation(err: &sqlx::Error) -> bool {
+pub(super) fn is_unique_violation(err: &sqlx::Error) -> bool {
     matches!(err, sqlx::Error::Database(db) if db.is_unique_violation())
 }
 
@@ -80,7 +80,7 @@ macro_rules! sql_store {
     ($store:ty, $db:ty, read = $read:ident, write = $write:ident) => {
         impl $store {
             /// Appends an event inside the caller's transaction; returns its id.
-            async fn append_event(tx: &mut sqlx::Transaction<'_, $db>, event: &NewEvent) -> StoreResult<i64> {
+            pub(super) async fn append_event(tx: &mut sqlx::Transaction<'_, $db>, event: &NewEvent) -> StoreResult<i64> {
                 if let Some(lock) = Self::EVENT_LOCK {
                     sqlx::query(lock).execute(&mut **tx).await?;
                 }
@@ -101,7 +101,7 @@ macro_rules! sql_store {
             }
 
             /// Commits and announces the newest event id to the hub.
-            async fn commit_events(&self, tx: sqlx::Transaction<'_, $db>, last_event: Option<i64>) -> StoreResult<()> {
+            pub(super) async fn commit_events(&self, tx: sqlx::Transaction<'_, $db>, last_event: Option<i64>) -> StoreResult<()> {
                 tx.commit().await?;
                 if let Some(id) = last_event {
                     self.committed.send_if_modified(|current| {
@@ -298,8 +298,44 @@ macro_rules! sql_store {
                 .bind(q.resolved_at)
                 .execute(&mut *tx)
                 .await?;
-                let event_id = Self::append_event(&mut tx, event).await?;
-                self.commit_events(tx, Some(event_id)).await?;
+                let mut last = Self::append_event(&mut tx, event).await?;
+                if let (Some(run_id), "blocking") = (q.run_id, q.kind.as_str()) {
+                    // Spec §3: a new blocking question on a run cancels that run's older pending blocking one.
+                    let superseded: Vec<QuestionRow> = sqlx::query_as(&format!(
+                        "UPDATE questions SET status = 'cancelled', resolution = 'cancelled', response = $1, \
+                         resolved_at = $2, updated_at = $2 WHERE run_id = $3 AND kind = 'blocking' \
+                         AND status = 'pending' AND id <> $4 RETURNING {QUESTION_COLUMNS}"
+                    ))
+                    .bind(Json(AnswerBody {
+                        value: serde_json::Value::Null,
+                        comment: Some("superseded by a newer blocking question of the same run".into()),
+                        edited_arguments: None,
+                    }))
+                    .bind(q.created_at)
+                    .bind(run_id)
+                    .bind(q.id)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                    if !superseded.is_empty() {
+                        let (workspace,): (String,) = sqlx::query_as("SELECT name FROM workspaces WHERE id = $1")
+                            .bind(q.workspace_id)
+                            .fetch_one(&mut *tx)
+                            .await?;
+                        for old in superseded {
+                            let cancelled = NewEvent {
+                                workspace_id: old.workspace_id,
+                                event_type: app::types::EventType::QuestionCancelled,
+                                project: old.project.clone(),
+                                run_id: old.run_id,
+                                question_id: Some(old.id),
+                                data: serde_json::json!({ "question": old.to_question(&workspace)? }),
+                                created_at: q.created_at,
+                            };
+                            last = Self::append_event(&mut tx, &cancelled).await?;
+                        }
+                    }
+                }
+                self.commit_events(tx, Some(last)).await?;
                 Ok(Created { value: q.clone(), created: true })
             }
 
@@ -408,8 +444,15 @@ macro_rules! sql_store {
                     data: serde_json::json!({ "question": question }),
                     created_at: change.at,
                 };
-                let event_id = Self::append_event(&mut tx, &event).await?;
-                self.commit_events(tx, Some(event_id)).await?;
+                let mut last = Self::append_event(&mut tx, &event).await?;
+                // In the same transaction: a run whose last holding question this was goes back to the queue, so
+                // an answer can never be acknowledged without its run being picked up.
+                if let Some(run_id) = row.run_id {
+                    if let Some(id) = Self::requeue_if_unheld(&mut tx, run_id, change.at).await? {
+                        last = id;
+                    }
+                }
+                self.commit_events(tx, Some(last)).await?;
                 Ok(ResolveOutcome::Resolved(row))
             }
 

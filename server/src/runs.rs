@@ -1,0 +1,381 @@
+//! Agents and runs as the API sees them: validating definitions, starting, reading, resuming and cancelling
+//! runs. The execution itself is in [`crate::runtime`].
+
+use std::collections::HashSet;
+
+use app::types::{
+    AgentSpec, AnswerBody, NewRun, QuestionKind, QuestionStatus, Resolution, ResumeRequest, Role, Run, RunStatus,
+    ToolCallStatus,
+};
+use chrono::{DateTime, Utc};
+use sqlx::types::Json;
+use uuid::Uuid;
+
+use crate::auth::Caller;
+use crate::error::AppError;
+use crate::questions::{COMMENT_MAX_CHARS, FieldErrors, PROJECT_MAX_CHARS};
+use crate::runtime::Runtime;
+use crate::runtime::model::script_path;
+use crate::runtime::tools::BUILT_IN;
+use crate::store::{
+    DEFAULT_MAX_STEPS, IdempotencyKey, QuestionResolution, ResumeOutcome, RunRow, SegmentRow, Store, StoreError,
+    ToolCallFilter,
+};
+
+pub const AGENT_NAME_MAX_CHARS: usize = 100;
+pub const SYSTEM_PROMPT_MAX_BYTES: usize = 64 * 1024;
+pub const INPUT_MAX_BYTES: usize = 64 * 1024;
+pub const PROMPT_MAX_CHARS: usize = 10_000;
+/// The largest step budget a segment may have.
+pub const MAX_STEPS_LIMIT: u32 = 500;
+
+/// Checks an agent definition; returns it with its name trimmed.
+pub fn validate_agent(mut spec: AgentSpec, runtime: &Runtime) -> Result<AgentSpec, AppError> {
+    let mut errors = FieldErrors::default();
+    spec.name = spec.name.trim().to_owned();
+    let name_chars = spec.name.chars().count();
+    if name_chars == 0 || name_chars > AGENT_NAME_MAX_CHARS {
+        errors.add("name", format!("must have 1..={AGENT_NAME_MAX_CHARS} characters"));
+    }
+    if spec.system_prompt.len() > SYSTEM_PROMPT_MAX_BYTES {
+        errors.add("system_prompt", format!("must be at most {SYSTEM_PROMPT_MAX_BYTES} bytes"));
+    }
+    match spec.model.split_once(':') {
+        Some(("openai", model)) if !model.trim().is_empty() => {}
+        Some(("script", file)) if !file.trim().is_empty() => match script_path(&runtime.scripts_dir, file) {
+            Err(err) => errors.add("model", err.to_string()),
+            Ok(path) if !path.is_file() => errors.add(
+                "model",
+                format!("the script {file:?} is not in the scripts directory {}", runtime.scripts_dir.display()),
+            ),
+            Ok(_) => {}
+        },
+        _ => errors.add("model", "must be openai:<model> or script:<file>"),
+    }
+    let mut seen = HashSet::new();
+    for (i, tool) in spec.tools.iter().enumerate() {
+        if !BUILT_IN.contains(&tool.as_str()) {
+            errors.add(format!("tools[{i}]"), format!("{tool:?} is not a tool; tools: {}", BUILT_IN.join(", ")));
+        } else if !seen.insert(tool.as_str()) {
+            errors.add(format!("tools[{i}]"), format!("{tool:?} is listed twice"));
+        }
+    }
+    for tool in spec.approval_policy.tools.keys() {
+        if !BUILT_IN.contains(&tool.as_str()) {
+            errors.add(format!("approval_policy.tools.{tool}"), "is not a tool");
+        }
+    }
+    if let Some(steps) = spec.max_steps
+        && !(1..=MAX_STEPS_LIMIT).contains(&steps)
+    {
+        errors.add("max_steps", format!("must be within 1..={MAX_STEPS_LIMIT}"));
+    }
+    if let Some(url) = &spec.model_settings.base_url
+        && reqwest::Url::parse(url).is_err()
+    {
+        errors.add("model_settings.base_url", "is not a URL");
+    }
+    if spec.model_settings.api_key_env.as_ref().is_some_and(|v| v.trim().is_empty()) {
+        errors.add("model_settings.api_key_env", "must name an environment variable");
+    }
+    errors.into_result("the agent")?;
+    Ok(spec)
+}
+
+/// A new queued run and its first segment.
+pub struct NewRunRow {
+    pub run: RunRow,
+    pub segment: SegmentRow,
+}
+
+/// Builds a queued run of `agent` (a stored agent's id, or `None` for an inline one).
+#[allow(clippy::too_many_arguments)]
+pub fn new_run_row(
+    workspace_id: Uuid,
+    agent_id: Option<Uuid>,
+    spec: AgentSpec,
+    input: String,
+    project: Option<String>,
+    parent: Option<&RunRow>,
+    max_steps: Option<u32>,
+    max_total_steps: u32,
+    created_by: Option<Uuid>,
+    at: DateTime<Utc>,
+) -> NewRunRow {
+    let id = Uuid::now_v7();
+    let max_steps = max_steps.or(spec.max_steps).unwrap_or(DEFAULT_MAX_STEPS);
+    let max_steps = i32::try_from(max_steps).unwrap_or(i32::MAX);
+    let parent_run_ids = parent.map_or_else(Vec::new, |p| {
+        let mut lineage = p.parent_run_ids.0.clone();
+        lineage.push(p.id);
+        lineage
+    });
+    let run = RunRow {
+        id,
+        workspace_id,
+        agent_id,
+        agent: Json(spec),
+        project,
+        input,
+        status: RunStatus::Queued.as_str().to_owned(),
+        step_count: 0,
+        max_steps,
+        max_total_steps: i32::try_from(max_total_steps).unwrap_or(i32::MAX),
+        parent_run_id: parent.map(|p| p.id),
+        parent_run_ids: Json(parent_run_ids),
+        result: None,
+        error_message: None,
+        resume_prompt: None,
+        lease_owner: None,
+        lease_until: None,
+        created_by,
+        created_at: at,
+        updated_at: at,
+        completed_at: None,
+    };
+    let segment = SegmentRow {
+        id: Uuid::now_v7(),
+        run_id: id,
+        idx: 1,
+        resumed_from: None,
+        start_step: 0,
+        steps: 0,
+        max_steps,
+        started_at: at,
+        ended_at: None,
+        end_status: None,
+    };
+    NewRunRow { run, segment }
+}
+
+/// The wire form of a run, with its segments and pending questions.
+pub async fn to_wire(store: &dyn Store, row: &RunRow, workspace: &str) -> Result<Run, AppError> {
+    let segments = store.segments(row.id).await?.iter().map(|s| s.to_segment()).collect::<Result<_, _>>()?;
+    let pending = store.pending_question_ids(row.id).await?;
+    Ok(row.to_run(workspace, segments, pending)?)
+}
+
+/// Loads a run of the caller's workspace; an `agent` token sees only the runs it created.
+pub async fn load_run(store: &dyn Store, caller: &Caller, id: Uuid) -> Result<RunRow, AppError> {
+    let row = store.run(caller.workspace_id(), id).await?.ok_or(AppError::NotFound("run"))?;
+    if caller.role() == Role::Agent && row.created_by != Some(caller.principal.token_id) {
+        return Err(AppError::NotFound("run"));
+    }
+    Ok(row)
+}
+
+/// `POST /runs`: validates and queues a run. Returns the run and whether this call created it.
+pub async fn create_run(
+    runtime: &Runtime,
+    caller: &Caller,
+    input: NewRun,
+    idempotency: Option<&IdempotencyKey>,
+) -> Result<(Run, bool), AppError> {
+    caller.require_ask()?;
+    let store = runtime.store.as_ref();
+    let mut errors = FieldErrors::default();
+    if input.input.trim().is_empty() {
+        errors.add("input", "must not be empty");
+    }
+    if input.input.len() > INPUT_MAX_BYTES {
+        return Err(AppError::TooLarge(format!("input is larger than {INPUT_MAX_BYTES} bytes")));
+    }
+    if let Some(project) = &input.project
+        && (project.trim().is_empty() || project.chars().count() > PROJECT_MAX_CHARS)
+    {
+        errors.add("project", format!("must have 1..={PROJECT_MAX_CHARS} characters"));
+    }
+    if let Some(steps) = input.max_steps
+        && !(1..=MAX_STEPS_LIMIT).contains(&steps)
+    {
+        errors.add("max_steps", format!("must be within 1..={MAX_STEPS_LIMIT}"));
+    }
+    let (agent_id, spec) = match (input.agent_id, input.agent) {
+        (Some(id), None) => {
+            let agent = store.agent(caller.workspace_id(), id).await?;
+            match agent {
+                Some(agent) => (Some(agent.id), agent.spec.0),
+                None => {
+                    errors.add("agent_id", "no such agent in this workspace");
+                    (None, AgentSpec::default())
+                }
+            }
+        }
+        (None, Some(spec)) => {
+            if caller.role() != Role::Admin {
+                return Err(AppError::Forbidden("only an admin may run an inline agent definition".into()));
+            }
+            match validate_agent(spec, runtime) {
+                Ok(spec) => (None, spec),
+                Err(AppError::Invalid { details: Some(details), .. }) => {
+                    if let Some(fields) = details["fields"].as_object() {
+                        for (field, message) in fields {
+                            errors.add(format!("agent.{field}"), message.as_str().unwrap_or_default());
+                        }
+                    }
+                    (None, AgentSpec::default())
+                }
+                Err(other) => return Err(other),
+            }
+        }
+        _ => {
+            errors.add("agent_id", "give exactly one of agent_id and agent");
+            (None, AgentSpec::default())
+        }
+    };
+    let parent = match input.parent_run_id {
+        Some(id) => match load_run(store, caller, id).await {
+            Ok(parent) => Some(parent),
+            Err(AppError::NotFound(_)) => {
+                errors.add("parent_run_id", "no such run in this workspace");
+                None
+            }
+            Err(other) => return Err(other),
+        },
+        None => None,
+    };
+    errors.into_result("the run")?;
+    let project =
+        input.project.map(|p| p.trim().to_owned()).or_else(|| parent.as_ref().and_then(|p| p.project.clone()));
+    let new = new_run_row(
+        caller.workspace_id(),
+        agent_id,
+        spec,
+        input.input,
+        project,
+        parent.as_ref(),
+        input.max_steps,
+        runtime.config.max_total_steps,
+        Some(caller.principal.token_id),
+        crate::store::now(),
+    );
+    let created = store.create_run(&new.run, &new.segment, idempotency).await.map_err(|err| match err {
+        StoreError::IdempotencyMismatch => AppError::Conflict { message: err.to_string(), details: None },
+        other => other.into(),
+    })?;
+    let run = to_wire(store, &created.value, &caller.principal.workspace).await?;
+    Ok((run, created.created))
+}
+
+/// `POST /runs/{id}/resume`: applies the decisions (undecided approvals are rejected), cancels unanswered
+/// questions, keeps the prompt for the next segment, and queues the run.
+pub async fn resume_run(runtime: &Runtime, caller: &Caller, id: Uuid, request: ResumeRequest) -> Result<Run, AppError> {
+    let store = runtime.store.as_ref();
+    if !caller.role().may_answer() {
+        return Err(AppError::Forbidden(format!("a {} may not resume runs", caller.role())));
+    }
+    if request.prompt.as_ref().is_some_and(|p| p.chars().count() > PROMPT_MAX_CHARS) {
+        return Err(AppError::invalid_field("prompt", format!("must have at most {PROMPT_MAX_CHARS} characters")));
+    }
+    let run = load_run(store, caller, id).await?;
+    let filter = ToolCallFilter { status: Some(ToolCallStatus::PendingApproval), limit: 1000, ..Default::default() };
+    let pending_calls = store.tool_calls(run.id, &filter).await?;
+    let mut errors = FieldErrors::default();
+    let mut decisions = Vec::new();
+    for (i, decision) in request.tool_decisions.iter().enumerate() {
+        let call = pending_calls
+            .iter()
+            .find(|c| c.id.to_string() == decision.tool_call_id || c.call_id == decision.tool_call_id);
+        match call {
+            None => errors
+                .add(format!("tool_decisions[{i}].tool_call_id"), "is not a tool call of this run pending approval"),
+            Some(call) => {
+                if decisions.iter().any(|(c, _): &(&crate::store::ToolCallRow, _)| c.id == call.id) {
+                    errors.add(format!("tool_decisions[{i}].tool_call_id"), "is decided twice");
+                }
+                if decision.comment.as_ref().is_some_and(|c| c.chars().count() > COMMENT_MAX_CHARS) {
+                    errors.add(format!("tool_decisions[{i}].comment"), "is too long");
+                }
+                if decision.edited_arguments.as_ref().is_some_and(|a| !a.is_object()) {
+                    errors.add(format!("tool_decisions[{i}].edited_arguments"), "must be a JSON object");
+                }
+                decisions.push((call, decision));
+            }
+        }
+    }
+    errors.into_result("the resume request")?;
+    if decisions.iter().any(|(_, d)| d.approved) && !matches!(caller.role(), Role::Approver | Role::Admin) {
+        return Err(AppError::Forbidden(format!("a {} may not approve tool calls", caller.role())));
+    }
+    let now = crate::store::now();
+    let accepted = match store.prepare_resume(run.workspace_id, run.id, request.prompt.as_deref(), now).await? {
+        ResumeOutcome::Accepted(run) => run,
+        ResumeOutcome::NotFound => return Err(AppError::NotFound("run")),
+        ResumeOutcome::NotResumable(run) => {
+            return Err(AppError::Conflict {
+                message: format!("only paused or waiting runs can be resumed; this run is {}", run.status),
+                details: Some(serde_json::json!({ "status": run.status })),
+            });
+        }
+        ResumeOutcome::CapReached(run) => {
+            return Err(AppError::Invalid {
+                message: format!(
+                    "the run has reached the cap of {} steps in all and cannot be resumed",
+                    run.max_total_steps
+                ),
+                details: Some(
+                    serde_json::json!({ "step_count": run.step_count, "max_total_steps": run.max_total_steps }),
+                ),
+            });
+        }
+    };
+    // Settle what the run waits on; the last resolution queues it (in the store, atomically).
+    for call in &pending_calls {
+        let Some(question_id) = call.question_id else { continue };
+        let decision = decisions.iter().find(|(c, _)| c.id == call.id).map(|(_, d)| *d);
+        let response = match decision {
+            Some(d) => AnswerBody {
+                value: serde_json::Value::Bool(d.approved),
+                comment: d.comment.clone(),
+                edited_arguments: d.edited_arguments.clone().filter(|_| d.approved),
+            },
+            None => AnswerBody {
+                value: serde_json::Value::Bool(false),
+                comment: Some("left undecided when the run was resumed".into()),
+                edited_arguments: None,
+            },
+        };
+        let change = QuestionResolution {
+            status: QuestionStatus::Answered,
+            response: Some(response),
+            answered_by: Some(caller.principal.name.clone()),
+            resolution: Some(Resolution::Human),
+            at: now,
+        };
+        store.resolve_question(run.workspace_id, question_id, &change).await?;
+    }
+    for question_id in store.pending_question_ids(run.id).await? {
+        let Some(question) = store.question(run.workspace_id, question_id).await? else { continue };
+        if question.kind == QuestionKind::NonBlocking.as_str() {
+            continue;
+        }
+        let change = QuestionResolution {
+            status: QuestionStatus::Cancelled,
+            response: Some(AnswerBody {
+                value: serde_json::Value::Null,
+                comment: Some("the run was resumed without an answer".into()),
+                edited_arguments: None,
+            }),
+            answered_by: Some(caller.principal.name.clone()),
+            resolution: Some(Resolution::Cancelled),
+            at: now,
+        };
+        store.resolve_question(run.workspace_id, question_id, &change).await?;
+    }
+    let current = store.run(run.workspace_id, accepted.id).await?.unwrap_or(accepted);
+    to_wire(store, &current, &caller.principal.workspace).await
+}
+
+/// `POST /runs/{id}/cancel`: 409 if the run had already finished.
+pub async fn cancel_run(store: &dyn Store, caller: &Caller, id: Uuid) -> Result<Run, AppError> {
+    caller.require_ask()?;
+    let run = load_run(store, caller, id).await?;
+    match store.cancel_run(run.workspace_id, run.id, crate::store::now()).await? {
+        None => Err(AppError::NotFound("run")),
+        Some((run, true)) => to_wire(store, &run, &caller.principal.workspace).await,
+        Some((run, false)) => Err(AppError::Conflict {
+            message: format!("the run is already {}", run.status),
+            details: Some(serde_json::json!({ "status": run.status })),
+        }),
+    }
+}

@@ -1,0 +1,125 @@
+//! The agent runtime (spec §5): workers that claim queued runs and execute them.
+//!
+//! A run is executed by exactly one worker at a time: claiming is a conditional update (with
+//! `FOR UPDATE SKIP LOCKED` on PostgreSQL), and the claim is a lease the worker renews while it works. A run that
+//! waits for a person holds nothing: its state is in the database, and when its last question is resolved the
+//! resolution itself puts it back in the queue, in the same transaction. Any instance may then claim it.
+
+pub mod children;
+pub mod executor;
+pub mod model;
+pub mod tools;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+use uuid::Uuid;
+
+use crate::config::{RuntimeConfig, ServeConfig};
+use crate::events::EventHub;
+use crate::metrics::Metrics;
+use crate::questions::TimeoutBounds;
+use crate::store::{Store, now};
+
+/// How often a worker looks for claimable runs when no event told it of one (runs queued by other instances
+/// are announced through the shared event log too; this is the safety net).
+const POLL_INTERVAL: Duration = Duration::from_millis(500);
+/// How often waiting runs are checked for a reason to wait that is gone.
+const SWEEP_INTERVAL: Duration = Duration::from_secs(5);
+
+/// What executing runs needs.
+pub struct Runtime {
+    pub store: Arc<dyn Store>,
+    pub metrics: Arc<Metrics>,
+    pub config: RuntimeConfig,
+    /// Where `script:` files are read from.
+    pub scripts_dir: PathBuf,
+    /// The timeouts questions may have.
+    pub bounds: TimeoutBounds,
+    /// The client of the `http_request` tool.
+    pub http: reqwest::Client,
+    /// This instance's identity as a lease holder.
+    pub instance: Uuid,
+}
+
+impl Runtime {
+    pub fn new(store: Arc<dyn Store>, metrics: Arc<Metrics>, config: &ServeConfig) -> Arc<Self> {
+        Arc::new(Runtime {
+            store,
+            metrics,
+            config: config.runtime.clone(),
+            scripts_dir: config.scripts_dir(),
+            bounds: TimeoutBounds { min_seconds: config.min_timeout_seconds, max_seconds: config.max_timeout_seconds },
+            http: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap_or_else(|_| reqwest::Client::new()),
+            instance: Uuid::now_v7(),
+        })
+    }
+
+    fn lease(&self) -> chrono::Duration {
+        chrono::Duration::seconds(i64::from(self.config.run_lease_seconds.max(3)))
+    }
+
+    /// Renews the lease on `run_id` until aborted or lost.
+    fn keep_lease(&self, run_id: Uuid) -> tokio::task::JoinHandle<()> {
+        let store = Arc::clone(&self.store);
+        let (owner, lease) = (self.instance, self.lease());
+        let every = (lease / 3).to_std().unwrap_or(Duration::from_secs(10));
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                match store.renew_lease(run_id, owner, now() + lease).await {
+                    Ok(true) => {}
+                    Ok(false) => return,
+                    Err(err) => tracing::warn!(run = %run_id, error = %err, "could not renew a run's lease"),
+                }
+            }
+        })
+    }
+}
+
+/// Starts the worker loop: claims runs while it has capacity and executes each in its own task.
+pub fn spawn_workers(runtime: Arc<Runtime>, hub: EventHub) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let capacity = Arc::new(Semaphore::new(runtime.config.run_concurrency.max(1)));
+        let (mut events, _) = hub.subscribe();
+        let mut last_sweep = tokio::time::Instant::now();
+        loop {
+            while let Ok(permit) = Arc::clone(&capacity).try_acquire_owned() {
+                let claimed = runtime.store.claim_run(runtime.instance, now() + runtime.lease(), now()).await;
+                match claimed {
+                    Ok(Some(run)) => {
+                        let runtime = Arc::clone(&runtime);
+                        tokio::spawn(async move {
+                            executor::execute(&runtime, run).await;
+                            drop(permit);
+                        });
+                    }
+                    Ok(None) => break,
+                    Err(err) => {
+                        tracing::warn!(error = %err, "could not claim a run; retrying");
+                        break;
+                    }
+                }
+            }
+            if last_sweep.elapsed() >= SWEEP_INTERVAL {
+                last_sweep = tokio::time::Instant::now();
+                if let Err(err) = runtime.store.requeue_stalled_runs(now()).await {
+                    tracing::warn!(error = %err, "could not check waiting runs");
+                }
+            }
+            tokio::select! {
+                event = events.recv() => {
+                    if let Err(tokio::sync::broadcast::error::RecvError::Closed) = event {
+                        tokio::time::sleep(POLL_INTERVAL).await;
+                    }
+                }
+                () = tokio::time::sleep(POLL_INTERVAL) => {}
+            }
+        }
+    })
+}

@@ -1,0 +1,260 @@
+//! Models: what turns a conversation into the next assistant message.
+//!
+//! Both kinds take the same request, the Chat Completions JSON (`model`, `messages`, `tools`) built from the stored
+//! messages, and answer with one assistant message in the same format, which is stored as it is. So the request
+//! after a resume is byte for byte the one the model would have seen without the pause.
+
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use app::types::AgentSpec;
+use async_openai::config::OpenAIConfig;
+use async_openai::middleware::ReqwestService;
+use async_openai::middleware::retry::OpenAIRetryLayer;
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::config::RuntimeConfig;
+
+/// Why a model could not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("the model {0:?} is not supported: use openai:<model> or script:<file>")]
+    Unsupported(String),
+    #[error("the script {path} cannot be used: {reason}")]
+    Script { path: String, reason: String },
+    #[error("the model provider failed: {0}")]
+    Provider(String),
+    #[error("the model's answer is not a chat message: {0}")]
+    BadAnswer(String),
+}
+
+/// A model an agent talks to.
+#[async_trait]
+pub trait ChatModel: Send + Sync {
+    /// The next assistant message for `request` (Chat Completions JSON).
+    async fn complete(&self, request: &Value) -> Result<Value, ModelError>;
+}
+
+/// The model named by an agent's `model` (`provider:name`).
+pub fn model_for(
+    spec: &AgentSpec,
+    config: &RuntimeConfig,
+    scripts_dir: &Path,
+) -> Result<Arc<dyn ChatModel>, ModelError> {
+    match spec.model.split_once(':') {
+        Some(("openai", name)) if !name.is_empty() => Ok(Arc::new(OpenAiModel::new(spec, config)?)),
+        Some(("script", file)) if !file.is_empty() => Ok(Arc::new(ScriptModel::load(scripts_dir, file)?)),
+        _ => Err(ModelError::Unsupported(spec.model.clone())),
+    }
+}
+
+/// The model name sent in requests: what follows the provider.
+pub fn model_name(spec: &AgentSpec) -> &str {
+    spec.model.split_once(':').map_or(spec.model.as_str(), |(_, name)| name)
+}
+
+/// An OpenAI-compatible Chat Completions API (OpenAI, Ollama, vLLM, llama.cpp server, ...).
+pub struct OpenAiModel {
+    client: async_openai::Client<OpenAIConfig>,
+}
+
+impl OpenAiModel {
+    pub fn new(spec: &AgentSpec, config: &RuntimeConfig) -> Result<Self, ModelError> {
+        let base_url = spec.model_settings.base_url.clone().unwrap_or_else(|| config.openai_base_url.clone());
+        let api_key = match &spec.model_settings.api_key_env {
+            Some(variable) => std::env::var(variable).map_err(|_| {
+                ModelError::Provider(format!(
+                    "the environment variable {variable} (the agent's api_key_env) is not set"
+                ))
+            })?,
+            None => config.openai_api_key.as_ref().map(|k| k.expose().to_owned()).unwrap_or_default(),
+        };
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(Duration::from_secs(config.model_timeout_seconds))
+            .build()
+            .map_err(|e| ModelError::Provider(e.to_string()))?;
+        let service = tower::ServiceBuilder::new()
+            .layer(OpenAIRetryLayer::new(config.model_max_retries))
+            .service(ReqwestService::new(http));
+        let openai = OpenAIConfig::new().with_api_base(base_url.trim_end_matches('/')).with_api_key(api_key);
+        Ok(OpenAiModel { client: async_openai::Client::with_config(openai).with_http_service(service) })
+    }
+}
+
+#[async_trait]
+impl ChatModel for OpenAiModel {
+    async fn complete(&self, request: &Value) -> Result<Value, ModelError> {
+        let response: Value =
+            self.client.chat().create_byot(request).await.map_err(|e| ModelError::Provider(e.to_string()))?;
+        let message = response
+            .pointer("/choices/0/message")
+            .ok_or_else(|| ModelError::BadAnswer(format!("no choices[0].message in {response}")))?;
+        Ok(normalize_assistant_message(message))
+    }
+}
+
+/// Keeps what the conversation needs of an assistant message (`content`, `tool_calls`), in one form, so that
+/// providers' extra fields (`refusal`, `annotations`, ...) are not sent back to providers that refuse them.
+fn normalize_assistant_message(message: &Value) -> Value {
+    let mut out = json!({ "role": "assistant", "content": message.get("content").cloned().unwrap_or(Value::Null) });
+    if let Some(calls) = message.get("tool_calls").and_then(Value::as_array).filter(|c| !c.is_empty()) {
+        let calls: Vec<Value> = calls
+            .iter()
+            .map(|call| {
+                let arguments = match call.pointer("/function/arguments") {
+                    Some(Value::String(text)) => text.clone(),
+                    Some(other) => other.to_string(),
+                    None => "{}".to_owned(),
+                };
+                json!({
+                    "id": call.get("id").cloned().unwrap_or(Value::Null),
+                    "type": "function",
+                    "function": {
+                        "name": call.pointer("/function/name").cloned().unwrap_or(Value::Null),
+                        "arguments": arguments,
+                    },
+                })
+            })
+            .collect();
+        out["tool_calls"] = Value::Array(calls);
+    }
+    out
+}
+
+/// One scripted model turn.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptTurn {
+    #[serde(default)]
+    pub content: Option<String>,
+    #[serde(default)]
+    pub tool_calls: Vec<ScriptToolCall>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptToolCall {
+    /// The call id; `call_<turn>_<n>` when left out.
+    #[serde(default)]
+    pub id: Option<String>,
+    pub name: String,
+    #[serde(default = "empty_object")]
+    pub arguments: Value,
+}
+
+fn empty_object() -> Value {
+    json!({})
+}
+
+/// A `script:<file>` model: turn *n* of the file answers the conversation's *n*-th model call, whatever the
+/// conversation says. For demos and deterministic tests; labelled as scripted wherever a run shows.
+pub struct ScriptModel {
+    turns: Vec<ScriptTurn>,
+}
+
+impl ScriptModel {
+    /// Reads a JSON (`.json`) or YAML (other names) list of turns from `dir`; the name may not leave `dir`.
+    pub fn load(dir: &Path, file: &str) -> Result<Self, ModelError> {
+        let path = script_path(dir, file)?;
+        let error = |reason: String| ModelError::Script { path: file.to_owned(), reason };
+        let text = std::fs::read_to_string(&path).map_err(|e| error(e.to_string()))?;
+        Self::parse(file, &text)
+    }
+
+    pub fn parse(file: &str, text: &str) -> Result<Self, ModelError> {
+        let error = |reason: String| ModelError::Script { path: file.to_owned(), reason };
+        let turns: Vec<ScriptTurn> = if file.ends_with(".json") {
+            serde_json::from_str(text).map_err(|e| error(e.to_string()))?
+        } else {
+            serde_norway::from_str(text).map_err(|e| error(e.to_string()))?
+        };
+        Ok(ScriptModel { turns })
+    }
+
+    /// The assistant message of turn `index` (from 0).
+    pub fn turn(&self, index: usize) -> Value {
+        let Some(turn) = self.turns.get(index) else {
+            return json!({ "role": "assistant", "content": "(The script has no more turns.)" });
+        };
+        let mut message = json!({ "role": "assistant", "content": turn.content });
+        if !turn.tool_calls.is_empty() {
+            let calls: Vec<Value> = turn
+                .tool_calls
+                .iter()
+                .enumerate()
+                .map(|(n, call)| {
+                    json!({
+                        "id": call.id.clone().unwrap_or_else(|| format!("call_{}_{}", index + 1, n + 1)),
+                        "type": "function",
+                        "function": { "name": call.name, "arguments": call.arguments.to_string() },
+                    })
+                })
+                .collect();
+            message["tool_calls"] = Value::Array(calls);
+        }
+        message
+    }
+}
+
+#[async_trait]
+impl ChatModel for ScriptModel {
+    async fn complete(&self, request: &Value) -> Result<Value, ModelError> {
+        let answered = request["messages"]
+            .as_array()
+            .map_or(0, |messages| messages.iter().filter(|m| m["role"] == "assistant").count());
+        Ok(self.turn(answered))
+    }
+}
+
+/// `file` under `dir`, refusing absolute paths and `..`.
+pub fn script_path(dir: &Path, file: &str) -> Result<PathBuf, ModelError> {
+    let relative = Path::new(file);
+    if relative.components().any(|c| !matches!(c, Component::Normal(_))) {
+        return Err(ModelError::Script {
+            path: file.to_owned(),
+            reason: "a script is named relative to the scripts directory, without `..`".into(),
+        });
+    }
+    Ok(dir.join(relative))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_script_answers_the_nth_model_call_with_its_nth_turn() {
+        let script = ScriptModel::parse(
+            "t.yaml",
+            "- content: thinking\n  tool_calls:\n    - name: shell\n      arguments: {command: ls}\n- content: done\n",
+        )
+        .unwrap();
+        let first = script.turn(0);
+        assert_eq!(first["tool_calls"][0]["id"], "call_1_1");
+        assert_eq!(first["tool_calls"][0]["function"]["arguments"], r#"{"command":"ls"}"#);
+        assert_eq!(script.turn(1)["content"], "done");
+        assert!(script.turn(1).get("tool_calls").is_none());
+        assert!(script.turn(5)["content"].as_str().unwrap().contains("no more turns"));
+    }
+
+    #[test]
+    fn script_names_may_not_leave_the_scripts_directory() {
+        let dir = Path::new("/srv/scripts");
+        assert!(script_path(dir, "../etc/passwd").is_err());
+        assert!(script_path(dir, "/etc/passwd").is_err());
+        assert_eq!(script_path(dir, "demo/release.yaml").unwrap(), dir.join("demo/release.yaml"));
+    }
+
+    #[test]
+    fn provider_extras_are_dropped_from_assistant_messages() {
+        let raw = json!({"role": "assistant", "content": null, "refusal": null,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "shell", "arguments": "{}"}}]});
+        let clean = normalize_assistant_message(&raw);
+        assert!(clean.get("refusal").is_none());
+        assert_eq!(clean["tool_calls"][0]["id"], "c1");
+    }
+}

@@ -1,0 +1,440 @@
+//! The agent runtime through the API: runs that pause for a person and resume exactly where they stopped.
+
+mod common;
+
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use common::{TestApp, assert_error};
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+/// A scripts directory of the test's own, and the configuration that reads it.
+struct Scripts {
+    dir: std::path::PathBuf,
+}
+
+impl Scripts {
+    fn new() -> Self {
+        let dir = std::env::temp_dir().join("holdpoint-test-scripts").join(uuid::Uuid::now_v7().to_string());
+        std::fs::create_dir_all(&dir).unwrap();
+        Scripts { dir }
+    }
+
+    fn write(&self, name: &str, turns: &Value) -> String {
+        std::fs::write(self.dir.join(name), turns.to_string()).unwrap();
+        format!("script:{name}")
+    }
+}
+
+impl Drop for Scripts {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+async fn start(backend: common::Backend, scripts: &Scripts, mock: Option<&MockServer>, cap: u32) -> Option<TestApp> {
+    let dir = scripts.dir.clone();
+    let host = mock.map(|m| m.address().to_string());
+    TestApp::start_with(backend, move |config| {
+        config.runtime.scripts_dir = Some(dir);
+        config.runtime.http_allowed_hosts = host.into_iter().collect();
+        config.runtime.max_total_steps = cap;
+    })
+    .await
+}
+
+async fn create_agent(app: &TestApp, spec: Value) -> Value {
+    let response = app.post("/api/v1/agents", spec).await;
+    assert_eq!(response.status, StatusCode::CREATED, "{}", response.text);
+    response.json
+}
+
+async fn start_run(app: &TestApp, agent_id: &Value, input: &str) -> String {
+    let response = app.post("/api/v1/runs", json!({ "agent_id": agent_id, "input": input })).await;
+    assert_eq!(response.status, StatusCode::CREATED, "{}", response.text);
+    response.json["id"].as_str().unwrap().to_owned()
+}
+
+/// Polls the run until it has `status` (within 20 s); returns it.
+async fn wait_for_status(app: &TestApp, run_id: &str, status: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let run = app.get(&format!("/api/v1/runs/{run_id}")).await.json;
+        if run["status"] == status {
+            return run;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "run never became {status}; it is {run}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn messages(app: &TestApp, run_id: &str) -> Vec<Value> {
+    let page = app.get(&format!("/api/v1/runs/{run_id}/messages?limit=200")).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    page.json["items"].as_array().unwrap().clone()
+}
+
+async fn tool_calls(app: &TestApp, run_id: &str) -> Vec<Value> {
+    let page = app.get(&format!("/api/v1/runs/{run_id}/tool-calls?limit=200")).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    page.json["items"].as_array().unwrap().clone()
+}
+
+fn deploy_script(mock: &MockServer) -> Value {
+    json!([
+        { "content": "I will deploy.", "tool_calls": [{ "id": "call_deploy", "name": "http_request",
+            "arguments": { "method": "POST", "url": format!("{}/deploy", mock.uri()) } }] },
+        { "content": "Deployed." }
+    ])
+}
+
+async fn deploy_mock() -> MockServer {
+    let mock = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/deploy"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
+        .mount(&mock)
+        .await;
+    mock
+}
+
+fn agent(name: &str, model: &str, tools: &[&str], policy: Value) -> Value {
+    json!({ "name": name, "system_prompt": "You deploy things.", "model": model, "tools": tools, "approval_policy": policy })
+}
+
+async fn run_pauses_for_approval_and_resumes_once_approved(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let mock = deploy_mock().await;
+    let Some(app) = start(backend, &scripts, Some(&mock), 500).await else { return };
+    let model = scripts.write("deploy.json", &deploy_script(&mock));
+    let agent =
+        create_agent(&app, agent("deployer", &model, &["http_request"], json!({"tools": {"http_request": "prompt"}})))
+            .await;
+    let run_id = start_run(&app, &agent["id"], "Deploy v2").await;
+
+    let run = wait_for_status(&app, &run_id, "waiting_for_approval").await;
+    assert_eq!(mock.received_requests().await.unwrap().len(), 0, "nothing runs before it is approved");
+    let question_id = run["pending_question_ids"][0].as_str().unwrap().to_owned();
+    let question = app.get(&format!("/api/v1/questions/{question_id}")).await.json;
+    assert_eq!(question["kind"], "approval");
+    assert_eq!(question["run_id"], run_id.as_str());
+    assert_eq!(question["tool_call_id"], "call_deploy");
+    assert_eq!(question["action"]["tool_name"], "http_request");
+
+    let answered = app.post(&format!("/api/v1/questions/{question_id}/answer"), json!({ "value": true })).await;
+    assert_eq!(answered.status, StatusCode::OK, "{}", answered.text);
+    let run = wait_for_status(&app, &run_id, "completed").await;
+    assert_eq!(run["result"], "Deployed.");
+    assert_eq!(run["step_count"], 2);
+    assert_eq!(run["segments"].as_array().unwrap().len(), 2, "the resume appended a segment");
+    assert_eq!(run["segments"][1]["resumed_from"], run["segments"][0]["id"]);
+    assert_eq!(mock.received_requests().await.unwrap().len(), 1, "the approved call ran exactly once");
+
+    let messages = messages(&app, &run_id).await;
+    let roles: Vec<&str> = messages.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "tool", "assistant"]);
+    let seqs: Vec<u64> = messages.iter().map(|m| m["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, [1, 2, 3, 4, 5]);
+    assert_eq!(messages[3]["content"]["tool_call_id"], "call_deploy");
+    let output: Value = serde_json::from_str(messages[3]["content"]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(output["status"], 200);
+
+    let calls = tool_calls(&app, &run_id).await;
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0]["status"], "completed");
+    assert!(calls[0]["decided_by"].as_str().unwrap().starts_with("admin"));
+    assert!(calls[0]["duration_ms"].is_u64());
+    let single = app.get(&format!("/api/v1/runs/{run_id}/tool-calls/call_deploy")).await;
+    assert_eq!(single.json["id"], calls[0]["id"]);
+}
+
+async fn a_rejection_reaches_the_model_with_its_reason(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let mock = deploy_mock().await;
+    let Some(app) = start(backend, &scripts, Some(&mock), 500).await else { return };
+    let model = scripts.write("deploy.json", &deploy_script(&mock));
+    let agent = create_agent(&app, agent("deployer", &model, &["http_request"], json!({"default": "prompt"}))).await;
+    let run_id = start_run(&app, &agent["id"], "Deploy v2").await;
+    let run = wait_for_status(&app, &run_id, "waiting_for_approval").await;
+    let question_id = run["pending_question_ids"][0].as_str().unwrap();
+    let rejected = app
+        .post(&format!("/api/v1/questions/{question_id}/answer"), json!({ "value": false, "comment": "freeze week" }))
+        .await;
+    assert_eq!(rejected.status, StatusCode::OK);
+    wait_for_status(&app, &run_id, "completed").await;
+    assert_eq!(mock.received_requests().await.unwrap().len(), 0, "a rejected call never runs");
+    let messages = messages(&app, &run_id).await;
+    let result: Value = serde_json::from_str(messages[3]["content"]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(result["status"], "rejected");
+    assert_eq!(result["reason"], "freeze week");
+    assert!(result["instruction"].as_str().unwrap().contains("Do not retry the same call"));
+    assert_eq!(tool_calls(&app, &run_id).await[0]["status"], "rejected");
+}
+
+async fn edited_arguments_run_instead_of_the_originals(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let mock = deploy_mock().await;
+    Mock::given(method("POST")).and(path("/deploy-canary")).respond_with(ResponseTemplate::new(201)).mount(&mock).await;
+    let Some(app) = start(backend, &scripts, Some(&mock), 500).await else { return };
+    let model = scripts.write("deploy.json", &deploy_script(&mock));
+    let agent = create_agent(&app, agent("deployer", &model, &["http_request"], json!({"default": "prompt"}))).await;
+    let run_id = start_run(&app, &agent["id"], "Deploy v2").await;
+    let run = wait_for_status(&app, &run_id, "waiting_for_approval").await;
+    let question_id = run["pending_question_ids"][0].as_str().unwrap();
+    let edited = json!({ "method": "POST", "url": format!("{}/deploy-canary", mock.uri()) });
+    let answer = json!({ "value": true, "edited_arguments": edited });
+    assert_eq!(app.post(&format!("/api/v1/questions/{question_id}/answer"), answer).await.status, StatusCode::OK);
+    wait_for_status(&app, &run_id, "completed").await;
+    let received = mock.received_requests().await.unwrap();
+    assert_eq!(received.len(), 1);
+    assert_eq!(received[0].url.path(), "/deploy-canary");
+    let call = &tool_calls(&app, &run_id).await[0];
+    assert_eq!(call["input"]["url"], format!("{}/deploy", mock.uri()), "the original arguments are kept");
+    assert_eq!(call["edited_input"], edited);
+}
+
+async fn ask_user_pauses_until_the_answer_and_returns_it(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let Some(app) = start(backend, &scripts, None, 500).await else { return };
+    let model = scripts.write(
+        "writer.json",
+        &json!([
+            { "tool_calls": [{ "name": "ask_user", "arguments": { "title": "Which persona?", "response_type": "choice",
+                "options": [{ "value": "pirate", "label": "Pirate" }, { "value": "poet", "label": "Poet" }] } }] },
+            { "content": "Written." }
+        ]),
+    );
+    let agent = create_agent(&app, agent("writer", &model, &["ask_user"], json!({}))).await;
+    let run_id = start_run(&app, &agent["id"], "Write notes").await;
+    let run = wait_for_status(&app, &run_id, "waiting_for_input").await;
+    let question_id = run["pending_question_ids"][0].as_str().unwrap();
+    let question = app.get(&format!("/api/v1/questions/{question_id}")).await.json;
+    assert_eq!(question["kind"], "blocking");
+    assert_eq!(question["response_type"], "choice");
+    assert_eq!(question["tool_call_id"], "call_1_1");
+    let wrong = app.post(&format!("/api/v1/questions/{question_id}/answer"), json!({ "value": "clown" })).await;
+    assert_error(&wrong, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+    let answer = json!({ "value": "poet", "comment": "keep it short" });
+    assert_eq!(app.post(&format!("/api/v1/questions/{question_id}/answer"), answer).await.status, StatusCode::OK);
+    wait_for_status(&app, &run_id, "completed").await;
+    let messages = messages(&app, &run_id).await;
+    let result: Value = serde_json::from_str(messages[3]["content"]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(result, json!({ "status": "answered", "value": "poet", "comment": "keep it short" }));
+}
+
+async fn an_agent_without_ask_user_cannot_ask(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let Some(app) = start(backend, &scripts, None, 500).await else { return };
+    let model = scripts.write(
+        "sneaky.json",
+        &json!([{ "tool_calls": [{ "name": "ask_user", "arguments": { "title": "Hi?" } }] }, { "content": "ok" }]),
+    );
+    let agent = create_agent(&app, agent("sneaky", &model, &[], json!({}))).await;
+    let run_id = start_run(&app, &agent["id"], "Try").await;
+    wait_for_status(&app, &run_id, "completed").await;
+    assert_eq!(app.get("/api/v1/questions").await.json["items"].as_array().unwrap().len(), 0);
+    let calls = tool_calls(&app, &run_id).await;
+    assert_eq!(calls[0]["status"], "error");
+    assert!(calls[0]["output"]["error"].as_str().unwrap().contains("no tool"));
+}
+
+async fn step_budgets_are_per_segment_and_the_total_is_capped(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let mock = MockServer::start().await;
+    Mock::given(method("GET")).respond_with(ResponseTemplate::new(200)).mount(&mock).await;
+    let Some(app) = start(backend, &scripts, Some(&mock), 90).await else { return };
+    let turns: Vec<Value> = (0..100)
+        .map(|n| json!({ "tool_calls": [{ "name": "http_request", "arguments": { "method": "GET", "url": format!("{}/step/{n}", mock.uri()) } }] }))
+        .collect();
+    let model = scripts.write("busy.json", &Value::Array(turns));
+    let mut spec = agent("busy", &model, &["http_request"], json!({}));
+    spec["max_steps"] = json!(45);
+    let agent = create_agent(&app, spec).await;
+    let run_id = start_run(&app, &agent["id"], "Work").await;
+
+    let run = wait_for_status(&app, &run_id, "paused").await;
+    assert_eq!(run["step_count"], 45);
+    assert_eq!(run["segments"][0]["steps"], 45);
+    let resumed = app.post(&format!("/api/v1/runs/{run_id}/resume"), json!({ "prompt": "Go on." })).await;
+    assert_eq!(resumed.status, StatusCode::ACCEPTED, "{}", resumed.text);
+
+    let run = wait_for_status(&app, &run_id, "paused").await;
+    assert_eq!(run["step_count"], 90, "the second segment had a fresh budget of 45");
+    assert_eq!(run["segments"].as_array().unwrap().len(), 2);
+    assert_eq!(run["segments"][1]["start_step"], 45);
+    let all = messages(&app, &run_id).await;
+    let prompt_at =
+        all.iter().position(|m| m["content"]["content"] == "Go on.").expect("the prompt is in the conversation");
+    let next_assistant = all[prompt_at..].iter().find(|m| m["role"] == "assistant").unwrap();
+    assert_eq!(next_assistant["step"], 46, "a run paused at 45 steps resumes at 46");
+
+    let refused = app.post(&format!("/api/v1/runs/{run_id}/resume"), json!({})).await;
+    let error = assert_error(&refused, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+    assert_eq!(error["details"]["max_total_steps"], 90);
+    assert_eq!(mock.received_requests().await.unwrap().len(), 90);
+}
+
+async fn resume_is_refused_unless_the_run_is_paused_or_waiting(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let Some(app) = start(backend, &scripts, None, 500).await else { return };
+    let model = scripts.write("done.json", &json!([{ "content": "Nothing to do." }]));
+    let agent = create_agent(&app, agent("idle", &model, &[], json!({}))).await;
+    let run_id = start_run(&app, &agent["id"], "Nothing").await;
+    let run = wait_for_status(&app, &run_id, "completed").await;
+    assert_eq!(run["result"], "Nothing to do.");
+    let refused = app.post(&format!("/api/v1/runs/{run_id}/resume"), json!({})).await;
+    assert_error(&refused, StatusCode::CONFLICT, "conflict");
+    let cancel = app.post(&format!("/api/v1/runs/{run_id}/cancel"), json!({})).await;
+    assert_error(&cancel, StatusCode::CONFLICT, "conflict");
+}
+
+async fn resume_decides_pending_approvals_and_rejects_the_rest(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let mock = deploy_mock().await;
+    Mock::given(method("GET")).respond_with(ResponseTemplate::new(200)).mount(&mock).await;
+    let Some(app) = start(backend, &scripts, Some(&mock), 500).await else { return };
+    let model = scripts.write(
+        "two.json",
+        &json!([
+            { "tool_calls": [
+                { "id": "a", "name": "http_request", "arguments": { "method": "POST", "url": format!("{}/deploy", mock.uri()) } },
+                { "id": "b", "name": "http_request", "arguments": { "method": "GET", "url": format!("{}/status", mock.uri()) } }
+            ] },
+            { "content": "done" }
+        ]),
+    );
+    let agent = create_agent(&app, agent("two", &model, &["http_request"], json!({"default": "prompt"}))).await;
+    let run_id = start_run(&app, &agent["id"], "Two calls").await;
+    let run = wait_for_status(&app, &run_id, "waiting_for_approval").await;
+    assert_eq!(run["pending_question_ids"].as_array().unwrap().len(), 2, "one approval question per call");
+    let body = json!({ "tool_decisions": [{ "tool_call_id": "a", "approved": true }] });
+    let resumed = app.post(&format!("/api/v1/runs/{run_id}/resume"), body).await;
+    assert_eq!(resumed.status, StatusCode::ACCEPTED, "{}", resumed.text);
+    wait_for_status(&app, &run_id, "completed").await;
+    let calls = tool_calls(&app, &run_id).await;
+    assert_eq!(calls[0]["status"], "completed");
+    assert_eq!(calls[1]["status"], "rejected");
+    assert_eq!(calls[1]["decision_comment"], "left undecided when the run was resumed");
+    let paths: Vec<String> = mock.received_requests().await.unwrap().iter().map(|r| r.url.path().to_owned()).collect();
+    assert_eq!(paths, ["/deploy"]);
+}
+
+async fn cancelling_a_waiting_run_cancels_its_questions(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let Some(app) = start(backend, &scripts, None, 500).await else { return };
+    let model = scripts
+        .write("ask.json", &json!([{ "tool_calls": [{ "name": "ask_user", "arguments": { "title": "Go?" } }] }]));
+    let agent = create_agent(&app, agent("asker", &model, &["ask_user"], json!({}))).await;
+    let run_id = start_run(&app, &agent["id"], "Ask").await;
+    let run = wait_for_status(&app, &run_id, "waiting_for_input").await;
+    let question_id = run["pending_question_ids"][0].as_str().unwrap();
+    let cancelled = app.post(&format!("/api/v1/runs/{run_id}/cancel"), json!({})).await;
+    assert_eq!(cancelled.status, StatusCode::OK, "{}", cancelled.text);
+    assert_eq!(cancelled.json["status"], "cancelled");
+    let question = app.get(&format!("/api/v1/questions/{question_id}")).await.json;
+    assert_eq!(question["status"], "cancelled");
+}
+
+async fn sub_agents_ask_with_their_lineage_and_report_to_the_parent(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let Some(app) = start(backend, &scripts, None, 500).await else { return };
+    let child_model = scripts.write(
+        "child.json",
+        &json!([{ "tool_calls": [{ "name": "ask_user", "arguments": { "title": "Which table?" } }] }, { "content": "migrated users" }]),
+    );
+    let parent_model = scripts.write(
+        "parent.json",
+        &json!([
+            { "tool_calls": [{ "name": "spawn_agents", "arguments": { "agents": [{ "agent": "migrator", "input": "Migrate" }], "wait": true } }] },
+            { "content": "all done" }
+        ]),
+    );
+    create_agent(&app, agent("migrator", &child_model, &["ask_user"], json!({}))).await;
+    let parent = create_agent(&app, agent("coordinator", &parent_model, &["spawn_agents"], json!({}))).await;
+    let parent_id = start_run(&app, &parent["id"], "Coordinate").await;
+    wait_for_status(&app, &parent_id, "waiting_for_children").await;
+
+    let children = app.get(&format!("/api/v1/runs?parent_run_id={parent_id}")).await.json;
+    let child_id = children["items"][0]["id"].as_str().unwrap().to_owned();
+    let child = wait_for_status(&app, &child_id, "waiting_for_input").await;
+    assert_eq!(child["parent_run_ids"], json!([parent_id]));
+    let question_id = child["pending_question_ids"][0].as_str().unwrap();
+    let question = app.get(&format!("/api/v1/questions/{question_id}")).await.json;
+    assert_eq!(question["parent_run_ids"], json!([parent_id]), "the child's question carries its lineage");
+    let inbox = app.get("/api/v1/questions?status=pending").await.json;
+    assert_eq!(inbox["items"][0]["id"], question_id, "and shows in the inbox like any other");
+
+    let answer = json!({ "value": "users" });
+    assert_eq!(app.post(&format!("/api/v1/questions/{question_id}/answer"), answer).await.status, StatusCode::OK);
+    wait_for_status(&app, &child_id, "completed").await;
+    let parent_run = wait_for_status(&app, &parent_id, "completed").await;
+    assert_eq!(parent_run["result"], "all done");
+    let messages = messages(&app, &parent_id).await;
+    let report: Value = serde_json::from_str(messages[3]["content"]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(report["runs"][0]["run_id"], child_id.as_str());
+    assert_eq!(report["runs"][0]["result"], "migrated users");
+}
+
+async fn bad_agents_and_runs_are_refused_and_change_nothing(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let Some(app) = start(backend, &scripts, None, 500).await else { return };
+    let bad = app.post("/api/v1/agents", json!({ "name": "x", "model": "gpt-4", "tools": ["rm_rf"] })).await;
+    let error = assert_error(&bad, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+    assert!(error["details"]["fields"]["model"].is_string());
+    assert!(error["details"]["fields"]["tools[0]"].is_string());
+    let missing = app.post("/api/v1/agents", json!({ "name": "x", "model": "script:../../etc/passwd" })).await;
+    assert_error(&missing, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+    let model = scripts.write("ok.json", &json!([{ "content": "ok" }]));
+    create_agent(&app, agent("dup", &model, &[], json!({}))).await;
+    let duplicate = app.post("/api/v1/agents", agent("dup", &model, &[], json!({}))).await;
+    assert_error(&duplicate, StatusCode::CONFLICT, "conflict");
+    let no_agent = app.post("/api/v1/runs", json!({ "agent_id": uuid::Uuid::now_v7(), "input": "x" })).await;
+    assert_error(&no_agent, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+    assert_eq!(app.get("/api/v1/runs").await.json["items"].as_array().unwrap().len(), 0);
+    assert_eq!(app.get("/api/v1/agents").await.json["items"].as_array().unwrap().len(), 1);
+
+    let other = app.create_token("elsewhere", app::types::Role::Admin).await;
+    let agent_in_default = app.get("/api/v1/agents").await.json["items"][0]["id"].clone();
+    let run = app.post("/api/v1/runs", json!({ "agent_id": agent_in_default, "input": "go" })).await;
+    let run_id = run.json["id"].as_str().unwrap();
+    let foreign = app.call(axum::http::Method::GET, &format!("/api/v1/runs/{run_id}"), Some(&other), None).await;
+    assert_error(&foreign, StatusCode::NOT_FOUND, "not_found");
+}
+
+/// Runs each test against SQLite and PostgreSQL; the tests start their own app, with a scripts directory.
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(crate::common::Backend::Sqlite).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(crate::common::Backend::Postgres).await;
+                }
+            )*
+        }
+    };
+}
+
+on_both_backends!(
+    run_pauses_for_approval_and_resumes_once_approved,
+    a_rejection_reaches_the_model_with_its_reason,
+    edited_arguments_run_instead_of_the_originals,
+    ask_user_pauses_until_the_answer_and_returns_it,
+    an_agent_without_ask_user_cannot_ask,
+    step_budgets_are_per_segment_and_the_total_is_capped,
+    resume_is_refused_unless_the_run_is_paused_or_waiting,
+    resume_decides_pending_approvals_and_rejects_the_rest,
+    cancelling_a_waiting_run_cancels_its_questions,
+    sub_agents_ask_with_their_lineage_and_report_to_the_parent,
+    bad_agents_and_runs_are_refused_and_change_nothing,
+);
