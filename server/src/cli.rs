@@ -1,4 +1,5 @@
-//! The `holdpoint` command line. `serve` runs the server; the other commands administer it.
+//! The `holdpoint` command line. `serve` runs the server, `demo` runs it with a demo workspace loaded; the other
+//! commands administer it.
 
 use std::process::ExitCode;
 
@@ -33,6 +34,11 @@ enum LogFormat {
 enum Command {
     /// Run the server (web UI and API).
     Serve(Box<ServeConfig>),
+    /// Run the server with a demo loaded: scripted agents that ask every kind of question.
+    ///
+    /// Takes the flags of `serve`. Shell commands run in dry-run mode, never for real. Prints an admin token to sign
+    /// in with unless a bootstrap token is set.
+    Demo(Box<ServeConfig>),
     /// Manage API tokens.
     #[command(subcommand)]
     Token(TokenCommand),
@@ -84,6 +90,7 @@ pub fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Serve(config) => crate::server::run(*config).await.map_err(|e| e.to_string()),
+            Command::Demo(config) => crate::demo::run(*config).await,
             Command::Token(TokenCommand::Create { workspace, role, name, database }) => {
                 create_token(&workspace, role, &name, &database).await
             }

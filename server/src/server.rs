@@ -74,7 +74,17 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
 pub async fn run(config: ServeConfig) -> Result<(), ServerError> {
     let addr = config.addr;
     let state = build_state(config).await?;
-    let listener = TcpListener::bind(addr).await.map_err(|source| ServerError::Bind { addr, source })?;
+    let listener = bind(addr).await?;
+    serve(state, listener).await
+}
+
+/// Opens the listening socket; its `local_addr` is the real address when port 0 was asked for.
+pub async fn bind(addr: std::net::SocketAddr) -> Result<TcpListener, ServerError> {
+    TcpListener::bind(addr).await.map_err(|source| ServerError::Bind { addr, source })
+}
+
+/// Serves `state` on `listener` until Ctrl-C or SIGTERM (what `serve` and `demo` share).
+pub async fn serve(state: AppState, listener: TcpListener) -> Result<(), ServerError> {
     let local = listener.local_addr().map_err(ServerError::Serve)?;
     tracing::info!(backend = ?state.store.backend(), "Holdpoint listening on http://{local}");
     // Test harnesses that pass port 0 read the real address from this line on stdout.

@@ -403,6 +403,150 @@ async fn bad_agents_and_runs_are_refused_and_change_nothing(backend: common::Bac
     assert_error(&foreign, StatusCode::NOT_FOUND, "not_found");
 }
 
+/// An OpenAI-compatible Chat Completions endpoint: asks for the deploy call until the conversation has its
+/// result, then answers.
+struct ChatCompletions {
+    deploy_url: String,
+}
+
+impl wiremock::Respond for ChatCompletions {
+    fn respond(&self, request: &wiremock::Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        let has_result = body["messages"].as_array().unwrap().iter().any(|m| m["role"] == "tool");
+        let message = if has_result {
+            json!({ "role": "assistant", "content": "Deployed.", "refusal": null })
+        } else {
+            let arguments = json!({ "method": "POST", "url": self.deploy_url }).to_string();
+            json!({ "role": "assistant", "content": "Deploying now.", "tool_calls": [
+                { "id": "call_abc123", "type": "function", "function": { "name": "http_request", "arguments": arguments } }
+            ] })
+        };
+        ResponseTemplate::new(200).set_body_json(json!({
+            "id": "chatcmpl-test", "object": "chat.completion", "created": 1_700_000_000, "model": body["model"],
+            "choices": [{ "index": 0, "message": message, "finish_reason": "stop" }],
+            "usage": { "prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2 }
+        }))
+    }
+}
+
+async fn chat_mock() -> MockServer {
+    let mock = deploy_mock().await;
+    let responder = ChatCompletions { deploy_url: format!("{}/deploy", mock.uri()) };
+    Mock::given(method("POST")).and(path("/v1/chat/completions")).respond_with(responder).mount(&mock).await;
+    mock
+}
+
+fn openai_agent(name: &str, mock: &MockServer, policy: Value) -> Value {
+    json!({ "name": name, "system_prompt": "You deploy things.", "model": "openai:test-model",
+        "tools": ["http_request"], "approval_policy": policy,
+        "model_settings": { "base_url": format!("{}/v1", mock.uri()) } })
+}
+
+async fn chat_requests(mock: &MockServer) -> Vec<wiremock::Request> {
+    mock.received_requests().await.unwrap().into_iter().filter(|r| r.url.path() == "/v1/chat/completions").collect()
+}
+
+async fn the_request_after_a_resume_is_byte_for_byte_the_one_without_a_pause(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let mock = chat_mock().await;
+    let Some(app) = start(backend, &scripts, Some(&mock), 500).await else { return };
+    let paused = create_agent(&app, openai_agent("careful", &mock, json!({"tools": {"http_request": "prompt"}}))).await;
+    let straight = create_agent(&app, openai_agent("trusting", &mock, json!({"default": "auto"}))).await;
+
+    let run_id = start_run(&app, &paused["id"], "Deploy v2 to staging").await;
+    let run = wait_for_status(&app, &run_id, "waiting_for_approval").await;
+    let question_id = run["pending_question_ids"][0].as_str().unwrap();
+    assert_eq!(
+        app.post(&format!("/api/v1/questions/{question_id}/answer"), json!({ "value": true })).await.status,
+        StatusCode::OK
+    );
+    wait_for_status(&app, &run_id, "completed").await;
+    let with_pause = chat_requests(&mock).await;
+    assert_eq!(with_pause.len(), 2);
+
+    let run_id = start_run(&app, &straight["id"], "Deploy v2 to staging").await;
+    wait_for_status(&app, &run_id, "completed").await;
+    let all = chat_requests(&mock).await;
+    let without_pause = &all[2..];
+    assert_eq!(without_pause.len(), 2);
+
+    let after_resume = String::from_utf8(with_pause[1].body.clone()).unwrap();
+    let never_paused = String::from_utf8(without_pause[1].body.clone()).unwrap();
+    assert_eq!(after_resume, never_paused, "same messages, same order, same tool call ids, byte for byte");
+    assert_eq!(with_pause[0].body, without_pause[0].body);
+    let body: Value = serde_json::from_str(&after_resume).unwrap();
+    let roles: Vec<&str> = body["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "tool"]);
+    assert_eq!(body["messages"][3]["tool_call_id"], "call_abc123");
+    assert_eq!(body["model"], "test-model");
+    assert!(body["messages"][2].get("refusal").is_none(), "provider extras are not sent back");
+    assert_eq!(mock.received_requests().await.unwrap().iter().filter(|r| r.url.path() == "/deploy").count(), 2);
+}
+
+async fn the_provider_client_retries_rate_limits_and_server_errors(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let mock = MockServer::start().await;
+    let rate_limited = json!({ "error": { "message": "slow down", "type": "rate_limit_error", "param": null, "code": "rate_limit_exceeded" } });
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(429).set_body_json(rate_limited))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&mock)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(503))
+        .up_to_n_times(1)
+        .with_priority(2)
+        .mount(&mock)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ChatCompletions { deploy_url: String::new() })
+        .with_priority(3)
+        .mount(&mock)
+        .await;
+    let Some(app) = start(backend, &scripts, None, 500).await else { return };
+    let mut spec = openai_agent("plain", &mock, json!({}));
+    spec["tools"] = json!([]);
+    let agent = create_agent(&app, spec).await;
+    let run_id = start_run(&app, &agent["id"], "Say hi").await;
+    let run = wait_for_status(&app, &run_id, "completed").await;
+    assert_eq!(run["result"], "Deployed.");
+    assert_eq!(chat_requests(&mock).await.len(), 4, "a 429 and a 503, each retried, then two turns");
+}
+
+async fn a_provider_that_keeps_failing_fails_the_run_with_a_clear_error(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let mock = MockServer::start().await;
+    Mock::given(method("POST")).and(path("/v1/chat/completions")).respond_with(ResponseTemplate::new(401).set_body_json(
+        json!({ "error": { "message": "Incorrect API key provided", "type": "invalid_request_error", "param": null, "code": "invalid_api_key" } }),
+    )).mount(&mock).await;
+    let Some(app) = start(backend, &scripts, None, 500).await else { return };
+    let agent = create_agent(&app, openai_agent("unlucky", &mock, json!({}))).await;
+    let run_id = start_run(&app, &agent["id"], "Try").await;
+    let run = wait_for_status(&app, &run_id, "failed").await;
+    assert!(run["error_message"].as_str().unwrap().contains("Incorrect API key"), "{run}");
+    assert_eq!(chat_requests(&mock).await.len(), 1, "a 401 is not retried");
+}
+
+async fn run_status_events_follow_a_run_on_the_event_stream(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let Some(app) = start(backend, &scripts, None, 500).await else { return };
+    let base = app.serve().await;
+    let model = scripts.write("quick.json", &json!([{ "content": "done" }]));
+    let agent = create_agent(&app, agent("quick", &model, &[], json!({}))).await;
+    let events = common::connect_events(&base, &app.token, None).await;
+    let run_id = start_run(&app, &agent["id"], "Go").await;
+    let events = common::read_events(events, 3).await;
+    let statuses: Vec<(&str, &str)> =
+        events.iter().map(|(_, kind, data)| (kind.as_str(), data["status"].as_str().unwrap())).collect();
+    assert_eq!(statuses, [("run_status", "queued"), ("run_status", "running"), ("run_status", "completed")]);
+    assert!(events.iter().all(|(_, _, data)| data["run_id"] == run_id.as_str() && data["agent_name"] == "quick"));
+    assert_eq!(events[2].2["step_count"], 1);
+}
+
 /// Runs each test against SQLite and PostgreSQL; the tests start their own app, with a scripts directory.
 macro_rules! on_both_backends {
     ($($name:ident),* $(,)?) => {
@@ -437,4 +581,8 @@ on_both_backends!(
     cancelling_a_waiting_run_cancels_its_questions,
     sub_agents_ask_with_their_lineage_and_report_to_the_parent,
     bad_agents_and_runs_are_refused_and_change_nothing,
+    the_request_after_a_resume_is_byte_for_byte_the_one_without_a_pause,
+    the_provider_client_retries_rate_limits_and_server_errors,
+    a_provider_that_keeps_failing_fails_the_run_with_a_clear_error,
+    run_status_events_follow_a_run_on_the_event_stream,
 );

@@ -1,4 +1,5 @@
-//! `cargo xtask`: the README's commands. `serve` builds and runs Holdpoint; `test` runs every test.
+//! `cargo xtask`: the README's commands. `serve` builds and runs Holdpoint, `demo` the same with the demo workspace
+//! loaded; `test` runs every test.
 //!
 //! It does what cargo-leptos would (wasm build, wasm-bindgen, wasm-opt, CSS and assets into the site root, then the
 //! server) without needing cargo-leptos, which takes half an hour to compile. Every tool it needs is installed on
@@ -14,6 +15,7 @@ const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
   serve [--release] [-- ARGS...]   build the site and the server, then run `holdpoint serve ARGS...`
+  demo [--release] [-- ARGS...]    the same with `holdpoint demo ARGS...`: agents that ask every kind of question
   test                             run every test: unit, API (SQLite and PostgreSQL), browser (Playwright)
   site [--release]                 build only the site (wasm, JS, CSS) into target/site
 ";
@@ -24,7 +26,8 @@ pub type Result<T = ()> = std::result::Result<T, String>;
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        Some("serve") => serve(&args[1..]),
+        Some("serve") => serve("serve", &args[1..]),
+        Some("demo") => serve("demo", &args[1..]),
         Some("test") => test(&args[1..]),
         Some("site") => tools::ensure_site_tools().and_then(|tools| site::build(&tools)),
         _ => {
@@ -61,7 +64,8 @@ pub fn cargo() -> Command {
     Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
 }
 
-fn serve(args: &[String]) -> Result {
+/// Builds the site and the server, then runs `holdpoint <command>` (`serve` or `demo`, which take the same flags).
+fn serve(command: &str, args: &[String]) -> Result {
     let release = args.iter().take_while(|a| *a != "--").any(|a| a == "--release");
     let passthrough: Vec<&String> = args.iter().skip_while(|a| *a != "--").skip(1).collect();
     let tools = tools::ensure_site_tools()?;
@@ -75,7 +79,7 @@ fn serve(args: &[String]) -> Result {
     run(&mut build)?;
     let binary = root().join("target").join(profile).join("holdpoint");
     let mut server = Command::new(binary);
-    server.arg("serve").args(passthrough).env("HOLDPOINT_SITE_ROOT", site::site_root());
+    server.arg(command).args(passthrough).env("HOLDPOINT_SITE_ROOT", site::site_root());
     run(&mut server)
 }
 

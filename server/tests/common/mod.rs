@@ -146,13 +146,23 @@ impl TestApp {
 
     /// Starts the real `holdpoint` binary on this test's database; the process ends when the handle drops.
     pub async fn spawn_process(&self) -> ServerProcess {
+        self.spawn_process_with(&[]).await
+    }
+
+    /// [`Self::spawn_process`] with more environment variables.
+    pub async fn spawn_process_with(&self, env: &[(&str, String)]) -> ServerProcess {
         use tokio::io::AsyncBufReadExt;
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_holdpoint"))
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_holdpoint"));
+        command
             .arg("serve")
             .env("HOLDPOINT_ADDR", "127.0.0.1:0")
             .env("DATABASE_URL", &self.database_url)
             .env("HOLDPOINT_MIN_TIMEOUT_SECONDS", "1")
-            .env("RUST_LOG", "warn")
+            .env("RUST_LOG", "warn");
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let mut child = command
             .stdout(std::process::Stdio::piped())
             .kill_on_drop(true)
             .spawn()
@@ -235,6 +245,13 @@ impl TestApp {
 pub struct ServerProcess {
     pub base_url: String,
     _child: tokio::process::Child,
+}
+
+impl ServerProcess {
+    /// Kills the process with SIGKILL, as a crash would, and waits until it is gone.
+    pub async fn kill(mut self) {
+        self._child.kill().await.expect("the server process can be killed");
+    }
 }
 
 /// Asserts the spec's error shape and code; returns the error object.

@@ -1,0 +1,194 @@
+//! Runs survive the server: a `holdpoint serve` process killed while a run waits, and two processes on one
+//! PostgreSQL racing for the same resumed runs.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Backend, ServerProcess, TestApp};
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path_regex};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+struct Scripts(std::path::PathBuf);
+
+impl Scripts {
+    fn new(turns: &Value) -> Self {
+        let dir = std::env::temp_dir().join("holdpoint-test-scripts").join(uuid::Uuid::now_v7().to_string());
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("deploy.json"), turns.to_string()).unwrap();
+        Scripts(dir)
+    }
+}
+
+impl Drop for Scripts {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The database and tokens, with the test's own workers off: only the spawned processes execute runs.
+async fn database(backend: Backend) -> Option<TestApp> {
+    TestApp::start_with(backend, |config| config.run_workers = false).await
+}
+
+async fn spawn(app: &TestApp, scripts: &Scripts, mock: &MockServer) -> ServerProcess {
+    app.spawn_process_with(&[
+        ("HOLDPOINT_SCRIPTS_DIR", scripts.0.display().to_string()),
+        ("HOLDPOINT_HTTP_ALLOWED_HOSTS", mock.address().to_string()),
+        ("HOLDPOINT_RUN_LEASE_SECONDS", "5".into()),
+    ])
+    .await
+}
+
+struct Client {
+    http: reqwest::Client,
+    token: String,
+}
+
+impl Client {
+    async fn send(&self, base: &str, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut request = self.http.request(method, format!("{base}/api/v1{path}")).bearer_auth(&self.token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn get(&self, base: &str, path: &str) -> Value {
+        let (status, body) = self.send(base, reqwest::Method::GET, path, None).await;
+        assert_eq!(status, 200, "GET {path}: {body}");
+        body
+    }
+
+    async fn post(&self, base: &str, path: &str, body: Value) -> Value {
+        let (status, body) = self.send(base, reqwest::Method::POST, path, Some(body)).await;
+        assert!((200..300).contains(&status), "POST {path}: {status} {body}");
+        body
+    }
+
+    /// Polls `GET /runs?status=` until it lists `count` runs (within `seconds`).
+    async fn wait_for_runs(&self, base: &str, status: &str, count: usize, seconds: u64) -> Vec<Value> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(seconds);
+        loop {
+            let page = self.get(base, &format!("/runs?status={status}&limit=200")).await;
+            let items = page["items"].as_array().unwrap().clone();
+            if items.len() == count {
+                return items;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "{} of {count} runs are {status}", items.len());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+fn deploy_turns(mock: &MockServer) -> Value {
+    json!([
+        { "content": "Deploying.", "tool_calls": [{ "id": "call_deploy", "name": "http_request",
+            "arguments": { "method": "POST", "url": format!("{}/deploy", mock.uri()) } }] },
+        { "content": "Deployed." }
+    ])
+}
+
+async fn deploy_mock() -> MockServer {
+    let mock = MockServer::start().await;
+    Mock::given(method("POST")).and(path_regex("^/deploy")).respond_with(ResponseTemplate::new(200)).mount(&mock).await;
+    mock
+}
+
+async fn create_agent(client: &Client, base: &str) -> Value {
+    let agent = json!({ "name": "deployer", "system_prompt": "You deploy services.", "model": "script:deploy.json", "tools": ["http_request"],
+        "approval_policy": { "tools": { "http_request": "prompt" } } });
+    client.post(base, "/agents", agent).await
+}
+
+async fn a_run_waiting_for_approval_survives_sigkill(backend: Backend) {
+    let mock = deploy_mock().await;
+    let scripts = Scripts::new(&deploy_turns(&mock));
+    let Some(app) = database(backend).await else { return };
+    let client = Client { http: reqwest::Client::new(), token: app.token.clone() };
+    let first = spawn(&app, &scripts, &mock).await;
+    let agent = create_agent(&client, &first.base_url).await;
+    let run = client.post(&first.base_url, "/runs", json!({ "agent_id": agent["id"], "input": "Deploy v2" })).await;
+    let run_id = run["id"].as_str().unwrap().to_owned();
+    let waiting = client.wait_for_runs(&first.base_url, "waiting_for_approval", 1, 20).await;
+    let question_id = waiting[0]["pending_question_ids"][0].as_str().unwrap().to_owned();
+    let before = client.get(&first.base_url, &format!("/runs/{run_id}/messages")).await["items"].clone();
+    assert_eq!(before.as_array().unwrap().len(), 3, "system, task and the model's turn are stored before the pause");
+
+    first.kill().await;
+    let second = spawn(&app, &scripts, &mock).await;
+    client.post(&second.base_url, &format!("/questions/{question_id}/answer"), json!({ "value": true })).await;
+    let done = client.wait_for_runs(&second.base_url, "completed", 1, 20).await;
+    assert_eq!(done[0]["id"], run_id.as_str());
+    assert_eq!(done[0]["result"], "Deployed.");
+
+    let after = client.get(&second.base_url, &format!("/runs/{run_id}/messages")).await["items"].clone();
+    let after = after.as_array().unwrap();
+    assert_eq!(&after[..3], before.as_array().unwrap().as_slice(), "every message before the crash is kept as it was");
+    let roles: Vec<&str> = after.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "tool", "assistant"], "and none is duplicated");
+    assert_eq!(mock.received_requests().await.unwrap().len(), 1, "the approved call ran once");
+}
+
+/// Two server processes on one PostgreSQL; 100 runs paused for approval are approved at once, half through each
+/// process. Every run must resume exactly once: one tool execution and one model turn each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_processes_resume_each_of_100_runs_exactly_once() {
+    const RUNS: usize = 100;
+    let mock = deploy_mock().await;
+    let scripts = Scripts::new(&deploy_turns(&mock));
+    let Some(app) = database(Backend::Postgres).await else { return };
+    let client = Client { http: reqwest::Client::new(), token: app.token.clone() };
+    let (one, two) = tokio::join!(spawn(&app, &scripts, &mock), spawn(&app, &scripts, &mock));
+    let agent = create_agent(&client, &one.base_url).await;
+    let creations = (0..RUNS).map(|n| {
+        let base = if n % 2 == 0 { &one.base_url } else { &two.base_url };
+        client.post(base, "/runs", json!({ "agent_id": agent["id"], "input": format!("Deploy service {n}") }))
+    });
+    futures::future::join_all(creations).await;
+    client.wait_for_runs(&one.base_url, "waiting_for_approval", RUNS, 60).await;
+    assert_eq!(mock.received_requests().await.unwrap().len(), 0);
+
+    let pending = client.get(&one.base_url, "/questions?status=pending&kind=approval&limit=200").await;
+    let ids: Vec<Value> = pending["items"].as_array().unwrap().iter().map(|q| q["id"].clone()).collect();
+    assert_eq!(ids.len(), RUNS);
+    let batch =
+        |ids: &[Value]| json!({ "items": ids.iter().map(|id| json!({ "id": id, "value": true })).collect::<Vec<_>>() });
+    let (first_half, second_half) = ids.split_at(RUNS / 2);
+    let (a, b) = tokio::join!(
+        client.post(&one.base_url, "/questions/answer-batch", batch(first_half)),
+        client.post(&two.base_url, "/questions/answer-batch", batch(second_half)),
+    );
+    for result in a["results"].as_array().unwrap().iter().chain(b["results"].as_array().unwrap()) {
+        assert_eq!(result["status"], "answered", "{result}");
+    }
+
+    let completed = client.wait_for_runs(&one.base_url, "completed", RUNS, 120).await;
+    assert_eq!(mock.received_requests().await.unwrap().len(), RUNS, "each approved call ran exactly once");
+    for run in &completed {
+        assert_eq!(run["step_count"], 2, "{run}");
+        assert_eq!(run["segments"].as_array().unwrap().len(), 2, "{run}");
+        let id = run["id"].as_str().unwrap();
+        let messages = client.get(&two.base_url, &format!("/runs/{id}/messages")).await;
+        let roles: Vec<&str> =
+            messages["items"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+        assert_eq!(roles, ["system", "user", "assistant", "tool", "assistant"], "run {id} resumed more than once");
+    }
+}
+
+mod sqlite {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_run_waiting_for_approval_survives_sigkill() {
+        super::a_run_waiting_for_approval_survives_sigkill(super::Backend::Sqlite).await;
+    }
+}
+
+mod postgres {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_run_waiting_for_approval_survives_sigkill() {
+        super::a_run_waiting_for_approval_survives_sigkill(super::Backend::Postgres).await;
+    }
+}
