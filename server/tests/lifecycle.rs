@@ -11,7 +11,27 @@ use common::{TestApp, assert_error, connect_events, read_events};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
+async fn a_new_blocking_question_on_a_run_supersedes_the_older_one(app: TestApp) {
+    let run_id = uuid::Uuid::now_v7();
+    let first = app.post("/api/v1/questions", json!({ "title": "First?", "run_id": run_id })).await.json;
+    let second = app.post("/api/v1/questions", json!({ "title": "Second?", "run_id": run_id })).await.json;
+    let other =
+        app.post("/api/v1/questions", json!({ "title": "Pref?", "run_id": run_id, "kind": "non_blocking" })).await.json;
+    let first = app.get(&format!("/api/v1/questions/{}", first["id"].as_str().unwrap())).await.json;
+    assert_eq!(first["status"], "cancelled");
+    assert!(first["response"]["comment"].as_str().unwrap().contains("superseded"));
+    assert_eq!(
+        app.get(&format!("/api/v1/questions/{}", second["id"].as_str().unwrap())).await.json["status"],
+        "pending"
+    );
+    assert_eq!(
+        app.get(&format!("/api/v1/questions/{}", other["id"].as_str().unwrap())).await.json["status"],
+        "pending"
+    );
+}
+
 backend_tests!(
+    a_new_blocking_question_on_a_run_supersedes_the_older_one,
     every_response_type_takes_fitting_answers_and_refuses_the_rest,
     the_first_answer_wins_and_later_ones_get_409_with_who_answered,
     fifty_concurrent_answers_make_exactly_one_winner,

@@ -547,6 +547,172 @@ async fn run_status_events_follow_a_run_on_the_event_stream(backend: common::Bac
     assert_eq!(events[2].2["step_count"], 1);
 }
 
+async fn a_batch_waits_whole_while_any_call_needs_approval(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let mock = MockServer::start().await;
+    Mock::given(method("GET")).respond_with(ResponseTemplate::new(200)).mount(&mock).await;
+    let dir = scripts.dir.clone();
+    let host = mock.address().to_string();
+    let Some(app) = TestApp::start_with(backend, move |config| {
+        config.runtime.scripts_dir = Some(dir);
+        config.runtime.http_allowed_hosts = vec![host];
+        config.runtime.shell = holdpoint::config::ShellMode::DryRun;
+    })
+    .await
+    else {
+        return;
+    };
+    let model = scripts.write(
+        "mixed.json",
+        &json!([
+            { "tool_calls": [
+                { "id": "read", "name": "http_request", "arguments": { "method": "GET", "url": format!("{}/status", mock.uri()) } },
+                { "id": "apply", "name": "shell", "arguments": { "command": "terraform apply" } }
+            ] },
+            { "content": "done" }
+        ]),
+    );
+    let spec = agent(
+        "mixed",
+        &model,
+        &["http_request", "shell"],
+        json!({ "default": "auto", "tools": { "shell": "prompt" } }),
+    );
+    let agent_row = create_agent(&app, spec).await;
+    let run_id = start_run(&app, &agent_row["id"], "Check and apply").await;
+    let run = wait_for_status(&app, &run_id, "waiting_for_approval").await;
+    assert_eq!(run["pending_question_ids"].as_array().unwrap().len(), 1);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(mock.received_requests().await.unwrap().len(), 0, "not even the automatic call ran before the decision");
+    let calls = tool_calls(&app, &run_id).await;
+    assert_eq!(
+        (calls[0]["status"].as_str(), calls[1]["status"].as_str()),
+        (Some("approved"), Some("pending_approval"))
+    );
+
+    let question_id = run["pending_question_ids"][0].as_str().unwrap();
+    assert_eq!(
+        app.post(&format!("/api/v1/questions/{question_id}/answer"), json!({ "value": true })).await.status,
+        StatusCode::OK
+    );
+    wait_for_status(&app, &run_id, "completed").await;
+    assert_eq!(mock.received_requests().await.unwrap().len(), 1);
+    let calls = tool_calls(&app, &run_id).await;
+    assert_eq!(calls[0]["status"], "completed");
+    assert_eq!(calls[1]["status"], "completed");
+    assert_eq!(calls[1]["output"]["dry_run"], true);
+    assert_eq!(calls[1]["decided_by"], "admin of default");
+}
+
+async fn the_shell_tool_runs_only_when_enabled_and_approved(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let dir = scripts.dir.clone();
+    let Some(app) = TestApp::start_with(backend, move |config| {
+        config.runtime.scripts_dir = Some(dir);
+        config.runtime.shell = holdpoint::config::ShellMode::On;
+    })
+    .await
+    else {
+        return;
+    };
+    let model = scripts.write(
+        "sh.json",
+        &json!([{ "tool_calls": [{ "name": "shell", "arguments": { "command": "echo hold; exit 3" } }] }, { "content": "ok" }]),
+    );
+    // The default is auto, but shell needs approval unless the policy names it.
+    let agent_row = create_agent(&app, agent("ops", &model, &["shell"], json!({ "default": "auto" }))).await;
+    let run_id = start_run(&app, &agent_row["id"], "Run it").await;
+    let run = wait_for_status(&app, &run_id, "waiting_for_approval").await;
+    let question_id = run["pending_question_ids"][0].as_str().unwrap();
+    let question = app.get(&format!("/api/v1/questions/{question_id}")).await.json;
+    assert!(question["title"].as_str().unwrap().contains("echo hold"), "{question}");
+    assert_eq!(
+        app.post(&format!("/api/v1/questions/{question_id}/answer"), json!({ "value": true })).await.status,
+        StatusCode::OK
+    );
+    wait_for_status(&app, &run_id, "completed").await;
+    let call = &tool_calls(&app, &run_id).await[0];
+    assert_eq!(call["status"], "error", "a non-zero exit is an error the model sees");
+    let output: Value = serde_json::from_str(call["output"]["error"].as_str().unwrap()).unwrap();
+    assert_eq!(output["exit_code"], 3);
+    assert_eq!(output["stdout"], "hold\n");
+}
+
+async fn the_shell_tool_is_refused_when_disabled(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let Some(app) = start(backend, &scripts, None, 500).await else { return };
+    let model = scripts.write("sh.json", &json!([{ "tool_calls": [{ "name": "shell", "arguments": { "command": "touch /tmp/x" } }] }, { "content": "ok" }]));
+    let agent_row = create_agent(&app, agent("ops", &model, &["shell"], json!({ "tools": { "shell": "auto" } }))).await;
+    let run_id = start_run(&app, &agent_row["id"], "Run it").await;
+    wait_for_status(&app, &run_id, "completed").await;
+    let call = &tool_calls(&app, &run_id).await[0];
+    assert_eq!(call["status"], "error");
+    assert!(call["output"]["error"].as_str().unwrap().contains("disabled"), "{call}");
+}
+
+async fn an_unanswered_blocking_question_fails_its_run_clearly(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let Some(app) = start(backend, &scripts, None, 500).await else { return };
+    let model = scripts.write(
+        "impatient.json",
+        &json!([{ "tool_calls": [{ "name": "ask_user", "arguments": { "title": "Which region?", "timeout_seconds": 1 } }] }, { "content": "never" }]),
+    );
+    let agent_row = create_agent(&app, agent("impatient", &model, &["ask_user"], json!({}))).await;
+    let run_id = start_run(&app, &agent_row["id"], "Ask").await;
+    let run = wait_for_status(&app, &run_id, "failed").await;
+    assert!(run["error_message"].as_str().unwrap().contains("\"Which region?\" expired"), "{run}");
+}
+
+async fn a_parent_resumes_its_paused_child(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let Some(app) = start(backend, &scripts, None, 500).await else { return };
+    let child_model = scripts.write(
+        "slow.json",
+        &json!([{ "tool_calls": [{ "name": "ask_user", "arguments": { "title": "Tick", "kind": "non_blocking" } }] }, { "content": "child done" }]),
+    );
+    let parent_model = scripts.write(
+        "boss.json",
+        &json!([
+            { "tool_calls": [{ "name": "spawn_agents", "arguments": { "agents": [{ "agent": "slow", "input": "Work" }] } }] },
+            { "tool_calls": [{ "name": "spawn_agents", "arguments": { "resume_run_id": "CHILD", "prompt": "Finish up." } }] },
+            { "content": "boss done" }
+        ]),
+    );
+    let mut slow = agent("slow", &child_model, &["ask_user"], json!({}));
+    slow["max_steps"] = json!(1);
+    create_agent(&app, slow).await;
+    let boss = create_agent(&app, agent("boss", &parent_model, &["spawn_agents"], json!({}))).await;
+    let parent_id = start_run(&app, &boss["id"], "Delegate").await;
+    // The child pauses after its one step, which wakes the parent with the child's status. A script cannot know
+    // the child's id, so the parent's resume call names none and is refused with a reason the model reads.
+    wait_for_status(&app, &parent_id, "completed").await;
+    let child = app.get(&format!("/api/v1/runs?parent_run_id={parent_id}")).await.json["items"][0].clone();
+    assert_eq!(child["status"], "paused");
+    let calls = tool_calls(&app, &parent_id).await;
+    assert_eq!(calls[0]["output"]["runs"][0]["status"], "paused");
+    assert_eq!(calls[1]["status"], "error");
+    assert!(calls[1]["output"]["error"].as_str().unwrap().contains("not a run id"));
+
+    let child_id = child["id"].as_str().unwrap();
+    let resumer_model = scripts.write(
+        "resumer.json",
+        &json!([
+            { "tool_calls": [{ "name": "spawn_agents", "arguments": { "resume_run_id": child_id, "prompt": "Finish up." } }] },
+            { "content": "resumed" }
+        ]),
+    );
+    // Only the child's parent may resume it.
+    let stranger = create_agent(&app, agent("stranger", &resumer_model, &["spawn_agents"], json!({}))).await;
+    let stranger_run = start_run(&app, &stranger["id"], "Resume someone else's child").await;
+    wait_for_status(&app, &stranger_run, "completed").await;
+    assert!(tool_calls(&app, &stranger_run).await[0]["output"]["error"].as_str().unwrap().contains("not a sub-agent"));
+    let resumed = app.post(&format!("/api/v1/runs/{child_id}/resume"), json!({ "prompt": "Finish up." })).await;
+    assert_eq!(resumed.status, StatusCode::ACCEPTED);
+    let child = wait_for_status(&app, child_id, "completed").await;
+    assert_eq!(child["result"], "child done");
+    assert_eq!(child["step_count"], 2);
+}
+
 /// Runs each test against SQLite and PostgreSQL; the tests start their own app, with a scripts directory.
 macro_rules! on_both_backends {
     ($($name:ident),* $(,)?) => {
@@ -585,4 +751,9 @@ on_both_backends!(
     the_provider_client_retries_rate_limits_and_server_errors,
     a_provider_that_keeps_failing_fails_the_run_with_a_clear_error,
     run_status_events_follow_a_run_on_the_event_stream,
+    a_batch_waits_whole_while_any_call_needs_approval,
+    the_shell_tool_runs_only_when_enabled_and_approved,
+    the_shell_tool_is_refused_when_disabled,
+    an_unanswered_blocking_question_fails_its_run_clearly,
+    a_parent_resumes_its_paused_child,
 );
