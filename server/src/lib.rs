@@ -12,6 +12,7 @@ pub mod demo;
 pub mod error;
 pub mod events;
 pub mod http;
+pub mod mcp;
 pub mod metrics;
 pub mod questions;
 pub mod runs;

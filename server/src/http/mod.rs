@@ -43,9 +43,13 @@ pub fn router(state: AppState) -> Router {
     let api_fallback = Router::new()
         .route("/api/v1/openapi.json", get(move || async move { Json(document.as_ref().clone()) }))
         .route("/api/v1/{*rest}", axum::routing::any(|| async { AppError::NotFound("route") }));
+    let mcp = Router::new()
+        .nest_service("/mcp", crate::mcp::service(state.clone()))
+        .layer(middleware::from_fn_with_state(state.clone(), crate::mcp::authenticate));
     Router::new()
         .merge(routes)
         .merge(api_fallback)
+        .merge(mcp)
         .layer(DefaultBodyLimit::max(API_BODY_LIMIT))
         .layer(middleware::map_response(error_shape_for_bare_statuses))
         .merge(crate::web::router(&state))
