@@ -3,6 +3,7 @@
 use leptos::prelude::*;
 
 use crate::current_session;
+use crate::types::{Question, QuestionStatus};
 
 /// The bar on top of every signed-in page: where you are, who you are, and sign-out.
 #[component]
@@ -31,4 +32,68 @@ pub fn TopBar() -> impl IntoView {
 #[component]
 pub fn Badge(#[prop(into)] text: String, #[prop(into)] class: String) -> impl IntoView {
     view! { <span class=format!("badge {class}")>{text}</span> }
+}
+
+/// How long until `deadline`, for people: `4:05` under an hour, `2 h 10 min` beyond, `overdue` after.
+pub fn time_left(deadline: chrono::DateTime<chrono::Utc>, now: chrono::DateTime<chrono::Utc>) -> String {
+    let seconds = (deadline - now).num_seconds();
+    match seconds {
+        s if s <= 0 => "overdue".to_owned(),
+        s if s < 3600 => format!("{}:{:02} left", s / 60, s % 60),
+        s if s < 86_400 => format!("{} h {} min left", s / 3600, (s % 3600) / 60),
+        s => format!("{} d {} h left", s / 86_400, (s % 86_400) / 3600),
+    }
+}
+
+/// A live countdown to a question's deadline (ticks every second once hydrated).
+#[component]
+pub fn Countdown(deadline: chrono::DateTime<chrono::Utc>) -> impl IntoView {
+    let now = use_context::<crate::live::Live>().map(|live| live.now);
+    let text = move || time_left(deadline, now.map_or_else(chrono::Utc::now, |n| n.get()));
+    let urgent = move || (deadline - now.map_or_else(chrono::Utc::now, |n| n.get())).num_seconds() < 300;
+    view! {
+        <time class="countdown" class:soon=urgent datetime=deadline.to_rfc3339() data-testid="countdown"
+            title=format!("deadline {}", deadline.format("%Y-%m-%d %H:%M:%S UTC"))>
+            {text}
+        </time>
+    }
+}
+
+/// How a resolved question was resolved, and by whom.
+pub fn describe_resolution(question: &Question) -> String {
+    let value = question.response.as_ref().map(|r| answer_text(&r.value)).unwrap_or_default();
+    match (question.status, &question.answered_by) {
+        (QuestionStatus::Answered, Some(by)) => format!("answered by {by}: {value}"),
+        (QuestionStatus::Answered, None) => format!("answered: {value}"),
+        (QuestionStatus::Defaulted, _) => format!("no answer in time; the default applied: {value}"),
+        (QuestionStatus::Expired, _) => "expired: nobody answered in time".to_owned(),
+        (QuestionStatus::Cancelled, by) => {
+            format!("cancelled{}", by.as_ref().map(|b| format!(" by {b}")).unwrap_or_default())
+        }
+        (status, _) => status.to_string(),
+    }
+}
+
+/// An answer's value, short: strings without quotes, booleans as yes/no, the rest as JSON.
+pub fn answer_text(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Bool(true) => "yes".into(),
+        serde_json::Value::Bool(false) => "no".into(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::{Duration, Utc};
+
+    #[test]
+    fn time_left_reads_as_minutes_then_hours_then_overdue() {
+        let now = Utc::now();
+        assert_eq!(time_left(now + Duration::seconds(245), now), "4:05 left");
+        assert_eq!(time_left(now + Duration::minutes(130), now), "2 h 10 min left");
+        assert_eq!(time_left(now - Duration::seconds(1), now), "overdue");
+    }
 }

@@ -5,8 +5,12 @@
 
 pub mod types;
 
+mod answer;
+mod api;
 mod components;
 mod live;
+pub mod markdown;
+mod modal;
 mod pages;
 mod server_fns;
 
@@ -48,6 +52,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
+    live::provide_live();
     // Effects run only in the browser, after hydration: the marker tells tests (and curious people) the page is live.
     #[cfg(feature = "hydrate")]
     Effect::new(|_| {
@@ -72,6 +77,7 @@ pub fn App() -> impl IntoView {
                 />
                 <Route path=StaticSegment("signin") view=pages::SignInPage/>
             </Routes>
+            <modal::LiveModal/>
         </Router>
     }
 }

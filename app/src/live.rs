@@ -1,55 +1,119 @@
-//! Live updates from the server's event stream (`/api/v1/events`), as signals.
+//! Live updates from the server's event stream (`/api/v1/events`), as signals shared by the whole page.
 //!
-//! The browser's `EventSource` reconnects by itself and sends `Last-Event-ID`, so the server replays what a
-//! reconnecting page missed; this module only turns events into signal updates.
+//! One `EventSource` per page load, opened by [`provide_live`] after hydration (never on the sign-in page, which has
+//! no session). The browser's `EventSource` reconnects by itself and sends `Last-Event-ID`, so the server replays
+//! what a reconnecting page missed; this module only turns events into signal updates.
 
 use leptos::prelude::*;
 
-use crate::types::Question;
+use crate::types::{Question, RunStatusEventData};
+
+/// What the page has heard since it loaded, oldest first (always empty on the server).
+#[derive(Clone, Copy)]
+pub struct Live {
+    /// Every question event's question, as it is after the change.
+    pub questions: ReadSignal<Vec<Question>>,
+    /// Every `run_status` event.
+    #[expect(dead_code, reason = "read by the run pages, which come next")]
+    pub runs: ReadSignal<Vec<RunStatusEventData>>,
+    /// A clock that ticks every second in the browser, for countdowns.
+    pub now: ReadSignal<chrono::DateTime<chrono::Utc>>,
+}
+
+/// Creates the page's live signals and, in the browser, opens the event stream. Called once, by the root component.
+pub fn provide_live() {
+    let (questions, set_questions) = signal(Vec::<Question>::new());
+    let (runs, set_runs) = signal(Vec::<RunStatusEventData>::new());
+    let (now, set_now) = signal(chrono::Utc::now());
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        let signed_in = window().location().pathname().map(|p| p != "/signin").unwrap_or(false);
+        if signed_in {
+            browser::subscribe(set_questions, set_runs);
+        }
+        if let Ok(handle) =
+            set_interval_with_handle(move || set_now.set(chrono::Utc::now()), std::time::Duration::from_secs(1))
+        {
+            on_cleanup(move || handle.clear());
+        }
+    });
+    #[cfg(not(feature = "hydrate"))]
+    let _ = (set_questions, set_runs, set_now);
+    provide_context(Live { questions, runs, now });
+}
+
+/// The page's live signals.
+pub fn use_live() -> Live {
+    expect_context::<Live>()
+}
 
 /// Every question event the page has received since it loaded, oldest first (empty on the server).
 pub fn use_question_updates() -> ReadSignal<Vec<Question>> {
-    let (updates, set_updates) = signal(Vec::<Question>::new());
-    #[cfg(feature = "hydrate")]
-    Effect::new(move |_| browser::subscribe(set_updates));
-    #[cfg(not(feature = "hydrate"))]
-    let _ = set_updates;
-    updates
+    use_live().questions
 }
 
 #[cfg(feature = "hydrate")]
 mod browser {
     use futures::StreamExt;
-    use gloo_net::eventsource::futures::EventSource;
+    use gloo_net::eventsource::{State, futures::EventSource};
     use leptos::prelude::*;
 
-    use crate::types::{EventType, Question, QuestionEventData};
+    use crate::types::{EventType, Question, QuestionEventData, RunStatusEventData};
 
-    const QUESTION_EVENTS: [EventType; 4] = [
+    const EVENTS: [EventType; 5] = [
         EventType::QuestionAsked,
         EventType::QuestionAnswered,
         EventType::QuestionExpired,
         EventType::QuestionCancelled,
+        EventType::RunStatus,
     ];
 
-    pub fn subscribe(set_updates: WriteSignal<Vec<Question>>) {
+    async fn sleep(duration: std::time::Duration) {
+        let (done, wait) = futures::channel::oneshot::channel();
+        set_timeout(
+            move || {
+                let _ = done.send(());
+            },
+            duration,
+        );
+        let _ = wait.await;
+    }
+
+    pub fn subscribe(set_questions: WriteSignal<Vec<Question>>, set_runs: WriteSignal<Vec<RunStatusEventData>>) {
         let Ok(mut source) = EventSource::new("/api/v1/events") else {
             leptos::logging::error!("could not open the event stream");
             return;
         };
-        let subscriptions: Vec<_> =
-            QUESTION_EVENTS.iter().filter_map(|event| source.subscribe(event.as_str()).ok()).collect();
+        let subscriptions: Vec<_> = EVENTS.iter().filter_map(|event| source.subscribe(event.as_str()).ok()).collect();
         let (task, abort) = futures::future::abortable(async move {
             // The source lives as long as the task: dropping it closes the connection.
-            let _source = source;
+            let source = source;
+            // Events that arrive meanwhile wait in the subscriptions' buffers.
+            for _ in 0..300 {
+                if source.state() == State::Open {
+                    // For tests and the curious: from now on, events reach this page.
+                    if let Some(body) = document().body() {
+                        let _ = body.set_attribute("data-live", "open");
+                    }
+                    break;
+                }
+                sleep(std::time::Duration::from_millis(50)).await;
+            }
             let mut messages = futures::stream::select_all(subscriptions);
             while let Some(message) = messages.next().await {
-                let Ok((_, event)) = message else { continue };
+                let Ok((name, event)) = message else { continue };
                 let Some(text) = event.data().as_string() else {
                     continue;
                 };
+                if name == EventType::RunStatus.as_str() {
+                    match serde_json::from_str::<RunStatusEventData>(&text) {
+                        Ok(data) => set_runs.update(|runs| runs.push(data)),
+                        Err(err) => leptos::logging::warn!("unreadable run event: {err}"),
+                    }
+                    continue;
+                }
                 match serde_json::from_str::<QuestionEventData>(&text) {
-                    Ok(data) => set_updates.update(|updates| updates.push(data.question)),
+                    Ok(data) => set_questions.update(|updates| updates.push(data.question)),
                     Err(err) => leptos::logging::warn!("unreadable event: {err}"),
                 }
             }

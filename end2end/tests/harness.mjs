@@ -92,3 +92,9 @@ export function resultPath(name) {
   mkdirSync(dir, { recursive: true });
   return join(dir, name);
 }
+
+/** Resolves once the page's event stream is open: from then on, every event reaches it. */
+export async function waitForLive(page) {
+  await waitForHydration(page);
+  await page.waitForFunction(() => document.body.dataset.live === 'open', null, { timeout: 10_000 });
+}

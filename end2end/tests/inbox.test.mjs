@@ -3,7 +3,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, api, signIn, waitForHydration, resultPath } from './harness.mjs';
+import { startServer, launchBrowser, api, signIn, waitForLive, resultPath } from './harness.mjs';
 
 let server;
 let browser;
@@ -38,15 +38,15 @@ test('a question created through the API appears on the open inbox within 2 s, w
 
   await api(server, 'POST', '/questions', { title: 'Already waiting', project: 'infra' });
   await signIn(page, server, '/inbox');
-  await page.getByText('Already waiting').waitFor();
-  await waitForHydration(page);
+  await page.getByTestId('question-item').filter({ hasText: 'Already waiting' }).waitFor();
+  await waitForLive(page);
   const navigations = [];
   page.on('framenavigated', (frame) => frame === page.mainFrame() && navigations.push(frame.url()));
 
   const started = Date.now();
   const created = await api(server, 'POST', '/questions', { title: 'Rotate the prod database password?' });
   assert.equal(created.status, 201);
-  await page.getByText('Rotate the prod database password?').waitFor({ timeout: 2_000 });
+  await page.getByTestId('question-item').filter({ hasText: 'Rotate the prod database password?' }).waitFor({ timeout: 2_000 });
   const elapsed = Date.now() - started;
 
   assert.deepEqual(navigations, [], 'the page did not reload');

@@ -6,7 +6,8 @@ use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 use uuid::Uuid;
 
-use crate::components::{Badge, TopBar};
+use crate::components::{Badge, Countdown, TopBar, describe_resolution};
+use crate::markdown::Markdown;
 use crate::types::{FormField, Question, QuestionOption, QuestionStatus, ResponseType, SessionInfo};
 use crate::{current_session, question_detail};
 
@@ -48,7 +49,7 @@ fn QuestionView(question: Question, session: SessionInfo) -> impl IntoView {
         .then(|| serde_json::to_string_pretty(&question.context).unwrap_or_default());
     let action = question.action.clone();
     let pending = question.status == QuestionStatus::Pending;
-    let resolution = (!pending).then(|| describe_resolution(&question));
+    let resolution = (!pending).then(|| capitalise(&describe_resolution(&question)));
     view! {
         <p><a href="/inbox">"← Inbox"</a></p>
         <h1 data-testid="question-title">{question.title.clone()}</h1>
@@ -57,9 +58,9 @@ fn QuestionView(question: Question, session: SessionInfo) -> impl IntoView {
             <Badge text=question.urgency.to_string() class=format!("urgency-{}", question.urgency)/>
             <Badge text=question.status.to_string() class="status"/>
             {question.project.clone().map(|p| view! { <Badge text=p class="project"/> })}
-            {question.timeout_at.map(|t| view! { <span>"deadline " <time datetime=t.to_rfc3339()>{t.format("%Y-%m-%d %H:%M:%S UTC").to_string()}</time></span> })}
+            {pending.then_some(question.timeout_at).flatten().map(|t| view! { <Countdown deadline=t/> })}
         </div>
-        {(!question.body.is_empty()).then(|| view! { <div class="question-body">{question.body.clone()}</div> })}
+        {(!question.body.is_empty()).then(|| view! { <Markdown source=question.body.clone() testid="question-body"/> })}
         {action.map(|a| view! {
             <section class="action" aria-label="Action to approve">
                 <h2>"Action: " <code>{a.tool_name}</code></h2>
@@ -70,19 +71,6 @@ fn QuestionView(question: Question, session: SessionInfo) -> impl IntoView {
         {move || error().map(|e| view! { <p class="alert" role="alert" data-testid="answer-error">{e}</p> })}
         {resolution.map(|text| view! { <p class="resolution" data-testid="resolution">{text}</p> })}
         {pending.then(|| view! { <AnswerForm question=question.clone() csrf=session.csrf_token.clone()/> })}
-    }
-}
-
-fn describe_resolution(question: &Question) -> String {
-    let value = question.response.as_ref().map(|r| r.value.to_string()).unwrap_or_default();
-    match (question.status, &question.answered_by) {
-        (QuestionStatus::Answered, Some(by)) => format!("Answered by {by}: {value}"),
-        (QuestionStatus::Defaulted, _) => format!("No answer in time; the default applied: {value}"),
-        (QuestionStatus::Expired, _) => "Expired: nobody answered in time.".to_owned(),
-        (QuestionStatus::Cancelled, by) => {
-            format!("Cancelled{}", by.as_ref().map(|b| format!(" by {b}")).unwrap_or_default())
-        }
-        (status, _) => status.to_string(),
     }
 }
 

@@ -1,0 +1,98 @@
+//! The browser's calls to the REST API (`/api/v1`), for actions: the session cookie goes along by itself, and the
+//! session's CSRF token is sent in `X-CSRF-Token`. On the server these calls are never made (event handlers run only
+//! in the browser); there they answer with an error.
+
+use serde::{Serialize, de::DeserializeOwned};
+
+use crate::types::ErrorDetail;
+
+/// Why an API call failed, for people: the API's message and, for 422, its field-level details.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    pub code: String,
+    pub message: String,
+    pub details: Option<serde_json::Value>,
+}
+
+impl ApiError {
+    fn network(message: impl std::fmt::Display) -> Self {
+        ApiError { code: "network".into(), message: format!("Could not reach Holdpoint: {message}"), details: None }
+    }
+
+    /// The message, followed by the field errors of a 422, one per line.
+    pub fn describe(&self) -> String {
+        let mut text = self.message.clone();
+        if let Some(details) = &self.details {
+            let fields = details.get("fields").and_then(|f| f.as_object()).or_else(|| details.as_object());
+            if let Some(fields) = fields {
+                for (field, problem) in fields {
+                    let problem = problem.as_str().map(str::to_owned).unwrap_or_else(|| problem.to_string());
+                    let line = format!("{field}: {problem}");
+                    if !text.contains(&line) {
+                        text.push('\n');
+                        text.push_str(&line);
+                    }
+                }
+            }
+        }
+        text
+    }
+}
+
+impl From<ErrorDetail> for ApiError {
+    fn from(detail: ErrorDetail) -> Self {
+        ApiError { code: detail.code, message: detail.message, details: detail.details }
+    }
+}
+
+#[cfg(feature = "hydrate")]
+thread_local! {
+    static CSRF: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+#[cfg(feature = "hydrate")]
+async fn csrf_token() -> Result<String, ApiError> {
+    if let Some(token) = CSRF.with(|c| c.borrow().clone()) {
+        return Ok(token);
+    }
+    let session = crate::current_session().await.map_err(|e| ApiError {
+        code: "unauthorized".into(),
+        message: format!("Sign in again ({e})."),
+        details: None,
+    })?;
+    CSRF.with(|c| *c.borrow_mut() = Some(session.csrf_token.clone()));
+    Ok(session.csrf_token)
+}
+
+/// `POST /api/v1{path}` with a JSON body; the JSON answer, or the API's error.
+pub async fn post_json<B: Serialize, R: DeserializeOwned>(path: &str, body: &B) -> Result<R, ApiError> {
+    #[cfg(feature = "hydrate")]
+    {
+        use gloo_net::http::Request;
+        let csrf = csrf_token().await?;
+        let response = Request::post(&format!("/api/v1{path}"))
+            .header("X-CSRF-Token", &csrf)
+            .json(body)
+            .map_err(ApiError::network)?
+            .send()
+            .await
+            .map_err(ApiError::network)?;
+        if response.ok() {
+            response.json::<R>().await.map_err(ApiError::network)
+        } else {
+            match response.json::<crate::types::ErrorBody>().await {
+                Ok(body) => Err(body.error.into()),
+                Err(_) => Err(ApiError {
+                    code: "http".into(),
+                    message: format!("Holdpoint answered {}", response.status()),
+                    details: None,
+                }),
+            }
+        }
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        let _ = (path, body);
+        Err(ApiError::network("only the browser calls the API"))
+    }
+}

@@ -1,0 +1,303 @@
+//! The live modal: a question asked while a Holdpoint page is open shows up at once, over whatever page it is.
+//!
+//! Questions asked while one is showing wait in a queue (one modal, a "1 of 3" counter), never stacked. When the
+//! shown question is resolved elsewhere (another tab, the CLI, a default on timeout) the modal closes itself and a
+//! notice says by whom or how. Keyboard: focus starts in the modal and stays there (Tab wraps), Escape defers the
+//! question (it stays in the inbox).
+
+use std::collections::HashMap;
+
+use leptos::prelude::*;
+use uuid::Uuid;
+
+use crate::answer::AnswerWidget;
+use crate::components::{Badge, Countdown, describe_resolution};
+use crate::live::use_live;
+use crate::markdown::Markdown;
+use crate::types::{Question, QuestionStatus};
+
+/// What the modal does with one more question event.
+#[derive(Debug, Clone, PartialEq)]
+pub enum QueueChange {
+    /// A new pending question: it joins the queue.
+    Queued,
+    /// The question on show was resolved elsewhere: the modal closes with this notice.
+    ClosedShown(String),
+    /// A waiting question was resolved elsewhere: it leaves the queue quietly.
+    Dropped,
+    /// Nothing to do.
+    Ignored,
+}
+
+/// The queue's rule for one event: `queue` holds the ids in order, the first one is on show.
+pub fn apply_event(queue: &mut Vec<Uuid>, seen: &mut Vec<Uuid>, question: &Question) -> QueueChange {
+    let position = queue.iter().position(|id| *id == question.id);
+    match (question.status, position) {
+        (QuestionStatus::Pending, None) if !seen.contains(&question.id) => {
+            seen.push(question.id);
+            queue.push(question.id);
+            QueueChange::Queued
+        }
+        (QuestionStatus::Pending, _) => QueueChange::Ignored,
+        (_, Some(0)) => {
+            queue.remove(0);
+            QueueChange::ClosedShown(format!("“{}” — {}", question.title, describe_resolution(question)))
+        }
+        (_, Some(i)) => {
+            queue.remove(i);
+            QueueChange::Dropped
+        }
+        (_, None) => QueueChange::Ignored,
+    }
+}
+
+/// The modal, mounted once by the root component; it renders nothing until a question arrives.
+#[component]
+pub fn LiveModal() -> impl IntoView {
+    let live = use_live();
+    let queue = RwSignal::new(Vec::<Uuid>::new());
+    let questions = RwSignal::new(HashMap::<Uuid, Question>::new());
+    let notice = RwSignal::new(None::<String>);
+    let processed = StoredValue::new(0usize);
+    let seen = StoredValue::new(Vec::<Uuid>::new());
+
+    let show_notice = move |text: String| {
+        notice.set(Some(text.clone()));
+        set_timeout(
+            move || {
+                if notice.get_untracked().as_deref() == Some(text.as_str()) {
+                    notice.set(None);
+                }
+            },
+            std::time::Duration::from_secs(8),
+        );
+    };
+
+    Effect::new(move |_| {
+        live.questions.with(|events| {
+            let start = processed.get_value().min(events.len());
+            for question in &events[start..] {
+                let mut seen_ids = seen.get_value();
+                let change = queue
+                    .try_update(|queue| apply_event(queue, &mut seen_ids, question))
+                    .unwrap_or(QueueChange::Ignored);
+                seen.set_value(seen_ids);
+                questions.update(|map| {
+                    map.insert(question.id, question.clone());
+                });
+                if let QueueChange::ClosedShown(text) = change {
+                    show_notice(text);
+                }
+            }
+            processed.set_value(events.len());
+        });
+    });
+
+    let current =
+        Memo::new(move |_| queue.with(|q| q.first().copied()).and_then(|id| questions.with(|m| m.get(&id).cloned())));
+    let current_id = Memo::new(move |_| current.with(|q| q.as_ref().map(|q| q.id)));
+    let waiting = move || queue.with(Vec::len);
+
+    let dialog = NodeRef::<leptos::html::Div>::new();
+    let defer = move || {
+        queue.update(|q| {
+            if !q.is_empty() {
+                q.remove(0);
+            }
+        });
+    };
+    let answered = Callback::new(move |question: Question| {
+        queue.update(|q| q.retain(|id| *id != question.id));
+        show_notice(format!("Answer sent: “{}”", question.title));
+    });
+
+    // Focus the first input of each question as it comes up, so the keyboard is already in the modal.
+    Effect::new(move |_| {
+        if current_id.get().is_some() {
+            request_animation_frame(move || focus::first(dialog));
+        }
+    });
+
+    let on_keydown = move |ev: leptos::ev::KeyboardEvent| match ev.key().as_str() {
+        "Escape" => {
+            ev.prevent_default();
+            defer();
+        }
+        "Tab" => focus::trap(dialog, &ev),
+        _ => {}
+    };
+
+    view! {
+        {move || notice.get().map(|text| view! {
+            <div class="toast" role="status" data-testid="modal-notice">{text}</div>
+        })}
+        {move || current_id.get().and_then(|_| current.get_untracked()).map(|question| {
+            let title_id = format!("modal-title-{}", question.id.simple());
+            let labelled_by = title_id.clone();
+            let context = question.context.as_object().is_some_and(|c| !c.is_empty())
+                .then(|| serde_json::to_string_pretty(&question.context).unwrap_or_default());
+            let action = question.action.clone();
+            let lineage: Vec<Uuid> = question.parent_run_ids.iter().copied().chain(question.run_id).collect();
+            view! {
+                <div class="modal-backdrop">
+                    <div class="modal" role="dialog" aria-modal="true" aria-labelledby=labelled_by
+                        node_ref=dialog on:keydown=on_keydown
+                        data-testid="live-modal" data-question-id=question.id.to_string()
+                        data-response-type=question.response_type.as_str()>
+                        <header class="modal-head">
+                            <div class="question-meta">
+                                <Badge text=question.kind.as_str().replace('_', " ") class="kind"/>
+                                <Badge text=question.urgency.to_string() class=format!("urgency-{}", question.urgency)/>
+                                {question.project.clone().map(|p| view! { <Badge text=p class="project"/> })}
+                                {question.timeout_at.map(|t| view! { <Countdown deadline=t/> })}
+                                <span class="spacer"></span>
+                                <span class="muted" data-testid="modal-queue-count">
+                                    {move || match waiting() { 0 | 1 => String::new(), n => format!("1 of {n}") }}
+                                </span>
+                            </div>
+                            <h2 id=title_id data-testid="modal-title">{question.title.clone()}</h2>
+                        </header>
+                        <div class="modal-body">
+                            {(!question.body.is_empty()).then(|| view! { <Markdown source=question.body.clone() testid="modal-body"/> })}
+                            {(!lineage.is_empty()).then(|| view! {
+                                <p class="lineage" data-testid="modal-lineage">"Asked by run "
+                                    {lineage.iter().enumerate().map(|(i, id)| view! {
+                                        {(i > 0).then_some(" → ")}
+                                        <a href=format!("/runs/{id}")><code>{id.to_string()[..8].to_owned()}</code></a>
+                                    }).collect_view()}
+                                </p>
+                            })}
+                            {action.map(|a| view! { <p class="action-name">"Action: " <code data-testid="modal-tool">{a.tool_name}</code></p> })}
+                            {context.map(|c| view! { <details class="context"><summary>"Context"</summary><pre data-testid="modal-context">{c}</pre></details> })}
+                            <AnswerWidget question=question.clone() prefix="modal" on_answered=answered/>
+                        </div>
+                        <footer class="modal-foot">
+                            <a href=format!("/questions/{}", question.id) data-testid="modal-open-page">"Open as a page"</a>
+                            <button type="button" class="link" data-testid="modal-defer" on:click=move |_| defer()>"Later (Esc)"</button>
+                        </footer>
+                    </div>
+                </div>
+            }
+        })}
+    }
+}
+
+/// Keeping keyboard focus inside the dialog (browser only; the server renders no open modal).
+#[cfg(feature = "hydrate")]
+mod focus {
+    use leptos::prelude::*;
+    use wasm_bindgen::JsCast;
+
+    /// The elements inside the dialog that take keyboard focus, in document order.
+    fn focusable(dialog: NodeRef<leptos::html::Div>) -> Vec<web_sys::HtmlElement> {
+        elements(
+            dialog,
+            "a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), \
+             textarea:not([disabled]), [tabindex]:not([tabindex='-1'])",
+        )
+    }
+
+    fn elements(dialog: NodeRef<leptos::html::Div>, selector: &str) -> Vec<web_sys::HtmlElement> {
+        let Some(root) = dialog.get_untracked() else { return Vec::new() };
+        let Ok(list) = root.query_selector_all(selector) else {
+            return Vec::new();
+        };
+        (0..list.length())
+            .filter_map(|i| list.item(i))
+            .filter_map(|node| node.dyn_into::<web_sys::HtmlElement>().ok())
+            .collect()
+    }
+
+    /// Focuses the first control of the answer (not a link of the body), or else anything focusable.
+    pub fn first(dialog: NodeRef<leptos::html::Div>) {
+        let controls = elements(dialog, ".answer-widget :is(input, select, textarea, button):not([disabled])");
+        if let Some(first) = controls.into_iter().next().or_else(|| focusable(dialog).into_iter().next()) {
+            let _ = first.focus();
+        }
+    }
+
+    /// Tab on the last element goes to the first, Shift+Tab on the first to the last.
+    pub fn trap(dialog: NodeRef<leptos::html::Div>, ev: &leptos::ev::KeyboardEvent) {
+        let elements = focusable(dialog);
+        let (Some(first), Some(last)) = (elements.first(), elements.last()) else { return };
+        let active = document().active_element();
+        let inside =
+            active.as_ref().is_some_and(|a| elements.iter().any(|e| AsRef::<web_sys::Element>::as_ref(e) == a));
+        let at =
+            |el: &web_sys::HtmlElement| active.as_ref().is_some_and(|a| a == AsRef::<web_sys::Element>::as_ref(el));
+        if ev.shift_key() && (at(first) || !inside) {
+            ev.prevent_default();
+            let _ = last.focus();
+        } else if !ev.shift_key() && (at(last) || !inside) {
+            ev.prevent_default();
+            let _ = first.focus();
+        }
+    }
+}
+
+#[cfg(not(feature = "hydrate"))]
+mod focus {
+    use leptos::prelude::*;
+
+    pub fn first(_: NodeRef<leptos::html::Div>) {}
+    pub fn trap(_: NodeRef<leptos::html::Div>, _: &leptos::ev::KeyboardEvent) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::*;
+
+    fn question(status: QuestionStatus) -> Question {
+        let now = chrono::Utc::now();
+        Question {
+            id: Uuid::now_v7(),
+            workspace: "default".into(),
+            project: None,
+            run_id: None,
+            tool_call_id: None,
+            parent_run_ids: vec![],
+            kind: QuestionKind::Blocking,
+            response_type: ResponseType::Text,
+            title: "Deploy?".into(),
+            body: String::new(),
+            options: vec![],
+            fields: vec![],
+            action: None,
+            allow_edit: false,
+            context: serde_json::json!({}),
+            urgency: Urgency::High,
+            timeout_at: None,
+            default_response: None,
+            status,
+            response: None,
+            answered_by: None,
+            resolution: None,
+            created_at: now,
+            updated_at: now,
+            resolved_at: None,
+        }
+    }
+
+    #[test]
+    fn questions_queue_and_the_shown_one_closes_with_who_answered_it() {
+        let (mut queue, mut seen) = (Vec::new(), Vec::new());
+        let first = question(QuestionStatus::Pending);
+        let second = question(QuestionStatus::Pending);
+        assert_eq!(apply_event(&mut queue, &mut seen, &first), QueueChange::Queued);
+        assert_eq!(apply_event(&mut queue, &mut seen, &second), QueueChange::Queued);
+        assert_eq!(queue, [first.id, second.id]);
+
+        let mut answered = first.clone();
+        answered.status = QuestionStatus::Answered;
+        answered.answered_by = Some("alice".into());
+        answered.response = Some(AnswerBody { value: "ok".into(), comment: None, edited_arguments: None });
+        match apply_event(&mut queue, &mut seen, &answered) {
+            QueueChange::ClosedShown(text) => assert!(text.contains("alice"), "{text}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(queue, [second.id]);
+        // A replayed "asked" event of a question already seen does not bring it back.
+        assert_eq!(apply_event(&mut queue, &mut seen, &first), QueueChange::Ignored);
+    }
+}
