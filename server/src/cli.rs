@@ -1,5 +1,5 @@
-//! The `holdpoint` command line. `serve` runs the server, `demo` runs it with a demo workspace loaded; the other
-//! commands administer it.
+//! The `holdpoint` command line. `serve` runs the server, `demo` runs it with a demo workspace loaded; `ask`, `run`
+//! and `resume` are for headless agents and scripts ([`crate::headless`]); `token` administers it.
 
 use std::process::ExitCode;
 
@@ -9,6 +9,7 @@ use tracing_subscriber::EnvFilter;
 use uuid::Uuid;
 
 use crate::auth::{hash_secret, new_token_secret};
+use crate::client::CliError;
 use crate::config::{DatabaseLocation, ServeConfig};
 use crate::store::{self, TokenRow};
 
@@ -39,6 +40,13 @@ enum Command {
     /// Takes the flags of `serve`. Shell commands run in dry-run mode, never for real. Prints an admin token to sign
     /// in with unless a bootstrap token is set.
     Demo(Box<ServeConfig>),
+    /// Ask a person and wait for the answer: for shell scripts and CI gates. Prints the resolved question as JSON;
+    /// exits 0 answered/approved, 11 rejected, 12 expired or cancelled, 10 paused (with --no-wait).
+    Ask(Box<crate::headless::AskArgs>),
+    /// Run an agent on a task; exits 0 when it completes, 10 when it pauses for a person (--pause-on-approval).
+    Run(Box<crate::headless::RunArgs>),
+    /// Resume a paused run with decisions on its pending tool calls and an optional prompt.
+    Resume(Box<crate::headless::ResumeArgs>),
     /// Manage API tokens.
     #[command(subcommand)]
     Token(TokenCommand),
@@ -66,9 +74,8 @@ fn parse_role(value: &str) -> Result<Role, String> {
     value.parse().map_err(|_| "expected one of viewer, responder, approver, admin, agent".to_owned())
 }
 
-fn init_tracing(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=info,leptos=warn"));
+fn init_tracing(format: LogFormat, default_filter: &str) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),
@@ -79,7 +86,12 @@ fn init_tracing(format: LogFormat) {
 /// Parses the command line, runs the command, and maps its outcome to an exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing(cli.log_format);
+    // The headless commands talk to people on stderr; the server's logs would drown that out.
+    let filter = match cli.command {
+        Command::Ask(_) | Command::Run(_) | Command::Resume(_) => "warn,sqlx=error",
+        _ => "info,sqlx=warn,tower_http=info,leptos=warn",
+    };
+    init_tracing(cli.log_format, filter);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {
@@ -87,18 +99,28 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = runtime.block_on(async {
+    let failed = |message: String| CliError::Failed(message);
+    let result: Result<u8, CliError> = runtime.block_on(async {
         match cli.command {
-            Command::Serve(config) => crate::server::run(*config).await.map_err(|e| e.to_string()),
-            Command::Demo(config) => crate::demo::run(*config).await,
+            Command::Serve(config) => crate::server::run(*config).await.map(|()| 0).map_err(|e| failed(e.to_string())),
+            Command::Demo(config) => crate::demo::run(*config).await.map(|()| 0).map_err(failed),
+            Command::Ask(args) => crate::headless::ask(*args).await,
+            Command::Run(args) => crate::headless::run(*args).await,
+            Command::Resume(args) => crate::headless::resume(*args).await,
             Command::Token(TokenCommand::Create { workspace, role, name, database }) => {
-                create_token(&workspace, role, &name, &database).await
+                create_token(&workspace, role, &name, &database).await.map(|()| 0).map_err(failed)
             }
         }
     });
+    // The embedded engine's tasks die with the runtime; do not wait for them.
+    runtime.shutdown_background();
     match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
+        Ok(code) => ExitCode::from(code),
+        Err(CliError::Usage(message)) => {
+            eprintln!("holdpoint: {message}");
+            ExitCode::from(2)
+        }
+        Err(CliError::Failed(message)) => {
             eprintln!("holdpoint: {message}");
             ExitCode::FAILURE
         }

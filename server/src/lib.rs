@@ -6,11 +6,13 @@
 
 pub mod auth;
 pub mod cli;
+pub mod client;
 pub mod config;
 pub mod deadlines;
 pub mod demo;
 pub mod error;
 pub mod events;
+pub mod headless;
 pub mod http;
 pub mod mcp;
 pub mod metrics;

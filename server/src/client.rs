@@ -1,0 +1,198 @@
+//! How the headless commands (`ask`, `run`, `resume`) reach Holdpoint: a server over HTTP (`--server`/`--token`,
+//! or `HOLDPOINT_SERVER`/`HOLDPOINT_TOKEN`), or, with neither, an embedded engine on `.holdpoint/holdpoint.db`
+//! started inside the CLI process and spoken to over loopback — one code path for both, and with the embedded
+//! engine the agent loop (and its `shell` tool) runs on the machine that runs the CLI.
+
+use std::path::{Path, PathBuf};
+
+use clap::Parser;
+use serde_json::Value;
+
+use crate::auth::{Secret, hash_secret, new_token_secret};
+use crate::config::{DatabaseLocation, ServeConfig};
+use crate::server::DEFAULT_WORKSPACE;
+use crate::store::TokenRow;
+
+/// The directory of the embedded engine and of `pause.json`, relative to the working directory.
+pub const LOCAL_DIR: &str = ".holdpoint";
+const LOCAL_TOKEN_FILE: &str = "cli-token";
+
+/// What a headless command failed with; each is one line on stderr.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// Exit code 2: the command line is wrong.
+    #[error("{0}")]
+    Usage(String),
+    /// Exit code 1.
+    #[error("{0}")]
+    Failed(String),
+}
+
+pub type CliResult<T> = Result<T, CliError>;
+
+/// `--server` and `--token`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServerArgs {
+    /// The Holdpoint server, e.g. https://holdpoint.example.com; without it (and without a token) an embedded
+    /// engine in ./.holdpoint is used.
+    #[arg(long, env = "HOLDPOINT_SERVER")]
+    pub server: Option<String>,
+    /// An API token of that server.
+    #[arg(long, env = "HOLDPOINT_TOKEN", hide_env_values = true)]
+    pub token: Option<Secret>,
+}
+
+/// A connection to the REST API.
+pub struct Connection {
+    /// The server's base URL (for links people can open).
+    pub base: String,
+    token: String,
+    http: reqwest::Client,
+    /// The embedded engine, served on loopback while the command runs.
+    _embedded: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// The settings of `serve` as the environment gives them (`HOLDPOINT_SHELL`, `HOLDPOINT_SCRIPTS_DIR`, ...).
+#[derive(Debug, Parser)]
+struct EnvironmentOnly {
+    #[command(flatten)]
+    config: ServeConfig,
+}
+
+impl Connection {
+    pub async fn open(args: &ServerArgs) -> CliResult<Self> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(std::time::Duration::from_secs(10))
+            .build()
+            .map_err(|e| CliError::Failed(e.to_string()))?;
+        let server = args.server.as_deref().map(str::trim).filter(|s| !s.is_empty());
+        match (server, &args.token) {
+            (Some(server), Some(token)) => Ok(Connection {
+                base: server.trim_end_matches('/').to_owned(),
+                token: token.expose().to_owned(),
+                http,
+                _embedded: None,
+            }),
+            (Some(_), None) => Err(CliError::Usage("--server needs --token (or HOLDPOINT_TOKEN)".into())),
+            (None, Some(_)) => Err(CliError::Usage("--token needs --server (or HOLDPOINT_SERVER)".into())),
+            (None, None) => Self::embedded(http).await,
+        }
+    }
+
+    /// Starts the embedded engine on `.holdpoint/holdpoint.db` and serves it on a loopback port.
+    async fn embedded(http: reqwest::Client) -> CliResult<Self> {
+        let mut config = EnvironmentOnly::try_parse_from(["holdpoint"])
+            .map_err(|e| CliError::Usage(format!("the environment has an invalid setting: {e}")))?
+            .config;
+        config.database = DatabaseLocation { data_dir: PathBuf::from(LOCAL_DIR), database_url: None };
+        config.addr = "127.0.0.1:0".parse().map_err(|_| CliError::Failed("bad loopback address".into()))?;
+        config.bootstrap_token = None;
+        let state = crate::server::build_state(config)
+            .await
+            .map_err(|e| CliError::Failed(format!("cannot open the embedded engine in {LOCAL_DIR}/: {e}")))?;
+        let token = local_token(&state).await?;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(|e| CliError::Failed(format!("cannot listen on loopback: {e}")))?;
+        let addr = listener.local_addr().map_err(|e| CliError::Failed(e.to_string()))?;
+        let router = crate::http::router(state);
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, router).await;
+        });
+        Ok(Connection { base: format!("http://{addr}"), token, http, _embedded: Some(server) })
+    }
+
+    /// Sends a request; a refusal becomes one readable line.
+    pub async fn send(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> CliResult<Value> {
+        let url = format!("{}/api/v1{path}", self.base);
+        let mut request = self.http.request(method, &url).bearer_auth(&self.token);
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let response = request.send().await.map_err(|err| {
+            let reason =
+                if err.is_connect() { "connection refused or host unreachable".to_owned() } else { err.to_string() };
+            CliError::Failed(format!("cannot reach the Holdpoint server at {}: {reason}", self.base))
+        })?;
+        let status = response.status();
+        let text = response.text().await.unwrap_or_default();
+        let json: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        if status.is_success() {
+            return Ok(json);
+        }
+        let message = json["error"]["message"].as_str().unwrap_or(text.trim());
+        let detail = match json["error"]["details"]["fields"].as_object() {
+            Some(fields) => {
+                let list: Vec<String> =
+                    fields.iter().map(|(k, v)| format!("{k}: {}", v.as_str().unwrap_or_default())).collect();
+                format!(" ({})", list.join("; "))
+            }
+            None => String::new(),
+        };
+        Err(CliError::Failed(match status.as_u16() {
+            401 => format!("the server refused the token: {message}"),
+            _ => format!("{message}{detail} [{}]", status.as_u16()),
+        }))
+    }
+
+    pub async fn get(&self, path: &str) -> CliResult<Value> {
+        self.send(reqwest::Method::GET, path, None).await
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> CliResult<Value> {
+        self.send(reqwest::Method::POST, path, Some(body)).await
+    }
+
+    /// Where a person finds `path` of the web UI: on the server, or on `holdpoint serve` over the embedded engine
+    /// (whose own loopback port dies with this process).
+    pub fn ui_link(&self, path: &str) -> String {
+        if self.is_embedded() {
+            format!("{path} of `holdpoint serve --data-dir {LOCAL_DIR}`")
+        } else {
+            format!("{}{path}", self.base)
+        }
+    }
+
+    /// Whether this is the embedded engine (its agents may be defined by files in `.holdpoint/agents/`).
+    pub fn is_embedded(&self) -> bool {
+        self._embedded.is_some()
+    }
+}
+
+/// The admin token of the embedded engine, kept (readable by its owner only) in `.holdpoint/cli-token`.
+async fn local_token(state: &crate::state::AppState) -> CliResult<String> {
+    let path = Path::new(LOCAL_DIR).join(LOCAL_TOKEN_FILE);
+    if let Ok(existing) = std::fs::read_to_string(&path) {
+        let secret = existing.trim().to_owned();
+        if state.store.principal_by_token_hash(&hash_secret(&secret)).await.ok().flatten().is_some() {
+            return Ok(secret);
+        }
+    }
+    let workspace = state
+        .store
+        .ensure_workspace(DEFAULT_WORKSPACE)
+        .await
+        .map_err(|e| CliError::Failed(format!("cannot open the embedded engine: {e}")))?;
+    let secret = new_token_secret();
+    let row = TokenRow {
+        id: uuid::Uuid::now_v7(),
+        workspace_id: workspace.id,
+        name: "cli".into(),
+        role: app::types::Role::Admin,
+        secret_hash: hash_secret(&secret),
+        created_at: crate::store::now(),
+    };
+    state.store.insert_token(&row).await.map_err(|e| CliError::Failed(format!("cannot create the CLI token: {e}")))?;
+    write_private(&path, &secret)?;
+    Ok(secret)
+}
+
+fn write_private(path: &Path, contents: &str) -> CliResult<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path).map_err(|e| CliError::Failed(format!("cannot write {}: {e}", path.display())))?;
+    file.write_all(contents.as_bytes()).map_err(|e| CliError::Failed(format!("cannot write {}: {e}", path.display())))
+}

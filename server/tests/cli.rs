@@ -1,0 +1,289 @@
+//! The real `holdpoint` binary as scripts and CI jobs use it: `ask` with its exit codes, and `run` / `resume`
+//! pausing with exit code 10, against a running server and against the embedded engine.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::{Backend, ServerProcess, TestApp};
+use serde_json::{Value, json};
+
+/// A working directory of the test's own (`.holdpoint/` is created in it).
+struct WorkDir(PathBuf);
+
+impl WorkDir {
+    fn new() -> Self {
+        let dir = std::env::temp_dir().join("holdpoint-cli-tests").join(uuid::Uuid::now_v7().to_string());
+        std::fs::create_dir_all(&dir).unwrap();
+        WorkDir(dir)
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+struct Output {
+    code: i32,
+    json: Value,
+    stderr: String,
+}
+
+async fn holdpoint(dir: &Path, args: &[&str], env: &[(&str, String)]) -> Output {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_holdpoint"));
+    command.args(args).current_dir(dir).env_remove("HOLDPOINT_SERVER").env_remove("HOLDPOINT_TOKEN");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let output =
+        tokio::time::timeout(Duration::from_secs(60), command.output()).await.expect("the CLI finishes").unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    Output {
+        code: output.status.code().unwrap_or(-1),
+        json: serde_json::from_str(&stdout).unwrap_or(Value::Null),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+async fn api(server: &ServerProcess, token: &str, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+    let mut request =
+        reqwest::Client::new().request(method, format!("{}/api/v1{path}", server.base_url)).bearer_auth(token);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.unwrap();
+    assert!(response.status().is_success(), "{path}: {}", response.status());
+    response.json().await.unwrap()
+}
+
+fn remote(server: &ServerProcess, token: &str) -> Vec<(&'static str, String)> {
+    vec![("HOLDPOINT_SERVER", server.base_url.clone()), ("HOLDPOINT_TOKEN", token.to_owned())]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_pauses_with_10_then_answers_with_0_11_or_12() {
+    let app = TestApp::start_with(Backend::Sqlite, |c| c.run_workers = false).await.unwrap();
+    let server = app.spawn_process().await;
+    let dir = WorkDir::new();
+    let env = remote(&server, &app.token);
+    let gate = ["ask", "Apply terraform to prod?", "--type", "approval"];
+
+    let paused = holdpoint(&dir.0, &[&gate[..], &["--no-wait"]].concat(), &env).await;
+    assert_eq!(paused.code, 10, "{}", paused.stderr);
+    assert_eq!(paused.json["outcome"], "paused");
+    let id = paused.json["question_ids"][0].as_str().unwrap().to_owned();
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path(".holdpoint/pause.json")).unwrap()).unwrap();
+    assert_eq!(manifest, paused.json, "pause.json holds what was printed");
+    let again = holdpoint(&dir.0, &[&gate[..], &["--no-wait"]].concat(), &env).await;
+    assert_eq!(
+        (again.code, again.json["question_ids"][0].as_str()),
+        (10, Some(id.as_str())),
+        "still the same question"
+    );
+
+    api(&server, &app.token, reqwest::Method::POST, &format!("/questions/{id}/answer"), Some(json!({ "value": true })))
+        .await;
+    let approved = holdpoint(&dir.0, &gate, &env).await;
+    assert_eq!(approved.code, 0, "{}", approved.stderr);
+    assert_eq!(approved.json["id"], id.as_str());
+    assert_eq!(approved.json["status"], "answered");
+    assert!(!dir.path(".holdpoint/pause.json").exists(), "the pause is over");
+
+    let deny = ["ask", "Drop the users table?", "--type", "approval"];
+    let paused = holdpoint(&dir.0, &[&deny[..], &["--no-wait"]].concat(), &env).await;
+    let id = paused.json["question_ids"][0].as_str().unwrap().to_owned();
+    let body = json!({ "value": false, "comment": "not on a Friday" });
+    api(&server, &app.token, reqwest::Method::POST, &format!("/questions/{id}/answer"), Some(body)).await;
+    let rejected = holdpoint(&dir.0, &deny, &env).await;
+    assert_eq!(rejected.code, 11, "{}", rejected.stderr);
+    assert_eq!(rejected.json["response"]["comment"], "not on a Friday");
+
+    let expired = holdpoint(&dir.0, &["ask", "Anyone there?", "--type", "approval", "--timeout", "1s"], &env).await;
+    assert_eq!(expired.code, 12, "{}", expired.stderr);
+    assert_eq!(expired.json["status"], "expired");
+
+    let chosen = holdpoint(
+        &dir.0,
+        &[
+            "ask",
+            "Region?",
+            "--type",
+            "choice",
+            "--option",
+            "eu=Europe",
+            "--option",
+            "us=US",
+            "--timeout",
+            "1s",
+            "--default",
+            "eu",
+        ],
+        &env,
+    )
+    .await;
+    assert_eq!(
+        (chosen.code, &chosen.json["status"], &chosen.json["response"]["value"]),
+        (0, &json!("defaulted"), &json!("eu"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_errors_are_one_line_with_a_non_zero_exit() {
+    let app = TestApp::start_with(Backend::Sqlite, |c| c.run_workers = false).await.unwrap();
+    let server = app.spawn_process().await;
+    let dir = WorkDir::new();
+    /// Arguments, environment, the exit code, and what the one line on stderr says.
+    type Case<'a> = (Vec<&'a str>, Vec<(&'a str, String)>, i32, &'a str);
+    let cases: Vec<Case> = vec![
+        (vec!["ask", "x", "--bogus"], vec![], 2, "unexpected argument"),
+        (vec!["ask", "x", "--type", "choice", "--option", "eu"], vec![], 2, "VALUE=LABEL"),
+        (vec!["ask", "x", "--server", "http://127.0.0.1:9"], vec![], 2, "--server needs --token"),
+        (
+            vec!["ask", "x"],
+            vec![("HOLDPOINT_SERVER", "http://127.0.0.1:9".into()), ("HOLDPOINT_TOKEN", "hp_x".into())],
+            1,
+            "cannot reach",
+        ),
+        (
+            vec!["ask", "x"],
+            vec![("HOLDPOINT_SERVER", server.base_url.clone()), ("HOLDPOINT_TOKEN", "hp_wrong".into())],
+            1,
+            "refused the token",
+        ),
+        (vec!["resume", "01a20372-82f8-747b-8dd0-4f4b79088461"], remote(&server, &app.token), 1, "run not found"),
+        (vec!["run", "task", "--agent", "nobody"], remote(&server, &app.token), 1, "no agent named"),
+    ];
+    for (args, env, code, needle) in cases {
+        let out = holdpoint(&dir.0, &args, &env).await;
+        assert_eq!(out.code, code, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains(needle), "{args:?}: {}", out.stderr);
+        assert!(!out.stderr.contains("panicked") && !out.stderr.contains("RUST_BACKTRACE"), "{}", out.stderr);
+        if code != 2 {
+            assert_eq!(out.stderr.trim().lines().count(), 1, "one line: {}", out.stderr);
+        }
+    }
+}
+
+/// A script whose first turn asks to run `commands` with `shell` (one call each), then finishes.
+fn shell_script(commands: &[String]) -> Value {
+    let calls: Vec<Value> = commands
+        .iter()
+        .enumerate()
+        .map(|(n, c)| json!({ "id": format!("sh{n}"), "name": "shell", "arguments": { "command": c } }))
+        .collect();
+    json!([{ "content": "I need to run these.", "tool_calls": calls }, { "content": "All done." }])
+}
+
+fn agent_spec(script: &str) -> Value {
+    json!({ "name": "ops", "model": format!("script:{script}"), "tools": ["shell"], "approval_policy": { "tools": { "shell": "prompt" } } })
+}
+
+/// Runs the three pause/resume scenarios with `env` (a server's, or none for the embedded engine).
+async fn pause_and_resume_scenarios(dir: &WorkDir, env: &[(&str, String)], with_agent: impl AsyncFn(&str, &Value)) {
+    let marker = |name: &str| dir.path(name).display().to_string();
+    let single = ["ops-one.json", "ops-three.json"];
+    let one = shell_script(&[format!("touch {}", marker("one"))]);
+    let three = shell_script(&[
+        format!("touch {}", marker("a")),
+        format!("touch {}", marker("b")),
+        format!("touch {}", marker("c")),
+    ]);
+    with_agent(single[0], &one).await;
+
+    // Approve the one call.
+    let paused =
+        holdpoint(&dir.0, &["run", "Tidy up", "--agent", "ops", "--pause-on-approval", "--output", "json"], env).await;
+    assert_eq!(paused.code, 10, "{}", paused.stderr);
+    assert_eq!(paused.json["pause_reason"]["type"], "tool_approval_required");
+    let run_id = paused.json["run_id"].as_str().unwrap().to_owned();
+    let calls = paused.json["pause_reason"]["pending_tool_calls"].as_array().unwrap().clone();
+    assert_eq!(calls.len(), 1);
+    assert!(!dir.path("one").exists(), "nothing ran before the approval");
+    let call_id = calls[0]["id"].as_str().unwrap();
+    let done = holdpoint(&dir.0, &["resume", &run_id, "--approve", call_id, "--output", "json"], env).await;
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert_eq!(
+        done.json,
+        json!({ "outcome": "completed", "run_id": run_id, "final_message": "All done.", "steps_taken": 2 })
+    );
+    assert!(dir.path("one").exists(), "the approved command ran");
+
+    // Reject everything: the model sees the rejection.
+    std::fs::remove_file(dir.path("one")).unwrap();
+    let paused = holdpoint(&dir.0, &["run", "Tidy up", "--agent", "ops", "--pause-on-approval"], env).await;
+    assert_eq!(paused.code, 10, "{}", paused.stderr);
+    let run_id = paused.json["run_id"].as_str().unwrap().to_owned();
+    let done = holdpoint(&dir.0, &["resume", &run_id, "--reject-all", "--comment", "not today"], env).await;
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert!(done.stderr.contains("not today") && done.stderr.contains("rejected"), "the model saw it: {}", done.stderr);
+    assert!(!dir.path("one").exists());
+
+    // One of three approved: the other two are rejected.
+    with_agent(single[1], &three).await;
+    let paused =
+        holdpoint(&dir.0, &["run", "Tidy up", "--agent", "ops", "--pause-on-approval", "--output", "json"], env).await;
+    assert_eq!(paused.code, 10, "{}", paused.stderr);
+    let run_id = paused.json["run_id"].as_str().unwrap().to_owned();
+    let calls = paused.json["pause_reason"]["pending_tool_calls"].as_array().unwrap().clone();
+    assert_eq!(calls.len(), 3);
+    let middle = calls[1]["call_id"].as_str().unwrap();
+    let done = holdpoint(&dir.0, &["resume", &run_id, "--approve", middle], env).await;
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert_eq!((dir.path("a").exists(), dir.path("b").exists(), dir.path("c").exists()), (false, true, false));
+    assert_eq!(done.stderr.matches("left undecided when the run was resumed").count(), 2, "{}", done.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_and_resume_against_a_running_server() {
+    let app = TestApp::start_with(Backend::Sqlite, |c| c.run_workers = false).await.unwrap();
+    let dir = WorkDir::new();
+    let scripts = dir.path("scripts");
+    std::fs::create_dir_all(&scripts).unwrap();
+    let server = app
+        .spawn_process_with(&[
+            ("HOLDPOINT_SCRIPTS_DIR", scripts.display().to_string()),
+            ("HOLDPOINT_SHELL", "on".into()),
+        ])
+        .await;
+    let env = remote(&server, &app.token);
+    let agent_id = std::sync::Mutex::new(None::<String>);
+    pause_and_resume_scenarios(&dir, &env, async |file: &str, turns: &Value| {
+        std::fs::write(scripts.join(file), turns.to_string()).unwrap();
+        let spec = agent_spec(file);
+        let existing = agent_id.lock().unwrap().clone();
+        let agent = match existing {
+            Some(id) => api(&server, &app.token, reqwest::Method::PUT, &format!("/agents/{id}"), Some(spec)).await,
+            None => api(&server, &app.token, reqwest::Method::POST, "/agents", Some(spec)).await,
+        };
+        *agent_id.lock().unwrap() = agent["id"].as_str().map(str::to_owned);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_and_resume_with_the_embedded_engine() {
+    let dir = WorkDir::new();
+    let env = [("HOLDPOINT_SHELL", "on".to_owned())];
+    std::fs::create_dir_all(dir.path(".holdpoint/scripts")).unwrap();
+    std::fs::create_dir_all(dir.path(".holdpoint/agents")).unwrap();
+    let defined = std::sync::atomic::AtomicBool::new(false);
+    pause_and_resume_scenarios(&dir, &env, async |file: &str, turns: &Value| {
+        // The agent file defines `ops` the first time the engine meets it; later scripts replace its script file.
+        std::fs::write(dir.path(".holdpoint/scripts/ops.json"), turns.to_string()).unwrap();
+        if !defined.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            let yaml = "model: script:ops.json\ntools: [shell]\napproval_policy:\n  tools:\n    shell: prompt\n";
+            std::fs::write(dir.path(".holdpoint/agents/ops.yaml"), yaml).unwrap();
+        }
+        let _ = file;
+    })
+    .await;
+    assert!(dir.path(".holdpoint/holdpoint.db").exists(), "the state lives in .holdpoint/");
+}
