@@ -26,6 +26,8 @@ pub enum AskType {
     Choice,
     MultiChoice,
     Approval,
+    /// Answered with retry, skip, abort or one of the options; `--body` carries the error.
+    ErrorRecovery,
     Form,
 }
 
@@ -170,7 +172,7 @@ fn parse_default(kind: AskType, raw: &str) -> CliResult<Value> {
         AskType::Form => {
             serde_json::from_str(raw).map_err(|e| CliError::Usage(format!("--default is not JSON: {e}")))?
         }
-        AskType::Text | AskType::Choice => Value::String(raw.to_owned()),
+        AskType::Text | AskType::Choice | AskType::ErrorRecovery => Value::String(raw.to_owned()),
     })
 }
 
@@ -182,9 +184,13 @@ fn question_body(args: &AskArgs) -> CliResult<Value> {
         AskType::Choice => "choice",
         AskType::MultiChoice => "multi_choice",
         AskType::Approval => "approval",
+        AskType::ErrorRecovery => "error_recovery",
         AskType::Form => "form",
     };
     let mut body = json!({ "title": args.title, "response_type": response_type });
+    if args.response_type == AskType::ErrorRecovery {
+        body["kind"] = json!("error_recovery");
+    }
     if args.response_type == AskType::Approval {
         body["kind"] = json!("approval");
         let arguments = match &args.arguments {
@@ -570,6 +576,18 @@ mod tests {
         assert_eq!(body["action"]["tool_name"], "ci-gate");
         assert_eq!(body["default_response"], json!({ "value": false }));
         assert_eq!(body["timeout_seconds"], 900);
+    }
+
+    #[test]
+    fn an_error_recovery_question_has_its_kind() {
+        let mut recovery = args(AskType::ErrorRecovery);
+        recovery.default_value = Some("retry".into());
+        let body = question_body(&recovery).unwrap();
+        assert_eq!(
+            (body["kind"].as_str(), body["response_type"].as_str()),
+            (Some("error_recovery"), Some("error_recovery"))
+        );
+        assert_eq!(body["default_response"]["value"], "retry");
     }
 
     #[test]
