@@ -1,7 +1,8 @@
 //! The event hub: follows the event log in id order and fans each event out to every subscriber.
 //!
-//! The log in the database is the source of truth. The hub reads it after every commit that appended events
-//! (the store's watch channel) and, as a safety net for writers it is not told about, every second. Subscribers get
+//! The log in the database is the source of truth. The hub reads it after every commit that appended events (the
+//! store's watch channel, which on PostgreSQL also carries other instances' commits, by LISTEN/NOTIFY) and, as a
+//! safety net for writers it is not told about, every second. Subscribers get
 //! events through a bounded broadcast channel; one that falls behind is dropped and reconnects with its last id,
 //! so a slow client never holds up the others.
 

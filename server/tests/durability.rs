@@ -192,3 +192,37 @@ mod postgres {
         super::a_run_waiting_for_approval_survives_sigkill(super::Backend::Postgres).await;
     }
 }
+
+/// Events caused through instance B reach an SSE client of instance A in order and without gaps, and a client that
+/// reconnects to a restarted A with `Last-Event-ID` gets exactly what it missed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_of_one_instance_reach_the_clients_of_another_in_order() {
+    let Some(app) = database(Backend::Postgres).await else { return };
+    let client = Client { http: reqwest::Client::new(), token: app.token.clone() };
+    let (a, b) = tokio::join!(app.spawn_process(), app.spawn_process());
+    let stream = common::connect_events(&a.base_url, &app.token, None).await;
+    let mut asked = Vec::new();
+    for n in 0..20 {
+        let question = client.post(&b.base_url, "/questions", json!({ "title": format!("Question {n}") })).await;
+        asked.push(question["id"].clone());
+    }
+    let events = common::read_events(stream, 20).await;
+    let seen: Vec<Value> = events.iter().map(|(_, _, data)| data["question"]["id"].clone()).collect();
+    assert_eq!(seen, asked, "every event, in the order it happened");
+    assert!(events.windows(2).all(|w| w[0].0 < w[1].0), "ids increase");
+    let last_seen = events.last().unwrap().0;
+
+    a.kill().await;
+    let mut missed = Vec::new();
+    for n in 0..5 {
+        let question =
+            client.post(&b.base_url, "/questions", json!({ "title": format!("While A was down {n}") })).await;
+        missed.push(question["id"].clone());
+    }
+    let restarted = app.spawn_process().await;
+    let stream = common::connect_events(&restarted.base_url, &app.token, Some(last_seen)).await;
+    let replayed = common::read_events(stream, 5).await;
+    let seen: Vec<Value> = replayed.iter().map(|(_, _, data)| data["question"]["id"].clone()).collect();
+    assert_eq!(seen, missed, "the restarted instance replays exactly what the client missed");
+    assert!(replayed[0].0 > last_seen);
+}

@@ -36,6 +36,8 @@ impl SqliteStore {
     pub(super) const BEGIN_WRITE: &'static str = "BEGIN IMMEDIATE";
     /// SQLite runs one writer at a time, so event ids are committed in order without a lock.
     const EVENT_LOCK: Option<&'static str> = None;
+    /// One process per database file in practice; other writers are seen by the hub's poll.
+    const NOTIFY: Option<&'static str> = None;
 
     pub async fn new(read: SqlitePool, write: SqlitePool) -> StoreResult<Self> {
         let last = last_event_id(&write).await?;
@@ -54,10 +56,50 @@ impl PostgresStore {
     /// Serialises transactions that append events, so event ids become visible in id order and a reader following
     /// the log by id never skips one that commits late.
     const EVENT_LOCK: Option<&'static str> = Some("SELECT pg_advisory_xact_lock(7262011)");
+    /// Other instances learn of the commit at once (LISTEN/NOTIFY); the log stays the source of truth, so a lost
+    /// notification only delays an event until the hub's next poll.
+    const NOTIFY: Option<&'static str> = Some("SELECT pg_notify('holdpoint_events', $1)");
 
     pub async fn new(pool: PgPool) -> StoreResult<Self> {
         let last = last_event_id(&pool).await?;
-        Ok(Self { pool, committed: watch::channel(last).0 })
+        let committed = watch::channel(last).0;
+        tokio::spawn(listen_for_events(pool.clone(), committed.clone()));
+        Ok(Self { pool, committed })
+    }
+}
+
+/// Follows the other instances' commits: each notification carries the newest event id of a commit.
+async fn listen_for_events(pool: PgPool, committed: watch::Sender<i64>) {
+    loop {
+        let mut listener = match sqlx::postgres::PgListener::connect_with(&pool).await {
+            Ok(listener) => listener,
+            Err(err) => {
+                tracing::warn!(error = %err, "cannot listen for other instances' events; retrying");
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        if let Err(err) = listener.listen(EVENTS_CHANNEL).await {
+            tracing::warn!(error = %err, "cannot listen for other instances' events; retrying");
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            continue;
+        }
+        loop {
+            match listener.recv().await {
+                Ok(notification) => {
+                    if let Ok(id) = notification.payload().parse::<i64>() {
+                        announce(&committed, id);
+                    }
+                }
+                Err(err) => {
+                    tracing::warn!(error = %err, "lost the event notifications; reconnecting");
+                    break;
+                }
+            }
+            if committed.is_closed() {
+                return;
+            }
+        }
     }
 }
 
@@ -71,6 +113,20 @@ where
     let (id,): (i64,) = sqlx::query_as("SELECT COALESCE(MAX(id), 0) FROM events").fetch_one(executor).await?;
     Ok(id)
 }
+
+/// Raises the newest committed event id the hub follows (it never goes back).
+fn announce(committed: &watch::Sender<i64>, id: i64) {
+    committed.send_if_modified(|current| {
+        let newer = id > *current;
+        if newer {
+            *current = id;
+        }
+        newer
+    });
+}
+
+/// The channel on which PostgreSQL instances announce committed events to each other.
+const EVENTS_CHANNEL: &str = "holdpoint_events";
 
 pub(super) fn is_unique_violation(err: &sqlx::Error) -> bool {
     matches!(err, sqlx::Error::Database(db) if db.is_unique_violation())
@@ -101,16 +157,14 @@ macro_rules! sql_store {
             }
 
             /// Commits and announces the newest event id to the hub.
-            pub(super) async fn commit_events(&self, tx: sqlx::Transaction<'_, $db>, last_event: Option<i64>) -> StoreResult<()> {
+            pub(super) async fn commit_events(&self, mut tx: sqlx::Transaction<'_, $db>, last_event: Option<i64>) -> StoreResult<()> {
+                if let (Some(notify), Some(id)) = (Self::NOTIFY, last_event) {
+                    // Delivered on commit, to every instance listening: they read the log up to this id.
+                    sqlx::query(notify).bind(id.to_string()).execute(&mut *tx).await?;
+                }
                 tx.commit().await?;
                 if let Some(id) = last_event {
-                    self.committed.send_if_modified(|current| {
-                        let newer = id > *current;
-                        if newer {
-                            *current = id;
-                        }
-                        newer
-                    });
+                    announce(&self.committed, id);
                 }
                 Ok(())
             }
