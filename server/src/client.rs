@@ -81,9 +81,7 @@ impl Connection {
 
     /// Starts the embedded engine on `.holdpoint/holdpoint.db` and serves it on a loopback port.
     async fn embedded(http: reqwest::Client) -> CliResult<Self> {
-        let mut config = EnvironmentOnly::try_parse_from(["holdpoint"])
-            .map_err(|e| CliError::Usage(format!("the environment has an invalid setting: {e}")))?
-            .config;
+        let mut config = environment_config()?;
         config.database = DatabaseLocation { data_dir: PathBuf::from(LOCAL_DIR), database_url: None };
         config.addr = "127.0.0.1:0".parse().map_err(|_| CliError::Failed("bad loopback address".into()))?;
         config.bootstrap_token = None;
@@ -153,10 +151,22 @@ impl Connection {
         }
     }
 
+    /// The token requests are made with.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
     /// Whether this is the embedded engine (its agents may be defined by files in `.holdpoint/agents/`).
     pub fn is_embedded(&self) -> bool {
         self._embedded.is_some()
     }
+}
+
+/// The settings `serve` would take from the environment (the CLI's runtime reads `HOLDPOINT_SHELL`, ...).
+pub fn environment_config() -> CliResult<ServeConfig> {
+    EnvironmentOnly::try_parse_from(["holdpoint"])
+        .map(|e| e.config)
+        .map_err(|e| CliError::Usage(format!("the environment has an invalid setting: {e}")))
 }
 
 /// The admin token of the embedded engine, kept (readable by its owner only) in `.holdpoint/cli-token`.

@@ -11,7 +11,11 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use std::sync::Arc;
+
 use crate::client::{CliError, CliResult, Connection, LOCAL_DIR, ServerArgs};
+use crate::runtime::Runtime;
+use crate::runtime::remote::RemoteRun;
 
 pub const EXIT_PAUSED: u8 = 10;
 pub const EXIT_REJECTED: u8 = 11;
@@ -354,6 +358,10 @@ pub async fn run(args: RunArgs) -> CliResult<u8> {
     let connection = Connection::open(&args.server).await?;
     let agent_id = agent_id(&connection, &args.agent).await?;
     let mut body = json!({ "agent_id": agent_id, "input": args.task });
+    if !connection.is_embedded() {
+        // The agent loop runs here, so its tools act on this machine; the server keeps the state.
+        body["executor"] = json!("client");
+    }
     if let Some(project) = &args.project {
         body["project"] = json!(project);
     }
@@ -417,12 +425,49 @@ pub async fn resume(args: ResumeArgs) -> CliResult<u8> {
     follow(&connection, &run_id, args.pause_on_approval, args.output).await
 }
 
-/// Follows a run until it ends (exit 0, 1 or 12) or, with `pause_on_person`, waits for one (exit 10).
+/// Executes a client-executed run in this process: the worker protocol against the server, the runtime's
+/// settings from the environment (`HOLDPOINT_SHELL`, `HOLDPOINT_SCRIPTS_DIR` or `.holdpoint/scripts`, ...).
+fn local_executor(connection: &Connection, run_id: &str) -> CliResult<Arc<Runtime>> {
+    let config = crate::client::environment_config()?;
+    let id = uuid::Uuid::parse_str(run_id).map_err(|_| CliError::Failed(format!("{run_id} is not a run id")))?;
+    let remote = RemoteRun::new(&connection.base, connection.token(), id, config.runtime.run_lease_seconds);
+    let scripts_dir = config.runtime.scripts_dir.clone().unwrap_or_else(|| Path::new(LOCAL_DIR).join("scripts"));
+    Ok(Arc::new(Runtime {
+        store: Arc::new(remote),
+        metrics: Arc::new(crate::metrics::Metrics::new()),
+        config: config.runtime,
+        scripts_dir,
+        // The server validates every question again with its own bounds.
+        bounds: crate::questions::TimeoutBounds { min_seconds: 1, max_seconds: 30 * 86_400 },
+        http: reqwest::Client::new(),
+        instance: uuid::Uuid::now_v7(),
+    }))
+}
+
+/// Follows a run until it ends (exit 0, 1 or 12) or, with `pause_on_person`, waits for one (exit 10). A run this
+/// client executes is claimed and executed here whenever it is queued.
 async fn follow(connection: &Connection, run_id: &str, pause_on_person: bool, output: OutputFormat) -> CliResult<u8> {
     let mut shown_seq = 0u64;
     let mut told_waiting = false;
+    let mut executor: Option<Arc<Runtime>> = None;
     loop {
         let run = connection.get(&format!("/runs/{run_id}")).await?;
+        if run["executor"] == "client" && run["status"] == "queued" {
+            if executor.is_none() {
+                executor = Some(local_executor(connection, run_id)?);
+            }
+            if let Some(runtime) = &executor {
+                let claimed = runtime
+                    .store
+                    .claim_run_by_id(uuid::Uuid::nil(), runtime.instance, crate::store::now(), crate::store::now())
+                    .await
+                    .map_err(|e| CliError::Failed(format!("cannot claim run {run_id}: {e}")))?;
+                if let Some(claimed) = claimed {
+                    crate::runtime::executor::execute(runtime, claimed).await;
+                    continue;
+                }
+            }
+        }
         if output == OutputFormat::Text {
             shown_seq = show_progress(connection, run_id, shown_seq).await?;
         }

@@ -23,3 +23,4 @@ pub mod server;
 pub mod state;
 pub mod store;
 pub mod web;
+pub mod worker_api;

@@ -132,6 +132,7 @@ pub fn new_run_row(
         created_at: at,
         updated_at: at,
         completed_at: None,
+        executor: "server".to_owned(),
     };
     let segment = SegmentRow {
         id: Uuid::now_v7(),
@@ -190,6 +191,7 @@ pub async fn create_run(
     {
         errors.add("max_steps", format!("must be within 1..={MAX_STEPS_LIMIT}"));
     }
+    let executor = input.executor;
     let (agent_id, spec) = match (input.agent_id, input.agent) {
         (Some(id), None) => {
             let agent = store.agent(caller.workspace_id(), id).await?;
@@ -249,6 +251,10 @@ pub async fn create_run(
         Some(caller.principal.token_id),
         crate::store::now(),
     );
+    let mut new = new;
+    if executor == Some(app::types::RunExecutor::Client) {
+        new.run.executor = app::types::RunExecutor::Client.as_str().to_owned();
+    }
     let created = store.create_run(&new.run, &new.segment, idempotency).await.map_err(|err| match err {
         StoreError::IdempotencyMismatch => AppError::Conflict { message: err.to_string(), details: None },
         other => other.into(),

@@ -247,13 +247,11 @@ async fn run_and_resume_against_a_running_server() {
     let dir = WorkDir::new();
     let scripts = dir.path("scripts");
     std::fs::create_dir_all(&scripts).unwrap();
-    let server = app
-        .spawn_process_with(&[
-            ("HOLDPOINT_SCRIPTS_DIR", scripts.display().to_string()),
-            ("HOLDPOINT_SHELL", "on".into()),
-        ])
-        .await;
-    let env = remote(&server, &app.token);
+    // The server's shell stays off: the commands can only have run in the CLI process, which executes the loop.
+    let server = app.spawn_process_with(&[("HOLDPOINT_SCRIPTS_DIR", scripts.display().to_string())]).await;
+    let mut env = remote(&server, &app.token);
+    env.push(("HOLDPOINT_SHELL", "on".into()));
+    env.push(("HOLDPOINT_SCRIPTS_DIR", scripts.display().to_string()));
     let agent_id = std::sync::Mutex::new(None::<String>);
     pause_and_resume_scenarios(&dir, &env, async |file: &str, turns: &Value| {
         std::fs::write(scripts.join(file), turns.to_string()).unwrap();

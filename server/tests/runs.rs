@@ -713,6 +713,47 @@ async fn a_parent_resumes_its_paused_child(backend: common::Backend) {
     assert_eq!(child["step_count"], 2);
 }
 
+async fn the_worker_protocol_is_for_client_runs_only_and_fenced(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let Some(app) = start(backend, &scripts, None, 500).await else { return };
+    let model = scripts.write("quick.json", &json!([{ "content": "done" }]));
+    let agent_row = create_agent(&app, agent("quick", &model, &[], json!({}))).await;
+    let run =
+        app.post("/api/v1/runs", json!({ "agent_id": agent_row["id"], "input": "Go", "executor": "client" })).await;
+    assert_eq!(run.status, StatusCode::CREATED, "{}", run.text);
+    assert_eq!(run.json["executor"], "client");
+    let run_id = run.json["id"].as_str().unwrap().to_owned();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(
+        app.get(&format!("/api/v1/runs/{run_id}")).await.json["status"],
+        "queued",
+        "the server's workers leave it"
+    );
+
+    let worker = format!("/api/v1/runs/{run_id}/worker");
+    let (one, two) = (uuid::Uuid::now_v7(), uuid::Uuid::now_v7());
+    let claimed = app.post(&worker, json!({ "op": "claim", "owner": one, "lease_seconds": 30 })).await;
+    assert_eq!(claimed.json["status"], "running", "{}", claimed.text);
+    let again = app.post(&worker, json!({ "op": "claim", "owner": two, "lease_seconds": 30 })).await;
+    assert_eq!(again.json, Value::Null, "one claim at a time");
+    let intruder = app.post(&worker, json!({ "op": "take_resume_prompt", "owner": two })).await;
+    assert_error(&intruder, StatusCode::CONFLICT, "conflict");
+    let owner = app.post(&worker, json!({ "op": "take_resume_prompt", "owner": one })).await;
+    assert_eq!(owner.status, StatusCode::OK, "{}", owner.text);
+
+    let server_run = start_run(&app, &agent_row["id"], "Server side").await;
+    let refused = app.post(&format!("/api/v1/runs/{server_run}/worker"), json!({ "op": "workspace_name" })).await;
+    assert_error(&refused, StatusCode::CONFLICT, "conflict");
+    let other = app.create_token("elsewhere", app::types::Role::Admin).await;
+    let foreign =
+        app.call(axum::http::Method::POST, &worker, Some(&other), Some(json!({ "op": "workspace_name" }))).await;
+    assert_error(&foreign, StatusCode::NOT_FOUND, "not_found");
+    let viewer = app.create_token("default", app::types::Role::Viewer).await;
+    let read_only =
+        app.call(axum::http::Method::POST, &worker, Some(&viewer), Some(json!({ "op": "workspace_name" }))).await;
+    assert_error(&read_only, StatusCode::FORBIDDEN, "forbidden");
+}
+
 /// Runs each test against SQLite and PostgreSQL; the tests start their own app, with a scripts directory.
 macro_rules! on_both_backends {
     ($($name:ident),* $(,)?) => {
@@ -756,4 +797,5 @@ on_both_backends!(
     the_shell_tool_is_refused_when_disabled,
     an_unanswered_blocking_question_fails_its_run_clearly,
     a_parent_resumes_its_paused_child,
+    the_worker_protocol_is_for_client_runs_only_and_fenced,
 );

@@ -146,6 +146,17 @@ impl RunStatus {
     }
 }
 
+wire_enum! {
+    /// Who executes a run's agent loop.
+    RunExecutor {
+        /// The server's workers.
+        Server = "server",
+        /// The client that started it (`holdpoint run` against a server): the server keeps the state, the client
+        /// claims the run and executes it, so its tools act on the client's machine.
+        Client = "client",
+    }
+}
+
 /// The body of `POST /runs`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
@@ -165,6 +176,9 @@ pub struct NewRun {
     /// The step budget of each segment; defaults to the agent's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_steps: Option<u32>,
+    /// `server` (default) or `client`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executor: Option<RunExecutor>,
 }
 
 /// One stretch of execution: the first, and one more per resume, each with its own step budget.
@@ -200,6 +214,8 @@ pub struct Run {
     pub model: String,
     /// `true` when the model is a `script:`: the run replays scripted turns.
     pub scripted: bool,
+    /// Who executes the agent loop.
+    pub executor: RunExecutor,
     pub project: Option<String>,
     pub input: String,
     pub status: RunStatus,

@@ -7,6 +7,7 @@ mod health;
 pub mod openapi;
 mod questions;
 mod runs;
+mod worker;
 
 use std::sync::Arc;
 
@@ -29,6 +30,7 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(questions::router())
         .merge(agents::router())
         .merge(runs::router())
+        .merge(worker::router())
         .merge(events::router());
     OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .nest("/api/v1", api)

@@ -8,6 +8,7 @@
 pub mod children;
 pub mod executor;
 pub mod model;
+pub mod remote;
 pub mod tools;
 
 use std::path::PathBuf;
@@ -65,7 +66,7 @@ impl Runtime {
     }
 
     /// Renews the lease on `run_id` until aborted or lost.
-    fn keep_lease(&self, run_id: Uuid) -> tokio::task::JoinHandle<()> {
+    pub(crate) fn keep_lease(&self, run_id: Uuid) -> tokio::task::JoinHandle<()> {
         let store = Arc::clone(&self.store);
         let (owner, lease) = (self.instance, self.lease());
         let every = (lease / 3).to_std().unwrap_or(Duration::from_secs(10));

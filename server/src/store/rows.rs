@@ -71,7 +71,7 @@ pub struct SessionRow {
 }
 
 /// A question as stored. Enums are kept as their wire names.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize, serde::Deserialize)]
 pub struct QuestionRow {
     pub id: Uuid,
     pub workspace_id: Uuid,
@@ -206,7 +206,7 @@ pub struct IdempotencyKey {
 }
 
 /// The result of a creation: the object, and whether this call created it (`false`: an idempotent retry).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Created<T> {
     pub value: T,
     pub created: bool,

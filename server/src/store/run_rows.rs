@@ -2,6 +2,7 @@
 
 use app::types::{Agent, AgentSpec, RunMessage, RunStatus, RunStatusEventData, Segment, ToolCall, ToolCallStatus};
 use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::types::Json;
 use uuid::Uuid;
@@ -19,7 +20,7 @@ fn count(value: i32) -> u32 {
 /// The step budget of a segment when neither the run nor its agent names one.
 pub const DEFAULT_MAX_STEPS: u32 = 50;
 
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx::FromRow, Serialize, Deserialize)]
 pub struct AgentRow {
     pub id: Uuid,
     pub workspace_id: Uuid,
@@ -59,7 +60,7 @@ pub fn agent_from_spec(
 }
 
 /// A run as stored.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx::FromRow, Serialize, Deserialize)]
 pub struct RunRow {
     pub id: Uuid,
     pub workspace_id: Uuid,
@@ -83,6 +84,8 @@ pub struct RunRow {
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub completed_at: Option<DateTime<Utc>>,
+    /// `server` (its workers execute it) or `client` (a `holdpoint run` process does; the server keeps the state).
+    pub executor: String,
 }
 
 impl RunRow {
@@ -104,6 +107,7 @@ impl RunRow {
             agent_name: self.agent.0.name.clone(),
             model: self.agent.0.model.clone(),
             scripted: self.agent.0.model.starts_with("script:"),
+            executor: parse(&self.executor)?,
             project: self.project.clone(),
             input: self.input.clone(),
             status: self.status()?,
@@ -137,7 +141,7 @@ impl RunRow {
     }
 }
 
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx::FromRow, Serialize, Deserialize)]
 pub struct SegmentRow {
     pub id: Uuid,
     pub run_id: Uuid,
@@ -167,7 +171,7 @@ impl SegmentRow {
     }
 }
 
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx::FromRow, Serialize, Deserialize)]
 pub struct MessageRow {
     pub id: Uuid,
     pub run_id: Uuid,
@@ -192,7 +196,7 @@ impl MessageRow {
     }
 }
 
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx::FromRow, Serialize, Deserialize)]
 pub struct ToolCallRow {
     pub id: Uuid,
     pub run_id: Uuid,
@@ -254,7 +258,7 @@ pub struct RunFilter {
 }
 
 /// How a page of tool calls is chosen (by step, then creation).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ToolCallFilter {
     /// Only the calls of one assistant message.
     pub message_id: Option<Uuid>,
@@ -265,7 +269,7 @@ pub struct ToolCallFilter {
 }
 
 /// A change of a run's status made by the worker that holds its lease.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunTransition {
     pub status: RunStatus,
     pub result: Option<String>,
@@ -274,7 +278,7 @@ pub struct RunTransition {
 }
 
 /// What became of `prepare_resume`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum ResumeOutcome {
     /// The run will continue; it is `queued` now unless it still waits on questions the caller resolves next.
     Accepted(RunRow),

@@ -17,7 +17,7 @@ use super::*;
 
 const RUN_COLUMNS: &str = "id, workspace_id, agent_id, agent, project, input, status, step_count, max_steps, \
      max_total_steps, parent_run_id, parent_run_ids, result, error_message, resume_prompt, lease_owner, lease_until, \
-     created_by, created_at, updated_at, completed_at";
+     created_by, created_at, updated_at, completed_at, executor";
 const SEGMENT_COLUMNS: &str = "id, run_id, idx, resumed_from, start_step, steps, max_steps, started_at, ended_at, \
      end_status";
 const MESSAGE_COLUMNS: &str = "id, run_id, seq, step, role, content, created_at";
@@ -28,6 +28,8 @@ const AGENT_COLUMNS: &str = "id, workspace_id, name, spec, created_at, updated_a
 /// Questions that hold a run: every pending one but the non-blocking.
 const HOLDING_QUESTIONS: &str =
     "SELECT 1 FROM questions WHERE run_id = runs.id AND status = 'pending' AND kind <> 'non_blocking'";
+/// A run a worker may take: queued, or running under a lease that ran out (`$3` is now).
+const CLAIMABLE: &str = "status = 'queued' OR (status = 'running' AND lease_until < $3)";
 /// Statuses in which a child no longer holds up a parent waiting on it.
 const SETTLED_CHILD: &str = "('completed', 'failed', 'cancelled', 'paused')";
 
@@ -75,6 +77,15 @@ pub trait RunStore: Send + Sync {
     /// `lease_until`, and marks it `running`. At most one worker ever gets a given claim.
     async fn claim_run(
         &self,
+        owner: Uuid,
+        lease_until: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> StoreResult<Option<RunRow>>;
+    /// Takes this run (queued, or running under a lease that ran out) for `owner`: how a client that executes its
+    /// own run (`holdpoint run` against a server) claims it.
+    async fn claim_run_by_id(
+        &self,
+        run_id: Uuid,
         owner: Uuid,
         lease_until: DateTime<Utc>,
         now: DateTime<Utc>,
@@ -429,7 +440,7 @@ macro_rules! run_sql_store {
                 }
                 sqlx::query(&format!(
                     "INSERT INTO runs ({RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, \
-                     $14, $15, $16, $17, $18, $19, $20, $21)"
+                     $14, $15, $16, $17, $18, $19, $20, $21, $22)"
                 ))
                 .bind(run.id)
                 .bind(run.workspace_id)
@@ -452,6 +463,7 @@ macro_rules! run_sql_store {
                 .bind(run.created_at)
                 .bind(run.updated_at)
                 .bind(run.completed_at)
+                .bind(&run.executor)
                 .execute(&mut *tx)
                 .await?;
                 sqlx::query(&format!(
@@ -587,14 +599,39 @@ macro_rules! run_sql_store {
                 let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
                 let claimed: Option<RunRow> = sqlx::query_as(&format!(
                     "UPDATE runs SET status = 'running', lease_owner = $1, lease_until = $2, updated_at = $3 \
-                     WHERE id = (SELECT id FROM runs WHERE status = 'queued' OR (status = 'running' AND lease_until < $3) \
-                     ORDER BY updated_at LIMIT 1{}) \
-                     AND (status = 'queued' OR (status = 'running' AND lease_until < $3)) RETURNING {RUN_COLUMNS}",
+                     WHERE id = (SELECT id FROM runs WHERE executor = 'server' AND ({CLAIMABLE}) \
+                     ORDER BY updated_at LIMIT 1{}) AND ({CLAIMABLE}) RETURNING {RUN_COLUMNS}",
                     Self::SKIP_LOCKED
                 ))
                 .bind(owner)
                 .bind(lease_until)
                 .bind(now)
+                .fetch_optional(&mut *tx)
+                .await?;
+                let Some(run) = claimed else {
+                    return Ok(None);
+                };
+                let event_id = Self::append_run_event(&mut tx, &run).await?;
+                self.commit_events(tx, Some(event_id)).await?;
+                Ok(Some(run))
+            }
+
+            async fn claim_run_by_id(
+                &self,
+                run_id: Uuid,
+                owner: Uuid,
+                lease_until: DateTime<Utc>,
+                now: DateTime<Utc>,
+            ) -> StoreResult<Option<RunRow>> {
+                let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
+                let claimed: Option<RunRow> = sqlx::query_as(&format!(
+                    "UPDATE runs SET status = 'running', lease_owner = $1, lease_until = $2, updated_at = $3 \
+                     WHERE id = $4 AND ({CLAIMABLE}) RETURNING {RUN_COLUMNS}"
+                ))
+                .bind(owner)
+                .bind(lease_until)
+                .bind(now)
+                .bind(run_id)
                 .fetch_optional(&mut *tx)
                 .await?;
                 let Some(run) = claimed else {
@@ -737,7 +774,7 @@ macro_rules! run_sql_store {
                 sqlx::query(
                     "UPDATE tool_calls SET edited_input = $1, output = $2, status = $3, duration_ms = $4, \
                      decided_by = $5, decision_comment = $6, question_id = $7, child_run_ids = $8, updated_at = $9 \
-                     WHERE id = $10",
+                     WHERE id = $10 AND run_id = $11",
                 )
                 .bind(&c.edited_input)
                 .bind(&c.output)
@@ -749,6 +786,7 @@ macro_rules! run_sql_store {
                 .bind(&c.child_run_ids)
                 .bind(c.updated_at)
                 .bind(c.id)
+                .bind(c.run_id)
                 .execute(&mut *tx)
                 .await?;
                 tx.commit().await?;

@@ -1,0 +1,190 @@
+//! `POST /api/v1/runs/{id}/worker`: the worker protocol ([`crate::worker_api`]) for runs a client executes.
+
+use app::types::{NewQuestion, QuestionKind, RunExecutor};
+use axum::extract::{Path, State};
+use chrono::Duration;
+use serde_json::Value;
+use sqlx::types::Json;
+use utoipa_axum::{router::OpenApiRouter, routes};
+use uuid::Uuid;
+
+use crate::auth::Caller;
+use crate::error::{ApiJson, ApiResult, AppError};
+use crate::http::openapi::ErrorResponses;
+use crate::questions::{TimeoutBounds, build_question, insert_question};
+use crate::runs::load_run;
+use crate::state::AppState;
+use crate::store::{RunRow, StoreError, now};
+use crate::worker_api::{MAX_LEASE_SECONDS, WorkerCall};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(worker_call))
+}
+
+fn lease(seconds: u32) -> Duration {
+    Duration::seconds(i64::from(seconds.clamp(3, MAX_LEASE_SECONDS)))
+}
+
+fn reply(value: impl serde::Serialize) -> ApiResult<ApiJson<Value>> {
+    Ok(ApiJson(serde_json::to_value(value).map_err(AppError::internal)?))
+}
+
+fn not_this_run(what: &str) -> AppError {
+    AppError::invalid_field(what, "belongs to another run")
+}
+
+fn fenced(err: StoreError) -> AppError {
+    match err {
+        StoreError::LeaseLost => {
+            AppError::Conflict { message: "this worker no longer holds the run".into(), details: None }
+        }
+        other => other.into(),
+    }
+}
+
+/// `POST /runs/{id}/worker`: one operation of the worker protocol, for a run with `executor: client` that the
+/// caller may read. Writes are fenced on the caller's lease (409 once it is lost).
+#[utoipa::path(post, path = "/runs/{id}/worker", tag = "runs", params(("id" = Uuid, Path, description = "The run's id")),
+    request_body(content = Value, description = "A worker operation: {\"op\": \"claim\" | \"append_messages\" | ..., ...}"),
+    responses((status = 200, description = "The operation's reply", body = Value), ErrorResponses))]
+async fn worker_call(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    ApiJson(call): ApiJson<WorkerCall>,
+) -> ApiResult<ApiJson<Value>> {
+    caller.require_ask()?;
+    let id = Uuid::parse_str(&id).map_err(|_| AppError::NotFound("run"))?;
+    let store = state.store.as_ref();
+    let run = load_run(store, &caller, id).await?;
+    if run.executor != RunExecutor::Client.as_str() {
+        return Err(AppError::Conflict { message: "the server's workers execute this run".into(), details: None });
+    }
+    let workspace_id = run.workspace_id;
+    match call {
+        WorkerCall::Claim { owner, lease_seconds } => {
+            reply(store.claim_run_by_id(run.id, owner, now() + lease(lease_seconds), now()).await?)
+        }
+        WorkerCall::RenewLease { owner, lease_seconds } => {
+            reply(store.renew_lease(run.id, owner, now() + lease(lease_seconds)).await?)
+        }
+        WorkerCall::CurrentSegment { owner } => {
+            reply(store.current_segment(run.id, owner, now()).await.map_err(fenced)?)
+        }
+        WorkerCall::Messages { after_seq, limit } => reply(store.messages(run.id, after_seq, limit.min(1000)).await?),
+        WorkerCall::AppendMessages { owner, messages, tool_calls, step } => {
+            if messages.iter().any(|m| m.run_id != run.id) {
+                return Err(not_this_run("messages"));
+            }
+            if tool_calls.iter().any(|c| c.run_id != run.id) {
+                return Err(not_this_run("tool_calls"));
+            }
+            reply(store.append_messages(run.id, owner, &messages, &tool_calls, step).await.map_err(fenced)?)
+        }
+        WorkerCall::ToolCalls { filter } => reply(store.tool_calls(run.id, &filter).await?),
+        WorkerCall::UpdateToolCall { owner, call } => {
+            if call.run_id != run.id {
+                return Err(not_this_run("call"));
+            }
+            reply(store.update_tool_call(owner, &call).await.map_err(fenced)?)
+        }
+        WorkerCall::TakeResumePrompt { owner } => reply(store.take_resume_prompt(run.id, owner).await.map_err(fenced)?),
+        WorkerCall::Release { owner, mut transition } => {
+            transition.at = now();
+            reply(store.release_run(run.id, owner, &transition).await.map_err(fenced)?)
+        }
+        WorkerCall::Question { id } => reply(store.question(workspace_id, id).await?),
+        WorkerCall::CreateQuestion { question } => {
+            create_question(&state, &caller, &run, question).await?;
+            reply(Value::Null)
+        }
+        WorkerCall::AgentByName { name } => reply(store.agent_by_name(workspace_id, &name).await?),
+        WorkerCall::CreateRun { run: child, segment, key } => {
+            let Some(agent_id) = child.agent_id else {
+                return Err(AppError::invalid_field("run.agent_id", "is required"));
+            };
+            let agent = store.agent(workspace_id, agent_id).await?.ok_or(AppError::NotFound("agent"))?;
+            // Everything but the task and the ids comes from the server: a client cannot pick another workspace,
+            // another parent or another agent definition.
+            let new = crate::runs::new_run_row(
+                workspace_id,
+                Some(agent.id),
+                agent.spec.0,
+                child.input,
+                run.project.clone(),
+                Some(&run),
+                None,
+                state.runtime.config.max_total_steps,
+                Some(caller.principal.token_id),
+                now(),
+            );
+            let (mut row, mut first) = (new.run, new.segment);
+            row.id = child.id;
+            first.run_id = child.id;
+            first.id = segment.id;
+            let key = key.map(|k| crate::store::IdempotencyKey {
+                workspace_id,
+                scope: "runs",
+                key: k.key,
+                request_hash: k.request_hash,
+            });
+            reply(store.create_run(&row, &first, key.as_ref()).await?)
+        }
+        WorkerCall::PrepareResume { id, prompt } => {
+            let child = store.run(workspace_id, id).await?.ok_or(AppError::NotFound("run"))?;
+            if child.parent_run_id != Some(run.id) {
+                return Err(AppError::invalid_field("id", "is not a child of this run"));
+            }
+            reply(store.prepare_resume(workspace_id, id, prompt.as_deref(), now()).await?)
+        }
+        WorkerCall::Runs { ids } => {
+            let runs: Vec<RunRow> =
+                store.child_run_status(&ids).await?.into_iter().filter(|r| r.workspace_id == workspace_id).collect();
+            reply(runs)
+        }
+        WorkerCall::WorkspaceName => reply(store.workspace_name(workspace_id).await?),
+    }
+}
+
+/// Asks a question for the client's run, validated as if it came through `POST /questions` (only its id, its
+/// tool call and the run's lineage are taken from the client's row).
+async fn create_question(
+    state: &AppState,
+    caller: &Caller,
+    run: &RunRow,
+    row: crate::store::QuestionRow,
+) -> ApiResult<()> {
+    let timeout_seconds = row.timeout_at.map(|at| (at - row.created_at).num_seconds().max(1));
+    let input = NewQuestion {
+        kind: Some(row.kind.parse::<QuestionKind>().map_err(|e| AppError::invalid_field("kind", e.to_string()))?),
+        response_type: Some(
+            row.response_type
+                .parse()
+                .map_err(|e: app::types::UnknownVariant| AppError::invalid_field("response_type", e.to_string()))?,
+        ),
+        title: row.title,
+        body: row.body,
+        options: row.options.0,
+        fields: row.fields.0,
+        action: row.action.map(|a| a.0),
+        allow_edit: row.allow_edit,
+        context: Some(row.context.0),
+        project: run.project.clone(),
+        run_id: Some(run.id),
+        urgency: Some(
+            row.urgency
+                .parse()
+                .map_err(|e: app::types::UnknownVariant| AppError::invalid_field("urgency", e.to_string()))?,
+        ),
+        timeout_seconds,
+        default_response: row.default_response.map(|d| d.0),
+    };
+    let bounds =
+        TimeoutBounds { min_seconds: state.config.min_timeout_seconds, max_seconds: state.config.max_timeout_seconds };
+    let mut question = build_question(input, run.workspace_id, Some(caller.principal.token_id), bounds, now())?;
+    question.id = row.id;
+    question.tool_call_id = row.tool_call_id;
+    question.parent_run_ids = Json(run.parent_run_ids.0.clone());
+    insert_question(state.store.as_ref(), &state.metrics, &question).await?;
+    Ok(())
+}
