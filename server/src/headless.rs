@@ -362,6 +362,9 @@ pub async fn run(args: RunArgs) -> CliResult<u8> {
         // The agent loop runs here, so its tools act on this machine; the server keeps the state.
         body["executor"] = json!("client");
     }
+    if args.pause_on_approval {
+        body["pause_on_input"] = json!(true);
+    }
     if let Some(project) = &args.project {
         body["project"] = json!(project);
     }
@@ -561,20 +564,31 @@ async fn pause_manifest(connection: &Connection, run: &Value) -> CliResult<Value
             "question_id": c["question_id"] })
         })
         .collect();
-    let messages = connection.get(&format!("/runs/{run_id}/messages?limit=200")).await?;
-    let agent_message = messages["items"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .rev()
-        .find(|m| m["role"] == "assistant")
-        .and_then(|m| m["content"]["content"].as_str().map(str::to_owned));
+    let mut last_turn: Option<Value> = None;
+    let mut cursor = 0;
+    loop {
+        let page = connection.get(&format!("/runs/{run_id}/messages?limit=200&cursor={cursor}")).await?;
+        let items = page["items"].as_array().cloned().unwrap_or_default();
+        if let Some(turn) = items.iter().rev().find(|m| m["role"] == "assistant") {
+            last_turn = Some(turn.clone());
+        }
+        match page["next_cursor"].as_str().and_then(|c| c.parse().ok()) {
+            Some(next) => cursor = next,
+            None => break,
+        }
+    }
+    let last_turn = last_turn.as_ref();
+    let agent_message = last_turn.and_then(|m| m["content"]["content"].as_str().map(str::to_owned));
+    // A run that paused on a final answer asking something (`pause_on_input`), not on its step budget.
+    let asked_in_text = last_turn.is_some_and(|m| m["content"]["tool_calls"].is_null())
+        && agent_message.as_deref().is_some_and(crate::runtime::executor::asks_for_input);
     let (kind, hint) = match run["status"].as_str() {
         Some("waiting_for_approval") => {
             let ids: Vec<String> =
                 calls.iter().filter_map(|c| c["id"].as_str()).map(|id| format!("--approve {id}")).collect();
             ("tool_approval_required", format!("holdpoint resume {run_id} {}", ids.join(" ")))
         }
+        Some("paused") if asked_in_text => ("input_required", format!("holdpoint resume {run_id} \"<your answer>\"")),
         Some("paused") => ("step_budget_spent", format!("holdpoint resume {run_id} \"go on\"")),
         _ => ("input_required", format!("answer in {}, then: holdpoint resume {run_id}", connection.ui_link("/inbox"))),
     };

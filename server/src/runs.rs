@@ -133,6 +133,7 @@ pub fn new_run_row(
         updated_at: at,
         completed_at: None,
         executor: "server".to_owned(),
+        pause_on_input: false,
     };
     let segment = SegmentRow {
         id: Uuid::now_v7(),
@@ -192,6 +193,7 @@ pub async fn create_run(
         errors.add("max_steps", format!("must be within 1..={MAX_STEPS_LIMIT}"));
     }
     let executor = input.executor;
+    let pause_on_input = input.pause_on_input;
     let (agent_id, spec) = match (input.agent_id, input.agent) {
         (Some(id), None) => {
             let agent = store.agent(caller.workspace_id(), id).await?;
@@ -252,6 +254,7 @@ pub async fn create_run(
         crate::store::now(),
     );
     let mut new = new;
+    new.run.pause_on_input = pause_on_input;
     if executor == Some(app::types::RunExecutor::Client) {
         new.run.executor = app::types::RunExecutor::Client.as_str().to_owned();
     }

@@ -239,6 +239,21 @@ async fn pause_and_resume_scenarios(dir: &WorkDir, env: &[(&str, String)], with_
     assert_eq!(done.code, 0, "{}", done.stderr);
     assert_eq!((dir.path("a").exists(), dir.path("b").exists(), dir.path("c").exists()), (false, true, false));
     assert_eq!(done.stderr.matches("left undecided when the run was resumed").count(), 2, "{}", done.stderr);
+
+    // A final answer that asks something pauses too; the prompt of the resume answers it.
+    with_agent(
+        "ops-ask.json",
+        &json!([{ "content": "Which environment should I use?" }, { "content": "Staging it is." }]),
+    )
+    .await;
+    let paused =
+        holdpoint(&dir.0, &["run", "Deploy", "--agent", "ops", "--pause-on-approval", "--output", "json"], env).await;
+    assert_eq!(paused.code, 10, "{}", paused.stderr);
+    assert_eq!(paused.json["pause_reason"]["type"], "input_required");
+    assert_eq!(paused.json["agent_message"], "Which environment should I use?");
+    let run_id = paused.json["run_id"].as_str().unwrap().to_owned();
+    let done = holdpoint(&dir.0, &["resume", &run_id, "staging", "--output", "json"], env).await;
+    assert_eq!((done.code, &done.json["final_message"]), (0, &json!("Staging it is.")), "{}", done.stderr);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -264,6 +279,23 @@ async fn run_and_resume_against_a_running_server() {
         *agent_id.lock().unwrap() = agent["id"].as_str().map(str::to_owned);
     })
     .await;
+
+    // Decided in the web UI (here: its API): a resume without flags takes that decision and executes the call.
+    let one = shell_script(&[format!("touch {}", dir.path("web").display())]);
+    std::fs::write(scripts.join("ops-web.json"), one.to_string()).unwrap();
+    let id = agent_id.lock().unwrap().clone().unwrap();
+    api(&server, &app.token, reqwest::Method::PUT, &format!("/agents/{id}"), Some(agent_spec("ops-web.json"))).await;
+    let paused =
+        holdpoint(&dir.0, &["run", "Tidy up", "--agent", "ops", "--pause-on-approval", "--output", "json"], &env).await;
+    assert_eq!(paused.code, 10, "{}", paused.stderr);
+    let run_id = paused.json["run_id"].as_str().unwrap().to_owned();
+    let question = paused.json["pause_reason"]["question_ids"][0].as_str().unwrap().to_owned();
+    let answer = json!({ "value": true });
+    api(&server, &app.token, reqwest::Method::POST, &format!("/questions/{question}/answer"), Some(answer)).await;
+    assert!(!dir.path("web").exists(), "nothing runs until the CLI picks the run up again");
+    let done = holdpoint(&dir.0, &["resume", &run_id, "--output", "json"], &env).await;
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    assert!(dir.path("web").exists(), "the call approved in the web UI ran in the CLI process");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -179,6 +179,10 @@ pub struct NewRun {
     /// `server` (default) or `client`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub executor: Option<RunExecutor>,
+    /// A final answer that asks the user something (ends with a question mark) pauses the run instead of completing
+    /// it; `resume` with a prompt answers it. For headless runs (`holdpoint run --pause-on-approval`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pause_on_input: bool,
 }
 
 /// One stretch of execution: the first, and one more per resume, each with its own step budget.

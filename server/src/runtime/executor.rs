@@ -176,10 +176,18 @@ async fn advance(rt: &Runtime, run: &RunRow) -> StoreResult<()> {
                 Value::Null => String::new(),
                 other => other.to_string(),
             };
+            if run.pause_on_input && asks_for_input(&result) {
+                return release(rt, run, RunStatus::Paused, None, None).await;
+            }
             return release(rt, run, RunStatus::Completed, Some(result), None).await;
         }
         conversation = Conversation::load(rt, run.id).await?;
     }
+}
+
+/// Whether a final answer asks the user something: its last sentence is a question.
+pub fn asks_for_input(text: &str) -> bool {
+    text.trim_end().ends_with('?')
 }
 
 /// The tool calls of a model turn, each with the status its tool and the agent's policy give it.
@@ -586,4 +594,16 @@ async fn decide_from_question(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow
     call.edited_input = edited.map(Json);
     call.updated_at = now();
     rt.store.update_tool_call(rt.instance, call).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_final_answer_asks_for_input_when_it_ends_with_a_question() {
+        assert!(asks_for_input("Which environment should I use?\n"));
+        assert!(!asks_for_input("Deployed. Anything else? No."));
+        assert!(!asks_for_input(""));
+    }
 }

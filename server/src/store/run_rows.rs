@@ -86,6 +86,8 @@ pub struct RunRow {
     pub completed_at: Option<DateTime<Utc>>,
     /// `server` (its workers execute it) or `client` (a `holdpoint run` process does; the server keeps the state).
     pub executor: String,
+    /// A final answer that asks the user something pauses the run instead of completing it.
+    pub pause_on_input: bool,
 }
 
 impl RunRow {

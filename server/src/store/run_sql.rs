@@ -17,7 +17,7 @@ use super::*;
 
 const RUN_COLUMNS: &str = "id, workspace_id, agent_id, agent, project, input, status, step_count, max_steps, \
      max_total_steps, parent_run_id, parent_run_ids, result, error_message, resume_prompt, lease_owner, lease_until, \
-     created_by, created_at, updated_at, completed_at, executor";
+     created_by, created_at, updated_at, completed_at, executor, pause_on_input";
 const SEGMENT_COLUMNS: &str = "id, run_id, idx, resumed_from, start_step, steps, max_steps, started_at, ended_at, \
      end_status";
 const MESSAGE_COLUMNS: &str = "id, run_id, seq, step, role, content, created_at";
@@ -440,7 +440,7 @@ macro_rules! run_sql_store {
                 }
                 sqlx::query(&format!(
                     "INSERT INTO runs ({RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, \
-                     $14, $15, $16, $17, $18, $19, $20, $21, $22)"
+                     $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)"
                 ))
                 .bind(run.id)
                 .bind(run.workspace_id)
@@ -464,6 +464,7 @@ macro_rules! run_sql_store {
                 .bind(run.updated_at)
                 .bind(run.completed_at)
                 .bind(&run.executor)
+                .bind(run.pause_on_input)
                 .execute(&mut *tx)
                 .await?;
                 sqlx::query(&format!(
