@@ -5,13 +5,31 @@
 
 use std::sync::Arc;
 
-use crate::types::{Page, Question, SessionInfo};
+use crate::types::{Page, Question, Run, RunStatus, SessionInfo};
+use crate::{InboxFilter, RunTimeline};
 
 /// What the UI's server functions need from the server.
 #[async_trait::async_trait]
 pub trait UiBackend: Send + Sync + 'static {
-    /// The pending questions of the session's workspace, newest first.
-    async fn pending_questions(&self, session: &SessionInfo, limit: u32) -> Result<Page<Question>, String>;
+    /// The questions of the session's workspace that pass the filter, in its order.
+    async fn questions(
+        &self,
+        session: &SessionInfo,
+        filter: &InboxFilter,
+        limit: u32,
+    ) -> Result<Page<Question>, String>;
+
+    /// The runs of the session's workspace, newest first.
+    async fn runs(
+        &self,
+        session: &SessionInfo,
+        status: Option<RunStatus>,
+        project: Option<String>,
+        limit: u32,
+    ) -> Result<Page<Run>, String>;
+
+    /// One run with its messages, tool calls and pending questions (`None` if there is no such run there).
+    async fn run_detail(&self, session: &SessionInfo, id: uuid::Uuid) -> Result<Option<RunTimeline>, String>;
 
     /// One question of the session's workspace (`None` if there is no such question there).
     async fn question(&self, session: &SessionInfo, id: uuid::Uuid) -> Result<Option<Question>, String>;

@@ -13,8 +13,11 @@ pub fn TopBar() -> impl IntoView {
         <header class="topbar">
             <a class="brand" href="/inbox">"Holdpoint"</a>
             <nav aria-label="Main">
-                <a href="/inbox">"Inbox"</a>
+                <a href="/inbox" data-testid="nav-inbox">"Inbox" <crate::notify::UnreadBadge/></a>
+                <a href="/approvals" data-testid="nav-approvals">"Approvals"</a>
+                <a href="/runs" data-testid="nav-runs">"Runs"</a>
             </nav>
+            <crate::notify::BrowserNotifications/>
             <Suspense fallback=|| ()>
                 {move || session.get().and_then(Result::ok).map(|s| view! {
                     <span class="who" data-testid="signed-in-as">{format!("{} · {}", s.name, s.workspace)}</span>

@@ -11,6 +11,7 @@ mod components;
 mod live;
 pub mod markdown;
 mod modal;
+mod notify;
 mod pages;
 mod server_fns;
 
@@ -75,6 +76,9 @@ pub fn App() -> impl IntoView {
                     view=pages::QuestionPage
                     ssr=SsrMode::Async
                 />
+                <Route path=StaticSegment("approvals") view=pages::ApprovalsPage ssr=SsrMode::Async/>
+                <Route path=StaticSegment("runs") view=pages::RunsPage ssr=SsrMode::Async/>
+                <Route path=(StaticSegment("runs"), ParamSegment("id")) view=pages::RunPage ssr=SsrMode::Async/>
                 <Route path=StaticSegment("signin") view=pages::SignInPage/>
             </Routes>
             <modal::LiveModal/>

@@ -14,8 +14,10 @@ pub struct Live {
     /// Every question event's question, as it is after the change.
     pub questions: ReadSignal<Vec<Question>>,
     /// Every `run_status` event.
-    #[expect(dead_code, reason = "read by the run pages, which come next")]
     pub runs: ReadSignal<Vec<RunStatusEventData>>,
+    /// How often the stream has opened: pages that must not miss a change between their server render and the
+    /// stream's start (the run pages) reload their data when it changes.
+    pub opened: ReadSignal<u32>,
     /// A clock that ticks every second in the browser, for countdowns.
     pub now: ReadSignal<chrono::DateTime<chrono::Utc>>,
 }
@@ -25,11 +27,12 @@ pub fn provide_live() {
     let (questions, set_questions) = signal(Vec::<Question>::new());
     let (runs, set_runs) = signal(Vec::<RunStatusEventData>::new());
     let (now, set_now) = signal(chrono::Utc::now());
+    let (opened, set_opened) = signal(0u32);
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
         let signed_in = window().location().pathname().map(|p| p != "/signin").unwrap_or(false);
         if signed_in {
-            browser::subscribe(set_questions, set_runs);
+            browser::subscribe(set_questions, set_runs, set_opened);
         }
         if let Ok(handle) =
             set_interval_with_handle(move || set_now.set(chrono::Utc::now()), std::time::Duration::from_secs(1))
@@ -38,8 +41,8 @@ pub fn provide_live() {
         }
     });
     #[cfg(not(feature = "hydrate"))]
-    let _ = (set_questions, set_runs, set_now);
-    provide_context(Live { questions, runs, now });
+    let _ = (set_questions, set_runs, set_now, set_opened);
+    provide_context(Live { questions, runs, opened, now });
 }
 
 /// The page's live signals.
@@ -79,7 +82,11 @@ mod browser {
         let _ = wait.await;
     }
 
-    pub fn subscribe(set_questions: WriteSignal<Vec<Question>>, set_runs: WriteSignal<Vec<RunStatusEventData>>) {
+    pub fn subscribe(
+        set_questions: WriteSignal<Vec<Question>>,
+        set_runs: WriteSignal<Vec<RunStatusEventData>>,
+        set_opened: WriteSignal<u32>,
+    ) {
         let Ok(mut source) = EventSource::new("/api/v1/events") else {
             leptos::logging::error!("could not open the event stream");
             return;
@@ -95,6 +102,7 @@ mod browser {
                     if let Some(body) = document().body() {
                         let _ = body.set_attribute("data-live", "open");
                     }
+                    set_opened.update(|n| *n += 1);
                     break;
                 }
                 sleep(std::time::Duration::from_millis(50)).await;

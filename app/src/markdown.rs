@@ -1,8 +1,9 @@
 //! A small, safe Markdown renderer for question bodies, the same on the server and in the browser (so hydration
 //! matches and the live modal shows what the question page shows).
 //!
-//! It builds views, never HTML strings: text always lands in text nodes, so a `<script>` in a body is shown as
-//! text, and links keep only `http`, `https`, `mailto` and same-site targets. It covers what agents write in
+//! Every piece of the source's text is HTML-escaped before it is placed between the few tags the renderer writes
+//! itself, so a `<script>` in a body is shown as text; links keep only `http`, `https`, `mailto` and same-site
+//! targets. (An HTML string rather than views keeps the browser bundle small.) It covers what agents write in
 //! questions: paragraphs, headings, lists, quotes, fenced code, `code`, **strong**, *emphasis* and links.
 
 use leptos::prelude::*;
@@ -178,41 +179,87 @@ pub fn parse_inline(text: &str) -> Vec<Inline> {
     out
 }
 
-fn inline_views(inlines: Vec<Inline>) -> AnyView {
-    inlines
-        .into_iter()
-        .map(|inline| match inline {
-            Inline::Text(text) => text.into_any(),
-            Inline::Code(code) => view! { <code>{code}</code> }.into_any(),
-            Inline::Strong(inner) => view! { <strong>{inline_views(inner)}</strong> }.into_any(),
-            Inline::Emphasis(inner) => view! { <em>{inline_views(inner)}</em> }.into_any(),
-            Inline::Link { text, href } => {
-                view! { <a href=href rel="noopener noreferrer nofollow">{inline_views(text)}</a> }.into_any()
-            }
-        })
-        .collect_view()
-        .into_any()
+/// Escapes text for HTML content and attribute values.
+fn escape_into(out: &mut String, text: &str) {
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
 }
 
-/// A Markdown body as views.
+fn inline_html(out: &mut String, inlines: &[Inline]) {
+    for inline in inlines {
+        match inline {
+            Inline::Text(text) => escape_into(out, text),
+            Inline::Code(code) => {
+                out.push_str("<code>");
+                escape_into(out, code);
+                out.push_str("</code>");
+            }
+            Inline::Strong(inner) => {
+                out.push_str("<strong>");
+                inline_html(out, inner);
+                out.push_str("</strong>");
+            }
+            Inline::Emphasis(inner) => {
+                out.push_str("<em>");
+                inline_html(out, inner);
+                out.push_str("</em>");
+            }
+            Inline::Link { text, href } => {
+                out.push_str("<a rel=\"noopener noreferrer nofollow\" href=\"");
+                escape_into(out, href);
+                out.push_str("\">");
+                inline_html(out, text);
+                out.push_str("</a>");
+            }
+        }
+    }
+}
+
+/// Renders a Markdown document to HTML. Every piece of the source's text is escaped, so the result holds only the
+/// tags this function writes itself, and links only targets [`safe_href`] accepts.
+pub fn to_html(source: &str) -> String {
+    let mut out = String::with_capacity(source.len() + source.len() / 4);
+    let wrap = |out: &mut String, tag: &str, text: &str| {
+        out.push_str(&format!("<{tag}>"));
+        inline_html(out, &parse_inline(text));
+        out.push_str(&format!("</{tag}>"));
+    };
+    for block in parse_blocks(source) {
+        match block {
+            Block::Heading(1 | 2, text) => wrap(&mut out, "h3", &text),
+            Block::Heading(_, text) => wrap(&mut out, "h4", &text),
+            Block::Paragraph(text) => wrap(&mut out, "p", &text),
+            Block::Quote(text) => wrap(&mut out, "blockquote", &text),
+            Block::Code(code) => {
+                out.push_str("<pre><code>");
+                escape_into(&mut out, &code);
+                out.push_str("</code></pre>");
+            }
+            Block::List { ordered, items } => {
+                let tag = if ordered { "ol" } else { "ul" };
+                out.push_str(&format!("<{tag}>"));
+                for item in items {
+                    wrap(&mut out, "li", &item);
+                }
+                out.push_str(&format!("</{tag}>"));
+            }
+        }
+    }
+    out
+}
+
+/// A Markdown body.
 #[component]
 pub fn Markdown(#[prop(into)] source: String, #[prop(optional, into)] testid: String) -> impl IntoView {
-    let blocks = parse_blocks(&source)
-        .into_iter()
-        .map(|block| match block {
-            Block::Heading(1 | 2, text) => view! { <h3>{inline_views(parse_inline(&text))}</h3> }.into_any(),
-            Block::Heading(_, text) => view! { <h4>{inline_views(parse_inline(&text))}</h4> }.into_any(),
-            Block::Paragraph(text) => view! { <p>{inline_views(parse_inline(&text))}</p> }.into_any(),
-            Block::Code(code) => view! { <pre><code>{code}</code></pre> }.into_any(),
-            Block::Quote(text) => view! { <blockquote>{inline_views(parse_inline(&text))}</blockquote> }.into_any(),
-            Block::List { ordered, items } => {
-                let items =
-                    items.into_iter().map(|item| view! { <li>{inline_views(parse_inline(&item))}</li> }).collect_view();
-                if ordered { view! { <ol>{items}</ol> }.into_any() } else { view! { <ul>{items}</ul> }.into_any() }
-            }
-        })
-        .collect_view();
-    view! { <div class="markdown" data-testid=testid>{blocks}</div> }
+    view! { <div class="markdown" data-testid=testid inner_html=to_html(&source)></div> }
 }
 
 #[cfg(test)]
@@ -246,6 +293,17 @@ mod tests {
                 Inline::Text(" <script>x</script>".into()),
             ]
         );
+    }
+
+    #[test]
+    fn the_html_escapes_every_piece_of_text() {
+        let html = to_html("# T <b>\n\n**x** <img src=x onerror=alert(1)> [a\"](https://e.example/?q=\"x\")");
+        assert_eq!(
+            html,
+            "<h3>T &lt;b&gt;</h3><p><strong>x</strong> &lt;img src=x onerror=alert(1)&gt; \
+             <a rel=\"noopener noreferrer nofollow\" href=\"https://e.example/?q=&quot;x&quot;\">a&quot;</a></p>"
+        );
+        assert_eq!(to_html("```\n<script>\n```"), "<pre><code>&lt;script&gt;</code></pre>");
     }
 
     #[test]

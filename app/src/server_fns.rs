@@ -2,7 +2,73 @@
 
 use leptos::prelude::*;
 
-use crate::types::{Page, Question, SessionInfo};
+use serde::{Deserialize, Serialize};
+
+use crate::types::{
+    Page, Question, QuestionKind, QuestionStatus, Run, RunMessage, RunStatus, SessionInfo, ToolCall, Urgency,
+};
+
+/// The inbox's filters, as the URL carries them: `?status=&kind=&project=&urgency=&q=&sort=`.
+///
+/// No `status` means pending (what a responder opens the inbox for); `status=all` means any status.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct InboxFilter {
+    /// `None`: any status.
+    pub status: Option<QuestionStatus>,
+    pub kind: Option<QuestionKind>,
+    pub project: Option<String>,
+    pub urgency: Option<Urgency>,
+    /// Matches title or body, case-insensitively.
+    pub text: Option<String>,
+    /// Soonest deadline first (questions without one last) instead of newest first.
+    pub by_deadline: bool,
+}
+
+impl InboxFilter {
+    /// Reads the filters from query parameters; values that name nothing are ignored.
+    pub fn from_query(get: impl Fn(&str) -> Option<String>) -> Self {
+        let non_empty = |name: &str| get(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        InboxFilter {
+            status: match non_empty("status").as_deref() {
+                None => Some(QuestionStatus::Pending),
+                Some("all") => None,
+                Some(other) => Some(other.parse().unwrap_or(QuestionStatus::Pending)),
+            },
+            kind: non_empty("kind").and_then(|k| k.parse().ok()),
+            project: non_empty("project"),
+            urgency: non_empty("urgency").and_then(|u| u.parse().ok()),
+            text: non_empty("q"),
+            by_deadline: non_empty("sort").as_deref() == Some("deadline"),
+        }
+    }
+
+    /// Whether a question belongs in the list (for questions that arrive live).
+    pub fn matches(&self, q: &Question) -> bool {
+        let text_matches = self.text.as_ref().is_none_or(|t| {
+            let t = t.to_lowercase();
+            q.title.to_lowercase().contains(&t) || q.body.to_lowercase().contains(&t)
+        });
+        self.status.is_none_or(|s| s == q.status)
+            && self.kind.is_none_or(|k| k == q.kind)
+            && self.urgency.is_none_or(|u| u == q.urgency)
+            && self.project.as_ref().is_none_or(|p| q.project.as_ref() == Some(p))
+            && text_matches
+    }
+
+    /// Puts questions in the list's order.
+    pub fn sort(&self, questions: &mut [Question]) {
+        if self.by_deadline {
+            questions.sort_by(|a, b| match (a.timeout_at, b.timeout_at) {
+                (Some(x), Some(y)) => x.cmp(&y).then(a.id.cmp(&b.id)),
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (None, None) => b.id.cmp(&a.id),
+            });
+        } else {
+            questions.sort_by_key(|q| std::cmp::Reverse(q.id));
+        }
+    }
+}
 
 /// The signed-in session of this request, set by the server's session layer before any page or server function runs.
 #[cfg(feature = "ssr")]
@@ -30,9 +96,44 @@ pub async fn question_detail(id: uuid::Uuid) -> Result<Option<Question>, ServerF
     backend()?.0.question(&session, id).await.map_err(ServerFnError::new)
 }
 
-/// The pending questions shown in the inbox, newest first.
+/// The questions shown in the inbox, filtered and sorted as the URL says.
 #[server(prefix = "/ui/fn")]
-pub async fn inbox_questions() -> Result<Page<Question>, ServerFnError> {
+pub async fn inbox_questions(filter: InboxFilter) -> Result<Page<Question>, ServerFnError> {
     let session = request_session()?;
-    backend()?.0.pending_questions(&session, 200).await.map_err(ServerFnError::new)
+    backend()?.0.questions(&session, &filter, 200).await.map_err(ServerFnError::new)
+}
+
+/// Everything the run page shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunTimeline {
+    pub run: Run,
+    /// The conversation, in order.
+    pub messages: Vec<RunMessage>,
+    /// Every tool call, by step.
+    pub tool_calls: Vec<ToolCall>,
+    /// The run's pending questions.
+    pub questions: Vec<Question>,
+}
+
+/// The runs of the workspace, newest first.
+#[server(prefix = "/ui/fn")]
+pub async fn runs_list(status: Option<RunStatus>, project: Option<String>) -> Result<Page<Run>, ServerFnError> {
+    let session = request_session()?;
+    backend()?.0.runs(&session, status, project, 100).await.map_err(ServerFnError::new)
+}
+
+/// One run with its timeline, for its page.
+#[server(prefix = "/ui/fn")]
+pub async fn run_detail(id: uuid::Uuid) -> Result<Option<RunTimeline>, ServerFnError> {
+    let session = request_session()?;
+    backend()?.0.run_detail(&session, id).await.map_err(ServerFnError::new)
+}
+
+/// How many questions are pending (counted up to 200), for the unread badge.
+#[server(prefix = "/ui/fn")]
+pub async fn pending_count() -> Result<u32, ServerFnError> {
+    let session = request_session()?;
+    let filter = InboxFilter { status: Some(QuestionStatus::Pending), ..Default::default() };
+    let page = backend()?.0.questions(&session, &filter, 200).await.map_err(ServerFnError::new)?;
+    Ok(page.items.len() as u32)
 }

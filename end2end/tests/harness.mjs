@@ -2,7 +2,7 @@
 // Chromium driven by playwright-core. The server binary comes from HOLDPOINT_BIN (set by `cargo xtask test`).
 
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,11 +14,16 @@ const CHROMIUM_FLAGS = [
   '--disable-background-networking', '--disable-component-update', '--disable-sync',
 ];
 
-/** Starts `holdpoint serve` on a free loopback port; resolves once it prints its address. */
-export async function startServer() {
+/**
+ * Starts `holdpoint serve` on a free loopback port; resolves once it prints its address. `scripts` (file name →
+ * content) go into the data directory's `scripts/`, for agents whose model is `script:<file>`; `env` adds settings.
+ */
+export async function startServer({ scripts = {}, env = {} } = {}) {
   const binary = process.env.HOLDPOINT_BIN;
   if (!binary) throw new Error('HOLDPOINT_BIN is not set: run the browser tests with `cargo xtask test`');
   const dataDir = mkdtempSync(join(tmpdir(), 'holdpoint-e2e-'));
+  mkdirSync(join(dataDir, 'scripts'), { recursive: true });
+  for (const [name, content] of Object.entries(scripts)) writeFileSync(join(dataDir, 'scripts', name), content);
   const token = `hp_e2e_${randomBytes(16).toString('hex')}`;
   // The test's own SQLite file, whatever DATABASE_URL the surrounding shell has.
   const { DATABASE_URL: _ignored, ...inherited } = process.env;
@@ -30,6 +35,7 @@ export async function startServer() {
       HOLDPOINT_BOOTSTRAP_TOKEN: token,
       HOLDPOINT_MIN_TIMEOUT_SECONDS: '1',
       RUST_LOG: process.env.RUST_LOG ?? 'warn',
+      ...env,
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -97,4 +103,15 @@ export function resultPath(name) {
 export async function waitForLive(page) {
   await waitForHydration(page);
   await page.waitForFunction(() => document.body.dataset.live === 'open', null, { timeout: 10_000 });
+}
+
+/** Polls `check` (which returns a value or nothing) until it returns something or `ms` have passed. */
+export async function eventually(what, check, ms = 10_000) {
+  const until = Date.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > until) throw new Error(`${what}: not within ${ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
 }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use app::backend::{UiBackend, UiBackendHandle};
-use app::types::{Page, Question, QuestionStatus, SessionInfo};
+use app::types::{Page, Question, SessionInfo};
 use axum::{
     Form, Router,
     extract::{Request, State},
@@ -26,7 +26,7 @@ use tower_http::services::ServeDir;
 use crate::auth::{Caller, Credential, SESSION_COOKIE, hash_secret, random_secret, session_caller};
 use crate::error::AppError;
 use crate::state::AppState;
-use crate::store::{QuestionFilter, SessionRow, Store};
+use crate::store::{QuestionFilter, QuestionSort, RunFilter, SessionRow, Store, ToolCallFilter};
 
 /// Pages and server functions, behind the session check; the sign-in page, the auth endpoints and the site's
 /// static files are open.
@@ -209,8 +209,22 @@ struct StoreUiBackend {
 
 #[async_trait::async_trait]
 impl UiBackend for StoreUiBackend {
-    async fn pending_questions(&self, session: &SessionInfo, limit: u32) -> Result<Page<Question>, String> {
-        let filter = QuestionFilter { status: Some(QuestionStatus::Pending), limit, ..Default::default() };
+    async fn questions(
+        &self,
+        session: &SessionInfo,
+        filter: &app::InboxFilter,
+        limit: u32,
+    ) -> Result<Page<Question>, String> {
+        let filter = QuestionFilter {
+            status: filter.status,
+            kind: filter.kind,
+            project: filter.project.clone(),
+            urgency: filter.urgency,
+            text: filter.text.clone(),
+            sort: if filter.by_deadline { QuestionSort::Deadline } else { QuestionSort::CreatedDesc },
+            limit,
+            ..Default::default()
+        };
         let rows = self.store.list_questions(session.workspace_id, &filter).await.map_err(|e| e.to_string())?;
         let items = rows
             .iter()
@@ -218,6 +232,51 @@ impl UiBackend for StoreUiBackend {
             .collect::<Result<_, _>>()
             .map_err(|e| e.to_string())?;
         Ok(Page { items, next_cursor: None })
+    }
+
+    async fn runs(
+        &self,
+        session: &SessionInfo,
+        status: Option<app::types::RunStatus>,
+        project: Option<String>,
+        limit: u32,
+    ) -> Result<Page<app::types::Run>, String> {
+        let filter = RunFilter { status, project, limit, ..Default::default() };
+        let rows = self.store.list_runs(session.workspace_id, &filter).await.map_err(|e| e.to_string())?;
+        let mut items = Vec::with_capacity(rows.len());
+        for row in &rows {
+            items.push(
+                crate::runs::to_wire(self.store.as_ref(), row, &session.workspace).await.map_err(|e| e.to_string())?,
+            );
+        }
+        Ok(Page { items, next_cursor: None })
+    }
+
+    async fn run_detail(&self, session: &SessionInfo, id: uuid::Uuid) -> Result<Option<app::RunTimeline>, String> {
+        let Some(row) = self.store.run(session.workspace_id, id).await.map_err(|e| e.to_string())? else {
+            return Ok(None);
+        };
+        let run =
+            crate::runs::to_wire(self.store.as_ref(), &row, &session.workspace).await.map_err(|e| e.to_string())?;
+        let messages = self.store.messages(id, 0, 10_000).await.map_err(|e| e.to_string())?;
+        let calls = self
+            .store
+            .tool_calls(id, &ToolCallFilter { limit: 10_000, ..Default::default() })
+            .await
+            .map_err(|e| e.to_string())?;
+        let tool_calls = calls.iter().map(|c| c.to_tool_call()).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
+        let mut questions = Vec::new();
+        for question_id in &run.pending_question_ids {
+            if let Some(q) = self.question(session, *question_id).await? {
+                questions.push(q);
+            }
+        }
+        Ok(Some(app::RunTimeline {
+            run,
+            messages: messages.iter().map(|m| m.to_message()).collect(),
+            tool_calls,
+            questions,
+        }))
     }
 
     async fn question(&self, session: &SessionInfo, id: uuid::Uuid) -> Result<Option<Question>, String> {

@@ -1,78 +1,236 @@
-//! The inbox: every pending question of the workspace, kept current by the event stream.
+//! The inbox: every question of the workspace, filtered by the URL (`?status=&kind=&project=&urgency=&q=&sort=`),
+//! kept current by the event stream, and navigable with the keyboard (j/k to move, Enter to open).
+//!
+//! The filter bar is a plain `GET` form, so filtering works without JavaScript too.
 
+use leptos::either::Either;
 use leptos::prelude::*;
+use leptos_router::hooks::use_query_map;
 
-use crate::components::{Badge, TopBar};
-use crate::inbox_questions;
+use crate::components::{Badge, Countdown, TopBar};
 use crate::live::use_question_updates;
-use crate::types::{Question, QuestionStatus};
+use crate::types::{Question, QuestionKind, QuestionStatus, Urgency};
+use crate::{InboxFilter, inbox_questions};
 
-/// `/inbox`: pending questions, newest first; new ones appear without a reload.
+/// `/inbox`: the questions the URL's filters select; new ones appear without a reload.
 #[component]
 pub fn InboxPage() -> impl IntoView {
-    let initial = Resource::new(|| (), |_| inbox_questions());
+    let query = use_query_map();
+    let filter = Memo::new(move |_| query.with(|q| InboxFilter::from_query(|name| q.get(name))));
+    let initial = Resource::new(move || filter.get(), inbox_questions);
     let updates = use_question_updates();
     view! {
         <TopBar/>
         <main class="page" data-testid="inbox-page">
             <h1>"Inbox"</h1>
+            <FilterBar filter=filter.get_untracked()/>
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || initial.get().map(|result| match result {
-                    Ok(page) => view! { <QuestionList initial=page.items updates/> }.into_any(),
-                    Err(err) => view! { <p class="alert" role="alert">{err.to_string()}</p> }.into_any(),
+                    Ok(page) => Either::Left(view! { <QuestionList initial=page.items filter=filter.get_untracked() updates/> }),
+                    Err(err) => Either::Right(view! { <p class="alert" role="alert">{err.to_string()}</p> }),
                 })}
             </Suspense>
         </main>
     }
 }
 
-/// Applies live updates to the server-rendered list: a new question goes on top, a resolved one leaves.
-fn merge_pending(initial: &[Question], updates: &[Question]) -> Vec<Question> {
+/// One `<select>` of the filter bar.
+#[component]
+fn FilterSelect(
+    name: &'static str,
+    label: &'static str,
+    /// `(value, label)` pairs; the first is the default.
+    choices: Vec<(String, String)>,
+    selected: String,
+) -> impl IntoView {
+    let id = format!("filter-{name}");
+    view! {
+        <label class="filter">
+            <span>{label}</span>
+            <select id=id name=name data-testid=format!("filter-{name}")>
+                {choices.into_iter().map(|(value, text)| {
+                    let is_selected = value == selected;
+                    view! { <option value=value selected=is_selected>{text}</option> }
+                }).collect_view()}
+            </select>
+        </label>
+    }
+}
+
+fn choices<T: Copy + std::fmt::Display>(any: &str, all: &[T]) -> Vec<(String, String)> {
+    std::iter::once((String::new(), any.to_owned()))
+        .chain(all.iter().map(|v| (v.to_string(), v.to_string().replace('_', " "))))
+        .collect()
+}
+
+/// The filters, as a `GET` form on `/inbox`.
+#[component]
+fn FilterBar(filter: InboxFilter) -> impl IntoView {
+    let mut statuses = vec![(String::new(), "pending".to_owned()), ("all".to_owned(), "any".to_owned())];
+    statuses.extend(QuestionStatus::ALL.iter().skip(1).map(|s| (s.to_string(), s.to_string())));
+    let status = match filter.status {
+        None => "all".to_owned(),
+        Some(QuestionStatus::Pending) => String::new(),
+        Some(s) => s.to_string(),
+    };
+    view! {
+        <form method="get" action="/inbox" class="filters" data-testid="inbox-filters" role="search">
+            <label class="filter grow">
+                <span>"Search"</span>
+                <input type="search" name="q" value=filter.text.clone().unwrap_or_default() placeholder="title or body" data-testid="filter-q"/>
+            </label>
+            <FilterSelect name="status" label="Status" choices=statuses selected=status/>
+            <FilterSelect name="kind" label="Kind" choices=choices("any", QuestionKind::ALL) selected=filter.kind.map(|k| k.to_string()).unwrap_or_default()/>
+            <FilterSelect name="urgency" label="Urgency" choices=choices("any", Urgency::ALL) selected=filter.urgency.map(|u| u.to_string()).unwrap_or_default()/>
+            <label class="filter">
+                <span>"Project"</span>
+                <input type="text" name="project" size="10" value=filter.project.clone().unwrap_or_default() data-testid="filter-project"/>
+            </label>
+            <FilterSelect
+                name="sort"
+                label="Sort"
+                choices=vec![(String::new(), "newest".to_owned()), ("deadline".to_owned(), "deadline".to_owned())]
+                selected=if filter.by_deadline { "deadline".to_owned() } else { String::new() }
+            />
+            <button type="submit" data-testid="filter-apply">"Apply"</button>
+            <a href="/inbox" class="reset">"Reset"</a>
+        </form>
+    }
+}
+
+/// Applies live updates to the server-rendered list: changed questions are replaced, new ones join, and the list
+/// keeps only what the filter selects, in its order.
+fn merge_live(initial: &[Question], updates: &[Question], filter: &InboxFilter) -> Vec<Question> {
     let mut merged: Vec<Question> = initial.to_vec();
     for update in updates {
         match merged.iter_mut().find(|q| q.id == update.id) {
             Some(existing) => *existing = update.clone(),
-            None => merged.insert(0, update.clone()),
+            None => merged.push(update.clone()),
         }
     }
-    merged.retain(|q| q.status == QuestionStatus::Pending);
+    merged.retain(|q| filter.matches(q));
+    filter.sort(&mut merged);
     merged
 }
 
 #[component]
-fn QuestionList(initial: Vec<Question>, updates: ReadSignal<Vec<Question>>) -> impl IntoView {
-    let pending = Memo::new(move |_| updates.with(|u| merge_pending(&initial, u)));
+fn QuestionList(initial: Vec<Question>, filter: InboxFilter, updates: ReadSignal<Vec<Question>>) -> impl IntoView {
+    let shown = Memo::new(move |_| updates.with(|u| merge_live(&initial, u, &filter)));
+    // The row the keyboard is on (by id, so live insertions above it do not move the selection).
+    let selected = RwSignal::new(None::<uuid::Uuid>);
+    keyboard::install(shown, selected);
     view! {
-        <p class="muted" data-testid="pending-count">{move || format!("{} pending", pending.with(Vec::len))}</p>
+        <p class="muted" data-testid="pending-count">
+            {move || format!("{} question{}", shown.with(Vec::len), if shown.with(Vec::len) == 1 { "" } else { "s" })}
+            <span class="hint">" · j/k to move, Enter to open"</span>
+        </p>
         <ul class="question-list" data-testid="question-list">
-            <For each=move || pending.get() key=|q| (q.id, q.updated_at) let:question>
-                <QuestionRow question/>
+            <For each=move || shown.get() key=|q| (q.id, q.updated_at) let:question>
+                <QuestionRow question selected/>
             </For>
         </ul>
-        <Show when=move || pending.with(Vec::is_empty)>
-            <p class="empty" data-testid="inbox-empty">"Nothing is waiting for you."</p>
+        <Show when=move || shown.with(Vec::is_empty)>
+            <p class="empty" data-testid="inbox-empty">"Nothing here. Nothing is waiting for you, or the filters hide it."</p>
         </Show>
     }
 }
 
 #[component]
-fn QuestionRow(question: Question) -> impl IntoView {
+fn QuestionRow(question: Question, selected: RwSignal<Option<uuid::Uuid>>) -> impl IntoView {
+    let id = question.id;
     let project = question.project.clone();
+    let is_selected = move || selected.get() == Some(id);
+    let pending = question.status == QuestionStatus::Pending;
     view! {
-        <li class="question-row" data-testid="question-item" data-question-id=question.id.to_string()>
-            <a class="question-title" href=format!("/questions/{}", question.id) data-testid="question-link">
+        <li
+            class="question-row"
+            class:selected=is_selected
+            aria-current=move || is_selected().then_some("true")
+            data-testid="question-item"
+            data-question-id=id.to_string()
+            data-kind=question.kind.as_str()
+            data-response-type=question.response_type.as_str()
+            data-urgency=question.urgency.as_str()
+            data-status=question.status.as_str()
+        >
+            <a class="question-title" href=format!("/questions/{id}") data-testid="question-link">
                 {question.title.clone()}
             </a>
             <div class="question-meta">
                 <Badge text=question.kind.as_str().replace('_', " ") class="kind"/>
                 <Badge text=question.urgency.to_string() class=format!("urgency-{}", question.urgency)/>
+                {(!pending).then(|| view! { <Badge text=question.status.to_string() class="status"/> })}
                 {project.map(|p| view! { <Badge text=p class="project"/> })}
                 <time datetime=question.created_at.to_rfc3339()>
                     {question.created_at.format("%Y-%m-%d %H:%M UTC").to_string()}
                 </time>
+                {pending.then_some(question.timeout_at).flatten().map(|t| view! { <Countdown deadline=t/> })}
             </div>
         </li>
     }
+}
+
+/// j/k (and the arrow keys) move the selection, Enter opens the selected question. Keys typed into a field, or
+/// while the live modal is open, are left alone.
+#[cfg(feature = "hydrate")]
+mod keyboard {
+    use leptos::prelude::*;
+    use wasm_bindgen::JsCast;
+
+    use crate::types::Question;
+
+    pub fn install(shown: Memo<Vec<Question>>, selected: RwSignal<Option<uuid::Uuid>>) {
+        let handle = window_event_listener(leptos::ev::keydown, move |ev| {
+            if ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
+                return;
+            }
+            let in_field = ev
+                .target()
+                .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+                .is_some_and(|el| matches!(el.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"));
+            let modal_open = document().query_selector("[data-testid=live-modal]").ok().flatten().is_some();
+            if in_field || modal_open {
+                return;
+            }
+            let ids: Vec<uuid::Uuid> = shown.with_untracked(|s| s.iter().map(|q| q.id).collect());
+            if ids.is_empty() {
+                return;
+            }
+            let at = selected.get_untracked().and_then(|id| ids.iter().position(|i| *i == id));
+            let next = match ev.key().as_str() {
+                "j" | "ArrowDown" => Some(at.map_or(0, |i| (i + 1).min(ids.len() - 1))),
+                "k" | "ArrowUp" => Some(at.map_or(0, |i| i.saturating_sub(1))),
+                "Enter" => {
+                    if let Some(id) = at.map(|i| ids[i]) {
+                        ev.prevent_default();
+                        let _ = window().location().set_href(&format!("/questions/{id}"));
+                    }
+                    None
+                }
+                _ => None,
+            };
+            if let Some(index) = next {
+                ev.prevent_default();
+                selected.set(Some(ids[index]));
+                let selector = format!("[data-question-id=\"{}\"] a", ids[index]);
+                if let Ok(Some(link)) = document().query_selector(&selector)
+                    && let Ok(link) = link.dyn_into::<web_sys::HtmlElement>()
+                {
+                    let _ = link.focus();
+                }
+            }
+        });
+        on_cleanup(move || handle.remove());
+    }
+}
+
+#[cfg(not(feature = "hydrate"))]
+mod keyboard {
+    use leptos::prelude::*;
+
+    use crate::types::Question;
+
+    pub fn install(_: Memo<Vec<Question>>, _: RwSignal<Option<uuid::Uuid>>) {}
 }
 
 #[cfg(test)]
@@ -119,10 +277,36 @@ mod tests {
         let mut answered = old.clone();
         answered.status = QuestionStatus::Answered;
 
-        let merged = merge_pending(std::slice::from_ref(&old), std::slice::from_ref(&new));
+        let pending = InboxFilter::from_query(|_| None);
+        let merged = merge_live(std::slice::from_ref(&old), std::slice::from_ref(&new), &pending);
         assert_eq!(merged.iter().map(|q| q.title.as_str()).collect::<Vec<_>>(), ["new", "old"]);
 
-        let merged = merge_pending(&[old], &[new, answered]);
+        let merged = merge_live(std::slice::from_ref(&old), &[new.clone(), answered.clone()], &pending);
         assert_eq!(merged.iter().map(|q| q.title.as_str()).collect::<Vec<_>>(), ["new"]);
+
+        // With `?status=answered`, the answered one joins instead.
+        let answered_only = InboxFilter::from_query(|name| (name == "status").then(|| "answered".to_owned()));
+        let merged = merge_live(&[], &[new, answered], &answered_only);
+        assert_eq!(merged.iter().map(|q| q.title.as_str()).collect::<Vec<_>>(), ["old"]);
+    }
+
+    #[test]
+    fn filters_come_from_the_url_and_unknown_values_are_ignored() {
+        let query = |pairs: &'static [(&'static str, &'static str)]| {
+            InboxFilter::from_query(move |name| pairs.iter().find(|(n, _)| *n == name).map(|(_, v)| (*v).to_owned()))
+        };
+        assert_eq!(query(&[]).status, Some(QuestionStatus::Pending));
+        assert_eq!(query(&[("status", "all")]).status, None);
+        let f = query(&[("kind", "approval"), ("urgency", "loud"), ("q", "  deploy "), ("sort", "deadline")]);
+        assert_eq!(f.kind, Some(QuestionKind::Approval));
+        assert_eq!(f.urgency, None);
+        assert_eq!(f.text.as_deref(), Some("deploy"));
+        assert!(f.by_deadline);
+
+        let mut q = question("Deploy to prod", QuestionStatus::Pending);
+        q.kind = QuestionKind::Approval;
+        assert!(f.matches(&q));
+        q.kind = QuestionKind::Blocking;
+        assert!(!f.matches(&q));
     }
 }

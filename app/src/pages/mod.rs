@@ -1,11 +1,15 @@
 //! The pages of the UI, one module each.
 
+mod approvals;
 mod inbox;
 mod not_found;
 mod question;
+mod runs;
 mod signin;
 
+pub use approvals::ApprovalsPage;
 pub use inbox::InboxPage;
 pub use not_found::NotFound;
 pub use question::QuestionPage;
+pub use runs::{RunPage, RunsPage};
 pub use signin::SignInPage;

@@ -2,6 +2,7 @@
 //! response type without JavaScript. The form posts to `/ui/answer/{id}`; the server turns the fields into the
 //! answer's JSON and checks it exactly as the API does.
 
+use leptos::either::EitherOf4;
 use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 use uuid::Uuid;
@@ -30,10 +31,10 @@ pub fn QuestionPage() -> impl IntoView {
                 {move || {
                     let session = session.get().and_then(Result::ok);
                     question.get().map(|result| match (result, session) {
-                        (Ok(Some(q)), Some(s)) => view! { <QuestionView question=q session=s/> }.into_any(),
-                        (Ok(None), _) => view! { <h1>"No such question"</h1> <p><a href="/inbox">"Back to the inbox"</a></p> }.into_any(),
-                        (Err(err), _) => view! { <p class="alert" role="alert">{err.to_string()}</p> }.into_any(),
-                        (Ok(Some(_)), None) => view! { <p class="alert" role="alert">"Sign in again."</p> }.into_any(),
+                        (Ok(Some(q)), Some(s)) => EitherOf4::A(view! { <QuestionView question=q session=s/> }),
+                        (Ok(None), _) => EitherOf4::B(view! { <h1>"No such question"</h1> <p><a href="/inbox">"Back to the inbox"</a></p> }),
+                        (Err(err), _) => EitherOf4::C(view! { <p class="alert" role="alert">{err.to_string()}</p> }),
+                        (Ok(Some(_)), None) => EitherOf4::D(view! { <p class="alert" role="alert">"Sign in again."</p> }),
                     })
                 }}
             </Suspense>

@@ -1,0 +1,107 @@
+//! Notifications: the unread badge in the top bar (pending questions, kept current by the event stream) and, once
+//! the person allows them, browser notifications for high and critical questions; clicking one opens the question.
+
+use leptos::prelude::*;
+
+use crate::live::use_live;
+use crate::pending_count;
+use crate::types::{QuestionStatus, Urgency};
+
+/// The number of pending questions, as a badge on the inbox link; reloaded whenever a question event arrives.
+#[component]
+pub fn UnreadBadge() -> impl IntoView {
+    let live = use_live();
+    let events = Memo::new(move |_| live.questions.with(Vec::len));
+    let count = Resource::new(move || events.get(), |_| pending_count());
+    view! {
+        <Transition fallback=|| ()>
+            {move || count.get().and_then(Result::ok).filter(|n| *n > 0).map(|n| view! {
+                <span class="count-badge" data-testid="unread-count" aria-label=format!("{n} pending")>
+                    {if n >= 200 { "200+".to_owned() } else { n.to_string() }}
+                </span>
+            })}
+        </Transition>
+    }
+}
+
+/// A button that asks for permission to show browser notifications (shown only while the browser has not been
+/// asked), and the watcher that shows one for each new high or critical question.
+#[component]
+pub fn BrowserNotifications() -> impl IntoView {
+    let live = use_live();
+    let permission = RwSignal::new(String::from("unsupported"));
+    let seen = StoredValue::new(0usize);
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| permission.set(browser::permission()));
+    Effect::new(move |_| {
+        live.questions.with(|events| {
+            let start = seen.get_value().min(events.len());
+            for question in &events[start..] {
+                let urgent = matches!(question.urgency, Urgency::High | Urgency::Critical);
+                if urgent && question.status == QuestionStatus::Pending && permission.get_untracked() == "granted" {
+                    #[cfg(feature = "hydrate")]
+                    browser::show(question);
+                }
+            }
+            seen.set_value(events.len());
+        });
+    });
+    let ask = move |_| {
+        #[cfg(feature = "hydrate")]
+        browser::request(permission);
+    };
+    view! {
+        <Show when=move || permission.get() == "default">
+            <button type="button" class="link" data-testid="notifications-enable" on:click=ask>
+                "Enable notifications"
+            </button>
+        </Show>
+    }
+}
+
+#[cfg(feature = "hydrate")]
+mod browser {
+    use leptos::prelude::*;
+    use wasm_bindgen::{JsCast, closure::Closure};
+    use web_sys::{Notification, NotificationOptions, NotificationPermission};
+
+    use crate::types::Question;
+
+    fn supported() -> bool {
+        let window = window();
+        let value: &wasm_bindgen::JsValue = window.as_ref();
+        web_sys::js_sys::Reflect::has(value, &"Notification".into()).unwrap_or(false)
+    }
+
+    pub fn permission() -> String {
+        if !supported() {
+            return "unsupported".into();
+        }
+        match Notification::permission() {
+            NotificationPermission::Granted => "granted",
+            NotificationPermission::Denied => "denied",
+            _ => "default",
+        }
+        .into()
+    }
+
+    pub fn request(permission: RwSignal<String>) {
+        let done = Closure::once_into_js(move || permission.set(self::permission()));
+        let _ = Notification::request_permission_with_permission_callback(done.unchecked_ref());
+    }
+
+    pub fn show(question: &Question) {
+        let options = NotificationOptions::new();
+        options.set_body(&format!("{} · {}", question.kind.as_str().replace('_', " "), question.urgency));
+        options.set_tag(&question.id.to_string());
+        let Ok(notification) = Notification::new_with_options(&question.title, &options) else { return };
+        let href = format!("/questions/{}", question.id);
+        let on_click = Closure::<dyn FnMut()>::new(move || {
+            let _ = window().focus();
+            let _ = window().location().set_href(&href);
+        });
+        notification.set_onclick(Some(on_click.as_ref().unchecked_ref()));
+        // The notification outlives this call; so must its handler.
+        on_click.forget();
+    }
+}

@@ -1,0 +1,125 @@
+// The inbox's filters live in the URL (and work without JavaScript), new questions that match them appear live,
+// and j/k/Enter move through the list and open a question.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, launchBrowser, api, signIn, waitForLive, resultPath } from './harness.mjs';
+
+let server;
+let browser;
+const ids = {};
+
+before(async () => {
+  server = await startServer();
+  browser = await launchBrowser();
+  const questions = [
+    { title: 'Deploy billing v2 to production?', kind: 'approval', project: 'billing',
+      action: { tool_name: 'deploy', arguments: { service: 'billing' } }, timeout_seconds: 3600 },
+    { title: 'Which persona for the release notes?', project: 'docs', response_type: 'choice',
+      options: [{ value: 'a', label: 'A' }, { value: 'b', label: 'B' }], timeout_seconds: 600 },
+    { title: 'Mention the deprecation?', kind: 'non_blocking', project: 'docs', response_type: 'boolean' },
+    { title: 'Rotate the infra keys?', project: 'infra', urgency: 'critical', body: 'They are **old**.', timeout_seconds: 1200 },
+  ];
+  for (const body of questions) {
+    const created = await api(server, 'POST', '/questions', body);
+    assert.equal(created.status, 201, JSON.stringify(created.json));
+    ids[body.title] = created.json.id;
+  }
+  await api(server, 'POST', `/questions/${ids['Mention the deprecation?']}/answer`, { value: true });
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+const titles = async (page) =>
+  (await page.getByTestId('question-link').allTextContents()).map((t) => t.trim());
+
+test('filters go into the URL and select what they say; every item carries its kind and response type', async () => {
+  const page = await browser.newPage();
+  await signIn(page, server, '/inbox');
+  assert.deepEqual((await titles(page)).length, 3, 'pending questions only by default');
+  const kinds = await page.getByTestId('question-item').evaluateAll((items) =>
+    items.map((i) => `${i.dataset.kind}/${i.dataset.responseType}`));
+  assert.deepEqual(kinds.sort(), ['approval/approval', 'blocking/choice', 'blocking/text']);
+
+  await page.getByTestId('filter-kind').selectOption('approval');
+  await page.getByTestId('filter-apply').click();
+  await page.waitForURL(/kind=approval/);
+  assert.deepEqual(await titles(page), ['Deploy billing v2 to production?']);
+
+  await page.goto(`${server.baseUrl}/inbox?status=all&project=docs`);
+  assert.deepEqual((await titles(page)).sort(), ['Mention the deprecation?', 'Which persona for the release notes?']);
+  await page.goto(`${server.baseUrl}/inbox?status=answered`);
+  assert.deepEqual(await titles(page), ['Mention the deprecation?']);
+  await page.goto(`${server.baseUrl}/inbox?q=ROTATE`);
+  assert.deepEqual(await titles(page), ['Rotate the infra keys?']);
+  await page.goto(`${server.baseUrl}/inbox?urgency=critical`);
+  assert.deepEqual(await titles(page), ['Rotate the infra keys?']);
+  assert.equal(await page.getByTestId('filter-urgency').inputValue(), 'critical', 'the form shows the URL');
+
+  await page.goto(`${server.baseUrl}/inbox?sort=deadline`);
+  assert.deepEqual(await titles(page), [
+    'Which persona for the release notes?', 'Rotate the infra keys?', 'Deploy billing v2 to production?',
+  ]);
+  await page.goto(`${server.baseUrl}/inbox`);
+  assert.deepEqual(await titles(page), [
+    'Rotate the infra keys?', 'Which persona for the release notes?', 'Deploy billing v2 to production?',
+  ], 'newest first');
+  await page.close();
+});
+
+test('without JavaScript the filter form works too', async () => {
+  const context = await browser.newContext({ javaScriptEnabled: false });
+  const page = await context.newPage();
+  await signIn(page, server, '/inbox');
+  await page.getByTestId('filter-project').fill('infra');
+  await page.getByTestId('filter-apply').click();
+  await page.waitForURL(/project=infra/);
+  assert.deepEqual(await titles(page), ['Rotate the infra keys?']);
+  await context.close();
+});
+
+test('live: a new question that matches the filters appears, one that does not stays out', async () => {
+  const page = await browser.newPage();
+  await signIn(page, server, '/inbox?kind=approval');
+  await waitForLive(page);
+  const other = await api(server, 'POST', '/questions', { title: 'Not an approval' });
+  const approval = await api(server, 'POST', '/questions', {
+    title: 'Restart the billing workers?', kind: 'approval', action: { tool_name: 'restart', arguments: {} },
+  });
+  await page.getByTestId('question-item').filter({ hasText: 'Restart the billing workers?' }).waitFor({ timeout: 2_000 });
+  assert.deepEqual(await titles(page), ['Restart the billing workers?', 'Deploy billing v2 to production?']);
+  // The live modal showed both; defer them to get back to the list.
+  await page.locator(`[data-testid="live-modal"][data-question-id="${other.json.id}"]`).waitFor();
+  await page.keyboard.press('Escape');
+  await page.locator(`[data-testid="live-modal"][data-question-id="${approval.json.id}"]`).waitFor();
+  await page.keyboard.press('Escape');
+  await page.getByTestId('live-modal').waitFor({ state: 'detached' });
+  // Resolved elsewhere: it leaves the pending list.
+  await api(server, 'POST', `/questions/${approval.json.id}/answer`, { value: false, comment: 'not now' });
+  await page.getByTestId('question-item').filter({ hasText: 'Restart the billing workers?' }).waitFor({ state: 'detached' });
+  await api(server, 'POST', `/questions/${other.json.id}/cancel`, null);
+  await page.close();
+});
+
+test('j/k move the selection and Enter opens the question', async () => {
+  const page = await browser.newPage();
+  await signIn(page, server, '/inbox');
+  await waitForLive(page);
+  const items = page.getByTestId('question-item');
+  await page.keyboard.press('j');
+  await page.keyboard.press('j');
+  assert.equal(await items.nth(1).getAttribute('aria-current'), 'true');
+  await page.keyboard.press('k');
+  assert.equal(await items.nth(0).getAttribute('aria-current'), 'true');
+  assert.equal(await items.nth(1).getAttribute('aria-current'), null);
+  await page.keyboard.press('j');
+  const id = await items.nth(1).getAttribute('data-question-id');
+  await page.screenshot({ path: resultPath('inbox-selected.png') });
+  await page.keyboard.press('Enter');
+  await page.waitForURL(`**/questions/${id}`);
+  await page.getByTestId('question-page').waitFor();
+  await page.close();
+});
