@@ -1,0 +1,145 @@
+// Takes the README's screenshots (docs/screenshots/): the inbox, the live modal for each response type, the approval
+// queue and a run page, at desktop and phone widths, in the light and the dark theme. Also measures the first load
+// of /inbox. Run after `cargo xtask test` (or any build of the site and the server):
+//
+//   HOLDPOINT_BIN=target/debug/holdpoint node end2end/screenshots.mjs
+
+import { mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startServer, launchBrowser, api, waitForLive, eventually } from './tests/harness.mjs';
+
+const OUT = join(dirname(fileURLToPath(import.meta.url)), '..', 'docs', 'screenshots');
+mkdirSync(OUT, { recursive: true });
+
+const SCRIPT = `
+- content: |
+    Staging has run 2.4.0 for 24 hours with an error rate of 0.02 %. The production plan adds the
+    \`payments-ledger\` queue and resizes the API group from 6 to 8 instances.
+  tool_calls:
+    - name: shell
+      arguments:
+        command: terraform apply -auto-approve
+        workdir: infra/prod
+- content: Applied as you decided.
+`;
+
+const VARIANTS = [
+  { name: 'desktop-light', viewport: { width: 1280, height: 860 }, colorScheme: 'light' },
+  { name: 'desktop-dark', viewport: { width: 1280, height: 860 }, colorScheme: 'dark' },
+  { name: 'phone-light', viewport: { width: 390, height: 844 }, colorScheme: 'light', isMobile: true },
+  { name: 'phone-dark', viewport: { width: 390, height: 844 }, colorScheme: 'dark', isMobile: true },
+];
+
+const MODALS = {
+  text: {
+    title: 'Which region should the new cluster run in?',
+    body: 'We need **one** region for `orders-v2`.\n\n- `eu-west-1` is closest to most customers\n- `us-east-1` is cheapest',
+    context: { ticket: 'OPS-1287', requested_by: 'platform-team' },
+    project: 'infra',
+  },
+  boolean: { title: 'Mention the v1 refunds deprecation in the notes?', kind: 'non_blocking', response_type: 'boolean', project: 'docs' },
+  choice: {
+    title: 'Which persona should the release notes use?', response_type: 'choice', project: 'docs',
+    options: [
+      { value: 'engineer', label: 'Engineer', description: 'precise, with API details' },
+      { value: 'customer', label: 'Customer', description: 'benefits first' },
+      { value: 'exec', label: 'Executive', description: 'three bullet points' },
+    ],
+  },
+  multi_choice: {
+    title: 'Which regions get the canary?', response_type: 'multi_choice', project: 'infra',
+    options: [{ value: 'eu', label: 'Europe' }, { value: 'us', label: 'United States' }, { value: 'ap', label: 'Asia Pacific' }],
+  },
+  approval: {
+    title: 'Allow `kubectl rollout restart` on production?', kind: 'approval', project: 'infra', allow_edit: true,
+    body: 'The API pods leak memory since 2.3.9; a restart buys a day.',
+    action: { tool_name: 'shell', arguments: { command: 'kubectl rollout restart deploy/api', namespace: 'prod' } },
+  },
+  error_recovery: {
+    title: 'Could not fetch the migration plan for orders-db', kind: 'error_recovery', project: 'data',
+    body: '`GET https://plans.internal/orders-db` answered **503 Service Unavailable** three times.',
+    options: [{ value: 'use_backup', label: 'Use the backup plan from yesterday' }],
+  },
+  form: {
+    title: 'Triage SUP-4812: checkout fails for some EU cards', response_type: 'form', project: 'support',
+    fields: [
+      { key: 'severity', label: 'Severity', response_type: 'choice', required: true,
+        options: [{ value: 'sev1', label: 'SEV1' }, { value: 'sev2', label: 'SEV2' }, { value: 'sev3', label: 'SEV3' }] },
+      { key: 'component', label: 'Component', response_type: 'text', required: true },
+      { key: 'customer_impact', label: 'Customer impact', response_type: 'boolean' },
+      { key: 'users', label: 'Affected users', response_type: 'number' },
+    ],
+  },
+};
+
+const server = await startServer({ scripts: { 'release.yaml': SCRIPT }, env: { HOLDPOINT_SHELL: 'dry-run' } });
+const browser = await launchBrowser();
+try {
+  const agent = { name: 'release-manager', model: 'script:release.yaml', tools: ['shell'], approval_policy: { tools: { shell: 'prompt' } } };
+  const runs = [];
+  for (const input of ['Ship release 2.4.0 to production', 'Ship release 2.4.1 to staging', 'Ship hotfix 2.3.9-1']) {
+    runs.push((await api(server, 'POST', '/runs', { agent, input, project: 'releases' })).json.id);
+  }
+  await eventually('3 approvals', async () =>
+    (await api(server, 'GET', '/questions?status=pending&kind=approval')).json.items.length === 3, 20_000);
+  for (const body of [MODALS.text, MODALS.choice, MODALS.form, MODALS.boolean]) await api(server, 'POST', '/questions', body);
+
+  // First load of /inbox: a fresh context each time (no cache), navigation start to hydrated.
+  const timings = [];
+  for (let i = 0; i < 5; i += 1) {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${server.baseUrl}/signin`);
+    await page.getByTestId('signin-token').fill(server.token);
+    await page.getByTestId('signin-submit').click();
+    await page.waitForURL('**/inbox');
+    const started = Date.now();
+    await page.goto(`${server.baseUrl}/inbox`);
+    const loaded = Date.now() - started;
+    await page.waitForFunction(() => document.body.dataset.hydrated === 'true');
+    const hydrated = Date.now() - started;
+    timings.push({ loaded, hydrated });
+    await context.close();
+  }
+  console.log('first load of /inbox (ms, load event / hydrated):', JSON.stringify(timings));
+
+  for (const variant of VARIANTS) {
+    const context = await browser.newContext(variant);
+    const page = await context.newPage();
+    await page.goto(`${server.baseUrl}/signin`);
+    await page.getByTestId('signin-token').fill(server.token);
+    await page.getByTestId('signin-submit').click();
+    await page.waitForURL('**/inbox');
+    await waitForLive(page);
+    const shot = (name) => page.screenshot({ path: join(OUT, `${name}-${variant.name}.png`) });
+    await shot('inbox');
+
+    for (const [type, body] of Object.entries(MODALS)) {
+      const created = await api(server, 'POST', '/questions', body);
+      await page.locator(`[data-testid="live-modal"][data-question-id="${created.json.id}"]`).waitFor();
+      if (type === 'approval') {
+        const args = page.getByTestId('modal-arguments');
+        await args.fill(JSON.stringify({ command: 'kubectl rollout restart deploy/api', namespace: 'prod-eu' }, null, 2));
+      }
+      await page.waitForTimeout(150);
+      await shot(`modal-${type}`);
+      await page.keyboard.press('Escape');
+      await page.getByTestId('live-modal').waitFor({ state: 'detached' });
+      await api(server, 'POST', `/questions/${created.json.id}/cancel`, null);
+    }
+
+    await page.goto(`${server.baseUrl}/approvals`);
+    await waitForLive(page);
+    await page.getByTestId('approval-select').first().check();
+    await shot('approvals');
+    await page.goto(`${server.baseUrl}/runs/${runs[0]}`);
+    await waitForLive(page);
+    await shot('run');
+    await context.close();
+  }
+  console.log(`screenshots in ${OUT}`);
+} finally {
+  await browser.close();
+  await server.stop();
+}
