@@ -40,7 +40,8 @@ pub fn service(state: AppState) -> StreamableHttpService<HoldpointMcp, LocalSess
         // Every request carries a bearer token, which a DNS-rebinding page cannot have; the Host check that
         // protects unauthenticated local servers would only break deployments behind a proxy.
         .disable_allowed_hosts()
-        .with_sse_keep_alive(Some(Duration::from_secs(15)));
+        .with_sse_keep_alive(Some(Duration::from_secs(15)))
+        .with_cancellation_token(state.shutdown.child_token());
     StreamableHttpService::new(
         move || Ok(HoldpointMcp { state: state.clone() }),
         Arc::new(LocalSessionManager::default()),

@@ -67,7 +67,8 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
         .site_pkg_dir("pkg")
         .site_addr(config.addr)
         .build();
-    Ok(AppState(Arc::new(App { config, store, hub, metrics, runtime, leptos_options })))
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    Ok(AppState(Arc::new(App { config, store, hub, metrics, runtime, shutdown, leptos_options })))
 }
 
 /// Serves until Ctrl-C or SIGTERM.
@@ -89,8 +90,12 @@ pub async fn serve(state: AppState, listener: TcpListener) -> Result<(), ServerE
     tracing::info!(backend = ?state.store.backend(), "Holdpoint listening on http://{local}");
     // Test harnesses that pass port 0 read the real address from this line on stdout.
     println!("holdpoint listening on http://{local}");
+    let shutdown = state.shutdown.clone();
     axum::serve(listener, crate::http::router(state))
-        .with_graceful_shutdown(shutdown_signal())
+        .with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            shutdown.cancel();
+        })
         .await
         .map_err(ServerError::Serve)
 }

@@ -26,6 +26,9 @@ pub struct App {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// Executes agent runs; also what the API uses to validate agents and start runs.
     pub runtime: Arc<crate::runtime::Runtime>,
+    /// Cancelled when the server starts shutting down: long-lived responses (SSE, long-polls, MCP streams) end, so
+    /// the graceful shutdown does not wait for clients that never hang up.
+    pub shutdown: tokio_util::sync::CancellationToken,
     /// Where the built site is and what its files are called.
     pub leptos_options: LeptosOptions,
 }

@@ -226,3 +226,25 @@ async fn events_of_one_instance_reach_the_clients_of_another_in_order() {
     assert_eq!(seen, missed, "the restarted instance replays exactly what the client missed");
     assert!(replayed[0].0 > last_seen);
 }
+
+/// SIGTERM stops a server promptly even while clients hold an event stream and a long-poll open: the stream ends
+/// with `reconnect` (its Last-Event-ID loses nothing), the long-poll answers with the question as it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_ends_open_streams_instead_of_waiting_for_them() {
+    let Some(app) = database(Backend::Sqlite).await else { return };
+    let client = Client { http: reqwest::Client::new(), token: app.token.clone() };
+    let server = app.spawn_process().await;
+    let question = client.post(&server.base_url, "/questions", json!({ "title": "Still there?" })).await;
+    let stream = common::connect_events(&server.base_url, &app.token, None).await;
+    let wait_url =
+        format!("{}/api/v1/questions/{}/wait?timeout_seconds=60", server.base_url, question["id"].as_str().unwrap());
+    let long_poll = tokio::spawn(reqwest::Client::new().get(wait_url).bearer_auth(app.token.clone()).send());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    assert!(server.terminate(10).await, "the server stops within 10 s although clients are connected");
+    let rest = tokio::time::timeout(Duration::from_secs(10), stream.text()).await.unwrap().unwrap();
+    assert!(rest.contains("event: reconnect"), "the stream ended with reconnect: {rest:?}");
+    let answered = long_poll.await.unwrap().unwrap();
+    assert_eq!(answered.status(), 200);
+    assert_eq!(answered.json::<Value>().await.unwrap()["status"], "pending");
+}

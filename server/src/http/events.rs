@@ -97,6 +97,7 @@ async fn stream_events(
     let (mut receiver, position) = state.hub.subscribe();
     let store = Arc::clone(&state.store);
     let subscriber = state.metrics.sse_subscriber();
+    let shutdown = state.shutdown.clone();
 
     let stream = async_stream::stream! {
         // Counted as open for as long as the stream lives.
@@ -125,7 +126,16 @@ async fn stream_events(
             }
         }
         loop {
-            match receiver.recv().await {
+            let received = tokio::select! {
+                received = receiver.recv() => received,
+                () = shutdown.cancelled() => {
+                    // The server is stopping: tell the client to reconnect (to another instance, or to this one
+                    // once it is back); its Last-Event-ID loses nothing.
+                    yield Ok(Event::default().event("reconnect").data(format!("{{\"last_event_id\":{last_sent}}}")));
+                    return;
+                }
+            };
+            match received {
                 Ok(event) => {
                     if event.id <= last_sent {
                         continue;

@@ -247,7 +247,12 @@ async fn wait_for_question(
     }
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(seconds);
     loop {
-        match tokio::time::timeout_at(deadline, events.recv()).await {
+        let next = tokio::select! {
+            next = tokio::time::timeout_at(deadline, events.recv()) => next,
+            // Stopping: answer with the question as it is now rather than hold the shutdown up.
+            () = state.shutdown.cancelled() => break,
+        };
+        match next {
             Err(_elapsed) => break,
             Ok(Ok(event)) if event.question_id == Some(id) && event.event_type != EventType::QuestionAsked.as_str() => {
                 break;

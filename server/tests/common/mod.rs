@@ -248,6 +248,14 @@ pub struct ServerProcess {
 }
 
 impl ServerProcess {
+    /// Asks the process to stop (SIGTERM, as a process supervisor does) and waits until it has exited; `false` if
+    /// it is still running after `seconds`.
+    pub async fn terminate(mut self, seconds: u64) -> bool {
+        let pid = self._child.id().expect("the server is running").to_string();
+        std::process::Command::new("kill").args(["-TERM", &pid]).status().expect("kill runs");
+        tokio::time::timeout(std::time::Duration::from_secs(seconds), self._child.wait()).await.is_ok()
+    }
+
     /// Kills the process with SIGKILL, as a crash would, and waits until it is gone.
     pub async fn kill(mut self) {
         self._child.kill().await.expect("the server process can be killed");
