@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use leptos::either::{EitherOf4, EitherOf6};
 use leptos::prelude::*;
 use serde_json::{Map, Value};
 
@@ -209,28 +210,32 @@ pub fn AnswerWidget(
     let (inputs, buttons) = match question.response_type {
         ResponseType::Text => {
             let input_id = format!("{}-text-{}", prefix, id.simple());
-            (view! {
-                <label for=input_id.clone()>"Your answer"</label>
-                <textarea id=input_id rows="3" data-testid=tid("text") on:input=move |ev| text.set(event_target_value(&ev))></textarea>
-            }
-            .into_any(),
-            {submit_button(Box::new(move || {
-                    let value = text.get_untracked();
-                    if value.trim().is_empty() {
-                        error.set(Some("Write an answer first.".into()));
-                    } else {
-                        send(Value::String(value), None);
-                    }
-                }))}
-            .into_any())
+            (
+                EitherOf6::A(view! {
+                    <label for=input_id.clone()>"Your answer"</label>
+                    <textarea id=input_id rows="3" data-testid=tid("text") on:input=move |ev| text.set(event_target_value(&ev))></textarea>
+                }),
+                EitherOf4::A({
+                    submit_button(Box::new(move || {
+                        let value = text.get_untracked();
+                        if value.trim().is_empty() {
+                            error.set(Some("Write an answer first.".into()));
+                        } else {
+                            send(Value::String(value), None);
+                        }
+                    }))
+                }),
+            )
         }
-        ResponseType::Boolean => (().into_any(), view! {
-            <div class="button-row">
-                <button type="button" class="primary" data-testid=tid("yes") disabled=move || busy.get() on:click=move |_| send(Value::Bool(true), None)>"Yes"</button>
-                <button type="button" data-testid=tid("no") disabled=move || busy.get() on:click=move |_| send(Value::Bool(false), None)>"No"</button>
-            </div>
-        }
-        .into_any()),
+        ResponseType::Boolean => (
+            EitherOf6::B(()),
+            EitherOf4::B(view! {
+                <div class="button-row">
+                    <button type="button" class="primary" data-testid=tid("yes") disabled=move || busy.get() on:click=move |_| send(Value::Bool(true), None)>"Yes"</button>
+                    <button type="button" data-testid=tid("no") disabled=move || busy.get() on:click=move |_| send(Value::Bool(false), None)>"No"</button>
+                </div>
+            }),
+        ),
         ResponseType::Choice | ResponseType::MultiChoice | ResponseType::ErrorRecovery => {
             let multiple = question.response_type == ResponseType::MultiChoice;
             let options = if question.response_type == ResponseType::ErrorRecovery {
@@ -243,23 +248,25 @@ pub fn AnswerWidget(
                 ResponseType::MultiChoice => "Choose any",
                 _ => "Choose one",
             };
-            (view! {
-                <fieldset>
-                    <legend>{legend}</legend>
-                    {options_view(options, multiple, &tid)}
-                </fieldset>
-            }
-            .into_any(),
-            {submit_button(Box::new(move || {
-                    if multiple {
-                        send(Value::from(many.get_untracked()), None);
-                    } else if let Some(value) = chosen.get_untracked() {
-                        send(Value::String(value), None);
-                    } else {
-                        error.set(Some("Choose an option first.".into()));
-                    }
-                }))}
-            .into_any())
+            (
+                EitherOf6::C(view! {
+                    <fieldset>
+                        <legend>{legend}</legend>
+                        {options_view(options, multiple, &tid)}
+                    </fieldset>
+                }),
+                EitherOf4::A({
+                    submit_button(Box::new(move || {
+                        if multiple {
+                            send(Value::from(many.get_untracked()), None);
+                        } else if let Some(value) = chosen.get_untracked() {
+                            send(Value::String(value), None);
+                        } else {
+                            error.set(Some("Choose an option first.".into()));
+                        }
+                    }))
+                }),
+            )
         }
         ResponseType::Approval => {
             let allow_edit = question.allow_edit;
@@ -281,63 +288,64 @@ pub fn AnswerWidget(
                 send(Value::Bool(approve), edited);
             };
             let decide_reject = decide.clone();
-            (view! {
-                {if allow_edit {
-                    view! {
-                        <label for=args_id.clone()>"Arguments (you may edit them before approving)"</label>
-                        <textarea id=args_id class="mono" rows="8" spellcheck="false" data-testid=tid("arguments")
-                            prop:value=move || args_text.get()
-                            on:input=move |ev| args_text.set(event_target_value(&ev))></textarea>
-                        {move || args_parsed.get().err().map(|e| view! { <p class="field-error" role="alert" data-testid="arguments-error">{e}</p> })}
-                        {move || {
-                            let edited = args_text.get();
-                            (edited != original_for_diff).then(|| {
-                                let lines = line_diff(&original_for_diff, &edited);
-                                view! {
-                                    <div class="diff" data-testid="arguments-diff" aria-label="Changes to the arguments">
-                                        {lines.into_iter().map(|(mark, line)| {
-                                            let class = match mark { '+' => "diff-add", '-' => "diff-del", _ => "diff-same" };
-                                            view! { <div class=class>{format!("{mark} {line}")}</div> }
-                                        }).collect_view()}
-                                    </div>
-                                }
-                            })
-                        }}
-                    }
-                    .into_any()
-                } else {
-                    view! { <pre class="arguments" data-testid=tid("arguments-view")>{original_args.clone()}</pre> }.into_any()
-                }}
-            }
-            .into_any(),
-            view! {
-                <div class="button-row">
-                    <button type="button" class="primary" data-testid=tid("approve")
-                        disabled=move || busy.get() || (allow_edit && args_parsed.with(Result::is_err))
-                        on:click=move |_| decide(true)>"Approve"</button>
-                    <button type="button" class="danger" data-testid=tid("reject") disabled=move || busy.get()
-                        on:click=move |_| decide_reject(false)>"Reject"</button>
-                </div>
-            }
-            .into_any())
+            (
+                EitherOf6::D(view! {
+                    {if allow_edit {
+                        leptos::either::Either::Left(view! {
+                            <label for=args_id.clone()>"Arguments (you may edit them before approving)"</label>
+                            <textarea id=args_id class="mono" rows="8" spellcheck="false" data-testid=tid("arguments")
+                                prop:value=move || args_text.get()
+                                on:input=move |ev| args_text.set(event_target_value(&ev))></textarea>
+                            {move || args_parsed.get().err().map(|e| view! { <p class="field-error" role="alert" data-testid="arguments-error">{e}</p> })}
+                            {move || {
+                                let edited = args_text.get();
+                                (edited != original_for_diff).then(|| {
+                                    let lines = line_diff(&original_for_diff, &edited);
+                                    view! {
+                                        <div class="diff" data-testid="arguments-diff" aria-label="Changes to the arguments">
+                                            {lines.into_iter().map(|(mark, line)| {
+                                                let class = match mark { '+' => "diff-add", '-' => "diff-del", _ => "diff-same" };
+                                                view! { <div class=class>{format!("{mark} {line}")}</div> }
+                                            }).collect_view()}
+                                        </div>
+                                    }
+                                })
+                            }}
+                        })
+                    } else {
+                        leptos::either::Either::Right(view! { <pre class="arguments" data-testid=tid("arguments-view")>{original_args.clone()}</pre> })
+                    }}
+                }),
+                EitherOf4::C(view! {
+                    <div class="button-row">
+                        <button type="button" class="primary" data-testid=tid("approve")
+                            disabled=move || busy.get() || (allow_edit && args_parsed.with(Result::is_err))
+                            on:click=move |_| decide(true)>"Approve"</button>
+                        <button type="button" class="danger" data-testid=tid("reject") disabled=move || busy.get()
+                            on:click=move |_| decide_reject(false)>"Reject"</button>
+                    </div>
+                }),
+            )
         }
         ResponseType::Form => {
             let fields = question.fields.clone();
             let fields_for_send = fields.clone();
-            (view! {
-                {fields.into_iter().map(|field| view! { <FormFieldEditor field prefix=prefix.clone() question_id=id scalars multi/> }).collect_view()}
-            }
-            .into_any(),
-            {submit_button(Box::new(move || {
-                    match form_value(&fields_for_send, &scalars.get_untracked(), &multi.get_untracked()) {
-                        Ok(value) => send(value, None),
-                        Err(err) => error.set(Some(err)),
-                    }
-                }))}
-            .into_any())
+            (
+                EitherOf6::E(view! {
+                    {fields.into_iter().map(|field| view! { <FormFieldEditor field prefix=prefix.clone() question_id=id scalars multi/> }).collect_view()}
+                }),
+                EitherOf4::A({
+                    submit_button(Box::new(move || {
+                        match form_value(&fields_for_send, &scalars.get_untracked(), &multi.get_untracked()) {
+                            Ok(value) => send(value, None),
+                            Err(err) => error.set(Some(err)),
+                        }
+                    }))
+                }),
+            )
         }
         ResponseType::Number => {
-            (view! { <p class="alert">"This question cannot be answered here."</p> }.into_any(), ().into_any())
+            (EitherOf6::F(view! { <p class="alert">"This question cannot be answered here."</p> }), EitherOf4::D(()))
         }
     };
     let comment_id = format!("{}-comment-{}", prefix, id.simple());

@@ -2,7 +2,7 @@
 //! response type without JavaScript. The form posts to `/ui/answer/{id}`; the server turns the fields into the
 //! answer's JSON and checks it exactly as the API does.
 
-use leptos::either::EitherOf4;
+use leptos::either::{EitherOf4, EitherOf5, EitherOf7};
 use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 use uuid::Uuid;
@@ -81,29 +81,26 @@ fn QuestionView(question: Question, session: SessionInfo) -> impl IntoView {
 fn AnswerForm(question: Question, csrf: String) -> impl IntoView {
     let action = format!("/ui/answer/{}", question.id);
     let inputs = match question.response_type {
-        ResponseType::Text => view! {
+        ResponseType::Text => EitherOf7::A(view! {
             <label for="answer-value">"Your answer"</label>
             <textarea id="answer-value" name="value" rows="4" required data-testid="answer-text"></textarea>
             <button type="submit" class="primary" data-testid="answer-submit">"Send answer"</button>
-        }
-        .into_any(),
-        ResponseType::Boolean => view! {
+        }),
+        ResponseType::Boolean => EitherOf7::B(view! {
             <div class="button-row">
                 <button type="submit" name="value" value="true" class="primary" data-testid="answer-yes">"Yes"</button>
                 <button type="submit" name="value" value="false" data-testid="answer-no">"No"</button>
             </div>
-        }
-        .into_any(),
+        }),
         ResponseType::Choice | ResponseType::MultiChoice => {
             let multiple = question.response_type == ResponseType::MultiChoice;
-            view! {
+            EitherOf7::C(view! {
                 <fieldset>
                     <legend>{if multiple { "Choose any" } else { "Choose one" }}</legend>
                     <OptionInputs name="value".to_owned() options=question.options.clone() multiple/>
                 </fieldset>
                 <button type="submit" class="primary" data-testid="answer-submit">"Send answer"</button>
-            }
-            .into_any()
+            })
         }
         ResponseType::Approval => {
             let arguments = question
@@ -111,7 +108,7 @@ fn AnswerForm(question: Question, csrf: String) -> impl IntoView {
                 .as_ref()
                 .map(|a| serde_json::to_string_pretty(&a.arguments).unwrap_or_default())
                 .unwrap_or_default();
-            view! {
+            EitherOf7::D(view! {
                 {question.allow_edit.then(|| view! {
                     <label for="edited-arguments">"Arguments (edit before approving if needed)"</label>
                     <textarea id="edited-arguments" name="edited_arguments" rows="6" class="mono" data-testid="edited-arguments">{arguments}</textarea>
@@ -120,8 +117,7 @@ fn AnswerForm(question: Question, csrf: String) -> impl IntoView {
                     <button type="submit" name="value" value="true" class="primary" data-testid="answer-approve">"Approve"</button>
                     <button type="submit" name="value" value="false" class="danger" data-testid="answer-reject">"Reject"</button>
                 </div>
-            }
-            .into_any()
+            })
         }
         ResponseType::ErrorRecovery => {
             let mut options: Vec<QuestionOption> = ["retry", "skip", "abort"]
@@ -129,21 +125,19 @@ fn AnswerForm(question: Question, csrf: String) -> impl IntoView {
                 .map(|v| QuestionOption { value: v.into(), label: capitalise(v), description: None })
                 .collect();
             options.extend(question.options.clone());
-            view! {
+            EitherOf7::E(view! {
                 <fieldset>
                     <legend>"How should the agent go on?"</legend>
                     <OptionInputs name="value".to_owned() options multiple=false/>
                 </fieldset>
                 <button type="submit" class="primary" data-testid="answer-submit">"Send"</button>
-            }
-            .into_any()
+            })
         }
-        ResponseType::Form => view! {
+        ResponseType::Form => EitherOf7::F(view! {
             {question.fields.clone().into_iter().map(|field| view! { <FormFieldInput field/> }).collect_view()}
             <button type="submit" class="primary" data-testid="answer-submit">"Send answers"</button>
-        }
-        .into_any(),
-        ResponseType::Number => view! { <p class="alert">"This question cannot be answered here."</p> }.into_any(),
+        }),
+        ResponseType::Number => EitherOf7::G(view! { <p class="alert">"This question cannot be answered here."</p> }),
     };
     let comment_label = if question.response_type == ResponseType::ErrorRecovery {
         "Guidance (optional)"
@@ -190,27 +184,26 @@ fn FormFieldInput(field: FormField) -> impl IntoView {
     let id = format!("field-{}", field.key);
     let label = if field.required { format!("{} *", field.label) } else { field.label.clone() };
     let input = match field.response_type {
-        ResponseType::Number => view! { <input type="number" step="any" id=id.clone() name=name required=field.required/> }.into_any(),
-        ResponseType::Boolean => view! {
+        ResponseType::Number => {
+            EitherOf5::A(view! { <input type="number" step="any" id=id.clone() name=name required=field.required/> })
+        }
+        ResponseType::Boolean => EitherOf5::B(view! {
             <select id=id.clone() name=name required=field.required>
                 <option value="">"—"</option>
                 <option value="true">"Yes"</option>
                 <option value="false">"No"</option>
             </select>
-        }
-        .into_any(),
-        ResponseType::Choice => view! {
+        }),
+        ResponseType::Choice => EitherOf5::C(view! {
             <select id=id.clone() name=name required=field.required>
                 <option value="">"—"</option>
                 {field.options.iter().map(|o| view! { <option value=o.value.clone()>{o.label.clone()}</option> }).collect_view()}
             </select>
-        }
-        .into_any(),
-        ResponseType::MultiChoice => view! {
+        }),
+        ResponseType::MultiChoice => EitherOf5::D(view! {
             <fieldset id=id.clone()><OptionInputs name options=field.options.clone() multiple=true/></fieldset>
-        }
-        .into_any(),
-        _ => view! { <input type="text" id=id.clone() name=name required=field.required/> }.into_any(),
+        }),
+        _ => EitherOf5::E(view! { <input type="text" id=id.clone() name=name required=field.required/> }),
     };
     view! {
         <label for=id>{label}</label>

@@ -242,9 +242,9 @@ fn TimelineEntry(message: RunMessage, calls: Vec<ToolCall>) -> impl IntoView {
                 <span class="muted">{format!(" · step {} · {}", message.step, message.created_at.format("%H:%M:%S"))}</span>
             </div>
             {(!text.is_empty()).then(|| if role == "tool" || role == "system" {
-                view! { <pre class="message-text">{text.clone()}</pre> }.into_any()
+                Either::Left(view! { <pre class="message-text">{text.clone()}</pre> })
             } else {
-                view! { <Markdown source=text.clone()/> }.into_any()
+                Either::Right(view! { <Markdown source=text.clone()/> })
             })}
             {calls.into_iter().map(|call| view! { <ToolCallCard call/> }).collect_view()}
         </li>
