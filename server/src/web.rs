@@ -241,6 +241,11 @@ impl UiBackend for StoreUiBackend {
         project: Option<String>,
         limit: u32,
     ) -> Result<Page<app::types::Run>, String> {
+        // The REST API shows an `agent` token only the runs it started; a session does not know which those are, so
+        // an agent's session sees none here.
+        if session.role == app::types::Role::Agent {
+            return Ok(Page { items: Vec::new(), next_cursor: None });
+        }
         let filter = RunFilter { status, project, limit, ..Default::default() };
         let rows = self.store.list_runs(session.workspace_id, &filter).await.map_err(|e| e.to_string())?;
         let mut items = Vec::with_capacity(rows.len());
@@ -253,6 +258,9 @@ impl UiBackend for StoreUiBackend {
     }
 
     async fn run_detail(&self, session: &SessionInfo, id: uuid::Uuid) -> Result<Option<app::RunTimeline>, String> {
+        if session.role == app::types::Role::Agent {
+            return Ok(None);
+        }
         let Some(row) = self.store.run(session.workspace_id, id).await.map_err(|e| e.to_string())? else {
             return Ok(None);
         };
