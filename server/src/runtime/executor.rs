@@ -421,7 +421,7 @@ async fn ask_approval(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow, assist
     let spec = &run.agent.0;
     let arguments = serde_json::to_string_pretty(&call.input.0).unwrap_or_default();
     let summary = match (call.tool_name.as_str(), call.input.0["command"].as_str(), call.input.0["url"].as_str()) {
-        (SHELL, Some(command), _) => format!("Run `{}`?", clip(command, 200)),
+        (SHELL, Some(command), _) => format!("Run: {}", clip(command, 200)),
         (HTTP_REQUEST, _, Some(url)) => {
             format!("{} {}?", call.input.0["method"].as_str().unwrap_or("GET").to_uppercase(), clip(url, 200))
         }
