@@ -30,7 +30,26 @@ async fn a_new_blocking_question_on_a_run_supersedes_the_older_one(app: TestApp)
     );
 }
 
+async fn a_first_connection_replays_from_the_last_event_id_query_parameter(app: TestApp) {
+    let base = app.serve().await;
+    let first = app.post("/api/v1/questions", json!({ "title": "Rendered with the page" })).await;
+    assert_eq!(first.status, StatusCode::CREATED);
+    let position = read_events(connect_events(&base, &app.token, Some(0)).await, 1).await[0].0;
+    let missed = app.post("/api/v1/questions", json!({ "title": "Asked before the stream opened" })).await.json;
+    let response = reqwest::Client::new()
+        .get(format!("{base}/api/v1/events?last_event_id={position}"))
+        .bearer_auth(&app.token)
+        .send()
+        .await
+        .unwrap();
+    let events = read_events(response, 1).await;
+    assert_eq!(events[0].2["question"]["id"], missed["id"], "nothing between the render and the stream is lost");
+    let negative = app.get("/api/v1/events?last_event_id=-1").await;
+    assert_error(&negative, StatusCode::BAD_REQUEST, "bad_request");
+}
+
 backend_tests!(
+    a_first_connection_replays_from_the_last_event_id_query_parameter,
     a_new_blocking_question_on_a_run_supersedes_the_older_one,
     every_response_type_takes_fitting_answers_and_refuses_the_rest,
     the_first_answer_wins_and_later_ones_get_409_with_who_answered,

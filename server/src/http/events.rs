@@ -39,6 +39,9 @@ pub fn router() -> OpenApiRouter<AppState> {
 struct EventQuery {
     project: Option<String>,
     run_id: Option<Uuid>,
+    /// Like the `Last-Event-ID` header (which wins if both are given), for a first connection that must not miss
+    /// what happened since a page was rendered: browsers send the header only when they reconnect.
+    last_event_id: Option<i64>,
 }
 
 /// Which events a subscriber wants.
@@ -82,7 +85,10 @@ async fn stream_events(
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     let Query(query) = query.map_err(|err| AppError::BadRequest(err.body_text()))?;
     let last_event_id = match headers.get("last-event-id") {
-        None => None,
+        None => match query.last_event_id {
+            Some(id) if id < 0 => return Err(AppError::BadRequest("last_event_id must be an event id".into())),
+            other => other,
+        },
         Some(value) => Some(
             value
                 .to_str()
