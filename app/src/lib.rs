@@ -8,7 +8,7 @@ pub mod types;
 mod answer;
 mod api;
 mod components;
-mod live;
+pub mod live;
 pub mod markdown;
 mod modal;
 mod notify;
@@ -32,6 +32,7 @@ pub const SERVER_FN_PREFIX: &str = "/ui/fn";
 
 /// The HTML document around the app, rendered on the server only.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
+    let rendered_at = use_context::<live::RenderedAt>().map(|at| at.0.to_string());
     view! {
         <!DOCTYPE html>
         <html lang="en">
@@ -39,6 +40,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <meta name="color-scheme" content="light dark"/>
+                {rendered_at.map(|at| view! { <meta name=live::RENDERED_AT_META content=at/> })}
                 <HydrationScripts options/>
                 <MetaTags/>
             </head>

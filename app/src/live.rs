@@ -8,6 +8,14 @@ use leptos::prelude::*;
 
 use crate::types::{Question, RunStatusEventData};
 
+/// The event log position a page was rendered at (provided by the server for each page request): the page's first
+/// event stream starts there, so what happens between the render and the connection reaches the page too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RenderedAt(pub i64);
+
+/// The `<meta>` the position travels in, from the server's render to the browser.
+pub const RENDERED_AT_META: &str = "holdpoint-event-position";
+
 /// What the page has heard since it loaded, oldest first (always empty on the server).
 #[derive(Clone, Copy)]
 pub struct Live {
@@ -87,7 +95,18 @@ mod browser {
         set_runs: WriteSignal<Vec<RunStatusEventData>>,
         set_opened: WriteSignal<u32>,
     ) {
-        let Ok(mut source) = EventSource::new("/api/v1/events") else {
+        // From where the page was rendered (later reconnections send Last-Event-ID themselves).
+        let rendered_at = document()
+            .query_selector(&format!("meta[name=\"{}\"]", super::RENDERED_AT_META))
+            .ok()
+            .flatten()
+            .and_then(|meta| meta.get_attribute("content"))
+            .and_then(|content| content.parse::<i64>().ok());
+        let url = match rendered_at {
+            Some(position) => format!("/api/v1/events?last_event_id={position}"),
+            None => "/api/v1/events".to_owned(),
+        };
+        let Ok(mut source) = EventSource::new(&url) else {
             leptos::logging::error!("could not open the event stream");
             return;
         };

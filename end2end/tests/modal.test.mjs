@@ -237,3 +237,24 @@ test('an approval with editable arguments: validated, diffed, and both versions 
   assert.deepEqual(answered.response.edited_arguments, { command: 'terraform plan', dir: 'infra/prod' });
   await page.close();
 });
+
+test('a question asked between the page render and its event stream still opens the modal', async () => {
+  const page = await context.newPage();
+  // Hold the app back after the server render, and ask meanwhile: the stream must start where the page was rendered.
+  let release;
+  const held = new Promise((resolve) => { release = resolve; });
+  await page.route('**/pkg/*.wasm', async (route) => { await held; await route.continue(); });
+  await page.goto(`${server.baseUrl}/inbox`);
+  if (page.url().includes('/signin')) {
+    await page.getByTestId('signin-token').fill(server.token);
+    await page.getByTestId('signin-submit').click();
+    await page.waitForURL((url) => url.pathname === '/inbox');
+  }
+  const position = await page.locator('meta[name="holdpoint-event-position"]').getAttribute('content');
+  assert.match(position, /^\d+$/, 'the render carries its event position');
+  const q = await ask({ title: 'Asked while the page was still loading', timeout_seconds: 600 });
+  release();
+  await waitForLive(page);
+  await modalShows(page, q.id, 5_000);
+  await page.close();
+});

@@ -74,6 +74,12 @@ impl EventHub {
         (receiver, self.position.load(Ordering::SeqCst))
     }
 
+    /// The id of the newest event handed to subscribers: a page rendered now opens its stream from here, so it
+    /// misses nothing that happens between its render and its connection.
+    pub fn position(&self) -> i64 {
+        self.position.load(Ordering::SeqCst)
+    }
+
     /// How many clients are subscribed.
     pub fn subscriber_count(&self) -> usize {
         self.sender.receiver_count()

@@ -33,10 +33,22 @@ use crate::store::{QuestionFilter, QuestionSort, RunFilter, SessionRow, Store, T
 pub fn router(state: &AppState) -> Router<AppState> {
     let backend = UiBackendHandle(Arc::new(StoreUiBackend { store: Arc::clone(&state.store) }));
     let pages = Router::new()
-        .leptos_routes_with_context(state, generate_route_list(app::App), move || provide_context(backend.clone()), {
-            let options = state.leptos_options.clone();
-            move || app::shell(options.clone())
-        })
+        .leptos_routes_with_context(
+            state,
+            generate_route_list(app::App),
+            {
+                let hub = state.hub.clone();
+                move || {
+                    provide_context(backend.clone());
+                    // Read before the page loads its data: whatever happens after it reaches the page live.
+                    provide_context(app::live::RenderedAt(hub.position()));
+                }
+            },
+            {
+                let options = state.leptos_options.clone();
+                move || app::shell(options.clone())
+            },
+        )
         .route_layer(middleware::from_fn_with_state(state.clone(), require_session));
     let pkg_dir = format!("{}/{}", state.leptos_options.site_root, state.leptos_options.site_pkg_dir);
     Router::new()
