@@ -249,34 +249,7 @@ mod tests {
     use crate::types::*;
 
     fn question(status: QuestionStatus) -> Question {
-        let now = chrono::Utc::now();
-        Question {
-            id: Uuid::now_v7(),
-            workspace: "default".into(),
-            project: None,
-            run_id: None,
-            tool_call_id: None,
-            parent_run_ids: vec![],
-            kind: QuestionKind::Blocking,
-            response_type: ResponseType::Text,
-            title: "Deploy?".into(),
-            body: String::new(),
-            options: vec![],
-            fields: vec![],
-            action: None,
-            allow_edit: false,
-            context: serde_json::json!({}),
-            urgency: Urgency::High,
-            timeout_at: None,
-            default_response: None,
-            status,
-            response: None,
-            answered_by: None,
-            resolution: None,
-            created_at: now,
-            updated_at: now,
-            resolved_at: None,
-        }
+        crate::types::sample_question("Deploy?", status)
     }
 
     #[test]

@@ -352,6 +352,39 @@ pub struct SessionInfo {
     pub csrf_token: String,
 }
 
+/// A plain pending-style question for unit tests of the pages and components.
+#[cfg(test)]
+pub(crate) fn sample_question(title: &str, status: QuestionStatus) -> Question {
+    let now = Utc::now();
+    Question {
+        id: Uuid::now_v7(),
+        workspace: "default".into(),
+        project: None,
+        run_id: None,
+        tool_call_id: None,
+        parent_run_ids: vec![],
+        kind: QuestionKind::Blocking,
+        response_type: ResponseType::Text,
+        title: title.into(),
+        body: String::new(),
+        options: vec![],
+        fields: vec![],
+        action: None,
+        allow_edit: false,
+        context: serde_json::json!({}),
+        urgency: Urgency::High,
+        timeout_at: None,
+        default_response: None,
+        status,
+        response: None,
+        answered_by: None,
+        resolution: None,
+        created_at: now,
+        updated_at: now,
+        resolved_at: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -237,37 +237,9 @@ mod keyboard {
 mod tests {
     use super::*;
     use crate::types::*;
-    use chrono::Utc;
-    use uuid::Uuid;
 
     fn question(title: &str, status: QuestionStatus) -> Question {
-        Question {
-            id: Uuid::now_v7(),
-            workspace: "default".into(),
-            project: None,
-            run_id: None,
-            tool_call_id: None,
-            parent_run_ids: vec![],
-            kind: QuestionKind::Blocking,
-            response_type: ResponseType::Text,
-            title: title.into(),
-            body: String::new(),
-            options: vec![],
-            fields: vec![],
-            action: None,
-            allow_edit: false,
-            context: serde_json::json!({}),
-            urgency: Urgency::High,
-            timeout_at: None,
-            default_response: None,
-            status,
-            response: None,
-            answered_by: None,
-            resolution: None,
-            created_at: Utc::now(),
-            updated_at: Utc::now(),
-            resolved_at: None,
-        }
+        crate::types::sample_question(title, status)
     }
 
     #[test]

@@ -312,20 +312,29 @@ macro_rules! run_sql_store {
             }
 
             async fn run_by_idempotency_key(&self, key: &IdempotencyKey) -> StoreResult<Option<RunRow>> {
-                let found: Option<(Uuid, Vec<u8>)> = sqlx::query_as(
-                    "SELECT resource_id, request_hash FROM idempotency_keys \
-                     WHERE workspace_id = $1 AND scope = $2 AND key = $3",
-                )
-                .bind(key.workspace_id)
-                .bind(key.scope)
-                .bind(&key.key)
-                .fetch_optional(&self.$write)
-                .await?;
-                let Some((resource_id, request_hash)) = found else { return Ok(None) };
-                if request_hash != key.request_hash {
-                    return Err(StoreError::IdempotencyMismatch);
+                match self.idempotent_resource(key).await? {
+                    Some(id) => RunStore::run(self, key.workspace_id, id).await,
+                    None => Ok(None),
                 }
-                RunStore::run(self, key.workspace_id, resource_id).await
+            }
+
+            async fn insert_segment(tx: &mut sqlx::Transaction<'_, $db>, segment: &SegmentRow) -> StoreResult<()> {
+                sqlx::query(&format!(
+                    "INSERT INTO run_segments ({SEGMENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+                ))
+                .bind(segment.id)
+                .bind(segment.run_id)
+                .bind(segment.idx)
+                .bind(segment.resumed_from)
+                .bind(segment.start_step)
+                .bind(segment.steps)
+                .bind(segment.max_steps)
+                .bind(segment.started_at)
+                .bind(segment.ended_at)
+                .bind(&segment.end_status)
+                .execute(&mut **tx)
+                .await?;
+                Ok(())
             }
         }
 
@@ -416,18 +425,7 @@ macro_rules! run_sql_store {
                 }
                 let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
                 if let Some(key) = idempotency {
-                    let claimed = sqlx::query(
-                        "INSERT INTO idempotency_keys (workspace_id, scope, key, request_hash, resource_id, created_at) \
-                         VALUES ($1, $2, $3, $4, $5, $6)",
-                    )
-                    .bind(key.workspace_id)
-                    .bind(key.scope)
-                    .bind(&key.key)
-                    .bind(&key.request_hash)
-                    .bind(run.id)
-                    .bind(run.created_at)
-                    .execute(&mut *tx)
-                    .await;
+                    let claimed = Self::claim_idempotency_key(&mut tx, key, run.id, run.created_at).await;
                     if let Err(err) = claimed {
                         if is_unique_violation(&err) {
                             drop(tx);
@@ -467,21 +465,7 @@ macro_rules! run_sql_store {
                 .bind(run.pause_on_input)
                 .execute(&mut *tx)
                 .await?;
-                sqlx::query(&format!(
-                    "INSERT INTO run_segments ({SEGMENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
-                ))
-                .bind(segment.id)
-                .bind(segment.run_id)
-                .bind(segment.idx)
-                .bind(segment.resumed_from)
-                .bind(segment.start_step)
-                .bind(segment.steps)
-                .bind(segment.max_steps)
-                .bind(segment.started_at)
-                .bind(segment.ended_at)
-                .bind(&segment.end_status)
-                .execute(&mut *tx)
-                .await?;
+                Self::insert_segment(&mut tx, segment).await?;
                 let event_id = Self::append_run_event(&mut tx, run).await?;
                 self.commit_events(tx, Some(event_id)).await?;
                 Ok(Created { value: run.clone(), created: true })
@@ -686,21 +670,7 @@ macro_rules! run_sql_store {
                     ended_at: None,
                     end_status: None,
                 };
-                sqlx::query(&format!(
-                    "INSERT INTO run_segments ({SEGMENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
-                ))
-                .bind(segment.id)
-                .bind(segment.run_id)
-                .bind(segment.idx)
-                .bind(segment.resumed_from)
-                .bind(segment.start_step)
-                .bind(segment.steps)
-                .bind(segment.max_steps)
-                .bind(segment.started_at)
-                .bind(segment.ended_at)
-                .bind(&segment.end_status)
-                .execute(&mut *tx)
-                .await?;
+                Self::insert_segment(&mut tx, &segment).await?;
                 tx.commit().await?;
                 Ok(segment)
             }

@@ -169,7 +169,9 @@ macro_rules! sql_store {
                 Ok(())
             }
 
-            async fn question_by_idempotency_key(&self, key: &IdempotencyKey) -> StoreResult<Option<QuestionRow>> {
+            /// The id of what a creation with this key made before; [`StoreError::IdempotencyMismatch`] if the key
+            /// came with another request then.
+            pub(super) async fn idempotent_resource(&self, key: &IdempotencyKey) -> StoreResult<Option<Uuid>> {
                 let found: Option<(Uuid, Vec<u8>)> = sqlx::query_as(
                     "SELECT resource_id, request_hash FROM idempotency_keys \
                      WHERE workspace_id = $1 AND scope = $2 AND key = $3",
@@ -183,7 +185,37 @@ macro_rules! sql_store {
                 if request_hash != key.request_hash {
                     return Err(StoreError::IdempotencyMismatch);
                 }
-                self.question(key.workspace_id, resource_id).await
+                Ok(Some(resource_id))
+            }
+
+            /// Records the key for `resource_id` inside the creating transaction; a unique violation means a
+            /// concurrent request with the same key won the race.
+            pub(super) async fn claim_idempotency_key(
+                tx: &mut sqlx::Transaction<'_, $db>,
+                key: &IdempotencyKey,
+                resource_id: Uuid,
+                at: DateTime<Utc>,
+            ) -> Result<(), sqlx::Error> {
+                sqlx::query(
+                    "INSERT INTO idempotency_keys (workspace_id, scope, key, request_hash, resource_id, created_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6)",
+                )
+                .bind(key.workspace_id)
+                .bind(key.scope)
+                .bind(&key.key)
+                .bind(&key.request_hash)
+                .bind(resource_id)
+                .bind(at)
+                .execute(&mut **tx)
+                .await?;
+                Ok(())
+            }
+
+            async fn question_by_idempotency_key(&self, key: &IdempotencyKey) -> StoreResult<Option<QuestionRow>> {
+                match self.idempotent_resource(key).await? {
+                    Some(id) => self.question(key.workspace_id, id).await,
+                    None => Ok(None),
+                }
             }
         }
 
@@ -296,18 +328,7 @@ macro_rules! sql_store {
                 }
                 let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
                 if let Some(key) = idempotency {
-                    let claimed = sqlx::query(
-                        "INSERT INTO idempotency_keys (workspace_id, scope, key, request_hash, resource_id, created_at) \
-                         VALUES ($1, $2, $3, $4, $5, $6)",
-                    )
-                    .bind(key.workspace_id)
-                    .bind(key.scope)
-                    .bind(&key.key)
-                    .bind(&key.request_hash)
-                    .bind(q.id)
-                    .bind(q.created_at)
-                    .execute(&mut *tx)
-                    .await;
+                    let claimed = Self::claim_idempotency_key(&mut tx, key, q.id, q.created_at).await;
                     if let Err(err) = claimed {
                         // A concurrent request with the same key won the race: answer with its question.
                         if is_unique_violation(&err) {
