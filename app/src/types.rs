@@ -339,7 +339,8 @@ pub struct ErrorDetail {
 }
 
 /// Who a browser session acts as. Set by the server's session layer; read by pages and server functions.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `Debug` redacts the CSRF token.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct SessionInfo {
     pub workspace_id: Uuid,
@@ -350,6 +351,18 @@ pub struct SessionInfo {
     pub role: Role,
     /// Sent back with every state-changing request of this session (`X-CSRF-Token` header or `csrf` form field).
     pub csrf_token: String,
+}
+
+impl std::fmt::Debug for SessionInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionInfo")
+            .field("workspace_id", &self.workspace_id)
+            .field("workspace", &self.workspace)
+            .field("name", &self.name)
+            .field("role", &self.role)
+            .field("csrf_token", &"[redacted]")
+            .finish()
+    }
 }
 
 /// A plain pending-style question for unit tests of the pages and components.
@@ -388,6 +401,20 @@ pub(crate) fn sample_question(title: &str, status: QuestionStatus) -> Question {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_session_debug_output_shows_no_csrf_token() {
+        let session = SessionInfo {
+            workspace_id: Uuid::nil(),
+            workspace: "default".into(),
+            name: "ops".into(),
+            role: Role::Admin,
+            csrf_token: "csrf-secret-value".into(),
+        };
+        let debug = format!("{session:?}");
+        assert!(!debug.contains("csrf-secret-value"), "{debug}");
+        assert!(debug.contains("ops"), "{debug}");
+    }
 
     #[test]
     fn every_wire_name_is_what_serde_writes() {

@@ -35,11 +35,25 @@ test('a question created through the API appears on the open inbox within 2 s, w
   const errors = [];
   page.on('pageerror', (err) => errors.push(err.message));
   page.on('console', (msg) => msg.type() === 'error' && errors.push(msg.text()));
+  // Every Content-Security-Policy violation of the page (Playwright's init scripts are not subject to the policy).
+  await page.addInitScript(() => {
+    window.__cspViolations = [];
+    document.addEventListener('securitypolicyviolation', (e) =>
+      window.__cspViolations.push(`${e.violatedDirective} ${e.blockedURI}`));
+  });
+  const policies = [];
+  page.on('response', (response) => {
+    if (response.request().resourceType() === 'document') policies.push(response.headers()['content-security-policy']);
+  });
 
   await api(server, 'POST', '/questions', { title: 'Already waiting', project: 'infra' });
   await signIn(page, server, '/inbox');
   await page.getByTestId('question-item').filter({ hasText: 'Already waiting' }).waitFor();
   await waitForLive(page);
+  // The inbox hydrated (and went live) under a nonce-based policy, with nothing refused.
+  const policy = policies.at(-1) ?? '';
+  assert.match(policy, /script-src 'self' 'nonce-[A-Za-z0-9]+' 'wasm-unsafe-eval'/, `the inbox's policy: ${policy}`);
+  assert.deepEqual(await page.evaluate(() => window.__cspViolations), [], 'no CSP violations');
   const navigations = [];
   page.on('framenavigated', (frame) => frame === page.mainFrame() && navigations.push(frame.url()));
 

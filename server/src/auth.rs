@@ -63,13 +63,23 @@ impl std::str::FromStr for Secret {
 }
 
 /// How a caller proved who it is.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub enum Credential {
     Token,
     /// A browser session, with the CSRF token its forms and scripts must send back.
     Session {
         csrf_token: String,
     },
+}
+
+/// The CSRF token is a secret of the session: redacted.
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Credential::Token => f.write_str("Token"),
+            Credential::Session { .. } => f.debug_struct("Session").field("csrf_token", &"[redacted]").finish(),
+        }
+    }
 }
 
 /// The authenticated caller of an API request.
@@ -184,5 +194,13 @@ mod tests {
     fn a_secret_never_shows_in_debug_output() {
         let secret: Secret = "hp_supersecret".parse().unwrap();
         assert_eq!(format!("{secret:?}"), "[redacted]");
+    }
+
+    #[test]
+    fn a_session_credential_never_shows_its_csrf_token_in_debug_output() {
+        let credential = Credential::Session { csrf_token: "csrf-secret-value".into() };
+        let debug = format!("{credential:?}");
+        assert!(!debug.contains("csrf-secret-value"), "{debug}");
+        assert_eq!(debug, r#"Session { csrf_token: "[redacted]" }"#);
     }
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use crate::auth::Secret;
 
 /// Where the database is: shared by `serve` and the commands that open the database directly.
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Clone, clap::Args)]
 pub struct DatabaseLocation {
     /// Directory for the embedded SQLite database (`holdpoint.db`).
     #[arg(long, env = "HOLDPOINT_DATA_DIR", default_value = "./data")]
@@ -15,6 +15,44 @@ pub struct DatabaseLocation {
     /// Database URL, `sqlite:...` or `postgres://...`; overrides the data directory's SQLite file.
     #[arg(long, env = "DATABASE_URL")]
     pub database_url: Option<String>,
+}
+
+/// The URL's password, if it has one, is redacted: a database URL often carries one.
+impl std::fmt::Debug for DatabaseLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DatabaseLocation")
+            .field("data_dir", &self.data_dir)
+            .field("database_url", &self.database_url.as_deref().map(redacted_url))
+            .finish()
+    }
+}
+
+/// `url` with the password of its user info (`postgres://user:secret@host`) and of a `password=` parameter replaced
+/// by `[redacted]`, for logs and error messages.
+pub fn redacted_url(url: &str) -> String {
+    const REDACTED: &str = "[redacted]";
+    let mut out = url.to_owned();
+    if let Some(scheme_end) = out.find("://") {
+        let authority_start = scheme_end + 3;
+        let authority_end = out[authority_start..].find(['/', '?', '#']).map_or(out.len(), |at| authority_start + at);
+        if let Some(at) = out[authority_start..authority_end].rfind('@')
+            && let Some(colon) = out[authority_start..authority_start + at].find(':')
+        {
+            out.replace_range(authority_start + colon + 1..authority_start + at, REDACTED);
+        }
+    }
+    if let Some(query_start) = out.find('?') {
+        let (head, query) = out.split_at(query_start + 1);
+        let query: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((name, _)) if name.eq_ignore_ascii_case("password") => format!("{name}={REDACTED}"),
+                _ => pair.to_owned(),
+            })
+            .collect();
+        out = format!("{head}{}", query.join("&"));
+    }
+    out
 }
 
 impl DatabaseLocation {
@@ -91,6 +129,66 @@ pub struct ServeConfig {
 
     #[command(flatten)]
     pub runtime: RuntimeConfig,
+
+    #[command(flatten)]
+    pub limits: LimitsConfig,
+}
+
+/// Rate limits and the client address they are keyed on. The counters live in this process's memory: each instance
+/// behind a load balancer limits on its own (see docs/decisions.md, "Limits and headers").
+#[derive(Debug, Clone, clap::Args)]
+pub struct LimitsConfig {
+    /// Creation requests (`POST` questions, runs, agents, answer-batch) one token may send at once before it is
+    /// slowed to the sustained rate.
+    #[arg(long, env = "HOLDPOINT_CREATE_RATE_BURST", default_value_t = 120)]
+    pub create_rate_burst: u32,
+
+    /// Creation requests per second one token may send, sustained.
+    #[arg(long, env = "HOLDPOINT_CREATE_RATE_PER_SECOND", default_value_t = 20)]
+    pub create_rate_per_second: u32,
+
+    /// Creation requests one client address may send at once; larger than a token's, as several agents often share
+    /// one address (a host, a NAT).
+    #[arg(long, env = "HOLDPOINT_CREATE_IP_RATE_BURST", default_value_t = 600)]
+    pub create_ip_rate_burst: u32,
+
+    /// Creation requests per second one client address may send, sustained.
+    #[arg(long, env = "HOLDPOINT_CREATE_IP_RATE_PER_SECOND", default_value_t = 100)]
+    pub create_ip_rate_per_second: u32,
+
+    /// Sign-in attempts (right or wrong) one client address, and one account name, may make per window.
+    #[arg(long, env = "HOLDPOINT_SIGNIN_RATE_ATTEMPTS", default_value_t = 10)]
+    pub signin_rate_attempts: u32,
+
+    /// The sign-in window, in seconds: the attempts are given back evenly over it.
+    #[arg(long, env = "HOLDPOINT_SIGNIN_RATE_WINDOW_SECONDS", default_value_t = 60)]
+    pub signin_rate_window_seconds: u64,
+
+    /// Take the client address from `X-Forwarded-For` (the rightmost address that is not a trusted proxy) when the
+    /// request comes from a trusted proxy. Only set this behind a proxy that appends to that header; otherwise
+    /// clients could pick their own address and escape the per-address limits.
+    #[arg(long, env = "HOLDPOINT_TRUST_PROXY_HEADERS", default_value_t = false)]
+    pub trust_proxy_headers: bool,
+
+    /// The proxies' addresses, comma-separated; when empty, only the direct peer is trusted as a proxy.
+    #[arg(long, env = "HOLDPOINT_TRUSTED_PROXIES", value_delimiter = ',')]
+    pub trusted_proxies: Vec<std::net::IpAddr>,
+}
+
+impl LimitsConfig {
+    /// The defaults, for tests and embedded use.
+    pub fn defaults() -> Self {
+        LimitsConfig {
+            create_rate_burst: 120,
+            create_rate_per_second: 20,
+            create_ip_rate_burst: 600,
+            create_ip_rate_per_second: 100,
+            signin_rate_attempts: 10,
+            signin_rate_window_seconds: 60,
+            trust_proxy_headers: false,
+            trusted_proxies: Vec::new(),
+        }
+    }
 }
 
 /// What `shell` tool calls do.
@@ -206,6 +304,15 @@ impl ServeConfig {
             sse_buffer: 4096,
             session_hours: 1,
             runtime: RuntimeConfig::defaults(),
+            // Tests create hundreds of questions in a loop, far faster than any client should; the limits' own
+            // tests set the values they check.
+            limits: LimitsConfig {
+                create_rate_burst: 1_000_000,
+                create_rate_per_second: 1_000_000,
+                create_ip_rate_burst: 1_000_000,
+                create_ip_rate_per_second: 1_000_000,
+                ..LimitsConfig::defaults()
+            },
         }
     }
 }
@@ -221,5 +328,31 @@ mod tests {
         assert_eq!(config.database.url(), "sqlite:///var/lib/holdpoint/holdpoint.db");
         config.database.database_url = Some("postgres://db/holdpoint".into());
         assert_eq!(config.database.url(), "postgres://db/holdpoint");
+    }
+
+    #[test]
+    fn passwords_in_database_urls_are_redacted() {
+        assert_eq!(redacted_url("postgres://app:s3cret@db:5432/hp"), "postgres://app:[redacted]@db:5432/hp");
+        assert_eq!(
+            redacted_url("postgres://db/hp?user=app&password=s3cret"),
+            "postgres://db/hp?user=app&password=[redacted]"
+        );
+        assert_eq!(redacted_url("postgres://app@db/hp"), "postgres://app@db/hp");
+        assert_eq!(
+            redacted_url("sqlite:///var/lib/holdpoint/holdpoint.db"),
+            "sqlite:///var/lib/holdpoint/holdpoint.db"
+        );
+    }
+
+    #[test]
+    fn the_configuration_debug_output_shows_no_secret() {
+        let mut config = ServeConfig::for_tests("postgres://app:db-password-1@db/hp".into());
+        config.bootstrap_token = Some("hp_bootstrap-secret-2".parse().unwrap());
+        config.runtime.openai_api_key = Some("sk-api-key-3".parse().unwrap());
+        let debug = format!("{config:?}");
+        for secret in ["db-password-1", "hp_bootstrap-secret-2", "sk-api-key-3"] {
+            assert!(!debug.contains(secret), "{secret} shows in {debug}");
+        }
+        assert!(debug.contains("postgres://app:[redacted]@db/hp"), "{debug}");
     }
 }

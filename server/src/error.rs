@@ -38,6 +38,9 @@ pub enum AppError {
     /// 422: well-formed but invalid; `details` has field-level errors.
     #[error("{message}")]
     Invalid { message: String, details: Option<Value> },
+    /// 429: a rate limit is exhausted; the response carries `Retry-After` (seconds) and `details` names the limit.
+    #[error("too many requests ({limit}); retry in {retry_after_seconds} s")]
+    RateLimited { limit: &'static str, retry_after_seconds: u64 },
     /// 500: anything else. The cause is logged, never sent.
     #[error("internal error")]
     Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
@@ -54,6 +57,7 @@ impl AppError {
             AppError::Conflict { .. } => (StatusCode::CONFLICT, "conflict"),
             AppError::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
             AppError::Invalid { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "invalid"),
+            AppError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             AppError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }
@@ -70,11 +74,18 @@ impl AppError {
     /// The body's `error` object, e.g. for one item of a batch.
     pub fn detail(&self) -> ErrorDetail {
         let (_, code) = self.status_and_code();
-        let details = match self {
+        ErrorDetail { code: code.to_owned(), message: self.to_string(), details: self.details() }
+    }
+
+    /// The `details` of the error body.
+    fn details(&self) -> Option<Value> {
+        match self {
             AppError::Conflict { details, .. } | AppError::Invalid { details, .. } => details.clone(),
+            AppError::RateLimited { limit, retry_after_seconds } => {
+                Some(serde_json::json!({ "limit": limit, "retry_after_seconds": retry_after_seconds }))
+            }
             _ => None,
-        };
-        ErrorDetail { code: code.to_owned(), message: self.to_string(), details }
+        }
     }
 
     pub fn internal(err: impl std::error::Error + Send + Sync + 'static) -> Self {
@@ -90,16 +101,15 @@ impl From<StoreError> for AppError {
 
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
-        let (status, code) = self.status_and_code();
-        let details = match &self {
-            AppError::Conflict { details, .. } | AppError::Invalid { details, .. } => details.clone(),
-            _ => None,
-        };
+        let (status, _) = self.status_and_code();
         if let AppError::Internal(cause) = &self {
             tracing::error!(error = %cause, "internal error");
         }
-        let body = ErrorBody { error: ErrorDetail { code: code.to_owned(), message: self.to_string(), details } };
-        (status, axum::Json(body)).into_response()
+        let mut response = (status, axum::Json(ErrorBody { error: self.detail() })).into_response();
+        if let AppError::RateLimited { retry_after_seconds, .. } = &self {
+            response.headers_mut().insert(axum::http::header::RETRY_AFTER, (*retry_after_seconds).into());
+        }
+        response
     }
 }
 

@@ -91,7 +91,9 @@ pub async fn serve(state: AppState, listener: TcpListener) -> Result<(), ServerE
     // Test harnesses that pass port 0 read the real address from this line on stdout.
     println!("holdpoint listening on http://{local}");
     let shutdown = state.shutdown.clone();
-    axum::serve(listener, crate::http::router(state))
+    // With the peer's address, which the rate limits are keyed on.
+    let app = crate::http::router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             shutdown_signal().await;
             shutdown.cancel();

@@ -39,6 +39,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
             {
                 let hub = state.hub.clone();
                 move || {
+                    crate::http::security::provide_csp_nonce();
                     provide_context(backend.clone());
                     // Read before the page loads its data: whatever happens after it reaches the page live.
                     provide_context(app::live::RenderedAt(hub.position()));
@@ -59,7 +60,10 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .nest_service("/pkg", ServeDir::new(pkg_dir).precompressed_gzip().precompressed_br())
         // Any other path: the app's "Not found" page, with status 404, for people who follow a stale link.
-        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(app::shell))
+        .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(
+            crate::http::security::provide_csp_nonce,
+            app::shell,
+        ))
 }
 
 /// Lets a request through only with a live session (except the sign-in page itself), and hands the session to
@@ -110,12 +114,23 @@ struct SignInForm {
     next: Option<String>,
 }
 
+/// Credentials are redacted, so the form can be logged; fields not listed here are left out, not printed.
+impl std::fmt::Debug for SignInForm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SignInForm").field("token", &"[redacted]").field("next", &self.next).finish_non_exhaustive()
+    }
+}
+
 /// `POST /auth/signin`: a valid token opens a session (an `HttpOnly` cookie) and goes on to `next`.
 async fn sign_in(
     State(state): State<AppState>,
+    limits: crate::http::limits::RequestLimits,
     jar: CookieJar,
     Form(form): Form<SignInForm>,
 ) -> Result<Response, AppError> {
+    // Before the credential is looked at: a refused attempt must learn nothing. A token names no account, so only
+    // the per-address limit applies to it.
+    limits.check_sign_in(None)?;
     let next = safe_next(form.next.as_deref()).to_owned();
     let Some(principal) = state.store.principal_by_token_hash(&hash_secret(form.token.trim())).await? else {
         tracing::info!("sign-in refused: unknown token");
@@ -315,6 +330,14 @@ mod tests {
         assert_eq!(safe_next(Some("//evil.example")), "/inbox");
         assert_eq!(safe_next(Some("https://evil.example")), "/inbox");
         assert_eq!(safe_next(None), "/inbox");
+    }
+
+    #[test]
+    fn a_sign_in_form_debug_output_shows_no_token() {
+        let form = SignInForm { token: "hp_token-secret".into(), next: Some("/inbox".into()) };
+        let debug = format!("{form:?}");
+        assert!(!debug.contains("hp_token-secret"), "{debug}");
+        assert!(debug.contains("/inbox"), "{debug}");
     }
 
     #[test]

@@ -4,9 +4,11 @@
 mod agents;
 mod events;
 mod health;
+pub mod limits;
 pub mod openapi;
 mod questions;
 mod runs;
+pub mod security;
 mod worker;
 
 use std::sync::Arc;
@@ -48,6 +50,7 @@ pub fn router(state: AppState) -> Router {
     let mcp = Router::new()
         .nest_service("/mcp", crate::mcp::service(state.clone()))
         .layer(middleware::from_fn_with_state(state.clone(), crate::mcp::authenticate));
+    let rate_limits = limits::RateLimits::new(&state.config.limits);
     Router::new()
         .merge(routes)
         .merge(api_fallback)
@@ -56,7 +59,11 @@ pub fn router(state: AppState) -> Router {
         .layer(middleware::map_response(error_shape_for_bare_statuses))
         .merge(crate::web::router(&state))
         .route_layer(middleware::from_fn_with_state(state.clone(), record_latency))
+        .layer(middleware::from_fn(limits::limit_body))
+        .layer(middleware::from_fn_with_state(rate_limits, limits::guard))
         .layer(TraceLayer::new_for_http())
+        // Outermost, so that every response, refusals of the layers above included, carries the headers.
+        .layer(middleware::from_fn_with_state(state.config.secure_cookies, security::headers))
         .with_state(state)
 }
 
@@ -90,3 +97,4 @@ async fn error_shape_for_bare_statuses(response: axum::response::Response) -> ax
     }
     response
 }
+

@@ -64,6 +64,9 @@ pub enum ErrorResponses {
     /// Well-formed but invalid; `details.fields` says what.
     #[response(status = 422)]
     Invalid(ErrorBody),
+    /// A rate limit is exhausted (creation endpoints: per token and per client address); `details.limit` names it.
+    #[response(status = 429, headers(("Retry-After" = u64, description = "Seconds until a retry can succeed")))]
+    RateLimited(ErrorBody),
     /// Something failed on the server.
     #[response(status = 500)]
     Internal(ErrorBody),

@@ -154,6 +154,6 @@ pub async fn connect(url: &str) -> StoreResult<Arc<dyn Store>> {
         sqlx::migrate!("../migrations/postgres").run(&pool).await?;
         Ok(Arc::new(sql::PostgresStore::new(pool).await?))
     } else {
-        Err(StoreError::UnsupportedUrl(url.to_owned()))
+        Err(StoreError::UnsupportedUrl(crate::config::redacted_url(url)))
     }
 }

@@ -61,13 +61,25 @@ impl PrincipalRecord {
 }
 
 /// A browser session: a hashed cookie value bound to the token it was opened with.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SessionRow {
     pub id_hash: Vec<u8>,
     pub token_id: Uuid,
     pub csrf_token: String,
     pub created_at: DateTime<Utc>,
     pub expires_at: DateTime<Utc>,
+}
+
+/// The CSRF token is a secret of the session: redacted.
+impl std::fmt::Debug for SessionRow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionRow")
+            .field("token_id", &self.token_id)
+            .field("csrf_token", &"[redacted]")
+            .field("created_at", &self.created_at)
+            .field("expires_at", &self.expires_at)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A question as stored. Enums are kept as their wire names.
@@ -251,4 +263,23 @@ pub struct OverdueQuestion {
     pub id: Uuid,
     pub workspace_id: Uuid,
     pub default_response: Option<Json<AnswerBody>>,
+}
+
+#[cfg(test)]
+mod redaction_tests {
+    use super::*;
+
+    #[test]
+    fn a_session_row_debug_output_shows_no_csrf_token() {
+        let row = SessionRow {
+            id_hash: vec![1, 2, 3],
+            token_id: Uuid::now_v7(),
+            csrf_token: "csrf-secret-value".into(),
+            created_at: Utc::now(),
+            expires_at: Utc::now(),
+        };
+        let debug = format!("{row:?}");
+        assert!(!debug.contains("csrf-secret-value"), "{debug}");
+        assert!(debug.contains("[redacted]"), "{debug}");
+    }
 }
