@@ -396,3 +396,27 @@ async fn behind_a_trusted_proxy_clients_are_told_apart_by_x_forwarded_for() {
         }
     }
 }
+
+/// Over a real socket, `holdpoint serve` keys the limits on the peer's address (loopback has many: 127.0.0.0/8).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_process_limits_each_peer_address_on_its_own() {
+    let app = TestApp::start(Backend::Sqlite).await.unwrap();
+    let server = app
+        .spawn_process_with(&[
+            ("HOLDPOINT_CREATE_IP_RATE_BURST", "1".into()),
+            ("HOLDPOINT_CREATE_IP_RATE_PER_SECOND", "1".into()),
+        ])
+        .await;
+    let create_from = |source: &str| {
+        let client = reqwest::Client::builder().local_address(source.parse::<std::net::IpAddr>().unwrap()).build();
+        let request = client.unwrap().post(format!("{}/api/v1/questions", server.base_url));
+        let request = request.bearer_auth(&app.token).json(&json!({"title": "Deploy?"}));
+        async move { request.send().await.unwrap() }
+    };
+    assert_eq!(create_from("127.0.0.2").await.status(), 201);
+    let refused = create_from("127.0.0.2").await;
+    assert_eq!(refused.status(), 429);
+    assert!(refused.headers().contains_key("retry-after"));
+    assert_eq!(refused.json::<Value>().await.unwrap()["error"]["details"]["limit"], "create_per_ip");
+    assert_eq!(create_from("127.0.0.3").await.status(), 201, "another address has its own limit");
+}

@@ -97,4 +97,3 @@ async fn error_shape_for_bare_statuses(response: axum::response::Response) -> ax
     }
     response
 }
-
