@@ -59,6 +59,7 @@ pub fn router(state: AppState) -> Router {
         .layer(middleware::map_response(error_shape_for_bare_statuses))
         .merge(crate::web::router(&state))
         .route_layer(middleware::from_fn_with_state(state.clone(), record_latency))
+        // Limits before anything reads the body: a rate-limited client does not even get its body read.
         .layer(middleware::from_fn(limits::limit_body))
         .layer(middleware::from_fn_with_state(rate_limits, limits::guard))
         .layer(TraceLayer::new_for_http())
