@@ -66,19 +66,35 @@ async fn csrf_token() -> Result<String, ApiError> {
 
 /// `POST /api/v1{path}` with a JSON body; the JSON answer, or the API's error.
 pub async fn post_json<B: Serialize, R: DeserializeOwned>(path: &str, body: &B) -> Result<R, ApiError> {
+    send_json("POST", path, Some(body)).await
+}
+
+/// A state-changing call to `/api/v1{path}` (`POST`, `PATCH`, `DELETE`), with an optional JSON body. The JSON
+/// answer (`204 No Content` reads as `null`, so `R = ()` fits it), or the API's error.
+pub async fn send_json<B: Serialize, R: DeserializeOwned>(
+    method: &str,
+    path: &str,
+    body: Option<&B>,
+) -> Result<R, ApiError> {
     #[cfg(feature = "hydrate")]
     {
-        use gloo_net::http::Request;
+        use gloo_net::http::{Method, RequestBuilder};
         let csrf = csrf_token().await?;
-        let response = Request::post(&format!("/api/v1{path}"))
-            .header("X-CSRF-Token", &csrf)
-            .json(body)
-            .map_err(ApiError::network)?
-            .send()
-            .await
-            .map_err(ApiError::network)?;
+        let method = match method {
+            "PATCH" => Method::PATCH,
+            "DELETE" => Method::DELETE,
+            _ => Method::POST,
+        };
+        let builder = RequestBuilder::new(&format!("/api/v1{path}")).method(method).header("X-CSRF-Token", &csrf);
+        let request = match body {
+            Some(body) => builder.json(body).map_err(ApiError::network)?,
+            None => builder.build().map_err(ApiError::network)?,
+        };
+        let response = request.send().await.map_err(ApiError::network)?;
         if response.ok() {
-            response.json::<R>().await.map_err(ApiError::network)
+            let text = response.text().await.map_err(ApiError::network)?;
+            let text = if text.trim().is_empty() { "null" } else { text.as_str() };
+            serde_json::from_str(text).map_err(ApiError::network)
         } else {
             match response.json::<crate::types::ErrorBody>().await {
                 Ok(body) => Err(body.error.into()),
@@ -92,7 +108,7 @@ pub async fn post_json<B: Serialize, R: DeserializeOwned>(path: &str, body: &B) 
     }
     #[cfg(not(feature = "hydrate"))]
     {
-        let _ = (path, body);
+        let _ = (method, path, body);
         Err(ApiError::network("only the browser calls the API"))
     }
 }

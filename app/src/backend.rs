@@ -33,6 +33,12 @@ pub trait UiBackend: Send + Sync + 'static {
 
     /// One question of the session's workspace (`None` if there is no such question there).
     async fn question(&self, session: &SessionInfo, id: uuid::Uuid) -> Result<Option<Question>, String>;
+
+    /// The people of the session's workspace, by username.
+    async fn members(&self, session: &SessionInfo) -> Result<Vec<crate::types::Member>, String>;
+
+    /// The API tokens of the session's workspace, newest first (the caller checks that the session is an admin's).
+    async fn tokens(&self, session: &SessionInfo) -> Result<Vec<crate::types::TokenInfo>, String>;
 }
 
 /// The context value the server provides to every page render and server function call.

@@ -16,6 +16,7 @@ pub fn TopBar() -> impl IntoView {
                 <a href="/inbox" data-testid="nav-inbox">"Inbox" <crate::notify::UnreadBadge/></a>
                 <a href="/approvals" data-testid="nav-approvals">"Approvals"</a>
                 <a href="/runs" data-testid="nav-runs">"Runs"</a>
+                <a href="/settings" data-testid="nav-settings">"Settings"</a>
             </nav>
             <crate::notify::BrowserNotifications/>
             <Suspense fallback=|| ()>

@@ -137,3 +137,24 @@ pub async fn pending_count() -> Result<u32, ServerFnError> {
     let page = backend()?.0.questions(&session, &filter, 200).await.map_err(ServerFnError::new)?;
     Ok(page.items.len() as u32)
 }
+
+/// What the settings page shows: the workspace's people, and its tokens for an admin (empty for anyone else).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SettingsLists {
+    pub members: Vec<crate::types::Member>,
+    pub tokens: Vec<crate::types::TokenInfo>,
+}
+
+/// The settings page's lists.
+#[server(prefix = "/ui/fn")]
+pub async fn settings_data() -> Result<SettingsLists, ServerFnError> {
+    let session = request_session()?;
+    let backend = backend()?;
+    let members = backend.0.members(&session).await.map_err(ServerFnError::new)?;
+    let tokens = if session.role == crate::types::Role::Admin {
+        backend.0.tokens(&session).await.map_err(ServerFnError::new)?
+    } else {
+        Vec::new()
+    };
+    Ok(SettingsLists { members, tokens })
+}

@@ -77,6 +77,17 @@ impl Role {
         matches!(self, Role::Responder | Role::Approver | Role::Admin)
     }
 
+    /// Where a human role stands in `viewer` < `responder` < `approver` < `admin`; `agent` is below them all.
+    pub fn rank(self) -> u8 {
+        match self {
+            Role::Agent => 0,
+            Role::Viewer => 1,
+            Role::Responder => 2,
+            Role::Approver => 3,
+            Role::Admin => 4,
+        }
+    }
+
     /// Whether this role may create questions and runs.
     pub fn may_ask(self) -> bool {
         matches!(self, Role::Agent | Role::Responder | Role::Approver | Role::Admin)
@@ -159,7 +170,9 @@ wire_enum! {
     }
 }
 
+mod people;
 mod runs;
+pub use people::*;
 pub use runs::*;
 
 /// One choice of a `choice`, `multi_choice` or `error_recovery` question.
@@ -255,6 +268,30 @@ pub struct NewQuestion {
     pub timeout_seconds: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_response: Option<AnswerBody>,
+    /// Restricts who may answer, on top of the role rules: one person (`{"user": "alice"}`) or a minimum role
+    /// (`{"role": "approver"}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assignee: Option<Assignee>,
+}
+
+/// Who may answer a question with an assignee.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Assignee {
+    /// Only this person (by username), signed in with their own account.
+    User(String),
+    /// Anyone whose role is at least this one (`responder`, `approver` or `admin`).
+    Role(Role),
+}
+
+impl std::fmt::Display for Assignee {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Assignee::User(name) => write!(f, "{name}"),
+            Assignee::Role(role) => write!(f, "any {role}"),
+        }
+    }
 }
 
 /// A question as the API returns it (spec §3).
@@ -288,6 +325,9 @@ pub struct Question {
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub resolved_at: Option<DateTime<Utc>>,
+    /// Who may answer besides the role rules; absent when anyone of a suitable role may.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assignee: Option<Assignee>,
 }
 
 /// A page of a cursor-paginated list.
@@ -346,8 +386,11 @@ pub struct SessionInfo {
     pub workspace_id: Uuid,
     /// The workspace's name.
     pub workspace: String,
-    /// The name of the token (later: the person) the session was opened with.
+    /// The person's username, or the name of the token the session was opened with.
     pub name: String,
+    /// Whether the session is a person's account (which has a password to manage) rather than a token's.
+    #[serde(default)]
+    pub account: bool,
     pub role: Role,
     /// Sent back with every state-changing request of this session (`X-CSRF-Token` header or `csrf` form field).
     pub csrf_token: String,
@@ -359,6 +402,7 @@ impl std::fmt::Debug for SessionInfo {
             .field("workspace_id", &self.workspace_id)
             .field("workspace", &self.workspace)
             .field("name", &self.name)
+            .field("account", &self.account)
             .field("role", &self.role)
             .field("csrf_token", &"[redacted]")
             .finish()
@@ -395,6 +439,7 @@ pub(crate) fn sample_question(title: &str, status: QuestionStatus) -> Question {
         created_at: now,
         updated_at: now,
         resolved_at: None,
+        assignee: None,
     }
 }
 
@@ -408,6 +453,7 @@ mod tests {
             workspace_id: Uuid::nil(),
             workspace: "default".into(),
             name: "ops".into(),
+            account: false,
             role: Role::Admin,
             csrf_token: "csrf-secret-value".into(),
         };

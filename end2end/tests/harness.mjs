@@ -52,9 +52,21 @@ export async function startServer({ scripts = {}, env = {} } = {}) {
     });
     child.on('exit', (code) => reject(new Error(`the server exited early with ${code}`)));
   });
+  // The browser signs in as a person, not with the token that asks the questions: with separation of duties (on by
+  // default) whoever requested an approval may not approve it.
+  const username = 'reviewer';
+  const password = `pw-${randomBytes(12).toString('hex')}`;
+  const member = await fetch(`${baseUrl}/api/v1/members`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ username, password, role: 'admin', display_name: 'Riley Reviewer' }),
+  });
+  if (member.status !== 201) throw new Error(`creating the test person failed: ${member.status} ${await member.text()}`);
   return {
     baseUrl,
     token,
+    username,
+    password,
     async stop() {
       child.kill('SIGTERM');
       await new Promise((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', resolve)));
@@ -78,12 +90,20 @@ export async function api(server, method, path, body) {
   return { status: response.status, json: text ? JSON.parse(text) : null };
 }
 
-/** Signs a fresh page in through the sign-in form, as a person would, and lands on `next`. */
+/** Signs a fresh page in through the sign-in form, as a person would (with a token when the server has no test
+ * person, like the demo), and lands on `next`. */
 export async function signIn(page, server, next = '/inbox') {
   await page.goto(`${server.baseUrl}${next}`);
   await page.waitForURL(/\/signin/);
-  await page.getByTestId('signin-token').fill(server.token);
-  await page.getByTestId('signin-submit').click();
+  if (server.username) {
+    await page.getByTestId('signin-username').fill(server.username);
+    await page.getByTestId('signin-password').fill(server.password);
+    await page.getByTestId('signin-password-submit').click();
+  } else {
+    await page.getByTestId('signin-token-toggle').click();
+    await page.getByTestId('signin-token').fill(server.token);
+    await page.getByTestId('signin-submit').click();
+  }
   await page.waitForURL((url) => url.pathname === next.split('?')[0]);
 }
 

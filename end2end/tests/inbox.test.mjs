@@ -22,6 +22,7 @@ test('pages need a session: /inbox sends a stranger to sign in, a wrong token is
   const page = await browser.newPage();
   await page.goto(`${server.baseUrl}/inbox`);
   await page.waitForURL(/\/signin\?next=/);
+  await page.getByTestId('signin-token-toggle').click();
   await page.getByTestId('signin-token').fill('hp_wrong');
   await page.getByTestId('signin-submit').click();
   await page.getByTestId('signin-error').waitFor();

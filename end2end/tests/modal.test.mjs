@@ -29,8 +29,9 @@ async function livePage(path = '/inbox') {
   page.errors = errors;
   await page.goto(`${server.baseUrl}${path}`);
   if (page.url().includes('/signin')) {
-    await page.getByTestId('signin-token').fill(server.token);
-    await page.getByTestId('signin-submit').click();
+    await page.getByTestId('signin-username').fill(server.username);
+    await page.getByTestId('signin-password').fill(server.password);
+    await page.getByTestId('signin-password-submit').click();
     await page.waitForURL((url) => url.pathname === path);
   }
   await waitForLive(page);
@@ -246,8 +247,9 @@ test('a question asked between the page render and its event stream still opens 
   await page.route('**/pkg/*.wasm', async (route) => { await held; await route.continue(); });
   await page.goto(`${server.baseUrl}/inbox`);
   if (page.url().includes('/signin')) {
-    await page.getByTestId('signin-token').fill(server.token);
-    await page.getByTestId('signin-submit').click();
+    await page.getByTestId('signin-username').fill(server.username);
+    await page.getByTestId('signin-password').fill(server.password);
+    await page.getByTestId('signin-password-submit').click();
     await page.waitForURL((url) => url.pathname === '/inbox');
   }
   const position = await page.locator('meta[name="holdpoint-event-position"]').getAttribute('content');

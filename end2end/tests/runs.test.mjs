@@ -76,6 +76,8 @@ test('the run page shows the timeline, answers its approval inline and follows t
 test('the runs list filters by status and updates a status live', async () => {
   const page = await browser.newPage();
   await signIn(page, server, '/runs?status=completed');
+  await waitForLive(page);
+  await page.getByTestId('run-item').first().waitFor();
   assert.equal(await page.getByTestId('run-item').count(), 1);
   await page.goto(`${server.baseUrl}/runs`);
   await waitForLive(page);

@@ -114,6 +114,7 @@ impl Caller {
                 workspace_id: self.principal.workspace_id,
                 workspace: self.principal.workspace.clone(),
                 name: self.principal.name.clone(),
+                account: self.principal.kind == crate::store::PrincipalKind::User,
                 role: self.principal.role,
                 csrf_token: csrf_token.clone(),
             }),

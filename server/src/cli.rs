@@ -50,6 +50,42 @@ enum Command {
     /// Manage API tokens.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Manage people's accounts.
+    #[command(subcommand)]
+    User(UserCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum UserCommand {
+    /// Create a person's account with a role in a workspace, or add an existing account to another workspace.
+    /// A new account's password is asked for on the terminal (or read from stdin's first line with --password-stdin).
+    Create {
+        /// 1..=64 lower-case letters, digits, '.', '_' or '-'.
+        username: String,
+        /// The workspace to join (created if missing).
+        #[arg(long, default_value = crate::server::DEFAULT_WORKSPACE)]
+        workspace: String,
+        /// viewer, responder, approver or admin.
+        #[arg(long, value_parser = parse_role)]
+        role: Role,
+        /// The name shown for the person; defaults to the username.
+        #[arg(long)]
+        display_name: Option<String>,
+        /// Read the password from the first line of standard input instead of the terminal.
+        #[arg(long)]
+        password_stdin: bool,
+        #[command(flatten)]
+        database: DatabaseLocation,
+    },
+    /// Set a person's password: an operator's reset for someone who is locked out.
+    SetPassword {
+        username: String,
+        /// Read the password from the first line of standard input instead of the terminal.
+        #[arg(long)]
+        password_stdin: bool,
+        #[command(flatten)]
+        database: DatabaseLocation,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -110,6 +146,7 @@ pub fn main() -> ExitCode {
             Command::Token(TokenCommand::Create { workspace, role, name, database }) => {
                 create_token(&workspace, role, &name, &database).await.map(|()| 0).map_err(failed)
             }
+            Command::User(command) => user_command(command).await.map(|()| 0),
         }
     });
     // The embedded engine's tasks die with the runtime; do not wait for them.
@@ -140,12 +177,90 @@ async fn create_token(workspace: &str, role: Role, name: &str, database: &Databa
             role,
             secret_hash: hash_secret(&secret),
             created_at: crate::store::now(),
+            created_by: Some("cli".into()),
         })
         .await
         .map_err(|e| e.to_string())?;
     eprintln!("Created token {name:?} (role {role}) for workspace {workspace:?}. It is shown only this once:");
     println!("{secret}");
     Ok(())
+}
+
+/// Reads a password from the terminal (twice, not echoed) or from stdin's first line, and checks its length.
+fn read_password(from_stdin: bool) -> Result<String, CliError> {
+    let failed = |e: std::io::Error| CliError::Failed(format!("cannot read the password: {e}"));
+    let password = if from_stdin {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).map_err(failed)?;
+        line.trim_end_matches(['\r', '\n']).to_owned()
+    } else {
+        let first = rpassword::prompt_password("Password: ").map_err(failed)?;
+        let again = rpassword::prompt_password("Password again: ").map_err(failed)?;
+        if first != again {
+            return Err(CliError::Usage("the two passwords differ".into()));
+        }
+        first
+    };
+    crate::people::check_password(&password).map_err(|problem| CliError::Usage(format!("the password {problem}")))?;
+    Ok(password)
+}
+
+async fn user_command(command: UserCommand) -> Result<(), CliError> {
+    let failed = |e: String| CliError::Failed(e);
+    match command {
+        UserCommand::Create { username, workspace, role, display_name, password_stdin, database } => {
+            crate::people::check_username(&username).map_err(|p| CliError::Usage(format!("the username {p}")))?;
+            if role == Role::Agent {
+                return Err(CliError::Usage("people hold human roles: viewer, responder, approver or admin".into()));
+            }
+            let store = open_store(&database).await.map_err(failed)?;
+            let workspace_row = store.ensure_workspace(&workspace).await.map_err(|e| failed(e.to_string()))?;
+            let user = match store.user_by_username(&username).await.map_err(|e| failed(e.to_string()))? {
+                Some(existing) => existing,
+                None => {
+                    let password = read_password(password_stdin)?;
+                    let user = crate::store::UserRow {
+                        id: Uuid::now_v7(),
+                        display_name: display_name.unwrap_or_else(|| username.clone()),
+                        username: username.clone(),
+                        password_hash: Some(
+                            crate::people::hash_password(password).await.map_err(|e| failed(e.to_string()))?,
+                        ),
+                        created_at: crate::store::now(),
+                        disabled_at: None,
+                    };
+                    store.insert_user(&user).await.map_err(|e| failed(e.to_string()))?;
+                    user
+                }
+            };
+            store.insert_membership(workspace_row.id, user.id, role).await.map_err(|e| match e {
+                crate::store::StoreError::Duplicate(_) => {
+                    failed(format!("{username} is a member of {workspace:?} already"))
+                }
+                other => failed(other.to_string()),
+            })?;
+            eprintln!("{username} is now a {role} of workspace {workspace:?}.");
+            Ok(())
+        }
+        UserCommand::SetPassword { username, password_stdin, database } => {
+            let store = open_store(&database).await.map_err(failed)?;
+            let user = store
+                .user_by_username(&username)
+                .await
+                .map_err(|e| failed(e.to_string()))?
+                .ok_or_else(|| failed(format!("there is no account {username:?}")))?;
+            let password = read_password(password_stdin)?;
+            let hash = crate::people::hash_password(password).await.map_err(|e| failed(e.to_string()))?;
+            store.set_password(user.id, &hash).await.map_err(|e| failed(e.to_string()))?;
+            eprintln!("The password of {username} is set.");
+            Ok(())
+        }
+    }
+}
+
+async fn open_store(database: &DatabaseLocation) -> Result<std::sync::Arc<dyn store::Store>, String> {
+    let url = database.prepare().map_err(|e| e.to_string())?;
+    store::connect(&url).await.map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

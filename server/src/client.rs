@@ -191,6 +191,7 @@ async fn local_token(state: &crate::state::AppState) -> CliResult<String> {
         role: app::types::Role::Admin,
         secret_hash: hash_secret(&secret),
         created_at: crate::store::now(),
+        created_by: Some("cli".into()),
     };
     state.store.insert_token(&row).await.map_err(|e| CliError::Failed(format!("cannot create the CLI token: {e}")))?;
     write_private(&path, &secret)?;

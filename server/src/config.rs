@@ -127,6 +127,16 @@ pub struct ServeConfig {
     #[arg(long, env = "HOLDPOINT_SESSION_HOURS", default_value_t = 24 * 7)]
     pub session_hours: i64,
 
+    /// Separation of duties: whoever asked for an approval (the token or person that created the question) may not
+    /// approve it themselves. Turn off for a one-person setup where the same credential asks and approves.
+    #[arg(long, env = "HOLDPOINT_SEPARATION_OF_DUTIES", default_value_t = true, action = clap::ArgAction::Set)]
+    pub separation_of_duties: bool,
+
+    /// The address people reach Holdpoint at (e.g. `https://holdpoint.example.com`), for the links it prints;
+    /// defaults to the listening address.
+    #[arg(long, env = "HOLDPOINT_PUBLIC_URL")]
+    pub public_url: Option<String>,
+
     #[command(flatten)]
     pub runtime: RuntimeConfig,
 
@@ -303,6 +313,8 @@ impl ServeConfig {
             run_workers: true,
             sse_buffer: 4096,
             session_hours: 1,
+            separation_of_duties: true,
+            public_url: None,
             runtime: RuntimeConfig::defaults(),
             // Tests create hundreds of questions in a loop, far faster than any client should; the limits' own
             // tests set the values they check.

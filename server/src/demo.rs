@@ -113,6 +113,7 @@ async fn create_token(store: &dyn Store, workspace_id: Uuid) -> Result<(Uuid, St
         role: Role::Admin,
         secret_hash: hash_secret(&secret),
         created_at: now(),
+        created_by: Some("demo".into()),
     };
     store.insert_token(&token).await.map_err(|e| format!("cannot create the demo token: {e}"))?;
     Ok((token.id, secret))

@@ -16,6 +16,7 @@ pub mod headless;
 pub mod http;
 pub mod mcp;
 pub mod metrics;
+pub mod people;
 pub mod questions;
 pub mod runs;
 pub mod runtime;

@@ -183,9 +183,9 @@ impl HoldpointMcp {
             min_seconds: self.state.config.min_timeout_seconds,
             max_seconds: self.state.config.max_timeout_seconds,
         };
-        let row =
-            build_question(input, caller.workspace_id(), Some(caller.principal.token_id), bounds, crate::store::now())
-                .map_err(tool_error)?;
+        let row = build_question(input, caller.workspace_id(), Some(caller.principal.id), bounds, crate::store::now())
+            .map_err(tool_error)?;
+        crate::questions::check_assignee(self.state.store.as_ref(), &row).await.map_err(tool_error)?;
         // Subscribe first: the answer may come before we start waiting.
         let (mut events, _) = self.state.hub.subscribe();
         insert_question(self.state.store.as_ref(), &self.state.metrics, &row)

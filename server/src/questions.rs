@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use app::types::{
-    AnswerBody, FormField, NewQuestion, Question, QuestionKind, QuestionOption, QuestionStatus, Resolution,
+    AnswerBody, Assignee, FormField, NewQuestion, Question, QuestionKind, QuestionOption, QuestionStatus, Resolution,
     ResponseType, Role,
 };
 use chrono::{DateTime, Duration, Utc};
@@ -15,7 +15,8 @@ use uuid::Uuid;
 use crate::auth::Caller;
 use crate::error::AppError;
 use crate::metrics::Metrics;
-use crate::store::{NewEvent, QuestionResolution, QuestionRow, ResolveOutcome, Store, StoreResult};
+use crate::state::AppState;
+use crate::store::{NewEvent, PrincipalKind, QuestionResolution, QuestionRow, ResolveOutcome, Store, StoreResult};
 
 pub const TITLE_MAX_CHARS: usize = 300;
 pub const BODY_MAX_BYTES: usize = 32 * 1024;
@@ -231,6 +232,7 @@ pub fn build_question(
         created_at: now,
         updated_at: now,
         resolved_at: None,
+        assignee: input.assignee.map(Json),
     })
 }
 
@@ -483,20 +485,96 @@ pub fn require_answer_right(caller: &Caller, kind: QuestionKind) -> Result<(), A
     }
 }
 
+/// Refuses with 403 unless the caller may give this answer to this question: the role rules, then the question's
+/// assignee, then separation of duties (when on, whoever asked for an approval directly may not approve it
+/// themselves; withdrawing it by rejecting stays possible).
+pub fn require_right_to_give(
+    caller: &Caller,
+    question: &Question,
+    created_by: Option<Uuid>,
+    answer: &AnswerBody,
+    separation_of_duties: bool,
+) -> Result<(), AppError> {
+    require_answer_right(caller, question.kind)?;
+    match &question.assignee {
+        Some(Assignee::User(username))
+            if !(caller.principal.kind == PrincipalKind::User && caller.principal.name == *username) =>
+        {
+            return Err(AppError::Forbidden(format!("this question is assigned to {username}")));
+        }
+        Some(Assignee::Role(role)) if caller.role().rank() < role.rank() => {
+            return Err(AppError::Forbidden(format!("this question is assigned to {}s and above", role)));
+        }
+        _ => {}
+    }
+    // A run's tool-call approvals are requested by its agent, not by whoever started the run; the rule is about
+    // a token or person asking for permission directly (`POST /questions`, MCP, `holdpoint ask`).
+    if separation_of_duties
+        && question.kind == QuestionKind::Approval
+        && question.tool_call_id.is_none()
+        && created_by == Some(caller.principal.id)
+        && answer.value == Value::Bool(true)
+    {
+        return Err(AppError::Forbidden(
+            "separation of duties: whoever requested an approval may not approve it themselves".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a new question's assignee against the workspace: a named person must be a member who may answer
+/// questions of its kind, a role must be a human one. Refuses with 422.
+pub async fn check_assignee(store: &dyn Store, row: &QuestionRow) -> Result<(), AppError> {
+    let Some(assignee) = &row.assignee else {
+        return Ok(());
+    };
+    if store.relays_to_server() {
+        return Ok(());
+    }
+    let approval = row.kind == QuestionKind::Approval.as_str();
+    let needed = if approval { Role::Approver } else { Role::Responder };
+    match &assignee.0 {
+        Assignee::Role(role) if *role == Role::Agent || *role == Role::Viewer => Err(AppError::invalid_field(
+            "assignee.role",
+            format!("must be a role that may answer: responder, approver or admin, not {role}"),
+        )),
+        Assignee::Role(_) => Ok(()),
+        Assignee::User(username) => {
+            let member = match store.user_by_username(username).await? {
+                Some(user) => store.member(row.workspace_id, user.id).await?,
+                None => None,
+            };
+            match member.map(|m| m.role) {
+                None => Err(AppError::invalid_field(
+                    "assignee.user",
+                    format!("{username:?} is not a member of this workspace"),
+                )),
+                Some(role) if role.parse::<Role>().map(Role::rank).unwrap_or(0) < needed.rank() => {
+                    Err(AppError::invalid_field(
+                        "assignee.user",
+                        format!("{username} is a {role}, who may not answer this question"),
+                    ))
+                }
+                Some(_) => Ok(()),
+            }
+        }
+    }
+}
+
 /// Answers a pending question: checks the caller's right and the answer's shape, then makes the one transition.
 /// Returns the answered question; 404 outside the caller's workspace, 409 if someone was first, 422 if the answer
 /// does not fit (and then nothing is stored).
 pub async fn answer_question(
-    store: &dyn Store,
-    metrics: &Metrics,
+    state: &AppState,
     caller: &Caller,
     id: Uuid,
     answer: AnswerBody,
     now: DateTime<Utc>,
 ) -> Result<Question, AppError> {
+    let (store, metrics) = (state.store.as_ref(), state.metrics.as_ref());
     let row = store.question(caller.workspace_id(), id).await?.ok_or(AppError::NotFound("question"))?;
     let question = row.to_question(&caller.principal.workspace)?;
-    require_answer_right(caller, question.kind)?;
+    require_right_to_give(caller, &question, row.created_by, &answer, state.config.separation_of_duties)?;
     if question.status != QuestionStatus::Pending {
         return Err(not_pending(&row));
     }
@@ -531,6 +609,12 @@ async fn resolve_as_caller(
     }
 }
 
+/// Whether the caller may see a question of its workspace: an `agent` token sees only the questions it asked
+/// (spec §2: agents "read their own"); people and other tokens see them all.
+pub fn visible_to(caller: &Caller, row: &QuestionRow) -> bool {
+    caller.role() != Role::Agent || row.created_by == Some(caller.principal.id)
+}
+
 /// Cancels a pending question; the reason, if any, is kept as the response's comment.
 pub async fn cancel_question(
     store: &dyn Store,
@@ -542,6 +626,10 @@ pub async fn cancel_question(
 ) -> Result<Question, AppError> {
     if !caller.role().may_ask() {
         return Err(AppError::Forbidden(format!("a {} may not cancel questions", caller.role())));
+    }
+    let row = store.question(caller.workspace_id(), id).await?.ok_or(AppError::NotFound("question"))?;
+    if !visible_to(caller, &row) {
+        return Err(AppError::NotFound("question"));
     }
     if reason.as_ref().is_some_and(|r| r.chars().count() > COMMENT_MAX_CHARS) {
         return Err(AppError::invalid_field("reason", format!("must have at most {COMMENT_MAX_CHARS} characters")));

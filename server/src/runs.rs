@@ -160,7 +160,7 @@ pub async fn to_wire(store: &dyn Store, row: &RunRow, workspace: &str) -> Result
 /// Loads a run of the caller's workspace; an `agent` token sees only the runs it created.
 pub async fn load_run(store: &dyn Store, caller: &Caller, id: Uuid) -> Result<RunRow, AppError> {
     let row = store.run(caller.workspace_id(), id).await?.ok_or(AppError::NotFound("run"))?;
-    if caller.role() == Role::Agent && row.created_by != Some(caller.principal.token_id) {
+    if caller.role() == Role::Agent && row.created_by != Some(caller.principal.id) {
         return Err(AppError::NotFound("run"));
     }
     Ok(row)
@@ -250,7 +250,7 @@ pub async fn create_run(
         parent.as_ref(),
         input.max_steps,
         runtime.config.max_total_steps,
-        Some(caller.principal.token_id),
+        Some(caller.principal.id),
         crate::store::now(),
     );
     let mut new = new;
@@ -279,6 +279,13 @@ pub async fn resume_run(runtime: &Runtime, caller: &Caller, id: Uuid, request: R
     let run = load_run(store, caller, id).await?;
     let filter = ToolCallFilter { status: Some(ToolCallStatus::PendingApproval), limit: 1000, ..Default::default() };
     let pending_calls = store.tool_calls(run.id, &filter).await?;
+    // Deciding tool calls (and undecided ones are rejected) is answering approvals: approvers and admins only.
+    if !pending_calls.is_empty() && !matches!(caller.role(), Role::Approver | Role::Admin) {
+        return Err(AppError::Forbidden(format!(
+            "a {} may not decide tool calls pending approval; an approver or an admin may",
+            caller.role()
+        )));
+    }
     let mut errors = FieldErrors::default();
     let mut decisions = Vec::new();
     for (i, decision) in request.tool_decisions.iter().enumerate() {

@@ -44,6 +44,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
                 role: Role::Admin,
                 secret_hash: hash_secret(secret.expose()),
                 created_at: crate::store::now(),
+                created_by: Some("bootstrap".into()),
             })
             .await?;
         if created {
@@ -90,6 +91,7 @@ pub async fn serve(state: AppState, listener: TcpListener) -> Result<(), ServerE
     tracing::info!(backend = ?state.store.backend(), "Holdpoint listening on http://{local}");
     // Test harnesses that pass port 0 read the real address from this line on stdout.
     println!("holdpoint listening on http://{local}");
+    print_first_start_link(&state, local).await?;
     let shutdown = state.shutdown.clone();
     // With the peer's address, which the rate limits are keyed on.
     let app = crate::http::router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
@@ -100,6 +102,27 @@ pub async fn serve(state: AppState, listener: TcpListener) -> Result<(), ServerE
         })
         .await
         .map_err(ServerError::Serve)
+}
+
+/// Like a notebook server: while nobody has a way to sign in (no token, no password), each start prints a fresh
+/// one-time link that signs its opener in as the workspace's first admin. Printed to stdout, never logged.
+async fn print_first_start_link(state: &AppState, local: std::net::SocketAddr) -> Result<(), ServerError> {
+    let workspace = state.store.ensure_workspace(DEFAULT_WORKSPACE).await?;
+    let Some(code) = crate::people::first_start_signin_code(state.store.as_ref(), workspace.id).await? else {
+        return Ok(());
+    };
+    let base = match &state.config.public_url {
+        Some(url) => url.trim_end_matches('/').to_owned(),
+        None if local.ip().is_unspecified() => format!("http://127.0.0.1:{}", local.port()),
+        None => format!("http://{local}"),
+    };
+    tracing::info!("nobody can sign in yet: printed a one-time sign-in link for the first admin");
+    println!(
+        "\nNobody can sign in yet. Open this one-time link (valid {} hours) to sign in as the admin:\n\n    \
+         {base}/signin?code={code}\n\nThen set a password under Settings, or create tokens there.\n",
+        crate::people::SIGNIN_LINK_HOURS
+    );
+    Ok(())
 }
 
 async fn shutdown_signal() {

@@ -108,20 +108,42 @@ fn safe_next(next: Option<&str>) -> &str {
     }
 }
 
+/// The sign-in form: a person's username and password, an API token, or the code of a one-time sign-in link.
 #[derive(Deserialize)]
 struct SignInForm {
-    token: String,
+    #[serde(default)]
+    token: Option<String>,
+    #[serde(default)]
+    username: Option<String>,
+    #[serde(default)]
+    password: Option<String>,
+    /// Which of a person's workspaces to act in; their first one when absent.
+    #[serde(default)]
+    workspace: Option<String>,
+    #[serde(default)]
+    code: Option<String>,
     next: Option<String>,
 }
 
-/// Credentials are redacted, so the form can be logged; fields not listed here are left out, not printed.
 impl std::fmt::Debug for SignInForm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SignInForm").field("token", &"[redacted]").field("next", &self.next).finish_non_exhaustive()
+        f.debug_struct("SignInForm")
+            .field("username", &self.username)
+            .field("workspace", &self.workspace)
+            .field("token", &self.token.as_ref().map(|_| "[redacted]"))
+            .field("password", &self.password.as_ref().map(|_| "[redacted]"))
+            .field("code", &self.code.as_ref().map(|_| "[redacted]"))
+            .field("next", &self.next)
+            .finish()
     }
 }
 
-/// `POST /auth/signin`: a valid token opens a session (an `HttpOnly` cookie) and goes on to `next`.
+fn non_empty(value: &Option<String>) -> Option<&str> {
+    value.as_deref().map(str::trim).filter(|v| !v.is_empty())
+}
+
+/// `POST /auth/signin`: valid credentials open a session (an `HttpOnly` cookie) and go on to `next`; anything else
+/// goes back to the form with one message that does not say which part was wrong.
 async fn sign_in(
     State(state): State<AppState>,
     limits: crate::http::limits::RequestLimits,
@@ -129,12 +151,30 @@ async fn sign_in(
     Form(form): Form<SignInForm>,
 ) -> Result<Response, AppError> {
     // Before the credential is looked at: a refused attempt must learn nothing. A token names no account, so only
-    // the per-address limit applies to it.
-    limits.check_sign_in(None)?;
+    // the per-address limit applies to it; a username adds the per-account limit.
+    limits.check_sign_in(non_empty(&form.username))?;
     let next = safe_next(form.next.as_deref()).to_owned();
-    let Some(principal) = state.store.principal_by_token_hash(&hash_secret(form.token.trim())).await? else {
-        tracing::info!("sign-in refused: unknown token");
-        let error = url_escape("That token is not valid. Check it and try again.");
+    let (principal, refusal) = if let Some(code) = non_empty(&form.code) {
+        let found = state.store.use_signin_link(&hash_secret(code), crate::store::now()).await?;
+        (
+            found,
+            "That sign-in link is not valid any more: it was used, or it expired. Restart the server for a new one.",
+        )
+    } else if let (Some(username), Some(password)) = (non_empty(&form.username), form.password.as_deref()) {
+        let found =
+            crate::people::authenticate(state.store.as_ref(), username, password, non_empty(&form.workspace)).await?;
+        (found, "Wrong username or password.")
+    } else if let Some(token) = non_empty(&form.token) {
+        (
+            state.store.principal_by_token_hash(&hash_secret(token)).await?,
+            "That token is not valid. Check it and try again.",
+        )
+    } else {
+        (None, "Enter your username and password, or a token.")
+    };
+    let Some(principal) = principal else {
+        tracing::info!(username = ?non_empty(&form.username), "sign-in refused");
+        let error = url_escape(refusal);
         return Ok(Redirect::to(&format!("/signin?error={error}&next={}", url_escape(&next))).into_response());
     };
     let session_secret = random_secret(48);
@@ -144,13 +184,15 @@ async fn sign_in(
         .store
         .insert_session(&SessionRow {
             id_hash: hash_secret(&session_secret),
-            token_id: principal.token_id,
+            workspace_id: principal.workspace_id,
+            principal_id: principal.id,
+            principal_kind: principal.kind,
             csrf_token: random_secret(32),
             created_at: now,
             expires_at: now + lifetime,
         })
         .await?;
-    tracing::info!(workspace = %principal.workspace, name = %principal.name, "signed in");
+    tracing::info!(workspace = %principal.workspace, name = %principal.name, kind = ?principal.kind, "signed in");
     let cookie = Cookie::build((SESSION_COOKIE, session_secret))
         .path("/")
         .http_only(true)
@@ -208,16 +250,9 @@ async fn answer_from_form(
     let question = row.to_question(&caller.principal.workspace)?;
     let page = format!("/questions/{id}");
     let outcome = match crate::questions::answer_from_form_fields(&question, &fields) {
-        Ok(answer) => crate::questions::answer_question(
-            state.store.as_ref(),
-            &state.metrics,
-            &caller,
-            id,
-            answer,
-            crate::store::now(),
-        )
-        .await
-        .map(|_| ()),
+        Ok(answer) => {
+            crate::questions::answer_question(&state, &caller, id, answer, crate::store::now()).await.map(|_| ())
+        }
         Err(err) => Err(err),
     };
     match outcome {
@@ -259,6 +294,16 @@ impl UiBackend for StoreUiBackend {
             .collect::<Result<_, _>>()
             .map_err(|e| e.to_string())?;
         Ok(Page { items, next_cursor: None })
+    }
+
+    async fn members(&self, session: &SessionInfo) -> Result<Vec<app::types::Member>, String> {
+        let rows = self.store.members(session.workspace_id, None, 1000).await.map_err(|e| e.to_string())?;
+        rows.iter().map(crate::store::MemberRow::to_member).collect::<Result<_, _>>().map_err(|e| e.to_string())
+    }
+
+    async fn tokens(&self, session: &SessionInfo) -> Result<Vec<app::types::TokenInfo>, String> {
+        let rows = self.store.tokens(session.workspace_id, None, 1000).await.map_err(|e| e.to_string())?;
+        rows.iter().map(crate::store::TokenInfoRow::to_token_info).collect::<Result<_, _>>().map_err(|e| e.to_string())
     }
 
     async fn runs(
@@ -334,9 +379,18 @@ mod tests {
 
     #[test]
     fn a_sign_in_form_debug_output_shows_no_token() {
-        let form = SignInForm { token: "hp_token-secret".into(), next: Some("/inbox".into()) };
+        let form = SignInForm {
+            token: Some("hp_token-secret".into()),
+            username: Some("alice".into()),
+            password: Some("the password".into()),
+            workspace: None,
+            code: Some("the-link-code".into()),
+            next: Some("/inbox".into()),
+        };
         let debug = format!("{form:?}");
-        assert!(!debug.contains("hp_token-secret"), "{debug}");
+        for secret in ["hp_token-secret", "the password", "the-link-code"] {
+            assert!(!debug.contains(secret), "{debug}");
+        }
         assert!(debug.contains("/inbox"), "{debug}");
     }
 

@@ -72,7 +72,8 @@ async fn ask_pauses_with_10_then_answers_with_0_11_or_12() {
     let app = TestApp::start_with(Backend::Sqlite, |c| c.run_workers = false).await.unwrap();
     let server = app.spawn_process().await;
     let dir = WorkDir::new();
-    let env = remote(&server, &app.token);
+    // The gate asks with an agent token; a person (the admin here) answers: whoever asks may not approve.
+    let env = remote(&server, &app.create_token("default", app::types::Role::Agent).await);
     let gate = ["ask", "Apply terraform to prod?", "--type", "approval"];
 
     let paused = holdpoint(&dir.0, &[&gate[..], &["--no-wait"]].concat(), &env).await;

@@ -70,8 +70,11 @@ fn options(values: &[&str]) -> Value {
     Value::Array(values.iter().map(|v| json!({"value": v, "label": v.to_uppercase()})).collect())
 }
 
+/// Asks as an agent does, with an agent token: the admin token of the tests answers, and whoever asks for an
+/// approval may not approve it.
 async fn ask(app: &TestApp, body: Value) -> String {
-    let created = app.post("/api/v1/questions", body).await;
+    let agent = app.create_token("default", app::types::Role::Agent).await;
+    let created = app.call(axum::http::Method::POST, "/api/v1/questions", Some(&agent), Some(body)).await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
     created.json["id"].as_str().unwrap().to_owned()
 }

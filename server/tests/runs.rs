@@ -150,6 +150,29 @@ async fn run_pauses_for_approval_and_resumes_once_approved(backend: common::Back
     assert_eq!(single.json["id"], calls[0]["id"]);
 }
 
+async fn resuming_a_run_that_waits_for_approval_needs_an_approver(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let mock = deploy_mock().await;
+    let Some(app) = start(backend, &scripts, Some(&mock), 500).await else { return };
+    let model = scripts.write("deploy.json", &deploy_script(&mock));
+    let agent = create_agent(&app, agent("deployer", &model, &["http_request"], json!({"default": "prompt"}))).await;
+    let run_id = start_run(&app, &agent["id"], "Deploy v2").await;
+    wait_for_status(&app, &run_id, "waiting_for_approval").await;
+    let resume = format!("/api/v1/runs/{run_id}/resume");
+    // Resuming decides the pending call (undecided ones are rejected): that is answering an approval.
+    let responder = app.create_token("default", app::types::Role::Responder).await;
+    let refused =
+        app.call(axum::http::Method::POST, &resume, Some(&responder), Some(json!({ "prompt": "go on" }))).await;
+    assert_error(&refused, StatusCode::FORBIDDEN, "forbidden");
+    assert_eq!(app.get(&format!("/api/v1/runs/{run_id}")).await.json["status"], "waiting_for_approval");
+    let approver = app.create_token("default", app::types::Role::Approver).await;
+    let decisions = json!({ "tool_decisions": [{ "tool_call_id": "call_deploy", "approved": true }] });
+    let resumed = app.call(axum::http::Method::POST, &resume, Some(&approver), Some(decisions)).await;
+    assert_eq!(resumed.status, StatusCode::ACCEPTED, "{}", resumed.text);
+    wait_for_status(&app, &run_id, "completed").await;
+    assert_eq!(mock.received_requests().await.unwrap().len(), 1);
+}
+
 async fn a_rejection_reaches_the_model_with_its_reason(backend: common::Backend) {
     let scripts = Scripts::new();
     let mock = deploy_mock().await;
@@ -778,6 +801,7 @@ macro_rules! on_both_backends {
 
 on_both_backends!(
     run_pauses_for_approval_and_resumes_once_approved,
+    resuming_a_run_that_waits_for_approval_needs_an_approver,
     a_rejection_reaches_the_model_with_its_reason,
     edited_arguments_run_instead_of_the_originals,
     ask_user_pauses_until_the_answer_and_returns_it,

@@ -5,6 +5,7 @@ mod inbox;
 mod not_found;
 mod question;
 mod runs;
+mod settings;
 mod signin;
 
 pub use approvals::ApprovalsPage;
@@ -12,4 +13,5 @@ pub use inbox::InboxPage;
 pub use not_found::NotFound;
 pub use question::QuestionPage;
 pub use runs::{RunPage, RunsPage};
+pub use settings::SettingsPage;
 pub use signin::SignInPage;

@@ -1,28 +1,60 @@
-//! Sign-in: exchanges a token for an `HttpOnly` session cookie (a plain form, so it works without JavaScript).
+//! Sign-in: a person's username and password, or an API token, or the one-time link a first start prints; each
+//! opens an `HttpOnly` session cookie. Plain forms, so it works without JavaScript.
 
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
-/// The sign-in form. `?next=` is where to go afterwards; `?error=` explains a failed attempt.
+/// The sign-in page. `?next=` is where to go afterwards; `?error=` explains a failed attempt; `?code=` is a
+/// one-time link's code, which is only used when the person presses the button (a link preview that fetches the
+/// page must not spend it).
 #[component]
 pub fn SignInPage() -> impl IntoView {
     let query = use_query_map();
     let next = move || query.with(|q| q.get("next").filter(|n| n.starts_with('/')).unwrap_or_else(|| "/inbox".into()));
     let error = move || query.with(|q| q.get("error"));
+    let code = move || query.with(|q| q.get("code").filter(|c| !c.is_empty()));
     view! {
         <main class="page narrow signin" data-testid="signin-page">
             <h1>"Sign in to Holdpoint"</h1>
-            <p class="muted">
-                "Paste an API token. " <code>"holdpoint token create"</code>
-                " prints one; the server also accepts the bootstrap token it was started with."
-            </p>
             {move || error().map(|e| view! { <p class="alert" role="alert" data-testid="signin-error">{e}</p> })}
-            <form method="post" action="/auth/signin" class="stack">
-                <input type="hidden" name="next" prop:value=next/>
-                <label for="token">"Token"</label>
-                <input id="token" name="token" type="password" autocomplete="off" required data-testid="signin-token"/>
-                <button type="submit" class="primary" data-testid="signin-submit">"Sign in"</button>
-            </form>
+            {move || match code() {
+                Some(code) => view! {
+                    <form method="post" action="/auth/signin" class="stack" data-testid="signin-link-form">
+                        <p>"This one-time link signs you in as the first admin. Set a password afterwards under Settings."</p>
+                        <input type="hidden" name="code" value=code/>
+                        <input type="hidden" name="next" value=next/>
+                        <button type="submit" class="primary" data-testid="signin-link-submit">"Sign in as admin"</button>
+                    </form>
+                }
+                .into_any(),
+                None => view! {
+                    <form method="post" action="/auth/signin" class="stack" data-testid="signin-password-form">
+                        <input type="hidden" name="next" value=next/>
+                        <label for="username">"Username"</label>
+                        <input id="username" name="username" type="text" autocomplete="username" autocapitalize="none"
+                            spellcheck="false" required data-testid="signin-username"/>
+                        <label for="password">"Password"</label>
+                        <input id="password" name="password" type="password" autocomplete="current-password" required
+                            data-testid="signin-password"/>
+                        <button type="submit" class="primary" data-testid="signin-password-submit">"Sign in"</button>
+                    </form>
+                    <details class="signin-token">
+                        <summary data-testid="signin-token-toggle">"Sign in with an API token"</summary>
+                        <form method="post" action="/auth/signin" class="stack">
+                            <p class="muted">
+                                <code>"holdpoint token create"</code>
+                                " prints one; the server also accepts the bootstrap token it was started with."
+                            </p>
+                            <input type="hidden" name="next" value=next/>
+                            <label for="token">"Token"</label>
+                            <input id="token" name="token" type="password" autocomplete="off" required
+                                data-testid="signin-token"/>
+                            <button type="submit" data-testid="signin-submit">"Sign in with token"</button>
+                        </form>
+                    </details>
+                }
+                .into_any(),
+            }}
         </main>
     }
 }

@@ -6,6 +6,7 @@ mod events;
 mod health;
 pub mod limits;
 pub mod openapi;
+mod people;
 mod questions;
 mod runs;
 pub mod security;
@@ -31,6 +32,7 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     let api = OpenApiRouter::new()
         .merge(questions::router())
         .merge(agents::router())
+        .merge(people::router())
         .merge(runs::router())
         .merge(worker::router())
         .merge(events::router());

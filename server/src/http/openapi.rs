@@ -21,6 +21,7 @@ use utoipa::{IntoResponses, Modify, OpenApi};
         (name = "questions", description = "What a person must handle"),
         (name = "agents", description = "Agent definitions"),
         (name = "runs", description = "Agent runs: pause for a person, resume where they stopped"),
+        (name = "people", description = "Members of the workspace, API tokens, and who the caller is"),
         (name = "events", description = "The event log as Server-Sent Events"),
         (name = "health", description = "Probes"),
     ),

@@ -1,7 +1,7 @@
 //! `/api/v1/questions`: asking and reading questions.
 
 use app::types::{
-    AnswerBody, EventType, NewQuestion, Page, Question, QuestionEventData, QuestionKind, QuestionStatus, Urgency,
+    AnswerBody, EventType, NewQuestion, Page, Question, QuestionEventData, QuestionKind, QuestionStatus, Role, Urgency,
 };
 use axum::{
     extract::{Path, Query, State},
@@ -60,8 +60,8 @@ async fn create_question(
     let idempotency = idempotency_key(&headers, &caller, "questions", &input)?;
     let bounds =
         TimeoutBounds { min_seconds: state.config.min_timeout_seconds, max_seconds: state.config.max_timeout_seconds };
-    let row =
-        build_question(input, caller.workspace_id(), Some(caller.principal.token_id), bounds, crate::store::now())?;
+    let row = build_question(input, caller.workspace_id(), Some(caller.principal.id), bounds, crate::store::now())?;
+    domain::check_assignee(state.store.as_ref(), &row).await?;
     let question = row.to_question(&caller.principal.workspace)?;
     let event = NewEvent {
         workspace_id: row.workspace_id,
@@ -107,6 +107,9 @@ fn question_id(raw: &str) -> ApiResult<Uuid> {
 
 async fn load_question(state: &AppState, caller: &Caller, id: Uuid) -> ApiResult<Question> {
     let row = state.store.question(caller.workspace_id(), id).await?.ok_or(AppError::NotFound("question"))?;
+    if !domain::visible_to(caller, &row) {
+        return Err(AppError::NotFound("question"));
+    }
     Ok(row.to_question(&caller.principal.workspace)?)
 }
 
@@ -170,6 +173,7 @@ async fn list_questions(
         urgency: query.urgency,
         run_id: query.run_id,
         text: query.q.filter(|q| !q.trim().is_empty()),
+        created_by: (caller.role() == Role::Agent).then_some(caller.principal.id),
         sort,
         after,
         limit: limit + 1,
@@ -277,9 +281,7 @@ async fn answer_question(
     ApiJson(answer): ApiJson<AnswerBody>,
 ) -> ApiResult<ApiJson<Question>> {
     let id = question_id(&id)?;
-    Ok(ApiJson(
-        domain::answer_question(state.store.as_ref(), &state.metrics, &caller, id, answer, crate::store::now()).await?,
-    ))
+    Ok(ApiJson(domain::answer_question(&state, &caller, id, answer, crate::store::now()).await?))
 }
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -357,10 +359,7 @@ async fn answer_batch(
     for item in batch.items {
         let answer = AnswerBody { value: item.value, comment: item.comment, edited_arguments: item.edited_arguments };
         let outcome = match question_id(&item.id) {
-            Ok(id) => {
-                domain::answer_question(state.store.as_ref(), &state.metrics, &caller, id, answer, crate::store::now())
-                    .await
-            }
+            Ok(id) => domain::answer_question(&state, &caller, id, answer, crate::store::now()).await,
             Err(err) => Err(err),
         };
         results.push(match outcome {

@@ -95,7 +95,7 @@ async fn worker_call(
         }
         WorkerCall::Question { id } => reply(store.question(workspace_id, id).await?),
         WorkerCall::CreateQuestion { question } => {
-            create_question(&state, &caller, &run, question).await?;
+            create_question(&state, &run, question).await?;
             reply(Value::Null)
         }
         WorkerCall::AgentByName { name } => reply(store.agent_by_name(workspace_id, &name).await?),
@@ -115,7 +115,7 @@ async fn worker_call(
                 Some(&run),
                 None,
                 state.runtime.config.max_total_steps,
-                Some(caller.principal.token_id),
+                Some(caller.principal.id),
                 now(),
             );
             let (mut row, mut first) = (new.run, new.segment);
@@ -148,12 +148,7 @@ async fn worker_call(
 
 /// Asks a question for the client's run, validated as if it came through `POST /questions` (only its id, its
 /// tool call and the run's lineage are taken from the client's row).
-async fn create_question(
-    state: &AppState,
-    caller: &Caller,
-    run: &RunRow,
-    row: crate::store::QuestionRow,
-) -> ApiResult<()> {
+async fn create_question(state: &AppState, run: &RunRow, row: crate::store::QuestionRow) -> ApiResult<()> {
     let timeout_seconds = row.timeout_at.map(|at| (at - row.created_at).num_seconds().max(1));
     let input = NewQuestion {
         kind: Some(row.kind.parse::<QuestionKind>().map_err(|e| AppError::invalid_field("kind", e.to_string()))?),
@@ -168,6 +163,7 @@ async fn create_question(
         fields: row.fields.0,
         action: row.action.map(|a| a.0),
         allow_edit: row.allow_edit,
+        assignee: row.assignee.map(|a| a.0),
         context: Some(row.context.0),
         project: run.project.clone(),
         run_id: Some(run.id),
@@ -181,7 +177,10 @@ async fn create_question(
     };
     let bounds =
         TimeoutBounds { min_seconds: state.config.min_timeout_seconds, max_seconds: state.config.max_timeout_seconds };
-    let mut question = build_question(input, run.workspace_id, Some(caller.principal.token_id), bounds, now())?;
+    // Asked on behalf of the run, like the server's own executor does: the requester is whoever started the run if
+    // that was an agent token, else nobody (separation of duties then does not apply).
+    let mut question = build_question(input, run.workspace_id, run.created_by, bounds, now())?;
+    crate::questions::check_assignee(state.store.as_ref(), &question).await?;
     question.id = row.id;
     question.tool_call_id = row.tool_call_id;
     question.parent_run_ids = Json(run.parent_run_ids.0.clone());

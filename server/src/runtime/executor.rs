@@ -499,6 +499,13 @@ async fn ask_user(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow) -> StoreRe
             None => err.to_string(),
         })
     });
+    let built = match built {
+        Ok(question) => crate::questions::check_assignee(rt.store.as_ref(), &question)
+            .await
+            .map(|()| question)
+            .map_err(|err| err.to_string()),
+        Err(reason) => Err(reason),
+    };
     let question = match built {
         Ok(question) => question,
         Err(reason) => {

@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 use uuid::Uuid;
 
-use app::types::AgentSpec;
+use app::types::{AgentSpec, Role};
 
 use crate::store::*;
 use crate::worker_api::WorkerCall;
@@ -177,6 +177,58 @@ impl RunStore for RemoteRun {
     }
     async fn child_run_status(&self, ids: &[Uuid]) -> StoreResult<Vec<RunRow>> {
         self.call(WorkerCall::Runs { ids: ids.to_vec() }).await
+    }
+}
+
+#[async_trait]
+impl PeopleStore for RemoteRun {
+    fn relays_to_server(&self) -> bool {
+        true
+    }
+    async fn insert_user(&self, _: &UserRow) -> StoreResult<()> {
+        unavailable("accounts")
+    }
+    async fn user_by_username(&self, _: &str) -> StoreResult<Option<UserRow>> {
+        unavailable("accounts")
+    }
+    async fn set_password(&self, _: Uuid, _: &str) -> StoreResult<()> {
+        unavailable("accounts")
+    }
+    async fn user_principal(&self, _: Uuid, _: Option<&str>) -> StoreResult<Option<Principal>> {
+        unavailable("accounts")
+    }
+    async fn insert_membership(&self, _: Uuid, _: Uuid, _: Role) -> StoreResult<()> {
+        unavailable("members")
+    }
+    async fn member(&self, _: Uuid, _: Uuid) -> StoreResult<Option<MemberRow>> {
+        unavailable("members")
+    }
+    async fn members(&self, _: Uuid, _: Option<&str>, _: u32) -> StoreResult<Vec<MemberRow>> {
+        unavailable("members")
+    }
+    async fn change_role(&self, _: Uuid, _: Uuid, _: Role) -> StoreResult<MembershipChange> {
+        unavailable("members")
+    }
+    async fn remove_member(&self, _: Uuid, _: Uuid) -> StoreResult<MembershipChange> {
+        unavailable("members")
+    }
+    async fn tokens(&self, _: Uuid, _: Option<Uuid>, _: u32) -> StoreResult<Vec<TokenInfoRow>> {
+        unavailable("tokens")
+    }
+    async fn token_info(&self, _: Uuid, _: Uuid) -> StoreResult<Option<TokenInfoRow>> {
+        unavailable("tokens")
+    }
+    async fn revoke_token(&self, _: Uuid, _: Uuid, _: DateTime<Utc>) -> StoreResult<Option<TokenInfoRow>> {
+        unavailable("tokens")
+    }
+    async fn has_credentials(&self, _: Uuid) -> StoreResult<bool> {
+        unavailable("tokens")
+    }
+    async fn replace_signin_link(&self, _: &SigninLinkRow) -> StoreResult<()> {
+        unavailable("sign-in links")
+    }
+    async fn use_signin_link(&self, _: &[u8], _: DateTime<Utc>) -> StoreResult<Option<Principal>> {
+        unavailable("sign-in links")
     }
 }
 

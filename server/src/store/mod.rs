@@ -5,6 +5,7 @@
 //! the same transaction, and every commit that appended events announces the newest event id on a watch channel,
 //! which the event hub follows.
 
+mod people;
 mod rows;
 mod run_rows;
 mod run_sql;
@@ -21,6 +22,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use tokio::sync::watch;
 use uuid::Uuid;
 
+pub use people::*;
 pub use rows::*;
 pub use run_rows::*;
 pub use run_sql::RunStore;
@@ -63,7 +65,7 @@ pub enum Backend {
 
 /// Everything Holdpoint keeps. Methods that change state append their events in the same transaction.
 #[async_trait]
-pub trait Store: RunStore + Send + Sync + 'static {
+pub trait Store: RunStore + PeopleStore + Send + Sync + 'static {
     fn backend(&self) -> Backend;
 
     /// The id of the newest event known to be committed; changes after every commit that appended events.

@@ -1,8 +1,8 @@
 //! Rows as stored, and the inputs of store methods. Server-side only: the API speaks the wire types of `app::types`.
 
 use app::types::{
-    AnswerBody, ApprovalAction, FormField, Question, QuestionKind, QuestionOption, QuestionStatus, Resolution,
-    ResponseType, Role, Urgency,
+    AnswerBody, ApprovalAction, Assignee, FormField, Question, QuestionKind, QuestionOption, QuestionStatus,
+    Resolution, ResponseType, Role, Urgency,
 };
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -27,21 +27,35 @@ pub struct TokenRow {
     pub role: Role,
     pub secret_hash: Vec<u8>,
     pub created_at: DateTime<Utc>,
+    /// The name of who created it (`cli` for the command line, `bootstrap` for the configured token).
+    pub created_by: Option<String>,
 }
 
-/// Who a request acts as: a live token, directly or through a browser session.
+/// Whether a principal is an API token or a person's account.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrincipalKind {
+    Token,
+    User,
+}
+
+/// Who a request acts as: a live token (directly or through a browser session), or a signed-in person acting in
+/// one workspace with the role of their membership there.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Principal {
-    pub token_id: Uuid,
+    /// The token's or the user's id: what `created_by` records.
+    pub id: Uuid,
+    pub kind: PrincipalKind,
     pub workspace_id: Uuid,
     pub workspace: String,
+    /// The token's name or the person's username: what `answered_by` shows.
     pub name: String,
     pub role: Role,
 }
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub(crate) struct PrincipalRecord {
-    pub token_id: Uuid,
+    pub id: Uuid,
+    pub kind: String,
     pub workspace_id: Uuid,
     pub workspace: String,
     pub name: String,
@@ -50,8 +64,14 @@ pub(crate) struct PrincipalRecord {
 
 impl PrincipalRecord {
     pub(crate) fn into_principal(self) -> Result<Principal, StoreError> {
+        let kind = match self.kind.as_str() {
+            "token" => PrincipalKind::Token,
+            "user" => PrincipalKind::User,
+            other => return Err(StoreError::Corrupt(format!("unknown principal kind {other:?}"))),
+        };
         Ok(Principal {
-            token_id: self.token_id,
+            id: self.id,
+            kind,
             workspace_id: self.workspace_id,
             workspace: self.workspace,
             name: self.name,
@@ -60,11 +80,13 @@ impl PrincipalRecord {
     }
 }
 
-/// A browser session: a hashed cookie value bound to the token it was opened with.
+/// A browser session: a hashed cookie value bound to the principal it was opened for.
 #[derive(Clone)]
 pub struct SessionRow {
     pub id_hash: Vec<u8>,
-    pub token_id: Uuid,
+    pub workspace_id: Uuid,
+    pub principal_id: Uuid,
+    pub principal_kind: PrincipalKind,
     pub csrf_token: String,
     pub created_at: DateTime<Utc>,
     pub expires_at: DateTime<Utc>,
@@ -74,7 +96,9 @@ pub struct SessionRow {
 impl std::fmt::Debug for SessionRow {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SessionRow")
-            .field("token_id", &self.token_id)
+            .field("workspace_id", &self.workspace_id)
+            .field("principal_id", &self.principal_id)
+            .field("principal_kind", &self.principal_kind)
             .field("csrf_token", &"[redacted]")
             .field("created_at", &self.created_at)
             .field("expires_at", &self.expires_at)
@@ -111,6 +135,7 @@ pub struct QuestionRow {
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub resolved_at: Option<DateTime<Utc>>,
+    pub assignee: Option<Json<Assignee>>,
 }
 
 fn parse<T: std::str::FromStr<Err = app::types::UnknownVariant>>(value: &str) -> Result<T, StoreError> {
@@ -146,6 +171,7 @@ impl QuestionRow {
             created_at: self.created_at,
             updated_at: self.updated_at,
             resolved_at: self.resolved_at,
+            assignee: self.assignee.as_ref().map(|a| a.0.clone()),
         })
     }
 }
@@ -160,6 +186,8 @@ pub struct QuestionFilter {
     pub run_id: Option<Uuid>,
     /// Matches title or body, case-insensitively.
     pub text: Option<String>,
+    /// Only questions this token or person created (what an `agent` token may see).
+    pub created_by: Option<Uuid>,
     pub sort: QuestionSort,
     pub after: Option<QuestionCursor>,
     /// Rows to fetch; callers ask for one more than they show to know whether there is a next page.
@@ -273,7 +301,9 @@ mod redaction_tests {
     fn a_session_row_debug_output_shows_no_csrf_token() {
         let row = SessionRow {
             id_hash: vec![1, 2, 3],
-            token_id: Uuid::now_v7(),
+            workspace_id: Uuid::now_v7(),
+            principal_id: Uuid::now_v7(),
+            principal_kind: PrincipalKind::User,
             csrf_token: "csrf-secret-value".into(),
             created_at: Utc::now(),
             expires_at: Utc::now(),

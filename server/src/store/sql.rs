@@ -18,10 +18,11 @@ use super::*;
 /// The columns of `questions`, in the order of [`QuestionRow`].
 pub(super) const QUESTION_COLUMNS: &str = "id, workspace_id, project, run_id, tool_call_id, parent_run_ids, kind, response_type, \
      title, body, options, fields, action, allow_edit, context, urgency, timeout_at, default_response, status, \
-     response, answered_by, resolution, created_by, created_at, updated_at, resolved_at";
+     response, answered_by, resolution, created_by, created_at, updated_at, resolved_at, assignee";
 
-const PRINCIPAL_SELECT: &str = "SELECT t.id AS token_id, t.workspace_id, w.name AS workspace, t.name, t.role \
-     FROM tokens t JOIN workspaces w ON w.id = t.workspace_id";
+/// Principals of tokens.
+const TOKEN_PRINCIPAL: &str = "SELECT t.id, CAST('token' AS TEXT) AS kind, t.workspace_id, w.name AS workspace, \
+     t.name, t.role FROM tokens t JOIN workspaces w ON w.id = t.workspace_id";
 
 /// The SQLite store: one writer connection, a pool of read-only ones.
 pub struct SqliteStore {
@@ -250,8 +251,8 @@ macro_rules! sql_store {
 
             async fn insert_token(&self, token: &TokenRow) -> StoreResult<bool> {
                 let result = sqlx::query(
-                    "INSERT INTO tokens (id, workspace_id, name, role, secret_hash, created_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (secret_hash) DO NOTHING",
+                    "INSERT INTO tokens (id, workspace_id, name, role, secret_hash, created_at, created_by) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (secret_hash) DO NOTHING",
                 )
                 .bind(token.id)
                 .bind(token.workspace_id)
@@ -259,6 +260,7 @@ macro_rules! sql_store {
                 .bind(token.role.as_str())
                 .bind(&token.secret_hash)
                 .bind(token.created_at)
+                .bind(&token.created_by)
                 .execute(&self.$write)
                 .await?;
                 Ok(result.rows_affected() == 1)
@@ -266,7 +268,7 @@ macro_rules! sql_store {
 
             async fn principal_by_token_hash(&self, secret_hash: &[u8]) -> StoreResult<Option<Principal>> {
                 let record: Option<PrincipalRecord> =
-                    sqlx::query_as(&format!("{PRINCIPAL_SELECT} WHERE t.secret_hash = $1 AND t.revoked_at IS NULL"))
+                    sqlx::query_as(&format!("{TOKEN_PRINCIPAL} WHERE t.secret_hash = $1 AND t.revoked_at IS NULL"))
                         .bind(secret_hash)
                         .fetch_optional(&self.$read)
                         .await?;
@@ -275,11 +277,13 @@ macro_rules! sql_store {
 
             async fn insert_session(&self, session: &SessionRow) -> StoreResult<()> {
                 sqlx::query(
-                    "INSERT INTO sessions (id_hash, token_id, csrf_token, created_at, expires_at) \
-                     VALUES ($1, $2, $3, $4, $5)",
+                    "INSERT INTO sessions (id_hash, workspace_id, token_id, user_id, csrf_token, created_at, expires_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7)",
                 )
                 .bind(&session.id_hash)
-                .bind(session.token_id)
+                .bind(session.workspace_id)
+                .bind((session.principal_kind == PrincipalKind::Token).then_some(session.principal_id))
+                .bind((session.principal_kind == PrincipalKind::User).then_some(session.principal_id))
                 .bind(&session.csrf_token)
                 .bind(session.created_at)
                 .bind(session.expires_at)
@@ -299,9 +303,15 @@ macro_rules! sql_store {
                     principal: PrincipalRecord,
                     csrf_token: String,
                 }
+                // A revoked token, a disabled account or a removed membership ends the session at once: the
+                // principal is looked up afresh on every request, never cached in the session.
                 let found: Option<Found> = sqlx::query_as(&format!(
-                    "SELECT p.*, s.csrf_token FROM sessions s JOIN ({PRINCIPAL_SELECT} WHERE t.revoked_at IS NULL) p \
-                     ON p.token_id = s.token_id WHERE s.id_hash = $1 AND s.expires_at > $2"
+                    "SELECT p.*, s.csrf_token FROM sessions s JOIN ({TOKEN_PRINCIPAL} WHERE t.revoked_at IS NULL) p \
+                     ON p.id = s.token_id WHERE s.id_hash = $1 AND s.expires_at > $2 \
+                     UNION ALL \
+                     SELECT p.*, s.csrf_token FROM sessions s JOIN ({} WHERE u.disabled_at IS NULL) p \
+                     ON p.id = s.user_id AND p.workspace_id = s.workspace_id WHERE s.id_hash = $1 AND s.expires_at > $2",
+                    super::people::USER_PRINCIPAL
                 ))
                 .bind(id_hash)
                 .bind(now)
@@ -343,7 +353,7 @@ macro_rules! sql_store {
                 sqlx::query(&format!(
                     "INSERT INTO questions ({QUESTION_COLUMNS}) VALUES \
                      ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, \
-                     $21, $22, $23, $24, $25, $26)"
+                     $21, $22, $23, $24, $25, $26, $27)"
                 ))
                 .bind(q.id)
                 .bind(q.workspace_id)
@@ -371,6 +381,7 @@ macro_rules! sql_store {
                 .bind(q.created_at)
                 .bind(q.updated_at)
                 .bind(q.resolved_at)
+                .bind(&q.assignee)
                 .execute(&mut *tx)
                 .await?;
                 let mut last = Self::append_event(&mut tx, event).await?;
@@ -446,6 +457,9 @@ macro_rules! sql_store {
                 }
                 if let Some(run_id) = filter.run_id {
                     query.push(" AND run_id = ").push_bind(run_id);
+                }
+                if let Some(created_by) = filter.created_by {
+                    query.push(" AND created_by = ").push_bind(created_by);
                 }
                 if let Some(text) = &filter.text {
                     let pattern = format!("%{}%", text.to_lowercase().replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
@@ -580,11 +594,11 @@ macro_rules! sql_store {
 }
 
 impl SqliteStore {
-    const BACKEND: Backend = Backend::Sqlite;
+    pub(super) const BACKEND: Backend = Backend::Sqlite;
 }
 
 impl PostgresStore {
-    const BACKEND: Backend = Backend::Postgres;
+    pub(super) const BACKEND: Backend = Backend::Postgres;
 }
 
 sql_store!(SqliteStore, Sqlite, read = read, write = write);

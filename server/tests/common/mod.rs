@@ -194,6 +194,7 @@ impl TestApp {
                 role,
                 secret_hash: hash_secret(&secret),
                 created_at: Utc::now(),
+                created_by: None,
             })
             .await
             .unwrap();
@@ -238,6 +239,71 @@ impl TestApp {
         let router = self.router.clone();
         tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
         format!("http://{addr}")
+    }
+}
+
+/// A signed-in browser session: its cookie (`hp_session=...`) and its CSRF token.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub cookie: String,
+    pub csrf: String,
+}
+
+impl TestApp {
+    /// Posts the sign-in form with these urlencoded fields (e.g. `username=alice&password=...`).
+    pub async fn post_sign_in(&self, form: &str) -> TestResponse {
+        let request = Request::post("/auth/signin")
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(Body::from(form.to_owned()))
+            .unwrap();
+        self.send(request).await
+    }
+
+    /// Signs in with the form; `None` if the server refused (it then redirects back to the form with an error).
+    pub async fn sign_in_with(&self, form: &str) -> Option<Session> {
+        let response = self.post_sign_in(form).await;
+        assert_eq!(response.status, StatusCode::SEE_OTHER, "{}", response.text);
+        let set_cookie = response.headers.get(header::SET_COOKIE)?.to_str().unwrap();
+        let cookie = set_cookie.split(';').next().unwrap().to_owned();
+        let page = self.send(Request::get("/inbox").header(header::COOKIE, &cookie).body(Body::empty()).unwrap()).await;
+        assert_eq!(page.status, StatusCode::OK, "the new session opens the inbox");
+        let csrf = page
+            .text
+            .split("name=\"csrf\" value=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .expect("the page carries the CSRF token")
+            .to_owned();
+        Some(Session { cookie, csrf })
+    }
+
+    /// A request made by a browser session (cookie and CSRF header).
+    pub async fn session_call(
+        &self,
+        session: &Session,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> TestResponse {
+        let request = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::COOKIE, &session.cookie)
+            .header("x-csrf-token", &session.csrf);
+        let request = match body {
+            Some(body) => request.header(header::CONTENT_TYPE, "application/json").body(Body::from(body.to_string())),
+            None => request.body(Body::empty()),
+        };
+        self.send(request.unwrap()).await
+    }
+
+    /// Adds a person with a password and a role to the `default` workspace through the API (as its admin).
+    pub async fn add_person(&self, username: &str, password: &str, role: Role) -> Value {
+        let response = self
+            .post("/api/v1/members", serde_json::json!({"username": username, "password": password, "role": role}))
+            .await;
+        assert_eq!(response.status, StatusCode::CREATED, "{}", response.text);
+        response.json
     }
 }
 

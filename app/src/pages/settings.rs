@@ -1,0 +1,349 @@
+//! `/settings`: your account (set or change your password), the workspace's people and their roles, and its API
+//! tokens (create — the secret is shown once — and revoke). Changing people and tokens is for admins; the REST API
+//! enforces that, the page only hides what would be refused.
+
+use leptos::either::Either;
+use leptos::prelude::*;
+
+use crate::api::send_json;
+use crate::components::TopBar;
+use crate::types::{
+    CreatedToken, Member, MemberUpdate, NewMember, NewToken, PasswordChange, Role, SessionInfo, TokenInfo,
+};
+use crate::{SettingsLists, current_session, settings_data};
+
+const HUMAN_ROLES: [Role; 4] = [Role::Viewer, Role::Responder, Role::Approver, Role::Admin];
+const TOKEN_ROLES: [Role; 5] = [Role::Agent, Role::Viewer, Role::Responder, Role::Approver, Role::Admin];
+
+/// What the page's forms said last, and a token's secret once created: kept above the lists, which are rendered
+/// afresh after every change, so a confirmation or a secret survives the reload that follows it.
+#[derive(Clone, Copy)]
+struct Outcomes {
+    password: RwSignal<Option<Result<String, String>>>,
+    members: RwSignal<Option<Result<String, String>>>,
+    add_member: RwSignal<Option<Result<String, String>>>,
+    tokens: RwSignal<Option<Result<String, String>>>,
+    create_token: RwSignal<Option<Result<String, String>>>,
+    created_token: RwSignal<Option<CreatedToken>>,
+}
+
+/// The page.
+#[component]
+pub fn SettingsPage() -> impl IntoView {
+    let session = Resource::new(|| (), |_| current_session());
+    let data = Resource::new(|| (), |_| settings_data());
+    let outcomes = Outcomes {
+        password: RwSignal::new(None),
+        members: RwSignal::new(None),
+        add_member: RwSignal::new(None),
+        tokens: RwSignal::new(None),
+        create_token: RwSignal::new(None),
+        created_token: RwSignal::new(None),
+    };
+    provide_context(outcomes);
+    view! {
+        <TopBar/>
+        <main class="page" data-testid="settings-page">
+            <h1>"Settings"</h1>
+            // A transition, not a suspense: after a change the lists reload in place instead of flashing "Loading…".
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || match (session.get(), data.get()) {
+                    (Some(Ok(session)), Some(Ok(settings))) => {
+                        Either::Left(view! { <Settings session settings reload=move || data.refetch()/> })
+                    }
+                    (Some(Err(err)), _) | (_, Some(Err(err))) => {
+                        Either::Right(Some(view! { <p class="alert" role="alert">{err.to_string()}</p> }))
+                    }
+                    _ => Either::Right(None),
+                }}
+            </Transition>
+        </main>
+    }
+}
+
+#[component]
+fn Settings(
+    session: SessionInfo,
+    settings: SettingsLists,
+    reload: impl Fn() + Clone + Send + Sync + 'static,
+) -> impl IntoView {
+    let admin = session.role == Role::Admin;
+    view! {
+        <section class="card stack" aria-labelledby="account-heading">
+            <h2 id="account-heading">"Your account"</h2>
+            <p data-testid="settings-who">
+                {format!("Signed in as {} — {} of workspace {}.", session.name, session.role, session.workspace)}
+            </p>
+            {session.account.then(|| view! { <PasswordForm/> })}
+        </section>
+        <section class="card stack" aria-labelledby="members-heading">
+            <h2 id="members-heading">"People"</h2>
+            <MemberTable members=settings.members admin reload=reload.clone()/>
+            {admin.then(|| view! { <AddMemberForm reload=reload.clone()/> })}
+        </section>
+        {admin.then(|| view! {
+            <section class="card stack" aria-labelledby="tokens-heading">
+                <h2 id="tokens-heading">"API tokens"</h2>
+                <TokenTable tokens=settings.tokens.clone() reload=reload.clone()/>
+                <CreateTokenForm reload=reload.clone()/>
+            </section>
+        })}
+    }
+}
+
+fn role_options(roles: &'static [Role], selected: Role) -> impl IntoView {
+    roles
+        .iter()
+        .map(|role| view! { <option value=role.as_str() selected=*role == selected>{role.as_str()}</option> })
+        .collect_view()
+}
+
+#[component]
+fn PasswordForm() -> impl IntoView {
+    let current = RwSignal::new(String::new());
+    let new_password = RwSignal::new(String::new());
+    let message = expect_context::<Outcomes>().password;
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let change = PasswordChange {
+            current_password: Some(current.get_untracked()).filter(|c| !c.is_empty()),
+            new_password: new_password.get_untracked(),
+        };
+        leptos::task::spawn_local(async move {
+            let outcome = send_json::<_, ()>("POST", "/me/password", Some(&change)).await;
+            message.set(Some(outcome.map(|()| "Your password is set.".to_owned()).map_err(|e| e.describe())));
+            if message.get_untracked().is_some_and(|m| m.is_ok()) {
+                current.set(String::new());
+                new_password.set(String::new());
+            }
+        });
+    };
+    view! {
+        <form class="stack narrow-form" on:submit=submit data-testid="password-form">
+            <h3>"Password"</h3>
+            <label for="current-password">"Current password (leave empty if you have none yet)"</label>
+            <input id="current-password" type="password" autocomplete="current-password" bind:value=current/>
+            <label for="new-password">"New password (10 characters or more)"</label>
+            <input id="new-password" type="password" autocomplete="new-password" minlength="10" required
+                bind:value=new_password data-testid="new-password"/>
+            <button type="submit" class="primary" data-testid="password-submit">"Set password"</button>
+            <Outcome message/>
+        </form>
+    }
+}
+
+/// The result of the last action of a form: a confirmation or the API's error.
+#[component]
+fn Outcome(message: RwSignal<Option<Result<String, String>>>) -> impl IntoView {
+    move || {
+        message.get().map(|m| match m {
+            Ok(text) => Either::Left(view! { <p class="notice" role="status" data-testid="settings-ok">{text}</p> }),
+            Err(text) => Either::Right(view! { <p class="alert" role="alert" data-testid="settings-error">{text}</p> }),
+        })
+    }
+}
+
+#[component]
+fn MemberTable(members: Vec<Member>, admin: bool, reload: impl Fn() + Clone + Send + Sync + 'static) -> impl IntoView {
+    let message = expect_context::<Outcomes>().members;
+    let rows = members
+        .into_iter()
+        .map(|member| {
+            let reload_role = reload.clone();
+            let reload_remove = reload.clone();
+            let username = member.username.clone();
+            let change_role = move |ev: leptos::ev::Event| {
+                let Ok(role) = event_target_value(&ev).parse::<Role>() else { return };
+                let (reload, user_id, username) = (reload_role.clone(), member.user_id, username.clone());
+                leptos::task::spawn_local(async move {
+                    let outcome = send_json::<_, Member>("PATCH", &format!("/members/{user_id}"), Some(&MemberUpdate { role })).await;
+                    message.set(Some(outcome.map(|m| format!("{username} now has the role {}.", m.role)).map_err(|e| e.describe())));
+                    reload();
+                });
+            };
+            let remove_name = member.username.clone();
+            let remove = move |_| {
+                let (reload, user_id, username) = (reload_remove.clone(), member.user_id, remove_name.clone());
+                leptos::task::spawn_local(async move {
+                    let outcome = send_json::<(), ()>("DELETE", &format!("/members/{user_id}"), None).await;
+                    message.set(Some(outcome.map(|()| format!("{username} was removed.")).map_err(|e| e.describe())));
+                    reload();
+                });
+            };
+            view! {
+                <tr data-testid="member-row">
+                    <td>{member.username.clone()}</td>
+                    <td>{member.display_name.clone()}</td>
+                    <td>
+                        {if admin {
+                            Either::Left(view! {
+                                <select aria-label=format!("Role of {}", member.username) on:change=change_role
+                                    data-testid="member-role">
+                                    {role_options(&HUMAN_ROLES, member.role)}
+                                </select>
+                            })
+                        } else {
+                            Either::Right(member.role.as_str())
+                        }}
+                    </td>
+                    <td>{if member.has_password { "set" } else { "not set" }}</td>
+                    <td>
+                        {admin.then(|| view! {
+                            <button type="button" class="link danger-text" on:click=remove data-testid="member-remove">"Remove"</button>
+                        })}
+                    </td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <div class="table-wrap">
+            <table class="data" data-testid="member-table">
+                <thead><tr><th>"Username"</th><th>"Name"</th><th>"Role"</th><th>"Password"</th><th><span class="visually-hidden">"Actions"</span></th></tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+        </div>
+        <Outcome message/>
+    }
+}
+
+#[component]
+fn AddMemberForm(reload: impl Fn() + Clone + Send + Sync + 'static) -> impl IntoView {
+    let username = RwSignal::new(String::new());
+    let display_name = RwSignal::new(String::new());
+    let password = RwSignal::new(String::new());
+    let role = RwSignal::new(Role::Responder);
+    let message = expect_context::<Outcomes>().add_member;
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let input = NewMember {
+            username: username.get_untracked().trim().to_lowercase(),
+            display_name: Some(display_name.get_untracked()).filter(|n| !n.trim().is_empty()),
+            password: Some(password.get_untracked()).filter(|p| !p.is_empty()),
+            role: role.get_untracked(),
+        };
+        let reload = reload.clone();
+        leptos::task::spawn_local(async move {
+            match send_json::<_, Member>("POST", "/members", Some(&input)).await {
+                Ok(member) => {
+                    message.set(Some(Ok(format!("{} joined with the role {}.", member.username, member.role))));
+                    username.set(String::new());
+                    display_name.set(String::new());
+                    password.set(String::new());
+                    reload();
+                }
+                Err(err) => message.set(Some(Err(err.describe()))),
+            }
+        });
+    };
+    view! {
+        <form class="stack narrow-form" on:submit=submit data-testid="add-member-form">
+            <h3>"Add a person"</h3>
+            <label for="member-username">"Username"</label>
+            <input id="member-username" type="text" autocapitalize="none" spellcheck="false" required bind:value=username
+                data-testid="member-username"/>
+            <label for="member-display-name">"Name (optional)"</label>
+            <input id="member-display-name" type="text" bind:value=display_name/>
+            <label for="member-password">"Password (for a new account; they can change it)"</label>
+            <input id="member-password" type="password" autocomplete="new-password" bind:value=password
+                data-testid="member-password"/>
+            <label for="member-role">"Role"</label>
+            <select id="member-role" on:change=move |ev| if let Ok(r) = event_target_value(&ev).parse() { role.set(r) }
+                data-testid="member-new-role">
+                {role_options(&HUMAN_ROLES, Role::Responder)}
+            </select>
+            <button type="submit" class="primary" data-testid="member-add">"Add"</button>
+            <Outcome message/>
+        </form>
+    }
+}
+
+#[component]
+fn TokenTable(tokens: Vec<TokenInfo>, reload: impl Fn() + Clone + Send + Sync + 'static) -> impl IntoView {
+    let message = expect_context::<Outcomes>().tokens;
+    let rows = tokens
+        .into_iter()
+        .map(|token| {
+            let reload = reload.clone();
+            let name = token.name.clone();
+            let revoke = move |_| {
+                let (reload, id, name) = (reload.clone(), token.id, name.clone());
+                leptos::task::spawn_local(async move {
+                    let outcome = send_json::<(), TokenInfo>("POST", &format!("/tokens/{id}/revoke"), None).await;
+                    message.set(Some(outcome.map(|_| format!("{name} is revoked.")).map_err(|e| e.describe())));
+                    reload();
+                });
+            };
+            let revoked = token.revoked_at.is_some();
+            view! {
+                <tr data-testid="token-row" class:revoked=revoked>
+                    <td>{token.name.clone()}</td>
+                    <td>{token.role.as_str()}</td>
+                    <td>{token.created_by.clone().unwrap_or_default()}</td>
+                    <td><time datetime=token.created_at.to_rfc3339()>{token.created_at.format("%Y-%m-%d %H:%M").to_string()}</time></td>
+                    <td>
+                        {match token.revoked_at {
+                            Some(at) => Either::Left(view! { <span class="muted">{format!("revoked {}", at.format("%Y-%m-%d %H:%M"))}</span> }),
+                            None => Either::Right(view! {
+                                <button type="button" class="link danger-text" on:click=revoke data-testid="token-revoke">"Revoke"</button>
+                            }),
+                        }}
+                    </td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <div class="table-wrap">
+            <table class="data" data-testid="token-table">
+                <thead><tr><th>"Name"</th><th>"Role"</th><th>"Created by"</th><th>"Created"</th><th>"Status"</th></tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+        </div>
+        <Outcome message/>
+    }
+}
+
+#[component]
+fn CreateTokenForm(reload: impl Fn() + Clone + Send + Sync + 'static) -> impl IntoView {
+    let name = RwSignal::new(String::new());
+    let role = RwSignal::new(Role::Agent);
+    let created = expect_context::<Outcomes>().created_token;
+    let message = expect_context::<Outcomes>().create_token;
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let input = NewToken { name: name.get_untracked(), role: role.get_untracked() };
+        let reload = reload.clone();
+        leptos::task::spawn_local(async move {
+            match send_json::<_, CreatedToken>("POST", "/tokens", Some(&input)).await {
+                Ok(token) => {
+                    message.set(None);
+                    name.set(String::new());
+                    created.set(Some(token));
+                    reload();
+                }
+                Err(err) => message.set(Some(Err(err.describe()))),
+            }
+        });
+    };
+    view! {
+        <form class="stack narrow-form" on:submit=submit data-testid="create-token-form">
+            <h3>"Create a token"</h3>
+            <label for="token-name">"Name (what or who uses it)"</label>
+            <input id="token-name" type="text" required bind:value=name data-testid="token-name"/>
+            <label for="token-role">"Role"</label>
+            <select id="token-role" on:change=move |ev| if let Ok(r) = event_target_value(&ev).parse() { role.set(r) }
+                data-testid="token-role">
+                {role_options(&TOKEN_ROLES, Role::Agent)}
+            </select>
+            <button type="submit" class="primary" data-testid="token-create">"Create"</button>
+            <Outcome message/>
+            {move || created.get().map(|token| view! {
+                <div class="secret-once" role="status" data-testid="token-secret-box">
+                    <p>{format!("Token {} ({}) — copy it now; it is not shown again:", token.token.name, token.token.role)}</p>
+                    <code data-testid="token-secret">{token.secret}</code>
+                </div>
+            })}
+        </form>
+    }
+}

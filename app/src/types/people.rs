@@ -1,0 +1,157 @@
+//! Wire types of people and credentials (spec §2): workspace members, API tokens, and who the caller is.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::Role;
+
+/// A person's membership of the caller's workspace (`GET /members`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct Member {
+    pub user_id: Uuid,
+    pub username: String,
+    pub display_name: String,
+    /// A human role: `viewer`, `responder`, `approver` or `admin`.
+    pub role: Role,
+    /// Whether the person has set a password (a first-start admin signs in by link until they do).
+    pub has_password: bool,
+    pub created_at: DateTime<Utc>,
+}
+
+/// The body of `POST /members`: adds a person to the workspace, creating their account if the username is new.
+/// `Debug` leaves the password out.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct NewMember {
+    /// 1..=64 characters: lower-case letters, digits, `.`, `_` and `-`, starting with a letter or digit.
+    pub username: String,
+    /// Defaults to the username.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// Required for a new account (10..=256 characters); must be absent when the account exists already.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<String>,
+    pub role: Role,
+}
+
+/// The body of `PATCH /members/{user_id}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct MemberUpdate {
+    pub role: Role,
+}
+
+/// An API token as listed (`GET /tokens`): never its secret.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct TokenInfo {
+    pub id: Uuid,
+    pub name: String,
+    pub role: Role,
+    /// Who created it: a username, a token's name, `cli` or `bootstrap`.
+    pub created_by: Option<String>,
+    pub created_at: DateTime<Utc>,
+    /// Set once the token is revoked; it stops working at that moment.
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+/// The body of `POST /tokens`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct NewToken {
+    /// 1..=100 characters, for people to recognise it by.
+    pub name: String,
+    pub role: Role,
+}
+
+/// The answer of `POST /tokens`: the only time the secret is ever shown. `Debug` leaves the secret out.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct CreatedToken {
+    pub token: TokenInfo,
+    /// `hp_` followed by 40 characters. Only its hash is kept: copy it now.
+    pub secret: String,
+}
+
+/// The body of `POST /me/password`. `Debug` leaves the passwords out.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct PasswordChange {
+    /// Required once a password is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_password: Option<String>,
+    /// 10..=256 characters.
+    pub new_password: String,
+}
+
+/// `GET /me`: who the caller is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct Me {
+    pub id: Uuid,
+    /// `user` for a person's account, `token` for an API token.
+    pub kind: String,
+    pub name: String,
+    pub workspace: String,
+    pub role: Role,
+}
+
+impl std::fmt::Debug for NewMember {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NewMember")
+            .field("username", &self.username)
+            .field("display_name", &self.display_name)
+            .field("password", &self.password.as_ref().map(|_| "[redacted]"))
+            .field("role", &self.role)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for PasswordChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PasswordChange { [redacted] }")
+    }
+}
+
+impl std::fmt::Debug for CreatedToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CreatedToken").field("token", &self.token).field("secret", &"[redacted]").finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_and_secrets_never_show_in_debug_output() {
+        let member = NewMember {
+            username: "alice".into(),
+            display_name: None,
+            password: Some("hunter2hunter2".into()),
+            role: Role::Approver,
+        };
+        assert!(!format!("{member:?}").contains("hunter2"));
+        let change =
+            PasswordChange { current_password: Some("old secret 1".into()), new_password: "new secret 2".into() };
+        assert!(!format!("{change:?}").contains("secret"));
+        let created = CreatedToken {
+            token: TokenInfo {
+                id: Uuid::nil(),
+                name: "ci".into(),
+                role: Role::Agent,
+                created_by: None,
+                created_at: Utc::now(),
+                revoked_at: None,
+            },
+            secret: "hp_topsecret".into(),
+        };
+        assert!(!format!("{created:?}").contains("topsecret"));
+    }
+}

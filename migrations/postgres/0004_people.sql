@@ -1,0 +1,54 @@
+-- People: user accounts (argon2id passwords), their membership of workspaces with a role, sessions that belong to a
+-- user or to a token, the one-time sign-in link of a first start, and a question's optional assignee.
+
+CREATE TABLE users (
+    id             UUID PRIMARY KEY NOT NULL,
+    -- Lower-case, validated by the server; the name shown as `answered_by`.
+    username       TEXT NOT NULL UNIQUE,
+    display_name   TEXT NOT NULL,
+    -- argon2id in PHC string form; NULL until the person sets one (the first-start admin signs in by link).
+    password_hash  TEXT,
+    created_at     TIMESTAMPTZ NOT NULL,
+    disabled_at    TIMESTAMPTZ
+);
+
+CREATE TABLE memberships (
+    workspace_id  UUID NOT NULL REFERENCES workspaces (id),
+    user_id       UUID NOT NULL REFERENCES users (id),
+    -- People hold human roles only; `agent` is for tokens.
+    role          TEXT NOT NULL CHECK (role IN ('viewer', 'responder', 'approver', 'admin')),
+    created_at    TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (workspace_id, user_id)
+);
+CREATE INDEX memberships_user ON memberships (user_id);
+
+-- A session now belongs to a user (in one workspace) or to a token. Sessions are short-lived, so the old table is
+-- dropped rather than converted: people signed in before this migration sign in once more.
+DROP TABLE sessions;
+CREATE TABLE sessions (
+    id_hash       BYTEA PRIMARY KEY NOT NULL,
+    workspace_id  UUID NOT NULL REFERENCES workspaces (id),
+    token_id      UUID REFERENCES tokens (id),
+    user_id       UUID REFERENCES users (id),
+    csrf_token    TEXT NOT NULL,
+    created_at    TIMESTAMPTZ NOT NULL,
+    expires_at    TIMESTAMPTZ NOT NULL,
+    CHECK ((token_id IS NULL) <> (user_id IS NULL))
+);
+CREATE INDEX sessions_token ON sessions (token_id) WHERE token_id IS NOT NULL;
+CREATE INDEX sessions_user ON sessions (user_id) WHERE user_id IS NOT NULL;
+
+-- One-time sign-in links (`holdpoint serve` prints one on first start). Only the code's SHA-256 is kept.
+CREATE TABLE signin_links (
+    code_hash     BYTEA PRIMARY KEY NOT NULL,
+    workspace_id  UUID NOT NULL REFERENCES workspaces (id),
+    user_id       UUID NOT NULL REFERENCES users (id),
+    created_at    TIMESTAMPTZ NOT NULL,
+    expires_at    TIMESTAMPTZ NOT NULL,
+    used_at       TIMESTAMPTZ
+);
+
+-- Who may answer a question besides the role rules: {"user": "alice"} or {"role": "approver"}, or NULL.
+ALTER TABLE questions ADD COLUMN assignee JSONB;
+-- Who created a token (a user or a token id), for the token list.
+ALTER TABLE tokens ADD COLUMN created_by TEXT;

@@ -1,0 +1,188 @@
+//! `/api/v1/members`, `/api/v1/tokens` and `/api/v1/me`: who belongs to a workspace with which role, the API
+//! tokens it has, and who the caller is. Changes are for admins; everyone in a workspace may see its members
+//! (so an agent can assign a question to a person).
+
+use app::types::{CreatedToken, Me, Member, MemberUpdate, NewMember, NewToken, Page, PasswordChange, TokenInfo};
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use utoipa::IntoParams;
+use utoipa_axum::{router::OpenApiRouter, routes};
+use uuid::Uuid;
+
+use crate::auth::Caller;
+use crate::error::{ApiJson, ApiResult, AppError};
+use crate::http::agents::page_limit;
+use crate::http::openapi::ErrorResponses;
+use crate::people;
+use crate::state::AppState;
+use crate::store::{MemberRow, PrincipalKind, TokenInfoRow};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_members, add_member))
+        .routes(routes!(update_member, remove_member))
+        .routes(routes!(list_tokens, create_token))
+        .routes(routes!(revoke_token))
+        .routes(routes!(get_me))
+        .routes(routes!(change_password))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct ListQuery {
+    /// 1..=200, default 50.
+    #[param(minimum = 1, maximum = 200)]
+    limit: Option<u32>,
+    /// The `next_cursor` of the previous page.
+    cursor: Option<String>,
+}
+
+fn parse_query(query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>) -> ApiResult<ListQuery> {
+    query.map(|Query(q)| q).map_err(|err| AppError::BadRequest(err.body_text()))
+}
+
+fn path_id(raw: &str, what: &'static str) -> ApiResult<Uuid> {
+    Uuid::parse_str(raw).map_err(|_| AppError::NotFound(what))
+}
+
+/// `GET /members`: the workspace's people, by username.
+#[utoipa::path(get, path = "/members", tag = "people", params(ListQuery),
+    responses((status = 200, description = "A page of members", body = Page<Member>), ErrorResponses))]
+async fn list_members(
+    State(state): State<AppState>,
+    caller: Caller,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<ApiJson<Page<Member>>> {
+    let query = parse_query(query)?;
+    let limit = page_limit(query.limit)?;
+    let after = query.cursor.as_deref().filter(|c| !c.is_empty());
+    let mut rows = state.store.members(caller.workspace_id(), after, limit + 1).await?;
+    let next_cursor = if rows.len() > limit as usize {
+        rows.truncate(limit as usize);
+        rows.last().map(|row| row.username.clone())
+    } else {
+        None
+    };
+    let items = rows.iter().map(MemberRow::to_member).collect::<Result<_, _>>()?;
+    Ok(ApiJson(Page { items, next_cursor }))
+}
+
+/// `POST /members` (admin): adds a person with a role, creating the account (with its password) if the username
+/// is new. 409 if they are a member already.
+#[utoipa::path(post, path = "/members", tag = "people", request_body = NewMember,
+    responses((status = 201, description = "Added", body = Member), ErrorResponses))]
+async fn add_member(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(input): ApiJson<NewMember>,
+) -> ApiResult<(StatusCode, ApiJson<Member>)> {
+    Ok((StatusCode::CREATED, ApiJson(people::add_member(state.store.as_ref(), &caller, input).await?)))
+}
+
+/// `PATCH /members/{user_id}` (admin): another role, effective on the member's next request. 409 for the last
+/// admin.
+#[utoipa::path(patch, path = "/members/{user_id}", tag = "people", params(("user_id" = Uuid, Path, description = "The person's id")),
+    request_body = MemberUpdate, responses((status = 200, description = "The member", body = Member), ErrorResponses))]
+async fn update_member(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(user_id): Path<String>,
+    ApiJson(update): ApiJson<MemberUpdate>,
+) -> ApiResult<ApiJson<Member>> {
+    let user_id = path_id(&user_id, "member")?;
+    Ok(ApiJson(people::change_role(state.store.as_ref(), &caller, user_id, update.role).await?))
+}
+
+/// `DELETE /members/{user_id}` (admin): removes the person from the workspace; their sessions there end at once.
+#[utoipa::path(delete, path = "/members/{user_id}", tag = "people", params(("user_id" = Uuid, Path, description = "The person's id")),
+    responses((status = 204, description = "Removed"), ErrorResponses))]
+async fn remove_member(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(user_id): Path<String>,
+) -> ApiResult<StatusCode> {
+    let user_id = path_id(&user_id, "member")?;
+    people::remove_member(state.store.as_ref(), &caller, user_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `GET /tokens` (admin): the workspace's tokens, newest first, without secrets.
+#[utoipa::path(get, path = "/tokens", tag = "people", params(ListQuery),
+    responses((status = 200, description = "A page of tokens", body = Page<TokenInfo>), ErrorResponses))]
+async fn list_tokens(
+    State(state): State<AppState>,
+    caller: Caller,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<ApiJson<Page<TokenInfo>>> {
+    people::require_admin(&caller)?;
+    let query = parse_query(query)?;
+    let limit = page_limit(query.limit)?;
+    let before = match query.cursor.as_deref().filter(|c| !c.is_empty()) {
+        Some(cursor) => {
+            Some(Uuid::parse_str(cursor).map_err(|_| AppError::BadRequest("the cursor is not valid".into()))?)
+        }
+        None => None,
+    };
+    let mut rows = state.store.tokens(caller.workspace_id(), before, limit + 1).await?;
+    let next_cursor = if rows.len() > limit as usize {
+        rows.truncate(limit as usize);
+        rows.last().map(|row| row.id.to_string())
+    } else {
+        None
+    };
+    let items = rows.iter().map(TokenInfoRow::to_token_info).collect::<Result<_, _>>()?;
+    Ok(ApiJson(Page { items, next_cursor }))
+}
+
+/// `POST /tokens` (admin): 201 with the token and its secret, shown this once.
+#[utoipa::path(post, path = "/tokens", tag = "people", request_body = NewToken,
+    responses((status = 201, description = "Created; the secret is shown only here", body = CreatedToken), ErrorResponses))]
+async fn create_token(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(input): ApiJson<NewToken>,
+) -> ApiResult<(StatusCode, ApiJson<CreatedToken>)> {
+    Ok((StatusCode::CREATED, ApiJson(people::create_token(state.store.as_ref(), &caller, input).await?)))
+}
+
+/// `POST /tokens/{id}/revoke` (admin): the token and its sessions stop working at once. 409 if revoked already.
+#[utoipa::path(post, path = "/tokens/{id}/revoke", tag = "people", params(("id" = Uuid, Path, description = "The token's id")),
+    responses((status = 200, description = "The revoked token", body = TokenInfo), ErrorResponses))]
+async fn revoke_token(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<ApiJson<TokenInfo>> {
+    let id = path_id(&id, "token")?;
+    Ok(ApiJson(people::revoke_token(state.store.as_ref(), &caller, id).await?))
+}
+
+/// `GET /me`: who the caller is, in which workspace, with which role.
+#[utoipa::path(get, path = "/me", tag = "people",
+    responses((status = 200, description = "The caller", body = Me), ErrorResponses))]
+async fn get_me(caller: Caller) -> ApiJson<Me> {
+    let principal = &caller.principal;
+    ApiJson(Me {
+        id: principal.id,
+        kind: match principal.kind {
+            PrincipalKind::User => "user".into(),
+            PrincipalKind::Token => "token".into(),
+        },
+        name: principal.name.clone(),
+        workspace: principal.workspace.clone(),
+        role: principal.role,
+    })
+}
+
+/// `POST /me/password`: a signed-in person sets their password (the current one is needed once one is set).
+#[utoipa::path(post, path = "/me/password", tag = "people", request_body = PasswordChange,
+    responses((status = 204, description = "Changed"), ErrorResponses))]
+async fn change_password(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(change): ApiJson<PasswordChange>,
+) -> ApiResult<StatusCode> {
+    people::change_password(state.store.as_ref(), &caller, change.current_password, change.new_password).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

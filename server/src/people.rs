@@ -1,0 +1,346 @@
+//! People: accounts with argon2id passwords, workspace membership, API token management, and the one-time sign-in
+//! link a first start prints. HTTP lives in `http::people`; this is what it (and the CLI) call.
+
+use app::types::{CreatedToken, Member, NewMember, NewToken, Role, TokenInfo};
+use argon2::Argon2;
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString, rand_core::OsRng};
+use chrono::Duration;
+use uuid::Uuid;
+
+use crate::auth::{Caller, hash_secret, new_token_secret, random_secret};
+use crate::error::AppError;
+use crate::store::{MembershipChange, Principal, SigninLinkRow, Store, StoreError, TokenRow, UserRow, now};
+
+pub const USERNAME_MAX_CHARS: usize = 64;
+pub const PASSWORD_MIN_CHARS: usize = 10;
+/// Long enough for any passphrase; short enough that hashing it is no denial of service.
+pub const PASSWORD_MAX_CHARS: usize = 256;
+pub const DISPLAY_NAME_MAX_CHARS: usize = 100;
+pub const TOKEN_NAME_MAX_CHARS: usize = 100;
+/// How long a printed sign-in link works.
+pub const SIGNIN_LINK_HOURS: i64 = 24;
+/// The account a first start creates for the person who started the server.
+pub const FIRST_ADMIN: &str = "admin";
+
+/// Checks a username: lower-case letters, digits, `.`, `_`, `-`, starting with a letter or digit.
+pub fn check_username(username: &str) -> Result<(), String> {
+    let valid_chars = username.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c));
+    let starts_well = username.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    if username.is_empty() || username.chars().count() > USERNAME_MAX_CHARS {
+        Err(format!("must have 1..={USERNAME_MAX_CHARS} characters"))
+    } else if !valid_chars || !starts_well {
+        Err("may hold lower-case letters, digits, '.', '_' and '-', and must start with a letter or a digit".into())
+    } else {
+        Ok(())
+    }
+}
+
+/// Checks a new password's length (the only rule that helps, per NIST SP 800-63B).
+pub fn check_password(password: &str) -> Result<(), String> {
+    let chars = password.chars().count();
+    if !(PASSWORD_MIN_CHARS..=PASSWORD_MAX_CHARS).contains(&chars) {
+        Err(format!("must have {PASSWORD_MIN_CHARS}..={PASSWORD_MAX_CHARS} characters"))
+    } else {
+        Ok(())
+    }
+}
+
+/// Hashes a password with argon2id (the crate's defaults: 19 MiB, 2 passes), off the async threads.
+pub async fn hash_password(password: String) -> Result<String, AppError> {
+    tokio::task::spawn_blocking(move || {
+        let salt = SaltString::generate(&mut OsRng);
+        Argon2::default().hash_password(password.as_bytes(), &salt).map(|hash| hash.to_string())
+    })
+    .await
+    .map_err(AppError::internal)?
+    // password-hash's error is not `std::error::Error` without its `std` feature.
+    .map_err(|err| AppError::internal(std::io::Error::other(err.to_string())))
+}
+
+/// A hash of a password nobody has, verified against when the account does not exist, so a sign-in attempt takes
+/// as long for an unknown username as for a wrong password.
+static DECOY_HASH: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let salt = SaltString::generate(&mut OsRng);
+    Argon2::default().hash_password(random_secret(32).as_bytes(), &salt).map(|h| h.to_string()).unwrap_or_default()
+});
+
+/// Whether `password` matches the stored hash (or, with none, whether it would have: always `false`, at the same
+/// cost).
+pub async fn verify_password(password: String, stored: Option<String>) -> Result<bool, AppError> {
+    tokio::task::spawn_blocking(move || {
+        let real = stored.is_some();
+        let hash = stored.unwrap_or_else(|| DECOY_HASH.clone());
+        let Ok(parsed) = PasswordHash::new(&hash) else {
+            return false;
+        };
+        Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok() && real
+    })
+    .await
+    .map_err(AppError::internal)
+}
+
+/// Signs a person in with username and password: their principal in `workspace` (or their first workspace).
+/// `None` for any failure, without saying which part was wrong.
+pub async fn authenticate(
+    store: &dyn Store,
+    username: &str,
+    password: &str,
+    workspace: Option<&str>,
+) -> Result<Option<Principal>, AppError> {
+    let username = username.trim().to_lowercase();
+    let user = store.user_by_username(&username).await?;
+    let usable = user.as_ref().filter(|u| u.disabled_at.is_none());
+    let stored = usable.and_then(|u| u.password_hash.clone());
+    if !verify_password(password.to_owned(), stored).await? {
+        return Ok(None);
+    }
+    let Some(user) = usable else {
+        return Ok(None);
+    };
+    Ok(store.user_principal(user.id, workspace).await?)
+}
+
+/// Refuses with 403 unless the caller is an admin of its workspace.
+pub fn require_admin(caller: &Caller) -> Result<(), AppError> {
+    if caller.role() == Role::Admin {
+        Ok(())
+    } else {
+        Err(AppError::Forbidden(format!("only an admin may manage people and tokens, not a {}", caller.role())))
+    }
+}
+
+/// `POST /members`: adds a person, creating their account when the username is new.
+pub async fn add_member(store: &dyn Store, caller: &Caller, input: NewMember) -> Result<Member, AppError> {
+    require_admin(caller)?;
+    let mut errors = crate::questions::FieldErrors::default();
+    let username = input.username.trim().to_owned();
+    if let Err(problem) = check_username(&username) {
+        errors.add("username", problem);
+    }
+    if input.role == Role::Agent {
+        errors.add("role", "people hold human roles: viewer, responder, approver or admin");
+    }
+    if let Some(name) = &input.display_name
+        && (name.trim().is_empty() || name.chars().count() > DISPLAY_NAME_MAX_CHARS)
+    {
+        errors.add("display_name", format!("must have 1..={DISPLAY_NAME_MAX_CHARS} characters"));
+    }
+    if let Some(Err(problem)) = input.password.as_deref().map(check_password) {
+        errors.add("password", problem);
+    }
+    errors.into_result("the member")?;
+    let user = match store.user_by_username(&username).await? {
+        Some(existing) => {
+            if input.password.is_some() {
+                return Err(AppError::invalid_field(
+                    "password",
+                    "the account exists already; only its owner sets its password",
+                ));
+            }
+            existing
+        }
+        None => {
+            let Some(password) = input.password else {
+                return Err(AppError::invalid_field("password", "a new account needs a password"));
+            };
+            let user = UserRow {
+                id: Uuid::now_v7(),
+                display_name: input.display_name.map(|n| n.trim().to_owned()).unwrap_or_else(|| username.clone()),
+                username: username.clone(),
+                password_hash: Some(hash_password(password).await?),
+                created_at: now(),
+                disabled_at: None,
+            };
+            store.insert_user(&user).await.map_err(conflict_on_duplicate)?;
+            tracing::info!(username = %user.username, "account created");
+            user
+        }
+    };
+    store.insert_membership(caller.workspace_id(), user.id, input.role).await.map_err(conflict_on_duplicate)?;
+    tracing::info!(username = %user.username, role = %input.role, workspace = %caller.principal.workspace, "member added");
+    let row = store.member(caller.workspace_id(), user.id).await?.ok_or(AppError::NotFound("member"))?;
+    Ok(row.to_member()?)
+}
+
+/// `PATCH /members/{user_id}`: another role; never leaves the workspace without an admin.
+pub async fn change_role(store: &dyn Store, caller: &Caller, user_id: Uuid, role: Role) -> Result<Member, AppError> {
+    require_admin(caller)?;
+    if role == Role::Agent {
+        return Err(AppError::invalid_field("role", "people hold human roles: viewer, responder, approver or admin"));
+    }
+    match store.change_role(caller.workspace_id(), user_id, role).await? {
+        MembershipChange::Changed { before } => {
+            tracing::info!(%user_id, %before, after = %role, "role changed");
+        }
+        MembershipChange::NotMember => return Err(AppError::NotFound("member")),
+        MembershipChange::LastAdmin => return Err(last_admin()),
+    }
+    let row = store.member(caller.workspace_id(), user_id).await?.ok_or(AppError::NotFound("member"))?;
+    Ok(row.to_member()?)
+}
+
+/// `DELETE /members/{user_id}`: the person loses access to the workspace at once (their sessions there end).
+pub async fn remove_member(store: &dyn Store, caller: &Caller, user_id: Uuid) -> Result<(), AppError> {
+    require_admin(caller)?;
+    match store.remove_member(caller.workspace_id(), user_id).await? {
+        MembershipChange::Changed { before } => {
+            tracing::info!(%user_id, %before, "member removed");
+            Ok(())
+        }
+        MembershipChange::NotMember => Err(AppError::NotFound("member")),
+        MembershipChange::LastAdmin => Err(last_admin()),
+    }
+}
+
+fn last_admin() -> AppError {
+    AppError::Conflict { message: "the workspace must keep at least one admin".into(), details: None }
+}
+
+fn conflict_on_duplicate(err: StoreError) -> AppError {
+    match err {
+        StoreError::Duplicate(what) => {
+            AppError::Conflict { message: format!("this {what} exists already"), details: None }
+        }
+        other => other.into(),
+    }
+}
+
+/// `POST /tokens`: a new token of the caller's workspace; its secret is in the answer and nowhere else.
+pub async fn create_token(store: &dyn Store, caller: &Caller, input: NewToken) -> Result<CreatedToken, AppError> {
+    require_admin(caller)?;
+    let name = input.name.trim().to_owned();
+    if name.is_empty() || name.chars().count() > TOKEN_NAME_MAX_CHARS {
+        return Err(AppError::invalid_field("name", format!("must have 1..={TOKEN_NAME_MAX_CHARS} characters")));
+    }
+    let secret = new_token_secret();
+    let row = TokenRow {
+        id: Uuid::now_v7(),
+        workspace_id: caller.workspace_id(),
+        name,
+        role: input.role,
+        secret_hash: hash_secret(&secret),
+        created_at: now(),
+        created_by: Some(caller.principal.name.clone()),
+    };
+    store.insert_token(&row).await?;
+    tracing::info!(token = %row.id, name = %row.name, role = %row.role, by = %caller.principal.name, "token created");
+    let info = store.token_info(caller.workspace_id(), row.id).await?.ok_or(AppError::NotFound("token"))?;
+    Ok(CreatedToken { token: info.to_token_info()?, secret })
+}
+
+/// `POST /tokens/{id}/revoke`: the token stops working at once, and so do the sessions opened with it. 409 if it
+/// was revoked already.
+pub async fn revoke_token(store: &dyn Store, caller: &Caller, id: Uuid) -> Result<TokenInfo, AppError> {
+    require_admin(caller)?;
+    let at = now();
+    let row = store.revoke_token(caller.workspace_id(), id, at).await?.ok_or(AppError::NotFound("token"))?;
+    if row.revoked_at != Some(at) {
+        return Err(AppError::Conflict {
+            message: "the token is revoked already".into(),
+            details: Some(serde_json::json!({ "revoked_at": row.revoked_at })),
+        });
+    }
+    tracing::info!(token = %id, by = %caller.principal.name, "token revoked");
+    Ok(row.to_token_info()?)
+}
+
+/// `POST /me/password`: a person sets or changes their own password. Once one is set, the current one is needed.
+pub async fn change_password(
+    store: &dyn Store,
+    caller: &Caller,
+    current: Option<String>,
+    new_password: String,
+) -> Result<(), AppError> {
+    if caller.principal.kind != crate::store::PrincipalKind::User {
+        return Err(AppError::Forbidden("tokens have no password; sign in with your account".into()));
+    }
+    check_password(&new_password).map_err(|problem| AppError::invalid_field("new_password", problem))?;
+    let user = store.user_by_username(&caller.principal.name).await?.ok_or(AppError::NotFound("account"))?;
+    if let Some(stored) = user.password_hash.clone() {
+        let current = current.unwrap_or_default();
+        if !verify_password(current, Some(stored)).await? {
+            return Err(AppError::Forbidden("the current password is not right".into()));
+        }
+    }
+    store.set_password(user.id, &hash_password(new_password).await?).await?;
+    tracing::info!(username = %user.username, "password changed");
+    Ok(())
+}
+
+/// On a first start — nobody can sign in to the default workspace except by link — makes sure the first admin's
+/// account exists and stores a fresh one-time sign-in code for it. Returns the code to print, or `None` once
+/// anyone has a credential (a token, or a password).
+pub async fn first_start_signin_code(store: &dyn Store, workspace_id: Uuid) -> Result<Option<String>, StoreError> {
+    if store.has_credentials(workspace_id).await? {
+        return Ok(None);
+    }
+    let user = match store.user_by_username(FIRST_ADMIN).await? {
+        Some(user) => user,
+        None => {
+            let user = UserRow {
+                id: Uuid::now_v7(),
+                username: FIRST_ADMIN.into(),
+                display_name: "Administrator".into(),
+                password_hash: None,
+                created_at: now(),
+                disabled_at: None,
+            };
+            match store.insert_user(&user).await {
+                Ok(()) => user,
+                // Another instance starting at the same moment created it.
+                Err(StoreError::Duplicate(_)) => {
+                    store.user_by_username(FIRST_ADMIN).await?.ok_or(StoreError::Duplicate("user"))?
+                }
+                Err(err) => return Err(err),
+            }
+        }
+    };
+    match store.insert_membership(workspace_id, user.id, Role::Admin).await {
+        Ok(()) | Err(StoreError::Duplicate(_)) => {}
+        Err(err) => return Err(err),
+    }
+    let code = random_secret(40);
+    let created_at = now();
+    store
+        .replace_signin_link(&SigninLinkRow {
+            code_hash: hash_secret(&code),
+            workspace_id,
+            user_id: user.id,
+            created_at,
+            expires_at: created_at + Duration::hours(SIGNIN_LINK_HOURS),
+        })
+        .await?;
+    Ok(Some(code))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usernames_are_lower_case_words() {
+        assert!(check_username("alice").is_ok());
+        assert!(check_username("ops.bob-2_x").is_ok());
+        assert!(check_username("Alice").is_err());
+        assert!(check_username("-alice").is_err());
+        assert!(check_username("").is_err());
+        assert!(check_username("a b").is_err());
+        assert!(check_username(&"a".repeat(65)).is_err());
+    }
+
+    #[test]
+    fn passwords_need_ten_to_256_characters() {
+        assert!(check_password("short").is_err());
+        assert!(check_password("long enough").is_ok());
+        assert!(check_password(&"x".repeat(257)).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_password_verifies_against_its_argon2id_hash_only() {
+        let hash = hash_password("correct horse battery".into()).await.unwrap();
+        assert!(hash.starts_with("$argon2id$"));
+        assert!(verify_password("correct horse battery".into(), Some(hash.clone())).await.unwrap());
+        assert!(!verify_password("wrong horse battery".into(), Some(hash)).await.unwrap());
+        assert!(!verify_password("anything at all".into(), None).await.unwrap());
+    }
+}

@@ -1,0 +1,452 @@
+//! The SQL of people and credentials, written once for both backends (like [`super::sql`]): user accounts, their
+//! memberships, API token management and one-time sign-in links.
+//!
+//! Role changes and removals that could leave a workspace without an admin are refused inside the transaction
+//! that would make them, so two admins demoting each other at once cannot both succeed.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::{Postgres, Sqlite};
+use uuid::Uuid;
+
+use app::types::Role;
+
+use super::sql::{PostgresStore, SqliteStore, is_unique_violation};
+use super::*;
+
+/// A person's account. The password only as its argon2id hash.
+#[derive(Clone, sqlx::FromRow)]
+pub struct UserRow {
+    pub id: Uuid,
+    pub username: String,
+    pub display_name: String,
+    pub password_hash: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub disabled_at: Option<DateTime<Utc>>,
+}
+
+impl std::fmt::Debug for UserRow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UserRow")
+            .field("id", &self.id)
+            .field("username", &self.username)
+            .field("password_hash", &self.password_hash.as_ref().map(|_| "[redacted]"))
+            .finish_non_exhaustive()
+    }
+}
+
+/// A member of a workspace: the account and its role there.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct MemberRow {
+    pub user_id: Uuid,
+    pub username: String,
+    pub display_name: String,
+    pub role: String,
+    pub has_password: bool,
+    pub created_at: DateTime<Utc>,
+}
+
+impl MemberRow {
+    pub fn to_member(&self) -> Result<app::types::Member, StoreError> {
+        Ok(app::types::Member {
+            user_id: self.user_id,
+            username: self.username.clone(),
+            display_name: self.display_name.clone(),
+            role: self.role.parse().map_err(|e: app::types::UnknownVariant| StoreError::Corrupt(e.to_string()))?,
+            has_password: self.has_password,
+            created_at: self.created_at,
+        })
+    }
+}
+
+/// A token as listed: never its secret.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct TokenInfoRow {
+    pub id: Uuid,
+    pub name: String,
+    pub role: String,
+    pub created_by: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+impl TokenInfoRow {
+    pub fn to_token_info(&self) -> Result<app::types::TokenInfo, StoreError> {
+        Ok(app::types::TokenInfo {
+            id: self.id,
+            name: self.name.clone(),
+            role: self.role.parse().map_err(|e: app::types::UnknownVariant| StoreError::Corrupt(e.to_string()))?,
+            created_by: self.created_by.clone(),
+            created_at: self.created_at,
+            revoked_at: self.revoked_at,
+        })
+    }
+}
+
+/// A one-time sign-in link: the code only as its hash.
+#[derive(Debug, Clone)]
+pub struct SigninLinkRow {
+    pub code_hash: Vec<u8>,
+    pub workspace_id: Uuid,
+    pub user_id: Uuid,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// What a role change or a removal did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MembershipChange {
+    /// Done; the role the person had before.
+    Changed {
+        before: Role,
+    },
+    NotMember,
+    /// Refused: the workspace would have no admin left.
+    LastAdmin,
+}
+
+/// Accounts, memberships, token management and sign-in links.
+#[async_trait]
+pub trait PeopleStore: Send + Sync {
+    /// Whether this store only relays to a server (a client-executed run): it knows nobody, and the server checks
+    /// what concerns people when the request reaches it.
+    fn relays_to_server(&self) -> bool {
+        false
+    }
+
+    /// Stores a new account; [`StoreError::Duplicate`] if the username is taken.
+    async fn insert_user(&self, user: &UserRow) -> StoreResult<()>;
+    async fn user_by_username(&self, username: &str) -> StoreResult<Option<UserRow>>;
+    async fn set_password(&self, user_id: Uuid, password_hash: &str) -> StoreResult<()>;
+    /// The person acting in a workspace (by name; `None` = the one they joined first), if they are a member and
+    /// their account is enabled.
+    async fn user_principal(&self, user_id: Uuid, workspace: Option<&str>) -> StoreResult<Option<Principal>>;
+
+    /// Adds a person to a workspace; [`StoreError::Duplicate`] if they are a member already.
+    async fn insert_membership(&self, workspace_id: Uuid, user_id: Uuid, role: Role) -> StoreResult<()>;
+    async fn member(&self, workspace_id: Uuid, user_id: Uuid) -> StoreResult<Option<MemberRow>>;
+    /// Members by username, after `after` (a username).
+    async fn members(&self, workspace_id: Uuid, after: Option<&str>, limit: u32) -> StoreResult<Vec<MemberRow>>;
+    /// Gives a member another role; refused if that would leave the workspace without an admin.
+    async fn change_role(&self, workspace_id: Uuid, user_id: Uuid, role: Role) -> StoreResult<MembershipChange>;
+    /// Removes a member and ends their sessions in the workspace; refused for the last admin.
+    async fn remove_member(&self, workspace_id: Uuid, user_id: Uuid) -> StoreResult<MembershipChange>;
+
+    /// Tokens, newest first, after `before` (a token id).
+    async fn tokens(&self, workspace_id: Uuid, before: Option<Uuid>, limit: u32) -> StoreResult<Vec<TokenInfoRow>>;
+    async fn token_info(&self, workspace_id: Uuid, id: Uuid) -> StoreResult<Option<TokenInfoRow>>;
+    /// Revokes a live token and ends its sessions, at once. `None` if there is no such token; the row as it is if
+    /// it was revoked already (its `revoked_at` is then older than `at`).
+    async fn revoke_token(&self, workspace_id: Uuid, id: Uuid, at: DateTime<Utc>) -> StoreResult<Option<TokenInfoRow>>;
+
+    /// Whether anyone can sign in to the workspace other than by a sign-in link: a live token, or a member with
+    /// a password.
+    async fn has_credentials(&self, workspace_id: Uuid) -> StoreResult<bool>;
+    /// Stores a new sign-in link and drops the workspace's unused ones (only the newest printed link works).
+    async fn replace_signin_link(&self, link: &SigninLinkRow) -> StoreResult<()>;
+    /// Uses a sign-in link once: the person it signs in, or `None` if the code is unknown, used or expired.
+    async fn use_signin_link(&self, code_hash: &[u8], now: DateTime<Utc>) -> StoreResult<Option<Principal>>;
+}
+
+/// Principals of people: a user in one of their workspaces, with the role of that membership.
+pub(super) const USER_PRINCIPAL: &str = "SELECT u.id, CAST('user' AS TEXT) AS kind, m.workspace_id, \
+     w.name AS workspace, u.username AS name, m.role FROM users u JOIN memberships m ON m.user_id = u.id \
+     JOIN workspaces w ON w.id = m.workspace_id";
+const MEMBER_COLUMNS: &str = "u.id AS user_id, u.username, u.display_name, m.role, \
+     (u.password_hash IS NOT NULL) AS has_password, m.created_at";
+const TOKEN_INFO_COLUMNS: &str = "id, name, role, created_by, created_at, revoked_at";
+const USER_COLUMNS: &str = "id, username, display_name, password_hash, created_at, disabled_at";
+
+macro_rules! people_sql_store {
+    ($store:ty, $db:ty, read = $read:ident, write = $write:ident) => {
+        impl $store {
+            /// The workspace's admins other than `user_id`, counted inside `tx` after locking their rows where the
+            /// database can, so the "last admin" check and the change it guards happen together.
+            async fn other_admins(
+                tx: &mut sqlx::Transaction<'_, $db>,
+                workspace_id: Uuid,
+                user_id: Uuid,
+            ) -> StoreResult<i64> {
+                let lock = if Self::BACKEND == Backend::Postgres { " FOR UPDATE" } else { "" };
+                let admins: Vec<(Uuid,)> = sqlx::query_as(&format!(
+                    "SELECT user_id FROM memberships WHERE workspace_id = $1 AND role = 'admin' AND user_id <> $2{lock}"
+                ))
+                .bind(workspace_id)
+                .bind(user_id)
+                .fetch_all(&mut **tx)
+                .await?;
+                Ok(admins.len() as i64)
+            }
+        }
+
+        #[async_trait]
+        impl PeopleStore for $store {
+            async fn insert_user(&self, user: &UserRow) -> StoreResult<()> {
+                let result =
+                    sqlx::query(&format!("INSERT INTO users ({USER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)"))
+                        .bind(user.id)
+                        .bind(&user.username)
+                        .bind(&user.display_name)
+                        .bind(&user.password_hash)
+                        .bind(user.created_at)
+                        .bind(user.disabled_at)
+                        .execute(&self.$write)
+                        .await;
+                match result {
+                    Ok(_) => Ok(()),
+                    Err(err) if is_unique_violation(&err) => Err(StoreError::Duplicate("account with that username")),
+                    Err(err) => Err(err.into()),
+                }
+            }
+
+            async fn user_by_username(&self, username: &str) -> StoreResult<Option<UserRow>> {
+                Ok(sqlx::query_as(&format!("SELECT {USER_COLUMNS} FROM users WHERE username = $1"))
+                    .bind(username)
+                    .fetch_optional(&self.$write)
+                    .await?)
+            }
+
+            async fn set_password(&self, user_id: Uuid, password_hash: &str) -> StoreResult<()> {
+                sqlx::query("UPDATE users SET password_hash = $1 WHERE id = $2")
+                    .bind(password_hash)
+                    .bind(user_id)
+                    .execute(&self.$write)
+                    .await?;
+                Ok(())
+            }
+
+            async fn user_principal(&self, user_id: Uuid, workspace: Option<&str>) -> StoreResult<Option<Principal>> {
+                let record: Option<PrincipalRecord> = sqlx::query_as(&format!(
+                    "{USER_PRINCIPAL} WHERE u.id = $1 AND u.disabled_at IS NULL AND ($2 IS NULL OR w.name = $2) \
+                     ORDER BY m.created_at, w.name LIMIT 1"
+                ))
+                .bind(user_id)
+                .bind(workspace)
+                .fetch_optional(&self.$write)
+                .await?;
+                record.map(PrincipalRecord::into_principal).transpose()
+            }
+
+            async fn insert_membership(&self, workspace_id: Uuid, user_id: Uuid, role: Role) -> StoreResult<()> {
+                let result = sqlx::query(
+                    "INSERT INTO memberships (workspace_id, user_id, role, created_at) VALUES ($1, $2, $3, $4)",
+                )
+                .bind(workspace_id)
+                .bind(user_id)
+                .bind(role.as_str())
+                .bind(crate::store::now())
+                .execute(&self.$write)
+                .await;
+                match result {
+                    Ok(_) => Ok(()),
+                    Err(err) if is_unique_violation(&err) => Err(StoreError::Duplicate("membership")),
+                    Err(err) => Err(err.into()),
+                }
+            }
+
+            async fn member(&self, workspace_id: Uuid, user_id: Uuid) -> StoreResult<Option<MemberRow>> {
+                Ok(sqlx::query_as(&format!(
+                    "SELECT {MEMBER_COLUMNS} FROM memberships m JOIN users u ON u.id = m.user_id \
+                     WHERE m.workspace_id = $1 AND m.user_id = $2"
+                ))
+                .bind(workspace_id)
+                .bind(user_id)
+                .fetch_optional(&self.$write)
+                .await?)
+            }
+
+            async fn members(
+                &self,
+                workspace_id: Uuid,
+                after: Option<&str>,
+                limit: u32,
+            ) -> StoreResult<Vec<MemberRow>> {
+                Ok(sqlx::query_as(&format!(
+                    "SELECT {MEMBER_COLUMNS} FROM memberships m JOIN users u ON u.id = m.user_id \
+                     WHERE m.workspace_id = $1 AND ($2 IS NULL OR u.username > $2) ORDER BY u.username LIMIT $3"
+                ))
+                .bind(workspace_id)
+                .bind(after)
+                .bind(i64::from(limit))
+                .fetch_all(&self.$read)
+                .await?)
+            }
+
+            async fn change_role(
+                &self,
+                workspace_id: Uuid,
+                user_id: Uuid,
+                role: Role,
+            ) -> StoreResult<MembershipChange> {
+                let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
+                let current: Option<(String,)> =
+                    sqlx::query_as("SELECT role FROM memberships WHERE workspace_id = $1 AND user_id = $2")
+                        .bind(workspace_id)
+                        .bind(user_id)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                let Some((current,)) = current else {
+                    return Ok(MembershipChange::NotMember);
+                };
+                let before: Role =
+                    current.parse().map_err(|e: app::types::UnknownVariant| StoreError::Corrupt(e.to_string()))?;
+                if before == Role::Admin
+                    && role != Role::Admin
+                    && Self::other_admins(&mut tx, workspace_id, user_id).await? == 0
+                {
+                    return Ok(MembershipChange::LastAdmin);
+                }
+                sqlx::query("UPDATE memberships SET role = $1 WHERE workspace_id = $2 AND user_id = $3")
+                    .bind(role.as_str())
+                    .bind(workspace_id)
+                    .bind(user_id)
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                Ok(MembershipChange::Changed { before })
+            }
+
+            async fn remove_member(&self, workspace_id: Uuid, user_id: Uuid) -> StoreResult<MembershipChange> {
+                let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
+                let current: Option<(String,)> =
+                    sqlx::query_as("SELECT role FROM memberships WHERE workspace_id = $1 AND user_id = $2")
+                        .bind(workspace_id)
+                        .bind(user_id)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                let Some((current,)) = current else {
+                    return Ok(MembershipChange::NotMember);
+                };
+                let before: Role =
+                    current.parse().map_err(|e: app::types::UnknownVariant| StoreError::Corrupt(e.to_string()))?;
+                if before == Role::Admin && Self::other_admins(&mut tx, workspace_id, user_id).await? == 0 {
+                    return Ok(MembershipChange::LastAdmin);
+                }
+                for statement in [
+                    "DELETE FROM sessions WHERE workspace_id = $1 AND user_id = $2",
+                    "DELETE FROM signin_links WHERE workspace_id = $1 AND user_id = $2",
+                    "DELETE FROM memberships WHERE workspace_id = $1 AND user_id = $2",
+                ] {
+                    sqlx::query(statement).bind(workspace_id).bind(user_id).execute(&mut *tx).await?;
+                }
+                tx.commit().await?;
+                Ok(MembershipChange::Changed { before })
+            }
+
+            async fn tokens(
+                &self,
+                workspace_id: Uuid,
+                before: Option<Uuid>,
+                limit: u32,
+            ) -> StoreResult<Vec<TokenInfoRow>> {
+                Ok(sqlx::query_as(&format!(
+                    "SELECT {TOKEN_INFO_COLUMNS} FROM tokens WHERE workspace_id = $1 AND ($2 IS NULL OR id < $2) \
+                     ORDER BY id DESC LIMIT $3"
+                ))
+                .bind(workspace_id)
+                .bind(before)
+                .bind(i64::from(limit))
+                .fetch_all(&self.$read)
+                .await?)
+            }
+
+            async fn token_info(&self, workspace_id: Uuid, id: Uuid) -> StoreResult<Option<TokenInfoRow>> {
+                Ok(sqlx::query_as(&format!(
+                    "SELECT {TOKEN_INFO_COLUMNS} FROM tokens WHERE workspace_id = $1 AND id = $2"
+                ))
+                .bind(workspace_id)
+                .bind(id)
+                .fetch_optional(&self.$write)
+                .await?)
+            }
+
+            async fn revoke_token(
+                &self,
+                workspace_id: Uuid,
+                id: Uuid,
+                at: DateTime<Utc>,
+            ) -> StoreResult<Option<TokenInfoRow>> {
+                let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
+                sqlx::query(
+                    "UPDATE tokens SET revoked_at = $1 WHERE workspace_id = $2 AND id = $3 AND revoked_at IS NULL",
+                )
+                .bind(at)
+                .bind(workspace_id)
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+                sqlx::query("DELETE FROM sessions WHERE token_id = $1").bind(id).execute(&mut *tx).await?;
+                let row: Option<TokenInfoRow> = sqlx::query_as(&format!(
+                    "SELECT {TOKEN_INFO_COLUMNS} FROM tokens WHERE workspace_id = $1 AND id = $2"
+                ))
+                .bind(workspace_id)
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                Ok(row)
+            }
+
+            async fn has_credentials(&self, workspace_id: Uuid) -> StoreResult<bool> {
+                let found: Option<(i32,)> = sqlx::query_as(
+                    "SELECT 1 FROM tokens WHERE workspace_id = $1 AND revoked_at IS NULL \
+                     UNION ALL SELECT 1 FROM memberships m JOIN users u ON u.id = m.user_id \
+                     WHERE m.workspace_id = $1 AND u.password_hash IS NOT NULL LIMIT 1",
+                )
+                .bind(workspace_id)
+                .fetch_optional(&self.$write)
+                .await?;
+                Ok(found.is_some())
+            }
+
+            async fn replace_signin_link(&self, link: &SigninLinkRow) -> StoreResult<()> {
+                let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
+                sqlx::query("DELETE FROM signin_links WHERE workspace_id = $1 AND used_at IS NULL")
+                    .bind(link.workspace_id)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query(
+                    "INSERT INTO signin_links (code_hash, workspace_id, user_id, created_at, expires_at) \
+                     VALUES ($1, $2, $3, $4, $5)",
+                )
+                .bind(&link.code_hash)
+                .bind(link.workspace_id)
+                .bind(link.user_id)
+                .bind(link.created_at)
+                .bind(link.expires_at)
+                .execute(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn use_signin_link(&self, code_hash: &[u8], now: DateTime<Utc>) -> StoreResult<Option<Principal>> {
+                let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
+                // Conditional on `used_at IS NULL`: of two concurrent uses, one wins.
+                let used: Option<(Uuid, Uuid)> = sqlx::query_as(
+                    "UPDATE signin_links SET used_at = $1 WHERE code_hash = $2 AND used_at IS NULL AND expires_at > $1 \
+                     RETURNING user_id, workspace_id",
+                )
+                .bind(now)
+                .bind(code_hash)
+                .fetch_optional(&mut *tx)
+                .await?;
+                let Some((user_id, workspace_id)) = used else {
+                    return Ok(None);
+                };
+                let record: Option<PrincipalRecord> = sqlx::query_as(&format!(
+                    "{USER_PRINCIPAL} WHERE u.id = $1 AND m.workspace_id = $2 AND u.disabled_at IS NULL"
+                ))
+                .bind(user_id)
+                .bind(workspace_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                record.map(PrincipalRecord::into_principal).transpose()
+            }
+        }
+    };
+}
+
+people_sql_store!(SqliteStore, Sqlite, read = read, write = write);
+people_sql_store!(PostgresStore, Postgres, read = pool, write = pool);

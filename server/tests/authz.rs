@@ -1,0 +1,360 @@
+//! The authorization matrix: every API endpoint × every role × own and other workspace, with the exact status
+//! each must answer. The endpoints come from the OpenAPI document (which the router is built from), so adding an
+//! endpoint without a row here fails the test.
+//!
+//! Each request gets fresh objects to act on, so a request that changes something (an answer, a revocation) never
+//! changes what the next one sees.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use app::types::Role;
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode, header};
+use common::TestApp;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+/// The callers, in the order of a row's statuses.
+const CALLERS: [&str; 7] =
+    ["anonymous", "viewer", "responder", "approver", "admin", "agent", "other workspace's admin"];
+
+/// One endpoint (in one variant where the object acted on matters) and the status each caller gets.
+struct Row {
+    method: &'static str,
+    path: &'static str,
+    /// Which fixture `{id}` names, and anything else that shapes the request.
+    variant: Variant,
+    expect: [u16; 7],
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Variant {
+    Plain,
+    TextQuestion,
+    ApprovalQuestion,
+    /// A run waiting for approval, with a message and a tool call.
+    Run,
+}
+
+const fn row(method: &'static str, path: &'static str, variant: Variant, expect: [u16; 7]) -> Row {
+    Row { method, path, variant, expect }
+}
+
+use Variant::*;
+
+//                                                                           anon view resp appr admin agent other
+const MATRIX: &[Row] = &[
+    row("get", "/healthz", Plain, [200, 200, 200, 200, 200, 200, 200]),
+    row("get", "/readyz", Plain, [200, 200, 200, 200, 200, 200, 200]),
+    row("get", "/metrics", Plain, [200, 200, 200, 200, 200, 200, 200]),
+    row("get", "/api/v1/me", Plain, [401, 200, 200, 200, 200, 200, 200]),
+    // Tokens have no password; people change theirs with a session (tested in people.rs).
+    row("post", "/api/v1/me/password", Plain, [401, 403, 403, 403, 403, 403, 403]),
+    row("get", "/api/v1/members", Plain, [401, 200, 200, 200, 200, 200, 200]),
+    row("post", "/api/v1/members", Plain, [401, 403, 403, 403, 201, 403, 201]),
+    row("patch", "/api/v1/members/{user_id}", Plain, [401, 403, 403, 403, 200, 403, 404]),
+    row("delete", "/api/v1/members/{user_id}", Plain, [401, 403, 403, 403, 204, 403, 404]),
+    row("get", "/api/v1/tokens", Plain, [401, 403, 403, 403, 200, 403, 200]),
+    row("post", "/api/v1/tokens", Plain, [401, 403, 403, 403, 201, 403, 201]),
+    row("post", "/api/v1/tokens/{id}/revoke", Plain, [401, 403, 403, 403, 200, 403, 404]),
+    row("get", "/api/v1/agents", Plain, [401, 200, 200, 200, 200, 200, 200]),
+    row("post", "/api/v1/agents", Plain, [401, 403, 403, 403, 201, 403, 201]),
+    row("get", "/api/v1/agents/{id}", Plain, [401, 200, 200, 200, 200, 200, 404]),
+    row("put", "/api/v1/agents/{id}", Plain, [401, 403, 403, 403, 200, 403, 404]),
+    row("get", "/api/v1/events", Plain, [401, 200, 200, 200, 200, 200, 200]),
+    row("get", "/api/v1/questions", Plain, [401, 200, 200, 200, 200, 200, 200]),
+    row("post", "/api/v1/questions", Plain, [401, 403, 201, 201, 201, 201, 201]),
+    // Per-item results say who may answer what; the batch itself is accepted from anyone signed in.
+    row("post", "/api/v1/questions/answer-batch", TextQuestion, [401, 200, 200, 200, 200, 200, 200]),
+    // An agent token reads only the questions it asked (these were asked by the admin).
+    row("get", "/api/v1/questions/{id}", TextQuestion, [401, 200, 200, 200, 200, 404, 404]),
+    row("get", "/api/v1/questions/{id}/wait", TextQuestion, [401, 200, 200, 200, 200, 404, 404]),
+    row("post", "/api/v1/questions/{id}/answer", TextQuestion, [401, 403, 200, 200, 200, 403, 404]),
+    row("post", "/api/v1/questions/{id}/answer", ApprovalQuestion, [401, 403, 403, 200, 200, 403, 404]),
+    row("post", "/api/v1/questions/{id}/cancel", TextQuestion, [401, 403, 200, 200, 200, 404, 404]),
+    row("get", "/api/v1/runs", Plain, [401, 200, 200, 200, 200, 200, 200]),
+    // The other workspace's admin names an agent it cannot see: refused like any unknown agent.
+    row("post", "/api/v1/runs", Plain, [401, 403, 201, 201, 201, 201, 422]),
+    // An agent token sees only the runs it started (these were started by the admin).
+    row("get", "/api/v1/runs/{id}", Run, [401, 200, 200, 200, 200, 404, 404]),
+    row("post", "/api/v1/runs/{id}/cancel", Run, [401, 403, 200, 200, 200, 404, 404]),
+    row("get", "/api/v1/runs/{id}/messages", Run, [401, 200, 200, 200, 200, 404, 404]),
+    row("get", "/api/v1/runs/{id}/messages/{mid}", Run, [401, 200, 200, 200, 200, 404, 404]),
+    row("get", "/api/v1/runs/{id}/tool-calls", Run, [401, 200, 200, 200, 200, 404, 404]),
+    row("get", "/api/v1/runs/{id}/tool-calls/{cid}", Run, [401, 200, 200, 200, 200, 404, 404]),
+    // Resuming decides the pending approval: approvers and admins only.
+    row("post", "/api/v1/runs/{id}/resume", Run, [401, 403, 403, 202, 202, 403, 404]),
+    // The worker protocol is for runs a client executes; the server executes this one.
+    row("post", "/api/v1/runs/{id}/worker", Run, [401, 403, 409, 409, 409, 404, 404]),
+];
+
+/// The objects one request acts on, all in the `default` workspace, made by its admin.
+struct Fixture {
+    text_question: String,
+    approval_question: String,
+    agent_id: String,
+    member_id: String,
+    token_id: String,
+    run: Option<RunFixture>,
+}
+
+struct RunFixture {
+    id: String,
+    message_id: String,
+    call_id: String,
+}
+
+struct Scripts(std::path::PathBuf);
+
+impl Drop for Scripts {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+async fn send(app: &TestApp, method: &str, uri: &str, token: Option<&str>, body: Option<Value>) -> (StatusCode, Value) {
+    let mut request = Request::builder().method(Method::from_bytes(method.to_uppercase().as_bytes()).unwrap()).uri(uri);
+    if let Some(token) = token {
+        request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+    }
+    let request = match body {
+        Some(body) => request.header(header::CONTENT_TYPE, "application/json").body(Body::from(body.to_string())),
+        None => request.body(Body::empty()),
+    };
+    let response = app.router.clone().oneshot(request.unwrap()).await.unwrap();
+    let status = response.status();
+    // The event stream never ends: its status is all this test needs.
+    if response.headers().get(header::CONTENT_TYPE).is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream")) {
+        return (status, Value::Null);
+    }
+    let bytes = http_body_util::BodyExt::collect(response.into_body()).await.unwrap().to_bytes();
+    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+async fn created(app: &TestApp, path: &str, body: Value) -> Value {
+    created_by(app, &app.token, path, body).await
+}
+
+async fn created_by(app: &TestApp, token: &str, path: &str, body: Value) -> Value {
+    let (status, json) = send(app, "post", path, Some(token), Some(body)).await;
+    assert!(status.is_success(), "fixture {path}: {status} {json}");
+    json
+}
+
+async fn fixture(app: &TestApp, requester: &str, n: usize, with_run: bool) -> Fixture {
+    let text_question = created(app, "/api/v1/questions", json!({"title": format!("Question {n}")})).await;
+    // Asked by someone else than the callers, so separation of duties does not decide the approval rows.
+    let approval_question = created_by(
+        app,
+        requester,
+        "/api/v1/questions",
+        json!({"kind": "approval", "title": format!("Approve {n}?"), "action": {"tool_name": "deploy", "arguments": {"n": n}}}),
+    )
+    .await;
+    let agent = created(
+        app,
+        "/api/v1/agents",
+        json!({"name": format!("agent-{n}"), "model": "script:pause.json",
+        "tools": ["http_request"], "approval_policy": {"default": "prompt"}}),
+    )
+    .await;
+    let member = created(
+        app,
+        "/api/v1/members",
+        json!({"username": format!("person-{n}"), "password": "a long enough password", "role": "responder"}),
+    )
+    .await;
+    let token = created(app, "/api/v1/tokens", json!({"name": format!("token {n}"), "role": "agent"})).await;
+    let run = if with_run { Some(paused_run(app, &agent["id"]).await) } else { None };
+    Fixture {
+        text_question: text_question["id"].as_str().unwrap().to_owned(),
+        approval_question: approval_question["id"].as_str().unwrap().to_owned(),
+        agent_id: agent["id"].as_str().unwrap().to_owned(),
+        member_id: member["user_id"].as_str().unwrap().to_owned(),
+        token_id: token["token"]["id"].as_str().unwrap().to_owned(),
+        run,
+    }
+}
+
+/// A run of the scripted agent, once it waits for approval of its tool call.
+async fn paused_run(app: &TestApp, agent_id: &Value) -> RunFixture {
+    let run = created(app, "/api/v1/runs", json!({"agent_id": agent_id, "input": "fetch"})).await;
+    let id = run["id"].as_str().unwrap().to_owned();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let (_, run) = send(app, "get", &format!("/api/v1/runs/{id}"), Some(&app.token), None).await;
+        if run["status"] == "waiting_for_approval" {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the run never waited for approval: {run}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let (_, messages) = send(app, "get", &format!("/api/v1/runs/{id}/messages"), Some(&app.token), None).await;
+    let (_, calls) = send(app, "get", &format!("/api/v1/runs/{id}/tool-calls"), Some(&app.token), None).await;
+    RunFixture {
+        id,
+        message_id: messages["items"][0]["id"].as_str().unwrap().to_owned(),
+        call_id: calls["items"][0]["id"].as_str().unwrap().to_owned(),
+    }
+}
+
+/// The request a row makes with a fixture: its URI and body.
+fn request_for(row: &Row, fixture: &Fixture, n: usize) -> (String, Option<Value>) {
+    let run = fixture.run.as_ref();
+    let id = match (row.variant, row.path) {
+        (TextQuestion, _) => fixture.text_question.clone(),
+        (ApprovalQuestion, _) => fixture.approval_question.clone(),
+        (Run, _) => run.unwrap().id.clone(),
+        (Plain, p) if p.starts_with("/api/v1/agents") => fixture.agent_id.clone(),
+        (Plain, p) if p.starts_with("/api/v1/tokens") => fixture.token_id.clone(),
+        _ => String::new(),
+    };
+    let mut uri = row
+        .path
+        .replace("{id}", &id)
+        .replace("{user_id}", &fixture.member_id)
+        .replace("{mid}", &run.map(|r| r.message_id.clone()).unwrap_or_default())
+        .replace("{cid}", &run.map(|r| r.call_id.clone()).unwrap_or_default());
+    if uri.ends_with("/wait") {
+        uri.push_str("?timeout_seconds=1");
+    }
+    let body = match (row.method, row.path, row.variant) {
+        ("post", "/api/v1/me/password", _) => Some(json!({"new_password": "a new long password"})),
+        ("post", "/api/v1/members", _) => {
+            Some(json!({"username": format!("new-{n}"), "password": "a long enough password", "role": "viewer"}))
+        }
+        ("patch", _, _) => Some(json!({"role": "approver"})),
+        ("post", "/api/v1/tokens", _) => Some(json!({"name": format!("new {n}"), "role": "viewer"})),
+        ("post", "/api/v1/agents", _) | ("put", _, _) => {
+            Some(json!({"name": format!("new-agent-{n}"), "model": "script:pause.json"}))
+        }
+        ("post", "/api/v1/questions", _) => Some(json!({"title": "New question"})),
+        ("post", "/api/v1/questions/answer-batch", _) => {
+            Some(json!({"items": [{"id": fixture.text_question, "value": "an answer"}]}))
+        }
+        ("post", _, TextQuestion) if row.path.ends_with("/answer") => Some(json!({"value": "an answer"})),
+        ("post", _, ApprovalQuestion) => Some(json!({"value": true})),
+        ("post", _, _) if row.path.ends_with("/cancel") => None,
+        ("post", "/api/v1/runs", _) => Some(json!({"agent_id": fixture.agent_id, "input": "go"})),
+        ("post", _, Run) if row.path.ends_with("/resume") => {
+            Some(json!({"tool_decisions": [{"tool_call_id": "call_1", "approved": false}]}))
+        }
+        ("post", _, Run) if row.path.ends_with("/worker") => {
+            Some(json!({"op": "messages", "after_seq": 0, "limit": 10}))
+        }
+        _ => None,
+    };
+    (uri, body)
+}
+
+fn documented_endpoints() -> BTreeSet<(String, String)> {
+    let (_, document) = holdpoint::http::api_routes();
+    let mut endpoints = BTreeSet::new();
+    for (path, item) in &document.paths.paths {
+        let path = if path.starts_with("/api/v1") || matches!(path.as_str(), "/healthz" | "/readyz" | "/metrics") {
+            path.clone()
+        } else {
+            format!("/api/v1{path}")
+        };
+        for (method, operation) in [
+            ("get", &item.get),
+            ("post", &item.post),
+            ("put", &item.put),
+            ("patch", &item.patch),
+            ("delete", &item.delete),
+        ] {
+            if operation.is_some() {
+                endpoints.insert((method.to_owned(), path.clone()));
+            }
+        }
+    }
+    endpoints
+}
+
+#[test]
+fn every_endpoint_of_the_api_is_in_the_matrix() {
+    let documented = documented_endpoints();
+    let listed: BTreeSet<(String, String)> = MATRIX.iter().map(|r| (r.method.to_owned(), r.path.to_owned())).collect();
+    let missing: Vec<_> = documented.difference(&listed).collect();
+    let stale: Vec<_> = listed.difference(&documented).collect();
+    assert!(missing.is_empty(), "endpoints without a row in the authorization matrix: {missing:?}");
+    assert!(stale.is_empty(), "rows for endpoints that do not exist: {stale:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_role_gets_exactly_the_status_of_the_matrix_on_sqlite() {
+    every_role_gets_exactly_the_status_of_the_matrix(common::Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_role_gets_exactly_the_status_of_the_matrix_on_postgres() {
+    every_role_gets_exactly_the_status_of_the_matrix(common::Backend::Postgres).await;
+}
+
+async fn every_role_gets_exactly_the_status_of_the_matrix(backend: common::Backend) {
+    let scripts = Scripts(std::env::temp_dir().join(format!("holdpoint-authz-{}", uuid::Uuid::now_v7())));
+    std::fs::create_dir_all(&scripts.0).unwrap();
+    std::fs::write(
+        scripts.0.join("pause.json"),
+        json!([
+            {"content": "Fetching.", "tool_calls": [{"id": "call_1", "name": "http_request",
+                "arguments": {"method": "GET", "url": "http://127.0.0.1:9/never"}}]},
+            {"content": "done"}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let dir = scripts.0.clone();
+    let Some(app) = TestApp::start_with(backend, move |config| config.runtime.scripts_dir = Some(dir)).await else {
+        return;
+    };
+    let tokens: Vec<Option<String>> = vec![
+        None,
+        Some(app.create_token("default", Role::Viewer).await),
+        Some(app.create_token("default", Role::Responder).await),
+        Some(app.create_token("default", Role::Approver).await),
+        Some(app.token.clone()),
+        Some(app.create_token("default", Role::Agent).await),
+        Some(app.create_token("elsewhere", Role::Admin).await),
+    ];
+    let requester = app.create_token("default", Role::Responder).await;
+    let mut failures = Vec::new();
+    let mut n = 0;
+    for row in MATRIX {
+        for (caller, token) in tokens.iter().enumerate() {
+            n += 1;
+            let fixture = fixture(&app, &requester, n, matches!(row.variant, Run)).await;
+            let (uri, body) = request_for(row, &fixture, n);
+            let (status, json) = send(&app, row.method, &uri, token.as_deref(), body).await;
+            let expected = row.expect[caller];
+            if status.as_u16() != expected {
+                failures.push(format!(
+                    "{} {} ({:?}) as {}: expected {expected}, got {} {json}",
+                    row.method.to_uppercase(),
+                    row.path,
+                    row.variant,
+                    CALLERS[caller],
+                    status.as_u16()
+                ));
+            } else if !status.is_success() {
+                let code = json["error"]["code"].as_str().unwrap_or("<none>");
+                let wanted = match expected {
+                    401 => "unauthorized",
+                    403 => "forbidden",
+                    404 => "not_found",
+                    409 => "conflict",
+                    _ => code,
+                };
+                if code != wanted {
+                    failures.push(format!(
+                        "{} {} as {}: error code {code}, not {wanted}",
+                        row.method, row.path, CALLERS[caller]
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} of {n} requests differ from the matrix:\n{}", failures.len(), failures.join("\n"));
+}

@@ -1,0 +1,495 @@
+//! People and who may answer: accounts with passwords, membership roles that take effect at once, token
+//! management with immediate revocation, assignees, separation of duties, and the first start's one-time link.
+
+mod common;
+
+use app::types::Role;
+use axum::http::{Method, StatusCode};
+use common::{TestApp, assert_error};
+use serde_json::{Value, json};
+
+backend_tests!(
+    a_person_signs_in_with_username_and_password_and_acts_with_their_role,
+    a_wrong_password_or_an_unknown_person_is_refused_alike,
+    a_role_change_applies_to_the_next_request_of_an_open_session,
+    a_workspace_always_keeps_an_admin,
+    removing_a_member_ends_their_session_at_once,
+    a_created_token_works_until_revoked_and_then_stops_at_once,
+    only_admins_manage_people_and_tokens,
+    bad_people_and_token_input_is_refused_and_changes_nothing,
+    a_question_assigned_to_a_person_is_answered_by_that_person_only,
+    a_question_assigned_to_a_role_needs_that_role_or_above,
+    an_assignee_must_be_someone_who_can_answer,
+    whoever_requests_an_approval_may_not_approve_it,
+    a_password_change_needs_the_current_password,
+    the_first_start_link_signs_in_once_and_stops_once_someone_has_a_password,
+);
+
+const PASSWORD: &str = "correct horse battery staple";
+
+async fn sign_in_person(app: &TestApp, username: &str, password: &str) -> Option<common::Session> {
+    let form = format!("username={username}&password={}&next=%2Finbox", password.replace(' ', "+"));
+    app.sign_in_with(&form).await
+}
+
+async fn a_person_signs_in_with_username_and_password_and_acts_with_their_role(app: TestApp) {
+    let member = app.add_person("alice", PASSWORD, Role::Approver).await;
+    assert_eq!(member["username"], "alice");
+    assert_eq!(member["role"], "approver");
+    assert_eq!(member["has_password"], true);
+    assert!(member.get("password").is_none() && !member.to_string().contains("argon2"), "{member}");
+
+    let session = sign_in_person(&app, "alice", PASSWORD).await.expect("alice signs in");
+    let me = app.session_call(&session, Method::GET, "/api/v1/me", None).await;
+    assert_eq!(me.status, StatusCode::OK);
+    assert_eq!(me.json["kind"], "user");
+    assert_eq!(me.json["name"], "alice");
+    assert_eq!(me.json["role"], "approver");
+    assert_eq!(me.json["workspace"], "default");
+
+    // Usernames are case-insensitive at sign-in.
+    assert!(sign_in_person(&app, "ALICE", PASSWORD).await.is_some());
+
+    let asked = app.call(Method::POST, "/api/v1/questions", Some(&agent_token(&app).await), Some(approval())).await;
+    let answered = app
+        .session_call(
+            &session,
+            Method::POST,
+            &format!("/api/v1/questions/{}/answer", asked.json["id"].as_str().unwrap()),
+            Some(json!({"value": true})),
+        )
+        .await;
+    assert_eq!(answered.status, StatusCode::OK, "{}", answered.text);
+    assert_eq!(answered.json["answered_by"], "alice");
+}
+
+async fn a_wrong_password_or_an_unknown_person_is_refused_alike(app: TestApp) {
+    app.add_person("bob", PASSWORD, Role::Responder).await;
+    let wrong = app.post_sign_in("username=bob&password=not+the+password").await;
+    let unknown = app.post_sign_in("username=nobody&password=not+the+password").await;
+    for refused in [&wrong, &unknown] {
+        assert_eq!(refused.status, StatusCode::SEE_OTHER);
+        assert!(refused.headers.get(axum::http::header::SET_COOKIE).is_none());
+        let location = refused.headers[axum::http::header::LOCATION].to_str().unwrap();
+        assert!(location.starts_with("/signin?error=Wrong%20username%20or%20password"), "{location}");
+    }
+    assert_eq!(
+        wrong.headers[axum::http::header::LOCATION],
+        unknown.headers[axum::http::header::LOCATION],
+        "the answer does not tell whether the account exists"
+    );
+}
+
+async fn agent_token(app: &TestApp) -> String {
+    app.create_token("default", Role::Agent).await
+}
+
+fn approval() -> Value {
+    json!({"kind": "approval", "title": "Deploy?", "action": {"tool_name": "deploy", "arguments": {"env": "prod"}}})
+}
+
+async fn ask(app: &TestApp, token: &str, body: Value) -> String {
+    let response = app.call(Method::POST, "/api/v1/questions", Some(token), Some(body)).await;
+    assert_eq!(response.status, StatusCode::CREATED, "{}", response.text);
+    response.json["id"].as_str().unwrap().to_owned()
+}
+
+async fn a_role_change_applies_to_the_next_request_of_an_open_session(app: TestApp) {
+    let member = app.add_person("carol", PASSWORD, Role::Responder).await;
+    let session = sign_in_person(&app, "carol", PASSWORD).await.unwrap();
+    let agent = agent_token(&app).await;
+    let id = ask(&app, &agent, approval()).await;
+    let answer = format!("/api/v1/questions/{id}/answer");
+    let refused = app.session_call(&session, Method::POST, &answer, Some(json!({"value": true}))).await;
+    assert_error(&refused, StatusCode::FORBIDDEN, "forbidden");
+
+    let user_id = member["user_id"].as_str().unwrap();
+    let changed = app
+        .call(Method::PATCH, &format!("/api/v1/members/{user_id}"), Some(&app.token), Some(json!({"role": "approver"})))
+        .await;
+    assert_eq!(changed.status, StatusCode::OK, "{}", changed.text);
+    assert_eq!(changed.json["role"], "approver");
+    let answered = app.session_call(&session, Method::POST, &answer, Some(json!({"value": true}))).await;
+    assert_eq!(answered.status, StatusCode::OK, "{}", answered.text);
+
+    let demoted = app
+        .call(Method::PATCH, &format!("/api/v1/members/{user_id}"), Some(&app.token), Some(json!({"role": "viewer"})))
+        .await;
+    assert_eq!(demoted.status, StatusCode::OK);
+    let id = ask(&app, &agent, json!({"title": "A text question"})).await;
+    let refused = app
+        .session_call(&session, Method::POST, &format!("/api/v1/questions/{id}/answer"), Some(json!({"value": "x"})))
+        .await;
+    assert_error(&refused, StatusCode::FORBIDDEN, "forbidden");
+}
+
+async fn a_workspace_always_keeps_an_admin(app: TestApp) {
+    let dana = app.add_person("dana", PASSWORD, Role::Admin).await;
+    let dana_id = dana["user_id"].as_str().unwrap();
+    let erin = app.add_person("erin", PASSWORD, Role::Admin).await;
+    let erin_id = erin["user_id"].as_str().unwrap();
+    let demoted = app
+        .call(Method::PATCH, &format!("/api/v1/members/{dana_id}"), Some(&app.token), Some(json!({"role": "viewer"})))
+        .await;
+    assert_eq!(demoted.status, StatusCode::OK);
+    let refused = app
+        .call(Method::PATCH, &format!("/api/v1/members/{erin_id}"), Some(&app.token), Some(json!({"role": "viewer"})))
+        .await;
+    assert_error(&refused, StatusCode::CONFLICT, "conflict");
+    let refused = app.call(Method::DELETE, &format!("/api/v1/members/{erin_id}"), Some(&app.token), None).await;
+    assert_error(&refused, StatusCode::CONFLICT, "conflict");
+    let members = app.get("/api/v1/members").await;
+    let roles: Vec<(String, String)> = members.json["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["username"].as_str().unwrap().to_owned(), m["role"].as_str().unwrap().to_owned()))
+        .collect();
+    assert_eq!(roles, vec![("dana".into(), "viewer".into()), ("erin".into(), "admin".into())]);
+}
+
+async fn removing_a_member_ends_their_session_at_once(app: TestApp) {
+    let frank = app.add_person("frank", PASSWORD, Role::Responder).await;
+    let session = sign_in_person(&app, "frank", PASSWORD).await.unwrap();
+    assert_eq!(app.session_call(&session, Method::GET, "/api/v1/questions", None).await.status, StatusCode::OK);
+    let removed = app
+        .call(
+            Method::DELETE,
+            &format!("/api/v1/members/{}", frank["user_id"].as_str().unwrap()),
+            Some(&app.token),
+            None,
+        )
+        .await;
+    assert_eq!(removed.status, StatusCode::NO_CONTENT, "{}", removed.text);
+    let after = app.session_call(&session, Method::GET, "/api/v1/questions", None).await;
+    assert_error(&after, StatusCode::UNAUTHORIZED, "unauthorized");
+    assert!(sign_in_person(&app, "frank", PASSWORD).await.is_none(), "no workspace left to sign in to");
+}
+
+async fn a_created_token_works_until_revoked_and_then_stops_at_once(app: TestApp) {
+    let created = app.post("/api/v1/tokens", json!({"name": "ci pipeline", "role": "agent"})).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    let secret = created.json["secret"].as_str().unwrap().to_owned();
+    assert!(secret.starts_with("hp_") && secret.len() == 43);
+    let id = created.json["token"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(created.json["token"]["created_by"], "admin of default");
+
+    let listed = app.get("/api/v1/tokens").await;
+    assert_eq!(listed.status, StatusCode::OK);
+    assert!(!listed.text.contains(&secret), "a list never shows secrets");
+    assert!(
+        listed.json["items"].as_array().unwrap().iter().any(|t| t["id"] == id.as_str() && t["revoked_at"].is_null())
+    );
+
+    assert_eq!(app.call(Method::GET, "/api/v1/questions", Some(&secret), None).await.status, StatusCode::OK);
+    let session = app.sign_in_with(&format!("token={secret}")).await.expect("the token opens a session");
+
+    let revoked = app.call(Method::POST, &format!("/api/v1/tokens/{id}/revoke"), Some(&app.token), None).await;
+    assert_eq!(revoked.status, StatusCode::OK, "{}", revoked.text);
+    assert!(revoked.json["revoked_at"].is_string());
+    assert_error(
+        &app.call(Method::GET, "/api/v1/questions", Some(&secret), None).await,
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+    );
+    assert_error(
+        &app.session_call(&session, Method::GET, "/api/v1/questions", None).await,
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+    );
+    let again = app.call(Method::POST, &format!("/api/v1/tokens/{id}/revoke"), Some(&app.token), None).await;
+    assert_error(&again, StatusCode::CONFLICT, "conflict");
+
+    let other = app.create_token("elsewhere", Role::Admin).await;
+    let foreign = app.call(Method::POST, &format!("/api/v1/tokens/{id}/revoke"), Some(&other), None).await;
+    assert_error(&foreign, StatusCode::NOT_FOUND, "not_found");
+}
+
+async fn only_admins_manage_people_and_tokens(app: TestApp) {
+    for role in [Role::Viewer, Role::Responder, Role::Approver, Role::Agent] {
+        let token = app.create_token("default", role).await;
+        let add = app
+            .call(
+                Method::POST,
+                "/api/v1/members",
+                Some(&token),
+                Some(json!({"username": "x1", "password": PASSWORD, "role": "admin"})),
+            )
+            .await;
+        assert_error(&add, StatusCode::FORBIDDEN, "forbidden");
+        let create = app
+            .call(Method::POST, "/api/v1/tokens", Some(&token), Some(json!({"name": "mine", "role": "admin"})))
+            .await;
+        assert_error(&create, StatusCode::FORBIDDEN, "forbidden");
+        assert_error(
+            &app.call(Method::GET, "/api/v1/tokens", Some(&token), None).await,
+            StatusCode::FORBIDDEN,
+            "forbidden",
+        );
+        assert_eq!(app.call(Method::GET, "/api/v1/members", Some(&token), None).await.status, StatusCode::OK);
+    }
+    assert_eq!(app.get("/api/v1/members").await.json["items"], json!([]), "nobody was added");
+}
+
+async fn bad_people_and_token_input_is_refused_and_changes_nothing(app: TestApp) {
+    let cases = [
+        (json!({"username": "Alice", "password": PASSWORD, "role": "responder"}), "username"),
+        (json!({"username": "alice", "password": "short", "role": "responder"}), "password"),
+        (json!({"username": "alice", "role": "responder"}), "password"),
+        (json!({"username": "alice", "password": PASSWORD, "role": "agent"}), "role"),
+    ];
+    for (body, field) in cases {
+        let response = app.post("/api/v1/members", body.clone()).await;
+        let error = assert_error(&response, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+        assert!(error["details"]["fields"].get(field).is_some(), "{body} → {error}");
+    }
+    let unknown = app.post("/api/v1/members", json!({"username": "alice", "password": PASSWORD, "role": "boss"})).await;
+    assert_eq!(unknown.status.as_u16() / 100, 4, "{}", unknown.text);
+    assert_eq!(app.get("/api/v1/members").await.json["items"], json!([]));
+
+    app.add_person("alice", PASSWORD, Role::Responder).await;
+    let again = app.post("/api/v1/members", json!({"username": "alice", "role": "admin"})).await;
+    assert_error(&again, StatusCode::CONFLICT, "conflict");
+    let takeover = app
+        .post("/api/v1/members", json!({"username": "alice", "password": "another password", "role": "admin"}))
+        .await;
+    assert_error(&takeover, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+    assert!(sign_in_person(&app, "alice", "another password").await.is_none(), "the password did not change");
+
+    let nameless = app.post("/api/v1/tokens", json!({"name": "  ", "role": "agent"})).await;
+    assert_error(&nameless, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+    let missing = app
+        .call(
+            Method::PATCH,
+            &format!("/api/v1/members/{}", uuid::Uuid::now_v7()),
+            Some(&app.token),
+            Some(json!({"role": "viewer"})),
+        )
+        .await;
+    assert_error(&missing, StatusCode::NOT_FOUND, "not_found");
+}
+
+async fn a_question_assigned_to_a_person_is_answered_by_that_person_only(app: TestApp) {
+    app.add_person("gina", PASSWORD, Role::Responder).await;
+    app.add_person("hank", PASSWORD, Role::Admin).await;
+    let agent = agent_token(&app).await;
+    let id = ask(&app, &agent, json!({"title": "Gina, which region?", "assignee": {"user": "gina"}})).await;
+    let question = app.get(&format!("/api/v1/questions/{id}")).await;
+    assert_eq!(question.json["assignee"], json!({"user": "gina"}));
+    let answer = format!("/api/v1/questions/{id}/answer");
+    let hank = sign_in_person(&app, "hank", PASSWORD).await.unwrap();
+    assert_error(
+        &app.session_call(&hank, Method::POST, &answer, Some(json!({"value": "eu"}))).await,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+    );
+    assert_error(&app.post(&answer, json!({"value": "eu"})).await, StatusCode::FORBIDDEN, "forbidden");
+    let gina = sign_in_person(&app, "gina", PASSWORD).await.unwrap();
+    let answered = app.session_call(&gina, Method::POST, &answer, Some(json!({"value": "eu"}))).await;
+    assert_eq!(answered.status, StatusCode::OK, "{}", answered.text);
+    assert_eq!(answered.json["answered_by"], "gina");
+}
+
+async fn a_question_assigned_to_a_role_needs_that_role_or_above(app: TestApp) {
+    let agent = agent_token(&app).await;
+    let id = ask(
+        &app,
+        &agent,
+        json!({"title": "Rotate the key?", "response_type": "boolean", "assignee": {"role": "approver"}}),
+    )
+    .await;
+    let answer = format!("/api/v1/questions/{id}/answer");
+    let responder = app.create_token("default", Role::Responder).await;
+    let refused = app.call(Method::POST, &answer, Some(&responder), Some(json!({"value": true}))).await;
+    assert_error(&refused, StatusCode::FORBIDDEN, "forbidden");
+    let approver = app.create_token("default", Role::Approver).await;
+    let answered = app.call(Method::POST, &answer, Some(&approver), Some(json!({"value": true}))).await;
+    assert_eq!(answered.status, StatusCode::OK, "{}", answered.text);
+}
+
+async fn an_assignee_must_be_someone_who_can_answer(app: TestApp) {
+    app.add_person("ivy", PASSWORD, Role::Responder).await;
+    let agent = agent_token(&app).await;
+    let cases = [
+        (json!({"title": "q", "assignee": {"user": "nobody"}}), "assignee.user"),
+        (json!({"title": "q", "assignee": {"role": "viewer"}}), "assignee.role"),
+        (json!({"title": "q", "assignee": {"role": "agent"}}), "assignee.role"),
+        (
+            json!({"kind": "approval", "title": "q", "action": {"tool_name": "t", "arguments": {}}, "assignee": {"user": "ivy"}}),
+            "assignee.user",
+        ),
+    ];
+    for (body, field) in cases {
+        let response = app.call(Method::POST, "/api/v1/questions", Some(&agent), Some(body.clone())).await;
+        let error = assert_error(&response, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+        assert!(error["details"]["fields"].get(field).is_some(), "{body} → {error}");
+    }
+    let malformed =
+        app.call(Method::POST, "/api/v1/questions", Some(&agent), Some(json!({"title": "q", "assignee": "ivy"}))).await;
+    assert_eq!(malformed.status.as_u16() / 100, 4);
+    assert_eq!(app.get("/api/v1/questions?status=pending").await.json["items"], json!([]), "nothing was stored");
+}
+
+async fn whoever_requests_an_approval_may_not_approve_it(app: TestApp) {
+    let requester = app.create_token("default", Role::Approver).await;
+    let id = ask(&app, &requester, approval()).await;
+    let answer = format!("/api/v1/questions/{id}/answer");
+    let refused = app.call(Method::POST, &answer, Some(&requester), Some(json!({"value": true}))).await;
+    let error = assert_error(&refused, StatusCode::FORBIDDEN, "forbidden");
+    assert!(error["message"].as_str().unwrap().contains("separation of duties"), "{error}");
+    assert_eq!(app.get(&format!("/api/v1/questions/{id}")).await.json["status"], "pending");
+    // Withdrawing one's own request by rejecting it is allowed.
+    let withdrawn = app.call(Method::POST, &answer, Some(&requester), Some(json!({"value": false}))).await;
+    assert_eq!(withdrawn.status, StatusCode::OK, "{}", withdrawn.text);
+
+    let id = ask(&app, &requester, approval()).await;
+    let approved = app.post(&format!("/api/v1/questions/{id}/answer"), json!({"value": true})).await;
+    assert_eq!(approved.status, StatusCode::OK, "another approver may approve: {}", approved.text);
+
+    // Configurable: off, the requester may approve.
+    let (_, router) = app.restart(|config| config.separation_of_duties = false).await;
+    let id = ask(&app, &requester, approval()).await;
+    let request = axum::http::Request::post(format!("/api/v1/questions/{id}/answer"))
+        .header(axum::http::header::AUTHORIZATION, format!("Bearer {requester}"))
+        .header(axum::http::header::CONTENT_TYPE, "application/json")
+        .body(axum::body::Body::from(r#"{"value": true}"#))
+        .unwrap();
+    let response = tower::ServiceExt::oneshot(router, request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+}
+
+fn tempfile_dir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("holdpoint-people-{}", uuid::Uuid::now_v7()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+async fn a_password_change_needs_the_current_password(app: TestApp) {
+    app.add_person("jules", PASSWORD, Role::Viewer).await;
+    let session = sign_in_person(&app, "jules", PASSWORD).await.unwrap();
+    let wrong = app
+        .session_call(
+            &session,
+            Method::POST,
+            "/api/v1/me/password",
+            Some(json!({"current_password": "not it at all", "new_password": "a brand new passphrase"})),
+        )
+        .await;
+    assert_error(&wrong, StatusCode::FORBIDDEN, "forbidden");
+    let short = app
+        .session_call(
+            &session,
+            Method::POST,
+            "/api/v1/me/password",
+            Some(json!({"current_password": PASSWORD, "new_password": "tiny"})),
+        )
+        .await;
+    assert_error(&short, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+    let changed = app
+        .session_call(
+            &session,
+            Method::POST,
+            "/api/v1/me/password",
+            Some(json!({"current_password": PASSWORD, "new_password": "a brand new passphrase"})),
+        )
+        .await;
+    assert_eq!(changed.status, StatusCode::NO_CONTENT, "{}", changed.text);
+    assert!(sign_in_person(&app, "jules", PASSWORD).await.is_none());
+    assert!(sign_in_person(&app, "jules", "a brand new passphrase").await.is_some());
+    // A token has no password.
+    let by_token = app.post("/api/v1/me/password", json!({"new_password": "a brand new passphrase"})).await;
+    assert_error(&by_token, StatusCode::FORBIDDEN, "forbidden");
+}
+
+async fn the_first_start_link_signs_in_once_and_stops_once_someone_has_a_password(app: TestApp) {
+    let store = app.state.store.as_ref();
+    let workspace = store.ensure_workspace("default").await.unwrap();
+    assert_eq!(
+        holdpoint::people::first_start_signin_code(store, workspace.id).await.unwrap(),
+        None,
+        "the test's admin token is a credential: no link"
+    );
+    // As on a fresh first start: nobody has a credential once the admin token is revoked.
+    let token_id = app.get("/api/v1/me").await.json["id"].as_str().unwrap().parse().unwrap();
+    store.revoke_token(workspace.id, token_id, holdpoint::store::now()).await.unwrap();
+    let stale = holdpoint::people::first_start_signin_code(store, workspace.id).await.unwrap().expect("a link");
+    let code = holdpoint::people::first_start_signin_code(store, workspace.id).await.unwrap().expect("a new link");
+    assert_ne!(stale, code);
+
+    let refused = app.post_sign_in(&format!("code={stale}")).await;
+    assert!(refused.headers.get(axum::http::header::SET_COOKIE).is_none(), "only the newest link works");
+    let session = app.sign_in_with(&format!("code={code}&next=%2Fsettings")).await.expect("the link signs in");
+    let me = app.session_call(&session, Method::GET, "/api/v1/me", None).await;
+    assert_eq!(
+        (me.json["kind"].as_str(), me.json["name"].as_str(), me.json["role"].as_str()),
+        (Some("user"), Some("admin"), Some("admin"))
+    );
+    assert!(app.sign_in_with(&format!("code={code}")).await.is_none(), "a link works once");
+
+    let set = app
+        .session_call(
+            &session,
+            Method::POST,
+            "/api/v1/me/password",
+            Some(json!({"new_password": "the admin's own passphrase"})),
+        )
+        .await;
+    assert_eq!(set.status, StatusCode::NO_CONTENT, "{}", set.text);
+    assert_eq!(holdpoint::people::first_start_signin_code(store, workspace.id).await.unwrap(), None);
+    assert!(sign_in_person(&app, "admin", "the admin's own passphrase").await.is_some());
+}
+
+#[tokio::test]
+async fn holdpoint_serve_prints_a_one_time_link_on_a_first_start() {
+    use tokio::io::AsyncBufReadExt;
+    let dir = tempfile_dir();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_holdpoint"))
+        .arg("serve")
+        .env("HOLDPOINT_ADDR", "127.0.0.1:0")
+        .env("HOLDPOINT_DATA_DIR", &dir)
+        .env_remove("DATABASE_URL")
+        .env_remove("HOLDPOINT_BOOTSTRAP_TOKEN")
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let link = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.contains("/signin?code=") {
+                return line.trim().to_owned();
+            }
+        }
+        panic!("no sign-in link was printed")
+    })
+    .await
+    .unwrap();
+    let (page_url, code) = link.split_once("?code=").unwrap();
+    assert!(page_url.starts_with("http://127.0.0.1:") && page_url.ends_with("/signin"), "{link}");
+    assert_eq!(code.len(), 40);
+    // Following it shows a button; only pressing it (a POST) spends the code.
+    let page = reqwest::get(&link).await.unwrap().text().await.unwrap();
+    assert!(page.contains("signin-link-form") && page.contains(code), "the page carries the code in its form");
+    let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let base = page_url.trim_end_matches("/signin");
+    let signed_in = client
+        .post(format!("{base}/auth/signin"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("code={code}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed_in.status(), StatusCode::SEE_OTHER);
+    assert!(signed_in.headers().get("set-cookie").is_some());
+    let again = client
+        .post(format!("{base}/auth/signin"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("code={code}"))
+        .send()
+        .await
+        .unwrap();
+    assert!(again.headers().get("set-cookie").is_none());
+    drop(child);
+    let _ = std::fs::remove_dir_all(dir);
+}
