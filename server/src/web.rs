@@ -152,7 +152,9 @@ async fn sign_in(
 ) -> Result<Response, AppError> {
     // Before the credential is looked at: a refused attempt must learn nothing. A token names no account, so only
     // the per-address limit applies to it; a username adds the per-account limit.
-    limits.check_sign_in(non_empty(&form.username))?;
+    // Usernames are matched case-insensitively, so the per-account limit is keyed the same way.
+    let account = non_empty(&form.username).map(str::to_lowercase);
+    limits.check_sign_in(account.as_deref())?;
     let next = safe_next(form.next.as_deref()).to_owned();
     let (principal, refusal) = if let Some(code) = non_empty(&form.code) {
         let found = state.store.use_signin_link(&hash_secret(code), crate::store::now()).await?;

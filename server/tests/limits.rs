@@ -40,6 +40,7 @@ on_both_backends!(
     creation_over_an_addresss_limit_is_refused_whichever_token_is_used,
     every_creation_endpoint_counts_against_the_same_limit,
     a_thousand_wrong_sign_ins_are_rate_limited_and_the_right_token_works_after_the_window,
+    a_thousand_wrong_passwords_for_one_account_are_limited_from_any_address_and_the_right_one_works_after_the_window,
     oversized_form_posts_are_too_large_in_the_error_shape_and_change_nothing,
 );
 
@@ -239,6 +240,64 @@ async fn a_thousand_wrong_sign_ins_are_rate_limited_and_the_right_token_works_af
 
     tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     let after = app.send(sign_in_request(&app.token, attacker)).await;
+    assert_eq!(after.status, StatusCode::SEE_OTHER, "{}", after.text);
+    assert_eq!(after.headers[header::LOCATION], "/inbox");
+    assert!(after.headers[header::SET_COOKIE].to_str().unwrap().starts_with("hp_session="));
+}
+
+fn password_sign_in(username: &str, password: &str, peer: &str) -> Request<Body> {
+    let body = format!("username={username}&password={}&next=%2Finbox", password.replace(' ', "+"));
+    let request = Request::post("/auth/signin")
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(Body::from(body))
+        .unwrap();
+    from_peer(request, peer)
+}
+
+async fn a_thousand_wrong_passwords_for_one_account_are_limited_from_any_address_and_the_right_one_works_after_the_window(
+    backend: Backend,
+) {
+    let Some(app) = start(backend, |c| {
+        c.limits.signin_rate_attempts = 5;
+        c.limits.signin_rate_window_seconds = 2;
+    })
+    .await
+    else {
+        return;
+    };
+    let password = "the real passphrase";
+    let created =
+        app.post("/api/v1/members", json!({"username": "alice", "password": password, "role": "approver"})).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    let mut checked = 0;
+    let mut limited = 0;
+    let started = std::time::Instant::now();
+    for n in 0..1000u32 {
+        // A distributed guess: every attempt from another address, the username in varying case.
+        let peer = format!("10.{}.{}.{}", n / 65536 % 256, n / 256 % 256, n % 256);
+        let username = if n % 2 == 0 { "alice" } else { "ALICE" };
+        let response = app.send(password_sign_in(username, &format!("guess number {n}"), &peer)).await;
+        match response.status {
+            StatusCode::SEE_OTHER => {
+                assert!(response.headers[header::LOCATION].to_str().unwrap().starts_with("/signin?error="));
+                checked += 1;
+            }
+            StatusCode::TOO_MANY_REQUESTS => {
+                assert_rate_limited(&response, "sign_in_per_account");
+                limited += 1;
+            }
+            other => panic!("unexpected {other}: {}", response.text),
+        }
+        assert!(response.headers.get(header::SET_COOKIE).is_none(), "no wrong password opens a session");
+    }
+    let given_back = (started.elapsed().as_secs_f64() / 0.4).ceil() as usize;
+    assert!((5..=5 + given_back).contains(&checked), "{checked} wrong passwords were checked");
+    assert_eq!(limited, 1000 - checked);
+    let during = app.send(password_sign_in("alice", password, "192.0.2.1")).await;
+    assert_rate_limited(&during, "sign_in_per_account");
+
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let after = app.send(password_sign_in("alice", password, "192.0.2.1")).await;
     assert_eq!(after.status, StatusCode::SEE_OTHER, "{}", after.text);
     assert_eq!(after.headers[header::LOCATION], "/inbox");
     assert!(after.headers[header::SET_COOKIE].to_str().unwrap().starts_with("hp_session="));
