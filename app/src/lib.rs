@@ -81,6 +81,7 @@ pub fn App() -> impl IntoView {
                 <Route path=StaticSegment("approvals") view=pages::ApprovalsPage ssr=SsrMode::Async/>
                 <Route path=StaticSegment("runs") view=pages::RunsPage ssr=SsrMode::Async/>
                 <Route path=(StaticSegment("runs"), ParamSegment("id")) view=pages::RunPage ssr=SsrMode::Async/>
+                <Route path=StaticSegment("audit") view=pages::AuditPage ssr=SsrMode::Async/>
                 <Route path=StaticSegment("signin") view=pages::SignInPage/>
             </Routes>
             <modal::LiveModal/>

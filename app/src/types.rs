@@ -159,7 +159,9 @@ wire_enum! {
     }
 }
 
+mod audit;
 mod runs;
+pub use audit::*;
 pub use runs::*;
 
 /// One choice of a `choice`, `multi_choice` or `error_recovery` question.
@@ -403,6 +405,7 @@ mod tests {
         check(QuestionStatus::ALL);
         check(Resolution::ALL);
         check(EventType::ALL);
+        check(ActorKind::ALL);
     }
 
     #[test]

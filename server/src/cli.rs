@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use app::types::Role;
+use app::types::{ActorKind, Role};
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 use uuid::Uuid;
@@ -11,7 +11,7 @@ use uuid::Uuid;
 use crate::auth::{hash_secret, new_token_secret};
 use crate::client::CliError;
 use crate::config::{DatabaseLocation, ServeConfig};
-use crate::store::{self, TokenRow};
+use crate::store::{self, AuditActor, TokenRow};
 
 /// Holdpoint: a human-in-the-loop control plane for AI agents.
 #[derive(Debug, Parser)]
@@ -50,6 +50,20 @@ enum Command {
     /// Manage API tokens.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Check the audit log.
+    #[command(subcommand)]
+    Audit(AuditCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum AuditCommand {
+    /// Walk every workspace's audit chain: recompute each entry's hash, check that seq has no gaps and that each
+    /// entry links to the one before. Exits 0 when all is intact, 1 naming the first altered, missing or reordered
+    /// entry.
+    Verify {
+        #[command(flatten)]
+        database: DatabaseLocation,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -110,6 +124,7 @@ pub fn main() -> ExitCode {
             Command::Token(TokenCommand::Create { workspace, role, name, database }) => {
                 create_token(&workspace, role, &name, &database).await.map(|()| 0).map_err(failed)
             }
+            Command::Audit(AuditCommand::Verify { database }) => verify_audit(&database).await.map_err(failed),
         }
     });
     // The embedded engine's tasks die with the runtime; do not wait for them.
@@ -132,20 +147,43 @@ async fn create_token(workspace: &str, role: Role, name: &str, database: &Databa
     let store = store::connect(&url).await.map_err(|e| e.to_string())?;
     let workspace_row = store.ensure_workspace(workspace).await.map_err(|e| e.to_string())?;
     let secret = new_token_secret();
+    // Whoever runs the command on the server's machine, named by their login as far as the environment says.
+    let operator = std::env::var("USER").or_else(|_| std::env::var("USERNAME")).unwrap_or_else(|_| "unknown".into());
+    let actor = AuditActor { kind: ActorKind::Human, id: None, name: format!("holdpoint token create ({operator})") };
     store
-        .insert_token(&TokenRow {
-            id: Uuid::now_v7(),
-            workspace_id: workspace_row.id,
-            name: name.to_owned(),
-            role,
-            secret_hash: hash_secret(&secret),
-            created_at: crate::store::now(),
-        })
+        .insert_token(
+            &TokenRow {
+                id: Uuid::now_v7(),
+                workspace_id: workspace_row.id,
+                name: name.to_owned(),
+                role,
+                secret_hash: hash_secret(&secret),
+                created_at: crate::store::now(),
+            },
+            &actor,
+        )
         .await
         .map_err(|e| e.to_string())?;
     eprintln!("Created token {name:?} (role {role}) for workspace {workspace:?}. It is shown only this once:");
     println!("{secret}");
     Ok(())
+}
+
+/// `holdpoint audit verify`: 0 when every chain is intact, 1 (with the first break on stderr) when not.
+async fn verify_audit(database: &DatabaseLocation) -> Result<u8, String> {
+    let url = database.prepare().map_err(|e| e.to_string())?;
+    let store = store::connect(&url).await.map_err(|e| e.to_string())?;
+    match crate::audit::verify(store.as_ref()).await.map_err(|e| e.to_string())? {
+        Ok(verified) => {
+            println!("audit log verified: {} entries in {} workspaces", verified.entries, verified.workspaces);
+            Ok(0)
+        }
+        Err(broken) => {
+            println!("audit log verification FAILED");
+            eprintln!("holdpoint: the audit log is not intact: {broken}");
+            Ok(1)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ use utoipa::{IntoResponses, Modify, OpenApi};
         (name = "agents", description = "Agent definitions"),
         (name = "runs", description = "Agent runs: pause for a person, resume where they stopped"),
         (name = "events", description = "The event log as Server-Sent Events"),
+        (name = "audit", description = "The hash-chained audit log of decisions and security-relevant actions (admins)"),
         (name = "health", description = "Probes"),
     ),
 )]

@@ -1,0 +1,516 @@
+//! The audit log (issue 7): every decision writes exactly its entry with the right kind of actor, in a hash chain
+//! per workspace that `holdpoint audit verify` checks (and that fails, naming the entry, once a row is edited or
+//! removed in the database); the admin-only API pages, filters and exports it.
+
+mod common;
+
+use std::time::Duration;
+
+use app::types::Role;
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode, header};
+use common::{Backend, TestApp, assert_error};
+use serde_json::{Value, json};
+
+backend_tests!(
+    every_question_decision_writes_exactly_its_entry,
+    a_browser_session_answers_as_a_human_and_signs_in_and_out_on_the_record,
+    an_edited_approval_keeps_the_original_the_edit_and_their_diff,
+    the_chain_verifies_and_an_edited_row_is_named,
+    a_removed_row_is_named_as_the_gap_it_leaves,
+    concurrent_answers_on_two_instances_never_fork_the_chain,
+    the_api_filters_pages_and_is_for_admins_of_the_workspace_only,
+    exports_stream_the_selection_as_jsonl_and_csv,
+    the_verify_command_passes_then_fails_after_a_row_is_edited,
+);
+
+/// Every entry of the `default` workspace after `after_seq`, oldest first.
+async fn entries_after(app: &TestApp, after_seq: i64) -> Vec<Value> {
+    let page = app.get("/api/v1/audit?limit=200").await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    let mut items: Vec<Value> = page.json["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["seq"].as_i64().unwrap() > after_seq)
+        .cloned()
+        .collect();
+    items.reverse();
+    items
+}
+
+/// The entries appended since the last call, which must be exactly one; moves `seq` on.
+async fn only_new_entry(app: &TestApp, seq: &mut i64) -> Value {
+    let new = entries_after(app, *seq).await;
+    assert_eq!(new.len(), 1, "expected exactly one new entry, got {new:#?}");
+    *seq = new[0]["seq"].as_i64().unwrap();
+    new[0].clone()
+}
+
+async fn ask(app: &TestApp, body: Value) -> String {
+    let created = app.post("/api/v1/questions", body).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    created.json["id"].as_str().unwrap().to_owned()
+}
+
+async fn wait_until_resolved(app: &TestApp, id: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let question = app.get(&format!("/api/v1/questions/{id}")).await.json;
+        if question["status"] != "pending" {
+            return question;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the question was never resolved: {question}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn every_question_decision_writes_exactly_its_entry(app: TestApp) {
+    let first = entries_after(&app, 0).await;
+    assert_eq!(first.len(), 1, "the harness's admin token: {first:#?}");
+    assert_eq!(first[0]["action"], "token.created");
+    assert_eq!(first[0]["actor_kind"], "policy");
+    assert_eq!(first[0]["after"], json!({"name": "admin of default", "role": "admin"}));
+    assert_eq!(first[0]["seq"], 1);
+    let mut seq = 1;
+
+    // An answer with a bearer token.
+    let id = ask(&app, json!({"title": "Ship it?", "response_type": "boolean"})).await;
+    assert!(entries_after(&app, seq).await.is_empty(), "asking is not a decision");
+    app.post(&format!("/api/v1/questions/{id}/answer"), json!({"value": true, "comment": "yes"})).await;
+    let entry = only_new_entry(&app, &mut seq).await;
+    assert_eq!(entry["action"], "question.answered");
+    assert_eq!(entry["actor_kind"], "token");
+    assert_eq!(entry["actor"], "admin of default");
+    assert!(entry["actor_id"].is_string());
+    assert_eq!((entry["subject_type"].as_str(), entry["subject_id"].as_str()), (Some("question"), Some(id.as_str())));
+    assert_eq!(entry["before"]["status"], "pending");
+    assert_eq!(entry["before"]["title"], "Ship it?");
+    assert_eq!(entry["after"], json!({"status": "answered", "resolution": "human", "value": true, "comment": "yes"}));
+    assert_eq!(entry["diff"], Value::Null);
+
+    // A refused answer (409) and an invalid one (422) change nothing and record nothing.
+    app.post(&format!("/api/v1/questions/{id}/answer"), json!({"value": false})).await;
+    let other = ask(&app, json!({"title": "Which?", "response_type": "boolean"})).await;
+    app.post(&format!("/api/v1/questions/{other}/answer"), json!({"value": "maybe"})).await;
+    assert!(entries_after(&app, seq).await.is_empty());
+
+    // A batch: one entry per item answered, none for the others.
+    let batch = app
+        .post(
+            "/api/v1/questions/answer-batch",
+            json!({"items": [{"id": other, "value": false}, {"id": id, "value": true}]}),
+        )
+        .await;
+    assert_eq!(batch.status, StatusCode::OK, "{}", batch.text);
+    let entry = only_new_entry(&app, &mut seq).await;
+    assert_eq!(
+        (entry["action"].as_str(), entry["subject_id"].as_str()),
+        (Some("question.answered"), Some(other.as_str()))
+    );
+
+    // Cancelled by a caller.
+    let cancelled = ask(&app, json!({"title": "Still needed?"})).await;
+    app.post(&format!("/api/v1/questions/{cancelled}/cancel"), json!({"reason": "obsolete"})).await;
+    let entry = only_new_entry(&app, &mut seq).await;
+    assert_eq!(entry["action"], "question.cancelled");
+    assert_eq!(entry["actor_kind"], "token");
+    assert_eq!(entry["after"]["comment"], "obsolete");
+
+    // Superseded by a newer blocking question of the same run: the run lifecycle's doing.
+    let run_id = uuid::Uuid::now_v7();
+    let older = ask(&app, json!({"title": "First?", "run_id": run_id})).await;
+    ask(&app, json!({"title": "Second?", "run_id": run_id})).await;
+    let entry = only_new_entry(&app, &mut seq).await;
+    assert_eq!(
+        (entry["action"].as_str(), entry["subject_id"].as_str()),
+        (Some("question.cancelled"), Some(older.as_str()))
+    );
+    assert_eq!((entry["actor_kind"].as_str(), entry["actor"].as_str()), (Some("policy"), Some("run lifecycle")));
+
+    // Deadlines: defaulted and expired, by the timeout.
+    let defaulted = ask(
+        &app,
+        json!({"title": "Proceed?", "response_type": "boolean", "timeout_seconds": 1, "kind": "non_blocking",
+            "default_response": {"value": false}}),
+    )
+    .await;
+    wait_until_resolved(&app, &defaulted).await;
+    let entry = only_new_entry(&app, &mut seq).await;
+    assert_eq!(entry["action"], "question.defaulted");
+    assert_eq!((entry["actor_kind"].as_str(), entry["actor"].as_str()), (Some("timeout"), Some("deadline")));
+    assert_eq!(entry["after"]["resolution"], "default_on_timeout");
+    let expired = ask(&app, json!({"title": "Anyone?", "timeout_seconds": 1, "kind": "non_blocking"})).await;
+    wait_until_resolved(&app, &expired).await;
+    let entry = only_new_entry(&app, &mut seq).await;
+    assert_eq!((entry["action"].as_str(), entry["actor_kind"].as_str()), (Some("question.expired"), Some("timeout")));
+    assert_eq!(entry["after"]["status"], "expired");
+
+    assert!(holdpoint::audit::verify(app.state.store.as_ref()).await.unwrap().is_ok());
+}
+
+fn session_cookie(response: &common::TestResponse) -> String {
+    let set_cookie = response.headers.get(header::SET_COOKIE).expect("a session cookie").to_str().unwrap();
+    set_cookie.split(';').next().unwrap().to_owned()
+}
+
+/// Signs in with `token`; returns the session cookie and its CSRF token (read from a rendered page).
+async fn sign_in(app: &TestApp, token: &str) -> (String, String) {
+    let request = Request::post("/auth/signin")
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(Body::from(format!("token={token}&next=%2Finbox")))
+        .unwrap();
+    let cookie = session_cookie(&app.send(request).await);
+    let inbox = app.send(Request::get("/inbox").header(header::COOKIE, &cookie).body(Body::empty()).unwrap()).await;
+    let csrf = inbox.text.split("name=\"csrf\" value=\"").nth(1).and_then(|r| r.split('"').next()).unwrap().to_owned();
+    (cookie, csrf)
+}
+
+async fn a_browser_session_answers_as_a_human_and_signs_in_and_out_on_the_record(app: TestApp) {
+    let approver = app.create_token("default", Role::Approver).await;
+    let mut seq = entries_after(&app, 0).await.last().unwrap()["seq"].as_i64().unwrap();
+    let (cookie, csrf) = sign_in(&app, &approver).await;
+    let entry = only_new_entry(&app, &mut seq).await;
+    assert_eq!((entry["action"].as_str(), entry["actor_kind"].as_str()), (Some("signin"), Some("human")));
+    assert_eq!(entry["actor"], "approver of default");
+    assert_eq!(entry["after"]["role"], "approver");
+
+    let id = ask(&app, json!({"title": "Which region?"})).await;
+    let answer = Request::post(format!("/api/v1/questions/{id}/answer"))
+        .header(header::COOKIE, &cookie)
+        .header("x-csrf-token", &csrf)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(json!({"value": "eu-west-1"}).to_string()))
+        .unwrap();
+    assert_eq!(app.send(answer).await.status, StatusCode::OK);
+    let entry = only_new_entry(&app, &mut seq).await;
+    assert_eq!((entry["action"].as_str(), entry["actor_kind"].as_str()), (Some("question.answered"), Some("human")));
+    assert_eq!(entry["actor"], "approver of default");
+
+    let signout = Request::post("/auth/signout")
+        .header(header::COOKIE, &cookie)
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(Body::from(format!("csrf={csrf}")))
+        .unwrap();
+    assert_eq!(app.send(signout).await.status, StatusCode::SEE_OTHER);
+    let entry = only_new_entry(&app, &mut seq).await;
+    assert_eq!((entry["action"].as_str(), entry["actor_kind"].as_str()), (Some("signout"), Some("human")));
+
+    // A wrong token names no workspace: nothing is recorded in this one.
+    let refused = Request::post("/auth/signin")
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(Body::from("token=hp_wrong"))
+        .unwrap();
+    assert_eq!(app.send(refused).await.status, StatusCode::SEE_OTHER);
+    assert!(entries_after(&app, seq).await.is_empty());
+}
+
+async fn an_edited_approval_keeps_the_original_the_edit_and_their_diff(app: TestApp) {
+    let original = json!({"command": "terraform apply -auto-approve", "cwd": "/srv/infra"});
+    let edited = json!({"command": "terraform plan", "cwd": "/srv/infra", "timeout_seconds": 60});
+    let id = ask(
+        &app,
+        json!({"title": "Apply?", "kind": "approval", "allow_edit": true,
+            "action": {"tool_name": "shell", "arguments": original}}),
+    )
+    .await;
+    let answered = app
+        .post(
+            &format!("/api/v1/questions/{id}/answer"),
+            json!({"value": true, "comment": "plan first", "edited_arguments": edited}),
+        )
+        .await;
+    assert_eq!(answered.status, StatusCode::OK, "{}", answered.text);
+    let entries = app.get(&format!("/api/v1/audit?subject_id={id}")).await.json;
+    let entry = &entries["items"][0];
+    assert_eq!(entries["items"].as_array().unwrap().len(), 1);
+    assert_eq!(entry["before"]["action"], json!({"tool_name": "shell", "arguments": original}));
+    assert_eq!(entry["after"]["edited_arguments"], edited);
+    assert_eq!(entry["after"]["value"], true);
+    assert_eq!(
+        entry["diff"],
+        json!([
+            {"op": "replace", "path": "/command", "value": "terraform plan"},
+            {"op": "add", "path": "/timeout_seconds", "value": 60},
+        ])
+    );
+}
+
+/// A connection of the test's own to its database, for what an attacker with database access would do.
+enum Raw {
+    Sqlite(sqlx::SqlitePool),
+    Postgres(sqlx::PgPool),
+}
+
+impl Raw {
+    async fn open(app: &TestApp) -> Raw {
+        if app.database_url.starts_with("sqlite") {
+            Raw::Sqlite(sqlx::SqlitePool::connect(&app.database_url).await.unwrap())
+        } else {
+            Raw::Postgres(sqlx::PgPool::connect(&app.database_url).await.unwrap())
+        }
+    }
+
+    /// Runs `sql` after dropping the triggers that keep `audit_log` append-only (as someone bent on it would).
+    async fn tamper(&self, sql: &str) {
+        match self {
+            Raw::Sqlite(pool) => {
+                sqlx::query("DROP TRIGGER IF EXISTS audit_log_no_update").execute(pool).await.unwrap();
+                sqlx::query("DROP TRIGGER IF EXISTS audit_log_no_delete").execute(pool).await.unwrap();
+                sqlx::query(sql).execute(pool).await.unwrap();
+            }
+            Raw::Postgres(pool) => {
+                sqlx::query("DROP TRIGGER IF EXISTS audit_log_no_change ON audit_log").execute(pool).await.unwrap();
+                sqlx::query(sql).execute(pool).await.unwrap();
+            }
+        }
+    }
+
+    /// Runs `sql` with the triggers in place; returns the database's refusal.
+    async fn try_execute(&self, sql: &str) -> Result<(), sqlx::Error> {
+        match self {
+            Raw::Sqlite(pool) => sqlx::query(sql).execute(pool).await.map(|_| ()),
+            Raw::Postgres(pool) => sqlx::query(sql).execute(pool).await.map(|_| ()),
+        }
+    }
+}
+
+/// Four answered questions after the harness's token: entries 1..=5 in `default`.
+async fn five_entries(app: &TestApp) {
+    for n in 0..4 {
+        let id = ask(app, json!({"title": format!("Question {n}"), "response_type": "boolean"})).await;
+        let answered = app.post(&format!("/api/v1/questions/{id}/answer"), json!({"value": n % 2 == 0})).await;
+        assert_eq!(answered.status, StatusCode::OK);
+    }
+    assert_eq!(entries_after(app, 0).await.len(), 5);
+}
+
+const DEFAULT_WS: &str = "(SELECT id FROM workspaces WHERE name = 'default')";
+
+async fn the_chain_verifies_and_an_edited_row_is_named(app: TestApp) {
+    five_entries(&app).await;
+    app.create_token("other", Role::Admin).await;
+    let verified = holdpoint::audit::verify(app.state.store.as_ref()).await.unwrap().expect("an intact log verifies");
+    assert_eq!((verified.entries, verified.workspaces), (6, 2));
+
+    let raw = Raw::open(&app).await;
+    let refused = raw
+        .try_execute(&format!("UPDATE audit_log SET actor = 'mallory' WHERE seq = 3 AND workspace_id = {DEFAULT_WS}"))
+        .await;
+    assert!(refused.unwrap_err().to_string().contains("append-only"), "the table refuses changes");
+    raw.tamper(&format!(
+        "UPDATE audit_log SET after = '{{\"status\":\"answered\",\"value\":false}}' WHERE seq = 3 AND workspace_id = {DEFAULT_WS}"
+    ))
+    .await;
+    let broken = holdpoint::audit::verify(app.state.store.as_ref()).await.unwrap().expect_err("the edit is found");
+    assert_eq!((broken.workspace.as_str(), broken.seq, broken.kind), ("default", 3, "altered"), "{broken}");
+    let entry_3 = &entries_after(&app, 2).await[0];
+    assert_eq!(broken.id.map(|id| id.to_string()), entry_3["id"].as_str().map(str::to_owned));
+    assert!(broken.to_string().contains("seq 3"), "{broken}");
+}
+
+async fn a_removed_row_is_named_as_the_gap_it_leaves(app: TestApp) {
+    five_entries(&app).await;
+    let raw = Raw::open(&app).await;
+    assert!(raw.try_execute("DELETE FROM audit_log").await.is_err(), "the table refuses deletes");
+    raw.tamper(&format!("DELETE FROM audit_log WHERE seq = 2 AND workspace_id = {DEFAULT_WS}")).await;
+    let broken = holdpoint::audit::verify(app.state.store.as_ref()).await.unwrap().expect_err("the gap is found");
+    assert_eq!((broken.seq, broken.kind), (2, "missing"), "{broken}");
+    assert!(broken.message.contains("2..=2"), "{broken}");
+
+    // The newest entry removed leaves no gap, but the chain no longer ends where its head says.
+    let app = TestApp::start(if app.database_url.starts_with("sqlite") { Backend::Sqlite } else { Backend::Postgres })
+        .await
+        .unwrap();
+    five_entries(&app).await;
+    let raw = Raw::open(&app).await;
+    raw.tamper(&format!("DELETE FROM audit_log WHERE seq = 5 AND workspace_id = {DEFAULT_WS}")).await;
+    let broken = holdpoint::audit::verify(app.state.store.as_ref()).await.unwrap().expect_err("the removal is found");
+    assert_eq!((broken.seq, broken.kind), (5, "missing"), "{broken}");
+
+    // Swapping two entries' places breaks the links even when each keeps its own seq and hash.
+    let app = TestApp::start(if app.database_url.starts_with("sqlite") { Backend::Sqlite } else { Backend::Postgres })
+        .await
+        .unwrap();
+    five_entries(&app).await;
+    let raw = Raw::open(&app).await;
+    raw.tamper(&format!("UPDATE audit_log SET seq = seq + 100 WHERE seq IN (3, 4) AND workspace_id = {DEFAULT_WS}"))
+        .await;
+    raw.tamper(&format!(
+        "UPDATE audit_log SET seq = 7 - (seq - 100) WHERE seq IN (103, 104) AND workspace_id = {DEFAULT_WS}"
+    ))
+    .await;
+    let broken = holdpoint::audit::verify(app.state.store.as_ref()).await.unwrap().expect_err("the swap is found");
+    assert_eq!(broken.seq, 3, "{broken}");
+}
+
+async fn concurrent_answers_on_two_instances_never_fork_the_chain(app: TestApp) {
+    let (_second_state, second) = app.restart(|_| {}).await;
+    let mut ids = Vec::new();
+    for n in 0..40 {
+        ids.push(ask(&app, json!({"title": format!("Q{n}"), "response_type": "boolean"})).await);
+    }
+    // Every question answered twice at once, once through each instance: 40 winners, 40 conflicts.
+    let mut tasks = Vec::new();
+    for (n, id) in ids.iter().enumerate() {
+        for via_second in [false, true] {
+            let router = if via_second { second.clone() } else { app.router.clone() };
+            let request = Request::post(format!("/api/v1/questions/{id}/answer"))
+                .header(header::AUTHORIZATION, format!("Bearer {}", app.token))
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(json!({"value": n % 2 == 0}).to_string()))
+                .unwrap();
+            tasks.push(tokio::spawn(async move {
+                use tower::ServiceExt;
+                router.oneshot(request).await.unwrap().status()
+            }));
+        }
+    }
+    let mut ok = 0;
+    for task in tasks {
+        if task.await.unwrap() == StatusCode::OK {
+            ok += 1;
+        }
+    }
+    assert_eq!(ok, 40);
+    let entries = entries_after(&app, 0).await;
+    let seqs: Vec<i64> = entries.iter().map(|e| e["seq"].as_i64().unwrap()).collect();
+    assert_eq!(seqs, (1..=41).collect::<Vec<_>>(), "one entry per answer, seq without gaps or repeats");
+    for pair in entries.windows(2) {
+        assert_eq!(pair[1]["prev_hash"], pair[0]["hash"], "each entry links to the one before");
+    }
+    let verified = holdpoint::audit::verify(app.state.store.as_ref()).await.unwrap().expect("one unbroken chain");
+    assert_eq!(verified.entries, 41);
+}
+
+async fn the_api_filters_pages_and_is_for_admins_of_the_workspace_only(app: TestApp) {
+    let before = holdpoint::store::now();
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    five_entries(&app).await;
+    let cancelled = ask(&app, json!({"title": "Drop?"})).await;
+    app.post(&format!("/api/v1/questions/{cancelled}/cancel"), json!({})).await;
+
+    let all = entries_after(&app, 0).await;
+    assert_eq!(all.len(), 6);
+    let actions = |path: &str| {
+        let path = path.to_owned();
+        let app = &app;
+        async move {
+            let page = app.get(&path).await;
+            assert_eq!(page.status, StatusCode::OK, "{path}: {}", page.text);
+            page.json["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["action"].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(actions("/api/v1/audit?action=question.answered").await.len(), 4);
+    assert_eq!(actions("/api/v1/audit?action=question.cancelled").await, ["question.cancelled"]);
+    assert_eq!(actions("/api/v1/audit?actor_kind=policy").await, ["token.created"]);
+    assert_eq!(actions("/api/v1/audit?actor_kind=token&actor=admin%20of%20default").await.len(), 5);
+    assert!(actions("/api/v1/audit?actor=nobody").await.is_empty());
+    assert_eq!(actions(&format!("/api/v1/audit?subject_id={cancelled}")).await, ["question.cancelled"]);
+    let since = before.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    assert_eq!(actions(&format!("/api/v1/audit?since={since}")).await.len(), 5, "the token came before");
+    assert_eq!(actions(&format!("/api/v1/audit?until={since}")).await, ["token.created"]);
+    assert_eq!(actions("/api/v1/audit?action=&actor=&actor_kind=").await.len(), 6, "empty filters mean any");
+
+    // Pages of two, newest first, until the cursor runs out: every entry once.
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let path = match &cursor {
+            Some(c) => format!("/api/v1/audit?limit=2&cursor={c}"),
+            None => "/api/v1/audit?limit=2".to_owned(),
+        };
+        let page = app.get(&path).await.json;
+        seen.extend(page["items"].as_array().unwrap().iter().map(|e| e["seq"].as_i64().unwrap()));
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(seen, [6, 5, 4, 3, 2, 1]);
+
+    for bad in
+        ["limit=0", "limit=201", "cursor=nope", "actor_kind=robot", "since=yesterday", "until=2026-13-01T00:00:00Z"]
+    {
+        assert_error(&app.get(&format!("/api/v1/audit?{bad}")).await, StatusCode::BAD_REQUEST, "bad_request");
+    }
+    for role in [Role::Viewer, Role::Responder, Role::Approver, Role::Agent] {
+        let token = app.create_token("default", role).await;
+        let refused = app.call(Method::GET, "/api/v1/audit", Some(&token), None).await;
+        assert_error(&refused, StatusCode::FORBIDDEN, "forbidden");
+        let export = app.call(Method::GET, "/api/v1/audit/export", Some(&token), None).await;
+        assert_error(&export, StatusCode::FORBIDDEN, "forbidden");
+    }
+    assert_error(&app.call(Method::GET, "/api/v1/audit", None, None).await, StatusCode::UNAUTHORIZED, "unauthorized");
+
+    // Another workspace's admin sees only that workspace's log, whatever it asks for.
+    let other = app.create_token("other", Role::Admin).await;
+    let theirs = app.call(Method::GET, "/api/v1/audit", Some(&other), None).await.json;
+    let items = theirs["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1);
+    assert_eq!((items[0]["workspace"].as_str(), items[0]["seq"].as_i64()), (Some("other"), Some(1)));
+    let probe = app.call(Method::GET, &format!("/api/v1/audit?subject_id={cancelled}"), Some(&other), None).await.json;
+    assert!(probe["items"].as_array().unwrap().is_empty());
+}
+
+async fn exports_stream_the_selection_as_jsonl_and_csv(app: TestApp) {
+    five_entries(&app).await;
+    let listed = entries_after(&app, 0).await;
+
+    let jsonl = app.get("/api/v1/audit/export?format=jsonl").await;
+    assert_eq!(jsonl.status, StatusCode::OK);
+    assert_eq!(jsonl.headers[header::CONTENT_TYPE], "application/x-ndjson");
+    assert_eq!(jsonl.headers[header::CONTENT_DISPOSITION], "attachment; filename=\"holdpoint-audit-default.jsonl\"");
+    let lines: Vec<Value> = jsonl.text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines, listed, "the export is the log in chain order");
+    assert_eq!(app.get("/api/v1/audit/export").await.text, jsonl.text, "JSON Lines is the default");
+
+    let filtered = app.get("/api/v1/audit/export?format=jsonl&action=token.created").await;
+    assert_eq!(filtered.text.lines().count(), 1);
+
+    let csv = app.get("/api/v1/audit/export?format=csv").await;
+    assert_eq!(csv.status, StatusCode::OK);
+    assert_eq!(csv.headers[header::CONTENT_TYPE], "text/csv; charset=utf-8");
+    assert_eq!(csv.headers[header::CONTENT_DISPOSITION], "attachment; filename=\"holdpoint-audit-default.csv\"");
+    let rows: Vec<&str> = csv.text.split("\r\n").filter(|l| !l.is_empty()).collect();
+    assert_eq!(rows.len(), 6);
+    assert!(rows[0].starts_with("seq,id,workspace_id,workspace,created_at,actor_kind,actor,"));
+    assert!(rows[0].ends_with(",before,after,diff,prev_hash,hash"));
+    assert!(rows[1].starts_with(&format!("1,{},", listed[0]["id"].as_str().unwrap())));
+    assert!(rows[1].contains(r#","{""name"":""admin of default"",""role"":""admin""}","#), "{}", rows[1]);
+    assert!(rows[5].ends_with(listed[4]["hash"].as_str().unwrap()));
+
+    assert_error(&app.get("/api/v1/audit/export?format=xml").await, StatusCode::BAD_REQUEST, "bad_request");
+}
+
+async fn the_verify_command_passes_then_fails_after_a_row_is_edited(app: TestApp) {
+    five_entries(&app).await;
+    let verify = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_holdpoint"))
+            .args(["audit", "verify", "--database-url", &app.database_url])
+            .env("RUST_LOG", "warn")
+            .output()
+            .expect("the holdpoint binary runs")
+    };
+    let passed = verify();
+    let stdout = String::from_utf8_lossy(&passed.stdout);
+    assert_eq!(passed.status.code(), Some(0), "{stdout} {}", String::from_utf8_lossy(&passed.stderr));
+    assert_eq!(stdout.trim(), "audit log verified: 5 entries in 1 workspaces");
+
+    Raw::open(&app)
+        .await
+        .tamper(&format!("UPDATE audit_log SET after = '{{\"status\":\"answered\",\"value\":true}}' WHERE seq = 3 AND workspace_id = {DEFAULT_WS}"))
+        .await;
+    let failed = verify();
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert_eq!(failed.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("workspace \"default\"") && stderr.contains("seq 3") && stderr.contains("altered"),
+        "{stderr}"
+    );
+}
