@@ -514,3 +514,175 @@ async fn the_verify_command_passes_then_fails_after_a_row_is_edited(app: TestApp
         "{stderr}"
     );
 }
+
+/// A scripts directory of the test's own (script models replay their turns; no provider needed).
+struct Scripts {
+    dir: std::path::PathBuf,
+}
+
+impl Scripts {
+    fn new() -> Self {
+        let dir = std::env::temp_dir().join("holdpoint-test-scripts").join(uuid::Uuid::now_v7().to_string());
+        std::fs::create_dir_all(&dir).unwrap();
+        Scripts { dir }
+    }
+
+    fn write(&self, name: &str, turns: &Value) -> String {
+        std::fs::write(self.dir.join(name), turns.to_string()).unwrap();
+        format!("script:{name}")
+    }
+}
+
+impl Drop for Scripts {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+async fn wait_for_run(app: &TestApp, run_id: &str, status: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let run = app.get(&format!("/api/v1/runs/{run_id}")).await.json;
+        if run["status"] == status {
+            return run;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "run never became {status}; it is {run}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Creates an agent with one script and starts a run of it; returns the agent's and the run's ids.
+async fn run_agent(
+    app: &TestApp,
+    scripts: &Scripts,
+    name: &str,
+    turns: Value,
+    tools: &[&str],
+    policy: Value,
+) -> (String, String) {
+    let model = scripts.write(&format!("{name}.json"), &turns);
+    let spec = json!({ "name": name, "model": model, "tools": tools, "approval_policy": policy });
+    let agent = app.post("/api/v1/agents", spec).await;
+    assert_eq!(agent.status, StatusCode::CREATED, "{}", agent.text);
+    let run = app.post("/api/v1/runs", json!({ "agent_id": agent.json["id"], "input": "go" })).await;
+    assert_eq!(run.status, StatusCode::CREATED, "{}", run.text);
+    (agent.json["id"].as_str().unwrap().to_owned(), run.json["id"].as_str().unwrap().to_owned())
+}
+
+fn shell_turn(id: &str, command: &str) -> Value {
+    json!({ "id": id, "name": "shell", "arguments": { "command": command } })
+}
+
+async fn the_runtime_records_policy_decisions_resumes_and_cancellations(backend: Backend) {
+    let scripts = Scripts::new();
+    let dir = scripts.dir.clone();
+    let Some(app) = TestApp::start_with(backend, move |config| config.runtime.scripts_dir = Some(dir)).await else {
+        return;
+    };
+    let mut seq = 1;
+
+    // `never`: rejected by the policy, recorded with the call.
+    let turns = json!([{ "tool_calls": [shell_turn("c1", "rm -rf /")] }, { "content": "Refused." }]);
+    let (agent_id, run_id) = run_agent(&app, &scripts, "guarded", turns, &["shell"], json!({"tools": {"shell": "never"}})).await;
+    wait_for_run(&app, &run_id, "completed").await;
+    let entry = only_new_entry(&app, &mut seq).await;
+    assert_eq!(entry["action"], "tool_call.decided");
+    assert_eq!(entry["actor_kind"], "policy");
+    assert_eq!(
+        (entry["actor"].as_str(), entry["actor_id"].as_str()),
+        (Some("approval policy"), Some(agent_id.as_str()))
+    );
+    assert_eq!(entry["subject_type"], "tool_call");
+    let after = &entry["after"];
+    assert_eq!((after["status"].as_str(), after["tool_name"].as_str()), (Some("rejected"), Some("shell")));
+    assert_eq!(after["arguments"], json!({"command": "rm -rf /"}));
+    assert_eq!((after["agent"].as_str(), after["run_id"].as_str()), (Some("guarded"), Some(run_id.as_str())));
+    let calls = app.get(&format!("/api/v1/runs/{run_id}/tool-calls")).await.json;
+    assert_eq!(entry["subject_id"], calls["items"][0]["id"]);
+
+    // `auto`: approved by the policy (the shell then refuses to run, being disabled: not a decision).
+    let turns = json!([{ "tool_calls": [shell_turn("c1", "uptime")] }, { "content": "Done." }]);
+    let (_, run_id) = run_agent(&app, &scripts, "trusted", turns, &["shell"], json!({"tools": {"shell": "auto"}})).await;
+    wait_for_run(&app, &run_id, "completed").await;
+    let entry = only_new_entry(&app, &mut seq).await;
+    assert_eq!(
+        (entry["action"].as_str(), entry["after"]["status"].as_str()),
+        (Some("tool_call.decided"), Some("approved"))
+    );
+
+    // `prompt`: a person decides through the approval questions, here by resuming with one decision.
+    let turns =
+        json!([{ "tool_calls": [shell_turn("a", "make deploy"), shell_turn("b", "make clean")] }, { "content": "ok" }]);
+    let (_, run_id) = run_agent(&app, &scripts, "careful", turns, &["shell"], json!({"default": "prompt"})).await;
+    let run = wait_for_run(&app, &run_id, "waiting_for_approval").await;
+    assert!(entries_after(&app, seq).await.is_empty(), "asking for approval decides nothing");
+    let questions: Vec<String> =
+        run["pending_question_ids"].as_array().unwrap().iter().map(|q| q.as_str().unwrap().to_owned()).collect();
+    let decisions = json!({ "tool_decisions": [{ "tool_call_id": "a", "approved": true, "comment": "go",
+        "edited_arguments": {"command": "make deploy-canary"} }] });
+    let resumed = app.post(&format!("/api/v1/runs/{run_id}/resume"), decisions).await;
+    assert_eq!(resumed.status, StatusCode::ACCEPTED, "{}", resumed.text);
+    wait_for_run(&app, &run_id, "completed").await;
+    let new = entries_after(&app, seq).await;
+    assert_eq!(new.len(), 2, "{new:#?}");
+    seq = new[1]["seq"].as_i64().unwrap();
+    for entry in &new {
+        assert_eq!(
+            (entry["action"].as_str(), entry["actor_kind"].as_str()),
+            (Some("question.answered"), Some("token"))
+        );
+        assert!(questions.contains(&entry["subject_id"].as_str().unwrap().to_owned()));
+    }
+    let approved = new.iter().find(|e| e["after"]["value"] == true).unwrap();
+    assert_eq!(approved["after"]["edited_arguments"], json!({"command": "make deploy-canary"}));
+    assert_eq!(approved["diff"], json!([{"op": "replace", "path": "/command", "value": "make deploy-canary"}]));
+    let rejected = new.iter().find(|e| e["after"]["value"] == false).unwrap();
+    assert_eq!(rejected["after"]["comment"], "left undecided when the run was resumed");
+
+    // A run cancelled by a caller: the run and its pending question, both by that caller.
+    let turns =
+        json!([{ "tool_calls": [{ "name": "ask_user", "arguments": { "title": "Go?" } }] }, { "content": "ok" }]);
+    let (_, run_id) = run_agent(&app, &scripts, "asker", turns, &["ask_user"], json!({})).await;
+    let run = wait_for_run(&app, &run_id, "waiting_for_input").await;
+    let question_id = run["pending_question_ids"][0].as_str().unwrap().to_owned();
+    assert_eq!(app.post(&format!("/api/v1/runs/{run_id}/cancel"), json!({})).await.status, StatusCode::OK);
+    let new = entries_after(&app, seq).await;
+    let summary: Vec<(&str, &str, &str)> = new
+        .iter()
+        .map(|e| (e["action"].as_str().unwrap(), e["subject_id"].as_str().unwrap(), e["actor_kind"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        summary,
+        [("run.cancelled", run_id.as_str(), "token"), ("question.cancelled", question_id.as_str(), "token")]
+    );
+    assert_eq!(new[0]["before"]["status"], "waiting_for_input");
+    seq = new[1]["seq"].as_i64().unwrap();
+
+    // A run that ends with a non-blocking question still open: the run lifecycle cancels it.
+    let turns = json!([
+        { "tool_calls": [{ "name": "ask_user", "arguments": { "title": "Verbose?", "kind": "non_blocking" } }] },
+        { "content": "Finished without waiting." }
+    ]);
+    let (_, run_id) = run_agent(&app, &scripts, "hasty", turns, &["ask_user"], json!({})).await;
+    wait_for_run(&app, &run_id, "completed").await;
+    let entry = only_new_entry(&app, &mut seq).await;
+    assert_eq!(
+        (entry["action"].as_str(), entry["actor"].as_str()),
+        (Some("question.cancelled"), Some("run lifecycle"))
+    );
+    assert_eq!((entry["actor_kind"].as_str(), entry["actor_id"].as_str()), (Some("policy"), Some(run_id.as_str())));
+
+    assert!(holdpoint::audit::verify(app.state.store.as_ref()).await.unwrap().is_ok());
+}
+
+mod runtime {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite_the_runtime_records_policy_decisions_resumes_and_cancellations() {
+        super::the_runtime_records_policy_decisions_resumes_and_cancellations(super::Backend::Sqlite).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres_the_runtime_records_policy_decisions_resumes_and_cancellations() {
+        super::the_runtime_records_policy_decisions_resumes_and_cancellations(super::Backend::Postgres).await;
+    }
+}
