@@ -132,7 +132,11 @@ pub async fn run_detail(id: uuid::Uuid) -> Result<Option<RunTimeline>, ServerFnE
 
 /// A page of the audit log (admins only), newest first, for `/audit`.
 #[server(prefix = "/ui/fn")]
-pub async fn audit_entries(filter: AuditFilter, cursor: Option<String>) -> Result<Page<AuditEntry>, ServerFnError> {
+pub async fn audit_entries(
+    // A filter with every field empty encodes to nothing at all; it must then read back as the empty filter.
+    #[server(default)] filter: AuditFilter,
+    cursor: Option<String>,
+) -> Result<Page<AuditEntry>, ServerFnError> {
     let session = request_session()?;
     backend()?.0.audit(&session, &filter, cursor, 100).await.map_err(ServerFnError::new)
 }

@@ -583,7 +583,8 @@ async fn the_runtime_records_policy_decisions_resumes_and_cancellations(backend:
 
     // `never`: rejected by the policy, recorded with the call.
     let turns = json!([{ "tool_calls": [shell_turn("c1", "rm -rf /")] }, { "content": "Refused." }]);
-    let (agent_id, run_id) = run_agent(&app, &scripts, "guarded", turns, &["shell"], json!({"tools": {"shell": "never"}})).await;
+    let (agent_id, run_id) =
+        run_agent(&app, &scripts, "guarded", turns, &["shell"], json!({"tools": {"shell": "never"}})).await;
     wait_for_run(&app, &run_id, "completed").await;
     let entry = only_new_entry(&app, &mut seq).await;
     assert_eq!(entry["action"], "tool_call.decided");
@@ -602,7 +603,8 @@ async fn the_runtime_records_policy_decisions_resumes_and_cancellations(backend:
 
     // `auto`: approved by the policy (the shell then refuses to run, being disabled: not a decision).
     let turns = json!([{ "tool_calls": [shell_turn("c1", "uptime")] }, { "content": "Done." }]);
-    let (_, run_id) = run_agent(&app, &scripts, "trusted", turns, &["shell"], json!({"tools": {"shell": "auto"}})).await;
+    let (_, run_id) =
+        run_agent(&app, &scripts, "trusted", turns, &["shell"], json!({"tools": {"shell": "auto"}})).await;
     wait_for_run(&app, &run_id, "completed").await;
     let entry = only_new_entry(&app, &mut seq).await;
     assert_eq!(

@@ -28,17 +28,27 @@ const ACTIONS: &[&str] = &[
     "role.changed",
 ];
 
-/// A time from the URL: RFC 3339, or what a `datetime-local` input sends (`2026-01-31T09:00`), read as UTC.
+/// A time from the URL: RFC 3339, or what a `datetime-local` input sends (`2026-01-31T09:00`, read as UTC), or a
+/// date. Parsed by hand: chrono's format-string parser would add to the browser's bundle for these three shapes.
 pub fn parse_time(text: &str) -> Option<chrono::DateTime<chrono::Utc>> {
     let text = text.trim();
     if let Ok(t) = chrono::DateTime::parse_from_rfc3339(text) {
         return Some(t.with_timezone(&chrono::Utc));
     }
-    ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M"]
-        .iter()
-        .find_map(|format| chrono::NaiveDateTime::parse_from_str(text, format).ok())
-        .or_else(|| chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").ok().and_then(|d| d.and_hms_opt(0, 0, 0)))
-        .map(|t| t.and_utc())
+    let number = |range: std::ops::Range<usize>| text.get(range)?.parse::<u32>().ok();
+    let date = chrono::NaiveDate::from_ymd_opt(number(0..4)? as i32, number(5..7)?, number(8..10)?)?;
+    if text.get(4..5) != Some("-") || text.get(7..8) != Some("-") {
+        return None;
+    }
+    let time = match text.len() {
+        10 => date.and_hms_opt(0, 0, 0)?,
+        16 | 19 if matches!(text.get(10..11), Some("T" | " ")) && text.get(13..14) == Some(":") => {
+            let seconds = if text.len() == 19 && text.get(16..17) == Some(":") { number(17..19)? } else { 0 };
+            date.and_hms_opt(number(11..13)?, number(14..16)?, seconds)?
+        }
+        _ => return None,
+    };
+    Some(time.and_utc())
 }
 
 /// Reads the filters from query parameters; values that name nothing are ignored.
@@ -70,10 +80,10 @@ pub fn filter_query(filter: &AuditFilter) -> String {
         pairs.push(("subject_id", subject.clone()));
     }
     if let Some(since) = filter.since {
-        pairs.push(("since", since.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)));
+        pairs.push(("since", since.format("%Y-%m-%dT%H:%M:%SZ").to_string()));
     }
     if let Some(until) = filter.until {
-        pairs.push(("until", until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)));
+        pairs.push(("until", until.format("%Y-%m-%dT%H:%M:%SZ").to_string()));
     }
     pairs.into_iter().map(|(name, value)| format!("{name}={}", encode(&value))).collect::<Vec<_>>().join("&")
 }
@@ -344,6 +354,18 @@ mod tests {
             filter_query(&filter),
             "action=question.answered&actor=alice%20b&actor_kind=human&since=2026-01-31T09%3A00%3A00Z"
         );
+    }
+
+    #[test]
+    fn times_are_read_as_rfc_3339_datetime_local_or_a_date() {
+        let at = |text: &str| parse_time(text).map(|t| t.to_rfc3339());
+        assert_eq!(at("2026-01-31T09:00:00+01:00").as_deref(), Some("2026-01-31T08:00:00+00:00"));
+        assert_eq!(at("2026-01-31T09:05").as_deref(), Some("2026-01-31T09:05:00+00:00"));
+        assert_eq!(at("2026-01-31 09:05:07").as_deref(), Some("2026-01-31T09:05:07+00:00"));
+        assert_eq!(at("2026-01-31").as_deref(), Some("2026-01-31T00:00:00+00:00"));
+        for bad in ["2026-02-30", "2026-01-31T25:00", "2026/01/31", "31-01-2026", "", "2026-01-31T09"] {
+            assert_eq!(at(bad), None, "{bad}");
+        }
     }
 
     #[test]
