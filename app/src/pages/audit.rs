@@ -29,7 +29,7 @@ const ACTIONS: &[&str] = &[
 ];
 
 /// A time from the URL: RFC 3339, or what a `datetime-local` input sends (`2026-01-31T09:00`, read as UTC), or a
-/// date. Parsed by hand: chrono's format-string parser would add to the browser's bundle for these three shapes.
+/// date (`2026-01-31`, midnight UTC).
 pub fn parse_time(text: &str) -> Option<chrono::DateTime<chrono::Utc>> {
     let text = text.trim();
     if let Ok(t) = chrono::DateTime::parse_from_rfc3339(text) {
