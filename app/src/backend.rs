@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use crate::types::{Page, Question, Run, RunStatus, SessionInfo};
+use crate::types::{AuditEntry, AuditFilter, Page, Question, Run, RunStatus, SessionInfo};
 use crate::{InboxFilter, RunTimeline};
 
 /// What the UI's server functions need from the server.
@@ -39,6 +39,15 @@ pub trait UiBackend: Send + Sync + 'static {
 
     /// The API tokens of the session's workspace, newest first (the caller checks that the session is an admin's).
     async fn tokens(&self, session: &SessionInfo) -> Result<Vec<crate::types::TokenInfo>, String>;
+
+    /// A page of the workspace's audit log, newest first, after `cursor` (a `next_cursor` it gave out). Admins only.
+    async fn audit(
+        &self,
+        session: &SessionInfo,
+        filter: &AuditFilter,
+        cursor: Option<String>,
+        limit: u32,
+    ) -> Result<Page<AuditEntry>, String>;
 }
 
 /// The context value the server provides to every page render and server function call.

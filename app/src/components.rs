@@ -3,7 +3,7 @@
 use leptos::prelude::*;
 
 use crate::current_session;
-use crate::types::{Question, QuestionStatus};
+use crate::types::{Question, QuestionStatus, Role};
 
 /// The bar on top of every signed-in page: where you are, who you are, and sign-out.
 #[component]
@@ -17,6 +17,11 @@ pub fn TopBar() -> impl IntoView {
                 <a href="/approvals" data-testid="nav-approvals">"Approvals"</a>
                 <a href="/runs" data-testid="nav-runs">"Runs"</a>
                 <a href="/settings" data-testid="nav-settings">"Settings"</a>
+                <Suspense fallback=|| ()>
+                    {move || session.get().and_then(Result::ok).filter(|s| s.role == Role::Admin).map(|_| view! {
+                        <a href="/audit" data-testid="nav-audit">"Audit"</a>
+                    })}
+                </Suspense>
             </nav>
             <crate::notify::BrowserNotifications/>
             <Suspense fallback=|| ()>

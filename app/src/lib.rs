@@ -82,6 +82,7 @@ pub fn App() -> impl IntoView {
                 <Route path=StaticSegment("runs") view=pages::RunsPage ssr=SsrMode::Async/>
                 <Route path=(StaticSegment("runs"), ParamSegment("id")) view=pages::RunPage ssr=SsrMode::Async/>
                 <Route path=StaticSegment("settings") view=pages::SettingsPage ssr=SsrMode::Async/>
+                <Route path=StaticSegment("audit") view=pages::AuditPage ssr=SsrMode::Async/>
                 <Route path=StaticSegment("signin") view=pages::SignInPage/>
             </Routes>
             <modal::LiveModal/>

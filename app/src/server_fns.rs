@@ -5,7 +5,8 @@ use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::types::{
-    Page, Question, QuestionKind, QuestionStatus, Run, RunMessage, RunStatus, SessionInfo, ToolCall, Urgency,
+    AuditEntry, AuditFilter, Page, Question, QuestionKind, QuestionStatus, Run, RunMessage, RunStatus, SessionInfo,
+    ToolCall, Urgency,
 };
 
 /// The inbox's filters, as the URL carries them: `?status=&kind=&project=&urgency=&q=&sort=`.
@@ -127,6 +128,17 @@ pub async fn runs_list(status: Option<RunStatus>, project: Option<String>) -> Re
 pub async fn run_detail(id: uuid::Uuid) -> Result<Option<RunTimeline>, ServerFnError> {
     let session = request_session()?;
     backend()?.0.run_detail(&session, id).await.map_err(ServerFnError::new)
+}
+
+/// A page of the audit log (admins only), newest first, for `/audit`.
+#[server(prefix = "/ui/fn")]
+pub async fn audit_entries(
+    // A filter with every field empty encodes to nothing at all; it must then read back as the empty filter.
+    #[server(default)] filter: AuditFilter,
+    cursor: Option<String>,
+) -> Result<Page<AuditEntry>, ServerFnError> {
+    let session = request_session()?;
+    backend()?.0.audit(&session, &filter, cursor, 100).await.map_err(ServerFnError::new)
 }
 
 /// How many questions are pending (counted up to 200), for the unread badge.

@@ -170,8 +170,10 @@ wire_enum! {
     }
 }
 
+mod audit;
 mod people;
 mod runs;
+pub use audit::*;
 pub use people::*;
 pub use runs::*;
 
@@ -476,6 +478,7 @@ mod tests {
         check(QuestionStatus::ALL);
         check(Resolution::ALL);
         check(EventType::ALL);
+        check(ActorKind::ALL);
     }
 
     #[test]

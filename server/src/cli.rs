@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use app::types::Role;
+use app::types::{ActorKind, Role};
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 use uuid::Uuid;
@@ -11,7 +11,7 @@ use uuid::Uuid;
 use crate::auth::{hash_secret, new_token_secret};
 use crate::client::CliError;
 use crate::config::{DatabaseLocation, ServeConfig};
-use crate::store::{self, TokenRow};
+use crate::store::{self, AuditActor, TokenRow};
 
 /// Holdpoint: a human-in-the-loop control plane for AI agents.
 #[derive(Debug, Parser)]
@@ -53,6 +53,9 @@ enum Command {
     /// Manage people's accounts.
     #[command(subcommand)]
     User(UserCommand),
+    /// Check the audit log.
+    #[command(subcommand)]
+    Audit(AuditCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -83,6 +86,17 @@ enum UserCommand {
         /// Read the password from the first line of standard input instead of the terminal.
         #[arg(long)]
         password_stdin: bool,
+        #[command(flatten)]
+        database: DatabaseLocation,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum AuditCommand {
+    /// Walk every workspace's audit chain: recompute each entry's hash, check that seq has no gaps and that each
+    /// entry links to the one before. Exits 0 when all is intact, 1 naming the first altered, missing or reordered
+    /// entry.
+    Verify {
         #[command(flatten)]
         database: DatabaseLocation,
     },
@@ -147,6 +161,7 @@ pub fn main() -> ExitCode {
                 create_token(&workspace, role, &name, &database).await.map(|()| 0).map_err(failed)
             }
             Command::User(command) => user_command(command).await.map(|()| 0),
+            Command::Audit(AuditCommand::Verify { database }) => verify_audit(&database).await.map_err(failed),
         }
     });
     // The embedded engine's tasks die with the runtime; do not wait for them.
@@ -169,16 +184,22 @@ async fn create_token(workspace: &str, role: Role, name: &str, database: &Databa
     let store = store::connect(&url).await.map_err(|e| e.to_string())?;
     let workspace_row = store.ensure_workspace(workspace).await.map_err(|e| e.to_string())?;
     let secret = new_token_secret();
+    // Whoever runs the command on the server's machine, named by their login as far as the environment says.
+    let operator = std::env::var("USER").or_else(|_| std::env::var("USERNAME")).unwrap_or_else(|_| "unknown".into());
+    let actor = AuditActor { kind: ActorKind::Human, id: None, name: format!("holdpoint token create ({operator})") };
     store
-        .insert_token(&TokenRow {
-            id: Uuid::now_v7(),
-            workspace_id: workspace_row.id,
-            name: name.to_owned(),
-            role,
-            secret_hash: hash_secret(&secret),
-            created_at: crate::store::now(),
-            created_by: Some("cli".into()),
-        })
+        .insert_token(
+            &TokenRow {
+                id: Uuid::now_v7(),
+                workspace_id: workspace_row.id,
+                name: name.to_owned(),
+                role,
+                secret_hash: hash_secret(&secret),
+                created_at: crate::store::now(),
+                created_by: Some("cli".into()),
+            },
+            &actor,
+        )
         .await
         .map_err(|e| e.to_string())?;
     eprintln!("Created token {name:?} (role {role}) for workspace {workspace:?}. It is shown only this once:");
@@ -239,6 +260,16 @@ async fn user_command(command: UserCommand) -> Result<(), CliError> {
                 }
                 other => failed(other.to_string()),
             })?;
+            audit_operator_action(
+                store.as_ref(),
+                workspace_row.id,
+                crate::audit::action::MEMBER_ADDED,
+                user.id,
+                serde_json::json!({ "username": username, "role": role }),
+                "holdpoint user create",
+            )
+            .await
+            .map_err(failed)?;
             eprintln!("{username} is now a {role} of workspace {workspace:?}.");
             Ok(())
         }
@@ -252,10 +283,63 @@ async fn user_command(command: UserCommand) -> Result<(), CliError> {
             let password = read_password(password_stdin)?;
             let hash = crate::people::hash_password(password).await.map_err(|e| failed(e.to_string()))?;
             store.set_password(user.id, &hash).await.map_err(|e| failed(e.to_string()))?;
+            for workspace_id in store.workspaces_of(user.id).await.map_err(|e| failed(e.to_string()))? {
+                audit_operator_action(
+                    store.as_ref(),
+                    workspace_id,
+                    crate::audit::action::PASSWORD_CHANGED,
+                    user.id,
+                    serde_json::json!({ "username": username }),
+                    "holdpoint user set-password",
+                )
+                .await
+                .map_err(failed)?;
+            }
             eprintln!("The password of {username} is set.");
             Ok(())
         }
     }
+}
+
+/// `holdpoint audit verify`: 0 when every chain is intact, 1 (with the first break on stderr) when not.
+async fn verify_audit(database: &DatabaseLocation) -> Result<u8, String> {
+    let url = database.prepare().map_err(|e| e.to_string())?;
+    let store = store::connect(&url).await.map_err(|e| e.to_string())?;
+    match crate::audit::verify(store.as_ref()).await.map_err(|e| e.to_string())? {
+        Ok(verified) => {
+            println!("audit log verified: {} entries in {} workspaces", verified.entries, verified.workspaces);
+            Ok(0)
+        }
+        Err(broken) => {
+            println!("audit log verification FAILED");
+            eprintln!("holdpoint: the audit log is not intact: {broken}");
+            Ok(1)
+        }
+    }
+}
+
+/// Records what an operator did on the server's machine, named by their login as far as the environment says.
+async fn audit_operator_action(
+    store: &dyn store::Store,
+    workspace_id: Uuid,
+    action: &str,
+    user_id: Uuid,
+    after: serde_json::Value,
+    command: &str,
+) -> Result<(), String> {
+    let operator = std::env::var("USER").or_else(|_| std::env::var("USERNAME")).unwrap_or_else(|_| "unknown".into());
+    let entry = store::NewAuditEntry {
+        workspace_id,
+        actor: AuditActor { kind: ActorKind::Human, id: None, name: format!("{command} ({operator})") },
+        action: action.to_owned(),
+        subject_type: "user".into(),
+        subject_id: Some(user_id.to_string()),
+        before: None,
+        after: Some(after),
+        diff: None,
+        created_at: store::now(),
+    };
+    store.append_audit(&entry).await.map(|_| ()).map_err(|e| e.to_string())
 }
 
 async fn open_store(database: &DatabaseLocation) -> Result<std::sync::Arc<dyn store::Store>, String> {

@@ -193,7 +193,13 @@ async fn local_token(state: &crate::state::AppState) -> CliResult<String> {
         created_at: crate::store::now(),
         created_by: Some("cli".into()),
     };
-    state.store.insert_token(&row).await.map_err(|e| CliError::Failed(format!("cannot create the CLI token: {e}")))?;
+    // The embedded engine's own token, made on first use for the local CLI.
+    let actor = crate::store::AuditActor::policy("embedded engine", None);
+    state
+        .store
+        .insert_token(&row, &actor)
+        .await
+        .map_err(|e| CliError::Failed(format!("cannot create the CLI token: {e}")))?;
     write_private(&path, &secret)?;
     Ok(secret)
 }

@@ -13,7 +13,7 @@ use app::types::{QuestionStatus, Resolution};
 
 use crate::metrics::Metrics;
 use crate::questions::pending_for;
-use crate::store::{QuestionResolution, ResolveOutcome, Store, StoreResult, now};
+use crate::store::{AuditActor, QuestionResolution, ResolveOutcome, Store, StoreResult, now};
 
 /// The longest the worker sleeps, so deadlines of questions created meanwhile are not missed by more than this.
 const MAX_SLEEP: Duration = Duration::from_millis(500);
@@ -49,6 +49,7 @@ pub async fn resolve_overdue(store: &dyn Store, metrics: &Metrics) -> StoreResul
                     answered_by: None,
                     resolution: Some(Resolution::DefaultOnTimeout),
                     at,
+                    actor: AuditActor::timeout(),
                 },
                 None => QuestionResolution {
                     status: QuestionStatus::Expired,
@@ -56,6 +57,7 @@ pub async fn resolve_overdue(store: &dyn Store, metrics: &Metrics) -> StoreResul
                     answered_by: None,
                     resolution: None,
                     at,
+                    actor: AuditActor::timeout(),
                 },
             };
             if let ResolveOutcome::Resolved(row) =

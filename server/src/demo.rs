@@ -21,7 +21,7 @@ use crate::auth::{hash_secret, new_token_secret};
 use crate::config::{ServeConfig, ShellMode};
 use crate::runtime::Runtime;
 use crate::server::{self, DEFAULT_WORKSPACE};
-use crate::store::{AgentRow, RunFilter, Store, TokenRow, now};
+use crate::store::{AgentRow, AuditActor, RunFilter, Store, TokenRow, now};
 
 /// The subfolder of the scripts directory the demo's scripts are written to (agents name them `demo/<file>`).
 pub const SCRIPTS_SUBDIR: &str = "demo";
@@ -115,7 +115,8 @@ async fn create_token(store: &dyn Store, workspace_id: Uuid) -> Result<(Uuid, St
         created_at: now(),
         created_by: Some("demo".into()),
     };
-    store.insert_token(&token).await.map_err(|e| format!("cannot create the demo token: {e}"))?;
+    let actor = AuditActor::policy("holdpoint demo", None);
+    store.insert_token(&token, &actor).await.map_err(|e| format!("cannot create the demo token: {e}"))?;
     Ok((token.id, secret))
 }
 

@@ -4,6 +4,7 @@
 //! [`events`] hub and serves [`http::router`]. Requests are authenticated by [`auth`], fail through [`error`], and
 //! reach the domain logic in [`questions`] and [`runs`]; agent runs execute in [`runtime`].
 
+pub mod audit;
 pub mod auth;
 pub mod cli;
 pub mod client;

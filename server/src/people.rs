@@ -7,9 +7,36 @@ use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, Salt
 use chrono::Duration;
 use uuid::Uuid;
 
+use crate::audit::action;
 use crate::auth::{Caller, hash_secret, new_token_secret, random_secret};
 use crate::error::AppError;
-use crate::store::{MembershipChange, Principal, SigninLinkRow, Store, StoreError, TokenRow, UserRow, now};
+use crate::store::{
+    AuditActor, MembershipChange, NewAuditEntry, Principal, SigninLinkRow, Store, StoreError, TokenRow, UserRow, now,
+};
+
+/// Appends a security-relevant action by `caller` to its workspace's audit log.
+async fn audit(
+    store: &dyn Store,
+    caller: &Caller,
+    action: &str,
+    subject: (&str, Uuid),
+    before: Option<serde_json::Value>,
+    after: Option<serde_json::Value>,
+) -> Result<(), AppError> {
+    let entry = NewAuditEntry {
+        workspace_id: caller.workspace_id(),
+        actor: AuditActor::from(caller),
+        action: action.to_owned(),
+        subject_type: subject.0.to_owned(),
+        subject_id: Some(subject.1.to_string()),
+        before,
+        after,
+        diff: None,
+        created_at: now(),
+    };
+    store.append_audit(&entry).await?;
+    Ok(())
+}
 
 pub const USERNAME_MAX_CHARS: usize = 64;
 pub const PASSWORD_MIN_CHARS: usize = 10;
@@ -153,11 +180,15 @@ pub async fn add_member(store: &dyn Store, caller: &Caller, input: NewMember) ->
             };
             store.insert_user(&user).await.map_err(conflict_on_duplicate)?;
             tracing::info!(username = %user.username, "account created");
+            let after = serde_json::json!({ "username": user.username, "display_name": user.display_name });
+            audit(store, caller, action::USER_CREATED, ("user", user.id), None, Some(after)).await?;
             user
         }
     };
     store.insert_membership(caller.workspace_id(), user.id, input.role).await.map_err(conflict_on_duplicate)?;
     tracing::info!(username = %user.username, role = %input.role, workspace = %caller.principal.workspace, "member added");
+    let after = serde_json::json!({ "username": user.username, "role": input.role });
+    audit(store, caller, action::MEMBER_ADDED, ("user", user.id), None, Some(after)).await?;
     let row = store.member(caller.workspace_id(), user.id).await?.ok_or(AppError::NotFound("member"))?;
     Ok(row.to_member()?)
 }
@@ -171,6 +202,8 @@ pub async fn change_role(store: &dyn Store, caller: &Caller, user_id: Uuid, role
     match store.change_role(caller.workspace_id(), user_id, role).await? {
         MembershipChange::Changed { before } => {
             tracing::info!(%user_id, %before, after = %role, "role changed");
+            let (before, after) = (serde_json::json!({ "role": before }), serde_json::json!({ "role": role }));
+            audit(store, caller, action::ROLE_CHANGED, ("user", user_id), Some(before), Some(after)).await?;
         }
         MembershipChange::NotMember => return Err(AppError::NotFound("member")),
         MembershipChange::LastAdmin => return Err(last_admin()),
@@ -185,7 +218,8 @@ pub async fn remove_member(store: &dyn Store, caller: &Caller, user_id: Uuid) ->
     match store.remove_member(caller.workspace_id(), user_id).await? {
         MembershipChange::Changed { before } => {
             tracing::info!(%user_id, %before, "member removed");
-            Ok(())
+            let before = serde_json::json!({ "role": before });
+            audit(store, caller, action::MEMBER_REMOVED, ("user", user_id), Some(before), None).await
         }
         MembershipChange::NotMember => Err(AppError::NotFound("member")),
         MembershipChange::LastAdmin => Err(last_admin()),
@@ -222,7 +256,7 @@ pub async fn create_token(store: &dyn Store, caller: &Caller, input: NewToken) -
         created_at: now(),
         created_by: Some(caller.principal.name.clone()),
     };
-    store.insert_token(&row).await?;
+    store.insert_token(&row, &AuditActor::from(caller)).await?;
     tracing::info!(token = %row.id, name = %row.name, role = %row.role, by = %caller.principal.name, "token created");
     let info = store.token_info(caller.workspace_id(), row.id).await?.ok_or(AppError::NotFound("token"))?;
     Ok(CreatedToken { token: info.to_token_info()?, secret })
@@ -241,6 +275,9 @@ pub async fn revoke_token(store: &dyn Store, caller: &Caller, id: Uuid) -> Resul
         });
     }
     tracing::info!(token = %id, by = %caller.principal.name, "token revoked");
+    let (before, after) =
+        (serde_json::json!({ "revoked_at": null }), serde_json::json!({ "revoked_at": row.revoked_at }));
+    audit(store, caller, action::TOKEN_REVOKED, ("token", id), Some(before), Some(after)).await?;
     Ok(row.to_token_info()?)
 }
 
@@ -264,6 +301,8 @@ pub async fn change_password(
     }
     store.set_password(user.id, &hash_password(new_password).await?).await?;
     tracing::info!(username = %user.username, "password changed");
+    // Never the password or its hash: only that it changed.
+    audit(store, caller, action::PASSWORD_CHANGED, ("user", user.id), None, None).await?;
     Ok(())
 }
 

@@ -587,6 +587,7 @@ pub async fn answer_question(
         answered_by: Some(caller.principal.name.clone()),
         resolution: Some(Resolution::Human),
         at: now,
+        actor: caller.into(),
     };
     resolve_as_caller(store, metrics, caller, id, &change).await
 }
@@ -640,6 +641,7 @@ pub async fn cancel_question(
         answered_by: Some(caller.principal.name.clone()),
         resolution: Some(Resolution::Cancelled),
         at: now,
+        actor: caller.into(),
     };
     resolve_as_caller(store, metrics, caller, id, &change).await
 }

@@ -357,6 +357,7 @@ pub async fn resume_run(runtime: &Runtime, caller: &Caller, id: Uuid, request: R
             answered_by: Some(caller.principal.name.clone()),
             resolution: Some(Resolution::Human),
             at: now,
+            actor: caller.into(),
         };
         store.resolve_question(run.workspace_id, question_id, &change).await?;
     }
@@ -375,6 +376,7 @@ pub async fn resume_run(runtime: &Runtime, caller: &Caller, id: Uuid, request: R
             answered_by: Some(caller.principal.name.clone()),
             resolution: Some(Resolution::Cancelled),
             at: now,
+            actor: caller.into(),
         };
         store.resolve_question(run.workspace_id, question_id, &change).await?;
     }
@@ -386,7 +388,7 @@ pub async fn resume_run(runtime: &Runtime, caller: &Caller, id: Uuid, request: R
 pub async fn cancel_run(store: &dyn Store, caller: &Caller, id: Uuid) -> Result<Run, AppError> {
     caller.require_ask()?;
     let run = load_run(store, caller, id).await?;
-    match store.cancel_run(run.workspace_id, run.id, crate::store::now()).await? {
+    match store.cancel_run(run.workspace_id, run.id, crate::store::now(), &caller.into()).await? {
         None => Err(AppError::NotFound("run")),
         Some((run, true)) => to_wire(store, &run, &caller.principal.workspace).await,
         Some((run, false)) => Err(AppError::Conflict {

@@ -12,7 +12,7 @@ use crate::auth::hash_secret;
 use crate::config::ServeConfig;
 use crate::events::EventHub;
 use crate::state::{App, AppState};
-use crate::store::{self, StoreError, TokenRow};
+use crate::store::{self, AuditActor, StoreError, TokenRow};
 
 /// The workspace every installation starts with.
 pub const DEFAULT_WORKSPACE: &str = "default";
@@ -37,15 +37,18 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
     let workspace = store.ensure_workspace(DEFAULT_WORKSPACE).await?;
     if let Some(secret) = &config.bootstrap_token {
         let created = store
-            .insert_token(&TokenRow {
-                id: Uuid::now_v7(),
-                workspace_id: workspace.id,
-                name: "bootstrap".into(),
-                role: Role::Admin,
-                secret_hash: hash_secret(secret.expose()),
-                created_at: crate::store::now(),
-                created_by: Some("bootstrap".into()),
-            })
+            .insert_token(
+                &TokenRow {
+                    id: Uuid::now_v7(),
+                    workspace_id: workspace.id,
+                    name: "bootstrap".into(),
+                    role: Role::Admin,
+                    secret_hash: hash_secret(secret.expose()),
+                    created_at: crate::store::now(),
+                    created_by: Some("bootstrap".into()),
+                },
+                &AuditActor::policy("bootstrap token configuration", None),
+            )
             .await?;
         if created {
             tracing::info!("created the bootstrap admin token for workspace {DEFAULT_WORKSPACE:?}");

@@ -26,7 +26,7 @@ use tower_http::services::ServeDir;
 use crate::auth::{Caller, Credential, SESSION_COOKIE, hash_secret, random_secret, session_caller};
 use crate::error::AppError;
 use crate::state::AppState;
-use crate::store::{QuestionFilter, QuestionSort, RunFilter, SessionRow, Store, ToolCallFilter};
+use crate::store::{AuditQuery, QuestionFilter, QuestionSort, RunFilter, SessionRow, Store, ToolCallFilter};
 
 /// Pages and server functions, behind the session check; the sign-in page, the auth endpoints and the site's
 /// static files are open.
@@ -194,6 +194,7 @@ async fn sign_in(
             expires_at: now + lifetime,
         })
         .await?;
+    crate::audit::record_session(state.store.as_ref(), &principal, crate::audit::action::SIGNIN).await?;
     tracing::info!(workspace = %principal.workspace, name = %principal.name, kind = ?principal.kind, "signed in");
     let cookie = Cookie::build((SESSION_COOKIE, session_secret))
         .path("/")
@@ -223,6 +224,10 @@ async fn sign_out(
         }
         if let Some(cookie) = jar.get(SESSION_COOKIE) {
             state.store.delete_session(&hash_secret(cookie.value())).await?;
+        }
+        if let Some(caller) = &caller {
+            crate::audit::record_session(state.store.as_ref(), &caller.principal, crate::audit::action::SIGNOUT)
+                .await?;
         }
     }
     let jar = jar.remove(Cookie::build(SESSION_COOKIE).path("/"));
@@ -364,6 +369,30 @@ impl UiBackend for StoreUiBackend {
     async fn question(&self, session: &SessionInfo, id: uuid::Uuid) -> Result<Option<Question>, String> {
         let row = self.store.question(session.workspace_id, id).await.map_err(|e| e.to_string())?;
         row.map(|r| r.to_question(&session.workspace)).transpose().map_err(|e| e.to_string())
+    }
+
+    async fn audit(
+        &self,
+        session: &SessionInfo,
+        filter: &app::types::AuditFilter,
+        cursor: Option<String>,
+        limit: u32,
+    ) -> Result<Page<app::types::AuditEntry>, String> {
+        if session.role != app::types::Role::Admin {
+            return Err("Only admins may read the audit log.".into());
+        }
+        let cursor_seq = cursor.and_then(|c| c.strip_prefix("s.").and_then(|seq| seq.parse::<i64>().ok()));
+        let query = AuditQuery { filter: filter.clone(), ascending: false, cursor_seq, limit: limit + 1 };
+        let mut rows = self.store.list_audit(session.workspace_id, &query).await.map_err(|e| e.to_string())?;
+        let next_cursor = if rows.len() > limit as usize {
+            rows.truncate(limit as usize);
+            rows.last().map(|last| format!("s.{}", last.seq))
+        } else {
+            None
+        };
+        let items =
+            rows.iter().map(|r| r.to_entry(&session.workspace)).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
+        Ok(Page { items, next_cursor })
     }
 }
 

@@ -59,6 +59,9 @@ const MATRIX: &[Row] = &[
     row("get", "/api/v1/tokens", Plain, [401, 403, 403, 403, 200, 403, 200]),
     row("post", "/api/v1/tokens", Plain, [401, 403, 403, 403, 201, 403, 201]),
     row("post", "/api/v1/tokens/{id}/revoke", Plain, [401, 403, 403, 403, 200, 403, 404]),
+    // The audit log is for admins (another workspace's admin reads its own, empty, log).
+    row("get", "/api/v1/audit", Plain, [401, 403, 403, 403, 200, 403, 200]),
+    row("get", "/api/v1/audit/export", Plain, [401, 403, 403, 403, 200, 403, 200]),
     row("get", "/api/v1/agents", Plain, [401, 200, 200, 200, 200, 200, 200]),
     row("post", "/api/v1/agents", Plain, [401, 403, 403, 403, 201, 403, 201]),
     row("get", "/api/v1/agents/{id}", Plain, [401, 200, 200, 200, 200, 200, 404]),

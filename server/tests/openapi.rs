@@ -30,6 +30,8 @@ const SPEC_ENDPOINTS: &[(&str, &str)] = &[
     ("get", "/api/v1/runs/{id}/tool-calls/{cid}"),
     ("post", "/api/v1/runs/{id}/resume"),
     ("post", "/api/v1/runs/{id}/cancel"),
+    ("get", "/api/v1/audit"),
+    ("get", "/api/v1/audit/export"),
     ("get", "/healthz"),
     ("get", "/readyz"),
     ("get", "/metrics"),

@@ -116,6 +116,16 @@ async fn a_role_change_applies_to_the_next_request_of_an_open_session(app: TestA
         .call(Method::PATCH, &format!("/api/v1/members/{user_id}"), Some(&app.token), Some(json!({"role": "viewer"})))
         .await;
     assert_eq!(demoted.status, StatusCode::OK);
+    // Each change is in the audit log, with who made it and the role before and after.
+    let audit = app.get("/api/v1/audit?action=role.changed").await;
+    assert_eq!(audit.status, StatusCode::OK, "{}", audit.text);
+    let entries = audit.json["items"].as_array().unwrap();
+    assert_eq!(entries.len(), 2, "{}", audit.text);
+    let newest = entries[0].to_string();
+    assert!(newest.contains("approver") && newest.contains("viewer") && newest.contains(user_id), "{newest}");
+    assert_eq!(entries[0]["actor_kind"], "token");
+    let added = app.get("/api/v1/audit?action=member.added").await;
+    assert_eq!(added.json["items"].as_array().unwrap().len(), 1, "{}", added.text);
     let id = ask(&app, &agent, json!({"title": "A text question"})).await;
     let refused = app
         .session_call(&session, Method::POST, &format!("/api/v1/questions/{id}/answer"), Some(json!({"value": "x"})))
@@ -199,6 +209,11 @@ async fn a_created_token_works_until_revoked_and_then_stops_at_once(app: TestApp
     );
     let again = app.call(Method::POST, &format!("/api/v1/tokens/{id}/revoke"), Some(&app.token), None).await;
     assert_error(&again, StatusCode::CONFLICT, "conflict");
+    let audit = app.get("/api/v1/audit?action=token.revoked").await;
+    let entries = audit.json["items"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "revoked once: {}", audit.text);
+    assert_eq!(entries[0]["subject_id"], id.as_str());
+    assert!(!audit.text.contains(&secret), "the audit log never holds a secret");
 
     let other = app.create_token("elsewhere", Role::Admin).await;
     let foreign = app.call(Method::POST, &format!("/api/v1/tokens/{id}/revoke"), Some(&other), None).await;

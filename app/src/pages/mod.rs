@@ -1,6 +1,7 @@
 //! The pages of the UI, one module each.
 
 mod approvals;
+mod audit;
 mod inbox;
 mod not_found;
 mod question;
@@ -9,6 +10,7 @@ mod settings;
 mod signin;
 
 pub use approvals::ApprovalsPage;
+pub use audit::AuditPage;
 pub use inbox::InboxPage;
 pub use not_found::NotFound;
 pub use question::QuestionPage;

@@ -2,6 +2,7 @@
 //! `router()`; [`router`] merges them.
 
 mod agents;
+mod audit;
 mod events;
 mod health;
 pub mod limits;
@@ -35,7 +36,8 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(people::router())
         .merge(runs::router())
         .merge(worker::router())
-        .merge(events::router());
+        .merge(events::router())
+        .merge(audit::router());
     OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .nest("/api/v1", api)
         .merge(health::router())

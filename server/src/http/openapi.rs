@@ -23,6 +23,7 @@ use utoipa::{IntoResponses, Modify, OpenApi};
         (name = "runs", description = "Agent runs: pause for a person, resume where they stopped"),
         (name = "people", description = "Members of the workspace, API tokens, and who the caller is"),
         (name = "events", description = "The event log as Server-Sent Events"),
+        (name = "audit", description = "The hash-chained audit log of decisions and security-relevant actions (admins)"),
         (name = "health", description = "Probes"),
     ),
 )]

@@ -160,7 +160,13 @@ impl RunStore for RemoteRun {
     async fn release_run(&self, _: Uuid, owner: Uuid, transition: &RunTransition) -> StoreResult<RunRow> {
         self.call(WorkerCall::Release { owner, transition: transition.clone() }).await
     }
-    async fn cancel_run(&self, _: Uuid, _: Uuid, _: DateTime<Utc>) -> StoreResult<Option<(RunRow, bool)>> {
+    async fn cancel_run(
+        &self,
+        _: Uuid,
+        _: Uuid,
+        _: DateTime<Utc>,
+        _: &AuditActor,
+    ) -> StoreResult<Option<(RunRow, bool)>> {
         unavailable("cancelling runs")
     }
     async fn prepare_resume(
@@ -196,6 +202,9 @@ impl PeopleStore for RemoteRun {
     }
     async fn user_principal(&self, _: Uuid, _: Option<&str>) -> StoreResult<Option<Principal>> {
         unavailable("accounts")
+    }
+    async fn workspaces_of(&self, _: Uuid) -> StoreResult<Vec<Uuid>> {
+        unavailable("members")
     }
     async fn insert_membership(&self, _: Uuid, _: Uuid, _: Role) -> StoreResult<()> {
         unavailable("members")
@@ -246,7 +255,7 @@ impl Store for RemoteRun {
     async fn ensure_workspace(&self, _: &str) -> StoreResult<WorkspaceRow> {
         unavailable("workspaces")
     }
-    async fn insert_token(&self, _: &TokenRow) -> StoreResult<bool> {
+    async fn insert_token(&self, _: &TokenRow, _: &AuditActor) -> StoreResult<bool> {
         unavailable("tokens")
     }
     async fn principal_by_token_hash(&self, _: &[u8]) -> StoreResult<Option<Principal>> {
@@ -293,5 +302,17 @@ impl Store for RemoteRun {
     }
     async fn last_event_id(&self) -> StoreResult<i64> {
         unavailable("the event log")
+    }
+    async fn append_audit(&self, _: &NewAuditEntry) -> StoreResult<AuditRow> {
+        unavailable("the audit log")
+    }
+    async fn list_audit(&self, _: Uuid, _: &AuditQuery) -> StoreResult<Vec<AuditRow>> {
+        unavailable("the audit log")
+    }
+    async fn audit_heads(&self) -> StoreResult<Vec<AuditHead>> {
+        unavailable("the audit log")
+    }
+    async fn audit_chain(&self, _: Uuid, _: i64, _: u32) -> StoreResult<Vec<AuditRow>> {
+        unavailable("the audit log")
     }
 }

@@ -5,6 +5,7 @@
 //! the same transaction, and every commit that appended events announces the newest event id on a watch channel,
 //! which the event hub follows.
 
+mod audit_rows;
 mod people;
 mod rows;
 mod run_rows;
@@ -22,6 +23,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use tokio::sync::watch;
 use uuid::Uuid;
 
+pub use audit_rows::*;
 pub use people::*;
 pub use rows::*;
 pub use run_rows::*;
@@ -77,9 +79,9 @@ pub trait Store: RunStore + PeopleStore + Send + Sync + 'static {
     /// The workspace with this name, created if it does not exist.
     async fn ensure_workspace(&self, name: &str) -> StoreResult<WorkspaceRow>;
 
-    /// Stores a token; `false` if a token with the same secret already exists (a restart with the same bootstrap
-    /// token).
-    async fn insert_token(&self, token: &TokenRow) -> StoreResult<bool>;
+    /// Stores a token and its `token.created` audit entry (by `actor`); `false`, and nothing stored, if a token
+    /// with the same secret already exists (a restart with the same bootstrap token).
+    async fn insert_token(&self, token: &TokenRow, actor: &AuditActor) -> StoreResult<bool>;
 
     /// The live (not revoked) token whose secret hashes to `secret_hash`.
     async fn principal_by_token_hash(&self, secret_hash: &[u8]) -> StoreResult<Option<Principal>>;
@@ -105,8 +107,9 @@ pub trait Store: RunStore + PeopleStore + Send + Sync + 'static {
     /// One page of questions, in the filter's order, starting after its cursor.
     async fn list_questions(&self, workspace_id: Uuid, filter: &QuestionFilter) -> StoreResult<Vec<QuestionRow>>;
 
-    /// Moves a pending question to its final status and appends the matching event, in one transaction. Only one
-    /// caller can ever win: the update is conditional on `status = 'pending'`.
+    /// Moves a pending question to its final status and appends the matching event and audit entry (by
+    /// `change.actor`), in one transaction. Only one caller can ever win: the update is conditional on
+    /// `status = 'pending'`.
     async fn resolve_question(
         &self,
         workspace_id: Uuid,
@@ -128,6 +131,19 @@ pub trait Store: RunStore + PeopleStore + Send + Sync + 'static {
 
     /// The id of the newest event, or 0.
     async fn last_event_id(&self) -> StoreResult<i64>;
+
+    /// Appends an entry to its workspace's audit chain, in a transaction of its own. For actions whose change is
+    /// not a store transaction of its own (a sign-in); changes the store makes append inside their transaction.
+    async fn append_audit(&self, entry: &NewAuditEntry) -> StoreResult<AuditRow>;
+
+    /// One page of a workspace's audit log, newest first.
+    async fn list_audit(&self, workspace_id: Uuid, query: &AuditQuery) -> StoreResult<Vec<AuditRow>>;
+
+    /// Every workspace that has an audit chain, with where its head row says the chain ends.
+    async fn audit_heads(&self) -> StoreResult<Vec<AuditHead>>;
+
+    /// A workspace's audit entries with `seq` above `after_seq`, oldest first (for verification).
+    async fn audit_chain(&self, workspace_id: Uuid, after_seq: i64, limit: u32) -> StoreResult<Vec<AuditRow>>;
 }
 
 /// Opens the database named by `url` (`sqlite:...` or `postgres://...`) and brings its schema up to date.

@@ -122,6 +122,8 @@ pub trait PeopleStore: Send + Sync {
     /// their account is enabled.
     async fn user_principal(&self, user_id: Uuid, workspace: Option<&str>) -> StoreResult<Option<Principal>>;
 
+    /// The workspaces a person belongs to.
+    async fn workspaces_of(&self, user_id: Uuid) -> StoreResult<Vec<Uuid>>;
     /// Adds a person to a workspace; [`StoreError::Duplicate`] if they are a member already.
     async fn insert_membership(&self, workspace_id: Uuid, user_id: Uuid, role: Role) -> StoreResult<()>;
     async fn member(&self, workspace_id: Uuid, user_id: Uuid) -> StoreResult<Option<MemberRow>>;
@@ -225,6 +227,14 @@ macro_rules! people_sql_store {
                 .fetch_optional(&self.$write)
                 .await?;
                 record.map(PrincipalRecord::into_principal).transpose()
+            }
+
+            async fn workspaces_of(&self, user_id: Uuid) -> StoreResult<Vec<Uuid>> {
+                let rows: Vec<(Uuid,)> = sqlx::query_as("SELECT workspace_id FROM memberships WHERE user_id = $1")
+                    .bind(user_id)
+                    .fetch_all(&self.$write)
+                    .await?;
+                Ok(rows.into_iter().map(|(id,)| id).collect())
             }
 
             async fn insert_membership(&self, workspace_id: Uuid, user_id: Uuid, role: Role) -> StoreResult<()> {

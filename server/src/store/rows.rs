@@ -261,6 +261,8 @@ pub struct QuestionResolution {
     /// `None` for `expired`: nobody and nothing decided.
     pub resolution: Option<Resolution>,
     pub at: DateTime<Utc>,
+    /// Who or what decided, for the audit log.
+    pub actor: super::AuditActor,
 }
 
 impl QuestionResolution {

@@ -10,7 +10,7 @@ use sqlx::types::Json;
 use sqlx::{Postgres, QueryBuilder, Sqlite};
 use uuid::Uuid;
 
-use app::types::{AgentSpec, EventType, QuestionEventData, RunStatus};
+use app::types::{AgentSpec, EventType, QuestionEventData, RunStatus, ToolCallStatus};
 
 use super::sql::{PostgresStore, SqliteStore, is_unique_violation};
 use super::*;
@@ -24,6 +24,9 @@ const MESSAGE_COLUMNS: &str = "id, run_id, seq, step, role, content, created_at"
 const TOOL_CALL_COLUMNS: &str = "id, run_id, message_id, call_id, tool_name, input, edited_input, output, status, \
      duration_ms, step, decided_by, decision_comment, question_id, child_run_ids, created_at, updated_at";
 const AGENT_COLUMNS: &str = "id, workspace_id, name, spec, created_at, updated_at";
+
+/// The `decided_by` of tool calls an agent's approval policy decided (the executor sets it).
+pub const POLICY_DECIDER: &str = "policy";
 
 /// Questions that hold a run: every pending one but the non-blocking.
 const HOLDING_QUESTIONS: &str =
@@ -95,7 +98,8 @@ pub trait RunStore: Send + Sync {
     /// Starts the next segment if the last one has ended (a resume); returns the current segment.
     async fn current_segment(&self, run_id: Uuid, owner: Uuid, at: DateTime<Utc>) -> StoreResult<SegmentRow>;
     /// Appends messages and tool calls; `step` (the new cumulative count) is set on the run and counted in the
-    /// current segment when the messages include a model turn. Fenced.
+    /// current segment when the messages include a model turn. Tool calls the approval policy decided (approved
+    /// or rejected on arrival) are recorded in the audit log in the same transaction. Fenced.
     async fn append_messages(
         &self,
         run_id: Uuid,
@@ -104,7 +108,8 @@ pub trait RunStore: Send + Sync {
         tool_calls: &[ToolCallRow],
         step: Option<i32>,
     ) -> StoreResult<()>;
-    /// Writes a tool call's mutable fields. Fenced.
+    /// Writes a tool call's mutable fields. A call leaving `pending_approval` without an approval question (the
+    /// policy refused it) is recorded in the audit log in the same transaction. Fenced.
     async fn update_tool_call(&self, owner: Uuid, call: &ToolCallRow) -> StoreResult<()>;
     /// Clears the resume prompt once it is in the conversation. Fenced.
     async fn take_resume_prompt(&self, run_id: Uuid, owner: Uuid) -> StoreResult<()>;
@@ -113,9 +118,15 @@ pub trait RunStore: Send + Sync {
     /// `queued` instead, so no answer is ever missed. Terminal statuses cancel the run's pending questions and may
     /// wake a parent waiting on it. Fenced.
     async fn release_run(&self, run_id: Uuid, owner: Uuid, transition: &RunTransition) -> StoreResult<RunRow>;
-    /// Cancels a run that has not finished, its pending questions and its unfinished descendants.
-    /// `Ok(None)`: no such run.
-    async fn cancel_run(&self, workspace_id: Uuid, id: Uuid, at: DateTime<Utc>) -> StoreResult<Option<(RunRow, bool)>>;
+    /// Cancels a run that has not finished, its pending questions and its unfinished descendants, and records it
+    /// all in the audit log as done by `actor`. `Ok(None)`: no such run.
+    async fn cancel_run(
+        &self,
+        workspace_id: Uuid,
+        id: Uuid,
+        at: DateTime<Utc>,
+        actor: &AuditActor,
+    ) -> StoreResult<Option<(RunRow, bool)>>;
     /// Accepts a resume: keeps the prompt for the next segment and queues a paused run. Waiting runs are queued
     /// when their last question is resolved.
     async fn prepare_resume(
@@ -226,12 +237,13 @@ macro_rules! run_sql_store {
                 }
             }
 
-            /// Cancels the run's pending questions; returns the last event id.
+            /// Cancels the run's pending questions (recorded as `actor`'s doing); returns the last event id.
             async fn cancel_questions_of_run(
                 tx: &mut sqlx::Transaction<'_, $db>,
                 run: &RunRow,
                 reason: &str,
                 at: DateTime<Utc>,
+                actor: &AuditActor,
             ) -> StoreResult<Option<i64>> {
                 let response = app::types::AnswerBody {
                     value: serde_json::Value::Null,
@@ -264,6 +276,7 @@ macro_rules! run_sql_store {
                         created_at: at,
                     };
                     last = Some(Self::append_event(tx, &event).await?);
+                    Self::append_audit_in(tx, &crate::audit::question_resolved(&row, actor)).await?;
                 }
                 Ok(last)
             }
@@ -301,7 +314,8 @@ macro_rules! run_sql_store {
                 let status = run.status()?;
                 let mut last = None;
                 if status.is_terminal() {
-                    last = Self::cancel_questions_of_run(tx, run, &format!("the run is {status}"), at).await?;
+                    let actor = AuditActor::policy(crate::audit::RUN_LIFECYCLE, Some(run.id.to_string()));
+                    last = Self::cancel_questions_of_run(tx, run, &format!("the run is {status}"), at, &actor).await?;
                 }
                 if let Some(parent) = run.parent_run_id {
                     if status.is_terminal() || status == RunStatus::Paused {
@@ -685,6 +699,19 @@ macro_rules! run_sql_store {
             ) -> StoreResult<()> {
                 let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
                 Self::fence(&mut tx, run_id, owner).await?;
+                let policy_decided: Vec<&ToolCallRow> =
+                    tool_calls.iter().filter(|c| c.decided_by.as_deref() == Some(POLICY_DECIDER)).collect();
+                if !policy_decided.is_empty() {
+                    let (workspace_id, agent_id, agent): (Uuid, Option<Uuid>, Json<AgentSpec>) =
+                        sqlx::query_as("SELECT workspace_id, agent_id, agent FROM runs WHERE id = $1")
+                            .bind(run_id)
+                            .fetch_one(&mut *tx)
+                            .await?;
+                    for call in policy_decided {
+                        let entry = crate::audit::tool_call_decided(workspace_id, &agent.0.name, agent_id, call);
+                        Self::append_audit_in(&mut tx, &entry).await?;
+                    }
+                }
                 for m in messages {
                     sqlx::query(&format!("INSERT INTO run_messages ({MESSAGE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)"))
                         .bind(m.id)
@@ -742,6 +769,24 @@ macro_rules! run_sql_store {
             async fn update_tool_call(&self, owner: Uuid, c: &ToolCallRow) -> StoreResult<()> {
                 let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
                 Self::fence(&mut tx, c.run_id, owner).await?;
+                // A person's decision is recorded when its approval question is answered; a call that leaves
+                // `pending_approval` without one was decided by the policy.
+                if c.question_id.is_none() && c.decided_by.as_deref() == Some(POLICY_DECIDER) {
+                    let (previous,): (String,) = sqlx::query_as("SELECT status FROM tool_calls WHERE id = $1 AND run_id = $2")
+                        .bind(c.id)
+                        .bind(c.run_id)
+                        .fetch_one(&mut *tx)
+                        .await?;
+                    if previous == ToolCallStatus::PendingApproval.as_str() && previous != c.status {
+                        let (workspace_id, agent_id, agent): (Uuid, Option<Uuid>, Json<AgentSpec>) =
+                            sqlx::query_as("SELECT workspace_id, agent_id, agent FROM runs WHERE id = $1")
+                                .bind(c.run_id)
+                                .fetch_one(&mut *tx)
+                                .await?;
+                        let entry = crate::audit::tool_call_decided(workspace_id, &agent.0.name, agent_id, c);
+                        Self::append_audit_in(&mut tx, &entry).await?;
+                    }
+                }
                 sqlx::query(
                     "UPDATE tool_calls SET edited_input = $1, output = $2, status = $3, duration_ms = $4, \
                      decided_by = $5, decision_comment = $6, question_id = $7, child_run_ids = $8, updated_at = $9 \
@@ -815,7 +860,13 @@ macro_rules! run_sql_store {
                 Ok(run)
             }
 
-            async fn cancel_run(&self, workspace_id: Uuid, id: Uuid, at: DateTime<Utc>) -> StoreResult<Option<(RunRow, bool)>> {
+            async fn cancel_run(
+                &self,
+                workspace_id: Uuid,
+                id: Uuid,
+                at: DateTime<Utc>,
+                actor: &AuditActor,
+            ) -> StoreResult<Option<(RunRow, bool)>> {
                 let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
                 let existing: Option<RunRow> =
                     sqlx::query_as(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE workspace_id = $1 AND id = $2"))
@@ -831,6 +882,10 @@ macro_rules! run_sql_store {
                 let mut to_cancel = vec![id];
                 let mut cancelled_root = None;
                 while let Some(run_id) = to_cancel.pop() {
+                    let previous: Option<(String,)> = sqlx::query_as("SELECT status FROM runs WHERE id = $1")
+                        .bind(run_id)
+                        .fetch_optional(&mut *tx)
+                        .await?;
                     let run: Option<RunRow> = sqlx::query_as(&format!(
                         "UPDATE runs SET status = 'cancelled', lease_owner = NULL, lease_until = NULL, updated_at = $1, \
                          completed_at = $1, error_message = COALESCE(error_message, 'cancelled') WHERE id = $2 \
@@ -843,7 +898,9 @@ macro_rules! run_sql_store {
                     let Some(run) = run else { continue };
                     Self::end_open_segment(&mut tx, run.id, RunStatus::Cancelled, at).await?;
                     last = Some(Self::append_run_event(&mut tx, &run).await?);
-                    last = Self::cancel_questions_of_run(&mut tx, &run, "the run was cancelled", at).await?.or(last);
+                    let previous = previous.map_or_else(String::new, |(status,)| status);
+                    Self::append_audit_in(&mut tx, &crate::audit::run_cancelled(&run, &previous, actor)).await?;
+                    last = Self::cancel_questions_of_run(&mut tx, &run, "the run was cancelled", at, actor).await?.or(last);
                     let children: Vec<(Uuid,)> = sqlx::query_as(
                         "SELECT id FROM runs WHERE parent_run_id = $1 AND status NOT IN ('completed', 'failed', 'cancelled')",
                     )

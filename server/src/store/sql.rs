@@ -20,6 +20,10 @@ pub(super) const QUESTION_COLUMNS: &str = "id, workspace_id, project, run_id, to
      title, body, options, fields, action, allow_edit, context, urgency, timeout_at, default_response, status, \
      response, answered_by, resolution, created_by, created_at, updated_at, resolved_at, assignee";
 
+/// The columns of `audit_log`, in the order of [`AuditRow`].
+pub(super) const AUDIT_COLUMNS: &str = "id, workspace_id, seq, prev_hash, hash, actor, actor_id, actor_kind, action, \
+     subject_type, subject_id, before, after, diff, created_at";
+
 /// Principals of tokens.
 const TOKEN_PRINCIPAL: &str = "SELECT t.id, CAST('token' AS TEXT) AS kind, t.workspace_id, w.name AS workspace, \
      t.name, t.role FROM tokens t JOIN workspaces w ON w.id = t.workspace_id";
@@ -39,6 +43,8 @@ impl SqliteStore {
     const EVENT_LOCK: Option<&'static str> = None;
     /// One process per database file in practice; other writers are seen by the hub's poll.
     const NOTIFY: Option<&'static str> = None;
+    /// The one writer connection already serialises appends to an audit chain.
+    const FOR_UPDATE: &'static str = "";
 
     pub async fn new(read: SqlitePool, write: SqlitePool) -> StoreResult<Self> {
         let last = last_event_id(&write).await?;
@@ -60,6 +66,9 @@ impl PostgresStore {
     /// Other instances learn of the commit at once (LISTEN/NOTIFY); the log stays the source of truth, so a lost
     /// notification only delays an event until the hub's next poll.
     const NOTIFY: Option<&'static str> = Some("SELECT pg_notify('holdpoint_events', $1)");
+    /// Appends to one workspace's audit chain queue on its head row, across instances: no two can append the same
+    /// `seq`, so the chain never forks.
+    const FOR_UPDATE: &'static str = " FOR UPDATE";
 
     pub async fn new(pool: PgPool) -> StoreResult<Self> {
         let last = last_event_id(&pool).await?;
@@ -157,6 +166,63 @@ macro_rules! sql_store {
                 Ok(id)
             }
 
+            /// Appends an audit entry to its workspace's chain inside the caller's transaction, so the entry
+            /// commits if and only if the change it records does. Takes the event log's lock first (PostgreSQL),
+            /// then the chain's head row: every transaction that appends both takes them in that order, so two
+            /// can never wait on each other.
+            pub(crate) async fn append_audit_in(
+                tx: &mut sqlx::Transaction<'_, $db>,
+                entry: &NewAuditEntry,
+            ) -> StoreResult<AuditRow> {
+                if let Some(lock) = Self::EVENT_LOCK {
+                    sqlx::query(lock).execute(&mut **tx).await?;
+                }
+                sqlx::query(
+                    "INSERT INTO audit_heads (workspace_id, seq, hash) VALUES ($1, 0, $2) \
+                     ON CONFLICT (workspace_id) DO NOTHING",
+                )
+                .bind(entry.workspace_id)
+                .bind(crate::audit::GENESIS_HASH)
+                .execute(&mut **tx)
+                .await?;
+                let (seq, prev_hash): (i64, String) = sqlx::query_as(&format!(
+                    "SELECT seq, hash FROM audit_heads WHERE workspace_id = $1{}",
+                    Self::FOR_UPDATE
+                ))
+                .bind(entry.workspace_id)
+                .fetch_one(&mut **tx)
+                .await?;
+                let row = AuditRow::seal(entry, seq + 1, prev_hash);
+                sqlx::query(&format!(
+                    "INSERT INTO audit_log ({AUDIT_COLUMNS}) VALUES \
+                     ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
+                ))
+                .bind(row.id)
+                .bind(row.workspace_id)
+                .bind(row.seq)
+                .bind(&row.prev_hash)
+                .bind(&row.hash)
+                .bind(&row.actor)
+                .bind(&row.actor_id)
+                .bind(&row.actor_kind)
+                .bind(&row.action)
+                .bind(&row.subject_type)
+                .bind(&row.subject_id)
+                .bind(&row.before)
+                .bind(&row.after)
+                .bind(&row.diff)
+                .bind(row.created_at)
+                .execute(&mut **tx)
+                .await?;
+                sqlx::query("UPDATE audit_heads SET seq = $1, hash = $2 WHERE workspace_id = $3")
+                    .bind(row.seq)
+                    .bind(&row.hash)
+                    .bind(row.workspace_id)
+                    .execute(&mut **tx)
+                    .await?;
+                Ok(row)
+            }
+
             /// Commits and announces the newest event id to the hub.
             pub(super) async fn commit_events(&self, mut tx: sqlx::Transaction<'_, $db>, last_event: Option<i64>) -> StoreResult<()> {
                 if let (Some(notify), Some(id)) = (Self::NOTIFY, last_event) {
@@ -249,7 +315,8 @@ macro_rules! sql_store {
                 Ok(row)
             }
 
-            async fn insert_token(&self, token: &TokenRow) -> StoreResult<bool> {
+            async fn insert_token(&self, token: &TokenRow, actor: &AuditActor) -> StoreResult<bool> {
+                let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
                 let result = sqlx::query(
                     "INSERT INTO tokens (id, workspace_id, name, role, secret_hash, created_at, created_by) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (secret_hash) DO NOTHING",
@@ -261,9 +328,14 @@ macro_rules! sql_store {
                 .bind(&token.secret_hash)
                 .bind(token.created_at)
                 .bind(&token.created_by)
-                .execute(&self.$write)
+                .execute(&mut *tx)
                 .await?;
-                Ok(result.rows_affected() == 1)
+                let created = result.rows_affected() == 1;
+                if created {
+                    Self::append_audit_in(&mut tx, &crate::audit::token_created(token, actor)).await?;
+                }
+                tx.commit().await?;
+                Ok(created)
             }
 
             async fn principal_by_token_hash(&self, secret_hash: &[u8]) -> StoreResult<Option<Principal>> {
@@ -418,6 +490,8 @@ macro_rules! sql_store {
                                 created_at: q.created_at,
                             };
                             last = Self::append_event(&mut tx, &cancelled).await?;
+                            let actor = AuditActor::policy(crate::audit::RUN_LIFECYCLE, Some(run_id.to_string()));
+                            Self::append_audit_in(&mut tx, &crate::audit::question_resolved(&old, &actor)).await?;
                         }
                     }
                 }
@@ -534,6 +608,7 @@ macro_rules! sql_store {
                     created_at: change.at,
                 };
                 let mut last = Self::append_event(&mut tx, &event).await?;
+                Self::append_audit_in(&mut tx, &crate::audit::question_resolved(&row, &change.actor)).await?;
                 // In the same transaction: a run whose last holding question this was goes back to the queue, so
                 // an answer can never be acknowledged without its run being picked up.
                 if let Some(run_id) = row.run_id {
@@ -588,6 +663,68 @@ macro_rules! sql_store {
 
             async fn last_event_id(&self) -> StoreResult<i64> {
                 last_event_id(&self.$read).await
+            }
+
+            async fn append_audit(&self, entry: &NewAuditEntry) -> StoreResult<AuditRow> {
+                let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
+                let row = Self::append_audit_in(&mut tx, entry).await?;
+                tx.commit().await?;
+                Ok(row)
+            }
+
+            async fn list_audit(&self, workspace_id: Uuid, query: &AuditQuery) -> StoreResult<Vec<AuditRow>> {
+                let mut sql = QueryBuilder::<$db>::new(format!("SELECT {AUDIT_COLUMNS} FROM audit_log WHERE workspace_id = "));
+                sql.push_bind(workspace_id);
+                let filter = &query.filter;
+                if let Some(action) = &filter.action {
+                    sql.push(" AND action = ").push_bind(action.clone());
+                }
+                if let Some(actor) = &filter.actor {
+                    sql.push(" AND actor = ").push_bind(actor.clone());
+                }
+                if let Some(kind) = filter.actor_kind {
+                    sql.push(" AND actor_kind = ").push_bind(kind.as_str());
+                }
+                if let Some(subject_id) = &filter.subject_id {
+                    sql.push(" AND subject_id = ").push_bind(subject_id.clone());
+                }
+                if let Some(since) = filter.since {
+                    sql.push(" AND created_at >= ").push_bind(since);
+                }
+                if let Some(until) = filter.until {
+                    sql.push(" AND created_at < ").push_bind(until);
+                }
+                if let Some(cursor) = query.cursor_seq {
+                    sql.push(if query.ascending { " AND seq > " } else { " AND seq < " }).push_bind(cursor);
+                }
+                sql.push(if query.ascending { " ORDER BY seq LIMIT " } else { " ORDER BY seq DESC LIMIT " });
+                sql.push_bind(i64::from(query.limit));
+                Ok(sql.build_query_as().fetch_all(&self.$read).await?)
+            }
+
+            async fn audit_heads(&self) -> StoreResult<Vec<AuditHead>> {
+                // Workspaces with a head or with entries: a chain whose head row was deleted is still walked.
+                let rows = sqlx::query_as(
+                    "SELECT w.id AS workspace_id, w.name AS workspace, h.seq, h.hash FROM workspaces w \
+                     LEFT JOIN audit_heads h ON h.workspace_id = w.id \
+                     WHERE h.workspace_id IS NOT NULL OR EXISTS (SELECT 1 FROM audit_log a WHERE a.workspace_id = w.id) \
+                     ORDER BY w.name",
+                )
+                .fetch_all(&self.$read)
+                .await?;
+                Ok(rows)
+            }
+
+            async fn audit_chain(&self, workspace_id: Uuid, after_seq: i64, limit: u32) -> StoreResult<Vec<AuditRow>> {
+                let rows = sqlx::query_as(&format!(
+                    "SELECT {AUDIT_COLUMNS} FROM audit_log WHERE workspace_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"
+                ))
+                .bind(workspace_id)
+                .bind(after_seq)
+                .bind(i64::from(limit))
+                .fetch_all(&self.$read)
+                .await?;
+                Ok(rows)
             }
         }
     };

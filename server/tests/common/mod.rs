@@ -16,7 +16,7 @@ use chrono::Utc;
 use holdpoint::auth::{hash_secret, new_token_secret};
 use holdpoint::config::ServeConfig;
 use holdpoint::state::AppState;
-use holdpoint::store::TokenRow;
+use holdpoint::store::{AuditActor, TokenRow};
 use http_body_util::BodyExt;
 use serde_json::Value;
 use tower::ServiceExt;
@@ -187,15 +187,18 @@ impl TestApp {
         let secret = new_token_secret();
         self.state
             .store
-            .insert_token(&TokenRow {
-                id: Uuid::now_v7(),
-                workspace_id: workspace.id,
-                name: format!("{role} of {}", workspace.name),
-                role,
-                secret_hash: hash_secret(&secret),
-                created_at: Utc::now(),
-                created_by: None,
-            })
+            .insert_token(
+                &TokenRow {
+                    id: Uuid::now_v7(),
+                    workspace_id: workspace.id,
+                    name: format!("{role} of {}", workspace.name),
+                    role,
+                    secret_hash: hash_secret(&secret),
+                    created_at: Utc::now(),
+                    created_by: None,
+                },
+                &AuditActor::policy("test harness", None),
+            )
             .await
             .unwrap();
         secret

@@ -1,0 +1,496 @@
+//! The audit log (issue 7): what is recorded, how an entry's hash is computed, and how a chain is verified.
+//!
+//! Every workspace has one chain. Entry `seq` N carries the hash of entry N-1 (`prev_hash`) and its own `hash`, a
+//! SHA-256 over `prev_hash` and the entry's fields ([`entry_hash`]). Editing an entry changes its hash; removing one
+//! leaves a gap in `seq` and a `prev_hash` that points at nothing; moving one breaks both. The store appends entries
+//! in the transaction of the change they record; [`verify`] walks every chain and names the first bad entry.
+
+use std::fmt::Write as _;
+
+use app::types::ActorKind;
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+use uuid::Uuid;
+
+use crate::auth::{Caller, Credential};
+use crate::store::{
+    AuditActor, AuditRow, NewAuditEntry, Principal, QuestionRow, RunRow, Store, StoreResult, TokenRow, ToolCallRow,
+};
+
+/// The `prev_hash` of a chain's first entry.
+pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The first field of every hashed preimage: a new format gets a new tag, so old entries stay verifiable.
+pub const HASH_FORMAT: &str = "holdpoint-audit-v1";
+
+/// The actions the server records. Others may be added (the column is free text); these are the ones it writes.
+pub mod action {
+    pub const QUESTION_ANSWERED: &str = "question.answered";
+    pub const QUESTION_DEFAULTED: &str = "question.defaulted";
+    pub const QUESTION_EXPIRED: &str = "question.expired";
+    pub const QUESTION_CANCELLED: &str = "question.cancelled";
+    /// A tool call approved or rejected by an agent's approval policy (people decide through the approval question).
+    pub const TOOL_CALL_DECIDED: &str = "tool_call.decided";
+    pub const RUN_CANCELLED: &str = "run.cancelled";
+    pub const SIGNIN: &str = "signin";
+    pub const SIGNOUT: &str = "signout";
+    pub const TOKEN_CREATED: &str = "token.created";
+    pub const TOKEN_REVOKED: &str = "token.revoked";
+    pub const USER_CREATED: &str = "user.created";
+    pub const MEMBER_ADDED: &str = "member.added";
+    pub const MEMBER_REMOVED: &str = "member.removed";
+    pub const ROLE_CHANGED: &str = "role.changed";
+    pub const PASSWORD_CHANGED: &str = "password.changed";
+
+    /// Every action above, for the audit page's filter.
+    pub const ALL: &[&str] = &[
+        QUESTION_ANSWERED,
+        QUESTION_DEFAULTED,
+        QUESTION_EXPIRED,
+        QUESTION_CANCELLED,
+        TOOL_CALL_DECIDED,
+        RUN_CANCELLED,
+        SIGNIN,
+        SIGNOUT,
+        TOKEN_CREATED,
+        TOKEN_REVOKED,
+        USER_CREATED,
+        MEMBER_ADDED,
+        MEMBER_REMOVED,
+        ROLE_CHANGED,
+        PASSWORD_CHANGED,
+    ];
+}
+
+impl From<&Caller> for AuditActor {
+    /// A browser session is a person (`human`); a bearer token is `token`. The id is the account's or the token's.
+    fn from(caller: &Caller) -> Self {
+        let kind = match caller.credential {
+            Credential::Session { .. } => ActorKind::Human,
+            Credential::Token => ActorKind::Token,
+        };
+        AuditActor { kind, id: Some(caller.principal.id.to_string()), name: caller.principal.name.clone() }
+    }
+}
+
+/// The timestamp as it is hashed: RFC 3339 in UTC with exactly six fractional digits and `Z`.
+pub fn hashed_time(at: &chrono::DateTime<chrono::Utc>) -> String {
+    at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
+}
+
+/// Appends one field to a preimage: `<byte length>:<bytes>,` (a netstring), or `~,` for NULL. Length prefixes
+/// make the encoding unambiguous whatever the fields contain, with nothing to escape.
+fn push_field(preimage: &mut String, field: Option<&str>) {
+    match field {
+        Some(text) => {
+            let _ = write!(preimage, "{}:{text},", text.len());
+        }
+        None => preimage.push_str("~,"),
+    }
+}
+
+/// The exact bytes an entry's hash covers (docs/decisions.md, "Audit log"): the format tag, then `workspace_id`,
+/// `seq`, `id`, `created_at`, `actor_kind`, `actor`, `actor_id`, `action`, `subject_type`, `subject_id`, `before`,
+/// `after`, `diff` and `prev_hash`, each as a netstring.
+pub fn preimage(row: &AuditRow) -> String {
+    let mut preimage = String::new();
+    let fields = [
+        Some(HASH_FORMAT.to_owned()),
+        Some(row.workspace_id.to_string()),
+        Some(row.seq.to_string()),
+        Some(row.id.to_string()),
+        Some(hashed_time(&row.created_at)),
+        Some(row.actor_kind.clone()),
+        Some(row.actor.clone()),
+        row.actor_id.clone(),
+        Some(row.action.clone()),
+        Some(row.subject_type.clone()),
+        row.subject_id.clone(),
+        row.before.clone(),
+        row.after.clone(),
+        row.diff.clone(),
+        Some(row.prev_hash.clone()),
+    ];
+    for field in &fields {
+        push_field(&mut preimage, field.as_deref());
+    }
+    preimage
+}
+
+/// Lowercase hex SHA-256 of the entry's [`preimage`].
+pub fn entry_hash(row: &AuditRow) -> String {
+    hex::encode(Sha256::digest(preimage(row).as_bytes()))
+}
+
+/// An RFC 6902 JSON Patch that turns `from` into `to`: `add`, `remove` and `replace` operations, descending into
+/// objects key by key (sorted) and replacing anything else that differs whole (arrays included, so every path stays
+/// valid whatever the order of application). Empty when they are equal.
+pub fn json_diff(from: &Value, to: &Value) -> Vec<Value> {
+    let mut ops = Vec::new();
+    diff_into(from, to, "", &mut ops);
+    ops
+}
+
+fn pointer_token(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+fn diff_into(from: &Value, to: &Value, path: &str, ops: &mut Vec<Value>) {
+    match (from, to) {
+        (Value::Object(a), Value::Object(b)) => {
+            let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            for key in keys {
+                let child = format!("{path}/{}", pointer_token(key));
+                match (a.get(key), b.get(key)) {
+                    (Some(x), Some(y)) => diff_into(x, y, &child, ops),
+                    (Some(_), None) => ops.push(json!({ "op": "remove", "path": child })),
+                    (None, Some(y)) => ops.push(json!({ "op": "add", "path": child, "value": y })),
+                    (None, None) => {}
+                }
+            }
+        }
+        (a, b) if a == b => {}
+        (_, b) => ops.push(json!({ "op": "replace", "path": path, "value": b })),
+    }
+}
+
+/// The name of the rules that cancel questions when their run ends, is cancelled or asks a newer blocking one.
+pub const RUN_LIFECYCLE: &str = "run lifecycle";
+/// The name of an agent's approval policy as an actor.
+pub const APPROVAL_POLICY: &str = "approval policy";
+
+/// The entry recording a new token (never its secret).
+pub fn token_created(token: &TokenRow, actor: &AuditActor) -> NewAuditEntry {
+    NewAuditEntry {
+        workspace_id: token.workspace_id,
+        actor: actor.clone(),
+        action: action::TOKEN_CREATED.into(),
+        subject_type: "token".into(),
+        subject_id: Some(token.id.to_string()),
+        before: None,
+        after: Some(json!({ "name": token.name, "role": token.role })),
+        diff: None,
+        created_at: token.created_at,
+    }
+}
+
+/// The entry recording a tool call decided by its agent's approval policy (`auto` approves, `never` rejects),
+/// or refused because its approval question could not be asked.
+pub fn tool_call_decided(workspace_id: Uuid, agent: &str, agent_id: Option<Uuid>, call: &ToolCallRow) -> NewAuditEntry {
+    let mut after = json!({
+        "status": call.status,
+        "run_id": call.run_id,
+        "call_id": call.call_id,
+        "tool_name": call.tool_name,
+        "arguments": call.input.0,
+        "agent": agent,
+    });
+    if let Some(comment) = &call.decision_comment {
+        after["comment"] = json!(comment);
+    }
+    NewAuditEntry {
+        workspace_id,
+        actor: AuditActor::policy(APPROVAL_POLICY, agent_id.map(|id| id.to_string())),
+        action: action::TOOL_CALL_DECIDED.into(),
+        subject_type: "tool_call".into(),
+        subject_id: Some(call.id.to_string()),
+        before: None,
+        after: Some(after),
+        diff: None,
+        created_at: call.updated_at,
+    }
+}
+
+/// The entry recording a run cancelled by a caller (its questions' cancellations follow as entries of their own).
+pub fn run_cancelled(run: &RunRow, previous_status: &str, actor: &AuditActor) -> NewAuditEntry {
+    NewAuditEntry {
+        workspace_id: run.workspace_id,
+        actor: actor.clone(),
+        action: action::RUN_CANCELLED.into(),
+        subject_type: "run".into(),
+        subject_id: Some(run.id.to_string()),
+        before: Some(json!({ "status": previous_status })),
+        after: Some(json!({ "status": run.status, "agent": run.agent.0.name })),
+        diff: None,
+        created_at: run.updated_at,
+    }
+}
+
+/// Records a web UI session opened (`signin`) or closed (`signout`) by a person, in a transaction of its own:
+/// the session row is not part of the chain.
+pub async fn record_session(store: &dyn Store, principal: &Principal, action: &str) -> StoreResult<()> {
+    let entry = NewAuditEntry {
+        workspace_id: principal.workspace_id,
+        actor: AuditActor { kind: ActorKind::Human, id: Some(principal.id.to_string()), name: principal.name.clone() },
+        action: action.to_owned(),
+        subject_type: "session".into(),
+        subject_id: None,
+        before: None,
+        after: Some(json!({ "role": principal.role })),
+        diff: None,
+        created_at: crate::store::now(),
+    };
+    store.append_audit(&entry).await.map(|_| ())
+}
+
+/// The action that records a question's move to `status`.
+fn question_action(status: &str) -> &'static str {
+    match status {
+        "answered" => action::QUESTION_ANSWERED,
+        "defaulted" => action::QUESTION_DEFAULTED,
+        "expired" => action::QUESTION_EXPIRED,
+        _ => action::QUESTION_CANCELLED,
+    }
+}
+
+/// The entry recording a question's one transition out of `pending` (`row` is the question after it). For an
+/// approval answered with edited arguments, `before` keeps the original arguments, `after` the edited ones, and
+/// `diff` is the JSON Patch between them.
+pub fn question_resolved(row: &QuestionRow, actor: &AuditActor) -> NewAuditEntry {
+    let mut before = Map::new();
+    before.insert("status".into(), json!("pending"));
+    before.insert("title".into(), json!(row.title));
+    before.insert("kind".into(), json!(row.kind));
+    if let Some(run_id) = row.run_id {
+        before.insert("run_id".into(), json!(run_id));
+    }
+    if let Some(action) = &row.action {
+        before.insert("action".into(), json!({ "tool_name": action.0.tool_name, "arguments": action.0.arguments }));
+    }
+    let response = row.response.as_ref().map(|r| &r.0);
+    let mut after = Map::new();
+    after.insert("status".into(), json!(row.status));
+    after.insert("resolution".into(), json!(row.resolution));
+    if let Some(response) = response {
+        after.insert("value".into(), response.value.clone());
+        if let Some(comment) = &response.comment {
+            after.insert("comment".into(), json!(comment));
+        }
+    }
+    let edited = response.and_then(|r| r.edited_arguments.as_ref());
+    let mut diff = None;
+    if let (Some(edited), Some(action)) = (edited, &row.action) {
+        after.insert("edited_arguments".into(), edited.clone());
+        diff = Some(Value::Array(json_diff(&action.0.arguments, edited)));
+    }
+    NewAuditEntry {
+        workspace_id: row.workspace_id,
+        actor: actor.clone(),
+        action: question_action(&row.status).to_owned(),
+        subject_type: "question".into(),
+        subject_id: Some(row.id.to_string()),
+        before: Some(Value::Object(before)),
+        after: Some(Value::Object(after)),
+        diff,
+        created_at: row.resolved_at.unwrap_or(row.updated_at),
+    }
+}
+
+/// What is wrong with a chain, at which entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainBreak {
+    pub workspace: String,
+    pub workspace_id: Uuid,
+    /// The first entry that is wrong (for a gap: the first missing `seq`).
+    pub seq: i64,
+    /// The id of the entry found at or after that position, if any.
+    pub id: Option<Uuid>,
+    /// `altered`, `missing`, `reordered` or `truncated`.
+    pub kind: &'static str,
+    pub message: String,
+}
+
+impl std::fmt::Display for ChainBreak {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "workspace {:?} ({}), seq {}", self.workspace, self.workspace_id, self.seq)?;
+        if let Some(id) = self.id {
+            write!(f, ", id {id}")?;
+        }
+        write!(f, ": {}: {}", self.kind, self.message)
+    }
+}
+
+/// What a successful verification covered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verified {
+    pub entries: u64,
+    pub workspaces: u64,
+}
+
+/// How many entries [`verify`] reads at a time.
+const VERIFY_PAGE: u32 = 1000;
+
+/// Walks every workspace's chain from its first entry: recomputes each hash, checks that `seq` goes 1, 2, 3...
+/// without gaps, that each `prev_hash` is the previous entry's hash, and that the chain ends where its head row
+/// says. Returns the first break found.
+pub async fn verify(store: &dyn Store) -> StoreResult<Result<Verified, ChainBreak>> {
+    let mut verified = Verified { entries: 0, workspaces: 0 };
+    for head in store.audit_heads().await? {
+        let broken = |seq: i64, id: Option<Uuid>, kind: &'static str, message: String| ChainBreak {
+            workspace: head.workspace.clone(),
+            workspace_id: head.workspace_id,
+            seq,
+            id,
+            kind,
+            message,
+        };
+        let (mut last_seq, mut last_hash) = (0_i64, GENESIS_HASH.to_owned());
+        loop {
+            let page = store.audit_chain(head.workspace_id, last_seq, VERIFY_PAGE).await?;
+            let done = page.len() < VERIFY_PAGE as usize;
+            for row in page {
+                let expected = last_seq + 1;
+                if row.seq != expected {
+                    let message = if row.prev_hash == last_hash {
+                        format!(
+                            "entry {} claims seq {} but follows entry {last_seq}: entries were renumbered",
+                            row.id, row.seq
+                        )
+                    } else {
+                        format!(
+                            "entries {expected}..={} are missing (removed): the chain jumps from seq {last_seq} to {}",
+                            row.seq - 1,
+                            row.seq
+                        )
+                    };
+                    let kind = if row.prev_hash == last_hash { "reordered" } else { "missing" };
+                    return Ok(Err(broken(expected, Some(row.id), kind, message)));
+                }
+                if entry_hash(&row) != row.hash {
+                    let message = "its content does not match its hash: the entry was changed after it was written";
+                    return Ok(Err(broken(row.seq, Some(row.id), "altered", message.into())));
+                }
+                if row.prev_hash != last_hash {
+                    let message = format!(
+                        "its prev_hash does not match the hash of the entry before it (seq {last_seq}): entries were \
+                         moved, replaced or removed"
+                    );
+                    return Ok(Err(broken(row.seq, Some(row.id), "reordered", message)));
+                }
+                last_seq = row.seq;
+                last_hash = row.hash;
+                verified.entries += 1;
+            }
+            if done {
+                break;
+            }
+        }
+        match (head.seq, head.hash.as_deref()) {
+            (Some(seq), Some(hash)) if seq == last_seq && hash == last_hash => {}
+            (Some(seq), _) if seq > last_seq => {
+                let message = format!(
+                    "the chain's head records {seq} entries but the log ends at seq {last_seq}: the newest entries \
+                     were removed"
+                );
+                return Ok(Err(broken(last_seq + 1, None, "missing", message)));
+            }
+            (Some(seq), _) => {
+                let message = format!("the chain's head (seq {seq}) does not match its last entry (seq {last_seq})");
+                return Ok(Err(broken(last_seq, None, "altered", message)));
+            }
+            (None, _) => {
+                let message = "the chain's head row is missing".to_owned();
+                return Ok(Err(broken(last_seq, None, "missing", message)));
+            }
+        }
+        verified.workspaces += 1;
+    }
+    Ok(Ok(verified))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn row() -> AuditRow {
+        AuditRow {
+            id: Uuid::parse_str("01900000-0000-7000-8000-000000000001").unwrap(),
+            workspace_id: Uuid::parse_str("01900000-0000-7000-8000-0000000000aa").unwrap(),
+            seq: 1,
+            prev_hash: GENESIS_HASH.into(),
+            hash: String::new(),
+            actor: "alice".into(),
+            actor_id: None,
+            actor_kind: "human".into(),
+            action: "question.answered".into(),
+            subject_type: "question".into(),
+            subject_id: Some("q1".into()),
+            before: Some(r#"{"status":"pending"}"#.into()),
+            after: Some(r#"{"status":"answered"}"#.into()),
+            diff: None,
+            created_at: chrono::Utc.with_ymd_and_hms(2026, 11, 22, 15, 4, 5).unwrap(),
+        }
+    }
+
+    #[test]
+    fn the_preimage_is_a_sequence_of_netstrings_with_a_tilde_for_null() {
+        assert_eq!(
+            preimage(&row()),
+            "18:holdpoint-audit-v1,36:01900000-0000-7000-8000-0000000000aa,1:1,\
+             36:01900000-0000-7000-8000-000000000001,27:2026-11-22T15:04:05.000000Z,5:human,5:alice,~,\
+             17:question.answered,8:question,2:q1,20:{\"status\":\"pending\"},21:{\"status\":\"answered\"},~,\
+             64:0000000000000000000000000000000000000000000000000000000000000000,"
+        );
+    }
+
+    #[test]
+    fn lengths_count_bytes_so_no_field_can_pose_as_two() {
+        let mut a = row();
+        a.actor = "é".into();
+        assert!(preimage(&a).contains(",2:é,"));
+        let mut b = row();
+        b.actor = "a,5:human".into();
+        assert_ne!(entry_hash(&b), entry_hash(&row()));
+    }
+
+    #[test]
+    fn every_field_changes_the_hash() {
+        let base = entry_hash(&row());
+        let changes: Vec<fn(&mut AuditRow)> = vec![
+            |r| r.seq = 2,
+            |r| r.actor = "bob".into(),
+            |r| r.actor_id = Some("x".into()),
+            |r| r.actor_kind = "token".into(),
+            |r| r.action = "question.expired".into(),
+            |r| r.subject_type = "run".into(),
+            |r| r.subject_id = None,
+            |r| r.before = None,
+            |r| r.after = Some("{}".into()),
+            |r| r.diff = Some("[]".into()),
+            |r| r.prev_hash = "1".repeat(64),
+            |r| r.created_at += chrono::Duration::microseconds(1),
+            |r| r.id = Uuid::nil(),
+            |r| r.workspace_id = Uuid::nil(),
+        ];
+        for change in changes {
+            let mut changed = row();
+            change(&mut changed);
+            assert_ne!(entry_hash(&changed), base);
+        }
+        assert_eq!(entry_hash(&row()).len(), 64);
+    }
+
+    #[test]
+    fn the_diff_of_edited_arguments_is_a_json_patch() {
+        let from = json!({"command": "rm -rf /tmp/x", "cwd": "/", "env": {"A": "1"}, "a/b": 1});
+        let to = json!({"command": "rm -rf /tmp/x/cache", "env": {"A": "1", "B": "2"}, "a/b": 1, "timeout_seconds": 5});
+        assert_eq!(
+            json_diff(&from, &to),
+            vec![
+                json!({"op": "replace", "path": "/command", "value": "rm -rf /tmp/x/cache"}),
+                json!({"op": "remove", "path": "/cwd"}),
+                json!({"op": "add", "path": "/env/B", "value": "2"}),
+                json!({"op": "add", "path": "/timeout_seconds", "value": 5}),
+            ]
+        );
+        assert!(json_diff(&from, &from).is_empty());
+        assert_eq!(json_diff(&json!([1, 2]), &json!([2])), vec![json!({"op": "replace", "path": "", "value": [2]})]);
+        assert_eq!(
+            json_diff(&json!({"a~b/c": 1}), &json!({"a~b/c": 2})),
+            vec![json!({"op": "replace", "path": "/a~0b~1c", "value": 2})]
+        );
+    }
+}
