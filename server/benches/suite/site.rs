@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::report::{Figure, Section};
-use crate::server::{FreshDb, Server, expect_success, http, site_root};
+use crate::server::{FreshDb, Server, expect_success, http, site_root, workspace_root};
 use crate::{Samples, ms};
 
 const QUESTIONS: usize = 60;
@@ -31,7 +31,7 @@ pub async fn run() -> Result<Section, String> {
                 "The bundle is `{}` as `cargo xtask site` builds it (wasm-release profile, wasm-bindgen, \
                  `wasm-opt -Oz`), gzipped at level 9 as the server sends it: {} KiB ({} KiB before gzip). The JS \
                  glue adds {} KiB and the stylesheet {} KiB, gzipped.",
-                pkg.join("holdpoint_bg.wasm").display(),
+                pkg.join("holdpoint_bg.wasm").strip_prefix(workspace_root()).unwrap_or(&pkg).display(),
                 gzipped / 1024,
                 raw / 1024,
                 js / 1024,
