@@ -113,7 +113,9 @@ pub async fn run(postgres: Option<&Postgres>) -> Result<Section, String> {
              reads with `POST /api/v1/questions/{{id}}/answer`. A cycle's latency runs from the agent sending its \
              question to its long-poll returning the answer; cycles/s counts the cycles that started after a {} s \
              warm-up and ended within the next {} s. Every agent, the person and the server each use their own \
-             connections; the bootstrap admin token authenticates every request. Each configuration gets a fresh \
+             connections; the bootstrap admin token authenticates every request (the suite lifts the per-token and \
+             per-address creation rate limits, which would otherwise cap it at 20 questions a second). Each \
+             configuration gets a fresh \
              database and server. The rows \"SQLite on tmpfs\" (no target) repeat the SQLite runs with the database \
              file in `{TMPFS}`, where `fsync` costs nothing: the difference to the durable rows is what the disk's \
              flushes cost (see \"one durable write\" under Machine).",
