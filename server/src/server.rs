@@ -96,7 +96,9 @@ pub async fn serve(state: AppState, listener: TcpListener) -> Result<(), ServerE
     println!("holdpoint listening on http://{local}");
     print_first_start_link(&state, local).await?;
     let shutdown = state.shutdown.clone();
-    // With the peer's address, which the rate limits are keyed on.
+    // With the peer's address, which the rate limits are keyed on. A make-service also prepares the router once:
+    // serving the `Router` itself makes axum rebuild every route (`with_state`: a route table and a clone of each
+    // boxed handler) for each connection, about 34 KiB per connection (docs/benchmarks.md, SSE fan-out).
     let app = crate::http::router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {

@@ -61,6 +61,7 @@ backend_tests!(
     who_may_answer_depends_on_role_and_kind,
     questions_past_their_deadline_are_defaulted_or_expired,
     filters_and_deadline_order_select_the_right_questions,
+    paging_in_deadline_order_crosses_from_dated_to_undated_questions,
     a_client_that_missed_a_hundred_events_gets_exactly_those_on_reconnect,
     resolutions_are_announced_on_the_event_stream,
     metrics_count_questions_answers_timeouts_and_requests,
@@ -449,6 +450,41 @@ async fn filters_and_deadline_order_select_the_right_questions(app: TestApp) {
     assert_eq!(ids(app.get(&format!("/api/v1/questions?sort=deadline&limit=2&cursor={cursor}")).await), [a, b]);
     assert_error(&app.get("/api/v1/questions?status=nonsense").await, StatusCode::BAD_REQUEST, "bad_request");
     assert_error(&app.get("/api/v1/questions?sort=random").await, StatusCode::BAD_REQUEST, "bad_request");
+}
+
+/// The deadline order is read in two parts (questions with a deadline, then those without): every page size and
+/// every cursor, inside either part or at the boundary, must give the one order with nothing lost or repeated.
+async fn paging_in_deadline_order_crosses_from_dated_to_undated_questions(app: TestApp) {
+    let undated_first = ask(&app, json!({"title": "undated 1"})).await;
+    let latest = ask(&app, json!({"title": "due in 900 s", "timeout_seconds": 900})).await;
+    let undated_second = ask(&app, json!({"title": "undated 2"})).await;
+    let soonest = ask(&app, json!({"title": "due in 300 s", "timeout_seconds": 300})).await;
+    let middle = ask(&app, json!({"title": "due in 600 s", "timeout_seconds": 600})).await;
+    let undated_third = ask(&app, json!({"title": "undated 3"})).await;
+    let answered = ask(&app, json!({"title": "answered, due in 100 s", "timeout_seconds": 100})).await;
+    app.post(&format!("/api/v1/questions/{answered}/answer"), json!({"value": "done"})).await;
+    let expected = [soonest, middle, latest, undated_first, undated_second, undated_third];
+    for limit in 1..=7 {
+        let mut seen = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let mut path = format!("/api/v1/questions?status=pending&sort=deadline&limit={limit}");
+            if let Some(cursor) = &cursor {
+                path.push_str(&format!("&cursor={cursor}"));
+            }
+            let page = app.get(&path).await;
+            assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+            let items = page.json["items"].as_array().unwrap();
+            assert!(items.len() <= limit, "a page holds at most its limit");
+            seen.extend(items.iter().map(|q| q["id"].as_str().unwrap().to_owned()));
+            match page.json["next_cursor"].as_str() {
+                Some(next) => cursor = Some(next.to_owned()),
+                None => break,
+            }
+            assert!(seen.len() <= expected.len(), "paging with limit {limit} does not end: {seen:?}");
+        }
+        assert_eq!(seen, expected, "pages of {limit} in deadline order");
+    }
 }
 
 async fn a_client_that_missed_a_hundred_events_gets_exactly_those_on_reconnect(app: TestApp) {

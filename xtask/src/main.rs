@@ -1,5 +1,5 @@
 //! `cargo xtask`: the README's commands. `serve` builds and runs Holdpoint, `demo` the same with the demo workspace
-//! loaded; `test` runs every test.
+//! loaded; `test` runs every test; `bench` runs the benchmark suite (never part of `test`).
 //!
 //! It does what cargo-leptos would (wasm build, wasm-bindgen, wasm-opt, CSS and assets into the site root, then the
 //! server) without needing cargo-leptos, which takes half an hour to compile. Every tool it needs is installed on
@@ -18,6 +18,8 @@ commands:
   demo [--release] [-- ARGS...]    the same with `holdpoint demo ARGS...`: agents that ask every kind of question
   test                             run every test: unit, API (SQLite and PostgreSQL), browser (Playwright)
   site [--release]                 build only the site (wasm, JS, CSS) into target/site
+  bench [-- ARGS...]               build the site, run the benchmark suite (release build) and write
+                                   docs/benchmarks.md; ARGS: --only hitl,fanout,inbox,rebuild,site  --out PATH
 ";
 
 /// Why a step failed: one line for the person at the terminal.
@@ -30,6 +32,7 @@ fn main() -> ExitCode {
         Some("demo") => serve("demo", &args[1..]),
         Some("test") => test(&args[1..]),
         Some("site") => tools::ensure_site_tools().and_then(|tools| site::build(&tools)),
+        Some("bench") => bench(&args[1..]),
         _ => {
             eprint!("{USAGE}");
             return ExitCode::from(2);
@@ -81,6 +84,25 @@ fn serve(command: &str, args: &[String]) -> Result {
     let mut server = Command::new(binary);
     server.arg(command).args(passthrough).env("HOLDPOINT_SITE_ROOT", site::site_root());
     run(&mut server)
+}
+
+/// Builds the site (the suite measures its bundle and the server renders pages with it), then runs the suite in
+/// `server/benches/suite/` through `cargo bench`, which builds the server and the suite in the release profile.
+fn bench(args: &[String]) -> Result {
+    let passthrough: Vec<&String> = match args.first().map(String::as_str) {
+        None => Vec::new(),
+        Some("--") => args[1..].iter().collect(),
+        Some(_) => return Err(format!("`cargo xtask bench` takes its arguments after `--`, got {args:?}")),
+    };
+    let started = std::time::Instant::now();
+    let tools = tools::ensure_site_tools()?;
+    site::build(&tools)?;
+    let result = run(cargo()
+        .args(["bench", "--package", "holdpoint-server", "--bench", "suite", "--"])
+        .args(passthrough)
+        .env("HOLDPOINT_SITE_ROOT", site::site_root()));
+    eprintln!("xtask: bench took {:.0} s in all (site, release build and suite)", started.elapsed().as_secs_f64());
+    result
 }
 
 fn test(args: &[String]) -> Result {

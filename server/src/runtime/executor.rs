@@ -18,7 +18,7 @@ use super::model::{model_for, model_name};
 use super::tools::{self, ASK_USER, HTTP_REQUEST, SHELL, SPAWN_AGENTS};
 use crate::error::AppError;
 use crate::store::{
-    MessageRow, QuestionRow, RunRow, RunTransition, StoreError, StoreResult, ToolCallFilter, ToolCallRow, now,
+    MessageRow, QuestionRow, RunRow, RunTransition, Store, StoreError, StoreResult, ToolCallFilter, ToolCallRow, now,
 };
 
 /// What the model is told when a person rejects a call.
@@ -31,11 +31,11 @@ struct Conversation {
 }
 
 impl Conversation {
-    async fn load(rt: &Runtime, run_id: Uuid) -> StoreResult<Self> {
+    async fn load(store: &dyn Store, run_id: Uuid) -> StoreResult<Self> {
         let mut messages = Vec::new();
         loop {
             let after = messages.last().map_or(0, |m: &MessageRow| m.seq);
-            let page = rt.store.messages(run_id, after, 1000).await?;
+            let page = store.messages(run_id, after, 1000).await?;
             let done = page.len() < 1000;
             messages.extend(page);
             if done {
@@ -66,6 +66,13 @@ impl Conversation {
         }
         request
     }
+}
+
+/// Rebuilds a run's conversation from the database and returns the Chat Completions request its next model turn
+/// sends: what a resumed run does before it calls the model again. Public so the benchmark suite times the very code
+/// path a resume takes.
+pub async fn rebuild_request(store: &dyn Store, run: &RunRow) -> StoreResult<Value> {
+    Ok(Conversation::load(store, run.id).await?.request(&run.agent.0))
 }
 
 fn message(run_id: Uuid, seq: i32, step: i32, role: &str, content: Value) -> MessageRow {
@@ -121,7 +128,7 @@ async fn release(
 async fn advance(rt: &Runtime, run: &RunRow) -> StoreResult<()> {
     let spec = &run.agent.0;
     let segment = rt.store.current_segment(run.id, rt.instance, now()).await?;
-    let mut conversation = Conversation::load(rt, run.id).await?;
+    let mut conversation = Conversation::load(rt.store.as_ref(), run.id).await?;
     if conversation.messages.is_empty() {
         let mut first = Vec::new();
         if !spec.system_prompt.is_empty() {
@@ -130,7 +137,7 @@ async fn advance(rt: &Runtime, run: &RunRow) -> StoreResult<()> {
         let seq = first.len() as i32 + 1;
         first.push(message(run.id, seq, 0, "user", json!({ "role": "user", "content": run.input })));
         rt.store.append_messages(run.id, rt.instance, &first, &[], None).await?;
-        conversation = Conversation::load(rt, run.id).await?;
+        conversation = Conversation::load(rt.store.as_ref(), run.id).await?;
     }
     let model = match model_for(spec, &rt.config, &rt.scripts_dir) {
         Ok(model) => model,
@@ -145,13 +152,13 @@ async fn advance(rt: &Runtime, run: &RunRow) -> StoreResult<()> {
             Settled::Wait(status) => return release(rt, run, status, None, None).await,
             Settled::Fail(reason) => return release(rt, run, RunStatus::Failed, None, Some(reason)).await,
         }
-        conversation = Conversation::load(rt, run.id).await?;
+        conversation = Conversation::load(rt.store.as_ref(), run.id).await?;
         if let Some(text) = prompt.take() {
             let user =
                 message(run.id, conversation.next_seq(), step, "user", json!({ "role": "user", "content": text }));
             rt.store.append_messages(run.id, rt.instance, &[user], &[], None).await?;
             rt.store.take_resume_prompt(run.id, rt.instance).await?;
-            conversation = Conversation::load(rt, run.id).await?;
+            conversation = Conversation::load(rt.store.as_ref(), run.id).await?;
         }
         if step >= run.max_total_steps {
             let reason = format!("the run reached the cap of {} steps in all", run.max_total_steps);
@@ -181,7 +188,7 @@ async fn advance(rt: &Runtime, run: &RunRow) -> StoreResult<()> {
             }
             return release(rt, run, RunStatus::Completed, Some(result), None).await;
         }
-        conversation = Conversation::load(rt, run.id).await?;
+        conversation = Conversation::load(rt.store.as_ref(), run.id).await?;
     }
 }
 
@@ -354,7 +361,7 @@ async fn settle_open_calls(rt: &Runtime, run: &RunRow, conversation: &Conversati
         }
         call.updated_at = now();
         rt.store.update_tool_call(rt.instance, &call).await?;
-        let conversation = Conversation::load(rt, run.id).await?;
+        let conversation = Conversation::load(rt.store.as_ref(), run.id).await?;
         let result = message(
             run.id,
             conversation.next_seq(),

@@ -145,6 +145,38 @@ pub(super) fn is_unique_violation(err: &sqlx::Error) -> bool {
 macro_rules! sql_store {
     ($store:ty, $db:ty, read = $read:ident, write = $write:ident) => {
         impl $store {
+            /// `SELECT` of the workspace's questions that match the filter's conditions (not its order or cursor).
+            fn filtered_questions(workspace_id: Uuid, filter: &QuestionFilter) -> QueryBuilder<'static, $db> {
+                let mut query =
+                    QueryBuilder::<$db>::new(format!("SELECT {QUESTION_COLUMNS} FROM questions WHERE workspace_id = "));
+                query.push_bind(workspace_id);
+                if let Some(status) = filter.status {
+                    query.push(" AND status = ").push_bind(status.as_str());
+                }
+                if let Some(kind) = filter.kind {
+                    query.push(" AND kind = ").push_bind(kind.as_str());
+                }
+                if let Some(project) = &filter.project {
+                    query.push(" AND project = ").push_bind(project.clone());
+                }
+                if let Some(urgency) = filter.urgency {
+                    query.push(" AND urgency = ").push_bind(urgency.as_str());
+                }
+                if let Some(run_id) = filter.run_id {
+                    query.push(" AND run_id = ").push_bind(run_id);
+                }
+                if let Some(created_by) = filter.created_by {
+                    query.push(" AND created_by = ").push_bind(created_by);
+                }
+                if let Some(text) = &filter.text {
+                    let pattern = format!("%{}%", text.to_lowercase().replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
+                    query.push(" AND (LOWER(title) LIKE ").push_bind(pattern.clone());
+                    query.push(" ESCAPE '\\' OR LOWER(body) LIKE ").push_bind(pattern);
+                    query.push(" ESCAPE '\\')");
+                }
+                query
+            }
+
             /// Appends an event inside the caller's transaction; returns its id.
             pub(super) async fn append_event(tx: &mut sqlx::Transaction<'_, $db>, event: &NewEvent) -> StoreResult<i64> {
                 if let Some(lock) = Self::EVENT_LOCK {
@@ -515,53 +547,43 @@ macro_rules! sql_store {
                 workspace_id: Uuid,
                 filter: &QuestionFilter,
             ) -> StoreResult<Vec<QuestionRow>> {
-                let mut query = QueryBuilder::<$db>::new(format!("SELECT {QUESTION_COLUMNS} FROM questions WHERE workspace_id = "));
-                query.push_bind(workspace_id);
-                if let Some(status) = filter.status {
-                    query.push(" AND status = ").push_bind(status.as_str());
-                }
-                if let Some(kind) = filter.kind {
-                    query.push(" AND kind = ").push_bind(kind.as_str());
-                }
-                if let Some(project) = &filter.project {
-                    query.push(" AND project = ").push_bind(project.clone());
-                }
-                if let Some(urgency) = filter.urgency {
-                    query.push(" AND urgency = ").push_bind(urgency.as_str());
-                }
-                if let Some(run_id) = filter.run_id {
-                    query.push(" AND run_id = ").push_bind(run_id);
-                }
-                if let Some(created_by) = filter.created_by {
-                    query.push(" AND created_by = ").push_bind(created_by);
-                }
-                if let Some(text) = &filter.text {
-                    let pattern = format!("%{}%", text.to_lowercase().replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
-                    query.push(" AND (LOWER(title) LIKE ").push_bind(pattern.clone());
-                    query.push(" ESCAPE '\\' OR LOWER(body) LIKE ").push_bind(pattern);
-                    query.push(" ESCAPE '\\')");
-                }
-                match (&filter.sort, &filter.after) {
-                    (QuestionSort::CreatedDesc, Some(QuestionCursor::Created { id })) => {
+                let limit = i64::from(filter.limit);
+                if filter.sort == QuestionSort::CreatedDesc {
+                    let mut query = Self::filtered_questions(workspace_id, filter);
+                    if let Some(QuestionCursor::Created { id }) = &filter.after {
                         query.push(" AND id < ").push_bind(*id);
                     }
-                    (QuestionSort::Deadline, Some(QuestionCursor::Deadline { timeout_at: Some(at), id })) => {
+                    query.push(" ORDER BY id DESC LIMIT ").push_bind(limit);
+                    return Ok(query.build_query_as().fetch_all(&self.$read).await?);
+                }
+                // Soonest deadline first, then the questions without one, oldest first: two queries rather than one
+                // `ORDER BY timeout_at NULLS LAST`, because each can walk an index in its order and stop after a
+                // page, where the single query sorted every matching question for every page (SQLite's indexes
+                // keep NULLs first, so none can serve NULLS LAST).
+                let mut rows: Vec<QuestionRow> = Vec::new();
+                let past_dated = matches!(filter.after, Some(QuestionCursor::Deadline { timeout_at: None, .. }));
+                if !past_dated {
+                    let mut query = Self::filtered_questions(workspace_id, filter);
+                    query.push(" AND timeout_at IS NOT NULL");
+                    if let Some(QuestionCursor::Deadline { timeout_at: Some(at), id }) = &filter.after {
                         query.push(" AND (timeout_at > ").push_bind(*at);
                         query.push(" OR (timeout_at = ").push_bind(*at);
                         query.push(" AND id > ").push_bind(*id);
-                        query.push(") OR timeout_at IS NULL)");
+                        query.push("))");
                     }
-                    (QuestionSort::Deadline, Some(QuestionCursor::Deadline { timeout_at: None, id })) => {
-                        query.push(" AND timeout_at IS NULL AND id > ").push_bind(*id);
-                    }
-                    _ => {}
+                    query.push(" ORDER BY timeout_at ASC, id ASC LIMIT ").push_bind(limit);
+                    rows = query.build_query_as().fetch_all(&self.$read).await?;
                 }
-                query.push(match filter.sort {
-                    QuestionSort::CreatedDesc => " ORDER BY id DESC",
-                    QuestionSort::Deadline => " ORDER BY timeout_at ASC NULLS LAST, id ASC",
-                });
-                query.push(" LIMIT ").push_bind(i64::from(filter.limit));
-                let rows = query.build_query_as().fetch_all(&self.$read).await?;
+                let missing = limit - rows.len() as i64;
+                if missing > 0 {
+                    let mut query = Self::filtered_questions(workspace_id, filter);
+                    query.push(" AND timeout_at IS NULL");
+                    if let Some(QuestionCursor::Deadline { timeout_at: None, id }) = &filter.after {
+                        query.push(" AND id > ").push_bind(*id);
+                    }
+                    query.push(" ORDER BY id ASC LIMIT ").push_bind(missing);
+                    rows.extend(query.build_query_as::<QuestionRow>().fetch_all(&self.$read).await?);
+                }
                 Ok(rows)
             }
 

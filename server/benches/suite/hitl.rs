@@ -1,0 +1,266 @@
+//! The full human-in-the-loop cycle: an agent asks (`POST /questions`), a person's event stream shows the
+//! question, the person answers (`POST /questions/{id}/answer`), and the agent's long-poll
+//! (`GET /questions/{id}/wait`) returns the answer.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use serde_json::{Value, json};
+use tokio::sync::Mutex;
+
+use crate::report::{Figure, Section};
+use crate::server::{Backend, FreshDb, Postgres, Server, expect_success, http};
+use crate::{Samples, ms};
+
+/// Cycles before this are not counted: connections, caches and the database warm up.
+const WARM_UP: Duration = Duration::from_secs(2);
+const MEASURE: Duration = Duration::from_secs(8);
+const PROJECT: &str = "hitl-bench";
+/// A memory-backed filesystem: SQLite there shows the server's own cost of a cycle, without the disk's flushes.
+const TMPFS: &str = "/dev/shm";
+
+struct Outcome {
+    /// Latency of each cycle that started and ended inside the measuring window.
+    cycles: Samples,
+    /// From the agent sending the question to the person's stream showing it.
+    seen: Samples,
+    errors: u64,
+}
+
+pub async fn run(postgres: Option<&Postgres>) -> Result<Section, String> {
+    let mut section = Section::new("Full HITL cycle");
+    let memory = std::path::Path::new(TMPFS);
+    for (backend, in_memory) in [(Backend::Sqlite, false), (Backend::Postgres, false), (Backend::Sqlite, true)] {
+        if (backend == Backend::Postgres && postgres.is_none()) || (in_memory && !memory.is_dir()) {
+            continue;
+        }
+        for agents in [1usize, 16] {
+            let db = if in_memory { FreshDb::sqlite_in(memory)? } else { FreshDb::fresh(backend, postgres).await? };
+            let where_ = if in_memory { "SQLite on tmpfs" } else { backend.label() };
+            let server = Server::start(&format!("hitl-{}-{agents}", where_.replace(' ', "-")), &db).await?;
+            let outcome = measure(&server, agents).await;
+            server.stop().await;
+            let outcome = outcome?;
+            let label = format!("HITL cycle, {agents} agent{}, {where_}", if agents == 1 { "" } else { "s" });
+            let rate = outcome.cycles.len() as f64 / MEASURE.as_secs_f64();
+            let latency = format!("p50 {} · p99 {}", ms(outcome.cycles.p50()), ms(outcome.cycles.p99()));
+            if in_memory {
+                section.figures.push(Figure::info(format!("{label}: latency"), latency));
+                section.figures.push(Figure::info(format!("{label}: throughput"), format!("{rate:.0} cycles/s")));
+                section.notes.push(format!(
+                    "{label}: {} cycles in the {} s window.",
+                    outcome.cycles.len(),
+                    MEASURE.as_secs()
+                ));
+                continue;
+            }
+            match (backend, agents) {
+                (Backend::Sqlite, 1) => {
+                    let pass = outcome.cycles.p50() <= Duration::from_millis(2)
+                        && outcome.cycles.p99() <= Duration::from_millis(10);
+                    section.figures.push(Figure::new(
+                        format!("{label}: latency"),
+                        latency,
+                        "p50 ≤ 2 ms, p99 ≤ 10 ms",
+                        pass,
+                    ));
+                    section.figures.push(Figure::info(format!("{label}: throughput"), format!("{rate:.0} cycles/s")));
+                }
+                (Backend::Sqlite, _) => {
+                    section.figures.push(Figure::new(
+                        format!("{label}: throughput"),
+                        format!("{rate:.0} cycles/s"),
+                        "≥ 3 000 cycles/s",
+                        rate >= 3000.0,
+                    ));
+                    section.figures.push(Figure::info(format!("{label}: latency"), latency));
+                }
+                (Backend::Postgres, 1) => {
+                    section.figures.push(Figure::info(format!("{label}: latency"), latency));
+                    section.figures.push(Figure::info(format!("{label}: throughput"), format!("{rate:.0} cycles/s")));
+                }
+                (Backend::Postgres, _) => {
+                    section.figures.push(Figure::new(
+                        format!("{label}: throughput"),
+                        format!("{rate:.0} cycles/s"),
+                        "≥ 1 000 cycles/s",
+                        rate >= 1000.0,
+                    ));
+                    section.figures.push(Figure::info(format!("{label}: latency"), latency));
+                }
+            }
+            section.figures.push(Figure::info(
+                format!("{label}: asked → seen on the event stream"),
+                format!("p50 {} · p99 {}", ms(outcome.seen.p50()), ms(outcome.seen.p99())),
+            ));
+            if outcome.errors > 0 {
+                section.notes.push(format!("**{label}: {} request(s) failed** (see the server log).", outcome.errors));
+            }
+            section.notes.push(format!(
+                "{label}: {} cycles in the {} s window.",
+                outcome.cycles.len(),
+                MEASURE.as_secs()
+            ));
+        }
+    }
+    section.notes.insert(
+        0,
+        format!(
+            "Each agent loops: `POST /api/v1/questions` (a text question), then `GET /api/v1/questions/{{id}}/wait`. \
+             One person holds `GET /api/v1/events?project={PROJECT}` open and answers every `question_asked` it \
+             reads with `POST /api/v1/questions/{{id}}/answer`. A cycle's latency runs from the agent sending its \
+             question to its long-poll returning the answer; cycles/s counts the cycles that started after a {} s \
+             warm-up and ended within the next {} s. Every agent, the person and the server each use their own \
+             connections; the bootstrap admin token authenticates every request (the suite lifts the per-token and \
+             per-address creation rate limits, which would otherwise cap it at 20 questions a second). Each \
+             configuration gets a fresh \
+             database and server. The rows \"SQLite on tmpfs\" (no target) repeat the SQLite runs with the database \
+             file in `{TMPFS}`, where `fsync` costs nothing: the difference to the durable rows is what the disk's \
+             flushes cost (see \"one durable write\" under Machine).",
+            WARM_UP.as_secs(),
+            MEASURE.as_secs()
+        ),
+    );
+    Ok(section)
+}
+
+async fn measure(server: &Server, agents: usize) -> Result<Outcome, String> {
+    let epoch = Instant::now();
+    let errors = Arc::new(AtomicU64::new(0));
+    let seen = Arc::new(Mutex::new(Samples::default()));
+    let warm_end = epoch + WARM_UP;
+    let end = warm_end + MEASURE;
+    let person =
+        tokio::spawn(person(server.base.clone(), server.token.clone(), epoch, warm_end, seen.clone(), errors.clone()));
+    // The person's stream must be open before the first question, or the first cycles would wait for nothing.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut tasks = Vec::new();
+    for agent in 0..agents {
+        let (base, token, errors) = (server.base.clone(), server.token.clone(), errors.clone());
+        tasks.push(tokio::spawn(async move {
+            let client = http();
+            let mut cycles = Samples::default();
+            let mut n = 0u64;
+            while Instant::now() < end {
+                n += 1;
+                let started = Instant::now();
+                match cycle(&client, &base, &token, agent, n, epoch).await {
+                    Ok(()) => {
+                        if started >= warm_end && Instant::now() <= end {
+                            cycles.push(started.elapsed());
+                        }
+                    }
+                    Err(err) => {
+                        if errors.fetch_add(1, Ordering::Relaxed) == 0 {
+                            eprintln!("bench: a cycle failed: {err}");
+                        }
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                }
+            }
+            cycles
+        }));
+    }
+    let mut cycles = Samples::default();
+    for task in tasks {
+        cycles.extend(&task.await.map_err(|e| e.to_string())?);
+    }
+    person.abort();
+    let seen = seen.lock().await.clone();
+    Ok(Outcome { cycles, seen, errors: errors.load(Ordering::Relaxed) })
+}
+
+/// One agent's cycle: ask, then long-poll until answered.
+async fn cycle(
+    client: &reqwest::Client,
+    base: &str,
+    token: &str,
+    agent: usize,
+    n: u64,
+    epoch: Instant,
+) -> Result<(), String> {
+    let question = json!({
+        "title": format!("Agent {agent}: may I deploy build {n}?"),
+        "body": "The canary is green; the change touches the billing service.",
+        "project": PROJECT,
+        "context": { "sent_us": epoch.elapsed().as_micros() as u64 },
+    });
+    let response = client.post(format!("{base}/api/v1/questions")).bearer_auth(token).json(&question).send().await;
+    let created: Value = expect_success(response.map_err(|e| e.to_string())?, "POST /questions")
+        .await?
+        .json()
+        .await
+        .map_err(|e| e.to_string())?;
+    let id = created["id"].as_str().ok_or("the created question has no id")?;
+    let response = client
+        .get(format!("{base}/api/v1/questions/{id}/wait?timeout_seconds=30"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let waited: Value = expect_success(response, "GET /wait").await?.json().await.map_err(|e| e.to_string())?;
+    if waited["status"] != "answered" {
+        return Err(format!("the long-poll returned a question that is {}", waited["status"]));
+    }
+    Ok(())
+}
+
+/// The person: reads the event stream and answers every question it shows.
+async fn person(
+    base: String,
+    token: String,
+    epoch: Instant,
+    warm_end: Instant,
+    seen: Arc<Mutex<Samples>>,
+    errors: Arc<AtomicU64>,
+) {
+    let client = http();
+    let stream = client.get(format!("{base}/api/v1/events?project={PROJECT}")).bearer_auth(&token).send().await;
+    let Ok(stream) = stream else {
+        errors.fetch_add(1, Ordering::Relaxed);
+        eprintln!("bench: the person's event stream did not open");
+        return;
+    };
+    let mut bytes = stream.bytes_stream();
+    let mut buffer = String::new();
+    while let Some(Ok(chunk)) = bytes.next().await {
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buffer.find("\n\n") {
+            let frame: String = buffer.drain(..end + 2).collect();
+            if !frame.lines().any(|l| l.strip_prefix("event:").is_some_and(|e| e.trim() == "question_asked")) {
+                continue;
+            }
+            let Some(data) = frame.lines().find_map(|l| l.strip_prefix("data:")) else { continue };
+            let Ok(data) = serde_json::from_str::<Value>(data.trim()) else { continue };
+            let question = &data["question"];
+            if let Some(sent) = question["context"]["sent_us"].as_u64() {
+                let now = Instant::now();
+                if now >= warm_end {
+                    let sent = epoch + Duration::from_micros(sent);
+                    seen.lock().await.push(now.saturating_duration_since(sent));
+                }
+            }
+            let Some(id) = question["id"].as_str().map(str::to_owned) else { continue };
+            let (client, base, token, errors) = (client.clone(), base.clone(), token.clone(), errors.clone());
+            tokio::spawn(async move {
+                let answer = client
+                    .post(format!("{base}/api/v1/questions/{id}/answer"))
+                    .bearer_auth(&token)
+                    .json(&json!({ "value": "yes, go ahead" }))
+                    .send()
+                    .await;
+                let ok = match answer {
+                    Ok(response) => expect_success(response, "POST /answer").await.map(|_| ()),
+                    Err(err) => Err(err.to_string()),
+                };
+                if let Err(err) = ok
+                    && errors.fetch_add(1, Ordering::Relaxed) == 0
+                {
+                    eprintln!("bench: an answer failed: {err}");
+                }
+            });
+        }
+    }
+}
