@@ -19,12 +19,20 @@ after(async () => {
 });
 
 test('the audit page lists decisions with their actors and diffs, filters by the URL and exports', async () => {
-  const approval = await api(server, 'POST', '/questions', {
-    title: 'Apply the migration?',
-    kind: 'approval',
-    allow_edit: true,
-    action: { tool_name: 'shell', arguments: { command: 'migrate --all' } },
+  // An agent asks (whoever asks for an approval may not approve it); the admin token answers.
+  const agentToken = await api(server, 'POST', '/tokens', { name: 'migrator', role: 'agent' });
+  assert.equal(agentToken.status, 201, JSON.stringify(agentToken.json));
+  const asked = await fetch(`${server.baseUrl}/api/v1/questions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${agentToken.json.secret}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      title: 'Apply the migration?',
+      kind: 'approval',
+      allow_edit: true,
+      action: { tool_name: 'shell', arguments: { command: 'migrate --all' } },
+    }),
   });
+  const approval = { status: asked.status, json: await asked.json() };
   assert.equal(approval.status, 201, JSON.stringify(approval.json));
   const answered = await api(server, 'POST', `/questions/${approval.json.id}/answer`, {
     value: true,
@@ -42,8 +50,12 @@ test('the audit page lists decisions with their actors and diffs, filters by the
   await page.getByTestId('audit-table').waitFor();
 
   const actions = await page.getByTestId('audit-action').allTextContents();
-  // Newest first: the sign-in just now, the cancellation, the answer, the bootstrap token.
-  assert.deepEqual(actions, ['signin', 'question.cancelled', 'question.answered', 'token.created']);
+  // Newest first: the sign-in just now, the cancellation, the answer, the agent's token, the test person joining
+  // (account, then membership), the bootstrap token.
+  assert.deepEqual(actions, [
+    'signin', 'question.cancelled', 'question.answered', 'token.created', 'member.added', 'user.created',
+    'token.created',
+  ]);
   const answer = page.locator('[data-testid="audit-entry"][data-action="question.answered"]');
   assert.equal((await answer.getByTestId('audit-actor').textContent()).trim(), 'bootstrap');
   assert.equal((await answer.getByTestId('audit-actor-kind').textContent()).trim(), 'token');
@@ -77,6 +89,6 @@ test('the audit page lists decisions with their actors and diffs, filters by the
   await signIn(plain, server, '/inbox');
   await plain.goto(`${server.baseUrl}/audit?actor_kind=token`);
   const plainActions = await plain.getByTestId('audit-action').allTextContents();
-  assert.deepEqual(plainActions, ['question.cancelled', 'question.answered']);
+  assert.deepEqual(plainActions, ['question.cancelled', 'question.answered', 'token.created', 'member.added', 'user.created']);
   await context.close();
 });

@@ -147,15 +147,29 @@ fn non_empty(value: &Option<String>) -> Option<&str> {
 async fn sign_in(
     State(state): State<AppState>,
     limits: crate::http::limits::RequestLimits,
+    headers: axum::http::HeaderMap,
     jar: CookieJar,
     Form(form): Form<SignInForm>,
 ) -> Result<Response, AppError> {
+    let next = safe_next(form.next.as_deref()).to_owned();
     // Before the credential is looked at: a refused attempt must learn nothing. A token names no account, so only
     // the per-address limit applies to it; a username adds the per-account limit.
     // Usernames are matched case-insensitively, so the per-account limit is keyed the same way.
     let account = non_empty(&form.username).map(str::to_lowercase);
-    limits.check_sign_in(account.as_deref())?;
-    let next = safe_next(form.next.as_deref()).to_owned();
+    if let Err(limited) = limits.check_sign_in(account.as_deref()) {
+        // A person at the form gets it back with the reason; scripts get the 429 with Retry-After.
+        let from_a_browser = headers
+            .get(header::ACCEPT)
+            .and_then(|accept| accept.to_str().ok())
+            .is_some_and(|accept| accept.contains("text/html"));
+        return match limited {
+            AppError::RateLimited { retry_after_seconds, .. } if from_a_browser => {
+                let error = url_escape(&format!("Too many sign-in attempts. Try again in {retry_after_seconds} s."));
+                Ok(Redirect::to(&format!("/signin?error={error}&next={}", url_escape(&next))).into_response())
+            }
+            other => Err(other),
+        };
+    }
     let (principal, refusal) = if let Some(code) = non_empty(&form.code) {
         let found = state.store.use_signin_link(&hash_secret(code), crate::store::now()).await?;
         (

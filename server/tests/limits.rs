@@ -295,6 +295,14 @@ async fn a_thousand_wrong_passwords_for_one_account_are_limited_from_any_address
     assert_eq!(limited, 1000 - checked);
     let during = app.send(password_sign_in("alice", password, "192.0.2.1")).await;
     assert_rate_limited(&during, "sign_in_per_account");
+    // A person at the form is sent back to it with the reason instead.
+    let mut from_browser = password_sign_in("alice", password, "192.0.2.1");
+    from_browser.headers_mut().insert(header::ACCEPT, "text/html,application/xhtml+xml".parse().unwrap());
+    let page = app.send(from_browser).await;
+    assert_eq!(page.status, StatusCode::SEE_OTHER);
+    let location = page.headers[header::LOCATION].to_str().unwrap();
+    assert!(location.starts_with("/signin?error=Too%20many%20sign-in%20attempts"), "{location}");
+    assert!(page.headers.get(header::SET_COOKIE).is_none());
 
     tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     let after = app.send(password_sign_in("alice", password, "192.0.2.1")).await;
