@@ -162,6 +162,25 @@ const USER_COLUMNS: &str = "id, username, display_name, password_hash, created_a
 macro_rules! people_sql_store {
     ($store:ty, $db:ty, read = $read:ident, write = $write:ident) => {
         impl $store {
+            /// A member's role, read inside `tx`; `None` if they are not a member.
+            async fn member_role(
+                tx: &mut sqlx::Transaction<'_, $db>,
+                workspace_id: Uuid,
+                user_id: Uuid,
+            ) -> StoreResult<Option<Role>> {
+                let current: Option<(String,)> =
+                    sqlx::query_as("SELECT role FROM memberships WHERE workspace_id = $1 AND user_id = $2")
+                        .bind(workspace_id)
+                        .bind(user_id)
+                        .fetch_optional(&mut **tx)
+                        .await?;
+                current
+                    .map(|(role,)| {
+                        role.parse().map_err(|e: app::types::UnknownVariant| StoreError::Corrupt(e.to_string()))
+                    })
+                    .transpose()
+            }
+
             /// The workspace's admins other than `user_id`, counted inside `tx` after locking their rows where the
             /// database can, so the "last admin" check and the change it guards happen together.
             async fn other_admins(
@@ -289,21 +308,16 @@ macro_rules! people_sql_store {
                 role: Role,
             ) -> StoreResult<MembershipChange> {
                 let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
-                let current: Option<(String,)> =
-                    sqlx::query_as("SELECT role FROM memberships WHERE workspace_id = $1 AND user_id = $2")
-                        .bind(workspace_id)
-                        .bind(user_id)
-                        .fetch_optional(&mut *tx)
-                        .await?;
-                let Some((current,)) = current else {
+                let Some(before) = Self::member_role(&mut tx, workspace_id, user_id).await? else {
+                    tx.rollback().await?;
                     return Ok(MembershipChange::NotMember);
                 };
-                let before: Role =
-                    current.parse().map_err(|e: app::types::UnknownVariant| StoreError::Corrupt(e.to_string()))?;
                 if before == Role::Admin
                     && role != Role::Admin
                     && Self::other_admins(&mut tx, workspace_id, user_id).await? == 0
                 {
+                    // Explicitly: a dropped transaction keeps the admins' row locks until its connection is reused.
+                    tx.rollback().await?;
                     return Ok(MembershipChange::LastAdmin);
                 }
                 sqlx::query("UPDATE memberships SET role = $1 WHERE workspace_id = $2 AND user_id = $3")
@@ -318,18 +332,12 @@ macro_rules! people_sql_store {
 
             async fn remove_member(&self, workspace_id: Uuid, user_id: Uuid) -> StoreResult<MembershipChange> {
                 let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
-                let current: Option<(String,)> =
-                    sqlx::query_as("SELECT role FROM memberships WHERE workspace_id = $1 AND user_id = $2")
-                        .bind(workspace_id)
-                        .bind(user_id)
-                        .fetch_optional(&mut *tx)
-                        .await?;
-                let Some((current,)) = current else {
+                let Some(before) = Self::member_role(&mut tx, workspace_id, user_id).await? else {
+                    tx.rollback().await?;
                     return Ok(MembershipChange::NotMember);
                 };
-                let before: Role =
-                    current.parse().map_err(|e: app::types::UnknownVariant| StoreError::Corrupt(e.to_string()))?;
                 if before == Role::Admin && Self::other_admins(&mut tx, workspace_id, user_id).await? == 0 {
+                    tx.rollback().await?;
                     return Ok(MembershipChange::LastAdmin);
                 }
                 for statement in [
