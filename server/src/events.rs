@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::sync::broadcast;
 use uuid::Uuid;
 
-use crate::store::{EventRow, Store};
+use crate::store::{Committed, EventRow, Store};
 
 /// How many events the hub reads from the log at a time.
 const READ_BATCH: i64 = 1000;
@@ -32,13 +32,13 @@ pub struct HubEvent {
     pub data: String,
 }
 
-impl From<EventRow> for HubEvent {
-    fn from(row: EventRow) -> Self {
+impl From<&EventRow> for HubEvent {
+    fn from(row: &EventRow) -> Self {
         HubEvent {
             id: row.id,
             workspace_id: row.workspace_id,
-            event_type: row.event_type,
-            project: row.project,
+            event_type: row.event_type.clone(),
+            project: row.project.clone(),
             run_id: row.run_id,
             question_id: row.question_id,
             data: row.data.0.to_string(),
@@ -87,15 +87,35 @@ impl EventHub {
 
     async fn follow(self, store: Arc<dyn Store>) {
         let mut committed = store.committed_events();
+        let mut read_log = true;
         loop {
-            if let Err(err) = self.drain(store.as_ref()).await {
+            if read_log && let Err(err) = self.drain(store.as_ref()).await {
                 tracing::warn!(error = %err, "could not read the event log; retrying");
                 tokio::time::sleep(POLL_INTERVAL).await;
             }
             tokio::select! {
-                changed = committed.changed() => if changed.is_err() { return },
-                () = tokio::time::sleep(POLL_INTERVAL) => {}
+                changed = committed.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    let newest = committed.borrow_and_update().clone();
+                    read_log = !self.hand_out_committed(&newest);
+                }
+                () = tokio::time::sleep(POLL_INTERVAL) => read_log = true,
             }
+        }
+    }
+
+    /// Passes on the event a commit handed over when it is the very next one of the log, which spares reading it
+    /// back; `false` when the log must be read (several commits came at once, or another instance committed).
+    fn hand_out_committed(&self, newest: &Committed) -> bool {
+        let position = self.position.load(Ordering::SeqCst);
+        match &newest.event {
+            Some(event) if event.id == position + 1 => {
+                self.send(Arc::new(HubEvent::from(event.as_ref())));
+                true
+            }
+            _ => newest.last <= position,
         }
     }
 
@@ -104,15 +124,18 @@ impl EventHub {
             let after = self.position.load(Ordering::SeqCst);
             let rows = store.events_after(after, READ_BATCH).await?;
             let full = rows.len() as i64 == READ_BATCH;
-            for row in rows {
-                let event = Arc::new(HubEvent::from(row));
-                self.position.store(event.id, Ordering::SeqCst);
-                // No subscribers is not an error: the event is in the log for whoever connects later.
-                let _ = self.sender.send(event);
+            for row in &rows {
+                self.send(Arc::new(HubEvent::from(row)));
             }
             if !full {
                 return Ok(());
             }
         }
+    }
+
+    fn send(&self, event: Arc<HubEvent>) {
+        self.position.store(event.id, Ordering::SeqCst);
+        // No subscribers is not an error: the event is in the log for whoever connects later.
+        let _ = self.sender.send(event);
     }
 }

@@ -64,6 +64,7 @@ backend_tests!(
     paging_in_deadline_order_crosses_from_dated_to_undated_questions,
     a_client_that_missed_a_hundred_events_gets_exactly_those_on_reconnect,
     resolutions_are_announced_on_the_event_stream,
+    concurrent_asks_and_answers_reach_a_stream_once_each_in_order_and_long_polls_return_the_answer,
     metrics_count_questions_answers_timeouts_and_requests,
 );
 
@@ -529,6 +530,64 @@ async fn resolutions_are_announced_on_the_event_stream(app: TestApp) {
             ("question_expired".to_owned(), expired),
         ]
     );
+}
+
+/// The hub hands a commit's event straight to subscribers when it is the next one of the log and reads the log
+/// otherwise: under concurrent commits both paths interleave, and neither may lose, repeat or reorder an event. The
+/// long-polls answer from the event that woke them.
+async fn concurrent_asks_and_answers_reach_a_stream_once_each_in_order_and_long_polls_return_the_answer(app: TestApp) {
+    const QUESTIONS: usize = 24;
+    let base = app.serve().await;
+    let stream = connect_events(&base, &app.token, None).await;
+    let agent = app.create_token("default", Role::Agent).await;
+    let client = reqwest::Client::new();
+    let cycles = (0..QUESTIONS).map(|n| {
+        let (client, base, agent, admin) = (client.clone(), base.clone(), agent.clone(), app.token.clone());
+        async move {
+            let asked: Value = client
+                .post(format!("{base}/api/v1/questions"))
+                .bearer_auth(&agent)
+                .json(&json!({ "title": format!("Question {n}?") }))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let id = asked["id"].as_str().unwrap().to_owned();
+            let wait =
+                client.get(format!("{base}/api/v1/questions/{id}/wait?timeout_seconds=20")).bearer_auth(&agent).send();
+            let answer = client
+                .post(format!("{base}/api/v1/questions/{id}/answer"))
+                .bearer_auth(&admin)
+                .json(&json!({ "value": format!("answer {n}") }))
+                .send();
+            let (waited, answered) = tokio::join!(wait, answer);
+            assert_eq!(answered.unwrap().status(), StatusCode::OK);
+            let waited: Value = waited.unwrap().json().await.unwrap();
+            assert_eq!(waited["status"], "answered", "{waited}");
+            assert_eq!(waited["response"]["value"], format!("answer {n}"));
+            assert_eq!(
+                waited,
+                app_question(&client, &base, &agent, &id).await,
+                "the long-poll returns what a read does"
+            );
+            id
+        }
+    });
+    let ids: Vec<String> = futures::future::join_all(cycles).await;
+    let events = read_events(stream, 2 * QUESTIONS).await;
+    let event_ids: Vec<i64> = events.iter().map(|e| e.0).collect();
+    assert!(event_ids.windows(2).all(|w| w[0] < w[1]), "in id order: {event_ids:?}");
+    for id in &ids {
+        let of_question: Vec<&str> =
+            events.iter().filter(|e| e.2["question"]["id"] == id.as_str()).map(|e| e.1.as_str()).collect();
+        assert_eq!(of_question, ["question_asked", "question_answered"], "each event once, asked first");
+    }
+}
+
+async fn app_question(client: &reqwest::Client, base: &str, token: &str, id: &str) -> Value {
+    client.get(format!("{base}/api/v1/questions/{id}")).bearer_auth(token).send().await.unwrap().json().await.unwrap()
 }
 
 async fn metrics_count_questions_answers_timeouts_and_requests(app: TestApp) {

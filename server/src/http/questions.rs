@@ -259,6 +259,11 @@ async fn wait_for_question(
         match next {
             Err(_elapsed) => break,
             Ok(Ok(event)) if event.question_id == Some(id) && event.event_type != EventType::QuestionAsked.as_str() => {
+                // The event carries the question as its transaction left it, which is what a read would return
+                // (a question leaves `pending` once): no need to ask the database again.
+                if let Ok(data) = serde_json::from_str::<QuestionEventData>(&event.data) {
+                    return Ok(ApiJson(data.question));
+                }
                 break;
             }
             Ok(Ok(_)) => continue,

@@ -19,7 +19,7 @@ pub struct RemoteRun {
     url: String,
     token: String,
     lease_seconds: u32,
-    committed: watch::Sender<i64>,
+    committed: watch::Sender<crate::store::Committed>,
 }
 
 impl RemoteRun {
@@ -29,7 +29,7 @@ impl RemoteRun {
             url: format!("{}/api/v1/runs/{run_id}/worker", base.trim_end_matches('/')),
             token: token.to_owned(),
             lease_seconds,
-            committed: watch::channel(0).0,
+            committed: watch::channel(crate::store::Committed::default()).0,
         }
     }
 
@@ -246,7 +246,7 @@ impl Store for RemoteRun {
     fn backend(&self) -> Backend {
         Backend::Postgres
     }
-    fn committed_events(&self) -> watch::Receiver<i64> {
+    fn committed_events(&self) -> watch::Receiver<crate::store::Committed> {
         self.committed.subscribe()
     }
     async fn ping(&self) -> StoreResult<()> {

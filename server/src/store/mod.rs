@@ -18,8 +18,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::Connection;
+use sqlx::pool::PoolOptions;
+use sqlx::postgres::PgConnectOptions;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use tokio::sync::watch;
 use uuid::Uuid;
 
@@ -58,6 +60,30 @@ pub fn now() -> DateTime<Utc> {
     Utc::now().trunc_subsecs(6)
 }
 
+/// Workspace names by id, shared by every store of the process. A workspace row is never renamed or deleted and
+/// its id (a v7 UUID) is never reused, so a name once read stays true; caching it spares a read in every
+/// transaction that writes an event carrying a question (the hot path of a cycle).
+static WORKSPACE_NAMES: std::sync::LazyLock<std::sync::RwLock<std::collections::HashMap<Uuid, String>>> =
+    std::sync::LazyLock::new(Default::default);
+
+fn known_workspace_name(id: Uuid) -> Option<String> {
+    WORKSPACE_NAMES.read().unwrap_or_else(std::sync::PoisonError::into_inner).get(&id).cloned()
+}
+
+fn remember_workspace_name(id: Uuid, name: &str) {
+    WORKSPACE_NAMES.write().unwrap_or_else(std::sync::PoisonError::into_inner).insert(id, name.to_owned());
+}
+
+/// What a store tells the event hub after a commit that appended events.
+#[derive(Debug, Clone, Default)]
+pub struct Committed {
+    /// The id of the newest event known to be committed.
+    pub last: i64,
+    /// The event itself when the commit appended exactly this one (id `last`): the hub can then hand it out without
+    /// reading it back from the log. `None` after a commit of several events, or a commit another instance made.
+    pub event: Option<Arc<EventRow>>,
+}
+
 /// Which database a store talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
@@ -70,8 +96,8 @@ pub enum Backend {
 pub trait Store: RunStore + PeopleStore + Send + Sync + 'static {
     fn backend(&self) -> Backend;
 
-    /// The id of the newest event known to be committed; changes after every commit that appended events.
-    fn committed_events(&self) -> watch::Receiver<i64>;
+    /// The newest event known to be committed; changes after every commit that appended events.
+    fn committed_events(&self) -> watch::Receiver<Committed>;
 
     /// Succeeds when the database answers.
     async fn ping(&self) -> StoreResult<()>;
@@ -146,6 +172,24 @@ pub trait Store: RunStore + PeopleStore + Send + Sync + 'static {
     async fn audit_chain(&self, workspace_id: Uuid, after_seq: i64, limit: u32) -> StoreResult<Vec<AuditRow>>;
 }
 
+/// A connection that sat in the pool longer than this is pinged before it is handed out.
+const PING_AFTER_IDLE: Duration = Duration::from_secs(10);
+
+/// Pool settings shared by every pool: sqlx pings each connection on every acquire by default, which added a
+/// round trip (PostgreSQL) or a hand-off to the connection's thread (SQLite) to every statement run outside a
+/// transaction. A connection that was in use moments ago is known to be alive; only one that sat idle is checked
+/// (a dead one is replaced by a fresh connection within the same acquire).
+fn pool_options<DB: sqlx::Database>() -> PoolOptions<DB> {
+    PoolOptions::<DB>::new().test_before_acquire(false).before_acquire(|connection, meta| {
+        Box::pin(async move {
+            if meta.idle_for >= PING_AFTER_IDLE {
+                connection.ping().await?;
+            }
+            Ok(true)
+        })
+    })
+}
+
 /// Opens the database named by `url` (`sqlite:...` or `postgres://...`) and brings its schema up to date.
 pub async fn connect(url: &str) -> StoreResult<Arc<dyn Store>> {
     if url.starts_with("sqlite:") {
@@ -158,13 +202,13 @@ pub async fn connect(url: &str) -> StoreResult<Arc<dyn Store>> {
             .busy_timeout(Duration::from_secs(10));
         // One writer connection: SQLite serialises writers anyway, and queueing them here instead of in the busy
         // handler keeps latency flat. Readers run in parallel thanks to WAL.
-        let write = SqlitePoolOptions::new().max_connections(1).connect_with(options.clone()).await?;
+        let write = pool_options::<sqlx::Sqlite>().max_connections(1).connect_with(options.clone()).await?;
         sqlx::migrate!("../migrations/sqlite").run(&write).await?;
-        let read = SqlitePoolOptions::new().max_connections(8).connect_with(options.read_only(true)).await?;
+        let read = pool_options::<sqlx::Sqlite>().max_connections(8).connect_with(options.read_only(true)).await?;
         Ok(Arc::new(sql::SqliteStore::new(read, write).await?))
     } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
         let options = PgConnectOptions::from_str(url)?;
-        let pool = PgPoolOptions::new()
+        let pool = pool_options::<sqlx::Postgres>()
             .max_connections(16)
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(options)

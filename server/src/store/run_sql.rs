@@ -281,11 +281,15 @@ macro_rules! run_sql_store {
                 Ok(last)
             }
 
-            async fn workspace_name_in(tx: &mut sqlx::Transaction<'_, $db>, workspace_id: Uuid) -> StoreResult<String> {
+            pub(super) async fn workspace_name_in(tx: &mut sqlx::Transaction<'_, $db>, workspace_id: Uuid) -> StoreResult<String> {
+                if let Some(name) = super::known_workspace_name(workspace_id) {
+                    return Ok(name);
+                }
                 let (name,): (String,) = sqlx::query_as("SELECT name FROM workspaces WHERE id = $1")
                     .bind(workspace_id)
                     .fetch_one(&mut **tx)
                     .await?;
+                super::remember_workspace_name(workspace_id, &name);
                 Ok(name)
             }
 
@@ -587,10 +591,14 @@ macro_rules! run_sql_store {
             }
 
             async fn workspace_name(&self, workspace_id: Uuid) -> StoreResult<String> {
+                if let Some(name) = super::known_workspace_name(workspace_id) {
+                    return Ok(name);
+                }
                 let (name,): (String,) = sqlx::query_as("SELECT name FROM workspaces WHERE id = $1")
                     .bind(workspace_id)
                     .fetch_one(&self.$read)
                     .await?;
+                super::remember_workspace_name(workspace_id, &name);
                 Ok(name)
             }
 

@@ -32,54 +32,63 @@ const TOKEN_PRINCIPAL: &str = "SELECT t.id, CAST('token' AS TEXT) AS kind, t.wor
 pub struct SqliteStore {
     pub(super) read: SqlitePool,
     pub(super) write: SqlitePool,
-    committed: watch::Sender<i64>,
+    committed: watch::Sender<Committed>,
 }
 
 impl SqliteStore {
     /// `BEGIN IMMEDIATE` takes the write lock up front, so a transaction that reads before it writes cannot fail
     /// with `SQLITE_BUSY` half-way when another process writes too.
     pub(super) const BEGIN_WRITE: &'static str = "BEGIN IMMEDIATE";
-    /// SQLite runs one writer at a time, so event ids are committed in order without a lock.
-    const EVENT_LOCK: Option<&'static str> = None;
-    /// One process per database file in practice; other writers are seen by the hub's poll.
-    const NOTIFY: Option<&'static str> = None;
+    /// SQLite runs one writer at a time, so event ids are committed in order without a lock; one process per
+    /// database file in practice, and other writers are seen by the hub's poll, so nobody is notified.
+    const INSERT_EVENT: &'static str = "INSERT INTO events (workspace_id, event_type, project, run_id, question_id, data, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id";
     /// The one writer connection already serialises appends to an audit chain.
-    const FOR_UPDATE: &'static str = "";
+    const CLAIM_AUDIT_HEAD: &'static str = "INSERT INTO audit_heads (workspace_id, seq, hash) VALUES ($1, 0, $2) \
+         ON CONFLICT (workspace_id) DO UPDATE SET seq = audit_heads.seq RETURNING seq, hash";
 
     pub async fn new(read: SqlitePool, write: SqlitePool) -> StoreResult<Self> {
         let last = last_event_id(&write).await?;
-        Ok(Self { read, write, committed: watch::channel(last).0 })
+        Ok(Self { read, write, committed: watch::channel(Committed { last, event: None }).0 })
     }
 }
 
 /// The PostgreSQL store.
 pub struct PostgresStore {
     pub(super) pool: PgPool,
-    committed: watch::Sender<i64>,
+    committed: watch::Sender<Committed>,
 }
 
 impl PostgresStore {
     pub(super) const BEGIN_WRITE: &'static str = "BEGIN";
-    /// Serialises transactions that append events, so event ids become visible in id order and a reader following
-    /// the log by id never skips one that commits late.
-    const EVENT_LOCK: Option<&'static str> = Some("SELECT pg_advisory_xact_lock(7262011)");
-    /// Other instances learn of the commit at once (LISTEN/NOTIFY); the log stays the source of truth, so a lost
-    /// notification only delays an event until the hub's next poll.
-    const NOTIFY: Option<&'static str> = Some("SELECT pg_notify('holdpoint_events', $1)");
-    /// Appends to one workspace's audit chain queue on its head row, across instances: no two can append the same
-    /// `seq`, so the chain never forks.
-    const FOR_UPDATE: &'static str = " FOR UPDATE";
+    /// One statement, one round trip, that
+    /// - takes the event log's lock (an advisory lock held to the end of the transaction) before the id is drawn:
+    ///   transactions that append events commit one after another, so ids become visible in id order and a reader
+    ///   following the log by id never skips one that commits late;
+    /// - appends the event;
+    /// - tells the other instances (LISTEN/NOTIFY, delivered on commit). The log stays the source of truth, so a
+    ///   lost notification only delays an event until the hub's next poll.
+    const INSERT_EVENT: &'static str = "WITH event_lock AS MATERIALIZED (SELECT pg_advisory_xact_lock(7262011)), \
+         appended AS (INSERT INTO events (workspace_id, event_type, project, run_id, question_id, data, created_at) \
+         SELECT $1, $2, $3, $4, $5, $6, $7 FROM event_lock RETURNING id) \
+         SELECT appended.id FROM appended, LATERAL (SELECT pg_notify('holdpoint_events', appended.id::text)) AS notified";
+    /// Takes the event log's lock first, then the chain's head row (the upsert locks it, as `FOR UPDATE` would):
+    /// every transaction that appends both an event and an audit entry takes them in that order, so two can never
+    /// wait on each other, and no two instances can append the same `seq`, so the chain never forks.
+    const CLAIM_AUDIT_HEAD: &'static str = "WITH event_lock AS MATERIALIZED (SELECT pg_advisory_xact_lock(7262011)) \
+         INSERT INTO audit_heads (workspace_id, seq, hash) SELECT $1, 0, $2 FROM event_lock \
+         ON CONFLICT (workspace_id) DO UPDATE SET seq = audit_heads.seq RETURNING seq, hash";
 
     pub async fn new(pool: PgPool) -> StoreResult<Self> {
         let last = last_event_id(&pool).await?;
-        let committed = watch::channel(last).0;
+        let committed = watch::channel(Committed { last, event: None }).0;
         tokio::spawn(listen_for_events(pool.clone(), committed.clone()));
         Ok(Self { pool, committed })
     }
 }
 
 /// Follows the other instances' commits: each notification carries the newest event id of a commit.
-async fn listen_for_events(pool: PgPool, committed: watch::Sender<i64>) {
+async fn listen_for_events(pool: PgPool, committed: watch::Sender<Committed>) {
     loop {
         let mut listener = match sqlx::postgres::PgListener::connect_with(&pool).await {
             Ok(listener) => listener,
@@ -98,7 +107,7 @@ async fn listen_for_events(pool: PgPool, committed: watch::Sender<i64>) {
             match listener.recv().await {
                 Ok(notification) => {
                     if let Ok(id) = notification.payload().parse::<i64>() {
-                        announce(&committed, id);
+                        announce(&committed, Committed { last: id, event: None });
                     }
                 }
                 Err(err) => {
@@ -124,12 +133,12 @@ where
     Ok(id)
 }
 
-/// Raises the newest committed event id the hub follows (it never goes back).
-fn announce(committed: &watch::Sender<i64>, id: i64) {
+/// Raises the newest committed event the hub follows (it never goes back).
+fn announce(committed: &watch::Sender<Committed>, newest: Committed) {
     committed.send_if_modified(|current| {
-        let newer = id > *current;
+        let newer = newest.last > current.last;
         if newer {
-            *current = id;
+            *current = newest;
         }
         newer
     });
@@ -179,13 +188,7 @@ macro_rules! sql_store {
 
             /// Appends an event inside the caller's transaction; returns its id.
             pub(super) async fn append_event(tx: &mut sqlx::Transaction<'_, $db>, event: &NewEvent) -> StoreResult<i64> {
-                if let Some(lock) = Self::EVENT_LOCK {
-                    sqlx::query(lock).execute(&mut **tx).await?;
-                }
-                let (id,): (i64,) = sqlx::query_as(
-                    "INSERT INTO events (workspace_id, event_type, project, run_id, question_id, data, created_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
-                )
+                let (id,): (i64,) = sqlx::query_as(Self::INSERT_EVENT)
                 .bind(event.workspace_id)
                 .bind(event.event_type.as_str())
                 .bind(&event.project)
@@ -199,31 +202,16 @@ macro_rules! sql_store {
             }
 
             /// Appends an audit entry to its workspace's chain inside the caller's transaction, so the entry
-            /// commits if and only if the change it records does. Takes the event log's lock first (PostgreSQL),
-            /// then the chain's head row: every transaction that appends both takes them in that order, so two
-            /// can never wait on each other.
+            /// commits if and only if the change it records does (see `CLAIM_AUDIT_HEAD` for the locks it takes).
             pub(crate) async fn append_audit_in(
                 tx: &mut sqlx::Transaction<'_, $db>,
                 entry: &NewAuditEntry,
             ) -> StoreResult<AuditRow> {
-                if let Some(lock) = Self::EVENT_LOCK {
-                    sqlx::query(lock).execute(&mut **tx).await?;
-                }
-                sqlx::query(
-                    "INSERT INTO audit_heads (workspace_id, seq, hash) VALUES ($1, 0, $2) \
-                     ON CONFLICT (workspace_id) DO NOTHING",
-                )
-                .bind(entry.workspace_id)
-                .bind(crate::audit::GENESIS_HASH)
-                .execute(&mut **tx)
-                .await?;
-                let (seq, prev_hash): (i64, String) = sqlx::query_as(&format!(
-                    "SELECT seq, hash FROM audit_heads WHERE workspace_id = $1{}",
-                    Self::FOR_UPDATE
-                ))
-                .bind(entry.workspace_id)
-                .fetch_one(&mut **tx)
-                .await?;
+                let (seq, prev_hash): (i64, String) = sqlx::query_as(Self::CLAIM_AUDIT_HEAD)
+                    .bind(entry.workspace_id)
+                    .bind(crate::audit::GENESIS_HASH)
+                    .fetch_one(&mut **tx)
+                    .await?;
                 let row = AuditRow::seal(entry, seq + 1, prev_hash);
                 sqlx::query(&format!(
                     "INSERT INTO audit_log ({AUDIT_COLUMNS}) VALUES \
@@ -246,25 +234,34 @@ macro_rules! sql_store {
                 .bind(row.created_at)
                 .execute(&mut **tx)
                 .await?;
-                sqlx::query("UPDATE audit_heads SET seq = $1, hash = $2 WHERE workspace_id = $3")
-                    .bind(row.seq)
-                    .bind(&row.hash)
-                    .bind(row.workspace_id)
-                    .execute(&mut **tx)
-                    .await?;
+                // The insert's trigger (migration 0007) has moved the head to this entry.
                 Ok(row)
             }
 
-            /// Commits and announces the newest event id to the hub.
-            pub(super) async fn commit_events(&self, mut tx: sqlx::Transaction<'_, $db>, last_event: Option<i64>) -> StoreResult<()> {
-                if let (Some(notify), Some(id)) = (Self::NOTIFY, last_event) {
-                    // Delivered on commit, to every instance listening: they read the log up to this id.
-                    sqlx::query(notify).bind(id.to_string()).execute(&mut *tx).await?;
-                }
+            /// Commits and announces the newest event id to the hub (other instances were told by the append).
+            pub(super) async fn commit_events(&self, tx: sqlx::Transaction<'_, $db>, last_event: Option<i64>) -> StoreResult<()> {
                 tx.commit().await?;
                 if let Some(id) = last_event {
-                    announce(&self.committed, id);
+                    announce(&self.committed, Committed { last: id, event: None });
                 }
+                Ok(())
+            }
+
+            /// Commits a transaction that appended exactly one event, `event` with id `id`, and hands that event
+            /// to the hub, which can pass it on without reading it back.
+            pub(super) async fn commit_one_event(&self, tx: sqlx::Transaction<'_, $db>, id: i64, event: &NewEvent) -> StoreResult<()> {
+                tx.commit().await?;
+                let row = EventRow {
+                    id,
+                    workspace_id: event.workspace_id,
+                    event_type: event.event_type.as_str().to_owned(),
+                    project: event.project.clone(),
+                    run_id: event.run_id,
+                    question_id: event.question_id,
+                    data: Json(event.data.clone()),
+                    created_at: event.created_at,
+                };
+                announce(&self.committed, Committed { last: id, event: Some(std::sync::Arc::new(row)) });
                 Ok(())
             }
 
@@ -324,7 +321,7 @@ macro_rules! sql_store {
                 Self::BACKEND
             }
 
-            fn committed_events(&self) -> watch::Receiver<i64> {
+            fn committed_events(&self) -> watch::Receiver<Committed> {
                 self.committed.subscribe()
             }
 
@@ -488,7 +485,8 @@ macro_rules! sql_store {
                 .bind(&q.assignee)
                 .execute(&mut *tx)
                 .await?;
-                let mut last = Self::append_event(&mut tx, event).await?;
+                let asked = Self::append_event(&mut tx, event).await?;
+                let mut last = asked;
                 if let (Some(run_id), "blocking") = (q.run_id, q.kind.as_str()) {
                     // Spec §3: a new blocking question on a run cancels that run's older pending blocking one.
                     let superseded: Vec<QuestionRow> = sqlx::query_as(&format!(
@@ -507,10 +505,7 @@ macro_rules! sql_store {
                     .fetch_all(&mut *tx)
                     .await?;
                     if !superseded.is_empty() {
-                        let (workspace,): (String,) = sqlx::query_as("SELECT name FROM workspaces WHERE id = $1")
-                            .bind(q.workspace_id)
-                            .fetch_one(&mut *tx)
-                            .await?;
+                        let workspace = Self::workspace_name_in(&mut tx, q.workspace_id).await?;
                         for old in superseded {
                             let cancelled = NewEvent {
                                 workspace_id: old.workspace_id,
@@ -527,7 +522,11 @@ macro_rules! sql_store {
                         }
                     }
                 }
-                self.commit_events(tx, Some(last)).await?;
+                if last == asked {
+                    self.commit_one_event(tx, asked, event).await?;
+                } else {
+                    self.commit_events(tx, Some(last)).await?;
+                }
                 Ok(Created { value: q.clone(), created: true })
             }
 
@@ -615,10 +614,7 @@ macro_rules! sql_store {
                         None => ResolveOutcome::NotFound,
                     });
                 };
-                let (workspace,): (String,) = sqlx::query_as("SELECT name FROM workspaces WHERE id = $1")
-                    .bind(workspace_id)
-                    .fetch_one(&mut *tx)
-                    .await?;
+                let workspace = Self::workspace_name_in(&mut tx, workspace_id).await?;
                 let question = row.to_question(&workspace)?;
                 let event = NewEvent {
                     workspace_id,
@@ -629,16 +625,18 @@ macro_rules! sql_store {
                     data: serde_json::json!({ "question": question }),
                     created_at: change.at,
                 };
-                let mut last = Self::append_event(&mut tx, &event).await?;
+                let resolved = Self::append_event(&mut tx, &event).await?;
                 Self::append_audit_in(&mut tx, &crate::audit::question_resolved(&row, &change.actor)).await?;
                 // In the same transaction: a run whose last holding question this was goes back to the queue, so
                 // an answer can never be acknowledged without its run being picked up.
-                if let Some(run_id) = row.run_id {
-                    if let Some(id) = Self::requeue_if_unheld(&mut tx, run_id, change.at).await? {
-                        last = id;
-                    }
+                let requeued = match row.run_id {
+                    Some(run_id) => Self::requeue_if_unheld(&mut tx, run_id, change.at).await?,
+                    None => None,
+                };
+                match requeued {
+                    Some(last) => self.commit_events(tx, Some(last)).await?,
+                    None => self.commit_one_event(tx, resolved, &event).await?,
                 }
-                self.commit_events(tx, Some(last)).await?;
                 Ok(ResolveOutcome::Resolved(row))
             }
 
