@@ -318,3 +318,33 @@ async fn run_and_resume_with_the_embedded_engine() {
     .await;
     assert!(dir.path(".holdpoint/holdpoint.db").exists(), "the state lives in .holdpoint/");
 }
+
+/// `holdpoint user create` names the new member's role with the right article ("an approver", "a viewer"), and the
+/// person can sign in with the password it read from standard input.
+#[tokio::test]
+async fn user_create_reads_the_password_from_stdin_and_says_what_the_person_now_is() {
+    use tokio::io::AsyncWriteExt;
+    let dir = WorkDir::new();
+    let database = format!("sqlite:{}", dir.path("people.db").display());
+    for (username, role, said) in
+        [("alice", "approver", "alice is now an approver"), ("bob", "viewer", "bob is now a viewer")]
+    {
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_holdpoint"))
+            .args(["user", "create", username, "--role", role, "--password-stdin", "--database-url", &database])
+            .current_dir(&dir.0)
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(b"a long enough password\n").await.unwrap();
+        let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output()).await.unwrap().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{stderr}");
+        assert!(stderr.contains(&format!("{said} of workspace \"default\"")), "{stderr}");
+    }
+    let store = holdpoint::store::connect(&database).await.unwrap();
+    let alice = store.user_by_username("alice").await.unwrap().expect("alice was created");
+    let verified = holdpoint::people::verify_password("a long enough password".into(), alice.password_hash).await;
+    assert!(verified.unwrap(), "the password read from stdin is alice's");
+}
