@@ -9,7 +9,7 @@ use std::time::Duration;
 use app::types::Role;
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode, header};
-use common::{Backend, TestApp, assert_error};
+use common::{Backend, Scripts, TestApp, assert_error};
 use serde_json::{Value, json};
 
 backend_tests!(
@@ -520,30 +520,6 @@ async fn the_verify_command_passes_then_fails_after_a_row_is_edited(app: TestApp
         stderr.contains("workspace \"default\"") && stderr.contains("seq 3") && stderr.contains("altered"),
         "{stderr}"
     );
-}
-
-/// A scripts directory of the test's own (script models replay their turns; no provider needed).
-struct Scripts {
-    dir: std::path::PathBuf,
-}
-
-impl Scripts {
-    fn new() -> Self {
-        let dir = std::env::temp_dir().join("holdpoint-test-scripts").join(uuid::Uuid::now_v7().to_string());
-        std::fs::create_dir_all(&dir).unwrap();
-        Scripts { dir }
-    }
-
-    fn write(&self, name: &str, turns: &Value) -> String {
-        std::fs::write(self.dir.join(name), turns.to_string()).unwrap();
-        format!("script:{name}")
-    }
-}
-
-impl Drop for Scripts {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }
 
 async fn wait_for_run(app: &TestApp, run_id: &str, status: &str) -> Value {

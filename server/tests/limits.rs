@@ -13,28 +13,6 @@ use common::{Backend, TestApp, TestResponse, assert_error};
 use holdpoint::config::ServeConfig;
 use serde_json::{Value, json};
 
-/// Runs each named test (taking the backend) on SQLite and on PostgreSQL: these tests configure their own limits.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(crate::common::Backend::Sqlite).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(crate::common::Backend::Postgres).await;
-                }
-            )*
-        }
-    };
-}
-
 on_both_backends!(
     creation_over_a_tokens_limit_is_refused_with_retry_after_and_nothing_is_created,
     creation_over_an_addresss_limit_is_refused_whichever_token_is_used,
@@ -196,6 +174,32 @@ fn sign_in_request(token: &str, peer: &str) -> Request<Body> {
     from_peer(request, peer)
 }
 
+/// Sends the 1 000 wrong sign-ins `attempt` makes. Each is either checked and sent back to the form, or refused by
+/// the rate limit `limit`; none opens a session. Only the burst of 5 is checked, plus the attempts the 2 s window
+/// gave back while the loop ran (one every 0.4 s).
+async fn a_thousand_wrong_attempts(app: &TestApp, limit: &str, attempt: impl Fn(u32) -> Request<Body>) {
+    let (mut checked, mut limited) = (0, 0);
+    let started = std::time::Instant::now();
+    for n in 0..1000u32 {
+        let response = app.send(attempt(n)).await;
+        match response.status {
+            StatusCode::SEE_OTHER => {
+                assert!(response.headers[header::LOCATION].to_str().unwrap().starts_with("/signin?error="));
+                checked += 1;
+            }
+            StatusCode::TOO_MANY_REQUESTS => {
+                assert_rate_limited(&response, limit);
+                limited += 1;
+            }
+            other => panic!("unexpected {other}: {}", response.text),
+        }
+        assert!(response.headers.get(header::SET_COOKIE).is_none(), "no wrong credential opens a session");
+    }
+    let given_back = (started.elapsed().as_secs_f64() / 0.4).ceil() as usize;
+    assert!((5..=5 + given_back).contains(&checked), "{checked} wrong credentials were checked");
+    assert_eq!(limited, 1000 - checked);
+}
+
 async fn a_thousand_wrong_sign_ins_are_rate_limited_and_the_right_token_works_after_the_window(backend: Backend) {
     let Some(app) = start(backend, |c| {
         c.limits.signin_rate_attempts = 5;
@@ -206,28 +210,7 @@ async fn a_thousand_wrong_sign_ins_are_rate_limited_and_the_right_token_works_af
         return;
     };
     let attacker = "203.0.113.9";
-    let mut refused_wrong = 0;
-    let mut limited = 0;
-    let started = std::time::Instant::now();
-    for n in 0..1000 {
-        let response = app.send(sign_in_request(&format!("hp_guess{n}"), attacker)).await;
-        match response.status {
-            StatusCode::SEE_OTHER => {
-                assert!(response.headers[header::LOCATION].to_str().unwrap().starts_with("/signin?error="));
-                refused_wrong += 1;
-            }
-            StatusCode::TOO_MANY_REQUESTS => {
-                assert_rate_limited(&response, "sign_in_per_ip");
-                limited += 1;
-            }
-            other => panic!("unexpected {other}: {}", response.text),
-        }
-        assert!(response.headers.get(header::SET_COOKIE).is_none(), "no wrong token opens a session");
-    }
-    // The burst, plus the attempts given back while the loop ran (one every 0.4 s).
-    let given_back = (started.elapsed().as_secs_f64() / 0.4).ceil() as usize;
-    assert!((5..=5 + given_back).contains(&refused_wrong), "{refused_wrong} wrong tokens were checked");
-    assert_eq!(limited, 1000 - refused_wrong);
+    a_thousand_wrong_attempts(&app, "sign_in_per_ip", |n| sign_in_request(&format!("hp_guess{n}"), attacker)).await;
 
     // While the limit lasts, even the right token is refused from that address: a limited attempt learns nothing.
     let during = app.send(sign_in_request(&app.token, attacker)).await;
@@ -269,30 +252,13 @@ async fn a_thousand_wrong_passwords_for_one_account_are_limited_from_any_address
     let created =
         app.post("/api/v1/members", json!({"username": "alice", "password": password, "role": "approver"})).await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
-    let mut checked = 0;
-    let mut limited = 0;
-    let started = std::time::Instant::now();
-    for n in 0..1000u32 {
+    a_thousand_wrong_attempts(&app, "sign_in_per_account", |n| {
         // A distributed guess: every attempt from another address, the username in varying case.
         let peer = format!("10.{}.{}.{}", n / 65536 % 256, n / 256 % 256, n % 256);
         let username = if n % 2 == 0 { "alice" } else { "ALICE" };
-        let response = app.send(password_sign_in(username, &format!("guess number {n}"), &peer)).await;
-        match response.status {
-            StatusCode::SEE_OTHER => {
-                assert!(response.headers[header::LOCATION].to_str().unwrap().starts_with("/signin?error="));
-                checked += 1;
-            }
-            StatusCode::TOO_MANY_REQUESTS => {
-                assert_rate_limited(&response, "sign_in_per_account");
-                limited += 1;
-            }
-            other => panic!("unexpected {other}: {}", response.text),
-        }
-        assert!(response.headers.get(header::SET_COOKIE).is_none(), "no wrong password opens a session");
-    }
-    let given_back = (started.elapsed().as_secs_f64() / 0.4).ceil() as usize;
-    assert!((5..=5 + given_back).contains(&checked), "{checked} wrong passwords were checked");
-    assert_eq!(limited, 1000 - checked);
+        password_sign_in(username, &format!("guess number {n}"), &peer)
+    })
+    .await;
     let during = app.send(password_sign_in("alice", password, "192.0.2.1")).await;
     assert_rate_limited(&during, "sign_in_per_account");
     // A person at the form is sent back to it with the reason instead.

@@ -382,32 +382,15 @@ fn tempfile_dir() -> std::path::PathBuf {
 async fn a_password_change_needs_the_current_password(app: TestApp) {
     app.add_person("jules", PASSWORD, Role::Viewer).await;
     let session = sign_in_person(&app, "jules", PASSWORD).await.unwrap();
-    let wrong = app
-        .session_call(
-            &session,
-            Method::POST,
-            "/api/v1/me/password",
-            Some(json!({"current_password": "not it at all", "new_password": "a brand new passphrase"})),
-        )
-        .await;
+    let change_password =
+        async |body: Value| app.session_call(&session, Method::POST, "/api/v1/me/password", Some(body)).await;
+    let wrong =
+        change_password(json!({"current_password": "not it at all", "new_password": "a brand new passphrase"})).await;
     assert_error(&wrong, StatusCode::FORBIDDEN, "forbidden");
-    let short = app
-        .session_call(
-            &session,
-            Method::POST,
-            "/api/v1/me/password",
-            Some(json!({"current_password": PASSWORD, "new_password": "tiny"})),
-        )
-        .await;
+    let short = change_password(json!({"current_password": PASSWORD, "new_password": "tiny"})).await;
     assert_error(&short, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
-    let changed = app
-        .session_call(
-            &session,
-            Method::POST,
-            "/api/v1/me/password",
-            Some(json!({"current_password": PASSWORD, "new_password": "a brand new passphrase"})),
-        )
-        .await;
+    let changed =
+        change_password(json!({"current_password": PASSWORD, "new_password": "a brand new passphrase"})).await;
     assert_eq!(changed.status, StatusCode::NO_CONTENT, "{}", changed.text);
     assert!(sign_in_person(&app, "jules", PASSWORD).await.is_none());
     assert!(sign_in_person(&app, "jules", "a brand new passphrase").await.is_some());

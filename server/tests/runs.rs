@@ -5,34 +5,10 @@ mod common;
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use common::{TestApp, assert_error};
+use common::{Scripts, TestApp, assert_error};
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
-
-/// A scripts directory of the test's own, and the configuration that reads it.
-struct Scripts {
-    dir: std::path::PathBuf,
-}
-
-impl Scripts {
-    fn new() -> Self {
-        let dir = std::env::temp_dir().join("holdpoint-test-scripts").join(uuid::Uuid::now_v7().to_string());
-        std::fs::create_dir_all(&dir).unwrap();
-        Scripts { dir }
-    }
-
-    fn write(&self, name: &str, turns: &Value) -> String {
-        std::fs::write(self.dir.join(name), turns.to_string()).unwrap();
-        format!("script:{name}")
-    }
-}
-
-impl Drop for Scripts {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
 
 async fn start(backend: common::Backend, scripts: &Scripts, mock: Option<&MockServer>, cap: u32) -> Option<TestApp> {
     let dir = scripts.dir.clone();
@@ -775,28 +751,6 @@ async fn the_worker_protocol_is_for_client_runs_only_and_fenced(backend: common:
     let read_only =
         app.call(axum::http::Method::POST, &worker, Some(&viewer), Some(json!({ "op": "workspace_name" }))).await;
     assert_error(&read_only, StatusCode::FORBIDDEN, "forbidden");
-}
-
-/// Runs each test against SQLite and PostgreSQL; the tests start their own app, with a scripts directory.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(crate::common::Backend::Sqlite).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(crate::common::Backend::Postgres).await;
-                }
-            )*
-        }
-    };
 }
 
 on_both_backends!(

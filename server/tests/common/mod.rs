@@ -407,3 +407,52 @@ macro_rules! backend_tests {
         }
     };
 }
+
+/// Runs each named test function, which takes the backend and starts its own app (with its own limits, scripts
+/// directory, ...), on SQLite and on PostgreSQL.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::common::Backend::Sqlite).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::common::Backend::Postgres).await;
+                }
+            )*
+        }
+    };
+}
+
+/// A scripts directory of the test's own: script models replay the turns written there, so runs need no provider.
+pub struct Scripts {
+    pub dir: PathBuf,
+}
+
+impl Scripts {
+    pub fn new() -> Self {
+        let dir = std::env::temp_dir().join("holdpoint-test-scripts").join(uuid::Uuid::now_v7().to_string());
+        std::fs::create_dir_all(&dir).unwrap();
+        Scripts { dir }
+    }
+
+    /// Writes a script's turns; returns the model name that runs it.
+    pub fn write(&self, name: &str, turns: &serde_json::Value) -> String {
+        std::fs::write(self.dir.join(name), turns.to_string()).unwrap();
+        format!("script:{name}")
+    }
+}
+
+impl Drop for Scripts {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
