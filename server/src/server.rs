@@ -6,6 +6,7 @@ use std::sync::Arc;
 use app::types::Role;
 use leptos::config::LeptosOptions;
 use tokio::net::TcpListener;
+use tower::ServiceExt;
 use uuid::Uuid;
 
 use crate::auth::hash_secret;
@@ -96,17 +97,69 @@ pub async fn serve(state: AppState, listener: TcpListener) -> Result<(), ServerE
     println!("holdpoint listening on http://{local}");
     print_first_start_link(&state, local).await?;
     let shutdown = state.shutdown.clone();
-    // With the peer's address, which the rate limits are keyed on. A make-service also prepares the router once:
-    // serving the `Router` itself makes axum rebuild every route (`with_state`: a route table and a clone of each
-    // boxed handler) for each connection, about 34 KiB per connection (docs/benchmarks.md, SSE fan-out).
-    let app = crate::http::router(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            shutdown_signal().await;
-            shutdown.cancel();
-        })
-        .await
-        .map_err(ServerError::Serve)
+    let stop = async move {
+        shutdown_signal().await;
+        // Streams end first (they tell their clients to reconnect), then every connection finishes what it sends.
+        shutdown.cancel();
+    };
+    serve_connections(crate::http::router(state), listener, stop).await;
+    Ok(())
+}
+
+/// Serves `router` on `listener` until `stop` completes, then waits for every open connection to finish.
+///
+/// HTTP/1.1 only, straight on hyper's connection builder rather than `axum::serve`: its auto builder first reads
+/// a few bytes to tell HTTP/1 from HTTP/2, and hyper's read buffer then grows from 8 to 16 KiB on the next read,
+/// for the life of every connection (docs/benchmarks.md, SSE fan-out). Nothing here speaks HTTP/2 without TLS,
+/// and a TLS-terminating proxy speaks HTTP/1.1 to its backends.
+pub async fn serve_connections(router: axum::Router, listener: TcpListener, stop: impl Future<Output = ()>) {
+    let http1 = hyper::server::conn::http1::Builder::new();
+    let connections = hyper_util::server::graceful::GracefulShutdown::new();
+    tokio::pin!(stop);
+    loop {
+        let (stream, remote) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(err) => {
+                    wait_after_accept_error(&err).await;
+                    continue;
+                }
+            },
+            () = &mut stop => break,
+        };
+        // Every response and every event is written whole, in one call: waiting to coalesce it with a later write
+        // (Nagle) only delays it.
+        let _ = stream.set_nodelay(true);
+        // The router is shared (an `Arc` inside); each connection only adds the peer's address, which the rate
+        // limits are keyed on.
+        let service = router.clone().map_request(move |mut request: axum::extract::Request<hyper::body::Incoming>| {
+            request.extensions_mut().insert(axum::extract::ConnectInfo(remote));
+            request.map(axum::body::Body::new)
+        });
+        let connection = http1.serve_connection(
+            hyper_util::rt::TokioIo::new(stream),
+            hyper_util::service::TowerToHyperService::new(service),
+        );
+        let connection = connections.watch(connection);
+        tokio::spawn(async move {
+            if let Err(err) = connection.await {
+                tracing::trace!(error = %err, %remote, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    connections.shutdown().await;
+}
+
+/// A client that gave up before its connection was accepted is no reason to pause; anything else (out of file
+/// descriptors, say) is, so the loop does not spin while it lasts.
+async fn wait_after_accept_error(err: &std::io::Error) {
+    use std::io::ErrorKind;
+    if matches!(err.kind(), ErrorKind::ConnectionRefused | ErrorKind::ConnectionAborted | ErrorKind::ConnectionReset) {
+        return;
+    }
+    tracing::error!(error = %err, "could not accept a connection; retrying in a second");
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
 }
 
 /// Like a notebook server: while nobody has a way to sign in (no token, no password), each start prints a fresh

@@ -240,7 +240,7 @@ impl TestApp {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let router = self.router.clone();
-        tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+        tokio::spawn(holdpoint::server::serve_connections(router, listener, std::future::pending()));
         format!("http://{addr}")
     }
 }
