@@ -298,6 +298,11 @@ impl UiBackend for StoreUiBackend {
         filter: &app::InboxFilter,
         limit: u32,
     ) -> Result<Page<Question>, String> {
+        // The REST API shows an `agent` token only the questions it asked; a session does not know which those are
+        // (as with runs below), so an agent's session lists none.
+        if session.role == app::types::Role::Agent {
+            return Ok(Page { items: Vec::new(), next_cursor: None });
+        }
         let filter = QuestionFilter {
             status: filter.status,
             kind: filter.kind,
@@ -381,6 +386,9 @@ impl UiBackend for StoreUiBackend {
     }
 
     async fn question(&self, session: &SessionInfo, id: uuid::Uuid) -> Result<Option<Question>, String> {
+        if session.role == app::types::Role::Agent {
+            return Ok(None);
+        }
         let row = self.store.question(session.workspace_id, id).await.map_err(|e| e.to_string())?;
         row.map(|r| r.to_question(&session.workspace)).transpose().map_err(|e| e.to_string())
     }

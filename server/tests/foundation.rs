@@ -22,6 +22,7 @@ backend_tests!(
     pages_cover_every_question_once,
     health_and_readiness_answer,
     a_browser_session_needs_the_csrf_token_to_change_anything,
+    an_agent_tokens_browser_session_shows_no_one_elses_questions,
     pages_redirect_to_sign_in_without_a_session,
     the_event_stream_delivers_new_questions_and_replays_missed_ones,
 );
@@ -206,6 +207,25 @@ async fn sign_in(app: &TestApp, token: &str) -> common::TestResponse {
         .body(Body::from(format!("token={token}&next=%2Finbox")))
         .unwrap();
     app.send(request).await
+}
+
+/// Spec §2: an `agent` token reads only its own questions. A browser session does not know which questions its
+/// token asked (as with runs), so a session opened with an agent token lists none and opens none.
+async fn an_agent_tokens_browser_session_shows_no_one_elses_questions(app: TestApp) {
+    let agent = app.create_token("default", Role::Agent).await;
+    let someone_elses = app.post("/api/v1/questions", json!({"title": "Someone else's rollout plan"})).await.json;
+    let signed_in = sign_in(&app, &agent).await;
+    assert_eq!(signed_in.headers[header::LOCATION], "/inbox");
+    let cookie = session_cookie(&signed_in);
+    let page = |path: String| {
+        let request = Request::get(path).header(header::COOKIE, &cookie).body(Body::empty()).unwrap();
+        app.send(request)
+    };
+    let inbox = page("/inbox".into()).await;
+    assert_eq!(inbox.status, StatusCode::OK);
+    assert!(!inbox.text.contains("Someone else"), "the inbox lists another's question: {}", inbox.text);
+    let question = page(format!("/questions/{}", someone_elses["id"].as_str().unwrap())).await;
+    assert!(!question.text.contains("Someone else"), "the question page shows another's question");
 }
 
 async fn a_browser_session_needs_the_csrf_token_to_change_anything(app: TestApp) {

@@ -30,6 +30,42 @@ async fn a_new_blocking_question_on_a_run_supersedes_the_older_one(app: TestApp)
     );
 }
 
+/// Spec §2: an `agent` token reads only its own questions, on the event stream as in the REST API: another agent's
+/// questions, and their answers, never reach it, live or replayed; people see everything.
+async fn an_agent_tokens_event_stream_carries_only_its_own_questions(app: TestApp) {
+    let base = app.serve().await;
+    let (mine, theirs) =
+        (app.create_token("default", Role::Agent).await, app.create_token("default", Role::Agent).await);
+    let my_stream = connect_events(&base, &mine, None).await;
+    let admin_stream = connect_events(&base, &app.token, None).await;
+    let ask_as = |token: &str, title: &str| {
+        let (token, title) = (token.to_owned(), title.to_owned());
+        let app = &app;
+        async move {
+            let created =
+                app.call(Method::POST, "/api/v1/questions", Some(&token), Some(json!({ "title": title }))).await;
+            assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+            created.json["id"].as_str().unwrap().to_owned()
+        }
+    };
+    let their_question = ask_as(&theirs, "Someone else's secret?").await;
+    let my_question = ask_as(&mine, "Mine?").await;
+    for id in [&their_question, &my_question] {
+        let answered = app.post(&format!("/api/v1/questions/{id}/answer"), json!({ "value": "yes" })).await;
+        assert_eq!(answered.status, StatusCode::OK, "{}", answered.text);
+    }
+
+    let expected_mine =
+        vec![("question_asked".to_owned(), my_question.clone()), ("question_answered".into(), my_question)];
+    let of = |events: Vec<(i64, String, Value)>| -> Vec<(String, String)> {
+        events.into_iter().map(|(_, kind, data)| (kind, data["question"]["id"].as_str().unwrap().to_owned())).collect()
+    };
+    assert_eq!(of(read_events(my_stream, 2).await), expected_mine, "live: only the agent's own question");
+    assert_eq!(of(read_events(connect_events(&base, &mine, Some(0)).await, 2).await), expected_mine, "replayed too");
+    let everything = of(read_events(admin_stream, 4).await);
+    assert!(everything.iter().any(|(_, id)| *id == their_question), "people see every question: {everything:?}");
+}
+
 async fn a_first_connection_replays_from_the_last_event_id_query_parameter(app: TestApp) {
     let base = app.serve().await;
     let first = app.post("/api/v1/questions", json!({ "title": "Rendered with the page" })).await;
@@ -50,6 +86,7 @@ async fn a_first_connection_replays_from_the_last_event_id_query_parameter(app: 
 
 backend_tests!(
     a_first_connection_replays_from_the_last_event_id_query_parameter,
+    an_agent_tokens_event_stream_carries_only_its_own_questions,
     a_new_blocking_question_on_a_run_supersedes_the_older_one,
     every_response_type_takes_fitting_answers_and_refuses_the_rest,
     the_first_answer_wins_and_later_ones_get_409_with_who_answered,

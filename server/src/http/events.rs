@@ -4,10 +4,12 @@
 //! live ones, with no gap and no duplicate: it subscribes to the hub *before* replaying and skips live events it
 //! already got from the replay.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
+use app::types::Role;
 use axum::{
     extract::{Query, State},
     http::HeaderMap,
@@ -24,7 +26,7 @@ use crate::auth::Caller;
 use crate::error::{ApiResult, AppError};
 use crate::events::HubEvent;
 use crate::state::AppState;
-use crate::store::EventRow;
+use crate::store::{EventRow, Store, StoreResult};
 
 /// Comfortably under the spec's 15 s, so proxies with a 15 s idle timeout never cut a quiet stream.
 const KEEP_ALIVE: Duration = Duration::from_secs(10);
@@ -57,6 +59,67 @@ impl Subscription {
         workspace_id == self.workspace_id
             && self.project.as_deref().is_none_or(|p| Some(p) == project)
             && self.run_id.is_none_or(|r| Some(r) == run_id)
+    }
+}
+
+/// What an `agent` token sees of the stream: the events of the questions it asked and of the runs it started, as
+/// the REST API shows it only those (spec §2: agents read their own). Whose a question or a run is never changes,
+/// so it is looked up once per stream and remembered.
+struct OwnEventsOnly {
+    principal: Uuid,
+    known: HashMap<Uuid, bool>,
+}
+
+impl OwnEventsOnly {
+    /// A bound on what one stream remembers; past it, it starts over (and looks up again).
+    const REMEMBERED: usize = 10_000;
+
+    fn for_caller(caller: &Caller) -> Option<Self> {
+        (caller.role() == Role::Agent).then(|| OwnEventsOnly { principal: caller.principal.id, known: HashMap::new() })
+    }
+
+    async fn allows(
+        &mut self,
+        store: &dyn Store,
+        workspace_id: Uuid,
+        question_id: Option<Uuid>,
+        run_id: Option<Uuid>,
+    ) -> StoreResult<bool> {
+        let Some(subject) = question_id.or(run_id) else {
+            return Ok(false);
+        };
+        if let Some(&own) = self.known.get(&subject) {
+            return Ok(own);
+        }
+        let creator = match question_id {
+            Some(id) => store.question(workspace_id, id).await?.and_then(|question| question.created_by),
+            None => store.run(workspace_id, subject).await?.and_then(|run| run.created_by),
+        };
+        let own = creator == Some(self.principal);
+        if self.known.len() >= Self::REMEMBERED {
+            self.known.clear();
+        }
+        self.known.insert(subject, own);
+        Ok(own)
+    }
+}
+
+/// Whether `filter` (an agent's, if any) lets the event through; a failed lookup ends the stream, and the client
+/// reconnects with its Last-Event-ID.
+async fn passes(
+    filter: &mut Option<OwnEventsOnly>,
+    store: &dyn Store,
+    workspace_id: Uuid,
+    question_id: Option<Uuid>,
+    run_id: Option<Uuid>,
+) -> Option<bool> {
+    let Some(filter) = filter else { return Some(true) };
+    match filter.allows(store, workspace_id, question_id, run_id).await {
+        Ok(allowed) => Some(allowed),
+        Err(err) => {
+            tracing::warn!(error = %err, "could not tell whose an event is; the client will reconnect");
+            None
+        }
     }
 }
 
@@ -100,6 +163,7 @@ async fn stream_events(
     };
     let subscription =
         Subscription { workspace_id: caller.workspace_id(), project: query.project, run_id: query.run_id };
+    let mut own_only = OwnEventsOnly::for_caller(&caller);
     let (mut receiver, position) = state.hub.subscribe();
     let store = Arc::clone(&state.store);
     let subscriber = state.metrics.sse_subscriber();
@@ -123,7 +187,11 @@ async fn stream_events(
                 for row in rows {
                     last_sent = row.id;
                     if subscription.wants(row.workspace_id, row.project.as_deref(), row.run_id) {
-                        yield Ok(replayed(&row));
+                        match passes(&mut own_only, store.as_ref(), row.workspace_id, row.question_id, row.run_id).await {
+                            Some(true) => yield Ok(replayed(&row)),
+                            Some(false) => {}
+                            None => return,
+                        }
                     }
                 }
                 if done {
@@ -148,7 +216,13 @@ async fn stream_events(
                     }
                     last_sent = event.id;
                     if subscription.wants(event.workspace_id, event.project.as_deref(), event.run_id) {
-                        yield Ok(live(&event));
+                        let allowed =
+                            passes(&mut own_only, store.as_ref(), event.workspace_id, event.question_id, event.run_id);
+                        match allowed.await {
+                            Some(true) => yield Ok(live(&event)),
+                            Some(false) => {}
+                            None => return,
+                        }
                     }
                 }
                 Err(RecvError::Lagged(_)) => {
