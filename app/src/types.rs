@@ -388,6 +388,10 @@ pub struct SessionInfo {
     pub workspace_id: Uuid,
     /// The workspace's name.
     pub workspace: String,
+    /// The id of the account or token the session was opened with: an `agent` token's session shows only what
+    /// that token created.
+    #[serde(default)]
+    pub principal_id: Uuid,
     /// The person's username, or the name of the token the session was opened with.
     pub name: String,
     /// Whether the session is a person's account (which has a password to manage) rather than a token's.
@@ -454,6 +458,7 @@ mod tests {
         let session = SessionInfo {
             workspace_id: Uuid::nil(),
             workspace: "default".into(),
+            principal_id: Uuid::nil(),
             name: "ops".into(),
             account: false,
             role: Role::Admin,

@@ -113,6 +113,7 @@ impl Caller {
             Credential::Session { csrf_token } => Some(SessionInfo {
                 workspace_id: self.principal.workspace_id,
                 workspace: self.principal.workspace.clone(),
+                principal_id: self.principal.id,
                 name: self.principal.name.clone(),
                 account: self.principal.kind == crate::store::PrincipalKind::User,
                 role: self.principal.role,

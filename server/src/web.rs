@@ -290,6 +290,11 @@ struct StoreUiBackend {
     store: Arc<dyn Store>,
 }
 
+/// Spec §2: an `agent` token reads only what it created, in a browser session as in the REST API.
+fn created_by_filter(session: &SessionInfo) -> Option<uuid::Uuid> {
+    (session.role == app::types::Role::Agent).then_some(session.principal_id)
+}
+
 #[async_trait::async_trait]
 impl UiBackend for StoreUiBackend {
     async fn questions(
@@ -298,11 +303,6 @@ impl UiBackend for StoreUiBackend {
         filter: &app::InboxFilter,
         limit: u32,
     ) -> Result<Page<Question>, String> {
-        // The REST API shows an `agent` token only the questions it asked; a session does not know which those are
-        // (as with runs below), so an agent's session lists none.
-        if session.role == app::types::Role::Agent {
-            return Ok(Page { items: Vec::new(), next_cursor: None });
-        }
         let filter = QuestionFilter {
             status: filter.status,
             kind: filter.kind,
@@ -311,6 +311,7 @@ impl UiBackend for StoreUiBackend {
             text: filter.text.clone(),
             sort: if filter.by_deadline { QuestionSort::Deadline } else { QuestionSort::CreatedDesc },
             limit,
+            created_by: created_by_filter(session),
             ..Default::default()
         };
         let rows = self.store.list_questions(session.workspace_id, &filter).await.map_err(|e| e.to_string())?;
@@ -339,12 +340,7 @@ impl UiBackend for StoreUiBackend {
         project: Option<String>,
         limit: u32,
     ) -> Result<Page<app::types::Run>, String> {
-        // The REST API shows an `agent` token only the runs it started; a session does not know which those are, so
-        // an agent's session sees none here.
-        if session.role == app::types::Role::Agent {
-            return Ok(Page { items: Vec::new(), next_cursor: None });
-        }
-        let filter = RunFilter { status, project, limit, ..Default::default() };
+        let filter = RunFilter { status, project, limit, created_by: created_by_filter(session), ..Default::default() };
         let rows = self.store.list_runs(session.workspace_id, &filter).await.map_err(|e| e.to_string())?;
         let mut items = Vec::with_capacity(rows.len());
         for row in &rows {
@@ -356,10 +352,10 @@ impl UiBackend for StoreUiBackend {
     }
 
     async fn run_detail(&self, session: &SessionInfo, id: uuid::Uuid) -> Result<Option<app::RunTimeline>, String> {
-        if session.role == app::types::Role::Agent {
-            return Ok(None);
-        }
-        let Some(row) = self.store.run(session.workspace_id, id).await.map_err(|e| e.to_string())? else {
+        let found = self.store.run(session.workspace_id, id).await.map_err(|e| e.to_string())?;
+        let Some(row) =
+            found.filter(|r| created_by_filter(session).is_none_or(|creator| r.created_by == Some(creator)))
+        else {
             return Ok(None);
         };
         let run =
@@ -386,11 +382,11 @@ impl UiBackend for StoreUiBackend {
     }
 
     async fn question(&self, session: &SessionInfo, id: uuid::Uuid) -> Result<Option<Question>, String> {
-        if session.role == app::types::Role::Agent {
-            return Ok(None);
-        }
         let row = self.store.question(session.workspace_id, id).await.map_err(|e| e.to_string())?;
-        row.map(|r| r.to_question(&session.workspace)).transpose().map_err(|e| e.to_string())
+        row.filter(|r| created_by_filter(session).is_none_or(|creator| r.created_by == Some(creator)))
+            .map(|r| r.to_question(&session.workspace))
+            .transpose()
+            .map_err(|e| e.to_string())
     }
 
     async fn audit(

@@ -209,11 +209,13 @@ async fn sign_in(app: &TestApp, token: &str) -> common::TestResponse {
     app.send(request).await
 }
 
-/// Spec §2: an `agent` token reads only its own questions. A browser session does not know which questions its
-/// token asked (as with runs), so a session opened with an agent token lists none and opens none.
+/// Spec §2: an `agent` token reads only its own questions, in a browser session opened with it as in the API.
 async fn an_agent_tokens_browser_session_shows_no_one_elses_questions(app: TestApp) {
     let agent = app.create_token("default", Role::Agent).await;
     let someone_elses = app.post("/api/v1/questions", json!({"title": "Someone else's rollout plan"})).await.json;
+    let own =
+        app.call(Method::POST, "/api/v1/questions", Some(&agent), Some(json!({"title": "My own question"}))).await;
+    assert_eq!(own.status, StatusCode::CREATED, "{}", own.text);
     let signed_in = sign_in(&app, &agent).await;
     assert_eq!(signed_in.headers[header::LOCATION], "/inbox");
     let cookie = session_cookie(&signed_in);
@@ -224,8 +226,12 @@ async fn an_agent_tokens_browser_session_shows_no_one_elses_questions(app: TestA
     let inbox = page("/inbox".into()).await;
     assert_eq!(inbox.status, StatusCode::OK);
     assert!(!inbox.text.contains("Someone else"), "the inbox lists another's question: {}", inbox.text);
+    assert!(inbox.text.contains("My own question"), "the inbox lists the agent's own question");
     let question = page(format!("/questions/{}", someone_elses["id"].as_str().unwrap())).await;
     assert!(!question.text.contains("Someone else"), "the question page shows another's question");
+    assert!(question.text.contains("No such question"));
+    let own_page = page(format!("/questions/{}", own.json["id"].as_str().unwrap())).await;
+    assert!(own_page.text.contains("My own question"), "the agent opens its own question");
 }
 
 async fn a_browser_session_needs_the_csrf_token_to_change_anything(app: TestApp) {
