@@ -290,9 +290,15 @@ struct StoreUiBackend {
     store: Arc<dyn Store>,
 }
 
-/// Spec §2: an `agent` token reads only what it created, in a browser session as in the REST API.
+/// Spec §2: an `agent` token reads only what it created, in a browser session as in the REST API: the creator a
+/// list is narrowed to, if any.
 fn created_by_filter(session: &SessionInfo) -> Option<uuid::Uuid> {
     (session.role == app::types::Role::Agent).then_some(session.principal_id)
+}
+
+/// Whether the session may see a question or run created by `created_by` (the same rule as `created_by_filter`).
+fn sees(session: &SessionInfo, created_by: Option<uuid::Uuid>) -> bool {
+    created_by_filter(session).is_none_or(|creator| created_by == Some(creator))
 }
 
 #[async_trait::async_trait]
@@ -353,9 +359,7 @@ impl UiBackend for StoreUiBackend {
 
     async fn run_detail(&self, session: &SessionInfo, id: uuid::Uuid) -> Result<Option<app::RunTimeline>, String> {
         let found = self.store.run(session.workspace_id, id).await.map_err(|e| e.to_string())?;
-        let Some(row) =
-            found.filter(|r| created_by_filter(session).is_none_or(|creator| r.created_by == Some(creator)))
-        else {
+        let Some(row) = found.filter(|r| sees(session, r.created_by)) else {
             return Ok(None);
         };
         let run =
@@ -383,7 +387,7 @@ impl UiBackend for StoreUiBackend {
 
     async fn question(&self, session: &SessionInfo, id: uuid::Uuid) -> Result<Option<Question>, String> {
         let row = self.store.question(session.workspace_id, id).await.map_err(|e| e.to_string())?;
-        row.filter(|r| created_by_filter(session).is_none_or(|creator| r.created_by == Some(creator)))
+        row.filter(|r| sees(session, r.created_by))
             .map(|r| r.to_question(&session.workspace))
             .transpose()
             .map_err(|e| e.to_string())
