@@ -92,6 +92,17 @@ impl Role {
     pub fn may_ask(self) -> bool {
         matches!(self, Role::Agent | Role::Responder | Role::Approver | Role::Admin)
     }
+
+    /// The role as a sentence names it: "a viewer", "an approver".
+    pub fn with_article(self) -> &'static str {
+        match self {
+            Role::Viewer => "a viewer",
+            Role::Responder => "a responder",
+            Role::Approver => "an approver",
+            Role::Admin => "an admin",
+            Role::Agent => "an agent",
+        }
+    }
 }
 
 wire_enum! {

@@ -103,7 +103,7 @@ impl Caller {
         if self.role().may_ask() {
             Ok(())
         } else {
-            Err(AppError::Forbidden(format!("a {} token may not create questions", self.role())))
+            Err(AppError::Forbidden(format!("{} token may not create questions", self.role().with_article())))
         }
     }
 

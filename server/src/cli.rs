@@ -120,11 +120,6 @@ enum TokenCommand {
     },
 }
 
-/// "an approver, an admin", "a viewer, a responder".
-fn indefinite_article(word: &str) -> &'static str {
-    if word.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" }
-}
-
 fn parse_role(value: &str) -> Result<Role, String> {
     value.parse().map_err(|_| "expected one of viewer, responder, approver, admin, agent".to_owned())
 }
@@ -275,7 +270,7 @@ async fn user_command(command: UserCommand) -> Result<(), CliError> {
             )
             .await
             .map_err(failed)?;
-            eprintln!("{username} is now {} {role} of workspace {workspace:?}.", indefinite_article(&role.to_string()));
+            eprintln!("{username} is now {} of workspace {workspace:?}.", role.with_article());
             Ok(())
         }
         UserCommand::SetPassword { username, password_stdin, database } => {

@@ -481,7 +481,11 @@ pub fn require_answer_right(caller: &Caller, kind: QuestionKind) -> Result<(), A
     if allowed {
         Ok(())
     } else {
-        Err(AppError::Forbidden(format!("a {role} may not answer {} questions", kind.as_str().replace('_', " "))))
+        Err(AppError::Forbidden(format!(
+            "{} may not answer {} questions",
+            role.with_article(),
+            kind.as_str().replace('_', " ")
+        )))
     }
 }
 
@@ -626,7 +630,7 @@ pub async fn cancel_question(
     now: DateTime<Utc>,
 ) -> Result<Question, AppError> {
     if !caller.role().may_ask() {
-        return Err(AppError::Forbidden(format!("a {} may not cancel questions", caller.role())));
+        return Err(AppError::Forbidden(format!("{} may not cancel questions", caller.role().with_article())));
     }
     let row = store.question(caller.workspace_id(), id).await?.ok_or(AppError::NotFound("question"))?;
     if !visible_to(caller, &row) {

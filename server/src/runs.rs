@@ -271,7 +271,7 @@ pub async fn create_run(
 pub async fn resume_run(runtime: &Runtime, caller: &Caller, id: Uuid, request: ResumeRequest) -> Result<Run, AppError> {
     let store = runtime.store.as_ref();
     if !caller.role().may_answer() {
-        return Err(AppError::Forbidden(format!("a {} may not resume runs", caller.role())));
+        return Err(AppError::Forbidden(format!("{} may not resume runs", caller.role().with_article())));
     }
     if request.prompt.as_ref().is_some_and(|p| p.chars().count() > PROMPT_MAX_CHARS) {
         return Err(AppError::invalid_field("prompt", format!("must have at most {PROMPT_MAX_CHARS} characters")));
@@ -282,8 +282,8 @@ pub async fn resume_run(runtime: &Runtime, caller: &Caller, id: Uuid, request: R
     // Deciding tool calls (and undecided ones are rejected) is answering approvals: approvers and admins only.
     if !pending_calls.is_empty() && !matches!(caller.role(), Role::Approver | Role::Admin) {
         return Err(AppError::Forbidden(format!(
-            "a {} may not decide tool calls pending approval; an approver or an admin may",
-            caller.role()
+            "{} may not decide tool calls pending approval; an approver or an admin may",
+            caller.role().with_article()
         )));
     }
     let mut errors = FieldErrors::default();
@@ -311,7 +311,7 @@ pub async fn resume_run(runtime: &Runtime, caller: &Caller, id: Uuid, request: R
     }
     errors.into_result("the resume request")?;
     if decisions.iter().any(|(_, d)| d.approved) && !matches!(caller.role(), Role::Approver | Role::Admin) {
-        return Err(AppError::Forbidden(format!("a {} may not approve tool calls", caller.role())));
+        return Err(AppError::Forbidden(format!("{} may not approve tool calls", caller.role().with_article())));
     }
     let now = crate::store::now();
     let accepted = match store.prepare_resume(run.workspace_id, run.id, request.prompt.as_deref(), now).await? {

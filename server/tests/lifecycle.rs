@@ -96,6 +96,7 @@ backend_tests!(
     a_batch_answers_each_item_on_its_own,
     a_long_poll_returns_as_soon_as_the_question_is_answered,
     who_may_answer_depends_on_role_and_kind,
+    refusals_name_the_callers_role_with_the_right_article,
     questions_past_their_deadline_are_defaulted_or_expired,
     filters_and_deadline_order_select_the_right_questions,
     paging_in_deadline_order_crosses_from_dated_to_undated_questions,
@@ -362,6 +363,20 @@ async fn a_long_poll_returns_as_soon_as_the_question_is_answered(app: TestApp) {
         StatusCode::BAD_REQUEST,
         "bad_request",
     );
+}
+
+/// A refusal names the caller's role as a sentence would: "an agent may not …", not "a agent may not …".
+async fn refusals_name_the_callers_role_with_the_right_article(app: TestApp) {
+    let question = ask(&app, json!({"title": "Which region?"})).await;
+    for (role, said) in [
+        (Role::Agent, "an agent may not answer blocking questions"),
+        (Role::Viewer, "a viewer may not answer blocking questions"),
+    ] {
+        let token = app.create_token("default", role).await;
+        let path = format!("/api/v1/questions/{question}/answer");
+        let refused = app.call(Method::POST, &path, Some(&token), Some(json!({"value": "eu"}))).await;
+        assert_eq!(assert_error(&refused, StatusCode::FORBIDDEN, "forbidden")["message"], said);
+    }
 }
 
 async fn who_may_answer_depends_on_role_and_kind(app: TestApp) {
