@@ -47,6 +47,13 @@ pub struct Metrics {
     sse_subscribers: Gauge,
     http_latency: HistogramFamily<HttpLabels>,
     run_transitions: Family<RunStatusLabel, Counter>,
+    run_claim_attempts: Family<ClaimOutcomeLabel, Counter>,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ClaimOutcomeLabel {
+    /// `claimed`, `none` (no run was queued) or `error`.
+    outcome: String,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -81,6 +88,12 @@ impl Metrics {
             "Runs leaving a worker, by the status they left in (waiting, paused, completed, failed)",
             run_transitions.clone(),
         );
+        let run_claim_attempts = Family::<ClaimOutcomeLabel, Counter>::default();
+        registry.register(
+            "run_claim_attempts",
+            "Times this instance's workers looked for a queued run to execute, by outcome (claimed, none, error)",
+            run_claim_attempts.clone(),
+        );
         let questions_resolved = Family::<ResolvedLabels, Counter>::default();
         registry.register(
             "questions_resolved",
@@ -111,6 +124,7 @@ impl Metrics {
         );
         Metrics {
             run_transitions,
+            run_claim_attempts,
             registry,
             questions_created,
             questions_resolved,
@@ -125,6 +139,11 @@ impl Metrics {
     /// Counts a run leaving its worker in `status`.
     pub fn run_transition(&self, status: &str) {
         self.run_transitions.get_or_create(&RunStatusLabel { status: status.to_owned() }).inc();
+    }
+
+    /// Counts a worker's attempt to claim a queued run; `outcome` is `claimed`, `none` or `error`.
+    pub fn run_claim_attempt(&self, outcome: &str) {
+        self.run_claim_attempts.get_or_create(&ClaimOutcomeLabel { outcome: outcome.to_owned() }).inc();
     }
 
     pub fn question_created(&self, kind: &str) {

@@ -104,6 +104,7 @@ backend_tests!(
     resolutions_are_announced_on_the_event_stream,
     concurrent_asks_and_answers_reach_a_stream_once_each_in_order_and_long_polls_return_the_answer,
     metrics_count_questions_answers_timeouts_and_requests,
+    questions_do_not_send_the_runtime_looking_for_runs,
 );
 
 fn options(values: &[&str]) -> Value {
@@ -664,6 +665,51 @@ async fn metrics_count_questions_answers_timeouts_and_requests(app: TestApp) {
     ] {
         assert!(text.contains(expected), "missing {expected:?} in\n{text}");
     }
+}
+
+/// How many times this instance's workers have looked for a queued run, as `/metrics` reports it.
+async fn run_claim_attempts(app: &TestApp) -> u64 {
+    let text = app.call(Method::GET, "/metrics", None, None).await.text;
+    let counts: Vec<u64> = text
+        .lines()
+        .filter(|line| line.starts_with("holdpoint_run_claim_attempts_total{"))
+        .map(|line| line.rsplit(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert!(!counts.is_empty(), "no claim attempts reported in\n{text}");
+    counts.iter().sum()
+}
+
+/// Workers look for queued runs when a run's status changes and every half second, not on every question event:
+/// each look is a write transaction, which on SQLite waits for the one writer behind the questions' own.
+async fn questions_do_not_send_the_runtime_looking_for_runs(app: TestApp) {
+    const QUESTIONS: u32 = 20;
+    // The workers look once as they start; the counter exists from then on.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !app.call(Method::GET, "/metrics", None, None).await.text.contains("holdpoint_run_claim_attempts_total{") {
+        assert!(Instant::now() < deadline, "the workers never looked for a run");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let before = run_claim_attempts(&app).await;
+    let started = Instant::now();
+    for i in 0..QUESTIONS {
+        let id = app.post("/api/v1/questions", json!({ "title": format!("q{i}") })).await.json["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let answered = app.post(&format!("/api/v1/questions/{id}/answer"), json!({ "value": "ok" })).await;
+        assert_eq!(answered.status, StatusCode::OK, "{}", answered.text);
+    }
+    // Long enough for every event to reach the workers (on PostgreSQL through the notification).
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let looks = run_claim_attempts(&app).await - before;
+    // One look per poll interval (500 ms) that passed, and one for a poll already under way.
+    let polls = started.elapsed().as_millis() as u64 / 500 + 2;
+    assert!(
+        looks <= polls,
+        "{looks} looks for a run during {QUESTIONS} questions and answers ({} events) in {:?}; polls allow {polls}",
+        2 * QUESTIONS,
+        started.elapsed()
+    );
 }
 
 /// A client that stops reading must not hold up the others: its stream ends with a `reconnect` event once it falls

@@ -15,11 +15,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use app::types::EventType;
 use tokio::sync::Semaphore;
 use uuid::Uuid;
 
 use crate::config::{RuntimeConfig, ServeConfig};
-use crate::events::EventHub;
+use crate::events::{EventHub, HubEvent};
 use crate::metrics::Metrics;
 use crate::questions::TimeoutBounds;
 use crate::store::{Store, now};
@@ -94,14 +95,19 @@ pub fn spawn_workers(runtime: Arc<Runtime>, hub: EventHub) -> tokio::task::JoinH
                 let claimed = runtime.store.claim_run(runtime.instance, now() + runtime.lease(), now()).await;
                 match claimed {
                     Ok(Some(run)) => {
+                        runtime.metrics.run_claim_attempt("claimed");
                         let runtime = Arc::clone(&runtime);
                         tokio::spawn(async move {
                             executor::execute(&runtime, run).await;
                             drop(permit);
                         });
                     }
-                    Ok(None) => break,
+                    Ok(None) => {
+                        runtime.metrics.run_claim_attempt("none");
+                        break;
+                    }
                     Err(err) => {
+                        runtime.metrics.run_claim_attempt("error");
                         tracing::warn!(error = %err, "could not claim a run; retrying");
                         break;
                     }
@@ -113,14 +119,27 @@ pub fn spawn_workers(runtime: Arc<Runtime>, hub: EventHub) -> tokio::task::JoinH
                     tracing::warn!(error = %err, "could not check waiting runs");
                 }
             }
-            tokio::select! {
-                event = events.recv() => {
-                    if let Err(tokio::sync::broadcast::error::RecvError::Closed) = event {
-                        tokio::time::sleep(POLL_INTERVAL).await;
-                    }
-                }
-                () = tokio::time::sleep(POLL_INTERVAL) => {}
-            }
+            until_a_run_may_be_claimable(&mut events).await;
         }
     })
+}
+
+/// Waits for a `run_status` event (a run was queued or requeued, or one finished and freed a worker), for the hub
+/// to report lost events, or for the poll interval. Question events are most of the log and never queue a run by
+/// themselves (an answer that requeues one appends its `run_status` too): waking on them made every question cost
+/// a claim attempt, a write transaction that on SQLite queued behind the one writer with the questions' own.
+async fn until_a_run_may_be_claimable(events: &mut tokio::sync::broadcast::Receiver<Arc<HubEvent>>) {
+    use tokio::sync::broadcast::error::RecvError;
+    let poll = tokio::time::sleep(POLL_INTERVAL);
+    tokio::pin!(poll);
+    loop {
+        tokio::select! {
+            event = events.recv() => match event {
+                Ok(event) if event.event_type != EventType::RunStatus.as_str() => {}
+                Ok(_) | Err(RecvError::Lagged(_)) => return,
+                Err(RecvError::Closed) => return poll.await,
+            },
+            () = &mut poll => return,
+        }
+    }
 }
