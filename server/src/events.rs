@@ -2,8 +2,9 @@
 //!
 //! The log in the database is the source of truth. The hub reads it after every commit that appended events (the
 //! store's watch channel, which on PostgreSQL also carries other instances' commits, by LISTEN/NOTIFY) and, as a
-//! safety net for writers it is not told about, every second. A commit of a single event hands the event over with
-//! the announcement; when it is the next id of the log the hub passes it on without reading it back. Subscribers get
+//! safety net for writers it is not told about, every second. On SQLite, a commit of a single event hands the event
+//! over with the announcement; when it is the next id of the log the hub passes it on without reading it back (on
+//! PostgreSQL ids are drawn inside the commit, so every event is read from the log). Subscribers get
 //! events through a bounded broadcast channel; one that falls behind is dropped and reconnects with its last id,
 //! so a slow client never holds up the others.
 

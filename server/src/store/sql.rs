@@ -43,6 +43,8 @@ impl SqliteStore {
     /// database file in practice, and other writers are seen by the hub's poll, so nobody is notified.
     const INSERT_EVENT: &'static str = "INSERT INTO events (workspace_id, event_type, project, run_id, question_id, data, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id";
+    /// The id `INSERT_EVENT` returns is the event's, so a commit can hand the event to the hub.
+    const EVENT_ID_FINAL_AT_INSERT: bool = true;
     /// The one writer connection already serialises appends to an audit chain.
     const CLAIM_AUDIT_HEAD: &'static str = "INSERT INTO audit_heads (workspace_id, seq, hash) VALUES ($1, 0, $2) \
          ON CONFLICT (workspace_id) DO UPDATE SET seq = audit_heads.seq RETURNING seq, hash";
@@ -61,22 +63,18 @@ pub struct PostgresStore {
 
 impl PostgresStore {
     pub(super) const BEGIN_WRITE: &'static str = "BEGIN";
-    /// One statement, one round trip, that
-    /// - takes the event log's lock (an advisory lock held to the end of the transaction) before the id is drawn:
-    ///   transactions that append events commit one after another, so ids become visible in id order and a reader
-    ///   following the log by id never skips one that commits late;
-    /// - appends the event;
-    /// - tells the other instances (LISTEN/NOTIFY, delivered on commit). The log stays the source of truth, so a
-    ///   lost notification only delays an event until the hub's next poll.
-    const INSERT_EVENT: &'static str = "WITH event_lock AS MATERIALIZED (SELECT pg_advisory_xact_lock(7262011)), \
-         appended AS (INSERT INTO events (workspace_id, event_type, project, run_id, question_id, data, created_at) \
-         SELECT $1, $2, $3, $4, $5, $6, $7 FROM event_lock RETURNING id) \
-         SELECT appended.id FROM appended, LATERAL (SELECT pg_notify('holdpoint_events', appended.id::text)) AS notified";
-    /// Takes the event log's lock first, then the chain's head row (the upsert locks it, as `FOR UPDATE` would):
-    /// every transaction that appends both an event and an audit entry takes them in that order, so two can never
-    /// wait on each other, and no two instances can append the same `seq`, so the chain never forks.
-    const CLAIM_AUDIT_HEAD: &'static str = "WITH event_lock AS MATERIALIZED (SELECT pg_advisory_xact_lock(7262011)) \
-         INSERT INTO audit_heads (workspace_id, seq, hash) SELECT $1, 0, $2 FROM event_lock \
+    /// Appends the event under a draft id; migration 0008's deferred trigger gives it its id when the transaction
+    /// commits, under the event log's lock, and tells the other instances (LISTEN/NOTIFY, delivered on commit). The
+    /// log stays the source of truth, so a lost notification only delays an event until the hub's next poll.
+    const INSERT_EVENT: &'static str = "INSERT INTO events (id, workspace_id, event_type, project, run_id, question_id, data, created_at) \
+         OVERRIDING SYSTEM VALUE VALUES (-nextval('events_draft_id_seq'), $1, $2, $3, $4, $5, $6, $7) RETURNING id";
+    /// Ids are drawn at commit: the hub learns of this instance's events as of the others', by notification.
+    const EVENT_ID_FINAL_AT_INSERT: bool = false;
+    /// The upsert locks the chain's head row (as `FOR UPDATE` would) to the end of the transaction, so no two
+    /// instances can append the same `seq` and the chain never forks. The event log's lock is taken later, inside
+    /// COMMIT, after every row lock the transaction takes, and whoever holds it waits for nothing else: the two
+    /// can never wait on each other.
+    const CLAIM_AUDIT_HEAD: &'static str = "INSERT INTO audit_heads (workspace_id, seq, hash) VALUES ($1, 0, $2) \
          ON CONFLICT (workspace_id) DO UPDATE SET seq = audit_heads.seq RETURNING seq, hash";
 
     pub async fn new(pool: PgPool) -> StoreResult<Self> {
@@ -238,19 +236,23 @@ macro_rules! sql_store {
                 Ok(row)
             }
 
-            /// Commits and announces the newest event id to the hub (other instances were told by the append).
+            /// Commits and announces the newest event id to the hub (other instances were told by the append). On
+            /// PostgreSQL the ids are drawn by the commit, so the notification the commit sends is the announcement.
             pub(super) async fn commit_events(&self, tx: sqlx::Transaction<'_, $db>, last_event: Option<i64>) -> StoreResult<()> {
                 tx.commit().await?;
-                if let Some(id) = last_event {
+                if let (Some(id), true) = (last_event, Self::EVENT_ID_FINAL_AT_INSERT) {
                     announce(&self.committed, Committed { last: id, event: None });
                 }
                 Ok(())
             }
 
             /// Commits a transaction that appended exactly one event, `event` with id `id`, and hands that event
-            /// to the hub, which can pass it on without reading it back.
+            /// to the hub, which can pass it on without reading it back (on SQLite; see `commit_events`).
             pub(super) async fn commit_one_event(&self, tx: sqlx::Transaction<'_, $db>, id: i64, event: &NewEvent) -> StoreResult<()> {
                 tx.commit().await?;
+                if !Self::EVENT_ID_FINAL_AT_INSERT {
+                    return Ok(());
+                }
                 let row = EventRow {
                     id,
                     workspace_id: event.workspace_id,
