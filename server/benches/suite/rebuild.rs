@@ -25,7 +25,7 @@ pub async fn run(postgres: Option<&Postgres>) -> Result<Section, String> {
          system prompt, the task, then model turns that each call `http_request` and the tool results, 0.3–1 KiB \
          each, as a real run stores them). The suite then calls `holdpoint::runtime::executor::rebuild_request` \
          in-process: it reads the messages in order and builds the Chat Completions request (the conversation and \
-         the tool definitions) that the resumed run would send to its model. {WARM_UP} warm-up calls, then up to \
+         the tool definitions) that the resumed run would send to its model, serialised as the model client sends it. {WARM_UP} warm-up calls, then up to \
          {ITERATIONS} timed ones. Judged on the median."
     ));
     for backend in [Backend::Sqlite, Backend::Postgres] {
@@ -152,6 +152,7 @@ async fn measure_on(store: &dyn Store) -> Result<Samples, String> {
         let timer = Instant::now();
         let request = holdpoint::runtime::executor::rebuild_request(store, &run).await.map_err(|e| e.to_string())?;
         let elapsed = timer.elapsed();
+        let request: serde_json::Value = serde_json::from_slice(&request).map_err(|e| e.to_string())?;
         let count = request["messages"].as_array().map_or(0, Vec::len);
         if count != MESSAGES {
             return Err(format!("the rebuilt conversation has {count} messages, not {MESSAGES}"));

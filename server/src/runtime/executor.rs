@@ -14,7 +14,7 @@ use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::Runtime;
-use super::model::{model_for, model_name};
+use super::model::{ChatRequest, model_for, model_name};
 use super::tools::{self, ASK_USER, HTTP_REQUEST, SHELL, SPAWN_AGENTS};
 use crate::error::AppError;
 use crate::store::{
@@ -57,22 +57,21 @@ impl Conversation {
     }
 
     /// The Chat Completions request for the next model turn.
-    fn request(&self, spec: &AgentSpec) -> Value {
-        let messages: Vec<Value> = self.messages.iter().map(|m| m.content.0.clone()).collect();
-        let mut request = json!({ "model": model_name(spec), "messages": messages });
-        let tools: Vec<Value> = spec.tools.iter().filter_map(|name| tools::definition(name)).collect();
-        if !tools.is_empty() {
-            request["tools"] = Value::Array(tools);
+    fn request<'a>(&'a self, spec: &'a AgentSpec) -> ChatRequest<'a> {
+        ChatRequest {
+            model: model_name(spec),
+            messages: self.messages.iter().map(|m| &m.content.0).collect(),
+            tools: spec.tools.iter().filter_map(|name| tools::definition(name)).collect(),
         }
-        request
     }
 }
 
-/// Rebuilds a run's conversation from the database and returns the Chat Completions request its next model turn
-/// sends: what a resumed run does before it calls the model again. Public so the benchmark suite times the very code
-/// path a resume takes.
-pub async fn rebuild_request(store: &dyn Store, run: &RunRow) -> StoreResult<Value> {
-    Ok(Conversation::load(store, run.id).await?.request(&run.agent.0))
+/// Rebuilds a run's conversation from the database and returns the body of the Chat Completions request its next
+/// model turn sends: what a resumed run does before it calls the model again (the model client serialises the same
+/// request). Public so the benchmark suite times the very code path a resume takes.
+pub async fn rebuild_request(store: &dyn Store, run: &RunRow) -> StoreResult<Vec<u8>> {
+    let conversation = Conversation::load(store, run.id).await?;
+    serde_json::to_vec(&conversation.request(&run.agent.0)).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
 fn message(run_id: Uuid, seq: i32, step: i32, role: &str, content: Value) -> MessageRow {

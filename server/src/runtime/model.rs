@@ -13,7 +13,7 @@ use async_openai::config::OpenAIConfig;
 use async_openai::middleware::ReqwestService;
 use async_openai::middleware::retry::OpenAIRetryLayer;
 use async_trait::async_trait;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::config::RuntimeConfig;
@@ -31,11 +31,21 @@ pub enum ModelError {
     BadAnswer(String),
 }
 
+/// A Chat Completions request, borrowing the stored messages: each model turn of a long run sends its whole
+/// conversation, which is serialised straight from the rows as they were read instead of copied first.
+#[derive(Debug, Serialize)]
+pub struct ChatRequest<'a> {
+    pub model: &'a str,
+    pub messages: Vec<&'a Value>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<Value>,
+}
+
 /// A model an agent talks to.
 #[async_trait]
 pub trait ChatModel: Send + Sync {
-    /// The next assistant message for `request` (Chat Completions JSON).
-    async fn complete(&self, request: &Value) -> Result<Value, ModelError>;
+    /// The next assistant message for `request`.
+    async fn complete(&self, request: &ChatRequest<'_>) -> Result<Value, ModelError>;
 }
 
 /// The model named by an agent's `model` (`provider:name`).
@@ -87,7 +97,7 @@ impl OpenAiModel {
 
 #[async_trait]
 impl ChatModel for OpenAiModel {
-    async fn complete(&self, request: &Value) -> Result<Value, ModelError> {
+    async fn complete(&self, request: &ChatRequest<'_>) -> Result<Value, ModelError> {
         let response: Value =
             self.client.chat().create_byot(request).await.map_err(|e| ModelError::Provider(e.to_string()))?;
         let message = response
@@ -202,10 +212,8 @@ impl ScriptModel {
 
 #[async_trait]
 impl ChatModel for ScriptModel {
-    async fn complete(&self, request: &Value) -> Result<Value, ModelError> {
-        let answered = request["messages"]
-            .as_array()
-            .map_or(0, |messages| messages.iter().filter(|m| m["role"] == "assistant").count());
+    async fn complete(&self, request: &ChatRequest<'_>) -> Result<Value, ModelError> {
+        let answered = request.messages.iter().filter(|m| m["role"] == "assistant").count();
         Ok(self.turn(answered))
     }
 }
