@@ -336,6 +336,44 @@ async fn cancelling_a_waiting_run_cancels_its_questions(backend: common::Backend
     assert_eq!(question["status"], "cancelled");
 }
 
+/// A person answers a run's question just as someone cancels the run: both requests succeed or are refused
+/// cleanly (the answer may find the question already cancelled), never with a server error, and the run ends
+/// cancelled either way. On PostgreSQL the two transactions lock the question, the workspace's audit chain and the
+/// run; taken in different orders they deadlock, and the database aborts one of them.
+async fn answering_and_cancelling_a_waiting_run_at_once_never_fails(backend: common::Backend) {
+    const RUNS: usize = 12;
+    let scripts = Scripts::new();
+    let Some(app) = start(backend, &scripts, None, 500).await else { return };
+    let model = scripts
+        .write("ask.json", &json!([{ "tool_calls": [{ "name": "ask_user", "arguments": { "title": "Go?" } }] }]));
+    let agent = create_agent(&app, agent("asker", &model, &["ask_user"], json!({}))).await;
+    let mut waiting = Vec::new();
+    for n in 0..RUNS {
+        let run_id = start_run(&app, &agent["id"], &format!("Ask {n}")).await;
+        let run = wait_for_status(&app, &run_id, "waiting_for_input").await;
+        waiting.push((run_id, run["pending_question_ids"][0].as_str().unwrap().to_owned()));
+    }
+    let races = waiting.iter().map(|(run_id, question_id)| {
+        let app = &app;
+        async move {
+            let (answer, cancel) =
+                (format!("/api/v1/questions/{question_id}/answer"), format!("/api/v1/runs/{run_id}/cancel"));
+            let (answered, cancelled) =
+                tokio::join!(app.post(&answer, json!({ "value": "yes" })), app.post(&cancel, json!({})));
+            assert!(
+                matches!(answered.status, StatusCode::OK | StatusCode::CONFLICT),
+                "the answer: {} {}",
+                answered.status,
+                answered.text
+            );
+            assert_eq!(cancelled.status, StatusCode::OK, "the cancel: {}", cancelled.text);
+            let run = app.get(&format!("/api/v1/runs/{run_id}")).await.json;
+            assert_eq!(run["status"], "cancelled", "{run}");
+        }
+    });
+    futures::future::join_all(races).await;
+}
+
 async fn sub_agents_ask_with_their_lineage_and_report_to_the_parent(backend: common::Backend) {
     let scripts = Scripts::new();
     let Some(app) = start(backend, &scripts, None, 500).await else { return };
@@ -764,6 +802,7 @@ on_both_backends!(
     resume_is_refused_unless_the_run_is_paused_or_waiting,
     resume_decides_pending_approvals_and_rejects_the_rest,
     cancelling_a_waiting_run_cancels_its_questions,
+    answering_and_cancelling_a_waiting_run_at_once_never_fails,
     sub_agents_ask_with_their_lineage_and_report_to_the_parent,
     bad_agents_and_runs_are_refused_and_change_nothing,
     the_request_after_a_resume_is_byte_for_byte_the_one_without_a_pause,

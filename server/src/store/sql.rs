@@ -45,6 +45,8 @@ impl SqliteStore {
          VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id";
     /// The id `INSERT_EVENT` returns is the event's, so a commit can hand the event to the hub.
     const EVENT_ID_FINAL_AT_INSERT: bool = true;
+    /// Nothing to lock: `BEGIN IMMEDIATE` on the one writer already runs write transactions one at a time.
+    const LOCK_RUN_OF_PENDING_QUESTION: Option<&'static str> = None;
     /// The one writer connection already serialises appends to an audit chain.
     const CLAIM_AUDIT_HEAD: &'static str = "INSERT INTO audit_heads (workspace_id, seq, hash) VALUES ($1, 0, $2) \
          ON CONFLICT (workspace_id) DO UPDATE SET seq = audit_heads.seq RETURNING seq, hash";
@@ -70,6 +72,13 @@ impl PostgresStore {
          OVERRIDING SYSTEM VALUE VALUES (-nextval('events_draft_id_seq'), $1, $2, $3, $4, $5, $6, $7) RETURNING id";
     /// Ids are drawn at commit: the hub learns of this instance's events as of the others', by notification.
     const EVENT_ID_FINAL_AT_INSERT: bool = false;
+    /// Resolving a run's question ends by requeueing the run, and cancelling a run cancels its questions: locking
+    /// the run first, as cancelling does, keeps the two from each holding what the other waits for (the database
+    /// would abort one of them as a deadlock).
+    const LOCK_RUN_OF_PENDING_QUESTION: Option<&'static str> = Some(
+        "SELECT r.id FROM questions q JOIN runs r ON r.id = q.run_id \
+         WHERE q.workspace_id = $1 AND q.id = $2 AND q.status = 'pending' FOR UPDATE OF r",
+    );
     /// The upsert locks the chain's head row (as `FOR UPDATE` would) to the end of the transaction, so no two
     /// instances can append the same `seq` and the chain never forks. The event log's lock is taken later, inside
     /// COMMIT, after every row lock the transaction takes, and whoever holds it waits for nothing else: the two
@@ -595,6 +604,9 @@ macro_rules! sql_store {
                 change: &QuestionResolution,
             ) -> StoreResult<ResolveOutcome> {
                 let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
+                if let Some(lock_run) = Self::LOCK_RUN_OF_PENDING_QUESTION {
+                    sqlx::query(lock_run).bind(workspace_id).bind(id).execute(&mut *tx).await?;
+                }
                 let updated: Option<QuestionRow> = sqlx::query_as(&format!(
                     "UPDATE questions SET status = $1, response = $2, answered_by = $3, resolution = $4, \
                      resolved_at = $5, updated_at = $5 \
