@@ -374,6 +374,58 @@ async fn answering_and_cancelling_a_waiting_run_at_once_never_fails(backend: com
     futures::future::join_all(races).await;
 }
 
+/// The same race one level down: a person answers a sub-agent's question just as someone cancels its parent. The
+/// cancel reaches the child after the parent's audit entry; the answer locks the child's run first.
+async fn answering_a_childs_question_while_its_parent_is_cancelled_never_fails(backend: common::Backend) {
+    const PARENTS: usize = 6;
+    let scripts = Scripts::new();
+    let Some(app) = start(backend, &scripts, None, 500).await else { return };
+    let child_model = scripts.write(
+        "child.json",
+        &json!([{ "tool_calls": [{ "name": "ask_user", "arguments": { "title": "Which table?" } }] }, { "content": "done" }]),
+    );
+    // After its child, the parent asks too, so it is still open whenever the cancel comes.
+    let parent_model = scripts.write(
+        "parent.json",
+        &json!([
+            { "tool_calls": [{ "name": "spawn_agents", "arguments": { "agents": [{ "agent": "child", "input": "Go" }], "wait": true } }] },
+            { "tool_calls": [{ "name": "ask_user", "arguments": { "title": "Ship it?" } }] }
+        ]),
+    );
+    create_agent(&app, agent("child", &child_model, &["ask_user"], json!({}))).await;
+    let parent = create_agent(&app, agent("parent", &parent_model, &["spawn_agents", "ask_user"], json!({}))).await;
+    let mut waiting = Vec::new();
+    for n in 0..PARENTS {
+        let parent_id = start_run(&app, &parent["id"], &format!("Coordinate {n}")).await;
+        wait_for_status(&app, &parent_id, "waiting_for_children").await;
+        let children = app.get(&format!("/api/v1/runs?parent_run_id={parent_id}")).await.json;
+        let child_id = children["items"][0]["id"].as_str().unwrap().to_owned();
+        let child = wait_for_status(&app, &child_id, "waiting_for_input").await;
+        waiting.push((parent_id, child_id, child["pending_question_ids"][0].as_str().unwrap().to_owned()));
+    }
+    let races = waiting.iter().map(|(parent_id, child_id, question_id)| {
+        let app = &app;
+        async move {
+            let (answer, cancel) =
+                (format!("/api/v1/questions/{question_id}/answer"), format!("/api/v1/runs/{parent_id}/cancel"));
+            let (answered, cancelled) =
+                tokio::join!(app.post(&answer, json!({ "value": "users" })), app.post(&cancel, json!({})));
+            assert!(
+                matches!(answered.status, StatusCode::OK | StatusCode::CONFLICT),
+                "the answer: {} {}",
+                answered.status,
+                answered.text
+            );
+            assert_eq!(cancelled.status, StatusCode::OK, "the cancel: {}", cancelled.text);
+            assert_eq!(app.get(&format!("/api/v1/runs/{parent_id}")).await.json["status"], "cancelled");
+            let child = app.get(&format!("/api/v1/runs/{child_id}")).await.json;
+            // Answered first, the child may have finished before the cancel reached it.
+            assert!(matches!(child["status"].as_str(), Some("cancelled" | "completed")), "{child}");
+        }
+    });
+    futures::future::join_all(races).await;
+}
+
 async fn sub_agents_ask_with_their_lineage_and_report_to_the_parent(backend: common::Backend) {
     let scripts = Scripts::new();
     let Some(app) = start(backend, &scripts, None, 500).await else { return };
@@ -803,6 +855,7 @@ on_both_backends!(
     resume_decides_pending_approvals_and_rejects_the_rest,
     cancelling_a_waiting_run_cancels_its_questions,
     answering_and_cancelling_a_waiting_run_at_once_never_fails,
+    answering_a_childs_question_while_its_parent_is_cancelled_never_fails,
     sub_agents_ask_with_their_lineage_and_report_to_the_parent,
     bad_agents_and_runs_are_refused_and_change_nothing,
     the_request_after_a_resume_is_byte_for_byte_the_one_without_a_pause,

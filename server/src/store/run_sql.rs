@@ -827,6 +827,7 @@ macro_rules! run_sql_store {
 
             async fn release_run(&self, run_id: Uuid, owner: Uuid, t: &RunTransition) -> StoreResult<RunRow> {
                 let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
+                Self::lock_run_and_parent(&mut tx, run_id).await?;
                 Self::fence(&mut tx, run_id, owner).await?;
                 let mut status = t.status;
                 let still_held = match status {
@@ -886,6 +887,7 @@ macro_rules! run_sql_store {
                 if existing.status()?.is_terminal() {
                     return Ok(Some((existing, false)));
                 }
+                Self::lock_run_tree(&mut tx, id).await?;
                 let mut last = None;
                 let mut to_cancel = vec![id];
                 let mut cancelled_root = None;
@@ -1006,11 +1008,65 @@ macro_rules! run_sql_store {
 impl SqliteStore {
     /// SQLite has one writer at a time: the claim's subquery and update cannot interleave with another's.
     const SKIP_LOCKED: &'static str = "";
+
+    /// Nothing to lock: `BEGIN IMMEDIATE` on the one writer already runs write transactions one at a time.
+    async fn lock_run_tree(_tx: &mut sqlx::Transaction<'_, Sqlite>, _root: Uuid) -> StoreResult<()> {
+        Ok(())
+    }
+
+    /// Nothing to lock, as for [`Self::lock_run_tree`].
+    async fn lock_run_and_parent(_tx: &mut sqlx::Transaction<'_, Sqlite>, _run_id: Uuid) -> StoreResult<()> {
+        Ok(())
+    }
 }
 
 impl PostgresStore {
     /// Concurrent claimers skip the rows others are claiming instead of queueing behind them.
     const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
+
+    /// Every transaction that changes several runs locks them first, all in one statement and in id order, and
+    /// only then touches questions and the audit chain, as an answer does after locking its question's run
+    /// (`resolve_question`). Taken as the work reached them instead (a child after its parent's audit entry, a
+    /// parent after its child's questions), two such transactions could each hold what the other waits for, and
+    /// PostgreSQL would abort one of them.
+    async fn lock_runs(tx: &mut sqlx::Transaction<'_, Postgres>, ids: &[Uuid]) -> StoreResult<()> {
+        sqlx::query("SELECT id FROM runs WHERE id = ANY($1) ORDER BY id FOR UPDATE")
+            .bind(ids)
+            .execute(&mut **tx)
+            .await?;
+        Ok(())
+    }
+
+    /// Before cancelling `root`: it, every run below it, and its parent (which cancelling may requeue).
+    async fn lock_run_tree(tx: &mut sqlx::Transaction<'_, Postgres>, root: Uuid) -> StoreResult<()> {
+        let mut tree = vec![root];
+        let mut level = vec![root];
+        while !level.is_empty() {
+            let children: Vec<(Uuid,)> = sqlx::query_as("SELECT id FROM runs WHERE parent_run_id = ANY($1)")
+                .bind(&level)
+                .fetch_all(&mut **tx)
+                .await?;
+            level = children.into_iter().map(|(id,)| id).collect();
+            tree.extend_from_slice(&level);
+        }
+        let parent: Option<(Option<Uuid>,)> =
+            sqlx::query_as("SELECT parent_run_id FROM runs WHERE id = $1").bind(root).fetch_optional(&mut **tx).await?;
+        tree.extend(parent.and_then(|(parent,)| parent));
+        Self::lock_runs(tx, &tree).await
+    }
+
+    /// Before a run's worker releases it: the run and its parent (which its ending may requeue).
+    async fn lock_run_and_parent(tx: &mut sqlx::Transaction<'_, Postgres>, run_id: Uuid) -> StoreResult<()> {
+        let parent: Option<(Option<Uuid>,)> = sqlx::query_as("SELECT parent_run_id FROM runs WHERE id = $1")
+            .bind(run_id)
+            .fetch_optional(&mut **tx)
+            .await?;
+        match parent.and_then(|(parent,)| parent) {
+            Some(parent) => Self::lock_runs(tx, &[run_id, parent]).await,
+            // One run: the fence that follows locks it.
+            None => Ok(()),
+        }
+    }
 }
 
 run_sql_store!(SqliteStore, Sqlite, read = read, write = write);
