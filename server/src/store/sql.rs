@@ -46,7 +46,7 @@ impl SqliteStore {
     /// The id `INSERT_EVENT` returns is the event's, so a commit can hand the event to the hub.
     const EVENT_ID_FINAL_AT_INSERT: bool = true;
     /// Nothing to lock: `BEGIN IMMEDIATE` on the one writer already runs write transactions one at a time.
-    const LOCK_RUN_OF_PENDING_QUESTION: Option<&'static str> = None;
+    const RESOLVE_LOCKING_RUN: (&'static str, &'static str) = ("", "");
     /// The one writer connection already serialises appends to an audit chain.
     const CLAIM_AUDIT_HEAD: &'static str = "INSERT INTO audit_heads (workspace_id, seq, hash) VALUES ($1, 0, $2) \
          ON CONFLICT (workspace_id) DO UPDATE SET seq = audit_heads.seq RETURNING seq, hash";
@@ -74,10 +74,13 @@ impl PostgresStore {
     const EVENT_ID_FINAL_AT_INSERT: bool = false;
     /// Resolving a run's question ends by requeueing the run, and cancelling a run cancels its questions: locking
     /// the run first, as cancelling does, keeps the two from each holding what the other waits for (the database
-    /// would abort one of them as a deadlock).
-    const LOCK_RUN_OF_PENDING_QUESTION: Option<&'static str> = Some(
-        "SELECT r.id FROM questions q JOIN runs r ON r.id = q.run_id \
-         WHERE q.workspace_id = $1 AND q.id = $2 AND q.status = 'pending' FOR UPDATE OF r",
+    /// would abort one of them as a deadlock). Wrapped around the resolving `UPDATE` (`$6` the workspace, `$7` the
+    /// question), so it costs no round trip of its own: the condition on the CTE refers to no column of the
+    /// question, so PostgreSQL checks it once, before it scans for the question, and the run is locked first.
+    const RESOLVE_LOCKING_RUN: (&'static str, &'static str) = (
+        "WITH run_lock AS MATERIALIZED (SELECT r.id FROM questions q JOIN runs r ON r.id = q.run_id \
+         WHERE q.workspace_id = $6 AND q.id = $7 AND q.status = 'pending' FOR UPDATE OF r) ",
+        " AND (SELECT COUNT(*) FROM run_lock) >= 0",
     );
     /// The upsert locks the chain's head row (as `FOR UPDATE` would) to the end of the transaction, so no two
     /// instances can append the same `seq` and the chain never forks. The event log's lock is taken later, inside
@@ -604,13 +607,11 @@ macro_rules! sql_store {
                 change: &QuestionResolution,
             ) -> StoreResult<ResolveOutcome> {
                 let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
-                if let Some(lock_run) = Self::LOCK_RUN_OF_PENDING_QUESTION {
-                    sqlx::query(lock_run).bind(workspace_id).bind(id).execute(&mut *tx).await?;
-                }
+                let (lock_run, run_locked) = Self::RESOLVE_LOCKING_RUN;
                 let updated: Option<QuestionRow> = sqlx::query_as(&format!(
-                    "UPDATE questions SET status = $1, response = $2, answered_by = $3, resolution = $4, \
+                    "{lock_run}UPDATE questions SET status = $1, response = $2, answered_by = $3, resolution = $4, \
                      resolved_at = $5, updated_at = $5 \
-                     WHERE workspace_id = $6 AND id = $7 AND status = 'pending' RETURNING {QUESTION_COLUMNS}"
+                     WHERE workspace_id = $6 AND id = $7 AND status = 'pending'{run_locked} RETURNING {QUESTION_COLUMNS}"
                 ))
                 .bind(change.status.as_str())
                 .bind(change.response.as_ref().map(Json))
