@@ -7,7 +7,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startServer, launchBrowser, api, waitForLive, eventually } from './tests/harness.mjs';
+import { startServer, launchBrowser, api, waitForLive, eventually, signIn } from './tests/harness.mjs';
 
 const OUT = join(dirname(fileURLToPath(import.meta.url)), '..', 'docs', 'screenshots');
 mkdirSync(OUT, { recursive: true });
@@ -90,10 +90,7 @@ try {
   for (let i = 0; i < 5; i += 1) {
     const context = await browser.newContext();
     const page = await context.newPage();
-    await page.goto(`${server.baseUrl}/signin`);
-    await page.getByTestId('signin-token').fill(server.token);
-    await page.getByTestId('signin-submit').click();
-    await page.waitForURL('**/inbox');
+    await signIn(page, server);
     const started = Date.now();
     await page.goto(`${server.baseUrl}/inbox`);
     const loaded = Date.now() - started;
@@ -107,10 +104,7 @@ try {
   for (const variant of VARIANTS) {
     const context = await browser.newContext(variant);
     const page = await context.newPage();
-    await page.goto(`${server.baseUrl}/signin`);
-    await page.getByTestId('signin-token').fill(server.token);
-    await page.getByTestId('signin-submit').click();
-    await page.waitForURL('**/inbox');
+    await signIn(page, server);
     await waitForLive(page);
     const shot = (name) => page.screenshot({ path: join(OUT, `${name}-${variant.name}.png`) });
     await shot('inbox');
