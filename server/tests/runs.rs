@@ -336,6 +336,23 @@ async fn cancelling_a_waiting_run_cancels_its_questions(backend: common::Backend
     assert_eq!(question["status"], "cancelled");
 }
 
+/// Answers `question_id` and cancels `run_id` at the same moment. The answer succeeds or finds the question
+/// already cancelled (409), the cancel succeeds, and the run ends cancelled.
+async fn answer_while_cancelling(app: &TestApp, question_id: &str, run_id: &str) {
+    let (answer, cancel) = (format!("/api/v1/questions/{question_id}/answer"), format!("/api/v1/runs/{run_id}/cancel"));
+    let (answered, cancelled) =
+        tokio::join!(app.post(&answer, json!({ "value": "yes" })), app.post(&cancel, json!({})));
+    assert!(
+        matches!(answered.status, StatusCode::OK | StatusCode::CONFLICT),
+        "the answer: {} {}",
+        answered.status,
+        answered.text
+    );
+    assert_eq!(cancelled.status, StatusCode::OK, "the cancel: {}", cancelled.text);
+    let run = app.get(&format!("/api/v1/runs/{run_id}")).await.json;
+    assert_eq!(run["status"], "cancelled", "{run}");
+}
+
 /// A person answers a run's question just as someone cancels the run: both requests succeed or are refused
 /// cleanly (the answer may find the question already cancelled), never with a server error, and the run ends
 /// cancelled either way. On PostgreSQL the two transactions lock the question, the workspace's audit chain and the
@@ -355,21 +372,7 @@ async fn answering_and_cancelling_a_waiting_run_at_once_never_fails(backend: com
     }
     let races = waiting.iter().map(|(run_id, question_id)| {
         let app = &app;
-        async move {
-            let (answer, cancel) =
-                (format!("/api/v1/questions/{question_id}/answer"), format!("/api/v1/runs/{run_id}/cancel"));
-            let (answered, cancelled) =
-                tokio::join!(app.post(&answer, json!({ "value": "yes" })), app.post(&cancel, json!({})));
-            assert!(
-                matches!(answered.status, StatusCode::OK | StatusCode::CONFLICT),
-                "the answer: {} {}",
-                answered.status,
-                answered.text
-            );
-            assert_eq!(cancelled.status, StatusCode::OK, "the cancel: {}", cancelled.text);
-            let run = app.get(&format!("/api/v1/runs/{run_id}")).await.json;
-            assert_eq!(run["status"], "cancelled", "{run}");
-        }
+        async move { answer_while_cancelling(app, question_id, run_id).await }
     });
     futures::future::join_all(races).await;
 }
@@ -406,18 +409,7 @@ async fn answering_a_childs_question_while_its_parent_is_cancelled_never_fails(b
     let races = waiting.iter().map(|(parent_id, child_id, question_id)| {
         let app = &app;
         async move {
-            let (answer, cancel) =
-                (format!("/api/v1/questions/{question_id}/answer"), format!("/api/v1/runs/{parent_id}/cancel"));
-            let (answered, cancelled) =
-                tokio::join!(app.post(&answer, json!({ "value": "users" })), app.post(&cancel, json!({})));
-            assert!(
-                matches!(answered.status, StatusCode::OK | StatusCode::CONFLICT),
-                "the answer: {} {}",
-                answered.status,
-                answered.text
-            );
-            assert_eq!(cancelled.status, StatusCode::OK, "the cancel: {}", cancelled.text);
-            assert_eq!(app.get(&format!("/api/v1/runs/{parent_id}")).await.json["status"], "cancelled");
+            answer_while_cancelling(app, question_id, parent_id).await;
             let child = app.get(&format!("/api/v1/runs/{child_id}")).await.json;
             // Answered first, the child may have finished before the cancel reached it.
             assert!(matches!(child["status"].as_str(), Some("cancelled" | "completed")), "{child}");

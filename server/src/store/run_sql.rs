@@ -1049,23 +1049,25 @@ impl PostgresStore {
             level = children.into_iter().map(|(id,)| id).collect();
             tree.extend_from_slice(&level);
         }
-        let parent: Option<(Option<Uuid>,)> =
-            sqlx::query_as("SELECT parent_run_id FROM runs WHERE id = $1").bind(root).fetch_optional(&mut **tx).await?;
-        tree.extend(parent.and_then(|(parent,)| parent));
+        tree.extend(Self::parent_of(tx, root).await?);
         Self::lock_runs(tx, &tree).await
     }
 
     /// Before a run's worker releases it: the run and its parent (which its ending may requeue).
     async fn lock_run_and_parent(tx: &mut sqlx::Transaction<'_, Postgres>, run_id: Uuid) -> StoreResult<()> {
-        let parent: Option<(Option<Uuid>,)> = sqlx::query_as("SELECT parent_run_id FROM runs WHERE id = $1")
-            .bind(run_id)
-            .fetch_optional(&mut **tx)
-            .await?;
-        match parent.and_then(|(parent,)| parent) {
+        match Self::parent_of(tx, run_id).await? {
             Some(parent) => Self::lock_runs(tx, &[run_id, parent]).await,
             // One run: the fence that follows locks it.
             None => Ok(()),
         }
+    }
+
+    async fn parent_of(tx: &mut sqlx::Transaction<'_, Postgres>, run_id: Uuid) -> StoreResult<Option<Uuid>> {
+        let parent: Option<(Option<Uuid>,)> = sqlx::query_as("SELECT parent_run_id FROM runs WHERE id = $1")
+            .bind(run_id)
+            .fetch_optional(&mut **tx)
+            .await?;
+        Ok(parent.and_then(|(parent,)| parent))
     }
 }
 

@@ -24,6 +24,13 @@ pub(super) const QUESTION_COLUMNS: &str = "id, workspace_id, project, run_id, to
 pub(super) const AUDIT_COLUMNS: &str = "id, workspace_id, seq, prev_hash, hash, actor, actor_id, actor_kind, action, \
      subject_type, subject_id, before, after, diff, created_at";
 
+/// Claims a workspace's audit chain head, creating it at `seq` 0 on the first entry. On PostgreSQL the upsert locks
+/// the head row (as `FOR UPDATE` would) to the end of the transaction, so no two instances can append the same `seq`
+/// and the chain never forks; the event log's lock is taken later, inside COMMIT, and whoever holds it waits for
+/// nothing else, so the two can never wait on each other. SQLite's one writer serialises appends by itself.
+const CLAIM_AUDIT_HEAD: &str = "INSERT INTO audit_heads (workspace_id, seq, hash) VALUES ($1, 0, $2) \
+     ON CONFLICT (workspace_id) DO UPDATE SET seq = audit_heads.seq RETURNING seq, hash";
+
 /// Principals of tokens.
 const TOKEN_PRINCIPAL: &str = "SELECT t.id, CAST('token' AS TEXT) AS kind, t.workspace_id, w.name AS workspace, \
      t.name, t.role FROM tokens t JOIN workspaces w ON w.id = t.workspace_id";
@@ -47,9 +54,6 @@ impl SqliteStore {
     const EVENT_ID_FINAL_AT_INSERT: bool = true;
     /// Nothing to lock: `BEGIN IMMEDIATE` on the one writer already runs write transactions one at a time.
     const RESOLVE_LOCKING_RUN: (&'static str, &'static str) = ("", "");
-    /// The one writer connection already serialises appends to an audit chain.
-    const CLAIM_AUDIT_HEAD: &'static str = "INSERT INTO audit_heads (workspace_id, seq, hash) VALUES ($1, 0, $2) \
-         ON CONFLICT (workspace_id) DO UPDATE SET seq = audit_heads.seq RETURNING seq, hash";
 
     pub async fn new(read: SqlitePool, write: SqlitePool) -> StoreResult<Self> {
         let last = last_event_id(&write).await?;
@@ -82,12 +86,6 @@ impl PostgresStore {
          WHERE q.workspace_id = $6 AND q.id = $7 AND q.status = 'pending' FOR UPDATE OF r) ",
         " AND (SELECT COUNT(*) FROM run_lock) >= 0",
     );
-    /// The upsert locks the chain's head row (as `FOR UPDATE` would) to the end of the transaction, so no two
-    /// instances can append the same `seq` and the chain never forks. The event log's lock is taken later, inside
-    /// COMMIT, after every row lock the transaction takes, and whoever holds it waits for nothing else: the two
-    /// can never wait on each other.
-    const CLAIM_AUDIT_HEAD: &'static str = "INSERT INTO audit_heads (workspace_id, seq, hash) VALUES ($1, 0, $2) \
-         ON CONFLICT (workspace_id) DO UPDATE SET seq = audit_heads.seq RETURNING seq, hash";
 
     pub async fn new(pool: PgPool) -> StoreResult<Self> {
         let last = last_event_id(&pool).await?;
@@ -217,7 +215,7 @@ macro_rules! sql_store {
                 tx: &mut sqlx::Transaction<'_, $db>,
                 entry: &NewAuditEntry,
             ) -> StoreResult<AuditRow> {
-                let (seq, prev_hash): (i64, String) = sqlx::query_as(Self::CLAIM_AUDIT_HEAD)
+                let (seq, prev_hash): (i64, String) = sqlx::query_as(CLAIM_AUDIT_HEAD)
                     .bind(entry.workspace_id)
                     .bind(crate::audit::GENESIS_HASH)
                     .fetch_one(&mut **tx)
