@@ -21,7 +21,7 @@ pub mod backend;
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
 use leptos_router::{
-    ParamSegment, SsrMode, StaticSegment,
+    Lazy, ParamSegment, SsrMode, StaticSegment,
     components::{Redirect, Route, Router, Routes},
 };
 
@@ -56,13 +56,6 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 pub fn App() -> impl IntoView {
     provide_meta_context();
     live::provide_live();
-    // Effects run only in the browser, after hydration: the marker tells tests (and curious people) the page is live.
-    #[cfg(feature = "hydrate")]
-    Effect::new(|_| {
-        if let Some(body) = document().body() {
-            let _ = body.set_attribute("data-hydrated", "true");
-        }
-    });
 
     view! {
         <Stylesheet id="holdpoint" href="/pkg/holdpoint.css"/>
@@ -72,18 +65,18 @@ pub fn App() -> impl IntoView {
                 <Route path=StaticSegment("") view=|| view! { <Redirect path="/inbox"/> }/>
                 // Async: the server waits for the page's data and sends it complete, so reading and answering work
                 // without JavaScript (out-of-order streaming needs a script to put streamed parts in place).
-                <Route path=StaticSegment("inbox") view=pages::InboxPage ssr=SsrMode::Async/>
+                <Route path=StaticSegment("inbox") view={Lazy::<pages::InboxRoute>::new()} ssr=SsrMode::Async/>
                 <Route
                     path=(StaticSegment("questions"), ParamSegment("id"))
-                    view=pages::QuestionPage
+                    view={Lazy::<pages::QuestionRoute>::new()}
                     ssr=SsrMode::Async
                 />
-                <Route path=StaticSegment("approvals") view=pages::ApprovalsPage ssr=SsrMode::Async/>
-                <Route path=StaticSegment("runs") view=pages::RunsPage ssr=SsrMode::Async/>
-                <Route path=(StaticSegment("runs"), ParamSegment("id")) view=pages::RunPage ssr=SsrMode::Async/>
-                <Route path=StaticSegment("settings") view=pages::SettingsPage ssr=SsrMode::Async/>
-                <Route path=StaticSegment("audit") view=pages::AuditPage ssr=SsrMode::Async/>
-                <Route path=StaticSegment("signin") view=pages::SignInPage/>
+                <Route path=StaticSegment("approvals") view={Lazy::<pages::ApprovalsRoute>::new()} ssr=SsrMode::Async/>
+                <Route path=StaticSegment("runs") view={Lazy::<pages::RunsRoute>::new()} ssr=SsrMode::Async/>
+                <Route path=(StaticSegment("runs"), ParamSegment("id")) view={Lazy::<pages::RunRoute>::new()} ssr=SsrMode::Async/>
+                <Route path=StaticSegment("settings") view={Lazy::<pages::SettingsRoute>::new()} ssr=SsrMode::Async/>
+                <Route path=StaticSegment("audit") view={Lazy::<pages::AuditRoute>::new()} ssr=SsrMode::Async/>
+                <Route path=StaticSegment("signin") view={Lazy::<pages::SignInRoute>::new()}/>
             </Routes>
             <modal::LiveModal/>
         </Router>

@@ -1,6 +1,6 @@
 //! Live updates from the server's event stream (`/api/v1/events`), as signals shared by the whole page.
 //!
-//! One `EventSource` per page load, opened by [`provide_live`] after hydration (never on the sign-in page, which has
+//! One `EventSource` per page load, opened by [`provide_live`] once hydration is done ([`hydration_finished`]) (never on the sign-in page, which has
 //! no session). The browser's `EventSource` reconnects by itself and sends `Last-Event-ID`, so the server replays
 //! what a reconnecting page missed; this module only turns events into signal updates.
 
@@ -38,6 +38,10 @@ pub fn provide_live() {
     let (opened, set_opened) = signal(0u32);
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
+        // Tracked: the effect runs again, once, when hydration is done.
+        if !HYDRATED.with(|hydrated| hydrated.get()) {
+            return;
+        }
         let signed_in = window().location().pathname().map(|p| p != "/signin").unwrap_or(false);
         if signed_in {
             browser::subscribe(set_questions, set_runs, set_opened);
@@ -51,6 +55,25 @@ pub fn provide_live() {
     #[cfg(not(feature = "hydrate"))]
     let _ = (set_questions, set_runs, set_now, set_opened);
     provide_context(Live { questions, runs, opened, now });
+}
+
+#[cfg(feature = "hydrate")]
+thread_local! {
+    /// Whether the page's hydration is done. A change to the page before then (an event from the stream, a data
+    /// reload it causes, a clock tick) would meet server HTML the page's module has not walked yet: hydration
+    /// is asynchronous since the pages are lazy routes, and a part rendered from newer data than the server's
+    /// does not match it.
+    static HYDRATED: ArcRwSignal<bool> = ArcRwSignal::new(false);
+}
+
+/// Called by the browser entry point once the page is hydrated: starts the live parts and marks `<body>` with
+/// `data-hydrated` (tests and curious people can tell the page is live).
+#[cfg(feature = "hydrate")]
+pub fn hydration_finished() {
+    if let Some(body) = document().body() {
+        let _ = body.set_attribute("data-hydrated", "true");
+    }
+    HYDRATED.with(|hydrated| hydrated.set(true));
 }
 
 /// The page's live signals.

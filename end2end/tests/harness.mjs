@@ -75,8 +75,34 @@ export async function startServer({ scripts = {}, env = {} } = {}) {
   };
 }
 
+/** Chromium, watched for panics of the wasm module: a test file fails when any of its pages panicked (a hydration
+ * mismatch panics and leaves the page dead, which a test would otherwise see only as a timeout, if at all). */
 export async function launchBrowser() {
-  return chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: CHROMIUM_FLAGS });
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    args: CHROMIUM_FLAGS,
+  });
+  const panics = [];
+  const watch = (context) => {
+    context.on('console', (message) => {
+      const text = message.text();
+      if (text.includes('panicked at')) panics.push(`${message.page()?.url()}: ${text.split('\n').slice(0, 2).join(' ')}`);
+    });
+    return context;
+  };
+  // `browser.newPage()` opens its context through `newContext` too.
+  const newContext = browser.newContext.bind(browser);
+  browser.newContext = async (...args) => watch(await newContext(...args));
+  // Failing through the exit code rather than a throw lets the file's `after` hook stop its server as usual.
+  const close = browser.close.bind(browser);
+  browser.close = async () => {
+    await close();
+    if (panics.length > 0) {
+      console.error(`the wasm module panicked:\n${panics.join('\n')}`);
+      process.exitCode = 1;
+    }
+  };
+  return browser;
 }
 
 /** Calls the REST API with the server's admin token. */

@@ -2,7 +2,7 @@
 //! `target/site/pkg` under the names the server's `<HydrationScripts>` asks for (`holdpoint.js`,
 //! `holdpoint_bg.wasm`, `holdpoint.css`).
 
-use std::io::Write;
+use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -21,6 +21,13 @@ fn pkg_dir() -> PathBuf {
     site_root().join("pkg")
 }
 
+/// The module the split wasm's loader imports `initSync` from, as the browser addresses it.
+const MAIN_MODULE_URL: &str = "/pkg/holdpoint.js";
+/// The name Leptos' `HydrationScripts` looks for (unhashed builds): the splitter's loader for the lazy modules.
+const SPLIT_LOADER: &str = "__wasm_split.______________________.js";
+/// Which lazy modules each lazy function needs; `HydrationScripts` reads it to preload a page's modules.
+const SPLIT_MANIFEST: &str = "__wasm_split_manifest.json";
+
 pub fn build(tools: &SiteTools) -> Result {
     run(cargo().args(["build", "--package", "frontend", "--lib", "--target", WASM_TARGET, "--profile", WASM_PROFILE]))?;
     let wasm = root().join("target").join(WASM_TARGET).join(WASM_PROFILE).join("frontend.wasm");
@@ -28,36 +35,94 @@ pub fn build(tools: &SiteTools) -> Result {
     std::fs::create_dir_all(&pkg).map_err(|e| format!("cannot create {}: {e}", pkg.display()))?;
     let bundle = pkg.join(format!("{OUTPUT_NAME}_bg.wasm"));
     if is_newer(&wasm, &bundle) {
+        remove_modules(&pkg)?;
+        let split_main = split(&wasm, &pkg)?;
+        // The split main module keeps the linker's exports (the lazy modules import them) and its mangled names
+        // (the splitter's loader refers to them).
         run(Command::new(&tools.wasm_bindgen)
-            .args(["--target", "web", "--no-typescript", "--out-name", OUTPUT_NAME, "--out-dir"])
+            .args(["--target", "web", "--no-typescript", "--keep-lld-exports", "--no-demangle"])
+            .args(["--out-name", OUTPUT_NAME, "--out-dir"])
             .arg(&pkg)
-            .arg(&wasm))?;
-        // Bulk memory and friends are what rustc emits for wasm32 today; wasm-opt must be told it may keep them.
-        run(Command::new(&tools.wasm_opt)
-            .args([
-                "-Oz",
-                "--enable-bulk-memory",
-                "--enable-nontrapping-float-to-int",
-                "--enable-sign-ext",
-                "--enable-mutable-globals",
-                "--enable-reference-types",
-                "--enable-multivalue",
-            ])
-            .arg(&bundle)
-            .arg("-o")
-            .arg(&bundle))?;
+            .arg(&split_main))?;
+        for module in wasm_modules(&pkg)? {
+            optimize(tools, &module)?;
+        }
     }
     copy(&root().join("style/main.css"), &pkg.join(format!("{OUTPUT_NAME}.css")))?;
     let public = root().join("public");
     if public.is_dir() {
         copy_dir(&public, &site_root())?;
     }
-    for name in [format!("{OUTPUT_NAME}_bg.wasm"), format!("{OUTPUT_NAME}.js"), format!("{OUTPUT_NAME}.css")] {
-        gzip(&pkg.join(name))?;
-    }
+    let mut sent = wasm_modules(&pkg)?;
+    sent.push(pkg.join(format!("{OUTPUT_NAME}.js")));
+    sent.push(pkg.join(format!("{OUTPUT_NAME}.css")));
+    sent.push(pkg.join(SPLIT_LOADER));
+    gzip_all(&sent)?;
     let size = std::fs::metadata(pkg.join(format!("{OUTPUT_NAME}_bg.wasm.gz"))).map(|m| m.len()).unwrap_or(0);
-    eprintln!("xtask: site built in {} (wasm bundle {} KiB gzipped)", site_root().display(), size / 1024);
+    eprintln!("xtask: site built in {} (main wasm module {} KiB gzipped)", site_root().display(), size / 1024);
     Ok(())
+}
+
+/// Cuts the code only lazy functions (`#[lazy]`, `#[lazy_route]`) reach out of `wasm` into modules of their own in
+/// `pkg`, with the loader and the manifest; returns the main module, which wasm-bindgen then processes as usual.
+fn split(wasm: &Path, pkg: &Path) -> Result<PathBuf> {
+    let input = std::fs::read(wasm).map_err(|e| format!("cannot read {}: {e}", wasm.display()))?;
+    let main = wasm.with_file_name("frontend_split.wasm");
+    let link_name = format!("./{SPLIT_LOADER}");
+    let mut options = wasm_split_cli_support::Options::new(&input);
+    options.output_dir = pkg;
+    options.main_out_path = &main;
+    options.main_module = MAIN_MODULE_URL;
+    options.link_name = &link_name;
+    let split =
+        wasm_split_cli_support::transform(options).map_err(|e| format!("cannot split {}: {e:#}", wasm.display()))?;
+    let manifest = serde_json::to_string_pretty(&split.prefetch_map).map_err(|e| e.to_string())?;
+    let path = pkg.join(SPLIT_MANIFEST);
+    std::fs::write(&path, manifest).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(main)
+}
+
+/// The previous build's wasm modules: the splitter names lazy modules after their functions, and a module whose
+/// function is gone must not linger in the site.
+fn remove_modules(pkg: &Path) -> Result {
+    for module in wasm_modules(pkg)? {
+        for path in [module.clone(), module.with_extension("wasm.gz")] {
+            if path.exists() {
+                std::fs::remove_file(&path).map_err(|e| format!("cannot remove {}: {e}", path.display()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn wasm_modules(pkg: &Path) -> Result<Vec<PathBuf>> {
+    let entries = std::fs::read_dir(pkg).map_err(|e| format!("cannot read {}: {e}", pkg.display()))?;
+    let mut modules = Vec::new();
+    for entry in entries {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        if path.extension().is_some_and(|extension| extension == "wasm") {
+            modules.push(path);
+        }
+    }
+    modules.sort();
+    Ok(modules)
+}
+
+fn optimize(tools: &SiteTools, module: &Path) -> Result {
+    // Bulk memory and friends are what rustc emits for wasm32 today; wasm-opt must be told it may keep them.
+    run(Command::new(&tools.wasm_opt)
+        .args([
+            "-Oz",
+            "--enable-bulk-memory",
+            "--enable-nontrapping-float-to-int",
+            "--enable-sign-ext",
+            "--enable-mutable-globals",
+            "--enable-reference-types",
+            "--enable-multivalue",
+        ])
+        .arg(module)
+        .arg("-o")
+        .arg(module))
 }
 
 fn is_newer(source: &Path, target: &Path) -> bool {
@@ -87,12 +152,38 @@ fn copy_dir(from: &Path, to: &Path) -> Result {
     Ok(())
 }
 
-/// Writes `file.gz` beside `file`, which the server sends to browsers that accept gzip.
+/// Writes `file.gz` beside `file`, which the server sends to browsers that accept gzip. Zopfli writes plain gzip,
+/// about 5 % smaller than zlib's level 9: a file is compressed once per build and downloaded on every first visit.
 fn gzip(file: &Path) -> Result {
-    let data = std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     let mut target = file.as_os_str().to_owned();
     target.push(".gz");
+    if !is_newer(file, Path::new(&target)) {
+        return Ok(());
+    }
+    let data = std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
     let out = std::fs::File::create(&target).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
-    let mut encoder = flate2::write::GzEncoder::new(out, flate2::Compression::best());
-    encoder.write_all(&data).and_then(|()| encoder.finish().map(|_| ())).map_err(|e| e.to_string())
+    // Fewer iterations than the default 15, as zopfli advises for large inputs: each one costs a full pass.
+    let options = zopfli::Options { iteration_count: NonZeroU64::new(5).expect("5 is not zero"), ..Default::default() };
+    zopfli::compress(options, zopfli::Format::Gzip, &data[..], std::io::BufWriter::new(out))
+        .map_err(|e| format!("cannot compress {}: {e}", file.display()))
+}
+
+/// Compresses the files on every core: the split site is dozens of modules.
+fn gzip_all(files: &[PathBuf]) -> Result {
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    loop {
+                        let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(file) = files.get(index) else { return Ok(()) };
+                        gzip(file)?;
+                    }
+                })
+            })
+            .collect();
+        workers.into_iter().try_for_each(|worker| worker.join().unwrap_or_else(|_| Err("gzip panicked".to_owned())))
+    })
 }

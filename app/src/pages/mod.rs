@@ -17,3 +17,38 @@ pub use question::QuestionPage;
 pub use runs::{RunPage, RunsPage};
 pub use settings::SettingsPage;
 pub use signin::SignInPage;
+
+use leptos::prelude::*;
+use leptos_router::{LazyRoute, lazy_route};
+
+/// A page whose code the browser loads when it is first shown: the site build cuts each `#[lazy_route]` view out of
+/// the main wasm module into a module of its own, and the server names the modules a page needs in its `<head>`.
+/// The main module then holds only the shell (router, top bar, live modal), which every page needs.
+macro_rules! lazy_page {
+    ($($route:ident => $page:ident,)*) => {$(
+        #[doc = concat!("The route of [`", stringify!($page), "`], loaded with its own wasm module.")]
+        pub struct $route;
+
+        #[lazy_route]
+        impl LazyRoute for $route {
+            fn data() -> Self {
+                $route
+            }
+
+            fn view(_this: Self) -> AnyView {
+                view! { <$page/> }.into_any()
+            }
+        }
+    )*};
+}
+
+lazy_page! {
+    InboxRoute => InboxPage,
+    QuestionRoute => QuestionPage,
+    ApprovalsRoute => ApprovalsPage,
+    RunsRoute => RunsPage,
+    RunRoute => RunPage,
+    SettingsRoute => SettingsPage,
+    AuditRoute => AuditPage,
+    SignInRoute => SignInPage,
+}
