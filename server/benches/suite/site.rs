@@ -190,7 +190,7 @@ fn report_wasm(section: &mut Section, pkg: &Path, loads: &[WasmLoad]) {
         .unwrap_or(0);
     section.notes.push(format!(
         "The site as `cargo xtask site` builds it (wasm-release profile; Leptos' splitter cuts each page, a lazy \
-         route, into modules of its own; wasm-bindgen; `wasm-opt -Oz` on every module), gzipped at level 9 as the \
+         route, into modules of its own; wasm-bindgen; `wasm-opt -Oz` on every module), gzipped by zopfli as the \
          server sends it. A page's first load is the main module ({} gzipped, {} before gzip: the router, the top \
          bar's shell, the live modal) plus the modules its route needs, which the server names in the page's \
          `<head>` so they download in parallel with the main module. All modules together: {}. The JS glue adds \
