@@ -361,8 +361,10 @@ async fn answering_and_cancelling_a_waiting_run_at_once_never_fails(backend: com
     const RUNS: usize = 12;
     let scripts = Scripts::new();
     let Some(app) = start(backend, &scripts, None, 500).await else { return };
-    let model = scripts
-        .write("ask.json", &json!([{ "tool_calls": [{ "name": "ask_user", "arguments": { "title": "Go?" } }] }]));
+    // After the answer the run asks again, so it is still open whenever the cancel comes (with one question, a
+    // worker could finish the run first, and the cancel would rightly find it completed).
+    let ask = json!({ "tool_calls": [{ "name": "ask_user", "arguments": { "title": "Go?" } }] });
+    let model = scripts.write("ask.json", &json!([ask, ask]));
     let agent = create_agent(&app, agent("asker", &model, &["ask_user"], json!({}))).await;
     let mut waiting = Vec::new();
     for n in 0..RUNS {

@@ -922,7 +922,14 @@ macro_rules! run_sql_store {
                         cancelled_root = Some(run);
                     }
                 }
-                let Some(root) = cancelled_root else { return Ok(Some((existing, false))) };
+                let Some(root) = cancelled_root else {
+                    // It ended while this transaction waited for its lock: say how it is now, not how it was.
+                    let now: Option<RunRow> = sqlx::query_as(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = $1"))
+                        .bind(id)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                    return Ok(Some((now.unwrap_or(existing), false)));
+                };
                 if let Some(parent) = root.parent_run_id {
                     last = Self::requeue_parent_if_settled(&mut tx, parent, at).await?.or(last);
                 }
