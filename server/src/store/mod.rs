@@ -74,6 +74,21 @@ fn remember_workspace_name(id: Uuid, name: &str) {
     WORKSPACE_NAMES.write().unwrap_or_else(std::sync::PoisonError::into_inner).insert(id, name.to_owned());
 }
 
+/// The audit chain head each workspace had after this process's last append to it, by workspace id: `(seq, hash)`.
+/// Only a guess: the SQLite store appends on the strength of it with a statement that checks it against the
+/// stored head, and claims the head as before when it is wrong (another process wrote, or the append was rolled
+/// back), so a stale entry costs a statement and never a wrong link.
+static AUDIT_HEADS: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<Uuid, (i64, String)>>> =
+    std::sync::LazyLock::new(Default::default);
+
+fn guessed_audit_head(workspace_id: Uuid) -> Option<(i64, String)> {
+    AUDIT_HEADS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&workspace_id).cloned()
+}
+
+fn remember_audit_head(workspace_id: Uuid, seq: i64, hash: &str) {
+    AUDIT_HEADS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(workspace_id, (seq, hash.to_owned()));
+}
+
 /// What a store tells the event hub after a commit that appended events.
 #[derive(Debug, Clone, Default)]
 pub struct Committed {
