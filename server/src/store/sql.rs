@@ -199,16 +199,14 @@ fn shift_placeholders(sql: &str, by: usize) -> String {
     shifted
 }
 
-/// How many arguments a question's `INSERT` takes: one per column of [`QUESTION_COLUMNS`].
-const QUESTION_ARGUMENTS: usize = 27;
-
-/// `INSERT INTO questions` with its `$1`..`$27`, followed by what `(open, close)` needs to make it and the event's
-/// insert (`$28`..) one query.
+/// `INSERT INTO questions` with one argument per column of [`QUESTION_COLUMNS`] (`$1`..`$27`), followed by what
+/// `(open, close)` needs to make it and the event's insert (`$28`..) one query.
 fn insert_question_then_event(open: &str, close: &str, insert_event: &str) -> String {
-    let placeholders = (1..=QUESTION_ARGUMENTS).map(|n| format!("${n}")).collect::<Vec<_>>().join(", ");
+    let arguments = QUESTION_COLUMNS.split(',').count();
+    let placeholders = (1..=arguments).map(|n| format!("${n}")).collect::<Vec<_>>().join(", ");
     format!(
         "{open}INSERT INTO questions ({QUESTION_COLUMNS}) VALUES ({placeholders}){close}{}",
-        shift_placeholders(insert_event, QUESTION_ARGUMENTS)
+        shift_placeholders(insert_event, arguments)
     )
 }
 
