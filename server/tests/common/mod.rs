@@ -205,11 +205,21 @@ impl TestApp {
     }
 
     /// Sends a request through the router; `token` becomes a bearer token, `body` a JSON body.
+    /// A response that has not come whole within `SEND_LIMIT` fails the test, naming the request, instead of hanging
+    /// the run (the longest long-poll a test asks for is 30 s).
     pub async fn send(&self, request: Request<Body>) -> TestResponse {
-        let response = self.router.clone().oneshot(request).await.unwrap();
-        let status = response.status();
-        let headers = response.headers().clone();
-        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        const SEND_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+        let described = format!("{} {}", request.method(), request.uri());
+        let exchange = async {
+            let response = self.router.clone().oneshot(request).await.unwrap();
+            let (parts, body) = response.into_parts();
+            (parts, body.collect().await.unwrap().to_bytes())
+        };
+        let (response, bytes) = tokio::time::timeout(SEND_LIMIT, exchange)
+            .await
+            .unwrap_or_else(|_| panic!("{described}: no whole response within {SEND_LIMIT:?}"));
+        let status = response.status;
+        let headers = response.headers;
         let text = String::from_utf8_lossy(&bytes).into_owned();
         let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
         TestResponse { status, headers, json, text }
