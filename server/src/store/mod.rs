@@ -6,6 +6,7 @@
 //! which the event hub follows.
 
 mod audit_rows;
+mod group_commit;
 mod people;
 mod rows;
 mod run_rows;

@@ -6,11 +6,12 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::{Postgres, Sqlite};
+use sqlx::Postgres;
 use uuid::Uuid;
 
 use app::types::Role;
 
+use super::group_commit::BatchedWrite;
 use super::sql::{PostgresStore, SqliteStore, is_unique_violation};
 use super::*;
 
@@ -160,14 +161,10 @@ const TOKEN_INFO_COLUMNS: &str = "id, name, role, created_by, created_at, revoke
 const USER_COLUMNS: &str = "id, username, display_name, password_hash, created_at, disabled_at";
 
 macro_rules! people_sql_store {
-    ($store:ty, $db:ty, read = $read:ident, write = $write:ident) => {
+    ($store:ty, $db:ty, read = $read:ident, write = $write:ident, tx = $tx:ty) => {
         impl $store {
             /// A member's role, read inside `tx`; `None` if they are not a member.
-            async fn member_role(
-                tx: &mut sqlx::Transaction<'_, $db>,
-                workspace_id: Uuid,
-                user_id: Uuid,
-            ) -> StoreResult<Option<Role>> {
+            async fn member_role(tx: &mut $tx, workspace_id: Uuid, user_id: Uuid) -> StoreResult<Option<Role>> {
                 let current: Option<(String,)> =
                     sqlx::query_as("SELECT role FROM memberships WHERE workspace_id = $1 AND user_id = $2")
                         .bind(workspace_id)
@@ -183,11 +180,7 @@ macro_rules! people_sql_store {
 
             /// The workspace's admins other than `user_id`, counted inside `tx` after locking their rows where the
             /// database can, so the "last admin" check and the change it guards happen together.
-            async fn other_admins(
-                tx: &mut sqlx::Transaction<'_, $db>,
-                workspace_id: Uuid,
-                user_id: Uuid,
-            ) -> StoreResult<i64> {
+            async fn other_admins(tx: &mut $tx, workspace_id: Uuid, user_id: Uuid) -> StoreResult<i64> {
                 let lock = if Self::BACKEND == Backend::Postgres { " FOR UPDATE" } else { "" };
                 let admins: Vec<(Uuid,)> = sqlx::query_as(&format!(
                     "SELECT user_id FROM memberships WHERE workspace_id = $1 AND role = 'admin' AND user_id <> $2{lock}"
@@ -307,7 +300,7 @@ macro_rules! people_sql_store {
                 user_id: Uuid,
                 role: Role,
             ) -> StoreResult<MembershipChange> {
-                let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
+                let mut tx = self.begin_write().await?;
                 let Some(before) = Self::member_role(&mut tx, workspace_id, user_id).await? else {
                     tx.rollback().await?;
                     return Ok(MembershipChange::NotMember);
@@ -331,7 +324,7 @@ macro_rules! people_sql_store {
             }
 
             async fn remove_member(&self, workspace_id: Uuid, user_id: Uuid) -> StoreResult<MembershipChange> {
-                let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
+                let mut tx = self.begin_write().await?;
                 let Some(before) = Self::member_role(&mut tx, workspace_id, user_id).await? else {
                     tx.rollback().await?;
                     return Ok(MembershipChange::NotMember);
@@ -384,7 +377,7 @@ macro_rules! people_sql_store {
                 id: Uuid,
                 at: DateTime<Utc>,
             ) -> StoreResult<Option<TokenInfoRow>> {
-                let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
+                let mut tx = self.begin_write().await?;
                 sqlx::query(
                     "UPDATE tokens SET revoked_at = $1 WHERE workspace_id = $2 AND id = $3 AND revoked_at IS NULL",
                 )
@@ -418,7 +411,7 @@ macro_rules! people_sql_store {
             }
 
             async fn replace_signin_link(&self, link: &SigninLinkRow) -> StoreResult<()> {
-                let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
+                let mut tx = self.begin_write().await?;
                 sqlx::query("DELETE FROM signin_links WHERE workspace_id = $1 AND used_at IS NULL")
                     .bind(link.workspace_id)
                     .execute(&mut *tx)
@@ -439,7 +432,7 @@ macro_rules! people_sql_store {
             }
 
             async fn use_signin_link(&self, code_hash: &[u8], now: DateTime<Utc>) -> StoreResult<Option<Principal>> {
-                let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
+                let mut tx = self.begin_write().await?;
                 // Conditional on `used_at IS NULL`: of two concurrent uses, one wins.
                 let used: Option<(Uuid, Uuid)> = sqlx::query_as(
                     "UPDATE signin_links SET used_at = $1 WHERE code_hash = $2 AND used_at IS NULL AND expires_at > $1 \
@@ -466,5 +459,5 @@ macro_rules! people_sql_store {
     };
 }
 
-people_sql_store!(SqliteStore, Sqlite, read = read, write = write);
-people_sql_store!(PostgresStore, Postgres, read = pool, write = pool);
+people_sql_store!(SqliteStore, Sqlite, read = read, write = write, tx = BatchedWrite);
+people_sql_store!(PostgresStore, Postgres, read = pool, write = pool, tx = sqlx::Transaction<'static, Postgres>);

@@ -12,6 +12,7 @@ use uuid::Uuid;
 
 use app::types::{AgentSpec, EventType, QuestionEventData, RunStatus, ToolCallStatus};
 
+use super::group_commit::BatchedWrite;
 use super::sql::{PostgresStore, SqliteStore, is_unique_violation};
 use super::*;
 
@@ -143,10 +144,10 @@ pub trait RunStore: Send + Sync {
 }
 
 macro_rules! run_sql_store {
-    ($store:ty, $db:ty, read = $read:ident, write = $write:ident) => {
+    ($store:ty, $db:ty, read = $read:ident, write = $write:ident, tx = $tx:ty) => {
         impl $store {
             /// Fails with [`StoreError::LeaseLost`] unless `owner` holds the run's lease and it is running.
-            async fn fence(tx: &mut sqlx::Transaction<'_, $db>, run_id: Uuid, owner: Uuid) -> StoreResult<()> {
+            async fn fence(tx: &mut $tx, run_id: Uuid, owner: Uuid) -> StoreResult<()> {
                 let held: Option<(Uuid,)> =
                     sqlx::query_as("SELECT id FROM runs WHERE id = $1 AND lease_owner = $2 AND status = 'running'")
                         .bind(run_id)
@@ -156,7 +157,7 @@ macro_rules! run_sql_store {
                 held.map(|_| ()).ok_or(StoreError::LeaseLost)
             }
 
-            async fn append_run_event(tx: &mut sqlx::Transaction<'_, $db>, run: &RunRow) -> StoreResult<i64> {
+            async fn append_run_event(tx: &mut $tx, run: &RunRow) -> StoreResult<i64> {
                 let data = serde_json::to_value(run.status_event()?).map_err(|e| StoreError::Corrupt(e.to_string()))?;
                 let event = NewEvent {
                     workspace_id: run.workspace_id,
@@ -172,7 +173,7 @@ macro_rules! run_sql_store {
 
             /// Queues a run waiting for input or approval once no question holds it. Returns the event id.
             pub(crate) async fn requeue_if_unheld(
-                tx: &mut sqlx::Transaction<'_, $db>,
+                tx: &mut $tx,
                 run_id: Uuid,
                 at: DateTime<Utc>,
             ) -> StoreResult<Option<i64>> {
@@ -192,7 +193,7 @@ macro_rules! run_sql_store {
             }
 
             /// The children `run_id`'s open `spawn_agents` calls wait on that have not settled.
-            async fn unsettled_children(tx: &mut sqlx::Transaction<'_, $db>, run_id: Uuid) -> StoreResult<i64> {
+            async fn unsettled_children(tx: &mut $tx, run_id: Uuid) -> StoreResult<i64> {
                 let lists: Vec<(Json<Vec<Uuid>>,)> = sqlx::query_as(
                     "SELECT child_run_ids FROM tool_calls WHERE run_id = $1 AND tool_name = 'spawn_agents' \
                      AND status = 'running'",
@@ -216,7 +217,7 @@ macro_rules! run_sql_store {
 
             /// Queues a parent waiting for children once all of them have settled. Returns the event id.
             async fn requeue_parent_if_settled(
-                tx: &mut sqlx::Transaction<'_, $db>,
+                tx: &mut $tx,
                 parent_id: Uuid,
                 at: DateTime<Utc>,
             ) -> StoreResult<Option<i64>> {
@@ -239,7 +240,7 @@ macro_rules! run_sql_store {
 
             /// Cancels the run's pending questions (recorded as `actor`'s doing); returns the last event id.
             async fn cancel_questions_of_run(
-                tx: &mut sqlx::Transaction<'_, $db>,
+                tx: &mut $tx,
                 run: &RunRow,
                 reason: &str,
                 at: DateTime<Utc>,
@@ -281,7 +282,7 @@ macro_rules! run_sql_store {
                 Ok(last)
             }
 
-            pub(super) async fn workspace_name_in(tx: &mut sqlx::Transaction<'_, $db>, workspace_id: Uuid) -> StoreResult<String> {
+            pub(super) async fn workspace_name_in(tx: &mut $tx, workspace_id: Uuid) -> StoreResult<String> {
                 if let Some(name) = super::known_workspace_name(workspace_id) {
                     return Ok(name);
                 }
@@ -294,7 +295,7 @@ macro_rules! run_sql_store {
             }
 
             async fn end_open_segment(
-                tx: &mut sqlx::Transaction<'_, $db>,
+                tx: &mut $tx,
                 run_id: Uuid,
                 status: RunStatus,
                 at: DateTime<Utc>,
@@ -311,7 +312,7 @@ macro_rules! run_sql_store {
             /// What follows a run reaching a terminal status: its questions are cancelled, a waiting parent may
             /// go on. Returns the last event id.
             async fn after_settling(
-                tx: &mut sqlx::Transaction<'_, $db>,
+                tx: &mut $tx,
                 run: &RunRow,
                 at: DateTime<Utc>,
             ) -> StoreResult<Option<i64>> {
@@ -336,7 +337,7 @@ macro_rules! run_sql_store {
                 }
             }
 
-            async fn insert_segment(tx: &mut sqlx::Transaction<'_, $db>, segment: &SegmentRow) -> StoreResult<()> {
+            async fn insert_segment(tx: &mut $tx, segment: &SegmentRow) -> StoreResult<()> {
                 sqlx::query(&format!(
                     "INSERT INTO run_segments ({SEGMENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
                 ))
@@ -441,7 +442,7 @@ macro_rules! run_sql_store {
                         return Ok(Created { value: existing, created: false });
                     }
                 }
-                let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
+                let mut tx = self.begin_write().await?;
                 if let Some(key) = idempotency {
                     let claimed = Self::claim_idempotency_key(&mut tx, key, run.id, run.created_at).await;
                     if let Err(err) = claimed {
@@ -603,7 +604,7 @@ macro_rules! run_sql_store {
             }
 
             async fn claim_run(&self, owner: Uuid, lease_until: DateTime<Utc>, now: DateTime<Utc>) -> StoreResult<Option<RunRow>> {
-                let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
+                let mut tx = self.begin_write().await?;
                 let claimed: Option<RunRow> = sqlx::query_as(&format!(
                     "UPDATE runs SET status = 'running', lease_owner = $1, lease_until = $2, updated_at = $3 \
                      WHERE id = (SELECT id FROM runs WHERE executor = 'server' AND ({CLAIMABLE}) \
@@ -630,7 +631,7 @@ macro_rules! run_sql_store {
                 lease_until: DateTime<Utc>,
                 now: DateTime<Utc>,
             ) -> StoreResult<Option<RunRow>> {
-                let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
+                let mut tx = self.begin_write().await?;
                 let claimed: Option<RunRow> = sqlx::query_as(&format!(
                     "UPDATE runs SET status = 'running', lease_owner = $1, lease_until = $2, updated_at = $3 \
                      WHERE id = $4 AND ({CLAIMABLE}) RETURNING {RUN_COLUMNS}"
@@ -662,7 +663,7 @@ macro_rules! run_sql_store {
             }
 
             async fn current_segment(&self, run_id: Uuid, owner: Uuid, at: DateTime<Utc>) -> StoreResult<SegmentRow> {
-                let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
+                let mut tx = self.begin_write().await?;
                 Self::fence(&mut tx, run_id, owner).await?;
                 let last: Option<SegmentRow> = sqlx::query_as(&format!(
                     "SELECT {SEGMENT_COLUMNS} FROM run_segments WHERE run_id = $1 ORDER BY idx DESC LIMIT 1"
@@ -705,7 +706,7 @@ macro_rules! run_sql_store {
                 tool_calls: &[ToolCallRow],
                 step: Option<i32>,
             ) -> StoreResult<()> {
-                let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
+                let mut tx = self.begin_write().await?;
                 Self::fence(&mut tx, run_id, owner).await?;
                 let policy_decided: Vec<&ToolCallRow> =
                     tool_calls.iter().filter(|c| c.decided_by.as_deref() == Some(POLICY_DECIDER)).collect();
@@ -775,7 +776,7 @@ macro_rules! run_sql_store {
             }
 
             async fn update_tool_call(&self, owner: Uuid, c: &ToolCallRow) -> StoreResult<()> {
-                let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
+                let mut tx = self.begin_write().await?;
                 Self::fence(&mut tx, c.run_id, owner).await?;
                 // A person's decision is recorded when its approval question is answered; a call that leaves
                 // `pending_approval` without one was decided by the policy.
@@ -818,7 +819,7 @@ macro_rules! run_sql_store {
             }
 
             async fn take_resume_prompt(&self, run_id: Uuid, owner: Uuid) -> StoreResult<()> {
-                let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
+                let mut tx = self.begin_write().await?;
                 Self::fence(&mut tx, run_id, owner).await?;
                 sqlx::query("UPDATE runs SET resume_prompt = NULL WHERE id = $1").bind(run_id).execute(&mut *tx).await?;
                 tx.commit().await?;
@@ -826,7 +827,7 @@ macro_rules! run_sql_store {
             }
 
             async fn release_run(&self, run_id: Uuid, owner: Uuid, t: &RunTransition) -> StoreResult<RunRow> {
-                let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
+                let mut tx = self.begin_write().await?;
                 Self::lock_run_and_parent(&mut tx, run_id).await?;
                 Self::fence(&mut tx, run_id, owner).await?;
                 let mut status = t.status;
@@ -876,7 +877,7 @@ macro_rules! run_sql_store {
                 at: DateTime<Utc>,
                 actor: &AuditActor,
             ) -> StoreResult<Option<(RunRow, bool)>> {
-                let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
+                let mut tx = self.begin_write().await?;
                 let existing: Option<RunRow> =
                     sqlx::query_as(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE workspace_id = $1 AND id = $2"))
                         .bind(workspace_id)
@@ -944,7 +945,7 @@ macro_rules! run_sql_store {
                 prompt: Option<&str>,
                 at: DateTime<Utc>,
             ) -> StoreResult<ResumeOutcome> {
-                let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
+                let mut tx = self.begin_write().await?;
                 let existing: Option<RunRow> =
                     sqlx::query_as(&format!("SELECT {RUN_COLUMNS} FROM runs WHERE workspace_id = $1 AND id = $2"))
                         .bind(workspace_id)
@@ -982,7 +983,7 @@ macro_rules! run_sql_store {
                 .await?;
                 let mut requeued = 0;
                 for (id, status) in candidates {
-                    let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
+                    let mut tx = self.begin_write().await?;
                     let event = if status == "waiting_for_children" {
                         Self::requeue_parent_if_settled(&mut tx, id, at).await?
                     } else {
@@ -1017,12 +1018,12 @@ impl SqliteStore {
     const SKIP_LOCKED: &'static str = "";
 
     /// Nothing to lock: `BEGIN IMMEDIATE` on the one writer already runs write transactions one at a time.
-    async fn lock_run_tree(_tx: &mut sqlx::Transaction<'_, Sqlite>, _root: Uuid) -> StoreResult<()> {
+    async fn lock_run_tree(_tx: &mut BatchedWrite, _root: Uuid) -> StoreResult<()> {
         Ok(())
     }
 
     /// Nothing to lock, as for [`Self::lock_run_tree`].
-    async fn lock_run_and_parent(_tx: &mut sqlx::Transaction<'_, Sqlite>, _run_id: Uuid) -> StoreResult<()> {
+    async fn lock_run_and_parent(_tx: &mut BatchedWrite, _run_id: Uuid) -> StoreResult<()> {
         Ok(())
     }
 }
@@ -1078,5 +1079,5 @@ impl PostgresStore {
     }
 }
 
-run_sql_store!(SqliteStore, Sqlite, read = read, write = write);
-run_sql_store!(PostgresStore, Postgres, read = pool, write = pool);
+run_sql_store!(SqliteStore, Sqlite, read = read, write = write, tx = BatchedWrite);
+run_sql_store!(PostgresStore, Postgres, read = pool, write = pool, tx = sqlx::Transaction<'static, Postgres>);

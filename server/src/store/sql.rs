@@ -13,6 +13,7 @@ use uuid::Uuid;
 
 use app::types::{AnswerBody, Resolution};
 
+use super::group_commit::{BatchedWrite, GroupCommit};
 use super::*;
 
 /// The columns of `questions`, in the order of [`QuestionRow`].
@@ -50,17 +51,16 @@ static APPEND_AUDIT_IF_HEAD: std::sync::LazyLock<String> = std::sync::LazyLock::
 const TOKEN_PRINCIPAL: &str = "SELECT t.id, CAST('token' AS TEXT) AS kind, t.workspace_id, w.name AS workspace, \
      t.name, t.role FROM tokens t JOIN workspaces w ON w.id = t.workspace_id";
 
-/// The SQLite store: one writer connection, a pool of read-only ones.
+/// The SQLite store: one writer connection, whose write transactions commit in batches, and a pool of read-only
+/// ones.
 pub struct SqliteStore {
     pub(super) read: SqlitePool,
     pub(super) write: SqlitePool,
+    writer: GroupCommit,
     committed: watch::Sender<Committed>,
 }
 
 impl SqliteStore {
-    /// `BEGIN IMMEDIATE` takes the write lock up front, so a transaction that reads before it writes cannot fail
-    /// with `SQLITE_BUSY` half-way when another process writes too.
-    pub(super) const BEGIN_WRITE: &'static str = "BEGIN IMMEDIATE";
     /// SQLite runs one writer at a time, so event ids are committed in order without a lock; one process per
     /// database file in practice, and other writers are seen by the hub's poll, so nobody is notified.
     const INSERT_EVENT: &'static str = "INSERT INTO events (workspace_id, event_type, project, run_id, question_id, data, created_at) \
@@ -78,7 +78,15 @@ impl SqliteStore {
 
     pub async fn new(read: SqlitePool, write: SqlitePool) -> StoreResult<Self> {
         let last = last_event_id(&write).await?;
-        Ok(Self { read, write, committed: watch::channel(Committed { last, event: None }).0 })
+        let writer = GroupCommit::new(write.clone());
+        Ok(Self { read, write, writer, committed: watch::channel(Committed { last, event: None }).0 })
+    }
+
+    /// A write transaction, run in the batch the writer has open (see [`GroupCommit`]). Batches begin with
+    /// `BEGIN IMMEDIATE`, which takes the write lock up front, so a transaction that reads before it writes cannot
+    /// fail with `SQLITE_BUSY` half-way when another process writes too.
+    pub(super) async fn begin_write(&self) -> Result<BatchedWrite, sqlx::Error> {
+        self.writer.begin().await
     }
 }
 
@@ -89,7 +97,10 @@ pub struct PostgresStore {
 }
 
 impl PostgresStore {
-    pub(super) const BEGIN_WRITE: &'static str = "BEGIN";
+    pub(super) async fn begin_write(&self) -> Result<sqlx::Transaction<'static, Postgres>, sqlx::Error> {
+        self.pool.begin().await
+    }
+
     /// Appends the event under a draft id; migration 0008's deferred trigger gives it its id when the transaction
     /// commits, under the event log's lock, and tells the other instances (LISTEN/NOTIFY, delivered on commit). The
     /// log stays the source of truth, so a lost notification only delays an event until the hub's next poll.
@@ -215,7 +226,7 @@ pub(super) fn is_unique_violation(err: &sqlx::Error) -> bool {
 }
 
 macro_rules! sql_store {
-    ($store:ty, $db:ty, read = $read:ident, write = $write:ident) => {
+    ($store:ty, $db:ty, read = $read:ident, write = $write:ident, tx = $tx:ty) => {
         impl $store {
             /// `SELECT` of the workspace's questions that match the filter's conditions (not its order or cursor).
             fn filtered_questions(workspace_id: Uuid, filter: &QuestionFilter) -> QueryBuilder<'static, $db> {
@@ -250,7 +261,7 @@ macro_rules! sql_store {
             }
 
             /// Appends an event inside the caller's transaction; returns its id.
-            pub(super) async fn append_event(tx: &mut sqlx::Transaction<'_, $db>, event: &NewEvent) -> StoreResult<i64> {
+            pub(super) async fn append_event(tx: &mut $tx, event: &NewEvent) -> StoreResult<i64> {
                 let (id,): (i64,) = Self::bind_event(sqlx::query_as(Self::INSERT_EVENT), event).fetch_one(&mut **tx).await?;
                 Ok(id)
             }
@@ -282,7 +293,7 @@ macro_rules! sql_store {
             /// Appends an audit entry to its workspace's chain inside the caller's transaction, so the entry
             /// commits if and only if the change it records does (see `CLAIM_AUDIT_HEAD` for the locks it takes).
             pub(crate) async fn append_audit_in(
-                tx: &mut sqlx::Transaction<'_, $db>,
+                tx: &mut $tx,
                 entry: &NewAuditEntry,
             ) -> StoreResult<AuditRow> {
                 if Self::GUESS_AUDIT_HEAD
@@ -338,7 +349,7 @@ macro_rules! sql_store {
 
             /// Commits and announces the newest event id to the hub (other instances were told by the append). On
             /// PostgreSQL the ids are drawn by the commit, so the notification the commit sends is the announcement.
-            pub(super) async fn commit_events(&self, tx: sqlx::Transaction<'_, $db>, last_event: Option<i64>) -> StoreResult<()> {
+            pub(super) async fn commit_events(&self, tx: $tx, last_event: Option<i64>) -> StoreResult<()> {
                 tx.commit().await?;
                 if let (Some(id), true) = (last_event, Self::EVENT_ID_FINAL_AT_INSERT) {
                     announce(&self.committed, Committed { last: id, event: None });
@@ -348,7 +359,7 @@ macro_rules! sql_store {
 
             /// Commits a transaction that appended exactly one event, `event` with id `id`, and hands that event
             /// to the hub, which can pass it on without reading it back (on SQLite; see `commit_events`).
-            pub(super) async fn commit_one_event(&self, tx: sqlx::Transaction<'_, $db>, id: i64, event: &NewEvent) -> StoreResult<()> {
+            pub(super) async fn commit_one_event(&self, tx: $tx, id: i64, event: &NewEvent) -> StoreResult<()> {
                 tx.commit().await?;
                 if !Self::EVENT_ID_FINAL_AT_INSERT {
                     return Ok(());
@@ -389,7 +400,7 @@ macro_rules! sql_store {
             /// Records the key for `resource_id` inside the creating transaction; a unique violation means a
             /// concurrent request with the same key won the race.
             pub(super) async fn claim_idempotency_key(
-                tx: &mut sqlx::Transaction<'_, $db>,
+                tx: &mut $tx,
                 key: &IdempotencyKey,
                 resource_id: Uuid,
                 at: DateTime<Utc>,
@@ -447,7 +458,7 @@ macro_rules! sql_store {
             }
 
             async fn insert_token(&self, token: &TokenRow, actor: &AuditActor) -> StoreResult<bool> {
-                let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
+                let mut tx = self.begin_write().await?;
                 let result = sqlx::query(
                     "INSERT INTO tokens (id, workspace_id, name, role, secret_hash, created_at, created_by) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (secret_hash) DO NOTHING",
@@ -539,7 +550,7 @@ macro_rules! sql_store {
                         return Ok(Created { value: existing, created: false });
                     }
                 }
-                let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
+                let mut tx = self.begin_write().await?;
                 if let Some(key) = idempotency {
                     let claimed = Self::claim_idempotency_key(&mut tx, key, q.id, q.created_at).await;
                     if let Err(err) = claimed {
@@ -688,7 +699,7 @@ macro_rules! sql_store {
                 id: Uuid,
                 change: &QuestionResolution,
             ) -> StoreResult<ResolveOutcome> {
-                let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
+                let mut tx = self.begin_write().await?;
                 let (lock_run, run_locked) = Self::RESOLVE_LOCKING_RUN;
                 let updated: Option<QuestionRow> = sqlx::query_as(&format!(
                     "{lock_run}UPDATE questions SET status = $1, response = $2, answered_by = $3, resolution = $4, \
@@ -783,7 +794,7 @@ macro_rules! sql_store {
             }
 
             async fn append_audit(&self, entry: &NewAuditEntry) -> StoreResult<AuditRow> {
-                let mut tx = self.$write.begin_with(Self::BEGIN_WRITE).await?;
+                let mut tx = self.begin_write().await?;
                 let row = Self::append_audit_in(&mut tx, entry).await?;
                 tx.commit().await?;
                 Ok(row)
@@ -855,8 +866,8 @@ impl PostgresStore {
     pub(super) const BACKEND: Backend = Backend::Postgres;
 }
 
-sql_store!(SqliteStore, Sqlite, read = read, write = write);
-sql_store!(PostgresStore, Postgres, read = pool, write = pool);
+sql_store!(SqliteStore, Sqlite, read = read, write = write, tx = BatchedWrite);
+sql_store!(PostgresStore, Postgres, read = pool, write = pool, tx = sqlx::Transaction<'static, Postgres>);
 
 #[cfg(test)]
 mod tests {

@@ -1,0 +1,507 @@
+//! Group commit for SQLite's one writer connection.
+//!
+//! Each SQLite commit flushes the WAL (`synchronous=FULL`, as shipped), and with one writer the flushes of
+//! concurrent writes ran one after the other. Here, the write transactions that queue for the writer while one runs
+//! share its transaction, and the batch commits once, when nobody is left waiting:
+//!
+//! - The first write of a batch opens it with `BEGIN IMMEDIATE`, and each later one runs in a savepoint of its own,
+//!   which it releases when it is done or rolls back when it fails or is dropped. So a failed write takes nothing
+//!   of the others' with it, and a batch of one costs the statements a lone transaction did.
+//! - A write's `commit` returns only once its batch's `COMMIT` has returned: what a caller is told is stored is on
+//!   disk. If that `COMMIT` fails, every write of the batch gets the error and none is stored.
+//! - The last write of a batch, when nobody waits for the writer, commits it itself. When others wait, they join
+//!   the batch, and a task queued behind them commits it (the writer's lock is fair, first come first served, so a
+//!   batch holds at most the writes that were waiting when it closed).
+//!
+//! sqlx's own transaction bookkeeping (`TransactionManager`, what `sqlx::Transaction` runs on) issues the
+//! statements, so a write cancelled at any point, even mid-statement, is undone by the connection's worker, as a
+//! dropped `sqlx::Transaction` would be.
+
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use sqlx::pool::PoolConnection;
+use sqlx::{Connection, Sqlite, SqliteConnection, SqlitePool, TransactionManager};
+use tokio::sync::{Mutex, OwnedMutexGuard, watch};
+
+type Manager = <Sqlite as sqlx::Database>::TransactionManager;
+
+/// How a batch ended: `Ok` once its `COMMIT` returned, or why nothing of it was stored.
+type Outcome = Option<Result<(), Arc<str>>>;
+
+/// The writer: hands out [`BatchedWrite`]s and commits them in batches.
+#[derive(Clone)]
+pub(super) struct GroupCommit {
+    pool: SqlitePool,
+    open: Arc<Mutex<Option<Batch>>>,
+    /// How many are waiting for `open`'s lock: a write that sees none commits its batch itself.
+    waiting: Arc<AtomicUsize>,
+    #[cfg(test)]
+    commits: Arc<AtomicUsize>,
+}
+
+/// A transaction shared by the writes that queued for the writer while it was open.
+struct Batch {
+    /// `Some` until the batch has committed or rolled back.
+    connection: Option<PoolConnection<Sqlite>>,
+    outcome: watch::Sender<Outcome>,
+    #[cfg(test)]
+    commits: Arc<AtomicUsize>,
+    /// A task will commit this batch once the writes waiting now have run.
+    commit_scheduled: bool,
+    /// A write left without releasing its savepoint: the connection's worker rolls it back before its next command.
+    /// Whether it could is checked before the batch takes another write or commits.
+    undo_queued: bool,
+    /// Handed to a task of its own to finish (see `Drop`).
+    orphan: bool,
+}
+
+/// One write transaction. Dereferences to the connection, for queries; `commit` stores it, dropping it undoes it.
+pub(super) struct BatchedWrite {
+    group: GroupCommit,
+    /// `Some` until committed.
+    held: Option<Held>,
+    /// Runs in a savepoint (it joined an open batch); the first write of a batch runs in the batch's transaction.
+    in_savepoint: bool,
+}
+
+/// The writer's lock. Whoever lets go of it leaving an open batch that nobody will commit schedules its commit, so
+/// no batch stays open, holding the only write connection, whatever path a write took out of it.
+struct Held {
+    group: GroupCommit,
+    guard: OwnedMutexGuard<Option<Batch>>,
+}
+
+impl GroupCommit {
+    pub(super) fn new(pool: SqlitePool) -> Self {
+        Self {
+            pool,
+            open: Arc::new(Mutex::new(None)),
+            waiting: Arc::new(AtomicUsize::new(0)),
+            #[cfg(test)]
+            commits: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    async fn lock(&self) -> Held {
+        struct Waiting<'a>(&'a AtomicUsize);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        let _waiting = Waiting(&self.waiting);
+        Held { group: self.clone(), guard: self.open.clone().lock_owned().await }
+    }
+
+    /// Starts a write: joins the open batch, or opens one (`BEGIN IMMEDIATE`) if there is none.
+    pub(super) async fn begin(&self) -> Result<BatchedWrite, sqlx::Error> {
+        let mut held = self.lock().await;
+        if let Some(batch) = held.guard.as_mut()
+            && batch.undo_queued
+        {
+            if savepoints_undone(batch.connection()).await.is_ok() {
+                batch.undo_queued = false;
+            } else if let Some(batch) = held.guard.take() {
+                // Its state is unknown: the commit fails it, and this write opens a new batch.
+                let _ = batch.finish().await;
+            }
+        }
+        if let Some(batch) = held.guard.as_mut() {
+            Manager::begin(batch.connection(), None).await?;
+            return Ok(BatchedWrite { group: self.clone(), held: Some(held), in_savepoint: true });
+        }
+        let mut connection = self.pool.acquire().await?;
+        Manager::begin(&mut connection, Some("BEGIN IMMEDIATE".into())).await?;
+        *held.guard = Some(Batch {
+            connection: Some(connection),
+            outcome: watch::channel(None).0,
+            #[cfg(test)]
+            commits: self.commits.clone(),
+            commit_scheduled: false,
+            undo_queued: false,
+            orphan: false,
+        });
+        Ok(BatchedWrite { group: self.clone(), held: Some(held), in_savepoint: false })
+    }
+
+    /// Commits the open batch once the writes waiting for the writer now have joined it.
+    async fn commit_when_free(self) {
+        let mut held = self.lock().await;
+        if let Some(batch) = held.guard.take() {
+            let _ = batch.finish().await;
+        }
+    }
+}
+
+impl Batch {
+    fn connection(&mut self) -> &mut SqliteConnection {
+        self.connection.as_mut().expect("a batch has its connection until it finishes")
+    }
+
+    /// Commits the batch and tells every write of it how that went.
+    async fn finish(mut self) -> Result<(), sqlx::Error> {
+        let undo_queued = self.undo_queued;
+        let result = commit_batch(self.connection(), undo_queued).await;
+        let mut connection = self.connection.take().expect("a batch has its connection until it finishes");
+        if let Err(err) = &result {
+            tracing::error!(error = %err, "a batch of SQLite writes failed to commit; none of them was stored");
+            // What the connection holds is unknown: closing it rolls back whatever is open, and the pool opens a
+            // fresh one.
+            connection.close_on_drop();
+        }
+        drop(connection);
+        #[cfg(test)]
+        if result.is_ok() {
+            self.commits.fetch_add(1, Ordering::SeqCst);
+        }
+        let told = result.as_ref().map(|_| ()).map_err(|err| Arc::from(err.to_string()));
+        self.outcome.send_replace(Some(told));
+        result
+    }
+}
+
+async fn commit_batch(connection: &mut SqliteConnection, undo_queued: bool) -> Result<(), sqlx::Error> {
+    if undo_queued {
+        savepoints_undone(connection).await?;
+    }
+    Manager::commit(connection).await
+}
+
+/// Fails unless the rollbacks queued on the connection have run and left only the batch's transaction open.
+async fn savepoints_undone(connection: &mut SqliteConnection) -> Result<(), sqlx::Error> {
+    // The worker runs commands in order: once the ping returns, the queued rollbacks have run.
+    connection.ping().await?;
+    if Manager::get_transaction_depth(connection) != 1 {
+        return Err(sqlx::Error::Protocol("a write's savepoint could not be rolled back".into()));
+    }
+    Ok(())
+}
+
+impl Drop for Batch {
+    /// A batch dropped before it finished (the write committing it was cancelled mid-commit) still finishes: its
+    /// writes were released into it and are waiting for the outcome. A second `COMMIT` after one the worker ran
+    /// but could not acknowledge is a no-op there, so this is right whether the first reached the database or not.
+    fn drop(&mut self) {
+        let Some(mut connection) = self.connection.take() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        if self.orphan {
+            // Its task was dropped before it ran: the runtime is shutting down, and nothing of the batch commits.
+            Manager::start_rollback(&mut connection);
+            return;
+        }
+        let orphan = Batch {
+            connection: Some(connection),
+            outcome: std::mem::replace(&mut self.outcome, watch::channel(None).0),
+            #[cfg(test)]
+            commits: self.commits.clone(),
+            commit_scheduled: true,
+            undo_queued: self.undo_queued,
+            orphan: true,
+        };
+        runtime.spawn(async move {
+            let _ = orphan.finish().await;
+        });
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let Some(batch) = self.guard.as_mut() else { return };
+        if batch.commit_scheduled {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        batch.commit_scheduled = true;
+        runtime.spawn(self.group.clone().commit_when_free());
+    }
+}
+
+impl BatchedWrite {
+    fn batch(&mut self) -> &mut Batch {
+        self.held.as_mut().and_then(|held| held.guard.as_mut()).expect("a write holds its open batch until it ends")
+    }
+
+    /// Stores the write: returns once the batch it is part of has committed, or with the error that stopped it.
+    pub(super) async fn commit(mut self) -> Result<(), sqlx::Error> {
+        if self.in_savepoint {
+            // On failure the savepoint is still open, and dropping `self` queues its rollback.
+            Manager::commit(self.batch().connection()).await?;
+        }
+        let mut held = self.held.take().expect("a write holds the writer until it ends");
+        let batch = held.guard.as_mut().expect("a write holds its open batch until it ends");
+        let alone = self.group.waiting.load(Ordering::SeqCst) == 0 && !batch.commit_scheduled;
+        if alone {
+            let batch = held.guard.take().expect("checked above");
+            // The writer stays locked until the batch is on disk: nothing may run on its connection meanwhile.
+            let result = batch.finish().await;
+            drop(held);
+            return result;
+        }
+        let mut outcome = batch.outcome.subscribe();
+        // Those waiting join the batch; letting go schedules its commit behind them.
+        drop(held);
+        let told = outcome.wait_for(Option::is_some).await.map(|told| told.clone());
+        match told {
+            Ok(Some(Ok(()))) => Ok(()),
+            Ok(Some(Err(reason))) => Err(shared_commit_failed(&reason)),
+            Ok(None) | Err(_) => Err(shared_commit_failed("the writer stopped before committing")),
+        }
+    }
+
+    /// Undoes the write (as dropping it does).
+    pub(super) async fn rollback(self) -> Result<(), sqlx::Error> {
+        drop(self);
+        Ok(())
+    }
+}
+
+fn shared_commit_failed(reason: &str) -> sqlx::Error {
+    sqlx::Error::Io(std::io::Error::other(format!("the commit this write was part of failed: {reason}")))
+}
+
+impl Drop for BatchedWrite {
+    fn drop(&mut self) {
+        let Some(mut held) = self.held.take() else { return };
+        let Some(batch) = held.guard.as_mut() else { return };
+        // The worker runs the rollback before its next command (ROLLBACK TO the savepoint, or ROLLBACK of the
+        // batch's transaction if this write opened it).
+        Manager::start_rollback(batch.connection());
+        if self.in_savepoint {
+            batch.undo_queued = true;
+        } else {
+            // The batch held only this write, which is undone: it is over, and nobody waits for it. Its connection
+            // goes back to the pool after the rollback has run.
+            if let Some(mut batch) = held.guard.take() {
+                batch.connection = None;
+            }
+        }
+    }
+}
+
+impl Deref for BatchedWrite {
+    type Target = SqliteConnection;
+
+    fn deref(&self) -> &SqliteConnection {
+        self.held
+            .as_ref()
+            .and_then(|held| held.guard.as_ref())
+            .and_then(|batch| batch.connection.as_deref())
+            .expect("a write holds its open batch until it ends")
+    }
+}
+
+impl DerefMut for BatchedWrite {
+    fn deref_mut(&mut self) -> &mut SqliteConnection {
+        self.batch().connection()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
+
+    use super::*;
+
+    /// A writer on a fresh database file with a table of names (unique) and one whose rows must name an existing
+    /// name by the time of `COMMIT` (a deferred foreign key), to make a batch's commit fail.
+    async fn writer() -> (GroupCommit, SqlitePool, DatabaseFile) {
+        let file =
+            DatabaseFile(std::env::temp_dir().join(format!("holdpoint-group-commit-{}.db", uuid::Uuid::now_v7())));
+        let options = SqliteConnectOptions::new()
+            .filename(&file.0)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new().max_connections(1).connect_with(options).await.unwrap();
+        sqlx::raw_sql(
+            "CREATE TABLE names (name TEXT PRIMARY KEY); \
+             CREATE TABLE refs (name TEXT REFERENCES names (name) DEFERRABLE INITIALLY DEFERRED)",
+        )
+        .execute(&pool)
+        .await
+        .unwrap();
+        (GroupCommit::new(pool.clone()), pool, file)
+    }
+
+    /// Removes the database's files when the test ends.
+    struct DatabaseFile(std::path::PathBuf);
+
+    impl Drop for DatabaseFile {
+        fn drop(&mut self) {
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{}{suffix}", self.0.display()));
+            }
+        }
+    }
+
+    async fn insert(write: &mut BatchedWrite, name: &str) -> Result<(), sqlx::Error> {
+        sqlx::query("INSERT INTO names (name) VALUES ($1)").bind(name).execute(&mut **write).await.map(|_| ())
+    }
+
+    async fn stored(pool: &SqlitePool) -> Vec<String> {
+        let rows: Vec<(String,)> =
+            sqlx::query_as("SELECT name FROM names ORDER BY name").fetch_all(pool).await.unwrap();
+        rows.into_iter().map(|(name,)| name).collect()
+    }
+
+    /// Waits until `n` writes queue for the writer behind the one holding it.
+    async fn until_waiting(group: &GroupCommit, n: usize) {
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while group.waiting.load(Ordering::SeqCst) < n {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        })
+        .await
+        .expect("the writes queue for the writer");
+    }
+
+    /// Spawns a write that inserts `names` in turn and commits, returning what its commit returned.
+    fn spawn_write(group: &GroupCommit, names: &[&str]) -> tokio::task::JoinHandle<Result<(), sqlx::Error>> {
+        let group = group.clone();
+        let names: Vec<String> = names.iter().map(|name| (*name).to_owned()).collect();
+        tokio::spawn(async move {
+            let mut write = group.begin().await?;
+            for name in &names {
+                insert(&mut write, name).await?;
+            }
+            write.commit().await
+        })
+    }
+
+    #[tokio::test]
+    async fn writes_that_queue_for_the_writer_share_one_commit_and_each_is_stored() {
+        let (group, pool, _dir) = writer().await;
+        let mut first = group.begin().await.unwrap();
+        insert(&mut first, "a").await.unwrap();
+        let queued: Vec<_> = ["b", "c", "d", "e"].iter().map(|name| spawn_write(&group, &[name])).collect();
+        until_waiting(&group, queued.len()).await;
+        first.commit().await.unwrap();
+        for write in queued {
+            write.await.unwrap().unwrap();
+        }
+        assert_eq!(stored(&pool).await, ["a", "b", "c", "d", "e"]);
+        assert_eq!(group.commits.load(Ordering::SeqCst), 1, "the five writes committed together");
+        // A write alone commits by itself, at once.
+        spawn_write(&group, &["f"]).await.unwrap().unwrap();
+        assert_eq!(group.commits.load(Ordering::SeqCst), 2);
+        assert_eq!(stored(&pool).await.len(), 6);
+    }
+
+    #[tokio::test]
+    async fn a_failed_write_takes_nothing_of_its_batch_with_it_and_leaves_nothing_of_its_own() {
+        let (group, pool, _dir) = writer().await;
+        let mut first = group.begin().await.unwrap();
+        insert(&mut first, "a").await.unwrap();
+        let before = spawn_write(&group, &["b"]);
+        until_waiting(&group, 1).await;
+        // Its second insert repeats a name: the write fails after its first insert succeeded.
+        let failing = spawn_write(&group, &["c", "a"]);
+        until_waiting(&group, 2).await;
+        let after = spawn_write(&group, &["d"]);
+        until_waiting(&group, 3).await;
+        first.commit().await.unwrap();
+        before.await.unwrap().unwrap();
+        assert!(failing.await.unwrap().is_err(), "the repeated name is refused");
+        after.await.unwrap().unwrap();
+        assert_eq!(stored(&pool).await, ["a", "b", "d"], "the failed write's first insert was undone");
+        assert_eq!(group.commits.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_write_dropped_mid_way_is_undone_and_its_batch_still_commits() {
+        let (group, pool, _dir) = writer().await;
+        let mut first = group.begin().await.unwrap();
+        insert(&mut first, "a").await.unwrap();
+        let abandoned = {
+            let group = group.clone();
+            tokio::spawn(async move {
+                let mut write = group.begin().await.unwrap();
+                insert(&mut write, "b").await.unwrap();
+                // A request whose client went away: the handler's future is dropped before it commits.
+                std::future::pending::<()>().await;
+            })
+        };
+        until_waiting(&group, 1).await;
+        let after = spawn_write(&group, &["c"]);
+        until_waiting(&group, 2).await;
+        // The first write's commit waits for its batch, which waits for the abandoned write to let go.
+        let first = tokio::spawn(first.commit());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!first.is_finished() && !after.is_finished());
+        abandoned.abort();
+        first.await.unwrap().unwrap();
+        after.await.unwrap().unwrap();
+        assert_eq!(stored(&pool).await, ["a", "c"]);
+    }
+
+    #[tokio::test]
+    async fn a_lone_write_that_fails_frees_the_writer_for_the_pool() {
+        let (group, pool, _dir) = writer().await;
+        let mut write = group.begin().await.unwrap();
+        insert(&mut write, "a").await.unwrap();
+        drop(write);
+        // Statements outside the batches use the pool's one connection: the undone batch must have returned it.
+        tokio::time::timeout(Duration::from_secs(10), sqlx::query("INSERT INTO names VALUES ('b')").execute(&pool))
+            .await
+            .expect("the writer's connection is back in the pool")
+            .unwrap();
+        assert_eq!(stored(&pool).await, ["b"]);
+    }
+
+    /// A batch still open when the runtime shuts down (a server stopping under load) is dropped with its tasks;
+    /// the task that would finish it is dropped too, and must not hand it to yet another task.
+    #[test]
+    fn a_runtime_shutting_down_with_a_batch_open_stops() {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let file = runtime.block_on(async {
+            let (group, _pool, file) = writer().await;
+            let mut first = group.begin().await.unwrap();
+            insert(&mut first, "a").await.unwrap();
+            let stuck = group.clone();
+            tokio::spawn(async move {
+                let mut write = stuck.begin().await.unwrap();
+                insert(&mut write, "b").await.unwrap();
+                std::future::pending::<()>().await;
+            });
+            until_waiting(&group, 1).await;
+            // Only the runtime's tasks hold the writer now, and its batch cannot finish: it is dropped with them.
+            tokio::spawn(first.commit());
+            file
+        });
+        drop(runtime);
+        drop(file);
+    }
+
+    /// No write is told it is stored unless its batch's COMMIT succeeded.
+    #[tokio::test]
+    async fn when_a_batch_fails_to_commit_every_write_of_it_gets_the_error_and_none_is_stored() {
+        let (group, pool, _dir) = writer().await;
+        let mut first = group.begin().await.unwrap();
+        insert(&mut first, "a").await.unwrap();
+        // Its savepoint releases fine, but its row names nothing, which the deferred key refuses at COMMIT.
+        let dangling = {
+            let group = group.clone();
+            tokio::spawn(async move {
+                let mut write = group.begin().await?;
+                sqlx::query("INSERT INTO refs VALUES ('nobody')").execute(&mut *write).await?;
+                write.commit().await
+            })
+        };
+        until_waiting(&group, 1).await;
+        let after = spawn_write(&group, &["c"]);
+        until_waiting(&group, 2).await;
+        assert!(first.commit().await.is_err());
+        assert!(dangling.await.unwrap().is_err());
+        assert!(after.await.unwrap().is_err());
+        assert!(stored(&pool).await.is_empty());
+        assert_eq!(group.commits.load(Ordering::SeqCst), 0);
+        // The writer recovers: the next write commits.
+        spawn_write(&group, &["d"]).await.unwrap().unwrap();
+        assert_eq!(stored(&pool).await, ["d"]);
+    }
+}
