@@ -163,7 +163,7 @@ pub fn LiveModal() -> impl IntoView {
                                 <p class="lineage" data-testid="modal-lineage">"Asked by run "
                                     {lineage.iter().enumerate().map(|(i, id)| view! {
                                         {(i > 0).then_some(" → ")}
-                                        <a href=format!("/runs/{id}")><code>{id.to_string()[..8].to_owned()}</code></a>
+                                        <a href=format!("/runs/{id}")><code>{crate::components::short_id(id)}</code></a>
                                     }).collect_view()}
                                 </p>
                             })}

@@ -274,7 +274,7 @@ fn ApprovalRow(
                 <Badge text=question.urgency.to_string() class=format!("urgency-{}", question.urgency)/>
                 {question.project.clone().map(|p| view! { <Badge text=p class="project"/> })}
                 {question.allow_edit.then(|| view! { <Badge text="editable" class="editable"/> })}
-                {question.run_id.map(|run| view! { <a href=format!("/runs/{run}")>"run " {run.to_string()[..8].to_owned()}</a> })}
+                {question.run_id.map(|run| view! { <a href=format!("/runs/{run}")>"run " {crate::components::short_id(&run)}</a> })}
                 {pending.then_some(question.timeout_at).flatten().map(|t| view! { <Countdown deadline=t/> })}
                 {(!pending && result().is_none()).then(|| view! { <Badge text=question.status.to_string() class="status"/> })}
             </div>

@@ -278,7 +278,7 @@ fn AuditRow(entry: AuditEntry) -> impl IntoView {
         .and_then(Value::as_array)
         .map_or_else(Vec::new, |ops| ops.iter().map(describe_op).collect());
     let subject = entry.subject_id.clone().map(|id| {
-        let short_id: String = id.chars().take(8).collect();
+        let short_id = crate::components::short_id_text(&id);
         match subject_link(&entry.subject_type, &id) {
             Some(href) => Either::Left(view! { <a href=href title=id.clone()>{short_id}</a> }),
             None => Either::Right(view! { <code title=id.clone()>{short_id}</code> }),

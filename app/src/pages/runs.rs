@@ -98,7 +98,7 @@ fn RunRow(run: Run, live_runs: ReadSignal<Vec<crate::types::RunStatusEventData>>
                 <StatusBadge status=Signal::derive(move || latest.get().0)/>
                 <span>{move || format!("{} steps", latest.get().1)}</span>
                 {run.project.clone().map(|p| view! { <Badge text=p class="project"/> })}
-                {run.parent_run_id.map(|p| view! { <a href=format!("/runs/{p}")>"child of " {p.to_string()[..8].to_owned()}</a> })}
+                {run.parent_run_id.map(|p| view! { <a href=format!("/runs/{p}")>"child of " {crate::components::short_id(&p)}</a> })}
                 {(!run.pending_question_ids.is_empty()).then(|| view! {
                     <Badge text=format!("{} waiting", run.pending_question_ids.len()) class="urgency-high"/>
                 })}
@@ -152,7 +152,7 @@ fn RunView(detail: RunTimeline) -> impl IntoView {
     let lineage = run.parent_run_ids.clone();
     let answered = Callback::new(|_| ());
     view! {
-        <h1 data-testid="run-title">{run.agent_name.clone()} <span class="muted">" · run " {run.id.to_string()[..8].to_owned()}</span></h1>
+        <h1 data-testid="run-title">{run.agent_name.clone()} <span class="muted">" · run " {crate::components::short_id(&run.id)}</span></h1>
         <div class="question-meta">
             <StatusBadge status=status/>
             <span data-testid="run-steps">{format!("{} steps (segment budget {}, cap {})", run.step_count, run.max_steps, run.max_total_steps)}</span>
@@ -161,7 +161,7 @@ fn RunView(detail: RunTimeline) -> impl IntoView {
         </div>
         {(!lineage.is_empty()).then(|| view! {
             <p class="lineage">"Lineage: "
-                {lineage.into_iter().map(|id| view! { <a href=format!("/runs/{id}")><code>{id.to_string()[..8].to_owned()}</code></a> " → " }).collect_view()}
+                {lineage.into_iter().map(|id| view! { <a href=format!("/runs/{id}")><code>{crate::components::short_id(&id)}</code></a> " → " }).collect_view()}
                 "this run"
             </p>
         })}
