@@ -276,8 +276,8 @@ macro_rules! run_sql_store {
                             .map_err(|e| StoreError::Corrupt(e.to_string()))?,
                         created_at: at,
                     };
-                    last = Some(Self::append_event(tx, &event).await?);
-                    Self::append_audit_in(tx, &crate::audit::question_resolved(&row, actor)).await?;
+                    let audit_entry = crate::audit::question_resolved(&row, actor);
+                    last = Some(Self::append_event_and_audit(tx, &event, &audit_entry).await?);
                 }
                 Ok(last)
             }

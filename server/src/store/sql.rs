@@ -32,20 +32,31 @@ pub(super) const AUDIT_COLUMNS: &str = "id, workspace_id, seq, prev_hash, hash, 
 const CLAIM_AUDIT_HEAD: &str = "INSERT INTO audit_heads (workspace_id, seq, hash) VALUES ($1, 0, $2) \
      ON CONFLICT (workspace_id) DO UPDATE SET seq = audit_heads.seq RETURNING seq, hash";
 
-/// Appends an audit entry whose `seq` and `prev_hash` were taken from the claimed head.
+/// Appends an audit entry whose `seq` and `prev_hash` were taken from the claimed head; returns its `seq`.
 static APPEND_AUDIT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
-        "INSERT INTO audit_log ({AUDIT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
+        "INSERT INTO audit_log ({AUDIT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
+         RETURNING seq"
     )
 });
 
-/// Appends an audit entry only if the stored head is the one its `seq` (`$3`) and `prev_hash` (`$4`) follow.
+/// Appends an audit entry only if the stored head is the one its `seq` (`$3`) and `prev_hash` (`$4`) follow; returns
+/// its `seq` if it did.
 static APPEND_AUDIT_IF_HEAD: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
         "INSERT INTO audit_log ({AUDIT_COLUMNS}) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15 \
-         WHERE EXISTS (SELECT 1 FROM audit_heads WHERE workspace_id = $2 AND seq = $3 - 1 AND hash = $4)"
+         WHERE EXISTS (SELECT 1 FROM audit_heads WHERE workspace_id = $2 AND seq = $3 - 1 AND hash = $4) RETURNING seq"
     )
 });
+
+/// The highest `$N` placeholder of `sql`: how many arguments it takes.
+fn placeholder_count(sql: &str) -> usize {
+    sql.split('$')
+        .skip(1)
+        .filter_map(|rest| rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
+        .max()
+        .unwrap_or(0)
+}
 
 /// Principals of tokens.
 const TOKEN_PRINCIPAL: &str = "SELECT t.id, CAST('token' AS TEXT) AS kind, t.workspace_id, w.name AS workspace, \
@@ -300,23 +311,25 @@ macro_rules! sql_store {
                     && let Some((seq, hash)) = super::guessed_audit_head(entry.workspace_id)
                 {
                     let row = AuditRow::seal(entry, seq + 1, hash);
-                    let guess_held = Self::bind_audit_row(sqlx::query(&APPEND_AUDIT_IF_HEAD), &row)
-                        .execute(&mut **tx)
-                        .await?
-                        .rows_affected()
-                        == 1;
-                    if guess_held {
+                    let guess_held =
+                        Self::bind_audit_row(sqlx::query_as(&APPEND_AUDIT_IF_HEAD), &row).fetch_optional(&mut **tx).await?;
+                    if guess_held.is_some() {
                         super::remember_audit_head(row.workspace_id, row.seq, &row.hash);
                         return Ok(row);
                     }
                 }
+                Self::append_audit_claiming_head(tx, entry).await
+            }
+
+            /// Appends an audit entry after the head it claims (see `CLAIM_AUDIT_HEAD`).
+            async fn append_audit_claiming_head(tx: &mut $tx, entry: &NewAuditEntry) -> StoreResult<AuditRow> {
                 let (seq, prev_hash): (i64, String) = sqlx::query_as(CLAIM_AUDIT_HEAD)
                     .bind(entry.workspace_id)
                     .bind(crate::audit::GENESIS_HASH)
                     .fetch_one(&mut **tx)
                     .await?;
                 let row = AuditRow::seal(entry, seq + 1, prev_hash);
-                Self::bind_audit_row(sqlx::query(&APPEND_AUDIT), &row).execute(&mut **tx).await?;
+                Self::bind_audit_row(sqlx::query_as(&APPEND_AUDIT), &row).fetch_one(&mut **tx).await?;
                 // The insert's trigger (migration 0007) has moved the head to this entry.
                 if Self::GUESS_AUDIT_HEAD {
                     super::remember_audit_head(row.workspace_id, row.seq, &row.hash);
@@ -324,11 +337,45 @@ macro_rules! sql_store {
                 Ok(row)
             }
 
-            /// Binds an audit entry's columns, in the order of [`AUDIT_COLUMNS`].
+            /// Appends an event and then an audit entry inside the caller's transaction; returns the event's id.
+            /// Where the store guesses the audit chain's head (SQLite) and has a guess, both go in with one query,
+            /// one hand-off to the connection's thread: the event's insert, then the entry's checked insert (as in
+            /// `append_audit_in`), `$N` of the second shifted past the first's arguments.
+            pub(super) async fn append_event_and_audit(
+                tx: &mut $tx,
+                event: &NewEvent,
+                entry: &NewAuditEntry,
+            ) -> StoreResult<i64> {
+                let guess = if Self::GUESS_AUDIT_HEAD { super::guessed_audit_head(entry.workspace_id) } else { None };
+                let Some((seq, hash)) = guess else {
+                    let id = Self::append_event(tx, event).await?;
+                    Self::append_audit_in(tx, entry).await?;
+                    return Ok(id);
+                };
+                static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+                    let insert_event = <$store>::INSERT_EVENT;
+                    format!("{insert_event}; {}", shift_placeholders(&APPEND_AUDIT_IF_HEAD, placeholder_count(insert_event)))
+                });
+                let row = AuditRow::seal(entry, seq + 1, hash);
+                let query = Self::bind_event(sqlx::query_as(&SQL), event);
+                // One row from the event's `RETURNING id`, and a second from the entry's if the guess held.
+                let returned: Vec<(i64,)> = Self::bind_audit_row(query, &row).fetch_all(&mut **tx).await?;
+                let Some(&(event_id,)) = returned.first() else {
+                    return Err(StoreError::Corrupt("the event's insert returned no id".into()));
+                };
+                if returned.len() == 2 {
+                    super::remember_audit_head(row.workspace_id, row.seq, &row.hash);
+                } else {
+                    Self::append_audit_claiming_head(tx, entry).await?;
+                }
+                Ok(event_id)
+            }
+
+            /// Binds an audit entry's columns, in the order of [`AUDIT_COLUMNS`], after what `query` has.
             fn bind_audit_row<'q>(
-                query: sqlx::query::Query<'q, $db, <$db as sqlx::Database>::Arguments<'q>>,
+                query: sqlx::query::QueryAs<'q, $db, (i64,), <$db as sqlx::Database>::Arguments<'q>>,
                 row: &'q AuditRow,
-            ) -> sqlx::query::Query<'q, $db, <$db as sqlx::Database>::Arguments<'q>> {
+            ) -> sqlx::query::QueryAs<'q, $db, (i64,), <$db as sqlx::Database>::Arguments<'q>> {
                 query
                     .bind(row.id)
                     .bind(row.workspace_id)
@@ -623,9 +670,9 @@ macro_rules! sql_store {
                                 data: serde_json::json!({ "question": old.to_question(&workspace)? }),
                                 created_at: q.created_at,
                             };
-                            last = Self::append_event(&mut tx, &cancelled).await?;
                             let actor = AuditActor::policy(crate::audit::RUN_LIFECYCLE, Some(run_id.to_string()));
-                            Self::append_audit_in(&mut tx, &crate::audit::question_resolved(&old, &actor)).await?;
+                            let audit_entry = crate::audit::question_resolved(&old, &actor);
+                            last = Self::append_event_and_audit(&mut tx, &cancelled, &audit_entry).await?;
                         }
                     }
                 }
@@ -733,8 +780,8 @@ macro_rules! sql_store {
                     data: serde_json::json!({ "question": question }),
                     created_at: change.at,
                 };
-                let resolved = Self::append_event(&mut tx, &event).await?;
-                Self::append_audit_in(&mut tx, &crate::audit::question_resolved(&row, &change.actor)).await?;
+                let audit_entry = crate::audit::question_resolved(&row, &change.actor);
+                let resolved = Self::append_event_and_audit(&mut tx, &event, &audit_entry).await?;
                 // In the same transaction: a run whose last holding question this was goes back to the queue, so
                 // an answer can never be acknowledged without its run being picked up.
                 let requeued = match row.run_id {
@@ -885,6 +932,64 @@ mod tests {
             diff: None,
             created_at: crate::store::now(),
         }
+    }
+
+    /// An answer's event and audit entry go in with one query while SQLite's guess of the chain's head holds; when
+    /// it does not (ahead of the head, as after a rolled-back append, or behind it, as after another process's), the
+    /// event still goes in and the entry follows the stored head.
+    #[tokio::test]
+    async fn an_answer_stores_its_event_and_its_audit_entry_whatever_the_guess_of_the_head() {
+        let path = std::env::temp_dir().join(format!("holdpoint-answer-guess-{}.db", Uuid::now_v7()));
+        let store = connect(&format!("sqlite://{}", path.display())).await.unwrap();
+        let workspace = store.ensure_workspace("answers").await.unwrap();
+        let bounds = crate::questions::TimeoutBounds { min_seconds: 1, max_seconds: 86_400 };
+        for n in 0..4 {
+            let input =
+                serde_json::from_value(serde_json::json!({ "title": format!("q{n}"), "response_type": "boolean" }));
+            let row = crate::questions::build_question(input.unwrap(), workspace.id, None, bounds, crate::store::now())
+                .unwrap();
+            let asked = NewEvent {
+                workspace_id: workspace.id,
+                event_type: app::types::EventType::QuestionAsked,
+                project: None,
+                run_id: None,
+                question_id: Some(row.id),
+                data: serde_json::json!({}),
+                created_at: row.created_at,
+            };
+            store.create_question(&row, &asked, None).await.unwrap();
+            // The first answer finds no guess, the second one ahead, the third one behind, the fourth the right one.
+            match n {
+                1 => super::super::remember_audit_head(workspace.id, 50, "not-the-head"),
+                2 => super::super::remember_audit_head(workspace.id, 0, "not-the-head"),
+                _ => {}
+            }
+            let change = QuestionResolution {
+                status: app::types::QuestionStatus::Answered,
+                response: Some(AnswerBody { value: serde_json::json!(true), comment: None, edited_arguments: None }),
+                answered_by: Some("tester".into()),
+                resolution: Some(Resolution::Human),
+                at: crate::store::now(),
+                actor: AuditActor::policy("test", None),
+            };
+            let outcome = store.resolve_question(workspace.id, row.id, &change).await.unwrap();
+            assert!(matches!(outcome, ResolveOutcome::Resolved(_)), "answer {n}");
+        }
+        let events = store.events_after(0, 100).await.unwrap();
+        assert_eq!(events.iter().filter(|event| event.event_type == "question_answered").count(), 4);
+        let verified = crate::audit::verify(store.as_ref()).await.unwrap().expect("an unbroken chain");
+        assert_eq!(verified.entries, 4, "one entry per answer");
+        drop(store);
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+    }
+
+    #[test]
+    fn placeholder_count_is_the_highest_placeholder() {
+        assert_eq!(placeholder_count(SqliteStore::INSERT_EVENT), 7);
+        assert_eq!(placeholder_count(&APPEND_AUDIT_IF_HEAD), 15);
+        assert_eq!(placeholder_count("SELECT 1"), 0);
     }
 
     /// The SQLite store appends on its guess of the chain's head; a wrong guess (another process appended, or an
