@@ -373,9 +373,19 @@ mod tests {
         })
     }
 
+    /// Spawns a write that inserts `name` and then never ends: it holds the writer until its task is dropped.
+    fn spawn_stuck_write(group: &GroupCommit, name: &'static str) -> tokio::task::JoinHandle<()> {
+        let group = group.clone();
+        tokio::spawn(async move {
+            let mut write = group.begin().await.unwrap();
+            insert(&mut write, name).await.unwrap();
+            std::future::pending::<()>().await;
+        })
+    }
+
     #[tokio::test]
     async fn writes_that_queue_for_the_writer_share_one_commit_and_each_is_stored() {
-        let (group, pool, _dir) = writer().await;
+        let (group, pool, _file) = writer().await;
         let mut first = group.begin().await.unwrap();
         insert(&mut first, "a").await.unwrap();
         let queued: Vec<_> = ["b", "c", "d", "e"].iter().map(|name| spawn_write(&group, &[name])).collect();
@@ -394,7 +404,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_failed_write_takes_nothing_of_its_batch_with_it_and_leaves_nothing_of_its_own() {
-        let (group, pool, _dir) = writer().await;
+        let (group, pool, _file) = writer().await;
         let mut first = group.begin().await.unwrap();
         insert(&mut first, "a").await.unwrap();
         let before = spawn_write(&group, &["b"]);
@@ -414,18 +424,11 @@ mod tests {
 
     #[tokio::test]
     async fn a_write_dropped_mid_way_is_undone_and_its_batch_still_commits() {
-        let (group, pool, _dir) = writer().await;
+        let (group, pool, _file) = writer().await;
         let mut first = group.begin().await.unwrap();
         insert(&mut first, "a").await.unwrap();
-        let abandoned = {
-            let group = group.clone();
-            tokio::spawn(async move {
-                let mut write = group.begin().await.unwrap();
-                insert(&mut write, "b").await.unwrap();
-                // A request whose client went away: the handler's future is dropped before it commits.
-                std::future::pending::<()>().await;
-            })
-        };
+        // A request whose client went away: the handler's future is dropped before it commits.
+        let abandoned = spawn_stuck_write(&group, "b");
         until_waiting(&group, 1).await;
         let after = spawn_write(&group, &["c"]);
         until_waiting(&group, 2).await;
@@ -441,7 +444,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_lone_write_that_fails_frees_the_writer_for_the_pool() {
-        let (group, pool, _dir) = writer().await;
+        let (group, pool, _file) = writer().await;
         let mut write = group.begin().await.unwrap();
         insert(&mut write, "a").await.unwrap();
         drop(write);
@@ -462,12 +465,7 @@ mod tests {
             let (group, _pool, file) = writer().await;
             let mut first = group.begin().await.unwrap();
             insert(&mut first, "a").await.unwrap();
-            let stuck = group.clone();
-            tokio::spawn(async move {
-                let mut write = stuck.begin().await.unwrap();
-                insert(&mut write, "b").await.unwrap();
-                std::future::pending::<()>().await;
-            });
+            spawn_stuck_write(&group, "b");
             until_waiting(&group, 1).await;
             // Only the runtime's tasks hold the writer now, and its batch cannot finish: it is dropped with them.
             tokio::spawn(first.commit());
@@ -480,7 +478,7 @@ mod tests {
     /// No write is told it is stored unless its batch's COMMIT succeeded.
     #[tokio::test]
     async fn when_a_batch_fails_to_commit_every_write_of_it_gets_the_error_and_none_is_stored() {
-        let (group, pool, _dir) = writer().await;
+        let (group, pool, _file) = writer().await;
         let mut first = group.begin().await.unwrap();
         insert(&mut first, "a").await.unwrap();
         // Its savepoint releases fine, but its row names nothing, which the deferred key refuses at COMMIT.
