@@ -307,10 +307,7 @@ macro_rules! sql_store {
                 tx: &mut $tx,
                 entry: &NewAuditEntry,
             ) -> StoreResult<AuditRow> {
-                if Self::GUESS_AUDIT_HEAD
-                    && let Some((seq, hash)) = super::guessed_audit_head(entry.workspace_id)
-                {
-                    let row = AuditRow::seal(entry, seq + 1, hash);
+                if let Some(row) = Self::sealed_on_guessed_head(entry) {
                     let guess_held =
                         Self::bind_audit_row(sqlx::query_as(&APPEND_AUDIT_IF_HEAD), &row).fetch_optional(&mut **tx).await?;
                     if guess_held.is_some() {
@@ -319,6 +316,16 @@ macro_rules! sql_store {
                     }
                 }
                 Self::append_audit_claiming_head(tx, entry).await
+            }
+
+            /// The entry sealed as the successor of the head this process guesses (see `AUDIT_HEADS`), where the
+            /// store appends on a guess and has one.
+            fn sealed_on_guessed_head(entry: &NewAuditEntry) -> Option<AuditRow> {
+                if !Self::GUESS_AUDIT_HEAD {
+                    return None;
+                }
+                let (seq, hash) = super::guessed_audit_head(entry.workspace_id)?;
+                Some(AuditRow::seal(entry, seq + 1, hash))
             }
 
             /// Appends an audit entry after the head it claims (see `CLAIM_AUDIT_HEAD`).
@@ -346,8 +353,7 @@ macro_rules! sql_store {
                 event: &NewEvent,
                 entry: &NewAuditEntry,
             ) -> StoreResult<i64> {
-                let guess = if Self::GUESS_AUDIT_HEAD { super::guessed_audit_head(entry.workspace_id) } else { None };
-                let Some((seq, hash)) = guess else {
+                let Some(row) = Self::sealed_on_guessed_head(entry) else {
                     let id = Self::append_event(tx, event).await?;
                     Self::append_audit_in(tx, entry).await?;
                     return Ok(id);
@@ -356,7 +362,6 @@ macro_rules! sql_store {
                     let insert_event = <$store>::INSERT_EVENT;
                     format!("{insert_event}; {}", shift_placeholders(&APPEND_AUDIT_IF_HEAD, placeholder_count(insert_event)))
                 });
-                let row = AuditRow::seal(entry, seq + 1, hash);
                 let query = Self::bind_event(sqlx::query_as(&SQL), event);
                 // One row from the event's `RETURNING id`, and a second from the entry's if the guess held.
                 let returned: Vec<(i64,)> = Self::bind_audit_row(query, &row).fetch_all(&mut **tx).await?;
