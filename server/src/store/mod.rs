@@ -209,9 +209,8 @@ fn pool_options<DB: sqlx::Database>() -> PoolOptions<DB> {
 /// What Holdpoint's PostgreSQL sessions set, unless the database URL's `options` names the setting itself.
 ///
 /// `max_parallel_workers_per_gather = 0`: every query Holdpoint runs reads a page, or a row, through an index and
-/// stops. When the planner expects a filter to discard many rows on the way (the inbox's text search), it plans
-/// the walk with parallel workers, and launching them (processes) cost ~10 ms for a scan of 1–2 ms: over
-/// 1 000 000 questions, a page of text search took 19 ms with two workers and 1.6 ms without.
+/// stops, so launching parallel workers only ever cost more than it saved (docs/decisions.md, "No parallel query
+/// on PostgreSQL", has the measurement).
 const POSTGRES_SESSION_SETTINGS: &[(&str, &str)] = &[("max_parallel_workers_per_gather", "0")];
 
 /// The connection options for `url`, with [`POSTGRES_SESSION_SETTINGS`] sent in the startup packet (no round
