@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use crate::types::{AuditEntry, AuditFilter, Page, Question, Run, RunStatus, SessionInfo};
+use crate::types::{AuditEntry, AuditFilter, Page, Question, QuestionSummary, Run, RunStatus, SessionInfo};
 use crate::{InboxFilter, RunTimeline};
 
 /// What the UI's server functions need from the server.
@@ -18,6 +18,17 @@ pub trait UiBackend: Send + Sync + 'static {
         filter: &InboxFilter,
         limit: u32,
     ) -> Result<Page<Question>, String>;
+
+    /// The same list as [`UiBackend::questions`], with only what a list shows of each question.
+    async fn question_summaries(
+        &self,
+        session: &SessionInfo,
+        filter: &InboxFilter,
+        limit: u32,
+    ) -> Result<Page<QuestionSummary>, String>;
+
+    /// How many questions of the session's workspace wait for an answer, counting no further than `cap`.
+    async fn pending_count(&self, session: &SessionInfo, cap: u32) -> Result<u32, String>;
 
     /// The runs of the session's workspace, newest first.
     async fn runs(

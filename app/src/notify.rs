@@ -4,8 +4,8 @@
 use leptos::prelude::*;
 
 use crate::live::use_live;
-use crate::pending_count;
 use crate::types::{QuestionStatus, Urgency};
+use crate::{PENDING_COUNT_CAP, pending_count};
 
 /// The number of pending questions, as a badge on the inbox link; reloaded whenever a question event arrives.
 #[component]
@@ -17,7 +17,7 @@ pub fn UnreadBadge() -> impl IntoView {
         <Transition fallback=|| ()>
             {move || count.get().and_then(Result::ok).filter(|n| *n > 0).map(|n| view! {
                 <span class="count-badge" data-testid="unread-count" aria-label=format!("{n} pending")>
-                    {if n >= 200 { "200+".to_owned() } else { n.to_string() }}
+                    {if n >= PENDING_COUNT_CAP { format!("{PENDING_COUNT_CAP}+") } else { n.to_string() }}
                 </span>
             })}
         </Transition>

@@ -5,8 +5,8 @@ use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::types::{
-    AuditEntry, AuditFilter, Page, Question, QuestionKind, QuestionStatus, Run, RunMessage, RunStatus, SessionInfo,
-    ToolCall, Urgency,
+    AuditEntry, AuditFilter, Page, Question, QuestionKind, QuestionStatus, QuestionSummary, Run, RunMessage, RunStatus,
+    SessionInfo, ToolCall, Urgency,
 };
 
 /// The inbox's filters, as the URL carries them: `?status=&kind=&project=&urgency=&q=&sort=`.
@@ -56,18 +56,42 @@ impl InboxFilter {
             && text_matches
     }
 
-    /// Puts questions in the list's order.
-    pub fn sort(&self, questions: &mut [Question]) {
+    /// Puts questions (or their summaries) in the list's order.
+    pub fn sort<Q: Listed>(&self, questions: &mut [Q]) {
         if self.by_deadline {
-            questions.sort_by(|a, b| match (a.timeout_at, b.timeout_at) {
-                (Some(x), Some(y)) => x.cmp(&y).then(a.id.cmp(&b.id)),
+            questions.sort_by(|a, b| match (a.deadline(), b.deadline()) {
+                (Some(x), Some(y)) => x.cmp(&y).then(a.id().cmp(&b.id())),
                 (Some(_), None) => std::cmp::Ordering::Less,
                 (None, Some(_)) => std::cmp::Ordering::Greater,
-                (None, None) => b.id.cmp(&a.id),
+                (None, None) => b.id().cmp(&a.id()),
             });
         } else {
-            questions.sort_by_key(|q| std::cmp::Reverse(q.id));
+            questions.sort_by_key(|q| std::cmp::Reverse(q.id()));
         }
+    }
+}
+
+/// What a list's order needs of a question: a question and its summary sort alike.
+pub trait Listed {
+    fn id(&self) -> uuid::Uuid;
+    fn deadline(&self) -> Option<chrono::DateTime<chrono::Utc>>;
+}
+
+impl Listed for Question {
+    fn id(&self) -> uuid::Uuid {
+        self.id
+    }
+    fn deadline(&self) -> Option<chrono::DateTime<chrono::Utc>> {
+        self.timeout_at
+    }
+}
+
+impl Listed for QuestionSummary {
+    fn id(&self) -> uuid::Uuid {
+        self.id
+    }
+    fn deadline(&self) -> Option<chrono::DateTime<chrono::Utc>> {
+        self.timeout_at
     }
 }
 
@@ -102,6 +126,13 @@ pub async fn question_detail(id: uuid::Uuid) -> Result<Option<Question>, ServerF
 pub async fn inbox_questions(filter: InboxFilter) -> Result<Page<Question>, ServerFnError> {
     let session = request_session()?;
     backend()?.0.questions(&session, &filter, 200).await.map_err(ServerFnError::new)
+}
+
+/// The inbox's list: what it shows of each question the filter selects, in its order (the 200 first).
+#[server(prefix = "/ui/fn")]
+pub async fn inbox_summaries(filter: InboxFilter) -> Result<Page<QuestionSummary>, ServerFnError> {
+    let session = request_session()?;
+    backend()?.0.question_summaries(&session, &filter, 200).await.map_err(ServerFnError::new)
 }
 
 /// Everything the run page shows.
@@ -141,13 +172,14 @@ pub async fn audit_entries(
     backend()?.0.audit(&session, &filter, cursor, 100).await.map_err(ServerFnError::new)
 }
 
-/// How many questions are pending (counted up to 200), for the unread badge.
+/// How far the unread badge counts: beyond it, it says "200+".
+pub const PENDING_COUNT_CAP: u32 = 200;
+
+/// How many questions are pending (counted up to [`PENDING_COUNT_CAP`]), for the unread badge.
 #[server(prefix = "/ui/fn")]
 pub async fn pending_count() -> Result<u32, ServerFnError> {
     let session = request_session()?;
-    let filter = InboxFilter { status: Some(QuestionStatus::Pending), ..Default::default() };
-    let page = backend()?.0.questions(&session, &filter, 200).await.map_err(ServerFnError::new)?;
-    Ok(page.items.len() as u32)
+    backend()?.0.pending_count(&session, PENDING_COUNT_CAP).await.map_err(ServerFnError::new)
 }
 
 /// What the settings page shows: the workspace's people, and its tokens for an admin (empty for anyone else).

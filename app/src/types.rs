@@ -343,6 +343,39 @@ pub struct Question {
     pub assignee: Option<Assignee>,
 }
 
+/// What a list of questions shows of each (the inbox): a question without its body, inputs and answer, so a page
+/// of them is quick to read, render and send along for hydration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuestionSummary {
+    pub id: Uuid,
+    pub project: Option<String>,
+    pub kind: QuestionKind,
+    pub response_type: ResponseType,
+    pub title: String,
+    pub urgency: Urgency,
+    pub timeout_at: Option<DateTime<Utc>>,
+    pub status: QuestionStatus,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<&Question> for QuestionSummary {
+    fn from(question: &Question) -> Self {
+        QuestionSummary {
+            id: question.id,
+            project: question.project.clone(),
+            kind: question.kind,
+            response_type: question.response_type,
+            title: question.title.clone(),
+            urgency: question.urgency,
+            timeout_at: question.timeout_at,
+            status: question.status,
+            created_at: question.created_at,
+            updated_at: question.updated_at,
+        }
+    }
+}
+
 /// A page of a cursor-paginated list.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use app::backend::{UiBackend, UiBackendHandle};
-use app::types::{Page, Question, SessionInfo};
+use app::types::{Page, Question, QuestionStatus, QuestionSummary, SessionInfo};
 use axum::{
     Form, Router,
     extract::{Request, State},
@@ -26,7 +26,9 @@ use tower_http::services::ServeDir;
 use crate::auth::{Caller, Credential, SESSION_COOKIE, hash_secret, random_secret, session_caller};
 use crate::error::AppError;
 use crate::state::AppState;
-use crate::store::{AuditQuery, QuestionFilter, QuestionSort, RunFilter, SessionRow, Store, ToolCallFilter};
+use crate::store::{
+    AuditQuery, QuestionFilter, QuestionSort, QuestionSummaryRow, RunFilter, SessionRow, Store, ToolCallFilter,
+};
 
 /// Pages and server functions, behind the session check; the sign-in page, the auth endpoints and the site's
 /// static files are open.
@@ -296,6 +298,21 @@ fn created_by_filter(session: &SessionInfo) -> Option<uuid::Uuid> {
     (session.role == app::types::Role::Agent).then_some(session.principal_id)
 }
 
+/// The store's filter for one of the UI's lists of questions, narrowed as the session's role requires.
+fn question_filter(session: &SessionInfo, filter: &app::InboxFilter, limit: u32) -> QuestionFilter {
+    QuestionFilter {
+        status: filter.status,
+        kind: filter.kind,
+        project: filter.project.clone(),
+        urgency: filter.urgency,
+        text: filter.text.clone(),
+        sort: if filter.by_deadline { QuestionSort::Deadline } else { QuestionSort::CreatedDesc },
+        limit,
+        created_by: created_by_filter(session),
+        ..Default::default()
+    }
+}
+
 /// Whether the session may see a question or run created by `created_by` (the same rule as `created_by_filter`).
 fn sees(session: &SessionInfo, created_by: Option<uuid::Uuid>) -> bool {
     created_by_filter(session).is_none_or(|creator| created_by == Some(creator))
@@ -309,17 +326,7 @@ impl UiBackend for StoreUiBackend {
         filter: &app::InboxFilter,
         limit: u32,
     ) -> Result<Page<Question>, String> {
-        let filter = QuestionFilter {
-            status: filter.status,
-            kind: filter.kind,
-            project: filter.project.clone(),
-            urgency: filter.urgency,
-            text: filter.text.clone(),
-            sort: if filter.by_deadline { QuestionSort::Deadline } else { QuestionSort::CreatedDesc },
-            limit,
-            created_by: created_by_filter(session),
-            ..Default::default()
-        };
+        let filter = question_filter(session, filter, limit);
         let rows = self.store.list_questions(session.workspace_id, &filter).await.map_err(|e| e.to_string())?;
         let items = rows
             .iter()
@@ -327,6 +334,29 @@ impl UiBackend for StoreUiBackend {
             .collect::<Result<_, _>>()
             .map_err(|e| e.to_string())?;
         Ok(Page { items, next_cursor: None })
+    }
+
+    async fn question_summaries(
+        &self,
+        session: &SessionInfo,
+        filter: &app::InboxFilter,
+        limit: u32,
+    ) -> Result<Page<QuestionSummary>, String> {
+        let filter = question_filter(session, filter, limit);
+        let rows =
+            self.store.list_question_summaries(session.workspace_id, &filter).await.map_err(|e| e.to_string())?;
+        let items = rows
+            .into_iter()
+            .map(QuestionSummaryRow::into_summary)
+            .collect::<Result<_, _>>()
+            .map_err(|e| e.to_string())?;
+        Ok(Page { items, next_cursor: None })
+    }
+
+    async fn pending_count(&self, session: &SessionInfo, cap: u32) -> Result<u32, String> {
+        let pending = app::InboxFilter { status: Some(QuestionStatus::Pending), ..Default::default() };
+        let filter = question_filter(session, &pending, cap);
+        self.store.count_questions(session.workspace_id, &filter).await.map_err(|e| e.to_string())
     }
 
     async fn members(&self, session: &SessionInfo) -> Result<Vec<app::types::Member>, String> {

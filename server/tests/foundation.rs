@@ -25,6 +25,7 @@ backend_tests!(
     an_agent_tokens_browser_session_shows_no_one_elses_questions,
     pages_redirect_to_sign_in_without_a_session,
     the_event_stream_delivers_new_questions_and_replays_missed_ones,
+    the_inbox_lists_and_counts_what_its_filters_select,
 );
 
 async fn a_request_without_a_token_is_unauthorized_in_the_error_shape(app: TestApp) {
@@ -356,4 +357,55 @@ async fn the_event_stream_delivers_new_questions_and_replays_missed_ones(app: Te
     app.post("/api/v1/questions", json!({"title": "in q", "project": "q"})).await;
     let seen = read_events(filtered, 1).await;
     assert_eq!(seen[0].2["question"]["title"], "in q");
+}
+
+/// The inbox's list reads summaries and its badge a capped count; both must select what the full list selects.
+async fn the_inbox_lists_and_counts_what_its_filters_select(app: TestApp) {
+    use holdpoint::store::{QuestionFilter, QuestionSort};
+
+    let ask = |body: Value| app.post("/api/v1/questions", body);
+    let alpha = ask(json!({"title": "Deploy alpha?", "project": "infra"})).await.json;
+    ask(json!({"title": "Deploy beta?", "kind": "approval", "action": {"tool_name": "shell", "arguments": {}}})).await;
+    ask(json!({"title": "Rotate the keys?", "project": "infra", "kind": "non_blocking"})).await;
+    let answered =
+        app.post(&format!("/api/v1/questions/{}/answer", alpha["id"].as_str().unwrap()), json!({"value": "ok"})).await;
+    assert_eq!(answered.status, StatusCode::OK, "{}", answered.text);
+
+    let store = app.state.store.as_ref();
+    let principal = store.principal_by_token_hash(&holdpoint::auth::hash_secret(&app.token)).await.unwrap().unwrap();
+    let workspace = principal.workspace_id;
+    let pending =
+        |limit| QuestionFilter { status: Some(app::types::QuestionStatus::Pending), limit, ..Default::default() };
+    assert_eq!(store.count_questions(workspace, &pending(200)).await.unwrap(), 2);
+    assert_eq!(store.count_questions(workspace, &pending(1)).await.unwrap(), 1, "the count stops at the limit");
+    let infra = QuestionFilter { project: Some("infra".into()), ..pending(200) };
+    assert_eq!(store.count_questions(workspace, &infra).await.unwrap(), 1);
+
+    for filter in [
+        QuestionFilter { limit: 200, ..Default::default() },
+        QuestionFilter { sort: QuestionSort::Deadline, limit: 200, ..Default::default() },
+        QuestionFilter { text: Some("DEPLOY".into()), limit: 200, ..Default::default() },
+        infra.clone(),
+    ] {
+        let full: Vec<_> =
+            store.list_questions(workspace, &filter).await.unwrap().into_iter().map(|q| (q.id, q.title)).collect();
+        let summaries: Vec<_> = store
+            .list_question_summaries(workspace, &filter)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|row| row.into_summary().unwrap())
+            .map(|q| (q.id, q.title))
+            .collect();
+        assert_eq!(summaries, full, "{filter:?}");
+        assert!(!full.is_empty(), "{filter:?}");
+    }
+
+    let signed_in = sign_in(&app, &app.token).await;
+    let cookie = session_cookie(&signed_in);
+    let inbox = app.send(Request::get("/inbox").header(header::COOKIE, &cookie).body(Body::empty()).unwrap()).await;
+    assert_eq!(inbox.status, StatusCode::OK);
+    assert!(inbox.text.contains(r#"aria-label="2 pending""#), "the badge counts the pending questions: {}", inbox.text);
+    assert!(inbox.text.contains("Rotate the keys?") && inbox.text.contains("Deploy beta?"));
+    assert!(!inbox.text.contains("Deploy alpha?"), "an answered question is not in the default inbox");
 }

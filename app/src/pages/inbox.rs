@@ -9,15 +9,15 @@ use leptos_router::hooks::use_query_map;
 
 use crate::components::{Badge, Countdown, TopBar};
 use crate::live::use_question_updates;
-use crate::types::{Question, QuestionKind, QuestionStatus, Urgency};
-use crate::{InboxFilter, inbox_questions};
+use crate::types::{Question, QuestionKind, QuestionStatus, QuestionSummary, Urgency};
+use crate::{InboxFilter, inbox_summaries};
 
 /// `/inbox`: the questions the URL's filters select; new ones appear without a reload.
 #[component]
 pub fn InboxPage() -> impl IntoView {
     let query = use_query_map();
     let filter = Memo::new(move |_| query.with(|q| InboxFilter::from_query(|name| q.get(name))));
-    let initial = Resource::new(move || filter.get(), inbox_questions);
+    let initial = Resource::new(move || filter.get(), inbox_summaries);
     let updates = use_question_updates();
     view! {
         <TopBar/>
@@ -99,22 +99,31 @@ fn FilterBar(filter: InboxFilter) -> impl IntoView {
 }
 
 /// Applies live updates to the server-rendered list: changed questions are replaced, new ones join, and the list
-/// keeps only what the filter selects, in its order.
-fn merge_live(initial: &[Question], updates: &[Question], filter: &InboxFilter) -> Vec<Question> {
-    let mut merged: Vec<Question> = initial.to_vec();
+/// keeps only what the filter selects, in its order. The server chose the initial rows by the same filter; an
+/// update is a whole question, so it is judged whole (its body too, for a text search) before it is summarised.
+fn merge_live(initial: &[QuestionSummary], updates: &[Question], filter: &InboxFilter) -> Vec<QuestionSummary> {
+    let mut merged: Vec<QuestionSummary> = initial.to_vec();
     for update in updates {
-        match merged.iter_mut().find(|q| q.id == update.id) {
-            Some(existing) => *existing = update.clone(),
-            None => merged.push(update.clone()),
+        let position = merged.iter().position(|q| q.id == update.id);
+        match (filter.matches(update), position) {
+            (true, Some(at)) => merged[at] = QuestionSummary::from(update),
+            (true, None) => merged.push(QuestionSummary::from(update)),
+            (false, Some(at)) => {
+                merged.remove(at);
+            }
+            (false, None) => {}
         }
     }
-    merged.retain(|q| filter.matches(q));
     filter.sort(&mut merged);
     merged
 }
 
 #[component]
-fn QuestionList(initial: Vec<Question>, filter: InboxFilter, updates: ReadSignal<Vec<Question>>) -> impl IntoView {
+fn QuestionList(
+    initial: Vec<QuestionSummary>,
+    filter: InboxFilter,
+    updates: ReadSignal<Vec<Question>>,
+) -> impl IntoView {
     let shown = Memo::new(move |_| updates.with(|u| merge_live(&initial, u, &filter)));
     // The row the keyboard is on (by id, so live insertions above it do not move the selection).
     let selected = RwSignal::new(None::<uuid::Uuid>);
@@ -136,7 +145,7 @@ fn QuestionList(initial: Vec<Question>, filter: InboxFilter, updates: ReadSignal
 }
 
 #[component]
-fn QuestionRow(question: Question, selected: RwSignal<Option<uuid::Uuid>>) -> impl IntoView {
+fn QuestionRow(question: QuestionSummary, selected: RwSignal<Option<uuid::Uuid>>) -> impl IntoView {
     let id = question.id;
     let project = question.project.clone();
     let is_selected = move || selected.get() == Some(id);
@@ -177,9 +186,9 @@ mod keyboard {
     use leptos::prelude::*;
     use wasm_bindgen::JsCast;
 
-    use crate::types::Question;
+    use crate::types::QuestionSummary;
 
-    pub fn install(shown: Memo<Vec<Question>>, selected: RwSignal<Option<uuid::Uuid>>) {
+    pub fn install(shown: Memo<Vec<QuestionSummary>>, selected: RwSignal<Option<uuid::Uuid>>) {
         let handle = window_event_listener(leptos::ev::keydown, move |ev| {
             if ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
                 return;
@@ -228,9 +237,9 @@ mod keyboard {
 mod keyboard {
     use leptos::prelude::*;
 
-    use crate::types::Question;
+    use crate::types::QuestionSummary;
 
-    pub fn install(_: Memo<Vec<Question>>, _: RwSignal<Option<uuid::Uuid>>) {}
+    pub fn install(_: Memo<Vec<QuestionSummary>>, _: RwSignal<Option<uuid::Uuid>>) {}
 }
 
 #[cfg(test)]
@@ -250,16 +259,32 @@ mod tests {
         answered.status = QuestionStatus::Answered;
 
         let pending = InboxFilter::from_query(|_| None);
-        let merged = merge_live(std::slice::from_ref(&old), std::slice::from_ref(&new), &pending);
+        let initial = [QuestionSummary::from(&old)];
+        let merged = merge_live(&initial, std::slice::from_ref(&new), &pending);
         assert_eq!(merged.iter().map(|q| q.title.as_str()).collect::<Vec<_>>(), ["new", "old"]);
 
-        let merged = merge_live(std::slice::from_ref(&old), &[new.clone(), answered.clone()], &pending);
+        let merged = merge_live(&initial, &[new.clone(), answered.clone()], &pending);
         assert_eq!(merged.iter().map(|q| q.title.as_str()).collect::<Vec<_>>(), ["new"]);
 
         // With `?status=answered`, the answered one joins instead.
         let answered_only = InboxFilter::from_query(|name| (name == "status").then(|| "answered".to_owned()));
         let merged = merge_live(&[], &[new, answered], &answered_only);
         assert_eq!(merged.iter().map(|q| q.title.as_str()).collect::<Vec<_>>(), ["old"]);
+    }
+
+    #[test]
+    fn a_live_question_found_by_its_body_joins_a_text_search_and_leaves_it_when_answered() {
+        let search = InboxFilter::from_query(|name| (name == "q").then(|| "canary".to_owned()));
+        let mut asked = question("Deploy?", QuestionStatus::Pending);
+        asked.body = "The **canary** is green.".into();
+        let unrelated = question("Rotate the keys?", QuestionStatus::Pending);
+        let merged = merge_live(&[], &[asked.clone(), unrelated], &search);
+        assert_eq!(merged, [QuestionSummary::from(&asked)]);
+
+        let mut answered = asked.clone();
+        answered.status = QuestionStatus::Answered;
+        let merged = merge_live(&[QuestionSummary::from(&asked)], &[answered], &search);
+        assert!(merged.is_empty(), "{merged:?}");
     }
 
     #[test]

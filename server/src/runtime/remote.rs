@@ -285,6 +285,12 @@ impl Store for RemoteRun {
     async fn list_questions(&self, _: Uuid, _: &QuestionFilter) -> StoreResult<Vec<QuestionRow>> {
         unavailable("listing questions")
     }
+    async fn list_question_summaries(&self, _: Uuid, _: &QuestionFilter) -> StoreResult<Vec<QuestionSummaryRow>> {
+        unavailable("listing questions")
+    }
+    async fn count_questions(&self, _: Uuid, _: &QuestionFilter) -> StoreResult<u32> {
+        unavailable("counting questions")
+    }
     async fn resolve_question(&self, _: Uuid, _: Uuid, _: &QuestionResolution) -> StoreResult<ResolveOutcome> {
         unavailable("answering questions")
     }

@@ -149,6 +149,16 @@ pub trait Store: RunStore + PeopleStore + Send + Sync + 'static {
     /// One page of questions, in the filter's order, starting after its cursor.
     async fn list_questions(&self, workspace_id: Uuid, filter: &QuestionFilter) -> StoreResult<Vec<QuestionRow>>;
 
+    /// The same page as [`Store::list_questions`], reading only what a list of questions shows.
+    async fn list_question_summaries(
+        &self,
+        workspace_id: Uuid,
+        filter: &QuestionFilter,
+    ) -> StoreResult<Vec<QuestionSummaryRow>>;
+
+    /// How many questions match the filter's conditions, counting no further than its `limit`.
+    async fn count_questions(&self, workspace_id: Uuid, filter: &QuestionFilter) -> StoreResult<u32>;
+
     /// Moves a pending question to its final status and appends the matching event and audit entry (by
     /// `change.actor`), in one transaction. Only one caller can ever win: the update is conditional on
     /// `status = 'pending'`.

@@ -2,7 +2,7 @@
 
 use app::types::{
     AnswerBody, ApprovalAction, Assignee, FormField, Question, QuestionKind, QuestionOption, QuestionStatus,
-    Resolution, ResponseType, Role, Urgency,
+    QuestionSummary, Resolution, ResponseType, Role, Urgency,
 };
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -172,6 +172,42 @@ impl QuestionRow {
             updated_at: self.updated_at,
             resolved_at: self.resolved_at,
             assignee: self.assignee.as_ref().map(|a| a.0.clone()),
+        })
+    }
+}
+
+/// The columns of `questions` a list of them shows, in the order of [`QuestionSummaryRow`].
+pub(crate) const QUESTION_SUMMARY_COLUMNS: &str =
+    "id, project, kind, response_type, title, urgency, timeout_at, status, created_at, updated_at";
+
+/// A question as a list shows it (see [`QuestionSummary`]).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct QuestionSummaryRow {
+    pub id: Uuid,
+    pub project: Option<String>,
+    pub kind: String,
+    pub response_type: String,
+    pub title: String,
+    pub urgency: String,
+    pub timeout_at: Option<DateTime<Utc>>,
+    pub status: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl QuestionSummaryRow {
+    pub fn into_summary(self) -> Result<QuestionSummary, StoreError> {
+        Ok(QuestionSummary {
+            id: self.id,
+            kind: parse(&self.kind)?,
+            response_type: parse(&self.response_type)?,
+            urgency: parse(&self.urgency)?,
+            status: parse(&self.status)?,
+            project: self.project,
+            title: self.title,
+            timeout_at: self.timeout_at,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
         })
     }
 }

@@ -239,10 +239,10 @@ pub(super) fn is_unique_violation(err: &sqlx::Error) -> bool {
 macro_rules! sql_store {
     ($store:ty, $db:ty, read = $read:ident, write = $write:ident, tx = $tx:ty) => {
         impl $store {
-            /// `SELECT` of the workspace's questions that match the filter's conditions (not its order or cursor).
-            fn filtered_questions(workspace_id: Uuid, filter: &QuestionFilter) -> QueryBuilder<'static, $db> {
-                let mut query =
-                    QueryBuilder::<$db>::new(format!("SELECT {QUESTION_COLUMNS} FROM questions WHERE workspace_id = "));
+            /// `head` (a `SELECT ... FROM questions`) with the filter's conditions on the workspace's questions (not
+            /// its cursor, order or limit).
+            fn filtered_questions(head: &str, workspace_id: Uuid, filter: &QuestionFilter) -> QueryBuilder<'static, $db> {
+                let mut query = QueryBuilder::<$db>::new(format!("{head} WHERE workspace_id = "));
                 query.push_bind(workspace_id);
                 if let Some(status) = filter.status {
                     query.push(" AND status = ").push_bind(status.as_str());
@@ -269,6 +269,57 @@ macro_rules! sql_store {
                     query.push(" ESCAPE '\\')");
                 }
                 query
+            }
+
+            /// One page of questions in the filter's order, starting after its cursor, as rows of `columns`.
+            async fn list_question_rows<R>(
+                &self,
+                columns: &str,
+                workspace_id: Uuid,
+                filter: &QuestionFilter,
+            ) -> StoreResult<Vec<R>>
+            where
+                R: for<'r> sqlx::FromRow<'r, <$db as sqlx::Database>::Row> + Send + Unpin,
+            {
+                let head = format!("SELECT {columns} FROM questions");
+                let limit = i64::from(filter.limit);
+                if filter.sort == QuestionSort::CreatedDesc {
+                    let mut query = Self::filtered_questions(&head, workspace_id, filter);
+                    if let Some(QuestionCursor::Created { id }) = &filter.after {
+                        query.push(" AND id < ").push_bind(*id);
+                    }
+                    query.push(" ORDER BY id DESC LIMIT ").push_bind(limit);
+                    return Ok(query.build_query_as().fetch_all(&self.$read).await?);
+                }
+                // Soonest deadline first, then the questions without one, oldest first: two queries rather than one
+                // `ORDER BY timeout_at NULLS LAST`, because each can walk an index in its order and stop after a
+                // page, where the single query sorted every matching question for every page (SQLite's indexes
+                // keep NULLs first, so none can serve NULLS LAST).
+                let mut rows: Vec<R> = Vec::new();
+                let past_dated = matches!(filter.after, Some(QuestionCursor::Deadline { timeout_at: None, .. }));
+                if !past_dated {
+                    let mut query = Self::filtered_questions(&head, workspace_id, filter);
+                    query.push(" AND timeout_at IS NOT NULL");
+                    if let Some(QuestionCursor::Deadline { timeout_at: Some(at), id }) = &filter.after {
+                        query.push(" AND (timeout_at > ").push_bind(*at);
+                        query.push(" OR (timeout_at = ").push_bind(*at);
+                        query.push(" AND id > ").push_bind(*id);
+                        query.push("))");
+                    }
+                    query.push(" ORDER BY timeout_at ASC, id ASC LIMIT ").push_bind(limit);
+                    rows = query.build_query_as().fetch_all(&self.$read).await?;
+                }
+                let missing = limit - rows.len() as i64;
+                if missing > 0 {
+                    let mut query = Self::filtered_questions(&head, workspace_id, filter);
+                    query.push(" AND timeout_at IS NULL");
+                    if let Some(QuestionCursor::Deadline { timeout_at: None, id }) = &filter.after {
+                        query.push(" AND id > ").push_bind(*id);
+                    }
+                    query.push(" ORDER BY id ASC LIMIT ").push_bind(missing);
+                    rows.extend(query.build_query_as::<R>().fetch_all(&self.$read).await?);
+                }
+                Ok(rows)
             }
 
             /// Appends an event inside the caller's transaction; returns its id.
@@ -705,44 +756,25 @@ macro_rules! sql_store {
                 workspace_id: Uuid,
                 filter: &QuestionFilter,
             ) -> StoreResult<Vec<QuestionRow>> {
-                let limit = i64::from(filter.limit);
-                if filter.sort == QuestionSort::CreatedDesc {
-                    let mut query = Self::filtered_questions(workspace_id, filter);
-                    if let Some(QuestionCursor::Created { id }) = &filter.after {
-                        query.push(" AND id < ").push_bind(*id);
-                    }
-                    query.push(" ORDER BY id DESC LIMIT ").push_bind(limit);
-                    return Ok(query.build_query_as().fetch_all(&self.$read).await?);
-                }
-                // Soonest deadline first, then the questions without one, oldest first: two queries rather than one
-                // `ORDER BY timeout_at NULLS LAST`, because each can walk an index in its order and stop after a
-                // page, where the single query sorted every matching question for every page (SQLite's indexes
-                // keep NULLs first, so none can serve NULLS LAST).
-                let mut rows: Vec<QuestionRow> = Vec::new();
-                let past_dated = matches!(filter.after, Some(QuestionCursor::Deadline { timeout_at: None, .. }));
-                if !past_dated {
-                    let mut query = Self::filtered_questions(workspace_id, filter);
-                    query.push(" AND timeout_at IS NOT NULL");
-                    if let Some(QuestionCursor::Deadline { timeout_at: Some(at), id }) = &filter.after {
-                        query.push(" AND (timeout_at > ").push_bind(*at);
-                        query.push(" OR (timeout_at = ").push_bind(*at);
-                        query.push(" AND id > ").push_bind(*id);
-                        query.push("))");
-                    }
-                    query.push(" ORDER BY timeout_at ASC, id ASC LIMIT ").push_bind(limit);
-                    rows = query.build_query_as().fetch_all(&self.$read).await?;
-                }
-                let missing = limit - rows.len() as i64;
-                if missing > 0 {
-                    let mut query = Self::filtered_questions(workspace_id, filter);
-                    query.push(" AND timeout_at IS NULL");
-                    if let Some(QuestionCursor::Deadline { timeout_at: None, id }) = &filter.after {
-                        query.push(" AND id > ").push_bind(*id);
-                    }
-                    query.push(" ORDER BY id ASC LIMIT ").push_bind(missing);
-                    rows.extend(query.build_query_as::<QuestionRow>().fetch_all(&self.$read).await?);
-                }
-                Ok(rows)
+                self.list_question_rows(QUESTION_COLUMNS, workspace_id, filter).await
+            }
+
+            async fn list_question_summaries(
+                &self,
+                workspace_id: Uuid,
+                filter: &QuestionFilter,
+            ) -> StoreResult<Vec<QuestionSummaryRow>> {
+                self.list_question_rows(QUESTION_SUMMARY_COLUMNS, workspace_id, filter).await
+            }
+
+            async fn count_questions(&self, workspace_id: Uuid, filter: &QuestionFilter) -> StoreResult<u32> {
+                // Counting stops at the filter's limit: a badge that says "200+" needs no more, and the index walk
+                // stays one page long however many questions the workspace has.
+                let mut query =
+                    Self::filtered_questions("SELECT COUNT(*) FROM (SELECT 1 FROM questions", workspace_id, filter);
+                query.push(" LIMIT ").push_bind(i64::from(filter.limit)).push(") AS capped");
+                let (count,): (i64,) = query.build_query_as().fetch_one(&self.$read).await?;
+                Ok(u32::try_from(count).unwrap_or(u32::MAX))
             }
 
             async fn resolve_question(
