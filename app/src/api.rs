@@ -94,11 +94,12 @@ pub async fn send_json<B: Serialize, R: DeserializeOwned>(
         if response.ok() {
             let text = response.text().await.map_err(ApiError::network)?;
             let text = if text.trim().is_empty() { "null" } else { text.as_str() };
-            serde_json::from_str(text).map_err(ApiError::network)
+            crate::codec::from_json(text).map_err(ApiError::network)
         } else {
-            match response.json::<crate::types::ErrorBody>().await {
-                Ok(body) => Err(body.error.into()),
-                Err(_) => Err(ApiError {
+            let body = response.text().await.ok();
+            match body.as_deref().map(crate::codec::from_json::<crate::types::ErrorBody>) {
+                Some(Ok(body)) => Err(body.error.into()),
+                _ => Err(ApiError {
                     code: "http".into(),
                     message: format!("Holdpoint answered {}", response.status()),
                     details: None,

@@ -8,7 +8,7 @@ use crate::types::{Question, QuestionStatus, Role};
 /// The bar on top of every signed-in page: where you are, who you are, and sign-out.
 #[component]
 pub fn TopBar() -> impl IntoView {
-    let session = Resource::new(|| (), |_| current_session());
+    let session = crate::codec::resource(|| (), |_| current_session());
     view! {
         <header class="topbar">
             <a class="brand" href="/inbox">"Holdpoint"</a>

@@ -7,6 +7,7 @@ pub mod types;
 
 mod answer;
 mod api;
+mod codec;
 mod components;
 pub mod live;
 pub mod markdown;

@@ -156,13 +156,13 @@ mod browser {
                     continue;
                 };
                 if name == EventType::RunStatus.as_str() {
-                    match serde_json::from_str::<RunStatusEventData>(&text) {
+                    match crate::codec::from_json::<RunStatusEventData>(&text) {
                         Ok(data) => set_runs.update(|runs| runs.push(data)),
                         Err(err) => leptos::logging::warn!("unreadable run event: {err}"),
                     }
                     continue;
                 }
-                match serde_json::from_str::<QuestionEventData>(&text) {
+                match crate::codec::from_json::<QuestionEventData>(&text) {
                     Ok(data) => set_questions.update(|updates| updates.push(data.question)),
                     Err(err) => leptos::logging::warn!("unreadable event: {err}"),
                 }

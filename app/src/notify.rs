@@ -12,7 +12,7 @@ use crate::{PENDING_COUNT_CAP, pending_count};
 pub fn UnreadBadge() -> impl IntoView {
     let live = use_live();
     let events = Memo::new(move |_| live.questions.with(Vec::len));
-    let count = Resource::new(move || events.get(), |_| pending_count());
+    let count = crate::codec::resource(move || events.get(), |_| pending_count());
     view! {
         <Transition fallback=|| ()>
             {move || count.get().and_then(Result::ok).filter(|n| *n > 0).map(|n| view! {

@@ -77,7 +77,7 @@ pub fn ApprovalsPage() -> impl IntoView {
             filter
         })
     });
-    let initial = Resource::new(move || filter.get(), inbox_questions);
+    let initial = crate::codec::resource(move || filter.get(), inbox_questions);
     let updates = use_question_updates();
     view! {
         <TopBar/>

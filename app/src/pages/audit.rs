@@ -105,7 +105,8 @@ pub fn AuditPage() -> impl IntoView {
     let query = use_query_map();
     let filter = Memo::new(move |_| query.with(|q| filter_from_query(|name| q.get(name))));
     let cursor = Memo::new(move |_| query.with(|q| q.get("cursor").filter(|c| !c.is_empty())));
-    let entries = Resource::new(move || (filter.get(), cursor.get()), |(filter, cursor)| audit_entries(filter, cursor));
+    let entries =
+        crate::codec::resource(move || (filter.get(), cursor.get()), |(filter, cursor)| audit_entries(filter, cursor));
     let current = filter.get_untracked();
     let links = filter_query(&current);
     let export = move |format: &str| {

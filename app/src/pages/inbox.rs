@@ -17,7 +17,7 @@ use crate::{InboxFilter, inbox_summaries};
 pub fn InboxPage() -> impl IntoView {
     let query = use_query_map();
     let filter = Memo::new(move |_| query.with(|q| InboxFilter::from_query(|name| q.get(name))));
-    let initial = Resource::new(move || filter.get(), inbox_summaries);
+    let initial = crate::codec::resource(move || filter.get(), inbox_summaries);
     let updates = use_question_updates();
     view! {
         <TopBar/>

@@ -17,13 +17,13 @@ use crate::{current_session, question_detail};
 pub fn QuestionPage() -> impl IntoView {
     let params = use_params_map();
     let id = move || params.with(|p| p.get("id").and_then(|id| Uuid::parse_str(&id).ok()));
-    let question = Resource::new(id, |id| async move {
+    let question = crate::codec::resource(id, |id| async move {
         match id {
             Some(id) => question_detail(id).await,
             None => Ok(None),
         }
     });
-    let session = Resource::new(|| (), |_| current_session());
+    let session = crate::codec::resource(|| (), |_| current_session());
     view! {
         <TopBar/>
         <main class="page" data-testid="question-page">

@@ -29,8 +29,10 @@ pub fn RunsPage() -> impl IntoView {
     });
     let live = use_live();
     // Also reloaded once the event stream is open, so nothing that moved since the server render is missed.
-    let runs =
-        Resource::new(move || (filter.get(), live.opened.get()), |((status, project), _)| runs_list(status, project));
+    let runs = crate::codec::resource(
+        move || (filter.get(), live.opened.get()),
+        |((status, project), _)| runs_list(status, project),
+    );
     let (status, project) = filter.get_untracked();
     let selected = status.map(|s| s.to_string()).unwrap_or_default();
     view! {
@@ -121,7 +123,7 @@ pub fn RunPage() -> impl IntoView {
         let questions = live.questions.with(|events| events.iter().filter(|q| q.run_id == Some(id)).count());
         runs + questions + live.opened.get() as usize
     });
-    let detail = Resource::new(
+    let detail = crate::codec::resource(
         move || (id(), version.get()),
         |(id, _)| async move {
             match id {

@@ -30,8 +30,8 @@ struct Outcomes {
 /// The page.
 #[component]
 pub fn SettingsPage() -> impl IntoView {
-    let session = Resource::new(|| (), |_| current_session());
-    let data = Resource::new(|| (), |_| settings_data());
+    let session = crate::codec::resource(|| (), |_| current_session());
+    let data = crate::codec::resource(|| (), |_| settings_data());
     let outcomes = Outcomes {
         password: RwSignal::new(None),
         members: RwSignal::new(None),
