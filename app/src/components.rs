@@ -54,6 +54,20 @@ pub fn time_left(deadline: chrono::DateTime<chrono::Utc>, now: chrono::DateTime<
     }
 }
 
+/// `2026-11-23 14:05` (with `seconds`, `2026-11-23 14:05:09`): how the pages write a time, always UTC. Written
+/// out by hand: chrono's format strings would bring their parser and formatter into the wasm for a few fixed shapes.
+pub fn date_time(t: chrono::DateTime<chrono::Utc>, seconds: bool) -> String {
+    use chrono::{Datelike, Timelike};
+    let minutes = format!("{:04}-{:02}-{:02} {:02}:{:02}", t.year(), t.month(), t.day(), t.hour(), t.minute());
+    if seconds { format!("{minutes}:{:02}", t.second()) } else { minutes }
+}
+
+/// `14:05:09`, UTC: the time of day alone (see [`date_time`]).
+pub fn clock(t: chrono::DateTime<chrono::Utc>) -> String {
+    use chrono::Timelike;
+    format!("{:02}:{:02}:{:02}", t.hour(), t.minute(), t.second())
+}
+
 /// A live countdown to a question's deadline (ticks every second once hydrated).
 #[component]
 pub fn Countdown(deadline: chrono::DateTime<chrono::Utc>) -> impl IntoView {
@@ -62,7 +76,7 @@ pub fn Countdown(deadline: chrono::DateTime<chrono::Utc>) -> impl IntoView {
     let urgent = move || (deadline - now.map_or_else(chrono::Utc::now, |n| n.get())).num_seconds() < 300;
     view! {
         <time class="countdown" class:soon=urgent datetime=deadline.to_rfc3339() data-testid="countdown"
-            title=format!("deadline {}", deadline.format("%Y-%m-%d %H:%M:%S UTC"))>
+            title=format!("deadline {} UTC", date_time(deadline, true))>
             {text}
         </time>
     }
@@ -133,5 +147,15 @@ mod tests {
         assert_eq!(time_left(now + Duration::seconds(245), now), "4:05 left");
         assert_eq!(time_left(now + Duration::minutes(130), now), "2 h 10 min left");
         assert_eq!(time_left(now - Duration::seconds(1), now), "overdue");
+    }
+
+    #[test]
+    fn times_are_written_as_chrono_would_write_them() {
+        for text in ["2026-11-23T04:05:09Z", "1999-01-01T00:00:00Z", "2030-12-31T23:59:59.999Z"] {
+            let t = chrono::DateTime::parse_from_rfc3339(text).unwrap().with_timezone(&Utc);
+            assert_eq!(date_time(t, true), t.format("%Y-%m-%d %H:%M:%S").to_string());
+            assert_eq!(date_time(t, false), t.format("%Y-%m-%d %H:%M").to_string());
+            assert_eq!(clock(t), t.format("%H:%M:%S").to_string());
+        }
     }
 }

@@ -119,6 +119,9 @@ fn optimize(tools: &SiteTools, module: &Path) -> Result {
             "--enable-mutable-globals",
             "--enable-reference-types",
             "--enable-multivalue",
+            // Every module would otherwise carry its own copy of these two custom sections, which no browser reads.
+            "--strip-target-features",
+            "--strip-producers",
         ])
         .arg(module)
         .arg("-o")

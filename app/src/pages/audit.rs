@@ -9,7 +9,7 @@ use leptos_router::hooks::use_query_map;
 use serde_json::Value;
 
 use crate::audit_entries;
-use crate::components::TopBar;
+use crate::components::{TopBar, date_time};
 use crate::types::{ActorKind, AuditEntry, AuditFilter};
 
 /// The actions the server records, for the filter's choices.
@@ -80,10 +80,10 @@ pub fn filter_query(filter: &AuditFilter) -> String {
         pairs.push(("subject_id", subject.clone()));
     }
     if let Some(since) = filter.since {
-        pairs.push(("since", since.format("%Y-%m-%dT%H:%M:%SZ").to_string()));
+        pairs.push(("since", format!("{}Z", date_time(since, true).replace(' ', "T"))));
     }
     if let Some(until) = filter.until {
-        pairs.push(("until", until.format("%Y-%m-%dT%H:%M:%SZ").to_string()));
+        pairs.push(("until", format!("{}Z", date_time(until, true).replace(' ', "T"))));
     }
     pairs.into_iter().map(|(name, value)| format!("{name}={}", encode(&value))).collect::<Vec<_>>().join("&")
 }
@@ -159,7 +159,7 @@ pub fn AuditPage() -> impl IntoView {
 fn AuditFilterBar(filter: AuditFilter) -> impl IntoView {
     let action = filter.action.clone().unwrap_or_default();
     let kind = filter.actor_kind.map(|k| k.to_string()).unwrap_or_default();
-    let local = |t: Option<chrono::DateTime<chrono::Utc>>| t.map(|t| t.format("%Y-%m-%dT%H:%M").to_string());
+    let local = |t: Option<chrono::DateTime<chrono::Utc>>| t.map(|t| date_time(t, false).replace(' ', "T"));
     view! {
         <form method="get" action="/audit" class="filters" data-testid="audit-filters" role="search">
             <label class="filter">
@@ -289,7 +289,7 @@ fn AuditRow(entry: AuditEntry) -> impl IntoView {
         <tr data-testid="audit-entry" data-seq=entry.seq.to_string() data-action=entry.action.clone()>
             <td class="muted">{entry.seq}</td>
             <td>
-                <time datetime=entry.created_at.to_rfc3339()>{entry.created_at.format("%Y-%m-%d %H:%M:%S").to_string()}</time>
+                <time datetime=entry.created_at.to_rfc3339()>{date_time(entry.created_at, true)}</time>
             </td>
             <td>
                 <span data-testid="audit-actor">{entry.actor.clone()}</span>

@@ -7,7 +7,7 @@ use leptos::either::Either;
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
-use crate::components::{Badge, Countdown, TopBar};
+use crate::components::{Badge, Countdown, TopBar, date_time};
 use crate::live::use_question_updates;
 use crate::types::{Question, QuestionKind, QuestionStatus, QuestionSummary, Urgency};
 use crate::{InboxFilter, inbox_summaries};
@@ -171,7 +171,7 @@ fn QuestionRow(question: QuestionSummary, selected: RwSignal<Option<uuid::Uuid>>
                 {(!pending).then(|| view! { <Badge text=question.status.to_string() class="status"/> })}
                 {project.map(|p| view! { <Badge text=p class="project"/> })}
                 <time datetime=question.created_at.to_rfc3339()>
-                    {question.created_at.format("%Y-%m-%d %H:%M UTC").to_string()}
+                    {format!("{} UTC", date_time(question.created_at, false))}
                 </time>
                 {pending.then_some(question.timeout_at).flatten().map(|t| view! { <Countdown deadline=t/> })}
             </div>

@@ -9,7 +9,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::answer::AnswerWidget;
-use crate::components::{Badge, Countdown, TopBar};
+use crate::components::{Badge, Countdown, TopBar, clock, date_time};
 use crate::live::use_live;
 use crate::markdown::Markdown;
 use crate::types::{Run, RunMessage, RunStatus, Segment, ToolCall};
@@ -104,7 +104,7 @@ fn RunRow(run: Run, live_runs: ReadSignal<Vec<crate::types::RunStatusEventData>>
                 {(!run.pending_question_ids.is_empty()).then(|| view! {
                     <Badge text=format!("{} waiting", run.pending_question_ids.len()) class="urgency-high"/>
                 })}
-                <time datetime=run.created_at.to_rfc3339()>{run.created_at.format("%Y-%m-%d %H:%M UTC").to_string()}</time>
+                <time datetime=run.created_at.to_rfc3339()>{format!("{} UTC", date_time(run.created_at, false))}</time>
             </div>
         </li>
     }
@@ -209,8 +209,8 @@ fn Segments(segments: Vec<Segment>) -> impl IntoView {
                         <tr data-testid="run-segment">
                             <td>{s.index}{s.resumed_from.map(|_| " (resumed)")}</td>
                             <td>{format!("{} / {}", s.steps, s.max_steps)}</td>
-                            <td>{s.started_at.format("%H:%M:%S").to_string()}</td>
-                            <td>{s.ended_at.map(|t| t.format("%H:%M:%S").to_string()).unwrap_or_else(|| "—".into())}</td>
+                            <td>{clock(s.started_at)}</td>
+                            <td>{s.ended_at.map(clock).unwrap_or_else(|| "—".into())}</td>
                             <td>{s.end_status.map(|st| st.to_string().replace('_', " ")).unwrap_or_else(|| "open".into())}</td>
                         </tr>
                     }).collect_view()}
@@ -241,7 +241,7 @@ fn TimelineEntry(message: RunMessage, calls: Vec<ToolCall>) -> impl IntoView {
         <li class=format!("timeline-entry role-{role}") data-testid="timeline-message" data-role=role.clone()>
             <div class="timeline-head">
                 <strong>{role.clone()}</strong>
-                <span class="muted">{format!(" · step {} · {}", message.step, message.created_at.format("%H:%M:%S"))}</span>
+                <span class="muted">{format!(" · step {} · {}", message.step, clock(message.created_at))}</span>
             </div>
             {(!text.is_empty()).then(|| if role == "tool" || role == "system" {
                 Either::Left(view! { <pre class="message-text">{text.clone()}</pre> })

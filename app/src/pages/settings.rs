@@ -6,7 +6,7 @@ use leptos::either::Either;
 use leptos::prelude::*;
 
 use crate::api::send_json;
-use crate::components::TopBar;
+use crate::components::{TopBar, date_time};
 use crate::types::{
     CreatedToken, Member, MemberUpdate, NewMember, NewToken, PasswordChange, Role, SessionInfo, TokenInfo,
 };
@@ -280,10 +280,10 @@ fn TokenTable(tokens: Vec<TokenInfo>, reload: impl Fn() + Clone + Send + Sync + 
                     <td>{token.name.clone()}</td>
                     <td>{token.role.as_str()}</td>
                     <td>{token.created_by.clone().unwrap_or_default()}</td>
-                    <td><time datetime=token.created_at.to_rfc3339()>{token.created_at.format("%Y-%m-%d %H:%M").to_string()}</time></td>
+                    <td><time datetime=token.created_at.to_rfc3339()>{date_time(token.created_at, false)}</time></td>
                     <td>
                         {match token.revoked_at {
-                            Some(at) => Either::Left(view! { <span class="muted">{format!("revoked {}", at.format("%Y-%m-%d %H:%M"))}</span> }),
+                            Some(at) => Either::Left(view! { <span class="muted">{format!("revoked {}", date_time(at, false))}</span> }),
                             None => Either::Right(view! {
                                 <button type="button" class="link danger-text" on:click=revoke data-testid="token-revoke">"Revoke"</button>
                             }),
