@@ -107,6 +107,16 @@ pub fn answer_text(value: &serde_json::Value) -> String {
     }
 }
 
+/// The text with its first letter in upper case, for the UI's own English words and the server's messages. ASCII
+/// only: Unicode's case tables would be a few KiB of wasm for letters these texts never start with.
+pub fn capitalise(text: &str) -> String {
+    let mut capitalised = text.to_owned();
+    if let Some(first) = capitalised.get_mut(..1) {
+        first.make_ascii_uppercase();
+    }
+    capitalised
+}
+
 /// An id short enough to show: its last eight hex digits, which end the full id, so a search for them finds it. Ids
 /// are UUIDv7, whose leading digits are the creation time (the first eight change about once a minute): only the
 /// random tail tells apart ids made together.
@@ -157,5 +167,13 @@ mod tests {
             assert_eq!(date_time(t, false), t.format("%Y-%m-%d %H:%M").to_string());
             assert_eq!(clock(t), t.format("%H:%M:%S").to_string());
         }
+    }
+
+    #[test]
+    fn capitalising_raises_the_first_ascii_letter_only() {
+        assert_eq!(capitalise("question is already answered by alice"), "Question is already answered by alice");
+        assert_eq!(capitalise("approve"), "Approve");
+        assert_eq!(capitalise(""), "");
+        assert_eq!(capitalise("étape"), "étape");
     }
 }

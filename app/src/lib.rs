@@ -23,7 +23,7 @@ use leptos::prelude::*;
 use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
 use leptos_router::{
     Lazy, ParamSegment, SsrMode, StaticSegment,
-    components::{Redirect, Route, Router, Routes},
+    components::{Outlet, ParentRoute, Redirect, Route, Router, Routes},
 };
 
 pub use server_fns::*;
@@ -64,22 +64,36 @@ pub fn App() -> impl IntoView {
         <Router>
             <Routes fallback=pages::NotFound>
                 <Route path=StaticSegment("") view=|| view! { <Redirect path="/inbox"/> }/>
+                <Route path=StaticSegment("signin") view={Lazy::<pages::SignInRoute>::new()}/>
+                // Every signed-in page under one layout, whose top bar stays mounted as people move between pages.
                 // Async: the server waits for the page's data and sends it complete, so reading and answering work
                 // without JavaScript (out-of-order streaming needs a script to put streamed parts in place).
-                <Route path=StaticSegment("inbox") view={Lazy::<pages::InboxRoute>::new()} ssr=SsrMode::Async/>
-                <Route
-                    path=(StaticSegment("questions"), ParamSegment("id"))
-                    view={Lazy::<pages::QuestionRoute>::new()}
-                    ssr=SsrMode::Async
-                />
-                <Route path=StaticSegment("approvals") view={Lazy::<pages::ApprovalsRoute>::new()} ssr=SsrMode::Async/>
-                <Route path=StaticSegment("runs") view={Lazy::<pages::RunsRoute>::new()} ssr=SsrMode::Async/>
-                <Route path=(StaticSegment("runs"), ParamSegment("id")) view={Lazy::<pages::RunRoute>::new()} ssr=SsrMode::Async/>
-                <Route path=StaticSegment("settings") view={Lazy::<pages::SettingsRoute>::new()} ssr=SsrMode::Async/>
-                <Route path=StaticSegment("audit") view={Lazy::<pages::AuditRoute>::new()} ssr=SsrMode::Async/>
-                <Route path=StaticSegment("signin") view={Lazy::<pages::SignInRoute>::new()}/>
+                <ParentRoute path=() view=SignedInLayout ssr=SsrMode::Async>
+                    <Route path=StaticSegment("inbox") view={Lazy::<pages::InboxRoute>::new()} ssr=SsrMode::Async/>
+                    <Route
+                        path=(StaticSegment("questions"), ParamSegment("id"))
+                        view={Lazy::<pages::QuestionRoute>::new()}
+                        ssr=SsrMode::Async
+                    />
+                    <Route path=StaticSegment("approvals") view={Lazy::<pages::ApprovalsRoute>::new()} ssr=SsrMode::Async/>
+                    <Route path=StaticSegment("runs") view={Lazy::<pages::RunsRoute>::new()} ssr=SsrMode::Async/>
+                    <Route path=(StaticSegment("runs"), ParamSegment("id")) view={Lazy::<pages::RunRoute>::new()} ssr=SsrMode::Async/>
+                    <Route path=StaticSegment("settings") view={Lazy::<pages::SettingsRoute>::new()} ssr=SsrMode::Async/>
+                    <Route path=StaticSegment("audit") view={Lazy::<pages::AuditRoute>::new()} ssr=SsrMode::Async/>
+                </ParentRoute>
             </Routes>
             <modal::LiveModal/>
         </Router>
+    }
+}
+
+/// The frame of every signed-in page: the top bar, then the page. Part of the main wasm module (every page but the
+/// sign-in page has it), where it costs less than in a module the pages share: modules are compressed and
+/// optimised one by one.
+#[component]
+fn SignedInLayout() -> impl IntoView {
+    view! {
+        <components::TopBar/>
+        <Outlet/>
     }
 }

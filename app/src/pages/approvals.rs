@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::api::post_json;
-use crate::components::{Badge, Countdown, TopBar};
+use crate::components::{Badge, Countdown, capitalise};
 use crate::live::use_question_updates;
 use crate::types::{ErrorDetail, Question, QuestionKind, QuestionStatus};
 use crate::{InboxFilter, inbox_questions};
@@ -53,13 +53,7 @@ struct ItemResult {
 fn item_result(result: &BatchResult, approve: bool) -> ItemResult {
     let text = match (result.status.as_str(), &result.error) {
         ("answered", _) => (if approve { "Approved" } else { "Rejected" }).to_owned(),
-        (_, Some(error)) => {
-            let mut message = error.message.clone();
-            if let Some(first) = message.get(..1) {
-                message.replace_range(..1, &first.to_uppercase());
-            }
-            message
-        }
+        (_, Some(error)) => capitalise(&error.message),
         (status, None) => status.replace('_', " "),
     };
     ItemResult { status: result.status.clone(), text }
@@ -80,7 +74,6 @@ pub fn ApprovalsPage() -> impl IntoView {
     let initial = crate::codec::resource(move || filter.get(), inbox_questions);
     let updates = use_question_updates();
     view! {
-        <TopBar/>
         <main class="page" data-testid="approvals-page">
             <h1>"Approvals"</h1>
             <form method="get" action="/approvals" class="filters" role="search">

@@ -9,7 +9,7 @@ use leptos_router::hooks::use_query_map;
 use serde_json::Value;
 
 use crate::audit_entries;
-use crate::components::{TopBar, date_time};
+use crate::components::date_time;
 use crate::types::{ActorKind, AuditEntry, AuditFilter};
 
 /// The actions the server records, for the filter's choices.
@@ -117,7 +117,6 @@ pub fn AuditPage() -> impl IntoView {
         }
     };
     view! {
-        <TopBar/>
         <main class="page wide" data-testid="audit-page">
             <h1>"Audit log"</h1>
             <p class="muted">

@@ -7,7 +7,7 @@ use leptos::either::Either;
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
-use crate::components::{Badge, Countdown, TopBar, date_time};
+use crate::components::{Badge, Countdown, date_time};
 use crate::live::use_question_updates;
 use crate::types::{Question, QuestionKind, QuestionStatus, QuestionSummary, Urgency};
 use crate::{InboxFilter, inbox_summaries};
@@ -20,7 +20,6 @@ pub fn InboxPage() -> impl IntoView {
     let initial = crate::codec::resource(move || filter.get(), inbox_summaries);
     let updates = use_question_updates();
     view! {
-        <TopBar/>
         <main class="page" data-testid="inbox-page">
             <h1>"Inbox"</h1>
             <FilterBar filter=filter.get_untracked()/>

@@ -7,7 +7,7 @@ use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 use uuid::Uuid;
 
-use crate::components::{Badge, Countdown, TopBar, describe_resolution};
+use crate::components::{Badge, Countdown, capitalise, describe_resolution};
 use crate::markdown::Markdown;
 use crate::types::{FormField, Question, QuestionOption, QuestionStatus, ResponseType, SessionInfo};
 use crate::{current_session, question_detail};
@@ -25,7 +25,6 @@ pub fn QuestionPage() -> impl IntoView {
     });
     let session = crate::codec::resource(|| (), |_| current_session());
     view! {
-        <TopBar/>
         <main class="page" data-testid="question-page">
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || {
@@ -152,11 +151,6 @@ fn AnswerForm(question: Question, csrf: String) -> impl IntoView {
             {inputs}
         </form>
     }
-}
-
-fn capitalise(word: &str) -> String {
-    let mut chars = word.chars();
-    chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()
 }
 
 #[component]

@@ -9,7 +9,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::answer::AnswerWidget;
-use crate::components::{Badge, Countdown, TopBar, clock, date_time};
+use crate::components::{Badge, Countdown, clock, date_time};
 use crate::live::use_live;
 use crate::markdown::Markdown;
 use crate::types::{Run, RunMessage, RunStatus, Segment, ToolCall};
@@ -36,7 +36,6 @@ pub fn RunsPage() -> impl IntoView {
     let (status, project) = filter.get_untracked();
     let selected = status.map(|s| s.to_string()).unwrap_or_default();
     view! {
-        <TopBar/>
         <main class="page" data-testid="runs-page">
             <h1>"Runs"</h1>
             <form method="get" action="/runs" class="filters" role="search">
@@ -133,7 +132,6 @@ pub fn RunPage() -> impl IntoView {
         },
     );
     view! {
-        <TopBar/>
         <main class="page" data-testid="run-page">
             <p><a href="/runs">"← Runs"</a></p>
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>

@@ -6,7 +6,7 @@ use leptos::either::Either;
 use leptos::prelude::*;
 
 use crate::api::send_json;
-use crate::components::{TopBar, date_time};
+use crate::components::date_time;
 use crate::types::{
     CreatedToken, Member, MemberUpdate, NewMember, NewToken, PasswordChange, Role, SessionInfo, TokenInfo,
 };
@@ -42,7 +42,6 @@ pub fn SettingsPage() -> impl IntoView {
     };
     provide_context(outcomes);
     view! {
-        <TopBar/>
         <main class="page" data-testid="settings-page">
             <h1>"Settings"</h1>
             // A transition, not a suspense: after a change the lists reload in place instead of flashing "Loading…".
