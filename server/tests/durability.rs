@@ -227,6 +227,40 @@ async fn events_of_one_instance_reach_the_clients_of_another_in_order() {
     assert!(replayed[0].0 > last_seen);
 }
 
+/// A token revoked through one instance stops working on another at once, even on one that has just served it (and
+/// so trusts it from memory): the revocation is heard by notification, well before the cache's own expiry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_revoked_through_one_instance_stops_working_on_the_others() {
+    let Some(app) = database(Backend::Postgres).await else { return };
+    let admin = Client { http: reqwest::Client::new(), token: app.token.clone() };
+    let (a, b) = tokio::join!(app.spawn_process(), app.spawn_process());
+    let created = admin.post(&a.base_url, "/tokens", json!({ "name": "ci", "role": "agent" })).await;
+    let agent = Client { http: reqwest::Client::new(), token: created["secret"].as_str().unwrap().to_owned() };
+    let id = created["token"]["id"].as_str().unwrap();
+    // Served a few times, the token is in instance A's memory once A listens for revocations (right after start).
+    for _ in 0..5 {
+        agent.get(&a.base_url, "/questions").await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    admin.post(&b.base_url, &format!("/tokens/{id}/revoke"), json!({})).await;
+    let heard_within = Duration::from_secs(2);
+    assert!(heard_within < holdpoint::store::TOKEN_CACHE_TTL, "the bound must not be met by the cache expiring");
+    let revoked_at = tokio::time::Instant::now();
+    loop {
+        let (status, body) = agent.send(&a.base_url, reqwest::Method::GET, "/questions", None).await;
+        if status == 401 {
+            assert_eq!(body["error"]["code"], "unauthorized");
+            break;
+        }
+        assert_eq!(status, 200, "{body}");
+        assert!(revoked_at.elapsed() < heard_within, "instance A still takes the token revoked through B");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (status, _) = agent.send(&b.base_url, reqwest::Method::GET, "/questions", None).await;
+    assert_eq!(status, 401, "and B, which revoked it, refuses it too");
+}
+
 /// Ids are drawn as each transaction commits, under the event log's lock (migration 0008): with many writers on two
 /// instances committing at once, every stream of either instance still gets every event, once, in id order. A
 /// later id that became visible before an earlier one would make the hubs step past the earlier one for good.

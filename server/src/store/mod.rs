@@ -12,6 +12,7 @@ mod rows;
 mod run_rows;
 mod run_sql;
 mod sql;
+mod token_cache;
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -31,6 +32,7 @@ pub use people::*;
 pub use rows::*;
 pub use run_rows::*;
 pub use run_sql::RunStore;
+pub use token_cache::TTL as TOKEN_CACHE_TTL;
 
 /// What can go wrong below the HTTP layer.
 #[derive(Debug, thiserror::Error)]

@@ -394,7 +394,12 @@ macro_rules! people_sql_store {
                 .bind(id)
                 .fetch_optional(&mut *tx)
                 .await?;
+                if let Some(notify) = Self::TELL_OTHERS_OF_A_REVOCATION {
+                    sqlx::query(notify).execute(&mut *tx).await?;
+                }
                 tx.commit().await?;
+                // Before the caller hears that the token is revoked, this instance has stopped trusting it.
+                self.tokens.forget_all();
                 Ok(row)
             }
 

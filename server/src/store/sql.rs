@@ -14,6 +14,7 @@ use uuid::Uuid;
 use app::types::{AnswerBody, Resolution};
 
 use super::group_commit::{BatchedWrite, GroupCommit};
+use super::token_cache::TokenCache;
 use super::*;
 
 /// The columns of `questions`, in the order of [`QuestionRow`].
@@ -69,6 +70,7 @@ pub struct SqliteStore {
     pub(super) write: SqlitePool,
     writer: GroupCommit,
     committed: watch::Sender<Committed>,
+    pub(super) tokens: TokenCache,
 }
 
 impl SqliteStore {
@@ -86,11 +88,15 @@ impl SqliteStore {
     const GUESS_AUDIT_HEAD: bool = true;
     /// Nothing to lock: `BEGIN IMMEDIATE` on the one writer already runs write transactions one at a time.
     const RESOLVE_LOCKING_RUN: (&'static str, &'static str) = ("", "");
+    /// One process per database: no other instance caches tokens.
+    pub(super) const TELL_OTHERS_OF_A_REVOCATION: Option<&'static str> = None;
 
     pub async fn new(read: SqlitePool, write: SqlitePool) -> StoreResult<Self> {
         let last = last_event_id(&write).await?;
         let writer = GroupCommit::new(write.clone());
-        Ok(Self { read, write, writer, committed: watch::channel(Committed { last, event: None }).0 })
+        let committed = watch::channel(Committed { last, event: None }).0;
+        // Nobody else revokes tokens in this database: the cache serves from the start.
+        Ok(Self { read, write, writer, committed, tokens: TokenCache::new(true) })
     }
 
     /// A write transaction, run in the batch the writer has open (see [`GroupCommit`]). Batches begin with
@@ -105,6 +111,8 @@ impl SqliteStore {
 pub struct PostgresStore {
     pub(super) pool: PgPool,
     committed: watch::Sender<Committed>,
+    /// Serves only while the listener hears the other instances' revocations.
+    pub(super) tokens: Arc<TokenCache>,
 }
 
 impl PostgresStore {
@@ -134,17 +142,24 @@ impl PostgresStore {
          WHERE q.workspace_id = $6 AND q.id = $7 AND q.status = 'pending' FOR UPDATE OF r) ",
         " AND (SELECT COUNT(*) FROM run_lock) >= 0",
     );
+    /// The other instances forget the tokens they trusted (see `token_cache`); delivered when the revocation commits.
+    pub(super) const TELL_OTHERS_OF_A_REVOCATION: Option<&'static str> =
+        Some("SELECT pg_notify('holdpoint_credentials', '')");
 
     pub async fn new(pool: PgPool) -> StoreResult<Self> {
         let last = last_event_id(&pool).await?;
         let committed = watch::channel(Committed { last, event: None }).0;
-        tokio::spawn(listen_for_events(pool.clone(), committed.clone()));
-        Ok(Self { pool, committed })
+        let tokens = Arc::new(TokenCache::new(false));
+        tokio::spawn(listen_to_other_instances(pool.clone(), committed.clone(), Arc::clone(&tokens)));
+        Ok(Self { pool, committed, tokens })
     }
 }
 
-/// Follows the other instances' commits: each notification carries the newest event id of a commit.
-async fn listen_for_events(pool: PgPool, committed: watch::Sender<Committed>) {
+/// Follows the other instances' commits (each notification on [`EVENTS_CHANNEL`] carries the newest event id of a
+/// commit) and revocations ([`CREDENTIALS_CHANNEL`]). The token cache serves only while this listens: a
+/// notification sent while the connection is down is lost, so a lost connection forgets every token and the cache
+/// waits for a new one to be listening again.
+async fn listen_to_other_instances(pool: PgPool, committed: watch::Sender<Committed>, tokens: Arc<TokenCache>) {
     loop {
         let mut listener = match sqlx::postgres::PgListener::connect_with(&pool).await {
             Ok(listener) => listener,
@@ -154,20 +169,27 @@ async fn listen_for_events(pool: PgPool, committed: watch::Sender<Committed>) {
                 continue;
             }
         };
-        if let Err(err) = listener.listen(EVENTS_CHANNEL).await {
+        if let Err(err) = listener.listen_all([EVENTS_CHANNEL, CREDENTIALS_CHANNEL]).await {
             tracing::warn!(error = %err, "cannot listen for other instances' events; retrying");
             tokio::time::sleep(std::time::Duration::from_secs(1)).await;
             continue;
         }
+        tokens.listening(true);
         loop {
-            match listener.recv().await {
-                Ok(notification) => {
+            // `try_recv` says when the connection was lost (`None`), where `recv` would reconnect silently.
+            match listener.try_recv().await {
+                Ok(Some(notification)) if notification.channel() == CREDENTIALS_CHANNEL => tokens.forget_all(),
+                Ok(Some(notification)) => {
                     if let Ok(id) = notification.payload().parse::<i64>() {
                         announce(&committed, Committed { last: id, event: None });
                     }
                 }
+                Ok(None) => {
+                    tracing::warn!("lost the other instances' notifications; reconnecting");
+                    break;
+                }
                 Err(err) => {
-                    tracing::warn!(error = %err, "lost the event notifications; reconnecting");
+                    tracing::warn!(error = %err, "lost the other instances' notifications; reconnecting");
                     break;
                 }
             }
@@ -175,6 +197,7 @@ async fn listen_for_events(pool: PgPool, committed: watch::Sender<Committed>) {
                 return;
             }
         }
+        tokens.listening(false);
     }
 }
 
@@ -202,6 +225,8 @@ fn announce(committed: &watch::Sender<Committed>, newest: Committed) {
 
 /// The channel on which PostgreSQL instances announce committed events to each other.
 const EVENTS_CHANNEL: &str = "holdpoint_events";
+/// The channel on which a PostgreSQL instance tells the others that a token was revoked.
+const CREDENTIALS_CHANNEL: &str = "holdpoint_credentials";
 
 /// `sql` with each `$N` placeholder raised by `by`, so it can follow a statement that takes `$1`..`$by`.
 fn shift_placeholders(sql: &str, by: usize) -> String {
@@ -584,12 +609,20 @@ macro_rules! sql_store {
             }
 
             async fn principal_by_token_hash(&self, secret_hash: &[u8]) -> StoreResult<Option<Principal>> {
+                if let Some(principal) = self.tokens.get(secret_hash) {
+                    return Ok(Some(principal));
+                }
+                let generation = self.tokens.generation();
                 let record: Option<PrincipalRecord> =
                     sqlx::query_as(&format!("{TOKEN_PRINCIPAL} WHERE t.secret_hash = $1 AND t.revoked_at IS NULL"))
                         .bind(secret_hash)
                         .fetch_optional(&self.$read)
                         .await?;
-                record.map(PrincipalRecord::into_principal).transpose()
+                let principal = record.map(PrincipalRecord::into_principal).transpose()?;
+                if let Some(principal) = &principal {
+                    self.tokens.remember(secret_hash, principal, generation);
+                }
+                Ok(principal)
             }
 
             async fn insert_session(&self, session: &SessionRow) -> StoreResult<()> {
@@ -956,6 +989,13 @@ sql_store!(PostgresStore, Postgres, read = pool, write = pool, tx = sqlx::Transa
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_postgres_revocation_notifies_on_the_channel_the_instances_listen_to() {
+        let notify = PostgresStore::TELL_OTHERS_OF_A_REVOCATION.unwrap();
+        assert_eq!(notify, format!("SELECT pg_notify('{CREDENTIALS_CHANNEL}', '')"));
+        assert_eq!(SqliteStore::TELL_OTHERS_OF_A_REVOCATION, None);
+    }
 
     fn entry(workspace_id: Uuid, n: usize) -> NewAuditEntry {
         NewAuditEntry {
