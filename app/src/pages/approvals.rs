@@ -2,8 +2,6 @@
 //! filter), write one comment, approve or reject them in one `POST /api/v1/questions/answer-batch`, and see each
 //! item's result (answered, already answered by someone, invalid, not allowed).
 
-use std::collections::{BTreeMap, HashMap};
-
 use leptos::either::Either;
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
@@ -48,6 +46,39 @@ struct ItemResult {
     /// The API's per-item status: `answered`, `conflict`, `invalid`, `not_found`, `forbidden`.
     status: String,
     text: String,
+}
+
+/// The results of the batches this page has sent, by question: a list, not a map, since a queue holds at most 200
+/// approvals and a map type of its own would add its code to the page's wasm.
+#[derive(Debug, Clone, Default)]
+struct ItemResults(Vec<(Uuid, ItemResult)>);
+
+impl ItemResults {
+    fn get(&self, id: Uuid) -> Option<&ItemResult> {
+        self.0.iter().find(|(of, _)| *of == id).map(|(_, result)| result)
+    }
+
+    /// Records a question's result, replacing an earlier one (a rejection retried, say).
+    fn set(&mut self, id: Uuid, result: ItemResult) {
+        match self.0.iter_mut().find(|(of, _)| *of == id) {
+            Some((_, earlier)) => *earlier = result,
+            None => self.0.push((id, result)),
+        }
+    }
+}
+
+/// The approvals grouped by tool name, in the names' order, each group in the list's order. Kept sorted as it is
+/// built, with no map or sort of its own: each would add its code to the page's wasm for at most 200 approvals.
+fn by_tool(questions: Vec<Question>) -> Vec<(String, Vec<Question>)> {
+    let mut groups = Vec::<(String, Vec<Question>)>::new();
+    for q in questions {
+        let tool = q.action.as_ref().map_or_else(|| "(no tool)".to_owned(), |a| a.tool_name.clone());
+        match groups.binary_search_by(|(name, _)| name.as_str().cmp(&tool)) {
+            Ok(at) => groups[at].1.push(q),
+            Err(at) => groups.insert(at, (tool, vec![q])),
+        }
+    }
+    groups
 }
 
 fn item_result(result: &BatchResult, approve: bool) -> ItemResult {
@@ -99,7 +130,7 @@ pub fn ApprovalsPage() -> impl IntoView {
 
 #[component]
 fn ApprovalQueue(initial: Vec<Question>, filter: InboxFilter, updates: ReadSignal<Vec<Question>>) -> impl IntoView {
-    let results = RwSignal::new(HashMap::<Uuid, ItemResult>::new());
+    let results = RwSignal::new(ItemResults::default());
     let selected = RwSignal::new(Vec::<Uuid>::new());
     let comment = RwSignal::new(String::new());
     let busy = RwSignal::new(false);
@@ -117,21 +148,14 @@ fn ApprovalQueue(initial: Vec<Question>, filter: InboxFilter, updates: ReadSigna
                 }
             }
         });
-        results.with(|r| merged.retain(|q| filter.matches(q) || r.contains_key(&q.id)));
+        results.with(|r| merged.retain(|q| filter.matches(q) || r.get(q.id).is_some()));
         filter.sort(&mut merged);
         merged
     });
     let pending_ids = move || {
         shown.with(|s| s.iter().filter(|q| q.status == QuestionStatus::Pending).map(|q| q.id).collect::<Vec<_>>())
     };
-    let groups = Memo::new(move |_| {
-        let mut groups = BTreeMap::<String, Vec<Question>>::new();
-        for q in shown.get() {
-            let tool = q.action.as_ref().map_or_else(|| "(no tool)".to_owned(), |a| a.tool_name.clone());
-            groups.entry(tool).or_default().push(q);
-        }
-        groups.into_iter().collect::<Vec<_>>()
-    });
+    let groups = Memo::new(move |_| by_tool(shown.get()));
     let all_selected = move || {
         let pending = pending_ids();
         !pending.is_empty() && selected.with(|s| pending.iter().all(|id| s.contains(id)))
@@ -160,10 +184,10 @@ fn ApprovalQueue(initial: Vec<Question>, filter: InboxFilter, updates: ReadSigna
                 Ok(batch) => {
                     let answered = batch.results.iter().filter(|r| r.status == "answered").count();
                     let total = batch.results.len();
-                    results.update(|map| {
+                    results.update(|decided| {
                         for result in &batch.results {
                             if let Ok(id) = Uuid::parse_str(&result.id) {
-                                map.insert(id, item_result(result, approve));
+                                decided.set(id, item_result(result, approve));
                             }
                         }
                     });
@@ -223,7 +247,7 @@ fn ToolGroup(
     tool: String,
     items: Vec<Question>,
     selected: RwSignal<Vec<Uuid>>,
-    results: RwSignal<HashMap<Uuid, ItemResult>>,
+    results: RwSignal<ItemResults>,
 ) -> impl IntoView {
     view! {
         <section class="tool-group" data-testid="approval-group" data-tool=tool.clone()>
@@ -237,15 +261,11 @@ fn ToolGroup(
 }
 
 #[component]
-fn ApprovalRow(
-    question: Question,
-    selected: RwSignal<Vec<Uuid>>,
-    results: RwSignal<HashMap<Uuid, ItemResult>>,
-) -> impl IntoView {
+fn ApprovalRow(question: Question, selected: RwSignal<Vec<Uuid>>, results: RwSignal<ItemResults>) -> impl IntoView {
     let id = question.id;
     let pending = question.status == QuestionStatus::Pending;
     let arguments = question.action.as_ref().map(|a| serde_json::to_string_pretty(&a.arguments).unwrap_or_default());
-    let result = move || results.with(|r| r.get(&id).cloned());
+    let result = move || results.with(|r| r.get(id).cloned());
     let checkbox_id = format!("select-{}", id.simple());
     view! {
         <li class="question-row approval-row" data-testid="approval-item" data-question-id=id.to_string()>
@@ -283,6 +303,40 @@ fn ApprovalRow(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn approvals_group_by_tool_in_name_order_and_keep_the_list_order_within_a_group() {
+        let ask = |title: &str, tool: Option<&str>| {
+            let mut q = crate::types::sample_question(title, QuestionStatus::Pending);
+            q.action =
+                tool.map(|t| crate::types::ApprovalAction { tool_name: t.into(), arguments: Default::default() });
+            q
+        };
+        let questions =
+            vec![ask("a", Some("shell")), ask("b", Some("http_request")), ask("c", None), ask("d", Some("shell"))];
+        let groups: Vec<(String, Vec<String>)> = by_tool(questions)
+            .into_iter()
+            .map(|(tool, items)| (tool, items.into_iter().map(|q| q.title).collect()))
+            .collect();
+        let expected = [("(no tool)", vec!["c"]), ("http_request", vec!["b"]), ("shell", vec!["a", "d"])];
+        assert_eq!(
+            groups,
+            expected.map(|(tool, titles)| (tool.to_owned(), titles.into_iter().map(String::from).collect()))
+        );
+    }
+
+    #[test]
+    fn a_later_result_for_a_question_replaces_the_earlier_one() {
+        let (first, second) = (Uuid::now_v7(), Uuid::now_v7());
+        let result = |status: &str| ItemResult { status: status.into(), text: status.into() };
+        let mut results = ItemResults::default();
+        results.set(first, result("conflict"));
+        results.set(second, result("answered"));
+        results.set(first, result("answered"));
+        assert_eq!(results.get(first), Some(&result("answered")));
+        assert_eq!(results.get(second), Some(&result("answered")));
+        assert_eq!(results.get(Uuid::now_v7()), None);
+    }
 
     #[test]
     fn an_item_result_says_what_happened_and_who_was_first() {
