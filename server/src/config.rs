@@ -127,6 +127,12 @@ pub struct ServeConfig {
     #[arg(long, env = "HOLDPOINT_SESSION_HOURS", default_value_t = 24 * 7)]
     pub session_hours: i64,
 
+    /// How long an API token seen valid is trusted without reading the database again, in seconds (0: read it on
+    /// every request). Revocations through Holdpoint apply at once whatever this says; it bounds how long a change
+    /// made to the database behind Holdpoint's back takes to apply.
+    #[arg(long, env = "HOLDPOINT_TOKEN_CACHE_SECONDS", default_value_t = 5)]
+    pub token_cache_seconds: u64,
+
     /// Separation of duties: whoever asked for an approval (the token or person that created the question) may not
     /// approve it themselves. Turn off for a one-person setup where the same credential asks and approves.
     #[arg(long, env = "HOLDPOINT_SEPARATION_OF_DUTIES", default_value_t = true, action = clap::ArgAction::Set)]
@@ -313,6 +319,7 @@ impl ServeConfig {
             run_workers: true,
             sse_buffer: 4096,
             session_hours: 1,
+            token_cache_seconds: 5,
             separation_of_duties: true,
             public_url: None,
             runtime: RuntimeConfig::defaults(),

@@ -34,7 +34,8 @@ pub enum ServerError {
 /// Everything but the socket: what tests use to drive the router directly.
 pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
     let url = config.database.prepare().map_err(ServerError::DataDir)?;
-    let store = store::connect(&url).await?;
+    let token_cache = std::time::Duration::from_secs(config.token_cache_seconds);
+    let store = store::connect_trusting_tokens_for(&url, token_cache).await?;
     let workspace = store.ensure_workspace(DEFAULT_WORKSPACE).await?;
     if let Some(secret) = &config.bootstrap_token {
         let created = store

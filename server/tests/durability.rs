@@ -228,12 +228,15 @@ async fn events_of_one_instance_reach_the_clients_of_another_in_order() {
 }
 
 /// A token revoked through one instance stops working on another at once, even on one that has just served it (and
-/// so trusts it from memory): the revocation is heard by notification, well before the cache's own expiry.
+/// so trusts it from memory): the revocation is heard by notification. The instances trust a token for ten minutes
+/// here, so only the notification can explain a refusal within the bound, however loaded the machine.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_revoked_through_one_instance_stops_working_on_the_others() {
     let Some(app) = database(Backend::Postgres).await else { return };
     let admin = Client { http: reqwest::Client::new(), token: app.token.clone() };
-    let (a, b) = tokio::join!(app.spawn_process(), app.spawn_process());
+    let trusted_for = Duration::from_secs(600);
+    let env = [("HOLDPOINT_TOKEN_CACHE_SECONDS", trusted_for.as_secs().to_string())];
+    let (a, b) = tokio::join!(app.spawn_process_with(&env), app.spawn_process_with(&env));
     let created = admin.post(&a.base_url, "/tokens", json!({ "name": "ci", "role": "agent" })).await;
     let agent = Client { http: reqwest::Client::new(), token: created["secret"].as_str().unwrap().to_owned() };
     let id = created["token"]["id"].as_str().unwrap();
@@ -244,17 +247,18 @@ async fn a_token_revoked_through_one_instance_stops_working_on_the_others() {
     }
 
     admin.post(&b.base_url, &format!("/tokens/{id}/revoke"), json!({})).await;
-    let heard_within = Duration::from_secs(2);
-    assert!(heard_within < holdpoint::store::TOKEN_CACHE_TTL, "the bound must not be met by the cache expiring");
+    let heard_within = Duration::from_secs(30);
     let revoked_at = tokio::time::Instant::now();
     loop {
+        // Judged by when a request was sent: on a loaded machine an answer can take long to arrive.
+        let sent_after = revoked_at.elapsed();
         let (status, body) = agent.send(&a.base_url, reqwest::Method::GET, "/questions", None).await;
         if status == 401 {
             assert_eq!(body["error"]["code"], "unauthorized");
             break;
         }
         assert_eq!(status, 200, "{body}");
-        assert!(revoked_at.elapsed() < heard_within, "instance A still takes the token revoked through B");
+        assert!(sent_after < heard_within, "instance A took the token {sent_after:?} after B revoked it");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let (status, _) = agent.send(&b.base_url, reqwest::Method::GET, "/questions", None).await;

@@ -32,7 +32,7 @@ pub use people::*;
 pub use rows::*;
 pub use run_rows::*;
 pub use run_sql::RunStore;
-pub use token_cache::TTL as TOKEN_CACHE_TTL;
+use token_cache::TTL as TOKEN_CACHE_TTL;
 
 /// What can go wrong below the HTTP layer.
 #[derive(Debug, thiserror::Error)]
@@ -237,6 +237,12 @@ fn postgres_options(url: &str) -> StoreResult<PgConnectOptions> {
 
 /// Opens the database named by `url` (`sqlite:...` or `postgres://...`) and brings its schema up to date.
 pub async fn connect(url: &str) -> StoreResult<Arc<dyn Store>> {
+    connect_trusting_tokens_for(url, TOKEN_CACHE_TTL).await
+}
+
+/// [`connect`], with tokens seen valid trusted without a database read for `token_cache` (see
+/// `token_cache`; zero reads every time).
+pub async fn connect_trusting_tokens_for(url: &str, token_cache: Duration) -> StoreResult<Arc<dyn Store>> {
     if url.starts_with("sqlite:") {
         let options = SqliteConnectOptions::from_str(url)?
             .create_if_missing(true)
@@ -255,7 +261,7 @@ pub async fn connect(url: &str) -> StoreResult<Arc<dyn Store>> {
         // 500-message conversation loads in 3.2 ms instead of 5.
         let read_options = options.clone().read_only(true).row_buffer_size(1024);
         let read = pool_options::<sqlx::Sqlite>().max_connections(8).connect_with(read_options).await?;
-        Ok(Arc::new(sql::SqliteStore::new(read, write).await?))
+        Ok(Arc::new(sql::SqliteStore::new(read, write, token_cache).await?))
     } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
         let options = postgres_options(url)?;
         let pool = pool_options::<sqlx::Postgres>()
@@ -264,7 +270,7 @@ pub async fn connect(url: &str) -> StoreResult<Arc<dyn Store>> {
             .connect_with(options)
             .await?;
         sqlx::migrate!("../migrations/postgres").run(&pool).await?;
-        Ok(Arc::new(sql::PostgresStore::new(pool).await?))
+        Ok(Arc::new(sql::PostgresStore::new(pool, token_cache).await?))
     } else {
         Err(StoreError::UnsupportedUrl(crate::config::redacted_url(url)))
     }

@@ -91,12 +91,12 @@ impl SqliteStore {
     /// One process per database: no other instance caches tokens.
     pub(super) const TELL_OTHERS_OF_A_REVOCATION: Option<&'static str> = None;
 
-    pub async fn new(read: SqlitePool, write: SqlitePool) -> StoreResult<Self> {
+    pub async fn new(read: SqlitePool, write: SqlitePool, token_cache: std::time::Duration) -> StoreResult<Self> {
         let last = last_event_id(&write).await?;
         let writer = GroupCommit::new(write.clone());
         let committed = watch::channel(Committed { last, event: None }).0;
         // Nobody else revokes tokens in this database: the cache serves from the start.
-        Ok(Self { read, write, writer, committed, tokens: TokenCache::new(true) })
+        Ok(Self { read, write, writer, committed, tokens: TokenCache::new(true, token_cache) })
     }
 
     /// A write transaction, run in the batch the writer has open (see [`GroupCommit`]). Batches begin with
@@ -146,10 +146,10 @@ impl PostgresStore {
     pub(super) const TELL_OTHERS_OF_A_REVOCATION: Option<&'static str> =
         Some("SELECT pg_notify('holdpoint_credentials', '')");
 
-    pub async fn new(pool: PgPool) -> StoreResult<Self> {
+    pub async fn new(pool: PgPool, token_cache: std::time::Duration) -> StoreResult<Self> {
         let last = last_event_id(&pool).await?;
         let committed = watch::channel(Committed { last, event: None }).0;
-        let tokens = Arc::new(TokenCache::new(false));
+        let tokens = Arc::new(TokenCache::new(false, token_cache));
         tokio::spawn(listen_to_other_instances(pool.clone(), committed.clone(), Arc::clone(&tokens)));
         Ok(Self { pool, committed, tokens })
     }

@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use super::Principal;
 
-/// How long an entry is trusted without a look at the database: the bound on how stale a token can be whatever
-/// changed it.
+/// How long an entry is trusted without a look at the database by default (`HOLDPOINT_TOKEN_CACHE_SECONDS`): the
+/// bound on how stale a token can be whatever changed it.
 pub const TTL: Duration = Duration::from_secs(5);
 /// Beyond this many live tokens the cache starts over: memory stays bounded however many tokens are presented.
 const CAPACITY: usize = 10_000;
@@ -45,12 +45,9 @@ struct Inner {
 pub struct Generation(u64);
 
 impl TokenCache {
-    /// A cache that serves entries at once (`listening`), or only once [`TokenCache::listening`] says it may.
-    pub fn new(listening: bool) -> Self {
-        Self::with_ttl(listening, TTL)
-    }
-
-    fn with_ttl(listening: bool, ttl: Duration) -> Self {
+    /// A cache that serves entries for `ttl` (none if zero), at once (`listening`) or only once
+    /// [`TokenCache::listening`] says it may.
+    pub fn new(listening: bool, ttl: Duration) -> Self {
         let inner = Inner { generation: 0, listening, entries: HashMap::new() };
         Self { inner: Mutex::new(inner), ttl }
     }
@@ -78,7 +75,7 @@ impl TokenCache {
     /// Stores what the database said of a token, unless a revocation was heard since `read_in` was taken.
     pub fn remember(&self, secret_hash: &[u8], principal: &Principal, read_in: Generation) {
         let mut inner = self.lock();
-        if !inner.listening || inner.generation != read_in.0 {
+        if !inner.listening || inner.generation != read_in.0 || self.ttl.is_zero() {
             return;
         }
         if inner.entries.len() >= CAPACITY {
@@ -123,7 +120,7 @@ mod tests {
 
     #[test]
     fn a_token_read_once_is_served_from_memory_until_a_revocation_is_heard() {
-        let cache = TokenCache::new(true);
+        let cache = TokenCache::new(true, TTL);
         let ci = principal("ci");
         assert_eq!(cache.get(b"hash"), None);
         cache.remember(b"hash", &ci, cache.generation());
@@ -135,7 +132,7 @@ mod tests {
 
     #[test]
     fn a_read_that_began_before_a_revocation_is_not_stored_after_it() {
-        let cache = TokenCache::new(true);
+        let cache = TokenCache::new(true, TTL);
         let before = cache.generation();
         cache.forget_all();
         cache.remember(b"hash", &principal("ci"), before);
@@ -146,7 +143,7 @@ mod tests {
 
     #[test]
     fn nothing_is_served_while_revocations_elsewhere_could_go_unheard() {
-        let cache = TokenCache::new(false);
+        let cache = TokenCache::new(false, TTL);
         cache.remember(b"hash", &principal("ci"), cache.generation());
         assert_eq!(cache.get(b"hash"), None);
         cache.listening(true);
@@ -160,7 +157,7 @@ mod tests {
 
     #[test]
     fn an_entry_older_than_its_ttl_is_read_again() {
-        let cache = TokenCache::with_ttl(true, Duration::from_millis(20));
+        let cache = TokenCache::new(true, Duration::from_millis(20));
         cache.remember(b"hash", &principal("ci"), cache.generation());
         assert!(cache.get(b"hash").is_some());
         std::thread::sleep(Duration::from_millis(30));
@@ -168,8 +165,15 @@ mod tests {
     }
 
     #[test]
+    fn a_ttl_of_zero_reads_every_time() {
+        let cache = TokenCache::new(true, Duration::ZERO);
+        cache.remember(b"hash", &principal("ci"), cache.generation());
+        assert_eq!(cache.get(b"hash"), None);
+    }
+
+    #[test]
     fn the_cache_starts_over_when_full() {
-        let cache = TokenCache::new(true);
+        let cache = TokenCache::new(true, TTL);
         for n in 0..CAPACITY {
             cache.remember(&n.to_le_bytes(), &principal("many"), cache.generation());
         }
