@@ -118,14 +118,9 @@ pub fn LiveModal() -> impl IntoView {
         }
     });
 
-    let on_keydown = move |ev: leptos::ev::KeyboardEvent| match ev.key().as_str() {
-        "Escape" => {
-            ev.prevent_default();
-            defer();
-        }
-        "Tab" => focus::trap(dialog, &ev),
-        _ => {}
-    };
+    // On the window, not the dialog: a key pressed before the focus has moved into a newly shown question (or after
+    // a click left it outside) still reaches the modal.
+    focus::handle_keys(current_id, dialog, defer);
 
     view! {
         {move || notice.get().map(|text| view! {
@@ -141,7 +136,7 @@ pub fn LiveModal() -> impl IntoView {
             view! {
                 <div class="modal-backdrop">
                     <div class="modal" role="dialog" aria-modal="true" aria-labelledby=labelled_by
-                        node_ref=dialog on:keydown=on_keydown
+                        node_ref=dialog
                         data-testid="live-modal" data-question-id=question.id.to_string()
                         data-response-type=question.response_type.as_str()>
                         <header class="modal-head">
@@ -216,8 +211,30 @@ mod focus {
         }
     }
 
+    /// While a question is shown: Escape defers it, Tab keeps the focus inside the dialog.
+    pub fn handle_keys(
+        shown: Memo<Option<uuid::Uuid>>,
+        dialog: NodeRef<leptos::html::Div>,
+        defer: impl Fn() + 'static,
+    ) {
+        let handle = window_event_listener(leptos::ev::keydown, move |ev| {
+            if shown.get_untracked().is_none() {
+                return;
+            }
+            match ev.key().as_str() {
+                "Escape" => {
+                    ev.prevent_default();
+                    defer();
+                }
+                "Tab" => trap(dialog, &ev),
+                _ => {}
+            }
+        });
+        on_cleanup(move || handle.remove());
+    }
+
     /// Tab on the last element goes to the first, Shift+Tab on the first to the last.
-    pub fn trap(dialog: NodeRef<leptos::html::Div>, ev: &leptos::ev::KeyboardEvent) {
+    fn trap(dialog: NodeRef<leptos::html::Div>, ev: &leptos::ev::KeyboardEvent) {
         let elements = focusable(dialog);
         let (Some(first), Some(last)) = (elements.first(), elements.last()) else { return };
         let active = document().active_element();
@@ -240,7 +257,7 @@ mod focus {
     use leptos::prelude::*;
 
     pub fn first(_: NodeRef<leptos::html::Div>) {}
-    pub fn trap(_: NodeRef<leptos::html::Div>, _: &leptos::ev::KeyboardEvent) {}
+    pub fn handle_keys(_: Memo<Option<uuid::Uuid>>, _: NodeRef<leptos::html::Div>, _: impl Fn() + 'static) {}
 }
 
 #[cfg(test)]

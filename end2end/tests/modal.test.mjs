@@ -120,6 +120,25 @@ test('several questions queue; Escape defers one; focus stays in the modal', asy
   await page.close();
 });
 
+test('the keys work with the focus outside the modal: Tab brings it in, Escape defers', async () => {
+  const page = await livePage('/inbox');
+  const q = await ask({ title: 'Keys from anywhere', response_type: 'boolean', kind: 'non_blocking' });
+  await modalShows(page, q.id);
+  // As when a key comes before the focus has moved into a newly shown question, or a click left the dialog.
+  const outside = () => page.evaluate(() => {
+    document.activeElement?.blur();
+    return !document.activeElement?.closest('[data-testid="live-modal"]');
+  });
+  assert.ok(await outside());
+  await page.keyboard.press('Tab');
+  assert.ok(await page.evaluate(() => !!document.activeElement.closest('[data-testid="live-modal"]')));
+  assert.ok(await outside());
+  await page.keyboard.press('Escape');
+  await modal(page).waitFor({ state: 'detached', timeout: 2_000 });
+  assert.equal((await stored(q.id)).status, 'pending', 'deferring does not answer');
+  await page.close();
+});
+
 test('answering in tab A closes the modal in tab B and says by whom; so does an answer from the API', async () => {
   const tabA = await livePage('/inbox');
   const tabB = await livePage('/inbox');
