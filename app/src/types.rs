@@ -184,6 +184,7 @@ wire_enum! {
 mod audit;
 mod people;
 mod runs;
+pub mod time;
 pub use audit::*;
 pub use people::*;
 pub use runs::*;
@@ -329,14 +330,18 @@ pub struct Question {
     pub allow_edit: bool,
     pub context: Value,
     pub urgency: Urgency,
+    #[serde(default, deserialize_with = "time::optional")]
     pub timeout_at: Option<DateTime<Utc>>,
     pub default_response: Option<AnswerBody>,
     pub status: QuestionStatus,
     pub response: Option<AnswerBody>,
     pub answered_by: Option<String>,
     pub resolution: Option<Resolution>,
+    #[serde(deserialize_with = "time::required")]
     pub created_at: DateTime<Utc>,
+    #[serde(deserialize_with = "time::required")]
     pub updated_at: DateTime<Utc>,
+    #[serde(default, deserialize_with = "time::optional")]
     pub resolved_at: Option<DateTime<Utc>>,
     /// Who may answer besides the role rules; absent when anyone of a suitable role may.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -353,9 +358,12 @@ pub struct QuestionSummary {
     pub response_type: ResponseType,
     pub title: String,
     pub urgency: Urgency,
+    #[serde(default, deserialize_with = "time::optional")]
     pub timeout_at: Option<DateTime<Utc>>,
     pub status: QuestionStatus,
+    #[serde(deserialize_with = "time::required")]
     pub created_at: DateTime<Utc>,
+    #[serde(deserialize_with = "time::required")]
     pub updated_at: DateTime<Utc>,
 }
 

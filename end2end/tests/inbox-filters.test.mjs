@@ -104,6 +104,27 @@ test('live: a new question that matches the filters appears, one that does not s
   await page.close();
 });
 
+test('live: the text filter matches in any case, in the title or the body', async () => {
+  const page = await browser.newPage();
+  await signIn(page, server, '/inbox?q=%C3%9Cberweisung');
+  await waitForLive(page);
+  assert.deepEqual(await titles(page), []);
+  const inTitle = await api(server, 'POST', '/questions', { title: 'ÜBERWEISUNG freigeben?', timeout_seconds: 900 });
+  const inBody = await api(server, 'POST', '/questions', { title: 'Payment run', body: 'Eine überweisung fehlt.' });
+  const neither = await api(server, 'POST', '/questions', { title: 'Rotate the logs?' });
+  await page.getByTestId('question-item').filter({ hasText: 'Payment run' }).waitFor({ timeout: 2_000 });
+  assert.deepEqual(await titles(page), ['Payment run', 'ÜBERWEISUNG freigeben?']);
+  // The deadline arrived as RFC 3339 text and counts down.
+  assert.match(await page.getByTestId('question-item').filter({ hasText: 'ÜBERWEISUNG' }).innerText(), /1[45]:\d\d left/);
+  for (const q of [inTitle, inBody, neither]) {
+    await page.locator(`[data-testid="live-modal"][data-question-id="${q.json.id}"]`).waitFor();
+    await page.keyboard.press('Escape');
+  }
+  await page.getByTestId('live-modal').waitFor({ state: 'detached' });
+  for (const q of [inTitle, inBody, neither]) await api(server, 'POST', `/questions/${q.json.id}/cancel`, null);
+  await page.close();
+});
+
 test('j/k move the selection and Enter opens the question', async () => {
   const page = await browser.newPage();
   await signIn(page, server, '/inbox');

@@ -24,6 +24,9 @@ pub const CONTEXT_MAX_BYTES: usize = 16 * 1024;
 pub const TEXT_ANSWER_MAX_CHARS: usize = 10_000;
 pub const COMMENT_MAX_CHARS: usize = 10_000;
 pub const PROJECT_MAX_CHARS: usize = 100;
+/// The longest text a search (`q`) takes: any phrase fits, and matching it stays cheap. The UI's search fields
+/// share it.
+pub const SEARCH_MAX_CHARS: usize = app::SEARCH_MAX_CHARS;
 const OPTIONS_MIN: usize = 2;
 const OPTIONS_MAX: usize = 20;
 const FIELDS_MAX: usize = 10;
@@ -612,6 +615,14 @@ async fn resolve_as_caller(
         ResolveOutcome::NotPending(row) => Err(not_pending(&row)),
         ResolveOutcome::NotFound => Err(AppError::NotFound("question")),
     }
+}
+
+/// Refuses a search text longer than [`SEARCH_MAX_CHARS`].
+pub fn check_search_text(text: &str) -> Result<(), AppError> {
+    if text.chars().count() > SEARCH_MAX_CHARS {
+        return Err(AppError::BadRequest(format!("q must have at most {SEARCH_MAX_CHARS} characters")));
+    }
+    Ok(())
 }
 
 /// Whether the caller may see a question of its workspace: an `agent` token sees only the questions it asked

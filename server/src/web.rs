@@ -299,8 +299,11 @@ fn created_by_filter(session: &SessionInfo) -> Option<uuid::Uuid> {
 }
 
 /// The store's filter for one of the UI's lists of questions, narrowed as the session's role requires.
-fn question_filter(session: &SessionInfo, filter: &app::InboxFilter, limit: u32) -> QuestionFilter {
-    QuestionFilter {
+fn question_filter(session: &SessionInfo, filter: &app::InboxFilter, limit: u32) -> Result<QuestionFilter, String> {
+    if let Some(text) = &filter.text {
+        crate::questions::check_search_text(text).map_err(|err| err.to_string())?;
+    }
+    Ok(QuestionFilter {
         status: filter.status,
         kind: filter.kind,
         project: filter.project.clone(),
@@ -310,7 +313,7 @@ fn question_filter(session: &SessionInfo, filter: &app::InboxFilter, limit: u32)
         limit,
         created_by: created_by_filter(session),
         ..Default::default()
-    }
+    })
 }
 
 /// Whether the session may see a question or run created by `created_by` (the same rule as `created_by_filter`).
@@ -326,7 +329,7 @@ impl UiBackend for StoreUiBackend {
         filter: &app::InboxFilter,
         limit: u32,
     ) -> Result<Page<Question>, String> {
-        let filter = question_filter(session, filter, limit);
+        let filter = question_filter(session, filter, limit)?;
         let rows = self.store.list_questions(session.workspace_id, &filter).await.map_err(|e| e.to_string())?;
         let items = rows
             .iter()
@@ -342,7 +345,7 @@ impl UiBackend for StoreUiBackend {
         filter: &app::InboxFilter,
         limit: u32,
     ) -> Result<Page<QuestionSummary>, String> {
-        let filter = question_filter(session, filter, limit);
+        let filter = question_filter(session, filter, limit)?;
         let rows =
             self.store.list_question_summaries(session.workspace_id, &filter).await.map_err(|e| e.to_string())?;
         let items = rows
@@ -355,7 +358,7 @@ impl UiBackend for StoreUiBackend {
 
     async fn pending_count(&self, session: &SessionInfo, cap: u32) -> Result<u32, String> {
         let pending = app::InboxFilter { status: Some(QuestionStatus::Pending), ..Default::default() };
-        let filter = question_filter(session, &pending, cap);
+        let filter = question_filter(session, &pending, cap)?;
         self.store.count_questions(session.workspace_id, &filter).await.map_err(|e| e.to_string())
     }
 

@@ -99,6 +99,7 @@ backend_tests!(
     refusals_name_the_callers_role_with_the_right_article,
     questions_past_their_deadline_are_defaulted_or_expired,
     filters_and_deadline_order_select_the_right_questions,
+    a_text_search_finds_words_with_letters_beyond_ascii,
     paging_in_deadline_order_crosses_from_dated_to_undated_questions,
     a_client_that_missed_a_hundred_events_gets_exactly_those_on_reconnect,
     resolutions_are_announced_on_the_event_stream,
@@ -484,14 +485,7 @@ async fn filters_and_deadline_order_select_the_right_questions(app: TestApp) {
     )
     .await;
     app.post(&format!("/api/v1/questions/{b}/answer"), json!({"value": "dev"})).await;
-    let ids = |response: common::TestResponse| {
-        response.json["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|q| q["id"].as_str().unwrap().to_owned())
-            .collect::<Vec<_>>()
-    };
+    let ids = |response: common::TestResponse| item_ids(&response);
     assert_eq!(ids(app.get("/api/v1/questions?project=infra").await), [c.clone(), a.clone()]);
     assert_eq!(ids(app.get("/api/v1/questions?status=answered").await), [b.as_str()]);
     assert_eq!(ids(app.get("/api/v1/questions?kind=approval").await), [c.as_str()]);
@@ -504,6 +498,39 @@ async fn filters_and_deadline_order_select_the_right_questions(app: TestApp) {
     assert_eq!(ids(app.get(&format!("/api/v1/questions?sort=deadline&limit=2&cursor={cursor}")).await), [a, b]);
     assert_error(&app.get("/api/v1/questions?status=nonsense").await, StatusCode::BAD_REQUEST, "bad_request");
     assert_error(&app.get("/api/v1/questions?sort=random").await, StatusCode::BAD_REQUEST, "bad_request");
+}
+
+/// A search is case-insensitive for every letter: SQLite's own `LOWER` and `LIKE` fold ASCII letters only, so a
+/// search lowered in Rust (`ü` for `Ü`) or by SQLite never found `Überweisung` from `überweisung`.
+async fn a_text_search_finds_words_with_letters_beyond_ascii(app: TestApp) {
+    let transfer =
+        ask(&app, json!({"title": "Überweisung an Müller prüfen", "body": "Betrag: 1 200 € (Ölförderung)"})).await;
+    let keys = ask(&app, json!({"title": "Rotate keys", "body": "100% of them; see a.b"})).await;
+    let found = |query: &str| {
+        let app = &app;
+        let path = format!("/api/v1/questions?q={query}");
+        async move {
+            let response = app.get(&path).await;
+            assert_eq!(response.status, StatusCode::OK, "{path}: {}", response.json);
+            item_ids(&response)
+        }
+    };
+    assert_eq!(found("%C3%9Cberweisung").await, [transfer.as_str()], "Überweisung, as written");
+    assert_eq!(found("%C3%BCberweisung").await, [transfer.as_str()], "überweisung");
+    assert_eq!(found("AN%20M%C3%9CLLER").await, [transfer.as_str()], "AN MÜLLER");
+    assert_eq!(found("%C3%B6lf%C3%B6rderung").await, [transfer.as_str()], "ölförderung, in the body");
+    assert!(found("M%C3%BCllerin").await.is_empty());
+    // Characters a pattern language would read as operators match themselves.
+    assert!(found("a.c").await.is_empty(), ". is no wildcard");
+    assert_eq!(found("100%25%20of").await, [keys.as_str()], "% is matched literally");
+    assert_eq!(found("(%C3%96l").await, [transfer.as_str()], "( opens nothing");
+    let long = "x".repeat(holdpoint::questions::SEARCH_MAX_CHARS + 1);
+    assert_error(&app.get(&format!("/api/v1/questions?q={long}")).await, StatusCode::BAD_REQUEST, "bad_request");
+}
+
+/// The ids of a page of questions, in its order.
+fn item_ids(response: &common::TestResponse) -> Vec<String> {
+    response.json["items"].as_array().unwrap().iter().map(|q| q["id"].as_str().unwrap().to_owned()).collect()
 }
 
 /// The deadline order is read in two parts (questions with a deadline, then those without): every page size and

@@ -110,7 +110,7 @@ pub fn ApprovalsPage() -> impl IntoView {
             <form method="get" action="/approvals" class="filters" role="search">
                 <label class="filter grow">
                     <span>"Search"</span>
-                    <input type="search" name="q" value=filter.get_untracked().text.unwrap_or_default() data-testid="filter-q"/>
+                    <input type="search" name="q" maxlength=crate::SEARCH_MAX_CHARS value=filter.get_untracked().text.unwrap_or_default() data-testid="filter-q"/>
                 </label>
                 <label class="filter">
                     <span>"Project"</span>

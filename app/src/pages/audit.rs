@@ -32,8 +32,8 @@ const ACTIONS: &[&str] = &[
 /// date (`2026-01-31`, midnight UTC).
 pub fn parse_time(text: &str) -> Option<chrono::DateTime<chrono::Utc>> {
     let text = text.trim();
-    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(text) {
-        return Some(t.with_timezone(&chrono::Utc));
+    if let Some(t) = crate::types::time::parse_rfc3339(text) {
+        return Some(t);
     }
     let number = |range: std::ops::Range<usize>| text.get(range)?.parse::<u32>().ok();
     let date = chrono::NaiveDate::from_ymd_opt(number(0..4)? as i32, number(5..7)?, number(8..10)?)?;

@@ -76,7 +76,7 @@ fn FilterBar(filter: InboxFilter) -> impl IntoView {
         <form method="get" action="/inbox" class="filters" data-testid="inbox-filters" role="search">
             <label class="filter grow">
                 <span>"Search"</span>
-                <input type="search" name="q" value=filter.text.clone().unwrap_or_default() placeholder="title or body" data-testid="filter-q"/>
+                <input type="search" name="q" maxlength=crate::SEARCH_MAX_CHARS value=filter.text.clone().unwrap_or_default() placeholder="title or body" data-testid="filter-q"/>
             </label>
             <FilterSelect name="status" label="Status" choices=statuses selected=status/>
             <FilterSelect name="kind" label="Kind" choices=choices("any", QuestionKind::ALL) selected=filter.kind.map(|k| k.to_string()).unwrap_or_default()/>

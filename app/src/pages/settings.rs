@@ -216,7 +216,9 @@ fn AddMemberForm(reload: impl Fn() + Clone + Send + Sync + 'static) -> impl Into
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
         let input = NewMember {
-            username: username.get_untracked().trim().to_lowercase(),
+            // The server takes lower-case ASCII names only: ASCII's case mapping is all a valid name needs, and Unicode's
+            // would bring its tables into the wasm.
+            username: username.get_untracked().trim().to_ascii_lowercase(),
             display_name: Some(display_name.get_untracked()).filter(|n| !n.trim().is_empty()),
             password: Some(password.get_untracked()).filter(|p| !p.is_empty()),
             role: role.get_untracked(),

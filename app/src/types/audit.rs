@@ -54,6 +54,7 @@ pub struct AuditEntry {
     pub after: Option<Value>,
     /// For edited arguments: an RFC 6902 JSON Patch from the original to the edited arguments.
     pub diff: Option<Value>,
+    #[serde(deserialize_with = "super::time::required")]
     pub created_at: DateTime<Utc>,
 }
 
@@ -65,7 +66,9 @@ pub struct AuditFilter {
     pub actor_kind: Option<ActorKind>,
     pub subject_id: Option<String>,
     /// Entries at or after this time.
+    #[serde(default, deserialize_with = "super::time::optional")]
     pub since: Option<DateTime<Utc>>,
     /// Entries before this time.
+    #[serde(default, deserialize_with = "super::time::optional")]
     pub until: Option<DateTime<Utc>>,
 }

@@ -17,6 +17,7 @@ pub struct Member {
     pub role: Role,
     /// Whether the person has set a password (a first-start admin signs in by link until they do).
     pub has_password: bool,
+    #[serde(deserialize_with = "super::time::required")]
     pub created_at: DateTime<Utc>,
 }
 
@@ -54,8 +55,10 @@ pub struct TokenInfo {
     pub role: Role,
     /// Who created it: a username, a token's name, `cli` or `bootstrap`.
     pub created_by: Option<String>,
+    #[serde(deserialize_with = "super::time::required")]
     pub created_at: DateTime<Utc>,
     /// Set once the token is revoked; it stops working at that moment.
+    #[serde(default, deserialize_with = "super::time::optional")]
     pub revoked_at: Option<DateTime<Utc>>,
 }
 

@@ -113,7 +113,9 @@ pub struct Agent {
     pub approval_policy: ApprovalPolicy,
     pub max_steps: u32,
     pub model_settings: ModelSettings,
+    #[serde(deserialize_with = "super::time::required")]
     pub created_at: DateTime<Utc>,
+    #[serde(deserialize_with = "super::time::required")]
     pub updated_at: DateTime<Utc>,
 }
 
@@ -200,7 +202,9 @@ pub struct Segment {
     pub steps: u32,
     /// This segment's budget.
     pub max_steps: u32,
+    #[serde(deserialize_with = "super::time::required")]
     pub started_at: DateTime<Utc>,
+    #[serde(default, deserialize_with = "super::time::optional")]
     pub ended_at: Option<DateTime<Utc>>,
     /// The run's status when the segment ended.
     pub end_status: Option<RunStatus>,
@@ -237,8 +241,11 @@ pub struct Run {
     pub result: Option<String>,
     pub error_message: Option<String>,
     pub pending_question_ids: Vec<Uuid>,
+    #[serde(deserialize_with = "super::time::required")]
     pub created_at: DateTime<Utc>,
+    #[serde(deserialize_with = "super::time::required")]
     pub updated_at: DateTime<Utc>,
+    #[serde(default, deserialize_with = "super::time::optional")]
     pub completed_at: Option<DateTime<Utc>>,
 }
 
@@ -256,6 +263,7 @@ pub struct RunMessage {
     pub role: String,
     /// The Chat Completions message object.
     pub content: Value,
+    #[serde(deserialize_with = "super::time::required")]
     pub created_at: DateTime<Utc>,
 }
 
@@ -296,7 +304,9 @@ pub struct ToolCall {
     pub decision_comment: Option<String>,
     /// The question it waits on (approval, or the question an `ask_user` call asked).
     pub question_id: Option<Uuid>,
+    #[serde(deserialize_with = "super::time::required")]
     pub created_at: DateTime<Utc>,
+    #[serde(deserialize_with = "super::time::required")]
     pub updated_at: DateTime<Utc>,
 }
 
@@ -336,6 +346,7 @@ pub struct RunStatusEventData {
     pub parent_run_id: Option<Uuid>,
     pub step_count: u32,
     pub error_message: Option<String>,
+    #[serde(deserialize_with = "super::time::required")]
     pub updated_at: DateTime<Utc>,
 }
 

@@ -133,7 +133,8 @@ struct ListQuery {
     project: Option<String>,
     urgency: Option<Urgency>,
     run_id: Option<Uuid>,
-    /// Matches title or body, case-insensitively.
+    /// Matches title or body, case-insensitively; at most 200 characters.
+    #[param(max_length = 200)]
     q: Option<String>,
     /// `created_desc` (newest first, the default) or `deadline` (soonest first, none last).
     #[param(pattern = "^(created_desc|deadline)?$")]
@@ -166,6 +167,9 @@ async fn list_questions(
         return Err(AppError::BadRequest(format!("limit must be within 1..={MAX_PAGE_SIZE}")));
     }
     let after = query.cursor.as_deref().filter(|c| !c.is_empty()).map(|c| decode_cursor(c, sort)).transpose()?;
+    if let Some(text) = &query.q {
+        domain::check_search_text(text)?;
+    }
     let filter = QuestionFilter {
         status: query.status,
         kind: query.kind,

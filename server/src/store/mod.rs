@@ -250,7 +250,9 @@ pub async fn connect_trusting_tokens_for(url: &str, token_cache: Duration) -> St
             // FULL: a question or an answer acknowledged to a client survives a power cut.
             .synchronous(SqliteSynchronous::Full)
             .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(10));
+            .busy_timeout(Duration::from_secs(10))
+            // The text search's matcher (see `sql::SqliteStore::TEXT_MATCHES`).
+            .with_regexp();
         // One writer connection: SQLite serialises writers anyway, and queueing them here instead of in the busy
         // handler keeps latency flat. Readers run in parallel thanks to WAL.
         let write = pool_options::<sqlx::Sqlite>().max_connections(1).connect_with(options.clone()).await?;

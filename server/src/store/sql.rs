@@ -91,6 +91,16 @@ impl SqliteStore {
     /// One process per database: no other instance caches tokens.
     pub(super) const TELL_OTHERS_OF_A_REVOCATION: Option<&'static str> = None;
 
+    /// The text search's condition: the `regex` crate's case-insensitive match (Unicode's case folding), which sqlx
+    /// registers as SQLite's `REGEXP`. SQLite's own `LOWER` and `LIKE` fold ASCII letters only, so `überweisung`
+    /// would never find `Überweisung`.
+    fn push_text_match(query: &mut QueryBuilder<'static, Sqlite>, text: &str) {
+        let pattern = format!("(?i){}", regex::escape(text));
+        query.push(" AND (title REGEXP ").push_bind(pattern.clone());
+        query.push(" OR body REGEXP ").push_bind(pattern);
+        query.push(")");
+    }
+
     pub async fn new(read: SqlitePool, write: SqlitePool, token_cache: std::time::Duration) -> StoreResult<Self> {
         let last = last_event_id(&write).await?;
         let writer = GroupCommit::new(write.clone());
@@ -145,6 +155,15 @@ impl PostgresStore {
     /// The other instances forget the tokens they trusted (see `token_cache`); delivered when the revocation commits.
     pub(super) const TELL_OTHERS_OF_A_REVOCATION: Option<&'static str> =
         Some("SELECT pg_notify('holdpoint_credentials', '')");
+
+    /// The text search's condition: the pattern lowered as the columns are, by the database's `LOWER` (its locale's
+    /// case mapping: every letter under a UTF-8 locale); `%`, `_` and `\` match themselves.
+    fn push_text_match(query: &mut QueryBuilder<'static, Postgres>, text: &str) {
+        let pattern = format!("%{}%", text.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
+        query.push(" AND (LOWER(title) LIKE LOWER(").push_bind(pattern.clone());
+        query.push(") ESCAPE '\\' OR LOWER(body) LIKE LOWER(").push_bind(pattern);
+        query.push(") ESCAPE '\\')");
+    }
 
     pub async fn new(pool: PgPool, token_cache: std::time::Duration) -> StoreResult<Self> {
         let last = last_event_id(&pool).await?;
@@ -288,10 +307,7 @@ macro_rules! sql_store {
                     query.push(" AND created_by = ").push_bind(created_by);
                 }
                 if let Some(text) = &filter.text {
-                    let pattern = format!("%{}%", text.to_lowercase().replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
-                    query.push(" AND (LOWER(title) LIKE ").push_bind(pattern.clone());
-                    query.push(" ESCAPE '\\' OR LOWER(body) LIKE ").push_bind(pattern);
-                    query.push(" ESCAPE '\\')");
+                    Self::push_text_match(&mut query, text);
                 }
                 query
             }

@@ -1,0 +1,170 @@
+//! Times on the wire: RFC 3339 text, as chrono writes it (`2026-11-24T20:14:03.123456Z`).
+//!
+//! The browser reads them with [`parse_rfc3339`] instead of chrono's `Deserialize`, which parses through chrono's
+//! general format parser (RFC 2822, month and weekday names, every numeric item): code that every page's first load
+//! carried in the main wasm module for one fixed shape. The server and the CLI keep chrono's parser, which also
+//! accepts the looser forms (lower-case separators, a space for the `T`) that a person or another program may send.
+//! Every wire type's times are read through the functions here: `#[serde(deserialize_with = "time::required")]`,
+//! and `time::optional` (with `default`) for the optional ones.
+
+use chrono::{DateTime, NaiveDate, NaiveTime, TimeDelta, Utc};
+use serde::Deserializer;
+
+/// Reads RFC 3339 (`YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`, a leap second included) without chrono's parser.
+pub fn parse_rfc3339(text: &str) -> Option<DateTime<Utc>> {
+    let bytes = text.as_bytes();
+    let number = |at: usize, len: usize| -> Option<u32> {
+        bytes.get(at..at + len)?.iter().try_fold(0u32, |n, c| c.is_ascii_digit().then(|| n * 10 + u32::from(c - b'0')))
+    };
+    let separators = [(4, b"-" as &[u8]), (7, b"-"), (10, b"Tt "), (13, b":"), (16, b":")];
+    if !separators.iter().all(|(at, allowed)| bytes.get(*at).is_some_and(|c| allowed.contains(c))) {
+        return None;
+    }
+    let date = NaiveDate::from_ymd_opt(i32::try_from(number(0, 4)?).ok()?, number(5, 2)?, number(8, 2)?)?;
+    let (hour, minute, mut second) = (number(11, 2)?, number(14, 2)?, number(17, 2)?);
+    let mut at = 19;
+    let mut nanos = 0u32;
+    if bytes.get(at) == Some(&b'.') {
+        let start = at + 1;
+        at = start;
+        while let Some(digit) = bytes.get(at).filter(|c| c.is_ascii_digit()) {
+            // Digits past nanoseconds are read and dropped, as chrono does.
+            if at - start < 9 {
+                nanos = nanos * 10 + u32::from(digit - b'0');
+            }
+            at += 1;
+        }
+        if at == start {
+            return None;
+        }
+        nanos *= 10u32.pow(9u32.saturating_sub((at - start) as u32));
+    }
+    let offset_seconds = match &bytes[at..] {
+        b"Z" | b"z" => 0,
+        [sign @ (b'+' | b'-'), _, _, b':', _, _] => {
+            let (hours, minutes) = (number(at + 1, 2)?, number(at + 4, 2)?);
+            if hours > 23 || minutes > 59 {
+                return None;
+            }
+            let seconds = i64::from(hours * 3600 + minutes * 60);
+            if *sign == b'-' { -seconds } else { seconds }
+        }
+        _ => return None,
+    };
+    // A leap second is the 59th second's overflow, as chrono keeps it.
+    if second == 60 {
+        second = 59;
+        nanos += 1_000_000_000;
+    }
+    let time = NaiveTime::from_hms_nano_opt(hour, minute, second, nanos)?;
+    Some(date.and_time(time).checked_sub_signed(TimeDelta::seconds(offset_seconds))?.and_utc())
+}
+
+/// A time from the wire, or the deserializer's error.
+#[cfg(feature = "hydrate")]
+fn read<E: serde::de::Error>(text: &str) -> Result<DateTime<Utc>, E> {
+    parse_rfc3339(text).ok_or_else(|| E::custom("expected an RFC 3339 time"))
+}
+
+/// `deserialize_with` for a time.
+pub fn required<'de, D: Deserializer<'de>>(deserializer: D) -> Result<DateTime<Utc>, D::Error> {
+    #[cfg(feature = "hydrate")]
+    {
+        read(&<String as serde::Deserialize>::deserialize(deserializer)?)
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        serde::Deserialize::deserialize(deserializer)
+    }
+}
+
+/// `deserialize_with` for an optional time (with `#[serde(default)]`, so that a missing field is `None`).
+pub fn optional<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<DateTime<Utc>>, D::Error> {
+    #[cfg(feature = "hydrate")]
+    {
+        <Option<String> as serde::Deserialize>::deserialize(deserializer)?.map(|text| read(&text)).transpose()
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        serde::Deserialize::deserialize(deserializer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What chrono's own parser makes of the text.
+    fn chrono_reads(text: &str) -> Option<DateTime<Utc>> {
+        DateTime::parse_from_rfc3339(text).ok().map(|t| t.with_timezone(&Utc))
+    }
+
+    #[test]
+    fn every_time_chrono_writes_is_read_back_to_the_same_instant() {
+        // Microsecond times as the store keeps them, whole seconds, milliseconds, nanoseconds, and far dates.
+        let mut seconds: i64 = 1_795_000_000;
+        for step in 0..5_000i64 {
+            seconds = seconds
+                .wrapping_mul(6_364_136_223_846_793)
+                .wrapping_add(1_442_695_040_888_963)
+                .rem_euclid(253_402_300_799);
+            let nanos = match step % 4 {
+                0 => 0,
+                1 => (seconds % 1000) as u32 * 1_000_000,
+                2 => (seconds % 1_000_000) as u32 * 1000,
+                _ => (seconds % 1_000_000_000) as u32,
+            };
+            let t = DateTime::from_timestamp(seconds, nanos).unwrap();
+            let written = serde_json::to_string(&t).unwrap();
+            let text = written.trim_matches('"');
+            assert_eq!(parse_rfc3339(text), Some(t), "{text}");
+            assert_eq!(parse_rfc3339(text), chrono_reads(text), "{text}");
+        }
+    }
+
+    #[test]
+    fn offsets_fractions_and_leap_seconds_read_as_chrono_reads_them() {
+        for text in [
+            "2026-11-24T20:14:03Z",
+            "2026-11-24t20:14:03z",
+            "2026-11-24 20:14:03Z",
+            "2026-11-24T20:14:03.5Z",
+            "2026-11-24T20:14:03.123456789Z",
+            "2026-11-24T20:14:03.1234567891234Z",
+            "2026-11-24T20:14:03+02:00",
+            "2026-11-24T00:14:03-05:30",
+            "2026-12-31T23:30:00-01:00",
+            "2016-12-31T23:59:60Z",
+            "2016-12-31T23:59:60.5Z",
+            "2024-02-29T12:00:00Z",
+        ] {
+            assert_eq!(parse_rfc3339(text), chrono_reads(text), "{text}");
+            assert!(parse_rfc3339(text).is_some(), "{text}");
+        }
+    }
+
+    #[test]
+    fn text_that_is_not_rfc_3339_is_refused() {
+        for text in [
+            "",
+            "2026-11-24",
+            "2026-11-24T20:14Z",
+            "2026-11-24T20:14:03",
+            "2026-11-24T20:14:03.Z",
+            "2026-11-24T20:14:03+0200",
+            "2026-11-24T20:14:03+24:00",
+            "2026-11-24T20:14:03Z ",
+            "2026-13-24T20:14:03Z",
+            "2025-02-29T20:14:03Z",
+            "2026-11-24T24:00:00Z",
+            "2026-11-24T20:60:00Z",
+            "2026-11-24T20:14:61Z",
+            "2026/11/24T20:14:03Z",
+            "+2026-11-24T20:14:03Z",
+            "2026-11-24T20:14:03Zé",
+            "２026-11-24T20:14:03Z",
+        ] {
+            assert_eq!(parse_rfc3339(text), None, "{text:?}");
+        }
+    }
+}
