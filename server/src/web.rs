@@ -19,7 +19,7 @@ use axum_extra::extract::{
 };
 use chrono::Duration;
 use leptos::prelude::provide_context;
-use leptos_axum::{LeptosRoutes, generate_route_list};
+use leptos_axum::{AxumRouteListing, LeptosRoutes, generate_route_list};
 use serde::Deserialize;
 use tower_http::services::ServeDir;
 
@@ -37,7 +37,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
     let pages = Router::new()
         .leptos_routes_with_context(
             state,
-            generate_route_list(app::App),
+            page_routes(),
             {
                 let hub = state.hub.clone();
                 move || {
@@ -66,6 +66,15 @@ pub fn router(state: &AppState) -> Router<AppState> {
             crate::http::security::provide_csp_nonce,
             app::shell,
         ))
+}
+
+/// The app's routes, listed once per process. Leptos lists them by rendering the app with every resource held
+/// back, and it holds them back process-wide (one global flag): listing them again while a page renders, for a
+/// second router in the same process, left that page's data loading forever and its response unfinished.
+fn page_routes() -> Vec<AxumRouteListing> {
+    static ROUTES: std::sync::LazyLock<Vec<AxumRouteListing>> =
+        std::sync::LazyLock::new(|| generate_route_list(app::App));
+    ROUTES.clone()
 }
 
 /// Lets a request through only with a live session (except the sign-in page itself), and hands the session to

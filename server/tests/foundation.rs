@@ -23,6 +23,7 @@ backend_tests!(
     health_and_readiness_answer,
     a_browser_session_needs_the_csrf_token_to_change_anything,
     an_agent_tokens_browser_session_shows_no_one_elses_questions,
+    pages_render_whole_while_another_router_is_built,
     pages_redirect_to_sign_in_without_a_session,
     the_event_stream_delivers_new_questions_and_replays_missed_ones,
     the_inbox_lists_and_counts_what_its_filters_select,
@@ -288,6 +289,40 @@ async fn a_browser_session_needs_the_csrf_token_to_change_anything(app: TestApp)
     assert_eq!(sign_out(&csrf).await.status, StatusCode::SEE_OTHER);
     let after = app.send(Request::get("/inbox").header(header::COOKIE, &cookie).body(Body::empty()).unwrap()).await;
     assert_eq!(after.status, StatusCode::SEE_OTHER, "the session ended");
+}
+
+/// Building a router lists the app's routes by rendering it with every resource held back, and Leptos holds them
+/// back process-wide: a page whose data started loading meanwhile, in another router of the same process, never
+/// finished. Tests build a router each, in parallel; an embedding program may build more than one.
+async fn pages_render_whole_while_another_router_is_built(app: TestApp) {
+    app.post("/api/v1/questions", json!({"title": "Rendered whole"})).await;
+    let cookie = session_cookie(&sign_in(&app, &app.token).await);
+    let building = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let builder = {
+        let (state, building) = (app.state.clone(), std::sync::Arc::clone(&building));
+        std::thread::spawn(move || {
+            let mut built = 0;
+            while building.load(std::sync::atomic::Ordering::Relaxed) {
+                drop(holdpoint::http::router(state.clone()));
+                built += 1;
+            }
+            built
+        })
+    };
+    const PAGES: usize = 60;
+    for round in 0..PAGES {
+        let request = Request::get("/inbox").header(header::COOKIE, &cookie).body(Body::empty()).unwrap();
+        let page = tokio::time::timeout(std::time::Duration::from_secs(10), app.send(request)).await;
+        let Ok(page) = page else {
+            building.store(false, std::sync::atomic::Ordering::Relaxed);
+            panic!("page {round} of {PAGES} did not finish within 10 s while routers were being built");
+        };
+        assert_eq!(page.status, StatusCode::OK);
+        assert!(page.text.contains("Rendered whole"), "page {round} lists the question");
+    }
+    building.store(false, std::sync::atomic::Ordering::Relaxed);
+    let built = builder.join().unwrap();
+    assert!(built > 0, "no router was built while the pages rendered");
 }
 
 async fn pages_redirect_to_sign_in_without_a_session(app: TestApp) {
