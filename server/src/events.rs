@@ -7,12 +7,19 @@
 //! PostgreSQL ids are drawn inside the commit, so every event is read from the log). Subscribers get
 //! events through a bounded broadcast channel; one that falls behind is dropped and reconnects with its last id,
 //! so a slow client never holds up the others.
+//!
+//! Long-polls waiting on one question register with the hub by the question's id ([`EventHub::watch_question`]):
+//! an event wakes the waiters of its own question only. With a broadcast receiver each, every event woke every
+//! waiter (16 agents waiting: 16 wake-ups for each event, most for nothing), and a waiter that fell further behind
+//! than the buffer gave up and answered with the question still pending, before its time was up.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::broadcast;
+use app::types::EventType;
+use tokio::sync::{broadcast, oneshot};
 use uuid::Uuid;
 
 use crate::store::{Committed, EventRow, Store};
@@ -54,6 +61,50 @@ pub struct EventHub {
     sender: broadcast::Sender<Arc<HubEvent>>,
     /// The id of the newest event handed to subscribers (or about to be: it is raised before sending).
     position: Arc<AtomicI64>,
+    watches: Arc<Watches>,
+}
+
+/// The registered [`QuestionWatch`]es, by question id, each under a key of its own.
+#[derive(Default)]
+struct Watches {
+    by_question: Mutex<WatchesByQuestion>,
+    next_key: AtomicU64,
+}
+
+type WatchesByQuestion = HashMap<Uuid, Vec<(u64, oneshot::Sender<Arc<HubEvent>>)>>;
+
+impl Watches {
+    fn lock(&self) -> std::sync::MutexGuard<'_, WatchesByQuestion> {
+        self.by_question.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Fires once, with the next event of one question after it was registered (other than its `question_asked`).
+/// Dropping it unregisters it.
+pub struct QuestionWatch {
+    watches: Arc<Watches>,
+    question_id: Uuid,
+    key: u64,
+    event: oneshot::Receiver<Arc<HubEvent>>,
+}
+
+impl QuestionWatch {
+    /// The question's next event; `None` if the hub stopped first.
+    pub async fn next_event(&mut self) -> Option<Arc<HubEvent>> {
+        (&mut self.event).await.ok()
+    }
+}
+
+impl Drop for QuestionWatch {
+    fn drop(&mut self) {
+        let mut by_question = self.watches.lock();
+        if let Some(waiting) = by_question.get_mut(&self.question_id) {
+            waiting.retain(|(key, _)| *key != self.key);
+            if waiting.is_empty() {
+                by_question.remove(&self.question_id);
+            }
+        }
+    }
 }
 
 impl EventHub {
@@ -62,7 +113,7 @@ impl EventHub {
     pub async fn start(store: Arc<dyn Store>, buffer: usize) -> crate::store::StoreResult<Self> {
         let start = store.last_event_id().await?;
         let (sender, _) = broadcast::channel(buffer.max(1));
-        let hub = EventHub { sender, position: Arc::new(AtomicI64::new(start)) };
+        let hub = EventHub { sender, position: Arc::new(AtomicI64::new(start)), watches: Arc::default() };
         tokio::spawn(hub.clone().follow(store));
         Ok(hub)
     }
@@ -74,6 +125,16 @@ impl EventHub {
     pub fn subscribe(&self) -> (broadcast::Receiver<Arc<HubEvent>>, i64) {
         let receiver = self.sender.subscribe();
         (receiver, self.position.load(Ordering::SeqCst))
+    }
+
+    /// A watch on one question's next event (see [`QuestionWatch`]).
+    ///
+    /// Register *before* reading the question: an event after the read then fires the watch.
+    pub fn watch_question(&self, question_id: Uuid) -> QuestionWatch {
+        let key = self.watches.next_key.fetch_add(1, Ordering::Relaxed);
+        let (sender, event) = oneshot::channel();
+        self.watches.lock().entry(question_id).or_default().push((key, sender));
+        QuestionWatch { watches: Arc::clone(&self.watches), question_id, key, event }
     }
 
     /// The id of the newest event handed to subscribers: a page rendered now opens its stream from here, so it
@@ -137,7 +198,63 @@ impl EventHub {
 
     fn send(&self, event: Arc<HubEvent>) {
         self.position.store(event.id, Ordering::SeqCst);
+        if let Some(question_id) = event.question_id
+            && event.event_type != EventType::QuestionAsked.as_str()
+        {
+            let fired = self.watches.lock().remove(&question_id);
+            for (_, watch) in fired.into_iter().flatten() {
+                let _ = watch.send(Arc::clone(&event));
+            }
+        }
         // No subscribers is not an error: the event is in the log for whoever connects later.
         let _ = self.sender.send(event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hub() -> EventHub {
+        EventHub { sender: broadcast::channel(4).0, position: Arc::default(), watches: Arc::default() }
+    }
+
+    fn event(id: i64, event_type: EventType, question_id: Uuid) -> Arc<HubEvent> {
+        Arc::new(HubEvent {
+            id,
+            workspace_id: Uuid::nil(),
+            event_type: event_type.as_str().to_owned(),
+            project: None,
+            run_id: None,
+            question_id: Some(question_id),
+            data: "{}".to_owned(),
+        })
+    }
+
+    #[tokio::test]
+    async fn an_event_fires_the_watches_of_its_own_question_only() {
+        let hub = hub();
+        let (mine, other) = (Uuid::now_v7(), Uuid::now_v7());
+        let mut first = hub.watch_question(mine);
+        let mut second = hub.watch_question(mine);
+        let mut elsewhere = hub.watch_question(other);
+        hub.send(event(1, EventType::QuestionAsked, mine));
+        hub.send(event(2, EventType::QuestionAnswered, mine));
+        assert_eq!(first.next_event().await.map(|e| e.id), Some(2), "the question's asking does not fire it");
+        assert_eq!(second.next_event().await.map(|e| e.id), Some(2));
+        let pending = tokio::time::timeout(Duration::from_millis(20), elsewhere.next_event()).await;
+        assert!(pending.is_err(), "another question's event fired the watch");
+        assert_eq!(hub.watches.lock().len(), 1, "fired watches are unregistered");
+    }
+
+    #[test]
+    fn a_dropped_watch_is_unregistered() {
+        let hub = hub();
+        let question = Uuid::now_v7();
+        let kept = hub.watch_question(question);
+        drop(hub.watch_question(question));
+        assert_eq!(hub.watches.lock()[&question].len(), 1);
+        drop(kept);
+        assert!(hub.watches.lock().is_empty(), "nothing is left behind for a question nobody waits on");
     }
 }

@@ -10,8 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use app::types::{
-    AnswerBody, ApprovalAction, EventType, NewQuestion, Question, QuestionKind, QuestionStatus, ResumeRequest,
-    ToolDecision,
+    AnswerBody, ApprovalAction, NewQuestion, Question, QuestionKind, QuestionStatus, ResumeRequest, ToolDecision,
 };
 use axum::extract::{FromRequestParts, Request, State};
 use axum::middleware::Next;
@@ -186,8 +185,8 @@ impl HoldpointMcp {
         let row = build_question(input, caller.workspace_id(), Some(caller.principal.id), bounds, crate::store::now())
             .map_err(tool_error)?;
         crate::questions::check_assignee(self.state.store.as_ref(), &row).await.map_err(tool_error)?;
-        // Subscribe first: the answer may come before we start waiting.
-        let (mut events, _) = self.state.hub.subscribe();
+        // Watch first: the answer may come before we start waiting.
+        let mut watch = self.state.hub.watch_question(row.id);
         insert_question(self.state.store.as_ref(), &self.state.metrics, &row)
             .await
             .map_err(|e| tool_error(e.into()))?;
@@ -206,19 +205,9 @@ impl HoldpointMcp {
             if current.status != QuestionStatus::Pending.as_str() {
                 return current.to_question(workspace).map_err(|e| tool_error(e.into()));
             }
-            let deadline = tokio::time::Instant::now() + RECHECK;
-            loop {
-                match tokio::time::timeout_at(deadline, events.recv()).await {
-                    Ok(Ok(event))
-                        if event.question_id == Some(row.id)
-                            && event.event_type != EventType::QuestionAsked.as_str() =>
-                    {
-                        break;
-                    }
-                    Ok(Ok(_)) => continue,
-                    Ok(Err(_)) | Err(_) => break,
-                }
-            }
+            let _ = tokio::time::timeout(RECHECK, watch.next_event()).await;
+            // A fired watch is used up: the next one is registered before the question is read again.
+            watch = self.state.hub.watch_question(row.id);
         }
     }
 }

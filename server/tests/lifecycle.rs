@@ -739,6 +739,53 @@ async fn questions_do_not_send_the_runtime_looking_for_runs(app: TestApp) {
     );
 }
 
+/// A long-poll waits for its own question, however many other events pass meanwhile: more at once than the event
+/// buffer holds (here, written by another instance, which this one reads from the log in one go) once made it give
+/// up and answer with the question still pending, long before its time was up. One worker thread: the waiter then
+/// cannot read while the hub hands the burst out, as on a busy server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_long_poll_outlasts_a_burst_of_other_events_larger_than_the_buffer() {
+    use tower::ServiceExt;
+    let app = TestApp::start_with(common::Backend::Sqlite, |c| c.sse_buffer = 16).await.unwrap();
+    let (_other_state, other_instance) = app.restart(|_| {}).await;
+    let waited_on = ask(&app, json!({"title": "Waited on"})).await;
+    let wait = {
+        let router = app.router.clone();
+        let request = axum::http::Request::get(format!("/api/v1/questions/{waited_on}/wait?timeout_seconds=20"))
+            .header(axum::http::header::AUTHORIZATION, format!("Bearer {}", app.token))
+            .body(axum::body::Body::empty())
+            .unwrap();
+        tokio::spawn(async move {
+            let started = Instant::now();
+            let response = router.oneshot(request).await.unwrap();
+            let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+            (serde_json::from_slice::<Value>(&body).unwrap(), started.elapsed())
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for n in 0..40 {
+        let request = axum::http::Request::post("/api/v1/questions")
+            .header(axum::http::header::AUTHORIZATION, format!("Bearer {}", app.token))
+            .header(axum::http::header::CONTENT_TYPE, "application/json")
+            .body(axum::body::Body::from(json!({"title": format!("Other {n}"), "kind": "non_blocking"}).to_string()))
+            .unwrap();
+        assert_eq!(other_instance.clone().oneshot(request).await.unwrap().status(), StatusCode::CREATED);
+    }
+    // This instance reads the other's events from the log within its poll interval (1 s), all at once.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while app.state.hub.position() < app.state.store.last_event_id().await.unwrap() {
+        assert!(Instant::now() < deadline, "this instance never read the other's events");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!wait.is_finished(), "the long-poll returned before its question was answered");
+    let answered = app.post(&format!("/api/v1/questions/{waited_on}/answer"), json!({"value": "done"})).await;
+    assert_eq!(answered.status, StatusCode::OK, "{}", answered.text);
+    let (question, took) = tokio::time::timeout(Duration::from_secs(10), wait).await.unwrap().unwrap();
+    assert_eq!(question["status"], "answered", "{question}");
+    assert!(took < Duration::from_secs(15), "woken by the answer, not by the end of its wait ({took:?})");
+}
+
 /// A client that stops reading must not hold up the others: its stream ends with a `reconnect` event once it falls
 /// behind, and a reconnect with its last id replays the rest from the log.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -247,33 +247,22 @@ async fn wait_for_question(
         return Err(AppError::BadRequest(format!("timeout_seconds must be within 1..={MAX_WAIT_SECONDS}")));
     }
     let id = question_id(&id)?;
-    // Subscribe before reading, so a resolution between the read and the wait still wakes us.
-    let (mut events, _) = state.hub.subscribe();
+    // Watch before reading, so a resolution between the read and the wait still wakes us.
+    let mut watch = state.hub.watch_question(id);
     let question = load_question(&state, &caller, id).await?;
     if question.status != QuestionStatus::Pending {
         return Ok(ApiJson(question));
     }
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(seconds);
-    loop {
-        let next = tokio::select! {
-            next = tokio::time::timeout_at(deadline, events.recv()) => next,
-            // Stopping: answer with the question as it is now rather than hold the shutdown up.
-            () = state.shutdown.cancelled() => break,
-        };
-        match next {
-            Err(_elapsed) => break,
-            Ok(Ok(event)) if event.question_id == Some(id) && event.event_type != EventType::QuestionAsked.as_str() => {
-                // The event carries the question as its transaction left it, which is what a read would return
-                // (a question leaves `pending` once): no need to ask the database again.
-                if let Ok(data) = serde_json::from_str::<QuestionEventData>(&event.data) {
-                    return Ok(ApiJson(data.question));
-                }
-                break;
-            }
-            Ok(Ok(_)) => continue,
-            // Missed events or a closed hub: the database knows.
-            Ok(Err(_)) => break,
-        }
+    let event = tokio::select! {
+        event = tokio::time::timeout_at(deadline, watch.next_event()) => event.ok().flatten(),
+        // Stopping: answer with the question as it is now rather than hold the shutdown up.
+        () = state.shutdown.cancelled() => None,
+    };
+    // The event carries the question as its transaction left it, which is what a read would return (a question
+    // leaves `pending` once): no need to ask the database again.
+    if let Some(data) = event.and_then(|event| serde_json::from_str::<QuestionEventData>(&event.data).ok()) {
+        return Ok(ApiJson(data.question));
     }
     Ok(ApiJson(load_question(&state, &caller, id).await?))
 }
