@@ -251,7 +251,7 @@ pub async fn connect_trusting_tokens_for(url: &str, token_cache: Duration) -> St
             .synchronous(SqliteSynchronous::Full)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10))
-            // The text search's matcher (see `sql::SqliteStore::TEXT_MATCHES`).
+            // The text search's matcher (see `sql::SqliteStore::push_text_match`).
             .with_regexp();
         // One writer connection: SQLite serialises writers anyway, and queueing them here instead of in the busy
         // handler keeps latency flat. Readers run in parallel thanks to WAL.
