@@ -27,18 +27,65 @@ struct Outcome {
     /// From the agent sending the question to the person's stream showing it.
     seen: Samples,
     errors: u64,
+    /// What the window cost the machine's CPUs; `None` if `/proc` could not be read.
+    cpu: Option<CpuUse>,
+}
+
+/// CPU time over the measuring window, in jiffies.
+struct CpuUse {
+    server: u64,
+    load_generator: u64,
+    /// Every CPU's busy time, the two above included (PostgreSQL's backends are the rest).
+    busy: u64,
+    /// Busy and idle time of every CPU.
+    total: u64,
+}
+
+impl CpuUse {
+    fn sample(server_pid: u32) -> Option<[u64; 4]> {
+        let (busy, total) = crate::machine::cpu_jiffies()?;
+        let server = crate::machine::process_jiffies(server_pid)?;
+        let load_generator = crate::machine::process_jiffies(std::process::id())?;
+        Some([server, load_generator, busy, total])
+    }
+
+    fn between(before: [u64; 4], after: [u64; 4]) -> Self {
+        let d = |i: usize| after[i].saturating_sub(before[i]);
+        Self { server: d(0), load_generator: d(1), busy: d(2), total: d(3) }
+    }
+
+    /// "server 0.81 ms · load generator 0.20 ms · the rest 0.04 ms; 21 % idle", per cycle of `cycles`.
+    fn per_cycle(&self, cycles: usize) -> String {
+        let hz = crate::machine::jiffies_per_second() as f64;
+        let per = |jiffies: u64| ms(Duration::from_secs_f64(jiffies as f64 / hz / cycles.max(1) as f64));
+        let rest = self.busy.saturating_sub(self.server + self.load_generator);
+        let idle = 100.0 * (1.0 - self.busy as f64 / self.total.max(1) as f64);
+        format!(
+            "server {} · load generator {} · the rest {}; {idle:.0} % idle",
+            per(self.server),
+            per(self.load_generator),
+            per(rest)
+        )
+    }
 }
 
 pub async fn run(postgres: Option<&Postgres>) -> Result<Section, String> {
     let mut section = Section::new("Full HITL cycle");
     let memory = std::path::Path::new(TMPFS);
+    let only = Only::from_env()?;
     for (backend, in_memory) in [(Backend::Sqlite, false), (Backend::Postgres, false), (Backend::Sqlite, true)] {
         if (backend == Backend::Postgres && postgres.is_none()) || (in_memory && !memory.is_dir()) {
             continue;
         }
+        if only.as_ref().is_some_and(|only| only.backend != where_label(backend, in_memory)) {
+            continue;
+        }
         for agents in [1usize, 16] {
+            if only.as_ref().is_some_and(|only| only.agents.is_some_and(|n| n != agents)) {
+                continue;
+            }
             let db = if in_memory { FreshDb::sqlite_in(memory)? } else { FreshDb::fresh(backend, postgres).await? };
-            let where_ = if in_memory { "SQLite on tmpfs" } else { backend.label() };
+            let where_ = where_label(backend, in_memory);
             let server = Server::start(&format!("hitl-{}-{agents}", where_.replace(' ', "-")), &db).await?;
             let outcome = measure(&server, agents).await;
             server.stop().await;
@@ -49,6 +96,11 @@ pub async fn run(postgres: Option<&Postgres>) -> Result<Section, String> {
             if in_memory {
                 section.figures.push(Figure::info(format!("{label}: latency"), latency));
                 section.figures.push(Figure::info(format!("{label}: throughput"), format!("{rate:.0} cycles/s")));
+                if let Some(cpu) = &outcome.cpu {
+                    section
+                        .figures
+                        .push(Figure::info(format!("{label}: CPU per cycle"), cpu.per_cycle(outcome.cycles.len())));
+                }
                 section.notes.push(format!(
                     "{label}: {} cycles in the {} s window.",
                     outcome.cycles.len(),
@@ -95,6 +147,11 @@ pub async fn run(postgres: Option<&Postgres>) -> Result<Section, String> {
                 format!("{label}: asked → seen on the event stream"),
                 format!("p50 {} · p99 {}", ms(outcome.seen.p50()), ms(outcome.seen.p99())),
             ));
+            if let Some(cpu) = &outcome.cpu {
+                section
+                    .figures
+                    .push(Figure::info(format!("{label}: CPU per cycle"), cpu.per_cycle(outcome.cycles.len())));
+            }
             if outcome.errors > 0 {
                 section.notes.push(format!("**{label}: {} request(s) failed** (see the server log).", outcome.errors));
             }
@@ -124,6 +181,36 @@ pub async fn run(postgres: Option<&Postgres>) -> Result<Section, String> {
         ),
     );
     Ok(section)
+}
+
+fn where_label(backend: Backend, in_memory: bool) -> &'static str {
+    if in_memory { "SQLite on tmpfs" } else { backend.label() }
+}
+
+/// `HOLDPOINT_BENCH_HITL=postgresql` (or `sqlite`, `tmpfs`), optionally with `:16` or `:1`, runs one configuration
+/// of this part: for profiling and A/B runs, which need the same load again without the other rows' minute.
+struct Only {
+    backend: &'static str,
+    agents: Option<usize>,
+}
+
+impl Only {
+    fn from_env() -> Result<Option<Self>, String> {
+        let Ok(value) = std::env::var("HOLDPOINT_BENCH_HITL") else { return Ok(None) };
+        let (backend, agents) = value.split_once(':').map_or((value.as_str(), None), |(b, n)| (b, Some(n)));
+        let backend = match backend {
+            "sqlite" => where_label(Backend::Sqlite, false),
+            "postgresql" => where_label(Backend::Postgres, false),
+            "tmpfs" => where_label(Backend::Sqlite, true),
+            other => {
+                return Err(format!("HOLDPOINT_BENCH_HITL: unknown backend {other:?} (sqlite, postgresql, tmpfs)"));
+            }
+        };
+        let agents = agents
+            .map(|n| n.parse().map_err(|_| format!("HOLDPOINT_BENCH_HITL: {n:?} is not a number of agents")))
+            .transpose()?;
+        Ok(Some(Self { backend, agents }))
+    }
 }
 
 async fn measure(server: &Server, agents: usize) -> Result<Outcome, String> {
@@ -163,13 +250,21 @@ async fn measure(server: &Server, agents: usize) -> Result<Outcome, String> {
             cycles
         }));
     }
+    let server_pid = server.pid;
+    let cpu = tokio::spawn(async move {
+        tokio::time::sleep_until(warm_end.into()).await;
+        let before = CpuUse::sample(server_pid);
+        tokio::time::sleep_until(end.into()).await;
+        Some(CpuUse::between(before?, CpuUse::sample(server_pid)?))
+    });
     let mut cycles = Samples::default();
     for task in tasks {
         cycles.extend(&task.await.map_err(|e| e.to_string())?);
     }
     person.abort();
+    let cpu = cpu.await.ok().flatten();
     let seen = seen.lock().await.clone();
-    Ok(Outcome { cycles, seen, errors: errors.load(Ordering::Relaxed) })
+    Ok(Outcome { cycles, seen, errors: errors.load(Ordering::Relaxed), cpu })
 }
 
 /// One agent's cycle: ask, then long-poll until answered.

@@ -62,12 +62,26 @@ pub fn load_average() -> String {
 }
 
 /// (busy, total) jiffies of all CPUs.
-fn cpu_jiffies() -> Option<(u64, u64)> {
+pub fn cpu_jiffies() -> Option<(u64, u64)> {
     let stat = read("/proc/stat");
     let fields: Vec<u64> = stat.lines().next()?.split_whitespace().skip(1).filter_map(|f| f.parse().ok()).collect();
     let total: u64 = fields.iter().take(8).sum();
     let idle = fields.get(3)? + fields.get(4).copied().unwrap_or(0);
     Some((total - idle, total))
+}
+
+/// The CPU time a process has used so far (user and system, its threads included), in jiffies.
+pub fn process_jiffies(pid: u32) -> Option<u64> {
+    let stat = read(&format!("/proc/{pid}/stat"));
+    // The command name, in parentheses, may hold spaces: count the fields after its closing one.
+    let fields: Vec<&str> = stat.get(stat.rfind(')')? + 1..)?.split_whitespace().collect();
+    // utime and stime are the 14th and 15th fields of the line, the 12th and 13th after the name.
+    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+}
+
+/// How many jiffies make a second (`USER_HZ`; what `/proc` counts CPU time in).
+pub fn jiffies_per_second() -> u64 {
+    command_output("getconf", &["CLK_TCK"]).and_then(|hz| hz.parse().ok()).unwrap_or(100)
 }
 
 /// The share of CPU time in use over `window` (the suite is idle meanwhile, so it is other processes').
