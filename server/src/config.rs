@@ -133,6 +133,13 @@ pub struct ServeConfig {
     #[arg(long, env = "HOLDPOINT_TOKEN_CACHE_SECONDS", default_value_t = 5)]
     pub token_cache_seconds: u64,
 
+    /// The most connections this instance opens to PostgreSQL, plus one for event notifications (default: four per
+    /// CPU core, at least eight). Keep the sum over every instance below the server's `max_connections`. Ignored
+    /// on SQLite.
+    #[arg(long, env = "HOLDPOINT_DATABASE_CONNECTIONS", default_value_t = crate::store::default_postgres_connections(),
+        value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub database_connections: u32,
+
     /// Separation of duties: whoever asked for an approval (the token or person that created the question) may not
     /// approve it themselves. Turn off for a one-person setup where the same credential asks and approves.
     #[arg(long, env = "HOLDPOINT_SEPARATION_OF_DUTIES", default_value_t = true, action = clap::ArgAction::Set)]
@@ -320,6 +327,7 @@ impl ServeConfig {
             sse_buffer: 4096,
             session_hours: 1,
             token_cache_seconds: 5,
+            database_connections: crate::store::default_postgres_connections(),
             separation_of_duties: true,
             public_url: None,
             runtime: RuntimeConfig::defaults(),
@@ -339,6 +347,26 @@ impl ServeConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(clap::Parser)]
+    struct Serve {
+        #[command(flatten)]
+        config: ServeConfig,
+    }
+
+    #[test]
+    fn database_connections_default_to_a_few_per_core_and_refuse_zero() {
+        use clap::Parser;
+        let defaults = Serve::try_parse_from(["serve"]).unwrap().config;
+        let cores = std::thread::available_parallelism().unwrap().get() as u32;
+        assert_eq!(defaults.database_connections, (4 * cores).max(8));
+        let set = Serve::try_parse_from(["serve", "--database-connections", "3"]).unwrap().config;
+        assert_eq!(set.database_connections, 3);
+        for refused in ["0", "-1", "1001", "many"] {
+            let error = Serve::try_parse_from(["serve", &format!("--database-connections={refused}")]).err();
+            assert!(error.is_some_and(|e| e.to_string().contains("--database-connections")), "{refused} was taken");
+        }
+    }
 
     #[test]
     fn an_empty_database_url_falls_back_to_the_data_directory() {

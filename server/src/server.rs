@@ -35,7 +35,8 @@ pub enum ServerError {
 pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
     let url = config.database.prepare().map_err(ServerError::DataDir)?;
     let token_cache = std::time::Duration::from_secs(config.token_cache_seconds);
-    let store = store::connect_trusting_tokens_for(&url, token_cache).await?;
+    let settings = store::StoreSettings { token_cache, postgres_connections: config.database_connections };
+    let store = store::connect_with(&url, settings).await?;
     let workspace = store.ensure_workspace(DEFAULT_WORKSPACE).await?;
     if let Some(secret) = &config.bootstrap_token {
         let created = store

@@ -17,6 +17,7 @@ backend_tests!(
     a_browser_session_answers_as_a_human_and_signs_in_and_out_on_the_record,
     an_edited_approval_keeps_the_original_the_edit_and_their_diff,
     the_chain_verifies_and_an_edited_row_is_named,
+    entries_with_text_beyond_ascii_hash_as_the_server_computes,
     a_removed_row_is_named_as_the_gap_it_leaves,
     concurrent_answers_on_two_instances_never_fork_the_chain,
     the_api_filters_pages_and_is_for_admins_of_the_workspace_only,
@@ -314,6 +315,22 @@ async fn the_chain_verifies_and_an_edited_row_is_named(app: TestApp) {
     let entry_3 = &entries_after(&app, 2).await[0];
     assert_eq!(broken.id.map(|id| id.to_string()), entry_3["id"].as_str().map(str::to_owned));
     assert!(broken.to_string().contains("seq 3"), "{broken}");
+}
+
+/// On PostgreSQL the commit seals each entry (migration 0010): its hash is computed by the database, over UTF-8
+/// bytes counted by the database. Verifying recomputes every hash in Rust, so the two must agree on text whose
+/// length in bytes is not its length in characters, and on NULL fields.
+async fn entries_with_text_beyond_ascii_hash_as_the_server_computes(app: TestApp) {
+    let id = ask(&app, json!({"title": "Überweisung an Zoë freigeben? 🚀", "response_type": "text"})).await;
+    let answer = json!({"value": "Ja – aber nur bis 5 000 €, 日本語も OK 👍", "comment": "geprüft"});
+    let answered = app.post(&format!("/api/v1/questions/{id}/answer"), answer).await;
+    assert_eq!(answered.status, StatusCode::OK);
+    let entries = entries_after(&app, 0).await;
+    let entry = entries.last().expect("the answer's entry");
+    assert!(entry["after"].to_string().contains("日本語"), "{entry}");
+    assert!(entry["before"].to_string().contains("Zoë"), "{entry}");
+    let verified = holdpoint::audit::verify(app.state.store.as_ref()).await.unwrap().expect("the chain verifies");
+    assert_eq!(verified.entries as usize, entries.len());
 }
 
 async fn a_removed_row_is_named_as_the_gap_it_leaves(app: TestApp) {

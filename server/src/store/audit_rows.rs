@@ -76,12 +76,19 @@ fn json_text(text: &Option<String>) -> Result<Option<Value>, StoreError> {
 impl AuditRow {
     /// Seals a new entry as entry `seq` of its chain, after the entry whose hash is `prev_hash`.
     pub fn seal(entry: &NewAuditEntry, seq: i64, prev_hash: String) -> AuditRow {
+        let mut row = AuditRow { seq, prev_hash, ..Self::unsealed(entry) };
+        row.hash = crate::audit::entry_hash(&row);
+        row
+    }
+
+    /// A new entry without its place in the chain (`seq` 0, no hashes): a draft for the database to seal.
+    pub fn unsealed(entry: &NewAuditEntry) -> AuditRow {
         let text = |value: &Option<Value>| value.as_ref().map(Value::to_string);
-        let mut row = AuditRow {
+        AuditRow {
             id: Uuid::now_v7(),
             workspace_id: entry.workspace_id,
-            seq,
-            prev_hash,
+            seq: 0,
+            prev_hash: String::new(),
             hash: String::new(),
             actor: entry.actor.name.clone(),
             actor_id: entry.actor.id.clone(),
@@ -95,9 +102,7 @@ impl AuditRow {
             // At the precision both databases keep: PostgreSQL rounds nanoseconds, and the time read back must
             // hash the same as the time written.
             created_at: entry.created_at.trunc_subsecs(6),
-        };
-        row.hash = crate::audit::entry_hash(&row);
-        row
+        }
     }
 
     /// The wire form, for a workspace whose name the caller knows.

@@ -235,14 +235,39 @@ fn postgres_options(url: &str) -> StoreResult<PgConnectOptions> {
     Ok(if ours.is_empty() { options } else { options.options(ours) })
 }
 
-/// Opens the database named by `url` (`sqlite:...` or `postgres://...`) and brings its schema up to date.
-pub async fn connect(url: &str) -> StoreResult<Arc<dyn Store>> {
-    connect_trusting_tokens_for(url, TOKEN_CACHE_TTL).await
+/// How a store uses its database, beyond where it is.
+#[derive(Debug, Clone, Copy)]
+pub struct StoreSettings {
+    /// How long tokens seen valid are trusted without a database read (see `token_cache`; zero reads every time).
+    pub token_cache: Duration,
+    /// The most connections the store opens to PostgreSQL (the event listener's comes on top). SQLite has its own
+    /// fixed pools: one writer, eight readers.
+    pub postgres_connections: u32,
 }
 
-/// [`connect`], with tokens seen valid trusted without a database read for `token_cache` (see
-/// `token_cache`; zero reads every time).
-pub async fn connect_trusting_tokens_for(url: &str, token_cache: Duration) -> StoreResult<Arc<dyn Store>> {
+impl StoreSettings {
+    /// What `holdpoint serve` uses unless told otherwise, and what the CLI's short-lived stores use.
+    pub fn defaults() -> Self {
+        Self { token_cache: TOKEN_CACHE_TTL, postgres_connections: default_postgres_connections() }
+    }
+}
+
+/// Four connections per CPU core, at least eight: statements wait on the network and the disk as well as on the
+/// CPU, so a few per core keep the cores busy, while more only add backends that compete for the same cores
+/// (docs/benchmarks.md, "Connections to PostgreSQL").
+pub fn default_postgres_connections() -> u32 {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    u32::try_from(cores * 4).unwrap_or(u32::MAX).max(8)
+}
+
+/// Opens the database named by `url` (`sqlite:...` or `postgres://...`) and brings its schema up to date.
+pub async fn connect(url: &str) -> StoreResult<Arc<dyn Store>> {
+    connect_with(url, StoreSettings::defaults()).await
+}
+
+/// [`connect`] with settings of the caller's.
+pub async fn connect_with(url: &str, settings: StoreSettings) -> StoreResult<Arc<dyn Store>> {
+    let token_cache = settings.token_cache;
     if url.starts_with("sqlite:") {
         let options = SqliteConnectOptions::from_str(url)?
             .create_if_missing(true)
@@ -267,7 +292,7 @@ pub async fn connect_trusting_tokens_for(url: &str, token_cache: Duration) -> St
     } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
         let options = postgres_options(url)?;
         let pool = pool_options::<sqlx::Postgres>()
-            .max_connections(16)
+            .max_connections(settings.postgres_connections.max(1))
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(options)
             .await?;

@@ -41,6 +41,30 @@ static APPEND_AUDIT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     )
 });
 
+/// `bind`, which `sqlx::query` and `sqlx::query_as` each have, so that one function can bind a row to either.
+trait Bind<'q, DB: sqlx::Database>: Sized {
+    fn bind_arg<T: 'q + sqlx::Encode<'q, DB> + sqlx::Type<DB>>(self, value: T) -> Self;
+}
+
+impl<'q, DB: sqlx::Database> Bind<'q, DB> for sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>> {
+    fn bind_arg<T: 'q + sqlx::Encode<'q, DB> + sqlx::Type<DB>>(self, value: T) -> Self {
+        self.bind(value)
+    }
+}
+
+impl<'q, DB: sqlx::Database, O> Bind<'q, DB>
+    for sqlx::query::QueryAs<'q, DB, O, <DB as sqlx::Database>::Arguments<'q>>
+{
+    fn bind_arg<T: 'q + sqlx::Encode<'q, DB> + sqlx::Type<DB>>(self, value: T) -> Self {
+        self.bind(value)
+    }
+}
+
+/// Writes an entry as a draft, without its place in the chain, for the commit to seal (PostgreSQL, migration 0010).
+const INSERT_AUDIT_DRAFT: &str = "INSERT INTO audit_drafts (id, workspace_id, actor, actor_id, actor_kind, action, \
+     subject_type, subject_id, before, after, diff, created_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
+
 /// Appends an audit entry only if the stored head is the one its `seq` (`$3`) and `prev_hash` (`$4`) follow; returns
 /// its `seq` if it did.
 static APPEND_AUDIT_IF_HEAD: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
@@ -86,6 +110,8 @@ impl SqliteStore {
     /// `BEGIN IMMEDIATE` makes the writer the only one, so an append can check its guess of the chain's head in the
     /// same statement that inserts the entry, which spares the claim's statement (see `AUDIT_HEADS`).
     const GUESS_AUDIT_HEAD: bool = true;
+    /// Entries are sealed as they are written: the one writer already appends one at a time.
+    const AUDIT_SEALED_AT_COMMIT: bool = false;
     /// Nothing to lock: `BEGIN IMMEDIATE` on the one writer already runs write transactions one at a time.
     const RESOLVE_LOCKING_RUN: (&'static str, &'static str) = ("", "");
     /// One process per database: no other instance caches tokens.
@@ -139,6 +165,9 @@ impl PostgresStore {
     const EVENT_ID_FINAL_AT_INSERT: bool = false;
     /// Instances append concurrently: each append must hold the head's row lock, which the claim takes.
     const GUESS_AUDIT_HEAD: bool = false;
+    /// Entries are written as drafts and sealed into the chain inside COMMIT (migration 0010), so no transaction
+    /// holds the chain's head over its own statements.
+    const AUDIT_SEALED_AT_COMMIT: bool = true;
     /// A question and its `question_asked` event go in with one statement (one round trip): the question's
     /// insert is a data-modifying `WITH`, which PostgreSQL runs to completion whatever the main statement reads.
     const QUESTION_THEN_EVENT: (&'static str, &'static str) = ("WITH asked AS (", ") ");
@@ -395,10 +424,16 @@ macro_rules! sql_store {
 
             /// Appends an audit entry to its workspace's chain inside the caller's transaction, so the entry
             /// commits if and only if the change it records does (see `CLAIM_AUDIT_HEAD` for the locks it takes).
+            /// Returns the entry as stored, or where the commit seals it (`AUDIT_SEALED_AT_COMMIT`), its draft.
             pub(crate) async fn append_audit_in(
                 tx: &mut $tx,
                 entry: &NewAuditEntry,
             ) -> StoreResult<AuditRow> {
+                if Self::AUDIT_SEALED_AT_COMMIT {
+                    let draft = AuditRow::unsealed(entry);
+                    Self::bind_audit_draft(sqlx::query(INSERT_AUDIT_DRAFT), &draft).execute(&mut **tx).await?;
+                    return Ok(draft);
+                }
                 if let Some(row) = Self::sealed_on_guessed_head(entry) {
                     let guess_held =
                         Self::bind_audit_row(sqlx::query_as(&APPEND_AUDIT_IF_HEAD), &row).fetch_optional(&mut **tx).await?;
@@ -445,6 +480,18 @@ macro_rules! sql_store {
                 event: &NewEvent,
                 entry: &NewAuditEntry,
             ) -> StoreResult<i64> {
+                if Self::AUDIT_SEALED_AT_COMMIT {
+                    // One statement: the draft's insert is a data-modifying `WITH` around the event's.
+                    static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+                        let insert_event = <$store>::INSERT_EVENT;
+                        let draft = shift_placeholders(INSERT_AUDIT_DRAFT, placeholder_count(insert_event));
+                        format!("WITH draft AS ({draft}) {insert_event}")
+                    });
+                    let draft = AuditRow::unsealed(entry);
+                    let query = Self::bind_event(sqlx::query_as(&SQL), event);
+                    let (event_id,) = Self::bind_audit_draft(query, &draft).fetch_one(&mut **tx).await?;
+                    return Ok(event_id);
+                }
                 let Some(row) = Self::sealed_on_guessed_head(entry) else {
                     let id = Self::append_event(tx, event).await?;
                     Self::append_audit_in(tx, entry).await?;
@@ -466,6 +513,23 @@ macro_rules! sql_store {
                     Self::append_audit_claiming_head(tx, entry).await?;
                 }
                 Ok(event_id)
+            }
+
+            /// Binds a draft's columns, in the order of [`INSERT_AUDIT_DRAFT`], after what `query` has.
+            fn bind_audit_draft<'q, Q: Bind<'q, $db>>(query: Q, row: &'q AuditRow) -> Q {
+                query
+                    .bind_arg(row.id)
+                    .bind_arg(row.workspace_id)
+                    .bind_arg(&row.actor)
+                    .bind_arg(&row.actor_id)
+                    .bind_arg(&row.actor_kind)
+                    .bind_arg(&row.action)
+                    .bind_arg(&row.subject_type)
+                    .bind_arg(&row.subject_id)
+                    .bind_arg(&row.before)
+                    .bind_arg(&row.after)
+                    .bind_arg(&row.diff)
+                    .bind_arg(row.created_at)
             }
 
             /// Binds an audit entry's columns, in the order of [`AUDIT_COLUMNS`], after what `query` has.
@@ -930,7 +994,15 @@ macro_rules! sql_store {
                 let mut tx = self.begin_write().await?;
                 let row = Self::append_audit_in(&mut tx, entry).await?;
                 tx.commit().await?;
-                Ok(row)
+                if !Self::AUDIT_SEALED_AT_COMMIT {
+                    return Ok(row);
+                }
+                let id = row.id;
+                sqlx::query_as(&format!("SELECT {AUDIT_COLUMNS} FROM audit_log WHERE id = $1"))
+                    .bind(id)
+                    .fetch_optional(&self.$write)
+                    .await?
+                    .ok_or_else(|| StoreError::Corrupt(format!("audit entry {id} is not in the log after its commit")))
             }
 
             async fn list_audit(&self, workspace_id: Uuid, query: &AuditQuery) -> StoreResult<Vec<AuditRow>> {
