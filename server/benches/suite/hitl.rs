@@ -175,8 +175,12 @@ pub async fn run(postgres: Option<&Postgres>) -> Result<Section, String> {
              configuration gets a fresh \
              database and server. The rows \"SQLite on tmpfs\" (no target) repeat the SQLite runs with the database \
              file in `{TMPFS}`, where `fsync` costs nothing: the difference to the durable rows is what the disk's \
-             flushes cost (see \"one durable write\" under Machine).",
+             flushes cost (see \"one durable write\" under Machine). \"CPU per cycle\" divides CPU time over \
+             the {} s window by the cycles counted: the server's and the load generator's (utime and stime of \
+             `/proc/<pid>/stat`), and \"the rest\", every CPU's busy time (`/proc/stat`) less those two, which on \
+             PostgreSQL is its backends; \"idle\" is the share of the machine's CPU time that nothing used.",
             WARM_UP.as_secs(),
+            MEASURE.as_secs(),
             MEASURE.as_secs()
         ),
     );

@@ -7,7 +7,8 @@
 //! figure next to its target with a pass/miss mark, and how each was measured.
 //!
 //! Flags: `--only hitl,fanout,inbox,rebuild,site` runs some parts (then nothing is written unless `--out` is
-//! given); `--out PATH` writes the report there instead of `docs/benchmarks.md`.
+//! given); `--out PATH` writes the report there instead of `docs/benchmarks.md`. `HOLDPOINT_BENCH_HITL` (see
+//! `hitl.rs`) runs one configuration of the HITL part, for profiling and A/B runs.
 
 mod fanout;
 mod hitl;
