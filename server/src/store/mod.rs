@@ -254,7 +254,7 @@ impl StoreSettings {
 
 /// Four connections per CPU core, at least eight: statements wait on the network and the disk as well as on the
 /// CPU, so a few per core keep the cores busy, while more only add backends that compete for the same cores
-/// (docs/benchmarks.md, "Connections to PostgreSQL").
+/// (docs/decisions.md, "Connections to PostgreSQL").
 pub fn default_postgres_connections() -> u32 {
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     u32::try_from(cores * 4).unwrap_or(u32::MAX).max(8)

@@ -26,10 +26,9 @@ pub(super) const QUESTION_COLUMNS: &str = "id, workspace_id, project, run_id, to
 pub(super) const AUDIT_COLUMNS: &str = "id, workspace_id, seq, prev_hash, hash, actor, actor_id, actor_kind, action, \
      subject_type, subject_id, before, after, diff, created_at";
 
-/// Claims a workspace's audit chain head, creating it at `seq` 0 on the first entry. On PostgreSQL the upsert locks
-/// the head row (as `FOR UPDATE` would) to the end of the transaction, so no two instances can append the same `seq`
-/// and the chain never forks; the event log's lock is taken later, inside COMMIT, and whoever holds it waits for
-/// nothing else, so the two can never wait on each other. SQLite's one writer serialises appends by itself.
+/// Claims a workspace's audit chain head, creating it at `seq` 0 on the first entry (SQLite, when its guess of the
+/// head was wrong; SQLite's one writer serialises appends by itself). PostgreSQL claims the head in the trigger that
+/// seals an entry at commit (migration 0010), under the event log's lock.
 const CLAIM_AUDIT_HEAD: &str = "INSERT INTO audit_heads (workspace_id, seq, hash) VALUES ($1, 0, $2) \
      ON CONFLICT (workspace_id) DO UPDATE SET seq = audit_heads.seq RETURNING seq, hash";
 
@@ -163,7 +162,7 @@ impl PostgresStore {
          OVERRIDING SYSTEM VALUE VALUES (-nextval('events_draft_id_seq'), $1, $2, $3, $4, $5, $6, $7) RETURNING id";
     /// Ids are drawn at commit: the hub learns of this instance's events as of the others', by notification.
     const EVENT_ID_FINAL_AT_INSERT: bool = false;
-    /// Instances append concurrently: each append must hold the head's row lock, which the claim takes.
+    /// Instances append concurrently: only the commit that seals an entry can know the head it follows.
     const GUESS_AUDIT_HEAD: bool = false;
     /// Entries are written as drafts and sealed into the chain inside COMMIT (migration 0010), so no transaction
     /// holds the chain's head over its own statements.
@@ -423,7 +422,7 @@ macro_rules! sql_store {
             }
 
             /// Appends an audit entry to its workspace's chain inside the caller's transaction, so the entry
-            /// commits if and only if the change it records does (see `CLAIM_AUDIT_HEAD` for the locks it takes).
+            /// commits if and only if the change it records does.
             /// Returns the entry as stored, or where the commit seals it (`AUDIT_SEALED_AT_COMMIT`), its draft.
             pub(crate) async fn append_audit_in(
                 tx: &mut $tx,
