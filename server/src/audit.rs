@@ -319,6 +319,15 @@ pub struct Verified {
     pub workspaces: u64,
 }
 
+impl std::fmt::Display for Verified {
+    /// "12 entries in 2 workspaces", "1 entry in 1 workspace".
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let entries = if self.entries == 1 { "entry" } else { "entries" };
+        let workspaces = if self.workspaces == 1 { "workspace" } else { "workspaces" };
+        write!(f, "{} {entries} in {} {workspaces}", self.entries, self.workspaces)
+    }
+}
+
 /// How many entries [`verify`] reads at a time.
 const VERIFY_PAGE: u32 = 1000;
 
@@ -423,6 +432,15 @@ mod tests {
             diff: None,
             created_at: chrono::Utc.with_ymd_and_hms(2026, 11, 22, 15, 4, 5).unwrap(),
         }
+    }
+
+    #[test]
+    fn a_verification_counts_in_words_that_agree_with_the_numbers() {
+        let said = |entries, workspaces| Verified { entries, workspaces }.to_string();
+        assert_eq!(said(1, 1), "1 entry in 1 workspace");
+        assert_eq!(said(5, 1), "5 entries in 1 workspace");
+        assert_eq!(said(0, 0), "0 entries in 0 workspaces");
+        assert_eq!(said(12, 2), "12 entries in 2 workspaces");
     }
 
     #[test]

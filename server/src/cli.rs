@@ -307,7 +307,7 @@ async fn verify_audit(database: &DatabaseLocation) -> Result<u8, String> {
     let store = store::connect(&url).await.map_err(|e| e.to_string())?;
     match crate::audit::verify(store.as_ref()).await.map_err(|e| e.to_string())? {
         Ok(verified) => {
-            println!("audit log verified: {} entries in {} workspaces", verified.entries, verified.workspaces);
+            println!("audit log verified: {verified}");
             Ok(0)
         }
         Err(broken) => {

@@ -524,7 +524,7 @@ async fn the_verify_command_passes_then_fails_after_a_row_is_edited(app: TestApp
     let passed = verify();
     let stdout = String::from_utf8_lossy(&passed.stdout);
     assert_eq!(passed.status.code(), Some(0), "{stdout} {}", String::from_utf8_lossy(&passed.stderr));
-    assert_eq!(stdout.trim(), "audit log verified: 5 entries in 1 workspaces");
+    assert_eq!(stdout.trim(), "audit log verified: 5 entries in 1 workspace");
 
     Raw::open(&app)
         .await
