@@ -96,11 +96,7 @@ pub async fn run(postgres: Option<&Postgres>) -> Result<Section, String> {
             if in_memory {
                 section.figures.push(Figure::info(format!("{label}: latency"), latency));
                 section.figures.push(Figure::info(format!("{label}: throughput"), format!("{rate:.0} cycles/s")));
-                if let Some(cpu) = &outcome.cpu {
-                    section
-                        .figures
-                        .push(Figure::info(format!("{label}: CPU per cycle"), cpu.per_cycle(outcome.cycles.len())));
-                }
+                section.figures.extend(cpu_figure(&label, &outcome));
                 section.notes.push(format!(
                     "{label}: {} cycles in the {} s window.",
                     outcome.cycles.len(),
@@ -147,11 +143,7 @@ pub async fn run(postgres: Option<&Postgres>) -> Result<Section, String> {
                 format!("{label}: asked → seen on the event stream"),
                 format!("p50 {} · p99 {}", ms(outcome.seen.p50()), ms(outcome.seen.p99())),
             ));
-            if let Some(cpu) = &outcome.cpu {
-                section
-                    .figures
-                    .push(Figure::info(format!("{label}: CPU per cycle"), cpu.per_cycle(outcome.cycles.len())));
-            }
+            section.figures.extend(cpu_figure(&label, &outcome));
             if outcome.errors > 0 {
                 section.notes.push(format!("**{label}: {} request(s) failed** (see the server log).", outcome.errors));
             }
@@ -185,6 +177,12 @@ pub async fn run(postgres: Option<&Postgres>) -> Result<Section, String> {
         ),
     );
     Ok(section)
+}
+
+/// The row "CPU per cycle" of a configuration, when `/proc` could be read.
+fn cpu_figure(label: &str, outcome: &Outcome) -> Option<Figure> {
+    let cpu = outcome.cpu.as_ref()?;
+    Some(Figure::info(format!("{label}: CPU per cycle"), cpu.per_cycle(outcome.cycles.len())))
 }
 
 fn where_label(backend: Backend, in_memory: bool) -> &'static str {
