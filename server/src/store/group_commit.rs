@@ -16,6 +16,12 @@
 //! sqlx's own transaction bookkeeping (`TransactionManager`, what `sqlx::Transaction` runs on) issues the
 //! statements, so a write cancelled at any point, even mid-statement, is undone by the connection's worker, as a
 //! dropped `sqlx::Transaction` would be.
+//!
+//! A write begun with [`GroupCommit::begin_inline`] instead names its savepoint in its own SQL: it puts
+//! [`BatchedWrite::savepoint`] before its first statement and, where nothing can fail after its last one,
+//! [`BatchedWrite::release`] after it. Each statement sqlx runs on SQLite is a trip to the connection's thread and
+//! back while the writer is locked, so a question asked this way holds the writer for one trip instead of three.
+//! A write dropped with its savepoint open is undone before the batch runs anything else.
 
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
@@ -26,6 +32,13 @@ use sqlx::{Connection, Sqlite, SqliteConnection, SqlitePool, TransactionManager}
 use tokio::sync::{Mutex, OwnedMutexGuard, watch};
 
 type Manager = <Sqlite as sqlx::Database>::TransactionManager;
+
+/// The savepoint of a write begun with [`GroupCommit::begin_inline`]. Writes run one after another under the
+/// writer's lock and each ends its savepoint (or has it undone) before the next begins, so one name serves all.
+const INLINE_SAVEPOINT: &str = "SAVEPOINT holdpoint_write; ";
+const INLINE_RELEASE: &str = "; RELEASE holdpoint_write";
+const INLINE_RELEASE_ALONE: &str = "RELEASE holdpoint_write";
+const INLINE_UNDO: &str = "ROLLBACK TO holdpoint_write; RELEASE holdpoint_write";
 
 /// How a batch ended: `Ok` once its `COMMIT` returned, or why nothing of it was stored.
 type Outcome = Option<Result<(), Arc<str>>>;
@@ -53,6 +66,9 @@ struct Batch {
     /// A write left without releasing its savepoint: the connection's worker rolls it back before its next command.
     /// Whether it could is checked before the batch takes another write or commits.
     undo_queued: bool,
+    /// A write begun inline left with its savepoint perhaps open: it is rolled back before the batch takes another
+    /// write or commits.
+    inline_undo_queued: bool,
     /// Handed to a task of its own to finish (see `Drop`).
     orphan: bool,
 }
@@ -64,6 +80,23 @@ pub(super) struct BatchedWrite {
     held: Option<Held>,
     /// Runs in a savepoint (it joined an open batch); the first write of a batch runs in the batch's transaction.
     in_savepoint: bool,
+    /// `Some` for a write that names its savepoint in its own SQL ([`GroupCommit::begin_inline`]).
+    inline: Option<Inline>,
+}
+
+/// Where a write begun inline stands with its savepoint.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Inline {
+    /// Nothing was sent yet.
+    NotOpened,
+    /// SQL that opens it was sent: it is open, or its opening failed (an undo of a savepoint that does not exist
+    /// changes nothing).
+    Open,
+    /// SQL that opens and then releases it was sent in one query. Once that query returned without an error (the
+    /// only way to `commit`), the write is in the batch's transaction; dropped, it is undone if the query stopped
+    /// before the release, and commits with the batch if not, as a write whose caller went away just after its
+    /// commit would.
+    OpenUntilTheQueryEnds,
 }
 
 /// The writer's lock. Whoever lets go of it leaving an open batch that nobody will commit schedules its commit, so
@@ -99,20 +132,30 @@ impl GroupCommit {
     /// Starts a write: joins the open batch, or opens one (`BEGIN IMMEDIATE`) if there is none.
     pub(super) async fn begin(&self) -> Result<BatchedWrite, sqlx::Error> {
         let mut held = self.lock().await;
-        if let Some(batch) = held.guard.as_mut()
-            && batch.undo_queued
-        {
-            if savepoints_undone(batch.connection()).await.is_ok() {
-                batch.undo_queued = false;
-            } else if let Some(batch) = held.guard.take() {
-                // Its state is unknown: the commit fails it, and this write opens a new batch.
-                let _ = batch.finish().await;
-            }
-        }
+        Self::undo_left_writes(&mut held).await;
         if let Some(batch) = held.guard.as_mut() {
             Manager::begin(batch.connection(), None).await?;
-            return Ok(BatchedWrite { group: self.clone(), held: Some(held), in_savepoint: true });
+            return Ok(BatchedWrite { group: self.clone(), held: Some(held), in_savepoint: true, inline: None });
         }
+        self.open_batch(&mut held).await?;
+        Ok(BatchedWrite { group: self.clone(), held: Some(held), in_savepoint: false, inline: None })
+    }
+
+    /// Starts a write that, joining an open batch, opens its savepoint in its own first query (see
+    /// [`BatchedWrite::savepoint`]), which costs no trip to the connection's thread of its own.
+    pub(super) async fn begin_inline(&self) -> Result<BatchedWrite, sqlx::Error> {
+        let mut held = self.lock().await;
+        Self::undo_left_writes(&mut held).await;
+        if held.guard.is_none() {
+            // The first write of a batch runs in the batch's transaction, as `begin` has it: a savepoint would only
+            // add its release, a trip of its own when the write takes more than one query.
+            self.open_batch(&mut held).await?;
+            return Ok(BatchedWrite { group: self.clone(), held: Some(held), in_savepoint: false, inline: None });
+        }
+        Ok(BatchedWrite { group: self.clone(), held: Some(held), in_savepoint: false, inline: Some(Inline::NotOpened) })
+    }
+
+    async fn open_batch(&self, held: &mut Held) -> Result<(), sqlx::Error> {
         let mut connection = self.pool.acquire().await?;
         Manager::begin(&mut connection, Some("BEGIN IMMEDIATE".into())).await?;
         *held.guard = Some(Batch {
@@ -122,9 +165,26 @@ impl GroupCommit {
             commits: self.commits.clone(),
             commit_scheduled: false,
             undo_queued: false,
+            inline_undo_queued: false,
             orphan: false,
         });
-        Ok(BatchedWrite { group: self.clone(), held: Some(held), in_savepoint: false })
+        Ok(())
+    }
+
+    /// Undoes what writes that left without ending their savepoint left in the open batch; a batch whose state
+    /// that leaves unknown is finished (its commit fails it), so the next write opens a new one.
+    async fn undo_left_writes(held: &mut Held) {
+        let Some(batch) = held.guard.as_mut() else { return };
+        if !batch.undo_queued && !batch.inline_undo_queued {
+            return;
+        }
+        let (undo_queued, inline_undo_queued) = (batch.undo_queued, batch.inline_undo_queued);
+        if left_writes_undone(batch.connection(), undo_queued, inline_undo_queued).await.is_ok() {
+            batch.undo_queued = false;
+            batch.inline_undo_queued = false;
+        } else if let Some(batch) = held.guard.take() {
+            let _ = batch.finish().await;
+        }
     }
 
     /// Commits the open batch once the writes waiting for the writer now have joined it.
@@ -143,8 +203,8 @@ impl Batch {
 
     /// Commits the batch and tells every write of it how that went.
     async fn finish(mut self) -> Result<(), sqlx::Error> {
-        let undo_queued = self.undo_queued;
-        let result = commit_batch(self.connection(), undo_queued).await;
+        let (undo_queued, inline_undo_queued) = (self.undo_queued, self.inline_undo_queued);
+        let result = commit_batch(self.connection(), undo_queued, inline_undo_queued).await;
         let mut connection = self.connection.take().expect("a batch has its connection until it finishes");
         if let Err(err) = &result {
             tracing::error!(error = %err, "a batch of SQLite writes failed to commit; none of them was stored");
@@ -163,17 +223,34 @@ impl Batch {
     }
 }
 
-async fn commit_batch(connection: &mut SqliteConnection, undo_queued: bool) -> Result<(), sqlx::Error> {
-    if undo_queued {
-        savepoints_undone(connection).await?;
-    }
+async fn commit_batch(
+    connection: &mut SqliteConnection,
+    undo_queued: bool,
+    inline_undo_queued: bool,
+) -> Result<(), sqlx::Error> {
+    left_writes_undone(connection, undo_queued, inline_undo_queued).await?;
     Manager::commit(connection).await
 }
 
-/// Fails unless the rollbacks queued on the connection have run and left only the batch's transaction open.
-async fn savepoints_undone(connection: &mut SqliteConnection) -> Result<(), sqlx::Error> {
-    // The worker runs commands in order: once the ping returns, the queued rollbacks have run.
-    connection.ping().await?;
+/// Fails unless the rollbacks queued for writes that left without ending their savepoint have run and left only
+/// the batch's transaction open.
+async fn left_writes_undone(
+    connection: &mut SqliteConnection,
+    undo_queued: bool,
+    inline_undo_queued: bool,
+) -> Result<(), sqlx::Error> {
+    if inline_undo_queued {
+        match sqlx::Executor::execute(&mut *connection, INLINE_UNDO).await {
+            Ok(_) => {}
+            // The write's query had released it, or never opened it: nothing of it is left to undo.
+            Err(sqlx::Error::Database(err)) if err.message().contains("no such savepoint") => {}
+            Err(err) => return Err(err),
+        }
+    }
+    if undo_queued {
+        // The worker runs commands in order: once the ping returns, the queued rollbacks have run.
+        connection.ping().await?;
+    }
     if Manager::get_transaction_depth(connection) != 1 {
         return Err(sqlx::Error::Protocol("a write's savepoint could not be rolled back".into()));
     }
@@ -199,6 +276,7 @@ impl Drop for Batch {
             commits: self.commits.clone(),
             commit_scheduled: true,
             undo_queued: self.undo_queued,
+            inline_undo_queued: self.inline_undo_queued,
             orphan: true,
         };
         runtime.spawn(async move {
@@ -224,12 +302,37 @@ impl BatchedWrite {
         self.held.as_mut().and_then(|held| held.guard.as_mut()).expect("a write holds its open batch until it ends")
     }
 
+    /// What a write begun inline puts before its first statement: opens its savepoint (nothing for other writes,
+    /// or once it is open).
+    pub(super) fn savepoint(&mut self) -> &'static str {
+        if self.inline != Some(Inline::NotOpened) {
+            return "";
+        }
+        self.inline = Some(Inline::Open);
+        INLINE_SAVEPOINT
+    }
+
+    /// What a write begun inline whose whole work is one query puts before and after it: the savepoint opens and
+    /// is released in that one trip to the connection's thread. The query must be read to its end (`fetch_all` or
+    /// `execute`: sqlx stops a query's statements where its reader stops). Nothing for other writes.
+    pub(super) fn savepoint_released_in_one_query(&mut self) -> (&'static str, &'static str) {
+        if self.inline != Some(Inline::NotOpened) {
+            return ("", "");
+        }
+        self.inline = Some(Inline::OpenUntilTheQueryEnds);
+        (INLINE_SAVEPOINT, INLINE_RELEASE)
+    }
+
     /// Stores the write: returns once the batch it is part of has committed, or with the error that stopped it.
     pub(super) async fn commit(mut self) -> Result<(), sqlx::Error> {
         if self.in_savepoint {
             // On failure the savepoint is still open, and dropping `self` queues its rollback.
             Manager::commit(self.batch().connection()).await?;
         }
+        if self.inline == Some(Inline::Open) {
+            sqlx::Executor::execute(self.batch().connection(), INLINE_RELEASE_ALONE).await?;
+        }
+        self.inline = None;
         let mut held = self.held.take().expect("a write holds the writer until it ends");
         let batch = held.guard.as_mut().expect("a write holds its open batch until it ends");
         let alone = self.group.waiting.load(Ordering::SeqCst) == 0 && !batch.commit_scheduled;
@@ -266,6 +369,14 @@ impl Drop for BatchedWrite {
     fn drop(&mut self) {
         let Some(mut held) = self.held.take() else { return };
         let Some(batch) = held.guard.as_mut() else { return };
+        match self.inline {
+            Some(Inline::NotOpened) => return,
+            Some(Inline::Open | Inline::OpenUntilTheQueryEnds) => {
+                batch.inline_undo_queued = true;
+                return;
+            }
+            None => {}
+        }
         // The worker runs the rollback before its next command (ROLLBACK TO the savepoint, or ROLLBACK of the
         // batch's transaction if this write opened it).
         Manager::start_rollback(batch.connection());
@@ -381,6 +492,79 @@ mod tests {
             insert(&mut write, name).await.unwrap();
             std::future::pending::<()>().await;
         })
+    }
+
+    /// Spawns a write begun inline that inserts `names` with one multi-statement query, releasing its savepoint in
+    /// that query when `released_in_it`, and commits; returns what it returned.
+    fn spawn_inline_write(
+        group: &GroupCommit,
+        names: &[&str],
+        released_in_it: bool,
+    ) -> tokio::task::JoinHandle<Result<(), sqlx::Error>> {
+        let group = group.clone();
+        let inserts: Vec<String> = names.iter().map(|name| format!("INSERT INTO names VALUES ('{name}')")).collect();
+        tokio::spawn(async move {
+            let mut write = group.begin_inline().await?;
+            let (open, close) =
+                if released_in_it { write.savepoint_released_in_one_query() } else { (write.savepoint(), "") };
+            let sql = format!("{open}{}{close}", inserts.join("; "));
+            sqlx::Executor::execute(&mut *write, sql.as_str()).await?;
+            write.commit().await
+        })
+    }
+
+    #[tokio::test]
+    async fn inline_writes_share_the_batch_and_a_failed_one_is_undone_whole() {
+        let (group, pool, _file) = writer().await;
+        let mut first = group.begin().await.unwrap();
+        insert(&mut first, "a").await.unwrap();
+        let released = spawn_inline_write(&group, &["b", "c"], true);
+        until_waiting(&group, 1).await;
+        // Its second insert repeats a name: the query stops there, before its release.
+        let failing = spawn_inline_write(&group, &["d", "a"], true);
+        until_waiting(&group, 2).await;
+        let released_at_commit = spawn_inline_write(&group, &["e"], false);
+        until_waiting(&group, 3).await;
+        let after = spawn_write(&group, &["f"]);
+        until_waiting(&group, 4).await;
+        first.commit().await.unwrap();
+        released.await.unwrap().unwrap();
+        assert!(failing.await.unwrap().is_err(), "the repeated name is refused");
+        released_at_commit.await.unwrap().unwrap();
+        after.await.unwrap().unwrap();
+        assert_eq!(stored(&pool).await, ["a", "b", "c", "e", "f"], "the failed write's first insert was undone");
+        assert_eq!(group.commits.load(Ordering::SeqCst), 1, "the writes committed together");
+        // An inline write alone opens a batch and commits it, and one that failed alone leaves nothing.
+        spawn_inline_write(&group, &["g"], true).await.unwrap().unwrap();
+        assert!(spawn_inline_write(&group, &["h", "g"], true).await.unwrap().is_err());
+        spawn_inline_write(&group, &["i"], false).await.unwrap().unwrap();
+        assert_eq!(stored(&pool).await, ["a", "b", "c", "e", "f", "g", "i"]);
+    }
+
+    #[tokio::test]
+    async fn an_inline_write_dropped_with_its_savepoint_open_is_undone_and_its_batch_still_commits() {
+        let (group, pool, _file) = writer().await;
+        let mut first = group.begin().await.unwrap();
+        insert(&mut first, "a").await.unwrap();
+        let abandoned = {
+            let group = group.clone();
+            tokio::spawn(async move {
+                let mut write = group.begin_inline().await.unwrap();
+                let sql = format!("{}INSERT INTO names VALUES ('b')", write.savepoint());
+                sqlx::Executor::execute(&mut *write, sql.as_str()).await.unwrap();
+                std::future::pending::<()>().await;
+            })
+        };
+        until_waiting(&group, 1).await;
+        let after = spawn_inline_write(&group, &["c"], true);
+        until_waiting(&group, 2).await;
+        let first = tokio::spawn(first.commit());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!first.is_finished() && !after.is_finished());
+        abandoned.abort();
+        first.await.unwrap().unwrap();
+        after.await.unwrap().unwrap();
+        assert_eq!(stored(&pool).await, ["a", "c"]);
     }
 
     #[tokio::test]

@@ -140,6 +140,41 @@ impl SqliteStore {
     pub(super) async fn begin_write(&self) -> Result<BatchedWrite, sqlx::Error> {
         self.writer.begin().await
     }
+
+    /// A write transaction whose queries open (and may release) its savepoint themselves (see [`WriteSql`]).
+    pub(super) async fn begin_write_inline(&self) -> Result<BatchedWrite, sqlx::Error> {
+        self.writer.begin_inline().await
+    }
+}
+
+/// SQL that a write transaction puts around its own statements: on SQLite, the savepoint of a write begun inline
+/// (see `GroupCommit::begin_inline`), which spares the hot writes a trip to the connection's thread for each
+/// savepoint statement; on PostgreSQL nothing (each statement is a round trip either way).
+trait WriteSql {
+    /// Goes before the write's first statement.
+    fn savepoint(&mut self) -> &'static str;
+    /// Go before and after a write's one and only query, read to its end.
+    fn savepoint_released_in_one_query(&mut self) -> (&'static str, &'static str);
+}
+
+impl WriteSql for BatchedWrite {
+    fn savepoint(&mut self) -> &'static str {
+        BatchedWrite::savepoint(self)
+    }
+
+    fn savepoint_released_in_one_query(&mut self) -> (&'static str, &'static str) {
+        BatchedWrite::savepoint_released_in_one_query(self)
+    }
+}
+
+impl WriteSql for sqlx::Transaction<'static, Postgres> {
+    fn savepoint(&mut self) -> &'static str {
+        ""
+    }
+
+    fn savepoint_released_in_one_query(&mut self) -> (&'static str, &'static str) {
+        ("", "")
+    }
 }
 
 /// The PostgreSQL store.
@@ -152,6 +187,10 @@ pub struct PostgresStore {
 
 impl PostgresStore {
     pub(super) async fn begin_write(&self) -> Result<sqlx::Transaction<'static, Postgres>, sqlx::Error> {
+        self.pool.begin().await
+    }
+
+    pub(super) async fn begin_write_inline(&self) -> Result<sqlx::Transaction<'static, Postgres>, sqlx::Error> {
         self.pool.begin().await
     }
 
@@ -765,7 +804,11 @@ macro_rules! sql_store {
                         return Ok(Created { value: existing, created: false });
                     }
                 }
-                let mut tx = self.begin_write().await?;
+                // A question that may supersede its run's blocking one runs more statements after its insert.
+                let may_supersede = q.run_id.is_some() && q.kind == "blocking";
+                // The key's claim runs before the question's insert: such a write opens its savepoint apart.
+                let mut tx =
+                    if idempotency.is_some() { self.begin_write().await? } else { self.begin_write_inline().await? };
                 if let Some(key) = idempotency {
                     let claimed = Self::claim_idempotency_key(&mut tx, key, q.id, q.created_at).await;
                     if let Err(err) = claimed {
@@ -779,7 +822,10 @@ macro_rules! sql_store {
                         return Err(err.into());
                     }
                 }
-                let query = sqlx::query_as(Self::insert_question_then_event_sql())
+                let (open, close) =
+                    if may_supersede { (tx.savepoint(), "") } else { tx.savepoint_released_in_one_query() };
+                let sql = format!("{open}{}{close}", Self::insert_question_then_event_sql());
+                let query = sqlx::query_as(&sql)
                 .bind(q.id)
                 .bind(q.workspace_id)
                 .bind(&q.project)
@@ -807,9 +853,13 @@ macro_rules! sql_store {
                 .bind(q.updated_at)
                 .bind(q.resolved_at)
                 .bind(&q.assignee);
-                let (asked,): (i64,) = Self::bind_event(query, event).fetch_one(&mut *tx).await?;
+                // Read to the end: the savepoint's release may follow the insert in the same query.
+                let returned: Vec<(i64,)> = Self::bind_event(query, event).fetch_all(&mut *tx).await?;
+                let Some(&(asked,)) = returned.first() else {
+                    return Err(StoreError::Corrupt("the question's event returned no id".into()));
+                };
                 let mut last = asked;
-                if let (Some(run_id), "blocking") = (q.run_id, q.kind.as_str()) {
+                if let (Some(run_id), true) = (q.run_id, may_supersede) {
                     // Spec §3: a new blocking question on a run cancels that run's older pending blocking one.
                     let superseded: Vec<QuestionRow> = sqlx::query_as(&format!(
                         "UPDATE questions SET status = 'cancelled', resolution = 'cancelled', response = $1, \
@@ -895,10 +945,11 @@ macro_rules! sql_store {
                 id: Uuid,
                 change: &QuestionResolution,
             ) -> StoreResult<ResolveOutcome> {
-                let mut tx = self.begin_write().await?;
+                let mut tx = self.begin_write_inline().await?;
                 let (lock_run, run_locked) = Self::RESOLVE_LOCKING_RUN;
-                let updated: Option<QuestionRow> = sqlx::query_as(&format!(
-                    "{lock_run}UPDATE questions SET status = $1, response = $2, answered_by = $3, resolution = $4, \
+                let savepoint = tx.savepoint();
+                let updated: Vec<QuestionRow> = sqlx::query_as(&format!(
+                    "{savepoint}{lock_run}UPDATE questions SET status = $1, response = $2, answered_by = $3, resolution = $4, \
                      resolved_at = $5, updated_at = $5 \
                      WHERE workspace_id = $6 AND id = $7 AND status = 'pending'{run_locked} RETURNING {QUESTION_COLUMNS}"
                 ))
@@ -909,9 +960,9 @@ macro_rules! sql_store {
                 .bind(change.at)
                 .bind(workspace_id)
                 .bind(id)
-                .fetch_optional(&mut *tx)
+                .fetch_all(&mut *tx)
                 .await?;
-                let Some(row) = updated else {
+                let Some(row) = updated.into_iter().next() else {
                     drop(tx);
                     return Ok(match self.question(workspace_id, id).await? {
                         Some(current) => ResolveOutcome::NotPending(current),
