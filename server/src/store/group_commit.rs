@@ -18,8 +18,8 @@
 //! dropped `sqlx::Transaction` would be.
 //!
 //! A write begun with [`GroupCommit::begin_inline`] instead names its savepoint in its own SQL: it puts
-//! [`BatchedWrite::savepoint`] before its first statement and, where nothing can fail after its last one,
-//! [`BatchedWrite::release`] after it. Each statement sqlx runs on SQLite is a trip to the connection's thread and
+//! [`BatchedWrite::savepoint`] before its first statement or, where its whole work is one query,
+//! [`BatchedWrite::savepoint_released_in_one_query`] around that query. Each statement sqlx runs on SQLite is a trip to the connection's thread and
 //! back while the writer is locked, so a question asked this way holds the writer for one trip instead of three.
 //! A write dropped with its savepoint open is undone before the batch runs anything else.
 
@@ -439,6 +439,14 @@ mod tests {
         (GroupCommit::new(pool.clone()), pool, file)
     }
 
+    /// A writer whose first write has inserted `a` and holds it, so that the writes spawned next queue for it.
+    async fn writer_held_by_a_first_write() -> (GroupCommit, SqlitePool, DatabaseFile, BatchedWrite) {
+        let (group, pool, file) = writer().await;
+        let mut first = group.begin().await.unwrap();
+        insert(&mut first, "a").await.unwrap();
+        (group, pool, file, first)
+    }
+
     /// Removes the database's files when the test ends.
     struct DatabaseFile(std::path::PathBuf);
 
@@ -485,11 +493,13 @@ mod tests {
     }
 
     /// Spawns a write that inserts `name` and then never ends: it holds the writer until its task is dropped.
-    fn spawn_stuck_write(group: &GroupCommit, name: &'static str) -> tokio::task::JoinHandle<()> {
+    /// `inline`: begun with `begin_inline`, its savepoint opened by the insert's own query.
+    fn spawn_stuck_write(group: &GroupCommit, name: &'static str, inline: bool) -> tokio::task::JoinHandle<()> {
         let group = group.clone();
         tokio::spawn(async move {
-            let mut write = group.begin().await.unwrap();
-            insert(&mut write, name).await.unwrap();
+            let mut write = if inline { group.begin_inline().await } else { group.begin().await }.unwrap();
+            let sql = format!("{}INSERT INTO names (name) VALUES ('{name}')", write.savepoint());
+            sqlx::Executor::execute(&mut *write, sql.as_str()).await.unwrap();
             std::future::pending::<()>().await;
         })
     }
@@ -515,9 +525,7 @@ mod tests {
 
     #[tokio::test]
     async fn inline_writes_share_the_batch_and_a_failed_one_is_undone_whole() {
-        let (group, pool, _file) = writer().await;
-        let mut first = group.begin().await.unwrap();
-        insert(&mut first, "a").await.unwrap();
+        let (group, pool, _file, first) = writer_held_by_a_first_write().await;
         let released = spawn_inline_write(&group, &["b", "c"], true);
         until_waiting(&group, 1).await;
         // Its second insert repeats a name: the query stops there, before its release.
@@ -543,35 +551,12 @@ mod tests {
 
     #[tokio::test]
     async fn an_inline_write_dropped_with_its_savepoint_open_is_undone_and_its_batch_still_commits() {
-        let (group, pool, _file) = writer().await;
-        let mut first = group.begin().await.unwrap();
-        insert(&mut first, "a").await.unwrap();
-        let abandoned = {
-            let group = group.clone();
-            tokio::spawn(async move {
-                let mut write = group.begin_inline().await.unwrap();
-                let sql = format!("{}INSERT INTO names VALUES ('b')", write.savepoint());
-                sqlx::Executor::execute(&mut *write, sql.as_str()).await.unwrap();
-                std::future::pending::<()>().await;
-            })
-        };
-        until_waiting(&group, 1).await;
-        let after = spawn_inline_write(&group, &["c"], true);
-        until_waiting(&group, 2).await;
-        let first = tokio::spawn(first.commit());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        assert!(!first.is_finished() && !after.is_finished());
-        abandoned.abort();
-        first.await.unwrap().unwrap();
-        after.await.unwrap().unwrap();
-        assert_eq!(stored(&pool).await, ["a", "c"]);
+        a_write_dropped_mid_way_is_undone(true).await;
     }
 
     #[tokio::test]
     async fn writes_that_queue_for_the_writer_share_one_commit_and_each_is_stored() {
-        let (group, pool, _file) = writer().await;
-        let mut first = group.begin().await.unwrap();
-        insert(&mut first, "a").await.unwrap();
+        let (group, pool, _file, first) = writer_held_by_a_first_write().await;
         let queued: Vec<_> = ["b", "c", "d", "e"].iter().map(|name| spawn_write(&group, &[name])).collect();
         until_waiting(&group, queued.len()).await;
         first.commit().await.unwrap();
@@ -588,9 +573,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_failed_write_takes_nothing_of_its_batch_with_it_and_leaves_nothing_of_its_own() {
-        let (group, pool, _file) = writer().await;
-        let mut first = group.begin().await.unwrap();
-        insert(&mut first, "a").await.unwrap();
+        let (group, pool, _file, first) = writer_held_by_a_first_write().await;
         let before = spawn_write(&group, &["b"]);
         until_waiting(&group, 1).await;
         // Its second insert repeats a name: the write fails after its first insert succeeded.
@@ -608,13 +591,16 @@ mod tests {
 
     #[tokio::test]
     async fn a_write_dropped_mid_way_is_undone_and_its_batch_still_commits() {
-        let (group, pool, _file) = writer().await;
-        let mut first = group.begin().await.unwrap();
-        insert(&mut first, "a").await.unwrap();
-        // A request whose client went away: the handler's future is dropped before it commits.
-        let abandoned = spawn_stuck_write(&group, "b");
+        a_write_dropped_mid_way_is_undone(false).await;
+    }
+
+    /// A request whose client went away: the handler's future is dropped before it commits (`inline`: a write
+    /// begun with `begin_inline`, and so is the one after it).
+    async fn a_write_dropped_mid_way_is_undone(inline: bool) {
+        let (group, pool, _file, first) = writer_held_by_a_first_write().await;
+        let abandoned = spawn_stuck_write(&group, "b", inline);
         until_waiting(&group, 1).await;
-        let after = spawn_write(&group, &["c"]);
+        let after = if inline { spawn_inline_write(&group, &["c"], true) } else { spawn_write(&group, &["c"]) };
         until_waiting(&group, 2).await;
         // The first write's commit waits for its batch, which waits for the abandoned write to let go.
         let first = tokio::spawn(first.commit());
@@ -646,10 +632,8 @@ mod tests {
     fn a_runtime_shutting_down_with_a_batch_open_stops() {
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let file = runtime.block_on(async {
-            let (group, _pool, file) = writer().await;
-            let mut first = group.begin().await.unwrap();
-            insert(&mut first, "a").await.unwrap();
-            spawn_stuck_write(&group, "b");
+            let (group, _pool, file, first) = writer_held_by_a_first_write().await;
+            spawn_stuck_write(&group, "b", false);
             until_waiting(&group, 1).await;
             // Only the runtime's tasks hold the writer now, and its batch cannot finish: it is dropped with them.
             tokio::spawn(first.commit());
@@ -662,9 +646,7 @@ mod tests {
     /// No write is told it is stored unless its batch's COMMIT succeeded.
     #[tokio::test]
     async fn when_a_batch_fails_to_commit_every_write_of_it_gets_the_error_and_none_is_stored() {
-        let (group, pool, _file) = writer().await;
-        let mut first = group.begin().await.unwrap();
-        insert(&mut first, "a").await.unwrap();
+        let (group, pool, _file, first) = writer_held_by_a_first_write().await;
         // Its savepoint releases fine, but its row names nothing, which the deferred key refuses at COMMIT.
         let dangling = {
             let group = group.clone();

@@ -190,8 +190,9 @@ impl PostgresStore {
         self.pool.begin().await
     }
 
+    /// The same as `begin_write`: each statement is a round trip to PostgreSQL whatever it holds.
     pub(super) async fn begin_write_inline(&self) -> Result<sqlx::Transaction<'static, Postgres>, sqlx::Error> {
-        self.pool.begin().await
+        self.begin_write().await
     }
 
     /// Appends the event under a draft id; migration 0008's deferred trigger gives it its id when the transaction
