@@ -183,6 +183,10 @@ pub struct PostgresStore {
     committed: watch::Sender<Committed>,
     /// Serves only while the listener hears the other instances' revocations.
     pub(super) tokens: Arc<TokenCache>,
+    /// Stops the listener when the store is dropped. (It used to stop when nobody followed the store's commits,
+    /// which is also the case at start, before the event hub's task subscribes: a notification then stopped it
+    /// for good, and revocations through other instances went unheard while the cache kept serving.)
+    _stop_listening: tokio_util::sync::DropGuard,
 }
 
 impl PostgresStore {
@@ -237,8 +241,9 @@ impl PostgresStore {
         let last = last_event_id(&pool).await?;
         let committed = watch::channel(Committed { last, event: None }).0;
         let tokens = Arc::new(TokenCache::new(false, token_cache));
-        tokio::spawn(listen_to_other_instances(pool.clone(), committed.clone(), Arc::clone(&tokens)));
-        Ok(Self { pool, committed, tokens })
+        let stop = tokio_util::sync::CancellationToken::new();
+        tokio::spawn(listen_to_other_instances(pool.clone(), committed.clone(), Arc::clone(&tokens), stop.clone()));
+        Ok(Self { pool, committed, tokens, _stop_listening: stop.drop_guard() })
     }
 }
 
@@ -246,8 +251,13 @@ impl PostgresStore {
 /// commit) and revocations ([`CREDENTIALS_CHANNEL`]). The token cache serves only while this listens: a
 /// notification sent while the connection is down is lost, so a lost connection forgets every token and the cache
 /// waits for a new one to be listening again.
-async fn listen_to_other_instances(pool: PgPool, committed: watch::Sender<Committed>, tokens: Arc<TokenCache>) {
-    loop {
+async fn listen_to_other_instances(
+    pool: PgPool,
+    committed: watch::Sender<Committed>,
+    tokens: Arc<TokenCache>,
+    stop: tokio_util::sync::CancellationToken,
+) {
+    while !stop.is_cancelled() {
         let mut listener = match sqlx::postgres::PgListener::connect_with(&pool).await {
             Ok(listener) => listener,
             Err(err) => {
@@ -264,7 +274,11 @@ async fn listen_to_other_instances(pool: PgPool, committed: watch::Sender<Commit
         tokens.listening(true);
         loop {
             // `try_recv` says when the connection was lost (`None`), where `recv` would reconnect silently.
-            match listener.try_recv().await {
+            let received = tokio::select! {
+                received = listener.try_recv() => received,
+                () = stop.cancelled() => return,
+            };
+            match received {
                 Ok(Some(notification)) if notification.channel() == CREDENTIALS_CHANNEL => tokens.forget_all(),
                 Ok(Some(notification)) => {
                     if let Ok(id) = notification.payload().parse::<i64>() {
@@ -279,9 +293,6 @@ async fn listen_to_other_instances(pool: PgPool, committed: watch::Sender<Commit
                     tracing::warn!(error = %err, "lost the other instances' notifications; reconnecting");
                     break;
                 }
-            }
-            if committed.is_closed() {
-                return;
             }
         }
         tokens.listening(false);
@@ -1134,6 +1145,55 @@ mod tests {
         let notify = PostgresStore::TELL_OTHERS_OF_A_REVOCATION.unwrap();
         assert_eq!(notify, format!("SELECT pg_notify('{CREDENTIALS_CHANNEL}', '')"));
         assert_eq!(SqliteStore::TELL_OTHERS_OF_A_REVOCATION, None);
+    }
+
+    /// A notification that comes before any event hub follows the store (at start, while the hub's task has not
+    /// run yet) must not stop the listener: stopped, it would leave the token cache serving without hearing the
+    /// other instances' revocations, and their events reaching this one only by the hub's poll.
+    #[tokio::test]
+    async fn the_listener_keeps_listening_through_a_notification_that_comes_before_the_hub() {
+        let url = std::env::var("HOLDPOINT_TEST_POSTGRES_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+        let pool = match PgPool::connect(&url).await {
+            Ok(pool) => pool,
+            Err(err) if std::env::var("CI").as_deref() == Ok("true") => panic!("PostgreSQL is required in CI: {err}"),
+            Err(err) => return eprintln!("SKIPPED: PostgreSQL at {url} is unreachable ({err})"),
+        };
+        let committed = watch::channel(Committed { last: 0, event: None }).0;
+        let tokens = Arc::new(TokenCache::new(false, std::time::Duration::from_secs(600)));
+        let stop = tokio_util::sync::CancellationToken::new();
+        tokio::spawn(listen_to_other_instances(pool.clone(), committed.clone(), Arc::clone(&tokens), stop.clone()));
+        let _stop_when_done = stop.drop_guard();
+        let principal = Principal {
+            id: Uuid::now_v7(),
+            kind: PrincipalKind::Token,
+            workspace_id: Uuid::now_v7(),
+            workspace: "default".into(),
+            name: "agent".into(),
+            role: app::types::Role::Agent,
+        };
+        let remembered = || {
+            tokens.remember(b"secret", &principal, tokens.generation());
+            tokens.get(b"secret").is_some()
+        };
+        eventually(remembered, "the cache serves once the listener listens").await;
+        let notify = |channel: &'static str| {
+            let pool = pool.clone();
+            async move { sqlx::query("SELECT pg_notify($1, '0')").bind(channel).execute(&pool).await.unwrap() }
+        };
+        // Nobody follows the events yet: no hub has subscribed to the store's commits.
+        notify(EVENTS_CHANNEL).await;
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        notify(CREDENTIALS_CHANNEL).await;
+        eventually(|| tokens.get(b"secret").is_none(), "the revocation is heard").await;
+    }
+
+    async fn eventually(condition: impl Fn() -> bool, what: &str) {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !condition() {
+            assert!(tokio::time::Instant::now() < deadline, "not within 10 s: {what}");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
     }
 
     fn entry(workspace_id: Uuid, n: usize) -> NewAuditEntry {
