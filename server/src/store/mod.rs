@@ -49,6 +49,10 @@ pub enum StoreError {
     IdempotencyMismatch,
     #[error("another {0} already exists")]
     Duplicate(&'static str),
+    /// The SQLite writer's own thread (see `sql::WriterThread`) could not start, or a write on it ended without an
+    /// outcome (it panicked, or the store was shutting down).
+    #[error("the SQLite writer's thread: {0}")]
+    WriterThread(String),
     /// The worker no longer holds the run: its lease ran out and another took over, or the run was cancelled.
     #[error("the run is no longer held by this worker")]
     LeaseLost,

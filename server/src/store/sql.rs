@@ -88,12 +88,60 @@ const TOKEN_PRINCIPAL: &str = "SELECT t.id, CAST('token' AS TEXT) AS kind, t.wor
 
 /// The SQLite store: one writer connection, whose write transactions commit in batches, and a pool of read-only
 /// ones.
+#[derive(Clone)]
 pub struct SqliteStore {
     pub(super) read: SqlitePool,
     pub(super) write: SqlitePool,
     writer: GroupCommit,
     committed: watch::Sender<Committed>,
-    pub(super) tokens: TokenCache,
+    pub(super) tokens: Arc<TokenCache>,
+    writer_thread: WriterThread,
+}
+
+/// A runtime of its own, on a thread of its own, for the two writes of a HITL cycle (asking and resolving a
+/// question). A write holds the one writer from its first statement to its last; on the server's runtime each of
+/// its awaits (its turn at the writer, each statement's reply from SQLite's thread) waited for a worker busy with
+/// other requests, and the writer sat idle meanwhile. Here nothing else runs. A write sent here runs to its end
+/// even if its caller goes away (a client that disconnects), as one that committed just before would have. The
+/// thread stops once the last clone of its store is dropped.
+#[derive(Clone)]
+struct WriterThread {
+    handle: tokio::runtime::Handle,
+    _stop: Arc<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl WriterThread {
+    fn start() -> StoreResult<Self> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|err| StoreError::WriterThread(format!("cannot start its runtime: {err}")))?;
+        let handle = runtime.handle().clone();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        std::thread::Builder::new()
+            .name("holdpoint-writer".into())
+            .spawn(move || {
+                let _ = runtime.block_on(stopped);
+            })
+            .map_err(|err| StoreError::WriterThread(format!("cannot start it: {err}")))?;
+        Ok(Self { handle, _stop: Arc::new(stop) })
+    }
+
+    /// `Some` unless the caller already runs on this writer's runtime.
+    fn elsewhere(&self) -> Option<&Self> {
+        let here = tokio::runtime::Handle::try_current().is_ok_and(|current| current.id() == self.handle.id());
+        (!here).then_some(self)
+    }
+
+    async fn run<T: Send + 'static>(
+        &self,
+        work: impl Future<Output = StoreResult<T>> + Send + 'static,
+    ) -> StoreResult<T> {
+        self.handle
+            .spawn(work)
+            .await
+            .map_err(|err| StoreError::WriterThread(format!("a write ended without an outcome: {err}")))?
+    }
 }
 
 impl SqliteStore {
@@ -131,7 +179,8 @@ impl SqliteStore {
         let writer = GroupCommit::new(write.clone());
         let committed = watch::channel(Committed { last, event: None }).0;
         // Nobody else revokes tokens in this database: the cache serves from the start.
-        Ok(Self { read, write, writer, committed, tokens: TokenCache::new(true, token_cache) })
+        let tokens = Arc::new(TokenCache::new(true, token_cache));
+        Ok(Self { read, write, writer, committed, tokens, writer_thread: WriterThread::start()? })
     }
 
     /// A write transaction, run in the batch the writer has open (see [`GroupCommit`]). Batches begin with
@@ -139,6 +188,11 @@ impl SqliteStore {
     /// fail with `SQLITE_BUSY` half-way when another process writes too.
     pub(super) async fn begin_write(&self) -> Result<BatchedWrite, sqlx::Error> {
         self.writer.begin().await
+    }
+
+    /// The writer's thread, when the caller runs elsewhere: the hot writes move there.
+    fn writer_elsewhere(&self) -> Option<&WriterThread> {
+        self.writer_thread.elsewhere()
     }
 
     /// A write transaction whose queries open (and may release) its savepoint themselves (see [`WriteSql`]).
@@ -178,6 +232,7 @@ impl WriteSql for sqlx::Transaction<'static, Postgres> {
 }
 
 /// The PostgreSQL store.
+#[derive(Clone)]
 pub struct PostgresStore {
     pub(super) pool: PgPool,
     committed: watch::Sender<Committed>,
@@ -186,12 +241,17 @@ pub struct PostgresStore {
     /// Stops the listener when the store is dropped. (It used to stop when nobody followed the store's commits,
     /// which is also the case at start, before the event hub's task subscribes: a notification then stopped it
     /// for good, and revocations through other instances went unheard while the cache kept serving.)
-    _stop_listening: tokio_util::sync::DropGuard,
+    _stop_listening: Arc<tokio_util::sync::DropGuard>,
 }
 
 impl PostgresStore {
     pub(super) async fn begin_write(&self) -> Result<sqlx::Transaction<'static, Postgres>, sqlx::Error> {
         self.pool.begin().await
+    }
+
+    /// Writes run on the caller's task.
+    fn writer_elsewhere(&self) -> Option<&WriterThread> {
+        None
     }
 
     /// The same as `begin_write`: each statement is a round trip to PostgreSQL whatever it holds.
@@ -243,7 +303,7 @@ impl PostgresStore {
         let tokens = Arc::new(TokenCache::new(false, token_cache));
         let stop = tokio_util::sync::CancellationToken::new();
         tokio::spawn(listen_to_other_instances(pool.clone(), committed.clone(), Arc::clone(&tokens), stop.clone()));
-        Ok(Self { pool, committed, tokens, _stop_listening: stop.drop_guard() })
+        Ok(Self { pool, committed, tokens, _stop_listening: Arc::new(stop.drop_guard()) })
     }
 }
 
@@ -811,6 +871,10 @@ macro_rules! sql_store {
                 event: &NewEvent,
                 idempotency: Option<&IdempotencyKey>,
             ) -> StoreResult<Created<QuestionRow>> {
+                if let Some(writer) = self.writer_elsewhere() {
+                    let (store, q, event, key) = (self.clone(), q.clone(), event.clone(), idempotency.cloned());
+                    return writer.run(async move { store.create_question(&q, &event, key.as_ref()).await }).await;
+                }
                 if let Some(key) = idempotency {
                     if let Some(existing) = self.question_by_idempotency_key(key).await? {
                         return Ok(Created { value: existing, created: false });
@@ -957,6 +1021,10 @@ macro_rules! sql_store {
                 id: Uuid,
                 change: &QuestionResolution,
             ) -> StoreResult<ResolveOutcome> {
+                if let Some(writer) = self.writer_elsewhere() {
+                    let (store, change) = (self.clone(), change.clone());
+                    return writer.run(async move { store.resolve_question(workspace_id, id, &change).await }).await;
+                }
                 let mut tx = self.begin_write_inline().await?;
                 let (lock_run, run_locked) = Self::RESOLVE_LOCKING_RUN;
                 let savepoint = tx.savepoint();
@@ -1255,6 +1323,41 @@ mod tests {
         assert_eq!(events.iter().filter(|event| event.event_type == "question_answered").count(), 4);
         let verified = crate::audit::verify(store.as_ref()).await.unwrap().expect("an unbroken chain");
         assert_eq!(verified.entries, 4, "one entry per answer");
+        drop(store);
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+    }
+
+    /// On SQLite, asking runs on the writer's own thread: a caller that goes away once the write was handed over
+    /// (a client that disconnected) does not cut it short, and the question is stored whole, with its event.
+    #[tokio::test]
+    async fn on_sqlite_a_question_whose_caller_goes_away_is_still_stored_whole() {
+        let path = std::env::temp_dir().join(format!("holdpoint-writer-thread-{}.db", Uuid::now_v7()));
+        let store = connect(&format!("sqlite://{}", path.display())).await.unwrap();
+        let workspace = store.ensure_workspace("abandoned").await.unwrap();
+        let bounds = crate::questions::TimeoutBounds { min_seconds: 1, max_seconds: 86_400 };
+        let input = serde_json::from_value(serde_json::json!({ "title": "Still there?" })).unwrap();
+        let row = crate::questions::build_question(input, workspace.id, None, bounds, crate::store::now()).unwrap();
+        let asked = NewEvent {
+            workspace_id: workspace.id,
+            event_type: app::types::EventType::QuestionAsked,
+            project: None,
+            run_id: None,
+            question_id: Some(row.id),
+            data: serde_json::json!({}),
+            created_at: row.created_at,
+        };
+        // Polled once (which hands the write over), then dropped.
+        let abandoned = tokio::time::timeout(std::time::Duration::ZERO, store.create_question(&row, &asked, None));
+        assert!(abandoned.await.is_err(), "the caller gave up before the write ended");
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        while store.question(workspace.id, row.id).await.unwrap().is_none() {
+            assert!(tokio::time::Instant::now() < deadline, "the question was not stored within 10 s");
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        let events = store.events_after(0, 100).await.unwrap();
+        assert!(events.iter().any(|event| event.question_id == Some(row.id) && event.event_type == "question_asked"));
         drop(store);
         for suffix in ["", "-wal", "-shm"] {
             let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
