@@ -1278,6 +1278,23 @@ mod tests {
         }
     }
 
+    /// A question built from `input` as the API builds it, with its `question_asked` event.
+    fn question_and_event(workspace_id: Uuid, input: serde_json::Value) -> (QuestionRow, NewEvent) {
+        let bounds = crate::questions::TimeoutBounds { min_seconds: 1, max_seconds: 86_400 };
+        let input = serde_json::from_value(input).unwrap();
+        let row = crate::questions::build_question(input, workspace_id, None, bounds, crate::store::now()).unwrap();
+        let asked = NewEvent {
+            workspace_id,
+            event_type: app::types::EventType::QuestionAsked,
+            project: None,
+            run_id: None,
+            question_id: Some(row.id),
+            data: serde_json::json!({}),
+            created_at: row.created_at,
+        };
+        (row, asked)
+    }
+
     /// An answer's event and audit entry go in with one query while SQLite's guess of the chain's head holds; when
     /// it does not (ahead of the head, as after a rolled-back append, or behind it, as after another process's), the
     /// event still goes in and the entry follows the stored head.
@@ -1286,21 +1303,11 @@ mod tests {
         let path = std::env::temp_dir().join(format!("holdpoint-answer-guess-{}.db", Uuid::now_v7()));
         let store = connect(&format!("sqlite://{}", path.display())).await.unwrap();
         let workspace = store.ensure_workspace("answers").await.unwrap();
-        let bounds = crate::questions::TimeoutBounds { min_seconds: 1, max_seconds: 86_400 };
         for n in 0..4 {
-            let input =
-                serde_json::from_value(serde_json::json!({ "title": format!("q{n}"), "response_type": "boolean" }));
-            let row = crate::questions::build_question(input.unwrap(), workspace.id, None, bounds, crate::store::now())
-                .unwrap();
-            let asked = NewEvent {
-                workspace_id: workspace.id,
-                event_type: app::types::EventType::QuestionAsked,
-                project: None,
-                run_id: None,
-                question_id: Some(row.id),
-                data: serde_json::json!({}),
-                created_at: row.created_at,
-            };
+            let (row, asked) = question_and_event(
+                workspace.id,
+                serde_json::json!({ "title": format!("q{n}"), "response_type": "boolean" }),
+            );
             store.create_question(&row, &asked, None).await.unwrap();
             // The first answer finds no guess, the second one ahead, the third one behind, the fourth the right one.
             match n {
@@ -1336,18 +1343,7 @@ mod tests {
         let path = std::env::temp_dir().join(format!("holdpoint-writer-thread-{}.db", Uuid::now_v7()));
         let store = connect(&format!("sqlite://{}", path.display())).await.unwrap();
         let workspace = store.ensure_workspace("abandoned").await.unwrap();
-        let bounds = crate::questions::TimeoutBounds { min_seconds: 1, max_seconds: 86_400 };
-        let input = serde_json::from_value(serde_json::json!({ "title": "Still there?" })).unwrap();
-        let row = crate::questions::build_question(input, workspace.id, None, bounds, crate::store::now()).unwrap();
-        let asked = NewEvent {
-            workspace_id: workspace.id,
-            event_type: app::types::EventType::QuestionAsked,
-            project: None,
-            run_id: None,
-            question_id: Some(row.id),
-            data: serde_json::json!({}),
-            created_at: row.created_at,
-        };
+        let (row, asked) = question_and_event(workspace.id, serde_json::json!({ "title": "Still there?" }));
         // Polled once (which hands the write over), then dropped: a write takes trips to SQLite's thread, so it
         // cannot have ended within that one poll.
         let abandoned = futures::FutureExt::now_or_never(store.create_question(&row, &asked, None));
