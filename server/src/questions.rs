@@ -596,18 +596,19 @@ pub async fn answer_question(
         at: now,
         actor: caller.into(),
     };
-    resolve_as_caller(store, metrics, caller, id, &change).await
+    resolve_as_caller(store, metrics, caller, &row, &change).await
 }
 
-/// Makes a caller's transition out of `pending`: the question as it is now, or 409 if someone was first.
+/// Makes a caller's transition out of `pending` of the question the caller read as `row`: the question as it is
+/// now, or 409 if someone was first.
 async fn resolve_as_caller(
     store: &dyn Store,
     metrics: &Metrics,
     caller: &Caller,
-    id: Uuid,
+    row: &QuestionRow,
     change: &QuestionResolution,
 ) -> Result<Question, AppError> {
-    match store.resolve_question(caller.workspace_id(), id, change).await? {
+    match store.resolve_pending_question(row, change).await? {
         ResolveOutcome::Resolved(row) => {
             metrics.question_resolved(&row.kind, &row.status, pending_for(&row));
             Ok(row.to_question(&caller.principal.workspace)?)
@@ -658,7 +659,7 @@ pub async fn cancel_question(
         at: now,
         actor: caller.into(),
     };
-    resolve_as_caller(store, metrics, caller, id, &change).await
+    resolve_as_caller(store, metrics, caller, &row, &change).await
 }
 
 #[cfg(test)]

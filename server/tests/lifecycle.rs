@@ -103,6 +103,8 @@ backend_tests!(
     paging_in_deadline_order_crosses_from_dated_to_undated_questions,
     a_client_that_missed_a_hundred_events_gets_exactly_those_on_reconnect,
     resolutions_are_announced_on_the_event_stream,
+    a_resolved_question_reads_back_as_it_was_returned_and_announced,
+    the_event_a_commit_hands_the_hub_is_the_event_the_log_stores,
     concurrent_asks_and_answers_reach_a_stream_once_each_in_order_and_long_polls_return_the_answer,
     metrics_count_questions_answers_timeouts_and_requests,
     questions_do_not_send_the_runtime_looking_for_runs,
@@ -610,6 +612,83 @@ async fn resolutions_are_announced_on_the_event_stream(app: TestApp) {
             ("question_expired".to_owned(), expired),
         ]
     );
+}
+
+/// Answering builds the resolved question before it writes it (on PostgreSQL the update, its event and its audit
+/// entry are one statement): what the answer returns, what the event stream announces and what a later read gives
+/// must be the same question, to the microsecond and whatever the order of the keys the answer came with.
+async fn a_resolved_question_reads_back_as_it_was_returned_and_announced(app: TestApp) {
+    let base = app.serve().await;
+    let stream = connect_events(&base, &app.token, None).await;
+    let form = json!({
+        "title": "Where and how many?",
+        "response_type": "form",
+        "fields": [
+            {"key": "zone", "label": "Zone", "response_type": "text", "required": true},
+            {"key": "count", "label": "Count", "response_type": "number"}
+        ],
+        "context": {"zeta": [1, {"b": 2, "a": 1}], "alpha": "é ü"}
+    });
+    let answered = ask(&app, form).await;
+    let cancelled = ask(&app, json!({"title": "Still needed?", "body": "**Markdown** body"})).await;
+    let answer = json!({"value": {"zone": "eu-west-1", "count": 3}, "comment": "zeta before alpha"});
+    let returned_answer = app.post(&format!("/api/v1/questions/{answered}/answer"), answer).await;
+    assert_eq!(returned_answer.status, StatusCode::OK, "{}", returned_answer.text);
+    let returned_cancel =
+        app.post(&format!("/api/v1/questions/{cancelled}/cancel"), json!({"reason": "not any more"})).await;
+    assert_eq!(returned_cancel.status, StatusCode::OK, "{}", returned_cancel.text);
+    let events = read_events(stream, 4).await;
+    for (id, returned, event_type) in
+        [(&answered, &returned_answer, "question_answered"), (&cancelled, &returned_cancel, "question_cancelled")]
+    {
+        let stored = app.get(&format!("/api/v1/questions/{id}")).await;
+        assert_eq!(returned.json, stored.json, "returned and read back");
+        let announced = events.iter().find(|(_, kind, _)| kind == event_type).expect("announced");
+        assert_eq!(announced.2["question"], stored.json, "announced and read back");
+    }
+    assert_eq!(returned_answer.json["status"], "answered");
+    assert_eq!(returned_answer.json["response"]["value"], json!({"count": 3, "zone": "eu-west-1"}));
+    assert_eq!(returned_cancel.json["response"]["comment"], "not any more");
+}
+
+/// On SQLite a commit hands its event to the event hub, which passes it on without reading it back: what it hands
+/// over must be the event as the log stores it, large or small. (PostgreSQL announces an event by its id, and the
+/// hub reads it from the log.) Subscribers get both events either way.
+async fn the_event_a_commit_hands_the_hub_is_the_event_the_log_stores(app: TestApp) {
+    let base = app.serve().await;
+    let stream = connect_events(&base, &app.token, None).await;
+    let mut committed = app.state.store.committed_events();
+    let small = json!({"title": "Ça va? 🚀", "project": "p-1", "context": {"z": 1, "a": [true, null, 1.5, "é"]}});
+    let large = json!({"title": "Large", "body": "x".repeat(9_000)});
+    for body in [small, large] {
+        let id = ask(&app, body).await;
+        let handed = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                committed.changed().await.unwrap();
+                let newest = committed.borrow_and_update().clone();
+                let is_ours =
+                    |event: &holdpoint::store::EventRow| event.question_id.map(|q| q.to_string()) == Some(id.clone());
+                match &newest.event {
+                    Some(event) if is_ours(event) => return newest,
+                    None if app.state.store.events_after(newest.last - 1, 1).await.unwrap().iter().any(is_ours) => {
+                        return newest;
+                    }
+                    _ => {}
+                }
+            }
+        })
+        .await
+        .expect("the commit reaches the hub");
+        let logged = app.state.store.events_after(handed.last - 1, 1).await.unwrap();
+        assert_eq!(logged.len(), 1);
+        match handed.event {
+            Some(event) => assert_eq!(*event, logged[0], "handed over and logged"),
+            None => assert_eq!(app.state.store.backend(), holdpoint::store::Backend::Postgres, "announced by id"),
+        }
+    }
+    let events = read_events(stream, 2).await;
+    assert_eq!(events[0].2["question"]["title"], "Ça va? 🚀");
+    assert_eq!(events[1].2["question"]["body"].as_str().map(str::len), Some(9_000));
 }
 
 /// The hub hands a commit's event straight to subscribers when it is the next one of the log and reads the log

@@ -175,6 +175,17 @@ pub trait Store: RunStore + PeopleStore + Send + Sync + 'static {
         change: &QuestionResolution,
     ) -> StoreResult<ResolveOutcome>;
 
+    /// [`Store::resolve_question`] of a question the caller has just read as `read`. A pending question changes
+    /// only by leaving `pending`, so while `read` is pending the store may build the resolved row, its event and
+    /// its audit entry before it writes, and write them together; the outcome is the same.
+    async fn resolve_pending_question(
+        &self,
+        read: &QuestionRow,
+        change: &QuestionResolution,
+    ) -> StoreResult<ResolveOutcome> {
+        self.resolve_question(read.workspace_id, read.id, change).await
+    }
+
     /// Pending questions whose deadline is at or before `now`, soonest first.
     async fn overdue_questions(&self, now: DateTime<Utc>, limit: i64) -> StoreResult<Vec<OverdueQuestion>>;
 

@@ -138,6 +138,24 @@ pub struct QuestionRow {
     pub assignee: Option<Json<Assignee>>,
 }
 
+impl QuestionRow {
+    /// The row as resolving it with `change` leaves it: what the resolving `UPDATE` writes, at the precision the
+    /// databases keep.
+    pub fn resolved_with(&self, change: &QuestionResolution) -> QuestionRow {
+        use chrono::SubsecRound;
+        let at = change.at.trunc_subsecs(6);
+        QuestionRow {
+            status: change.status.as_str().to_owned(),
+            response: change.response.clone().map(Json),
+            answered_by: change.answered_by.clone(),
+            resolution: change.resolution.map(|resolution| resolution.as_str().to_owned()),
+            resolved_at: Some(at),
+            updated_at: at,
+            ..self.clone()
+        }
+    }
+}
+
 fn parse<T: std::str::FromStr<Err = app::types::UnknownVariant>>(value: &str) -> Result<T, StoreError> {
     value.parse().map_err(|err: app::types::UnknownVariant| StoreError::Corrupt(err.to_string()))
 }
@@ -260,7 +278,7 @@ pub struct NewEvent {
 }
 
 /// An event of the log.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct EventRow {
     pub id: i64,
     pub workspace_id: Uuid,

@@ -149,6 +149,10 @@ impl SqliteStore {
     /// database file in practice, and other writers are seen by the hub's poll, so nobody is notified.
     const INSERT_EVENT: &'static str = "INSERT INTO events (workspace_id, event_type, project, run_id, question_id, data, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id";
+    /// Every write joins the writer's batch (see `group_commit`), whose commit it shares.
+    const A_STATEMENT_COMMITS_ALONE: bool = false;
+    /// Resolving runs in the writer's batch, its audit entry checked against the guessed head.
+    const RESOLVE_WITH_EVENT_AND_AUDIT: Option<&'static str> = None;
     /// The id `INSERT_EVENT` returns is the event's, so a commit can hand the event to the hub.
     const EVENT_ID_FINAL_AT_INSERT: bool = true;
     /// A question and its `question_asked` event go in as two statements of one query: the connection's thread
@@ -264,6 +268,22 @@ impl PostgresStore {
     /// log stays the source of truth, so a lost notification only delays an event until the hub's next poll.
     const INSERT_EVENT: &'static str = "INSERT INTO events (id, workspace_id, event_type, project, run_id, question_id, data, created_at) \
          OVERRIDING SYSTEM VALUE VALUES (-nextval('events_draft_id_seq'), $1, $2, $3, $4, $5, $6, $7) RETURNING id";
+    /// A write of one statement runs outside a transaction of the server's, committed by itself: the deferred
+    /// triggers (event ids, audit seals) fire at that statement's end as at any COMMIT.
+    const A_STATEMENT_COMMITS_ALONE: bool = true;
+    /// Resolves a pending question, appends its event (`$8`..`$14`, as `INSERT_EVENT` binds them) and writes its
+    /// audit draft (`$15`..`$26`), in one statement: the inserts take their rows from the `UPDATE`'s, so if the
+    /// question was no longer pending nothing is written and no row comes back.
+    const RESOLVE_WITH_EVENT_AND_AUDIT: Option<&'static str> = Some(
+        "WITH resolved AS (UPDATE questions SET status = $1, response = $2, answered_by = $3, resolution = $4, \
+         resolved_at = $5, updated_at = $5 WHERE workspace_id = $6 AND id = $7 AND status = 'pending' RETURNING id), \
+         draft AS (INSERT INTO audit_drafts (id, workspace_id, actor, actor_id, actor_kind, action, subject_type, \
+         subject_id, before, after, diff, created_at) \
+         SELECT $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26 FROM resolved) \
+         INSERT INTO events (id, workspace_id, event_type, project, run_id, question_id, data, created_at) \
+         OVERRIDING SYSTEM VALUE SELECT -nextval('events_draft_id_seq'), $8, $9, $10, $11, $12, $13, $14 FROM resolved \
+         RETURNING id",
+    );
     /// Ids are drawn at commit: the hub learns of this instance's events as of the others', by notification.
     const EVENT_ID_FINAL_AT_INSERT: bool = false;
     /// Instances append concurrently: only the commit that seals an entry can know the head it follows.
@@ -521,6 +541,38 @@ macro_rules! sql_store {
                     .bind(event.question_id)
                     .bind(Json(&event.data))
                     .bind(event.created_at)
+            }
+
+            /// Binds a question's columns, in the order of [`QUESTION_COLUMNS`], after what `query` has.
+            fn bind_question<'q, Q: Bind<'q, $db>>(query: Q, q: &'q QuestionRow) -> Q {
+                query
+                    .bind_arg(q.id)
+                    .bind_arg(q.workspace_id)
+                    .bind_arg(&q.project)
+                    .bind_arg(q.run_id)
+                    .bind_arg(&q.tool_call_id)
+                    .bind_arg(&q.parent_run_ids)
+                    .bind_arg(&q.kind)
+                    .bind_arg(&q.response_type)
+                    .bind_arg(&q.title)
+                    .bind_arg(&q.body)
+                    .bind_arg(&q.options)
+                    .bind_arg(&q.fields)
+                    .bind_arg(&q.action)
+                    .bind_arg(q.allow_edit)
+                    .bind_arg(&q.context)
+                    .bind_arg(&q.urgency)
+                    .bind_arg(q.timeout_at)
+                    .bind_arg(&q.default_response)
+                    .bind_arg(&q.status)
+                    .bind_arg(&q.response)
+                    .bind_arg(&q.answered_by)
+                    .bind_arg(&q.resolution)
+                    .bind_arg(q.created_by)
+                    .bind_arg(q.created_at)
+                    .bind_arg(q.updated_at)
+                    .bind_arg(q.resolved_at)
+                    .bind_arg(&q.assignee)
             }
 
             /// The query that stores a question and appends its `question_asked` event (see `QUESTION_THEN_EVENT`).
@@ -882,6 +934,12 @@ macro_rules! sql_store {
                 }
                 // A question that may supersede its run's blocking one runs more statements after its insert.
                 let may_supersede = q.run_id.is_some() && q.kind == "blocking";
+                if Self::A_STATEMENT_COMMITS_ALONE && idempotency.is_none() && !may_supersede {
+                    // The whole write is one statement, committed by itself: no round trips for BEGIN and COMMIT.
+                    let query = Self::bind_question(sqlx::query_as(Self::insert_question_then_event_sql()), q);
+                    let _: (i64,) = Self::bind_event(query, event).fetch_one(&self.$write).await?;
+                    return Ok(Created { value: q.clone(), created: true });
+                }
                 // The key's claim runs before the question's insert: such a write opens its savepoint apart.
                 let mut tx =
                     if idempotency.is_some() { self.begin_write().await? } else { self.begin_write_inline().await? };
@@ -901,34 +959,7 @@ macro_rules! sql_store {
                 let (open, close) =
                     if may_supersede { (tx.savepoint(), "") } else { tx.savepoint_released_in_one_query() };
                 let sql = format!("{open}{}{close}", Self::insert_question_then_event_sql());
-                let query = sqlx::query_as(&sql)
-                .bind(q.id)
-                .bind(q.workspace_id)
-                .bind(&q.project)
-                .bind(q.run_id)
-                .bind(&q.tool_call_id)
-                .bind(&q.parent_run_ids)
-                .bind(&q.kind)
-                .bind(&q.response_type)
-                .bind(&q.title)
-                .bind(&q.body)
-                .bind(&q.options)
-                .bind(&q.fields)
-                .bind(&q.action)
-                .bind(q.allow_edit)
-                .bind(&q.context)
-                .bind(&q.urgency)
-                .bind(q.timeout_at)
-                .bind(&q.default_response)
-                .bind(&q.status)
-                .bind(&q.response)
-                .bind(&q.answered_by)
-                .bind(&q.resolution)
-                .bind(q.created_by)
-                .bind(q.created_at)
-                .bind(q.updated_at)
-                .bind(q.resolved_at)
-                .bind(&q.assignee);
+                let query = Self::bind_question(sqlx::query_as(&sql), q);
                 // Read to the end: the savepoint's release may follow the insert in the same query.
                 let returned: Vec<(i64,)> = Self::bind_event(query, event).fetch_all(&mut *tx).await?;
                 let Some(&(asked,)) = returned.first() else {
@@ -1073,6 +1104,43 @@ macro_rules! sql_store {
                     None => self.commit_one_event(tx, resolved, &event).await?,
                 }
                 Ok(ResolveOutcome::Resolved(row))
+            }
+
+            async fn resolve_pending_question(
+                &self,
+                read: &QuestionRow,
+                change: &QuestionResolution,
+            ) -> StoreResult<ResolveOutcome> {
+                // A question of a run may requeue it, which takes statements of its own.
+                let one_statement = Self::RESOLVE_WITH_EVENT_AND_AUDIT.filter(|_| read.run_id.is_none() && read.status == "pending");
+                let (Some(sql), Some(workspace)) = (one_statement, super::known_workspace_name(read.workspace_id)) else {
+                    return self.resolve_question(read.workspace_id, read.id, change).await;
+                };
+                let row = read.resolved_with(change);
+                let event = NewEvent {
+                    workspace_id: row.workspace_id,
+                    event_type: change.event_type(),
+                    project: row.project.clone(),
+                    run_id: None,
+                    question_id: Some(row.id),
+                    data: serde_json::json!({ "question": row.to_question(&workspace)? }),
+                    created_at: change.at,
+                };
+                let draft = AuditRow::unsealed(&crate::audit::question_resolved(&row, &change.actor));
+                let query = sqlx::query_as(sql)
+                    .bind(change.status.as_str())
+                    .bind(change.response.as_ref().map(Json))
+                    .bind(&change.answered_by)
+                    .bind(change.resolution.map(Resolution::as_str))
+                    .bind(change.at)
+                    .bind(row.workspace_id)
+                    .bind(row.id);
+                let query = Self::bind_audit_draft(Self::bind_event(query, &event), &draft);
+                match query.fetch_optional(&self.$write).await? {
+                    Some(_) => Ok(ResolveOutcome::Resolved(row)),
+                    // Someone was first: the general path reads the question as it is now.
+                    None => self.resolve_question(read.workspace_id, read.id, change).await,
+                }
             }
 
             async fn overdue_questions(&self, now: DateTime<Utc>, limit: i64) -> StoreResult<Vec<OverdueQuestion>> {
