@@ -937,7 +937,9 @@ macro_rules! sql_store {
                 if Self::A_STATEMENT_COMMITS_ALONE && idempotency.is_none() && !may_supersede {
                     // The whole write is one statement, committed by itself: no round trips for BEGIN and COMMIT.
                     let query = Self::bind_question(sqlx::query_as(Self::insert_question_then_event_sql()), q);
-                    let _: (i64,) = Self::bind_event(query, event).fetch_one(&self.$write).await?;
+                    // Read to the end (`ReadyForQuery`): the statement's own transaction has committed by then, so
+                    // whoever the caller tells can read the question.
+                    let _: Vec<(i64,)> = Self::bind_event(query, event).fetch_all(&self.$write).await?;
                     return Ok(Created { value: q.clone(), created: true });
                 }
                 // The key's claim runs before the question's insert: such a write opens its savepoint apart.
@@ -1136,7 +1138,9 @@ macro_rules! sql_store {
                     .bind(row.workspace_id)
                     .bind(row.id);
                 let query = Self::bind_audit_draft(Self::bind_event(query, &event), &draft);
-                match query.fetch_optional(&self.$write).await? {
+                // Read to the end, so the statement has committed before the caller hears of it.
+                let written: Vec<(i64,)> = query.fetch_all(&self.$write).await?;
+                match written.first() {
                     Some(_) => Ok(ResolveOutcome::Resolved(row)),
                     // Someone was first: the general path reads the question as it is now.
                     None => self.resolve_question(read.workspace_id, read.id, change).await,
