@@ -329,6 +329,19 @@ impl QuestionResolution {
             _ => EventType::QuestionAnswered,
         }
     }
+
+    /// The event this transition appends for `resolved`, the question as it leaves it (of workspace `workspace`).
+    pub fn event(&self, resolved: &QuestionRow, workspace: &str) -> Result<NewEvent, StoreError> {
+        Ok(NewEvent {
+            workspace_id: resolved.workspace_id,
+            event_type: self.event_type(),
+            project: resolved.project.clone(),
+            run_id: resolved.run_id,
+            question_id: Some(resolved.id),
+            data: serde_json::json!({ "question": resolved.to_question(workspace)? }),
+            created_at: self.at,
+        })
+    }
 }
 
 /// What became of an attempt to resolve a question.

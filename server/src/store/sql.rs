@@ -1083,16 +1083,7 @@ macro_rules! sql_store {
                     });
                 };
                 let workspace = Self::workspace_name_in(&mut tx, workspace_id).await?;
-                let question = row.to_question(&workspace)?;
-                let event = NewEvent {
-                    workspace_id,
-                    event_type: change.event_type(),
-                    project: row.project.clone(),
-                    run_id: row.run_id,
-                    question_id: Some(row.id),
-                    data: serde_json::json!({ "question": question }),
-                    created_at: change.at,
-                };
+                let event = change.event(&row, &workspace)?;
                 let audit_entry = crate::audit::question_resolved(&row, &change.actor);
                 let resolved = Self::append_event_and_audit(&mut tx, &event, &audit_entry).await?;
                 // In the same transaction: a run whose last holding question this was goes back to the queue, so
@@ -1119,15 +1110,7 @@ macro_rules! sql_store {
                     return self.resolve_question(read.workspace_id, read.id, change).await;
                 };
                 let row = read.resolved_with(change);
-                let event = NewEvent {
-                    workspace_id: row.workspace_id,
-                    event_type: change.event_type(),
-                    project: row.project.clone(),
-                    run_id: None,
-                    question_id: Some(row.id),
-                    data: serde_json::json!({ "question": row.to_question(&workspace)? }),
-                    created_at: change.at,
-                };
+                let event = change.event(&row, &workspace)?;
                 let draft = AuditRow::unsealed(&crate::audit::question_resolved(&row, &change.actor));
                 let query = sqlx::query_as(sql)
                     .bind(change.status.as_str())
