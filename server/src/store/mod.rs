@@ -275,6 +275,15 @@ pub fn default_postgres_connections() -> u32 {
     u32::try_from(cores * 4).unwrap_or(u32::MAX).max(8)
 }
 
+/// The page size of a new SQLite database. Each commit appends every page it changed to the WAL, whole, and a HITL
+/// cycle changes a few dozen (the question's row and its nine indexes, two events, an audit entry and the chain's
+/// head), each by a few hundred bytes: at SQLite's default of 4 096 bytes a cycle wrote about 130 KiB (WAL and
+/// checkpoints), at 2 048 about 30 KiB, and the 16-agent cycle ran about a fifth faster (docs/benchmarks.md). 1 024
+/// ran no faster and would push an index entry of a project name in non-Latin script (100 characters, up to 400
+/// bytes) off its page. An existing database keeps the size it was made with: in WAL mode the pragma changes
+/// nothing.
+const SQLITE_PAGE_SIZE: u32 = 2048;
+
 /// Opens the database named by `url` (`sqlite:...` or `postgres://...`) and brings its schema up to date.
 pub async fn connect(url: &str) -> StoreResult<Arc<dyn Store>> {
     connect_with(url, StoreSettings::defaults()).await
@@ -289,6 +298,7 @@ pub async fn connect_with(url: &str, settings: StoreSettings) -> StoreResult<Arc
             .journal_mode(SqliteJournalMode::Wal)
             // FULL: a question or an answer acknowledged to a client survives a power cut.
             .synchronous(SqliteSynchronous::Full)
+            .page_size(SQLITE_PAGE_SIZE)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10))
             // The text search's matcher (see `sql::SqliteStore::push_text_match`).
@@ -321,6 +331,40 @@ pub async fn connect_with(url: &str, settings: StoreSettings) -> StoreResult<Arc
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    async fn page_size(path: &std::path::Path) -> i64 {
+        let options = SqliteConnectOptions::new().filename(path).read_only(true);
+        let mut connection = sqlx::SqliteConnection::connect_with(&options).await.unwrap();
+        sqlx::query_scalar("PRAGMA page_size").fetch_one(&mut connection).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_new_sqlite_database_has_small_pages_and_an_existing_one_keeps_its_own() {
+        let dir = std::env::temp_dir().join(format!("holdpoint-page-size-{}", uuid::Uuid::now_v7()));
+        std::fs::create_dir_all(&dir).unwrap();
+
+        let new = dir.join("new.db");
+        let store = connect(&format!("sqlite:{}", new.display())).await.unwrap();
+        assert_eq!(page_size(&new).await, i64::from(SQLITE_PAGE_SIZE));
+        drop(store);
+
+        let existing = dir.join("existing.db");
+        let options = SqliteConnectOptions::new()
+            .filename(&existing)
+            .create_if_missing(true)
+            .page_size(4096)
+            .journal_mode(SqliteJournalMode::Wal);
+        let mut connection = sqlx::SqliteConnection::connect_with(&options).await.unwrap();
+        sqlx::query("CREATE TABLE made_before (x)").execute(&mut connection).await.unwrap();
+        connection.close().await.unwrap();
+        let store = connect(&format!("sqlite:{}", existing.display())).await.unwrap();
+        assert_eq!(page_size(&existing).await, 4096);
+        // Opened, brought up to date and written to as any database.
+        assert_eq!(store.ensure_workspace("made-before").await.unwrap().name, "made-before");
+        drop(store);
+
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn postgres_sessions_plan_without_parallel_workers_unless_the_url_says_otherwise() {
