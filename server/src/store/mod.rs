@@ -291,29 +291,8 @@ pub async fn connect(url: &str) -> StoreResult<Arc<dyn Store>> {
 
 /// [`connect`] with settings of the caller's.
 pub async fn connect_with(url: &str, settings: StoreSettings) -> StoreResult<Arc<dyn Store>> {
-    let token_cache = settings.token_cache;
     if url.starts_with("sqlite:") {
-        let options = SqliteConnectOptions::from_str(url)?
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            // FULL: a question or an answer acknowledged to a client survives a power cut.
-            .synchronous(SqliteSynchronous::Full)
-            .page_size(SQLITE_PAGE_SIZE)
-            .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(10))
-            // The text search's matcher (see `sql::SqliteStore::push_text_match`).
-            .with_regexp();
-        // One writer connection: SQLite serialises writers anyway, and queueing them here instead of in the busy
-        // handler keeps latency flat. Readers run in parallel thanks to WAL.
-        let write = pool_options::<sqlx::Sqlite>().max_connections(1).connect_with(options.clone()).await?;
-        sqlx::migrate!("../migrations/sqlite").run(&write).await?;
-        // sqlx hands each row from the connection's thread to the reader through a channel of 50 by default; a
-        // reader that decodes slower than SQLite steps (JSON columns) then wakes that thread for every row. Every
-        // read is collected whole (`fetch_all`), so a deeper channel costs no memory the result would not: a
-        // 500-message conversation loads in 3.2 ms instead of 5.
-        let read_options = options.clone().read_only(true).row_buffer_size(1024);
-        let read = pool_options::<sqlx::Sqlite>().max_connections(8).connect_with(read_options).await?;
-        Ok(Arc::new(sql::SqliteStore::new(read, write, token_cache).await?))
+        Ok(Arc::new(connect_sqlite(url, settings).await?))
     } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
         let options = postgres_options(url)?;
         let pool = pool_options::<sqlx::Postgres>()
@@ -322,10 +301,35 @@ pub async fn connect_with(url: &str, settings: StoreSettings) -> StoreResult<Arc
             .connect_with(options)
             .await?;
         sqlx::migrate!("../migrations/postgres").run(&pool).await?;
-        Ok(Arc::new(sql::PostgresStore::new(pool, token_cache).await?))
+        Ok(Arc::new(sql::PostgresStore::new(pool, settings.token_cache).await?))
     } else {
         Err(StoreError::UnsupportedUrl(crate::config::redacted_url(url)))
     }
+}
+
+/// The SQLite store [`connect_with`] opens, as its own type.
+async fn connect_sqlite(url: &str, settings: StoreSettings) -> StoreResult<sql::SqliteStore> {
+    let options = SqliteConnectOptions::from_str(url)?
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        // FULL: a question or an answer acknowledged to a client survives a power cut.
+        .synchronous(SqliteSynchronous::Full)
+        .page_size(SQLITE_PAGE_SIZE)
+        .foreign_keys(true)
+        .busy_timeout(Duration::from_secs(10))
+        // The text search's matcher (see `sql::SqliteStore::push_text_match`).
+        .with_regexp();
+    // One writer connection: SQLite serialises writers anyway, and queueing them here instead of in the busy
+    // handler keeps latency flat. Readers run in parallel thanks to WAL.
+    let write = pool_options::<sqlx::Sqlite>().max_connections(1).connect_with(options.clone()).await?;
+    sqlx::migrate!("../migrations/sqlite").run(&write).await?;
+    // sqlx hands each row from the connection's thread to the reader through a channel of 50 by default; a
+    // reader that decodes slower than SQLite steps (JSON columns) then wakes that thread for every row. Every
+    // read is collected whole (`fetch_all`), so a deeper channel costs no memory the result would not: a
+    // 500-message conversation loads in 3.2 ms instead of 5.
+    let read_options = options.clone().read_only(true).row_buffer_size(1024);
+    let read = pool_options::<sqlx::Sqlite>().max_connections(8).connect_with(read_options).await?;
+    sql::SqliteStore::new(read, write, settings.token_cache).await
 }
 
 #[cfg(test)]

@@ -151,8 +151,6 @@ impl SqliteStore {
          VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id";
     /// Every write joins the writer's batch (see `group_commit`), whose commit it shares.
     const A_STATEMENT_COMMITS_ALONE: bool = false;
-    /// Resolving runs in the writer's batch, its audit entry checked against the guessed head.
-    const RESOLVE_WITH_EVENT_AND_AUDIT: Option<&'static str> = None;
     /// The id `INSERT_EVENT` returns is the event's, so a commit can hand the event to the hub.
     const EVENT_ID_FINAL_AT_INSERT: bool = true;
     /// A question and its `question_asked` event go in as two statements of one query: the connection's thread
@@ -274,16 +272,14 @@ impl PostgresStore {
     /// Resolves a pending question, appends its event (`$8`..`$14`, as `INSERT_EVENT` binds them) and writes its
     /// audit draft (`$15`..`$26`), in one statement: the inserts take their rows from the `UPDATE`'s, so if the
     /// question was no longer pending nothing is written and no row comes back.
-    const RESOLVE_WITH_EVENT_AND_AUDIT: Option<&'static str> = Some(
-        "WITH resolved AS (UPDATE questions SET status = $1, response = $2, answered_by = $3, resolution = $4, \
+    const RESOLVE_WITH_EVENT_AND_AUDIT: &'static str = "WITH resolved AS (UPDATE questions SET status = $1, response = $2, answered_by = $3, resolution = $4, \
          resolved_at = $5, updated_at = $5 WHERE workspace_id = $6 AND id = $7 AND status = 'pending' RETURNING id), \
          draft AS (INSERT INTO audit_drafts (id, workspace_id, actor, actor_id, actor_kind, action, subject_type, \
          subject_id, before, after, diff, created_at) \
          SELECT $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26 FROM resolved) \
          INSERT INTO events (id, workspace_id, event_type, project, run_id, question_id, data, created_at) \
          OVERRIDING SYSTEM VALUE SELECT -nextval('events_draft_id_seq'), $8, $9, $10, $11, $12, $13, $14 FROM resolved \
-         RETURNING id",
-    );
+         RETURNING id";
     /// Ids are drawn at commit: the hub learns of this instance's events as of the others', by notification.
     const EVENT_ID_FINAL_AT_INSERT: bool = false;
     /// Instances append concurrently: only the commit that seals an entry can know the head it follows.
@@ -1105,29 +1101,14 @@ macro_rules! sql_store {
                 change: &QuestionResolution,
             ) -> StoreResult<ResolveOutcome> {
                 // A question of a run may requeue it, which takes statements of its own.
-                let one_statement = Self::RESOLVE_WITH_EVENT_AND_AUDIT.filter(|_| read.run_id.is_none() && read.status == "pending");
-                let (Some(sql), Some(workspace)) = (one_statement, super::known_workspace_name(read.workspace_id)) else {
-                    return self.resolve_question(read.workspace_id, read.id, change).await;
-                };
-                let row = read.resolved_with(change);
-                let event = change.event(&row, &workspace)?;
-                let draft = AuditRow::unsealed(&crate::audit::question_resolved(&row, &change.actor));
-                let query = sqlx::query_as(sql)
-                    .bind(change.status.as_str())
-                    .bind(change.response.as_ref().map(Json))
-                    .bind(&change.answered_by)
-                    .bind(change.resolution.map(Resolution::as_str))
-                    .bind(change.at)
-                    .bind(row.workspace_id)
-                    .bind(row.id);
-                let query = Self::bind_audit_draft(Self::bind_event(query, &event), &draft);
-                // Read to the end, so the statement has committed before the caller hears of it.
-                let written: Vec<(i64,)> = query.fetch_all(&self.$write).await?;
-                match written.first() {
-                    Some(_) => Ok(ResolveOutcome::Resolved(row)),
-                    // Someone was first: the general path reads the question as it is now.
-                    None => self.resolve_question(read.workspace_id, read.id, change).await,
+                if read.run_id.is_none() && read.status == "pending" {
+                    if let Some(workspace) = super::known_workspace_name(read.workspace_id) {
+                        if let Some(resolved) = self.resolve_pending_in_one_query(read, change, &workspace).await? {
+                            return Ok(ResolveOutcome::Resolved(resolved));
+                        }
+                    }
                 }
+                self.resolve_question(read.workspace_id, read.id, change).await
             }
 
             async fn overdue_questions(&self, now: DateTime<Utc>, limit: i64) -> StoreResult<Vec<OverdueQuestion>> {
@@ -1250,10 +1231,116 @@ macro_rules! sql_store {
 
 impl SqliteStore {
     pub(super) const BACKEND: Backend = Backend::Sqlite;
+
+    /// Resolves a pending question (of no run) as `read` shows it, appends its event and audit entry, and releases
+    /// the write's savepoint, in one query: one trip to SQLite's thread where the general path takes three. A
+    /// pending question changes only by leaving `pending`, so the resolved row, its event and its entry can all be
+    /// made before the write. The entry is sealed on the guessed chain head; the database refuses it if the guess
+    /// is wrong (migration 0009), which stops the query before the release, so the write is undone. `None`, with
+    /// nothing written, when someone was first, the guess was wrong, or there is none: the general path then runs.
+    async fn resolve_pending_in_one_query(
+        &self,
+        read: &QuestionRow,
+        change: &QuestionResolution,
+        workspace: &str,
+    ) -> StoreResult<Option<QuestionRow>> {
+        if let Some(writer) = self.writer_elsewhere() {
+            let (store, read, change, workspace) = (self.clone(), read.clone(), change.clone(), workspace.to_owned());
+            return writer
+                .run(async move { store.resolve_pending_on_the_writer(&read, &change, &workspace).await })
+                .await;
+        }
+        self.resolve_pending_on_the_writer(read, change, workspace).await
+    }
+
+    async fn resolve_pending_on_the_writer(
+        &self,
+        read: &QuestionRow,
+        change: &QuestionResolution,
+        workspace: &str,
+    ) -> StoreResult<Option<QuestionRow>> {
+        let row = read.resolved_with(change);
+        let audit_entry = crate::audit::question_resolved(&row, &change.actor);
+        let event = change.event(&row, workspace)?;
+        let mut tx = self.begin_write_inline().await?;
+        // Guessed while holding the writer: the writes before this one have moved the head as far as it goes.
+        let Some(sealed) = Self::sealed_on_guessed_head(&audit_entry) else { return Ok(None) };
+        let (open, close) = tx.savepoint_released_in_one_query();
+        let sql = format!("{open}{}{close}", *RESOLVE_PENDING_WITH_EVENT_AND_AUDIT);
+        let query = sqlx::query_as(&sql)
+            .bind(&row.status)
+            .bind(&row.response)
+            .bind(&row.answered_by)
+            .bind(&row.resolution)
+            .bind(row.updated_at)
+            .bind(row.workspace_id)
+            .bind(row.id);
+        // One row from the event's `RETURNING id` and one from the entry's, or none if the question had left
+        // `pending`. Read to the end: the release follows the inserts in the same query.
+        let returned: Vec<(i64,)> =
+            match Self::bind_audit_row(Self::bind_event(query, &event), &sealed).fetch_all(&mut *tx).await {
+                Ok(returned) => returned,
+                // The savepoint is still open: dropping the write rolls it back.
+                Err(sqlx::Error::Database(err)) if err.message().contains(AUDIT_ENTRY_OFF_ITS_HEAD) => return Ok(None),
+                Err(err) => return Err(err.into()),
+            };
+        match returned[..] {
+            [] => Ok(None),
+            [(event_id,), _] => {
+                super::remember_audit_head(sealed.workspace_id, sealed.seq, &sealed.hash);
+                self.commit_one_event(tx, event_id, &event).await?;
+                Ok(Some(row))
+            }
+            _ => Err(StoreError::Corrupt("resolving a question appended its event without its audit entry".into())),
+        }
+    }
 }
+
+/// What migration 0009's trigger says when an audit entry does not follow its chain's stored head.
+const AUDIT_ENTRY_OFF_ITS_HEAD: &str = "the audit entry does not follow its chain's head";
+
+/// SQLite's resolving write (see `SqliteStore::resolve_pending_in_one_query`): the update (`$1`..`$7`), the event
+/// (`$8`..`$14`, as `INSERT_EVENT` binds them) and the audit entry (`$15`..`$29`, as `APPEND_AUDIT` binds them),
+/// each insert only if the statement before it changed a row (`changes()`), so a question no longer pending
+/// writes nothing.
+static RESOLVE_PENDING_WITH_EVENT_AND_AUDIT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "UPDATE questions SET status = $1, response = $2, answered_by = $3, resolution = $4, resolved_at = $5, \
+         updated_at = $5 WHERE workspace_id = $6 AND id = $7 AND status = 'pending'; \
+         INSERT INTO events (workspace_id, event_type, project, run_id, question_id, data, created_at) \
+         SELECT $8, $9, $10, $11, $12, $13, $14 WHERE changes() = 1 RETURNING id; \
+         INSERT INTO audit_log ({AUDIT_COLUMNS}) SELECT $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, \
+         $27, $28, $29 WHERE changes() = 1 RETURNING seq"
+    )
+});
 
 impl PostgresStore {
     pub(super) const BACKEND: Backend = Backend::Postgres;
+
+    /// Resolves a pending question (of no run) with one statement (`RESOLVE_WITH_EVENT_AND_AUDIT`), committed by
+    /// itself. `None`, with nothing written, when someone was first: the general path then reads the question.
+    async fn resolve_pending_in_one_query(
+        &self,
+        read: &QuestionRow,
+        change: &QuestionResolution,
+        workspace: &str,
+    ) -> StoreResult<Option<QuestionRow>> {
+        let row = read.resolved_with(change);
+        let event = change.event(&row, workspace)?;
+        let draft = AuditRow::unsealed(&crate::audit::question_resolved(&row, &change.actor));
+        let query = sqlx::query_as(Self::RESOLVE_WITH_EVENT_AND_AUDIT)
+            .bind(change.status.as_str())
+            .bind(change.response.as_ref().map(Json))
+            .bind(&change.answered_by)
+            .bind(change.resolution.map(Resolution::as_str))
+            .bind(change.at)
+            .bind(row.workspace_id)
+            .bind(row.id);
+        let query = Self::bind_audit_draft(Self::bind_event(query, &event), &draft);
+        // Read to the end, so the statement has committed before the caller hears of it.
+        let written: Vec<(i64,)> = query.fetch_all(&self.pool).await?;
+        Ok(written.first().map(|_| row))
+    }
 }
 
 sql_store!(SqliteStore, Sqlite, read = read, write = write, tx = BatchedWrite);
@@ -1385,6 +1472,121 @@ mod tests {
         assert_eq!(events.iter().filter(|event| event.event_type == "question_answered").count(), 4);
         let verified = crate::audit::verify(store.as_ref()).await.unwrap().expect("an unbroken chain");
         assert_eq!(verified.entries, 4, "one entry per answer");
+        drop(store);
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+    }
+
+    /// SQLite resolves a pending question in one query only on a right guess of the audit chain's head: with none,
+    /// or one ahead of the head (as after a rolled-back append) or behind it (as after another process's append),
+    /// the database refuses the entry, the query stops before it releases its savepoint, and nothing of it is
+    /// stored. The general path then answers with the entry on the stored head; a question no longer pending
+    /// writes nothing either way.
+    #[tokio::test]
+    async fn on_sqlite_the_one_query_answer_stores_nothing_unless_its_guess_of_the_head_holds() {
+        let path = std::env::temp_dir().join(format!("holdpoint-one-query-answer-{}.db", Uuid::now_v7()));
+        let store = super::super::connect_sqlite(&format!("sqlite://{}", path.display()), StoreSettings::defaults())
+            .await
+            .unwrap();
+        let workspace = store.ensure_workspace("one-query").await.unwrap();
+        let answer = |value: bool| QuestionResolution {
+            status: app::types::QuestionStatus::Answered,
+            response: Some(AnswerBody { value: serde_json::json!(value), comment: None, edited_arguments: None }),
+            answered_by: Some("tester".into()),
+            resolution: Some(Resolution::Human),
+            at: crate::store::now(),
+            actor: AuditActor::policy("test", None),
+        };
+        let stored = |id: Uuid| {
+            let store = store.clone();
+            async move {
+                let question = store.question(workspace.id, id).await.unwrap().unwrap();
+                let events = store.events_after(0, 100).await.unwrap();
+                let answered = events.iter().filter(|e| e.event_type == "question_answered").count();
+                let entries = crate::audit::verify(&store).await.unwrap().expect("an unbroken chain").entries;
+                let entries = usize::try_from(entries).unwrap();
+                (question.status, answered, entries)
+            }
+        };
+        let ask = |n: usize| {
+            let store = store.clone();
+            async move {
+                let input = serde_json::json!({ "title": format!("q{n}"), "response_type": "boolean" });
+                let (row, asked) = question_and_event(workspace.id, input);
+                store.create_question(&row, &asked, None).await.unwrap();
+                row
+            }
+        };
+
+        let first = ask(0).await;
+        assert!(
+            store.resolve_pending_in_one_query(&first, &answer(true), "one-query").await.unwrap().is_none(),
+            "no guess"
+        );
+        assert_eq!(stored(first.id).await, ("pending".to_owned(), 0, 0), "nothing stored without a guess");
+        let ResolveOutcome::Resolved(_) = store.resolve_pending_question(&first, &answer(true)).await.unwrap() else {
+            panic!("the general path answers");
+        };
+        assert_eq!(stored(first.id).await, ("answered".to_owned(), 1, 1));
+
+        for (n, (seq, hash)) in [(50, "ahead"), (0, "behind")].into_iter().enumerate() {
+            let question = ask(n + 1).await;
+            super::super::remember_audit_head(workspace.id, seq, hash);
+            let refused = store.resolve_pending_in_one_query(&question, &answer(false), "one-query").await.unwrap();
+            assert!(refused.is_none(), "a guess {hash} of the head");
+            assert_eq!(stored(question.id).await, ("pending".to_owned(), n + 1, n + 1), "nothing stored, {hash}");
+            let ResolveOutcome::Resolved(_) = store.resolve_pending_question(&question, &answer(false)).await.unwrap()
+            else {
+                panic!("the general path answers after a guess {hash} of the head");
+            };
+            assert_eq!(stored(question.id).await, ("answered".to_owned(), n + 2, n + 2));
+        }
+
+        // The general path left the right guess: the one query stores the answer, its event and its entry.
+        let question = ask(3).await;
+        let resolved = store.resolve_pending_in_one_query(&question, &answer(true), "one-query").await.unwrap();
+        let resolved = resolved.expect("a right guess resolves in one query");
+        let read_back = store.question(workspace.id, question.id).await.unwrap().unwrap();
+        assert_eq!(read_back.to_question("one-query").unwrap(), resolved.to_question("one-query").unwrap());
+        assert_eq!(stored(question.id).await, ("answered".to_owned(), 4, 4));
+        // Once answered, the same read resolves nothing more.
+        assert!(store.resolve_pending_in_one_query(&question, &answer(false), "one-query").await.unwrap().is_none());
+        let ResolveOutcome::NotPending(current) =
+            store.resolve_pending_question(&question, &answer(false)).await.unwrap()
+        else {
+            panic!("a second answer finds the question answered");
+        };
+        assert_eq!(current.to_question("one-query").unwrap(), resolved.to_question("one-query").unwrap());
+        assert_eq!(stored(question.id).await, ("answered".to_owned(), 4, 4));
+
+        drop(store);
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+    }
+
+    /// The trigger that refuses an audit entry off its chain's head (migration 0009) says what
+    /// `AUDIT_ENTRY_OFF_ITS_HEAD` looks for.
+    #[tokio::test]
+    async fn on_sqlite_an_audit_entry_off_its_head_is_refused_with_the_message_the_store_looks_for() {
+        let path = std::env::temp_dir().join(format!("holdpoint-off-head-{}.db", Uuid::now_v7()));
+        let store = super::super::connect_sqlite(&format!("sqlite://{}", path.display()), StoreSettings::defaults())
+            .await
+            .unwrap();
+        let workspace = store.ensure_workspace("off-head").await.unwrap();
+        let first = store.append_audit(&entry(workspace.id, 1)).await.unwrap();
+        for (seq, prev_hash) in [(first.seq + 2, first.hash.clone()), (first.seq + 1, "0".repeat(64))] {
+            let row = AuditRow::seal(&entry(workspace.id, 2), seq, prev_hash);
+            let err = SqliteStore::bind_audit_row(sqlx::query_as(&APPEND_AUDIT), &row)
+                .fetch_one(&store.write)
+                .await
+                .expect_err("an entry off its head");
+            let sqlx::Error::Database(err) = err else { panic!("not the database's refusal: {err}") };
+            assert!(err.message().contains(AUDIT_ENTRY_OFF_ITS_HEAD), "{}", err.message());
+        }
+        let row = AuditRow::seal(&entry(workspace.id, 2), first.seq + 1, first.hash.clone());
+        SqliteStore::bind_audit_row(sqlx::query_as(&APPEND_AUDIT), &row).fetch_one(&store.write).await.unwrap();
         drop(store);
         for suffix in ["", "-wal", "-shm"] {
             let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
