@@ -1350,6 +1350,39 @@ sql_store!(PostgresStore, Postgres, read = pool, write = pool, tx = sqlx::Transa
 mod tests {
     use super::*;
 
+    /// A SQLite database file of one test's own, removed with its WAL when the test ends.
+    struct TestDatabase(std::path::PathBuf);
+
+    impl TestDatabase {
+        fn new(name: &str) -> Self {
+            Self(std::env::temp_dir().join(format!("holdpoint-{name}-{}.db", Uuid::now_v7())))
+        }
+
+        fn url(&self) -> String {
+            format!("sqlite://{}", self.0.display())
+        }
+    }
+
+    impl Drop for TestDatabase {
+        fn drop(&mut self) {
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{}{suffix}", self.0.display()));
+            }
+        }
+    }
+
+    /// A person's answer `value`, as `resolve_question` takes it.
+    fn answered_with(value: serde_json::Value) -> QuestionResolution {
+        QuestionResolution {
+            status: app::types::QuestionStatus::Answered,
+            response: Some(AnswerBody { value, comment: None, edited_arguments: None }),
+            answered_by: Some("tester".into()),
+            resolution: Some(Resolution::Human),
+            at: crate::store::now(),
+            actor: AuditActor::policy("test", None),
+        }
+    }
+
     #[test]
     fn a_postgres_revocation_notifies_on_the_channel_the_instances_listen_to() {
         let notify = PostgresStore::TELL_OTHERS_OF_A_REVOCATION.unwrap();
@@ -1442,8 +1475,8 @@ mod tests {
     /// event still goes in and the entry follows the stored head.
     #[tokio::test]
     async fn an_answer_stores_its_event_and_its_audit_entry_whatever_the_guess_of_the_head() {
-        let path = std::env::temp_dir().join(format!("holdpoint-answer-guess-{}.db", Uuid::now_v7()));
-        let store = connect(&format!("sqlite://{}", path.display())).await.unwrap();
+        let database = TestDatabase::new("answer-guess");
+        let store = connect(&database.url()).await.unwrap();
         let workspace = store.ensure_workspace("answers").await.unwrap();
         for n in 0..4 {
             let (row, asked) = question_and_event(
@@ -1457,14 +1490,7 @@ mod tests {
                 2 => super::super::remember_audit_head(workspace.id, 0, "not-the-head"),
                 _ => {}
             }
-            let change = QuestionResolution {
-                status: app::types::QuestionStatus::Answered,
-                response: Some(AnswerBody { value: serde_json::json!(true), comment: None, edited_arguments: None }),
-                answered_by: Some("tester".into()),
-                resolution: Some(Resolution::Human),
-                at: crate::store::now(),
-                actor: AuditActor::policy("test", None),
-            };
+            let change = answered_with(serde_json::json!(true));
             let outcome = store.resolve_question(workspace.id, row.id, &change).await.unwrap();
             assert!(matches!(outcome, ResolveOutcome::Resolved(_)), "answer {n}");
         }
@@ -1472,10 +1498,6 @@ mod tests {
         assert_eq!(events.iter().filter(|event| event.event_type == "question_answered").count(), 4);
         let verified = crate::audit::verify(store.as_ref()).await.unwrap().expect("an unbroken chain");
         assert_eq!(verified.entries, 4, "one entry per answer");
-        drop(store);
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-        }
     }
 
     /// SQLite resolves a pending question in one query only on a right guess of the audit chain's head: with none,
@@ -1485,19 +1507,10 @@ mod tests {
     /// writes nothing either way.
     #[tokio::test]
     async fn on_sqlite_the_one_query_answer_stores_nothing_unless_its_guess_of_the_head_holds() {
-        let path = std::env::temp_dir().join(format!("holdpoint-one-query-answer-{}.db", Uuid::now_v7()));
-        let store = super::super::connect_sqlite(&format!("sqlite://{}", path.display()), StoreSettings::defaults())
-            .await
-            .unwrap();
+        let database = TestDatabase::new("one-query-answer");
+        let store = super::super::connect_sqlite(&database.url(), StoreSettings::defaults()).await.unwrap();
         let workspace = store.ensure_workspace("one-query").await.unwrap();
-        let answer = |value: bool| QuestionResolution {
-            status: app::types::QuestionStatus::Answered,
-            response: Some(AnswerBody { value: serde_json::json!(value), comment: None, edited_arguments: None }),
-            answered_by: Some("tester".into()),
-            resolution: Some(Resolution::Human),
-            at: crate::store::now(),
-            actor: AuditActor::policy("test", None),
-        };
+        let answer = |value: bool| answered_with(serde_json::json!(value));
         let stored = |id: Uuid| {
             let store = store.clone();
             async move {
@@ -1559,21 +1572,14 @@ mod tests {
         };
         assert_eq!(current.to_question("one-query").unwrap(), resolved.to_question("one-query").unwrap());
         assert_eq!(stored(question.id).await, ("answered".to_owned(), 4, 4));
-
-        drop(store);
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-        }
     }
 
     /// The trigger that refuses an audit entry off its chain's head (migration 0009) says what
     /// `AUDIT_ENTRY_OFF_ITS_HEAD` looks for.
     #[tokio::test]
     async fn on_sqlite_an_audit_entry_off_its_head_is_refused_with_the_message_the_store_looks_for() {
-        let path = std::env::temp_dir().join(format!("holdpoint-off-head-{}.db", Uuid::now_v7()));
-        let store = super::super::connect_sqlite(&format!("sqlite://{}", path.display()), StoreSettings::defaults())
-            .await
-            .unwrap();
+        let database = TestDatabase::new("off-head");
+        let store = super::super::connect_sqlite(&database.url(), StoreSettings::defaults()).await.unwrap();
         let workspace = store.ensure_workspace("off-head").await.unwrap();
         let first = store.append_audit(&entry(workspace.id, 1)).await.unwrap();
         for (seq, prev_hash) in [(first.seq + 2, first.hash.clone()), (first.seq + 1, "0".repeat(64))] {
@@ -1587,18 +1593,14 @@ mod tests {
         }
         let row = AuditRow::seal(&entry(workspace.id, 2), first.seq + 1, first.hash.clone());
         SqliteStore::bind_audit_row(sqlx::query_as(&APPEND_AUDIT), &row).fetch_one(&store.write).await.unwrap();
-        drop(store);
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-        }
     }
 
     /// On SQLite, asking runs on the writer's own thread: a caller that goes away once the write was handed over
     /// (a client that disconnected) does not cut it short, and the question is stored whole, with its event.
     #[tokio::test]
     async fn on_sqlite_a_question_whose_caller_goes_away_is_still_stored_whole() {
-        let path = std::env::temp_dir().join(format!("holdpoint-writer-thread-{}.db", Uuid::now_v7()));
-        let store = connect(&format!("sqlite://{}", path.display())).await.unwrap();
+        let database = TestDatabase::new("writer-thread");
+        let store = connect(&database.url()).await.unwrap();
         let workspace = store.ensure_workspace("abandoned").await.unwrap();
         let (row, asked) = question_and_event(workspace.id, serde_json::json!({ "title": "Still there?" }));
         // Polled once (which hands the write over), then dropped: a write takes trips to SQLite's thread, so it
@@ -1612,10 +1614,6 @@ mod tests {
         }
         let events = store.events_after(0, 100).await.unwrap();
         assert!(events.iter().any(|event| event.question_id == Some(row.id) && event.event_type == "question_asked"));
-        drop(store);
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-        }
     }
 
     #[test]
@@ -1629,8 +1627,8 @@ mod tests {
     /// append was rolled back after the guess moved) must fall back to the stored head, never fork the chain.
     #[tokio::test]
     async fn a_wrong_guess_of_the_audit_head_still_links_each_entry_to_the_stored_head() {
-        let path = std::env::temp_dir().join(format!("holdpoint-audit-guess-{}.db", Uuid::now_v7()));
-        let store = connect(&format!("sqlite://{}", path.display())).await.unwrap();
+        let database = TestDatabase::new("audit-guess");
+        let store = connect(&database.url()).await.unwrap();
         let workspace = store.ensure_workspace("guess").await.unwrap();
         for n in 1..=3 {
             assert_eq!(store.append_audit(&entry(workspace.id, n)).await.unwrap().seq, n as i64);
@@ -1644,10 +1642,6 @@ mod tests {
         assert_eq!(store.append_audit(&entry(workspace.id, 6)).await.unwrap().prev_hash, fifth.hash);
         let verified = crate::audit::verify(store.as_ref()).await.unwrap().expect("an unbroken chain");
         assert_eq!(verified.entries, 6);
-        drop(store);
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-        }
     }
 
     #[test]
