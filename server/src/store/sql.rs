@@ -539,6 +539,22 @@ macro_rules! sql_store {
                     .bind(event.created_at)
             }
 
+            /// Binds what resolving a question writes and which question it is, `resolved` being the row as it
+            /// leaves `pending`: `$1`..`$7` of the stores' one-query resolving writes.
+            fn bind_resolved<'q>(
+                query: sqlx::query::QueryAs<'q, $db, (i64,), <$db as sqlx::Database>::Arguments<'q>>,
+                resolved: &'q QuestionRow,
+            ) -> sqlx::query::QueryAs<'q, $db, (i64,), <$db as sqlx::Database>::Arguments<'q>> {
+                query
+                    .bind(&resolved.status)
+                    .bind(&resolved.response)
+                    .bind(&resolved.answered_by)
+                    .bind(&resolved.resolution)
+                    .bind(resolved.updated_at)
+                    .bind(resolved.workspace_id)
+                    .bind(resolved.id)
+            }
+
             /// Binds a question's columns, in the order of [`QUESTION_COLUMNS`], after what `query` has.
             fn bind_question<'q, Q: Bind<'q, $db>>(query: Q, q: &'q QuestionRow) -> Q {
                 query
@@ -1267,14 +1283,7 @@ impl SqliteStore {
         let Some(sealed) = Self::sealed_on_guessed_head(&audit_entry) else { return Ok(None) };
         let (open, close) = tx.savepoint_released_in_one_query();
         let sql = format!("{open}{}{close}", *RESOLVE_PENDING_WITH_EVENT_AND_AUDIT);
-        let query = sqlx::query_as(&sql)
-            .bind(&row.status)
-            .bind(&row.response)
-            .bind(&row.answered_by)
-            .bind(&row.resolution)
-            .bind(row.updated_at)
-            .bind(row.workspace_id)
-            .bind(row.id);
+        let query = Self::bind_resolved(sqlx::query_as(&sql), &row);
         // One row from the event's `RETURNING id` and one from the entry's, or none if the question had left
         // `pending`. Read to the end: the release follows the inserts in the same query.
         let returned: Vec<(i64,)> =
@@ -1328,14 +1337,7 @@ impl PostgresStore {
         let row = read.resolved_with(change);
         let event = change.event(&row, workspace)?;
         let draft = AuditRow::unsealed(&crate::audit::question_resolved(&row, &change.actor));
-        let query = sqlx::query_as(Self::RESOLVE_WITH_EVENT_AND_AUDIT)
-            .bind(change.status.as_str())
-            .bind(change.response.as_ref().map(Json))
-            .bind(&change.answered_by)
-            .bind(change.resolution.map(Resolution::as_str))
-            .bind(change.at)
-            .bind(row.workspace_id)
-            .bind(row.id);
+        let query = Self::bind_resolved(sqlx::query_as(Self::RESOLVE_WITH_EVENT_AND_AUDIT), &row);
         let query = Self::bind_audit_draft(Self::bind_event(query, &event), &draft);
         // Read to the end, so the statement has committed before the caller hears of it.
         let written: Vec<(i64,)> = query.fetch_all(&self.pool).await?;
