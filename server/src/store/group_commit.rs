@@ -27,8 +27,9 @@ use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use sqlx::pool::PoolConnection;
-use sqlx::{Connection, Sqlite, SqliteConnection, SqlitePool, TransactionManager};
+use sqlx::{Connection, Sqlite, SqliteConnection, TransactionManager};
+
+use super::sqlite_connections::{HeldConnection, SqliteConnections};
 use tokio::sync::{Mutex, OwnedMutexGuard, watch};
 
 type Manager = <Sqlite as sqlx::Database>::TransactionManager;
@@ -46,7 +47,7 @@ type Outcome = Option<Result<(), Arc<str>>>;
 /// The writer: hands out [`BatchedWrite`]s and commits them in batches.
 #[derive(Clone)]
 pub(super) struct GroupCommit {
-    pool: SqlitePool,
+    pool: SqliteConnections,
     open: Arc<Mutex<Option<Batch>>>,
     /// How many are waiting for `open`'s lock: a write that sees none commits its batch itself.
     waiting: Arc<AtomicUsize>,
@@ -57,7 +58,7 @@ pub(super) struct GroupCommit {
 /// A transaction shared by the writes that queued for the writer while it was open.
 struct Batch {
     /// `Some` until the batch has committed or rolled back.
-    connection: Option<PoolConnection<Sqlite>>,
+    connection: Option<HeldConnection>,
     outcome: watch::Sender<Outcome>,
     #[cfg(test)]
     commits: Arc<AtomicUsize>,
@@ -107,7 +108,7 @@ struct Held {
 }
 
 impl GroupCommit {
-    pub(super) fn new(pool: SqlitePool) -> Self {
+    pub(super) fn new(pool: SqliteConnections) -> Self {
         Self {
             pool,
             open: Arc::new(Mutex::new(None)),
@@ -208,9 +209,9 @@ impl Batch {
         let mut connection = self.connection.take().expect("a batch has its connection until it finishes");
         if let Err(err) = &result {
             tracing::error!(error = %err, "a batch of SQLite writes failed to commit; none of them was stored");
-            // What the connection holds is unknown: closing it rolls back whatever is open, and the pool opens a
-            // fresh one.
-            connection.close_on_drop();
+            // What the connection holds is unknown: closing it rolls back whatever is open, and the next batch opens
+            // a fresh one.
+            connection.discard();
         }
         drop(connection);
         #[cfg(test)]
@@ -384,7 +385,7 @@ impl Drop for BatchedWrite {
             batch.undo_queued = true;
         } else {
             // The batch held only this write, which is undone: it is over, and nobody waits for it. Its connection
-            // goes back to the pool after the rollback has run.
+            // goes back at once: its worker runs the rollback before anything the next user sends.
             if let Some(mut batch) = held.guard.take() {
                 batch.connection = None;
             }
@@ -414,13 +415,13 @@ impl DerefMut for BatchedWrite {
 mod tests {
     use std::time::Duration;
 
-    use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
+    use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode};
 
     use super::*;
 
     /// A writer on a fresh database file with a table of names (unique) and one whose rows must name an existing
     /// name by the time of `COMMIT` (a deferred foreign key), to make a batch's commit fail.
-    async fn writer() -> (GroupCommit, SqlitePool, DatabaseFile) {
+    async fn writer() -> (GroupCommit, SqliteConnections, DatabaseFile) {
         let file =
             DatabaseFile(std::env::temp_dir().join(format!("holdpoint-group-commit-{}.db", uuid::Uuid::now_v7())));
         let options = SqliteConnectOptions::new()
@@ -428,7 +429,7 @@ mod tests {
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .foreign_keys(true);
-        let pool = SqlitePoolOptions::new().max_connections(1).connect_with(options).await.unwrap();
+        let pool = SqliteConnections::open(options, 1).await.unwrap();
         sqlx::raw_sql(
             "CREATE TABLE names (name TEXT PRIMARY KEY); \
              CREATE TABLE refs (name TEXT REFERENCES names (name) DEFERRABLE INITIALLY DEFERRED)",
@@ -440,7 +441,7 @@ mod tests {
     }
 
     /// A writer whose first write has inserted `a` and holds it, so that the writes spawned next queue for it.
-    async fn writer_held_by_a_first_write() -> (GroupCommit, SqlitePool, DatabaseFile, BatchedWrite) {
+    async fn writer_held_by_a_first_write() -> (GroupCommit, SqliteConnections, DatabaseFile, BatchedWrite) {
         let (group, pool, file) = writer().await;
         let mut first = group.begin().await.unwrap();
         insert(&mut first, "a").await.unwrap();
@@ -462,7 +463,7 @@ mod tests {
         sqlx::query("INSERT INTO names (name) VALUES ($1)").bind(name).execute(&mut **write).await.map(|_| ())
     }
 
-    async fn stored(pool: &SqlitePool) -> Vec<String> {
+    async fn stored(pool: &SqliteConnections) -> Vec<String> {
         let rows: Vec<(String,)> =
             sqlx::query_as("SELECT name FROM names ORDER BY name").fetch_all(pool).await.unwrap();
         rows.into_iter().map(|(name,)| name).collect()

@@ -12,6 +12,7 @@ mod rows;
 mod run_rows;
 mod run_sql;
 mod sql;
+mod sqlite_connections;
 mod token_cache;
 
 use std::str::FromStr;
@@ -32,6 +33,7 @@ pub use people::*;
 pub use rows::*;
 pub use run_rows::*;
 pub use run_sql::RunStore;
+use sqlite_connections::SqliteConnections;
 use token_cache::TTL as TOKEN_CACHE_TTL;
 
 /// What can go wrong below the HTTP layer.
@@ -218,12 +220,12 @@ pub trait Store: RunStore + PeopleStore + Send + Sync + 'static {
 /// A connection that sat in the pool longer than this is pinged before it is handed out.
 const PING_AFTER_IDLE: Duration = Duration::from_secs(10);
 
-/// Pool settings shared by every pool: sqlx pings each connection on every acquire by default, which added a
-/// round trip (PostgreSQL) or a hand-off to the connection's thread (SQLite) to every statement run outside a
+/// PostgreSQL's pool settings (SQLite's connections are not pooled by sqlx: see `sqlite_connections`): sqlx pings
+/// each connection on every acquire by default, which added a round trip to every statement run outside a
 /// transaction. A connection that was in use moments ago is known to be alive; only one that sat idle is checked
 /// (a dead one is replaced by a fresh connection within the same acquire).
-fn pool_options<DB: sqlx::Database>() -> PoolOptions<DB> {
-    PoolOptions::<DB>::new().test_before_acquire(false).before_acquire(|connection, meta| {
+fn pool_options() -> PoolOptions<sqlx::Postgres> {
+    PoolOptions::new().test_before_acquire(false).before_acquire(|connection: &mut sqlx::PgConnection, meta| {
         Box::pin(async move {
             if meta.idle_for >= PING_AFTER_IDLE {
                 connection.ping().await?;
@@ -295,7 +297,7 @@ pub async fn connect_with(url: &str, settings: StoreSettings) -> StoreResult<Arc
         Ok(Arc::new(connect_sqlite(url, settings).await?))
     } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
         let options = postgres_options(url)?;
-        let pool = pool_options::<sqlx::Postgres>()
+        let pool = pool_options()
             .max_connections(settings.postgres_connections.max(1))
             .acquire_timeout(Duration::from_secs(10))
             .connect_with(options)
@@ -321,14 +323,14 @@ async fn connect_sqlite(url: &str, settings: StoreSettings) -> StoreResult<sql::
         .with_regexp();
     // One writer connection: SQLite serialises writers anyway, and queueing them here instead of in the busy
     // handler keeps latency flat. Readers run in parallel thanks to WAL.
-    let write = pool_options::<sqlx::Sqlite>().max_connections(1).connect_with(options.clone()).await?;
-    sqlx::migrate!("../migrations/sqlite").run(&write).await?;
+    let write = SqliteConnections::open(options.clone(), 1).await?;
+    sqlx::migrate!("../migrations/sqlite").run(&mut *write.acquire().await?).await?;
     // sqlx hands each row from the connection's thread to the reader through a channel of 50 by default; a
     // reader that decodes slower than SQLite steps (JSON columns) then wakes that thread for every row. Every
     // read is collected whole (`fetch_all`), so a deeper channel costs no memory the result would not: a
     // 500-message conversation loads in 3.2 ms instead of 5.
     let read_options = options.clone().read_only(true).row_buffer_size(1024);
-    let read = pool_options::<sqlx::Sqlite>().max_connections(8).connect_with(read_options).await?;
+    let read = SqliteConnections::open(read_options, 8).await?;
     sql::SqliteStore::new(read, write, settings.token_cache).await
 }
 

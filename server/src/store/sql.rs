@@ -7,13 +7,14 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
-use sqlx::{PgPool, Postgres, QueryBuilder, Sqlite, SqlitePool};
+use sqlx::{PgPool, Postgres, QueryBuilder, Sqlite};
 use tokio::sync::watch;
 use uuid::Uuid;
 
 use app::types::{AnswerBody, Resolution};
 
 use super::group_commit::{BatchedWrite, GroupCommit};
+use super::sqlite_connections::SqliteConnections;
 use super::token_cache::TokenCache;
 use super::*;
 
@@ -90,8 +91,8 @@ const TOKEN_PRINCIPAL: &str = "SELECT t.id, CAST('token' AS TEXT) AS kind, t.wor
 /// ones.
 #[derive(Clone)]
 pub struct SqliteStore {
-    pub(super) read: SqlitePool,
-    pub(super) write: SqlitePool,
+    pub(super) read: SqliteConnections,
+    pub(super) write: SqliteConnections,
     writer: GroupCommit,
     committed: watch::Sender<Committed>,
     pub(super) tokens: Arc<TokenCache>,
@@ -176,7 +177,11 @@ impl SqliteStore {
         query.push(")");
     }
 
-    pub async fn new(read: SqlitePool, write: SqlitePool, token_cache: std::time::Duration) -> StoreResult<Self> {
+    pub(super) async fn new(
+        read: SqliteConnections,
+        write: SqliteConnections,
+        token_cache: std::time::Duration,
+    ) -> StoreResult<Self> {
         let last = last_event_id(&write).await?;
         let writer = GroupCommit::new(write.clone());
         let committed = watch::channel(Committed { last, event: None }).0;
