@@ -3,8 +3,10 @@
 //! The log in the database is the source of truth. The hub reads it after every commit that appended events (the
 //! store's watch channel, which on PostgreSQL also carries other instances' commits, by LISTEN/NOTIFY) and, as a
 //! safety net for writers it is not told about, every second. On SQLite, a commit of a single event hands the event
-//! over with the announcement; when it is the next id of the log the hub passes it on without reading it back (on
-//! PostgreSQL ids are drawn inside the commit, so every event is read from the log). Subscribers get
+//! over with the announcement ([`crate::store::HandedOver`]), and the hub passes on the run of handed-over events
+//! that follows the last one it sent without reading them back. Commits of one batch tell in any order: an event
+//! missing before one handed over is waited for a moment, then read from the log. (On PostgreSQL ids are drawn
+//! inside the commit, so every event is read from the log.) Subscribers get
 //! events through a bounded broadcast channel; one that falls behind is dropped and reconnects with its last id,
 //! so a slow client never holds up the others.
 //!
@@ -28,6 +30,20 @@ use crate::store::{Committed, EventRow, Store};
 const READ_BATCH: i64 = 1000;
 /// How often the hub looks at the log even when nobody told it of a commit.
 const POLL_INTERVAL: Duration = Duration::from_secs(1);
+/// How long the hub waits for a commit to hand over an event that a later one's did before it: commits of one
+/// batch are told in any order, moments apart. A commit that never tells (its task was dropped) is read from the
+/// log after this.
+const GAP_WAIT: Duration = Duration::from_millis(50);
+
+/// What the hub does after a commit was told.
+enum HandOut {
+    /// Every event told of is sent.
+    Done,
+    /// Some were not handed over: read them from the log.
+    ReadLog,
+    /// An event before one handed over is missing: wait for its commit to tell, up to [`GAP_WAIT`].
+    Gap,
+}
 
 /// One event as subscribers see it, with its JSON already serialised once for all of them.
 #[derive(Debug)]
@@ -151,35 +167,53 @@ impl EventHub {
     async fn follow(self, store: Arc<dyn Store>) {
         let mut committed = store.committed_events();
         let mut read_log = true;
+        // Set while the events handed over skip an id: the log is read if it is still missing then.
+        let mut gap_deadline: Option<tokio::time::Instant> = None;
         loop {
-            if read_log && let Err(err) = self.drain(store.as_ref()).await {
-                tracing::warn!(error = %err, "could not read the event log; retrying");
-                tokio::time::sleep(POLL_INTERVAL).await;
+            if read_log {
+                gap_deadline = None;
+                if let Err(err) = self.drain(store.as_ref()).await {
+                    tracing::warn!(error = %err, "could not read the event log; retrying");
+                    tokio::time::sleep(POLL_INTERVAL).await;
+                }
             }
+            let wake = gap_deadline.unwrap_or_else(|| tokio::time::Instant::now() + POLL_INTERVAL);
             tokio::select! {
                 changed = committed.changed() => {
                     if changed.is_err() {
                         return;
                     }
                     let newest = committed.borrow_and_update().clone();
-                    read_log = !self.hand_out_committed(&newest);
+                    read_log = match self.hand_out_committed(&newest) {
+                        HandOut::Done => {
+                            gap_deadline = None;
+                            false
+                        }
+                        HandOut::ReadLog => true,
+                        HandOut::Gap => {
+                            gap_deadline.get_or_insert_with(|| tokio::time::Instant::now() + GAP_WAIT);
+                            false
+                        }
+                    };
                 }
-                () = tokio::time::sleep(POLL_INTERVAL) => read_log = true,
+                () = tokio::time::sleep_until(wake) => read_log = true,
             }
         }
     }
 
-    /// Passes on the event a commit handed over when it is the very next one of the log, which spares reading it
-    /// back; `false` when the log must be read (several commits came at once, or another instance committed).
-    fn hand_out_committed(&self, newest: &Committed) -> bool {
+    /// Passes on the events commits handed over that follow the last one sent, which spares reading them back.
+    fn hand_out_committed(&self, newest: &Committed) -> HandOut {
         let position = self.position.load(Ordering::SeqCst);
-        match &newest.event {
-            Some(event) if event.id == position + 1 => {
-                self.send(Arc::new(HubEvent::from(event.as_ref())));
-                true
-            }
-            _ => newest.last <= position,
+        if newest.last <= position {
+            return HandOut::Done;
         }
+        if newest.read_through > position {
+            return HandOut::ReadLog;
+        }
+        for event in newest.handed_over.following(position) {
+            self.send(Arc::new(HubEvent::from(event.as_ref())));
+        }
+        if self.position.load(Ordering::SeqCst) >= newest.last { HandOut::Done } else { HandOut::Gap }
     }
 
     async fn drain(&self, store: &dyn Store) -> crate::store::StoreResult<()> {
@@ -245,6 +279,51 @@ mod tests {
         let pending = tokio::time::timeout(Duration::from_millis(20), elsewhere.next_event()).await;
         assert!(pending.is_err(), "another question's event fired the watch");
         assert_eq!(hub.watches.lock().len(), 1, "fired watches are unregistered");
+    }
+
+    fn logged(id: i64) -> crate::store::EventRow {
+        crate::store::EventRow {
+            id,
+            workspace_id: Uuid::nil(),
+            event_type: EventType::QuestionAsked.as_str().to_owned(),
+            project: None,
+            run_id: None,
+            question_id: Some(Uuid::now_v7()),
+            data: sqlx::types::Json(serde_json::json!({ "n": id })),
+            created_at: crate::store::now(),
+        }
+    }
+
+    fn sent(receiver: &mut broadcast::Receiver<Arc<HubEvent>>) -> Vec<i64> {
+        std::iter::from_fn(|| receiver.try_recv().ok()).map(|event| event.id).collect()
+    }
+
+    /// Commits of one batch tell the hub in any order: an event handed over before the one it follows waits for it,
+    /// and both go out in the log's order without the log being read.
+    #[test]
+    fn events_handed_over_out_of_order_go_out_in_order_once_the_gap_fills() {
+        let hub = hub();
+        let (mut receiver, _) = hub.subscribe();
+        let committed = Committed::default();
+        committed.handed_over.insert(logged(2));
+        assert!(matches!(hub.hand_out_committed(&Committed { last: 2, ..committed.clone() }), HandOut::Gap));
+        assert_eq!(sent(&mut receiver), Vec::<i64>::new(), "nothing goes out past a missing event");
+        committed.handed_over.insert(logged(1));
+        assert!(matches!(hub.hand_out_committed(&Committed { last: 2, ..committed.clone() }), HandOut::Done));
+        assert_eq!(sent(&mut receiver), vec![1, 2]);
+        assert!(matches!(hub.hand_out_committed(&Committed { last: 2, ..committed.clone() }), HandOut::Done));
+        assert_eq!(sent(&mut receiver), Vec::<i64>::new(), "nothing is sent twice");
+    }
+
+    /// A commit told without its events (several events, or another instance's) has the hub read the log.
+    #[test]
+    fn a_commit_told_without_its_events_has_the_hub_read_the_log() {
+        let hub = hub();
+        let (mut receiver, _) = hub.subscribe();
+        let committed = Committed { last: 3, read_through: 3, ..Committed::default() };
+        committed.handed_over.insert(logged(1));
+        assert!(matches!(hub.hand_out_committed(&committed), HandOut::ReadLog));
+        assert_eq!(sent(&mut receiver), Vec::<i64>::new(), "the log is read in order, from the first missing");
     }
 
     #[test]

@@ -668,8 +668,8 @@ async fn the_event_a_commit_hands_the_hub_is_the_event_the_log_stores(app: TestA
                 let newest = committed.borrow_and_update().clone();
                 let is_ours =
                     |event: &holdpoint::store::EventRow| event.question_id.map(|q| q.to_string()) == Some(id.clone());
-                match &newest.event {
-                    Some(event) if is_ours(event) => return newest,
+                match newest.handed_over.get(newest.last) {
+                    Some(event) if is_ours(&event) => return newest,
                     None if app.state.store.events_after(newest.last - 1, 1).await.unwrap().iter().any(is_ours) => {
                         return newest;
                     }
@@ -681,7 +681,7 @@ async fn the_event_a_commit_hands_the_hub_is_the_event_the_log_stores(app: TestA
         .expect("the commit reaches the hub");
         let logged = app.state.store.events_after(handed.last - 1, 1).await.unwrap();
         assert_eq!(logged.len(), 1);
-        match handed.event {
+        match handed.handed_over.get(handed.last) {
             Some(event) => assert_eq!(*event, logged[0], "handed over and logged"),
             None => assert_eq!(app.state.store.backend(), holdpoint::store::Backend::Postgres, "announced by id"),
         }

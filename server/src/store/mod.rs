@@ -103,9 +103,46 @@ fn remember_audit_head(workspace_id: Uuid, seq: i64, hash: &str) {
 pub struct Committed {
     /// The id of the newest event known to be committed.
     pub last: i64,
-    /// The event itself when the commit appended exactly this one (id `last`): the hub can then hand it out without
-    /// reading it back from the log. `None` after a commit of several events, or a commit another instance made.
-    pub event: Option<Arc<EventRow>>,
+    /// The newest id whose commit did not hand its events over: the hub reads up to here from the log (a commit of
+    /// several events, or one another instance made).
+    pub read_through: i64,
+    /// Events their commits handed over (SQLite, where an event's id is final at its insert), which the hub passes
+    /// on without reading them back from the log. Shared by every value of the channel.
+    pub handed_over: Arc<HandedOver>,
+}
+
+/// The newest events commits handed over, by id. Commits finish in any order, so the hub takes from here the run
+/// that follows the last event it sent, and waits a moment for a missing one before it reads the log.
+#[derive(Debug, Default)]
+pub struct HandedOver(std::sync::Mutex<std::collections::BTreeMap<i64, Arc<EventRow>>>);
+
+impl HandedOver {
+    /// How many are kept: a hub further behind than this reads the log.
+    const KEPT: usize = 256;
+
+    pub(crate) fn insert(&self, event: EventRow) {
+        let mut events = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        events.insert(event.id, Arc::new(event));
+        while events.len() > Self::KEPT {
+            events.pop_first();
+        }
+    }
+
+    /// The events with ids `after + 1`, `after + 2`, ... as far as they run without a gap.
+    pub fn following(&self, after: i64) -> Vec<Arc<EventRow>> {
+        let events = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        events
+            .range(after + 1..)
+            .zip(after + 1..)
+            .take_while(|((id, _), next)| *id == next)
+            .map(|((_, event), _)| Arc::clone(event))
+            .collect()
+    }
+
+    /// The event with this id, if its commit handed it over and it is still kept.
+    pub fn get(&self, id: i64) -> Option<Arc<EventRow>> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&id).cloned()
+    }
 }
 
 /// Which database a store talks to.

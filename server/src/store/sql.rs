@@ -184,7 +184,7 @@ impl SqliteStore {
     ) -> StoreResult<Self> {
         let last = last_event_id(&write).await?;
         let writer = GroupCommit::new(write.clone());
-        let committed = watch::channel(Committed { last, event: None }).0;
+        let committed = watch::channel(Committed { last, read_through: last, ..Committed::default() }).0;
         // Nobody else revokes tokens in this database: the cache serves from the start.
         let tokens = Arc::new(TokenCache::new(true, token_cache));
         Ok(Self { read, write, writer, committed, tokens, writer_thread: WriterThread::start()? })
@@ -320,7 +320,7 @@ impl PostgresStore {
 
     pub async fn new(pool: PgPool, token_cache: std::time::Duration) -> StoreResult<Self> {
         let last = last_event_id(&pool).await?;
-        let committed = watch::channel(Committed { last, event: None }).0;
+        let committed = watch::channel(Committed { last, read_through: last, ..Committed::default() }).0;
         let tokens = Arc::new(TokenCache::new(false, token_cache));
         let stop = tokio_util::sync::CancellationToken::new();
         tokio::spawn(listen_to_other_instances(pool.clone(), committed.clone(), Arc::clone(&tokens), stop.clone()));
@@ -363,7 +363,7 @@ async fn listen_to_other_instances(
                 Ok(Some(notification)) if notification.channel() == CREDENTIALS_CHANNEL => tokens.forget_all(),
                 Ok(Some(notification)) => {
                     if let Ok(id) = notification.payload().parse::<i64>() {
-                        announce(&committed, Committed { last: id, event: None });
+                        announce(&committed, id, None);
                     }
                 }
                 Ok(None) => {
@@ -391,14 +391,27 @@ where
     Ok(id)
 }
 
-/// Raises the newest committed event the hub follows (it never goes back).
-fn announce(committed: &watch::Sender<Committed>, newest: Committed) {
+/// Tells the hub that the event with id `last` is committed, handing it over if given (then the hub is woken even
+/// when a later event's commit was told first: it may be the one the hub waits for).
+fn announce(committed: &watch::Sender<Committed>, last: i64, event: Option<EventRow>) {
     committed.send_if_modified(|current| {
-        let newer = newest.last > current.last;
-        if newer {
-            *current = newest;
+        let mut changed = false;
+        match event {
+            Some(event) => {
+                current.handed_over.insert(event);
+                changed = true;
+            }
+            None if last > current.read_through => {
+                current.read_through = last;
+                changed = true;
+            }
+            None => {}
         }
-        newer
+        if last > current.last {
+            current.last = last;
+            changed = true;
+        }
+        changed
     });
 }
 
@@ -739,7 +752,7 @@ macro_rules! sql_store {
             pub(super) async fn commit_events(&self, tx: $tx, last_event: Option<i64>) -> StoreResult<()> {
                 tx.commit().await?;
                 if let (Some(id), true) = (last_event, Self::EVENT_ID_FINAL_AT_INSERT) {
-                    announce(&self.committed, Committed { last: id, event: None });
+                    announce(&self.committed, id, None);
                 }
                 Ok(())
             }
@@ -761,7 +774,7 @@ macro_rules! sql_store {
                     data: Json(event.data.clone()),
                     created_at: event.created_at,
                 };
-                announce(&self.committed, Committed { last: id, event: Some(std::sync::Arc::new(row)) });
+                announce(&self.committed, id, Some(row));
                 Ok(())
             }
 
@@ -1409,7 +1422,7 @@ mod tests {
             Err(err) if std::env::var("CI").as_deref() == Ok("true") => panic!("PostgreSQL is required in CI: {err}"),
             Err(err) => return eprintln!("SKIPPED: PostgreSQL at {url} is unreachable ({err})"),
         };
-        let committed = watch::channel(Committed { last: 0, event: None }).0;
+        let committed = watch::channel(Committed::default()).0;
         let tokens = Arc::new(TokenCache::new(false, std::time::Duration::from_secs(600)));
         let stop = tokio_util::sync::CancellationToken::new();
         tokio::spawn(listen_to_other_instances(pool.clone(), committed.clone(), Arc::clone(&tokens), stop.clone()));
