@@ -28,9 +28,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use sqlx::{Connection, Sqlite, SqliteConnection, TransactionManager};
+use tokio::sync::{Mutex, OwnedMutexGuard, watch};
 
 use super::sqlite_connections::{HeldConnection, SqliteConnections};
-use tokio::sync::{Mutex, OwnedMutexGuard, watch};
 
 type Manager = <Sqlite as sqlx::Database>::TransactionManager;
 

@@ -6,8 +6,8 @@
 //! of them, and each batch of the group commit one more. There is nothing for it to flush: sqlx-sqlite's worker
 //! runs a connection's commands in order, resets a statement whose reader went away before it takes the next
 //! command, and a dropped transaction queues its rollback when it is dropped, so whoever takes the connection next
-//! finds it clean. Measured on the 16-agent HITL cycle (SQLite on tmpfs, alternated runs): 11 % more cycles per
-//! second and 12 % less server CPU per cycle without the ping.
+//! finds it clean. Measured on the 16-agent HITL cycle (SQLite on tmpfs, alternated runs): about a tenth more cycles
+//! per second and a sixth fewer context switches per cycle (docs/benchmarks.md, "2026-11-25, seventh session").
 //!
 //! PostgreSQL keeps sqlx's pool: there a connection is a socket that can break between uses, which the ping finds.
 
@@ -95,6 +95,14 @@ impl HeldConnection {
             self.discard();
         }
     }
+
+    /// Passes `result` on, discarding the connection first if it failed because the connection no longer works.
+    fn checked<T>(&mut self, result: Result<T, sqlx::Error>) -> Result<T, sqlx::Error> {
+        if let Err(err) = &result {
+            self.discard_if_broken(err);
+        }
+        result
+    }
 }
 
 impl std::ops::Deref for HeldConnection {
@@ -120,7 +128,8 @@ impl Drop for HeldConnection {
 }
 
 /// Runs each query on a connection of its own, as `&SqlitePool` does, so the store's queries read the same on both.
-/// Like sqlx's pool, each query holds a clone of the handle, not the borrow, so any lifetime will do.
+/// Like sqlx's pool, each query holds a clone of the handle, not the borrow, so any lifetime will do. `fetch_all`,
+/// `execute` and the rest are sqlx's defaults, which go through `fetch_many` (as the connection's own do).
 impl<'c> Executor<'c> for &'_ SqliteConnections {
     type Database = Sqlite;
 
@@ -151,22 +160,6 @@ impl<'c> Executor<'c> for &'_ SqliteConnections {
         })
     }
 
-    fn fetch_all<'e, 'q: 'e, E>(self, query: E) -> BoxFuture<'e, Result<Vec<SqliteRow>, sqlx::Error>>
-    where
-        'c: 'e,
-        E: 'q + Execute<'q, Sqlite>,
-    {
-        let connections = self.clone();
-        Box::pin(async move {
-            let mut connection = connections.acquire().await?;
-            let rows = connection.fetch_all(query).await;
-            if let Err(err) = &rows {
-                connection.discard_if_broken(err);
-            }
-            rows
-        })
-    }
-
     fn fetch_optional<'e, 'q: 'e, E>(self, query: E) -> BoxFuture<'e, Result<Option<SqliteRow>, sqlx::Error>>
     where
         'c: 'e,
@@ -176,26 +169,7 @@ impl<'c> Executor<'c> for &'_ SqliteConnections {
         Box::pin(async move {
             let mut connection = connections.acquire().await?;
             let row = connection.fetch_optional(query).await;
-            if let Err(err) = &row {
-                connection.discard_if_broken(err);
-            }
-            row
-        })
-    }
-
-    fn execute<'e, 'q: 'e, E>(self, query: E) -> BoxFuture<'e, Result<SqliteQueryResult, sqlx::Error>>
-    where
-        'c: 'e,
-        E: 'q + Execute<'q, Sqlite>,
-    {
-        let connections = self.clone();
-        Box::pin(async move {
-            let mut connection = connections.acquire().await?;
-            let done = connection.execute(query).await;
-            if let Err(err) = &done {
-                connection.discard_if_broken(err);
-            }
-            done
+            connection.checked(row)
         })
     }
 
