@@ -10,6 +10,9 @@
 //! events through a bounded broadcast channel; one that falls behind is dropped and reconnects with its last id,
 //! so a slow client never holds up the others.
 //!
+//! The hub also remembers the questions asked through this instance until an event shows them leaving `pending`
+//! (`AskedHere`), which serves the long-poll's and the answer's reads of a HITL cycle without the database.
+//!
 //! Long-polls waiting on one question register with the hub by the question's id ([`EventHub::watch_question`]):
 //! an event wakes the waiters of its own question only. With a broadcast receiver each, every event woke every
 //! waiter (16 agents waiting: 16 wake-ups for each event, most for nothing), and a waiter that fell further behind
@@ -24,7 +27,7 @@ use app::types::EventType;
 use tokio::sync::{broadcast, oneshot};
 use uuid::Uuid;
 
-use crate::store::{Committed, EventRow, Store};
+use crate::store::{Committed, EventRow, QuestionRow, Store};
 
 /// How many events the hub reads from the log at a time.
 const READ_BATCH: i64 = 1000;
@@ -78,6 +81,28 @@ pub struct EventHub {
     /// The id of the newest event handed to subscribers (or about to be: it is raised before sending).
     position: Arc<AtomicI64>,
     watches: Arc<Watches>,
+    asked: Arc<AskedHere>,
+}
+
+/// Questions asked through this instance that no event has shown leaving `pending`, as they were stored, so that
+/// the two reads of a HITL cycle (the agent's long-poll, the person's answer) need no trip to the database.
+///
+/// A question changes only by leaving `pending`, and every such change appends an event, which the hub sees
+/// (another instance's too, from the log) and which evicts the question *before* it fires the question's watches.
+/// So a question found here is exactly as stored, or has just left `pending` and its event is on its way: a
+/// long-poll registers its watch before it looks, so that event still wakes it, and an answer's `UPDATE` is
+/// conditional on `pending`, so it finds out. Reads that must see a change the moment it commits (`GET`) go to the
+/// database.
+#[derive(Default)]
+struct AskedHere(Mutex<std::collections::BTreeMap<Uuid, Arc<QuestionRow>>>);
+
+impl AskedHere {
+    /// How many are kept; the oldest go first (ids are v7 UUIDs), and are read from the database.
+    const KEPT: usize = 10_000;
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::BTreeMap<Uuid, Arc<QuestionRow>>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// The registered [`QuestionWatch`]es, by question id, each under a key of its own.
@@ -129,7 +154,12 @@ impl EventHub {
     pub async fn start(store: Arc<dyn Store>, buffer: usize) -> crate::store::StoreResult<Self> {
         let start = store.last_event_id().await?;
         let (sender, _) = broadcast::channel(buffer.max(1));
-        let hub = EventHub { sender, position: Arc::new(AtomicI64::new(start)), watches: Arc::default() };
+        let hub = EventHub {
+            sender,
+            position: Arc::new(AtomicI64::new(start)),
+            watches: Arc::default(),
+            asked: Arc::default(),
+        };
         tokio::spawn(hub.clone().follow(store));
         Ok(hub)
     }
@@ -151,6 +181,26 @@ impl EventHub {
         let (sender, event) = oneshot::channel();
         self.watches.lock().entry(question_id).or_default().push((key, sender));
         QuestionWatch { watches: Arc::clone(&self.watches), question_id, key, event }
+    }
+
+    /// Remembers a question about to be stored as asked (see [`AskedHere`]); call [`EventHub::forget_asked`] if it
+    /// was not stored after all. Before the write, so its answer cannot come before it is remembered.
+    pub fn remember_asked(&self, row: &QuestionRow) {
+        let mut asked = self.asked.lock();
+        asked.insert(row.id, Arc::new(row.clone()));
+        while asked.len() > AskedHere::KEPT {
+            asked.pop_first();
+        }
+    }
+
+    pub fn forget_asked(&self, id: Uuid) {
+        self.asked.lock().remove(&id);
+    }
+
+    /// A question asked through this instance, as stored, while no event has shown it leaving `pending`; `None`
+    /// means "read it from the database". Not for reads that must see a change the moment it commits.
+    pub fn asked_and_pending(&self, workspace_id: Uuid, id: Uuid) -> Option<Arc<QuestionRow>> {
+        self.asked.lock().get(&id).filter(|row| row.workspace_id == workspace_id).cloned()
     }
 
     /// The id of the newest event handed to subscribers: a page rendered now opens its stream from here, so it
@@ -235,6 +285,8 @@ impl EventHub {
         if let Some(question_id) = event.question_id
             && event.event_type != EventType::QuestionAsked.as_str()
         {
+            // Before the watches fire: a long-poll that finds the question here registered its watch first.
+            self.asked.lock().remove(&question_id);
             let fired = self.watches.lock().remove(&question_id);
             for (_, watch) in fired.into_iter().flatten() {
                 let _ = watch.send(Arc::clone(&event));
@@ -250,7 +302,12 @@ mod tests {
     use super::*;
 
     fn hub() -> EventHub {
-        EventHub { sender: broadcast::channel(4).0, position: Arc::default(), watches: Arc::default() }
+        EventHub {
+            sender: broadcast::channel(4).0,
+            position: Arc::default(),
+            watches: Arc::default(),
+            asked: Arc::default(),
+        }
     }
 
     fn event(id: i64, event_type: EventType, question_id: Uuid) -> Arc<HubEvent> {
@@ -324,6 +381,36 @@ mod tests {
         committed.handed_over.insert(logged(1));
         assert!(matches!(hub.hand_out_committed(&committed), HandOut::ReadLog));
         assert_eq!(sent(&mut receiver), Vec::<i64>::new(), "the log is read in order, from the first missing");
+    }
+
+    fn asked(workspace_id: Uuid) -> QuestionRow {
+        let input = app::types::NewQuestion { title: "Ship it?".into(), ..Default::default() };
+        let bounds = crate::questions::TimeoutBounds { min_seconds: 300, max_seconds: 86_400 };
+        crate::questions::build_question(input, workspace_id, None, bounds, crate::store::now()).unwrap()
+    }
+
+    /// A question remembered as asked is served until an event shows it leaving `pending`, and is gone before that
+    /// event fires its watches: a long-poll that found it pending registered its watch first, and is woken.
+    #[tokio::test]
+    async fn an_asked_question_is_forgotten_before_the_event_that_resolves_it_fires_its_watches() {
+        let hub = hub();
+        let workspace = Uuid::now_v7();
+        let row = asked(workspace);
+        hub.remember_asked(&row);
+        assert_eq!(hub.asked_and_pending(workspace, row.id).map(|r| r.id), Some(row.id));
+        assert!(hub.asked_and_pending(Uuid::now_v7(), row.id).is_none(), "served to another workspace");
+
+        let mut watch = hub.watch_question(row.id);
+        hub.send(event(1, EventType::QuestionAsked, row.id));
+        assert!(hub.asked_and_pending(workspace, row.id).is_some(), "its own asking does not evict it");
+        let checker = hub.clone();
+        let (id, workspace_id) = (row.id, workspace);
+        let woken = tokio::spawn(async move {
+            let event = watch.next_event().await;
+            (event.map(|e| e.id), checker.asked_and_pending(workspace_id, id).is_none())
+        });
+        hub.send(event(2, EventType::QuestionAnswered, row.id));
+        assert_eq!(woken.await.unwrap(), (Some(2), true), "woken, with the question forgotten by then");
     }
 
     #[test]

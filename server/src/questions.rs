@@ -579,7 +579,11 @@ pub async fn answer_question(
     now: DateTime<Utc>,
 ) -> Result<Question, AppError> {
     let (store, metrics) = (state.store.as_ref(), state.metrics.as_ref());
-    let row = store.question(caller.workspace_id(), id).await?.ok_or(AppError::NotFound("question"))?;
+    // A question remembered as pending may have just been answered: the resolving write finds out (409).
+    let row = match state.hub.asked_and_pending(caller.workspace_id(), id) {
+        Some(row) => QuestionRow::clone(&row),
+        None => store.question(caller.workspace_id(), id).await?.ok_or(AppError::NotFound("question"))?,
+    };
     let question = row.to_question(&caller.principal.workspace)?;
     require_right_to_give(caller, &question, row.created_by, &answer, state.config.separation_of_duties)?;
     if question.status != QuestionStatus::Pending {

@@ -72,14 +72,20 @@ async fn create_question(
         data: serde_json::to_value(QuestionEventData { question: question.clone() }).map_err(AppError::internal)?,
         created_at: row.created_at,
     };
-    let created = state.store.create_question(&row, &event, idempotency.as_ref()).await.map_err(|err| match err {
-        StoreError::IdempotencyMismatch => AppError::Conflict { message: err.to_string(), details: None },
-        other => other.into(),
+    state.hub.remember_asked(&row);
+    let created = state.store.create_question(&row, &event, idempotency.as_ref()).await.map_err(|err| {
+        state.hub.forget_asked(row.id);
+        match err {
+            StoreError::IdempotencyMismatch => AppError::Conflict { message: err.to_string(), details: None },
+            other => other.into(),
+        }
     })?;
     if created.created {
         state.metrics.question_created(&row.kind);
         Ok((StatusCode::CREATED, ApiJson(question)))
     } else {
+        // A retry: the first request's question was returned, and this one's was never stored.
+        state.hub.forget_asked(row.id);
         Ok((StatusCode::OK, ApiJson(created.value.to_question(&caller.principal.workspace)?)))
     }
 }
@@ -249,7 +255,10 @@ async fn wait_for_question(
     let id = question_id(&id)?;
     // Watch before reading, so a resolution between the read and the wait still wakes us.
     let mut watch = state.hub.watch_question(id);
-    let question = load_question(&state, &caller, id).await?;
+    let question = match state.hub.asked_and_pending(caller.workspace_id(), id) {
+        Some(row) if domain::visible_to(&caller, &row) => row.to_question(&caller.principal.workspace)?,
+        _ => load_question(&state, &caller, id).await?,
+    };
     if question.status != QuestionStatus::Pending {
         return Ok(ApiJson(question));
     }
