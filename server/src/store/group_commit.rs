@@ -31,6 +31,7 @@ use sqlx::{Connection, Sqlite, SqliteConnection, TransactionManager};
 use tokio::sync::{Mutex, OwnedMutexGuard, watch};
 
 use super::sqlite_connections::{HeldConnection, SqliteConnections};
+use super::sqlite_direct::{DirectArguments, DirectConnection};
 
 type Manager = <Sqlite as sqlx::Database>::TransactionManager;
 
@@ -40,6 +41,12 @@ const INLINE_SAVEPOINT: &str = "SAVEPOINT holdpoint_write; ";
 const INLINE_RELEASE: &str = "; RELEASE holdpoint_write";
 const INLINE_RELEASE_ALONE: &str = "RELEASE holdpoint_write";
 const INLINE_UNDO: &str = "ROLLBACK TO holdpoint_write; RELEASE holdpoint_write";
+/// The same savepoint, for a direct write (see [`GroupCommit::begin_direct`]).
+const DIRECT_SAVEPOINT: &str = "SAVEPOINT holdpoint_write";
+
+/// The connection direct writes run on, shared by the clones of a [`GroupCommit`]. Only the holder of the writer's
+/// lock touches it, so its mutex is never contended; it makes the connection `Sync`.
+type Direct = Arc<std::sync::Mutex<DirectConnection>>;
 
 /// How a batch ended: `Ok` once its `COMMIT` returned, or why nothing of it was stored.
 type Outcome = Option<Result<(), Arc<str>>>;
@@ -48,6 +55,8 @@ type Outcome = Option<Result<(), Arc<str>>>;
 #[derive(Clone)]
 pub(super) struct GroupCommit {
     pool: SqliteConnections,
+    /// Where direct writes run; `None` if the writer was made without.
+    direct: Option<Direct>,
     open: Arc<Mutex<Option<Batch>>>,
     /// How many are waiting for `open`'s lock: a write that sees none commits its batch itself.
     waiting: Arc<AtomicUsize>,
@@ -57,8 +66,13 @@ pub(super) struct GroupCommit {
 
 /// A transaction shared by the writes that queued for the writer while it was open.
 struct Batch {
-    /// `Some` until the batch has committed or rolled back.
+    /// `Some` until the batch has committed or rolled back. In a direct batch, the writer's sqlx connection is
+    /// held unused, so that nothing writes through it while the direct connection's transaction is open.
     connection: Option<HeldConnection>,
+    /// `Some` for a batch of direct writes, whose transaction is open on this connection.
+    direct: Option<Direct>,
+    /// A direct write's savepoint could not be undone: what the transaction holds is unknown, and it rolls back.
+    direct_failed: bool,
     outcome: watch::Sender<Outcome>,
     #[cfg(test)]
     commits: Arc<AtomicUsize>,
@@ -83,6 +97,8 @@ pub(super) struct BatchedWrite {
     in_savepoint: bool,
     /// `Some` for a write that names its savepoint in its own SQL ([`GroupCommit::begin_inline`]).
     inline: Option<Inline>,
+    /// `Some` for a direct write ([`GroupCommit::begin_direct`]): whether its savepoint is open.
+    direct_savepoint: Option<bool>,
 }
 
 /// Where a write begun inline stands with its savepoint.
@@ -111,11 +127,18 @@ impl GroupCommit {
     pub(super) fn new(pool: SqliteConnections) -> Self {
         Self {
             pool,
+            direct: None,
             open: Arc::new(Mutex::new(None)),
             waiting: Arc::new(AtomicUsize::new(0)),
             #[cfg(test)]
             commits: Arc::new(AtomicUsize::new(0)),
         }
+    }
+
+    /// Lets writes begun with [`GroupCommit::begin_direct`] run on `direct`, a connection to the same database.
+    pub(super) fn with_direct(mut self, direct: DirectConnection) -> Self {
+        self.direct = Some(Arc::new(std::sync::Mutex::new(direct)));
+        self
     }
 
     async fn lock(&self) -> Held {
@@ -133,27 +156,76 @@ impl GroupCommit {
     /// Starts a write: joins the open batch, or opens one (`BEGIN IMMEDIATE`) if there is none.
     pub(super) async fn begin(&self) -> Result<BatchedWrite, sqlx::Error> {
         let mut held = self.lock().await;
+        Self::finish_direct_batch(&mut held).await;
         Self::undo_left_writes(&mut held).await;
         if let Some(batch) = held.guard.as_mut() {
             Manager::begin(batch.connection(), None).await?;
-            return Ok(BatchedWrite { group: self.clone(), held: Some(held), in_savepoint: true, inline: None });
+            return Ok(self.write(held, true, None));
         }
         self.open_batch(&mut held).await?;
-        Ok(BatchedWrite { group: self.clone(), held: Some(held), in_savepoint: false, inline: None })
+        Ok(self.write(held, false, None))
+    }
+
+    fn write(&self, held: Held, in_savepoint: bool, inline: Option<Inline>) -> BatchedWrite {
+        BatchedWrite { group: self.clone(), held: Some(held), in_savepoint, inline, direct_savepoint: None }
+    }
+
+    /// Starts a write whose statements run on the writer's direct connection ([`DirectConnection`]), on the
+    /// caller's thread, through [`BatchedWrite::direct_returned_ids`]: no trip to a connection's thread at all. It
+    /// joins an open batch of direct writes, or opens one; a batch of sqlx writes open is committed first. Falls
+    /// back to [`GroupCommit::begin_inline`] on a writer made without a direct connection.
+    pub(super) async fn begin_direct(&self) -> Result<BatchedWrite, sqlx::Error> {
+        let Some(direct) = &self.direct else { return self.begin_inline().await };
+        let mut held = self.lock().await;
+        if held.guard.as_ref().is_some_and(|batch| batch.direct.is_none()) {
+            Self::undo_left_writes(&mut held).await;
+            if let Some(batch) = held.guard.take() {
+                let _ = batch.finish().await;
+            }
+        }
+        if held.guard.is_none() {
+            let connection = self.pool.acquire().await?;
+            lock_direct(direct).execute("BEGIN IMMEDIATE")?;
+            *held.guard = Some(Batch {
+                connection: Some(connection),
+                direct: Some(Arc::clone(direct)),
+                direct_failed: false,
+                outcome: watch::channel(None).0,
+                #[cfg(test)]
+                commits: self.commits.clone(),
+                commit_scheduled: false,
+                undo_queued: false,
+                inline_undo_queued: false,
+                orphan: false,
+            });
+        }
+        let mut write = self.write(held, false, None);
+        write.direct_savepoint = Some(false);
+        Ok(write)
+    }
+
+    /// Commits an open batch of direct writes, so that a write through sqlx finds none.
+    async fn finish_direct_batch(held: &mut Held) {
+        if held.guard.as_ref().is_some_and(|batch| batch.direct.is_some())
+            && let Some(batch) = held.guard.take()
+        {
+            let _ = batch.finish().await;
+        }
     }
 
     /// Starts a write that, joining an open batch, opens its savepoint in its own first query (see
     /// [`BatchedWrite::savepoint`]), which costs no trip to the connection's thread of its own.
     pub(super) async fn begin_inline(&self) -> Result<BatchedWrite, sqlx::Error> {
         let mut held = self.lock().await;
+        Self::finish_direct_batch(&mut held).await;
         Self::undo_left_writes(&mut held).await;
         if held.guard.is_none() {
             // The first write of a batch runs in the batch's transaction, as `begin` has it: a savepoint would only
             // add its release, a trip of its own when the write takes more than one query.
             self.open_batch(&mut held).await?;
-            return Ok(BatchedWrite { group: self.clone(), held: Some(held), in_savepoint: false, inline: None });
+            return Ok(self.write(held, false, None));
         }
-        Ok(BatchedWrite { group: self.clone(), held: Some(held), in_savepoint: false, inline: Some(Inline::NotOpened) })
+        Ok(self.write(held, false, Some(Inline::NotOpened)))
     }
 
     async fn open_batch(&self, held: &mut Held) -> Result<(), sqlx::Error> {
@@ -161,6 +233,8 @@ impl GroupCommit {
         Manager::begin(&mut connection, Some("BEGIN IMMEDIATE".into())).await?;
         *held.guard = Some(Batch {
             connection: Some(connection),
+            direct: None,
+            direct_failed: false,
             outcome: watch::channel(None).0,
             #[cfg(test)]
             commits: self.commits.clone(),
@@ -204,6 +278,9 @@ impl Batch {
 
     /// Commits the batch and tells every write of it how that went.
     async fn finish(mut self) -> Result<(), sqlx::Error> {
+        if self.direct.is_some() {
+            return self.finish_direct();
+        }
         let (undo_queued, inline_undo_queued) = (self.undo_queued, self.inline_undo_queued);
         let result = commit_batch(self.connection(), undo_queued, inline_undo_queued).await;
         let mut connection = self.connection.take().expect("a batch has its connection until it finishes");
@@ -222,6 +299,41 @@ impl Batch {
         self.outcome.send_replace(Some(told));
         result
     }
+}
+
+impl Batch {
+    /// Commits a batch of direct writes, on the caller's thread, and tells every write of it how that went.
+    fn finish_direct(&mut self) -> Result<(), sqlx::Error> {
+        let Some(direct) = self.direct.take() else { return Ok(()) };
+        let mut connection = lock_direct(&direct);
+        let result = if self.direct_failed {
+            Err(sqlx::Error::Protocol("a write's savepoint could not be rolled back".into()))
+        } else {
+            connection.execute("COMMIT")
+        };
+        if let Err(err) = &result {
+            tracing::error!(error = %err, "a batch of SQLite writes failed to commit; none of them was stored");
+            if connection.in_transaction() {
+                let _ = connection.execute("ROLLBACK");
+            }
+        }
+        drop(connection);
+        // Lets writes through sqlx use the database again.
+        self.connection = None;
+        #[cfg(test)]
+        if result.is_ok() {
+            self.commits.fetch_add(1, Ordering::SeqCst);
+        }
+        let told = result.as_ref().map(|_| ()).map_err(|err| Arc::from(err.to_string()));
+        self.outcome.send_replace(Some(told));
+        result
+    }
+}
+
+/// The direct connection; one that a panic left locked is as usable as before (its savepoint is undone by its
+/// write's drop, or its transaction by the batch's rollback).
+fn lock_direct(direct: &Direct) -> std::sync::MutexGuard<'_, DirectConnection> {
+    direct.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 async fn commit_batch(
@@ -263,6 +375,11 @@ impl Drop for Batch {
     /// writes were released into it and are waiting for the outcome. A second `COMMIT` after one the worker ran
     /// but could not acknowledge is a no-op there, so this is right whether the first reached the database or not.
     fn drop(&mut self) {
+        if self.direct.is_some() {
+            // Nothing to wait for: its commit runs here.
+            let _ = self.finish_direct();
+            return;
+        }
         let Some(mut connection) = self.connection.take() else { return };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
         if self.orphan {
@@ -272,6 +389,8 @@ impl Drop for Batch {
         }
         let orphan = Batch {
             connection: Some(connection),
+            direct: None,
+            direct_failed: false,
             outcome: std::mem::replace(&mut self.outcome, watch::channel(None).0),
             #[cfg(test)]
             commits: self.commits.clone(),
@@ -326,6 +445,12 @@ impl BatchedWrite {
 
     /// Stores the write: returns once the batch it is part of has committed, or with the error that stopped it.
     pub(super) async fn commit(mut self) -> Result<(), sqlx::Error> {
+        if self.direct_savepoint.is_some() {
+            self.release_direct_savepoint()?;
+            // Direct writes run without awaiting anything: the writes queued on this thread get to join the batch
+            // (and count as waiting) before it is committed.
+            tokio::task::yield_now().await;
+        }
         if self.in_savepoint {
             // On failure the savepoint is still open, and dropping `self` queues its rollback.
             Manager::commit(self.batch().connection()).await?;
@@ -355,6 +480,35 @@ impl BatchedWrite {
         }
     }
 
+    /// Runs `sql` for a write begun with [`GroupCommit::begin_direct`] (see [`DirectConnection::returned_ids`]),
+    /// inside the write's savepoint, which its first call opens.
+    pub(super) fn direct_returned_ids(
+        &mut self,
+        sql: &str,
+        arguments: &DirectArguments<'_>,
+    ) -> Result<Vec<i64>, sqlx::Error> {
+        let Some(open) = self.direct_savepoint else {
+            return Err(sqlx::Error::Protocol("a write through sqlx ran a direct statement".into()));
+        };
+        let direct = self.batch().direct.clone().expect("a direct write holds a direct batch");
+        let mut connection = lock_direct(&direct);
+        if !open {
+            connection.execute(DIRECT_SAVEPOINT)?;
+            self.direct_savepoint = Some(true);
+        }
+        connection.returned_ids(sql, arguments)
+    }
+
+    fn release_direct_savepoint(&mut self) -> Result<(), sqlx::Error> {
+        if self.direct_savepoint != Some(true) {
+            return Ok(());
+        }
+        let direct = self.batch().direct.clone().expect("a direct write holds a direct batch");
+        lock_direct(&direct).execute(INLINE_RELEASE_ALONE)?;
+        self.direct_savepoint = Some(false);
+        Ok(())
+    }
+
     /// Undoes the write (as dropping it does).
     pub(super) async fn rollback(self) -> Result<(), sqlx::Error> {
         drop(self);
@@ -370,6 +524,14 @@ impl Drop for BatchedWrite {
     fn drop(&mut self) {
         let Some(mut held) = self.held.take() else { return };
         let Some(batch) = held.guard.as_mut() else { return };
+        if let Some(open) = self.direct_savepoint {
+            if let (true, Some(direct)) = (open, &batch.direct)
+                && lock_direct(direct).execute(INLINE_UNDO).is_err()
+            {
+                batch.direct_failed = true;
+            }
+            return;
+        }
         match self.inline {
             Some(Inline::NotOpened) => return,
             Some(Inline::Open | Inline::OpenUntilTheQueryEnds) => {
@@ -397,6 +559,7 @@ impl Deref for BatchedWrite {
     type Target = SqliteConnection;
 
     fn deref(&self) -> &SqliteConnection {
+        assert!(self.direct_savepoint.is_none(), "a direct write runs its statements through direct_returned_ids");
         self.held
             .as_ref()
             .and_then(|held| held.guard.as_ref())
@@ -407,6 +570,7 @@ impl Deref for BatchedWrite {
 
 impl DerefMut for BatchedWrite {
     fn deref_mut(&mut self) -> &mut SqliteConnection {
+        assert!(self.direct_savepoint.is_none(), "a direct write runs its statements through direct_returned_ids");
         self.batch().connection()
     }
 }
@@ -522,6 +686,74 @@ mod tests {
             sqlx::Executor::execute(&mut *write, sql.as_str()).await?;
             write.commit().await
         })
+    }
+
+    /// Spawns a direct write that inserts `names` (one query) and commits, or, `dropped`, is dropped instead.
+    fn spawn_direct_write(
+        group: &GroupCommit,
+        names: &[&str],
+        dropped: bool,
+    ) -> tokio::task::JoinHandle<Result<(), sqlx::Error>> {
+        let group = group.clone();
+        let sql: Vec<String> = names.iter().map(|name| format!("INSERT INTO names VALUES ('{name}')")).collect();
+        tokio::spawn(async move {
+            let mut write = group.begin_direct().await?;
+            write.direct_returned_ids(&sql.join("; "), &DirectArguments::default())?;
+            if dropped {
+                return Ok(());
+            }
+            write.commit().await
+        })
+    }
+
+    async fn direct_writer() -> (GroupCommit, SqliteConnections, DatabaseFile) {
+        let (group, pool, file) = writer().await;
+        let direct = DirectConnection::open(&file.0, Duration::from_secs(5)).unwrap();
+        (group.with_direct(direct), pool, file)
+    }
+
+    #[tokio::test]
+    async fn direct_writes_queued_together_share_one_commit_and_a_failed_or_dropped_one_is_undone_whole() {
+        let (group, pool, _file) = direct_writer().await;
+        // On this test's one thread, the writes run in turn, each up to its commit, where it lets the others join.
+        let writes = [
+            spawn_direct_write(&group, &["a"], false),
+            spawn_direct_write(&group, &["b", "c"], false),
+            // Its second insert repeats a name: neither of its rows is kept.
+            spawn_direct_write(&group, &["d", "a"], false),
+            spawn_direct_write(&group, &["e"], true),
+            spawn_direct_write(&group, &["f"], false),
+        ];
+        let mut outcomes = Vec::new();
+        for write in writes {
+            outcomes.push(write.await.unwrap());
+        }
+        assert!(outcomes[0].is_ok() && outcomes[1].is_ok() && outcomes[4].is_ok(), "{outcomes:?}");
+        assert!(matches!(&outcomes[2], Err(sqlx::Error::Database(db)) if db.is_unique_violation()), "{outcomes:?}");
+        assert_eq!(stored(&pool).await, ["a", "b", "c", "f"]);
+        assert_eq!(group.commits.load(Ordering::SeqCst), 1, "one batch for the writes that queued together");
+    }
+
+    #[tokio::test]
+    async fn a_write_through_sqlx_and_a_direct_one_each_commit_the_batch_of_the_other_kind_before_theirs() {
+        let (group, pool, _file) = direct_writer().await;
+        let mut direct = group.begin_direct().await.unwrap();
+        direct.direct_returned_ids("INSERT INTO names VALUES ('a')", &DirectArguments::default()).unwrap();
+        let through_sqlx = spawn_write(&group, &["b"]);
+        until_waiting(&group, 1).await;
+        // The write through sqlx joins no direct batch: it commits it, then opens its own.
+        direct.commit().await.unwrap();
+        through_sqlx.await.unwrap().unwrap();
+        assert_eq!(group.commits.load(Ordering::SeqCst), 2);
+
+        let mut through_sqlx = group.begin().await.unwrap();
+        insert(&mut through_sqlx, "c").await.unwrap();
+        let direct = spawn_direct_write(&group, &["d"], false);
+        until_waiting(&group, 1).await;
+        through_sqlx.commit().await.unwrap();
+        direct.await.unwrap().unwrap();
+        assert_eq!(group.commits.load(Ordering::SeqCst), 4);
+        assert_eq!(stored(&pool).await, ["a", "b", "c", "d"]);
     }
 
     #[tokio::test]

@@ -13,6 +13,7 @@ mod run_rows;
 mod run_sql;
 mod sql;
 mod sqlite_connections;
+mod sqlite_direct;
 mod token_cache;
 
 use std::str::FromStr;
@@ -346,6 +347,9 @@ pub async fn connect_with(url: &str, settings: StoreSettings) -> StoreResult<Arc
     }
 }
 
+/// How long a SQLite connection waits for another process's write lock before it fails.
+const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// The SQLite store [`connect_with`] opens, as its own type.
 async fn connect_sqlite(url: &str, settings: StoreSettings) -> StoreResult<sql::SqliteStore> {
     let options = SqliteConnectOptions::from_str(url)?
@@ -355,7 +359,7 @@ async fn connect_sqlite(url: &str, settings: StoreSettings) -> StoreResult<sql::
         .synchronous(SqliteSynchronous::Full)
         .page_size(SQLITE_PAGE_SIZE)
         .foreign_keys(true)
-        .busy_timeout(Duration::from_secs(10))
+        .busy_timeout(SQLITE_BUSY_TIMEOUT)
         // The text search's matcher (see `sql::SqliteStore::push_text_match`).
         .with_regexp();
     // One writer connection: SQLite serialises writers anyway, and queueing them here instead of in the busy
@@ -368,7 +372,15 @@ async fn connect_sqlite(url: &str, settings: StoreSettings) -> StoreResult<sql::
     // 500-message conversation loads in 3.2 ms instead of 5.
     let read_options = options.clone().read_only(true).row_buffer_size(1024);
     let read = SqliteConnections::open(read_options, 8).await?;
-    sql::SqliteStore::new(read, write, settings.token_cache).await
+    // The hot writes' connection (see `sqlite_direct`), opened once the file is migrated. An in-memory database
+    // (sqlx names those `file:...`) would be another database to a second connection: its writes all keep sqlx.
+    let file = options.get_filename();
+    let direct = if file.to_string_lossy().starts_with("file:") || file.as_os_str() == ":memory:" {
+        None
+    } else {
+        Some(sqlite_direct::DirectConnection::open(file, SQLITE_BUSY_TIMEOUT)?)
+    };
+    sql::SqliteStore::new(read, write, direct, settings.token_cache).await
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use app::types::{AnswerBody, Resolution};
 
 use super::group_commit::{BatchedWrite, GroupCommit};
 use super::sqlite_connections::SqliteConnections;
+use super::sqlite_direct::DirectArguments;
 use super::token_cache::TokenCache;
 use super::*;
 
@@ -57,6 +58,13 @@ impl<'q, DB: sqlx::Database, O> Bind<'q, DB>
 {
     fn bind_arg<T: 'q + sqlx::Encode<'q, DB> + sqlx::Type<DB>>(self, value: T) -> Self {
         self.bind(value)
+    }
+}
+
+impl<'q> Bind<'q, Sqlite> for super::sqlite_direct::DirectArguments<'q> {
+    fn bind_arg<T: 'q + sqlx::Encode<'q, Sqlite> + sqlx::Type<Sqlite>>(mut self, value: T) -> Self {
+        self.add(value);
+        self
     }
 }
 
@@ -180,10 +188,15 @@ impl SqliteStore {
     pub(super) async fn new(
         read: SqliteConnections,
         write: SqliteConnections,
+        direct: Option<super::sqlite_direct::DirectConnection>,
         token_cache: std::time::Duration,
     ) -> StoreResult<Self> {
         let last = last_event_id(&write).await?;
         let writer = GroupCommit::new(write.clone());
+        let writer = match direct {
+            Some(direct) => writer.with_direct(direct),
+            None => writer,
+        };
         let committed = watch::channel(Committed { last, read_through: last, ..Committed::default() }).0;
         // Nobody else revokes tokens in this database: the cache serves from the start.
         let tokens = Arc::new(TokenCache::new(true, token_cache));
@@ -538,39 +551,33 @@ macro_rules! sql_store {
 
             /// Appends an event inside the caller's transaction; returns its id.
             pub(super) async fn append_event(tx: &mut $tx, event: &NewEvent) -> StoreResult<i64> {
-                let (id,): (i64,) = Self::bind_event(sqlx::query_as(Self::INSERT_EVENT), event).fetch_one(&mut **tx).await?;
+                let (id,): (i64,) = Self::bind_event(sqlx::query_as::<_, (i64,)>(Self::INSERT_EVENT), event).fetch_one(&mut **tx).await?;
                 Ok(id)
             }
 
             /// Binds an event's values, in the order of `INSERT_EVENT`'s placeholders, after what `query` has.
-            fn bind_event<'q>(
-                query: sqlx::query::QueryAs<'q, $db, (i64,), <$db as sqlx::Database>::Arguments<'q>>,
-                event: &'q NewEvent,
-            ) -> sqlx::query::QueryAs<'q, $db, (i64,), <$db as sqlx::Database>::Arguments<'q>> {
+            fn bind_event<'q, Q: Bind<'q, $db>>(query: Q, event: &'q NewEvent) -> Q {
                 query
-                    .bind(event.workspace_id)
-                    .bind(event.event_type.as_str())
-                    .bind(&event.project)
-                    .bind(event.run_id)
-                    .bind(event.question_id)
-                    .bind(Json(&event.data))
-                    .bind(event.created_at)
+                    .bind_arg(event.workspace_id)
+                    .bind_arg(event.event_type.as_str())
+                    .bind_arg(&event.project)
+                    .bind_arg(event.run_id)
+                    .bind_arg(event.question_id)
+                    .bind_arg(Json(&event.data))
+                    .bind_arg(event.created_at)
             }
 
             /// Binds what resolving a question writes and which question it is, `resolved` being the row as it
             /// leaves `pending`: `$1`..`$7` of the stores' one-query resolving writes.
-            fn bind_resolved<'q>(
-                query: sqlx::query::QueryAs<'q, $db, (i64,), <$db as sqlx::Database>::Arguments<'q>>,
-                resolved: &'q QuestionRow,
-            ) -> sqlx::query::QueryAs<'q, $db, (i64,), <$db as sqlx::Database>::Arguments<'q>> {
+            fn bind_resolved<'q, Q: Bind<'q, $db>>(query: Q, resolved: &'q QuestionRow) -> Q {
                 query
-                    .bind(&resolved.status)
-                    .bind(&resolved.response)
-                    .bind(&resolved.answered_by)
-                    .bind(&resolved.resolution)
-                    .bind(resolved.updated_at)
-                    .bind(resolved.workspace_id)
-                    .bind(resolved.id)
+                    .bind_arg(&resolved.status)
+                    .bind_arg(&resolved.response)
+                    .bind_arg(&resolved.answered_by)
+                    .bind_arg(&resolved.resolution)
+                    .bind_arg(resolved.updated_at)
+                    .bind_arg(resolved.workspace_id)
+                    .bind_arg(resolved.id)
             }
 
             /// Binds a question's columns, in the order of [`QUESTION_COLUMNS`], after what `query` has.
@@ -628,7 +635,7 @@ macro_rules! sql_store {
                 }
                 if let Some(row) = Self::sealed_on_guessed_head(entry) {
                     let guess_held =
-                        Self::bind_audit_row(sqlx::query_as(&APPEND_AUDIT_IF_HEAD), &row).fetch_optional(&mut **tx).await?;
+                        Self::bind_audit_row(sqlx::query_as::<_, (i64,)>(&APPEND_AUDIT_IF_HEAD), &row).fetch_optional(&mut **tx).await?;
                     if guess_held.is_some() {
                         super::remember_audit_head(row.workspace_id, row.seq, &row.hash);
                         return Ok(row);
@@ -655,7 +662,7 @@ macro_rules! sql_store {
                     .fetch_one(&mut **tx)
                     .await?;
                 let row = AuditRow::seal(entry, seq + 1, prev_hash);
-                Self::bind_audit_row(sqlx::query_as(&APPEND_AUDIT), &row).fetch_one(&mut **tx).await?;
+                Self::bind_audit_row(sqlx::query_as::<_, (i64,)>(&APPEND_AUDIT), &row).fetch_one(&mut **tx).await?;
                 // The insert's trigger (migration 0007) has moved the head to this entry.
                 if Self::GUESS_AUDIT_HEAD {
                     super::remember_audit_head(row.workspace_id, row.seq, &row.hash);
@@ -680,7 +687,7 @@ macro_rules! sql_store {
                         format!("WITH draft AS ({draft}) {insert_event}")
                     });
                     let draft = AuditRow::unsealed(entry);
-                    let query = Self::bind_event(sqlx::query_as(&SQL), event);
+                    let query = Self::bind_event(sqlx::query_as::<_, (i64,)>(&SQL), event);
                     let (event_id,) = Self::bind_audit_draft(query, &draft).fetch_one(&mut **tx).await?;
                     return Ok(event_id);
                 }
@@ -693,7 +700,7 @@ macro_rules! sql_store {
                     let insert_event = <$store>::INSERT_EVENT;
                     format!("{insert_event}; {}", shift_placeholders(&APPEND_AUDIT_IF_HEAD, placeholder_count(insert_event)))
                 });
-                let query = Self::bind_event(sqlx::query_as(&SQL), event);
+                let query = Self::bind_event(sqlx::query_as::<_, (i64,)>(&SQL), event);
                 // One row from the event's `RETURNING id`, and a second from the entry's if the guess held.
                 let returned: Vec<(i64,)> = Self::bind_audit_row(query, &row).fetch_all(&mut **tx).await?;
                 let Some(&(event_id,)) = returned.first() else {
@@ -725,26 +732,23 @@ macro_rules! sql_store {
             }
 
             /// Binds an audit entry's columns, in the order of [`AUDIT_COLUMNS`], after what `query` has.
-            fn bind_audit_row<'q>(
-                query: sqlx::query::QueryAs<'q, $db, (i64,), <$db as sqlx::Database>::Arguments<'q>>,
-                row: &'q AuditRow,
-            ) -> sqlx::query::QueryAs<'q, $db, (i64,), <$db as sqlx::Database>::Arguments<'q>> {
+            fn bind_audit_row<'q, Q: Bind<'q, $db>>(query: Q, row: &'q AuditRow) -> Q {
                 query
-                    .bind(row.id)
-                    .bind(row.workspace_id)
-                    .bind(row.seq)
-                    .bind(&row.prev_hash)
-                    .bind(&row.hash)
-                    .bind(&row.actor)
-                    .bind(&row.actor_id)
-                    .bind(&row.actor_kind)
-                    .bind(&row.action)
-                    .bind(&row.subject_type)
-                    .bind(&row.subject_id)
-                    .bind(&row.before)
-                    .bind(&row.after)
-                    .bind(&row.diff)
-                    .bind(row.created_at)
+                    .bind_arg(row.id)
+                    .bind_arg(row.workspace_id)
+                    .bind_arg(row.seq)
+                    .bind_arg(&row.prev_hash)
+                    .bind_arg(&row.hash)
+                    .bind_arg(&row.actor)
+                    .bind_arg(&row.actor_id)
+                    .bind_arg(&row.actor_kind)
+                    .bind_arg(&row.action)
+                    .bind_arg(&row.subject_type)
+                    .bind_arg(&row.subject_id)
+                    .bind_arg(&row.before)
+                    .bind_arg(&row.after)
+                    .bind_arg(&row.diff)
+                    .bind_arg(row.created_at)
             }
 
             /// Commits and announces the newest event id to the hub (other instances were told by the append). On
@@ -971,6 +975,11 @@ macro_rules! sql_store {
                     // whoever the caller tells can read the question.
                     let _: Vec<(i64,)> = Self::bind_event(query, event).fetch_all(&self.$write).await?;
                     return Ok(Created { value: q.clone(), created: true });
+                }
+                if idempotency.is_none() && !may_supersede {
+                    if let Some(created) = self.insert_question_directly(q, event).await? {
+                        return Ok(created);
+                    }
                 }
                 // The key's claim runs before the question's insert: such a write opens its savepoint apart.
                 let mut tx =
@@ -1296,30 +1305,46 @@ impl SqliteStore {
         let row = read.resolved_with(change);
         let audit_entry = crate::audit::question_resolved(&row, &change.actor);
         let event = change.event(&row, workspace)?;
-        let mut tx = self.begin_write_inline().await?;
+        let mut tx = self.writer.begin_direct().await?;
         // Guessed while holding the writer: the writes before this one have moved the head as far as it goes.
         let Some(sealed) = Self::sealed_on_guessed_head(&audit_entry) else { return Ok(None) };
-        let (open, close) = tx.savepoint_released_in_one_query();
-        let sql = format!("{open}{}{close}", *RESOLVE_PENDING_WITH_EVENT_AND_AUDIT);
-        let query = Self::bind_resolved(sqlx::query_as(&sql), &row);
-        // One row from the event's `RETURNING id` and one from the entry's, or none if the question had left
-        // `pending`. Read to the end: the release follows the inserts in the same query.
-        let returned: Vec<(i64,)> =
-            match Self::bind_audit_row(Self::bind_event(query, &event), &sealed).fetch_all(&mut *tx).await {
-                Ok(returned) => returned,
-                // The savepoint is still open: dropping the write rolls it back.
-                Err(sqlx::Error::Database(err)) if err.message().contains(AUDIT_ENTRY_OFF_ITS_HEAD) => return Ok(None),
-                Err(err) => return Err(err.into()),
-            };
+        let arguments = Self::bind_resolved(DirectArguments::default(), &row);
+        let arguments = Self::bind_audit_row(Self::bind_event(arguments, &event), &sealed);
+        // The event's id and the entry's seq, or nothing if the question had left `pending`.
+        let returned = match tx.direct_returned_ids(&RESOLVE_PENDING_WITH_EVENT_AND_AUDIT, &arguments) {
+            Ok(returned) => returned,
+            // Dropping the write rolls back its savepoint.
+            Err(sqlx::Error::Database(err)) if err.message().contains(AUDIT_ENTRY_OFF_ITS_HEAD) => return Ok(None),
+            Err(err) => return Err(err.into()),
+        };
         match returned[..] {
             [] => Ok(None),
-            [(event_id,), _] => {
+            [event_id, _] => {
                 super::remember_audit_head(sealed.workspace_id, sealed.seq, &sealed.hash);
                 self.commit_one_event(tx, event_id, &event).await?;
                 Ok(Some(row))
             }
             _ => Err(StoreError::Corrupt("resolving a question appended its event without its audit entry".into())),
         }
+    }
+}
+
+impl SqliteStore {
+    /// Asks a question (of no run, without an idempotency key) on the writer's direct connection: the question
+    /// and its `question_asked` event, one query run on this thread (see `GroupCommit::begin_direct`).
+    async fn insert_question_directly(
+        &self,
+        q: &QuestionRow,
+        event: &NewEvent,
+    ) -> StoreResult<Option<Created<QuestionRow>>> {
+        let mut tx = self.writer.begin_direct().await?;
+        let arguments = Self::bind_event(Self::bind_question(DirectArguments::default(), q), event);
+        let returned = tx.direct_returned_ids(Self::insert_question_then_event_sql(), &arguments)?;
+        let Some(&asked) = returned.first() else {
+            return Err(StoreError::Corrupt("the question's event returned no id".into()));
+        };
+        self.commit_one_event(tx, asked, event).await?;
+        Ok(Some(Created { value: q.clone(), created: true }))
     }
 }
 
@@ -1344,6 +1369,16 @@ static RESOLVE_PENDING_WITH_EVENT_AND_AUDIT: std::sync::LazyLock<String> = std::
 impl PostgresStore {
     pub(super) const BACKEND: Backend = Backend::Postgres;
 
+    /// A question of no run, without an idempotency key, is one statement committed alone here (see
+    /// `A_STATEMENT_COMMITS_ALONE`): this is never reached.
+    async fn insert_question_directly(
+        &self,
+        _: &QuestionRow,
+        _: &NewEvent,
+    ) -> StoreResult<Option<Created<QuestionRow>>> {
+        Ok(None)
+    }
+
     /// Resolves a pending question (of no run) with one statement (`RESOLVE_WITH_EVENT_AND_AUDIT`), committed by
     /// itself. `None`, with nothing written, when someone was first: the general path then reads the question.
     async fn resolve_pending_in_one_query(
@@ -1355,7 +1390,7 @@ impl PostgresStore {
         let row = read.resolved_with(change);
         let event = change.event(&row, workspace)?;
         let draft = AuditRow::unsealed(&crate::audit::question_resolved(&row, &change.actor));
-        let query = Self::bind_resolved(sqlx::query_as(Self::RESOLVE_WITH_EVENT_AND_AUDIT), &row);
+        let query = Self::bind_resolved(sqlx::query_as::<_, (i64,)>(Self::RESOLVE_WITH_EVENT_AND_AUDIT), &row);
         let query = Self::bind_audit_draft(Self::bind_event(query, &event), &draft);
         // Read to the end, so the statement has committed before the caller hears of it.
         let written: Vec<(i64,)> = query.fetch_all(&self.pool).await?;
@@ -1604,7 +1639,7 @@ mod tests {
         let first = store.append_audit(&entry(workspace.id, 1)).await.unwrap();
         for (seq, prev_hash) in [(first.seq + 2, first.hash.clone()), (first.seq + 1, "0".repeat(64))] {
             let row = AuditRow::seal(&entry(workspace.id, 2), seq, prev_hash);
-            let err = SqliteStore::bind_audit_row(sqlx::query_as(&APPEND_AUDIT), &row)
+            let err = SqliteStore::bind_audit_row(sqlx::query_as::<_, (i64,)>(&APPEND_AUDIT), &row)
                 .fetch_one(&store.write)
                 .await
                 .expect_err("an entry off its head");
@@ -1612,7 +1647,10 @@ mod tests {
             assert!(err.message().contains(AUDIT_ENTRY_OFF_ITS_HEAD), "{}", err.message());
         }
         let row = AuditRow::seal(&entry(workspace.id, 2), first.seq + 1, first.hash.clone());
-        SqliteStore::bind_audit_row(sqlx::query_as(&APPEND_AUDIT), &row).fetch_one(&store.write).await.unwrap();
+        SqliteStore::bind_audit_row(sqlx::query_as::<_, (i64,)>(&APPEND_AUDIT), &row)
+            .fetch_one(&store.write)
+            .await
+            .unwrap();
     }
 
     /// On SQLite, asking runs on the writer's own thread: a caller that goes away once the write was handed over
