@@ -901,4 +901,31 @@ mod tests {
         spawn_write(&group, &["d"]).await.unwrap().unwrap();
         assert_eq!(stored(&pool).await, ["d"]);
     }
+
+    #[tokio::test]
+    async fn when_a_direct_batch_fails_to_commit_every_write_of_it_gets_the_error_and_none_is_stored() {
+        let (group, pool, _file) = direct_writer().await;
+        let writes = [
+            spawn_direct_write(&group, &["a"], false),
+            // Its row names nothing, which the deferred key refuses at COMMIT.
+            {
+                let group = group.clone();
+                tokio::spawn(async move {
+                    let mut write = group.begin_direct().await?;
+                    write.direct_returned_ids("INSERT INTO refs VALUES ('nobody')", &DirectArguments::default())?;
+                    write.commit().await
+                })
+            },
+            spawn_direct_write(&group, &["b"], false),
+        ];
+        for write in writes {
+            assert!(write.await.unwrap().is_err());
+        }
+        assert!(stored(&pool).await.is_empty());
+        assert_eq!(group.commits.load(Ordering::SeqCst), 0);
+        // The direct connection is out of its failed transaction, and the writer goes on, either kind of write.
+        spawn_direct_write(&group, &["c"], false).await.unwrap().unwrap();
+        spawn_write(&group, &["d"]).await.unwrap().unwrap();
+        assert_eq!(stored(&pool).await, ["c", "d"]);
+    }
 }
