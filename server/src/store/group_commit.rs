@@ -22,6 +22,12 @@
 //! [`BatchedWrite::savepoint_released_in_one_query`] around that query. Each statement sqlx runs on SQLite is a trip to the connection's thread and
 //! back while the writer is locked, so a question asked this way holds the writer for one trip instead of three.
 //! A write dropped with its savepoint open is undone before the batch runs anything else.
+//!
+//! A write begun with [`GroupCommit::begin_direct`] runs its statements on a second connection to the database,
+//! on the caller's thread ([`DirectConnection`]), with no trip to a connection's thread at all: the hot writes of a
+//! HITL cycle, on the writer's own thread. A batch is of one kind: a write of the other kind commits the open batch
+//! before it opens its own. A direct batch holds the sqlx writer connection unused, so that nothing writes through
+//! it meanwhile, and each of its writes runs in a savepoint of its own, undone on the spot if it fails or is dropped.
 
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
@@ -291,17 +297,20 @@ impl Batch {
             connection.discard();
         }
         drop(connection);
+        self.tell(&result);
+        result
+    }
+
+    /// Tells every write of the batch how its commit went.
+    fn tell(&mut self, result: &Result<(), sqlx::Error>) {
         #[cfg(test)]
         if result.is_ok() {
             self.commits.fetch_add(1, Ordering::SeqCst);
         }
         let told = result.as_ref().map(|_| ()).map_err(|err| Arc::from(err.to_string()));
         self.outcome.send_replace(Some(told));
-        result
     }
-}
 
-impl Batch {
     /// Commits a batch of direct writes, on the caller's thread, and tells every write of it how that went.
     fn finish_direct(&mut self) -> Result<(), sqlx::Error> {
         let Some(direct) = self.direct.take() else { return Ok(()) };
@@ -320,12 +329,7 @@ impl Batch {
         drop(connection);
         // Lets writes through sqlx use the database again.
         self.connection = None;
-        #[cfg(test)]
-        if result.is_ok() {
-            self.commits.fetch_add(1, Ordering::SeqCst);
-        }
-        let told = result.as_ref().map(|_| ()).map_err(|err| Arc::from(err.to_string()));
-        self.outcome.send_replace(Some(told));
+        self.tell(&result);
         result
     }
 }
