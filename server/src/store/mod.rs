@@ -54,6 +54,8 @@ pub enum StoreError {
     Duplicate(&'static str),
     /// The SQLite writer's own thread (see `sql::WriterThread`) could not start, or a write on it ended without an
     /// outcome (it panicked, or the store was shutting down).
+    #[error("cannot open the SQLite database {file}: the directory {directory} does not exist")]
+    NoSqliteDirectory { file: String, directory: String },
     #[error("the SQLite writer's thread: {0}")]
     WriterThread(String),
     /// The worker no longer holds the run: its lease ran out and another took over, or the run was cancelled.
@@ -362,6 +364,16 @@ async fn connect_sqlite(url: &str, settings: StoreSettings) -> StoreResult<sql::
         .busy_timeout(SQLITE_BUSY_TIMEOUT)
         // The text search's matcher (see `sql::SqliteStore::push_text_match`).
         .with_regexp();
+    // SQLite creates the file but not its directory, and says only "unable to open database file".
+    if let Some(directory) = options.get_filename().parent().filter(|dir| !dir.as_os_str().is_empty())
+        && !options.get_filename().to_string_lossy().starts_with("file:")
+        && !directory.is_dir()
+    {
+        return Err(StoreError::NoSqliteDirectory {
+            file: options.get_filename().display().to_string(),
+            directory: directory.display().to_string(),
+        });
+    }
     // One writer connection: SQLite serialises writers anyway, and queueing them here instead of in the busy
     // handler keeps latency flat. Readers run in parallel thanks to WAL.
     let write = SqliteConnections::open(options.clone(), 1).await?;
@@ -419,6 +431,22 @@ mod tests {
         drop(store);
 
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_sqlite_url_into_a_missing_directory_names_the_directory_and_creates_nothing() {
+        let missing = std::env::temp_dir().join(format!("holdpoint-missing-{}", uuid::Uuid::now_v7()));
+        let file = missing.join("h.db");
+        let err = connect(&format!("sqlite:{}", file.display())).await.err().expect("no database to open");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "cannot open the SQLite database {}: the directory {} does not exist",
+                file.display(),
+                missing.display()
+            )
+        );
+        assert!(!missing.exists());
     }
 
     #[test]
