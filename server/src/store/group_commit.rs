@@ -162,7 +162,7 @@ impl GroupCommit {
     /// Starts a write: joins the open batch, or opens one (`BEGIN IMMEDIATE`) if there is none.
     pub(super) async fn begin(&self) -> Result<BatchedWrite, sqlx::Error> {
         let mut held = self.lock().await;
-        Self::finish_direct_batch(&mut held).await;
+        Self::finish_batch_of_the_other_kind(&mut held, false).await;
         Self::undo_left_writes(&mut held).await;
         if let Some(batch) = held.guard.as_mut() {
             Manager::begin(batch.connection(), None).await?;
@@ -183,39 +183,40 @@ impl GroupCommit {
     pub(super) async fn begin_direct(&self) -> Result<BatchedWrite, sqlx::Error> {
         let Some(direct) = &self.direct else { return self.begin_inline().await };
         let mut held = self.lock().await;
-        if held.guard.as_ref().is_some_and(|batch| batch.direct.is_none()) {
-            Self::undo_left_writes(&mut held).await;
-            if let Some(batch) = held.guard.take() {
-                let _ = batch.finish().await;
-            }
-        }
+        Self::finish_batch_of_the_other_kind(&mut held, true).await;
         if held.guard.is_none() {
             let connection = self.pool.acquire().await?;
             lock_direct(direct).execute("BEGIN IMMEDIATE")?;
-            *held.guard = Some(Batch {
-                connection: Some(connection),
-                direct: Some(Arc::clone(direct)),
-                direct_failed: false,
-                outcome: watch::channel(None).0,
-                #[cfg(test)]
-                commits: self.commits.clone(),
-                commit_scheduled: false,
-                undo_queued: false,
-                inline_undo_queued: false,
-                orphan: false,
-            });
+            *held.guard = Some(self.batch(connection, Some(Arc::clone(direct))));
         }
         let mut write = self.write(held, false, None);
         write.direct_savepoint = Some(false);
         Ok(write)
     }
 
-    /// Commits an open batch of direct writes, so that a write through sqlx finds none.
-    async fn finish_direct_batch(held: &mut Held) {
-        if held.guard.as_ref().is_some_and(|batch| batch.direct.is_some())
+    /// Commits the open batch unless it is of the kind a write needs (`direct`, or through sqlx): a batch's
+    /// writes all run on one connection. A batch through sqlx undoes what its writes left first, as at any commit.
+    async fn finish_batch_of_the_other_kind(held: &mut Held, direct: bool) {
+        if held.guard.as_ref().is_some_and(|batch| batch.direct.is_some() != direct)
             && let Some(batch) = held.guard.take()
         {
             let _ = batch.finish().await;
+        }
+    }
+
+    /// A batch whose transaction was just opened on `connection`, or on `direct` while it holds `connection`.
+    fn batch(&self, connection: HeldConnection, direct: Option<Direct>) -> Batch {
+        Batch {
+            connection: Some(connection),
+            direct,
+            direct_failed: false,
+            outcome: watch::channel(None).0,
+            #[cfg(test)]
+            commits: self.commits.clone(),
+            commit_scheduled: false,
+            undo_queued: false,
+            inline_undo_queued: false,
+            orphan: false,
         }
     }
 
@@ -223,7 +224,7 @@ impl GroupCommit {
     /// [`BatchedWrite::savepoint`]), which costs no trip to the connection's thread of its own.
     pub(super) async fn begin_inline(&self) -> Result<BatchedWrite, sqlx::Error> {
         let mut held = self.lock().await;
-        Self::finish_direct_batch(&mut held).await;
+        Self::finish_batch_of_the_other_kind(&mut held, false).await;
         Self::undo_left_writes(&mut held).await;
         if held.guard.is_none() {
             // The first write of a batch runs in the batch's transaction, as `begin` has it: a savepoint would only
@@ -237,18 +238,7 @@ impl GroupCommit {
     async fn open_batch(&self, held: &mut Held) -> Result<(), sqlx::Error> {
         let mut connection = self.pool.acquire().await?;
         Manager::begin(&mut connection, Some("BEGIN IMMEDIATE".into())).await?;
-        *held.guard = Some(Batch {
-            connection: Some(connection),
-            direct: None,
-            direct_failed: false,
-            outcome: watch::channel(None).0,
-            #[cfg(test)]
-            commits: self.commits.clone(),
-            commit_scheduled: false,
-            undo_queued: false,
-            inline_undo_queued: false,
-            orphan: false,
-        });
+        *held.guard = Some(self.batch(connection, None));
         Ok(())
     }
 
@@ -680,16 +670,20 @@ mod tests {
         names: &[&str],
         released_in_it: bool,
     ) -> tokio::task::JoinHandle<Result<(), sqlx::Error>> {
-        let group = group.clone();
-        let inserts: Vec<String> = names.iter().map(|name| format!("INSERT INTO names VALUES ('{name}')")).collect();
+        let (group, inserts) = (group.clone(), insert_statements(names));
         tokio::spawn(async move {
             let mut write = group.begin_inline().await?;
             let (open, close) =
                 if released_in_it { write.savepoint_released_in_one_query() } else { (write.savepoint(), "") };
-            let sql = format!("{open}{}{close}", inserts.join("; "));
+            let sql = format!("{open}{inserts}{close}");
             sqlx::Executor::execute(&mut *write, sql.as_str()).await?;
             write.commit().await
         })
+    }
+
+    /// One query that inserts `names` in turn.
+    fn insert_statements(names: &[&str]) -> String {
+        names.iter().map(|name| format!("INSERT INTO names VALUES ('{name}')")).collect::<Vec<_>>().join("; ")
     }
 
     /// Spawns a direct write that inserts `names` (one query) and commits, or, `dropped`, is dropped instead.
@@ -698,11 +692,10 @@ mod tests {
         names: &[&str],
         dropped: bool,
     ) -> tokio::task::JoinHandle<Result<(), sqlx::Error>> {
-        let group = group.clone();
-        let sql: Vec<String> = names.iter().map(|name| format!("INSERT INTO names VALUES ('{name}')")).collect();
+        let (group, inserts) = (group.clone(), insert_statements(names));
         tokio::spawn(async move {
             let mut write = group.begin_direct().await?;
-            write.direct_returned_ids(&sql.join("; "), &DirectArguments::default())?;
+            write.direct_returned_ids(&inserts, &DirectArguments::default())?;
             if dropped {
                 return Ok(());
             }

@@ -716,9 +716,12 @@ macro_rules! sql_store {
 
             /// Binds a draft's columns, in the order of [`INSERT_AUDIT_DRAFT`], after what `query` has.
             fn bind_audit_draft<'q, Q: Bind<'q, $db>>(query: Q, row: &'q AuditRow) -> Q {
+                Self::bind_audited(query.bind_arg(row.id).bind_arg(row.workspace_id), row)
+            }
+
+            /// Binds what an entry records, `actor` to `created_at`, the columns a draft and a sealed entry share.
+            fn bind_audited<'q, Q: Bind<'q, $db>>(query: Q, row: &'q AuditRow) -> Q {
                 query
-                    .bind_arg(row.id)
-                    .bind_arg(row.workspace_id)
                     .bind_arg(&row.actor)
                     .bind_arg(&row.actor_id)
                     .bind_arg(&row.actor_kind)
@@ -733,22 +736,13 @@ macro_rules! sql_store {
 
             /// Binds an audit entry's columns, in the order of [`AUDIT_COLUMNS`], after what `query` has.
             fn bind_audit_row<'q, Q: Bind<'q, $db>>(query: Q, row: &'q AuditRow) -> Q {
-                query
+                let sealed = query
                     .bind_arg(row.id)
                     .bind_arg(row.workspace_id)
                     .bind_arg(row.seq)
                     .bind_arg(&row.prev_hash)
-                    .bind_arg(&row.hash)
-                    .bind_arg(&row.actor)
-                    .bind_arg(&row.actor_id)
-                    .bind_arg(&row.actor_kind)
-                    .bind_arg(&row.action)
-                    .bind_arg(&row.subject_type)
-                    .bind_arg(&row.subject_id)
-                    .bind_arg(&row.before)
-                    .bind_arg(&row.after)
-                    .bind_arg(&row.diff)
-                    .bind_arg(row.created_at)
+                    .bind_arg(&row.hash);
+                Self::bind_audited(sealed, row)
             }
 
             /// Commits and announces the newest event id to the hub (other instances were told by the append). On
