@@ -8,6 +8,7 @@
 mod audit_rows;
 mod group_commit;
 mod people;
+mod pg_write_batch;
 mod rows;
 mod run_rows;
 mod run_sql;
@@ -52,12 +53,16 @@ pub enum StoreError {
     IdempotencyMismatch,
     #[error("another {0} already exists")]
     Duplicate(&'static str),
-    /// The SQLite writer's own thread (see `sql::WriterThread`) could not start, or a write on it ended without an
-    /// outcome (it panicked, or the store was shutting down).
     #[error("cannot open the SQLite database {file}: the directory {directory} does not exist")]
     NoSqliteDirectory { file: String, directory: String },
+    /// The SQLite writer's own thread (see `sql::WriterThread`) could not start, or a write on it ended without an
+    /// outcome (it panicked, or the store was shutting down).
     #[error("the SQLite writer's thread: {0}")]
     WriterThread(String),
+    /// A PostgreSQL write batched with others (see `pg_write_batch`) got no connection, the store was shutting
+    /// down, or its batch's `COMMIT` got no answer.
+    #[error("a batched write: {0}")]
+    BatchedWrite(String),
     /// The worker no longer holds the run: its lease ran out and another took over, or the run was cancelled.
     #[error("the run is no longer held by this worker")]
     LeaseLost,

@@ -14,6 +14,7 @@ use uuid::Uuid;
 use app::types::{AnswerBody, Resolution};
 
 use super::group_commit::{BatchedWrite, GroupCommit};
+use super::pg_write_batch::{BatchQuery, BatchableWrite, WriteBatches};
 use super::sqlite_connections::SqliteConnections;
 use super::sqlite_direct::DirectArguments;
 use super::token_cache::TokenCache;
@@ -166,8 +167,6 @@ impl SqliteStore {
     /// database file in practice, and other writers are seen by the hub's poll, so nobody is notified.
     const INSERT_EVENT: &'static str = "INSERT INTO events (workspace_id, event_type, project, run_id, question_id, data, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id";
-    /// Every write joins the writer's batch (see `group_commit`), whose commit it shares.
-    const A_STATEMENT_COMMITS_ALONE: bool = false;
     /// The id `INSERT_EVENT` returns is the event's, so a commit can hand the event to the hub.
     const EVENT_ID_FINAL_AT_INSERT: bool = true;
     /// A question and its `question_asked` event go in as two statements of one query: the connection's thread
@@ -270,6 +269,8 @@ pub struct PostgresStore {
     /// which is also the case at start, before the event hub's task subscribes: a notification then stopped it
     /// for good, and revocations through other instances went unheard while the cache kept serving.)
     _stop_listening: Arc<tokio_util::sync::DropGuard>,
+    /// Where asking and resolving run, committed in batches.
+    batches: WriteBatches,
 }
 
 impl PostgresStore {
@@ -292,21 +293,20 @@ impl PostgresStore {
     /// log stays the source of truth, so a lost notification only delays an event until the hub's next poll.
     const INSERT_EVENT: &'static str = "INSERT INTO events (id, workspace_id, event_type, project, run_id, question_id, data, created_at) \
          OVERRIDING SYSTEM VALUE VALUES (-nextval('events_draft_id_seq'), $1, $2, $3, $4, $5, $6, $7) RETURNING id";
-    /// A write of one statement runs outside a transaction of the server's, committed by itself: the deferred
-    /// triggers (event ids, audit seals) fire at that statement's end as at any COMMIT.
-    const A_STATEMENT_COMMITS_ALONE: bool = true;
-    /// Resolves a pending question, appends its event (`$8`..`$14`, as `INSERT_EVENT` binds them) and writes its
-    /// audit draft (`$15`..`$26`), in one statement: the inserts take their rows from the `UPDATE`'s, so if the
-    /// question was no longer pending nothing is written and no row comes back. The status is tested as
-    /// `STILL_PENDING` does, for the reason it gives.
-    const RESOLVE_WITH_EVENT_AND_AUDIT: &'static str = "WITH resolved AS (UPDATE questions SET status = $1, response = $2, answered_by = $3, resolution = $4, \
-         resolved_at = $5, updated_at = $5 WHERE workspace_id = $6 AND id = $7 AND status || '' = 'pending' RETURNING id), \
-         draft AS (INSERT INTO audit_drafts (id, workspace_id, actor, actor_id, actor_kind, action, subject_type, \
+    /// Resolving a pending question as common table expressions of a batch's statement (see `pg_write_batch`),
+    /// `NAME` standing for the write's name: the update (`$1`..`$7`, as `bind_resolved` binds them), the audit
+    /// draft (`$15`..`$26`) and the event (`$8`..`$14`, as `INSERT_EVENT` binds them), the last two only if the
+    /// update changed the row, so a question no longer pending writes nothing and returns no row. The status is
+    /// tested as `STILL_PENDING` does, for the reason it gives.
+    const RESOLVE_AS_EXPRESSIONS: &'static str = "NAME_resolved AS (UPDATE questions SET status = $1, response = $2, answered_by = $3, \
+         resolution = $4, resolved_at = $5, updated_at = $5 WHERE workspace_id = $6 AND id = $7 AND status || '' = 'pending' \
+         RETURNING id), \
+         NAME_draft AS (INSERT INTO audit_drafts (id, workspace_id, actor, actor_id, actor_kind, action, subject_type, \
          subject_id, before, after, diff, created_at) \
-         SELECT $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26 FROM resolved) \
-         INSERT INTO events (id, workspace_id, event_type, project, run_id, question_id, data, created_at) \
-         OVERRIDING SYSTEM VALUE SELECT -nextval('events_draft_id_seq'), $8, $9, $10, $11, $12, $13, $14 FROM resolved \
-         RETURNING id";
+         SELECT $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26 FROM NAME_resolved), \
+         NAME AS (INSERT INTO events (id, workspace_id, event_type, project, run_id, question_id, data, created_at) \
+         OVERRIDING SYSTEM VALUE SELECT -nextval('events_draft_id_seq'), $8, $9, $10, $11, $12, $13, $14 FROM NAME_resolved \
+         RETURNING id)";
     /// Ids are drawn at commit: the hub learns of this instance's events as of the others', by notification.
     const EVENT_ID_FINAL_AT_INSERT: bool = false;
     /// Instances append concurrently: only the commit that seals an entry can know the head it follows.
@@ -346,7 +346,8 @@ impl PostgresStore {
         let tokens = Arc::new(TokenCache::new(false, token_cache));
         let stop = tokio_util::sync::CancellationToken::new();
         tokio::spawn(listen_to_other_instances(pool.clone(), committed.clone(), Arc::clone(&tokens), stop.clone()));
-        Ok(Self { pool, committed, tokens, _stop_listening: Arc::new(stop.drop_guard()) })
+        let batches = WriteBatches::start(pool.clone());
+        Ok(Self { pool, committed, tokens, _stop_listening: Arc::new(stop.drop_guard()), batches })
     }
 }
 
@@ -971,14 +972,6 @@ macro_rules! sql_store {
                 }
                 // A question that may supersede its run's blocking one runs more statements after its insert.
                 let may_supersede = q.run_id.is_some() && q.kind == "blocking";
-                if Self::A_STATEMENT_COMMITS_ALONE && idempotency.is_none() && !may_supersede {
-                    // The whole write is one statement, committed by itself: no round trips for BEGIN and COMMIT.
-                    let query = Self::bind_question(sqlx::query_as(Self::insert_question_then_event_sql()), q);
-                    // Read to the end (`ReadyForQuery`): the statement's own transaction has committed by then, so
-                    // whoever the caller tells can read the question.
-                    let _: Vec<(i64,)> = Self::bind_event(query, event).fetch_all(&self.$write).await?;
-                    return Ok(Created { value: q.clone(), created: true });
-                }
                 if idempotency.is_none() && !may_supersede {
                     if let Some(created) = self.insert_question_directly(q, event).await? {
                         return Ok(created);
@@ -1372,18 +1365,20 @@ static RESOLVE_PENDING_WITH_EVENT_AND_AUDIT: std::sync::LazyLock<String> = std::
 impl PostgresStore {
     pub(super) const BACKEND: Backend = Backend::Postgres;
 
-    /// A question of no run, without an idempotency key, is one statement committed alone here (see
-    /// `A_STATEMENT_COMMITS_ALONE`): this is never reached.
+    /// Asks a question (of no run, without an idempotency key): the question and its `question_asked` event, one
+    /// statement, committed in a batch with the other hot writes queued with it (see `pg_write_batch`).
     async fn insert_question_directly(
         &self,
-        _: &QuestionRow,
-        _: &NewEvent,
+        q: &QuestionRow,
+        event: &NewEvent,
     ) -> StoreResult<Option<Created<QuestionRow>>> {
-        Ok(None)
+        self.batches.run(AskWrite { question: q.clone(), event: event.clone() }).await?;
+        Ok(Some(Created { value: q.clone(), created: true }))
     }
 
-    /// Resolves a pending question (of no run) with one statement (`RESOLVE_WITH_EVENT_AND_AUDIT`), committed by
-    /// itself. `None`, with nothing written, when someone was first: the general path then reads the question.
+    /// Resolves a pending question (of no run) with one statement (`RESOLVE_AS_EXPRESSIONS`), committed in a
+    /// batch (see `pg_write_batch`). `None`, with nothing written, when someone was first: the general path then
+    /// reads the question.
     async fn resolve_pending_in_one_query(
         &self,
         read: &QuestionRow,
@@ -1393,11 +1388,67 @@ impl PostgresStore {
         let row = read.resolved_with(change);
         let event = change.event(&row, workspace)?;
         let draft = AuditRow::unsealed(&crate::audit::question_resolved(&row, &change.actor));
-        let query = Self::bind_resolved(sqlx::query_as::<_, (i64,)>(Self::RESOLVE_WITH_EVENT_AND_AUDIT), &row);
-        let query = Self::bind_audit_draft(Self::bind_event(query, &event), &draft);
-        // Read to the end, so the statement has committed before the caller hears of it.
-        let written: Vec<(i64,)> = query.fetch_all(&self.pool).await?;
+        let written = self.batches.run(ResolveWrite { row: row.clone(), event, draft }).await?;
         Ok(written.first().map(|_| row))
+    }
+}
+
+/// How many values a question binds (`QUESTION_COLUMNS`), an event (`INSERT_EVENT`) and a resolve's update and draft.
+const QUESTION_ARGUMENTS: usize = 27;
+const EVENT_ARGUMENTS: usize = 7;
+const RESOLVE_ARGUMENTS: usize = 26;
+
+/// PostgreSQL's hot write of a question: the question and its `question_asked` event, as `pg_write_batch` runs it.
+struct AskWrite {
+    question: QuestionRow,
+    event: NewEvent,
+}
+
+impl BatchableWrite for AskWrite {
+    fn as_expressions(&self, name: &str, offset: usize) -> String {
+        let placeholders = (1..=QUESTION_ARGUMENTS).map(|n| format!("${}", n + offset)).collect::<Vec<_>>().join(", ");
+        let event = shift_placeholders(PostgresStore::INSERT_EVENT, offset + QUESTION_ARGUMENTS);
+        format!(
+            "{name}_question AS (INSERT INTO questions ({QUESTION_COLUMNS}) VALUES ({placeholders})), {name} AS ({event})"
+        )
+    }
+
+    fn arguments(&self) -> usize {
+        QUESTION_ARGUMENTS + EVENT_ARGUMENTS
+    }
+
+    fn bind<'q>(&'q self, query: BatchQuery<'q>) -> BatchQuery<'q> {
+        PostgresStore::bind_event(PostgresStore::bind_question(query, &self.question), &self.event)
+    }
+
+    fn kind(&self) -> u8 {
+        0
+    }
+}
+
+/// PostgreSQL's hot write of an answer (`RESOLVE_AS_EXPRESSIONS`), as `pg_write_batch` runs it.
+struct ResolveWrite {
+    row: QuestionRow,
+    event: NewEvent,
+    draft: AuditRow,
+}
+
+impl BatchableWrite for ResolveWrite {
+    fn as_expressions(&self, name: &str, offset: usize) -> String {
+        shift_placeholders(&PostgresStore::RESOLVE_AS_EXPRESSIONS.replace("NAME", name), offset)
+    }
+
+    fn arguments(&self) -> usize {
+        RESOLVE_ARGUMENTS
+    }
+
+    fn bind<'q>(&'q self, query: BatchQuery<'q>) -> BatchQuery<'q> {
+        let query = PostgresStore::bind_event(PostgresStore::bind_resolved(query, &self.row), &self.event);
+        PostgresStore::bind_audit_draft(query, &self.draft)
+    }
+
+    fn kind(&self) -> u8 {
+        1
     }
 }
 
@@ -1747,17 +1798,8 @@ mod tests {
     /// to find the question (see `STILL_PENDING`); it must find it by its id.
     #[tokio::test]
     async fn postgres_resolves_a_question_found_by_its_id() {
-        let admin_url = std::env::var("HOLDPOINT_TEST_POSTGRES_URL")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-        let admin = match PgPool::connect(&admin_url).await {
-            Ok(pool) => pool,
-            Err(err) if std::env::var("CI").as_deref() == Ok("true") => panic!("PostgreSQL is required in CI: {err}"),
-            Err(err) => return eprintln!("SKIPPED: PostgreSQL at {admin_url} is unreachable ({err})"),
-        };
-        let schema = format!("t_{}", Uuid::now_v7().simple());
-        sqlx::query(&format!("CREATE SCHEMA {schema}")).execute(&admin).await.unwrap();
-        let separator = if admin_url.contains('?') { '&' } else { '?' };
-        let url = format!("{admin_url}{separator}options=-c%20search_path%3D{schema}");
+        let Some(schema) = PostgresSchema::new().await else { return };
+        let url = schema.url.clone();
         let store = connect(&url).await.unwrap();
         let workspace = store.ensure_workspace("busy").await.unwrap();
         let mut connection = <sqlx::PgConnection as sqlx::Connection>::connect(&url).await.unwrap();
@@ -1772,14 +1814,126 @@ mod tests {
         .await
         .unwrap();
 
-        let resolving =
-            question_indexes_planned(&mut connection, PostgresStore::RESOLVE_WITH_EVENT_AND_AUDIT, 26).await;
+        // The statement of a batch that holds one resolve (`pg_write_batch`).
+        let resolve_alone =
+            format!("WITH {} SELECT 0, id FROM w0", PostgresStore::RESOLVE_AS_EXPRESSIONS.replace("NAME", "w0"));
+        let resolving = question_indexes_planned(&mut connection, &resolve_alone, RESOLVE_ARGUMENTS).await;
         let by_id = ["questions_pkey", "questions_workspace_created"];
         assert!(resolving.iter().all(|index| by_id.contains(&index.as_str())), "{resolving:?}");
         assert_eq!(resolving.len(), 1, "{resolving:?}");
+    }
 
-        drop(connection);
-        drop(store);
-        sqlx::query(&format!("DROP SCHEMA {schema} CASCADE")).execute(&admin).await.unwrap();
+    /// Asks and answers that reach PostgreSQL together go in as one statement (`pg_write_batch`), each stored once
+    /// with its event and, for an answer, its audit entry. Of two answers to one question in one batch, one
+    /// resolves it and the other finds it resolved.
+    #[tokio::test]
+    async fn on_postgres_asks_and_answers_queued_together_are_each_stored_once() {
+        let Some(schema) = PostgresSchema::new().await else { return };
+        let store = connect(&schema.url).await.unwrap();
+        let workspace = store.ensure_workspace("batched").await.unwrap();
+        super::super::remember_workspace_name(workspace.id, "batched");
+        let question = |n: usize| {
+            question_and_event(
+                workspace.id,
+                serde_json::json!({ "title": format!("q{n}"), "response_type": "boolean" }),
+            )
+        };
+        let transactions = |ids: Vec<Uuid>| {
+            let url = schema.url.clone();
+            async move {
+                let pool = PgPool::connect(&url).await.unwrap();
+                let (count,): (i64,) =
+                    sqlx::query_as("SELECT count(DISTINCT xmin::text) FROM questions WHERE id = ANY($1)")
+                        .bind(ids)
+                        .fetch_one(&pool)
+                        .await
+                        .unwrap();
+                count
+            }
+        };
+        // The test's runtime has one thread: every write below is queued before the batch's worker runs.
+        let first: Vec<(QuestionRow, NewEvent)> = (0..5).map(question).collect();
+        let created =
+            futures::future::join_all(first.iter().map(|(row, event)| store.create_question(row, event, None)));
+        assert!(created.await.iter().all(Result::is_ok));
+        assert_eq!(transactions(first.iter().map(|(row, _)| row.id).collect()).await, 1, "one statement");
+
+        let second: Vec<(QuestionRow, NewEvent)> = (5..7).map(question).collect();
+        let asks = futures::future::join_all(second.iter().map(|(row, event)| store.create_question(row, event, None)));
+        let answer = answered_with(serde_json::json!(true));
+        let answered = [0, 1, 2, 0].map(|n| &first[n].0);
+        let answers =
+            futures::future::join_all(answered.iter().map(|row| store.resolve_pending_question(row, &answer)));
+        let (asks, answers) = tokio::join!(asks, answers);
+        assert!(asks.iter().all(Result::is_ok));
+        let outcomes: Vec<&str> = answers
+            .iter()
+            .map(|outcome| match outcome.as_ref().unwrap() {
+                ResolveOutcome::Resolved(_) => "resolved",
+                ResolveOutcome::NotPending(_) => "not pending",
+                ResolveOutcome::NotFound => "not found",
+            })
+            .collect();
+        assert_eq!(outcomes.iter().filter(|o| **o == "resolved").count(), 3, "{outcomes:?}");
+        assert_eq!(outcomes.iter().filter(|o| **o == "not pending").count(), 1, "{outcomes:?}");
+        let together = [&second[0].0, &second[1].0, &first[1].0, &first[2].0].map(|row| row.id);
+        assert_eq!(transactions(together.to_vec()).await, 1, "the second batch is one statement too");
+
+        let events = store.events_after(0, 100).await.unwrap();
+        assert!(events.windows(2).all(|pair| pair[0].id < pair[1].id));
+        let count = |kind: &str| events.iter().filter(|event| event.event_type == kind).count();
+        assert_eq!((count("question_asked"), count("question_answered")), (7, 3));
+        let verified = crate::audit::verify(store.as_ref()).await.unwrap().expect("an unbroken chain");
+        assert_eq!(verified.entries, 3, "one entry per answer");
+        for (n, (row, _)) in first.iter().chain(&second).enumerate() {
+            let status = store.question(workspace.id, row.id).await.unwrap().unwrap().status;
+            assert_eq!(status, if n < 3 { "answered" } else { "pending" }, "q{n}");
+        }
+    }
+
+    /// A schema of one test's own on the tests' PostgreSQL, dropped when the test ends; `None` (the test is
+    /// skipped) when PostgreSQL is unreachable outside CI.
+    struct PostgresSchema {
+        admin_url: String,
+        name: String,
+        url: String,
+    }
+
+    impl PostgresSchema {
+        async fn new() -> Option<Self> {
+            let admin_url = std::env::var("HOLDPOINT_TEST_POSTGRES_URL")
+                .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+            let admin = match PgPool::connect(&admin_url).await {
+                Ok(pool) => pool,
+                Err(err) if std::env::var("CI").as_deref() == Ok("true") => {
+                    panic!("PostgreSQL is required in CI: {err}")
+                }
+                Err(err) => {
+                    eprintln!("SKIPPED: PostgreSQL at {admin_url} is unreachable ({err})");
+                    return None;
+                }
+            };
+            let name = format!("t_{}", Uuid::now_v7().simple());
+            sqlx::query(&format!("CREATE SCHEMA {name}")).execute(&admin).await.unwrap();
+            let separator = if admin_url.contains('?') { '&' } else { '?' };
+            let url = format!("{admin_url}{separator}options=-c%20search_path%3D{name}");
+            Some(Self { admin_url, name, url })
+        }
+    }
+
+    impl Drop for PostgresSchema {
+        fn drop(&mut self) {
+            let (admin_url, name) = (self.admin_url.clone(), self.name.clone());
+            // The test's runtime cannot be blocked on; a thread with its own can.
+            let _ = std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                runtime.block_on(async {
+                    if let Ok(pool) = PgPool::connect(&admin_url).await {
+                        let _ = sqlx::query(&format!("DROP SCHEMA {name} CASCADE")).execute(&pool).await;
+                    }
+                });
+            })
+            .join();
+        }
     }
 }

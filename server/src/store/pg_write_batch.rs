@@ -1,0 +1,310 @@
+//! Group commit for PostgreSQL's hot writes: asking a question and resolving one.
+//!
+//! Each of them is one statement. Committed alone, every such commit took the event log's lock inside its
+//! `COMMIT` (migration 0008 numbers events there) and held it over its own WAL flush, so under load the commits of
+//! concurrent asks and answers ran one after another, each flushing alone (docs/benchmarks.md). Here the writes
+//! that queue while the workers are busy become one statement: each write's statement is a list of common table
+//! expressions, and the batch's statement runs all of them, committed by itself. One round trip, one lock, one
+//! flush and one commit's bookkeeping for the lot.
+//!
+//! - A write that finds nobody queued with it runs alone, as a batch of one.
+//! - A write is told it is stored only once its batch's statement has returned, committed.
+//! - A batch whose statement PostgreSQL refused (any write's error, or a deferred trigger's at the commit) stored
+//!   nothing; then each of its writes runs alone, so each gets its own outcome and one write's failure costs the
+//!   others only time. A batch whose statement got no answer (the connection broke) may be stored or not: every
+//!   write of it is told so, and none is run again.
+//! - A write whose caller has gone (the request was cancelled) before its batch starts is not run.
+//! - Two resolves of one question in one batch: PostgreSQL changes a row once per statement, so one resolves it and
+//!   the other returns no row, as it would have run second.
+
+use std::sync::Arc;
+
+use sqlx::pool::PoolConnection;
+use sqlx::postgres::PgArguments;
+use sqlx::{PgConnection, PgPool, Postgres};
+use tokio::sync::{Mutex, mpsc, oneshot};
+
+use super::{StoreError, StoreResult};
+
+/// The rows a write returns (its last expression's `RETURNING id`).
+pub(super) type Returned = Vec<(i64,)>;
+
+/// A batch's statement: each row is a write's place in the batch and one id it returned.
+pub(super) type BatchQuery<'q> = sqlx::query::QueryAs<'q, Postgres, (i32, i64), PgArguments>;
+
+/// A write of one statement, written as common table expressions so that a batch can hold several.
+pub(super) trait BatchableWrite: Send + Sync + 'static {
+    /// The write as common table expressions: the last one is named `name` and returns the write's rows as `id`;
+    /// any other is named `name` and a suffix. Its placeholders come after the first `offset`.
+    fn as_expressions(&self, name: &str, offset: usize) -> String;
+    /// How many values the write binds.
+    fn arguments(&self) -> usize;
+    /// Binds the write's values after what `query` has.
+    fn bind<'q>(&'q self, query: BatchQuery<'q>) -> BatchQuery<'q>;
+    /// Writes of one kind go together in a batch, so that batches come in few shapes and PostgreSQL plans each
+    /// shape once per connection.
+    fn kind(&self) -> u8;
+}
+
+/// The most writes one statement holds: past a dozen or so, a batch only makes its first writes wait longer.
+const MOST_WRITES_IN_A_BATCH: usize = 16;
+
+/// How many batches run at once, each on a connection of its own: while one waits for its flush, the next one's
+/// statement runs.
+const WORKERS: usize = 2;
+
+struct Job {
+    write: Box<dyn BatchableWrite>,
+    reply: oneshot::Sender<StoreResult<Returned>>,
+}
+
+/// The queue of hot writes and the workers that run them in batches. The workers stop when the last clone is
+/// dropped.
+#[derive(Clone)]
+pub(super) struct WriteBatches {
+    queue: mpsc::UnboundedSender<Job>,
+}
+
+impl WriteBatches {
+    pub(super) fn start(pool: PgPool) -> Self {
+        let (queue, jobs) = mpsc::unbounded_channel();
+        let jobs = Arc::new(Mutex::new(jobs));
+        for _ in 0..WORKERS {
+            tokio::spawn(work(pool.clone(), Arc::clone(&jobs)));
+        }
+        Self { queue }
+    }
+
+    /// Runs `write`, in a batch with whatever else is queued, and returns its rows once they are committed.
+    pub(super) async fn run(&self, write: impl BatchableWrite) -> StoreResult<Returned> {
+        let (reply, outcome) = oneshot::channel();
+        self.queue.send(Job { write: Box::new(write), reply }).map_err(|_| stopped())?;
+        outcome.await.map_err(|_| stopped())?
+    }
+}
+
+fn stopped() -> StoreError {
+    StoreError::BatchedWrite("the store is shutting down".into())
+}
+
+async fn work(pool: PgPool, jobs: Arc<Mutex<mpsc::UnboundedReceiver<Job>>>) {
+    // Held from batch to batch: handing it back to the pool and taking it again costs more than a batch's
+    // statement.
+    let mut held: Option<PoolConnection<Postgres>> = None;
+    loop {
+        let mut batch = {
+            let mut jobs = jobs.lock().await;
+            let Some(first) = jobs.recv().await else { return };
+            let mut batch = vec![first];
+            while batch.len() < MOST_WRITES_IN_A_BATCH {
+                let Ok(next) = jobs.try_recv() else { break };
+                batch.push(next);
+            }
+            batch
+        };
+        batch.retain(|job| !job.reply.is_closed());
+        if batch.is_empty() {
+            continue;
+        }
+        batch.sort_by_key(|job| job.write.kind());
+        let mut connection = match held.take() {
+            Some(connection) => connection,
+            None => match pool.acquire().await {
+                Ok(connection) => connection,
+                Err(err) => {
+                    let reason = format!("no connection: {err}");
+                    for job in batch {
+                        let _ = job.reply.send(Err(StoreError::BatchedWrite(reason.clone())));
+                    }
+                    continue;
+                }
+            },
+        };
+        if run_batch(&mut connection, batch).await {
+            held = Some(connection);
+        } else {
+            drop(connection.detach());
+        }
+    }
+}
+
+/// Runs `batch` and tells each write how it went. `false` when the connection may be broken.
+async fn run_batch(connection: &mut PgConnection, batch: Vec<Job>) -> bool {
+    match in_one_statement(connection, &batch).await {
+        Ok(returned) => {
+            for (job, returned) in batch.into_iter().zip(returned) {
+                let _ = job.reply.send(Ok(returned));
+            }
+            true
+        }
+        Err(err) if batch.len() == 1 => {
+            let usable = matches!(err, sqlx::Error::Database(_));
+            if let Some(job) = batch.into_iter().next() {
+                let _ = job.reply.send(Err(err.into()));
+            }
+            usable
+        }
+        // PostgreSQL answered: the statement stored nothing. Each write runs again alone, for its own outcome.
+        Err(sqlx::Error::Database(_)) => {
+            let mut jobs = batch.into_iter();
+            while let Some(job) = jobs.next() {
+                let outcome = in_one_statement(connection, std::slice::from_ref(&job)).await;
+                let broken = matches!(outcome, Err(ref err) if !matches!(err, sqlx::Error::Database(_)));
+                let _ = job.reply.send(outcome.map(|mut returned| returned.remove(0)).map_err(StoreError::from));
+                if broken {
+                    for job in jobs {
+                        let reason = "the connection broke before the write could run again alone";
+                        let _ = job.reply.send(Err(StoreError::BatchedWrite(reason.into())));
+                    }
+                    return false;
+                }
+            }
+            true
+        }
+        Err(err) => {
+            let reason = format!("no answer to the statement, which may or may not have been stored: {err}");
+            for job in batch {
+                let _ = job.reply.send(Err(StoreError::BatchedWrite(reason.clone())));
+            }
+            false
+        }
+    }
+}
+
+/// Runs `batch` as one statement, committed by itself, and returns each write's rows in the batch's order.
+async fn in_one_statement(connection: &mut PgConnection, batch: &[Job]) -> Result<Vec<Returned>, sqlx::Error> {
+    let mut expressions = Vec::with_capacity(batch.len());
+    let mut results = Vec::with_capacity(batch.len());
+    let mut offset = 0;
+    for (place, job) in batch.iter().enumerate() {
+        let name = format!("w{place}");
+        expressions.push(job.write.as_expressions(&name, offset));
+        results.push(format!("SELECT {place}, id FROM {name}"));
+        offset += job.write.arguments();
+    }
+    let sql = format!("WITH {} {}", expressions.join(", "), results.join(" UNION ALL "));
+    let query = batch.iter().fold(sqlx::query_as(&sql), |query, job| job.write.bind(query));
+    let mut returned = vec![Returned::new(); batch.len()];
+    for (place, id) in query.fetch_all(connection).await? {
+        if let Some(rows) = usize::try_from(place).ok().and_then(|place| returned.get_mut(place)) {
+            rows.push((id,));
+        }
+    }
+    Ok(returned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Inserts `100 / n * n` into the test's table and returns it; `n` = 0 divides by zero, so the statement fails.
+    struct Insert(i64);
+
+    impl BatchableWrite for Insert {
+        fn as_expressions(&self, name: &str, offset: usize) -> String {
+            let n = offset + 1;
+            format!("{name} AS (INSERT INTO batched (n) VALUES (100 / ${n} * ${n}) RETURNING n AS id)")
+        }
+
+        fn arguments(&self) -> usize {
+            1
+        }
+
+        fn bind<'q>(&'q self, query: BatchQuery<'q>) -> BatchQuery<'q> {
+            query.bind(self.0)
+        }
+
+        fn kind(&self) -> u8 {
+            0
+        }
+    }
+
+    /// A pool on a schema of the test's own, with the table `batched`, whose `n` is unique only at commit; and
+    /// what drops the schema.
+    async fn database() -> Option<(PgPool, impl Drop)> {
+        let admin_url = std::env::var("HOLDPOINT_TEST_POSTGRES_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+        let admin = match PgPool::connect(&admin_url).await {
+            Ok(pool) => pool,
+            Err(err) if std::env::var("CI").as_deref() == Ok("true") => panic!("PostgreSQL is required in CI: {err}"),
+            Err(err) => {
+                eprintln!("SKIPPED: PostgreSQL at {admin_url} is unreachable ({err})");
+                return None;
+            }
+        };
+        let schema = format!("t_{}", uuid::Uuid::now_v7().simple());
+        sqlx::query(&format!("CREATE SCHEMA {schema}")).execute(&admin).await.unwrap();
+        let separator = if admin_url.contains('?') { '&' } else { '?' };
+        let pool =
+            PgPool::connect(&format!("{admin_url}{separator}options=-c%20search_path%3D{schema}")).await.unwrap();
+        sqlx::query("CREATE TABLE batched (n BIGINT NOT NULL, UNIQUE (n) DEFERRABLE INITIALLY DEFERRED)")
+            .execute(&pool)
+            .await
+            .unwrap();
+        struct DropSchema(String, String);
+        impl Drop for DropSchema {
+            fn drop(&mut self) {
+                let (admin_url, schema) = (self.0.clone(), self.1.clone());
+                // The test's runtime cannot be blocked on; a thread with its own can.
+                let _ = std::thread::spawn(move || {
+                    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                    runtime.block_on(async {
+                        if let Ok(pool) = PgPool::connect(&admin_url).await {
+                            let _ = sqlx::query(&format!("DROP SCHEMA {schema} CASCADE")).execute(&pool).await;
+                        }
+                    });
+                })
+                .join();
+            }
+        }
+        Some((pool, DropSchema(admin_url, schema)))
+    }
+
+    /// Queues the writes at once (the test's runtime has one thread, so the workers see them all queued), and
+    /// returns each one's outcome.
+    async fn run_together(batches: &WriteBatches, values: &[i64]) -> Vec<StoreResult<Returned>> {
+        futures::future::join_all(values.iter().map(|&n| batches.run(Insert(n)))).await
+    }
+
+    /// How many transactions wrote the table's rows, and the rows.
+    async fn stored(pool: &PgPool) -> (i64, Vec<i64>) {
+        let (transactions,): (i64,) =
+            sqlx::query_as("SELECT count(DISTINCT xmin::text) FROM batched").fetch_one(pool).await.unwrap();
+        let rows: Vec<(i64,)> = sqlx::query_as("SELECT n FROM batched ORDER BY n").fetch_all(pool).await.unwrap();
+        (transactions, rows.into_iter().map(|(n,)| n).collect())
+    }
+
+    #[tokio::test]
+    async fn writes_queued_together_commit_in_one_transaction_and_each_gets_its_rows() {
+        let Some((pool, _schema)) = database().await else { return };
+        let batches = WriteBatches::start(pool.clone());
+        let outcomes = run_together(&batches, &[1, 3, 6, 7]).await;
+        let returned: Vec<Returned> = outcomes.into_iter().map(Result::unwrap).collect();
+        assert_eq!(returned, vec![vec![(100,)], vec![(99,)], vec![(96,)], vec![(98,)]]);
+        assert_eq!(stored(&pool).await, (1, vec![96, 98, 99, 100]));
+    }
+
+    #[tokio::test]
+    async fn a_failing_write_fails_alone_and_the_rest_of_its_batch_is_stored() {
+        let Some((pool, _schema)) = database().await else { return };
+        let batches = WriteBatches::start(pool.clone());
+        let outcomes = run_together(&batches, &[7, 0, 9]).await;
+        assert!(matches!(&outcomes[1], Err(StoreError::Database(sqlx::Error::Database(_)))), "{:?}", outcomes[1]);
+        assert_eq!(outcomes[0].as_ref().unwrap(), &vec![(98,)]);
+        assert_eq!(outcomes[2].as_ref().unwrap(), &vec![(99,)]);
+        // Run again alone, each in a transaction of its own.
+        assert_eq!(stored(&pool).await, (2, vec![98, 99]));
+    }
+
+    #[tokio::test]
+    async fn a_commit_postgresql_refuses_sends_each_write_on_alone() {
+        let Some((pool, _schema)) = database().await else { return };
+        let batches = WriteBatches::start(pool.clone());
+        // 3 and 9 both store 99 (100 / n * n): fine statement by statement, refused at the batch's COMMIT.
+        let outcomes = run_together(&batches, &[3, 9, 6]).await;
+        assert_eq!(outcomes[0].as_ref().unwrap(), &vec![(99,)]);
+        assert!(matches!(&outcomes[1], Err(StoreError::Database(sqlx::Error::Database(_)))), "{:?}", outcomes[1]);
+        assert_eq!(outcomes[2].as_ref().unwrap(), &vec![(96,)]);
+        assert_eq!(stored(&pool).await, (2, vec![96, 99]));
+    }
+}
