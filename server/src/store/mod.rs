@@ -263,7 +263,7 @@ pub trait Store: RunStore + PeopleStore + Send + Sync + 'static {
 }
 
 /// A connection that sat in the pool longer than this is pinged before it is handed out.
-const PING_AFTER_IDLE: Duration = Duration::from_secs(10);
+pub(super) const PING_AFTER_IDLE: Duration = Duration::from_secs(10);
 
 /// PostgreSQL's pool settings (SQLite's connections are not pooled by sqlx: see `sqlite_connections`): sqlx pings
 /// each connection on every acquire by default, which added a round trip to every statement run outside a

@@ -18,13 +18,14 @@
 //!   the other returns no row, as it would have run second.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use sqlx::pool::PoolConnection;
-use sqlx::postgres::PgArguments;
-use sqlx::{PgConnection, PgPool, Postgres};
+use sqlx::postgres::{PgArguments, PgDatabaseError, PgSeverity};
+use sqlx::{Connection, PgConnection, PgPool, Postgres};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
-use super::{StoreError, StoreResult};
+use super::{PING_AFTER_IDLE, StoreError, StoreResult};
 
 /// The rows a write returns (its last expression's `RETURNING id`).
 pub(super) type Returned = Vec<(i64,)>;
@@ -67,10 +68,16 @@ pub(super) struct WriteBatches {
 
 impl WriteBatches {
     pub(super) fn start(pool: PgPool) -> Self {
+        Self::start_with(pool, WORKERS, PING_AFTER_IDLE)
+    }
+
+    /// [`WriteBatches::start`] with `workers` workers, which check a connection they held unused for `idle` before
+    /// a batch.
+    fn start_with(pool: PgPool, workers: usize, idle: Duration) -> Self {
         let (queue, jobs) = mpsc::unbounded_channel();
         let jobs = Arc::new(Mutex::new(jobs));
-        for _ in 0..WORKERS {
-            tokio::spawn(work(pool.clone(), Arc::clone(&jobs)));
+        for _ in 0..workers {
+            tokio::spawn(work(pool.clone(), Arc::clone(&jobs), idle));
         }
         Self { queue }
     }
@@ -87,10 +94,31 @@ fn stopped() -> StoreError {
     StoreError::BatchedWrite("the store is shutting down".into())
 }
 
-async fn work(pool: PgPool, jobs: Arc<Mutex<mpsc::UnboundedReceiver<Job>>>) {
-    // Held from batch to batch: handing it back to the pool and taking it again costs more than a batch's
-    // statement.
-    let mut held: Option<PoolConnection<Postgres>> = None;
+/// A worker's connection, held from batch to batch: handing it back to the pool and taking it again cost more than
+/// a batch's statement.
+struct Held {
+    connection: PoolConnection<Postgres>,
+    last_used: Instant,
+}
+
+/// The connection for the next batch: the one held, checked first if it sat unused for `idle` or longer, as the
+/// pool checks its own (`PING_AFTER_IDLE`): it may have broken unseen (the database restarted, a proxy dropped it).
+async fn connection_for_a_batch(
+    pool: &PgPool,
+    held: Option<Held>,
+    idle: Duration,
+) -> Result<PoolConnection<Postgres>, sqlx::Error> {
+    if let Some(Held { mut connection, last_used }) = held {
+        if last_used.elapsed() < idle || connection.ping().await.is_ok() {
+            return Ok(connection);
+        }
+        drop(connection.detach());
+    }
+    pool.acquire().await
+}
+
+async fn work(pool: PgPool, jobs: Arc<Mutex<mpsc::UnboundedReceiver<Job>>>, idle: Duration) {
+    let mut held: Option<Held> = None;
     loop {
         let mut batch = {
             let mut jobs = jobs.lock().await;
@@ -107,21 +135,18 @@ async fn work(pool: PgPool, jobs: Arc<Mutex<mpsc::UnboundedReceiver<Job>>>) {
             continue;
         }
         batch.sort_by_key(|job| job.write.kind());
-        let mut connection = match held.take() {
-            Some(connection) => connection,
-            None => match pool.acquire().await {
-                Ok(connection) => connection,
-                Err(err) => {
-                    let reason = format!("no connection: {err}");
-                    for job in batch {
-                        let _ = job.reply.send(Err(StoreError::BatchedWrite(reason.clone())));
-                    }
-                    continue;
+        let mut connection = match connection_for_a_batch(&pool, held.take(), idle).await {
+            Ok(connection) => connection,
+            Err(err) => {
+                let reason = format!("no connection: {err}");
+                for job in batch {
+                    let _ = job.reply.send(Err(StoreError::BatchedWrite(reason.clone())));
                 }
-            },
+                continue;
+            }
         };
         if run_batch(&mut connection, batch).await {
-            held = Some(connection);
+            held = Some(Held { connection, last_used: Instant::now() });
         } else {
             drop(connection.detach());
         }
@@ -138,18 +163,18 @@ async fn run_batch(connection: &mut PgConnection, batch: Vec<Job>) -> bool {
             true
         }
         Err(err) if batch.len() == 1 => {
-            let usable = matches!(err, sqlx::Error::Database(_));
+            let usable = refused(&err);
             if let Some(job) = batch.into_iter().next() {
                 let _ = job.reply.send(Err(err.into()));
             }
             usable
         }
-        // PostgreSQL answered: the statement stored nothing. Each write runs again alone, for its own outcome.
-        Err(sqlx::Error::Database(_)) => {
+        // The statement stored nothing: each write runs again alone, for its own outcome.
+        Err(err) if refused(&err) => {
             let mut jobs = batch.into_iter();
             while let Some(job) = jobs.next() {
                 let outcome = in_one_statement(connection, std::slice::from_ref(&job)).await;
-                let broken = matches!(outcome, Err(ref err) if !matches!(err, sqlx::Error::Database(_)));
+                let broken = matches!(outcome, Err(ref err) if !refused(err));
                 let _ = job.reply.send(outcome.map(|mut returned| returned.remove(0)).map_err(StoreError::from));
                 if broken {
                     for job in jobs {
@@ -169,6 +194,14 @@ async fn run_batch(connection: &mut PgConnection, batch: Vec<Job>) -> bool {
             false
         }
     }
+}
+
+/// Whether PostgreSQL refused the statement, storing nothing of it, on a connection that still serves: an `ERROR`.
+/// A `FATAL` ends the session, and may come after the statement's commit (an administrator's termination is
+/// processed wherever the backend next checks for it); an I/O error tells nothing of the outcome.
+fn refused(err: &sqlx::Error) -> bool {
+    let sqlx::Error::Database(err) = err else { return false };
+    err.try_downcast_ref::<PgDatabaseError>().is_none_or(|err| matches!(err.severity(), PgSeverity::Error))
 }
 
 /// Runs `batch` as one statement, committed by itself, and returns each write's rows in the batch's order.
@@ -197,13 +230,17 @@ async fn in_one_statement(connection: &mut PgConnection, batch: &[Job]) -> Resul
 mod tests {
     use super::*;
 
-    /// Inserts `100 / n * n` into the test's table and returns it; `n` = 0 divides by zero, so the statement fails.
+    /// Inserts `100 / n * n` into the test's table and returns it; `n` = 0 divides by zero, so the statement fails,
+    /// and a negative `n` sleeps for half a minute first.
     struct Insert(i64);
 
     impl BatchableWrite for Insert {
         fn as_expressions(&self, name: &str, offset: usize) -> String {
             let n = offset + 1;
-            format!("{name} AS (INSERT INTO batched (n) VALUES (100 / ${n} * ${n}) RETURNING n AS id)")
+            format!(
+                "{name} AS (INSERT INTO batched (n) SELECT 100 / ${n} * ${n} \
+                 FROM pg_sleep(CASE WHEN ${n} < 0 THEN 30 ELSE 0 END) RETURNING n AS id)"
+            )
         }
 
         fn arguments(&self) -> usize {
@@ -235,8 +272,9 @@ mod tests {
         let schema = format!("t_{}", uuid::Uuid::now_v7().simple());
         sqlx::query(&format!("CREATE SCHEMA {schema}")).execute(&admin).await.unwrap();
         let separator = if admin_url.contains('?') { '&' } else { '?' };
-        let pool =
-            PgPool::connect(&format!("{admin_url}{separator}options=-c%20search_path%3D{schema}")).await.unwrap();
+        // Named after the schema, so that a test can find its own connections among every test's.
+        let url = format!("{admin_url}{separator}options=-c%20search_path%3D{schema}&application_name={schema}");
+        let pool = PgPool::connect(&url).await.unwrap();
         sqlx::query("CREATE TABLE batched (n BIGINT NOT NULL, UNIQUE (n) DEFERRABLE INITIALLY DEFERRED)")
             .execute(&pool)
             .await
@@ -306,5 +344,57 @@ mod tests {
         assert!(matches!(&outcomes[1], Err(StoreError::Database(sqlx::Error::Database(_)))), "{:?}", outcomes[1]);
         assert_eq!(outcomes[2].as_ref().unwrap(), &vec![(96,)]);
         assert_eq!(stored(&pool).await, (2, vec![96, 99]));
+    }
+
+    /// A connection a worker held while PostgreSQL ended it (a restart, a failover, a proxy's timeout) is found
+    /// broken before the next batch, which runs on a fresh one.
+    #[tokio::test]
+    async fn a_held_connection_that_broke_while_unused_is_replaced_before_the_next_batch() {
+        let Some((pool, _schema)) = database().await else { return };
+        // One worker, so that the second write runs on the connection the first one left it holding.
+        let batches = WriteBatches::start_with(pool.clone(), 1, Duration::ZERO);
+        assert_eq!(batches.run(Insert(1)).await.unwrap(), vec![(100,)]);
+        let (ended,): (i64,) = sqlx::query_as(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+             WHERE application_name = current_setting('application_name') AND pid <> pg_backend_pid()",
+        )
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+        assert!(ended >= 1, "the worker's connection was ended");
+        assert_eq!(batches.run(Insert(3)).await.unwrap(), vec![(99,)]);
+        assert_eq!(stored(&pool).await.1, vec![99, 100]);
+    }
+
+    /// A session that ends in the middle of a batch's statement (an administrator's termination, a failover) may
+    /// have ended after the commit: each write is told it may be stored, none runs again, and the next batch runs
+    /// on a fresh connection.
+    #[tokio::test]
+    async fn a_batch_whose_session_ends_mid_statement_is_reported_as_possibly_stored_and_not_run_again() {
+        let Some((pool, _schema)) = database().await else { return };
+        let batches = WriteBatches::start_with(pool.clone(), 1, PING_AFTER_IDLE);
+        let terminate_the_sleeper = async {
+            for _ in 0..500 {
+                let (ended,): (i64,) = sqlx::query_as(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+                     WHERE application_name = current_setting('application_name') AND pid <> pg_backend_pid() \
+                     AND state = 'active' AND query LIKE '%pg_sleep%'",
+                )
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+                if ended > 0 {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            panic!("the batch's statement never ran");
+        };
+        let (outcomes, ()) = tokio::join!(run_together(&batches, &[-1, 3]), terminate_the_sleeper);
+        for outcome in &outcomes {
+            assert!(matches!(outcome, Err(StoreError::BatchedWrite(_))), "{outcome:?}");
+        }
+        assert_eq!(stored(&pool).await.1, Vec::<i64>::new());
+        assert_eq!(batches.run(Insert(6)).await.unwrap(), vec![(96,)]);
     }
 }
