@@ -15,6 +15,8 @@ mod run_sql;
 mod sql;
 mod sqlite_connections;
 mod sqlite_direct;
+#[cfg(test)]
+mod test_postgres;
 mod token_cache;
 
 use std::str::FromStr;

@@ -229,6 +229,7 @@ async fn in_one_statement(connection: &mut PgConnection, batch: &[Job]) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::test_postgres::PostgresSchema;
 
     /// Inserts `100 / n * n` into the test's table and returns it; `n` = 0 divides by zero, so the statement fails,
     /// and a negative `n` sleeps for half a minute first.
@@ -257,45 +258,15 @@ mod tests {
     }
 
     /// A pool on a schema of the test's own, with the table `batched`, whose `n` is unique only at commit; and
-    /// what drops the schema.
-    async fn database() -> Option<(PgPool, impl Drop)> {
-        let admin_url = std::env::var("HOLDPOINT_TEST_POSTGRES_URL")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-        let admin = match PgPool::connect(&admin_url).await {
-            Ok(pool) => pool,
-            Err(err) if std::env::var("CI").as_deref() == Ok("true") => panic!("PostgreSQL is required in CI: {err}"),
-            Err(err) => {
-                eprintln!("SKIPPED: PostgreSQL at {admin_url} is unreachable ({err})");
-                return None;
-            }
-        };
-        let schema = format!("t_{}", uuid::Uuid::now_v7().simple());
-        sqlx::query(&format!("CREATE SCHEMA {schema}")).execute(&admin).await.unwrap();
-        let separator = if admin_url.contains('?') { '&' } else { '?' };
-        // Named after the schema, so that a test can find its own connections among every test's.
-        let url = format!("{admin_url}{separator}options=-c%20search_path%3D{schema}&application_name={schema}");
-        let pool = PgPool::connect(&url).await.unwrap();
+    /// the schema, dropped with it.
+    async fn database() -> Option<(PgPool, PostgresSchema)> {
+        let schema = PostgresSchema::new().await?;
+        let pool = PgPool::connect(&schema.url).await.unwrap();
         sqlx::query("CREATE TABLE batched (n BIGINT NOT NULL, UNIQUE (n) DEFERRABLE INITIALLY DEFERRED)")
             .execute(&pool)
             .await
             .unwrap();
-        struct DropSchema(String, String);
-        impl Drop for DropSchema {
-            fn drop(&mut self) {
-                let (admin_url, schema) = (self.0.clone(), self.1.clone());
-                // The test's runtime cannot be blocked on; a thread with its own can.
-                let _ = std::thread::spawn(move || {
-                    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-                    runtime.block_on(async {
-                        if let Ok(pool) = PgPool::connect(&admin_url).await {
-                            let _ = sqlx::query(&format!("DROP SCHEMA {schema} CASCADE")).execute(&pool).await;
-                        }
-                    });
-                })
-                .join();
-            }
-        }
-        Some((pool, DropSchema(admin_url, schema)))
+        Some((pool, schema))
     }
 
     /// Queues the writes at once (the test's runtime has one thread, so the workers see them all queued), and

@@ -1393,9 +1393,11 @@ impl PostgresStore {
     }
 }
 
-/// How many values a question binds (`QUESTION_COLUMNS`), an event (`INSERT_EVENT`) and a resolve's update and draft.
+/// How many values a question binds (`QUESTION_COLUMNS`).
 const QUESTION_ARGUMENTS: usize = 27;
+/// How many values an event binds (`INSERT_EVENT`).
 const EVENT_ARGUMENTS: usize = 7;
+/// How many values an answer's hot write binds (`RESOLVE_AS_EXPRESSIONS`).
 const RESOLVE_ARGUMENTS: usize = 26;
 
 /// PostgreSQL's hot write of a question: the question and its `question_asked` event, as `pg_write_batch` runs it.
@@ -1458,6 +1460,7 @@ sql_store!(PostgresStore, Postgres, read = pool, write = pool, tx = sqlx::Transa
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::test_postgres::PostgresSchema;
 
     /// A SQLite database file of one test's own, removed with its WAL when the test ends.
     struct TestDatabase(std::path::PathBuf);
@@ -1729,6 +1732,13 @@ mod tests {
     }
 
     #[test]
+    fn the_batched_writes_bind_as_many_values_as_their_statements_name() {
+        assert_eq!(QUESTION_ARGUMENTS, QUESTION_COLUMNS.split(',').count());
+        assert_eq!(EVENT_ARGUMENTS, placeholder_count(PostgresStore::INSERT_EVENT));
+        assert_eq!(RESOLVE_ARGUMENTS, placeholder_count(PostgresStore::RESOLVE_AS_EXPRESSIONS));
+    }
+
+    #[test]
     fn placeholder_count_is_the_highest_placeholder() {
         assert_eq!(placeholder_count(SqliteStore::INSERT_EVENT), 7);
         assert_eq!(placeholder_count(&APPEND_AUDIT_IF_HEAD), 15);
@@ -1888,52 +1898,6 @@ mod tests {
         for (n, (row, _)) in first.iter().chain(&second).enumerate() {
             let status = store.question(workspace.id, row.id).await.unwrap().unwrap().status;
             assert_eq!(status, if n < 3 { "answered" } else { "pending" }, "q{n}");
-        }
-    }
-
-    /// A schema of one test's own on the tests' PostgreSQL, dropped when the test ends; `None` (the test is
-    /// skipped) when PostgreSQL is unreachable outside CI.
-    struct PostgresSchema {
-        admin_url: String,
-        name: String,
-        url: String,
-    }
-
-    impl PostgresSchema {
-        async fn new() -> Option<Self> {
-            let admin_url = std::env::var("HOLDPOINT_TEST_POSTGRES_URL")
-                .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-            let admin = match PgPool::connect(&admin_url).await {
-                Ok(pool) => pool,
-                Err(err) if std::env::var("CI").as_deref() == Ok("true") => {
-                    panic!("PostgreSQL is required in CI: {err}")
-                }
-                Err(err) => {
-                    eprintln!("SKIPPED: PostgreSQL at {admin_url} is unreachable ({err})");
-                    return None;
-                }
-            };
-            let name = format!("t_{}", Uuid::now_v7().simple());
-            sqlx::query(&format!("CREATE SCHEMA {name}")).execute(&admin).await.unwrap();
-            let separator = if admin_url.contains('?') { '&' } else { '?' };
-            let url = format!("{admin_url}{separator}options=-c%20search_path%3D{name}");
-            Some(Self { admin_url, name, url })
-        }
-    }
-
-    impl Drop for PostgresSchema {
-        fn drop(&mut self) {
-            let (admin_url, name) = (self.admin_url.clone(), self.name.clone());
-            // The test's runtime cannot be blocked on; a thread with its own can.
-            let _ = std::thread::spawn(move || {
-                let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-                runtime.block_on(async {
-                    if let Ok(pool) = PgPool::connect(&admin_url).await {
-                        let _ = sqlx::query(&format!("DROP SCHEMA {name} CASCADE")).execute(&pool).await;
-                    }
-                });
-            })
-            .join();
         }
     }
 }
