@@ -1283,27 +1283,30 @@ impl SqliteStore {
         change: &QuestionResolution,
         workspace: &str,
     ) -> StoreResult<Option<QuestionRow>> {
-        if let Some(writer) = self.writer_elsewhere() {
-            let (store, read, change, workspace) = (self.clone(), read.clone(), change.clone(), workspace.to_owned());
-            return writer
-                .run(async move { store.resolve_pending_on_the_writer(&read, &change, &workspace).await })
-                .await;
-        }
-        self.resolve_pending_on_the_writer(read, change, workspace).await
-    }
-
-    async fn resolve_pending_on_the_writer(
-        &self,
-        read: &QuestionRow,
-        change: &QuestionResolution,
-        workspace: &str,
-    ) -> StoreResult<Option<QuestionRow>> {
+        // Built on the caller's thread: the writer's thread is the one part of every write that runs one at a time
+        // (docs/benchmarks.md, the end of the ninth session).
         let row = read.resolved_with(change);
         let audit_entry = crate::audit::question_resolved(&row, &change.actor);
         let event = change.event(&row, workspace)?;
+        if let Some(writer) = self.writer_elsewhere() {
+            let store = self.clone();
+            return writer
+                .run(async move { store.resolve_pending_on_the_writer(row, &audit_entry, event).await })
+                .await;
+        }
+        self.resolve_pending_on_the_writer(row, &audit_entry, event).await
+    }
+
+    /// The part of `resolve_pending_in_one_query` that holds the writer.
+    async fn resolve_pending_on_the_writer(
+        &self,
+        row: QuestionRow,
+        audit_entry: &NewAuditEntry,
+        event: NewEvent,
+    ) -> StoreResult<Option<QuestionRow>> {
         let mut tx = self.writer.begin_direct().await?;
         // Guessed while holding the writer: the writes before this one have moved the head as far as it goes.
-        let Some(sealed) = Self::sealed_on_guessed_head(&audit_entry) else { return Ok(None) };
+        let Some(sealed) = Self::sealed_on_guessed_head(audit_entry) else { return Ok(None) };
         let arguments = Self::bind_resolved(DirectArguments::default(), &row);
         let arguments = Self::bind_audit_row(Self::bind_event(arguments, &event), &sealed);
         // The event's id and the entry's seq, or nothing if the question had left `pending`.
