@@ -62,7 +62,7 @@ pub enum StoreError {
     #[error("the SQLite writer's thread: {0}")]
     WriterThread(String),
     /// A PostgreSQL write batched with others (see `pg_write_batch`) got no connection, the store was shutting
-    /// down, or its batch's `COMMIT` got no answer.
+    /// down, or its batch's statement got no answer (it may be stored).
     #[error("a batched write: {0}")]
     BatchedWrite(String),
     /// The worker no longer holds the run: its lease ran out and another took over, or the run was cancelled.
@@ -359,6 +359,11 @@ pub async fn connect_with(url: &str, settings: StoreSettings) -> StoreResult<Arc
 /// How long a SQLite connection waits for another process's write lock before it fails.
 const SQLITE_BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Whether a SQLite connection's filename names an in-memory database (sqlx names those `file:...`), not a file.
+fn in_memory(filename: &std::path::Path) -> bool {
+    filename.to_string_lossy().starts_with("file:") || filename.as_os_str() == ":memory:"
+}
+
 /// The SQLite store [`connect_with`] opens, as its own type.
 async fn connect_sqlite(url: &str, settings: StoreSettings) -> StoreResult<sql::SqliteStore> {
     let options = SqliteConnectOptions::from_str(url)?
@@ -373,7 +378,7 @@ async fn connect_sqlite(url: &str, settings: StoreSettings) -> StoreResult<sql::
         .with_regexp();
     // SQLite creates the file but not its directory, and says only "unable to open database file".
     if let Some(directory) = options.get_filename().parent().filter(|dir| !dir.as_os_str().is_empty())
-        && !options.get_filename().to_string_lossy().starts_with("file:")
+        && !in_memory(options.get_filename())
         && !directory.is_dir()
     {
         return Err(StoreError::NoSqliteDirectory {
@@ -394,11 +399,8 @@ async fn connect_sqlite(url: &str, settings: StoreSettings) -> StoreResult<sql::
     // The hot writes' connection (see `sqlite_direct`), opened once the file is migrated. An in-memory database
     // (sqlx names those `file:...`) would be another database to a second connection: its writes all keep sqlx.
     let file = options.get_filename();
-    let direct = if file.to_string_lossy().starts_with("file:") || file.as_os_str() == ":memory:" {
-        None
-    } else {
-        Some(sqlite_direct::DirectConnection::open(file, SQLITE_BUSY_TIMEOUT)?)
-    };
+    let direct =
+        if in_memory(file) { None } else { Some(sqlite_direct::DirectConnection::open(file, SQLITE_BUSY_TIMEOUT)?) };
     sql::SqliteStore::new(read, write, direct, settings.token_cache).await
 }
 

@@ -138,10 +138,7 @@ async fn work(pool: PgPool, jobs: Arc<Mutex<mpsc::UnboundedReceiver<Job>>>, idle
         let mut connection = match connection_for_a_batch(&pool, held.take(), idle).await {
             Ok(connection) => connection,
             Err(err) => {
-                let reason = format!("no connection: {err}");
-                for job in batch {
-                    let _ = job.reply.send(Err(StoreError::BatchedWrite(reason.clone())));
-                }
+                fail(batch, &format!("no connection: {err}"));
                 continue;
             }
         };
@@ -177,22 +174,23 @@ async fn run_batch(connection: &mut PgConnection, batch: Vec<Job>) -> bool {
                 let broken = matches!(outcome, Err(ref err) if !refused(err));
                 let _ = job.reply.send(outcome.map(|mut returned| returned.remove(0)).map_err(StoreError::from));
                 if broken {
-                    for job in jobs {
-                        let reason = "the connection broke before the write could run again alone";
-                        let _ = job.reply.send(Err(StoreError::BatchedWrite(reason.into())));
-                    }
+                    fail(jobs, "the connection broke before the write could run again alone");
                     return false;
                 }
             }
             true
         }
         Err(err) => {
-            let reason = format!("no answer to the statement, which may or may not have been stored: {err}");
-            for job in batch {
-                let _ = job.reply.send(Err(StoreError::BatchedWrite(reason.clone())));
-            }
+            fail(batch, &format!("no answer to the statement, which may or may not have been stored: {err}"));
             false
         }
+    }
+}
+
+/// Tells each of `jobs` that it did not run, or may not have, and why.
+fn fail(jobs: impl IntoIterator<Item = Job>, reason: &str) {
+    for job in jobs {
+        let _ = job.reply.send(Err(StoreError::BatchedWrite(reason.to_owned())));
     }
 }
 

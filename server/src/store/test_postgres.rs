@@ -7,7 +7,7 @@ use sqlx::PgPool;
 /// that a test can find its own among every test's in `pg_stat_activity`.
 pub(super) struct PostgresSchema {
     admin_url: String,
-    pub(super) name: String,
+    name: String,
     /// The database URL whose connections work in the schema.
     pub(super) url: String,
 }
