@@ -177,7 +177,7 @@ impl GroupCommit {
     }
 
     /// Starts a write whose statements run on the writer's direct connection ([`DirectConnection`]), on the
-    /// caller's thread, through [`BatchedWrite::direct_returned_ids`]: no trip to a connection's thread at all. It
+    /// caller's thread, through [`BatchedWrite::direct_inserted_rowids`]: no trip to a connection's thread at all. It
     /// joins an open batch of direct writes, or opens one; a batch of sqlx writes open is committed first. Falls
     /// back to [`GroupCommit::begin_inline`] on a writer made without a direct connection.
     pub(super) async fn begin_direct(&self) -> Result<BatchedWrite, sqlx::Error> {
@@ -474,9 +474,9 @@ impl BatchedWrite {
         }
     }
 
-    /// Runs `sql` for a write begun with [`GroupCommit::begin_direct`] (see [`DirectConnection::returned_ids`]),
+    /// Runs `sql` for a write begun with [`GroupCommit::begin_direct`] (see [`DirectConnection::inserted_rowids`]),
     /// inside the write's savepoint, which its first call opens.
-    pub(super) fn direct_returned_ids(
+    pub(super) fn direct_inserted_rowids(
         &mut self,
         sql: &str,
         arguments: &DirectArguments<'_>,
@@ -490,7 +490,7 @@ impl BatchedWrite {
             connection.execute(DIRECT_SAVEPOINT)?;
             self.direct_savepoint = Some(true);
         }
-        connection.returned_ids(sql, arguments)
+        connection.inserted_rowids(sql, arguments)
     }
 
     fn release_direct_savepoint(&mut self) -> Result<(), sqlx::Error> {
@@ -553,7 +553,7 @@ impl Deref for BatchedWrite {
     type Target = SqliteConnection;
 
     fn deref(&self) -> &SqliteConnection {
-        assert!(self.direct_savepoint.is_none(), "a direct write runs its statements through direct_returned_ids");
+        assert!(self.direct_savepoint.is_none(), "a direct write runs its statements through direct_inserted_rowids");
         self.held
             .as_ref()
             .and_then(|held| held.guard.as_ref())
@@ -564,7 +564,7 @@ impl Deref for BatchedWrite {
 
 impl DerefMut for BatchedWrite {
     fn deref_mut(&mut self) -> &mut SqliteConnection {
-        assert!(self.direct_savepoint.is_none(), "a direct write runs its statements through direct_returned_ids");
+        assert!(self.direct_savepoint.is_none(), "a direct write runs its statements through direct_inserted_rowids");
         self.batch().connection()
     }
 }
@@ -695,7 +695,7 @@ mod tests {
         let (group, inserts) = (group.clone(), insert_statements(names));
         tokio::spawn(async move {
             let mut write = group.begin_direct().await?;
-            write.direct_returned_ids(&inserts, &DirectArguments::default())?;
+            write.direct_inserted_rowids(&inserts, &DirectArguments::default())?;
             if dropped {
                 return Ok(());
             }
@@ -735,7 +735,7 @@ mod tests {
     async fn a_write_through_sqlx_and_a_direct_one_each_commit_the_batch_of_the_other_kind_before_theirs() {
         let (group, pool, _file) = direct_writer().await;
         let mut direct = group.begin_direct().await.unwrap();
-        direct.direct_returned_ids("INSERT INTO names VALUES ('a')", &DirectArguments::default()).unwrap();
+        direct.direct_inserted_rowids("INSERT INTO names VALUES ('a')", &DirectArguments::default()).unwrap();
         let through_sqlx = spawn_write(&group, &["b"]);
         until_waiting(&group, 1).await;
         // The write through sqlx joins no direct batch: it commits it, then opens its own.
@@ -909,7 +909,7 @@ mod tests {
                 let group = group.clone();
                 tokio::spawn(async move {
                     let mut write = group.begin_direct().await?;
-                    write.direct_returned_ids("INSERT INTO refs VALUES ('nobody')", &DirectArguments::default())?;
+                    write.direct_inserted_rowids("INSERT INTO refs VALUES ('nobody')", &DirectArguments::default())?;
                     write.commit().await
                 })
             },

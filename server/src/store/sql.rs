@@ -1309,16 +1309,17 @@ impl SqliteStore {
         let Some(sealed) = Self::sealed_on_guessed_head(audit_entry) else { return Ok(None) };
         let arguments = Self::bind_resolved(DirectArguments::default(), &row);
         let arguments = Self::bind_audit_row(Self::bind_event(arguments, &event), &sealed);
-        // The event's id and the entry's seq, or nothing if the question had left `pending`.
-        let returned = match tx.direct_returned_ids(&RESOLVE_PENDING_WITH_EVENT_AND_AUDIT, &arguments) {
-            Ok(returned) => returned,
+        // The rowids of the update (none of its own), the event and the entry, or nothing if the question had left
+        // `pending`.
+        let inserted = match tx.direct_inserted_rowids(&RESOLVE_PENDING_WITH_EVENT_AND_AUDIT, &arguments) {
+            Ok(inserted) => inserted,
             // Dropping the write rolls back its savepoint.
             Err(sqlx::Error::Database(err)) if err.message().contains(AUDIT_ENTRY_OFF_ITS_HEAD) => return Ok(None),
             Err(err) => return Err(err.into()),
         };
-        match returned[..] {
+        match inserted[..] {
             [] => Ok(None),
-            [event_id, _] => {
+            [_, event_id, _] => {
                 super::remember_audit_head(sealed.workspace_id, sealed.seq, &sealed.hash);
                 self.commit_one_event(tx, event_id, &event).await?;
                 Ok(Some(row))
@@ -1338,9 +1339,9 @@ impl SqliteStore {
     ) -> StoreResult<Option<Created<QuestionRow>>> {
         let mut tx = self.writer.begin_direct().await?;
         let arguments = Self::bind_event(Self::bind_question(DirectArguments::default(), q), event);
-        let returned = tx.direct_returned_ids(Self::insert_question_then_event_sql(), &arguments)?;
-        let Some(&asked) = returned.first() else {
-            return Err(StoreError::Corrupt("the question's event returned no id".into()));
+        let inserted = tx.direct_inserted_rowids(&INSERT_QUESTION_THEN_EVENT_DIRECTLY, &arguments)?;
+        let [_, asked] = inserted[..] else {
+            return Err(StoreError::Corrupt("asking a question stored it without its event".into()));
         };
         self.commit_one_event(tx, asked, event).await?;
         Ok(Some(Created { value: q.clone(), created: true }))
@@ -1350,18 +1351,28 @@ impl SqliteStore {
 /// What migration 0009's trigger says when an audit entry does not follow its chain's stored head.
 const AUDIT_ENTRY_OFF_ITS_HEAD: &str = "the audit entry does not follow its chain's head";
 
+/// `SqliteStore::INSERT_EVENT` for the direct connection, which reads the event's id from `last_insert_rowid`
+/// (see `DirectConnection::inserted_rowids` for why not `RETURNING`).
+const INSERT_EVENT_DIRECTLY: &str = "INSERT INTO events (workspace_id, event_type, project, run_id, question_id, data, \
+     created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)";
+
+/// SQLite's asking write on the direct connection (see `SqliteStore::insert_question_directly`): the question
+/// (`$1`..`$27`) and its event (`$28`.., as `INSERT_EVENT` binds them).
+static INSERT_QUESTION_THEN_EVENT_DIRECTLY: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| insert_question_then_event("", "; ", INSERT_EVENT_DIRECTLY));
+
 /// SQLite's resolving write (see `SqliteStore::resolve_pending_in_one_query`): the update (`$1`..`$7`), the event
-/// (`$8`..`$14`, as `INSERT_EVENT` binds them) and the audit entry (`$15`..`$29`, as `APPEND_AUDIT` binds them),
-/// each insert only if the statement before it changed a row (`changes()`), so a question no longer pending
-/// writes nothing.
+/// (`$8`..`$14`, as `INSERT_EVENT` binds them) and the audit entry (`$15`..`$29`, as `APPEND_AUDIT` binds them).
+/// The direct connection runs each statement only if the one before it changed a row, so a question no longer
+/// pending writes nothing.
 static RESOLVE_PENDING_WITH_EVENT_AND_AUDIT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
         "UPDATE questions SET status = $1, response = $2, answered_by = $3, resolution = $4, resolved_at = $5, \
          updated_at = $5 WHERE workspace_id = $6 AND id = $7 AND status = 'pending'; \
-         INSERT INTO events (workspace_id, event_type, project, run_id, question_id, data, created_at) \
-         SELECT $8, $9, $10, $11, $12, $13, $14 WHERE changes() = 1 RETURNING id; \
-         INSERT INTO audit_log ({AUDIT_COLUMNS}) SELECT $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, \
-         $27, $28, $29 WHERE changes() = 1 RETURNING seq"
+         {}; \
+         INSERT INTO audit_log ({AUDIT_COLUMNS}) VALUES ($15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, \
+         $27, $28, $29)",
+        shift_placeholders(INSERT_EVENT_DIRECTLY, 7)
     )
 });
 
@@ -1484,6 +1495,71 @@ mod tests {
                 let _ = std::fs::remove_file(format!("{}{suffix}", self.0.display()));
             }
         }
+    }
+
+    /// The ops of SQLite's plan for each statement of `sql`, on the store's schema.
+    async fn sqlite_plans(database: &TestDatabase, sql: &str) -> Vec<Vec<String>> {
+        super::super::connect_sqlite(&database.url(), StoreSettings::defaults()).await.unwrap();
+        let connection = rusqlite::Connection::open(&database.0).unwrap();
+        sql.split(';')
+            .map(|statement| {
+                let mut plan = connection.prepare(&format!("EXPLAIN {statement}")).unwrap();
+                plan.raw_query().mapped(|op| op.get::<_, String>(1)).map(Result::unwrap).collect()
+            })
+            .collect()
+    }
+
+    /// SQLite builds a temporary b-tree for every run of a statement that returns rows (`RETURNING`) or checks a
+    /// `CHECK (x IN (3 or more values))`; the hot writes ran seven of them per HITL cycle (migration 0010).
+    #[tokio::test]
+    async fn sqlite_asks_and_answers_without_building_temporary_tables() {
+        let database = TestDatabase::new("no-temporary-tables");
+        for sql in [&*INSERT_QUESTION_THEN_EVENT_DIRECTLY, &*RESOLVE_PENDING_WITH_EVENT_AND_AUDIT] {
+            for (plan, statement) in sqlite_plans(&database, sql).await.iter().zip(sql.split(';')) {
+                assert!(!plan.iter().any(|op| op == "OpenEphemeral"), "{statement}: {plan:?}");
+            }
+        }
+    }
+
+    /// Migration 0010's comparisons refuse what the IN lists refused, let a NULL through as they did, and leave no
+    /// IN list of three or more values in any table's CHECK.
+    #[tokio::test]
+    async fn sqlite_checks_refuse_the_values_they_refused_before_migration_0010() {
+        let database = TestDatabase::new("checks");
+        let store = super::super::connect_sqlite(&database.url(), StoreSettings::defaults()).await.unwrap();
+        let workspace = store.ensure_workspace("checks").await.unwrap();
+        let (row, asked) =
+            question_and_event(workspace.id, serde_json::json!({ "title": "checked", "response_type": "boolean" }));
+        store.create_question(&row, &asked, None).await.unwrap();
+        let connection = rusqlite::Connection::open(&database.0).unwrap();
+        for change in [
+            "UPDATE questions SET status = 'answred'",
+            "UPDATE questions SET kind = 'Blocking'",
+            "UPDATE questions SET urgency = ''",
+            "UPDATE questions SET resolution = 'person'",
+        ] {
+            let err = connection.execute(change, []).unwrap_err();
+            assert!(err.to_string().contains("CHECK constraint failed"), "{change}: {err}");
+        }
+        assert_eq!(connection.execute("UPDATE questions SET resolution = NULL, status = 'expired'", []).unwrap(), 1);
+        let tables: Vec<String> = connection
+            .prepare("SELECT sql FROM sqlite_schema WHERE type = 'table'")
+            .unwrap()
+            .query_map([], |table| table.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert!(
+            tables.iter().any(|sql| sql.contains("CHECK (kind = 'blocking' OR kind = 'non_blocking'")),
+            "{tables:?}"
+        );
+        for sql in &tables {
+            for (at, _) in sql.match_indices(" IN (") {
+                let list = &sql[at + 5..at + 5 + sql[at + 5..].find(')').unwrap()];
+                assert!(list.matches(',').count() < 2, "an IN list of three or more values is left: {sql}");
+            }
+        }
+        assert_eq!(connection.query_row("PRAGMA integrity_check", [], |ok| ok.get::<_, String>(0)).unwrap(), "ok");
     }
 
     /// A person's answer `value`, as `resolve_question` takes it.

@@ -42,9 +42,17 @@ impl DirectConnection {
         Ok(Self { connection })
     }
 
-    /// Runs SQL without arguments (`BEGIN IMMEDIATE`, `COMMIT`, savepoints).
+    /// Runs SQL without arguments (`BEGIN IMMEDIATE`, `COMMIT`, savepoints), one or more statements, each prepared
+    /// once per connection: every write opens and releases a savepoint, and parsing them again each time was a
+    /// few percent of the writer's work.
     pub(super) fn execute(&mut self, sql: &str) -> Result<(), sqlx::Error> {
-        self.connection.execute_batch(sql).map_err(into_sqlx)
+        for statement in statements(sql) {
+            self.connection
+                .prepare_cached(statement)
+                .and_then(|mut prepared| prepared.raw_execute())
+                .map_err(into_sqlx)?;
+        }
+        Ok(())
     }
 
     /// Whether a transaction is open.
@@ -52,13 +60,24 @@ impl DirectConnection {
         !self.connection.is_autocommit()
     }
 
-    /// Runs `sql`, one or more statements separated by `;`, each reading the `$N` it names from `arguments` (as
-    /// sqlx binds them), and returns the first column of every row they return, in order.
-    pub(super) fn returned_ids(&mut self, sql: &str, arguments: &DirectArguments<'_>) -> Result<Vec<i64>, sqlx::Error> {
+    /// Runs the data changes of `sql` (`INSERT`, `UPDATE` or `DELETE` statements separated by `;`, each reading
+    /// the `$N` it names from `arguments`, as sqlx binds them) in turn, until one changes no row. Returns, for each
+    /// statement that changed rows, the rowid the connection inserted last (an insert's own; an update leaves the
+    /// one before), so `[]` when the first changed nothing.
+    ///
+    /// The ids come from `last_insert_rowid`, not from `RETURNING`: SQLite buffers a `RETURNING` statement's rows
+    /// in a temporary b-tree it builds and drops for each run (and an `INSERT ... SELECT` into a table with
+    /// triggers, a second), which made up about a seventh of the server's instructions per HITL cycle
+    /// (docs/benchmarks.md, "2026-11-26, tenth session").
+    pub(super) fn inserted_rowids(
+        &mut self,
+        sql: &str,
+        arguments: &DirectArguments<'_>,
+    ) -> Result<Vec<i64>, sqlx::Error> {
         if let Some(err) = &arguments.error {
             return Err(sqlx::Error::Encode(err.to_string().into()));
         }
-        let mut ids = Vec::new();
+        let mut rowids = Vec::new();
         for statement in statements(sql) {
             let mut prepared = self.connection.prepare_cached(statement).map_err(into_sqlx)?;
             for index in 1..=prepared.parameter_count() {
@@ -76,15 +95,12 @@ impl DirectConnection {
                     .raw_bind_parameter(index, value.map_or(ToSqlOutput::Borrowed(ValueRef::Null), to_sql))
                     .map_err(into_sqlx)?;
             }
-            let returns = prepared.column_count() > 0;
-            let mut rows = prepared.raw_query();
-            while let Some(row) = rows.next().map_err(into_sqlx)? {
-                if returns {
-                    ids.push(row.get::<_, i64>(0).map_err(into_sqlx)?);
-                }
+            if prepared.raw_execute().map_err(into_sqlx)? == 0 {
+                break;
             }
+            rowids.push(self.connection.last_insert_rowid());
         }
-        Ok(ids)
+        Ok(rowids)
     }
 }
 
@@ -226,10 +242,9 @@ mod tests {
         arguments.add("text");
         arguments.add(None::<String>);
         arguments.add(true);
-        let sql = "INSERT INTO t (u, s, n, b) VALUES ($1, $2, $3, $4) RETURNING id; \
-                   INSERT INTO t (u, s) SELECT $1, $2 || '2' RETURNING id";
-        assert_eq!(direct.returned_ids(sql, &arguments).unwrap(), [1, 2]);
-        let again = direct.returned_ids(sql, &arguments).unwrap_err();
+        let sql = "INSERT INTO t (u, s, n, b) VALUES ($1, $2, $3, $4); INSERT INTO t (u, s) SELECT $1, $2 || '2'";
+        assert_eq!(direct.inserted_rowids(sql, &arguments).unwrap(), [1, 2]);
+        let again = direct.inserted_rowids(sql, &arguments).unwrap_err();
         assert!(matches!(&again, sqlx::Error::Database(db) if db.is_unique_violation()), "{again}");
         assert!(!direct.in_transaction());
 
