@@ -27,7 +27,7 @@ use app::types::EventType;
 use tokio::sync::{broadcast, oneshot};
 use uuid::Uuid;
 
-use crate::store::{Committed, EventRow, QuestionRow, Store};
+use crate::store::{Committed, QuestionRow, Store};
 
 /// How many events the hub reads from the log at a time.
 const READ_BATCH: i64 = 1000;
@@ -48,31 +48,7 @@ enum HandOut {
     Gap,
 }
 
-/// One event as subscribers see it, with its JSON already serialised once for all of them.
-#[derive(Debug)]
-pub struct HubEvent {
-    pub id: i64,
-    pub workspace_id: Uuid,
-    pub event_type: String,
-    pub project: Option<String>,
-    pub run_id: Option<Uuid>,
-    pub question_id: Option<Uuid>,
-    pub data: String,
-}
-
-impl From<&EventRow> for HubEvent {
-    fn from(row: &EventRow) -> Self {
-        HubEvent {
-            id: row.id,
-            workspace_id: row.workspace_id,
-            event_type: row.event_type.clone(),
-            project: row.project.clone(),
-            run_id: row.run_id,
-            question_id: row.question_id,
-            data: row.data.0.to_string(),
-        }
-    }
-}
+pub use crate::store::HubEvent;
 
 /// A handle on the hub; cheap to clone.
 #[derive(Clone)]
@@ -261,7 +237,7 @@ impl EventHub {
             return HandOut::ReadLog;
         }
         for event in newest.handed_over.following(position) {
-            self.send(Arc::new(HubEvent::from(event.as_ref())));
+            self.send(event);
         }
         if self.position.load(Ordering::SeqCst) >= newest.last { HandOut::Done } else { HandOut::Gap }
     }
@@ -338,16 +314,15 @@ mod tests {
         assert_eq!(hub.watches.lock().len(), 1, "fired watches are unregistered");
     }
 
-    fn logged(id: i64) -> crate::store::EventRow {
-        crate::store::EventRow {
+    fn logged(id: i64) -> HubEvent {
+        HubEvent {
             id,
             workspace_id: Uuid::nil(),
             event_type: EventType::QuestionAsked.as_str().to_owned(),
             project: None,
             run_id: None,
             question_id: Some(Uuid::now_v7()),
-            data: sqlx::types::Json(serde_json::json!({ "n": id })),
-            created_at: crate::store::now(),
+            data: format!("{{\"n\":{id}}}"),
         }
     }
 

@@ -442,7 +442,7 @@ pub async fn insert_question(store: &dyn Store, metrics: &Metrics, row: &Questio
         project: row.project.clone(),
         run_id: row.run_id,
         question_id: Some(row.id),
-        data: serde_json::json!({ "question": question }),
+        data: crate::store::question_event_data(&question)?,
         created_at: row.created_at,
     };
     store.create_question(row, &event, None).await?;

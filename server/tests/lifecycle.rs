@@ -666,11 +666,18 @@ async fn the_event_a_commit_hands_the_hub_is_the_event_the_log_stores(app: TestA
             loop {
                 committed.changed().await.unwrap();
                 let newest = committed.borrow_and_update().clone();
-                let is_ours =
-                    |event: &holdpoint::store::EventRow| event.question_id.map(|q| q.to_string()) == Some(id.clone());
+                let is_ours = |question_id: Option<uuid::Uuid>| question_id.map(|q| q.to_string()) == Some(id.clone());
                 match newest.handed_over.get(newest.last) {
-                    Some(event) if is_ours(&event) => return newest,
-                    None if app.state.store.events_after(newest.last - 1, 1).await.unwrap().iter().any(is_ours) => {
+                    Some(event) if is_ours(event.question_id) => return newest,
+                    None if app
+                        .state
+                        .store
+                        .events_after(newest.last - 1, 1)
+                        .await
+                        .unwrap()
+                        .iter()
+                        .any(|event| is_ours(event.question_id)) =>
+                    {
                         return newest;
                     }
                     _ => {}
@@ -682,7 +689,22 @@ async fn the_event_a_commit_hands_the_hub_is_the_event_the_log_stores(app: TestA
         let logged = app.state.store.events_after(handed.last - 1, 1).await.unwrap();
         assert_eq!(logged.len(), 1);
         match handed.handed_over.get(handed.last) {
-            Some(event) => assert_eq!(*event, logged[0], "handed over and logged"),
+            Some(event) => {
+                let logged = holdpoint::events::HubEvent::from(&logged[0]);
+                let fields = |event: &holdpoint::events::HubEvent| {
+                    (
+                        event.id,
+                        event.workspace_id,
+                        event.event_type.clone(),
+                        event.project.clone(),
+                        event.run_id,
+                        event.question_id,
+                    )
+                };
+                assert_eq!(fields(&event), fields(&logged), "handed over and logged");
+                let data = |event: &holdpoint::events::HubEvent| serde_json::from_str::<Value>(&event.data).unwrap();
+                assert_eq!(data(&event), data(&logged), "handed over and logged");
+            }
             None => assert_eq!(app.state.store.backend(), holdpoint::store::Backend::Postgres, "announced by id"),
         }
     }

@@ -69,7 +69,7 @@ async fn create_question(
         project: row.project.clone(),
         run_id: row.run_id,
         question_id: Some(row.id),
-        data: serde_json::to_value(QuestionEventData { question: question.clone() }).map_err(AppError::internal)?,
+        data: crate::store::question_event_data(&question)?,
         created_at: row.created_at,
     };
     state.hub.remember_asked(&row);

@@ -124,13 +124,13 @@ pub struct Committed {
 /// The newest events commits handed over, by id. Commits finish in any order, so the hub takes from here the run
 /// that follows the last event it sent, and waits a moment for a missing one before it reads the log.
 #[derive(Debug, Default)]
-pub struct HandedOver(std::sync::Mutex<std::collections::BTreeMap<i64, Arc<EventRow>>>);
+pub struct HandedOver(std::sync::Mutex<std::collections::BTreeMap<i64, Arc<HubEvent>>>);
 
 impl HandedOver {
     /// How many are kept: a hub further behind than this reads the log.
     const KEPT: usize = 256;
 
-    pub(crate) fn insert(&self, event: EventRow) {
+    pub(crate) fn insert(&self, event: HubEvent) {
         let mut events = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         events.insert(event.id, Arc::new(event));
         while events.len() > Self::KEPT {
@@ -139,7 +139,7 @@ impl HandedOver {
     }
 
     /// The events with ids `after + 1`, `after + 2`, ... as far as they run without a gap.
-    pub fn following(&self, after: i64) -> Vec<Arc<EventRow>> {
+    pub fn following(&self, after: i64) -> Vec<Arc<HubEvent>> {
         let events = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         events
             .range(after + 1..)
@@ -150,7 +150,7 @@ impl HandedOver {
     }
 
     /// The event with this id, if its commit handed it over and it is still kept.
-    pub fn get(&self, id: i64) -> Option<Arc<EventRow>> {
+    pub fn get(&self, id: i64) -> Option<Arc<HubEvent>> {
         self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&id).cloned()
     }
 }

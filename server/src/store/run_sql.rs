@@ -10,7 +10,7 @@ use sqlx::types::Json;
 use sqlx::{Postgres, QueryBuilder, Sqlite};
 use uuid::Uuid;
 
-use app::types::{AgentSpec, EventType, QuestionEventData, RunStatus, ToolCallStatus};
+use app::types::{AgentSpec, EventType, RunStatus, ToolCallStatus};
 
 use super::group_commit::BatchedWrite;
 use super::sql::{PostgresStore, SqliteStore, is_unique_violation};
@@ -158,7 +158,7 @@ macro_rules! run_sql_store {
             }
 
             async fn append_run_event(tx: &mut $tx, run: &RunRow) -> StoreResult<i64> {
-                let data = serde_json::to_value(run.status_event()?).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                let data = event_data(&run.status_event()?)?;
                 let event = NewEvent {
                     workspace_id: run.workspace_id,
                     event_type: EventType::RunStatus,
@@ -272,8 +272,7 @@ macro_rules! run_sql_store {
                         project: row.project.clone(),
                         run_id: row.run_id,
                         question_id: Some(row.id),
-                        data: serde_json::to_value(QuestionEventData { question })
-                            .map_err(|e| StoreError::Corrupt(e.to_string()))?,
+                        data: question_event_data(&question)?,
                         created_at: at,
                     };
                     let audit_entry = crate::audit::question_resolved(&row, actor);

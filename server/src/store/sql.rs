@@ -416,7 +416,7 @@ where
 
 /// Tells the hub that the event with id `last` is committed, handing it over if given (then the hub is woken even
 /// when a later event's commit was told first: it may be the one the hub waits for).
-fn announce(committed: &watch::Sender<Committed>, last: i64, event: Option<EventRow>) {
+fn announce(committed: &watch::Sender<Committed>, last: i64, event: Option<HubEvent>) {
     committed.send_if_modified(|current| {
         let mut changed = false;
         match event {
@@ -772,17 +772,7 @@ macro_rules! sql_store {
                 if !Self::EVENT_ID_FINAL_AT_INSERT {
                     return Ok(());
                 }
-                let row = EventRow {
-                    id,
-                    workspace_id: event.workspace_id,
-                    event_type: event.event_type.as_str().to_owned(),
-                    project: event.project.clone(),
-                    run_id: event.run_id,
-                    question_id: event.question_id,
-                    data: Json(event.data.clone()),
-                    created_at: event.created_at,
-                };
-                announce(&self.committed, id, Some(row));
+                announce(&self.committed, id, Some(HubEvent::committed(id, event)));
                 Ok(())
             }
 
@@ -1029,7 +1019,7 @@ macro_rules! sql_store {
                                 project: old.project.clone(),
                                 run_id: old.run_id,
                                 question_id: Some(old.id),
-                                data: serde_json::json!({ "question": old.to_question(&workspace)? }),
+                                data: question_event_data(&old.to_question(&workspace)?)?,
                                 created_at: q.created_at,
                             };
                             let actor = AuditActor::policy(crate::audit::RUN_LIFECYCLE, Some(run_id.to_string()));
@@ -1655,7 +1645,7 @@ mod tests {
             project: None,
             run_id: None,
             question_id: Some(row.id),
-            data: serde_json::json!({}),
+            data: event_data(&serde_json::json!({})).unwrap(),
             created_at: row.created_at,
         };
         (row, asked)
