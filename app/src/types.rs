@@ -330,18 +330,18 @@ pub struct Question {
     pub allow_edit: bool,
     pub context: Value,
     pub urgency: Urgency,
-    #[serde(default, deserialize_with = "time::optional")]
+    #[serde(default, deserialize_with = "time::optional", serialize_with = "time::write_optional")]
     pub timeout_at: Option<DateTime<Utc>>,
     pub default_response: Option<AnswerBody>,
     pub status: QuestionStatus,
     pub response: Option<AnswerBody>,
     pub answered_by: Option<String>,
     pub resolution: Option<Resolution>,
-    #[serde(deserialize_with = "time::required")]
+    #[serde(deserialize_with = "time::required", serialize_with = "time::write")]
     pub created_at: DateTime<Utc>,
-    #[serde(deserialize_with = "time::required")]
+    #[serde(deserialize_with = "time::required", serialize_with = "time::write")]
     pub updated_at: DateTime<Utc>,
-    #[serde(default, deserialize_with = "time::optional")]
+    #[serde(default, deserialize_with = "time::optional", serialize_with = "time::write_optional")]
     pub resolved_at: Option<DateTime<Utc>>,
     /// Who may answer besides the role rules; absent when anyone of a suitable role may.
     #[serde(default, skip_serializing_if = "Option::is_none")]

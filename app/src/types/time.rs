@@ -6,9 +6,80 @@
 //! accepts the looser forms (lower-case separators, a space for the `T`) that a person or another program may send.
 //! Every wire type's times are read through the functions here: `#[serde(deserialize_with = "time::required")]`,
 //! and `time::optional` (with `default`) for the optional ones.
+//!
+//! A question's times are also written here ([`write`], [`write_optional`]), byte for byte as chrono writes them:
+//! chrono formats through `core::fmt` and serde_json escapes what it writes one character at a time, which made the
+//! times of the questions a HITL cycle serialises about a tenth of the server's instructions per cycle
+//! (docs/benchmarks.md, "2026-11-26, tenth session").
 
-use chrono::{DateTime, NaiveDate, NaiveTime, TimeDelta, Utc};
-use serde::Deserializer;
+use chrono::{DateTime, Datelike, NaiveDate, NaiveTime, TimeDelta, Timelike, Utc};
+use serde::{Deserializer, Serializer};
+
+/// `time` as chrono's `Serialize` writes it (RFC 3339 in UTC with `Z`, and a fraction of 3, 6 or 9 digits when
+/// the time has one), into `buffer`; `None` for a year chrono writes with a sign (before 0 or after 9999).
+fn rfc3339(time: &DateTime<Utc>, buffer: &mut [u8; 30]) -> Option<usize> {
+    let year = u32::try_from(time.year()).ok().filter(|year| *year <= 9999)?;
+    let (mut second, mut nanos) = (time.second(), time.nanosecond());
+    // A leap second is kept as the 59th second's overflow; chrono writes it as second 60.
+    if nanos >= 1_000_000_000 {
+        second += 1;
+        nanos -= 1_000_000_000;
+    }
+    let mut put = |at: usize, value: u32, digits: usize| {
+        let mut value = value;
+        for place in (at..at + digits).rev() {
+            buffer[place] = b'0' + (value % 10) as u8;
+            value /= 10;
+        }
+    };
+    put(0, year, 4);
+    put(5, time.month(), 2);
+    put(8, time.day(), 2);
+    put(11, time.hour(), 2);
+    put(14, time.minute(), 2);
+    put(17, second, 2);
+    let fraction = match nanos {
+        0 => 0,
+        _ if nanos % 1_000_000 == 0 => 3,
+        _ if nanos % 1_000 == 0 => 6,
+        _ => 9,
+    };
+    put(20, nanos / 10u32.pow(9 - fraction as u32), fraction);
+    for (at, separator) in [(4, b'-'), (7, b'-'), (10, b'T'), (13, b':'), (16, b':')] {
+        buffer[at] = separator;
+    }
+    let mut end = 19;
+    if fraction > 0 {
+        buffer[19] = b'.';
+        end = 20 + fraction;
+    }
+    buffer[end] = b'Z';
+    Some(end + 1)
+}
+
+/// `serialize_with` for a time.
+pub fn write<S: Serializer>(time: &DateTime<Utc>, serializer: S) -> Result<S::Ok, S::Error> {
+    let mut buffer = [0u8; 30];
+    match rfc3339(time, &mut buffer) {
+        // Digits and ASCII separators only.
+        Some(len) => serializer.serialize_str(std::str::from_utf8(&buffer[..len]).unwrap_or_default()),
+        None => serde::Serialize::serialize(time, serializer),
+    }
+}
+
+/// `serialize_with` for an optional time.
+pub fn write_optional<S: Serializer>(time: &Option<DateTime<Utc>>, serializer: S) -> Result<S::Ok, S::Error> {
+    struct Written<'a>(&'a DateTime<Utc>);
+    impl serde::Serialize for Written<'_> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            write(self.0, serializer)
+        }
+    }
+    match time {
+        Some(time) => serializer.serialize_some(&Written(time)),
+        None => serializer.serialize_none(),
+    }
+}
 
 /// Reads RFC 3339 (`YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`, a leap second included) without chrono's parser.
 pub fn parse_rfc3339(text: &str) -> Option<DateTime<Utc>> {
@@ -120,6 +191,52 @@ mod tests {
             assert_eq!(parse_rfc3339(text), Some(t), "{text}");
             assert_eq!(parse_rfc3339(text), chrono_reads(text), "{text}");
         }
+    }
+
+    /// What chrono's `Serialize` and [`write`] each make of `t`.
+    fn written_both_ways(t: DateTime<Utc>) -> (String, String) {
+        #[derive(serde::Serialize)]
+        struct Ours(#[serde(serialize_with = "write")] DateTime<Utc>);
+        #[derive(serde::Serialize)]
+        struct OursOptional(#[serde(serialize_with = "write_optional")] Option<DateTime<Utc>>);
+        let ours = serde_json::to_string(&Ours(t)).unwrap();
+        assert_eq!(serde_json::to_string(&OursOptional(Some(t))).unwrap(), ours);
+        (serde_json::to_string(&t).unwrap(), ours)
+    }
+
+    #[test]
+    fn every_time_is_written_as_chrono_writes_it() {
+        let mut seconds: i64 = 1_795_000_000;
+        for step in 0..20_000i64 {
+            seconds = seconds
+                .wrapping_mul(6_364_136_223_846_793)
+                .wrapping_add(1_442_695_040_888_963)
+                .rem_euclid(253_402_300_799 + 62_135_596_800)
+                - 62_135_596_800;
+            let nanos = match step % 5 {
+                0 => 0,
+                1 => (seconds.rem_euclid(1000)) as u32 * 1_000_000,
+                2 => (seconds.rem_euclid(1_000_000)) as u32 * 1000,
+                3 => (seconds.rem_euclid(1_000_000_000)) as u32,
+                _ => (seconds.rem_euclid(10)) as u32 * 100_000_000 + 7,
+            };
+            let (chrono, ours) = written_both_ways(DateTime::from_timestamp(seconds, nanos).unwrap());
+            assert_eq!(ours, chrono);
+        }
+        let leap = NaiveDate::from_ymd_opt(2016, 12, 31).unwrap().and_hms_nano_opt(23, 59, 59, 1_500_000_000).unwrap();
+        for t in [
+            leap.and_utc(),
+            DateTime::from_timestamp(-62_135_596_800, 0).unwrap(),
+            DateTime::from_timestamp(253_402_300_799, 999_999_999).unwrap(),
+            DateTime::from_timestamp(-62_135_596_801, 1_000).unwrap(),
+            DateTime::from_timestamp(253_402_300_800, 0).unwrap(),
+        ] {
+            let (chrono, ours) = written_both_ways(t);
+            assert_eq!(ours, chrono);
+        }
+        #[derive(serde::Serialize)]
+        struct OursOptional(#[serde(serialize_with = "write_optional")] Option<DateTime<Utc>>);
+        assert_eq!(serde_json::to_string(&OursOptional(None)).unwrap(), "null");
     }
 
     #[test]
