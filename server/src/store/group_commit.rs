@@ -37,7 +37,7 @@ use sqlx::{Connection, Sqlite, SqliteConnection, TransactionManager};
 use tokio::sync::{Mutex, OwnedMutexGuard, watch};
 
 use super::sqlite_connections::{HeldConnection, SqliteConnections};
-use super::sqlite_direct::{DirectArguments, DirectConnection};
+use super::sqlite_direct::{DirectArguments, DirectConnection, Statements};
 
 type Manager = <Sqlite as sqlx::Database>::TransactionManager;
 
@@ -478,7 +478,7 @@ impl BatchedWrite {
     /// inside the write's savepoint, which its first call opens.
     pub(super) fn direct_inserted_rowids(
         &mut self,
-        sql: &str,
+        sql: &Statements,
         arguments: &DirectArguments<'_>,
     ) -> Result<Vec<i64>, sqlx::Error> {
         let Some(open) = self.direct_savepoint else {
@@ -695,7 +695,7 @@ mod tests {
         let (group, inserts) = (group.clone(), insert_statements(names));
         tokio::spawn(async move {
             let mut write = group.begin_direct().await?;
-            write.direct_inserted_rowids(&inserts, &DirectArguments::default())?;
+            write.direct_inserted_rowids(&Statements::new(&inserts), &DirectArguments::default())?;
             if dropped {
                 return Ok(());
             }
@@ -735,7 +735,9 @@ mod tests {
     async fn a_write_through_sqlx_and_a_direct_one_each_commit_the_batch_of_the_other_kind_before_theirs() {
         let (group, pool, _file) = direct_writer().await;
         let mut direct = group.begin_direct().await.unwrap();
-        direct.direct_inserted_rowids("INSERT INTO names VALUES ('a')", &DirectArguments::default()).unwrap();
+        direct
+            .direct_inserted_rowids(&Statements::new("INSERT INTO names VALUES ('a')"), &DirectArguments::default())
+            .unwrap();
         let through_sqlx = spawn_write(&group, &["b"]);
         until_waiting(&group, 1).await;
         // The write through sqlx joins no direct batch: it commits it, then opens its own.
@@ -909,7 +911,10 @@ mod tests {
                 let group = group.clone();
                 tokio::spawn(async move {
                     let mut write = group.begin_direct().await?;
-                    write.direct_inserted_rowids("INSERT INTO refs VALUES ('nobody')", &DirectArguments::default())?;
+                    write.direct_inserted_rowids(
+                        &Statements::new("INSERT INTO refs VALUES ('nobody')"),
+                        &DirectArguments::default(),
+                    )?;
                     write.commit().await
                 })
             },

@@ -16,7 +16,7 @@ use app::types::{AnswerBody, Resolution};
 use super::group_commit::{BatchedWrite, GroupCommit};
 use super::pg_write_batch::{BatchQuery, BatchableWrite, WriteBatches};
 use super::sqlite_connections::SqliteConnections;
-use super::sqlite_direct::DirectArguments;
+use super::sqlite_direct::{DirectArguments, Statements};
 use super::token_cache::TokenCache;
 use super::*;
 
@@ -1348,22 +1348,22 @@ const INSERT_EVENT_DIRECTLY: &str = "INSERT INTO events (workspace_id, event_typ
 
 /// SQLite's asking write on the direct connection (see `SqliteStore::insert_question_directly`): the question
 /// (`$1`..`$27`) and its event (`$28`.., as `INSERT_EVENT` binds them).
-static INSERT_QUESTION_THEN_EVENT_DIRECTLY: std::sync::LazyLock<String> =
-    std::sync::LazyLock::new(|| insert_question_then_event("", "; ", INSERT_EVENT_DIRECTLY));
+static INSERT_QUESTION_THEN_EVENT_DIRECTLY: std::sync::LazyLock<Statements> =
+    std::sync::LazyLock::new(|| Statements::new(&insert_question_then_event("", "; ", INSERT_EVENT_DIRECTLY)));
 
 /// SQLite's resolving write (see `SqliteStore::resolve_pending_in_one_query`): the update (`$1`..`$7`), the event
 /// (`$8`..`$14`, as `INSERT_EVENT` binds them) and the audit entry (`$15`..`$29`, as `APPEND_AUDIT` binds them).
 /// The direct connection runs each statement only if the one before it changed a row, so a question no longer
 /// pending writes nothing.
-static RESOLVE_PENDING_WITH_EVENT_AND_AUDIT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    format!(
+static RESOLVE_PENDING_WITH_EVENT_AND_AUDIT: std::sync::LazyLock<Statements> = std::sync::LazyLock::new(|| {
+    Statements::new(&format!(
         "UPDATE questions SET status = $1, response = $2, answered_by = $3, resolution = $4, resolved_at = $5, \
          updated_at = $5 WHERE workspace_id = $6 AND id = $7 AND status = 'pending'; \
          {}; \
          INSERT INTO audit_log ({AUDIT_COLUMNS}) VALUES ($15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, \
          $27, $28, $29)",
         shift_placeholders(INSERT_EVENT_DIRECTLY, 7)
-    )
+    ))
 });
 
 impl PostgresStore {
@@ -1488,10 +1488,10 @@ mod tests {
     }
 
     /// The ops of SQLite's plan for each statement of `sql`, on the store's schema.
-    async fn sqlite_plans(database: &TestDatabase, sql: &str) -> Vec<Vec<String>> {
+    async fn sqlite_plans(database: &TestDatabase, sql: &Statements) -> Vec<Vec<String>> {
         super::super::connect_sqlite(&database.url(), StoreSettings::defaults()).await.unwrap();
         let connection = rusqlite::Connection::open(&database.0).unwrap();
-        sql.split(';')
+        sql.iter()
             .map(|statement| {
                 let mut plan = connection.prepare(&format!("EXPLAIN {statement}")).unwrap();
                 plan.raw_query().mapped(|op| op.get::<_, String>(1)).map(Result::unwrap).collect()
@@ -1505,7 +1505,7 @@ mod tests {
     async fn sqlite_asks_and_answers_without_building_temporary_tables() {
         let database = TestDatabase::new("no-temporary-tables");
         for sql in [&*INSERT_QUESTION_THEN_EVENT_DIRECTLY, &*RESOLVE_PENDING_WITH_EVENT_AND_AUDIT] {
-            for (plan, statement) in sqlite_plans(&database, sql).await.iter().zip(sql.split(';')) {
+            for (plan, statement) in sqlite_plans(&database, sql).await.iter().zip(sql.iter()) {
                 assert!(!plan.iter().any(|op| op == "OpenEphemeral"), "{statement}: {plan:?}");
             }
         }
