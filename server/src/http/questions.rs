@@ -1,14 +1,13 @@
 //! `/api/v1/questions`: asking and reading questions.
 
-use app::types::{
-    AnswerBody, EventType, NewQuestion, Page, Question, QuestionEventData, QuestionKind, QuestionStatus, Role, Urgency,
-};
+use app::types::{AnswerBody, EventType, NewQuestion, Page, Question, QuestionKind, QuestionStatus, Role, Urgency};
 use axum::{
     extract::{Path, Query, State},
     http::{HeaderMap, StatusCode},
 };
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -29,6 +28,15 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(wait_for_question))
         .routes(routes!(answer_question))
         .routes(routes!(cancel_question))
+}
+
+/// A question as a response body: as the API's type, or already serialised (the text its event carries), which
+/// spares a HITL cycle writing the same question out again.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum QuestionBody {
+    Typed(Box<Question>),
+    Serialized(Box<RawValue>),
 }
 
 /// The longest a long-poll may hold a request.
@@ -55,21 +63,22 @@ async fn create_question(
     caller: Caller,
     headers: HeaderMap,
     ApiJson(input): ApiJson<NewQuestion>,
-) -> ApiResult<(StatusCode, ApiJson<Question>)> {
+) -> ApiResult<(StatusCode, ApiJson<QuestionBody>)> {
     caller.require_ask()?;
     let idempotency = idempotency_key(&headers, &caller, "questions", &input)?;
     let bounds =
         TimeoutBounds { min_seconds: state.config.min_timeout_seconds, max_seconds: state.config.max_timeout_seconds };
     let row = build_question(input, caller.workspace_id(), Some(caller.principal.id), bounds, crate::store::now())?;
     domain::check_assignee(state.store.as_ref(), &row).await?;
-    let question = row.to_question(&caller.principal.workspace)?;
+    // Serialised once: the response and the event's data carry the same text.
+    let question = crate::store::event_data(&row.to_question(&caller.principal.workspace)?)?;
     let event = NewEvent {
         workspace_id: row.workspace_id,
         event_type: EventType::QuestionAsked,
         project: row.project.clone(),
         run_id: row.run_id,
         question_id: Some(row.id),
-        data: crate::store::question_event_data(&question)?,
+        data: crate::store::question_event_data_around(&question)?,
         created_at: row.created_at,
     };
     state.hub.remember_asked(&row);
@@ -82,11 +91,14 @@ async fn create_question(
     })?;
     if created.created {
         state.metrics.question_created(&row.kind);
-        Ok((StatusCode::CREATED, ApiJson(question)))
+        Ok((StatusCode::CREATED, ApiJson(QuestionBody::Serialized(question))))
     } else {
         // A retry: the first request's question was returned, and this one's was never stored.
         state.hub.forget_asked(row.id);
-        Ok((StatusCode::OK, ApiJson(created.value.to_question(&caller.principal.workspace)?)))
+        Ok((
+            StatusCode::OK,
+            ApiJson(QuestionBody::Typed(Box::new(created.value.to_question(&caller.principal.workspace)?))),
+        ))
     }
 }
 
@@ -246,7 +258,7 @@ async fn wait_for_question(
     caller: Caller,
     Path(id): Path<String>,
     query: Result<Query<WaitQuery>, axum::extract::rejection::QueryRejection>,
-) -> ApiResult<ApiJson<Question>> {
+) -> ApiResult<ApiJson<QuestionBody>> {
     let Query(query) = query.map_err(|err| AppError::BadRequest(err.body_text()))?;
     let seconds = query.timeout_seconds.unwrap_or(30);
     if !(1..=MAX_WAIT_SECONDS).contains(&seconds) {
@@ -260,7 +272,7 @@ async fn wait_for_question(
         _ => load_question(&state, &caller, id).await?,
     };
     if question.status != QuestionStatus::Pending {
-        return Ok(ApiJson(question));
+        return Ok(ApiJson(QuestionBody::Typed(Box::new(question))));
     }
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(seconds);
     let event = tokio::select! {
@@ -269,11 +281,18 @@ async fn wait_for_question(
         () = state.shutdown.cancelled() => None,
     };
     // The event carries the question as its transaction left it, which is what a read would return (a question
-    // leaves `pending` once): no need to ask the database again.
-    if let Some(data) = event.and_then(|event| serde_json::from_str::<QuestionEventData>(&event.data).ok()) {
-        return Ok(ApiJson(data.question));
+    // leaves `pending` once): no need to ask the database again, nor to serialise the question again.
+    #[derive(Deserialize)]
+    struct QuestionOfEvent<'a> {
+        #[serde(borrow)]
+        question: &'a RawValue,
     }
-    Ok(ApiJson(load_question(&state, &caller, id).await?))
+    if let Some(event) = event
+        && let Ok(data) = serde_json::from_str::<QuestionOfEvent>(&event.data)
+    {
+        return Ok(ApiJson(QuestionBody::Serialized(data.question.to_owned())));
+    }
+    Ok(ApiJson(QuestionBody::Typed(Box::new(load_question(&state, &caller, id).await?))))
 }
 
 /// `POST /questions/{id}/answer`: 200 with the answered question; 409 if it is no longer pending; 422 if the

@@ -291,6 +291,12 @@ pub fn question_event_data(question: &app::types::Question) -> Result<Box<RawVal
     event_data(&Data { question })
 }
 
+/// The data of a question's event around the question already serialised (`event_data` of it).
+pub fn question_event_data_around(question: &RawValue) -> Result<Box<RawValue>, StoreError> {
+    RawValue::from_string(format!("{{\"question\":{}}}", question.get()))
+        .map_err(|err| StoreError::Corrupt(format!("an event's data: {err}")))
+}
+
 /// `data` serialised as an event's data.
 pub fn event_data(data: &impl serde::Serialize) -> Result<Box<RawValue>, StoreError> {
     serde_json::value::to_raw_value(data).map_err(|err| StoreError::Corrupt(format!("an event's data: {err}")))
