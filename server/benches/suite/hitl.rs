@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::Mutex;
 
 use crate::report::{Figure, Section};
@@ -285,23 +285,43 @@ async fn cycle(
         "context": { "sent_us": epoch.elapsed().as_micros() as u64 },
     });
     let response = client.post(format!("{base}/api/v1/questions")).bearer_auth(token).json(&question).send().await;
-    let created: Value = expect_success(response.map_err(|e| e.to_string())?, "POST /questions")
-        .await?
-        .json()
-        .await
-        .map_err(|e| e.to_string())?;
-    let id = created["id"].as_str().ok_or("the created question has no id")?;
+    let created = expect_success(response.map_err(|e| e.to_string())?, "POST /questions").await?;
+    let created: Read = serde_json::from_slice(&created.bytes().await.map_err(|e| e.to_string())?)
+        .map_err(|e| format!("the created question: {e}"))?;
+    let id = created.id;
     let response = client
         .get(format!("{base}/api/v1/questions/{id}/wait?timeout_seconds=30"))
         .bearer_auth(token)
         .send()
         .await
         .map_err(|e| e.to_string())?;
-    let waited: Value = expect_success(response, "GET /wait").await?.json().await.map_err(|e| e.to_string())?;
-    if waited["status"] != "answered" {
-        return Err(format!("the long-poll returned a question that is {}", waited["status"]));
+    let waited = expect_success(response, "GET /wait").await?.bytes().await.map_err(|e| e.to_string())?;
+    let waited: Read = serde_json::from_slice(&waited).map_err(|e| format!("the long-poll's question: {e}"))?;
+    if waited.status != "answered" {
+        return Err(format!("the long-poll returned a question that is {}", waited.status));
     }
     Ok(())
+}
+
+/// What the load generator reads of a question: the whole body is parsed (so it must be JSON), the rest of its
+/// fields skipped rather than built into a `serde_json::Value`, since the load generator's CPU is the server's too.
+#[derive(serde::Deserialize)]
+struct Read {
+    id: uuid::Uuid,
+    status: String,
+    #[serde(default)]
+    context: Option<SentAt>,
+}
+
+#[derive(serde::Deserialize)]
+struct SentAt {
+    sent_us: Option<u64>,
+}
+
+/// A `question_asked` event's data.
+#[derive(serde::Deserialize)]
+struct Asked {
+    question: Read,
 }
 
 /// The person: reads the event stream and answers every question it shows.
@@ -321,25 +341,26 @@ async fn person(
         return;
     };
     let mut bytes = stream.bytes_stream();
-    let mut buffer = String::new();
+    let mut buffer = Vec::new();
     while let Some(Ok(chunk)) = bytes.next().await {
-        buffer.push_str(&String::from_utf8_lossy(&chunk));
-        while let Some(end) = buffer.find("\n\n") {
-            let frame: String = buffer.drain(..end + 2).collect();
+        buffer.extend_from_slice(&chunk);
+        let mut start = 0;
+        while let Some(end) = buffer[start..].windows(2).position(|pair| pair == b"\n\n").map(|at| start + at) {
+            let frame = std::str::from_utf8(&buffer[start..end]).unwrap_or_default();
+            start = end + 2;
             if !frame.lines().any(|l| l.strip_prefix("event:").is_some_and(|e| e.trim() == "question_asked")) {
                 continue;
             }
             let Some(data) = frame.lines().find_map(|l| l.strip_prefix("data:")) else { continue };
-            let Ok(data) = serde_json::from_str::<Value>(data.trim()) else { continue };
-            let question = &data["question"];
-            if let Some(sent) = question["context"]["sent_us"].as_u64() {
+            let Ok(Asked { question }) = serde_json::from_str::<Asked>(data.trim()) else { continue };
+            if let Some(sent) = question.context.and_then(|context| context.sent_us) {
                 let now = Instant::now();
                 if now >= warm_end {
                     let sent = epoch + Duration::from_micros(sent);
                     seen.lock().await.push(now.saturating_duration_since(sent));
                 }
             }
-            let Some(id) = question["id"].as_str().map(str::to_owned) else { continue };
+            let id = question.id;
             let (client, base, token, errors) = (client.clone(), base.clone(), token.clone(), errors.clone());
             tokio::spawn(async move {
                 let answer = client
@@ -349,7 +370,11 @@ async fn person(
                     .send()
                     .await;
                 let ok = match answer {
-                    Ok(response) => expect_success(response, "POST /answer").await.map(|_| ()),
+                    // Read to its end, so the connection goes back to the pool for the next answer.
+                    Ok(response) => match expect_success(response, "POST /answer").await {
+                        Ok(response) => response.bytes().await.map(|_| ()).map_err(|err| err.to_string()),
+                        Err(err) => Err(err),
+                    },
                     Err(err) => Err(err.to_string()),
                 };
                 if let Err(err) = ok
@@ -359,5 +384,6 @@ async fn person(
                 }
             });
         }
+        buffer.drain(..start);
     }
 }
