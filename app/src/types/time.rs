@@ -170,22 +170,29 @@ mod tests {
         DateTime::parse_from_rfc3339(text).ok().map(|t| t.with_timezone(&Utc))
     }
 
-    #[test]
-    fn every_time_chrono_writes_is_read_back_to_the_same_instant() {
-        // Microsecond times as the store keeps them, whole seconds, milliseconds, nanoseconds, and far dates.
+    /// `count` times spread over years 0 to 9999: whole seconds, and fractions of 3, 6, 9 and 9 digits.
+    fn sample_times(count: i64) -> impl Iterator<Item = DateTime<Utc>> {
         let mut seconds: i64 = 1_795_000_000;
-        for step in 0..5_000i64 {
+        (0..count).map(move |step| {
             seconds = seconds
                 .wrapping_mul(6_364_136_223_846_793)
                 .wrapping_add(1_442_695_040_888_963)
-                .rem_euclid(253_402_300_799);
-            let nanos = match step % 4 {
+                .rem_euclid(253_402_300_799 + 62_135_596_800)
+                - 62_135_596_800;
+            let nanos = match step % 5 {
                 0 => 0,
-                1 => (seconds % 1000) as u32 * 1_000_000,
-                2 => (seconds % 1_000_000) as u32 * 1000,
-                _ => (seconds % 1_000_000_000) as u32,
+                1 => (seconds.rem_euclid(1000)) as u32 * 1_000_000,
+                2 => (seconds.rem_euclid(1_000_000)) as u32 * 1000,
+                3 => (seconds.rem_euclid(1_000_000_000)) as u32,
+                _ => (seconds.rem_euclid(10)) as u32 * 100_000_000 + 7,
             };
-            let t = DateTime::from_timestamp(seconds, nanos).unwrap();
+            DateTime::from_timestamp(seconds, nanos).unwrap()
+        })
+    }
+
+    #[test]
+    fn every_time_chrono_writes_is_read_back_to_the_same_instant() {
+        for t in sample_times(5_000) {
             let written = serde_json::to_string(&t).unwrap();
             let text = written.trim_matches('"');
             assert_eq!(parse_rfc3339(text), Some(t), "{text}");
@@ -206,21 +213,8 @@ mod tests {
 
     #[test]
     fn every_time_is_written_as_chrono_writes_it() {
-        let mut seconds: i64 = 1_795_000_000;
-        for step in 0..20_000i64 {
-            seconds = seconds
-                .wrapping_mul(6_364_136_223_846_793)
-                .wrapping_add(1_442_695_040_888_963)
-                .rem_euclid(253_402_300_799 + 62_135_596_800)
-                - 62_135_596_800;
-            let nanos = match step % 5 {
-                0 => 0,
-                1 => (seconds.rem_euclid(1000)) as u32 * 1_000_000,
-                2 => (seconds.rem_euclid(1_000_000)) as u32 * 1000,
-                3 => (seconds.rem_euclid(1_000_000_000)) as u32,
-                _ => (seconds.rem_euclid(10)) as u32 * 100_000_000 + 7,
-            };
-            let (chrono, ours) = written_both_ways(DateTime::from_timestamp(seconds, nanos).unwrap());
+        for t in sample_times(20_000) {
+            let (chrono, ours) = written_both_ways(t);
             assert_eq!(ours, chrono);
         }
         let leap = NaiveDate::from_ymd_opt(2016, 12, 31).unwrap().and_hms_nano_opt(23, 59, 59, 1_500_000_000).unwrap();
