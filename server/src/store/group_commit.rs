@@ -27,7 +27,8 @@
 //! on the caller's thread ([`DirectConnection`]), with no trip to a connection's thread at all: the hot writes of a
 //! HITL cycle, on the writer's own thread. A batch is of one kind: a write of the other kind commits the open batch
 //! before it opens its own. A direct batch holds the sqlx writer connection unused, so that nothing writes through
-//! it meanwhile, and each of its writes runs in a savepoint of its own, undone on the spot if it fails or is dropped.
+//! it meanwhile. Its first write runs in its transaction, as in a batch through sqlx, and is undone by rolling that
+//! back; each later one runs in a savepoint of its own, undone on the spot if it fails or is dropped.
 
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
@@ -103,8 +104,19 @@ pub(super) struct BatchedWrite {
     in_savepoint: bool,
     /// `Some` for a write that names its savepoint in its own SQL ([`GroupCommit::begin_inline`]).
     inline: Option<Inline>,
-    /// `Some` for a direct write ([`GroupCommit::begin_direct`]): whether its savepoint is open.
-    direct_savepoint: Option<bool>,
+    /// `Some` for a direct write ([`GroupCommit::begin_direct`]).
+    direct: Option<DirectWrite>,
+}
+
+/// Where a direct write runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum DirectWrite {
+    /// In the batch's transaction, which it opened: nobody else's write is in it while it runs (it holds the
+    /// writer), so undoing it is rolling that back, and a savepoint would only cost its statements and SQLite's
+    /// copy of every page it changes into the statement journal.
+    OpenedTheBatch,
+    /// In a savepoint of its own (it joined an open batch); whether that is open yet.
+    Savepoint { open: bool },
 }
 
 /// Where a write begun inline stands with its savepoint.
@@ -173,7 +185,7 @@ impl GroupCommit {
     }
 
     fn write(&self, held: Held, in_savepoint: bool, inline: Option<Inline>) -> BatchedWrite {
-        BatchedWrite { group: self.clone(), held: Some(held), in_savepoint, inline, direct_savepoint: None }
+        BatchedWrite { group: self.clone(), held: Some(held), in_savepoint, inline, direct: None }
     }
 
     /// Starts a write whose statements run on the writer's direct connection ([`DirectConnection`]), on the
@@ -184,13 +196,15 @@ impl GroupCommit {
         let Some(direct) = &self.direct else { return self.begin_inline().await };
         let mut held = self.lock().await;
         Self::finish_batch_of_the_other_kind(&mut held, true).await;
+        let mut place = DirectWrite::Savepoint { open: false };
         if held.guard.is_none() {
             let connection = self.pool.acquire().await?;
             lock_direct(direct).execute("BEGIN IMMEDIATE")?;
             *held.guard = Some(self.batch(connection, Some(Arc::clone(direct))));
+            place = DirectWrite::OpenedTheBatch;
         }
         let mut write = self.write(held, false, None);
-        write.direct_savepoint = Some(false);
+        write.direct = Some(place);
         Ok(write)
     }
 
@@ -439,7 +453,7 @@ impl BatchedWrite {
 
     /// Stores the write: returns once the batch it is part of has committed, or with the error that stopped it.
     pub(super) async fn commit(mut self) -> Result<(), sqlx::Error> {
-        if self.direct_savepoint.is_some() {
+        if self.direct.is_some() {
             self.release_direct_savepoint()?;
             // Direct writes run without awaiting anything: the writes queued on this thread get to join the batch
             // (and count as waiting) before it is committed.
@@ -481,25 +495,25 @@ impl BatchedWrite {
         sql: &Statements,
         arguments: &DirectArguments<'_>,
     ) -> Result<Vec<i64>, sqlx::Error> {
-        let Some(open) = self.direct_savepoint else {
+        let Some(place) = self.direct else {
             return Err(sqlx::Error::Protocol("a write through sqlx ran a direct statement".into()));
         };
         let direct = self.batch().direct.clone().expect("a direct write holds a direct batch");
         let mut connection = lock_direct(&direct);
-        if !open {
+        if place == (DirectWrite::Savepoint { open: false }) {
             connection.execute(DIRECT_SAVEPOINT)?;
-            self.direct_savepoint = Some(true);
+            self.direct = Some(DirectWrite::Savepoint { open: true });
         }
         connection.inserted_rowids(sql, arguments)
     }
 
     fn release_direct_savepoint(&mut self) -> Result<(), sqlx::Error> {
-        if self.direct_savepoint != Some(true) {
+        if self.direct != Some(DirectWrite::Savepoint { open: true }) {
             return Ok(());
         }
         let direct = self.batch().direct.clone().expect("a direct write holds a direct batch");
         lock_direct(&direct).execute(INLINE_RELEASE_ALONE)?;
-        self.direct_savepoint = Some(false);
+        self.direct = Some(DirectWrite::Savepoint { open: false });
         Ok(())
     }
 
@@ -518,13 +532,29 @@ impl Drop for BatchedWrite {
     fn drop(&mut self) {
         let Some(mut held) = self.held.take() else { return };
         let Some(batch) = held.guard.as_mut() else { return };
-        if let Some(open) = self.direct_savepoint {
-            if let (true, Some(direct)) = (open, &batch.direct)
-                && lock_direct(direct).execute(INLINE_UNDO).is_err()
-            {
-                batch.direct_failed = true;
+        match (self.direct, batch.direct.clone()) {
+            (None, _) => {}
+            (Some(_), None) => return,
+            (Some(DirectWrite::Savepoint { open }), Some(direct)) => {
+                if open && lock_direct(&direct).execute(INLINE_UNDO).is_err() {
+                    batch.direct_failed = true;
+                }
+                return;
             }
-            return;
+            (Some(DirectWrite::OpenedTheBatch), Some(direct)) => {
+                if lock_direct(&direct).execute("ROLLBACK").is_err() {
+                    // Left for the batch's commit, which fails it and rolls back what is left.
+                    batch.direct_failed = true;
+                    return;
+                }
+                // The batch held only this write, which is undone: it is over, and nobody waits for it. Its
+                // writer's connection goes back, so the next write opens a batch of its own.
+                if let Some(mut batch) = held.guard.take() {
+                    batch.direct = None;
+                    batch.connection = None;
+                }
+                return;
+            }
         }
         match self.inline {
             Some(Inline::NotOpened) => return,
@@ -553,7 +583,7 @@ impl Deref for BatchedWrite {
     type Target = SqliteConnection;
 
     fn deref(&self) -> &SqliteConnection {
-        assert!(self.direct_savepoint.is_none(), "a direct write runs its statements through direct_inserted_rowids");
+        assert!(self.direct.is_none(), "a direct write runs its statements through direct_inserted_rowids");
         self.held
             .as_ref()
             .and_then(|held| held.guard.as_ref())
@@ -564,7 +594,7 @@ impl Deref for BatchedWrite {
 
 impl DerefMut for BatchedWrite {
     fn deref_mut(&mut self) -> &mut SqliteConnection {
-        assert!(self.direct_savepoint.is_none(), "a direct write runs its statements through direct_inserted_rowids");
+        assert!(self.direct.is_none(), "a direct write runs its statements through direct_inserted_rowids");
         self.batch().connection()
     }
 }
@@ -729,6 +759,23 @@ mod tests {
         assert!(matches!(&outcomes[2], Err(sqlx::Error::Database(db)) if db.is_unique_violation()), "{outcomes:?}");
         assert_eq!(stored(&pool).await, ["a", "b", "c", "f"]);
         assert_eq!(group.commits.load(Ordering::SeqCst), 1, "one batch for the writes that queued together");
+    }
+
+    #[tokio::test]
+    async fn a_direct_write_that_opened_its_batch_and_fails_or_is_dropped_is_undone_whole_and_ends_its_batch() {
+        let (group, pool, _file) = direct_writer().await;
+        // One after another, each write opens a batch of its own and runs in its transaction, not in a savepoint.
+        spawn_direct_write(&group, &["a"], false).await.unwrap().unwrap();
+        let failed = spawn_direct_write(&group, &["b", "a"], false).await.unwrap();
+        assert!(matches!(&failed, Err(sqlx::Error::Database(db)) if db.is_unique_violation()), "{failed:?}");
+        spawn_direct_write(&group, &["c"], true).await.unwrap().unwrap();
+        spawn_direct_write(&group, &["d"], false).await.unwrap().unwrap();
+        assert_eq!(stored(&pool).await, ["a", "d"]);
+        assert_eq!(group.commits.load(Ordering::SeqCst), 2, "the undone writes' batches ended without a commit");
+        // The next write through sqlx finds the database free: no transaction was left open on the direct
+        // connection.
+        spawn_write(&group, &["e"]).await.unwrap().unwrap();
+        assert_eq!(stored(&pool).await, ["a", "d", "e"]);
     }
 
     #[tokio::test]
