@@ -443,6 +443,16 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_bundled_sqlite_keeps_no_memory_statistics() {
+        // `.cargo/config.toml` compiles it so (docs/decisions.md): with them, every allocation SQLite makes takes a
+        // mutex that every connection of the process shares.
+        let mut connection = sqlx::SqliteConnection::connect("sqlite::memory:").await.unwrap();
+        let options: Vec<String> =
+            sqlx::query_scalar("PRAGMA compile_options").fetch_all(&mut connection).await.unwrap();
+        assert!(options.iter().any(|option| option == "DEFAULT_MEMSTATUS=0"), "{options:?}");
+    }
+
+    #[tokio::test]
     async fn a_sqlite_url_into_a_missing_directory_names_the_directory_and_creates_nothing() {
         let missing = std::env::temp_dir().join(format!("holdpoint-missing-{}", uuid::Uuid::now_v7()));
         let file = missing.join("h.db");
