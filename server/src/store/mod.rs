@@ -443,13 +443,15 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_bundled_sqlite_keeps_no_memory_statistics() {
-        // `.cargo/config.toml` compiles it so (docs/decisions.md): with them, every allocation SQLite makes takes a
-        // mutex that every connection of the process shares.
+    async fn the_bundled_sqlite_shares_no_mutex_between_connections_for_memory() {
+        // `.cargo/config.toml` compiles it so (docs/decisions.md): memory statistics made every allocation SQLite
+        // makes take a mutex that every connection of the process shares, and memory management one page cache
+        // for all of them, behind another.
         let mut connection = sqlx::SqliteConnection::connect("sqlite::memory:").await.unwrap();
         let options: Vec<String> =
             sqlx::query_scalar("PRAGMA compile_options").fetch_all(&mut connection).await.unwrap();
         assert!(options.iter().any(|option| option == "DEFAULT_MEMSTATUS=0"), "{options:?}");
+        assert!(!options.iter().any(|option| option == "ENABLE_MEMORY_MANAGEMENT"), "{options:?}");
     }
 
     #[tokio::test]
