@@ -200,12 +200,14 @@ mod tests {
         }
     }
 
+    #[derive(serde::Serialize)]
+    struct Ours(#[serde(serialize_with = "write")] DateTime<Utc>);
+
+    #[derive(serde::Serialize)]
+    struct OursOptional(#[serde(serialize_with = "write_optional")] Option<DateTime<Utc>>);
+
     /// What chrono's `Serialize` and [`write`] each make of `t`.
     fn written_both_ways(t: DateTime<Utc>) -> (String, String) {
-        #[derive(serde::Serialize)]
-        struct Ours(#[serde(serialize_with = "write")] DateTime<Utc>);
-        #[derive(serde::Serialize)]
-        struct OursOptional(#[serde(serialize_with = "write_optional")] Option<DateTime<Utc>>);
         let ours = serde_json::to_string(&Ours(t)).unwrap();
         assert_eq!(serde_json::to_string(&OursOptional(Some(t))).unwrap(), ours);
         (serde_json::to_string(&t).unwrap(), ours)
@@ -228,8 +230,6 @@ mod tests {
             let (chrono, ours) = written_both_ways(t);
             assert_eq!(ours, chrono);
         }
-        #[derive(serde::Serialize)]
-        struct OursOptional(#[serde(serialize_with = "write_optional")] Option<DateTime<Utc>>);
         assert_eq!(serde_json::to_string(&OursOptional(None)).unwrap(), "null");
     }
 

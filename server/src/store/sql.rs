@@ -1261,12 +1261,12 @@ macro_rules! sql_store {
 impl SqliteStore {
     pub(super) const BACKEND: Backend = Backend::Sqlite;
 
-    /// Resolves a pending question (of no run) as `read` shows it, appends its event and audit entry, and releases
-    /// the write's savepoint, in one query: one trip to SQLite's thread where the general path takes three. A
+    /// Resolves a pending question (of no run) as `read` shows it and appends its event and audit entry, in one
+    /// direct write (see `sqlite_direct`): no trip to SQLite's thread, where the general path takes three. A
     /// pending question changes only by leaving `pending`, so the resolved row, its event and its entry can all be
     /// made before the write. The entry is sealed on the guessed chain head; the database refuses it if the guess
-    /// is wrong (migration 0009), which stops the query before the release, so the write is undone. `None`, with
-    /// nothing written, when someone was first, the guess was wrong, or there is none: the general path then runs.
+    /// is wrong (migration 0009), which fails the write, so it is undone. `None`, with nothing written, when
+    /// someone was first, the guess was wrong, or there is none: the general path then runs.
     async fn resolve_pending_in_one_query(
         &self,
         read: &QuestionRow,
@@ -1303,7 +1303,7 @@ impl SqliteStore {
         // `pending`.
         let inserted = match tx.direct_inserted_rowids(&RESOLVE_PENDING_WITH_EVENT_AND_AUDIT, &arguments) {
             Ok(inserted) => inserted,
-            // Dropping the write rolls back its savepoint.
+            // Dropping the write undoes it.
             Err(sqlx::Error::Database(err)) if err.message().contains(AUDIT_ENTRY_OFF_ITS_HEAD) => return Ok(None),
             Err(err) => return Err(err.into()),
         };

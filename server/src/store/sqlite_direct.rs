@@ -43,8 +43,8 @@ impl DirectConnection {
     }
 
     /// Runs SQL without arguments (`BEGIN IMMEDIATE`, `COMMIT`, savepoints), one or more statements, each prepared
-    /// once per connection: every write opens and releases a savepoint, and parsing them again each time was a
-    /// few percent of the writer's work.
+    /// once per connection: every write that joins a batch opens and releases a savepoint, and parsing them again
+    /// each time was a few percent of the writer's work.
     pub(super) fn execute(&mut self, sql: &str) -> Result<(), sqlx::Error> {
         for statement in statements(sql) {
             self.connection
