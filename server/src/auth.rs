@@ -173,6 +173,55 @@ impl FromRequestParts<AppState> for Caller {
     }
 }
 
+/// What a long-lived request (an event stream, an MCP session) checks its caller again with: the hash of the
+/// secret the caller was authenticated by.
+#[derive(Clone)]
+pub enum Proof {
+    Token(Vec<u8>),
+    Session(Vec<u8>),
+}
+
+impl std::fmt::Debug for Proof {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Proof::Token(_) => "Token",
+            Proof::Session(_) => "Session",
+        })
+    }
+}
+
+impl Proof {
+    /// The credential of a request, as [`Caller`]'s extractor reads it: a bearer token first, else the session.
+    pub fn of(headers: &axum::http::HeaderMap) -> Option<Proof> {
+        let bearer = headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim());
+        if let Some(token) = bearer {
+            return Some(Proof::Token(hash_secret(token)));
+        }
+        CookieJar::from_headers(headers).get(SESSION_COOKIE).map(|cookie| Proof::Session(hash_secret(cookie.value())))
+    }
+
+    /// Whether the credential still authenticates `caller` as it did (same principal, same workspace, same role):
+    /// false once a token is revoked, a session ended, or a member removed or given another role.
+    pub async fn still_authenticates(&self, state: &AppState, caller: &Caller) -> Result<bool, AppError> {
+        let principal = match self {
+            Proof::Token(hash) => state.store.principal_by_token_hash(hash).await?,
+            Proof::Session(hash) => {
+                state.store.session_by_hash(hash, chrono::Utc::now()).await?.map(|(principal, _)| principal)
+            }
+        };
+        Ok(principal.is_some_and(|now| {
+            now.id == caller.principal.id
+                && now.workspace_id == caller.principal.workspace_id
+                && now.role == caller.principal.role
+        }))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -123,6 +123,16 @@ pub struct ServeConfig {
     #[arg(long, env = "HOLDPOINT_SSE_BUFFER", default_value_t = 4096)]
     pub sse_buffer: usize,
 
+    /// How many event streams one token or person may hold open on this instance at once (429 beyond): a browser
+    /// tab holds one.
+    #[arg(long, env = "HOLDPOINT_STREAMS_PER_CALLER", default_value_t = 32)]
+    pub streams_per_caller: usize,
+
+    /// How many MCP sessions one token or person may hold open on this instance at once (429 beyond); a session
+    /// ends when its client closes it or after it has idled.
+    #[arg(long, env = "HOLDPOINT_MCP_SESSIONS_PER_CALLER", default_value_t = 16)]
+    pub mcp_sessions_per_caller: usize,
+
     /// How long a browser session lasts, in hours.
     #[arg(long, env = "HOLDPOINT_SESSION_HOURS", default_value_t = 24 * 7)]
     pub session_hours: i64,
@@ -257,9 +267,16 @@ pub struct RuntimeConfig {
     #[arg(long, env = "OPENAI_BASE_URL", default_value = "https://api.openai.com/v1")]
     pub openai_base_url: String,
 
-    /// API key for `openai:` models.
+    /// API key for `openai:` models, sent only to `OPENAI_BASE_URL`.
     #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
     pub openai_api_key: Option<Secret>,
+
+    /// Further model endpoints agents may name in `model_settings.base_url`, comma-separated, each `URL` or
+    /// `URL=VARIABLE` with the environment variable (in capitals) that holds that endpoint's API key
+    /// (`http://127.0.0.1:11434/v1,https://api.groq.com/openai/v1=GROQ_API_KEY`). `OPENAI_BASE_URL` is always
+    /// allowed; no other URL is, and no key goes anywhere but to its own endpoint.
+    #[arg(long, env = "HOLDPOINT_MODEL_ENDPOINTS", value_delimiter = ',')]
+    pub model_endpoints: Vec<ModelEndpoint>,
 
     /// How long one model request may take, in seconds.
     #[arg(long, env = "HOLDPOINT_MODEL_TIMEOUT_SECONDS", default_value_t = 120)]
@@ -268,6 +285,44 @@ pub struct RuntimeConfig {
     /// How often a model request is retried on 429, 5xx or a connection error (with exponential backoff).
     #[arg(long, env = "HOLDPOINT_MODEL_MAX_RETRIES", default_value_t = 3)]
     pub model_max_retries: usize,
+}
+
+/// A model endpoint the operator lets agents use, with the server's environment variable holding its key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelEndpoint {
+    /// The base URL, without a trailing `/`.
+    pub base_url: String,
+    pub api_key_env: Option<String>,
+}
+
+impl std::str::FromStr for ModelEndpoint {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let text = text.trim();
+        let (url, variable) = match text.rsplit_once('=') {
+            Some((url, variable)) if is_variable_name(variable) => (url, Some(variable.to_owned())),
+            _ => (text, None),
+        };
+        let parsed = reqwest::Url::parse(url).map_err(|e| format!("{url:?} is not a URL: {e}"))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(format!("{url:?} is not an http or https URL"));
+        }
+        Ok(ModelEndpoint { base_url: normalize_base_url(url), api_key_env: variable })
+    }
+}
+
+/// A base URL as endpoints are compared: without the trailing slashes that make no difference to the requests.
+pub fn normalize_base_url(url: &str) -> String {
+    url.trim().trim_end_matches('/').to_owned()
+}
+
+/// An environment variable's name as keys are conventionally named (capitals, digits, `_`): what tells
+/// `URL=VARIABLE` from a URL whose query has a `=`.
+fn is_variable_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_uppercase() || c == '_')
+        && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
 }
 
 impl RuntimeConfig {
@@ -282,6 +337,7 @@ impl RuntimeConfig {
             http_allowed_hosts: Vec::new(),
             openai_base_url: "https://api.openai.com/v1".into(),
             openai_api_key: None,
+            model_endpoints: Vec::new(),
             model_timeout_seconds: 120,
             model_max_retries: 3,
         }
@@ -325,6 +381,8 @@ impl ServeConfig {
             secure_cookies: false,
             run_workers: true,
             sse_buffer: 4096,
+            streams_per_caller: 32,
+            mcp_sessions_per_caller: 16,
             session_hours: 1,
             token_cache_seconds: 5,
             database_connections: crate::store::default_postgres_connections(),

@@ -58,6 +58,26 @@ pub struct EventHub {
     position: Arc<AtomicI64>,
     watches: Arc<Watches>,
     asked: Arc<AskedHere>,
+    /// How many event streams each principal holds open here.
+    streams: Arc<Mutex<HashMap<Uuid, usize>>>,
+}
+
+/// One open event stream of a principal, counted until it is dropped.
+pub struct StreamSlot {
+    streams: Arc<Mutex<HashMap<Uuid, usize>>>,
+    principal: Uuid,
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        let mut streams = self.streams.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(open) = streams.get_mut(&self.principal) {
+            *open -= 1;
+            if *open == 0 {
+                streams.remove(&self.principal);
+            }
+        }
+    }
 }
 
 /// Questions asked through this instance that no event has shown leaving `pending`, as they were stored, so that
@@ -135,6 +155,7 @@ impl EventHub {
             position: Arc::new(AtomicI64::new(start)),
             watches: Arc::default(),
             asked: Arc::default(),
+            streams: Arc::default(),
         };
         tokio::spawn(hub.clone().follow(store));
         Ok(hub)
@@ -147,6 +168,17 @@ impl EventHub {
     pub fn subscribe(&self) -> (broadcast::Receiver<Arc<HubEvent>>, i64) {
         let receiver = self.sender.subscribe();
         (receiver, self.position.load(Ordering::SeqCst))
+    }
+
+    /// Counts a new event stream of `principal`, or `None` if it holds `most` open already.
+    pub fn open_stream(&self, principal: Uuid, most: usize) -> Option<StreamSlot> {
+        let mut streams = self.streams.lock().unwrap_or_else(PoisonError::into_inner);
+        let open = streams.entry(principal).or_insert(0);
+        if *open >= most {
+            return None;
+        }
+        *open += 1;
+        Some(StreamSlot { streams: Arc::clone(&self.streams), principal })
     }
 
     /// A watch on one question's next event (see [`QuestionWatch`]).
@@ -283,6 +315,7 @@ mod tests {
             position: Arc::default(),
             watches: Arc::default(),
             asked: Arc::default(),
+            streams: Arc::default(),
         }
     }
 

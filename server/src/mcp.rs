@@ -19,13 +19,14 @@ use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, ServerCapabilities, ServerConfig};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{SessionId, SessionManager};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, ServerHandler, schemars, tool, tool_handler, tool_router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::auth::Caller;
+use crate::auth::{Caller, Proof};
 use crate::error::AppError;
 use crate::questions::{TimeoutBounds, build_question, insert_question};
 use crate::state::AppState;
@@ -33,31 +34,155 @@ use crate::state::AppState;
 /// How often a waiting tool call re-reads its question, in case it missed the event (the hub lagged).
 const RECHECK: Duration = Duration::from_secs(5);
 
-/// The MCP service, mounted at `/mcp` behind [`authenticate`].
-pub fn service(state: AppState) -> StreamableHttpService<HoldpointMcp, LocalSessionManager> {
+/// The MCP service, mounted at `/mcp` behind [`authenticate`], and the owners of its sessions.
+pub fn service(state: AppState) -> (StreamableHttpService<HoldpointMcp, LocalSessionManager>, Arc<SessionOwners>) {
+    let manager = Arc::new(LocalSessionManager::default());
+    let owners = SessionOwners::start(&state, Arc::clone(&manager));
     let config = StreamableHttpServerConfig::default()
         // Every request carries a bearer token, which a DNS-rebinding page cannot have; the Host check that
         // protects unauthenticated local servers would only break deployments behind a proxy.
         .disable_allowed_hosts()
         .with_sse_keep_alive(Some(Duration::from_secs(15)))
         .with_cancellation_token(state.shutdown.child_token());
-    StreamableHttpService::new(
-        move || Ok(HoldpointMcp { state: state.clone() }),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    )
+    let service = StreamableHttpService::new(move || Ok(HoldpointMcp { state: state.clone() }), manager, config);
+    (service, owners)
 }
 
-/// Resolves the bearer token (or 401 in the API's error shape) and passes the caller on to the tools.
-pub async fn authenticate(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let (mut parts, body) = request.into_parts();
-    match Caller::from_request_parts(&mut parts, &state).await {
-        Ok(caller) => {
-            parts.extensions.insert(caller);
-            next.run(Request::from_parts(parts, body)).await
+/// The header MCP's streamable HTTP transport names a session in.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Who opened each MCP session, and with which credential.
+///
+/// A session belongs to the principal that opened it: a request naming it with another credential is told the
+/// session does not exist (404, which makes a client start a new one). Each principal may hold
+/// `HOLDPOINT_MCP_SESSIONS_PER_CALLER` sessions at once, and a session whose credential no longer authenticates
+/// its opener (a revoked token, a removed member, another role) is closed, which ends the tool calls waiting in it.
+pub struct SessionOwners {
+    manager: Arc<LocalSessionManager>,
+    sessions: std::sync::Mutex<std::collections::HashMap<String, SessionOwner>>,
+    per_caller: usize,
+}
+
+struct SessionOwner {
+    caller: Caller,
+    proof: Proof,
+}
+
+impl SessionOwners {
+    fn start(state: &AppState, manager: Arc<LocalSessionManager>) -> Arc<Self> {
+        let owners = Arc::new(SessionOwners {
+            manager,
+            sessions: std::sync::Mutex::new(std::collections::HashMap::new()),
+            per_caller: state.config.mcp_sessions_per_caller,
+        });
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(close_sessions_of_revoked_credentials(state.clone(), Arc::downgrade(&owners)));
         }
-        Err(err) => err.into_response(),
+        owners
     }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, SessionOwner>> {
+        self.sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether `session` was opened by `caller`'s principal.
+    fn owned_by(&self, session: &str, caller: &Caller) -> bool {
+        self.lock().get(session).is_some_and(|owner| owner.caller.principal.id == caller.principal.id)
+    }
+
+    /// Forgets the sessions the manager no longer has (closed by the client or idle), then says whether
+    /// `caller` may open one more.
+    async fn may_open(&self, caller: &Caller) -> bool {
+        let theirs: Vec<String> = self
+            .lock()
+            .iter()
+            .filter(|(_, owner)| owner.caller.principal.id == caller.principal.id)
+            .map(|(id, _)| id.clone())
+            .collect();
+        let mut live = 0;
+        for id in theirs {
+            if self.manager.has_session(&SessionId::from(id.as_str())).await.unwrap_or(false) {
+                live += 1;
+            } else {
+                self.lock().remove(&id);
+            }
+        }
+        live < self.per_caller
+    }
+
+    fn opened(&self, session: String, caller: Caller, proof: Proof) {
+        self.lock().insert(session, SessionOwner { caller, proof });
+    }
+
+    fn closed(&self, session: &str) {
+        self.lock().remove(session);
+    }
+
+    /// How many sessions are open (as far as this knows).
+    pub fn open(&self) -> usize {
+        self.lock().len()
+    }
+}
+
+/// Closes every session whose credential no longer authenticates its opener, each time the store hears of a
+/// credential change; ends with the service.
+async fn close_sessions_of_revoked_credentials(state: AppState, owners: std::sync::Weak<SessionOwners>) {
+    let mut changes = state.store.credential_changes();
+    loop {
+        tokio::select! {
+            changed = changes.changed() => if changed.is_err() { return },
+            () = state.shutdown.cancelled() => return,
+        }
+        let Some(owners) = owners.upgrade() else { return };
+        let sessions: Vec<(String, Caller, Proof)> =
+            owners.lock().iter().map(|(id, owner)| (id.clone(), owner.caller.clone(), owner.proof.clone())).collect();
+        for (id, caller, proof) in sessions {
+            if !proof.still_authenticates(&state, &caller).await.unwrap_or(false) {
+                owners.closed(&id);
+                let _ = owners.manager.close_session(&SessionId::from(id.as_str())).await;
+            }
+        }
+    }
+}
+
+/// Resolves the bearer token (or 401 in the API's error shape), holds each session to the principal that opened
+/// it, and passes the caller on to the tools.
+pub async fn authenticate(
+    State((state, owners)): State<(AppState, Arc<SessionOwners>)>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let (mut parts, body) = request.into_parts();
+    let caller = match Caller::from_request_parts(&mut parts, &state).await {
+        Ok(caller) => caller,
+        Err(err) => return err.into_response(),
+    };
+    let session = parts.headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    match &session {
+        Some(id) if !owners.owned_by(id, &caller) => {
+            return AppError::NotFound("MCP session").into_response();
+        }
+        Some(_) => {}
+        None if parts.method == axum::http::Method::POST && !owners.may_open(&caller).await => {
+            return AppError::RateLimited { limit: "mcp_sessions_per_caller", retry_after_seconds: 60 }.into_response();
+        }
+        None => {}
+    }
+    let proof = Proof::of(&parts.headers);
+    let deleting = parts.method == axum::http::Method::DELETE;
+    parts.extensions.insert(caller.clone());
+    let response = next.run(Request::from_parts(parts, body)).await;
+    match session {
+        Some(id) if deleting => owners.closed(&id),
+        Some(_) => {}
+        None => {
+            let opened = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok());
+            if let (Some(id), Some(proof)) = (opened, proof) {
+                owners.opened(id.to_owned(), caller, proof);
+            }
+        }
+    }
+    response
 }
 
 /// The tools of Holdpoint's MCP server.
@@ -176,8 +301,15 @@ fn outcome(question: &Question) -> Value {
 
 impl HoldpointMcp {
     /// Creates the question and waits until it is no longer pending.
-    async fn ask_and_wait(&self, caller: &Caller, input: NewQuestion) -> Result<Question, ErrorData> {
+    async fn ask_and_wait(
+        &self,
+        parts: &http::request::Parts,
+        caller: &Caller,
+        input: NewQuestion,
+    ) -> Result<Question, ErrorData> {
         caller.require_ask().map_err(tool_error)?;
+        // Counted as `POST /questions` is: a question asked over MCP is no cheaper to store or to answer.
+        crate::http::limits::check_creation_in(parts).map_err(tool_error)?;
         let bounds = TimeoutBounds {
             min_seconds: self.state.config.min_timeout_seconds,
             max_seconds: self.state.config.max_timeout_seconds,
@@ -229,7 +361,7 @@ impl HoldpointMcp {
         if input.kind == Some(QuestionKind::Approval) {
             return Err(ErrorData::invalid_params("use request_approval to ask for approval", None));
         }
-        let question = self.ask_and_wait(&caller, input).await?;
+        let question = self.ask_and_wait(&parts, &caller, input).await?;
         Ok(json_result(&outcome(&question)))
     }
 
@@ -265,7 +397,7 @@ impl HoldpointMcp {
             timeout_seconds: args.timeout_seconds,
             ..Default::default()
         };
-        let question = self.ask_and_wait(&caller, input).await?;
+        let question = self.ask_and_wait(&parts, &caller, input).await?;
         let response: Option<&AnswerBody> = question.response.as_ref();
         let decision = match (question.status, response) {
             (QuestionStatus::Answered | QuestionStatus::Defaulted, Some(r)) if r.value == Value::Bool(true) => {

@@ -529,6 +529,20 @@ pub fn require_right_to_give(
     Ok(())
 }
 
+/// Refuses (422) a new question that names a run the caller may not act for: a run of another workspace, or for an
+/// `agent` token a run it did not start. A run's question can supersede the run's blocking question and resume the
+/// run with its answer, so naming a run is acting for it.
+pub async fn check_run_of_new_question(store: &dyn Store, caller: &Caller, row: &QuestionRow) -> Result<(), AppError> {
+    let Some(run_id) = row.run_id else {
+        return Ok(());
+    };
+    match crate::runs::load_run(store, caller, run_id).await {
+        Ok(_) => Ok(()),
+        Err(AppError::NotFound(_)) => Err(AppError::invalid_field("run_id", "is not a run you may act for")),
+        Err(other) => Err(other),
+    }
+}
+
 /// Checks a new question's assignee against the workspace: a named person must be a member who may answer
 /// questions of its kind, a role must be a human one. Refuses with 422.
 pub async fn check_assignee(store: &dyn Store, row: &QuestionRow) -> Result<(), AppError> {
@@ -584,6 +598,10 @@ pub async fn answer_question(
         Some(row) => QuestionRow::clone(&row),
         None => store.question(caller.workspace_id(), id).await?.ok_or(AppError::NotFound("question"))?,
     };
+    // Before any other refusal: what the caller may not see is missing, not forbidden.
+    if !visible_to(caller, &row) {
+        return Err(AppError::NotFound("question"));
+    }
     let question = row.to_question(&caller.principal.workspace)?;
     require_right_to_give(caller, &question, row.created_by, &answer, state.config.separation_of_duties)?;
     if question.status != QuestionStatus::Pending {
@@ -651,6 +669,12 @@ pub async fn cancel_question(
     let row = store.question(caller.workspace_id(), id).await?.ok_or(AppError::NotFound("question"))?;
     if !visible_to(caller, &row) {
         return Err(AppError::NotFound("question"));
+    }
+    // Whoever asked may withdraw the question; anyone else ends it for the asker, as an answer would, and needs the
+    // right to answer it (a responder cannot turn down an approval by cancelling it).
+    if row.created_by != Some(caller.principal.id) {
+        let kind = row.kind.parse::<QuestionKind>().map_err(|e| AppError::Internal(e.to_string().into()))?;
+        require_answer_right(caller, kind)?;
     }
     if reason.as_ref().is_some_and(|r| r.chars().count() > COMMENT_MAX_CHARS) {
         return Err(AppError::invalid_field("reason", format!("must have at most {COMMENT_MAX_CHARS} characters")));

@@ -70,13 +70,8 @@ pub fn validate_agent(mut spec: AgentSpec, runtime: &Runtime) -> Result<AgentSpe
     {
         errors.add("max_steps", format!("must be within 1..={MAX_STEPS_LIMIT}"));
     }
-    if let Some(url) = &spec.model_settings.base_url
-        && reqwest::Url::parse(url).is_err()
-    {
-        errors.add("model_settings.base_url", "is not a URL");
-    }
-    if spec.model_settings.api_key_env.as_ref().is_some_and(|v| v.trim().is_empty()) {
-        errors.add("model_settings.api_key_env", "must name an environment variable");
+    if let Err(refused) = crate::runtime::model::resolve_endpoint(&spec.model_settings, &runtime.config) {
+        errors.add(refused.field, refused.reason);
     }
     errors.into_result("the agent")?;
     Ok(spec)
@@ -153,7 +148,7 @@ pub fn new_run_row(
 /// The wire form of a run, with its segments and pending questions.
 pub async fn to_wire(store: &dyn Store, row: &RunRow, workspace: &str) -> Result<Run, AppError> {
     let segments = store.segments(row.id).await?.iter().map(|s| s.to_segment()).collect::<Result<_, _>>()?;
-    let pending = store.pending_question_ids(row.id).await?;
+    let pending = store.pending_question_ids(row.workspace_id, row.id).await?;
     Ok(row.to_run(workspace, segments, pending)?)
 }
 
@@ -361,7 +356,7 @@ pub async fn resume_run(runtime: &Runtime, caller: &Caller, id: Uuid, request: R
         };
         store.resolve_question(run.workspace_id, question_id, &change).await?;
     }
-    for question_id in store.pending_question_ids(run.id).await? {
+    for question_id in store.pending_question_ids(run.workspace_id, run.id).await? {
         let Some(question) = store.question(run.workspace_id, question_id).await? else { continue };
         if question.kind == QuestionKind::NonBlocking.as_str() {
             continue;

@@ -59,7 +59,7 @@ pub enum WorkerCall {
         owner: Uuid,
         transition: RunTransition,
     },
-    /// Reply: a question of the workspace, or `null`.
+    /// Reply: a question of this run, or `null`.
     Question {
         id: Uuid,
     },
@@ -82,7 +82,7 @@ pub enum WorkerCall {
         id: Uuid,
         prompt: Option<String>,
     },
-    /// Reply: runs of the workspace by id.
+    /// Reply: this run and its children, of those named by id.
     Runs {
         ids: Vec<Uuid>,
     },

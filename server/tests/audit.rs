@@ -119,7 +119,13 @@ async fn every_question_decision_writes_exactly_its_entry(app: TestApp) {
     assert_eq!(entry["after"]["comment"], "obsolete");
 
     // Superseded by a newer blocking question of the same run: the run lifecycle's doing.
-    let run_id = uuid::Uuid::now_v7();
+    // A run a client executes stays queued: nothing but the questions below happens to it.
+    let agent = app.post("/api/v1/agents", json!({"name": "superseding", "model": "openai:test-model"})).await;
+    let start = json!({"agent_id": agent.json["id"], "input": "go", "executor": "client"});
+    let run_id = app.post("/api/v1/runs", start).await.json["id"].as_str().unwrap().to_owned();
+    if let Some(last) = entries_after(&app, seq).await.last() {
+        seq = last["seq"].as_i64().unwrap();
+    }
     let older = ask(&app, json!({"title": "First?", "run_id": run_id})).await;
     ask(&app, json!({"title": "Second?", "run_id": run_id})).await;
     let entry = only_new_entry(&app, &mut seq).await;

@@ -36,6 +36,8 @@ enum Variant {
     ApprovalQuestion,
     /// A run waiting for approval, with a message and a tool call.
     Run,
+    /// A queued run that a client executes (`executor: client`).
+    ClientRun,
 }
 
 const fn row(method: &'static str, path: &'static str, variant: Variant, expect: [u16; 7]) -> Row {
@@ -69,14 +71,20 @@ const MATRIX: &[Row] = &[
     row("get", "/api/v1/events", Plain, [401, 200, 200, 200, 200, 200, 200]),
     row("get", "/api/v1/questions", Plain, [401, 200, 200, 200, 200, 200, 200]),
     row("post", "/api/v1/questions", Plain, [401, 403, 201, 201, 201, 201, 201]),
+    // A question naming a run acts for the run: an agent token only for the runs it started (this one the admin
+    // started), nobody for another workspace's.
+    row("post", "/api/v1/questions", Run, [401, 403, 201, 201, 201, 422, 422]),
     // Per-item results say who may answer what; the batch itself is accepted from anyone signed in.
     row("post", "/api/v1/questions/answer-batch", TextQuestion, [401, 200, 200, 200, 200, 200, 200]),
     // An agent token reads only the questions it asked (these were asked by the admin).
     row("get", "/api/v1/questions/{id}", TextQuestion, [401, 200, 200, 200, 200, 404, 404]),
     row("get", "/api/v1/questions/{id}/wait", TextQuestion, [401, 200, 200, 200, 200, 404, 404]),
-    row("post", "/api/v1/questions/{id}/answer", TextQuestion, [401, 403, 200, 200, 200, 403, 404]),
-    row("post", "/api/v1/questions/{id}/answer", ApprovalQuestion, [401, 403, 403, 200, 200, 403, 404]),
+    // What an agent token may not see is missing to it, before any question of rights.
+    row("post", "/api/v1/questions/{id}/answer", TextQuestion, [401, 403, 200, 200, 200, 404, 404]),
+    row("post", "/api/v1/questions/{id}/answer", ApprovalQuestion, [401, 403, 403, 200, 200, 404, 404]),
     row("post", "/api/v1/questions/{id}/cancel", TextQuestion, [401, 403, 200, 200, 200, 404, 404]),
+    // Cancelling someone else's question needs the right to answer it: a responder cannot turn down an approval.
+    row("post", "/api/v1/questions/{id}/cancel", ApprovalQuestion, [401, 403, 403, 200, 200, 404, 404]),
     row("get", "/api/v1/runs", Plain, [401, 200, 200, 200, 200, 200, 200]),
     // The other workspace's admin names an agent it cannot see: refused like any unknown agent.
     row("post", "/api/v1/runs", Plain, [401, 403, 201, 201, 201, 201, 422]),
@@ -91,6 +99,8 @@ const MATRIX: &[Row] = &[
     row("post", "/api/v1/runs/{id}/resume", Run, [401, 403, 403, 202, 202, 403, 404]),
     // The worker protocol is for runs a client executes; the server executes this one.
     row("post", "/api/v1/runs/{id}/worker", Run, [401, 403, 409, 409, 409, 404, 404]),
+    // A client executes this one (started by the admin): an agent token may work only its own runs.
+    row("post", "/api/v1/runs/{id}/worker", ClientRun, [401, 403, 200, 200, 200, 404, 404]),
 ];
 
 /// The objects one request acts on, all in the `default` workspace, made by its admin.
@@ -101,6 +111,7 @@ struct Fixture {
     member_id: String,
     token_id: String,
     run: Option<RunFixture>,
+    client_run: Option<String>,
 }
 
 struct RunFixture {
@@ -146,7 +157,7 @@ async fn created_by(app: &TestApp, token: &str, path: &str, body: Value) -> Valu
     json
 }
 
-async fn fixture(app: &TestApp, requester: &str, n: usize, with_run: bool) -> Fixture {
+async fn fixture(app: &TestApp, requester: &str, n: usize, variant: Variant) -> Fixture {
     let text_question = created(app, "/api/v1/questions", json!({"title": format!("Question {n}")})).await;
     // Asked by someone else than the callers, so separation of duties does not decide the approval rows.
     let approval_question = created_by(
@@ -170,7 +181,13 @@ async fn fixture(app: &TestApp, requester: &str, n: usize, with_run: bool) -> Fi
     )
     .await;
     let token = created(app, "/api/v1/tokens", json!({"name": format!("token {n}"), "role": "agent"})).await;
-    let run = if with_run { Some(paused_run(app, &agent["id"]).await) } else { None };
+    let run = if matches!(variant, Run) { Some(paused_run(app, &agent["id"]).await) } else { None };
+    let client_run = if matches!(variant, ClientRun) {
+        let run = created(app, "/api/v1/runs", json!({"agent_id": agent["id"], "input": "go", "executor": "client"}));
+        Some(run.await["id"].as_str().unwrap().to_owned())
+    } else {
+        None
+    };
     Fixture {
         text_question: text_question["id"].as_str().unwrap().to_owned(),
         approval_question: approval_question["id"].as_str().unwrap().to_owned(),
@@ -178,6 +195,7 @@ async fn fixture(app: &TestApp, requester: &str, n: usize, with_run: bool) -> Fi
         member_id: member["user_id"].as_str().unwrap().to_owned(),
         token_id: token["token"]["id"].as_str().unwrap().to_owned(),
         run,
+        client_run,
     }
 }
 
@@ -210,6 +228,7 @@ fn request_for(row: &Row, fixture: &Fixture, n: usize) -> (String, Option<Value>
         (TextQuestion, _) => fixture.text_question.clone(),
         (ApprovalQuestion, _) => fixture.approval_question.clone(),
         (Run, _) => run.unwrap().id.clone(),
+        (ClientRun, _) => fixture.client_run.clone().unwrap(),
         (Plain, p) if p.starts_with("/api/v1/agents") => fixture.agent_id.clone(),
         (Plain, p) if p.starts_with("/api/v1/tokens") => fixture.token_id.clone(),
         _ => String::new(),
@@ -233,18 +252,19 @@ fn request_for(row: &Row, fixture: &Fixture, n: usize) -> (String, Option<Value>
         ("post", "/api/v1/agents", _) | ("put", _, _) => {
             Some(json!({"name": format!("new-agent-{n}"), "model": "script:pause.json"}))
         }
+        ("post", "/api/v1/questions", Run) => Some(json!({"title": "New question", "run_id": run.unwrap().id})),
         ("post", "/api/v1/questions", _) => Some(json!({"title": "New question"})),
         ("post", "/api/v1/questions/answer-batch", _) => {
             Some(json!({"items": [{"id": fixture.text_question, "value": "an answer"}]}))
         }
         ("post", _, TextQuestion) if row.path.ends_with("/answer") => Some(json!({"value": "an answer"})),
-        ("post", _, ApprovalQuestion) => Some(json!({"value": true})),
+        ("post", _, ApprovalQuestion) if row.path.ends_with("/answer") => Some(json!({"value": true})),
         ("post", _, _) if row.path.ends_with("/cancel") => None,
         ("post", "/api/v1/runs", _) => Some(json!({"agent_id": fixture.agent_id, "input": "go"})),
         ("post", _, Run) if row.path.ends_with("/resume") => {
             Some(json!({"tool_decisions": [{"tool_call_id": "call_1", "approved": false}]}))
         }
-        ("post", _, Run) if row.path.ends_with("/worker") => {
+        ("post", _, Run | ClientRun) if row.path.ends_with("/worker") => {
             Some(json!({"op": "messages", "after_seq": 0, "limit": 10}))
         }
         _ => None,
@@ -328,7 +348,7 @@ async fn every_role_gets_exactly_the_status_of_the_matrix(backend: common::Backe
     for row in MATRIX {
         for (caller, token) in tokens.iter().enumerate() {
             n += 1;
-            let fixture = fixture(&app, &requester, n, matches!(row.variant, Run)).await;
+            let fixture = fixture(&app, &requester, n, row.variant).await;
             let (uri, body) = request_for(row, &fixture, n);
             let (status, json) = send(&app, row.method, &uri, token.as_deref(), body).await;
             let expected = row.expect[caller];
@@ -360,4 +380,77 @@ async fn every_role_gets_exactly_the_status_of_the_matrix(backend: common::Backe
         }
     }
     assert!(failures.is_empty(), "{} of {n} requests differ from the matrix:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// `/mcp` is outside the OpenAPI document: its rules, by caller. Opening a session needs a valid credential; a
+/// session answers only the credential's principal that opened it (any other gets 404, as for a session that does
+/// not exist); asking needs a role that may ask.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_sessions_serve_only_their_opener_and_tools_follow_the_roles() {
+    let app = TestApp::start(common::Backend::Sqlite).await.unwrap();
+    let base = app.serve().await;
+    let callers: Vec<Option<String>> = vec![
+        None,
+        Some(app.create_token("default", Role::Viewer).await),
+        Some(app.create_token("default", Role::Responder).await),
+        Some(app.create_token("default", Role::Approver).await),
+        Some(app.token.clone()),
+        Some(app.create_token("default", Role::Agent).await),
+        Some(app.create_token("elsewhere", Role::Admin).await),
+    ];
+    let http = reqwest::Client::new();
+    let rpc = |token: Option<&str>, session: Option<&str>, body: Value| {
+        let mut request =
+            http.post(format!("{base}/mcp")).header("accept", "application/json, text/event-stream").json(&body);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        request.send()
+    };
+    let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } });
+    let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    let ask = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": { "name": "ask_user", "arguments": { "title": "Go?", "kind": "non_blocking" } } });
+    // Whether each caller may ask (a non-blocking question returns at once).
+    let may_ask = [false, false, true, true, true, true, true];
+    let mut sessions = Vec::new();
+    for (caller, token) in callers.iter().enumerate() {
+        let opened = rpc(token.as_deref(), None, initialize.clone()).await.unwrap();
+        if token.is_none() {
+            assert_eq!(opened.status(), 401, "{}", CALLERS[caller]);
+            sessions.push(None);
+            continue;
+        }
+        assert_eq!(opened.status(), 200, "{}", CALLERS[caller]);
+        let session = opened.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+        let notified = rpc(token.as_deref(), Some(&session), initialized.clone()).await.unwrap();
+        assert!(notified.status().is_success(), "{}: {}", CALLERS[caller], notified.status());
+        let asked = rpc(token.as_deref(), Some(&session), ask.clone()).await.unwrap();
+        assert_eq!(asked.status(), 200, "{}", CALLERS[caller]);
+        let text = asked.text().await.unwrap();
+        assert_eq!(
+            // The tool's result is JSON inside the JSON-RPC message's text content, so its quotes are escaped.
+            text.contains(r#"\"status\":\"pending\""#),
+            may_ask[caller],
+            "{} asking over MCP: {text}",
+            CALLERS[caller]
+        );
+        sessions.push(Some(session));
+    }
+    // Every credential against every other caller's session: 404.
+    for (owner, session) in sessions.iter().enumerate() {
+        let Some(session) = session else { continue };
+        for (caller, token) in callers.iter().enumerate() {
+            let Some(token) = token else { continue };
+            if caller == owner {
+                continue;
+            }
+            let borrowed = rpc(Some(token), Some(session), ask.clone()).await.unwrap();
+            assert_eq!(borrowed.status(), 404, "{} using {}'s session", CALLERS[caller], CALLERS[owner]);
+        }
+    }
 }

@@ -12,7 +12,10 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 async fn a_new_blocking_question_on_a_run_supersedes_the_older_one(app: TestApp) {
-    let run_id = uuid::Uuid::now_v7();
+    // A run a client executes stays queued: nothing but these questions happens to it.
+    let agent = app.post("/api/v1/agents", json!({"name": "asker", "model": "openai:test-model"})).await;
+    let start = json!({"agent_id": agent.json["id"], "input": "go", "executor": "client"});
+    let run_id = app.post("/api/v1/runs", start).await.json["id"].as_str().unwrap().to_owned();
     let first = app.post("/api/v1/questions", json!({ "title": "First?", "run_id": run_id })).await.json;
     let second = app.post("/api/v1/questions", json!({ "title": "Second?", "run_id": run_id })).await.json;
     let other =
@@ -371,12 +374,15 @@ async fn a_long_poll_returns_as_soon_as_the_question_is_answered(app: TestApp) {
 
 /// A refusal names the caller's role as a sentence would: "an agent may not …", not "a agent may not …".
 async fn refusals_name_the_callers_role_with_the_right_article(app: TestApp) {
-    let question = ask(&app, json!({"title": "Which region?"})).await;
     for (role, said) in [
         (Role::Agent, "an agent may not answer blocking questions"),
         (Role::Viewer, "a viewer may not answer blocking questions"),
     ] {
         let token = app.create_token("default", role).await;
+        // Asked by the agent itself: another agent's question would be missing to it (404), not forbidden.
+        let asker = if role == Role::Agent { token.clone() } else { app.token.clone() };
+        let asked = app.call(Method::POST, "/api/v1/questions", Some(&asker), Some(json!({"title": "Which?"}))).await;
+        let question = asked.json["id"].as_str().unwrap().to_owned();
         let path = format!("/api/v1/questions/{question}/answer");
         let refused = app.call(Method::POST, &path, Some(&token), Some(json!({"value": "eu"}))).await;
         assert_eq!(assert_error(&refused, StatusCode::FORBIDDEN, "forbidden")["message"], said);
@@ -399,10 +405,14 @@ async fn who_may_answer_depends_on_role_and_kind(app: TestApp) {
             .await
         }
     };
-    for role in [Role::Viewer, Role::Agent] {
-        let token = app.create_token("default", role).await;
-        assert_error(&answer(token, plain.clone(), json!("x")).await, StatusCode::FORBIDDEN, "forbidden");
-    }
+    let viewer = app.create_token("default", Role::Viewer).await;
+    assert_error(&answer(viewer, plain.clone(), json!("x")).await, StatusCode::FORBIDDEN, "forbidden");
+    // An agent token may not answer even the questions it asked; another agent's it cannot even see.
+    let agent = app.create_token("default", Role::Agent).await;
+    let created = app.call(Method::POST, "/api/v1/questions", Some(&agent), Some(json!({"title": "mine"}))).await;
+    let own = created.json["id"].as_str().unwrap().to_owned();
+    assert_error(&answer(agent.clone(), own, json!("x")).await, StatusCode::FORBIDDEN, "forbidden");
+    assert_error(&answer(agent, plain.clone(), json!("x")).await, StatusCode::NOT_FOUND, "not_found");
     let responder = app.create_token("default", Role::Responder).await;
     assert_error(&answer(responder.clone(), approval.clone(), json!(true)).await, StatusCode::FORBIDDEN, "forbidden");
     assert_eq!(answer(responder, plain, json!("x")).await.status, StatusCode::OK);

@@ -126,8 +126,136 @@ async fn mcp_refuses_requests_without_a_valid_token(app: TestApp) {
     assert!(error.contains("may not create questions"), "{error}");
 }
 
+/// Opens a session with a raw `initialize`; returns the response (its `mcp-session-id` names the session).
+async fn initialize(base: &str, token: &str) -> reqwest::Response {
+    let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } });
+    reqwest::Client::new()
+        .post(format!("{base}/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .bearer_auth(token)
+        .json(&initialize)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// A session belongs to the token that opened it, and each caller holds a bounded number of them.
+async fn mcp_sessions_are_bound_to_their_opener_and_capped(backend: common::Backend) {
+    let Some(app) = TestApp::start_with(backend, |config| config.mcp_sessions_per_caller = 2).await else { return };
+    let base = app.serve().await;
+    let opened = initialize(&base, &app.token).await;
+    assert_eq!(opened.status(), 200);
+    let session = opened.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let other = app.create_token("default", app::types::Role::Admin).await;
+    let list = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/list" });
+    let borrowed = reqwest::Client::new()
+        .post(format!("{base}/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &session)
+        .bearer_auth(&other)
+        .json(&list)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(borrowed.status(), 404, "another token cannot use the session");
+
+    assert_eq!(initialize(&base, &app.token).await.status(), 200);
+    let third = initialize(&base, &app.token).await;
+    assert_eq!(third.status(), 429, "two sessions per caller here");
+    let body: Value = third.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "rate_limited");
+    assert_eq!(initialize(&base, &other).await.status(), 200, "the cap is per caller");
+
+    // A session the client ends gives its place back.
+    let ended = reqwest::Client::new()
+        .delete(format!("{base}/mcp"))
+        .header("mcp-session-id", &session)
+        .bearer_auth(&app.token)
+        .send()
+        .await
+        .unwrap();
+    assert!(ended.status().is_success(), "{}", ended.status());
+    assert_eq!(initialize(&base, &app.token).await.status(), 200);
+}
+
+/// Questions asked over MCP count against the same creation limits as `POST /questions`.
+async fn mcp_questions_are_rate_limited_like_rest(backend: common::Backend) {
+    let Some(app) = TestApp::start_with(backend, |config| {
+        config.limits.create_rate_burst = 3;
+        config.limits.create_rate_per_second = 1;
+    })
+    .await
+    else {
+        return;
+    };
+    let base = app.serve().await;
+    let client = connect(&base, &app.token).await;
+    let mut refused = 0;
+    for n in 0..6 {
+        let arguments = json!({ "title": format!("Preference {n}?"), "kind": "non_blocking" });
+        if let Err(err) = client.call_tool(call("ask_user", arguments)).await {
+            assert!(err.to_string().contains("too many requests"), "{err}");
+            refused += 1;
+        }
+    }
+    assert!(refused >= 2, "a burst of 3 lets at most 4 of 6 through in a second: {refused} refused");
+}
+
+/// A tool call waiting for a person ends when the token that made it is revoked: the session is closed, and the
+/// call's response stream ends without a result.
+async fn a_revoked_tokens_mcp_call_ends(backend: common::Backend) {
+    let Some(app) = TestApp::start(backend).await else { return };
+    let base = app.serve().await;
+    let agent = app.create_token("default", app::types::Role::Agent).await;
+    let session = initialize(&base, &agent).await.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let send = |body: Value| {
+        reqwest::Client::new()
+            .post(format!("{base}/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &session)
+            .bearer_auth(&agent)
+            .json(&body)
+            .send()
+    };
+    send(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })).await.unwrap();
+    let call = send(json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": { "name": "ask_user", "arguments": { "title": "Secrets?" } } }))
+    .await
+    .unwrap();
+    assert_eq!(call.status(), 200);
+    pending_question(&app).await;
+    let tokens = app.get("/api/v1/tokens").await.json;
+    let token_id = tokens["items"].as_array().unwrap().iter().find(|t| t["role"] == "agent").unwrap()["id"].clone();
+    let revoked = app.post(&format!("/api/v1/tokens/{}/revoke", token_id.as_str().unwrap()), json!({})).await;
+    assert_eq!(revoked.status, StatusCode::OK);
+
+    use futures::StreamExt;
+    let mut body = call.bytes_stream();
+    let mut received = String::new();
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(Ok(chunk)) = body.next().await {
+            received.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the waiting call's stream ends once its token is revoked; received: {received}");
+    assert!(!received.contains("\"result\""), "it gets no answer: {received}");
+}
+
 backend_tests!(
     an_mcp_client_lists_the_tools_and_asks_a_person,
     request_approval_answers_in_the_permission_prompt_format,
     mcp_refuses_requests_without_a_valid_token,
 );
+
+/// The tests that start a server of their own (with their own limits), on both backends.
+mod configured {
+    use super::*;
+
+    on_both_backends!(
+        mcp_sessions_are_bound_to_their_opener_and_capped,
+        mcp_questions_are_rate_limited_like_rest,
+        a_revoked_tokens_mcp_call_ends,
+    );
+}

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use axum::http::StatusCode;
 use common::{Scripts, TestApp, assert_error};
+use holdpoint::config::ModelEndpoint;
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -13,12 +14,30 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 async fn start(backend: common::Backend, scripts: &Scripts, mock: Option<&MockServer>, cap: u32) -> Option<TestApp> {
     let dir = scripts.dir.clone();
     let host = mock.map(|m| m.address().to_string());
+    let endpoint = mock.map(model_endpoint);
     TestApp::start_with(backend, move |config| {
         config.runtime.scripts_dir = Some(dir);
         config.runtime.http_allowed_hosts = host.into_iter().collect();
+        config.runtime.model_endpoints = endpoint.into_iter().collect();
         config.runtime.max_total_steps = cap;
     })
     .await
+}
+
+/// A server whose agents may use `mock` as their model, and whose `http_request` reaches no host.
+async fn start_with_model(backend: common::Backend, scripts: &Scripts, mock: &MockServer) -> Option<TestApp> {
+    let dir = scripts.dir.clone();
+    let endpoint = model_endpoint(mock);
+    TestApp::start_with(backend, move |config| {
+        config.runtime.scripts_dir = Some(dir);
+        config.runtime.model_endpoints = vec![endpoint];
+    })
+    .await
+}
+
+/// `mock`'s OpenAI-compatible API as a model endpoint the operator allows, without a key.
+fn model_endpoint(mock: &MockServer) -> ModelEndpoint {
+    format!("{}/v1", mock.uri()).parse().unwrap()
 }
 
 async fn create_agent(app: &TestApp, spec: Value) -> Value {
@@ -590,7 +609,7 @@ async fn the_provider_client_retries_rate_limits_and_server_errors(backend: comm
         .with_priority(3)
         .mount(&mock)
         .await;
-    let Some(app) = start(backend, &scripts, None, 500).await else { return };
+    let Some(app) = start_with_model(backend, &scripts, &mock).await else { return };
     let mut spec = openai_agent("plain", &mock, json!({}));
     spec["tools"] = json!([]);
     let agent = create_agent(&app, spec).await;
@@ -606,12 +625,101 @@ async fn a_provider_that_keeps_failing_fails_the_run_with_a_clear_error(backend:
     Mock::given(method("POST")).and(path("/v1/chat/completions")).respond_with(ResponseTemplate::new(401).set_body_json(
         json!({ "error": { "message": "Incorrect API key provided", "type": "invalid_request_error", "param": null, "code": "invalid_api_key" } }),
     )).mount(&mock).await;
-    let Some(app) = start(backend, &scripts, None, 500).await else { return };
+    let Some(app) = start_with_model(backend, &scripts, &mock).await else { return };
     let agent = create_agent(&app, openai_agent("unlucky", &mock, json!({}))).await;
     let run_id = start_run(&app, &agent["id"], "Try").await;
     let run = wait_for_status(&app, &run_id, "failed").await;
     assert!(run["error_message"].as_str().unwrap().contains("Incorrect API key"), "{run}");
     assert_eq!(chat_requests(&mock).await.len(), 1, "a 401 is not retried");
+}
+
+/// The models a workspace's agents may reach are the operator's choice: an admin cannot point an agent at a
+/// listener of theirs, nor have the server send one of its variables (the bootstrap token, `DATABASE_URL`) as a key.
+async fn agents_reach_only_the_model_endpoints_the_operator_allows_with_their_own_keys(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let (official, allowed, attacker) = (chat_mock().await, chat_mock().await, chat_mock().await);
+    let (official_url, allowed_endpoint) = (format!("{}/v1", official.uri()), model_endpoint(&allowed));
+    let Some(app) = TestApp::start_with(backend, move |config| {
+        config.runtime.scripts_dir = Some(scripts.dir.clone());
+        config.runtime.openai_base_url = official_url;
+        config.runtime.openai_api_key = Some("sk-server-key".parse().unwrap());
+        config.runtime.model_endpoints = vec![allowed_endpoint];
+    })
+    .await
+    else {
+        return;
+    };
+    let other_workspace_admin = app.create_token("other", app::types::Role::Admin).await;
+    let as_other = |path: &'static str, body: Value| {
+        let app = &app;
+        let token = other_workspace_admin.clone();
+        async move { app.call(axum::http::Method::POST, path, Some(&token), Some(body)).await }
+    };
+    let to_attacker = openai_agent("exfiltrate", &attacker, json!({}));
+    let error = assert_error(
+        &as_other("/api/v1/agents", to_attacker.clone()).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "invalid",
+    );
+    assert!(error["details"]["fields"]["model_settings.base_url"].is_string(), "{error}");
+    for variable in ["HOLDPOINT_BOOTSTRAP_TOKEN", "DATABASE_URL"] {
+        let mut spec = openai_agent("exfiltrate", &allowed, json!({}));
+        spec["model_settings"]["api_key_env"] = json!(variable);
+        let error = assert_error(&as_other("/api/v1/agents", spec).await, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+        assert!(error["details"]["fields"]["model_settings.api_key_env"].is_string(), "{error}");
+    }
+    // The server's own key belongs to OPENAI_BASE_URL alone.
+    let mut spec = openai_agent("exfiltrate", &allowed, json!({}));
+    spec["model_settings"]["api_key_env"] = json!("OPENAI_API_KEY");
+    assert_error(&as_other("/api/v1/agents", spec).await, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+    let inline = json!({ "agent": to_attacker, "input": "Go" });
+    assert_error(&as_other("/api/v1/runs", inline).await, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+
+    // What is allowed works, each endpoint with its own key.
+    let mut default_endpoint = openai_agent("official", &official, json!({}));
+    default_endpoint["model_settings"] = json!({ "api_key_env": "OPENAI_API_KEY" });
+    default_endpoint["tools"] = json!([]);
+    let mut other_endpoint = openai_agent("local", &allowed, json!({}));
+    other_endpoint["tools"] = json!([]);
+    for spec in [default_endpoint, other_endpoint] {
+        let response = as_other("/api/v1/runs", json!({ "agent": spec, "input": "Say hi" })).await;
+        assert_eq!(response.status, StatusCode::CREATED, "{}", response.text);
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while chat_requests(&official).await.is_empty() || chat_requests(&allowed).await.is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "both runs call their model");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let authorization = |request: &wiremock::Request| {
+        request.headers.get("authorization").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default()
+    };
+    assert_eq!(authorization(&chat_requests(&official).await[0]), "Bearer sk-server-key");
+    assert!(!authorization(&chat_requests(&allowed).await[0]).contains("sk-server-key"));
+    assert!(chat_requests(&attacker).await.is_empty());
+}
+
+/// An agent saved while an endpoint was allowed cannot use it once the operator withdraws it.
+async fn a_withdrawn_model_endpoint_is_refused_when_a_run_calls_the_model(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let mock = chat_mock().await;
+    let Some(app) = start(backend, &scripts, None, 500).await else { return };
+    let mut spec: app::types::AgentSpec = serde_json::from_value(openai_agent("withdrawn", &mock, json!({}))).unwrap();
+    spec.tools.clear();
+    // Stored as it was accepted under a configuration that allowed the endpoint.
+    let workspace = app.state.store.ensure_workspace("default").await.unwrap();
+    let agent = holdpoint::store::AgentRow {
+        id: uuid::Uuid::now_v7(),
+        workspace_id: workspace.id,
+        name: spec.name.clone(),
+        spec: sqlx::types::Json(spec),
+        created_at: chrono::Utc::now(),
+        updated_at: chrono::Utc::now(),
+    };
+    app.state.store.insert_agent(&agent).await.unwrap();
+    let run_id = start_run(&app, &json!(agent.id), "Go").await;
+    let run = wait_for_status(&app, &run_id, "failed").await;
+    assert!(run["error_message"].as_str().unwrap().contains("model_settings.base_url"), "{run}");
+    assert!(chat_requests(&mock).await.is_empty());
 }
 
 async fn run_status_events_follow_a_run_on_the_event_stream(backend: common::Backend) {
@@ -855,6 +963,8 @@ on_both_backends!(
     the_request_after_a_resume_is_byte_for_byte_the_one_without_a_pause,
     the_provider_client_retries_rate_limits_and_server_errors,
     a_provider_that_keeps_failing_fails_the_run_with_a_clear_error,
+    agents_reach_only_the_model_endpoints_the_operator_allows_with_their_own_keys,
+    a_withdrawn_model_endpoint_is_refused_when_a_run_calls_the_model,
     run_status_events_follow_a_run_on_the_event_stream,
     a_batch_waits_whole_while_any_call_needs_approval,
     the_shell_tool_runs_only_when_enabled_and_approved,

@@ -59,11 +59,12 @@ impl ApprovalPolicy {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ModelSettings {
-    /// Base URL of an OpenAI-compatible API, e.g. `http://127.0.0.1:11434/v1` for Ollama.
+    /// Base URL of an OpenAI-compatible API, e.g. `http://127.0.0.1:11434/v1` for Ollama: `OPENAI_BASE_URL` or one
+    /// of the endpoints the operator allows (`HOLDPOINT_MODEL_ENDPOINTS`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
-    /// The name of the environment variable of the server that holds the API key. Keys themselves are never
-    /// stored.
+    /// The server's variable holding that endpoint's key, as the operator configured it (`OPENAI_API_KEY` for
+    /// `OPENAI_BASE_URL`); any other is refused. Keys themselves are never stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key_env: Option<String>,
 }

@@ -22,7 +22,7 @@ use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
-use crate::auth::Caller;
+use crate::auth::{Caller, Proof};
 use crate::error::{ApiResult, AppError};
 use crate::events::HubEvent;
 use crate::state::AppState;
@@ -31,6 +31,9 @@ use crate::store::{EventRow, Store, StoreResult};
 /// Comfortably under the spec's 15 s, so proxies with a 15 s idle timeout never cut a quiet stream.
 const KEEP_ALIVE: Duration = Duration::from_secs(10);
 const REPLAY_BATCH: i64 = 500;
+/// How often a stream checks its credential without being told of a change: what a change the store cannot hear
+/// of (a session's expiry, a script editing the database) waits at most.
+const CREDENTIAL_RECHECK: Duration = Duration::from_secs(60);
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(stream_events))
@@ -123,6 +126,22 @@ async fn passes(
     }
 }
 
+/// Whether the stream's caller is still who it was; a failed check ends the stream too (the client reconnects and
+/// authenticates again).
+async fn caller_holds(state: &AppState, caller: &Caller, proof: Option<&Proof>) -> bool {
+    match proof {
+        Some(proof) => proof.still_authenticates(state, caller).await.unwrap_or(false),
+        None => false,
+    }
+}
+
+/// Completes when the store hears of a credential change; never, for a store that hears of none.
+async fn credential_changed(changes: &mut tokio::sync::watch::Receiver<u64>) {
+    if changes.changed().await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
 fn sse_event(id: i64, event_type: &str, data: &str) -> Event {
     Event::default().id(id.to_string()).event(event_type).data(data)
 }
@@ -161,6 +180,10 @@ async fn stream_events(
                 .ok_or_else(|| AppError::BadRequest("Last-Event-ID must be an event id".into()))?,
         ),
     };
+    let slot = state
+        .hub
+        .open_stream(caller.principal.id, state.config.streams_per_caller)
+        .ok_or(AppError::RateLimited { limit: "streams_per_caller", retry_after_seconds: KEEP_ALIVE.as_secs() })?;
     let subscription =
         Subscription { workspace_id: caller.workspace_id(), project: query.project, run_id: query.run_id };
     let mut own_only = OwnEventsOnly::for_caller(&caller);
@@ -168,15 +191,21 @@ async fn stream_events(
     let store = Arc::clone(&state.store);
     let subscriber = state.metrics.sse_subscriber();
     let shutdown = state.shutdown.clone();
+    // A stream outlives the request that authenticated it: it ends as soon as its credential no longer would.
+    let proof = Proof::of(&headers);
+    let mut credentials = state.store.credential_changes();
+    let mut recheck = tokio::time::interval_at(tokio::time::Instant::now() + CREDENTIAL_RECHECK, CREDENTIAL_RECHECK);
 
     let stream = async_stream::stream! {
         // Counted as open for as long as the stream lives.
         let _subscriber = subscriber;
+        let _slot = slot;
         // Without Last-Event-ID a client wants what happens from now on.
         let mut last_sent = last_event_id.unwrap_or(position);
         if last_event_id.is_some() {
             loop {
-                let rows = match store.events_after(last_sent, REPLAY_BATCH).await {
+                // Only the caller's workspace: a replay from 0 reads what the caller may see, not every tenant's log.
+                let rows = match store.workspace_events_after(subscription.workspace_id, last_sent, REPLAY_BATCH).await {
                     Ok(rows) => rows,
                     Err(err) => {
                         tracing::warn!(error = %err, "event replay failed; the client will reconnect");
@@ -207,6 +236,18 @@ async fn stream_events(
                     // once it is back); its Last-Event-ID loses nothing.
                     yield Ok(Event::default().event("reconnect").data(format!("{{\"last_event_id\":{last_sent}}}")));
                     return;
+                }
+                () = credential_changed(&mut credentials) => {
+                    if !caller_holds(&state, &caller, proof.as_ref()).await {
+                        return;
+                    }
+                    continue;
+                }
+                _ = recheck.tick() => {
+                    if !caller_holds(&state, &caller, proof.as_ref()).await {
+                        return;
+                    }
+                    continue;
                 }
             };
             match received {

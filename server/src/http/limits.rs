@@ -247,6 +247,16 @@ pub async fn guard(State(limits): State<Arc<RateLimits>>, mut request: Request, 
     next.run(request).await
 }
 
+/// Counts one creation that does not arrive as a `POST` to a creation path (a question asked through an MCP tool
+/// call), under the same limits as [`guard`]'s, from the request's parts.
+pub fn check_creation_in(parts: &Parts) -> Result<(), AppError> {
+    match (parts.extensions.get::<Arc<RateLimits>>(), parts.extensions.get::<ClientIp>()) {
+        (Some(limits), Some(ClientIp(ip))) => limits.check_creation(rate_key(*ip), credential_key(&parts.headers)),
+        // Only reachable if the router was assembled without `guard`: a bug, not a client's fault.
+        _ => Err(AppError::Internal("the rate-limit layer is missing".into())),
+    }
+}
+
 /// What a handler that limits itself (sign-in) extracts: the limiters and the client address of the request.
 pub struct RequestLimits {
     limits: Arc<RateLimits>,

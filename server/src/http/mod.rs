@@ -51,9 +51,10 @@ pub fn router(state: AppState) -> Router {
     let api_fallback = Router::new()
         .route("/api/v1/openapi.json", get(move || async move { Json(document.as_ref().clone()) }))
         .route("/api/v1/{*rest}", axum::routing::any(|| async { AppError::NotFound("route") }));
+    let (mcp_service, mcp_sessions) = crate::mcp::service(state.clone());
     let mcp = Router::new()
-        .nest_service("/mcp", crate::mcp::service(state.clone()))
-        .layer(middleware::from_fn_with_state(state.clone(), crate::mcp::authenticate));
+        .nest_service("/mcp", mcp_service)
+        .layer(middleware::from_fn_with_state((state.clone(), mcp_sessions), crate::mcp::authenticate));
     let rate_limits = limits::RateLimits::new(&state.config.limits);
     Router::new()
         .merge(routes)

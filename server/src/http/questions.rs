@@ -70,6 +70,7 @@ async fn create_question(
         TimeoutBounds { min_seconds: state.config.min_timeout_seconds, max_seconds: state.config.max_timeout_seconds };
     let row = build_question(input, caller.workspace_id(), Some(caller.principal.id), bounds, crate::store::now())?;
     domain::check_assignee(state.store.as_ref(), &row).await?;
+    domain::check_run_of_new_question(state.store.as_ref(), &caller, &row).await?;
     // Serialised once: the response and the event's data carry the same text.
     let question = crate::store::event_data(&row.to_question(&caller.principal.workspace)?)?;
     let event = NewEvent {
@@ -115,7 +116,10 @@ pub(crate) fn idempotency_key(
         AppError::BadRequest(format!("Idempotency-Key must be 1..={IDEMPOTENCY_KEY_MAX} visible ASCII characters"))
     })?;
     let request_hash = Sha256::digest(serde_json::to_vec(body).map_err(AppError::internal)?).to_vec();
-    Ok(Some(IdempotencyKey { workspace_id: caller.workspace_id(), scope, key: key.to_owned(), request_hash }))
+    // Keys are the caller's own: another token or person reusing one gets a result of its own, never the first
+    // caller's (which may carry what only the first caller may read).
+    let key = format!("{}:{key}", caller.principal.id);
+    Ok(Some(IdempotencyKey { workspace_id: caller.workspace_id(), scope, key, request_hash }))
 }
 
 /// A question id from the path; anything that is not a UUID names no question (404, as for other workspaces').
@@ -362,7 +366,8 @@ struct BatchResults {
 #[derive(Debug, serde::Serialize, ToSchema)]
 struct BatchResult {
     id: String,
-    /// `answered`, `conflict`, `invalid`, `not_found`, or `forbidden` when the caller may not answer that one.
+    /// `answered`, `conflict`, `invalid`, `not_found`, `forbidden` when the caller may not answer that one, or
+    /// `error` when the server failed on it (the other items are still answered or refused each on its own).
     status: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<app::types::ErrorDetail>,
@@ -396,7 +401,12 @@ async fn answer_batch(
                     AppError::Invalid { .. } | AppError::TooLarge(_) => "invalid",
                     AppError::NotFound(_) => "not_found",
                     AppError::Forbidden(_) => "forbidden",
-                    _ => return Err(err),
+                    // The items before this one are stored: the response must say so, not fail whole.
+                    AppError::Internal(cause) => {
+                        tracing::error!(error = %cause, question = %item.id, "internal error answering a batch item");
+                        "error"
+                    }
+                    _ => "invalid",
                 };
                 BatchResult { id: item.id, status, error: Some(err.detail()), question: None }
             }

@@ -93,7 +93,10 @@ async fn worker_call(
             transition.at = now();
             reply(store.release_run(run.id, owner, &transition).await.map_err(fenced)?)
         }
-        WorkerCall::Question { id } => reply(store.question(workspace_id, id).await?),
+        // Only the run's own questions: a client executes one run, and sees no other agent's questions through it.
+        WorkerCall::Question { id } => {
+            reply(store.question(workspace_id, id).await?.filter(|question| question.run_id == Some(run.id)))
+        }
         WorkerCall::CreateQuestion { question } => {
             create_question(&state, &run, question).await?;
             reply(Value::Null)
@@ -122,10 +125,11 @@ async fn worker_call(
             row.id = child.id;
             first.run_id = child.id;
             first.id = segment.id;
+            // Scoped to the run: a client names its children's keys, and may not name another run's child.
             let key = key.map(|k| crate::store::IdempotencyKey {
                 workspace_id,
                 scope: "runs",
-                key: k.key,
+                key: format!("run:{}:{}", run.id, k.key),
                 request_hash: k.request_hash,
             });
             reply(store.create_run(&row, &first, key.as_ref()).await?)
@@ -138,8 +142,13 @@ async fn worker_call(
             reply(store.prepare_resume(workspace_id, id, prompt.as_deref(), now()).await?)
         }
         WorkerCall::Runs { ids } => {
-            let runs: Vec<RunRow> =
-                store.child_run_status(&ids).await?.into_iter().filter(|r| r.workspace_id == workspace_id).collect();
+            // The run itself and its children: what its executor waits on and resumes.
+            let runs: Vec<RunRow> = store
+                .child_run_status(&ids)
+                .await?
+                .into_iter()
+                .filter(|r| r.workspace_id == workspace_id && (r.id == run.id || r.parent_run_id == Some(run.id)))
+                .collect();
             reply(runs)
         }
         WorkerCall::WorkspaceName => reply(store.workspace_name(workspace_id).await?),

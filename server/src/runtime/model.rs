@@ -8,7 +8,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use app::types::AgentSpec;
+use app::types::{AgentSpec, ModelSettings};
 use async_openai::config::OpenAIConfig;
 use async_openai::middleware::ReqwestService;
 use async_openai::middleware::retry::OpenAIRetryLayer;
@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::config::RuntimeConfig;
+use crate::config::{RuntimeConfig, normalize_base_url};
 
 /// Why a model could not answer.
 #[derive(Debug, thiserror::Error)]
@@ -71,17 +71,58 @@ pub struct OpenAiModel {
     client: async_openai::Client<OpenAIConfig>,
 }
 
+/// Why an agent's model settings name an endpoint or key the operator did not allow: the field and the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndpointRefused {
+    pub field: &'static str,
+    pub reason: String,
+}
+
+/// The conventional variable of `OPENAI_BASE_URL`'s key.
+const DEFAULT_KEY_VARIABLE: &str = "OPENAI_API_KEY";
+
+/// The endpoint an agent's settings name and the key the server sends there.
+///
+/// An agent may only name an endpoint the operator allowed (`OPENAI_BASE_URL`, `HOLDPOINT_MODEL_ENDPOINTS`), and
+/// its key is always that endpoint's own: `api_key_env` may only repeat the endpoint's variable. So no workspace
+/// can point the server at a listener of its own, nor have it send any of the server's variables anywhere.
+pub fn resolve_endpoint(settings: &ModelSettings, config: &RuntimeConfig) -> Result<(String, String), EndpointRefused> {
+    let default_url = normalize_base_url(&config.openai_base_url);
+    let requested = settings.base_url.as_deref().map_or_else(|| default_url.clone(), normalize_base_url);
+    let (key_variable, key) = if requested == default_url {
+        let key = config.openai_api_key.as_ref().map(|k| k.expose().to_owned()).unwrap_or_default();
+        (Some(DEFAULT_KEY_VARIABLE.to_owned()), key)
+    } else {
+        let endpoint =
+            config.model_endpoints.iter().find(|e| e.base_url == requested).ok_or_else(|| EndpointRefused {
+                field: "model_settings.base_url",
+                reason: format!(
+                    "{requested:?} is not a model endpoint this server allows (OPENAI_BASE_URL or \
+                     HOLDPOINT_MODEL_ENDPOINTS)"
+                ),
+            })?;
+        let key = endpoint.api_key_env.as_deref().and_then(|v| std::env::var(v).ok()).unwrap_or_default();
+        (endpoint.api_key_env.clone(), key)
+    };
+    if let Some(variable) = &settings.api_key_env
+        && key_variable.as_deref() != Some(variable.as_str())
+    {
+        return Err(EndpointRefused {
+            field: "model_settings.api_key_env",
+            reason: match key_variable {
+                Some(own) => format!("the key of {requested} is {own}; an agent cannot choose another variable"),
+                None => format!("the server holds no key for {requested}"),
+            },
+        });
+    }
+    Ok((requested, key))
+}
+
 impl OpenAiModel {
     pub fn new(spec: &AgentSpec, config: &RuntimeConfig) -> Result<Self, ModelError> {
-        let base_url = spec.model_settings.base_url.clone().unwrap_or_else(|| config.openai_base_url.clone());
-        let api_key = match &spec.model_settings.api_key_env {
-            Some(variable) => std::env::var(variable).map_err(|_| {
-                ModelError::Provider(format!(
-                    "the environment variable {variable} (the agent's api_key_env) is not set"
-                ))
-            })?,
-            None => config.openai_api_key.as_ref().map(|k| k.expose().to_owned()).unwrap_or_default(),
-        };
+        // Checked again here, not only when the agent was saved: the operator may have narrowed the list since.
+        let (base_url, api_key) = resolve_endpoint(&spec.model_settings, config)
+            .map_err(|refused| ModelError::Provider(format!("{}: {}", refused.field, refused.reason)))?;
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .timeout(Duration::from_secs(config.model_timeout_seconds))
@@ -90,7 +131,7 @@ impl OpenAiModel {
         let service = tower::ServiceBuilder::new()
             .layer(OpenAIRetryLayer::new(config.model_max_retries))
             .service(ReqwestService::new(http));
-        let openai = OpenAIConfig::new().with_api_base(base_url.trim_end_matches('/')).with_api_key(api_key);
+        let openai = OpenAIConfig::new().with_api_base(base_url).with_api_key(api_key);
         Ok(OpenAiModel { client: async_openai::Client::with_config(openai).with_http_service(service) })
     }
 }
@@ -255,6 +296,56 @@ mod tests {
         assert!(script_path(dir, "../etc/passwd").is_err());
         assert!(script_path(dir, "/etc/passwd").is_err());
         assert_eq!(script_path(dir, "demo/release.yaml").unwrap(), dir.join("demo/release.yaml"));
+    }
+
+    fn config_with(endpoints: &str) -> RuntimeConfig {
+        let mut config = RuntimeConfig::defaults();
+        config.openai_base_url = "https://api.openai.com/v1/".into();
+        config.openai_api_key = Some("sk-server".parse().unwrap());
+        config.model_endpoints = endpoints.split(',').filter(|e| !e.is_empty()).map(|e| e.parse().unwrap()).collect();
+        config
+    }
+
+    fn settings(base_url: Option<&str>, api_key_env: Option<&str>) -> ModelSettings {
+        ModelSettings { base_url: base_url.map(Into::into), api_key_env: api_key_env.map(Into::into) }
+    }
+
+    #[test]
+    fn the_servers_key_goes_to_the_default_endpoint_only() {
+        let config = config_with("http://127.0.0.1:11434/v1");
+        let default = resolve_endpoint(&settings(None, None), &config).unwrap();
+        assert_eq!(default, ("https://api.openai.com/v1".to_owned(), "sk-server".to_owned()));
+        let named = resolve_endpoint(&settings(Some("https://api.openai.com/v1"), Some("OPENAI_API_KEY")), &config);
+        assert_eq!(named.unwrap().1, "sk-server", "a trailing slash makes no other endpoint");
+        let local = resolve_endpoint(&settings(Some("http://127.0.0.1:11434/v1/"), None), &config).unwrap();
+        assert_eq!(local, ("http://127.0.0.1:11434/v1".to_owned(), String::new()), "no key of the server's");
+        let refused = resolve_endpoint(&settings(Some("http://127.0.0.1:11434/v1"), Some("OPENAI_API_KEY")), &config);
+        assert_eq!(refused.unwrap_err().field, "model_settings.api_key_env");
+    }
+
+    #[test]
+    fn endpoints_and_variables_the_operator_did_not_name_are_refused() {
+        let config = config_with("https://models.example/v1=EXAMPLE_KEY");
+        let elsewhere = resolve_endpoint(&settings(Some("https://attacker.example/v1"), None), &config);
+        assert_eq!(elsewhere.unwrap_err().field, "model_settings.base_url");
+        for variable in ["HOLDPOINT_BOOTSTRAP_TOKEN", "DATABASE_URL", "EXAMPLE_KEY"] {
+            let refused = resolve_endpoint(&settings(None, Some(variable)), &config);
+            assert_eq!(refused.unwrap_err().field, "model_settings.api_key_env", "{variable}");
+        }
+        assert!(resolve_endpoint(&settings(Some("https://models.example/v1"), Some("EXAMPLE_KEY")), &config).is_ok());
+    }
+
+    #[test]
+    fn model_endpoints_parse_with_or_without_their_key_variable() {
+        let plain: crate::config::ModelEndpoint = "http://127.0.0.1:11434/v1/".parse().unwrap();
+        assert_eq!((plain.base_url.as_str(), plain.api_key_env), ("http://127.0.0.1:11434/v1", None));
+        let keyed: crate::config::ModelEndpoint = "https://api.groq.com/openai/v1=GROQ_API_KEY".parse().unwrap();
+        assert_eq!(keyed.base_url, "https://api.groq.com/openai/v1");
+        assert_eq!(keyed.api_key_env.as_deref(), Some("GROQ_API_KEY"));
+        let query: crate::config::ModelEndpoint = "https://x.example/v1?a=b".parse().unwrap();
+        assert_eq!((query.base_url.as_str(), query.api_key_env), ("https://x.example/v1?a=b", None));
+        assert!("ftp://x.example".parse::<crate::config::ModelEndpoint>().is_err());
+        assert!("not a url".parse::<crate::config::ModelEndpoint>().is_err());
     }
 
     #[test]

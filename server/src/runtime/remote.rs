@@ -103,7 +103,7 @@ impl RunStore for RemoteRun {
     async fn segments(&self, _: Uuid) -> StoreResult<Vec<SegmentRow>> {
         unavailable("listing segments")
     }
-    async fn pending_question_ids(&self, _: Uuid) -> StoreResult<Vec<Uuid>> {
+    async fn pending_question_ids(&self, _: Uuid, _: Uuid) -> StoreResult<Vec<Uuid>> {
         unavailable("listing pending questions")
     }
     async fn messages(&self, _: Uuid, after_seq: i32, limit: u32) -> StoreResult<Vec<MessageRow>> {
@@ -304,6 +304,9 @@ impl Store for RemoteRun {
         unavailable("deadlines")
     }
     async fn events_after(&self, _: i64, _: i64) -> StoreResult<Vec<EventRow>> {
+        unavailable("the event log")
+    }
+    async fn workspace_events_after(&self, _: Uuid, _: i64, _: i64) -> StoreResult<Vec<EventRow>> {
         unavailable("the event log")
     }
     async fn last_event_id(&self) -> StoreResult<i64> {

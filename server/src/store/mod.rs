@@ -246,6 +246,8 @@ pub trait Store: RunStore + PeopleStore + Send + Sync + 'static {
 
     /// Events with ids above `after`, oldest first, across all workspaces (the hub filters).
     async fn events_after(&self, after: i64, limit: i64) -> StoreResult<Vec<EventRow>>;
+    /// One workspace's events with ids above `after`, oldest first: what a stream replays.
+    async fn workspace_events_after(&self, workspace_id: Uuid, after: i64, limit: i64) -> StoreResult<Vec<EventRow>>;
 
     /// The id of the newest event, or 0.
     async fn last_event_id(&self) -> StoreResult<i64>;

@@ -115,6 +115,13 @@ pub trait PeopleStore: Send + Sync {
         false
     }
 
+    /// Changes whenever a credential may have been revoked or a member removed or given another role, here or
+    /// (on PostgreSQL) through another instance: what holds a caller for long checks it again then.
+    fn credential_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        // A store that knows nobody hears of no change: a channel whose sender is gone never changes.
+        tokio::sync::watch::channel(0).1
+    }
+
     /// Stores a new account; [`StoreError::Duplicate`] if the username is taken.
     async fn insert_user(&self, user: &UserRow) -> StoreResult<()>;
     async fn user_by_username(&self, username: &str) -> StoreResult<Option<UserRow>>;
@@ -195,6 +202,10 @@ macro_rules! people_sql_store {
 
         #[async_trait]
         impl PeopleStore for $store {
+            fn credential_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+                self.tokens.changes()
+            }
+
             async fn insert_user(&self, user: &UserRow) -> StoreResult<()> {
                 let result =
                     sqlx::query(&format!("INSERT INTO users ({USER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)"))
@@ -319,7 +330,12 @@ macro_rules! people_sql_store {
                     .bind(user_id)
                     .execute(&mut *tx)
                     .await?;
+                if let Some(notify) = Self::TELL_OTHERS_OF_A_REVOCATION {
+                    sqlx::query(notify).execute(&mut *tx).await?;
+                }
                 tx.commit().await?;
+                // Long requests of the member (event streams, MCP sessions) check their caller again.
+                self.tokens.forget_all();
                 Ok(MembershipChange::Changed { before })
             }
 
@@ -340,7 +356,12 @@ macro_rules! people_sql_store {
                 ] {
                     sqlx::query(statement).bind(workspace_id).bind(user_id).execute(&mut *tx).await?;
                 }
+                if let Some(notify) = Self::TELL_OTHERS_OF_A_REVOCATION {
+                    sqlx::query(notify).execute(&mut *tx).await?;
+                }
                 tx.commit().await?;
+                // Long requests of the member (event streams, MCP sessions) check their caller again.
+                self.tokens.forget_all();
                 Ok(MembershipChange::Changed { before })
             }
 

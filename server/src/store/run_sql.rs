@@ -29,9 +29,9 @@ const AGENT_COLUMNS: &str = "id, workspace_id, name, spec, created_at, updated_a
 /// The `decided_by` of tool calls an agent's approval policy decided (the executor sets it).
 pub const POLICY_DECIDER: &str = "policy";
 
-/// Questions that hold a run: every pending one but the non-blocking.
-const HOLDING_QUESTIONS: &str =
-    "SELECT 1 FROM questions WHERE run_id = runs.id AND status = 'pending' AND kind <> 'non_blocking'";
+/// Questions that hold a run: every pending one of its workspace but the non-blocking.
+const HOLDING_QUESTIONS: &str = "SELECT 1 FROM questions WHERE run_id = runs.id AND workspace_id = runs.workspace_id \
+     AND status = 'pending' AND kind <> 'non_blocking'";
 /// A run a worker may take: queued, or running under a lease that ran out (`$3` is now).
 const CLAIMABLE: &str = "status = 'queued' OR (status = 'running' AND lease_until < $3)";
 /// Statuses in which a child no longer holds up a parent waiting on it.
@@ -68,7 +68,7 @@ pub trait RunStore: Send + Sync {
     async fn list_runs(&self, workspace_id: Uuid, filter: &RunFilter) -> StoreResult<Vec<RunRow>>;
     async fn segments(&self, run_id: Uuid) -> StoreResult<Vec<SegmentRow>>;
     /// Ids of the run's pending questions, oldest first.
-    async fn pending_question_ids(&self, run_id: Uuid) -> StoreResult<Vec<Uuid>>;
+    async fn pending_question_ids(&self, workspace_id: Uuid, run_id: Uuid) -> StoreResult<Vec<Uuid>>;
     /// Messages in conversation order, after `after_seq`.
     async fn messages(&self, run_id: Uuid, after_seq: i32, limit: u32) -> StoreResult<Vec<MessageRow>>;
     async fn message(&self, run_id: Uuid, id: Uuid) -> StoreResult<Option<MessageRow>>;
@@ -174,16 +174,18 @@ macro_rules! run_sql_store {
             /// Queues a run waiting for input or approval once no question holds it. Returns the event id.
             pub(crate) async fn requeue_if_unheld(
                 tx: &mut $tx,
+                workspace_id: Uuid,
                 run_id: Uuid,
                 at: DateTime<Utc>,
             ) -> StoreResult<Option<i64>> {
                 let row: Option<RunRow> = sqlx::query_as(&format!(
-                    "UPDATE runs SET status = 'queued', updated_at = $1 WHERE id = $2 \
+                    "UPDATE runs SET status = 'queued', updated_at = $1 WHERE id = $2 AND workspace_id = $3 \
                      AND status IN ('waiting_for_input', 'waiting_for_approval') AND NOT EXISTS ({HOLDING_QUESTIONS}) \
                      RETURNING {RUN_COLUMNS}"
                 ))
                 .bind(at)
                 .bind(run_id)
+                .bind(workspace_id)
                 .fetch_optional(&mut **tx)
                 .await?;
                 match row {
@@ -253,13 +255,14 @@ macro_rules! run_sql_store {
                 };
                 let rows: Vec<QuestionRow> = sqlx::query_as(&format!(
                     "UPDATE questions SET status = 'cancelled', resolution = 'cancelled', response = $1, \
-                     resolved_at = $2, updated_at = $2 WHERE run_id = $3 AND status = 'pending' \
+                     resolved_at = $2, updated_at = $2 WHERE run_id = $3 AND workspace_id = $4 AND status = 'pending' \
                      RETURNING {}",
                     super::sql::QUESTION_COLUMNS
                 ))
                 .bind(Json(&response))
                 .bind(at)
                 .bind(run.id)
+                .bind(run.workspace_id)
                 .fetch_all(&mut **tx)
                 .await?;
                 let workspace = Self::workspace_name_in(tx, run.workspace_id).await?;
@@ -531,12 +534,14 @@ macro_rules! run_sql_store {
                 Ok(rows)
             }
 
-            async fn pending_question_ids(&self, run_id: Uuid) -> StoreResult<Vec<Uuid>> {
-                let rows: Vec<(Uuid,)> =
-                    sqlx::query_as("SELECT id FROM questions WHERE run_id = $1 AND status = 'pending' ORDER BY id")
-                        .bind(run_id)
-                        .fetch_all(&self.$read)
-                        .await?;
+            async fn pending_question_ids(&self, workspace_id: Uuid, run_id: Uuid) -> StoreResult<Vec<Uuid>> {
+                let rows: Vec<(Uuid,)> = sqlx::query_as(
+                    "SELECT id FROM questions WHERE run_id = $1 AND workspace_id = $2 AND status = 'pending' ORDER BY id",
+                )
+                .bind(run_id)
+                .bind(workspace_id)
+                .fetch_all(&self.$read)
+                .await?;
                 Ok(rows.into_iter().map(|(id,)| id).collect())
             }
 
@@ -974,19 +979,19 @@ macro_rules! run_sql_store {
             }
 
             async fn requeue_stalled_runs(&self, at: DateTime<Utc>) -> StoreResult<usize> {
-                let candidates: Vec<(Uuid, String)> = sqlx::query_as(&format!(
-                    "SELECT id, status FROM runs WHERE (status IN ('waiting_for_input', 'waiting_for_approval') \
+                let candidates: Vec<(Uuid, Uuid, String)> = sqlx::query_as(&format!(
+                    "SELECT id, workspace_id, status FROM runs WHERE (status IN ('waiting_for_input', 'waiting_for_approval') \
                      AND NOT EXISTS ({HOLDING_QUESTIONS})) OR status = 'waiting_for_children' LIMIT 500"
                 ))
                 .fetch_all(&self.$read)
                 .await?;
                 let mut requeued = 0;
-                for (id, status) in candidates {
+                for (id, workspace_id, status) in candidates {
                     let mut tx = self.begin_write().await?;
                     let event = if status == "waiting_for_children" {
                         Self::requeue_parent_if_settled(&mut tx, id, at).await?
                     } else {
-                        Self::requeue_if_unheld(&mut tx, id, at).await?
+                        Self::requeue_if_unheld(&mut tx, workspace_id, id, at).await?
                     };
                     if event.is_some() {
                         requeued += 1;

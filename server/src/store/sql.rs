@@ -323,7 +323,8 @@ impl PostgresStore {
     /// question), so it costs no round trip of its own: the condition on the CTE refers to no column of the
     /// question, so PostgreSQL checks it once, before it scans for the question, and the run is locked first.
     const RESOLVE_LOCKING_RUN: (&'static str, &'static str) = (
-        "WITH run_lock AS MATERIALIZED (SELECT r.id FROM questions q JOIN runs r ON r.id = q.run_id \
+        "WITH run_lock AS MATERIALIZED (SELECT r.id FROM questions q \
+         JOIN runs r ON r.id = q.run_id AND r.workspace_id = q.workspace_id \
          WHERE q.workspace_id = $6 AND q.id = $7 AND q.status = 'pending' FOR UPDATE OF r) ",
         " AND (SELECT COUNT(*) FROM run_lock) >= 0",
     );
@@ -997,8 +998,8 @@ macro_rules! sql_store {
                     // Spec §3: a new blocking question on a run cancels that run's older pending blocking one.
                     let superseded: Vec<QuestionRow> = sqlx::query_as(&format!(
                         "UPDATE questions SET status = 'cancelled', resolution = 'cancelled', response = $1, \
-                         resolved_at = $2, updated_at = $2 WHERE run_id = $3 AND kind = 'blocking' \
-                         AND status = 'pending' AND id <> $4 RETURNING {QUESTION_COLUMNS}"
+                         resolved_at = $2, updated_at = $2 WHERE run_id = $3 AND workspace_id = $5 \
+                         AND kind = 'blocking' AND status = 'pending' AND id <> $4 RETURNING {QUESTION_COLUMNS}"
                     ))
                     .bind(Json(AnswerBody {
                         value: serde_json::Value::Null,
@@ -1008,6 +1009,7 @@ macro_rules! sql_store {
                     .bind(q.created_at)
                     .bind(run_id)
                     .bind(q.id)
+                    .bind(q.workspace_id)
                     .fetch_all(&mut *tx)
                     .await?;
                     if !superseded.is_empty() {
@@ -1114,7 +1116,7 @@ macro_rules! sql_store {
                 // In the same transaction: a run whose last holding question this was goes back to the queue, so
                 // an answer can never be acknowledged without its run being picked up.
                 let requeued = match row.run_id {
-                    Some(run_id) => Self::requeue_if_unheld(&mut tx, run_id, change.at).await?,
+                    Some(run_id) => Self::requeue_if_unheld(&mut tx, workspace_id, run_id, change.at).await?,
                     None => None,
                 };
                 match requeued {
@@ -1174,6 +1176,24 @@ macro_rules! sql_store {
                     "SELECT id, workspace_id, event_type, project, run_id, question_id, data, created_at \
                      FROM events WHERE id > $1 ORDER BY id LIMIT $2",
                 )
+                .bind(after)
+                .bind(limit)
+                .fetch_all(&self.$read)
+                .await?;
+                Ok(rows)
+            }
+
+            async fn workspace_events_after(
+                &self,
+                workspace_id: Uuid,
+                after: i64,
+                limit: i64,
+            ) -> StoreResult<Vec<EventRow>> {
+                let rows = sqlx::query_as(
+                    "SELECT id, workspace_id, event_type, project, run_id, question_id, data, created_at \
+                     FROM events WHERE workspace_id = $1 AND id > $2 ORDER BY id LIMIT $3",
+                )
+                .bind(workspace_id)
                 .bind(after)
                 .bind(limit)
                 .fetch_all(&self.$read)

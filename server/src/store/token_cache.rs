@@ -29,6 +29,9 @@ const CAPACITY: usize = 10_000;
 pub struct TokenCache {
     inner: Mutex<Inner>,
     ttl: Duration,
+    /// Counts the credential changes heard (revocations, removed members, here or elsewhere), so that what holds a
+    /// caller for long (event streams, MCP sessions) checks it again.
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 #[derive(Debug)]
@@ -49,7 +52,7 @@ impl TokenCache {
     /// [`TokenCache::listening`] says it may.
     pub fn new(listening: bool, ttl: Duration) -> Self {
         let inner = Inner { generation: 0, listening, entries: HashMap::new() };
-        Self { inner: Mutex::new(inner), ttl }
+        Self { inner: Mutex::new(inner), ttl, changes: tokio::sync::watch::Sender::new(0) }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -84,11 +87,18 @@ impl TokenCache {
         inner.entries.insert(secret_hash.to_vec(), (principal.clone(), Instant::now()));
     }
 
-    /// A token was revoked (here or elsewhere): every entry goes.
+    /// A credential was revoked (here or elsewhere): every entry goes, and the holders of long requests are told.
     pub fn forget_all(&self) {
         let mut inner = self.lock();
         inner.generation += 1;
         inner.entries.clear();
+        drop(inner);
+        self.changes.send_modify(|n| *n += 1);
+    }
+
+    /// Changes whenever a credential may have been revoked.
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changes.subscribe()
     }
 
     /// Whether revocations elsewhere are heard from now on; either way, what was stored before is forgotten.
