@@ -442,7 +442,7 @@ fn local_executor(connection: &Connection, run_id: &str) -> CliResult<Arc<Runtim
         scripts_dir,
         // The server validates every question again with its own bounds.
         bounds: crate::questions::TimeoutBounds { min_seconds: 1, max_seconds: 30 * 86_400 },
-        http: reqwest::Client::new(),
+        http: crate::runtime::tools::http_client(),
         instance: uuid::Uuid::now_v7(),
     }))
 }

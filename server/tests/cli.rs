@@ -348,3 +348,50 @@ async fn user_create_reads_the_password_from_stdin_and_says_what_the_person_now_
     let verified = holdpoint::people::verify_password("a long enough password".into(), alice.password_hash).await;
     assert!(verified.unwrap(), "the password read from stdin is alice's");
 }
+
+/// `holdpoint run` executes `http_request` in the CLI process with the server's rule: redirects are not followed,
+/// so an allowed host that redirects elsewhere cannot hand the model (or the server) another host's answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_executor_does_not_follow_a_redirect_off_the_allow_list() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let elsewhere = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/secret"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("the other host's secret"))
+        .mount(&elsewhere)
+        .await;
+    let allowed = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/report"))
+        .respond_with(ResponseTemplate::new(302).insert_header("location", format!("{}/secret", elsewhere.uri())))
+        .mount(&allowed)
+        .await;
+
+    let app = TestApp::start_with(Backend::Sqlite, |c| c.run_workers = false).await.unwrap();
+    let dir = WorkDir::new();
+    let scripts = dir.path("scripts");
+    std::fs::create_dir_all(&scripts).unwrap();
+    let turns = json!([
+        { "tool_calls": [{ "id": "fetch", "name": "http_request",
+            "arguments": { "method": "GET", "url": format!("{}/report", allowed.uri()) } }] },
+        { "content": "Fetched." }
+    ]);
+    std::fs::write(scripts.join("fetch.json"), turns.to_string()).unwrap();
+    let server = app.spawn_process_with(&[("HOLDPOINT_SCRIPTS_DIR", scripts.display().to_string())]).await;
+    let spec = json!({ "name": "fetcher", "model": "script:fetch.json", "tools": ["http_request"],
+        "approval_policy": { "tools": { "http_request": "auto" } } });
+    api(&server, &app.token, reqwest::Method::POST, "/agents", Some(spec)).await;
+    let mut env = remote(&server, &app.token);
+    env.push(("HOLDPOINT_SCRIPTS_DIR", scripts.display().to_string()));
+    env.push(("HOLDPOINT_HTTP_ALLOWED_HOSTS", allowed.address().to_string()));
+
+    let done = holdpoint(&dir.0, &["run", "Fetch the report", "--agent", "fetcher", "--output", "json"], &env).await;
+    assert_eq!(done.code, 0, "{}", done.stderr);
+    let run_id = done.json["run_id"].as_str().unwrap();
+    let calls = api(&server, &app.token, reqwest::Method::GET, &format!("/runs/{run_id}/tool-calls"), None).await;
+    let output = &calls["items"][0]["output"];
+    assert_eq!(output["status"], 302, "the redirect itself is the result: {output}");
+    assert!(!output.to_string().contains("the other host's secret"), "{output}");
+    assert!(elsewhere.received_requests().await.unwrap().is_empty(), "the other host was never asked");
+}

@@ -40,7 +40,7 @@ pub struct Runtime {
     pub scripts_dir: PathBuf,
     /// The timeouts questions may have.
     pub bounds: TimeoutBounds,
-    /// The client of the `http_request` tool.
+    /// The client of the `http_request` tool ([`tools::http_client`]).
     pub http: reqwest::Client,
     /// This instance's identity as a lease holder.
     pub instance: Uuid,
@@ -54,10 +54,7 @@ impl Runtime {
             config: config.runtime.clone(),
             scripts_dir: config.scripts_dir(),
             bounds: TimeoutBounds { min_seconds: config.min_timeout_seconds, max_seconds: config.max_timeout_seconds },
-            http: reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .unwrap_or_else(|_| reqwest::Client::new()),
+            http: tools::http_client(),
             instance: Uuid::now_v7(),
         })
     }

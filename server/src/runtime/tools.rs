@@ -94,6 +94,16 @@ pub fn definition(name: &str) -> Option<Value> {
     )
 }
 
+/// The client of the `http_request` tool, the one every executor uses (the server's workers and `holdpoint run`
+/// alike). It follows no redirects: the allow-list is checked on the URL the model asked for, and a redirect could
+/// lead anywhere; the model gets the redirect itself.
+pub fn http_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("an HTTP client without TLS settings of its own builds")
+}
+
 /// A tool that could not do its work; the model gets the message.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
