@@ -945,6 +945,87 @@ async fn the_worker_protocol_is_for_client_runs_only_and_fenced(backend: common:
     assert_error(&read_only, StatusCode::FORBIDDEN, "forbidden");
 }
 
+/// Serves `200` responses on a loopback port whose body never ends: 256 MiB at once, then nothing more while the
+/// connection stays open (a bound, so that a client reading bodies whole does not fill the machine's memory).
+async fn endless_body_server() -> std::net::SocketAddr {
+    use tokio::io::AsyncWriteExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut request = [0u8; 4096];
+                let _ = tokio::io::AsyncReadExt::read(&mut socket, &mut request).await;
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n";
+                if socket.write_all(head.as_bytes()).await.is_err() {
+                    return;
+                }
+                let chunk = vec![b'x'; 64 * 1024];
+                for _ in 0..4096 {
+                    if socket.write_all(&chunk).await.is_err() {
+                        return;
+                    }
+                }
+                std::future::pending::<()>().await;
+            });
+        }
+    });
+    addr
+}
+
+/// The peak resident memory of this process so far, in bytes.
+fn peak_memory() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+}
+
+/// Outputs far larger than the 64 KiB given back to the model are cut while they are read: an endless response
+/// body ends the call at the cap, and a command that prints 200 MB is counted, not kept.
+async fn huge_tool_outputs_are_cut_while_they_are_read(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let dir = scripts.dir.clone();
+    let endless = endless_body_server().await;
+    let Some(app) = TestApp::start_with(backend, move |config| {
+        config.runtime.scripts_dir = Some(dir);
+        config.runtime.shell = holdpoint::config::ShellMode::On;
+        config.runtime.http_allowed_hosts = vec![endless.to_string()];
+    })
+    .await
+    else {
+        return;
+    };
+    let model = scripts.write(
+        "big.json",
+        &json!([
+            { "tool_calls": [{ "name": "http_request", "arguments": { "method": "GET", "url": format!("http://{endless}/") } }] },
+            { "tool_calls": [{ "name": "shell", "arguments": { "command": "yes | head -c 200000000" } }] },
+            { "content": "done" }
+        ]),
+    );
+    let policy = json!({ "tools": { "shell": "auto", "http_request": "auto" } });
+    let agent_row = create_agent(&app, agent("reader", &model, &["http_request", "shell"], policy)).await;
+    let before = peak_memory();
+    let started = tokio::time::Instant::now();
+    let run_id = start_run(&app, &agent_row["id"], "Read it all").await;
+    wait_for_status(&app, &run_id, "completed").await;
+    assert!(started.elapsed() < Duration::from_secs(15), "the endless body was not read to its end");
+    let grown = peak_memory().saturating_sub(before);
+    assert!(grown < 64 * 1024 * 1024, "reading the outputs took {} MiB", grown / 1024 / 1024);
+
+    let calls = tool_calls(&app, &run_id).await;
+    assert_eq!(calls[0]["status"], "completed", "{}", calls[0]);
+    let body = calls[0]["output"]["body"].as_str().unwrap();
+    assert!(body.starts_with(&"x".repeat(64 * 1024)), "the body is kept up to the cap");
+    let (kept, marker) = body.split_at(64 * 1024);
+    assert_eq!(kept.len(), 64 * 1024);
+    assert!(marker.starts_with("\n[truncated: "), "{marker}");
+    assert_eq!(calls[1]["status"], "completed", "{}", calls[1]);
+    let stdout = calls[1]["output"]["stdout"].as_str().unwrap();
+    assert_eq!(stdout.len(), 64 * 1024 + "\n[truncated: 200000000 bytes in all]".len());
+    assert!(stdout.starts_with("y\ny\n") && stdout.ends_with("\n[truncated: 200000000 bytes in all]"));
+}
+
 on_both_backends!(
     run_pauses_for_approval_and_resumes_once_approved,
     resuming_a_run_that_waits_for_approval_needs_an_approver,
@@ -972,4 +1053,5 @@ on_both_backends!(
     an_unanswered_blocking_question_fails_its_run_clearly,
     a_parent_resumes_its_paused_child,
     the_worker_protocol_is_for_client_runs_only_and_fenced,
+    huge_tool_outputs_are_cut_while_they_are_read,
 );

@@ -1,6 +1,7 @@
 //! Built-in tools as the model sees them (JSON schemas), and the two that act on the world: `http_request` and
 //! `shell`. `ask_user` and `spawn_agents` act on Holdpoint itself and live in the executor.
 
+use std::process::Stdio;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -109,15 +110,77 @@ pub fn http_client() -> reqwest::Client {
 #[error("{0}")]
 pub struct ToolError(pub String);
 
-fn truncate(text: String) -> String {
-    if text.len() <= OUTPUT_MAX_BYTES {
-        return text;
+/// What is kept of an output while it is read: its first `OUTPUT_MAX_BYTES` bytes, and how many there were in all.
+/// Nothing past the cap is kept, so an output of any size costs the cap in memory.
+#[derive(Debug, Default)]
+struct Capped {
+    kept: Vec<u8>,
+    total: u64,
+}
+
+impl Capped {
+    fn push(&mut self, chunk: &[u8]) {
+        let room = OUTPUT_MAX_BYTES - self.kept.len();
+        self.kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        self.total += chunk.len() as u64;
     }
-    let mut end = OUTPUT_MAX_BYTES;
-    while !text.is_char_boundary(end) {
-        end -= 1;
+
+    fn over_cap(&self) -> bool {
+        self.total > OUTPUT_MAX_BYTES as u64
     }
-    format!("{}\n[truncated: {} bytes in all]", &text[..end], text.len())
+
+    /// The text the model gets: what was kept, and a marker when there was more. `total` is the size in bytes of
+    /// the whole output, when it is known.
+    fn into_text(self, total: Option<u64>) -> String {
+        let whole = total == Some(self.kept.len() as u64);
+        let kept = if whole { &self.kept[..] } else { without_split_character(&self.kept) };
+        let text = String::from_utf8_lossy(kept);
+        if whole && text.len() <= OUTPUT_MAX_BYTES {
+            return text.into_owned();
+        }
+        // Replacement characters for invalid bytes can make the text longer than the bytes it came from.
+        let mut end = text.len().min(OUTPUT_MAX_BYTES);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        match total {
+            Some(total) => format!("{}\n[truncated: {total} bytes in all]", &text[..end]),
+            None => format!("{}\n[truncated: more than {OUTPUT_MAX_BYTES} bytes]", &text[..end]),
+        }
+    }
+}
+
+/// `bytes` without the first bytes of a UTF-8 character whose rest was cut off at the end.
+fn without_split_character(bytes: &[u8]) -> &[u8] {
+    for start in (bytes.len().saturating_sub(3)..bytes.len()).rev() {
+        let lead = bytes[start];
+        if lead & 0b1100_0000 == 0b1000_0000 {
+            continue;
+        }
+        let length = match lead {
+            0b1100_0000..=0b1101_1111 => 2,
+            0b1110_0000..=0b1110_1111 => 3,
+            0b1111_0000..=0b1111_0111 => 4,
+            _ => 1,
+        };
+        return if start + length > bytes.len() { &bytes[..start] } else { bytes };
+    }
+    bytes
+}
+
+/// Reads `pipe` to its end, keeping what the model gets. The rest is read and counted, not kept: a command that
+/// prints a lot goes on to its end as it would in a terminal, where a closed pipe would stop it half-way.
+async fn read_capped(pipe: Option<impl tokio::io::AsyncRead + Unpin>) -> std::io::Result<Capped> {
+    use tokio::io::AsyncReadExt;
+    let mut capped = Capped::default();
+    let Some(mut pipe) = pipe else { return Ok(capped) };
+    let mut buffer = vec![0; 64 * 1024];
+    loop {
+        match pipe.read(&mut buffer).await? {
+            0 => return Ok(capped),
+            read => capped.push(&buffer[..read]),
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -159,12 +222,23 @@ pub async fn http_request(http: &reqwest::Client, config: &RuntimeConfig, args: 
     if let Some(body) = args.body {
         request = request.body(body);
     }
-    let response = request.send().await.map_err(|e| ToolError(format!("request failed: {e}")))?;
+    let mut response = request.send().await.map_err(|e| ToolError(format!("request failed: {e}")))?;
     let status = response.status().as_u16();
     let content_type =
         response.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
-    let body = response.text().await.map_err(|e| ToolError(format!("reading the response failed: {e}")))?;
-    Ok(json!({ "status": status, "content_type": content_type, "body": truncate(body) }))
+    let length = response.content_length();
+    let mut body = Capped::default();
+    let reading = |e: reqwest::Error| ToolError(format!("reading the response failed: {e}"));
+    while let Some(chunk) = response.chunk().await.map_err(reading)? {
+        body.push(&chunk);
+        if body.over_cap() {
+            // The rest is never read: the model would not get it, and a body can be endless.
+            let body = body.into_text(length.filter(|&length| length > OUTPUT_MAX_BYTES as u64));
+            return Ok(json!({ "status": status, "content_type": content_type, "body": body }));
+        }
+    }
+    let total = body.total;
+    Ok(json!({ "status": status, "content_type": content_type, "body": body.into_text(Some(total)) }))
 }
 
 #[derive(Debug, Deserialize)]
@@ -193,20 +267,33 @@ pub async fn shell(config: &RuntimeConfig, args: &Value) -> Result<Value, ToolEr
     }
     let timeout = args.timeout_seconds.unwrap_or(SHELL_DEFAULT_TIMEOUT).clamp(1, SHELL_MAX_TIMEOUT);
     let mut command = tokio::process::Command::new("sh");
-    command.arg("-c").arg(&args.command).kill_on_drop(true).stdin(std::process::Stdio::null());
+    command
+        .arg("-c")
+        .arg(&args.command)
+        .kill_on_drop(true)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     if let Some(cwd) = &args.cwd {
         command.current_dir(cwd);
     }
-    let output = tokio::time::timeout(Duration::from_secs(timeout), command.output())
+    let mut child = command.spawn().map_err(|e| ToolError(format!("the command could not start: {e}")))?;
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    let finished = async {
+        let (status, stdout, stderr) = tokio::join!(child.wait(), read_capped(stdout), read_capped(stderr));
+        std::io::Result::Ok((status?, stdout?, stderr?))
+    };
+    let (status, stdout, stderr) = tokio::time::timeout(Duration::from_secs(timeout), finished)
         .await
         .map_err(|_| ToolError(format!("the command did not finish within {timeout} s and was killed")))?
-        .map_err(|e| ToolError(format!("the command could not start: {e}")))?;
+        .map_err(|e| ToolError(format!("reading the command's output failed: {e}")))?;
+    let (stdout_total, stderr_total) = (stdout.total, stderr.total);
     let result = json!({
-        "exit_code": output.status.code(),
-        "stdout": truncate(String::from_utf8_lossy(&output.stdout).into_owned()),
-        "stderr": truncate(String::from_utf8_lossy(&output.stderr).into_owned()),
+        "exit_code": status.code(),
+        "stdout": stdout.into_text(Some(stdout_total)),
+        "stderr": stderr.into_text(Some(stderr_total)),
     });
-    if output.status.success() { Ok(result) } else { Err(ToolError(result.to_string())) }
+    if status.success() { Ok(result) } else { Err(ToolError(result.to_string())) }
 }
 
 #[cfg(test)]
@@ -219,6 +306,42 @@ mod tests {
             assert_eq!(definition(name).unwrap()["function"]["name"], name);
         }
         assert!(definition("rm_rf").is_none());
+    }
+
+    #[test]
+    fn an_output_within_the_cap_is_kept_whole() {
+        let mut output = Capped::default();
+        output.push("héllo".as_bytes());
+        assert_eq!(output.into_text(Some(6)), "héllo");
+    }
+
+    #[test]
+    fn an_output_past_the_cap_keeps_the_cap_and_says_how_much_there_was() {
+        let mut output = Capped::default();
+        for _ in 0..3 {
+            output.push(&[b'a'; OUTPUT_MAX_BYTES]);
+        }
+        assert!(output.over_cap());
+        let text = output.into_text(Some(3 * OUTPUT_MAX_BYTES as u64));
+        assert_eq!(
+            text,
+            format!("{}\n[truncated: {} bytes in all]", "a".repeat(OUTPUT_MAX_BYTES), 3 * OUTPUT_MAX_BYTES)
+        );
+        let mut endless = Capped::default();
+        endless.push(&[b'a'; OUTPUT_MAX_BYTES + 1]);
+        assert!(endless.into_text(None).ends_with(&format!("\n[truncated: more than {OUTPUT_MAX_BYTES} bytes]")));
+    }
+
+    #[test]
+    fn a_character_cut_at_the_cap_is_left_out_whole() {
+        let mut output = Capped::default();
+        output.push(&[b'a'; OUTPUT_MAX_BYTES - 1]);
+        output.push("é and more".as_bytes());
+        let text = output.into_text(Some(OUTPUT_MAX_BYTES as u64 + 10));
+        assert_eq!(
+            text,
+            format!("{}\n[truncated: {} bytes in all]", "a".repeat(OUTPUT_MAX_BYTES - 1), OUTPUT_MAX_BYTES + 10)
+        );
     }
 
     #[test]
