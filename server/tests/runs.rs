@@ -945,6 +945,59 @@ async fn the_worker_protocol_is_for_client_runs_only_and_fenced(backend: common:
     assert_error(&read_only, StatusCode::FORBIDDEN, "forbidden");
 }
 
+/// A worker that stored the model's final answer and died before it completed the run: whoever takes the run over
+/// completes it with that answer instead of asking the model for another turn.
+async fn a_run_taken_over_after_its_final_answer_completes_with_that_answer(backend: common::Backend) {
+    use holdpoint::store::{MessageRow, now};
+    let scripts = Scripts::new();
+    let dir = scripts.dir.clone();
+    let Some(app) = TestApp::start_with(backend, move |config| {
+        config.runtime.scripts_dir = Some(dir);
+        config.run_workers = false;
+    })
+    .await
+    else {
+        return;
+    };
+    let model = scripts.write("answer.json", &json!([{ "content": "First answer." }, { "content": "Second answer." }]));
+    let agent_row = create_agent(&app, agent("answerer", &model, &[], json!({}))).await;
+    let run_id = start_run(&app, &agent_row["id"], "Answer").await;
+    let id = uuid::Uuid::parse_str(&run_id).unwrap();
+
+    // The worker that crashed: it claimed the run, stored the conversation and the model's final answer, and never
+    // released the run. Its lease has run out.
+    let store = &app.state.store;
+    let crashed = uuid::Uuid::now_v7();
+    let claimed = store.claim_run(crashed, now() - chrono::Duration::seconds(1), now()).await.unwrap();
+    assert_eq!(claimed.map(|r| r.id), Some(id));
+    store.current_segment(id, crashed, now()).await.unwrap();
+    let message = |seq: i32, step: i32, content: Value| MessageRow {
+        id: uuid::Uuid::now_v7(),
+        run_id: id,
+        seq,
+        step,
+        role: content["role"].as_str().unwrap().to_owned(),
+        content: sqlx::types::Json(content),
+        created_at: now(),
+    };
+    let conversation = [
+        message(1, 0, json!({ "role": "system", "content": "You deploy things." })),
+        message(2, 0, json!({ "role": "user", "content": "Answer" })),
+    ];
+    store.append_messages(id, crashed, &conversation, &[], None).await.unwrap();
+    let answer = message(3, 1, json!({ "role": "assistant", "content": "First answer." }));
+    store.append_messages(id, crashed, &[answer], &[], Some(1)).await.unwrap();
+
+    let scripts_dir = scripts.dir.clone();
+    let (_state, _router) = app.restart(move |config| config.runtime.scripts_dir = Some(scripts_dir)).await;
+    let run = wait_for_status(&app, &run_id, "completed").await;
+    assert_eq!(run["result"], "First answer.", "the stored answer is the result: {run}");
+    assert_eq!(run["step_count"], 1, "the model was not asked again");
+    let roles: Vec<String> =
+        messages(&app, &run_id).await.iter().map(|m| m["role"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(roles, ["system", "user", "assistant"]);
+}
+
 /// Serves `200` responses on a loopback port whose body never ends: 256 MiB at once, then nothing more while the
 /// connection stays open (a bound, so that a client reading bodies whole does not fill the machine's memory).
 async fn endless_body_server() -> std::net::SocketAddr {
@@ -1053,5 +1106,6 @@ on_both_backends!(
     an_unanswered_blocking_question_fails_its_run_clearly,
     a_parent_resumes_its_paused_child,
     the_worker_protocol_is_for_client_runs_only_and_fenced,
+    a_run_taken_over_after_its_final_answer_completes_with_that_answer,
     huge_tool_outputs_are_cut_while_they_are_read,
 );

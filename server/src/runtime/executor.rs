@@ -52,6 +52,14 @@ impl Conversation {
         self.messages.iter().rev().find(|m| m.role == "assistant")
     }
 
+    /// The model's final answer (a turn without tool calls), if it is the last message and was given after
+    /// `step`: what a worker stored just before it stopped without ending the run.
+    fn final_answer_after(&self, step: i32) -> Option<&MessageRow> {
+        self.messages.last().filter(|m| {
+            m.role == "assistant" && m.step > step && m.content.0["tool_calls"].as_array().is_none_or(Vec::is_empty)
+        })
+    }
+
     fn has_result_for(&self, call_id: &str) -> bool {
         self.messages.iter().any(|m| m.role == "tool" && m.content.0["tool_call_id"] == call_id)
     }
@@ -138,6 +146,12 @@ async fn advance(rt: &Runtime, run: &RunRow) -> StoreResult<()> {
         rt.store.append_messages(run.id, rt.instance, &first, &[], None).await?;
         conversation = Conversation::load(rt.store.as_ref(), run.id).await?;
     }
+    // A final answer given in this segment means the worker before this one stored it and stopped (it crashed or
+    // lost the lease) before it ended the run: the answer stands, and the model is not asked again. A resumed run
+    // starts a new segment, so an answer from before its pause is not taken for one.
+    if let Some(answer) = conversation.final_answer_after(segment.start_step) {
+        return end_on_answer(rt, run, answer).await;
+    }
     let model = match model_for(spec, &rt.config, &rt.scripts_dir) {
         Ok(model) => model,
         Err(err) => return release(rt, run, RunStatus::Failed, None, Some(err.to_string())).await,
@@ -177,18 +191,24 @@ async fn advance(rt: &Runtime, run: &RunRow) -> StoreResult<()> {
         let calls = tool_calls_of(spec, &assistant);
         rt.store.append_messages(run.id, rt.instance, std::slice::from_ref(&assistant), &calls, Some(step)).await?;
         if calls.is_empty() {
-            let result = match &assistant.content.0["content"] {
-                Value::String(text) => text.clone(),
-                Value::Null => String::new(),
-                other => other.to_string(),
-            };
-            if run.pause_on_input && asks_for_input(&result) {
-                return release(rt, run, RunStatus::Paused, None, None).await;
-            }
-            return release(rt, run, RunStatus::Completed, Some(result), None).await;
+            return end_on_answer(rt, run, &assistant).await;
         }
         conversation = Conversation::load(rt.store.as_ref(), run.id).await?;
     }
+}
+
+/// Ends the run on the model's final answer: completed with its text as the result, or paused when the answer
+/// asks for input and the run pauses on input.
+async fn end_on_answer(rt: &Runtime, run: &RunRow, answer: &MessageRow) -> StoreResult<()> {
+    let result = match &answer.content.0["content"] {
+        Value::String(text) => text.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    if run.pause_on_input && asks_for_input(&result) {
+        return release(rt, run, RunStatus::Paused, None, None).await;
+    }
+    release(rt, run, RunStatus::Completed, Some(result), None).await
 }
 
 /// Whether a final answer asks the user something: its last sentence is a question.
