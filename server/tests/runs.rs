@@ -998,6 +998,78 @@ async fn a_run_taken_over_after_its_final_answer_completes_with_that_answer(back
     assert_eq!(roles, ["system", "user", "assistant"]);
 }
 
+/// Whether the process `pid` still runs (a zombie has stopped running).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z')))
+}
+
+async fn read_pid(path: &std::path::Path) -> u32 {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(pid) = std::fs::read_to_string(path).ok().and_then(|text| text.trim().parse().ok()) {
+            return pid;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{} was never written", path.display());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A worker that loses its lease while a `shell` command runs (another worker took the run over) stops the command,
+/// and the processes it started with it, within a lease's renewal interval: the call is the new owner's to run.
+async fn a_running_tool_stops_when_its_worker_loses_the_lease(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let dir = scripts.dir.clone();
+    let Some(app) = TestApp::start_with(backend, move |config| {
+        config.runtime.scripts_dir = Some(dir);
+        config.runtime.shell = holdpoint::config::ShellMode::On;
+        config.runtime.run_lease_seconds = 3;
+    })
+    .await
+    else {
+        return;
+    };
+    let file = |name: &str| scripts.dir.join(name).display().to_string();
+    let command = format!(
+        "echo $$ > {shell}.tmp && mv {shell}.tmp {shell}; sleep 30 & echo $! > {sleep}.tmp && mv {sleep}.tmp {sleep}; \
+         wait; touch {finished}",
+        shell = file("shell.pid"),
+        sleep = file("sleep.pid"),
+        finished = file("finished"),
+    );
+    let model = scripts.write(
+        "slow.json",
+        &json!([{ "tool_calls": [{ "name": "shell", "arguments": { "command": command } }] }, { "content": "done" }]),
+    );
+    let agent_row = create_agent(&app, agent("ops", &model, &["shell"], json!({ "tools": { "shell": "auto" } }))).await;
+    let run_id = start_run(&app, &agent_row["id"], "Take your time").await;
+    let shell = read_pid(&scripts.dir.join("shell.pid")).await;
+    let sleep = read_pid(&scripts.dir.join("sleep.pid")).await;
+    assert!(running(shell) && running(sleep));
+
+    // Another worker takes the run over: by its clock the lease has run out.
+    let id = uuid::Uuid::parse_str(&run_id).unwrap();
+    let later = holdpoint::store::now() + chrono::Duration::hours(1);
+    let other = uuid::Uuid::now_v7();
+    let taken = app.state.store.claim_run_by_id(id, other, later, later).await.unwrap();
+    assert!(taken.is_some(), "the run was taken over");
+
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while running(shell) || running(sleep) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the command still runs 5 s after its worker lost the lease (shell {}, sleep {})",
+            running(shell),
+            running(sleep)
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!scripts.dir.join("finished").exists());
+    let calls = tool_calls(&app, &run_id).await;
+    assert_eq!(calls[0]["status"], "running", "the worker that lost the lease recorded nothing: {}", calls[0]);
+    assert!(calls[0]["output"].is_null());
+}
+
 /// Serves `200` responses on a loopback port whose body never ends: 256 MiB at once, then nothing more while the
 /// connection stays open (a bound, so that a client reading bodies whole does not fill the machine's memory).
 async fn endless_body_server() -> std::net::SocketAddr {
@@ -1107,5 +1179,6 @@ on_both_backends!(
     a_parent_resumes_its_paused_child,
     the_worker_protocol_is_for_client_runs_only_and_fenced,
     a_run_taken_over_after_its_final_answer_completes_with_that_answer,
+    a_running_tool_stops_when_its_worker_loses_the_lease,
     huge_tool_outputs_are_cut_while_they_are_read,
 );

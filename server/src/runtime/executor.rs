@@ -106,12 +106,24 @@ enum Settled {
 
 /// Executes a run this worker has claimed until it waits, pauses or ends. Errors other than a lost lease fail
 /// the run with a message (the cause is logged).
+///
+/// Losing the lease stops the execution where it is, whatever it awaits (a tool, the model, a write): the run is
+/// another worker's from then on, and a tool still running here would act a second time alongside the new owner's.
+/// Nothing more is recorded (the writes are fenced); the new owner goes on from the stored state, and runs the call
+/// in flight again (it is still `running` without a result).
 pub async fn execute(rt: &Runtime, run: RunRow) {
-    let renewal = rt.keep_lease(run.id);
-    let outcome = advance(rt, &run).await;
-    renewal.abort();
+    let mut lease = rt.keep_lease(run.id);
+    let outcome = tokio::select! {
+        biased;
+        outcome = advance(rt, &run) => outcome,
+        () = lease.lost() => Err(StoreError::LeaseLost),
+    };
+    drop(lease);
     match outcome {
-        Ok(()) | Err(StoreError::LeaseLost) => {}
+        Ok(()) => {}
+        Err(StoreError::LeaseLost) => {
+            tracing::warn!(run = %run.id, "lost the run's lease; stopped executing it where it was");
+        }
         Err(err) => {
             tracing::error!(run = %run.id, error = %err, "run failed on a storage error");
             let _ = release(rt, &run, RunStatus::Failed, None, Some(format!("internal error: {err}"))).await;

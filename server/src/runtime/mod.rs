@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use app::types::EventType;
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, watch};
 use uuid::Uuid;
 
 use crate::config::{RuntimeConfig, ServeConfig};
@@ -63,21 +63,59 @@ impl Runtime {
         chrono::Duration::seconds(i64::from(self.config.run_lease_seconds.max(3)))
     }
 
-    /// Renews the lease on `run_id` until aborted or lost.
-    pub(crate) fn keep_lease(&self, run_id: Uuid) -> tokio::task::JoinHandle<()> {
+    /// Renews the lease on `run_id` in the background for as long as the returned [`Lease`] lives.
+    pub(crate) fn keep_lease(&self, run_id: Uuid) -> Lease {
         let store = Arc::clone(&self.store);
         let (owner, lease) = (self.instance, self.lease());
-        let every = (lease / 3).to_std().unwrap_or(Duration::from_secs(10));
-        tokio::spawn(async move {
+        let length = lease.to_std().unwrap_or(Duration::from_secs(30));
+        let every = length / 3;
+        let (lost_tx, lost) = watch::channel(false);
+        let renewal = tokio::spawn(async move {
+            // Until when the lease is this worker's for sure, by its own clock: the claim happened just before.
+            let mut held_until = tokio::time::Instant::now() + length;
             loop {
-                tokio::time::sleep(every).await;
-                match store.renew_lease(run_id, owner, now() + lease).await {
-                    Ok(true) => {}
-                    Ok(false) => return,
-                    Err(err) => tracing::warn!(run = %run_id, error = %err, "could not renew a run's lease"),
+                tokio::time::sleep_until((tokio::time::Instant::now() + every).min(held_until)).await;
+                let asked = tokio::time::Instant::now();
+                match tokio::time::timeout_at(held_until, store.renew_lease(run_id, owner, now() + lease)).await {
+                    Ok(Ok(true)) => held_until = asked + length,
+                    // Another worker took the run over, or it left `running` (cancelled).
+                    Ok(Ok(false)) => break,
+                    Ok(Err(err)) => {
+                        tracing::warn!(run = %run_id, error = %err, "could not renew a run's lease");
+                        if tokio::time::Instant::now() >= held_until {
+                            break;
+                        }
+                    }
+                    // Not renewed before it ran out: another instance may claim the run from now on.
+                    Err(_) => break,
                 }
             }
-        })
+            let _ = lost_tx.send(true);
+        });
+        Lease { renewal, lost }
+    }
+}
+
+/// A run's lease as the worker executing the run holds it: renewed in the background until dropped.
+pub(crate) struct Lease {
+    renewal: tokio::task::JoinHandle<()>,
+    lost: watch::Receiver<bool>,
+}
+
+impl Lease {
+    /// Resolves once the lease is lost: another worker holds it, the run left `running`, or it could not be
+    /// renewed before it ran out.
+    pub(crate) async fn lost(&mut self) {
+        if self.lost.wait_for(|lost| *lost).await.is_err() {
+            // The renewal ended without saying so (it panicked): keep going; the fenced writes still decide.
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.renewal.abort();
     }
 }
 

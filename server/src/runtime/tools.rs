@@ -274,10 +274,13 @@ pub async fn shell(config: &RuntimeConfig, args: &Value) -> Result<Value, ToolEr
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    #[cfg(unix)]
+    command.process_group(0);
     if let Some(cwd) = &args.cwd {
         command.current_dir(cwd);
     }
     let mut child = command.spawn().map_err(|e| ToolError(format!("the command could not start: {e}")))?;
+    let mut group = ProcessGroup(child.id());
     let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
     let finished = async {
         let (status, stdout, stderr) = tokio::join!(child.wait(), read_capped(stdout), read_capped(stderr));
@@ -287,6 +290,7 @@ pub async fn shell(config: &RuntimeConfig, args: &Value) -> Result<Value, ToolEr
         .await
         .map_err(|_| ToolError(format!("the command did not finish within {timeout} s and was killed")))?
         .map_err(|e| ToolError(format!("reading the command's output failed: {e}")))?;
+    group.0 = None;
     let (stdout_total, stderr_total) = (stdout.total, stderr.total);
     let result = json!({
         "exit_code": status.code(),
@@ -294,6 +298,30 @@ pub async fn shell(config: &RuntimeConfig, args: &Value) -> Result<Value, ToolEr
         "stderr": stderr.into_text(Some(stderr_total)),
     });
     if status.success() { Ok(result) } else { Err(ToolError(result.to_string())) }
+}
+
+/// The process group of a running command (`sh` leads it), killed whole if the call is abandoned before the
+/// command has finished: its timeout passed, or the worker lost the run's lease and dropped the call. Killing `sh`
+/// alone (`kill_on_drop`) would leave what it started running: a pipeline's other commands, anything in the
+/// background.
+struct ProcessGroup(Option<u32>);
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        let Some(id) = self.0.take() else { return };
+        // Signalling a group takes `kill(2)` with a negative pid, which the standard library does not offer without
+        // `unsafe`; the shell's own `kill` does it. A group's id is not given to anyone else while `sh` is unreaped or
+        // any process of the group lives.
+        let killed = std::process::Command::new("sh")
+            .args(["-c", "kill -s KILL -- -\"$1\"", "sh", &id.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        if let Err(err) = killed {
+            tracing::warn!(error = %err, group = id, "could not kill an abandoned command's processes");
+        }
+    }
 }
 
 #[cfg(test)]
