@@ -133,6 +133,16 @@ pub struct ServeConfig {
     #[arg(long, env = "HOLDPOINT_MCP_SESSIONS_PER_CALLER", default_value_t = 16)]
     pub mcp_sessions_per_caller: usize,
 
+    /// How long an MCP session may go without a request before it ends, in seconds; never while one of its tool
+    /// calls waits for a person.
+    #[arg(long, env = "HOLDPOINT_MCP_SESSION_IDLE_SECONDS", default_value_t = 3600)]
+    pub mcp_session_idle_seconds: u64,
+
+    /// How often an MCP tool call waiting for a person sends a progress notification (to clients that asked for
+    /// progress), in seconds: clients whose request timeout resets on progress keep waiting.
+    #[arg(long, env = "HOLDPOINT_MCP_PROGRESS_SECONDS", default_value_t = 5)]
+    pub mcp_progress_seconds: u64,
+
     /// How long a browser session lasts, in hours.
     #[arg(long, env = "HOLDPOINT_SESSION_HOURS", default_value_t = 24 * 7)]
     pub session_hours: i64,
@@ -383,6 +393,8 @@ impl ServeConfig {
             sse_buffer: 4096,
             streams_per_caller: 32,
             mcp_sessions_per_caller: 16,
+            mcp_session_idle_seconds: 3600,
+            mcp_progress_seconds: 5,
             session_hours: 1,
             token_cache_seconds: 5,
             database_connections: crate::store::default_postgres_connections(),

@@ -109,6 +109,13 @@ impl IntoResponse for AppError {
         if let AppError::RateLimited { retry_after_seconds, .. } = &self {
             response.headers_mut().insert(axum::http::header::RETRY_AFTER, (*retry_after_seconds).into());
         }
+        if let AppError::Unauthorized(_) = &self {
+            // RFC 6750: a 401 names the scheme it wants, which MCP clients and HTTP libraries look for.
+            response.headers_mut().insert(
+                axum::http::header::WWW_AUTHENTICATE,
+                axum::http::HeaderValue::from_static("Bearer realm=\"holdpoint\""),
+            );
+        }
         response
     }
 }

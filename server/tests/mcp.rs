@@ -46,7 +46,13 @@ async fn an_mcp_client_lists_the_tools_and_asks_a_person(app: TestApp) {
     let tools = client.list_all_tools().await.unwrap();
     let mut names: Vec<String> = tools.iter().map(|t| t.name.to_string()).collect();
     names.sort();
-    assert_eq!(names, ["ask_user", "request_approval", "resume_task"]);
+    assert_eq!(names, ["ask_user", "get_question", "request_approval", "resume_task"]);
+    let ask_user = tools.iter().find(|t| t.name == "ask_user").unwrap();
+    let schema = serde_json::to_value(&ask_user.input_schema).unwrap().to_string();
+    for value in ["non_blocking", "multi_choice", "critical"] {
+        assert!(schema.contains(value), "the input schema lists the enums ({value}): {schema}");
+    }
+    assert!(ask_user.output_schema.is_some(), "ask_user describes its outcome");
 
     let arguments = json!({ "title": "Which region?", "response_type": "choice",
         "options": [{ "value": "eu", "label": "Europe" }, { "value": "us", "label": "US" }] });
@@ -61,7 +67,8 @@ async fn an_mcp_client_lists_the_tools_and_asks_a_person(app: TestApp) {
     assert_eq!(answered.status, StatusCode::OK);
     let result = tokio::time::timeout(Duration::from_secs(20), asking).await.unwrap().unwrap().unwrap();
     let outcome = text_of(&result);
-    assert_eq!(outcome["status"], "answered");
+    assert_eq!(result.structured_content.as_ref(), Some(&outcome), "the same outcome, structured");
+    assert_eq!(outcome["outcome"], "answered");
     assert_eq!(outcome["value"], "eu");
     assert_eq!(outcome["comment"], "GDPR");
 }
@@ -119,11 +126,21 @@ async fn mcp_refuses_requests_without_a_valid_token(app: TestApp) {
         let body: Value = response.json().await.unwrap();
         assert_eq!(body["error"]["code"], "unauthorized");
     }
+    let unauthorized = reqwest::Client::new().post(format!("{base}/mcp")).json(&initialize).send().await.unwrap();
+    assert_eq!(unauthorized.headers()["www-authenticate"], "Bearer realm=\"holdpoint\"");
+    // Refusals and invalid questions are tool results the agent can read, not protocol errors.
     let viewer = app.create_token("default", app::types::Role::Viewer).await;
     let client = connect(&base, &viewer).await;
-    let refused = client.call_tool(call("ask_user", json!({ "title": "Hi?" }))).await;
-    let error = refused.expect_err("a viewer may not ask").to_string();
-    assert!(error.contains("may not create questions"), "{error}");
+    let refused = client.call_tool(call("ask_user", json!({ "title": "Hi?" }))).await.unwrap();
+    assert_eq!(refused.is_error, Some(true));
+    let error = text_of(&refused);
+    assert_eq!(error["error"]["code"], "forbidden");
+    assert!(error["error"]["message"].as_str().unwrap().contains("may not create questions"), "{error}");
+    let admin = connect(&base, &app.token).await;
+    let invalid = admin.call_tool(call("ask_user", json!({ "title": "" }))).await.unwrap();
+    assert_eq!(invalid.is_error, Some(true));
+    assert_eq!(text_of(&invalid)["error"]["code"], "invalid");
+    assert_eq!(admin.peer_info().unwrap().server_info.as_ref().map(|s| s.name.as_str()), Some("holdpoint"));
 }
 
 /// Opens a session with a raw `initialize`; returns the response (its `mcp-session-id` names the session).
@@ -175,7 +192,7 @@ async fn mcp_sessions_are_bound_to_their_opener_and_capped(backend: common::Back
         .send()
         .await
         .unwrap();
-    assert!(ended.status().is_success(), "{}", ended.status());
+    assert_eq!(ended.status(), 200, "a session's end is done, not merely accepted");
     assert_eq!(initialize(&base, &app.token).await.status(), 200);
 }
 
@@ -194,8 +211,9 @@ async fn mcp_questions_are_rate_limited_like_rest(backend: common::Backend) {
     let mut refused = 0;
     for n in 0..6 {
         let arguments = json!({ "title": format!("Preference {n}?"), "kind": "non_blocking" });
-        if let Err(err) = client.call_tool(call("ask_user", arguments)).await {
-            assert!(err.to_string().contains("too many requests"), "{err}");
+        let result = client.call_tool(call("ask_user", arguments)).await.unwrap();
+        if result.is_error == Some(true) {
+            assert_eq!(text_of(&result)["error"]["code"], "rate_limited");
             refused += 1;
         }
     }
@@ -243,6 +261,147 @@ async fn a_revoked_tokens_mcp_call_ends(backend: common::Backend) {
     assert!(!received.contains("\"result\""), "it gets no answer: {received}");
 }
 
+/// A session opened and initialized with raw requests; returns its id.
+async fn raw_session(base: &str, token: &str) -> String {
+    let session = initialize(base, token).await.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    raw_post(base, token, &session, initialized).await;
+    session
+}
+
+async fn raw_post(base: &str, token: &str, session: &str, body: Value) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(format!("{base}/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", session)
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Reads a tool call's SSE response to its end (or `within`): the JSON-RPC messages it carried, in order.
+async fn messages_of(response: reqwest::Response, within: Duration) -> Vec<(Duration, Value)> {
+    use futures::StreamExt;
+    let started = tokio::time::Instant::now();
+    let mut body = response.bytes_stream();
+    let (mut buffer, mut messages) = (String::new(), Vec::new());
+    let _ = tokio::time::timeout(within, async {
+        while let Some(Ok(chunk)) = body.next().await {
+            buffer.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = buffer.find("\n\n") {
+                let frame: String = buffer.drain(..end + 2).collect();
+                for line in frame.lines() {
+                    if let Some(data) = line.strip_prefix("data:").map(str::trim).filter(|d| !d.is_empty()) {
+                        messages.push((started.elapsed(), serde_json::from_str(data).unwrap()));
+                    }
+                }
+            }
+        }
+    })
+    .await;
+    messages
+}
+
+/// A wait longer than the session's idle time still gets its answer, with progress notifications all along.
+async fn a_wait_outlasts_the_session_idle_time_with_progress_all_along(backend: common::Backend) {
+    let Some(app) = TestApp::start_with(backend, |config| {
+        config.mcp_session_idle_seconds = 1;
+        config.mcp_progress_seconds = 1;
+    })
+    .await
+    else {
+        return;
+    };
+    let base = app.serve().await;
+    let session = raw_session(&base, &app.token).await;
+    let ask = json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "ask_user", "arguments": { "title": "Deploy on Friday?" }, "_meta": { "progressToken": "wait-1" } } });
+    let call = raw_post(&base, &app.token, &session, ask).await;
+    let id = pending_question(&app).await["id"].as_str().unwrap().to_owned();
+    let app = std::sync::Arc::new(app);
+    let answerer = std::sync::Arc::clone(&app);
+    tokio::spawn(async move {
+        // Three idle times.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        answerer.post(&format!("/api/v1/questions/{id}/answer"), json!({ "value": "yes, before noon" })).await;
+    });
+    let messages = messages_of(call, Duration::from_secs(20)).await;
+    let progress: Vec<&(Duration, Value)> =
+        messages.iter().filter(|(_, m)| m["method"] == "notifications/progress").collect();
+    assert!(progress.len() >= 2, "progress while waiting: {messages:?}");
+    assert!(progress.iter().all(|(_, m)| m["params"]["progressToken"] == "wait-1"));
+    let text = progress[0].1["params"]["message"].as_str().unwrap();
+    assert!(text.contains("pending") && text.contains("s left"), "{text}");
+    let gaps: Vec<Duration> = progress.windows(2).map(|pair| pair[1].0 - pair[0].0).collect();
+    assert!(gaps.iter().all(|gap| *gap < Duration::from_secs(3)), "every few seconds: {gaps:?}");
+    let result = messages.iter().find(|(_, m)| m["id"] == 7).expect("the answer arrives");
+    assert_eq!(result.1["result"]["structuredContent"]["outcome"], "answered", "{result:?}");
+    assert_eq!(result.1["result"]["structuredContent"]["value"], "yes, before noon");
+    // The session lived through the wait, and idles out once nothing waits in it.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let list = json!({ "jsonrpc": "2.0", "id": 8, "method": "tools/list" });
+    assert_eq!(raw_post(&base, &app.token, &session, list).await.status(), 404, "an idle session ends");
+}
+
+/// A client that cancels its waiting call cancels the question: nobody is left to read the answer.
+async fn a_client_cancellation_cancels_the_question(backend: common::Backend) {
+    let Some(app) = TestApp::start(backend).await else { return };
+    let base = app.serve().await;
+    let session = raw_session(&base, &app.token).await;
+    let ask = json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "ask_user", "arguments": { "title": "Rotate the keys?" } } });
+    let call = raw_post(&base, &app.token, &session, ask).await;
+    let id = pending_question(&app).await["id"].as_str().unwrap().to_owned();
+    let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": { "requestId": 3, "reason": "the user pressed Esc" } });
+    raw_post(&base, &app.token, &session, cancel).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let question = loop {
+        let question = app.get(&format!("/api/v1/questions/{id}")).await.json;
+        if question["status"] != "pending" {
+            break question;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the question is cancelled");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(question["status"], "cancelled");
+    assert!(question["response"]["comment"].as_str().unwrap().contains("MCP client cancelled"), "{question}");
+    drop(call);
+}
+
+/// A non-blocking question's answer is read later with `get_question`; another agent's question is not found.
+async fn get_question_reads_an_answer_given_later(backend: common::Backend) {
+    let Some(app) = TestApp::start(backend).await else { return };
+    let base = app.serve().await;
+    let agent = app.create_token("default", app::types::Role::Agent).await;
+    let client = connect(&base, &agent).await;
+    let asked = client
+        .call_tool(call(
+            "ask_user",
+            json!({ "title": "Mention the deprecation?", "kind": "non_blocking",
+            "response_type": "boolean" }),
+        ))
+        .await
+        .unwrap();
+    let asked = text_of(&asked);
+    assert_eq!(asked["outcome"], "pending");
+    let id = asked["question_id"].as_str().unwrap().to_owned();
+    let read = text_of(&client.call_tool(call("get_question", json!({ "question_id": id }))).await.unwrap());
+    assert_eq!(read["outcome"], "pending");
+    assert!(read["timeout_at"].is_null(), "a non-blocking question has no deadline here: {read}");
+    app.post(&format!("/api/v1/questions/{id}/answer"), json!({ "value": false, "comment": "not yet" })).await;
+    let read = text_of(&client.call_tool(call("get_question", json!({ "question_id": id }))).await.unwrap());
+    assert_eq!((read["outcome"].as_str(), read["value"].as_bool()), (Some("answered"), Some(false)));
+    assert_eq!(read["comment"], "not yet");
+
+    let other = connect(&base, &app.create_token("default", app::types::Role::Agent).await).await;
+    let hidden = other.call_tool(call("get_question", json!({ "question_id": id }))).await.unwrap();
+    assert_eq!(hidden.is_error, Some(true));
+    assert_eq!(text_of(&hidden)["error"]["code"], "not_found");
+}
+
 backend_tests!(
     an_mcp_client_lists_the_tools_and_asks_a_person,
     request_approval_answers_in_the_permission_prompt_format,
@@ -257,5 +416,8 @@ mod configured {
         mcp_sessions_are_bound_to_their_opener_and_capped,
         mcp_questions_are_rate_limited_like_rest,
         a_revoked_tokens_mcp_call_ends,
+        a_wait_outlasts_the_session_idle_time_with_progress_all_along,
+        a_client_cancellation_cancels_the_question,
+        get_question_reads_an_answer_given_later,
     );
 }

@@ -1,0 +1,517 @@
+//! `/mcp`: the Model Context Protocol over streamable HTTP (spec §7), so any MCP client can ask a person through
+//! Holdpoint: `ask_user`, `request_approval` (shaped for Claude Code's `--permission-prompt-tool`), `get_question`
+//! and `resume_task`.
+//!
+//! Requests authenticate like the REST API (a bearer token); a layer in front of the MCP service ([`sessions`])
+//! resolves the caller, holds each session to whoever opened it, and hands the caller to the tools through the
+//! request's extensions. A tool call that asks a person waits until the question is resolved (answered,
+//! defaulted, expired or cancelled), woken by the question's own event, sending progress notifications meanwhile so
+//! that clients whose request timeouts reset on progress keep waiting. A client that cancels the call cancels the
+//! question. Refusals and invalid questions are tool results with `isError`, carrying the API's error object.
+
+pub mod sessions;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use app::types::{
+    AnswerBody, ApprovalAction, NewQuestion, Question, QuestionKind, QuestionStatus, ResumeRequest, ToolDecision,
+};
+use rmcp::handler::server::common::Extension;
+use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::model::{
+    CallToolResult, ContentBlock, Implementation, ProgressNotificationParam, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{RoleServer, ServerHandler, schemars, tool, tool_handler, tool_router};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use crate::auth::Caller;
+use crate::error::AppError;
+use crate::questions::{TimeoutBounds, build_question, insert_question};
+use crate::state::AppState;
+pub use sessions::{SessionOwners, authenticate};
+
+/// How often a waiting tool call re-reads its question, in case it missed the event (the hub lagged).
+const RECHECK: Duration = Duration::from_secs(5);
+/// The reason a question gets when the MCP client that asked it cancels the call.
+const CANCELLED_BY_CLIENT: &str = "the MCP client cancelled the call that asked this question";
+
+/// The MCP service, mounted at `/mcp` behind [`authenticate`], and the book of its sessions.
+pub fn service(state: AppState) -> (StreamableHttpService<HoldpointMcp, LocalSessionManager>, Arc<SessionOwners>) {
+    let mut manager = LocalSessionManager::default();
+    // Sessions idle out by Holdpoint's own rule (`sessions`), which knows when a call waits for a person; rmcp's
+    // counts only messages, and would end a session in the middle of a long wait.
+    manager.session_config.keep_alive = None;
+    let manager = Arc::new(manager);
+    let owners = SessionOwners::start(&state, Arc::clone(&manager));
+    let config = StreamableHttpServerConfig::default()
+        // Every request carries a bearer token, which a DNS-rebinding page cannot have; the Host check that
+        // protects unauthenticated local servers would only break deployments behind a proxy.
+        .disable_allowed_hosts()
+        .with_sse_keep_alive(Some(Duration::from_secs(15)))
+        .with_cancellation_token(state.shutdown.child_token());
+    let tools = HoldpointMcp { state, owners: Arc::clone(&owners) };
+    let service = StreamableHttpService::new(move || Ok(tools.clone()), manager, config);
+    (service, owners)
+}
+
+/// The tools of Holdpoint's MCP server.
+#[derive(Clone)]
+pub struct HoldpointMcp {
+    state: AppState,
+    owners: Arc<SessionOwners>,
+}
+
+/// The kinds of question `ask_user` asks (approvals go through `request_approval`).
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AskKind {
+    /// The agent needs the answer to go on (the default).
+    Blocking,
+    /// A preference: the call returns at once with status `pending`; read the answer later with `get_question`.
+    NonBlocking,
+    /// The agent hit an error and asks how to go on: `retry`, `skip`, `abort` or an option.
+    ErrorRecovery,
+}
+
+/// How a question is answered.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AskResponseType {
+    Text,
+    Boolean,
+    Choice,
+    MultiChoice,
+    ErrorRecovery,
+    Form,
+}
+
+/// How a form field is answered.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FieldResponseType {
+    Text,
+    Boolean,
+    Choice,
+    MultiChoice,
+    Number,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AskUrgency {
+    Low,
+    Normal,
+    High,
+    Critical,
+}
+
+/// One choice of a `choice`, `multi_choice` or `error_recovery` question or form field.
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
+pub struct OptionArg {
+    /// What the answer carries; unique within the question.
+    pub value: String,
+    /// What a person reads.
+    pub label: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// One field of a form.
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
+pub struct FieldArg {
+    /// The field's key in the answer object.
+    pub key: String,
+    pub label: String,
+    pub response_type: FieldResponseType,
+    /// For `choice` and `multi_choice` fields, 2..=20.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<OptionArg>,
+    #[serde(default)]
+    pub required: bool,
+}
+
+/// The arguments of `ask_user`: the `POST /questions` body.
+#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
+pub struct AskUserArgs {
+    /// The question, 1..=300 characters.
+    pub title: String,
+    /// Details, in Markdown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<AskKind>,
+    /// `text` by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_type: Option<AskResponseType>,
+    /// For choices, 2..=20 with unique values.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<OptionArg>,
+    /// For forms, 1..=10 fields.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<FieldArg>,
+    /// A free label for grouping.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub urgency: Option<AskUrgency>,
+    /// How long a person has, in seconds (5 min ..= 24 h by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<i64>,
+    /// Applied when the deadline passes: `{"value": ..., "comment"?: ...}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_response: Option<Value>,
+    /// A JSON object shown with the question.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<Value>,
+}
+
+/// The arguments of `request_approval`; `tool_name` and `input` are Claude Code's permission-prompt contract.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct ApprovalArgs {
+    /// The tool the agent wants to call.
+    pub tool_name: String,
+    /// The arguments it wants to call it with.
+    #[serde(default)]
+    pub input: Value,
+    /// The caller's id of the call, kept with the question.
+    #[serde(default)]
+    pub tool_use_id: Option<String>,
+    /// A title for the person; `Allow <tool_name>?` by default.
+    #[serde(default)]
+    pub title: Option<String>,
+    /// Why the agent wants it, in Markdown.
+    #[serde(default)]
+    pub body: Option<String>,
+    #[serde(default)]
+    pub project: Option<String>,
+    #[serde(default)]
+    pub timeout_seconds: Option<i64>,
+}
+
+/// The arguments of `get_question`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct GetQuestionArgs {
+    /// The id `ask_user` returned.
+    pub question_id: String,
+}
+
+/// The arguments of `resume_task`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct ResumeArgs {
+    /// The run to resume.
+    pub run_id: String,
+    /// A message for the agent's next segment.
+    #[serde(default)]
+    pub prompt: Option<String>,
+    /// Decisions on the run's calls pending approval: `[{"tool_call_id", "approved", "comment"?,
+    /// "edited_arguments"?}]`; the undecided ones are rejected.
+    #[serde(default)]
+    pub tool_decisions: Vec<Value>,
+}
+
+/// Where a question stands, as `ask_user` and `get_question` report it.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Nobody has decided yet (a non-blocking question, or `get_question` before the answer).
+    Pending,
+    /// A person answered.
+    Answered,
+    /// The deadline passed and the question's default applied.
+    Defaulted,
+    /// The deadline passed with no default: nobody answered (never a person's "no").
+    Expired,
+    /// The question was withdrawn, superseded or its run ended.
+    Cancelled,
+}
+
+/// A question's outcome: what an agent acts on.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct QuestionOutcome {
+    pub question_id: String,
+    pub outcome: Outcome,
+    /// The answer's value (or the default's), when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+    /// The arguments an approver edited, for approvals.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub edited_arguments: Option<Value>,
+    /// Who answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<String>,
+    /// The deadline, RFC 3339, while the question is pending.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_at: Option<String>,
+}
+
+impl From<&Question> for QuestionOutcome {
+    fn from(question: &Question) -> Self {
+        let outcome = match question.status {
+            QuestionStatus::Pending => Outcome::Pending,
+            QuestionStatus::Answered => Outcome::Answered,
+            QuestionStatus::Defaulted => Outcome::Defaulted,
+            QuestionStatus::Expired => Outcome::Expired,
+            QuestionStatus::Cancelled => Outcome::Cancelled,
+        };
+        let response = question.response.as_ref();
+        QuestionOutcome {
+            question_id: question.id.to_string(),
+            outcome,
+            value: response.map(|r| r.value.clone()).filter(|v| !v.is_null()),
+            comment: response.and_then(|r| r.comment.clone()),
+            edited_arguments: response.and_then(|r| r.edited_arguments.clone()),
+            answered_by: question.answered_by.clone(),
+            timeout_at: (question.status == QuestionStatus::Pending)
+                .then(|| question.timeout_at.map(|at| at.to_rfc3339()))
+                .flatten(),
+        }
+    }
+}
+
+/// A refusal or an invalid request as a tool result: `isError`, with the API's error object as its text, so that
+/// the agent reads why and can correct itself.
+fn refusal(err: AppError) -> CallToolResult {
+    if let AppError::Internal(cause) = &err {
+        tracing::error!(error = %cause, "internal error in an MCP tool");
+    }
+    let body = json!({ "error": err.detail() });
+    CallToolResult::error(vec![ContentBlock::text(body.to_string())])
+}
+
+fn caller_of(parts: &http::request::Parts) -> Result<Caller, CallToolResult> {
+    parts.extensions.get::<Caller>().cloned().ok_or_else(|| refusal(AppError::Unauthorized("not authenticated".into())))
+}
+
+fn session_of(parts: &http::request::Parts) -> Option<&str> {
+    parts.headers.get(sessions::SESSION_HEADER).and_then(|v| v.to_str().ok())
+}
+
+type ToolResult<T> = Result<T, CallToolResult>;
+
+impl HoldpointMcp {
+    /// Creates the question and, unless it is non-blocking, waits until it is no longer pending.
+    async fn ask_and_wait(
+        &self,
+        parts: &http::request::Parts,
+        context: &RequestContext<RoleServer>,
+        caller: &Caller,
+        input: NewQuestion,
+    ) -> ToolResult<Question> {
+        caller.require_ask().map_err(refusal)?;
+        // Counted as `POST /questions` is: a question asked over MCP is no cheaper to store or to answer.
+        crate::http::limits::check_creation_in(parts).map_err(refusal)?;
+        let bounds = TimeoutBounds {
+            min_seconds: self.state.config.min_timeout_seconds,
+            max_seconds: self.state.config.max_timeout_seconds,
+        };
+        let row = build_question(input, caller.workspace_id(), Some(caller.principal.id), bounds, crate::store::now())
+            .map_err(refusal)?;
+        crate::questions::check_assignee(self.state.store.as_ref(), &row).await.map_err(refusal)?;
+        // Watch first: the answer may come before we start waiting.
+        let mut watch = self.state.hub.watch_question(row.id);
+        insert_question(self.state.store.as_ref(), &self.state.metrics, &row).await.map_err(|e| refusal(e.into()))?;
+        let workspace = &caller.principal.workspace;
+        if row.kind == QuestionKind::NonBlocking.as_str() {
+            return row.to_question(workspace).map_err(|e| refusal(e.into()));
+        }
+        let _waiting = self.owners.waiting(session_of(parts));
+        let progress_token = context.meta.get_progress_token();
+        let progress_every = Duration::from_secs(self.state.config.mcp_progress_seconds.max(1));
+        let mut next_progress = tokio::time::Instant::now() + progress_every;
+        let mut progress = 0.0;
+        loop {
+            let current = self
+                .state
+                .store
+                .question(row.workspace_id, row.id)
+                .await
+                .map_err(|e| refusal(e.into()))?
+                .ok_or_else(|| refusal(AppError::NotFound("question")))?;
+            let question = current.to_question(workspace).map_err(|e| refusal(e.into()))?;
+            if question.status != QuestionStatus::Pending {
+                return Ok(question);
+            }
+            let recheck = tokio::time::Instant::now() + RECHECK;
+            tokio::select! {
+                _ = watch.next_event() => {
+                    // A fired watch is used up: the next one is registered before the question is read again.
+                    watch = self.state.hub.watch_question(row.id);
+                }
+                () = tokio::time::sleep_until(recheck.min(next_progress)) => {}
+                () = context.ct.cancelled() => {
+                    // A server that stops ends its calls too, but their questions outlive it: only a client's
+                    // cancellation (or the end of its session) withdraws the question.
+                    if !self.state.shutdown.is_cancelled() {
+                        self.withdraw(caller, row.id).await;
+                    }
+                    return Err(refusal(AppError::Conflict {
+                        message: "the call was cancelled; its question is cancelled".into(),
+                        details: None,
+                    }));
+                }
+            }
+            if let Some(token) = &progress_token
+                && tokio::time::Instant::now() >= next_progress
+            {
+                progress += 1.0;
+                let left = question.timeout_at.map(|at| (at - crate::store::now()).num_seconds().max(0));
+                let message = match left {
+                    Some(seconds) => format!("waiting for a person: question {} is pending, {seconds} s left", row.id),
+                    None => format!("waiting for a person: question {} is pending", row.id),
+                };
+                let mut notice = ProgressNotificationParam::new(token.clone(), progress);
+                notice.message = Some(message);
+                // A client that cannot take the notice any more will cancel or close: nothing to do here.
+                let _ = context.peer.notify_progress(notice).await;
+                next_progress = tokio::time::Instant::now() + progress_every;
+            }
+        }
+    }
+
+    /// Cancels a question whose asking call was cancelled; a question resolved meanwhile stays as it is.
+    async fn withdraw(&self, caller: &Caller, id: Uuid) {
+        let store = self.state.store.as_ref();
+        let reason = Some(CANCELLED_BY_CLIENT.to_owned());
+        match crate::questions::cancel_question(store, &self.state.metrics, caller, id, reason, crate::store::now())
+            .await
+        {
+            Ok(_) | Err(AppError::Conflict { .. }) => {}
+            Err(err) => tracing::warn!(error = %err, question = %id, "could not cancel a cancelled call's question"),
+        }
+    }
+}
+
+#[tool_router]
+impl HoldpointMcp {
+    #[tool(description = "Ask a person a question and wait for the answer. Returns the question's outcome: \
+        answered (with value and comment), defaulted (the deadline passed and its default applied), expired (nobody \
+        answered: never a person's no) or cancelled. Use kind non_blocking for a preference: it returns at once \
+        with outcome pending; read the answer later with get_question.")]
+    async fn ask_user(
+        &self,
+        Extension(parts): Extension<http::request::Parts>,
+        context: RequestContext<RoleServer>,
+        Parameters(args): Parameters<AskUserArgs>,
+    ) -> Result<Json<QuestionOutcome>, CallToolResult> {
+        let caller = caller_of(&parts)?;
+        let input: NewQuestion = serde_json::to_value(&args)
+            .and_then(serde_json::from_value)
+            .map_err(|e| refusal(AppError::BadRequest(format!("the question is not valid: {e}"))))?;
+        let question = self.ask_and_wait(&parts, &context, &caller, input).await?;
+        Ok(Json(QuestionOutcome::from(&question)))
+    }
+
+    #[tool(description = "Ask a person to approve a tool call and wait for the decision. Answers in Claude Code's \
+        permission-prompt format: {\"behavior\": \"allow\", \"updatedInput\": {...}} or {\"behavior\": \"deny\", \
+        \"message\": \"...\"}. The person may edit the input before allowing it.")]
+    async fn request_approval(
+        &self,
+        Extension(parts): Extension<http::request::Parts>,
+        context: RequestContext<RoleServer>,
+        Parameters(args): Parameters<ApprovalArgs>,
+    ) -> ToolResult<CallToolResult> {
+        let caller = caller_of(&parts)?;
+        let arguments = if args.input.is_null() { json!({}) } else { args.input.clone() };
+        let body = args.body.clone().unwrap_or_else(|| {
+            format!(
+                "An agent wants to call `{}` with:\n\n```json\n{}\n```\n",
+                args.tool_name,
+                serde_json::to_string_pretty(&arguments).unwrap_or_default()
+            )
+        });
+        let mut question_context = json!({ "source": "mcp" });
+        if let Some(id) = &args.tool_use_id {
+            question_context["tool_use_id"] = Value::String(id.clone());
+        }
+        let input = NewQuestion {
+            kind: Some(QuestionKind::Approval),
+            title: args.title.clone().unwrap_or_else(|| format!("Allow {}?", args.tool_name)),
+            body,
+            action: Some(ApprovalAction { tool_name: args.tool_name.clone(), arguments: arguments.clone() }),
+            allow_edit: arguments.is_object(),
+            context: Some(question_context),
+            project: args.project.clone(),
+            timeout_seconds: args.timeout_seconds,
+            ..Default::default()
+        };
+        let question = self.ask_and_wait(&parts, &context, &caller, input).await?;
+        let response: Option<&AnswerBody> = question.response.as_ref();
+        let decision = match (question.status, response) {
+            (QuestionStatus::Answered | QuestionStatus::Defaulted, Some(r)) if r.value == Value::Bool(true) => {
+                json!({ "behavior": "allow", "updatedInput": r.edited_arguments.clone().unwrap_or(arguments) })
+            }
+            (QuestionStatus::Answered | QuestionStatus::Defaulted, Some(r)) => {
+                let by = question.answered_by.clone().unwrap_or_else(|| "the default".into());
+                let message = match &r.comment {
+                    Some(comment) => format!("Rejected by {by}: {comment}"),
+                    None => format!("Rejected by {by}."),
+                };
+                json!({ "behavior": "deny", "message": message })
+            }
+            (QuestionStatus::Expired, _) => {
+                json!({ "behavior": "deny", "message": "Nobody decided before the approval's deadline." })
+            }
+            _ => json!({ "behavior": "deny", "message": "The approval was cancelled." }),
+        };
+        // The permission-prompt contract is the text; no output schema, as its two shapes are not one object.
+        Ok(CallToolResult::success(vec![ContentBlock::text(decision.to_string())]))
+    }
+
+    #[tool(description = "Read a question's current outcome (pending, answered, defaulted, expired or cancelled): \
+        how an agent learns the answer to a non_blocking question it asked earlier.")]
+    async fn get_question(
+        &self,
+        Extension(parts): Extension<http::request::Parts>,
+        Parameters(args): Parameters<GetQuestionArgs>,
+    ) -> Result<Json<QuestionOutcome>, CallToolResult> {
+        let caller = caller_of(&parts)?;
+        let missing = || refusal(AppError::NotFound("question"));
+        let id = Uuid::parse_str(&args.question_id).map_err(|_| missing())?;
+        let row = self.state.store.question(caller.workspace_id(), id).await.map_err(|e| refusal(e.into()))?;
+        let row = row.filter(|row| crate::questions::visible_to(&caller, row)).ok_or_else(missing)?;
+        let question = row.to_question(&caller.principal.workspace).map_err(|e| refusal(e.into()))?;
+        Ok(Json(QuestionOutcome::from(&question)))
+    }
+
+    #[tool(description = "Resume a Holdpoint run that is paused or waiting, optionally with a prompt and decisions \
+        on its calls pending approval (undecided ones are rejected). Returns the run.")]
+    async fn resume_task(
+        &self,
+        Extension(parts): Extension<http::request::Parts>,
+        Parameters(args): Parameters<ResumeArgs>,
+    ) -> ToolResult<CallToolResult> {
+        let caller = caller_of(&parts)?;
+        let run_id = Uuid::parse_str(&args.run_id)
+            .map_err(|_| refusal(AppError::invalid_field("run_id", format!("{:?} is not a run id", args.run_id))))?;
+        let tool_decisions: Vec<ToolDecision> = args
+            .tool_decisions
+            .into_iter()
+            .map(serde_json::from_value)
+            .collect::<Result<_, _>>()
+            .map_err(|e| refusal(AppError::invalid_field("tool_decisions", e.to_string())))?;
+        let request = ResumeRequest { prompt: args.prompt, tool_decisions };
+        let run = crate::runs::resume_run(&self.state.runtime, &caller, run_id, request).await.map_err(refusal)?;
+        Ok(CallToolResult::success(vec![ContentBlock::text(serde_json::to_value(run).unwrap_or_default().to_string())]))
+    }
+}
+
+#[tool_handler]
+impl ServerHandler for HoldpointMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("holdpoint", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Holdpoint lets you stop and ask a person. ask_user waits for an answer; request_approval waits for \
+                 an allow/deny decision on a tool call; get_question reads a question's outcome later; resume_task \
+                 continues a paused Holdpoint run.",
+            )
+    }
+}
