@@ -12,6 +12,7 @@ mod components;
 pub mod live;
 pub mod markdown;
 mod modal;
+pub mod navigation;
 mod notify;
 mod pages;
 mod server_fns;

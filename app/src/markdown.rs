@@ -113,8 +113,16 @@ fn heading_level(line: &str) -> Option<u8> {
 }
 
 /// Whether a link target is safe to follow: web and mail links, and same-site paths (not `//host`).
+///
+/// Read as a browser reads it: tabs and line breaks dropped, `\` taken as `/`, so that `/\host` and `/<tab>/host`
+/// count as the other host they lead to.
 pub fn safe_href(href: &str) -> bool {
-    let lower = href.trim().to_ascii_lowercase();
+    let lower: String = href
+        .trim()
+        .chars()
+        .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
+        .map(|c| if c == '\\' { '/' } else { c.to_ascii_lowercase() })
+        .collect();
     lower.starts_with("https://")
         || lower.starts_with("http://")
         || lower.starts_with("mailto:")
@@ -311,5 +319,16 @@ mod tests {
         assert_eq!(parse_inline("[x](javascript:alert(1))")[0], Inline::Text("x (javascript:alert(1)".into()));
         assert!(matches!(parse_inline("[docs](https://example.com)")[0], Inline::Link { .. }));
         assert!(!safe_href("//evil.example"));
+    }
+
+    #[test]
+    fn backslashes_and_tabs_cannot_turn_a_path_into_another_host() {
+        for foreign in
+            ["/\\evil.example", "\\\\evil.example", "/\t/evil.example", "/\n/evil.example", "\\/evil.example"]
+        {
+            assert!(!safe_href(foreign), "{foreign:?} was taken for a path of this site");
+        }
+        assert!(safe_href("/questions/1"));
+        assert!(safe_href("HTTPS://example.com"));
     }
 }

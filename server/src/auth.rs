@@ -139,6 +139,13 @@ pub async fn session_caller(state: &AppState, jar: &CookieJar) -> Result<Option<
     Ok(found.map(|(principal, csrf_token)| Caller { principal, credential: Credential::Session { csrf_token } }))
 }
 
+/// Whether `sent` is the session's CSRF token, compared in constant time: how long a comparison takes must not
+/// tell how much of a guess was right.
+pub fn csrf_matches(expected: &str, sent: Option<&str>) -> bool {
+    use subtle::ConstantTimeEq;
+    sent.is_some_and(|sent| bool::from(expected.as_bytes().ct_eq(sent.as_bytes())))
+}
+
 fn is_state_changing(method: &Method) -> bool {
     !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
 }
@@ -148,11 +155,16 @@ impl FromRequestParts<AppState> for Caller {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         if let Some(token) = bearer_token(parts) {
-            let principal = state
-                .store
-                .principal_by_token_hash(&hash_secret(token))
-                .await?
-                .ok_or_else(|| AppError::Unauthorized("the token is not valid".into()))?;
+            let failures = crate::http::limits::AuthFailures::of(parts);
+            if let Some(failures) = &failures {
+                failures.check()?;
+            }
+            let Some(principal) = state.store.principal_by_token_hash(&hash_secret(token)).await? else {
+                if let Some(failures) = &failures {
+                    failures.record();
+                }
+                return Err(AppError::Unauthorized("the token is not valid".into()));
+            };
             return Ok(Caller { principal, credential: Credential::Token });
         }
         let jar = CookieJar::from_headers(&parts.headers);
@@ -165,7 +177,7 @@ impl FromRequestParts<AppState> for Caller {
             && is_state_changing(&parts.method)
         {
             let sent = parts.headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok());
-            if sent != Some(csrf_token.as_str()) {
+            if !csrf_matches(csrf_token, sent) {
                 return Err(AppError::Forbidden("missing or wrong CSRF token".into()));
             }
         }
@@ -239,6 +251,14 @@ mod tests {
         assert_eq!(hash_secret("a"), hash_secret("a"));
         assert_ne!(hash_secret("a"), hash_secret("b"));
         assert_eq!(hash_secret("a").len(), 32);
+    }
+
+    #[test]
+    fn only_the_very_csrf_token_matches() {
+        assert!(csrf_matches("abc123", Some("abc123")));
+        for wrong in [None, Some(""), Some("abc12"), Some("abc1234"), Some("ABC123")] {
+            assert!(!csrf_matches("abc123", wrong), "{wrong:?}");
+        }
     }
 
     #[test]

@@ -175,6 +175,38 @@ pub struct ServeConfig {
 
     #[command(flatten)]
     pub limits: LimitsConfig,
+
+    #[command(flatten)]
+    pub connections: ConnectionConfig,
+}
+
+/// How long a connection may take to send a request and stay idle, and how many may be open at once.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ConnectionConfig {
+    /// Seconds a client has to send a request's headers, from their first byte; a slower one is disconnected.
+    #[arg(long, env = "HOLDPOINT_HEADER_READ_TIMEOUT_SECONDS", default_value_t = 10,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    pub header_read_timeout_seconds: u64,
+
+    /// Seconds a connection may stay open with no request in flight (before its first request, or between two)
+    /// before it is closed. A request in flight (an event stream, a long-poll) is never cut.
+    #[arg(long, env = "HOLDPOINT_IDLE_TIMEOUT_SECONDS", default_value_t = 60,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    pub idle_timeout_seconds: u64,
+
+    /// The most connections open at once; further ones wait in the listen queue until one closes. Event streams
+    /// hold one each, so leave room for every browser tab and subscriber, and keep it below the process's limit
+    /// of open files (`ulimit -n`).
+    #[arg(long, env = "HOLDPOINT_MAX_CONNECTIONS", default_value_t = 10_000,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+}
+
+impl ConnectionConfig {
+    /// The defaults, for tests and embedded use.
+    pub fn defaults() -> Self {
+        ConnectionConfig { header_read_timeout_seconds: 10, idle_timeout_seconds: 60, max_connections: 10_000 }
+    }
 }
 
 /// Rate limits and the client address they are keyed on. The counters live in this process's memory: each instance
@@ -207,6 +239,16 @@ pub struct LimitsConfig {
     #[arg(long, env = "HOLDPOINT_SIGNIN_RATE_WINDOW_SECONDS", default_value_t = 60)]
     pub signin_rate_window_seconds: u64,
 
+    /// Failed bearer-token authentications one client address may make at once, given back over the window; beyond
+    /// them its requests with a token are refused (429) until the window gives one back. Successful ones do not
+    /// count.
+    #[arg(long, env = "HOLDPOINT_AUTH_FAILURE_ATTEMPTS", default_value_t = 20)]
+    pub auth_failure_attempts: u32,
+
+    /// The window of failed authentications, in seconds.
+    #[arg(long, env = "HOLDPOINT_AUTH_FAILURE_WINDOW_SECONDS", default_value_t = 60)]
+    pub auth_failure_window_seconds: u64,
+
     /// Take the client address from `X-Forwarded-For` (the rightmost address that is not a trusted proxy) when the
     /// request comes from a trusted proxy. Only set this behind a proxy that appends to that header; otherwise
     /// clients could pick their own address and escape the per-address limits.
@@ -228,6 +270,8 @@ impl LimitsConfig {
             create_ip_rate_per_second: 100,
             signin_rate_attempts: 10,
             signin_rate_window_seconds: 60,
+            auth_failure_attempts: 20,
+            auth_failure_window_seconds: 60,
             trust_proxy_headers: false,
             trusted_proxies: Vec::new(),
         }
@@ -410,6 +454,7 @@ impl ServeConfig {
                 create_ip_rate_per_second: 1_000_000,
                 ..LimitsConfig::defaults()
             },
+            connections: ConnectionConfig::defaults(),
         }
     }
 }

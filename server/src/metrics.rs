@@ -26,12 +26,31 @@ struct ResolvedLabels {
     status: String,
 }
 
+/// Every label of every metric takes its values from a closed set, so that no client can add series: kinds and
+/// statuses are the domain's enums, methods are the standard ones (anything else is `other`), routes are patterns.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct HttpLabels {
-    method: String,
+    /// A standard method's name, or `other`: a method is any token a client cares to send.
+    method: &'static str,
     /// The matched route pattern (`/api/v1/questions/{id}`), never the raw path, to keep cardinality bounded.
     route: String,
     status: u16,
+}
+
+/// The `method` label of `method`.
+fn method_label(method: &axum::http::Method) -> &'static str {
+    match method.as_str() {
+        "GET" => "GET",
+        "HEAD" => "HEAD",
+        "POST" => "POST",
+        "PUT" => "PUT",
+        "DELETE" => "DELETE",
+        "PATCH" => "PATCH",
+        "OPTIONS" => "OPTIONS",
+        "CONNECT" => "CONNECT",
+        "TRACE" => "TRACE",
+        _ => "other",
+    }
 }
 
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
@@ -171,8 +190,9 @@ impl Metrics {
         SubscriberGuard(self.sse_subscribers.clone())
     }
 
-    pub fn http_request(&self, method: &str, route: &str, status: u16, elapsed: Duration) {
-        let labels = HttpLabels { method: method.to_owned(), route: route.to_owned(), status };
+    /// Observes one request's latency; `route` must be a route pattern (or a fixed word), never a raw path.
+    pub fn http_request(&self, method: &axum::http::Method, route: &str, status: u16, elapsed: Duration) {
+        let labels = HttpLabels { method: method_label(method), route: route.to_owned(), status };
         self.http_latency.get_or_create(&labels).observe(elapsed.as_secs_f64());
     }
 
@@ -194,5 +214,19 @@ pub struct SubscriberGuard(Gauge);
 impl Drop for SubscriberGuard {
     fn drop(&mut self) {
         self.0.dec();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::Method;
+
+    #[test]
+    fn standard_methods_are_labelled_by_name_and_any_other_as_other() {
+        assert_eq!(method_label(&Method::GET), "GET");
+        assert_eq!(method_label(&Method::PATCH), "PATCH");
+        assert_eq!(method_label(&Method::from_bytes(b"PROPFIND").unwrap()), "other");
+        assert_eq!(method_label(&Method::from_bytes(b"get").unwrap()), "other");
     }
 }

@@ -2,6 +2,7 @@
 //! event hub, serve until told to stop.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use app::types::Role;
 use leptos::config::LeptosOptions;
@@ -10,7 +11,7 @@ use tower::ServiceExt;
 use uuid::Uuid;
 
 use crate::auth::hash_secret;
-use crate::config::ServeConfig;
+use crate::config::{ConnectionConfig, ServeConfig};
 use crate::events::EventHub;
 use crate::state::{App, AppState};
 use crate::store::{self, AuditActor, StoreError, TokenRow};
@@ -29,10 +30,25 @@ pub enum ServerError {
     Bind { addr: std::net::SocketAddr, source: std::io::Error },
     #[error("server error: {0}")]
     Serve(std::io::Error),
+    #[error(
+        "HOLDPOINT_BOOTSTRAP_TOKEN is {length} characters long; it must have at least {MIN_BOOTSTRAP_TOKEN_CHARS} \
+         (use a long random value, e.g. `hp_` and the output of `openssl rand -hex 24`)"
+    )]
+    BootstrapTokenTooShort { length: usize },
 }
+
+/// The shortest bootstrap token taken: it is an admin credential that anyone who can reach the server may guess
+/// at, so it needs the entropy of a generated token, not of a password.
+pub const MIN_BOOTSTRAP_TOKEN_CHARS: usize = 32;
 
 /// Everything but the socket: what tests use to drive the router directly.
 pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
+    if let Some(secret) = &config.bootstrap_token {
+        let length = secret.expose().chars().count();
+        if length < MIN_BOOTSTRAP_TOKEN_CHARS {
+            return Err(ServerError::BootstrapTokenTooShort { length });
+        }
+    }
     let url = config.database.prepare().map_err(ServerError::DataDir)?;
     let token_cache = std::time::Duration::from_secs(config.token_cache_seconds);
     let settings = store::StoreSettings { token_cache, postgres_connections: config.database_connections };
@@ -104,7 +120,8 @@ pub async fn serve(state: AppState, listener: TcpListener) -> Result<(), ServerE
         // Streams end first (they tell their clients to reconnect), then every connection finishes what it sends.
         shutdown.cancel();
     };
-    serve_connections(crate::http::router(state), listener, stop).await;
+    let connections = state.config.connections.clone();
+    serve_connections(crate::http::router(state), listener, &connections, stop).await;
     Ok(())
 }
 
@@ -114,11 +131,32 @@ pub async fn serve(state: AppState, listener: TcpListener) -> Result<(), ServerE
 /// a few bytes to tell HTTP/1 from HTTP/2, and hyper's read buffer then grows from 8 to 16 KiB on the next read,
 /// for the life of every connection (docs/benchmarks.md, SSE fan-out). Nothing here speaks HTTP/2 without TLS,
 /// and a TLS-terminating proxy speaks HTTP/1.1 to its backends.
-pub async fn serve_connections(router: axum::Router, listener: TcpListener, stop: impl Future<Output = ()>) {
+///
+/// A socket costs a file descriptor and memory whether or not it sends anything, so `limits` bounds them: at most
+/// `max_connections` are open (the next one is accepted when one closes; until then it waits in the kernel's
+/// listen queue, as it would if the server were busy, rather than being refused outright), a connection with no
+/// request in flight is closed after `idle_timeout_seconds`, and one whose request headers have started to arrive
+/// after `header_read_timeout_seconds`. hyper's own header timeout is not used: it runs from the moment hyper
+/// waits for a request, so it would also close idle connections, and it needs its timer on every connection.
+pub async fn serve_connections(
+    router: axum::Router,
+    listener: TcpListener,
+    limits: &ConnectionConfig,
+    stop: impl Future<Output = ()>,
+) {
     let http1 = hyper::server::conn::http1::Builder::new();
     let connections = hyper_util::server::graceful::GracefulShutdown::new();
+    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections as usize));
+    let timeouts = Timeouts {
+        header_read: Duration::from_secs(limits.header_read_timeout_seconds),
+        idle: Duration::from_secs(limits.idle_timeout_seconds),
+    };
     tokio::pin!(stop);
     loop {
+        let slot = tokio::select! {
+            slot = Arc::clone(&slots).acquire_owned() => slot.expect("the semaphore is never closed"),
+            () = &mut stop => break,
+        };
         let (stream, remote) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
@@ -132,25 +170,196 @@ pub async fn serve_connections(router: axum::Router, listener: TcpListener, stop
         // Every response and every event is written whole, in one call: waiting to coalesce it with a later write
         // (Nagle) only delays it.
         let _ = stream.set_nodelay(true);
-        // The router is shared (an `Arc` inside); each connection only adds the peer's address, which the rate
-        // limits are keyed on.
-        let service = router.clone().map_request(move |mut request: axum::extract::Request<hyper::body::Incoming>| {
-            request.extensions_mut().insert(axum::extract::ConnectInfo(remote));
-            request.map(axum::body::Body::new)
+        let activity = Arc::new(Activity::new());
+        // The router is shared (an `Arc` inside); each request only adds the peer's address, which the rate limits
+        // are keyed on, and marks the connection busy until its response has been written.
+        let service = tower::service_fn({
+            let (router, activity) = (router.clone(), Arc::clone(&activity));
+            move |request: axum::extract::Request<hyper::body::Incoming>| {
+                let in_flight = activity.request_started();
+                let mut request = request.map(axum::body::Body::new);
+                request.extensions_mut().insert(axum::extract::ConnectInfo(remote));
+                let response = router.clone().oneshot(request);
+                async move {
+                    let response = response.await?;
+                    Ok::<_, std::convert::Infallible>(response.map(|body| {
+                        axum::body::Body::new(http_body_util::BodyExt::map_frame(body, move |frame| {
+                            let _busy_until_the_body_is_dropped = &in_flight;
+                            frame
+                        }))
+                    }))
+                }
+            }
         });
-        let connection = http1.serve_connection(
-            hyper_util::rt::TokioIo::new(stream),
-            hyper_util::service::TowerToHyperService::new(service),
-        );
+        let io = hyper_util::rt::TokioIo::new(WatchedIo { inner: stream, activity: Arc::clone(&activity) });
+        let connection = http1.serve_connection(io, hyper_util::service::TowerToHyperService::new(service));
         let connection = connections.watch(connection);
         tokio::spawn(async move {
-            if let Err(err) = connection.await {
-                tracing::trace!(error = %err, %remote, "connection ended with an error");
+            let _slot = slot;
+            tokio::pin!(connection);
+            loop {
+                // No deadline while a request is in flight; a change of state (a request's end, the next one's
+                // first bytes) wakes the loop to work out the new one.
+                let deadline = activity.deadline(&timeouts);
+                let expired = async move {
+                    match deadline {
+                        Some(deadline) => tokio::time::sleep_until(deadline.into()).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    ended = &mut connection => {
+                        if let Err(err) = ended {
+                            tracing::trace!(error = %err, %remote, "connection ended with an error");
+                        }
+                        break;
+                    }
+                    () = activity.changed.notified() => {}
+                    () = expired => {
+                        if activity.deadline(&timeouts).is_some_and(|deadline| deadline <= Instant::now()) {
+                            // Dropping the connection closes the socket; no request is in flight to be cut.
+                            tracing::debug!(%remote, "closed a connection that sent no request in time");
+                            break;
+                        }
+                    }
+                }
             }
         });
     }
     drop(listener);
     connections.shutdown().await;
+}
+
+/// The connection timeouts of [`serve_connections`].
+#[derive(Clone, Copy)]
+struct Timeouts {
+    header_read: Duration,
+    idle: Duration,
+}
+
+/// What a connection is doing, as far as its timeouts care: how many requests are in flight, since when it has
+/// had none, and when the next request's first bytes arrived.
+struct Activity {
+    state: std::sync::Mutex<ActivityState>,
+    /// Told when the deadline moves earlier than the one the connection's task sleeps until, or appears.
+    changed: tokio::sync::Notify,
+}
+
+struct ActivityState {
+    in_flight: usize,
+    idle_since: Instant,
+    head_started: Option<Instant>,
+}
+
+impl Activity {
+    fn new() -> Self {
+        let state = ActivityState { in_flight: 0, idle_since: Instant::now(), head_started: None };
+        Activity { state: std::sync::Mutex::new(state), changed: tokio::sync::Notify::new() }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, ActivityState> {
+        // The state is a few numbers, consistent after every statement: a panic elsewhere cannot leave it torn.
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Bytes arrived: with no request in flight, they begin the next request's headers.
+    fn bytes_read(&self) {
+        let mut state = self.state();
+        if state.in_flight == 0 && state.head_started.is_none() {
+            state.head_started = Some(Instant::now());
+            self.changed.notify_one();
+        }
+    }
+
+    /// A request's headers are complete and it is being handled; the connection is busy until the guard drops.
+    fn request_started(self: &Arc<Self>) -> InFlight {
+        let mut state = self.state();
+        state.in_flight += 1;
+        state.head_started = None;
+        InFlight(Arc::clone(self))
+    }
+
+    /// When the connection is to be closed if nothing changes; `None` while a request is in flight.
+    fn deadline(&self, timeouts: &Timeouts) -> Option<Instant> {
+        let state = self.state();
+        match (state.in_flight, state.head_started) {
+            (0, Some(started)) => Some(started + timeouts.header_read),
+            (0, None) => Some(state.idle_since + timeouts.idle),
+            _ => None,
+        }
+    }
+}
+
+/// One request in flight, until its response body has been written (or abandoned).
+struct InFlight(Arc<Activity>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut state = self.0.state();
+        state.in_flight -= 1;
+        if state.in_flight == 0 {
+            state.idle_since = Instant::now();
+            state.head_started = None;
+            self.0.changed.notify_one();
+        }
+    }
+}
+
+/// The socket, telling [`Activity`] when bytes arrive.
+struct WatchedIo {
+    inner: tokio::net::TcpStream,
+    activity: Arc<Activity>,
+}
+
+impl tokio::io::AsyncRead for WatchedIo {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.activity.bytes_read();
+        }
+        polled
+    }
+}
+
+impl tokio::io::AsyncWrite for WatchedIo {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
 }
 
 /// A client that gave up before its connection was accepted is no reason to pause; anything else (out of file

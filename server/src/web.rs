@@ -23,7 +23,9 @@ use leptos_axum::{AxumRouteListing, LeptosRoutes, generate_route_list};
 use serde::Deserialize;
 use tower_http::services::ServeDir;
 
-use crate::auth::{Caller, Credential, SESSION_COOKIE, hash_secret, random_secret, session_caller};
+use app::navigation::{safe_next, sign_in_error};
+
+use crate::auth::{Caller, Credential, SESSION_COOKIE, csrf_matches, hash_secret, random_secret, session_caller};
 use crate::error::AppError;
 use crate::state::AppState;
 use crate::store::{
@@ -95,7 +97,7 @@ async fn require_session(State(state): State<AppState>, jar: CookieJar, mut requ
             AppError::Unauthorized("sign in first".into()).into_response()
         }
         Ok(None) => {
-            let next_path = request.uri().path_and_query().map_or("/inbox", |p| p.as_str());
+            let next_path = request.uri().path_and_query().map_or(app::navigation::DEFAULT_NEXT, |p| p.as_str());
             Redirect::to(&format!("/signin?next={}", url_escape(next_path))).into_response()
         }
         Err(err) => err.into_response(),
@@ -109,14 +111,6 @@ const QUERY_VALUE: &percent_encoding::AsciiSet =
 /// Percent-encodes a query parameter's value.
 fn url_escape(value: &str) -> String {
     percent_encoding::utf8_percent_encode(value, QUERY_VALUE).to_string()
-}
-
-/// Only same-site paths: `//evil.example` and `https://...` would send a signed-in person elsewhere.
-fn safe_next(next: Option<&str>) -> &str {
-    match next {
-        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.starts_with("/\\") => n,
-        _ => "/inbox",
-    }
 }
 
 /// The sign-in form: a person's username and password, an API token, or the code of a one-time sign-in link.
@@ -162,6 +156,9 @@ async fn sign_in(
     jar: CookieJar,
     Form(form): Form<SignInForm>,
 ) -> Result<Response, AppError> {
+    // Another site could otherwise sign a visitor in as the attacker (login CSRF), and what the visitor then enters
+    // would land in the attacker's workspace.
+    crate::http::security::refuse_cross_site(&headers, state.config.public_url.as_deref())?;
     let next = safe_next(form.next.as_deref()).to_owned();
     // Before the credential is looked at: a refused attempt must learn nothing. A token names no account, so only
     // the per-address limit applies to it; a username adds the per-account limit.
@@ -175,34 +172,30 @@ async fn sign_in(
             .is_some_and(|accept| accept.contains("text/html"));
         return match limited {
             AppError::RateLimited { retry_after_seconds, .. } if from_a_browser => {
-                let error = url_escape(&format!("Too many sign-in attempts. Try again in {retry_after_seconds} s."));
-                Ok(Redirect::to(&format!("/signin?error={error}&next={}", url_escape(&next))).into_response())
+                let error = sign_in_error::RATE_LIMITED;
+                let next = url_escape(&next);
+                Ok(Redirect::to(&format!("/signin?error={error}&retry_after={retry_after_seconds}&next={next}"))
+                    .into_response())
             }
             other => Err(other),
         };
     }
     let (principal, refusal) = if let Some(code) = non_empty(&form.code) {
         let found = state.store.use_signin_link(&hash_secret(code), crate::store::now()).await?;
-        (
-            found,
-            "That sign-in link is not valid any more: it was used, or it expired. Restart the server for a new one.",
-        )
+        (found, sign_in_error::LINK_SPENT)
     } else if let (Some(username), Some(password)) = (non_empty(&form.username), form.password.as_deref()) {
         let found =
             crate::people::authenticate(state.store.as_ref(), username, password, non_empty(&form.workspace)).await?;
-        (found, "Wrong username or password.")
+        (found, sign_in_error::WRONG_PASSWORD)
     } else if let Some(token) = non_empty(&form.token) {
-        (
-            state.store.principal_by_token_hash(&hash_secret(token)).await?,
-            "That token is not valid. Check it and try again.",
-        )
+        (state.store.principal_by_token_hash(&hash_secret(token)).await?, sign_in_error::WRONG_TOKEN)
     } else {
-        (None, "Enter your username and password, or a token.")
+        (None, sign_in_error::MISSING)
     };
     let Some(principal) = principal else {
         tracing::info!(username = ?non_empty(&form.username), "sign-in refused");
-        let error = url_escape(refusal);
-        return Ok(Redirect::to(&format!("/signin?error={error}&next={}", url_escape(&next))).into_response());
+        // A code: the page says what it means, so no URL can make the page say anything else.
+        return Ok(Redirect::to(&format!("/signin?error={refusal}&next={}", url_escape(&next))).into_response());
     };
     let session_secret = random_secret(48);
     let now = crate::store::now();
@@ -239,12 +232,14 @@ struct SignOutForm {
 /// `POST /auth/signout`: ends the session. Needs the session's CSRF token, so another site cannot sign you out.
 async fn sign_out(
     State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
     jar: CookieJar,
     Form(form): Form<SignOutForm>,
 ) -> Result<Response, AppError> {
+    crate::http::security::refuse_cross_site(&headers, state.config.public_url.as_deref())?;
     let caller: Option<Caller> = session_caller(&state, &jar).await?;
     if let Some(Caller { credential: Credential::Session { csrf_token }, .. }) = &caller {
-        if *csrf_token != form.csrf {
+        if !csrf_matches(csrf_token, Some(&form.csrf)) {
             return Err(AppError::Forbidden("missing or wrong CSRF token".into()));
         }
         if let Some(cookie) = jar.get(SESSION_COOKIE) {
@@ -274,7 +269,7 @@ async fn answer_from_form(
         return Err(AppError::Unauthorized("sign in first".into()));
     };
     let sent_csrf = fields.iter().find(|(name, _)| name == "csrf").map(|(_, value)| value.as_str());
-    if sent_csrf != Some(csrf_token.as_str()) {
+    if !csrf_matches(csrf_token, sent_csrf) {
         return Err(AppError::Forbidden("missing or wrong CSRF token".into()));
     }
     let id = uuid::Uuid::parse_str(&id).map_err(|_| AppError::NotFound("question"))?;
@@ -289,8 +284,9 @@ async fn answer_from_form(
     };
     match outcome {
         Ok(()) => Ok(Redirect::to(&page).into_response()),
+        // The error's code: the page shows a sentence of its own for it, never text taken from the URL.
         Err(err @ (AppError::Invalid { .. } | AppError::Conflict { .. } | AppError::Forbidden(_))) => {
-            Ok(Redirect::to(&format!("{page}?error={}", url_escape(&err.to_string()))).into_response())
+            Ok(Redirect::to(&format!("{page}?error={}", err.status_and_code().1)).into_response())
         }
         Err(err) => Err(err),
     }
@@ -463,14 +459,6 @@ impl UiBackend for StoreUiBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_same_site_paths_are_followed_after_sign_in() {
-        assert_eq!(safe_next(Some("/inbox?status=pending")), "/inbox?status=pending");
-        assert_eq!(safe_next(Some("//evil.example")), "/inbox");
-        assert_eq!(safe_next(Some("https://evil.example")), "/inbox");
-        assert_eq!(safe_next(None), "/inbox");
-    }
 
     #[test]
     fn a_sign_in_form_debug_output_shows_no_token() {

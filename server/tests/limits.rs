@@ -267,7 +267,7 @@ async fn a_thousand_wrong_passwords_for_one_account_are_limited_from_any_address
     let page = app.send(from_browser).await;
     assert_eq!(page.status, StatusCode::SEE_OTHER);
     let location = page.headers[header::LOCATION].to_str().unwrap();
-    assert!(location.starts_with("/signin?error=Too%20many%20sign-in%20attempts"), "{location}");
+    assert!(location.starts_with("/signin?error=rate_limited&retry_after="), "{location}");
     assert!(page.headers.get(header::SET_COOKIE).is_none());
 
     tokio::time::sleep(std::time::Duration::from_secs(2)).await;

@@ -44,7 +44,8 @@ pub fn QuestionPage() -> impl IntoView {
 #[component]
 fn QuestionView(question: Question, session: SessionInfo) -> impl IntoView {
     let query = use_query_map();
-    let error = move || query.with(|q| q.get("error"));
+    // A code, turned into a sentence of ours: a link that puts its own text here must not speak for Holdpoint.
+    let error = move || query.with(|q| q.get_str("error").map(crate::navigation::answer_error_message));
     let context = (question.context.as_object().is_some_and(|c| !c.is_empty()))
         .then(|| serde_json::to_string_pretty(&question.context).unwrap_or_default());
     let action = question.action.clone();

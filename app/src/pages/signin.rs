@@ -4,14 +4,18 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
-/// The sign-in page. `?next=` is where to go afterwards; `?error=` explains a failed attempt; `?code=` is a
+use crate::navigation::{safe_next, sign_in_error_message};
+
+/// The sign-in page. `?next=` is where to go afterwards; `?error=` is the code of a failed attempt; `?code=` is a
 /// one-time link's code, which is only used when the person presses the button (a link preview that fetches the
 /// page must not spend it).
 #[component]
 pub fn SignInPage() -> impl IntoView {
     let query = use_query_map();
-    let next = move || query.with(|q| q.get("next").filter(|n| n.starts_with('/')).unwrap_or_else(|| "/inbox".into()));
-    let error = move || query.with(|q| q.get("error"));
+    let next = move || query.with(|q| safe_next(q.get_str("next")).to_owned());
+    // A code, turned into a sentence of ours: a link that puts its own text here must not speak for Holdpoint.
+    let error =
+        move || query.with(|q| q.get_str("error").map(|code| sign_in_error_message(code, q.get_str("retry_after"))));
     let code = move || query.with(|q| q.get("code").filter(|c| !c.is_empty()));
     view! {
         <main class="page narrow signin" data-testid="signin-page">

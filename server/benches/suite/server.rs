@@ -187,6 +187,8 @@ impl Server {
             .env("HOLDPOINT_CREATE_RATE_PER_SECOND", "1000000")
             .env("HOLDPOINT_CREATE_IP_RATE_BURST", "1000000")
             .env("HOLDPOINT_CREATE_IP_RATE_PER_SECOND", "1000000")
+            // The fan-out holds 10 000 event streams at once, the default connection cap, besides its other clients.
+            .env("HOLDPOINT_MAX_CONNECTIONS", "20000")
             // The shipped log level, whatever the shell running the suite has set.
             .env_remove("RUST_LOG")
             .stdout(Stdio::piped())

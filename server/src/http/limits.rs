@@ -1,6 +1,8 @@
-//! Abuse limits: rate limits on creation and sign-in, the client address they are keyed on, and request body sizes.
+//! Abuse limits: rate limits on creation, sign-in and failed authentication, the client address they are keyed on,
+//! and request body sizes.
 //!
-//! Rate limits are GCRA limiters from `governor`, keyed per token, per client address and per account name. Their
+//! Rate limits are GCRA limiters from `governor`, keyed per token, per client address and per account name (failed
+//! authentications have a GCRA of their own, [`FailureLimiter`], as only failures count). Their
 //! state is this process's memory: every instance counts on its own, so behind a load balancer with `n` instances a
 //! client may get up to `n` times a limit (see docs/decisions.md, "Limits and headers"). Idle keys are swept every
 //! minute (`retain_recent`), so a flood of distinct keys cannot grow the maps without bound.
@@ -59,6 +61,7 @@ pub struct RateLimits {
     create_per_ip: KeyedLimiter<IpAddr>,
     sign_in_per_ip: KeyedLimiter<IpAddr>,
     sign_in_per_account: KeyedLimiter<Digest32>,
+    auth_failures_per_ip: FailureLimiter,
 }
 
 impl RateLimits {
@@ -74,6 +77,7 @@ impl RateLimits {
             create_per_ip: RateLimiter::keyed(create_per_ip),
             sign_in_per_ip: RateLimiter::keyed(sign_in),
             sign_in_per_account: RateLimiter::keyed(sign_in),
+            auth_failures_per_ip: FailureLimiter::new(config.auth_failure_attempts, config.auth_failure_window_seconds),
         });
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(sweep(Arc::downgrade(&limits)));
@@ -109,6 +113,7 @@ impl RateLimits {
         self.create_per_ip.shrink_to_fit();
         self.sign_in_per_ip.shrink_to_fit();
         self.sign_in_per_account.shrink_to_fit();
+        self.auth_failures_per_ip.retain_recent();
     }
 
     /// How many keys the limiters hold, all together.
@@ -117,6 +122,92 @@ impl RateLimits {
             + self.create_per_ip.len()
             + self.sign_in_per_ip.len()
             + self.sign_in_per_account.len()
+            + self.auth_failures_per_ip.len()
+    }
+}
+
+/// Failed authentications per client address. A GCRA like governor's, but one that can be asked without counting:
+/// a request is refused before its credential is checked (so a limited client learns nothing, not even that a
+/// token is right), yet only a failed check counts, so clients with a valid token never use the limit up.
+struct FailureLimiter {
+    /// How long one failure takes to be given back.
+    period: Duration,
+    /// How many failures may be outstanding before requests are refused.
+    burst: u32,
+    /// Per address, when all its failures will have been given back (GCRA's theoretical arrival time).
+    given_back_at: std::sync::Mutex<std::collections::HashMap<IpAddr, std::time::Instant>>,
+}
+
+impl FailureLimiter {
+    /// `attempts` failures at once, given back evenly over `window_seconds`. Zero is read as one.
+    fn new(attempts: u32, window_seconds: u64) -> Self {
+        let burst = attempts.max(1);
+        let period = Duration::from_secs(window_seconds.max(1)) / burst;
+        FailureLimiter { period, burst, given_back_at: Default::default() }
+    }
+
+    fn map(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<IpAddr, std::time::Instant>> {
+        // Each entry is one instant, valid after every statement: a panic elsewhere cannot leave the map torn.
+        self.given_back_at.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Refuses while `ip` has `burst` failures outstanding.
+    fn check(&self, ip: IpAddr) -> Result<(), AppError> {
+        let now = std::time::Instant::now();
+        let Some(given_back_at) = self.map().get(&ip).copied() else { return Ok(()) };
+        let tolerance = self.period * (self.burst - 1);
+        let outstanding = given_back_at.saturating_duration_since(now);
+        if outstanding <= tolerance {
+            return Ok(());
+        }
+        let wait = outstanding - tolerance;
+        let retry_after_seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+        Err(AppError::RateLimited { limit: "auth_failures_per_ip", retry_after_seconds: retry_after_seconds.max(1) })
+    }
+
+    /// Counts one failure of `ip`.
+    fn record(&self, ip: IpAddr) {
+        let now = std::time::Instant::now();
+        let mut map = self.map();
+        let given_back_at = map.entry(ip).or_insert(now);
+        *given_back_at = (*given_back_at).max(now) + self.period;
+    }
+
+    fn retain_recent(&self) {
+        let now = std::time::Instant::now();
+        let mut map = self.map();
+        map.retain(|_, given_back_at| *given_back_at > now);
+        map.shrink_to_fit();
+    }
+
+    fn len(&self) -> usize {
+        self.map().len()
+    }
+}
+
+/// The failed-authentication limit of one request's client address.
+pub struct AuthFailures {
+    limits: Arc<RateLimits>,
+    key: IpAddr,
+}
+
+impl AuthFailures {
+    /// The limit of the request with these parts; `None` when the app was assembled without [`guard`] (the CLI's
+    /// embedded engine, whose caller is the local user).
+    pub fn of(parts: &Parts) -> Option<Self> {
+        let limits = parts.extensions.get::<Arc<RateLimits>>()?;
+        let ClientIp(ip) = parts.extensions.get::<ClientIp>()?;
+        Some(AuthFailures { limits: Arc::clone(limits), key: rate_key(*ip) })
+    }
+
+    /// Refuses (429) while the address has used up its failures; call it before the credential is checked.
+    pub fn check(&self) -> Result<(), AppError> {
+        self.limits.auth_failures_per_ip.check(self.key)
+    }
+
+    /// Counts a failed authentication of the address.
+    pub fn record(&self) {
+        self.limits.auth_failures_per_ip.record(self.key);
     }
 }
 
@@ -384,6 +475,26 @@ mod tests {
         let err = limits.check_sign_in(b, Some("ALICE")).unwrap_err();
         assert!(matches!(err, AppError::RateLimited { limit: "sign_in_per_account", .. }), "{err:?}");
         assert!(limits.check_sign_in(b, Some("bob")).is_ok());
+    }
+
+    #[test]
+    fn failed_authentications_are_refused_beyond_the_burst_and_only_failures_count() {
+        let limiter = FailureLimiter::new(3, 60);
+        let (a, b) = (ip("192.0.2.1"), ip("192.0.2.2"));
+        for _ in 0..100 {
+            assert!(limiter.check(a).is_ok(), "checking alone counts nothing");
+        }
+        for _ in 0..3 {
+            limiter.check(a).unwrap();
+            limiter.record(a);
+        }
+        let err = limiter.check(a).unwrap_err();
+        assert!(
+            matches!(err, AppError::RateLimited { limit: "auth_failures_per_ip", retry_after_seconds: 20 }),
+            "{err:?}"
+        );
+        assert!(limiter.check(b).is_ok());
+        assert_eq!(limiter.len(), 1);
     }
 
     #[tokio::test]

@@ -80,7 +80,7 @@ async fn record_latency(
     next: middleware::Next,
 ) -> axum::response::Response {
     let started = std::time::Instant::now();
-    let method = request.method().to_string();
+    let method = request.method().clone();
     let route = request
         .extensions()
         .get::<axum::extract::MatchedPath>()

@@ -250,7 +250,10 @@ impl TestApp {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let router = self.router.clone();
-        tokio::spawn(holdpoint::server::serve_connections(router, listener, std::future::pending()));
+        let limits = self.state.config.connections.clone();
+        tokio::spawn(async move {
+            holdpoint::server::serve_connections(router, listener, &limits, std::future::pending()).await;
+        });
         format!("http://{addr}")
     }
 }

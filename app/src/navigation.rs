@@ -1,0 +1,119 @@
+//! What the sign-in flow and the answer form carry in URLs: where to go after signing in (`next`), and why an
+//! attempt failed (`error`). Both arrive in a query string anyone can write, so `next` is only followed when it is
+//! a path of this site, and `error` is a code the pages turn into a fixed sentence, never text shown as given.
+
+/// Where a person goes after signing in when `next` is missing or not a path of this site.
+pub const DEFAULT_NEXT: &str = "/inbox";
+
+/// `next` if it is a path of this site, else [`DEFAULT_NEXT`]: the one check every `next` goes through, on the
+/// server (the redirect after sign-in) and on the sign-in page (the form's hidden field).
+///
+/// Only a path that starts with exactly one `/` is taken. Browsers read `\` as `/` and drop tabs and line breaks
+/// from URLs, so `/\evil.example` and `/<tab>/evil.example` would lead to `//evil.example`, another host; no
+/// control character or whitespace is allowed anywhere (a line break in a `Location` header cannot be sent at all).
+pub fn safe_next(next: Option<&str>) -> &str {
+    match next {
+        Some(path) if is_local_path(path) => path,
+        _ => DEFAULT_NEXT,
+    }
+}
+
+fn is_local_path(path: &str) -> bool {
+    let mut chars = path.chars();
+    chars.next() == Some('/')
+        && !matches!(chars.next(), Some('/' | '\\'))
+        && !path.chars().any(|c| c.is_control() || c.is_whitespace())
+}
+
+/// Why a sign-in was refused: the code `POST /auth/signin` puts in `?error=`.
+pub mod sign_in_error {
+    /// The username or password is wrong.
+    pub const WRONG_PASSWORD: &str = "wrong_password";
+    /// The token is not valid.
+    pub const WRONG_TOKEN: &str = "wrong_token";
+    /// The one-time link was used or has expired.
+    pub const LINK_SPENT: &str = "link_spent";
+    /// The form named no credential.
+    pub const MISSING: &str = "missing";
+    /// Too many attempts; `?retry_after=` says in how many seconds to try again.
+    pub const RATE_LIMITED: &str = "rate_limited";
+}
+
+/// The sentence the sign-in page shows for an error code; `retry_after` is the `?retry_after=` parameter, only
+/// shown when it is a number.
+pub fn sign_in_error_message(code: &str, retry_after: Option<&str>) -> String {
+    use sign_in_error::*;
+    match code {
+        WRONG_PASSWORD => "Wrong username or password.".into(),
+        WRONG_TOKEN => "That token is not valid. Check it and try again.".into(),
+        LINK_SPENT => {
+            "That sign-in link is not valid any more: it was used, or it expired. Restart the server for a new one."
+                .into()
+        }
+        MISSING => "Enter your username and password, or a token.".into(),
+        RATE_LIMITED => match retry_after.and_then(|seconds| seconds.parse::<u64>().ok()) {
+            Some(seconds) => format!("Too many sign-in attempts. Try again in {seconds} s."),
+            None => "Too many sign-in attempts. Try again later.".into(),
+        },
+        _ => "Sign-in failed. Try again.".into(),
+    }
+}
+
+/// The sentence the question page shows for the error code `POST /ui/answer/{id}` put in `?error=` (the API's
+/// error codes).
+pub fn answer_error_message(code: &str) -> &'static str {
+    match code {
+        "invalid" => "That answer is not valid for this question. Check it and try again.",
+        "conflict" => "This question was already answered or closed.",
+        "forbidden" => "You may not answer this question.",
+        _ => "The answer could not be saved. Try again.",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_paths_of_this_site_are_followed_after_sign_in() {
+        for local in ["/inbox", "/inbox?status=pending&sort=deadline", "/questions/0190", "/", "/a//b"] {
+            assert_eq!(safe_next(Some(local)), local);
+        }
+        for foreign in [
+            "//evil.example",
+            "/\\evil.example",
+            "/\t/evil.example/",
+            "/\n/evil.example",
+            "/inbox\r\nSet-Cookie: x=y",
+            "/in box",
+            "https://evil.example",
+            "javascript:alert(1)",
+            "\\\\evil.example",
+            "inbox",
+            "",
+            " /inbox",
+        ] {
+            assert_eq!(safe_next(Some(foreign)), DEFAULT_NEXT, "{foreign:?} was followed");
+        }
+        assert_eq!(safe_next(None), DEFAULT_NEXT);
+    }
+
+    #[test]
+    fn error_codes_become_fixed_sentences_and_anything_else_a_generic_one() {
+        assert_eq!(sign_in_error_message(sign_in_error::WRONG_PASSWORD, None), "Wrong username or password.");
+        assert_eq!(
+            sign_in_error_message(sign_in_error::RATE_LIMITED, Some("12")),
+            "Too many sign-in attempts. Try again in 12 s."
+        );
+        assert_eq!(
+            sign_in_error_message(sign_in_error::RATE_LIMITED, Some("soon, at evil.example")),
+            "Too many sign-in attempts. Try again later."
+        );
+        assert_eq!(
+            sign_in_error_message("Call +1 555 0100 to unlock your account", None),
+            "Sign-in failed. Try again."
+        );
+        assert_eq!(answer_error_message("conflict"), "This question was already answered or closed.");
+        assert_eq!(answer_error_message("Your account is locked"), "The answer could not be saved. Try again.");
+    }
+}
