@@ -336,9 +336,11 @@ pub struct RuntimeConfig {
     #[arg(long, env = "HOLDPOINT_MODEL_TIMEOUT_SECONDS", default_value_t = 120)]
     pub model_timeout_seconds: u64,
 
-    /// How often a model request is retried on 429, 5xx or a connection error (with exponential backoff).
-    #[arg(long, env = "HOLDPOINT_MODEL_MAX_RETRIES", default_value_t = 3)]
-    pub model_max_retries: usize,
+    /// For how long a model call that meets an outage (a network error, a timeout, 408, 429 or 5xx) is retried, in
+    /// seconds, with exponential backoff or as the provider's `Retry-After` says; after that the run is paused with
+    /// the error, and resuming it retries the same call.
+    #[arg(long, env = "HOLDPOINT_MODEL_RETRY_SECONDS", default_value_t = 600)]
+    pub model_retry_seconds: u64,
 }
 
 /// A model endpoint the operator lets agents use, with the server's environment variable holding its key.
@@ -393,7 +395,7 @@ impl RuntimeConfig {
             openai_api_key: None,
             model_endpoints: Vec::new(),
             model_timeout_seconds: 120,
-            model_max_retries: 3,
+            model_retry_seconds: 600,
         }
     }
 }

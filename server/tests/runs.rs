@@ -633,6 +633,184 @@ async fn a_provider_that_keeps_failing_fails_the_run_with_a_clear_error(backend:
     assert_eq!(chat_requests(&mock).await.len(), 1, "a 401 is not retried");
 }
 
+/// A model endpoint that is down (429 and 500 in turn) for every turn after the first while `down` is set, and
+/// otherwise [`ChatCompletions`]. Records when each request came.
+struct Flaky {
+    down: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    model: ChatCompletions,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<tokio::time::Instant>>>,
+}
+
+impl wiremock::Respond for Flaky {
+    fn respond(&self, request: &wiremock::Request) -> ResponseTemplate {
+        let mut seen = self.seen.lock().unwrap();
+        seen.push(tokio::time::Instant::now());
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        let later_turn = body["messages"].as_array().unwrap().iter().any(|m| m["role"] == "tool");
+        if later_turn && self.down.load(std::sync::atomic::Ordering::SeqCst) {
+            return match seen.len() % 2 {
+                0 => ResponseTemplate::new(429).set_body_json(
+                    json!({ "error": { "message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded" } }),
+                ),
+                _ => ResponseTemplate::new(500).set_body_string("upstream exploded"),
+            };
+        }
+        self.model.respond(request)
+    }
+}
+
+/// A model outage longer than the retry window pauses the run with the error (not `failed`); once the provider is
+/// back, a resume makes the very call that failed, and the run completes with nothing lost or repeated.
+async fn a_model_outage_past_the_retry_window_pauses_the_run_and_a_resume_continues_it(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let mock = deploy_mock().await;
+    let down = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let flaky = Flaky {
+        down: down.clone(),
+        model: ChatCompletions { deploy_url: format!("{}/deploy", mock.uri()) },
+        seen: Default::default(),
+    };
+    Mock::given(method("POST")).and(path("/v1/chat/completions")).respond_with(flaky).mount(&mock).await;
+    let (dir, host, endpoint) = (scripts.dir.clone(), mock.address().to_string(), model_endpoint(&mock));
+    let Some(app) = TestApp::start_with(backend, move |config| {
+        config.runtime.scripts_dir = Some(dir);
+        config.runtime.http_allowed_hosts = vec![host];
+        config.runtime.model_endpoints = vec![endpoint];
+        config.runtime.model_retry_seconds = 2;
+    })
+    .await
+    else {
+        return;
+    };
+    let base = app.serve().await;
+    let agent = create_agent(&app, openai_agent("patient", &mock, json!({ "default": "auto" }))).await;
+    let events = common::connect_events(&base, &app.token, None).await;
+    let run_id = start_run(&app, &agent["id"], "Deploy v2 to staging").await;
+
+    let run = wait_for_status(&app, &run_id, "paused").await;
+    let error = run["error_message"].as_str().unwrap();
+    assert!(error.contains("unavailable") && error.contains("retried for"), "{run}");
+    assert!(error.contains("429") || error.contains("500"), "{run}");
+    let failed_calls = chat_requests(&mock).await.len() - 1;
+    assert!(failed_calls >= 3, "the failing call was retried with backoff: {failed_calls} attempts");
+    let statuses = common::read_events(events, 3).await;
+    assert_eq!(statuses[2].2["status"], "paused");
+    assert_eq!(statuses[2].2["error_message"], error, "the run's status event says why it paused");
+
+    down.store(false, std::sync::atomic::Ordering::SeqCst);
+    let resumed = app.post(&format!("/api/v1/runs/{run_id}/resume"), json!({})).await;
+    assert_eq!(resumed.status, StatusCode::ACCEPTED, "{}", resumed.text);
+    let run = wait_for_status(&app, &run_id, "completed").await;
+    assert_eq!(run["result"], "Deployed.");
+    assert!(run["error_message"].is_null(), "{run}");
+
+    let roles: Vec<String> =
+        messages(&app, &run_id).await.iter().map(|m| m["role"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "tool", "assistant"], "nothing lost, nothing repeated");
+    let requests = chat_requests(&mock).await;
+    assert_eq!(requests.len(), failed_calls + 2);
+    assert!(
+        requests[1..].iter().all(|r| r.body == requests[1].body),
+        "the call after the resume is the very call that failed"
+    );
+    assert_eq!(mock.received_requests().await.unwrap().iter().filter(|r| r.url.path() == "/deploy").count(), 1);
+}
+
+/// A rate-limited or unavailable provider's `Retry-After` is waited, given in seconds or as an HTTP date.
+async fn the_model_client_waits_as_long_as_retry_after_says(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let mock = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(429).insert_header("retry-after", "1"))
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(&mock)
+        .await;
+    struct UnavailableUntil;
+    impl wiremock::Respond for UnavailableUntil {
+        fn respond(&self, _: &wiremock::Request) -> ResponseTemplate {
+            let at = chrono::Utc::now() + chrono::Duration::seconds(3);
+            ResponseTemplate::new(503).insert_header("retry-after", at.format("%a, %d %b %Y %H:%M:%S GMT").to_string())
+        }
+    }
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(UnavailableUntil)
+        .up_to_n_times(1)
+        .with_priority(2)
+        .mount(&mock)
+        .await;
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let answer =
+        Flaky { down: Default::default(), model: ChatCompletions { deploy_url: String::new() }, seen: seen.clone() };
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(answer)
+        .with_priority(3)
+        .mount(&mock)
+        .await;
+    let Some(app) = start_with_model(backend, &scripts, &mock).await else { return };
+    let mut spec = openai_agent("plain", &mock, json!({}));
+    spec["tools"] = json!([]);
+    let agent = create_agent(&app, spec).await;
+    let started = tokio::time::Instant::now();
+    let run_id = start_run(&app, &agent["id"], "Say hi").await;
+    let run = wait_for_status(&app, &run_id, "completed").await;
+    assert_eq!(run["result"], "Deployed.");
+    assert_eq!(chat_requests(&mock).await.len(), 4, "a 429 and a 503, each retried, then two turns");
+    // The HTTP date is cut to whole seconds: it asks for a wait of at least 2 s.
+    let answered_after = seen.lock().unwrap()[0].duration_since(started);
+    assert!(answered_after >= Duration::from_millis(2900), "waited only {answered_after:?} in all");
+}
+
+/// A run whose model call is being retried keeps its lease (no other instance can take it over), and stops
+/// retrying once it is cancelled.
+async fn a_run_retrying_its_model_keeps_its_lease_and_stops_when_cancelled(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let mock = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(503).insert_header("retry-after", "0"))
+        .mount(&mock)
+        .await;
+    let (dir, endpoint) = (scripts.dir.clone(), model_endpoint(&mock));
+    let Some(app) = TestApp::start_with(backend, move |config| {
+        config.runtime.scripts_dir = Some(dir);
+        config.runtime.model_endpoints = vec![endpoint];
+        config.runtime.run_lease_seconds = 3;
+        config.runtime.model_retry_seconds = 60;
+    })
+    .await
+    else {
+        return;
+    };
+    let mut spec = openai_agent("persistent", &mock, json!({}));
+    spec["tools"] = json!([]);
+    let agent = create_agent(&app, spec).await;
+    let run_id = start_run(&app, &agent["id"], "Try").await;
+    wait_for_status(&app, &run_id, "running").await;
+
+    // Twice the lease: a worker that did not renew it would have lost the run by now.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let run = app.get(&format!("/api/v1/runs/{run_id}")).await.json;
+    assert_eq!(run["status"], "running", "{run}");
+    let id = uuid::Uuid::parse_str(&run_id).unwrap();
+    let now = holdpoint::store::now();
+    let other = app.state.store.claim_run_by_id(id, uuid::Uuid::now_v7(), now + chrono::Duration::seconds(3), now);
+    assert!(other.await.unwrap().is_none(), "another instance took over a run whose worker is retrying");
+    assert!(chat_requests(&mock).await.len() >= 6, "the call was retried all along");
+
+    assert_eq!(app.post(&format!("/api/v1/runs/{run_id}/cancel"), json!({})).await.status, StatusCode::OK);
+    // The worker learns of the cancellation at its next lease renewal (every second here); the rest is slack for a
+    // busy machine.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let after_cancel = chat_requests(&mock).await.len();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(chat_requests(&mock).await.len(), after_cancel, "the model is still called after the cancellation");
+    assert_eq!(app.get(&format!("/api/v1/runs/{run_id}")).await.json["status"], "cancelled");
+}
+
 /// The models a workspace's agents may reach are the operator's choice: an admin cannot point an agent at a
 /// listener of theirs, nor have the server send one of its variables (the bootstrap token, `DATABASE_URL`) as a key.
 async fn agents_reach_only_the_model_endpoints_the_operator_allows_with_their_own_keys(backend: common::Backend) {
@@ -1169,6 +1347,9 @@ on_both_backends!(
     the_request_after_a_resume_is_byte_for_byte_the_one_without_a_pause,
     the_provider_client_retries_rate_limits_and_server_errors,
     a_provider_that_keeps_failing_fails_the_run_with_a_clear_error,
+    a_model_outage_past_the_retry_window_pauses_the_run_and_a_resume_continues_it,
+    the_model_client_waits_as_long_as_retry_after_says,
+    a_run_retrying_its_model_keeps_its_lease_and_stops_when_cancelled,
     agents_reach_only_the_model_endpoints_the_operator_allows_with_their_own_keys,
     a_withdrawn_model_endpoint_is_refused_when_a_run_calls_the_model,
     run_status_events_follow_a_run_on_the_event_stream,

@@ -14,7 +14,7 @@ use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::Runtime;
-use super::model::{ChatRequest, model_for, model_name};
+use super::model::{ChatRequest, ModelError, model_for, model_name};
 use super::tools::{self, ASK_USER, HTTP_REQUEST, SHELL, SPAWN_AGENTS};
 use crate::error::AppError;
 use crate::store::{
@@ -195,6 +195,10 @@ async fn advance(rt: &Runtime, run: &RunRow) -> StoreResult<()> {
         let request = conversation.request(spec);
         let reply = match model.complete(&request).await {
             Ok(reply) => reply,
+            // An outage past the retry window: nothing of the call was stored, so a resume makes the same call.
+            Err(err @ ModelError::Unavailable(_)) => {
+                return release(rt, run, RunStatus::Paused, None, Some(err.to_string())).await;
+            }
             Err(err) => return release(rt, run, RunStatus::Failed, None, Some(err.to_string())).await,
         };
         step += 1;

@@ -3,6 +3,11 @@
 //! Both kinds take the same request, the Chat Completions JSON (`model`, `messages`, `tools`) built from the stored
 //! messages, and answer with one assistant message in the same format, which is stored as it is. So the request
 //! after a resume is byte for byte the one the model would have seen without the pause.
+//!
+//! A provider's outage (a network error, a timeout, 408, 429, 5xx) is not the run's failure: the call is retried
+//! for up to `HOLDPOINT_MODEL_RETRY_SECONDS`, then reported as [`ModelError::Unavailable`], on which the executor
+//! pauses the run so that a resume retries the same call. Any other refusal (401, 400, ...) will not mend by
+//! itself and fails the run at once.
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
@@ -10,9 +15,12 @@ use std::time::Duration;
 
 use app::types::{AgentSpec, ModelSettings};
 use async_openai::config::OpenAIConfig;
-use async_openai::middleware::ReqwestService;
-use async_openai::middleware::retry::OpenAIRetryLayer;
+use async_openai::error::OpenAIError;
+use async_openai::middleware::HttpRequestFactory;
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use rand::Rng;
+use reqwest::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -27,6 +35,9 @@ pub enum ModelError {
     Script { path: String, reason: String },
     #[error("the model provider failed: {0}")]
     Provider(String),
+    /// An outage that outlasted the retry window: the run pauses, and a resume retries the call.
+    #[error("the model provider is unavailable: {0}")]
+    Unavailable(String),
     #[error("the model's answer is not a chat message: {0}")]
     BadAnswer(String),
 }
@@ -69,6 +80,8 @@ pub fn model_name(spec: &AgentSpec) -> &str {
 /// An OpenAI-compatible Chat Completions API (OpenAI, Ollama, vLLM, llama.cpp server, ...).
 pub struct OpenAiModel {
     client: async_openai::Client<OpenAIConfig>,
+    /// For how long an outage is retried, from its first failed request.
+    retry_window: Duration,
 }
 
 /// Why an agent's model settings name an endpoint or key the operator did not allow: the field and the reason.
@@ -128,23 +141,187 @@ impl OpenAiModel {
             .timeout(Duration::from_secs(config.model_timeout_seconds))
             .build()
             .map_err(|e| ModelError::Provider(e.to_string()))?;
-        let service = tower::ServiceBuilder::new()
-            .layer(OpenAIRetryLayer::new(config.model_max_retries))
-            .service(ReqwestService::new(http));
+        // No retry layer: the retries are `complete`'s, which are timed by a window rather than counted, and which
+        // a run's cancellation or lost lease interrupts (the executor drops the call).
+        let service = tower::service_fn(move |factory: HttpRequestFactory| send(http.clone(), factory));
         let openai = OpenAIConfig::new().with_api_base(base_url).with_api_key(api_key);
-        Ok(OpenAiModel { client: async_openai::Client::with_config(openai).with_http_service(service) })
+        Ok(OpenAiModel {
+            client: async_openai::Client::with_config(openai).with_http_service(service),
+            retry_window: Duration::from_secs(config.model_retry_seconds),
+        })
     }
 }
 
 #[async_trait]
 impl ChatModel for OpenAiModel {
     async fn complete(&self, request: &ChatRequest<'_>) -> Result<Value, ModelError> {
-        let response: Value =
-            self.client.chat().create_byot(request).await.map_err(|e| ModelError::Provider(e.to_string()))?;
+        let mut retries = Retries::new(self.retry_window, tokio::time::Instant::now());
+        let response: Value = loop {
+            let outage = match self.client.chat().create_byot(request).await {
+                Ok(response) => break response,
+                Err(error) => outage_of(error)?,
+            };
+            let Some(wait) = retries.next_wait(outage.retry_after, tokio::time::Instant::now()) else {
+                return Err(ModelError::Unavailable(retries.gave_up(&outage, tokio::time::Instant::now())));
+            };
+            tracing::warn!(error = %outage.message, wait_ms = wait.as_millis(), "model call failed; retrying");
+            tokio::time::sleep(wait).await;
+        };
         let message = response
             .pointer("/choices/0/message")
             .ok_or_else(|| ModelError::BadAnswer(format!("no choices[0].message in {response}")))?;
         Ok(normalize_assistant_message(message))
+    }
+}
+
+/// A model request that got no answer this time but may get one later: a network error, a timeout, 408, 429 or
+/// 5xx. The HTTP service hands it to async-openai as a boxed error, so it reaches `complete` with the provider's
+/// `Retry-After`, which async-openai's own errors do not carry.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+struct Outage {
+    message: String,
+    retry_after: Option<Duration>,
+}
+
+/// Whether a status is an outage: the request may succeed as it is later.
+fn is_outage(status: StatusCode) -> bool {
+    status == StatusCode::TOO_MANY_REQUESTS || status == StatusCode::REQUEST_TIMEOUT || status.is_server_error()
+}
+
+/// Sends one model request; an outage comes back as an [`Outage`].
+async fn send(http: reqwest::Client, factory: HttpRequestFactory) -> Result<reqwest::Response, OpenAIError> {
+    let request = factory.build().await?;
+    let response = match http.execute(request).await {
+        Ok(response) => response,
+        Err(error) => {
+            let message = format!("the request did not get an answer: {}", error_chain(&error));
+            return Err(OpenAIError::Boxed(Box::new(Outage { message, retry_after: None })));
+        }
+    };
+    let status = response.status();
+    if !is_outage(status) {
+        return Ok(response);
+    }
+    let retry_after = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| parse_retry_after(value, Utc::now()));
+    let body = response.text().await.unwrap_or_default();
+    let message = format!("it answered {status}: {}", error_detail(&body));
+    Err(OpenAIError::Boxed(Box::new(Outage { message, retry_after })))
+}
+
+/// What a failed model call came to: an outage to retry, or the error that fails the run.
+fn outage_of(error: OpenAIError) -> Result<Outage, ModelError> {
+    match error {
+        OpenAIError::Boxed(boxed) => match boxed.downcast::<Outage>() {
+            Ok(outage) => Ok(*outage),
+            Err(other) => Err(ModelError::Provider(other.to_string())),
+        },
+        // The answer's body was cut off or timed out while it was read: the connection failed, not the request.
+        OpenAIError::Reqwest(error) => {
+            Ok(Outage { message: format!("the answer could not be read: {}", error_chain(&error)), retry_after: None })
+        }
+        other => Err(ModelError::Provider(other.to_string())),
+    }
+}
+
+/// An error with its causes (reqwest's own message leaves out why a connection failed).
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// The message of an error body (`{"error": {"message": ...}}`, as OpenAI-compatible APIs send), else the body
+/// itself, clipped.
+fn error_detail(body: &str) -> String {
+    const MAX_CHARS: usize = 300;
+    let parsed = serde_json::from_str::<Value>(body).ok();
+    let text = parsed.as_ref().and_then(|v| v.pointer("/error/message").and_then(Value::as_str)).unwrap_or(body).trim();
+    if text.is_empty() {
+        return "(no message)".to_owned();
+    }
+    if text.chars().count() <= MAX_CHARS {
+        return text.to_owned();
+    }
+    let mut clipped: String = text.chars().take(MAX_CHARS).collect();
+    clipped.push('…');
+    clipped
+}
+
+/// A `Retry-After` value: a number of seconds or an HTTP date (RFC 9110 §10.2.3), as a wait from `now`.
+fn parse_retry_after(value: &str, now: DateTime<Utc>) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    // The IMF-fixdate senders must use is an RFC 2822 date.
+    let at = DateTime::parse_from_rfc2822(value).ok()?;
+    Some((at.with_timezone(&Utc) - now).to_std().unwrap_or(Duration::ZERO))
+}
+
+/// The first wait between two attempts without a `Retry-After`; each further one doubles, up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+/// The longest wait between two attempts without a `Retry-After`: a provider that is back is soon seen back.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// The retries of one model call: when the next attempt is, until the window is spent.
+struct Retries {
+    window: Duration,
+    started: tokio::time::Instant,
+    /// The failed attempts so far.
+    failures: u32,
+}
+
+impl Retries {
+    fn new(window: Duration, started: tokio::time::Instant) -> Self {
+        Retries { window, started, failures: 0 }
+    }
+
+    /// How long to wait before the next attempt after a failure at `now`, or `None` when the window is spent or the
+    /// provider asks to wait past it.
+    ///
+    /// Without a `Retry-After`, the wait grows exponentially with jitter (half of it random), so runs that met one
+    /// outage together do not come back all at once. A `Retry-After` is waited as it says, but never less than the
+    /// first backoff, so that `Retry-After: 0` makes no busy loop.
+    fn next_wait(&mut self, retry_after: Option<Duration>, now: tokio::time::Instant) -> Option<Duration> {
+        self.failures += 1;
+        let remaining = (self.started + self.window).checked_duration_since(now).filter(|r| !r.is_zero())?;
+        let wait = match retry_after {
+            Some(asked) => asked.max(FIRST_BACKOFF),
+            None => {
+                let exponent = self.failures.saturating_sub(1).min(16);
+                let backoff = FIRST_BACKOFF.saturating_mul(1 << exponent).min(MAX_BACKOFF);
+                let half = backoff / 2;
+                half + half.mul_f64(rand::rng().random_range(0.0..=1.0))
+            }
+        };
+        // A last attempt at the window's end is worth making, unless the provider said it would still be down.
+        match retry_after {
+            Some(_) if wait > remaining => None,
+            _ => Some(wait.min(remaining)),
+        }
+    }
+
+    /// The error a run pauses with once the retries are over, after the last at `now`.
+    fn gave_up(&self, last: &Outage, now: tokio::time::Instant) -> String {
+        let (attempts, elapsed) = (self.failures, now.duration_since(self.started).as_secs());
+        match last.retry_after {
+            Some(asked) if now + asked > self.started + self.window => format!(
+                "{last}; the provider asked to retry in {} s, past the {} s retry window ({attempts} attempts)",
+                asked.as_secs(),
+                self.window.as_secs()
+            ),
+            _ => format!("{last}; retried for {elapsed} s ({attempts} attempts)"),
+        }
     }
 }
 
@@ -346,6 +523,65 @@ mod tests {
         assert_eq!((query.base_url.as_str(), query.api_key_env), ("https://x.example/v1?a=b", None));
         assert!("ftp://x.example".parse::<crate::config::ModelEndpoint>().is_err());
         assert!("not a url".parse::<crate::config::ModelEndpoint>().is_err());
+    }
+
+    #[test]
+    fn retry_after_is_read_as_seconds_or_as_an_http_date() {
+        let now = DateTime::parse_from_rfc3339("2026-11-26T12:00:00Z").unwrap().with_timezone(&Utc);
+        assert_eq!(parse_retry_after("1", now), Some(Duration::from_secs(1)));
+        assert_eq!(parse_retry_after(" 120 ", now), Some(Duration::from_secs(120)));
+        assert_eq!(parse_retry_after("Thu, 26 Nov 2026 12:00:30 GMT", now), Some(Duration::from_secs(30)));
+        assert_eq!(parse_retry_after("Thu, 26 Nov 2026 11:59:00 GMT", now), Some(Duration::ZERO), "a past date");
+        assert_eq!(parse_retry_after("soon", now), None);
+        assert_eq!(parse_retry_after("-5", now), None);
+    }
+
+    #[test]
+    fn outages_are_429_408_and_server_errors_only() {
+        for status in [429, 408, 500, 502, 503, 504] {
+            assert!(is_outage(StatusCode::from_u16(status).unwrap()), "{status}");
+        }
+        for status in [400, 401, 403, 404, 422] {
+            assert!(!is_outage(StatusCode::from_u16(status).unwrap()), "{status}");
+        }
+    }
+
+    #[test]
+    fn backoff_grows_with_jitter_up_to_its_cap_within_the_window() {
+        let start = tokio::time::Instant::now();
+        let mut retries = Retries::new(Duration::from_secs(600), start);
+        let waits: Vec<Duration> = (0..12).map(|_| retries.next_wait(None, start).unwrap()).collect();
+        for (n, wait) in waits.iter().enumerate() {
+            let full = FIRST_BACKOFF.saturating_mul(1 << n).min(MAX_BACKOFF);
+            assert!(*wait >= full / 2 && *wait <= full, "wait {n} is {wait:?}, not within half of {full:?}");
+        }
+        assert_eq!(waits.iter().max().copied().map(|w| w <= MAX_BACKOFF), Some(true));
+        let near_the_end = start + Duration::from_millis(599_900);
+        assert!(retries.next_wait(None, near_the_end).unwrap() <= Duration::from_millis(100), "cut to the window");
+        assert_eq!(retries.next_wait(None, start + Duration::from_secs(600)), None, "the window is spent");
+    }
+
+    #[test]
+    fn retry_after_is_waited_unless_it_goes_past_the_window() {
+        let start = tokio::time::Instant::now();
+        let mut retries = Retries::new(Duration::from_secs(10), start);
+        assert_eq!(retries.next_wait(Some(Duration::from_secs(3)), start), Some(Duration::from_secs(3)));
+        assert_eq!(retries.next_wait(Some(Duration::ZERO), start), Some(FIRST_BACKOFF), "no busy loop");
+        assert_eq!(retries.next_wait(Some(Duration::from_secs(11)), start), None);
+        let outage = Outage { message: "it answered 429".into(), retry_after: Some(Duration::from_secs(11)) };
+        assert!(
+            retries.gave_up(&outage, start).contains("asked to retry in 11 s"),
+            "{}",
+            retries.gave_up(&outage, start)
+        );
+    }
+
+    #[test]
+    fn error_bodies_give_their_message() {
+        assert_eq!(error_detail(r#"{"error": {"message": "slow down", "type": "rate_limit_error"}}"#), "slow down");
+        assert_eq!(error_detail("<html>Bad Gateway</html>"), "<html>Bad Gateway</html>");
+        assert_eq!(error_detail(""), "(no message)");
+        assert_eq!(error_detail(&"x".repeat(1000)).chars().count(), 301);
     }
 
     #[test]
