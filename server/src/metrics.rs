@@ -1,7 +1,9 @@
-//! Prometheus metrics, served as text at `/metrics`.
+//! Prometheus metrics, served at `/metrics` in the format the scraper asks for: OpenMetrics to a client whose
+//! `Accept` names `application/openmetrics-text`, the classic Prometheus text format (0.0.4) to every other.
 //!
 //! Counters are per instance (Prometheus sums them across instances); the pending gauge is read from the database
-//! at scrape time, so every instance reports the true number whoever created the questions.
+//! at scrape time, so every instance reports the true number whoever created the questions. The process's own
+//! figures (memory, CPU, open files) are read from `/proc` at scrape time where there is one.
 
 use std::time::Duration;
 
@@ -13,6 +15,62 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use crate::store::{Store, StoreResult};
+
+/// The formats `/metrics` speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exposition {
+    /// OpenMetrics 1.0: counters' samples end in `_total`, the family does not; `# EOF` closes it.
+    OpenMetrics,
+    /// Prometheus' classic text format: a counter's family is named like its samples, and there is no `# EOF`.
+    Classic,
+}
+
+impl Exposition {
+    /// The format an `Accept` header asks for: OpenMetrics only when it says so.
+    pub fn negotiate(accept: Option<&str>) -> Self {
+        match accept {
+            Some(accept) if accept.contains("application/openmetrics-text") => Exposition::OpenMetrics,
+            _ => Exposition::Classic,
+        }
+    }
+
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Exposition::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            Exposition::Classic => "text/plain; version=0.0.4; charset=utf-8",
+        }
+    }
+}
+
+/// The classic text format of an OpenMetrics exposition: counters' `# HELP` and `# TYPE` lines name the family as
+/// its samples are named (`_total`), `# UNIT` lines (classic has none) and `# EOF` go. Gauges and histograms read
+/// the same in both.
+fn classic_from_open_metrics(text: &str) -> String {
+    let counters: std::collections::HashSet<&str> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("# TYPE "))
+        .filter_map(|rest| rest.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let renamed = ["# HELP ", "# TYPE "].iter().find_map(|prefix| {
+            let rest = line.strip_prefix(prefix)?;
+            let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+            counters.contains(name).then(|| format!("{prefix}{name}_total {tail}"))
+        });
+        out.push_str(renamed.as_deref().unwrap_or(line));
+        out.push('\n');
+    }
+    out
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BuildLabels {
+    version: &'static str,
+}
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KindLabel {
@@ -67,6 +125,64 @@ pub struct Metrics {
     http_latency: HistogramFamily<HttpLabels>,
     run_transitions: Family<RunStatusLabel, Counter>,
     run_claim_attempts: Family<ClaimOutcomeLabel, Counter>,
+    process: ProcessFigures,
+}
+
+/// The process's own resources, named as Prometheus' client libraries name them (behind Holdpoint's prefix), set at
+/// each scrape.
+#[derive(Default)]
+struct ProcessFigures {
+    resident_memory_bytes: Gauge,
+    virtual_memory_bytes: Gauge,
+    open_fds: Gauge,
+    cpu_seconds: prometheus_client::metrics::gauge::Gauge<f64, std::sync::atomic::AtomicU64>,
+    start_time_seconds: Gauge,
+}
+
+impl ProcessFigures {
+    fn register(&self, registry: &mut Registry) {
+        registry.register("process_resident_memory_bytes", "Resident memory", self.resident_memory_bytes.clone());
+        registry.register("process_virtual_memory_bytes", "Virtual memory", self.virtual_memory_bytes.clone());
+        registry.register("process_open_fds", "Open file descriptors (sockets included)", self.open_fds.clone());
+        registry.register("process_cpu_seconds", "User and system CPU time spent", self.cpu_seconds.clone());
+        registry.register(
+            "process_start_time_seconds",
+            "Start time of the process since the Unix epoch",
+            self.start_time_seconds.clone(),
+        );
+    }
+
+    /// Reads `/proc/self`; leaves the figures as they are where it cannot (another system, a restricted `/proc`).
+    fn refresh(&self) {
+        let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return };
+        // The fields after the command name, which is in parentheses and may hold spaces.
+        let Some((_, after)) = stat.rsplit_once(") ") else { return };
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        let number = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
+        // Linux's USER_HZ, the unit of utime and stime, is 100 on every architecture it runs on.
+        const TICKS_PER_SECOND: f64 = 100.0;
+        if let (Some(utime), Some(stime)) = (number(11), number(12)) {
+            self.cpu_seconds.set((utime + stime) as f64 / TICKS_PER_SECOND);
+        }
+        if let Some(bytes) = number(20) {
+            self.virtual_memory_bytes.set(i64::try_from(bytes).unwrap_or(i64::MAX));
+        }
+        if let Some(pages) = number(21) {
+            // 4 KiB pages, the size on the platforms Holdpoint is built for.
+            self.resident_memory_bytes.set(i64::try_from(pages * 4096).unwrap_or(i64::MAX));
+        }
+        if let (Some(started), Ok(uptime)) = (number(19), std::fs::read_to_string("/proc/uptime")) {
+            let since_boot = uptime.split_whitespace().next().and_then(|u| u.parse::<f64>().ok());
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            if let Some(since_boot) = since_boot {
+                let boot = now.as_secs_f64() - since_boot;
+                self.start_time_seconds.set((boot + started as f64 / TICKS_PER_SECOND) as i64);
+            }
+        }
+        if let Ok(entries) = std::fs::read_dir("/proc/self/fd") {
+            self.open_fds.set(i64::try_from(entries.count()).unwrap_or(i64::MAX));
+        }
+    }
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -141,7 +257,13 @@ impl Metrics {
             "HTTP request latency, by method, route and status",
             http_latency.clone(),
         );
+        let build_info = Family::<BuildLabels, Gauge>::default();
+        build_info.get_or_create(&BuildLabels { version: env!("CARGO_PKG_VERSION") }).set(1);
+        registry.register("build_info", "The running build: always 1, with the version as a label", build_info);
+        let process = ProcessFigures::default();
+        process.register(&mut registry);
         Metrics {
+            process,
             run_transitions,
             run_claim_attempts,
             registry,
@@ -196,15 +318,19 @@ impl Metrics {
         self.http_latency.get_or_create(&labels).observe(elapsed.as_secs_f64());
     }
 
-    /// The text exposition, with the pending gauge read from the database now.
-    pub async fn render(&self, store: &dyn Store) -> StoreResult<String> {
+    /// The exposition in `format`, with the pending gauge read from the database and the process's figures now.
+    pub async fn render(&self, store: &dyn Store, format: Exposition) -> StoreResult<String> {
         self.questions_pending.clear();
         for (kind, count) in store.pending_counts().await? {
             self.questions_pending.get_or_create(&KindLabel { kind }).set(count);
         }
+        self.process.refresh();
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &self.registry).expect("writing to a String cannot fail");
-        Ok(text)
+        Ok(match format {
+            Exposition::OpenMetrics => text,
+            Exposition::Classic => classic_from_open_metrics(&text),
+        })
     }
 }
 
@@ -220,6 +346,29 @@ impl Drop for SubscriberGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_classic_format_names_counters_like_their_samples_and_has_no_eof() {
+        let open = "# HELP holdpoint_questions_created Questions created.\n# TYPE holdpoint_questions_created counter\n\
+            holdpoint_questions_created_total{kind=\"blocking\"} 3\n# HELP holdpoint_sse_subscribers Open.\n\
+            # TYPE holdpoint_sse_subscribers gauge\nholdpoint_sse_subscribers 1\n# EOF\n";
+        let classic = classic_from_open_metrics(open);
+        assert_eq!(
+            classic,
+            "# HELP holdpoint_questions_created_total Questions created.\n\
+             # TYPE holdpoint_questions_created_total counter\n\
+             holdpoint_questions_created_total{kind=\"blocking\"} 3\n# HELP holdpoint_sse_subscribers Open.\n\
+             # TYPE holdpoint_sse_subscribers gauge\nholdpoint_sse_subscribers 1\n"
+        );
+    }
+
+    #[test]
+    fn openmetrics_is_sent_only_to_a_scraper_that_asks_for_it() {
+        let prometheus = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+        assert_eq!(Exposition::negotiate(Some(prometheus)), Exposition::OpenMetrics);
+        assert_eq!(Exposition::negotiate(Some("text/plain")), Exposition::Classic);
+        assert_eq!(Exposition::negotiate(None), Exposition::Classic);
+    }
     use axum::http::Method;
 
     #[test]

@@ -17,6 +17,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 backend_tests!(
     made_up_methods_and_paths_do_not_grow_the_metrics,
+    metrics_speak_the_format_the_scraper_asks_for,
     a_next_that_leads_off_site_or_breaks_the_header_is_replaced_by_the_inbox,
     a_cross_site_sign_in_or_sign_out_is_refused_and_changes_no_session,
     refusals_name_an_error_code_and_the_pages_show_only_fixed_sentences,
@@ -55,6 +56,40 @@ async fn post_sign_in(app: &TestApp, body: &str, headers: &[(&str, &str)]) -> Te
 
 fn location(response: &TestResponse) -> &str {
     response.headers.get(header::LOCATION).map_or("", |v| v.to_str().unwrap())
+}
+
+/// A classic Prometheus scrape reads counters as counters (their family named like their samples, no `# EOF`), and
+/// a scraper that asks for OpenMetrics gets OpenMetrics.
+async fn metrics_speak_the_format_the_scraper_asks_for(app: TestApp) {
+    app.post("/api/v1/questions", serde_json::json!({ "title": "Counted?" })).await;
+    let classic = app.send(Request::get("/metrics").body(Body::empty()).unwrap()).await;
+    assert_eq!(classic.headers["content-type"], "text/plain; version=0.0.4; charset=utf-8");
+    assert!(!classic.text.contains("# EOF"), "{}", classic.text);
+    let lines = classic.text.lines().map(|line| Ok(line.to_owned()));
+    let scrape = prometheus_parse::Scrape::parse(lines).unwrap();
+    let created = scrape
+        .samples
+        .iter()
+        .find(|s| s.metric == "holdpoint_questions_created_total" && s.labels.get("kind") == Some("blocking"))
+        .expect("the counter is there");
+    assert!(
+        matches!(created.value, prometheus_parse::Value::Counter(n) if n >= 1.0),
+        "read as a counter: {:?}",
+        created.value
+    );
+    let build = scrape.samples.iter().find(|s| s.metric == "holdpoint_build_info").expect("build info");
+    assert_eq!(build.labels.get("version"), Some(env!("CARGO_PKG_VERSION")));
+    let memory = scrape.samples.iter().find(|s| s.metric == "holdpoint_process_resident_memory_bytes");
+    assert!(matches!(memory.map(|m| &m.value), Some(prometheus_parse::Value::Gauge(bytes)) if *bytes > 0.0));
+
+    let request = Request::get("/metrics")
+        .header("accept", "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5")
+        .body(Body::empty())
+        .unwrap();
+    let open = app.send(request).await;
+    assert_eq!(open.headers["content-type"], "application/openmetrics-text; version=1.0.0; charset=utf-8");
+    assert!(open.text.ends_with("# EOF\n"), "{}", open.text);
+    assert!(open.text.contains("# TYPE holdpoint_questions_created counter"), "{}", open.text);
 }
 
 async fn made_up_methods_and_paths_do_not_grow_the_metrics(app: TestApp) {

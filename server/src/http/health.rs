@@ -30,13 +30,19 @@ async fn check_ready(State(state): State<AppState>) -> (StatusCode, Json<Value>)
     }
 }
 
-/// Prometheus metrics in the text exposition format.
+/// Prometheus metrics: OpenMetrics when `Accept` asks for it, the classic text format otherwise.
 #[utoipa::path(get, path = "/metrics", tag = "health", security(()),
-    responses((status = 200, description = "Prometheus text format", content_type = "text/plain; version=0.0.4", body = String),
+    responses((status = 200, description = "The classic Prometheus text format, or OpenMetrics when `Accept` names \
+        application/openmetrics-text", content(
+            (String = "text/plain; version=0.0.4"),
+            (String = "application/openmetrics-text; version=1.0.0"))),
         (status = 500, description = "The database does not answer", body = app::types::ErrorBody)))]
 async fn export_metrics(
     State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
 ) -> Result<impl axum::response::IntoResponse, crate::error::AppError> {
-    let text = state.metrics.render(state.store.as_ref()).await?;
-    Ok(([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], text))
+    let accept = headers.get(axum::http::header::ACCEPT).and_then(|v| v.to_str().ok());
+    let format = crate::metrics::Exposition::negotiate(accept);
+    let text = state.metrics.render(state.store.as_ref(), format).await?;
+    Ok(([(axum::http::header::CONTENT_TYPE, format.content_type())], text))
 }
