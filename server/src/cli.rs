@@ -1,10 +1,13 @@
 //! The `holdpoint` command line. `serve` runs the server, `demo` runs it with a demo workspace loaded; `ask`, `run`
-//! and `resume` are for headless agents and scripts ([`crate::headless`]); `token` administers it.
+//! and `resume` are for headless agents and scripts ([`crate::headless`]); `questions`, `show`, `answer`, `approve`
+//! and `reject` are for people answering from a terminal ([`crate::responder`]); `token`, `user` and `audit`
+//! administer it; `completions` prints shell completions.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use app::types::{ActorKind, Role};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 use uuid::Uuid;
 
@@ -47,6 +50,22 @@ enum Command {
     Run(Box<crate::headless::RunArgs>),
     /// Resume a paused run with decisions on its pending tool calls and an optional prompt.
     Resume(Box<crate::headless::ResumeArgs>),
+    /// List questions (pending ones by default) as a table, or the API's page with --output json.
+    Questions(Box<crate::responder::QuestionsArgs>),
+    /// Show a question in full: body, options or fields, the action of an approval, context, lineage, answer.
+    Show(Box<crate::responder::ShowArgs>),
+    /// Answer a question; the value is read by its type (yes/no, an option, options separated by commas, JSON for
+    /// a form). Exits 0 answered, 1 refused (with the error's code), 2 usage.
+    Answer(Box<crate::responder::AnswerArgs>),
+    /// Approve an approval question, optionally with edited arguments (--edit JSON).
+    Approve(Box<crate::responder::ApproveArgs>),
+    /// Reject an approval question; the comment is passed to the agent as the reason.
+    Reject(Box<crate::responder::RejectArgs>),
+    /// Print shell completions, e.g. `holdpoint completions bash > /etc/bash_completion.d/holdpoint`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
     /// Manage API tokens.
     #[command(subcommand)]
     Token(TokenCommand),
@@ -126,7 +145,9 @@ fn parse_role(value: &str) -> Result<Role, String> {
 
 fn init_tracing(format: LogFormat, default_filter: &str) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    // Colour codes are for people at a terminal; in a file, a pipe or a log collector they are noise.
+    let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),
@@ -136,12 +157,24 @@ fn init_tracing(format: LogFormat, default_filter: &str) {
 /// Parses the command line, runs the command, and maps its outcome to an exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    // The headless commands talk to people on stderr; the server's logs would drown that out.
+    if let Command::Completions { shell } = cli.command {
+        clap_complete::generate(shell, &mut Cli::command(), "holdpoint", &mut std::io::stdout());
+        return ExitCode::SUCCESS;
+    }
+    // The commands for scripts and people talk on stderr; the server's logs would drown that out.
     let filter = match cli.command {
-        Command::Ask(_) | Command::Run(_) | Command::Resume(_) => "warn,sqlx=error",
+        Command::Ask(_)
+        | Command::Run(_)
+        | Command::Resume(_)
+        | Command::Questions(_)
+        | Command::Show(_)
+        | Command::Answer(_)
+        | Command::Approve(_)
+        | Command::Reject(_) => "warn,sqlx=error",
         _ => "info,sqlx=warn,tower_http=info,leptos=warn",
     };
     init_tracing(cli.log_format, filter);
+    let json_errors = json_output(&cli.command);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {
@@ -157,6 +190,12 @@ pub fn main() -> ExitCode {
             Command::Ask(args) => crate::headless::ask(*args).await,
             Command::Run(args) => crate::headless::run(*args).await,
             Command::Resume(args) => crate::headless::resume(*args).await,
+            Command::Questions(args) => crate::responder::list(*args).await,
+            Command::Show(args) => crate::responder::show(*args).await,
+            Command::Answer(args) => crate::responder::answer(*args).await,
+            Command::Approve(args) => crate::responder::approve(*args).await,
+            Command::Reject(args) => crate::responder::reject(*args).await,
+            Command::Completions { .. } => Ok(0),
             Command::Token(TokenCommand::Create { workspace, role, name, database }) => {
                 create_token(&workspace, role, &name, &database).await.map(|()| 0).map_err(failed)
             }
@@ -168,14 +207,36 @@ pub fn main() -> ExitCode {
     runtime.shutdown_background();
     match result {
         Ok(code) => ExitCode::from(code),
-        Err(CliError::Usage(message)) => {
-            eprintln!("holdpoint: {message}");
-            ExitCode::from(2)
+        Err(error) => {
+            eprintln!("holdpoint: {error}");
+            if let Some(outcome) = json_errors {
+                // With --output json, stdout is one JSON document whatever happened.
+                if let Some(mut document) = error.to_json() {
+                    if outcome {
+                        document["outcome"] = serde_json::json!("error");
+                    }
+                    println!("{}", serde_json::to_string_pretty(&document).unwrap_or_default());
+                }
+            }
+            ExitCode::from(error.exit_code())
         }
-        Err(CliError::Failed(message)) => {
-            eprintln!("holdpoint: {message}");
-            ExitCode::FAILURE
-        }
+    }
+}
+
+/// Whether the command prints JSON on stdout, and if so whether its documents carry an `outcome` (`ask`, `run`,
+/// `resume`); `None` for text output.
+fn json_output(command: &Command) -> Option<bool> {
+    use crate::headless::OutputFormat::Json;
+    match command {
+        Command::Ask(args) => (args.output == Json).then_some(true),
+        Command::Run(args) => (args.output == Json).then_some(true),
+        Command::Resume(args) => (args.output == Json).then_some(true),
+        Command::Questions(args) => (args.output == crate::responder::ListFormat::Json).then_some(false),
+        Command::Show(args) => (args.output == Json).then_some(false),
+        Command::Answer(args) => (args.output == Json).then_some(false),
+        Command::Approve(args) => (args.output == Json).then_some(false),
+        Command::Reject(args) => (args.output == Json).then_some(false),
+        _ => None,
     }
 }
 
@@ -350,7 +411,6 @@ async fn open_store(database: &DatabaseLocation) -> Result<std::sync::Arc<dyn st
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn the_command_line_is_well_formed() {

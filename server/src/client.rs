@@ -1,4 +1,5 @@
-//! How the headless commands (`ask`, `run`, `resume`) reach Holdpoint: a server over HTTP (`--server`/`--token`,
+//! How the headless commands (`ask`, `run`, `resume`) and the responder commands (`questions`, `show`, `answer`,
+//! `approve`, `reject`) reach Holdpoint: a server over HTTP (`--server`/`--token`,
 //! or `HOLDPOINT_SERVER`/`HOLDPOINT_TOKEN`), or, with neither, an embedded engine on `.holdpoint/holdpoint.db`
 //! started inside the CLI process and spoken to over loopback — one code path for both, and with the embedded
 //! engine the agent loop (and its `shell` tool) runs on the machine that runs the CLI.
@@ -15,9 +16,29 @@ use crate::store::TokenRow;
 
 /// The directory of the embedded engine and of `pause.json`, relative to the working directory.
 pub const LOCAL_DIR: &str = ".holdpoint";
-const LOCAL_TOKEN_FILE: &str = "cli-token";
 
-/// What a headless command failed with; each is one line on stderr.
+/// Whom requests to the embedded engine are made as. Two principals, so that separation of duties still means
+/// something on one machine: what a script asks for with `holdpoint ask` is approved by the person at the terminal,
+/// never by the script's own credential.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LocalIdentity {
+    /// Scripts and agents (`ask`, `run`, `resume`): the admin token `cli`, kept in `.holdpoint/cli-token`.
+    Cli,
+    /// The person answering from this terminal (`questions`, `show`, `answer`, `approve`, `reject`): an approver
+    /// token named after their login, kept in `.holdpoint/person-token`.
+    Person,
+}
+
+impl LocalIdentity {
+    fn token_file(self) -> &'static str {
+        match self {
+            LocalIdentity::Cli => "cli-token",
+            LocalIdentity::Person => "person-token",
+        }
+    }
+}
+
+/// What a command failed with; each is one line on stderr, and with `--output json` also a JSON document on stdout.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
     /// Exit code 2: the command line is wrong.
@@ -26,6 +47,56 @@ pub enum CliError {
     /// Exit code 1.
     #[error("{0}")]
     Failed(String),
+    /// Exit code 1: the API refused the request with its error body (spec §4), whose stable `code` a script can
+    /// branch on.
+    #[error("{}", api_error_line(*.status, .code, .message, .details))]
+    Api { status: u16, code: String, message: String, details: Value },
+    /// Exit code 1, with the command's own outcome JSON already printed on stdout.
+    #[error("{0}")]
+    Reported(String),
+}
+
+impl CliError {
+    /// The exit code: 2 for usage, 1 for everything else.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Usage(_) => 2,
+            _ => 1,
+        }
+    }
+
+    /// The error in the API's shape (`{"error": {"code", "message", "details"?}}`), for `--output json`; `None`
+    /// when the command printed its own outcome already. Errors that never reached the API have the codes
+    /// `usage` and `failed`.
+    pub fn to_json(&self) -> Option<Value> {
+        let (code, message, details) = match self {
+            CliError::Usage(message) => ("usage", message.clone(), Value::Null),
+            CliError::Failed(message) => ("failed", message.clone(), Value::Null),
+            CliError::Api { code, message, details, .. } => (code.as_str(), message.clone(), details.clone()),
+            CliError::Reported(_) => return None,
+        };
+        let mut error = serde_json::json!({ "code": code, "message": message });
+        if !details.is_null() {
+            error["details"] = details;
+        }
+        Some(serde_json::json!({ "error": error }))
+    }
+}
+
+/// `code: message (details)`: what a person reads of an API error.
+fn api_error_line(status: u16, code: &str, message: &str, details: &Value) -> String {
+    if status == 401 {
+        return format!("{code}: the server refused the token: {message}");
+    }
+    let mut notes: Vec<String> = match details["fields"].as_object() {
+        Some(fields) => fields.iter().map(|(k, v)| format!("{k}: {}", v.as_str().unwrap_or_default())).collect(),
+        None => Vec::new(),
+    };
+    // A conflict's details say what the question became, which its message may not.
+    if let Some(status) = details["status"].as_str().filter(|s| !message.contains(*s)) {
+        notes.push(format!("status {status}"));
+    }
+    if notes.is_empty() { format!("{code}: {message}") } else { format!("{code}: {message} ({})", notes.join("; ")) }
 }
 
 pub type CliResult<T> = Result<T, CliError>;
@@ -60,7 +131,13 @@ struct EnvironmentOnly {
 }
 
 impl Connection {
+    /// Connects as a script or agent ([`LocalIdentity::Cli`] on the embedded engine).
     pub async fn open(args: &ServerArgs) -> CliResult<Self> {
+        Self::open_as(args, LocalIdentity::Cli).await
+    }
+
+    /// Connects to `--server` with `--token`, or to the embedded engine as `identity`.
+    pub async fn open_as(args: &ServerArgs, identity: LocalIdentity) -> CliResult<Self> {
         let http = reqwest::Client::builder()
             .connect_timeout(std::time::Duration::from_secs(10))
             .build()
@@ -75,12 +152,12 @@ impl Connection {
             }),
             (Some(_), None) => Err(CliError::Usage("--server needs --token (or HOLDPOINT_TOKEN)".into())),
             (None, Some(_)) => Err(CliError::Usage("--token needs --server (or HOLDPOINT_SERVER)".into())),
-            (None, None) => Self::embedded(http).await,
+            (None, None) => Self::embedded(http, identity).await,
         }
     }
 
     /// Starts the embedded engine on `.holdpoint/holdpoint.db` and serves it on a loopback port.
-    async fn embedded(http: reqwest::Client) -> CliResult<Self> {
+    async fn embedded(http: reqwest::Client, identity: LocalIdentity) -> CliResult<Self> {
         let mut config = environment_config()?;
         config.database = DatabaseLocation { data_dir: PathBuf::from(LOCAL_DIR), database_url: None };
         config.addr = "127.0.0.1:0".parse().map_err(|_| CliError::Failed("bad loopback address".into()))?;
@@ -88,7 +165,7 @@ impl Connection {
         let state = crate::server::build_state(config)
             .await
             .map_err(|e| CliError::Failed(format!("cannot open the embedded engine in {LOCAL_DIR}/: {e}")))?;
-        let token = local_token(&state).await?;
+        let token = local_token(&state, identity).await?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .map_err(|e| CliError::Failed(format!("cannot listen on loopback: {e}")))?;
@@ -118,19 +195,21 @@ impl Connection {
         if status.is_success() {
             return Ok(json);
         }
-        let message = json["error"]["message"].as_str().unwrap_or(text.trim());
-        let detail = match json["error"]["details"]["fields"].as_object() {
-            Some(fields) => {
-                let list: Vec<String> =
-                    fields.iter().map(|(k, v)| format!("{k}: {}", v.as_str().unwrap_or_default())).collect();
-                format!(" ({})", list.join("; "))
-            }
-            None => String::new(),
+        let fallback = match status.as_u16() {
+            401 => "unauthorized",
+            403 => "forbidden",
+            404 => "not_found",
+            409 => "conflict",
+            422 => "invalid",
+            429 => "rate_limited",
+            _ => "failed",
         };
-        Err(CliError::Failed(match status.as_u16() {
-            401 => format!("the server refused the token: {message}"),
-            _ => format!("{message}{detail} [{}]", status.as_u16()),
-        }))
+        Err(CliError::Api {
+            status: status.as_u16(),
+            code: json["error"]["code"].as_str().unwrap_or(fallback).to_owned(),
+            message: json["error"]["message"].as_str().unwrap_or(text.trim()).to_owned(),
+            details: json["error"]["details"].clone(),
+        })
     }
 
     pub async fn get(&self, path: &str) -> CliResult<Value> {
@@ -169,9 +248,10 @@ pub fn environment_config() -> CliResult<ServeConfig> {
         .map_err(|e| CliError::Usage(format!("the environment has an invalid setting: {e}")))
 }
 
-/// The admin token of the embedded engine, kept (readable by its owner only) in `.holdpoint/cli-token`.
-async fn local_token(state: &crate::state::AppState) -> CliResult<String> {
-    let path = Path::new(LOCAL_DIR).join(LOCAL_TOKEN_FILE);
+/// A token of the embedded engine for `identity`, made on first use and kept (readable by its owner only) in
+/// `.holdpoint/`.
+async fn local_token(state: &crate::state::AppState, identity: LocalIdentity) -> CliResult<String> {
+    let path = Path::new(LOCAL_DIR).join(identity.token_file());
     if let Ok(existing) = std::fs::read_to_string(&path) {
         let secret = existing.trim().to_owned();
         if state.store.principal_by_token_hash(&hash_secret(&secret)).await.ok().flatten().is_some() {
@@ -184,16 +264,24 @@ async fn local_token(state: &crate::state::AppState) -> CliResult<String> {
         .await
         .map_err(|e| CliError::Failed(format!("cannot open the embedded engine: {e}")))?;
     let secret = new_token_secret();
+    let (name, role) = match identity {
+        LocalIdentity::Cli => ("cli".to_owned(), app::types::Role::Admin),
+        // Named by the login, as that is who answered; approver is the least role that may answer everything.
+        LocalIdentity::Person => {
+            let login = std::env::var("USER").or_else(|_| std::env::var("USERNAME")).unwrap_or_default();
+            let login = if login.trim().is_empty() { "local person".to_owned() } else { login };
+            (login, app::types::Role::Approver)
+        }
+    };
     let row = TokenRow {
         id: uuid::Uuid::now_v7(),
         workspace_id: workspace.id,
-        name: "cli".into(),
-        role: app::types::Role::Admin,
+        name,
+        role,
         secret_hash: hash_secret(&secret),
         created_at: crate::store::now(),
         created_by: Some("cli".into()),
     };
-    // The embedded engine's own token, made on first use for the local CLI.
     let actor = crate::store::AuditActor::policy("embedded engine", None);
     state
         .store

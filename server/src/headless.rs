@@ -22,15 +22,17 @@ pub const EXIT_REJECTED: u8 = 11;
 pub const EXIT_EXPIRED: u8 = 12;
 const PAUSE_FILE: &str = "pause.json";
 
-/// The response types `--type` accepts.
+/// The response types `--type` accepts: the API's names, with hyphens accepted too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum AskType {
     Text,
     Boolean,
     Choice,
+    #[value(name = "multi_choice", alias = "multi-choice")]
     MultiChoice,
     Approval,
     /// Answered with retry, skip, abort or one of the options; `--body` carries the error.
+    #[value(name = "error_recovery", alias = "error-recovery")]
     ErrorRecovery,
     Form,
 }
@@ -73,16 +75,20 @@ pub struct AskArgs {
     /// Create the question and exit 10 without waiting; run the same command again later to get the answer.
     #[arg(long)]
     pub no_wait: bool,
+    /// `json`: the resolved question (or the pause manifest, or the error) as JSON; `text`: only the answer's
+    /// value, for `$(holdpoint ask ...)`.
+    #[arg(long, value_enum, default_value = "json")]
+    pub output: OutputFormat,
     #[command(flatten)]
     pub server: ServerArgs,
 }
 
-/// How `run` and `resume` report.
+/// How a command reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum OutputFormat {
-    /// Progress for people on stderr, the final message on stdout.
+    /// For people: progress on stderr, the result on stdout.
     Text,
-    /// The outcome as one JSON object on stdout.
+    /// The outcome as one JSON object on stdout, an error included.
     Json,
 }
 
@@ -280,7 +286,14 @@ pub async fn ask(args: AskArgs) -> CliResult<u8> {
     }
     let resolved = wait_for_answer(&connection, question).await?;
     clear_pause_if(|p| p["question_fingerprint"] == fingerprint.as_str());
-    print_json(&resolved);
+    match args.output {
+        OutputFormat::Json => print_json(&resolved),
+        OutputFormat::Text => match &resolved["response"]["value"] {
+            Value::String(text) => println!("{text}"),
+            Value::Null => {}
+            other => println!("{other}"),
+        },
+    }
     Ok(question_exit(&resolved))
 }
 
@@ -492,10 +505,12 @@ async fn follow(connection: &Connection, run_id: &str, pause_on_person: bool, ou
             }
             "failed" => {
                 let message = run["error_message"].as_str().unwrap_or("the run failed").to_owned();
+                let line = format!("run {run_id} failed: {message}");
                 if output == OutputFormat::Json {
                     print_json(&json!({ "outcome": "failed", "run_id": run_id, "error_message": message }));
+                    return Err(CliError::Reported(line));
                 }
-                return Err(CliError::Failed(format!("run {run_id} failed: {message}")));
+                return Err(CliError::Failed(line));
             }
             "cancelled" => {
                 if output == OutputFormat::Json {
@@ -621,6 +636,7 @@ mod tests {
             tool: None,
             arguments: None,
             no_wait: false,
+            output: OutputFormat::Json,
             server: ServerArgs { server: None, token: None },
         }
     }

@@ -19,6 +19,7 @@ pub mod mcp;
 pub mod metrics;
 pub mod people;
 pub mod questions;
+pub mod responder;
 pub mod runs;
 pub mod runtime;
 pub mod server;

@@ -1,5 +1,6 @@
-//! The real `holdpoint` binary as scripts and CI jobs use it: `ask` with its exit codes, and `run` / `resume`
-//! pausing with exit code 10, against a running server and against the embedded engine.
+//! The real `holdpoint` binary as scripts, CI jobs and people use it: `ask` with its exit codes, `run` / `resume`
+//! pausing with exit code 10, and the responder commands (`questions`, `show`, `answer`, `approve`, `reject`),
+//! against a running server and against the embedded engine; and the shell completions.
 
 mod common;
 
@@ -33,6 +34,7 @@ impl Drop for WorkDir {
 struct Output {
     code: i32,
     json: Value,
+    stdout: String,
     stderr: String,
 }
 
@@ -48,6 +50,7 @@ async fn holdpoint(dir: &Path, args: &[&str], env: &[(&str, String)]) -> Output 
     Output {
         code: output.status.code().unwrap_or(-1),
         json: serde_json::from_str(&stdout).unwrap_or(Value::Null),
+        stdout,
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
     }
 }
@@ -394,4 +397,208 @@ async fn the_cli_executor_does_not_follow_a_redirect_off_the_allow_list() {
     assert_eq!(output["status"], 302, "the redirect itself is the result: {output}");
     assert!(!output.to_string().contains("the other host's secret"), "{output}");
     assert!(elsewhere.received_requests().await.unwrap().is_empty(), "the other host was never asked");
+}
+
+/// `holdpoint questions`, `show`, `answer`, `approve` and `reject` against a running server: each response type read
+/// from the command line, and the refusals with their exit codes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn people_answer_approve_and_reject_from_a_terminal_against_a_running_server() {
+    let app = TestApp::start_with(Backend::Sqlite, |c| c.run_workers = false).await.unwrap();
+    let server = app.spawn_process().await;
+    let dir = WorkDir::new();
+    let agent = app.create_token("default", app::types::Role::Agent).await;
+    let approver = remote(&server, &app.create_token("default", app::types::Role::Approver).await);
+    let viewer = remote(&server, &app.create_token("default", app::types::Role::Viewer).await);
+    let ask = async |body: Value| -> String {
+        let question = api(&server, &agent, reqwest::Method::POST, "/questions", Some(body)).await;
+        question["id"].as_str().unwrap().to_owned()
+    };
+    let options = json!([{ "value": "eu", "label": "Europe" }, { "value": "us", "label": "US" }]);
+    let text = ask(json!({ "title": "Release notes tone?", "response_type": "text", "body": "Be **brief**." })).await;
+    let boolean = ask(json!({ "title": "Ship it?", "response_type": "boolean", "project": "infra" })).await;
+    let choice = ask(json!({ "title": "Region?", "response_type": "choice", "options": options })).await;
+    let multi = ask(json!({ "title": "Regions?", "response_type": "multi_choice", "options": options })).await;
+    let form = ask(json!({ "title": "Sizing", "response_type": "form", "fields": [
+        { "key": "replicas", "label": "Replicas", "response_type": "number", "required": true },
+        { "key": "canary", "label": "Canary first?", "response_type": "boolean", "required": true }] }))
+    .await;
+    let recovery = ask(json!({ "title": "The build failed", "kind": "error_recovery",
+        "response_type": "error_recovery" }))
+    .await;
+    let approval = |title: &str| {
+        json!({ "title": title, "kind": "approval", "response_type": "approval", "allow_edit": true,
+            "action": { "tool_name": "shell", "arguments": { "command": "terraform apply" } },
+            "context": { "ticket": "OPS-7" } })
+    };
+    let approved = ask(approval("Apply terraform?")).await;
+    let rejected = ask(approval("Drop the table?")).await;
+
+    let listed = holdpoint(&dir.0, &["questions", "--output", "json"], &approver).await;
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert_eq!(listed.json["items"].as_array().unwrap().len(), 8, "{}", listed.stdout);
+    let table = holdpoint(&dir.0, &["questions", "--kind", "approval"], &approver).await;
+    assert_eq!(table.code, 0, "{}", table.stderr);
+    let lines: Vec<&str> = table.stdout.lines().collect();
+    assert!(
+        lines[0].starts_with("ID") && lines[0].contains("URGENCY") && lines[0].ends_with("TITLE"),
+        "{}",
+        table.stdout
+    );
+    assert_eq!(lines.len(), 3, "a header and the two approvals: {}", table.stdout);
+    assert!(table.stdout.contains(&approved) && table.stdout.contains("Drop the table?"), "{}", table.stdout);
+    let infra = holdpoint(&dir.0, &["questions", "--project", "infra", "--output", "json"], &approver).await;
+    assert_eq!(infra.json["items"][0]["id"], boolean.as_str(), "{}", infra.stdout);
+    assert_eq!(infra.json["items"].as_array().unwrap().len(), 1);
+
+    let shown = holdpoint(&dir.0, &["show", &approved], &approver).await;
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    for needle in ["Apply terraform?", "Action: shell", "terraform apply", "OPS-7", "pending", "holdpoint approve"] {
+        assert!(shown.stdout.contains(needle), "{needle}: {}", shown.stdout);
+    }
+    let shown = holdpoint(&dir.0, &["show", &text, "--output", "json"], &approver).await;
+    assert_eq!((shown.code, &shown.json["body"]), (0, &json!("Be **brief**.")));
+
+    let answers: [(&str, &str, Value); 6] = [
+        (&text, "Short and friendly", json!("Short and friendly")),
+        (&boolean, "yes", json!(true)),
+        (&choice, "us", json!("us")),
+        (&multi, "eu,us", json!(["eu", "us"])),
+        (&form, r#"{"replicas": "3", "canary": "no"}"#, json!({ "replicas": 3, "canary": false })),
+        (&recovery, "retry", json!("retry")),
+    ];
+    for (id, value, expected) in answers {
+        let out = holdpoint(&dir.0, &["answer", id, value, "--comment", "from the terminal"], &approver).await;
+        assert_eq!(out.code, 0, "{value}: {}", out.stderr);
+        assert!(out.stdout.starts_with(&format!("Answered {id}")), "{}", out.stdout);
+        let question = api(&server, &app.token, reqwest::Method::GET, &format!("/questions/{id}"), None).await;
+        assert_eq!(question["status"], "answered");
+        assert_eq!(question["response"]["value"], expected, "{value}");
+        assert_eq!(question["response"]["comment"], "from the terminal");
+    }
+
+    let edit = r#"{"command": "terraform apply -target=module.web"}"#;
+    let out = holdpoint(&dir.0, &["approve", &approved, "--edit", edit, "--output", "json"], &approver).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json["response"]["value"], true);
+    assert_eq!(out.json["response"]["edited_arguments"]["command"], "terraform apply -target=module.web");
+    let out = holdpoint(&dir.0, &["reject", &rejected, "--comment", "not on a Friday"], &approver).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let question = api(&server, &app.token, reqwest::Method::GET, &format!("/questions/{rejected}"), None).await;
+    assert_eq!(
+        (&question["response"]["value"], &question["response"]["comment"]),
+        (&json!(false), &json!("not on a Friday"))
+    );
+
+    // Refusals: exit 1 with the error's code, and nothing changes.
+    let again = holdpoint(&dir.0, &["answer", &text, "Long"], &approver).await;
+    assert_eq!(again.code, 1, "{}", again.stderr);
+    assert!(again.stderr.contains("conflict") && again.stderr.contains("already answered"), "{}", again.stderr);
+    assert_eq!(again.stderr.trim().lines().count(), 1, "{}", again.stderr);
+    let again = holdpoint(&dir.0, &["reject", &approved, "--output", "json"], &approver).await;
+    assert_eq!((again.code, &again.json["error"]["code"]), (1, &json!("conflict")), "{}", again.stdout);
+    assert_eq!(again.json["error"]["details"]["status"], "answered");
+    let pending = ask(json!({ "title": "Still open", "response_type": "boolean" })).await;
+    let viewed = holdpoint(&dir.0, &["answer", &pending, "yes"], &viewer).await;
+    assert_eq!(viewed.code, 1, "{}", viewed.stderr);
+    assert!(viewed.stderr.contains("forbidden"), "{}", viewed.stderr);
+    let viewed = holdpoint(&dir.0, &["questions"], &viewer).await;
+    assert!(viewed.code == 0 && viewed.stdout.contains("Still open"), "a viewer may look: {}", viewed.stderr);
+    let missing = holdpoint(&dir.0, &["show", "01a20372-82f8-747b-8dd0-4f4b79088461"], &approver).await;
+    assert!(missing.code == 1 && missing.stderr.contains("not_found"), "{}", missing.stderr);
+
+    // Usage: exit 2, and the server is not asked.
+    let usage: [(Vec<&str>, &str); 6] = [
+        (vec!["answer", &pending], "VALUE"),
+        (vec!["answer", "not-an-id", "yes"], "not a question id"),
+        (vec!["answer", &pending, "maybe"], "expected yes, no"),
+        (vec!["approve", &pending], "not an approval"),
+        (vec!["approve", &pending, "--edit", "[1]"], "JSON object"),
+        (vec!["questions", "--status", "open"], "invalid value"),
+    ];
+    for (args, needle) in usage {
+        let out = holdpoint(&dir.0, &args, &approver).await;
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains(needle), "{args:?}: {}", out.stderr);
+    }
+    let question = api(&server, &app.token, reqwest::Method::GET, &format!("/questions/{pending}"), None).await;
+    assert_eq!(question["status"], "pending", "no refusal changed anything");
+}
+
+/// With the embedded engine, what a script asks (as the engine's `cli` token) the person at the terminal answers
+/// as themselves: separation of duties lets them approve it, and the answer names them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn people_answer_what_scripts_ask_with_the_embedded_engine() {
+    let dir = WorkDir::new();
+    let person = [("USER", "alice".to_owned())];
+    let gate = ["ask", "Deploy to prod?", "--type", "approval"];
+    let paused = holdpoint(&dir.0, &[&gate[..], &["--no-wait"]].concat(), &[]).await;
+    assert_eq!(paused.code, 10, "{}", paused.stderr);
+    let id = paused.json["question_ids"][0].as_str().unwrap().to_owned();
+
+    let listed = holdpoint(&dir.0, &["questions"], &person).await;
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert!(listed.stdout.contains(&id) && listed.stdout.contains("Deploy to prod?"), "{}", listed.stdout);
+    let approved = holdpoint(&dir.0, &["approve", &id, "--comment", "go"], &person).await;
+    assert_eq!(approved.code, 0, "{}", approved.stderr);
+    let gated = holdpoint(&dir.0, &gate, &[]).await;
+    assert_eq!(gated.code, 0, "{}", gated.stderr);
+    assert_eq!((&gated.json["answered_by"], &gated.json["response"]["comment"]), (&json!("alice"), &json!("go")));
+
+    let tone = ["ask", "Release notes tone?", "--output", "text"];
+    let paused = holdpoint(&dir.0, &[&tone[..], &["--no-wait"]].concat(), &[]).await;
+    let id = paused.json["question_ids"][0].as_str().unwrap().to_owned();
+    let answered = holdpoint(&dir.0, &["answer", &id, "brief"], &person).await;
+    assert_eq!(answered.code, 0, "{}", answered.stderr);
+    let again = holdpoint(&dir.0, &["answer", &id, "long", "--output", "json"], &person).await;
+    assert_eq!((again.code, &again.json["error"]["code"]), (1, &json!("conflict")), "{}", again.stdout);
+    let asked = holdpoint(&dir.0, &tone, &[]).await;
+    assert_eq!((asked.code, asked.stdout.as_str()), (0, "brief\n"), "--output text prints the value: {}", asked.stderr);
+}
+
+#[tokio::test]
+async fn completions_are_generated_for_bash_zsh_and_fish() {
+    let dir = WorkDir::new();
+    for shell in ["bash", "zsh", "fish"] {
+        let out = holdpoint(&dir.0, &["completions", shell], &[]).await;
+        assert_eq!(out.code, 0, "{shell}: {}", out.stderr);
+        for command in ["questions", "answer", "approve", "reject", "resume", "completions"] {
+            assert!(out.stdout.contains(command), "{shell} completes {command}");
+        }
+        if shell == "bash" {
+            let script = dir.path("holdpoint.bash");
+            std::fs::write(&script, &out.stdout).unwrap();
+            let checked = std::process::Command::new("bash").arg("-n").arg(&script).status().unwrap();
+            assert!(checked.success(), "the bash completion parses");
+        }
+    }
+    let out = holdpoint(&dir.0, &["completions", "tcsh"], &[]).await;
+    assert_eq!(out.code, 2, "{}", out.stderr);
+}
+
+/// `--output json` keeps stdout one JSON document, errors included; `--type` takes the API's names and hyphens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_output_covers_errors_and_types_take_both_spellings() {
+    let app = TestApp::start_with(Backend::Sqlite, |c| c.run_workers = false).await.unwrap();
+    let server = app.spawn_process().await;
+    let dir = WorkDir::new();
+    let env = remote(&server, &app.token);
+    let out = holdpoint(&dir.0, &["run", "task", "--agent", "nobody", "--output", "json"], &env).await;
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(out.json["outcome"], "error", "{}", out.stdout);
+    assert!(out.json["error"]["message"].as_str().unwrap().contains("no agent named"), "{}", out.stdout);
+    let out = holdpoint(&dir.0, &["run", "task", "--agent", "nobody"], &env).await;
+    assert_eq!((out.code, out.stdout.as_str()), (1, ""), "text output keeps stdout empty");
+    let out = holdpoint(&dir.0, &["resume", "01a20372-82f8-747b-8dd0-4f4b79088461", "--output", "json"], &env).await;
+    assert_eq!((out.code, &out.json["error"]["code"]), (1, &json!("not_found")), "{}", out.stdout);
+
+    for spelling in ["multi_choice", "multi-choice"] {
+        let args = ["ask", "Regions?", "--type", spelling, "--option", "eu=EU", "--option", "us=US", "--no-wait"];
+        let out = holdpoint(&dir.0, &[&args[..], &["--output", "json"]].concat(), &env).await;
+        assert_eq!(out.code, 10, "{spelling}: {}", out.stderr);
+        let id = out.json["question_ids"][0].as_str().unwrap();
+        let question = api(&server, &app.token, reqwest::Method::GET, &format!("/questions/{id}"), None).await;
+        assert_eq!(question["response_type"], "multi_choice");
+    }
+    let out = holdpoint(&dir.0, &["ask", "Oops", "--type", "error-recovery", "--no-wait"], &env).await;
+    assert_eq!(out.code, 10, "{}", out.stderr);
 }
