@@ -128,6 +128,19 @@ impl Drop for Scripts {
     }
 }
 
+/// One credential per caller of [`CALLERS`], in its order (`None` for the anonymous one).
+async fn caller_tokens(app: &TestApp) -> Vec<Option<String>> {
+    vec![
+        None,
+        Some(app.create_token("default", Role::Viewer).await),
+        Some(app.create_token("default", Role::Responder).await),
+        Some(app.create_token("default", Role::Approver).await),
+        Some(app.token.clone()),
+        Some(app.create_token("default", Role::Agent).await),
+        Some(app.create_token("elsewhere", Role::Admin).await),
+    ]
+}
+
 async fn send(app: &TestApp, method: &str, uri: &str, token: Option<&str>, body: Option<Value>) -> (StatusCode, Value) {
     let mut request = Request::builder().method(Method::from_bytes(method.to_uppercase().as_bytes()).unwrap()).uri(uri);
     if let Some(token) = token {
@@ -333,15 +346,7 @@ async fn every_role_gets_exactly_the_status_of_the_matrix(backend: common::Backe
     let Some(app) = TestApp::start_with(backend, move |config| config.runtime.scripts_dir = Some(dir)).await else {
         return;
     };
-    let tokens: Vec<Option<String>> = vec![
-        None,
-        Some(app.create_token("default", Role::Viewer).await),
-        Some(app.create_token("default", Role::Responder).await),
-        Some(app.create_token("default", Role::Approver).await),
-        Some(app.token.clone()),
-        Some(app.create_token("default", Role::Agent).await),
-        Some(app.create_token("elsewhere", Role::Admin).await),
-    ];
+    let tokens = caller_tokens(&app).await;
     let requester = app.create_token("default", Role::Responder).await;
     let mut failures = Vec::new();
     let mut n = 0;
@@ -389,15 +394,7 @@ async fn every_role_gets_exactly_the_status_of_the_matrix(backend: common::Backe
 async fn mcp_sessions_serve_only_their_opener_and_tools_follow_the_roles() {
     let app = TestApp::start(common::Backend::Sqlite).await.unwrap();
     let base = app.serve().await;
-    let callers: Vec<Option<String>> = vec![
-        None,
-        Some(app.create_token("default", Role::Viewer).await),
-        Some(app.create_token("default", Role::Responder).await),
-        Some(app.create_token("default", Role::Approver).await),
-        Some(app.token.clone()),
-        Some(app.create_token("default", Role::Agent).await),
-        Some(app.create_token("elsewhere", Role::Admin).await),
-    ];
+    let callers = caller_tokens(&app).await;
     let http = reqwest::Client::new();
     let rpc = |token: Option<&str>, session: Option<&str>, body: Value| {
         let mut request =
@@ -434,7 +431,7 @@ async fn mcp_sessions_serve_only_their_opener_and_tools_follow_the_roles() {
         let text = asked.text().await.unwrap();
         assert_eq!(
             // The tool's result is JSON inside the JSON-RPC message's text content, so its quotes are escaped.
-            text.contains(r#"\"status\":\"pending\""#),
+            text.contains(r#"\"outcome\":\"pending\""#),
             may_ask[caller],
             "{} asking over MCP: {text}",
             CALLERS[caller]

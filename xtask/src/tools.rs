@@ -124,7 +124,11 @@ pub fn ensure_browser_tools() -> Result {
     }
     ensure_npm()?;
     let end2end = root().join("end2end");
-    if !end2end.join("node_modules/playwright-core/package.json").exists() {
+    // Every package the tests import: a checkout that installed before one was added installs again.
+    let installed = ["playwright-core", "@modelcontextprotocol/sdk"]
+        .iter()
+        .all(|package| end2end.join("node_modules").join(package).join("package.json").exists());
+    if !installed {
         run(Command::new("npm").args(["ci", "--no-audit", "--no-fund"]).current_dir(&end2end))?;
     }
     Ok(())
