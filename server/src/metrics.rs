@@ -68,6 +68,20 @@ fn classic_from_open_metrics(text: &str) -> String {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ModelCallLabels {
+    /// `ok`, `unavailable` (an outage past the retry window: the run paused) or `failed`.
+    outcome: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ToolCallLabels {
+    /// A built-in tool that runs (`http_request`, `shell`), or `other`.
+    tool: &'static str,
+    /// `completed` or `error`.
+    status: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct BuildLabels {
     version: &'static str,
 }
@@ -125,7 +139,19 @@ pub struct Metrics {
     http_latency: HistogramFamily<HttpLabels>,
     run_transitions: Family<RunStatusLabel, Counter>,
     run_claim_attempts: Family<ClaimOutcomeLabel, Counter>,
+    model_calls: HistogramFamily<ModelCallLabels>,
+    tool_calls: HistogramFamily<ToolCallLabels>,
     process: ProcessFigures,
+}
+
+fn model_call_histogram() -> Histogram {
+    // 50 ms .. ~27 min: a model answers in seconds, and a call retrying through an outage lasts up to its window.
+    Histogram::new(exponential_buckets(0.05, 2.0, 16))
+}
+
+fn tool_call_histogram() -> Histogram {
+    // 1 ms .. ~65 s.
+    Histogram::new(exponential_buckets(0.001, 2.0, 17))
 }
 
 /// The process's own resources, named as Prometheus' client libraries name them (behind Holdpoint's prefix), set at
@@ -262,7 +288,21 @@ impl Metrics {
         registry.register("build_info", "The running build: always 1, with the version as a label", build_info);
         let process = ProcessFigures::default();
         process.register(&mut registry);
+        let model_calls: HistogramFamily<ModelCallLabels> = Family::new_with_constructor(model_call_histogram);
+        registry.register(
+            "model_call_duration_seconds",
+            "Model calls of the runs this instance executes, retries included, by outcome (ok, unavailable, failed)",
+            model_calls.clone(),
+        );
+        let tool_calls: HistogramFamily<ToolCallLabels> = Family::new_with_constructor(tool_call_histogram);
+        registry.register(
+            "tool_call_duration_seconds",
+            "Tool calls this instance ran, by tool and status (completed, error)",
+            tool_calls.clone(),
+        );
         Metrics {
+            model_calls,
+            tool_calls,
             process,
             run_transitions,
             run_claim_attempts,
@@ -304,6 +344,22 @@ impl Metrics {
             }
             _ => {}
         }
+    }
+
+    /// Observes one model call of a run; `outcome` is `ok`, `unavailable` or `failed`.
+    pub fn model_call(&self, outcome: &'static str, elapsed: Duration) {
+        self.model_calls.get_or_create(&ModelCallLabels { outcome }).observe(elapsed.as_secs_f64());
+    }
+
+    /// Observes one tool call that ran; `completed` tells `completed` from `error`.
+    pub fn tool_call(&self, tool: &str, completed: bool, elapsed: Duration) {
+        let tool = match tool {
+            "http_request" => "http_request",
+            "shell" => "shell",
+            _ => "other",
+        };
+        let status = if completed { "completed" } else { "error" };
+        self.tool_calls.get_or_create(&ToolCallLabels { tool, status }).observe(elapsed.as_secs_f64());
     }
 
     /// Counts an open SSE connection until the returned guard drops.

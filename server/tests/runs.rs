@@ -1005,6 +1005,13 @@ async fn the_shell_tool_runs_only_when_enabled_and_approved(backend: common::Bac
     let output: Value = serde_json::from_str(call["output"]["error"].as_str().unwrap()).unwrap();
     assert_eq!(output["exit_code"], 3);
     assert_eq!(output["stdout"], "hold\n");
+    // Both calls are counted: the tool by name and status, the model by outcome.
+    let metrics = app.get("/metrics").await.text;
+    assert!(
+        metrics.contains(r#"holdpoint_tool_call_duration_seconds_count{tool="shell",status="error"} 1"#),
+        "{metrics}"
+    );
+    assert!(metrics.contains(r#"holdpoint_model_call_duration_seconds_count{outcome="ok"}"#), "{metrics}");
 }
 
 async fn the_shell_tool_is_refused_when_disabled(backend: common::Backend) {

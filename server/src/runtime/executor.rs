@@ -193,7 +193,15 @@ async fn advance(rt: &Runtime, run: &RunRow) -> StoreResult<()> {
             return release(rt, run, RunStatus::Paused, None, None).await;
         }
         let request = conversation.request(spec);
-        let reply = match model.complete(&request).await {
+        let calling = std::time::Instant::now();
+        let reply = model.complete(&request).await;
+        let outcome = match &reply {
+            Ok(_) => "ok",
+            Err(ModelError::Unavailable(_)) => "unavailable",
+            Err(_) => "failed",
+        };
+        rt.metrics.model_call(outcome, calling.elapsed());
+        let reply = match reply {
             Ok(reply) => reply,
             // An outage past the retry window: nothing of the call was stored, so a resume makes the same call.
             Err(err @ ModelError::Unavailable(_)) => {
@@ -438,7 +446,9 @@ async fn run_tool(rt: &Runtime, call: &mut ToolCallRow) -> StoreResult<Value> {
         SHELL => tools::shell(&rt.config, &arguments).await,
         other => Err(tools::ToolError(format!("{other} cannot be run this way"))),
     };
-    let duration = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+    let elapsed = started.elapsed();
+    rt.metrics.tool_call(&call.tool_name, outcome.is_ok(), elapsed);
+    let duration = i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX);
     let (status, mut output) = match outcome {
         Ok(output) => (ToolCallStatus::Completed, output),
         Err(err) => (ToolCallStatus::Error, json!({ "error": err.0 })),
