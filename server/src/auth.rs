@@ -124,8 +124,8 @@ impl Caller {
     }
 }
 
-fn bearer_token(parts: &Parts) -> Option<&str> {
-    let value = parts.headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
+fn bearer_token(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let value = headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
@@ -154,7 +154,7 @@ impl FromRequestParts<AppState> for Caller {
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        if let Some(token) = bearer_token(parts) {
+        if let Some(token) = bearer_token(&parts.headers) {
             let failures = crate::http::limits::AuthFailures::of(parts);
             if let Some(failures) = &failures {
                 failures.check()?;
@@ -205,13 +205,7 @@ impl std::fmt::Debug for Proof {
 impl Proof {
     /// The credential of a request, as [`Caller`]'s extractor reads it: a bearer token first, else the session.
     pub fn of(headers: &axum::http::HeaderMap) -> Option<Proof> {
-        let bearer = headers
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.split_once(' '))
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, token)| token.trim());
-        if let Some(token) = bearer {
+        if let Some(token) = bearer_token(headers) {
             return Some(Proof::Token(hash_secret(token)));
         }
         CookieJar::from_headers(headers).get(SESSION_COOKIE).map(|cookie| Proof::Session(hash_secret(cookie.value())))
