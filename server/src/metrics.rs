@@ -74,6 +74,19 @@ struct ModelCallLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ModelRetryLabels {
+    /// Why the attempt failed: `rate_limited` (429), `server_error` (5xx, 408) or `network` (no answer in time, or
+    /// none that could be read).
+    reason: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ModelTokenLabels {
+    /// `prompt` or `completion`, as the provider counted them.
+    kind: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ToolCallLabels {
     /// A built-in tool that runs (`http_request`, `shell`), or `other`.
     tool: &'static str,
@@ -140,6 +153,8 @@ pub struct Metrics {
     run_transitions: Family<RunStatusLabel, Counter>,
     run_claim_attempts: Family<ClaimOutcomeLabel, Counter>,
     model_calls: HistogramFamily<ModelCallLabels>,
+    model_retries: Family<ModelRetryLabels, Counter>,
+    model_tokens: Family<ModelTokenLabels, Counter>,
     tool_calls: HistogramFamily<ToolCallLabels>,
     process: ProcessFigures,
 }
@@ -294,6 +309,18 @@ impl Metrics {
             "Model calls of the runs this instance executes, retries included, by outcome (ok, unavailable, failed)",
             model_calls.clone(),
         );
+        let model_retries = Family::<ModelRetryLabels, Counter>::default();
+        registry.register(
+            "model_call_retries",
+            "Failed model attempts that were retried, by reason (rate_limited, server_error, network)",
+            model_retries.clone(),
+        );
+        let model_tokens = Family::<ModelTokenLabels, Counter>::default();
+        registry.register(
+            "model_tokens",
+            "Tokens the model providers reported for the runs' calls, by kind (prompt, completion)",
+            model_tokens.clone(),
+        );
         let tool_calls: HistogramFamily<ToolCallLabels> = Family::new_with_constructor(tool_call_histogram);
         registry.register(
             "tool_call_duration_seconds",
@@ -302,6 +329,8 @@ impl Metrics {
         );
         Metrics {
             model_calls,
+            model_retries,
+            model_tokens,
             tool_calls,
             process,
             run_transitions,
@@ -349,6 +378,17 @@ impl Metrics {
     /// Observes one model call of a run; `outcome` is `ok`, `unavailable` or `failed`.
     pub fn model_call(&self, outcome: &'static str, elapsed: Duration) {
         self.model_calls.get_or_create(&ModelCallLabels { outcome }).observe(elapsed.as_secs_f64());
+    }
+
+    /// Counts a failed model attempt that is retried; `reason` is `rate_limited`, `server_error` or `network`.
+    pub fn model_retry(&self, reason: &'static str) {
+        self.model_retries.get_or_create(&ModelRetryLabels { reason }).inc();
+    }
+
+    /// Adds the tokens a provider reported for one model call.
+    pub fn model_tokens(&self, prompt: u64, completion: u64) {
+        self.model_tokens.get_or_create(&ModelTokenLabels { kind: "prompt" }).inc_by(prompt);
+        self.model_tokens.get_or_create(&ModelTokenLabels { kind: "completion" }).inc_by(completion);
     }
 
     /// Observes one tool call that ran; `completed` tells `completed` from `error`.

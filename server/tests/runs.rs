@@ -617,6 +617,16 @@ async fn the_provider_client_retries_rate_limits_and_server_errors(backend: comm
     let run = wait_for_status(&app, &run_id, "completed").await;
     assert_eq!(run["result"], "Deployed.");
     assert_eq!(chat_requests(&mock).await.len(), 4, "a 429 and a 503, each retried, then two turns");
+    // The retries by reason, and the tokens the two answered turns reported (one prompt and one completion each).
+    let metrics = app.get("/metrics").await.text;
+    for sample in [
+        r#"holdpoint_model_call_retries_total{reason="rate_limited"} 1"#,
+        r#"holdpoint_model_call_retries_total{reason="server_error"} 1"#,
+        r#"holdpoint_model_tokens_total{kind="prompt"} 2"#,
+        r#"holdpoint_model_tokens_total{kind="completion"} 2"#,
+    ] {
+        assert!(metrics.lines().any(|line| line == sample), "{sample} in {metrics}");
+    }
 }
 
 async fn a_provider_that_keeps_failing_fails_the_run_with_a_clear_error(backend: common::Backend) {

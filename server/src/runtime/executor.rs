@@ -164,7 +164,7 @@ async fn advance(rt: &Runtime, run: &RunRow) -> StoreResult<()> {
     if let Some(answer) = conversation.final_answer_after(segment.start_step) {
         return end_on_answer(rt, run, answer).await;
     }
-    let model = match model_for(spec, &rt.config, &rt.scripts_dir) {
+    let model = match model_for(spec, &rt.config, &rt.scripts_dir, std::sync::Arc::clone(&rt.metrics)) {
         Ok(model) => model,
         Err(err) => return release(rt, run, RunStatus::Failed, None, Some(err.to_string())).await,
     };

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::config::{RuntimeConfig, normalize_base_url};
+use crate::metrics::Metrics;
 
 /// Why a model could not answer.
 #[derive(Debug, thiserror::Error)]
@@ -64,9 +65,10 @@ pub fn model_for(
     spec: &AgentSpec,
     config: &RuntimeConfig,
     scripts_dir: &Path,
+    metrics: Arc<Metrics>,
 ) -> Result<Arc<dyn ChatModel>, ModelError> {
     match spec.model.split_once(':') {
-        Some(("openai", name)) if !name.is_empty() => Ok(Arc::new(OpenAiModel::new(spec, config)?)),
+        Some(("openai", name)) if !name.is_empty() => Ok(Arc::new(OpenAiModel::new(spec, config, metrics)?)),
         Some(("script", file)) if !file.is_empty() => Ok(Arc::new(ScriptModel::load(scripts_dir, file)?)),
         _ => Err(ModelError::Unsupported(spec.model.clone())),
     }
@@ -82,6 +84,8 @@ pub struct OpenAiModel {
     client: async_openai::Client<OpenAIConfig>,
     /// For how long an outage is retried, from its first failed request.
     retry_window: Duration,
+    /// Where its retries and the providers' token counts are counted.
+    metrics: Arc<Metrics>,
 }
 
 /// Why an agent's model settings name an endpoint or key the operator did not allow: the field and the reason.
@@ -92,7 +96,7 @@ pub struct EndpointRefused {
 }
 
 /// The conventional variable of `OPENAI_BASE_URL`'s key.
-const DEFAULT_KEY_VARIABLE: &str = "OPENAI_API_KEY";
+pub const DEFAULT_KEY_VARIABLE: &str = "OPENAI_API_KEY";
 
 /// The endpoint an agent's settings name and the key the server sends there.
 ///
@@ -132,7 +136,7 @@ pub fn resolve_endpoint(settings: &ModelSettings, config: &RuntimeConfig) -> Res
 }
 
 impl OpenAiModel {
-    pub fn new(spec: &AgentSpec, config: &RuntimeConfig) -> Result<Self, ModelError> {
+    pub fn new(spec: &AgentSpec, config: &RuntimeConfig, metrics: Arc<Metrics>) -> Result<Self, ModelError> {
         // Checked again here, not only when the agent was saved: the operator may have narrowed the list since.
         let (base_url, api_key) = resolve_endpoint(&spec.model_settings, config)
             .map_err(|refused| ModelError::Provider(format!("{}: {}", refused.field, refused.reason)))?;
@@ -148,6 +152,7 @@ impl OpenAiModel {
         Ok(OpenAiModel {
             client: async_openai::Client::with_config(openai).with_http_service(service),
             retry_window: Duration::from_secs(config.model_retry_seconds),
+            metrics,
         })
     }
 }
@@ -165,8 +170,13 @@ impl ChatModel for OpenAiModel {
                 return Err(ModelError::Unavailable(retries.gave_up(&outage, tokio::time::Instant::now())));
             };
             tracing::warn!(error = %outage.message, wait_ms = wait.as_millis(), "model call failed; retrying");
+            self.metrics.model_retry(outage.reason);
             tokio::time::sleep(wait).await;
         };
+        if let Some(usage) = response.get("usage") {
+            let count = |name: &str| usage.get(name).and_then(Value::as_u64).unwrap_or(0);
+            self.metrics.model_tokens(count("prompt_tokens"), count("completion_tokens"));
+        }
         let message = response
             .pointer("/choices/0/message")
             .ok_or_else(|| ModelError::BadAnswer(format!("no choices[0].message in {response}")))?;
@@ -182,6 +192,8 @@ impl ChatModel for OpenAiModel {
 struct Outage {
     message: String,
     retry_after: Option<Duration>,
+    /// The `reason` label of the retry it causes.
+    reason: &'static str,
 }
 
 /// Whether a status is an outage: the request may succeed as it is later.
@@ -196,7 +208,7 @@ async fn send(http: reqwest::Client, factory: HttpRequestFactory) -> Result<reqw
         Ok(response) => response,
         Err(error) => {
             let message = format!("the request did not get an answer: {}", error_chain(&error));
-            return Err(OpenAIError::Boxed(Box::new(Outage { message, retry_after: None })));
+            return Err(OpenAIError::Boxed(Box::new(Outage { message, retry_after: None, reason: "network" })));
         }
     };
     let status = response.status();
@@ -210,7 +222,8 @@ async fn send(http: reqwest::Client, factory: HttpRequestFactory) -> Result<reqw
         .and_then(|value| parse_retry_after(value, Utc::now()));
     let body = response.text().await.unwrap_or_default();
     let message = format!("it answered {status}: {}", error_detail(&body));
-    Err(OpenAIError::Boxed(Box::new(Outage { message, retry_after })))
+    let reason = if status == StatusCode::TOO_MANY_REQUESTS { "rate_limited" } else { "server_error" };
+    Err(OpenAIError::Boxed(Box::new(Outage { message, retry_after, reason })))
 }
 
 /// What a failed model call came to: an outage to retry, or the error that fails the run.
@@ -222,7 +235,8 @@ fn outage_of(error: OpenAIError) -> Result<Outage, ModelError> {
         },
         // The answer's body was cut off or timed out while it was read: the connection failed, not the request.
         OpenAIError::Reqwest(error) => {
-            Ok(Outage { message: format!("the answer could not be read: {}", error_chain(&error)), retry_after: None })
+            let message = format!("the answer could not be read: {}", error_chain(&error));
+            Ok(Outage { message, retry_after: None, reason: "network" })
         }
         other => Err(ModelError::Provider(other.to_string())),
     }
@@ -568,7 +582,11 @@ mod tests {
         assert_eq!(retries.next_wait(Some(Duration::from_secs(3)), start), Some(Duration::from_secs(3)));
         assert_eq!(retries.next_wait(Some(Duration::ZERO), start), Some(FIRST_BACKOFF), "no busy loop");
         assert_eq!(retries.next_wait(Some(Duration::from_secs(11)), start), None);
-        let outage = Outage { message: "it answered 429".into(), retry_after: Some(Duration::from_secs(11)) };
+        let outage = Outage {
+            message: "it answered 429".into(),
+            retry_after: Some(Duration::from_secs(11)),
+            reason: "rate_limited",
+        };
         assert!(
             retries.gave_up(&outage, start).contains("asked to retry in 11 s"),
             "{}",
