@@ -72,6 +72,9 @@ wire_enum! {
 }
 
 impl Role {
+    /// The roles people hold; `agent` is a token's only.
+    pub const HUMAN: [Role; 4] = [Role::Viewer, Role::Responder, Role::Approver, Role::Admin];
+
     /// Whether this role may answer ordinary (non-approval) questions.
     pub fn may_answer(self) -> bool {
         matches!(self, Role::Responder | Role::Approver | Role::Admin)
@@ -272,7 +275,9 @@ pub struct NewQuestion {
     /// A JSON object of at most 16 KiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<Value>,
+    /// 1..=100 characters, not only spaces.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ssr", schema(min_length = 1, max_length = 100, pattern = r"\S"))]
     pub project: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<Uuid>,
@@ -499,6 +504,15 @@ pub(crate) fn sample_question(title: &str, status: QuestionStatus) -> Question {
         resolved_at: None,
         assignee: None,
     }
+}
+
+/// The OpenAPI schema of a role a person may hold: [`Role`] without `agent`.
+#[cfg(feature = "ssr")]
+pub(crate) fn human_role_schema() -> utoipa::openapi::schema::Object {
+    utoipa::openapi::schema::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .enum_values(Some(Role::HUMAN.iter().map(|role| role.as_str())))
+        .build()
 }
 
 #[cfg(test)]

@@ -84,3 +84,120 @@ async fn the_document_covers_every_endpoint_and_every_documented_operation_is_ro
     }
     assert!(operations >= SPEC_ENDPOINTS.len());
 }
+
+/// Follows `$ref`s (and a nullable's `oneOf`/`anyOf` around one) to the schema they name.
+fn resolve<'a>(document: &'a Value, schema: &'a Value) -> &'a Value {
+    if let Some(reference) = schema["$ref"].as_str() {
+        let name = reference.rsplit('/').next().unwrap();
+        return resolve(document, &document["components"]["schemas"][name]);
+    }
+    for combinator in ["oneOf", "anyOf", "allOf"] {
+        if let Some(variants) = schema[combinator].as_array()
+            && let Some(real) = variants.iter().find(|v| v["type"] != "null")
+        {
+            return resolve(document, real);
+        }
+    }
+    schema
+}
+
+fn parameter<'a>(document: &'a Value, path: &str, method: &str, name: &str) -> &'a Value {
+    let parameters = document["paths"][path][method]["parameters"].as_array().unwrap();
+    let parameter = parameters.iter().find(|p| p["name"] == name).unwrap_or_else(|| panic!("{method} {path}: {name}"));
+    resolve(document, &parameter["schema"])
+}
+
+/// What the server checks is in the schema, so that a client (or a fuzzer) that keeps to the schema is not refused.
+#[tokio::test]
+async fn the_document_states_the_constraints_the_server_checks() {
+    let app = TestApp::start(Backend::Sqlite).await.unwrap();
+    let document = app.call(Method::GET, "/api/v1/openapi.json", None, None).await.json;
+    let schemas = &document["components"]["schemas"];
+    let property = |schema: &str, name: &str| resolve(&document, &schemas[schema]["properties"][name]).clone();
+
+    let max_steps = property("AgentSpec", "max_steps");
+    assert_eq!((max_steps["minimum"].as_f64(), max_steps["maximum"].as_f64()), (Some(1.0), Some(500.0)));
+    let run_steps = property("NewRun", "max_steps");
+    assert_eq!((run_steps["minimum"].as_f64(), run_steps["maximum"].as_f64()), (Some(1.0), Some(500.0)));
+    let name = property("AgentSpec", "name");
+    assert_eq!((name["minLength"].as_u64(), name["maxLength"].as_u64()), (Some(1), Some(100)));
+    assert!(property("AgentSpec", "model")["pattern"].as_str().unwrap().starts_with("^(openai|script):"));
+    let policies = resolve(&document, &schemas["ApprovalPolicy"]["properties"]["tools"]);
+    assert_eq!(policies["additionalProperties"], false, "a policy names built-in tools only");
+    let named: Vec<&String> = policies["properties"].as_object().unwrap().keys().collect();
+    assert_eq!(named.len(), holdpoint::runtime::tools::BUILT_IN.len());
+    let tools = property("AgentSpec", "tools");
+    assert_eq!(tools["uniqueItems"], true);
+    let tool_names = resolve(&document, &tools["items"])["enum"].clone();
+    assert_eq!(tool_names, json!(holdpoint::runtime::tools::BUILT_IN), "the tools an agent may name");
+    // The served document names the endpoints this server allows, each with the variable of its key.
+    let endpoints = schemas["ModelSettings"]["anyOf"].as_array().unwrap();
+    assert_eq!(endpoints[0]["properties"]["api_key_env"]["enum"], json!(["OPENAI_API_KEY"]));
+    assert_eq!(endpoints[0]["properties"]["base_url"]["enum"].as_array().unwrap().len(), 1, "{endpoints:?}");
+    let human_roles = json!(["viewer", "responder", "approver", "admin"]);
+    assert_eq!(property("NewMember", "role")["enum"], human_roles, "people hold no agent role");
+    assert_eq!(property("MemberUpdate", "role")["enum"], human_roles);
+    assert!(property("NewToken", "role")["enum"].as_array().unwrap().contains(&json!("agent")), "tokens may");
+    let username = property("NewMember", "username");
+    assert_eq!(
+        (username["maxLength"].as_u64(), username["pattern"].as_str()),
+        (Some(64), Some("^[a-z0-9][a-z0-9._-]*$"))
+    );
+    assert_eq!(property("NewToken", "name")["maxLength"], 100);
+
+    let run_id = property("NewQuestion", "run_id");
+    assert_eq!(run_id["format"], "uuid");
+    assert!(run_id["pattern"].as_str().unwrap().starts_with("^[0-9a-fA-F]{8}-"), "an empty string is no UUID");
+    for time in ["since", "until"] {
+        assert_eq!(parameter(&document, "/api/v1/audit", "get", time)["format"], "date-time");
+    }
+    let actor_kinds = &parameter(&document, "/api/v1/audit", "get", "actor_kind")["enum"];
+    assert_eq!(actor_kinds, &json!(["human", "token", "policy", "timeout"]));
+    for path in ["/api/v1/questions", "/api/v1/runs"] {
+        let key = parameter(&document, path, "post", "Idempotency-Key");
+        assert_eq!(key["pattern"], r"^[!-~]([ -~]{0,253}[!-~])?$", "{path}");
+    }
+    let worker = &document["paths"]["/api/v1/runs/{id}/worker"]["post"]["requestBody"]["content"]["application/json"];
+    let frame = resolve(&document, &worker["schema"]);
+    assert_eq!(frame["required"], json!(["op"]));
+    let ops = resolve(&document, &frame["properties"]["op"])["enum"].as_array().unwrap().clone();
+    for op in &ops {
+        // A known operation without its fields fails on a missing field, never as an unknown variant.
+        let refused = serde_json::from_value::<holdpoint::worker_api::WorkerCall>(json!({ "op": op }));
+        assert!(!refused.as_ref().is_err_and(|err| err.to_string().contains("unknown variant")), "{op}: {refused:?}");
+    }
+    let unknown = serde_json::from_value::<holdpoint::worker_api::WorkerCall>(json!({ "op": "unheard_of" }));
+    assert!(unknown.unwrap_err().to_string().contains("unknown variant"));
+}
+
+/// Every link of a creating operation names an operation of the document and one of its parameters.
+#[tokio::test]
+async fn created_objects_link_to_the_operations_that_read_and_change_them() {
+    let app = TestApp::start(Backend::Sqlite).await.unwrap();
+    let document = app.call(Method::GET, "/api/v1/openapi.json", None, None).await.json;
+    let mut operations = std::collections::HashMap::new();
+    for item in document["paths"].as_object().unwrap().values() {
+        for operation in item.as_object().unwrap().values() {
+            let parameters: Vec<String> = operation["parameters"]
+                .as_array()
+                .map(|ps| ps.iter().map(|p| p["name"].as_str().unwrap().to_owned()).collect())
+                .unwrap_or_default();
+            operations.insert(operation["operationId"].as_str().unwrap().to_owned(), parameters);
+        }
+    }
+    let mut links = 0;
+    for path in ["/api/v1/questions", "/api/v1/runs", "/api/v1/agents", "/api/v1/members", "/api/v1/tokens"] {
+        let created = document["paths"][path]["post"]["responses"]["201"]["links"].as_object();
+        let created = created.unwrap_or_else(|| panic!("POST {path} links nowhere"));
+        for (name, link) in created {
+            let target = link["operationId"].as_str().unwrap();
+            let parameters = operations.get(target).unwrap_or_else(|| panic!("{name} names no operation: {target}"));
+            for (parameter, value) in link["parameters"].as_object().unwrap() {
+                assert!(parameters.contains(parameter), "{name}: {target} has no parameter {parameter}");
+                assert!(value.as_str().unwrap().starts_with("$response.body#/"), "{name}: {value}");
+            }
+            links += 1;
+        }
+    }
+    assert!(links >= 13, "{links}");
+}

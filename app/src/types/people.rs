@@ -28,13 +28,18 @@ pub struct Member {
 #[serde(deny_unknown_fields)]
 pub struct NewMember {
     /// 1..=64 characters: lower-case letters, digits, `.`, `_` and `-`, starting with a letter or digit.
+    #[cfg_attr(feature = "ssr", schema(min_length = 1, max_length = 64, pattern = r"^[a-z0-9][a-z0-9._-]*$"))]
     pub username: String,
-    /// Defaults to the username.
+    /// Defaults to the username. 1..=100 characters, not only spaces.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ssr", schema(min_length = 1, max_length = 100, pattern = r"\S"))]
     pub display_name: Option<String>,
     /// Required for a new account (10..=256 characters); must be absent when the account exists already.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ssr", schema(min_length = 10, max_length = 256))]
     pub password: Option<String>,
+    /// A human role: `viewer`, `responder`, `approver` or `admin`.
+    #[cfg_attr(feature = "ssr", schema(schema_with = super::human_role_schema))]
     pub role: Role,
 }
 
@@ -43,6 +48,8 @@ pub struct NewMember {
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct MemberUpdate {
+    /// A human role: `viewer`, `responder`, `approver` or `admin`.
+    #[cfg_attr(feature = "ssr", schema(schema_with = super::human_role_schema))]
     pub role: Role,
 }
 
@@ -67,7 +74,8 @@ pub struct TokenInfo {
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NewToken {
-    /// 1..=100 characters, for people to recognise it by.
+    /// 1..=100 characters, not only spaces, for people to recognise it by.
+    #[cfg_attr(feature = "ssr", schema(min_length = 1, max_length = 100, pattern = r"\S"))]
     pub name: String,
     pub role: Role,
 }
@@ -90,6 +98,7 @@ pub struct PasswordChange {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_password: Option<String>,
     /// 10..=256 characters.
+    #[cfg_attr(feature = "ssr", schema(min_length = 10, max_length = 256))]
     pub new_password: String,
 }
 

@@ -28,8 +28,9 @@ pub struct ApprovalPolicy {
     /// The policy of every tool not named in `tools`.
     #[serde(default = "default_policy")]
     pub default: ToolPolicy,
-    /// Per-tool policies, by the tool's name.
+    /// Per-tool policies, by the name of a built-in tool.
     #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(schema_with = tool_policies_schema))]
     pub tools: BTreeMap<String, ToolPolicy>,
 }
 
@@ -55,6 +56,49 @@ impl ApprovalPolicy {
     }
 }
 
+wire_enum! {
+    /// A tool the runtime provides to agents.
+    BuiltInTool {
+        /// Asks a person a question (spec §3).
+        AskUser = "ask_user",
+        /// Starts child runs of other agents.
+        SpawnAgents = "spawn_agents",
+        /// Makes an HTTP request.
+        HttpRequest = "http_request",
+        /// Runs a command on the server (needs `HOLDPOINT_ENABLE_SHELL_TOOL`).
+        Shell = "shell",
+    }
+}
+
+/// The schema of an agent's `tools`: built-in tools, each at most once.
+#[cfg(feature = "ssr")]
+fn tool_list_schema() -> utoipa::openapi::schema::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
+    let tool = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(BuiltInTool::ALL.iter().map(|tool| tool.as_str())));
+    ArrayBuilder::new()
+        .items(tool)
+        .unique_items(true)
+        .description(Some("The tools the agent may call, each once."))
+        .build()
+}
+
+/// The schema of a policy's per-tool policies: keys are built-in tools.
+#[cfg(feature = "ssr")]
+fn tool_policies_schema() -> utoipa::openapi::schema::Object {
+    use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, Type};
+    use utoipa::openapi::{Ref, RefOr};
+    let mut policies = ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .description(Some("Per-tool policies, by the name of a built-in tool."))
+        .additional_properties(Some(AdditionalProperties::<utoipa::openapi::Schema>::FreeForm(false)));
+    for tool in BuiltInTool::ALL {
+        policies = policies.property(tool.as_str(), RefOr::Ref(Ref::from_schema_name("ToolPolicy")));
+    }
+    policies.build()
+}
+
 /// Per-agent settings of its model provider; the conventional `OPENAI_BASE_URL` / `OPENAI_API_KEY` apply otherwise.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
@@ -62,6 +106,7 @@ pub struct ModelSettings {
     /// Base URL of an OpenAI-compatible API, e.g. `http://127.0.0.1:11434/v1` for Ollama: `OPENAI_BASE_URL` or one
     /// of the endpoints the operator allows (`HOLDPOINT_MODEL_ENDPOINTS`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ssr", schema(format = "uri"))]
     pub base_url: Option<String>,
     /// The server's variable holding that endpoint's key, as the operator configured it (`OPENAI_API_KEY` for
     /// `OPENAI_BASE_URL`); any other is refused. Keys themselves are never stored.
@@ -79,21 +124,29 @@ impl ModelSettings {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct AgentSpec {
-    /// Unique within the workspace; `spawn_agents` and the CLI name agents by it. 1..=100 characters.
+    /// Unique within the workspace; `spawn_agents` and the CLI name agents by it. 1..=100 characters, not only
+    /// spaces (it is trimmed).
+    #[cfg_attr(feature = "ssr", schema(min_length = 1, max_length = 100, pattern = r"\S"))]
     pub name: String,
     #[serde(default)]
     pub description: String,
+    /// At most 64 KiB of UTF-8 (the schema's limit in characters is one any such text meets).
     #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(max_length = 16384))]
     pub system_prompt: String,
-    /// `provider:model`: `openai:<model>` or `script:<file>` (a scripted list of model turns).
+    /// `provider:model`: `openai:<model>` or `script:<file>` (a scripted list of model turns, a file in the server's
+    /// scripts directory).
+    #[cfg_attr(feature = "ssr", schema(pattern = r"^(openai|script):.*\S"))]
     pub model: String,
-    /// The tools the agent may call: `ask_user`, `spawn_agents`, `http_request`, `shell`.
+    /// The tools the agent may call, each once.
     #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(schema_with = tool_list_schema))]
     pub tools: Vec<String>,
     #[serde(default)]
     pub approval_policy: ApprovalPolicy,
     /// The step budget of each segment (default 50).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ssr", schema(minimum = 1, maximum = 500))]
     pub max_steps: Option<u32>,
     #[serde(default, skip_serializing_if = "ModelSettings::is_empty")]
     pub model_settings: ModelSettings,
@@ -170,14 +223,19 @@ pub struct NewRun {
     /// An agent definition used for this run only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<AgentSpec>,
-    /// The task, as the first user message.
+    /// The task, as the first user message, not empty: at most 64 KiB of UTF-8 (the schema's limit in characters is one any
+    /// such text meets).
+    #[cfg_attr(feature = "ssr", schema(min_length = 1, max_length = 16384, pattern = r"\S"))]
     pub input: String,
+    /// 1..=100 characters, not only spaces.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ssr", schema(min_length = 1, max_length = 100, pattern = r"\S"))]
     pub project: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_run_id: Option<Uuid>,
     /// The step budget of each segment; defaults to the agent's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ssr", schema(minimum = 1, maximum = 500))]
     pub max_steps: Option<u32>,
     /// `server` (default) or `client`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -328,8 +386,9 @@ pub struct ToolDecision {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ResumeRequest {
-    /// A user message added after the answers, e.g. guidance for the next segment.
+    /// A user message added after the answers, e.g. guidance for the next segment. At most 10 000 characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ssr", schema(max_length = 10000))]
     pub prompt: Option<String>,
     /// Decisions on tool calls pending approval; the ones left undecided are rejected.
     #[serde(default)]

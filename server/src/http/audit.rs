@@ -37,12 +37,15 @@ pub struct FilterQuery {
     /// The actor's name, exactly.
     actor: Option<String>,
     /// `human`, `token`, `policy` or `timeout`.
+    #[param(value_type = Option<ActorKind>)]
     actor_kind: Option<String>,
     /// The id of the question, tool call, run, token... the entry is about.
     subject_id: Option<String>,
     /// Entries at or after this time (RFC 3339).
+    #[param(value_type = Option<String>, format = DateTime)]
     since: Option<String>,
     /// Entries before this time (RFC 3339).
+    #[param(value_type = Option<String>, format = DateTime)]
     until: Option<String>,
 }
 
@@ -89,6 +92,7 @@ struct PageQuery {
     #[param(minimum = 1, maximum = 200)]
     limit: Option<u32>,
     /// The `next_cursor` of the previous page.
+    #[param(pattern = r"^(s\.-?[0-9]{1,18})?$")]
     cursor: Option<String>,
 }
 

@@ -47,7 +47,7 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
 /// The whole application, ready to serve or to test with `oneshot`.
 pub fn router(state: AppState) -> Router {
     let (routes, document) = api_routes();
-    let document = Arc::new(document);
+    let document = Arc::new(openapi::served_document(&document, &state.config));
     let api_fallback = Router::new()
         .route("/api/v1/openapi.json", get(move || async move { Json(document.as_ref().clone()) }))
         .route("/api/v1/{*rest}", axum::routing::any(|| async { AppError::NotFound("route") }));

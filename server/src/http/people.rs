@@ -38,7 +38,19 @@ struct ListQuery {
     cursor: Option<String>,
 }
 
-fn parse_query(query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>) -> ApiResult<ListQuery> {
+/// The page parameters of `GET /tokens`, whose cursors are token ids.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct TokenListQuery {
+    /// 1..=200, default 50.
+    #[param(minimum = 1, maximum = 200)]
+    limit: Option<u32>,
+    /// The `next_cursor` of the previous page.
+    #[param(pattern = r"^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})?$")]
+    cursor: Option<String>,
+}
+
+fn parse_query<T>(query: Result<Query<T>, axum::extract::rejection::QueryRejection>) -> ApiResult<T> {
     query.map(|Query(q)| q).map_err(|err| AppError::BadRequest(err.body_text()))
 }
 
@@ -108,12 +120,12 @@ async fn remove_member(
 }
 
 /// `GET /tokens` (admin): the workspace's tokens, newest first, without secrets.
-#[utoipa::path(get, path = "/tokens", tag = "people", params(ListQuery),
+#[utoipa::path(get, path = "/tokens", tag = "people", params(TokenListQuery),
     responses((status = 200, description = "A page of tokens", body = Page<TokenInfo>), ErrorResponses))]
 async fn list_tokens(
     State(state): State<AppState>,
     caller: Caller,
-    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+    query: Result<Query<TokenListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> ApiResult<ApiJson<Page<TokenInfo>>> {
     people::require_admin(&caller)?;
     let query = parse_query(query)?;

@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use crate::auth::Caller;
 use crate::error::{ApiJson, ApiResult, AppError};
-use crate::http::openapi::ErrorResponses;
+use crate::http::openapi::{ErrorResponses, IdempotencyHeader};
 use crate::questions::{self as domain, TimeoutBounds, build_question};
 use crate::state::AppState;
 use crate::store::{IdempotencyKey, NewEvent, QuestionCursor, QuestionFilter, QuestionSort, StoreError};
@@ -51,7 +51,7 @@ const IDEMPOTENCY_KEY_MAX: usize = 255;
 
 /// `POST /questions`: 201 with the new question, or 200 with the first one for a repeated `Idempotency-Key`.
 #[utoipa::path(post, path = "/questions", tag = "questions", request_body = NewQuestion,
-    params(("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key returns the first result")),
+    params(IdempotencyHeader),
     responses(
         (status = 201, description = "Created", body = Question),
         (status = 200, description = "A retry with an Idempotency-Key seen before: the first question", body = Question),
@@ -164,7 +164,11 @@ struct ListQuery {
     /// 1..=200, default 50.
     #[param(minimum = 1, maximum = 200)]
     limit: Option<u32>,
-    /// The `next_cursor` of the previous page.
+    /// The `next_cursor` of the previous page, listed with the same `sort` (`c.` cursors are `created_desc`'s,
+    /// `d.` cursors `deadline`'s).
+    #[param(
+        pattern = r"^(c\.[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|d\.(none|-?[0-9]{1,18})\.[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})?$"
+    )]
     cursor: Option<String>,
 }
 

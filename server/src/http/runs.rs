@@ -11,7 +11,7 @@ use uuid::Uuid;
 use crate::auth::Caller;
 use crate::error::{ApiJson, ApiResult, AppError};
 use crate::http::agents::page_limit;
-use crate::http::openapi::ErrorResponses;
+use crate::http::openapi::{ErrorResponses, IdempotencyHeader};
 use crate::http::questions::idempotency_key;
 use crate::runs::{self as domain, load_run};
 use crate::state::AppState;
@@ -39,7 +39,7 @@ fn bad_query(err: axum::extract::rejection::QueryRejection) -> AppError {
 
 /// `POST /runs`: 201 with the queued run (200 with the first one for a repeated `Idempotency-Key`).
 #[utoipa::path(post, path = "/runs", tag = "runs", request_body = NewRun,
-    params(("Idempotency-Key" = Option<String>, Header, description = "A retry with the same key returns the first result")),
+    params(IdempotencyHeader),
     responses(
         (status = 201, description = "Created and queued", body = Run),
         (status = 200, description = "A retry with an Idempotency-Key seen before: the first run", body = Run),
@@ -68,6 +68,7 @@ struct RunListQuery {
     #[param(minimum = 1, maximum = 200)]
     limit: Option<u32>,
     /// The `next_cursor` of the previous page.
+    #[param(pattern = r"^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})?$")]
     cursor: Option<String>,
 }
 
@@ -123,6 +124,7 @@ struct MessageListQuery {
     #[param(minimum = 1, maximum = 200)]
     limit: Option<u32>,
     /// The `next_cursor` of the previous page.
+    #[param(pattern = r"^(-?[0-9]{1,9})?$")]
     cursor: Option<String>,
 }
 
@@ -176,6 +178,7 @@ struct ToolCallListQuery {
     #[param(minimum = 1, maximum = 200)]
     limit: Option<u32>,
     /// The `next_cursor` of the previous page.
+    #[param(pattern = r"^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})?$")]
     cursor: Option<String>,
 }
 

@@ -21,6 +21,37 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(worker_call))
 }
 
+/// What the OpenAPI document says of a worker operation's body: `op` is required and names one of the
+/// operations of [`WorkerCall`]; the operation's own fields are the worker protocol's, not a public contract.
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+struct WorkerCallFrame {
+    op: WorkerOp,
+}
+
+/// The operations of [`WorkerCall`], by their wire names.
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)]
+enum WorkerOp {
+    Claim,
+    RenewLease,
+    CurrentSegment,
+    Messages,
+    AppendMessages,
+    ToolCalls,
+    UpdateToolCall,
+    TakeResumePrompt,
+    Release,
+    Question,
+    CreateQuestion,
+    AgentByName,
+    CreateRun,
+    PrepareResume,
+    Runs,
+    WorkspaceName,
+}
+
 fn lease(seconds: u32) -> Duration {
     Duration::seconds(i64::from(seconds.clamp(3, MAX_LEASE_SECONDS)))
 }
@@ -45,13 +76,13 @@ fn fenced(err: StoreError) -> AppError {
 /// `POST /runs/{id}/worker`: one operation of the worker protocol, for a run with `executor: client` that the
 /// caller may read. Writes are fenced on the caller's lease (409 once it is lost).
 #[utoipa::path(post, path = "/runs/{id}/worker", tag = "runs", params(("id" = Uuid, Path, description = "The run's id")),
-    request_body(content = Value, description = "A worker operation: {\"op\": \"claim\" | \"append_messages\" | ..., ...}"),
+    request_body(content = WorkerCallFrame, description = "A worker operation: `op` names it, the other fields are its own"),
     responses((status = 200, description = "The operation's reply", body = Value), ErrorResponses))]
 async fn worker_call(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    ApiJson(call): ApiJson<WorkerCall>,
+    ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<ApiJson<Value>> {
     caller.require_ask()?;
     let id = Uuid::parse_str(&id).map_err(|_| AppError::NotFound("run"))?;
@@ -60,6 +91,9 @@ async fn worker_call(
     if run.executor != RunExecutor::Client.as_str() {
         return Err(AppError::Conflict { message: "the server's workers execute this run".into(), details: None });
     }
+    // Read once the run is known to be the caller's: what a run's protocol accepts says nothing of other runs.
+    let call: WorkerCall = serde_json::from_value(body)
+        .map_err(|err| AppError::Invalid { message: format!("the body does not fit: {err}"), details: None })?;
     let workspace_id = run.workspace_id;
     match call {
         WorkerCall::Claim { owner, lease_seconds } => {
