@@ -12,18 +12,14 @@ use crate::types::{AnswerBody, FormField, Question, QuestionOption, ResponseType
 
 /// The options of an error-recovery question: the three the spec names, then the question's own.
 pub fn recovery_options(question: &Question) -> Vec<QuestionOption> {
-    let mut options: Vec<QuestionOption> = [
-        ("retry", "Retry", "Try the failed step again"),
-        ("skip", "Skip", "Leave it out and go on"),
-        ("abort", "Abort", "Stop the run"),
-    ]
-    .into_iter()
-    .map(|(value, label, description)| QuestionOption {
-        value: value.into(),
-        label: label.into(),
-        description: Some(description.into()),
-    })
-    .collect();
+    let mut options: Vec<QuestionOption> = crate::types::RECOVERY_ACTIONS
+        .into_iter()
+        .map(|(value, label, description)| QuestionOption {
+            value: value.into(),
+            label: label.into(),
+            description: Some(description.into()),
+        })
+        .collect();
     options.extend(question.options.iter().cloned());
     options
 }

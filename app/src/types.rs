@@ -248,6 +248,74 @@ pub struct AnswerBody {
     pub edited_arguments: Option<Value>,
 }
 
+/// The answers every error-recovery question understands besides its own options (spec §3): `(value, label,
+/// what it does)`.
+pub const RECOVERY_ACTIONS: [(&str, &str, &str); 3] = [
+    ("retry", "Retry", "Try the failed step again"),
+    ("skip", "Skip", "Leave it out and go on"),
+    ("abort", "Abort", "Stop the run"),
+];
+
+/// Whether `value` is one of the [`RECOVERY_ACTIONS`].
+pub fn is_recovery_action(value: &str) -> bool {
+    RECOVERY_ACTIONS.iter().any(|(action, _, _)| *action == value)
+}
+
+/// The body of `POST /questions/answer-batch`: 1..=200 answers, each applied on its own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct AnswerBatch {
+    #[cfg_attr(feature = "ssr", schema(min_items = 1, max_items = 200))]
+    pub items: Vec<AnswerBatchItem>,
+}
+
+/// One answer of a batch: the question's id and an [`AnswerBody`]'s fields.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct AnswerBatchItem {
+    /// The question's id; one that is not a UUID is reported as `not_found` on its item.
+    pub id: String,
+    pub value: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited_arguments: Option<Value>,
+}
+
+wire_enum! {
+    /// What became of one item of a batch.
+    AnswerBatchStatus {
+        Answered = "answered",
+        /// The question had left `pending` (`error` says who answered it).
+        Conflict = "conflict",
+        Invalid = "invalid",
+        NotFound = "not_found",
+        /// The caller may not answer that one.
+        Forbidden = "forbidden",
+        /// The server failed on it; the other items are still answered or refused each on its own.
+        Error = "error",
+    }
+}
+
+/// The answer of `POST /questions/answer-batch`: one result per item, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct AnswerBatchResults {
+    pub results: Vec<AnswerBatchResult>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct AnswerBatchResult {
+    pub id: String,
+    pub status: AnswerBatchStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorDetail>,
+    /// The answered question.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<Question>,
+}
+
 /// The body of `POST /questions`: the fields of spec §3 a caller may set.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]

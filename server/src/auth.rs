@@ -98,6 +98,11 @@ impl Caller {
         self.principal.role
     }
 
+    /// What the caller may see of its workspace.
+    pub fn visibility(&self) -> crate::visibility::Visibility {
+        crate::visibility::Visibility::of(self.role(), self.principal.id)
+    }
+
     /// Refuses with 403 unless the caller's role may create questions.
     pub fn require_ask(&self) -> Result<(), AppError> {
         if self.role().may_ask() {

@@ -248,21 +248,21 @@ async fn create_token(workspace: &str, role: Role, name: &str, database: &Databa
     // Whoever runs the command on the server's machine, named by their login as far as the environment says.
     let operator = std::env::var("USER").or_else(|_| std::env::var("USERNAME")).unwrap_or_else(|_| "unknown".into());
     let actor = AuditActor { kind: ActorKind::Human, id: None, name: format!("holdpoint token create ({operator})") };
-    store
-        .insert_token(
-            &TokenRow {
-                id: Uuid::now_v7(),
-                workspace_id: workspace_row.id,
-                name: name.to_owned(),
-                role,
-                secret_hash: hash_secret(&secret),
-                created_at: crate::store::now(),
-                created_by: Some("cli".into()),
-            },
-            &actor,
-        )
-        .await
-        .map_err(|e| e.to_string())?;
+    crate::people::store_token(
+        store.as_ref(),
+        &TokenRow {
+            id: Uuid::now_v7(),
+            workspace_id: workspace_row.id,
+            name: name.to_owned(),
+            role,
+            secret_hash: hash_secret(&secret),
+            created_at: crate::store::now(),
+            created_by: Some("cli".into()),
+        },
+        &actor,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
     eprintln!("Created token {name:?} (role {role}) for workspace {workspace:?}. It is shown only this once:");
     println!("{secret}");
     Ok(())
@@ -311,26 +311,23 @@ async fn user_command(command: UserCommand) -> Result<(), CliError> {
                         created_at: crate::store::now(),
                         disabled_at: None,
                     };
-                    store.insert_user(&user).await.map_err(|e| failed(e.to_string()))?;
+                    store.insert_user(&user, &[]).await.map_err(|e| failed(e.to_string()))?;
                     user
                 }
             };
-            store.insert_membership(workspace_row.id, user.id, role).await.map_err(|e| match e {
-                crate::store::StoreError::Duplicate(_) => {
-                    failed(format!("{username} is a member of {workspace:?} already"))
-                }
-                other => failed(other.to_string()),
-            })?;
-            audit_operator_action(
-                store.as_ref(),
+            let added = operator_action(
                 workspace_row.id,
                 crate::audit::action::MEMBER_ADDED,
                 user.id,
                 serde_json::json!({ "username": username, "role": role }),
                 "holdpoint user create",
-            )
-            .await
-            .map_err(failed)?;
+            );
+            store.insert_membership(workspace_row.id, user.id, role, &[added]).await.map_err(|e| match e {
+                crate::store::StoreError::Duplicate(_) => {
+                    failed(format!("{username} is a member of {workspace:?} already"))
+                }
+                other => failed(other.to_string()),
+            })?;
             eprintln!("{username} is now {} of workspace {workspace:?}.", role.with_article());
             Ok(())
         }
@@ -343,19 +340,23 @@ async fn user_command(command: UserCommand) -> Result<(), CliError> {
                 .ok_or_else(|| failed(format!("there is no account {username:?}")))?;
             let password = read_password(password_stdin)?;
             let hash = crate::people::hash_password(password).await.map_err(|e| failed(e.to_string()))?;
-            store.set_password(user.id, &hash).await.map_err(|e| failed(e.to_string()))?;
-            for workspace_id in store.workspaces_of(user.id).await.map_err(|e| failed(e.to_string()))? {
-                audit_operator_action(
-                    store.as_ref(),
-                    workspace_id,
-                    crate::audit::action::PASSWORD_CHANGED,
-                    user.id,
-                    serde_json::json!({ "username": username }),
-                    "holdpoint user set-password",
-                )
+            // Recorded in every workspace the person acts in, with the change.
+            let recorded: Vec<_> = store
+                .workspaces_of(user.id)
                 .await
-                .map_err(failed)?;
-            }
+                .map_err(|e| failed(e.to_string()))?
+                .into_iter()
+                .map(|workspace_id| {
+                    operator_action(
+                        workspace_id,
+                        crate::audit::action::PASSWORD_CHANGED,
+                        user.id,
+                        serde_json::json!({ "username": username }),
+                        "holdpoint user set-password",
+                    )
+                })
+                .collect();
+            store.set_password(user.id, &hash, &recorded).await.map_err(|e| failed(e.to_string()))?;
             eprintln!("The password of {username} is set.");
             Ok(())
         }
@@ -380,16 +381,15 @@ async fn verify_audit(database: &DatabaseLocation) -> Result<u8, String> {
 }
 
 /// Records what an operator did on the server's machine, named by their login as far as the environment says.
-async fn audit_operator_action(
-    store: &dyn store::Store,
+fn operator_action(
     workspace_id: Uuid,
     action: &str,
     user_id: Uuid,
     after: serde_json::Value,
     command: &str,
-) -> Result<(), String> {
+) -> store::NewAuditEntry {
     let operator = std::env::var("USER").or_else(|_| std::env::var("USERNAME")).unwrap_or_else(|_| "unknown".into());
-    let entry = store::NewAuditEntry {
+    store::NewAuditEntry {
         workspace_id,
         actor: AuditActor { kind: ActorKind::Human, id: None, name: format!("{command} ({operator})") },
         action: action.to_owned(),
@@ -399,8 +399,7 @@ async fn audit_operator_action(
         after: Some(after),
         diff: None,
         created_at: store::now(),
-    };
-    store.append_audit(&entry).await.map(|_| ()).map_err(|e| e.to_string())
+    }
 }
 
 async fn open_store(database: &DatabaseLocation) -> Result<std::sync::Arc<dyn store::Store>, String> {

@@ -283,9 +283,7 @@ async fn local_token(state: &crate::state::AppState, identity: LocalIdentity) ->
         created_by: Some("cli".into()),
     };
     let actor = crate::store::AuditActor::policy("embedded engine", None);
-    state
-        .store
-        .insert_token(&row, &actor)
+    crate::people::store_token(state.store.as_ref(), &row, &actor)
         .await
         .map_err(|e| CliError::Failed(format!("cannot create the CLI token: {e}")))?;
     write_private(&path, &secret)?;

@@ -116,7 +116,9 @@ async fn create_token(store: &dyn Store, workspace_id: Uuid) -> Result<(Uuid, St
         created_by: Some("demo".into()),
     };
     let actor = AuditActor::policy("holdpoint demo", None);
-    store.insert_token(&token, &actor).await.map_err(|e| format!("cannot create the demo token: {e}"))?;
+    crate::people::store_token(store, &token, &actor)
+        .await
+        .map_err(|e| format!("cannot create the demo token: {e}"))?;
     Ok((token.id, secret))
 }
 

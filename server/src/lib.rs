@@ -25,5 +25,6 @@ pub mod runtime;
 pub mod server;
 pub mod state;
 pub mod store;
+pub mod visibility;
 pub mod web;
 pub mod worker_api;

@@ -14,16 +14,15 @@ use crate::store::{
     AuditActor, MembershipChange, NewAuditEntry, Principal, SigninLinkRow, Store, StoreError, TokenRow, UserRow, now,
 };
 
-/// Appends a security-relevant action by `caller` to its workspace's audit log.
-async fn audit(
-    store: &dyn Store,
+/// The audit entry of a security-relevant action by `caller` in its workspace.
+fn entry_by(
     caller: &Caller,
     action: &str,
     subject: (&str, Uuid),
     before: Option<serde_json::Value>,
     after: Option<serde_json::Value>,
-) -> Result<(), AppError> {
-    let entry = NewAuditEntry {
+) -> NewAuditEntry {
+    NewAuditEntry {
         workspace_id: caller.workspace_id(),
         actor: AuditActor::from(caller),
         action: action.to_owned(),
@@ -33,9 +32,13 @@ async fn audit(
         after,
         diff: None,
         created_at: now(),
-    };
-    store.append_audit(&entry).await?;
-    Ok(())
+    }
+}
+
+/// Stores a new token with the `token.created` entry recording it (by `actor`) in one transaction; `false`, and
+/// nothing stored, if a token with the same secret exists already.
+pub async fn store_token(store: &dyn Store, token: &TokenRow, actor: &AuditActor) -> Result<bool, StoreError> {
+    store.insert_token(token, &crate::audit::token_created(token, actor)).await
 }
 
 pub const USERNAME_MAX_CHARS: usize = 64;
@@ -178,17 +181,20 @@ pub async fn add_member(store: &dyn Store, caller: &Caller, input: NewMember) ->
                 created_at: now(),
                 disabled_at: None,
             };
-            store.insert_user(&user).await.map_err(conflict_on_duplicate)?;
-            tracing::info!(username = %user.username, "account created");
             let after = serde_json::json!({ "username": user.username, "display_name": user.display_name });
-            audit(store, caller, action::USER_CREATED, ("user", user.id), None, Some(after)).await?;
+            let created = entry_by(caller, action::USER_CREATED, ("user", user.id), None, Some(after));
+            store.insert_user(&user, &[created]).await.map_err(conflict_on_duplicate)?;
+            tracing::info!(username = %user.username, "account created");
             user
         }
     };
-    store.insert_membership(caller.workspace_id(), user.id, input.role).await.map_err(conflict_on_duplicate)?;
-    tracing::info!(username = %user.username, role = %input.role, workspace = %caller.principal.workspace, "member added");
     let after = serde_json::json!({ "username": user.username, "role": input.role });
-    audit(store, caller, action::MEMBER_ADDED, ("user", user.id), None, Some(after)).await?;
+    let added = entry_by(caller, action::MEMBER_ADDED, ("user", user.id), None, Some(after));
+    store
+        .insert_membership(caller.workspace_id(), user.id, input.role, &[added])
+        .await
+        .map_err(conflict_on_duplicate)?;
+    tracing::info!(username = %user.username, role = %input.role, workspace = %caller.principal.workspace, "member added");
     let row = store.member(caller.workspace_id(), user.id).await?.ok_or(AppError::NotFound("member"))?;
     Ok(row.to_member()?)
 }
@@ -199,12 +205,12 @@ pub async fn change_role(store: &dyn Store, caller: &Caller, user_id: Uuid, role
     if role == Role::Agent {
         return Err(AppError::invalid_field("role", "people hold human roles: viewer, responder, approver or admin"));
     }
-    match store.change_role(caller.workspace_id(), user_id, role).await? {
-        MembershipChange::Changed { before } => {
-            tracing::info!(%user_id, %before, after = %role, "role changed");
-            let (before, after) = (serde_json::json!({ "role": before }), serde_json::json!({ "role": role }));
-            audit(store, caller, action::ROLE_CHANGED, ("user", user_id), Some(before), Some(after)).await?;
-        }
+    let changed = |before: Role| {
+        let (before, after) = (serde_json::json!({ "role": before }), serde_json::json!({ "role": role }));
+        entry_by(caller, action::ROLE_CHANGED, ("user", user_id), Some(before), Some(after))
+    };
+    match store.change_role(caller.workspace_id(), user_id, role, &changed).await? {
+        MembershipChange::Changed { before } => tracing::info!(%user_id, %before, after = %role, "role changed"),
         MembershipChange::NotMember => return Err(AppError::NotFound("member")),
         MembershipChange::LastAdmin => return Err(last_admin()),
     }
@@ -215,11 +221,13 @@ pub async fn change_role(store: &dyn Store, caller: &Caller, user_id: Uuid, role
 /// `DELETE /members/{user_id}`: the person loses access to the workspace at once (their sessions there end).
 pub async fn remove_member(store: &dyn Store, caller: &Caller, user_id: Uuid) -> Result<(), AppError> {
     require_admin(caller)?;
-    match store.remove_member(caller.workspace_id(), user_id).await? {
+    let removed = |before: Role| {
+        entry_by(caller, action::MEMBER_REMOVED, ("user", user_id), Some(serde_json::json!({ "role": before })), None)
+    };
+    match store.remove_member(caller.workspace_id(), user_id, &removed).await? {
         MembershipChange::Changed { before } => {
             tracing::info!(%user_id, %before, "member removed");
-            let before = serde_json::json!({ "role": before });
-            audit(store, caller, action::MEMBER_REMOVED, ("user", user_id), Some(before), None).await
+            Ok(())
         }
         MembershipChange::NotMember => Err(AppError::NotFound("member")),
         MembershipChange::LastAdmin => Err(last_admin()),
@@ -256,7 +264,7 @@ pub async fn create_token(store: &dyn Store, caller: &Caller, input: NewToken) -
         created_at: now(),
         created_by: Some(caller.principal.name.clone()),
     };
-    store.insert_token(&row, &AuditActor::from(caller)).await?;
+    store_token(store, &row, &AuditActor::from(caller)).await?;
     tracing::info!(token = %row.id, name = %row.name, role = %row.role, by = %caller.principal.name, "token created");
     let info = store.token_info(caller.workspace_id(), row.id).await?.ok_or(AppError::NotFound("token"))?;
     Ok(CreatedToken { token: info.to_token_info()?, secret })
@@ -267,7 +275,9 @@ pub async fn create_token(store: &dyn Store, caller: &Caller, input: NewToken) -
 pub async fn revoke_token(store: &dyn Store, caller: &Caller, id: Uuid) -> Result<TokenInfo, AppError> {
     require_admin(caller)?;
     let at = now();
-    let row = store.revoke_token(caller.workspace_id(), id, at).await?.ok_or(AppError::NotFound("token"))?;
+    let (before, after) = (serde_json::json!({ "revoked_at": null }), serde_json::json!({ "revoked_at": at }));
+    let revoked = entry_by(caller, action::TOKEN_REVOKED, ("token", id), Some(before), Some(after));
+    let row = store.revoke_token(caller.workspace_id(), id, at, &revoked).await?.ok_or(AppError::NotFound("token"))?;
     if row.revoked_at != Some(at) {
         return Err(AppError::Conflict {
             message: "the token is revoked already".into(),
@@ -275,9 +285,6 @@ pub async fn revoke_token(store: &dyn Store, caller: &Caller, id: Uuid) -> Resul
         });
     }
     tracing::info!(token = %id, by = %caller.principal.name, "token revoked");
-    let (before, after) =
-        (serde_json::json!({ "revoked_at": null }), serde_json::json!({ "revoked_at": row.revoked_at }));
-    audit(store, caller, action::TOKEN_REVOKED, ("token", id), Some(before), Some(after)).await?;
     Ok(row.to_token_info()?)
 }
 
@@ -299,10 +306,10 @@ pub async fn change_password(
             return Err(AppError::Forbidden("the current password is not right".into()));
         }
     }
-    store.set_password(user.id, &hash_password(new_password).await?).await?;
-    tracing::info!(username = %user.username, "password changed");
     // Never the password or its hash: only that it changed.
-    audit(store, caller, action::PASSWORD_CHANGED, ("user", user.id), None, None).await?;
+    let changed = entry_by(caller, action::PASSWORD_CHANGED, ("user", user.id), None, None);
+    store.set_password(user.id, &hash_password(new_password).await?, &[changed]).await?;
+    tracing::info!(username = %user.username, "password changed");
     Ok(())
 }
 
@@ -324,7 +331,7 @@ pub async fn first_start_signin_code(store: &dyn Store, workspace_id: Uuid) -> R
                 created_at: now(),
                 disabled_at: None,
             };
-            match store.insert_user(&user).await {
+            match store.insert_user(&user, &[]).await {
                 Ok(()) => user,
                 // Another instance starting at the same moment created it.
                 Err(StoreError::Duplicate(_)) => {
@@ -334,7 +341,7 @@ pub async fn first_start_signin_code(store: &dyn Store, workspace_id: Uuid) -> R
             }
         }
     };
-    match store.insert_membership(workspace_id, user.id, Role::Admin).await {
+    match store.insert_membership(workspace_id, user.id, Role::Admin, &[]).await {
         Ok(()) | Err(StoreError::Duplicate(_)) => {}
         Err(err) => return Err(err),
     }

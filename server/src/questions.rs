@@ -30,8 +30,6 @@ pub const SEARCH_MAX_CHARS: usize = app::SEARCH_MAX_CHARS;
 const OPTIONS_MIN: usize = 2;
 const OPTIONS_MAX: usize = 20;
 const FIELDS_MAX: usize = 10;
-/// The answers every error-recovery question understands, besides its own options.
-pub const RECOVERY_ACTIONS: [&str; 3] = ["retry", "skip", "abort"];
 
 /// Field-level validation errors, collected so a caller learns of all of them at once.
 #[derive(Debug, Default)]
@@ -59,11 +57,19 @@ impl FieldErrors {
     }
 }
 
-/// Limits that depend on configuration.
+/// The timeouts a question may have, as the operator configured them (`HOLDPOINT_MIN_TIMEOUT_SECONDS`,
+/// `HOLDPOINT_MAX_TIMEOUT_SECONDS`).
 #[derive(Debug, Clone, Copy)]
 pub struct TimeoutBounds {
     pub min_seconds: i64,
     pub max_seconds: i64,
+}
+
+impl TimeoutBounds {
+    /// The bounds every door applies to the questions it asks.
+    pub fn configured(config: &crate::config::ServeConfig) -> Self {
+        TimeoutBounds { min_seconds: config.min_timeout_seconds, max_seconds: config.max_timeout_seconds }
+    }
 }
 
 /// The parts of a question an answer is checked against.
@@ -146,7 +152,7 @@ pub fn build_question(
         ResponseType::ErrorRecovery => {
             check_options(&input.options, "options", 0, &mut errors);
             for (i, option) in input.options.iter().enumerate() {
-                if RECOVERY_ACTIONS.contains(&option.value.as_str()) {
+                if app::types::is_recovery_action(&option.value) {
                     errors.add(
                         format!("options[{i}].value"),
                         format!("{:?} is built in; choose another value", option.value),
@@ -325,7 +331,7 @@ fn check_value_of_type(
         ResponseType::Choice => check_choice(value, options, field, errors),
         ResponseType::MultiChoice => check_multi_choice(value, options, field, errors),
         ResponseType::ErrorRecovery => match value.as_str() {
-            Some(action) if RECOVERY_ACTIONS.contains(&action) || options.iter().any(|o| o.value == action) => {}
+            Some(action) if app::types::is_recovery_action(action) || options.iter().any(|o| o.value == action) => {}
             _ => errors.add(field, "must be retry, skip, abort or one of the options"),
         },
         ResponseType::Form => errors.add(field, "forms cannot nest"),
@@ -599,7 +605,7 @@ pub async fn answer_question(
         None => store.question(caller.workspace_id(), id).await?.ok_or(AppError::NotFound("question"))?,
     };
     // Before any other refusal: what the caller may not see is missing, not forbidden.
-    if !visible_to(caller, &row) {
+    if !caller.visibility().sees(row.created_by) {
         return Err(AppError::NotFound("question"));
     }
     let question = row.to_question(&caller.principal.workspace)?;
@@ -648,12 +654,6 @@ pub fn check_search_text(text: &str) -> Result<(), AppError> {
     Ok(())
 }
 
-/// Whether the caller may see a question of its workspace: an `agent` token sees only the questions it asked
-/// (spec §2: agents "read their own"); people and other tokens see them all.
-pub fn visible_to(caller: &Caller, row: &QuestionRow) -> bool {
-    caller.role() != Role::Agent || row.created_by == Some(caller.principal.id)
-}
-
 /// Cancels a pending question; the reason, if any, is kept as the response's comment.
 pub async fn cancel_question(
     store: &dyn Store,
@@ -667,7 +667,7 @@ pub async fn cancel_question(
         return Err(AppError::Forbidden(format!("{} may not cancel questions", caller.role().with_article())));
     }
     let row = store.question(caller.workspace_id(), id).await?.ok_or(AppError::NotFound("question"))?;
-    if !visible_to(caller, &row) {
+    if !caller.visibility().sees(row.created_by) {
         return Err(AppError::NotFound("question"));
     }
     // Whoever asked may withdraw the question; anyone else ends it for the asker, as an answer would, and needs the

@@ -155,7 +155,7 @@ pub async fn to_wire(store: &dyn Store, row: &RunRow, workspace: &str) -> Result
 /// Loads a run of the caller's workspace; an `agent` token sees only the runs it created.
 pub async fn load_run(store: &dyn Store, caller: &Caller, id: Uuid) -> Result<RunRow, AppError> {
     let row = store.run(caller.workspace_id(), id).await?.ok_or(AppError::NotFound("run"))?;
-    if caller.role() == Role::Agent && row.created_by != Some(caller.principal.id) {
+    if !caller.visibility().sees(row.created_by) {
         return Err(AppError::NotFound("run"));
     }
     Ok(row)

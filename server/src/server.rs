@@ -55,20 +55,20 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
     let store = store::connect_with(&url, settings).await?;
     let workspace = store.ensure_workspace(DEFAULT_WORKSPACE).await?;
     if let Some(secret) = &config.bootstrap_token {
-        let created = store
-            .insert_token(
-                &TokenRow {
-                    id: Uuid::now_v7(),
-                    workspace_id: workspace.id,
-                    name: "bootstrap".into(),
-                    role: Role::Admin,
-                    secret_hash: hash_secret(secret.expose()),
-                    created_at: crate::store::now(),
-                    created_by: Some("bootstrap".into()),
-                },
-                &AuditActor::policy("bootstrap token configuration", None),
-            )
-            .await?;
+        let created = crate::people::store_token(
+            store.as_ref(),
+            &TokenRow {
+                id: Uuid::now_v7(),
+                workspace_id: workspace.id,
+                name: "bootstrap".into(),
+                role: Role::Admin,
+                secret_hash: hash_secret(secret.expose()),
+                created_at: crate::store::now(),
+                created_by: Some("bootstrap".into()),
+            },
+            &AuditActor::policy("bootstrap token configuration", None),
+        )
+        .await?;
         if created {
             tracing::info!("created the bootstrap admin token for workspace {DEFAULT_WORKSPACE:?}");
         }

@@ -31,6 +31,7 @@ use crate::state::AppState;
 use crate::store::{
     AuditQuery, QuestionFilter, QuestionSort, QuestionSummaryRow, RunFilter, SessionRow, Store, ToolCallFilter,
 };
+use crate::visibility::Visibility;
 
 /// Pages and server functions, behind the session check; the sign-in page, the auth endpoints and the site's
 /// static files are open.
@@ -297,10 +298,10 @@ struct StoreUiBackend {
     store: Arc<dyn Store>,
 }
 
-/// Spec §2: an `agent` token reads only what it created, in a browser session as in the REST API: the creator a
-/// list is narrowed to, if any.
-fn created_by_filter(session: &SessionInfo) -> Option<uuid::Uuid> {
-    (session.role == app::types::Role::Agent).then_some(session.principal_id)
+/// What the session may see: the same rule as the REST API's (an `agent` token's session sees only what it
+/// created).
+fn visibility(session: &SessionInfo) -> Visibility {
+    Visibility::of(session.role, session.principal_id)
 }
 
 /// The store's filter for one of the UI's lists of questions, narrowed as the session's role requires.
@@ -316,14 +317,9 @@ fn question_filter(session: &SessionInfo, filter: &app::InboxFilter, limit: u32)
         text: filter.text.clone(),
         sort: if filter.by_deadline { QuestionSort::Deadline } else { QuestionSort::CreatedDesc },
         limit,
-        created_by: created_by_filter(session),
+        created_by: visibility(session).created_by_filter(),
         ..Default::default()
     })
-}
-
-/// Whether the session may see a question or run created by `created_by` (the same rule as `created_by_filter`).
-fn sees(session: &SessionInfo, created_by: Option<uuid::Uuid>) -> bool {
-    created_by_filter(session).is_none_or(|creator| created_by == Some(creator))
 }
 
 #[async_trait::async_trait]
@@ -384,7 +380,13 @@ impl UiBackend for StoreUiBackend {
         project: Option<String>,
         limit: u32,
     ) -> Result<Page<app::types::Run>, String> {
-        let filter = RunFilter { status, project, limit, created_by: created_by_filter(session), ..Default::default() };
+        let filter = RunFilter {
+            status,
+            project,
+            limit,
+            created_by: visibility(session).created_by_filter(),
+            ..Default::default()
+        };
         let rows = self.store.list_runs(session.workspace_id, &filter).await.map_err(|e| e.to_string())?;
         let mut items = Vec::with_capacity(rows.len());
         for row in &rows {
@@ -397,7 +399,7 @@ impl UiBackend for StoreUiBackend {
 
     async fn run_detail(&self, session: &SessionInfo, id: uuid::Uuid) -> Result<Option<app::RunTimeline>, String> {
         let found = self.store.run(session.workspace_id, id).await.map_err(|e| e.to_string())?;
-        let Some(row) = found.filter(|r| sees(session, r.created_by)) else {
+        let Some(row) = found.filter(|r| visibility(session).sees(r.created_by)) else {
             return Ok(None);
         };
         let run =
@@ -425,7 +427,7 @@ impl UiBackend for StoreUiBackend {
 
     async fn question(&self, session: &SessionInfo, id: uuid::Uuid) -> Result<Option<Question>, String> {
         let row = self.store.question(session.workspace_id, id).await.map_err(|e| e.to_string())?;
-        row.filter(|r| sees(session, r.created_by))
+        row.filter(|r| visibility(session).sees(r.created_by))
             .map(|r| r.to_question(&session.workspace))
             .transpose()
             .map_err(|e| e.to_string())

@@ -225,6 +225,39 @@ async fn event_streams_per_caller_are_capped(backend: common::Backend) {
     }
 }
 
+/// The run a question or run event is about.
+fn run_of(data: &Value) -> Option<&str> {
+    data["run_id"].as_str().or_else(|| data["question"]["run_id"].as_str()).or_else(|| data["run"]["id"].as_str())
+}
+
+/// Spec §2: an `agent` token's event stream carries the events of its own runs only, live and replayed; people
+/// see every run's.
+async fn an_agent_tokens_event_stream_carries_only_its_own_runs(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let Some(app) = start(backend, &scripts).await else { return };
+    let base = app.serve().await;
+    let (mine, theirs) =
+        (app.create_token("default", Role::Agent).await, app.create_token("default", Role::Agent).await);
+    let my_stream = common::connect_events(&base, &mine, None).await;
+    let admin_stream = common::connect_events(&base, &app.token, None).await;
+    let (their_run, _) = waiting_run(&app, &scripts, &theirs, "theirs").await;
+    let (my_run, _) = waiting_run(&app, &scripts, &mine, "mine").await;
+    // The last event either stream waits for: a question of the agent's own, asked after both runs wait.
+    let marker = post_as(&app, &mine, "/api/v1/questions", json!({ "title": "Marker", "kind": "non_blocking" })).await;
+    let marker = marker.json["id"].as_str().unwrap().to_owned();
+    let until_marker = |events: &[(i64, String, Value)]| events.iter().any(|(_, _, d)| d["question"]["id"] == marker);
+
+    let live = common::read_events_until(my_stream, until_marker).await;
+    let replayed = common::read_events_until(common::connect_events(&base, &mine, Some(0)).await, until_marker).await;
+    for (how, events) in [("live", &live), ("replayed", &replayed)] {
+        let runs: Vec<Option<&str>> = events.iter().map(|(_, _, data)| run_of(data)).collect();
+        assert!(runs.contains(&Some(my_run.as_str())), "{how}: the agent's own run: {events:?}");
+        assert!(!runs.contains(&Some(their_run.as_str())), "{how}: never another agent's run: {events:?}");
+    }
+    let everything = common::read_events_until(admin_stream, until_marker).await;
+    assert!(everything.iter().any(|(_, _, data)| run_of(data) == Some(&their_run)), "people see every run");
+}
+
 /// A replay from the start of the log reads the caller's workspace only.
 async fn a_replay_shows_only_the_callers_workspace(backend: common::Backend) {
     let Some(app) = TestApp::start(backend).await else { return };
@@ -279,6 +312,7 @@ on_both_backends!(
     a_run_id_of_another_workspace_changes_nothing_in_the_store,
     idempotency_keys_belong_to_their_caller,
     the_worker_protocol_shows_only_the_runs_own_questions_and_children,
+    an_agent_tokens_event_stream_carries_only_its_own_runs,
     a_revoked_tokens_event_stream_ends,
     event_streams_per_caller_are_capped,
     a_replay_shows_only_the_callers_workspace,

@@ -23,6 +23,7 @@ backend_tests!(
     whoever_requests_an_approval_may_not_approve_it,
     a_password_change_needs_the_current_password,
     the_first_start_link_signs_in_once_and_stops_once_someone_has_a_password,
+    a_people_change_commits_with_its_audit_entry_or_not_at_all,
 );
 
 const PASSWORD: &str = "correct horse battery staple";
@@ -409,7 +410,18 @@ async fn the_first_start_link_signs_in_once_and_stops_once_someone_has_a_passwor
     );
     // As on a fresh first start: nobody has a credential once the admin token is revoked.
     let token_id = app.get("/api/v1/me").await.json["id"].as_str().unwrap().parse().unwrap();
-    store.revoke_token(workspace.id, token_id, holdpoint::store::now()).await.unwrap();
+    let revoked = holdpoint::store::NewAuditEntry {
+        workspace_id: workspace.id,
+        actor: holdpoint::store::AuditActor::policy("test harness", None),
+        action: "token.revoked".into(),
+        subject_type: "token".into(),
+        subject_id: Some(token_id.to_string()),
+        before: None,
+        after: None,
+        diff: None,
+        created_at: holdpoint::store::now(),
+    };
+    store.revoke_token(workspace.id, token_id, holdpoint::store::now(), &revoked).await.unwrap();
     let stale = holdpoint::people::first_start_signin_code(store, workspace.id).await.unwrap().expect("a link");
     let code = holdpoint::people::first_start_signin_code(store, workspace.id).await.unwrap().expect("a new link");
     assert_ne!(stale, code);
@@ -490,4 +502,107 @@ async fn holdpoint_serve_prints_a_one_time_link_on_a_first_start() {
     assert!(again.headers().get("set-cookie").is_none());
     drop(child);
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Makes the database refuse every new audit entry, as a full disk or a broken chain would, until the returned
+/// statement undoes it.
+async fn refuse_audit_entries(app: &TestApp) -> &'static str {
+    use sqlx::Connection;
+    if app.database_url.starts_with("sqlite:") {
+        let mut db = sqlx::SqliteConnection::connect(&app.database_url).await.unwrap();
+        sqlx::query(
+            "CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_log BEGIN SELECT RAISE(ABORT, 'audit refused'); END",
+        )
+        .execute(&mut db)
+        .await
+        .unwrap();
+        "DROP TRIGGER refuse_audit"
+    } else {
+        let mut db = sqlx::PgConnection::connect(&app.database_url).await.unwrap();
+        sqlx::query(
+            "CREATE FUNCTION refuse_audit() RETURNS trigger LANGUAGE plpgsql AS \
+             $$ BEGIN RAISE EXCEPTION 'audit refused'; END $$",
+        )
+        .execute(&mut db)
+        .await
+        .unwrap();
+        // Entries are drafted first and sealed into the log at commit: refuse both.
+        for table in ["audit_drafts", "audit_log"] {
+            sqlx::query(&format!(
+                "CREATE TRIGGER refuse_audit BEFORE INSERT ON {table} FOR EACH ROW EXECUTE FUNCTION refuse_audit()"
+            ))
+            .execute(&mut db)
+            .await
+            .unwrap();
+        }
+        "DROP FUNCTION refuse_audit() CASCADE"
+    }
+}
+
+async fn undo(app: &TestApp, statement: &str) {
+    use sqlx::Connection;
+    if app.database_url.starts_with("sqlite:") {
+        let mut db = sqlx::SqliteConnection::connect(&app.database_url).await.unwrap();
+        sqlx::query(statement).execute(&mut db).await.unwrap();
+    } else {
+        let mut db = sqlx::PgConnection::connect(&app.database_url).await.unwrap();
+        sqlx::query(statement).execute(&mut db).await.unwrap();
+    }
+}
+
+/// Every change to people and credentials commits in one transaction with the audit entry that records it: when
+/// the entry cannot be written, the change is not made either (and nothing happens unrecorded).
+async fn a_people_change_commits_with_its_audit_entry_or_not_at_all(app: TestApp) {
+    let bob =
+        app.post("/api/v1/members", json!({ "username": "bob", "password": PASSWORD, "role": "responder" })).await;
+    assert_eq!(bob.status, StatusCode::CREATED, "{}", bob.text);
+    let bob_id = bob.json["user_id"].as_str().unwrap().to_owned();
+    let token = app.post("/api/v1/tokens", json!({ "name": "ci", "role": "agent" })).await.json;
+    let (token_id, secret) = (token["token"]["id"].as_str().unwrap().to_owned(), token["secret"].as_str().unwrap());
+    let audited = app.get("/api/v1/audit?limit=200").await.json["items"].as_array().unwrap().len();
+
+    let undo_statement = refuse_audit_entries(&app).await;
+    let new_member = json!({ "username": "carol", "password": PASSWORD, "role": "approver" });
+    assert_eq!(app.post("/api/v1/members", new_member).await.status, StatusCode::INTERNAL_SERVER_ERROR);
+    let bob_path = format!("/api/v1/members/{bob_id}");
+    let promoted = app.call(Method::PATCH, &bob_path, Some(&app.token), Some(json!({ "role": "admin" }))).await;
+    assert_eq!(promoted.status, StatusCode::INTERNAL_SERVER_ERROR, "{}", promoted.text);
+    let removed = app.call(Method::DELETE, &bob_path, Some(&app.token), None).await;
+    assert_eq!(removed.status, StatusCode::INTERNAL_SERVER_ERROR, "{}", removed.text);
+    let revoked = app.post(&format!("/api/v1/tokens/{token_id}/revoke"), json!({})).await;
+    assert_eq!(revoked.status, StatusCode::INTERNAL_SERVER_ERROR, "{}", revoked.text);
+    let store = app.state.store.as_ref();
+    let bob_account = store.user_by_username("bob").await.unwrap().unwrap();
+    let entry = holdpoint::store::NewAuditEntry {
+        workspace_id: app.state.store.ensure_workspace("default").await.unwrap().id,
+        actor: holdpoint::store::AuditActor::policy("test harness", None),
+        action: "user.password_changed".into(),
+        subject_type: "user".into(),
+        subject_id: Some(bob_id.clone()),
+        before: None,
+        after: None,
+        diff: None,
+        created_at: holdpoint::store::now(),
+    };
+    assert!(store.set_password(bob_account.id, "not-a-hash", &[entry]).await.is_err());
+    undo(&app, undo_statement).await;
+
+    assert!(store.user_by_username("carol").await.unwrap().is_none(), "no account without its record");
+    let members = app.get("/api/v1/members").await.json;
+    let bob_now = members["items"].as_array().unwrap().iter().find(|m| m["username"] == "bob").cloned();
+    assert_eq!(bob_now.expect("bob is still a member")["role"], "responder", "the role is unchanged");
+    let me = app.call(Method::GET, "/api/v1/me", Some(secret), None).await;
+    assert_eq!(me.status, StatusCode::OK, "the token still works: {}", me.text);
+    let bob_account_now = store.user_by_username("bob").await.unwrap().unwrap();
+    assert_eq!(bob_account_now.password_hash, bob_account.password_hash, "the password is unchanged");
+    let audit = app.get("/api/v1/audit?limit=200").await.json;
+    assert_eq!(audit["items"].as_array().unwrap().len(), audited, "nothing was recorded either");
+    assert!(app.get("/api/v1/audit/verify").await.status != StatusCode::INTERNAL_SERVER_ERROR);
+
+    // With the log writable again, each change commits with its entry.
+    let promoted = app.call(Method::PATCH, &bob_path, Some(&app.token), Some(json!({ "role": "admin" }))).await;
+    assert_eq!(promoted.status, StatusCode::OK, "{}", promoted.text);
+    let audit = app.get("/api/v1/audit?limit=200").await.json;
+    assert_eq!(audit["items"][0]["action"], "member.role_changed", "{audit}");
+    assert_eq!(audit["items"][0]["before"]["role"], "responder");
 }

@@ -5,40 +5,16 @@
 use leptos::either::Either;
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
-use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::api::post_json;
 use crate::components::{Badge, Countdown, capitalise};
 use crate::live::use_question_updates;
-use crate::types::{ErrorDetail, Question, QuestionKind, QuestionStatus};
+use crate::types::{
+    AnswerBatch, AnswerBatchItem, AnswerBatchResult, AnswerBatchResults, AnswerBatchStatus, Question, QuestionKind,
+    QuestionStatus,
+};
 use crate::{InboxFilter, inbox_questions};
-
-#[derive(Debug, Serialize)]
-struct BatchItem {
-    id: Uuid,
-    value: serde_json::Value,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    comment: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-struct BatchBody {
-    items: Vec<BatchItem>,
-}
-
-#[derive(Debug, Deserialize)]
-struct BatchResults {
-    results: Vec<BatchResult>,
-}
-
-#[derive(Debug, Deserialize)]
-struct BatchResult {
-    id: String,
-    status: String,
-    #[serde(default)]
-    error: Option<ErrorDetail>,
-}
 
 /// What happened to one item of a batch, for its row.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,13 +57,13 @@ fn by_tool(questions: Vec<Question>) -> Vec<(String, Vec<Question>)> {
     groups
 }
 
-fn item_result(result: &BatchResult, approve: bool) -> ItemResult {
-    let text = match (result.status.as_str(), &result.error) {
-        ("answered", _) => (if approve { "Approved" } else { "Rejected" }).to_owned(),
+fn item_result(result: &AnswerBatchResult, approve: bool) -> ItemResult {
+    let text = match (result.status, &result.error) {
+        (AnswerBatchStatus::Answered, _) => (if approve { "Approved" } else { "Rejected" }).to_owned(),
         (_, Some(error)) => capitalise(&error.message),
-        (status, None) => status.replace('_', " "),
+        (status, None) => status.as_str().replace('_', " "),
     };
-    ItemResult { status: result.status.clone(), text }
+    ItemResult { status: result.status.as_str().to_owned(), text }
 }
 
 /// The page.
@@ -171,18 +147,23 @@ fn ApprovalQueue(initial: Vec<Question>, filter: InboxFilter, updates: ReadSigna
         busy.set(true);
         let text = comment.get_untracked();
         let comment = Some(text.trim().to_owned()).filter(|c| !c.is_empty());
-        let body = BatchBody {
+        let body = AnswerBatch {
             items: ids
                 .iter()
-                .map(|id| BatchItem { id: *id, value: serde_json::Value::Bool(approve), comment: comment.clone() })
+                .map(|id| AnswerBatchItem {
+                    id: id.to_string(),
+                    value: serde_json::Value::Bool(approve),
+                    comment: comment.clone(),
+                    edited_arguments: None,
+                })
                 .collect(),
         };
         leptos::task::spawn_local(async move {
-            let outcome = post_json::<_, BatchResults>("/questions/answer-batch", &body).await;
+            let outcome = post_json::<_, AnswerBatchResults>("/questions/answer-batch", &body).await;
             busy.set(false);
             match outcome {
                 Ok(batch) => {
-                    let answered = batch.results.iter().filter(|r| r.status == "answered").count();
+                    let answered = batch.results.iter().filter(|r| r.status == AnswerBatchStatus::Answered).count();
                     let total = batch.results.len();
                     results.update(|decided| {
                         for result in &batch.results {
@@ -340,12 +321,14 @@ mod tests {
 
     #[test]
     fn an_item_result_says_what_happened_and_who_was_first() {
-        let answered = BatchResult { id: "x".into(), status: "answered".into(), error: None };
+        let answered =
+            AnswerBatchResult { id: "x".into(), status: AnswerBatchStatus::Answered, error: None, question: None };
         assert_eq!(item_result(&answered, false).text, "Rejected");
-        let conflict = BatchResult {
+        let conflict = AnswerBatchResult {
             id: "x".into(),
-            status: "conflict".into(),
-            error: Some(ErrorDetail {
+            status: AnswerBatchStatus::Conflict,
+            question: None,
+            error: Some(crate::types::ErrorDetail {
                 code: "conflict".into(),
                 message: "question is already answered by alice".into(),
                 details: None,

@@ -120,11 +120,7 @@ fn AnswerForm(question: Question, csrf: String) -> impl IntoView {
             })
         }
         ResponseType::ErrorRecovery => {
-            let mut options: Vec<QuestionOption> = ["retry", "skip", "abort"]
-                .into_iter()
-                .map(|v| QuestionOption { value: v.into(), label: capitalise(v), description: None })
-                .collect();
-            options.extend(question.options.clone());
+            let options = crate::answer::recovery_options(&question);
             EitherOf7::E(view! {
                 <fieldset>
                     <legend>"How should the agent go on?"</legend>

@@ -27,6 +27,7 @@ use crate::error::{ApiResult, AppError};
 use crate::events::HubEvent;
 use crate::state::AppState;
 use crate::store::{EventRow, Store, StoreResult};
+use crate::visibility::Visibility;
 
 /// Comfortably under the spec's 15 s, so proxies with a 15 s idle timeout never cut a quiet stream.
 const KEEP_ALIVE: Duration = Duration::from_secs(10);
@@ -65,11 +66,11 @@ impl Subscription {
     }
 }
 
-/// What an `agent` token sees of the stream: the events of the questions it asked and of the runs it started, as
-/// the REST API shows it only those (spec §2: agents read their own). Whose a question or a run is never changes,
-/// so it is looked up once per stream and remembered.
+/// What a caller that does not see its whole workspace (an `agent` token) sees of the stream: the events of the
+/// questions and runs [`Visibility`] lets it see, live and replayed alike. Whose a question or a run is never
+/// changes, so it is looked up once per stream and remembered.
 struct OwnEventsOnly {
-    principal: Uuid,
+    visibility: Visibility,
     known: HashMap<Uuid, bool>,
 }
 
@@ -78,7 +79,8 @@ impl OwnEventsOnly {
     const REMEMBERED: usize = 10_000;
 
     fn for_caller(caller: &Caller) -> Option<Self> {
-        (caller.role() == Role::Agent).then(|| OwnEventsOnly { principal: caller.principal.id, known: HashMap::new() })
+        let visibility = caller.visibility();
+        visibility.created_by_filter().map(|_| OwnEventsOnly { visibility, known: HashMap::new() })
     }
 
     async fn allows(
@@ -98,7 +100,7 @@ impl OwnEventsOnly {
             Some(id) => store.question(workspace_id, id).await?.and_then(|question| question.created_by),
             None => store.run(workspace_id, subject).await?.and_then(|run| run.created_by),
         };
-        let own = creator == Some(self.principal);
+        let own = self.visibility.sees(creator);
         if self.known.len() >= Self::REMEMBERED {
             self.known.clear();
         }

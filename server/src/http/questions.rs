@@ -1,6 +1,9 @@
 //! `/api/v1/questions`: asking and reading questions.
 
-use app::types::{AnswerBody, EventType, NewQuestion, Page, Question, QuestionKind, QuestionStatus, Role, Urgency};
+use app::types::{
+    AnswerBatch, AnswerBatchResult, AnswerBatchResults, AnswerBatchStatus, AnswerBody, EventType, NewQuestion, Page,
+    Question, QuestionKind, QuestionStatus, Role, Urgency,
+};
 use axum::{
     extract::{Path, Query, State},
     http::{HeaderMap, StatusCode},
@@ -66,8 +69,7 @@ async fn create_question(
 ) -> ApiResult<(StatusCode, ApiJson<QuestionBody>)> {
     caller.require_ask()?;
     let idempotency = idempotency_key(&headers, &caller, "questions", &input)?;
-    let bounds =
-        TimeoutBounds { min_seconds: state.config.min_timeout_seconds, max_seconds: state.config.max_timeout_seconds };
+    let bounds = TimeoutBounds::configured(&state.config);
     let row = build_question(input, caller.workspace_id(), Some(caller.principal.id), bounds, crate::store::now())?;
     domain::check_assignee(state.store.as_ref(), &row).await?;
     domain::check_run_of_new_question(state.store.as_ref(), &caller, &row).await?;
@@ -129,7 +131,7 @@ fn question_id(raw: &str) -> ApiResult<Uuid> {
 
 async fn load_question(state: &AppState, caller: &Caller, id: Uuid) -> ApiResult<Question> {
     let row = state.store.question(caller.workspace_id(), id).await?.ok_or(AppError::NotFound("question"))?;
-    if !domain::visible_to(caller, &row) {
+    if !caller.visibility().sees(row.created_by) {
         return Err(AppError::NotFound("question"));
     }
     Ok(row.to_question(&caller.principal.workspace)?)
@@ -203,7 +205,7 @@ async fn list_questions(
         urgency: query.urgency,
         run_id: query.run_id,
         text: query.q.filter(|q| !q.trim().is_empty()),
-        created_by: (caller.role() == Role::Agent).then_some(caller.principal.id),
+        created_by: caller.visibility().created_by_filter(),
         sort,
         after,
         limit: limit + 1,
@@ -276,7 +278,7 @@ async fn wait_for_question(
     // Watch before reading, so a resolution between the read and the wait still wakes us.
     let mut watch = state.hub.watch_question(id);
     let question = match state.hub.asked_and_pending(caller.workspace_id(), id) {
-        Some(row) if domain::visible_to(&caller, &row) => row.to_question(&caller.principal.workspace)?,
+        Some(row) if caller.visibility().sees(row.created_by) => row.to_question(&caller.principal.workspace)?,
         _ => load_question(&state, &caller, id).await?,
     };
     if question.status != QuestionStatus::Pending {
@@ -346,47 +348,14 @@ async fn cancel_question(
     ))
 }
 
-#[derive(Debug, Deserialize, ToSchema)]
-struct BatchBody {
-    #[schema(min_items = 1, max_items = 200)]
-    items: Vec<BatchItem>,
-}
-
-#[derive(Debug, Deserialize, ToSchema)]
-struct BatchItem {
-    id: String,
-    value: serde_json::Value,
-    #[serde(default)]
-    comment: Option<String>,
-    #[serde(default)]
-    edited_arguments: Option<serde_json::Value>,
-}
-
-#[derive(Debug, serde::Serialize, ToSchema)]
-struct BatchResults {
-    results: Vec<BatchResult>,
-}
-
-#[derive(Debug, serde::Serialize, ToSchema)]
-struct BatchResult {
-    id: String,
-    /// `answered`, `conflict`, `invalid`, `not_found`, `forbidden` when the caller may not answer that one, or
-    /// `error` when the server failed on it (the other items are still answered or refused each on its own).
-    status: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<app::types::ErrorDetail>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    question: Option<Question>,
-}
-
 /// `POST /questions/answer-batch`: each item is answered on its own; one failing does not stop the others.
-#[utoipa::path(post, path = "/questions/answer-batch", tag = "questions", request_body = BatchBody,
-    responses((status = 200, description = "One result per item, in order", body = BatchResults), ErrorResponses))]
+#[utoipa::path(post, path = "/questions/answer-batch", tag = "questions", request_body = AnswerBatch,
+    responses((status = 200, description = "One result per item, in order", body = AnswerBatchResults), ErrorResponses))]
 async fn answer_batch(
     State(state): State<AppState>,
     caller: Caller,
-    ApiJson(batch): ApiJson<BatchBody>,
-) -> ApiResult<ApiJson<BatchResults>> {
+    ApiJson(batch): ApiJson<AnswerBatch>,
+) -> ApiResult<ApiJson<AnswerBatchResults>> {
     if batch.items.is_empty() || batch.items.len() > MAX_BATCH {
         return Err(AppError::invalid_field("items", format!("needs 1..={MAX_BATCH} items")));
     }
@@ -398,25 +367,30 @@ async fn answer_batch(
             Err(err) => Err(err),
         };
         results.push(match outcome {
-            Ok(question) => BatchResult { id: item.id, status: "answered", error: None, question: Some(question) },
+            Ok(question) => AnswerBatchResult {
+                id: item.id,
+                status: AnswerBatchStatus::Answered,
+                error: None,
+                question: Some(question),
+            },
             Err(err) => {
                 let status = match &err {
-                    AppError::Conflict { .. } => "conflict",
-                    AppError::Invalid { .. } | AppError::TooLarge(_) => "invalid",
-                    AppError::NotFound(_) => "not_found",
-                    AppError::Forbidden(_) => "forbidden",
+                    AppError::Conflict { .. } => AnswerBatchStatus::Conflict,
+                    AppError::Invalid { .. } | AppError::TooLarge(_) => AnswerBatchStatus::Invalid,
+                    AppError::NotFound(_) => AnswerBatchStatus::NotFound,
+                    AppError::Forbidden(_) => AnswerBatchStatus::Forbidden,
                     // The items before this one are stored: the response must say so, not fail whole.
                     AppError::Internal(cause) => {
                         tracing::error!(error = %cause, question = %item.id, "internal error answering a batch item");
-                        "error"
+                        AnswerBatchStatus::Error
                     }
-                    _ => "invalid",
+                    _ => AnswerBatchStatus::Invalid,
                 };
-                BatchResult { id: item.id, status, error: Some(err.detail()), question: None }
+                AnswerBatchResult { id: item.id, status, error: Some(err.detail()), question: None }
             }
         });
     }
-    Ok(ApiJson(BatchResults { results }))
+    Ok(ApiJson(AnswerBatchResults { results }))
 }
 
 #[cfg(test)]

@@ -91,7 +91,7 @@ async fn list_runs(
         agent_id: query.agent_id,
         parent_run_id: query.parent_run_id,
         project: query.project.filter(|p| !p.is_empty()),
-        created_by: (caller.role() == Role::Agent).then_some(caller.principal.id),
+        created_by: caller.visibility().created_by_filter(),
         before,
         limit: limit + 1,
     };

@@ -95,6 +95,7 @@ async fn worker_call(
     let call: WorkerCall = serde_json::from_value(body)
         .map_err(|err| AppError::Invalid { message: format!("the body does not fit: {err}"), details: None })?;
     let workspace_id = run.workspace_id;
+    let visibility = caller.visibility();
     match call {
         WorkerCall::Claim { owner, lease_seconds } => {
             reply(store.claim_run_by_id(run.id, owner, now() + lease(lease_seconds), now()).await?)
@@ -128,9 +129,12 @@ async fn worker_call(
             reply(store.release_run(run.id, owner, &transition).await.map_err(fenced)?)
         }
         // Only the run's own questions: a client executes one run, and sees no other agent's questions through it.
-        WorkerCall::Question { id } => {
-            reply(store.question(workspace_id, id).await?.filter(|question| question.run_id == Some(run.id)))
-        }
+        WorkerCall::Question { id } => reply(
+            store
+                .question(workspace_id, id)
+                .await?
+                .filter(|question| question.run_id == Some(run.id) && visibility.sees(question.created_by)),
+        ),
         WorkerCall::CreateQuestion { question } => {
             create_question(&state, &run, question).await?;
             reply(Value::Null)
@@ -182,6 +186,7 @@ async fn worker_call(
                 .await?
                 .into_iter()
                 .filter(|r| r.workspace_id == workspace_id && (r.id == run.id || r.parent_run_id == Some(run.id)))
+                .filter(|r| visibility.sees(r.created_by))
                 .collect();
             reply(runs)
         }
@@ -218,8 +223,7 @@ async fn create_question(state: &AppState, run: &RunRow, row: crate::store::Ques
         timeout_seconds,
         default_response: row.default_response.map(|d| d.0),
     };
-    let bounds =
-        TimeoutBounds { min_seconds: state.config.min_timeout_seconds, max_seconds: state.config.max_timeout_seconds };
+    let bounds = TimeoutBounds::configured(&state.config);
     // Asked on behalf of the run, like the server's own executor does: the requester is whoever started the run if
     // that was an agent token, else nobody (separation of duties then does not apply).
     let mut question = build_question(input, run.workspace_id, run.created_by, bounds, now())?;

@@ -308,10 +308,7 @@ impl HoldpointMcp {
         caller.require_ask().map_err(refusal)?;
         // Counted as `POST /questions` is: a question asked over MCP is no cheaper to store or to answer.
         crate::http::limits::check_creation_in(parts).map_err(refusal)?;
-        let bounds = TimeoutBounds {
-            min_seconds: self.state.config.min_timeout_seconds,
-            max_seconds: self.state.config.max_timeout_seconds,
-        };
+        let bounds = TimeoutBounds::configured(&self.state.config);
         let row = build_question(input, caller.workspace_id(), Some(caller.principal.id), bounds, crate::store::now())
             .map_err(refusal)?;
         crate::questions::check_assignee(self.state.store.as_ref(), &row).await.map_err(refusal)?;
@@ -476,7 +473,7 @@ impl HoldpointMcp {
         let missing = || refusal(AppError::NotFound("question"));
         let id = Uuid::parse_str(&args.question_id).map_err(|_| missing())?;
         let row = self.state.store.question(caller.workspace_id(), id).await.map_err(|e| refusal(e.into()))?;
-        let row = row.filter(|row| crate::questions::visible_to(&caller, row)).ok_or_else(missing)?;
+        let row = row.filter(|row| caller.visibility().sees(row.created_by)).ok_or_else(missing)?;
         let question = row.to_question(&caller.principal.workspace).map_err(|e| refusal(e.into()))?;
         Ok(Json(QuestionOutcome::from(&question)))
     }

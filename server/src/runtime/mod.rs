@@ -53,7 +53,7 @@ impl Runtime {
             metrics,
             config: config.runtime.clone(),
             scripts_dir: config.scripts_dir(),
-            bounds: TimeoutBounds { min_seconds: config.min_timeout_seconds, max_seconds: config.max_timeout_seconds },
+            bounds: TimeoutBounds::configured(config),
             http: tools::http_client(),
             instance: Uuid::now_v7(),
         })

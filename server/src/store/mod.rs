@@ -176,9 +176,9 @@ pub trait Store: RunStore + PeopleStore + Send + Sync + 'static {
     /// The workspace with this name, created if it does not exist.
     async fn ensure_workspace(&self, name: &str) -> StoreResult<WorkspaceRow>;
 
-    /// Stores a token and its `token.created` audit entry (by `actor`); `false`, and nothing stored, if a token
+    /// Stores a token and the audit entry recording it, in one transaction; `false`, and nothing stored, if a token
     /// with the same secret already exists (a restart with the same bootstrap token).
-    async fn insert_token(&self, token: &TokenRow, actor: &AuditActor) -> StoreResult<bool>;
+    async fn insert_token(&self, token: &TokenRow, audit: &NewAuditEntry) -> StoreResult<bool>;
 
     /// The live (not revoked) token whose secret hashes to `secret_hash`.
     async fn principal_by_token_hash(&self, secret_hash: &[u8]) -> StoreResult<Option<Principal>>;

@@ -122,32 +122,61 @@ pub trait PeopleStore: Send + Sync {
         tokio::sync::watch::channel(0).1
     }
 
-    /// Stores a new account; [`StoreError::Duplicate`] if the username is taken.
-    async fn insert_user(&self, user: &UserRow) -> StoreResult<()>;
+    /// Stores a new account with the audit entries that record it, in one transaction; [`StoreError::Duplicate`]
+    /// if the username is taken.
+    async fn insert_user(&self, user: &UserRow, audit: &[NewAuditEntry]) -> StoreResult<()>;
     async fn user_by_username(&self, username: &str) -> StoreResult<Option<UserRow>>;
-    async fn set_password(&self, user_id: Uuid, password_hash: &str) -> StoreResult<()>;
+    /// Sets a password with the audit entries that record it, in one transaction.
+    async fn set_password(&self, user_id: Uuid, password_hash: &str, audit: &[NewAuditEntry]) -> StoreResult<()>;
     /// The person acting in a workspace (by name; `None` = the one they joined first), if they are a member and
     /// their account is enabled.
     async fn user_principal(&self, user_id: Uuid, workspace: Option<&str>) -> StoreResult<Option<Principal>>;
 
     /// The workspaces a person belongs to.
     async fn workspaces_of(&self, user_id: Uuid) -> StoreResult<Vec<Uuid>>;
-    /// Adds a person to a workspace; [`StoreError::Duplicate`] if they are a member already.
-    async fn insert_membership(&self, workspace_id: Uuid, user_id: Uuid, role: Role) -> StoreResult<()>;
+    /// Adds a person to a workspace with the audit entries that record it, in one transaction;
+    /// [`StoreError::Duplicate`] if they are a member already.
+    async fn insert_membership(
+        &self,
+        workspace_id: Uuid,
+        user_id: Uuid,
+        role: Role,
+        audit: &[NewAuditEntry],
+    ) -> StoreResult<()>;
     async fn member(&self, workspace_id: Uuid, user_id: Uuid) -> StoreResult<Option<MemberRow>>;
     /// Members by username, after `after` (a username).
     async fn members(&self, workspace_id: Uuid, after: Option<&str>, limit: u32) -> StoreResult<Vec<MemberRow>>;
-    /// Gives a member another role; refused if that would leave the workspace without an admin.
-    async fn change_role(&self, workspace_id: Uuid, user_id: Uuid, role: Role) -> StoreResult<MembershipChange>;
-    /// Removes a member and ends their sessions in the workspace; refused for the last admin.
-    async fn remove_member(&self, workspace_id: Uuid, user_id: Uuid) -> StoreResult<MembershipChange>;
+    /// Gives a member another role, with the audit entry `audit` makes of the role they had, in one transaction;
+    /// refused if that would leave the workspace without an admin.
+    async fn change_role(
+        &self,
+        workspace_id: Uuid,
+        user_id: Uuid,
+        role: Role,
+        audit: &AuditOfMembership,
+    ) -> StoreResult<MembershipChange>;
+    /// Removes a member and ends their sessions in the workspace, with the audit entry `audit` makes of the role
+    /// they had, in one transaction; refused for the last admin.
+    async fn remove_member(
+        &self,
+        workspace_id: Uuid,
+        user_id: Uuid,
+        audit: &AuditOfMembership,
+    ) -> StoreResult<MembershipChange>;
 
     /// Tokens, newest first, after `before` (a token id).
     async fn tokens(&self, workspace_id: Uuid, before: Option<Uuid>, limit: u32) -> StoreResult<Vec<TokenInfoRow>>;
     async fn token_info(&self, workspace_id: Uuid, id: Uuid) -> StoreResult<Option<TokenInfoRow>>;
-    /// Revokes a live token and ends its sessions, at once. `None` if there is no such token; the row as it is if
-    /// it was revoked already (its `revoked_at` is then older than `at`).
-    async fn revoke_token(&self, workspace_id: Uuid, id: Uuid, at: DateTime<Utc>) -> StoreResult<Option<TokenInfoRow>>;
+    /// Revokes a live token and ends its sessions, at once, with `audit` in the same transaction. `None` if there is
+    /// no such token; the row as it is, and nothing recorded, if it was revoked already (its `revoked_at` is then
+    /// older than `at`).
+    async fn revoke_token(
+        &self,
+        workspace_id: Uuid,
+        id: Uuid,
+        at: DateTime<Utc>,
+        audit: &NewAuditEntry,
+    ) -> StoreResult<Option<TokenInfoRow>>;
 
     /// Whether anyone can sign in to the workspace other than by a sign-in link: a live token, or a member with
     /// a password.
@@ -157,6 +186,9 @@ pub trait PeopleStore: Send + Sync {
     /// Uses a sign-in link once: the person it signs in, or `None` if the code is unknown, used or expired.
     async fn use_signin_link(&self, code_hash: &[u8], now: DateTime<Utc>) -> StoreResult<Option<Principal>>;
 }
+
+/// The audit entry of a membership change, made from the role the member had (read in the change's transaction).
+pub type AuditOfMembership = dyn Fn(Role) -> NewAuditEntry + Send + Sync;
 
 /// Principals of people: a user in one of their workspaces, with the role of that membership.
 pub(super) const USER_PRINCIPAL: &str = "SELECT u.id, CAST('user' AS TEXT) AS kind, m.workspace_id, \
@@ -206,7 +238,8 @@ macro_rules! people_sql_store {
                 self.tokens.changes()
             }
 
-            async fn insert_user(&self, user: &UserRow) -> StoreResult<()> {
+            async fn insert_user(&self, user: &UserRow, audit: &[NewAuditEntry]) -> StoreResult<()> {
+                let mut tx = self.begin_write().await?;
                 let result =
                     sqlx::query(&format!("INSERT INTO users ({USER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)"))
                         .bind(user.id)
@@ -215,13 +248,20 @@ macro_rules! people_sql_store {
                         .bind(&user.password_hash)
                         .bind(user.created_at)
                         .bind(user.disabled_at)
-                        .execute(&self.$write)
+                        .execute(&mut *tx)
                         .await;
                 match result {
-                    Ok(_) => Ok(()),
-                    Err(err) if is_unique_violation(&err) => Err(StoreError::Duplicate("account with that username")),
-                    Err(err) => Err(err.into()),
+                    Ok(_) => {}
+                    Err(err) if is_unique_violation(&err) => {
+                        return Err(StoreError::Duplicate("account with that username"));
+                    }
+                    Err(err) => return Err(err.into()),
                 }
+                for entry in audit {
+                    Self::append_audit_in(&mut tx, entry).await?;
+                }
+                tx.commit().await?;
+                Ok(())
             }
 
             async fn user_by_username(&self, username: &str) -> StoreResult<Option<UserRow>> {
@@ -231,12 +271,22 @@ macro_rules! people_sql_store {
                     .await?)
             }
 
-            async fn set_password(&self, user_id: Uuid, password_hash: &str) -> StoreResult<()> {
+            async fn set_password(
+                &self,
+                user_id: Uuid,
+                password_hash: &str,
+                audit: &[NewAuditEntry],
+            ) -> StoreResult<()> {
+                let mut tx = self.begin_write().await?;
                 sqlx::query("UPDATE users SET password_hash = $1 WHERE id = $2")
                     .bind(password_hash)
                     .bind(user_id)
-                    .execute(&self.$write)
+                    .execute(&mut *tx)
                     .await?;
+                for entry in audit {
+                    Self::append_audit_in(&mut tx, entry).await?;
+                }
+                tx.commit().await?;
                 Ok(())
             }
 
@@ -260,7 +310,14 @@ macro_rules! people_sql_store {
                 Ok(rows.into_iter().map(|(id,)| id).collect())
             }
 
-            async fn insert_membership(&self, workspace_id: Uuid, user_id: Uuid, role: Role) -> StoreResult<()> {
+            async fn insert_membership(
+                &self,
+                workspace_id: Uuid,
+                user_id: Uuid,
+                role: Role,
+                audit: &[NewAuditEntry],
+            ) -> StoreResult<()> {
+                let mut tx = self.begin_write().await?;
                 let result = sqlx::query(
                     "INSERT INTO memberships (workspace_id, user_id, role, created_at) VALUES ($1, $2, $3, $4)",
                 )
@@ -268,13 +325,18 @@ macro_rules! people_sql_store {
                 .bind(user_id)
                 .bind(role.as_str())
                 .bind(crate::store::now())
-                .execute(&self.$write)
+                .execute(&mut *tx)
                 .await;
                 match result {
-                    Ok(_) => Ok(()),
-                    Err(err) if is_unique_violation(&err) => Err(StoreError::Duplicate("membership")),
-                    Err(err) => Err(err.into()),
+                    Ok(_) => {}
+                    Err(err) if is_unique_violation(&err) => return Err(StoreError::Duplicate("membership")),
+                    Err(err) => return Err(err.into()),
                 }
+                for entry in audit {
+                    Self::append_audit_in(&mut tx, entry).await?;
+                }
+                tx.commit().await?;
+                Ok(())
             }
 
             async fn member(&self, workspace_id: Uuid, user_id: Uuid) -> StoreResult<Option<MemberRow>> {
@@ -310,6 +372,7 @@ macro_rules! people_sql_store {
                 workspace_id: Uuid,
                 user_id: Uuid,
                 role: Role,
+                audit: &AuditOfMembership,
             ) -> StoreResult<MembershipChange> {
                 let mut tx = self.begin_write().await?;
                 let Some(before) = Self::member_role(&mut tx, workspace_id, user_id).await? else {
@@ -330,6 +393,7 @@ macro_rules! people_sql_store {
                     .bind(user_id)
                     .execute(&mut *tx)
                     .await?;
+                Self::append_audit_in(&mut tx, &audit(before)).await?;
                 if let Some(notify) = Self::TELL_OTHERS_OF_A_REVOCATION {
                     sqlx::query(notify).execute(&mut *tx).await?;
                 }
@@ -339,7 +403,12 @@ macro_rules! people_sql_store {
                 Ok(MembershipChange::Changed { before })
             }
 
-            async fn remove_member(&self, workspace_id: Uuid, user_id: Uuid) -> StoreResult<MembershipChange> {
+            async fn remove_member(
+                &self,
+                workspace_id: Uuid,
+                user_id: Uuid,
+                audit: &AuditOfMembership,
+            ) -> StoreResult<MembershipChange> {
                 let mut tx = self.begin_write().await?;
                 let Some(before) = Self::member_role(&mut tx, workspace_id, user_id).await? else {
                     tx.rollback().await?;
@@ -356,6 +425,7 @@ macro_rules! people_sql_store {
                 ] {
                     sqlx::query(statement).bind(workspace_id).bind(user_id).execute(&mut *tx).await?;
                 }
+                Self::append_audit_in(&mut tx, &audit(before)).await?;
                 if let Some(notify) = Self::TELL_OTHERS_OF_A_REVOCATION {
                     sqlx::query(notify).execute(&mut *tx).await?;
                 }
@@ -397,16 +467,21 @@ macro_rules! people_sql_store {
                 workspace_id: Uuid,
                 id: Uuid,
                 at: DateTime<Utc>,
+                audit: &NewAuditEntry,
             ) -> StoreResult<Option<TokenInfoRow>> {
                 let mut tx = self.begin_write().await?;
-                sqlx::query(
+                let revoked = sqlx::query(
                     "UPDATE tokens SET revoked_at = $1 WHERE workspace_id = $2 AND id = $3 AND revoked_at IS NULL",
                 )
                 .bind(at)
                 .bind(workspace_id)
                 .bind(id)
                 .execute(&mut *tx)
-                .await?;
+                .await?
+                .rows_affected();
+                if revoked == 1 {
+                    Self::append_audit_in(&mut tx, audit).await?;
+                }
                 sqlx::query("DELETE FROM sessions WHERE token_id = $1").bind(id).execute(&mut *tx).await?;
                 let row: Option<TokenInfoRow> = sqlx::query_as(&format!(
                     "SELECT {TOKEN_INFO_COLUMNS} FROM tokens WHERE workspace_id = $1 AND id = $2"

@@ -856,7 +856,7 @@ macro_rules! sql_store {
                 Ok(row)
             }
 
-            async fn insert_token(&self, token: &TokenRow, actor: &AuditActor) -> StoreResult<bool> {
+            async fn insert_token(&self, token: &TokenRow, audit: &NewAuditEntry) -> StoreResult<bool> {
                 let mut tx = self.begin_write().await?;
                 let result = sqlx::query(
                     "INSERT INTO tokens (id, workspace_id, name, role, secret_hash, created_at, created_by) \
@@ -873,7 +873,7 @@ macro_rules! sql_store {
                 .await?;
                 let created = result.rows_affected() == 1;
                 if created {
-                    Self::append_audit_in(&mut tx, &crate::audit::token_created(token, actor)).await?;
+                    Self::append_audit_in(&mut tx, audit).await?;
                 }
                 tx.commit().await?;
                 Ok(created)

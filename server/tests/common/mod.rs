@@ -185,22 +185,21 @@ impl TestApp {
     pub async fn create_token(&self, workspace: &str, role: Role) -> String {
         let workspace = self.state.store.ensure_workspace(workspace).await.unwrap();
         let secret = new_token_secret();
-        self.state
-            .store
-            .insert_token(
-                &TokenRow {
-                    id: Uuid::now_v7(),
-                    workspace_id: workspace.id,
-                    name: format!("{role} of {}", workspace.name),
-                    role,
-                    secret_hash: hash_secret(&secret),
-                    created_at: Utc::now(),
-                    created_by: None,
-                },
-                &AuditActor::policy("test harness", None),
-            )
-            .await
-            .unwrap();
+        holdpoint::people::store_token(
+            self.state.store.as_ref(),
+            &TokenRow {
+                id: Uuid::now_v7(),
+                workspace_id: workspace.id,
+                name: format!("{role} of {}", workspace.name),
+                role,
+                secret_hash: hash_secret(&secret),
+                created_at: Utc::now(),
+                created_by: None,
+            },
+            &AuditActor::policy("test harness", None),
+        )
+        .await
+        .unwrap();
         secret
     }
 
@@ -367,12 +366,21 @@ pub async fn connect_events(base: &str, token: &str, last_event_id: Option<i64>)
 
 /// Reads `count` SSE events (within 20 s); returns `(id, event type, data)` of each.
 pub async fn read_events(response: reqwest::Response, count: usize) -> Vec<(i64, String, Value)> {
+    read_events_until(response, |events| events.len() >= count).await
+}
+
+/// Reads SSE events until `done` says the ones read so far are enough (within 20 s); returns `(id, event type,
+/// data)` of each.
+pub async fn read_events_until(
+    response: reqwest::Response,
+    done: impl Fn(&[(i64, String, Value)]) -> bool,
+) -> Vec<(i64, String, Value)> {
     use futures::StreamExt;
     let mut stream = response.bytes_stream();
     let mut buffer = String::new();
     let mut events = Vec::new();
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
-    while events.len() < count {
+    while !done(&events) {
         let chunk = tokio::time::timeout_at(deadline, stream.next()).await.expect("events arrive in time");
         buffer.push_str(&String::from_utf8_lossy(&chunk.expect("the stream stays open").unwrap()));
         while let Some(end) = buffer.find("\n\n") {
@@ -387,7 +395,9 @@ pub async fn read_events(response: reqwest::Response, count: usize) -> Vec<(i64,
                     data = serde_json::from_str(v.trim()).ok();
                 }
             }
-            if let (Some(id), Some(event), Some(data)) = (id, event, data) {
+            if let (Some(id), Some(event), Some(data)) = (id, event, data)
+                && !done(&events)
+            {
                 events.push((id, event, data));
             }
         }
