@@ -205,7 +205,7 @@ pub async fn change_role(store: &dyn Store, caller: &Caller, user_id: Uuid, role
     if role == Role::Agent {
         return Err(AppError::invalid_field("role", "people hold human roles: viewer, responder, approver or admin"));
     }
-    let changed = |before: Role| {
+    let changed = move |before: Role| {
         let (before, after) = (serde_json::json!({ "role": before }), serde_json::json!({ "role": role }));
         entry_by(caller, action::ROLE_CHANGED, ("user", user_id), Some(before), Some(after))
     };
@@ -221,7 +221,7 @@ pub async fn change_role(store: &dyn Store, caller: &Caller, user_id: Uuid, role
 /// `DELETE /members/{user_id}`: the person loses access to the workspace at once (their sessions there end).
 pub async fn remove_member(store: &dyn Store, caller: &Caller, user_id: Uuid) -> Result<(), AppError> {
     require_admin(caller)?;
-    let removed = |before: Role| {
+    let removed = move |before: Role| {
         entry_by(caller, action::MEMBER_REMOVED, ("user", user_id), Some(serde_json::json!({ "role": before })), None)
     };
     match store.remove_member(caller.workspace_id(), user_id, &removed).await? {

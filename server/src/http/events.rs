@@ -9,7 +9,6 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use app::types::Role;
 use axum::{
     extract::{Query, State},
     http::HeaderMap,

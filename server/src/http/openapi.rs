@@ -48,11 +48,7 @@ pub fn served_document(document: &utoipa::openapi::OpenApi, config: &crate::conf
     let mut document = serde_json::to_value(document).unwrap_or_default();
     link_created_to_their_operations(&mut document);
     spell_out_uuids(&mut document);
-    let bounds = crate::questions::TimeoutBounds {
-        min_seconds: config.min_timeout_seconds,
-        max_seconds: config.max_timeout_seconds,
-    };
-    bound_timeouts(&mut document, bounds);
+    bound_timeouts(&mut document, crate::questions::TimeoutBounds::configured(config));
     describe_model_endpoints(&mut document, &config.runtime);
     document
 }

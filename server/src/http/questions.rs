@@ -2,7 +2,7 @@
 
 use app::types::{
     AnswerBatch, AnswerBatchResult, AnswerBatchResults, AnswerBatchStatus, AnswerBody, EventType, NewQuestion, Page,
-    Question, QuestionKind, QuestionStatus, Role, Urgency,
+    Question, QuestionKind, QuestionStatus, Urgency,
 };
 use axum::{
     extract::{Path, Query, State},

@@ -1,6 +1,6 @@
 //! `/api/v1/runs`: starting runs, reading their messages and tool calls, resuming and cancelling them.
 
-use app::types::{NewRun, Page, ResumeRequest, Role, Run, RunMessage, RunStatus, ToolCall, ToolCallStatus};
+use app::types::{NewRun, Page, ResumeRequest, Run, RunMessage, RunStatus, ToolCall, ToolCallStatus};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use serde::Deserialize;

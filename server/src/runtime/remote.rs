@@ -191,13 +191,13 @@ impl PeopleStore for RemoteRun {
     fn relays_to_server(&self) -> bool {
         true
     }
-    async fn insert_user(&self, _: &UserRow) -> StoreResult<()> {
+    async fn insert_user(&self, _: &UserRow, _: &[NewAuditEntry]) -> StoreResult<()> {
         unavailable("accounts")
     }
     async fn user_by_username(&self, _: &str) -> StoreResult<Option<UserRow>> {
         unavailable("accounts")
     }
-    async fn set_password(&self, _: Uuid, _: &str) -> StoreResult<()> {
+    async fn set_password(&self, _: Uuid, _: &str, _: &[NewAuditEntry]) -> StoreResult<()> {
         unavailable("accounts")
     }
     async fn user_principal(&self, _: Uuid, _: Option<&str>) -> StoreResult<Option<Principal>> {
@@ -206,7 +206,7 @@ impl PeopleStore for RemoteRun {
     async fn workspaces_of(&self, _: Uuid) -> StoreResult<Vec<Uuid>> {
         unavailable("members")
     }
-    async fn insert_membership(&self, _: Uuid, _: Uuid, _: Role) -> StoreResult<()> {
+    async fn insert_membership(&self, _: Uuid, _: Uuid, _: Role, _: &[NewAuditEntry]) -> StoreResult<()> {
         unavailable("members")
     }
     async fn member(&self, _: Uuid, _: Uuid) -> StoreResult<Option<MemberRow>> {
@@ -215,10 +215,10 @@ impl PeopleStore for RemoteRun {
     async fn members(&self, _: Uuid, _: Option<&str>, _: u32) -> StoreResult<Vec<MemberRow>> {
         unavailable("members")
     }
-    async fn change_role(&self, _: Uuid, _: Uuid, _: Role) -> StoreResult<MembershipChange> {
+    async fn change_role(&self, _: Uuid, _: Uuid, _: Role, _: &AuditOfMembership<'_>) -> StoreResult<MembershipChange> {
         unavailable("members")
     }
-    async fn remove_member(&self, _: Uuid, _: Uuid) -> StoreResult<MembershipChange> {
+    async fn remove_member(&self, _: Uuid, _: Uuid, _: &AuditOfMembership<'_>) -> StoreResult<MembershipChange> {
         unavailable("members")
     }
     async fn tokens(&self, _: Uuid, _: Option<Uuid>, _: u32) -> StoreResult<Vec<TokenInfoRow>> {
@@ -227,7 +227,13 @@ impl PeopleStore for RemoteRun {
     async fn token_info(&self, _: Uuid, _: Uuid) -> StoreResult<Option<TokenInfoRow>> {
         unavailable("tokens")
     }
-    async fn revoke_token(&self, _: Uuid, _: Uuid, _: DateTime<Utc>) -> StoreResult<Option<TokenInfoRow>> {
+    async fn revoke_token(
+        &self,
+        _: Uuid,
+        _: Uuid,
+        _: DateTime<Utc>,
+        _: &NewAuditEntry,
+    ) -> StoreResult<Option<TokenInfoRow>> {
         unavailable("tokens")
     }
     async fn has_credentials(&self, _: Uuid) -> StoreResult<bool> {
@@ -255,7 +261,7 @@ impl Store for RemoteRun {
     async fn ensure_workspace(&self, _: &str) -> StoreResult<WorkspaceRow> {
         unavailable("workspaces")
     }
-    async fn insert_token(&self, _: &TokenRow, _: &AuditActor) -> StoreResult<bool> {
+    async fn insert_token(&self, _: &TokenRow, _: &NewAuditEntry) -> StoreResult<bool> {
         unavailable("tokens")
     }
     async fn principal_by_token_hash(&self, _: &[u8]) -> StoreResult<Option<Principal>> {

@@ -79,33 +79,37 @@ pub fn now() -> DateTime<Utc> {
     Utc::now().trunc_subsecs(6)
 }
 
-/// Workspace names by id, shared by every store of the process. A workspace row is never renamed or deleted and
-/// its id (a v7 UUID) is never reused, so a name once read stays true; caching it spares a read in every
-/// transaction that writes an event carrying a question (the hot path of a cycle).
-static WORKSPACE_NAMES: std::sync::LazyLock<std::sync::RwLock<std::collections::HashMap<Uuid, String>>> =
-    std::sync::LazyLock::new(Default::default);
+/// Workspace names by id, as this store has read them. A workspace row is never renamed or deleted and its id (a
+/// v7 UUID) is never reused, so a name once read stays true; knowing it spares a read in every transaction that
+/// writes an event carrying a question (the hot path of a cycle).
+#[derive(Debug, Default)]
+pub(crate) struct WorkspaceNames(std::sync::RwLock<std::collections::HashMap<Uuid, String>>);
 
-fn known_workspace_name(id: Uuid) -> Option<String> {
-    WORKSPACE_NAMES.read().unwrap_or_else(std::sync::PoisonError::into_inner).get(&id).cloned()
+impl WorkspaceNames {
+    pub(crate) fn get(&self, id: Uuid) -> Option<String> {
+        self.0.read().unwrap_or_else(std::sync::PoisonError::into_inner).get(&id).cloned()
+    }
+
+    pub(crate) fn remember(&self, id: Uuid, name: &str) {
+        self.0.write().unwrap_or_else(std::sync::PoisonError::into_inner).insert(id, name.to_owned());
+    }
 }
 
-fn remember_workspace_name(id: Uuid, name: &str) {
-    WORKSPACE_NAMES.write().unwrap_or_else(std::sync::PoisonError::into_inner).insert(id, name.to_owned());
-}
-
-/// The audit chain head each workspace had after this process's last append to it, by workspace id: `(seq, hash)`.
+/// The audit chain head each workspace had after this store's last append to it, by workspace id: `(seq, hash)`.
 /// Only a guess: the SQLite store appends on the strength of it with a statement that checks it against the
 /// stored head, and claims the head as before when it is wrong (another process wrote, or the append was rolled
 /// back), so a stale entry costs a statement and never a wrong link.
-static AUDIT_HEADS: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<Uuid, (i64, String)>>> =
-    std::sync::LazyLock::new(Default::default);
+#[derive(Debug, Default)]
+pub(crate) struct AuditHeads(std::sync::Mutex<std::collections::HashMap<Uuid, (i64, String)>>);
 
-fn guessed_audit_head(workspace_id: Uuid) -> Option<(i64, String)> {
-    AUDIT_HEADS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&workspace_id).cloned()
-}
+impl AuditHeads {
+    pub(crate) fn guess(&self, workspace_id: Uuid) -> Option<(i64, String)> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&workspace_id).cloned()
+    }
 
-fn remember_audit_head(workspace_id: Uuid, seq: i64, hash: &str) {
-    AUDIT_HEADS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(workspace_id, (seq, hash.to_owned()));
+    pub(crate) fn remember(&self, workspace_id: Uuid, seq: i64, hash: &str) {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(workspace_id, (seq, hash.to_owned()));
+    }
 }
 
 /// What a store tells the event hub after a commit that appended events.
@@ -345,17 +349,22 @@ pub async fn connect_with(url: &str, settings: StoreSettings) -> StoreResult<Arc
     if url.starts_with("sqlite:") {
         Ok(Arc::new(connect_sqlite(url, settings).await?))
     } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
-        let options = postgres_options(url)?;
-        let pool = pool_options()
-            .max_connections(settings.postgres_connections.max(1))
-            .acquire_timeout(Duration::from_secs(10))
-            .connect_with(options)
-            .await?;
-        sqlx::migrate!("../migrations/postgres").run(&pool).await?;
-        Ok(Arc::new(sql::PostgresStore::new(pool, settings.token_cache).await?))
+        Ok(Arc::new(connect_postgres(url, settings).await?))
     } else {
         Err(StoreError::UnsupportedUrl(crate::config::redacted_url(url)))
     }
+}
+
+/// The PostgreSQL store [`connect_with`] opens, as its own type.
+async fn connect_postgres(url: &str, settings: StoreSettings) -> StoreResult<sql::PostgresStore> {
+    let options = postgres_options(url)?;
+    let pool = pool_options()
+        .max_connections(settings.postgres_connections.max(1))
+        .acquire_timeout(Duration::from_secs(10))
+        .connect_with(options)
+        .await?;
+    sqlx::migrate!("../migrations/postgres").run(&pool).await?;
+    sql::PostgresStore::new(pool, settings.token_cache).await
 }
 
 /// How long a SQLite connection waits for another process's write lock before it fails.

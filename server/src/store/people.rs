@@ -153,7 +153,7 @@ pub trait PeopleStore: Send + Sync {
         workspace_id: Uuid,
         user_id: Uuid,
         role: Role,
-        audit: &AuditOfMembership,
+        audit: &AuditOfMembership<'_>,
     ) -> StoreResult<MembershipChange>;
     /// Removes a member and ends their sessions in the workspace, with the audit entry `audit` makes of the role
     /// they had, in one transaction; refused for the last admin.
@@ -161,7 +161,7 @@ pub trait PeopleStore: Send + Sync {
         &self,
         workspace_id: Uuid,
         user_id: Uuid,
-        audit: &AuditOfMembership,
+        audit: &AuditOfMembership<'_>,
     ) -> StoreResult<MembershipChange>;
 
     /// Tokens, newest first, after `before` (a token id).
@@ -188,7 +188,7 @@ pub trait PeopleStore: Send + Sync {
 }
 
 /// The audit entry of a membership change, made from the role the member had (read in the change's transaction).
-pub type AuditOfMembership = dyn Fn(Role) -> NewAuditEntry + Send + Sync;
+pub type AuditOfMembership<'a> = dyn Fn(Role) -> NewAuditEntry + Send + Sync + 'a;
 
 /// Principals of people: a user in one of their workspaces, with the role of that membership.
 pub(super) const USER_PRINCIPAL: &str = "SELECT u.id, CAST('user' AS TEXT) AS kind, m.workspace_id, \
@@ -258,7 +258,7 @@ macro_rules! people_sql_store {
                     Err(err) => return Err(err.into()),
                 }
                 for entry in audit {
-                    Self::append_audit_in(&mut tx, entry).await?;
+                    self.append_audit_in(&mut tx, entry).await?;
                 }
                 tx.commit().await?;
                 Ok(())
@@ -284,7 +284,7 @@ macro_rules! people_sql_store {
                     .execute(&mut *tx)
                     .await?;
                 for entry in audit {
-                    Self::append_audit_in(&mut tx, entry).await?;
+                    self.append_audit_in(&mut tx, entry).await?;
                 }
                 tx.commit().await?;
                 Ok(())
@@ -333,7 +333,7 @@ macro_rules! people_sql_store {
                     Err(err) => return Err(err.into()),
                 }
                 for entry in audit {
-                    Self::append_audit_in(&mut tx, entry).await?;
+                    self.append_audit_in(&mut tx, entry).await?;
                 }
                 tx.commit().await?;
                 Ok(())
@@ -372,7 +372,7 @@ macro_rules! people_sql_store {
                 workspace_id: Uuid,
                 user_id: Uuid,
                 role: Role,
-                audit: &AuditOfMembership,
+                audit: &AuditOfMembership<'_>,
             ) -> StoreResult<MembershipChange> {
                 let mut tx = self.begin_write().await?;
                 let Some(before) = Self::member_role(&mut tx, workspace_id, user_id).await? else {
@@ -393,7 +393,7 @@ macro_rules! people_sql_store {
                     .bind(user_id)
                     .execute(&mut *tx)
                     .await?;
-                Self::append_audit_in(&mut tx, &audit(before)).await?;
+                self.append_audit_in(&mut tx, &audit(before)).await?;
                 if let Some(notify) = Self::TELL_OTHERS_OF_A_REVOCATION {
                     sqlx::query(notify).execute(&mut *tx).await?;
                 }
@@ -407,7 +407,7 @@ macro_rules! people_sql_store {
                 &self,
                 workspace_id: Uuid,
                 user_id: Uuid,
-                audit: &AuditOfMembership,
+                audit: &AuditOfMembership<'_>,
             ) -> StoreResult<MembershipChange> {
                 let mut tx = self.begin_write().await?;
                 let Some(before) = Self::member_role(&mut tx, workspace_id, user_id).await? else {
@@ -425,7 +425,7 @@ macro_rules! people_sql_store {
                 ] {
                     sqlx::query(statement).bind(workspace_id).bind(user_id).execute(&mut *tx).await?;
                 }
-                Self::append_audit_in(&mut tx, &audit(before)).await?;
+                self.append_audit_in(&mut tx, &audit(before)).await?;
                 if let Some(notify) = Self::TELL_OTHERS_OF_A_REVOCATION {
                     sqlx::query(notify).execute(&mut *tx).await?;
                 }
@@ -480,7 +480,7 @@ macro_rules! people_sql_store {
                 .await?
                 .rows_affected();
                 if revoked == 1 {
-                    Self::append_audit_in(&mut tx, audit).await?;
+                    self.append_audit_in(&mut tx, audit).await?;
                 }
                 sqlx::query("DELETE FROM sessions WHERE token_id = $1").bind(id).execute(&mut *tx).await?;
                 let row: Option<TokenInfoRow> = sqlx::query_as(&format!(

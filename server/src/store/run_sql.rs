@@ -242,6 +242,7 @@ macro_rules! run_sql_store {
 
             /// Cancels the run's pending questions (recorded as `actor`'s doing); returns the last event id.
             async fn cancel_questions_of_run(
+                &self,
                 tx: &mut $tx,
                 run: &RunRow,
                 reason: &str,
@@ -265,7 +266,7 @@ macro_rules! run_sql_store {
                 .bind(run.workspace_id)
                 .fetch_all(&mut **tx)
                 .await?;
-                let workspace = Self::workspace_name_in(tx, run.workspace_id).await?;
+                let workspace = self.workspace_name_in(tx, run.workspace_id).await?;
                 let mut last = None;
                 for row in rows {
                     let question = row.to_question(&workspace)?;
@@ -279,20 +280,20 @@ macro_rules! run_sql_store {
                         created_at: at,
                     };
                     let audit_entry = crate::audit::question_resolved(&row, actor);
-                    last = Some(Self::append_event_and_audit(tx, &event, &audit_entry).await?);
+                    last = Some(self.append_event_and_audit(tx, &event, &audit_entry).await?);
                 }
                 Ok(last)
             }
 
-            pub(super) async fn workspace_name_in(tx: &mut $tx, workspace_id: Uuid) -> StoreResult<String> {
-                if let Some(name) = super::known_workspace_name(workspace_id) {
+            pub(super) async fn workspace_name_in(&self, tx: &mut $tx, workspace_id: Uuid) -> StoreResult<String> {
+                if let Some(name) = self.workspace_names.get(workspace_id) {
                     return Ok(name);
                 }
                 let (name,): (String,) = sqlx::query_as("SELECT name FROM workspaces WHERE id = $1")
                     .bind(workspace_id)
                     .fetch_one(&mut **tx)
                     .await?;
-                super::remember_workspace_name(workspace_id, &name);
+                self.workspace_names.remember(workspace_id, &name);
                 Ok(name)
             }
 
@@ -314,6 +315,7 @@ macro_rules! run_sql_store {
             /// What follows a run reaching a terminal status: its questions are cancelled, a waiting parent may
             /// go on. Returns the last event id.
             async fn after_settling(
+                &self,
                 tx: &mut $tx,
                 run: &RunRow,
                 at: DateTime<Utc>,
@@ -322,7 +324,7 @@ macro_rules! run_sql_store {
                 let mut last = None;
                 if status.is_terminal() {
                     let actor = AuditActor::policy(crate::audit::RUN_LIFECYCLE, Some(run.id.to_string()));
-                    last = Self::cancel_questions_of_run(tx, run, &format!("the run is {status}"), at, &actor).await?;
+                    last = self.cancel_questions_of_run(tx, run, &format!("the run is {status}"), at, &actor).await?;
                 }
                 if let Some(parent) = run.parent_run_id {
                     if status.is_terminal() || status == RunStatus::Paused {
@@ -596,14 +598,14 @@ macro_rules! run_sql_store {
             }
 
             async fn workspace_name(&self, workspace_id: Uuid) -> StoreResult<String> {
-                if let Some(name) = super::known_workspace_name(workspace_id) {
+                if let Some(name) = self.workspace_names.get(workspace_id) {
                     return Ok(name);
                 }
                 let (name,): (String,) = sqlx::query_as("SELECT name FROM workspaces WHERE id = $1")
                     .bind(workspace_id)
                     .fetch_one(&self.$read)
                     .await?;
-                super::remember_workspace_name(workspace_id, &name);
+                self.workspace_names.remember(workspace_id, &name);
                 Ok(name)
             }
 
@@ -722,7 +724,7 @@ macro_rules! run_sql_store {
                             .await?;
                     for call in policy_decided {
                         let entry = crate::audit::tool_call_decided(workspace_id, &agent.0.name, agent_id, call);
-                        Self::append_audit_in(&mut tx, &entry).await?;
+                        self.append_audit_in(&mut tx, &entry).await?;
                     }
                 }
                 for m in messages {
@@ -797,7 +799,7 @@ macro_rules! run_sql_store {
                                 .fetch_one(&mut *tx)
                                 .await?;
                         let entry = crate::audit::tool_call_decided(workspace_id, &agent.0.name, agent_id, c);
-                        Self::append_audit_in(&mut tx, &entry).await?;
+                        self.append_audit_in(&mut tx, &entry).await?;
                     }
                 }
                 sqlx::query(
@@ -867,7 +869,7 @@ macro_rules! run_sql_store {
                 .fetch_one(&mut *tx)
                 .await?;
                 let mut last = Self::append_run_event(&mut tx, &run).await?;
-                if let Some(id) = Self::after_settling(&mut tx, &run, t.at).await? {
+                if let Some(id) = self.after_settling(&mut tx, &run, t.at).await? {
                     last = id;
                 }
                 self.commit_events(tx, Some(last)).await?;
@@ -914,8 +916,8 @@ macro_rules! run_sql_store {
                     Self::end_open_segment(&mut tx, run.id, RunStatus::Cancelled, at).await?;
                     last = Some(Self::append_run_event(&mut tx, &run).await?);
                     let previous = previous.map_or_else(String::new, |(status,)| status);
-                    Self::append_audit_in(&mut tx, &crate::audit::run_cancelled(&run, &previous, actor)).await?;
-                    last = Self::cancel_questions_of_run(&mut tx, &run, "the run was cancelled", at, actor).await?.or(last);
+                    self.append_audit_in(&mut tx, &crate::audit::run_cancelled(&run, &previous, actor)).await?;
+                    last = self.cancel_questions_of_run(&mut tx, &run, "the run was cancelled", at, actor).await?.or(last);
                     let children: Vec<(Uuid,)> = sqlx::query_as(
                         "SELECT id FROM runs WHERE parent_run_id = $1 AND status NOT IN ('completed', 'failed', 'cancelled')",
                     )

@@ -114,6 +114,10 @@ pub struct SqliteStore {
     committed: watch::Sender<Committed>,
     pub(super) tokens: Arc<TokenCache>,
     writer_thread: WriterThread,
+    /// The names of the workspaces this store has read.
+    pub(super) workspace_names: Arc<super::WorkspaceNames>,
+    /// Where this store last saw each workspace's audit chain end.
+    pub(super) audit_heads: Arc<super::AuditHeads>,
 }
 
 /// A runtime of its own, on a thread of its own, for the two writes of a HITL cycle (asking and resolving a
@@ -173,7 +177,7 @@ impl SqliteStore {
     /// runs them in turn, `$N` naming the same argument in both, so the pair costs one hand-off to that thread.
     const QUESTION_THEN_EVENT: (&'static str, &'static str) = ("", "; ");
     /// `BEGIN IMMEDIATE` makes the writer the only one, so an append can check its guess of the chain's head in the
-    /// same statement that inserts the entry, which spares the claim's statement (see `AUDIT_HEADS`).
+    /// same statement that inserts the entry, which spares the claim's statement (see [`super::AuditHeads`]).
     const GUESS_AUDIT_HEAD: bool = true;
     /// Entries are sealed as they are written: the one writer already appends one at a time.
     const AUDIT_SEALED_AT_COMMIT: bool = false;
@@ -207,7 +211,16 @@ impl SqliteStore {
         let committed = watch::channel(Committed { last, read_through: last, ..Committed::default() }).0;
         // Nobody else revokes tokens in this database: the cache serves from the start.
         let tokens = Arc::new(TokenCache::new(true, token_cache));
-        Ok(Self { read, write, writer, committed, tokens, writer_thread: WriterThread::start()? })
+        Ok(Self {
+            read,
+            write,
+            writer,
+            committed,
+            tokens,
+            writer_thread: WriterThread::start()?,
+            workspace_names: Arc::default(),
+            audit_heads: Arc::default(),
+        })
     }
 
     /// A write transaction, run in the batch the writer has open (see [`GroupCommit`]). Batches begin with
@@ -265,12 +278,17 @@ pub struct PostgresStore {
     committed: watch::Sender<Committed>,
     /// Serves only while the listener hears the other instances' revocations.
     pub(super) tokens: Arc<TokenCache>,
-    /// Stops the listener when the store is dropped. (It used to stop when nobody followed the store's commits,
-    /// which is also the case at start, before the event hub's task subscribes: a notification then stopped it
-    /// for good, and revocations through other instances went unheard while the cache kept serving.)
+    /// Stops the listener when the store is dropped, and only then: nobody follows the store's commits at start,
+    /// before the event hub's task subscribes, and revocations through other instances must be heard from the
+    /// first moment the token cache serves.
     _stop_listening: Arc<tokio_util::sync::DropGuard>,
     /// Where asking and resolving run, committed in batches.
     batches: WriteBatches,
+    /// The names of the workspaces this store has read.
+    pub(super) workspace_names: Arc<super::WorkspaceNames>,
+    /// Stays empty: a PostgreSQL append claims its chain's head (`GUESS_AUDIT_HEAD`); here for the code both
+    /// stores share.
+    pub(super) audit_heads: Arc<super::AuditHeads>,
 }
 
 impl PostgresStore {
@@ -348,7 +366,15 @@ impl PostgresStore {
         let stop = tokio_util::sync::CancellationToken::new();
         tokio::spawn(listen_to_other_instances(pool.clone(), committed.clone(), Arc::clone(&tokens), stop.clone()));
         let batches = WriteBatches::start(pool.clone());
-        Ok(Self { pool, committed, tokens, _stop_listening: Arc::new(stop.drop_guard()), batches })
+        Ok(Self {
+            pool,
+            committed,
+            tokens,
+            _stop_listening: Arc::new(stop.drop_guard()),
+            batches,
+            workspace_names: Arc::default(),
+            audit_heads: Arc::default(),
+        })
     }
 }
 
@@ -636,6 +662,7 @@ macro_rules! sql_store {
             /// commits if and only if the change it records does.
             /// Returns the entry as stored, or where the commit seals it (`AUDIT_SEALED_AT_COMMIT`), its draft.
             pub(crate) async fn append_audit_in(
+                &self,
                 tx: &mut $tx,
                 entry: &NewAuditEntry,
             ) -> StoreResult<AuditRow> {
@@ -644,29 +671,29 @@ macro_rules! sql_store {
                     Self::bind_audit_draft(sqlx::query(INSERT_AUDIT_DRAFT), &draft).execute(&mut **tx).await?;
                     return Ok(draft);
                 }
-                if let Some(row) = Self::sealed_on_guessed_head(entry) {
+                if let Some(row) = self.sealed_on_guessed_head(entry) {
                     let guess_held =
                         Self::bind_audit_row(sqlx::query_as::<_, (i64,)>(&APPEND_AUDIT_IF_HEAD), &row).fetch_optional(&mut **tx).await?;
                     if guess_held.is_some() {
-                        super::remember_audit_head(row.workspace_id, row.seq, &row.hash);
+                        self.audit_heads.remember(row.workspace_id, row.seq, &row.hash);
                         return Ok(row);
                     }
                 }
-                Self::append_audit_claiming_head(tx, entry).await
+                self.append_audit_claiming_head(tx, entry).await
             }
 
-            /// The entry sealed as the successor of the head this process guesses (see `AUDIT_HEADS`), where the
+            /// The entry sealed as the successor of the head this store guesses (see [`super::AuditHeads`]), where the
             /// store appends on a guess and has one.
-            fn sealed_on_guessed_head(entry: &NewAuditEntry) -> Option<AuditRow> {
+            fn sealed_on_guessed_head(&self, entry: &NewAuditEntry) -> Option<AuditRow> {
                 if !Self::GUESS_AUDIT_HEAD {
                     return None;
                 }
-                let (seq, hash) = super::guessed_audit_head(entry.workspace_id)?;
+                let (seq, hash) = self.audit_heads.guess(entry.workspace_id)?;
                 Some(AuditRow::seal(entry, seq + 1, hash))
             }
 
             /// Appends an audit entry after the head it claims (see `CLAIM_AUDIT_HEAD`).
-            async fn append_audit_claiming_head(tx: &mut $tx, entry: &NewAuditEntry) -> StoreResult<AuditRow> {
+            async fn append_audit_claiming_head(&self, tx: &mut $tx, entry: &NewAuditEntry) -> StoreResult<AuditRow> {
                 let (seq, prev_hash): (i64, String) = sqlx::query_as(CLAIM_AUDIT_HEAD)
                     .bind(entry.workspace_id)
                     .bind(crate::audit::GENESIS_HASH)
@@ -676,7 +703,7 @@ macro_rules! sql_store {
                 Self::bind_audit_row(sqlx::query_as::<_, (i64,)>(&APPEND_AUDIT), &row).fetch_one(&mut **tx).await?;
                 // The insert's trigger (migration 0007) has moved the head to this entry.
                 if Self::GUESS_AUDIT_HEAD {
-                    super::remember_audit_head(row.workspace_id, row.seq, &row.hash);
+                    self.audit_heads.remember(row.workspace_id, row.seq, &row.hash);
                 }
                 Ok(row)
             }
@@ -686,6 +713,7 @@ macro_rules! sql_store {
             /// one hand-off to the connection's thread: the event's insert, then the entry's checked insert (as in
             /// `append_audit_in`), `$N` of the second shifted past the first's arguments.
             pub(super) async fn append_event_and_audit(
+                &self,
                 tx: &mut $tx,
                 event: &NewEvent,
                 entry: &NewAuditEntry,
@@ -702,9 +730,9 @@ macro_rules! sql_store {
                     let (event_id,) = Self::bind_audit_draft(query, &draft).fetch_one(&mut **tx).await?;
                     return Ok(event_id);
                 }
-                let Some(row) = Self::sealed_on_guessed_head(entry) else {
+                let Some(row) = self.sealed_on_guessed_head(entry) else {
                     let id = Self::append_event(tx, event).await?;
-                    Self::append_audit_in(tx, entry).await?;
+                    self.append_audit_in(tx, entry).await?;
                     return Ok(id);
                 };
                 static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
@@ -718,9 +746,9 @@ macro_rules! sql_store {
                     return Err(StoreError::Corrupt("the event's insert returned no id".into()));
                 };
                 if returned.len() == 2 {
-                    super::remember_audit_head(row.workspace_id, row.seq, &row.hash);
+                    self.audit_heads.remember(row.workspace_id, row.seq, &row.hash);
                 } else {
-                    Self::append_audit_claiming_head(tx, entry).await?;
+                    self.append_audit_claiming_head(tx, entry).await?;
                 }
                 Ok(event_id)
             }
@@ -873,7 +901,7 @@ macro_rules! sql_store {
                 .await?;
                 let created = result.rows_affected() == 1;
                 if created {
-                    Self::append_audit_in(&mut tx, audit).await?;
+                    self.append_audit_in(&mut tx, audit).await?;
                 }
                 tx.commit().await?;
                 Ok(created)
@@ -1013,7 +1041,7 @@ macro_rules! sql_store {
                     .fetch_all(&mut *tx)
                     .await?;
                     if !superseded.is_empty() {
-                        let workspace = Self::workspace_name_in(&mut tx, q.workspace_id).await?;
+                        let workspace = self.workspace_name_in(&mut tx, q.workspace_id).await?;
                         for old in superseded {
                             let cancelled = NewEvent {
                                 workspace_id: old.workspace_id,
@@ -1026,7 +1054,7 @@ macro_rules! sql_store {
                             };
                             let actor = AuditActor::policy(crate::audit::RUN_LIFECYCLE, Some(run_id.to_string()));
                             let audit_entry = crate::audit::question_resolved(&old, &actor);
-                            last = Self::append_event_and_audit(&mut tx, &cancelled, &audit_entry).await?;
+                            last = self.append_event_and_audit(&mut tx, &cancelled, &audit_entry).await?;
                         }
                     }
                 }
@@ -1109,10 +1137,10 @@ macro_rules! sql_store {
                         None => ResolveOutcome::NotFound,
                     });
                 };
-                let workspace = Self::workspace_name_in(&mut tx, workspace_id).await?;
+                let workspace = self.workspace_name_in(&mut tx, workspace_id).await?;
                 let event = change.event(&row, &workspace)?;
                 let audit_entry = crate::audit::question_resolved(&row, &change.actor);
-                let resolved = Self::append_event_and_audit(&mut tx, &event, &audit_entry).await?;
+                let resolved = self.append_event_and_audit(&mut tx, &event, &audit_entry).await?;
                 // In the same transaction: a run whose last holding question this was goes back to the queue, so
                 // an answer can never be acknowledged without its run being picked up.
                 let requeued = match row.run_id {
@@ -1133,7 +1161,7 @@ macro_rules! sql_store {
             ) -> StoreResult<ResolveOutcome> {
                 // A question of a run may requeue it, which takes statements of its own.
                 if read.run_id.is_none() && read.status == "pending" {
-                    if let Some(workspace) = super::known_workspace_name(read.workspace_id) {
+                    if let Some(workspace) = self.workspace_names.get(read.workspace_id) {
                         if let Some(resolved) = self.resolve_pending_in_one_query(read, change, &workspace).await? {
                             return Ok(ResolveOutcome::Resolved(resolved));
                         }
@@ -1207,7 +1235,7 @@ macro_rules! sql_store {
 
             async fn append_audit(&self, entry: &NewAuditEntry) -> StoreResult<AuditRow> {
                 let mut tx = self.begin_write().await?;
-                let row = Self::append_audit_in(&mut tx, entry).await?;
+                let row = self.append_audit_in(&mut tx, entry).await?;
                 tx.commit().await?;
                 if !Self::AUDIT_SEALED_AT_COMMIT {
                     return Ok(row);
@@ -1316,7 +1344,7 @@ impl SqliteStore {
     ) -> StoreResult<Option<QuestionRow>> {
         let mut tx = self.writer.begin_direct().await?;
         // Guessed while holding the writer: the writes before this one have moved the head as far as it goes.
-        let Some(sealed) = Self::sealed_on_guessed_head(audit_entry) else { return Ok(None) };
+        let Some(sealed) = self.sealed_on_guessed_head(audit_entry) else { return Ok(None) };
         let arguments = Self::bind_resolved(DirectArguments::default(), &row);
         let arguments = Self::bind_audit_row(Self::bind_event(arguments, &event), &sealed);
         // The rowids of the update (none of its own), the event and the entry, or nothing if the question had left
@@ -1330,7 +1358,7 @@ impl SqliteStore {
         match inserted[..] {
             [] => Ok(None),
             [_, event_id, _] => {
-                super::remember_audit_head(sealed.workspace_id, sealed.seq, &sealed.hash);
+                self.audit_heads.remember(sealed.workspace_id, sealed.seq, &sealed.hash);
                 self.commit_one_event(tx, event_id, &event).await?;
                 Ok(Some(row))
             }
@@ -1671,13 +1699,29 @@ mod tests {
         (row, asked)
     }
 
+    /// What a store remembers is its own: two stores in one process (two servers in one test process) share no
+    /// workspace names and no audit chain heads.
+    #[tokio::test]
+    async fn two_stores_in_one_process_share_no_workspace_names_and_no_audit_heads() {
+        let (first, second) = (TestDatabase::new("own-caches-a"), TestDatabase::new("own-caches-b"));
+        let first = super::super::connect_sqlite(&first.url(), StoreSettings::defaults()).await.unwrap();
+        let second_store = super::super::connect_sqlite(&second.url(), StoreSettings::defaults()).await.unwrap();
+        let workspace = first.ensure_workspace("mine").await.unwrap();
+        first.append_audit(&entry(workspace.id, 1)).await.unwrap();
+        assert_eq!(first.workspace_name(workspace.id).await.unwrap(), "mine");
+        assert_eq!(first.workspace_names.get(workspace.id).as_deref(), Some("mine"));
+        assert!(first.audit_heads.guess(workspace.id).is_some(), "the first store guesses its chain's head");
+        assert_eq!(second_store.workspace_names.get(workspace.id), None);
+        assert_eq!(second_store.audit_heads.guess(workspace.id), None);
+    }
+
     /// An answer's event and audit entry go in with one query while SQLite's guess of the chain's head holds; when
     /// it does not (ahead of the head, as after a rolled-back append, or behind it, as after another process's), the
     /// event still goes in and the entry follows the stored head.
     #[tokio::test]
     async fn an_answer_stores_its_event_and_its_audit_entry_whatever_the_guess_of_the_head() {
         let database = TestDatabase::new("answer-guess");
-        let store = connect(&database.url()).await.unwrap();
+        let store = super::super::connect_sqlite(&database.url(), StoreSettings::defaults()).await.unwrap();
         let workspace = store.ensure_workspace("answers").await.unwrap();
         for n in 0..4 {
             let (row, asked) = question_and_event(
@@ -1687,8 +1731,8 @@ mod tests {
             store.create_question(&row, &asked, None).await.unwrap();
             // The first answer finds no guess, the second one ahead, the third one behind, the fourth the right one.
             match n {
-                1 => super::super::remember_audit_head(workspace.id, 50, "not-the-head"),
-                2 => super::super::remember_audit_head(workspace.id, 0, "not-the-head"),
+                1 => store.audit_heads.remember(workspace.id, 50, "not-the-head"),
+                2 => store.audit_heads.remember(workspace.id, 0, "not-the-head"),
                 _ => {}
             }
             let change = answered_with(serde_json::json!(true));
@@ -1697,7 +1741,7 @@ mod tests {
         }
         let events = store.events_after(0, 100).await.unwrap();
         assert_eq!(events.iter().filter(|event| event.event_type == "question_answered").count(), 4);
-        let verified = crate::audit::verify(store.as_ref()).await.unwrap().expect("an unbroken chain");
+        let verified = crate::audit::verify(&store).await.unwrap().expect("an unbroken chain");
         assert_eq!(verified.entries, 4, "one entry per answer");
     }
 
@@ -1746,7 +1790,7 @@ mod tests {
 
         for (n, (seq, hash)) in [(50, "ahead"), (0, "behind")].into_iter().enumerate() {
             let question = ask(n + 1).await;
-            super::super::remember_audit_head(workspace.id, seq, hash);
+            store.audit_heads.remember(workspace.id, seq, hash);
             let refused = store.resolve_pending_in_one_query(&question, &answer(false), "one-query").await.unwrap();
             assert!(refused.is_none(), "a guess {hash} of the head");
             assert_eq!(stored(question.id).await, ("pending".to_owned(), n + 1, n + 1), "nothing stored, {hash}");
@@ -1839,19 +1883,19 @@ mod tests {
     #[tokio::test]
     async fn a_wrong_guess_of_the_audit_head_still_links_each_entry_to_the_stored_head() {
         let database = TestDatabase::new("audit-guess");
-        let store = connect(&database.url()).await.unwrap();
+        let store = super::super::connect_sqlite(&database.url(), StoreSettings::defaults()).await.unwrap();
         let workspace = store.ensure_workspace("guess").await.unwrap();
         for n in 1..=3 {
             assert_eq!(store.append_audit(&entry(workspace.id, n)).await.unwrap().seq, n as i64);
         }
         // Ahead of the stored head, as after a rolled-back append; then behind it, as after another process's.
-        super::super::remember_audit_head(workspace.id, 7, "not-the-head");
+        store.audit_heads.remember(workspace.id, 7, "not-the-head");
         assert_eq!(store.append_audit(&entry(workspace.id, 4)).await.unwrap().seq, 4);
-        super::super::remember_audit_head(workspace.id, 2, "not-the-head");
+        store.audit_heads.remember(workspace.id, 2, "not-the-head");
         let fifth = store.append_audit(&entry(workspace.id, 5)).await.unwrap();
         assert_eq!(fifth.seq, 5);
         assert_eq!(store.append_audit(&entry(workspace.id, 6)).await.unwrap().prev_hash, fifth.hash);
-        let verified = crate::audit::verify(store.as_ref()).await.unwrap().expect("an unbroken chain");
+        let verified = crate::audit::verify(&store).await.unwrap().expect("an unbroken chain");
         assert_eq!(verified.entries, 6);
     }
 
@@ -1928,9 +1972,9 @@ mod tests {
     #[tokio::test]
     async fn on_postgres_asks_and_answers_queued_together_are_each_stored_once() {
         let Some(schema) = PostgresSchema::new().await else { return };
-        let store = connect(&schema.url).await.unwrap();
+        let store = super::super::connect_postgres(&schema.url, StoreSettings::defaults()).await.unwrap();
         let workspace = store.ensure_workspace("batched").await.unwrap();
-        super::super::remember_workspace_name(workspace.id, "batched");
+        store.workspace_names.remember(workspace.id, "batched");
         let question = |n: usize| {
             question_and_event(
                 workspace.id,
@@ -1982,7 +2026,7 @@ mod tests {
         assert!(events.windows(2).all(|pair| pair[0].id < pair[1].id));
         let count = |kind: &str| events.iter().filter(|event| event.event_type == kind).count();
         assert_eq!((count("question_asked"), count("question_answered")), (7, 3));
-        let verified = crate::audit::verify(store.as_ref()).await.unwrap().expect("an unbroken chain");
+        let verified = crate::audit::verify(&store).await.unwrap().expect("an unbroken chain");
         assert_eq!(verified.entries, 3, "one entry per answer");
         for (n, (row, _)) in first.iter().chain(&second).enumerate() {
             let status = store.question(workspace.id, row.id).await.unwrap().unwrap().status;
