@@ -1,0 +1,97 @@
+"""Holdpoint for Python: agents ask a person and carry on with the answer.
+
+```python
+from holdpoint import Holdpoint
+
+with Holdpoint("http://127.0.0.1:3000", token) as hp:
+    result = hp.ask("Deploy release 1.4 to production?", response_type="boolean")
+    if result.outcome == "answered" and result.value is True:
+        deploy()
+```
+
+``AsyncHoldpoint`` is the same for asyncio. The framework adapters are ``holdpoint.langgraph`` and
+``holdpoint.openai_agents``.
+"""
+
+from ._async import AsyncHoldpoint
+from ._core import RetryPolicy, __version__
+from ._decorator import requires_approval
+from ._errors import (
+    ApiError,
+    ApprovalDenied,
+    BadRequestError,
+    ConflictError,
+    ForbiddenError,
+    GoneError,
+    HoldpointError,
+    InternalServerError,
+    InvalidError,
+    NotFoundError,
+    RateLimitedError,
+    TooLargeError,
+    TransportError,
+    UnauthorizedError,
+)
+from ._sync import Holdpoint
+from ._types import (
+    Action,
+    ApprovalResult,
+    AskResult,
+    Assignee,
+    Event,
+    FormField,
+    JsonObject,
+    JsonValue,
+    Option,
+    Outcome,
+    Page,
+    Question,
+    QuestionKind,
+    QuestionStatus,
+    Resolution,
+    Response,
+    ResponseType,
+    Role,
+    Urgency,
+)
+
+__all__ = [
+    "Action",
+    "ApiError",
+    "ApprovalDenied",
+    "ApprovalResult",
+    "AskResult",
+    "Assignee",
+    "AsyncHoldpoint",
+    "BadRequestError",
+    "ConflictError",
+    "Event",
+    "ForbiddenError",
+    "FormField",
+    "GoneError",
+    "Holdpoint",
+    "HoldpointError",
+    "InternalServerError",
+    "InvalidError",
+    "JsonObject",
+    "JsonValue",
+    "NotFoundError",
+    "Option",
+    "Outcome",
+    "Page",
+    "Question",
+    "QuestionKind",
+    "QuestionStatus",
+    "RateLimitedError",
+    "Resolution",
+    "Response",
+    "ResponseType",
+    "RetryPolicy",
+    "Role",
+    "TooLargeError",
+    "TransportError",
+    "UnauthorizedError",
+    "Urgency",
+    "__version__",
+    "requires_approval",
+]

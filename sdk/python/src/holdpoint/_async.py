@@ -1,0 +1,367 @@
+"""``AsyncHoldpoint``: the asyncio client, call for call the same as ``Holdpoint``."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from datetime import timedelta
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from . import _core
+from ._errors import ApiError
+from ._types import (
+    Action,
+    ApprovalResult,
+    AskResult,
+    Assignee,
+    Event,
+    FormField,
+    JsonValue,
+    Option,
+    Page,
+    Question,
+    QuestionKind,
+    Response,
+    ResponseType,
+    Urgency,
+    timeout_to_seconds,
+)
+
+
+class AsyncHoldpoint:
+    """``Holdpoint`` for asyncio: the same methods, awaited. Use it as an async context manager, or ``await
+    aclose()``."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        token: str | None = None,
+        *,
+        timeout: float = 30.0,
+        retry: _core.RetryPolicy | None = None,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.url, token = _core.resolve_url_and_token(url, token)
+        self._retry = retry or _core.RetryPolicy()
+        self._timeout = timeout
+        self._owns_http = http_client is None
+        self._http = http_client or httpx.AsyncClient()
+        self._headers = _core.default_headers(token)
+
+    async def aclose(self) -> None:
+        if self._owns_http:
+            await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncHoldpoint:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"AsyncHoldpoint({self.url!r})"
+
+    # Questions -------------------------------------------------------------------------------------------------
+
+    async def ask(
+        self,
+        title: str,
+        *,
+        kind: QuestionKind | None = None,
+        response_type: ResponseType | None = None,
+        body: str | None = None,
+        options: Sequence[Option | str] | None = None,
+        fields: Sequence[FormField] | None = None,
+        action: Action | None = None,
+        allow_edit: bool = False,
+        context: Mapping[str, JsonValue] | None = None,
+        project: str | None = None,
+        run_id: str | None = None,
+        urgency: Urgency | None = None,
+        timeout_seconds: float | timedelta | None = None,
+        default_response: Response | JsonValue = None,
+        assignee: Assignee | None = None,
+        extra: Mapping[str, JsonValue] | None = None,
+        idempotency_key: str | None = None,
+        wait: bool | None = None,
+        wait_timeout: float | timedelta | None = None,
+    ) -> AskResult:
+        """Asks a person and waits for the outcome.
+
+        Takes every field of ``POST /questions`` (``extra`` adds fields this version does not name). Waits until the
+        question is answered, defaulted, expired or cancelled (its ``timeout_seconds`` bounds that), or for at most
+        ``wait_timeout`` (then ``outcome`` is ``pending``). ``wait`` defaults to true except for ``non_blocking``
+        questions, which an agent asks and goes on. The same ``idempotency_key`` asks once, however often it is
+        called: a restarted agent gets the first question (and its answer) back.
+        """
+        question = await self.create_question(
+            title,
+            kind=kind,
+            response_type=response_type,
+            body=body,
+            options=options,
+            fields=fields,
+            action=action,
+            allow_edit=allow_edit,
+            context=context,
+            project=project,
+            run_id=run_id,
+            urgency=urgency,
+            timeout_seconds=timeout_seconds,
+            default_response=default_response,
+            assignee=assignee,
+            extra=extra,
+            idempotency_key=idempotency_key,
+        )
+        if wait is False or (wait is None and question.kind == "non_blocking") or not question.pending:
+            return AskResult(question)
+        return await self.wait(question.id, timeout=wait_timeout)
+
+    async def create_question(
+        self,
+        title: str,
+        *,
+        kind: QuestionKind | None = None,
+        response_type: ResponseType | None = None,
+        body: str | None = None,
+        options: Sequence[Option | str] | None = None,
+        fields: Sequence[FormField] | None = None,
+        action: Action | None = None,
+        allow_edit: bool = False,
+        context: Mapping[str, JsonValue] | None = None,
+        project: str | None = None,
+        run_id: str | None = None,
+        urgency: Urgency | None = None,
+        timeout_seconds: float | timedelta | None = None,
+        default_response: Response | JsonValue = None,
+        assignee: Assignee | None = None,
+        extra: Mapping[str, JsonValue] | None = None,
+        idempotency_key: str | None = None,
+    ) -> Question:
+        """``POST /questions`` without waiting. Retried safely: without an ``idempotency_key`` one is made up for
+        this call, so a retry after a lost response returns the question the first attempt created."""
+        payload = _core.question_body(
+            title,
+            kind=kind,
+            response_type=response_type,
+            body=body,
+            options=options,
+            fields=fields,
+            action=action,
+            allow_edit=allow_edit,
+            context=context,
+            project=project,
+            run_id=run_id,
+            urgency=urgency,
+            timeout_seconds=timeout_seconds,
+            default_response=default_response,
+            assignee=assignee,
+            extra=extra,
+        )
+        key = idempotency_key or _core.new_idempotency_key()
+        return Question.from_json(await self._call("POST", "/questions", json=payload, idempotency_key=key))
+
+    async def approve(
+        self,
+        tool_name: str,
+        arguments: Mapping[str, JsonValue] | None = None,
+        *,
+        title: str | None = None,
+        body: str | None = None,
+        allow_edit: bool = False,
+        context: Mapping[str, JsonValue] | None = None,
+        project: str | None = None,
+        run_id: str | None = None,
+        urgency: Urgency | None = None,
+        timeout_seconds: float | timedelta | None = None,
+        default: bool | None = None,
+        assignee: Assignee | None = None,
+        idempotency_key: str | None = None,
+        wait: bool = True,
+        wait_timeout: float | timedelta | None = None,
+    ) -> ApprovalResult:
+        """Asks for permission to call one tool and waits for the decision.
+
+        ``result.approved`` says whether to run it, with ``result.arguments`` (the approver's edit when
+        ``allow_edit`` let them make one); ``result.reason()`` is what to tell a model that may not. ``default`` is
+        what applies when nobody decides before the deadline; without one the approval expires (not approved, and
+        ``outcome == "expired"`` rather than a person's "no").
+        """
+        result = await self.ask(
+            title or _core.approval_title(tool_name),
+            kind="approval",
+            response_type="approval",
+            body=body,
+            action=Action(tool_name=tool_name, arguments=dict(arguments or {})),
+            allow_edit=allow_edit,
+            context=context,
+            project=project,
+            run_id=run_id,
+            urgency=urgency,
+            timeout_seconds=timeout_seconds,
+            default_response=None if default is None else Response(value=default),
+            assignee=assignee,
+            idempotency_key=idempotency_key,
+            wait=wait,
+            wait_timeout=wait_timeout,
+        )
+        return ApprovalResult(result.question)
+
+    async def wait(self, question_id: str, *, timeout: float | timedelta | None = None) -> AskResult:
+        """Waits until the question is no longer pending, or for at most ``timeout`` seconds; each round trip is
+        one long-poll of ``/questions/{id}/wait``, woken by the resolution itself."""
+        limit = timeout_to_seconds(timeout)
+        deadline = None if limit is None else time.monotonic() + limit
+        path = f"/questions/{_core.path_segment(question_id)}/wait"
+        while True:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return AskResult(await self.get_question(question_id))
+            seconds = _core.wait_slice(remaining)
+            data = await self._call("GET", path, params={"timeout_seconds": str(seconds)}, read_timeout=seconds + 15.0)
+            question = Question.from_json(data)
+            if not question.pending:
+                return AskResult(question)
+
+    async def get_question(self, question_id: str) -> Question:
+        return Question.from_json(await self._call("GET", f"/questions/{_core.path_segment(question_id)}"))
+
+    async def list_questions(
+        self,
+        *,
+        status: str | None = None,
+        kind: str | None = None,
+        project: str | None = None,
+        urgency: str | None = None,
+        run_id: str | None = None,
+        q: str | None = None,
+        sort: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> Page:
+        params = _core.list_params(
+            status=status,
+            kind=kind,
+            project=project,
+            urgency=urgency,
+            run_id=run_id,
+            q=q,
+            sort=sort,
+            limit=limit,
+            cursor=cursor,
+        )
+        return _core.page_from_json(await self._call("GET", "/questions", params=params))
+
+    async def answer(
+        self,
+        question_id: str,
+        value: JsonValue,
+        *,
+        comment: str | None = None,
+        edited_arguments: Mapping[str, JsonValue] | None = None,
+    ) -> Question:
+        """Answers a question as this token's person (``responder`` and up; approvals need ``approver``)."""
+        return Question.from_json(
+            await self._call(
+                "POST",
+                f"/questions/{_core.path_segment(question_id)}/answer",
+                json=_core.answer_body(value, comment, edited_arguments),
+            )
+        )
+
+    async def cancel(self, question_id: str, *, reason: str | None = None) -> Question:
+        payload = {"reason": reason} if reason is not None else {}
+        return Question.from_json(
+            await self._call("POST", f"/questions/{_core.path_segment(question_id)}/cancel", json=payload)
+        )
+
+    # Events ----------------------------------------------------------------------------------------------------
+
+    async def events(
+        self, *, project: str | None = None, run_id: str | None = None, last_event_id: int | None = None
+    ) -> AsyncIterator[Event]:
+        """Iterates the event stream for as long as the caller reads it.
+
+        A dropped connection (network, a server restart, a proxy's idle timeout) is reopened with
+        ``Last-Event-ID`` set to the last event received, and the server replays what was missed: no event is lost
+        or repeated. ``last_event_id`` starts after a known event (``0``: from the beginning of the log); without
+        it the stream starts with what happens from now on.
+        """
+        decoder = _core.SseDecoder(last_event_id)
+        url = self.url + _core.API_PREFIX + "/events"
+        params = _core.events_params(project, run_id)
+        failures = 0
+        while True:
+            decoder = _core.SseDecoder(decoder.last_event_id)
+            try:
+                async with self._http.stream(
+                    "GET",
+                    url,
+                    params=params,
+                    headers={**self._headers, **_core.events_headers(decoder.last_event_id)},
+                    timeout=_core.http_timeout(_core.STREAM_READ_TIMEOUT),
+                ) as response:
+                    if response.status_code >= 400:
+                        _core.raise_for_response(response, await response.aread())
+                    failures = 0
+                    async for line in response.aiter_lines():
+                        event = decoder.feed(line)
+                        if event is None:
+                            continue
+                        if event.type == _core.RECONNECT_EVENT:
+                            break
+                        yield event
+            except (httpx.TransportError, ApiError) as error:
+                if not self._retry.should_retry(failures, error, idempotent=True):
+                    if isinstance(error, ApiError):
+                        raise
+                    raise _core.transport_error("GET", url, error) from error
+                await asyncio.sleep(self._retry.delay(failures, error))
+                failures += 1
+            else:
+                # The server ended the stream (it is stopping, or asked us to reconnect): a moment, then resume.
+                await asyncio.sleep(self._retry.delay(0))
+
+    # Plumbing --------------------------------------------------------------------------------------------------
+
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, str] | None = None,
+        idempotency_key: str | None = None,
+        read_timeout: float | None = None,
+    ) -> Any:
+        url = self.url + _core.API_PREFIX + path
+        headers = dict(self._headers)
+        if idempotency_key is not None:
+            headers["Idempotency-Key"] = idempotency_key
+        idempotent = method == "GET" or idempotency_key is not None
+        attempt = 0
+        while True:
+            try:
+                response = await self._http.request(
+                    method,
+                    url,
+                    json=json,
+                    params=params,
+                    headers=headers,
+                    timeout=_core.http_timeout(read_timeout or self._timeout),
+                )
+                _core.raise_for_response(response, response.content)
+                return _core.decode_json(response.content)
+            except (httpx.TransportError, ApiError) as error:
+                if not self._retry.should_retry(attempt, error, idempotent=idempotent):
+                    if isinstance(error, ApiError):
+                        raise
+                    raise _core.transport_error(method, url, error) from error
+                await asyncio.sleep(self._retry.delay(attempt, error))
+                attempt += 1

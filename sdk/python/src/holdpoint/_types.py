@@ -1,0 +1,351 @@
+"""The wire types of the Holdpoint API as frozen dataclasses.
+
+Each type reads the server's JSON with ``from_json`` and writes a request body with ``to_json``; unknown fields the
+server adds later are kept in ``raw`` rather than refused, so an older client keeps working against a newer server.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any, Literal, TypeAlias, cast
+
+JsonValue: TypeAlias = Any
+"""Any value JSON can hold: ``None``, ``bool``, ``int``, ``float``, ``str``, lists and string-keyed dicts of them."""
+
+JsonObject: TypeAlias = dict[str, Any]
+
+QuestionKind: TypeAlias = Literal["blocking", "non_blocking", "approval", "error_recovery"]
+ResponseType: TypeAlias = Literal[
+    "text", "boolean", "choice", "multi_choice", "approval", "error_recovery", "form", "number"
+]
+Urgency: TypeAlias = Literal["low", "normal", "high", "critical"]
+QuestionStatus: TypeAlias = Literal["pending", "answered", "defaulted", "expired", "cancelled"]
+Resolution: TypeAlias = Literal["human", "default_on_timeout", "policy", "cancelled"]
+Role: TypeAlias = Literal["viewer", "responder", "approver", "admin", "agent"]
+
+Outcome: TypeAlias = Literal["answered", "defaulted", "expired", "cancelled", "pending"]
+"""What became of a question. ``pending`` only when the caller chose not to wait, or to wait less than it took."""
+
+_FRACTION = re.compile(r"\.(\d+)")
+
+
+def parse_time(text: str) -> datetime:
+    """An RFC 3339 time as the server writes it (``2026-11-24T20:14:03.123456789Z``), timezone-aware.
+
+    Python 3.10's ``fromisoformat`` takes neither ``Z`` nor nine fraction digits, so both are normalised first.
+    """
+    normalised = text.strip().replace(" ", "T")
+    if normalised.endswith(("Z", "z")):
+        normalised = normalised[:-1] + "+00:00"
+    normalised = _FRACTION.sub(lambda m: "." + m.group(1)[:6].ljust(6, "0"), normalised, count=1)
+    parsed = datetime.fromisoformat(normalised)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def _optional_time(value: JsonValue) -> datetime | None:
+    return parse_time(value) if isinstance(value, str) else None
+
+
+@dataclass(frozen=True)
+class Option:
+    """One choice of a ``choice``, ``multi_choice`` or ``error_recovery`` question."""
+
+    value: str
+    label: str
+    description: str | None = None
+
+    @classmethod
+    def of(cls, option: Option | str) -> Option:
+        """An option as given: a plain string is its own value and label."""
+        return option if isinstance(option, Option) else cls(value=option, label=option)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, JsonValue]) -> Option:
+        return cls(value=str(data["value"]), label=str(data["label"]), description=data.get("description"))
+
+    def to_json(self) -> JsonObject:
+        body: JsonObject = {"value": self.value, "label": self.label}
+        if self.description is not None:
+            body["description"] = self.description
+        return body
+
+
+@dataclass(frozen=True)
+class FormField:
+    """One field of a ``form`` question; the answer maps each field's ``key`` to its value."""
+
+    key: str
+    label: str
+    response_type: ResponseType = "text"
+    options: Sequence[Option | str] = ()
+    required: bool = False
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, JsonValue]) -> FormField:
+        return cls(
+            key=str(data["key"]),
+            label=str(data["label"]),
+            response_type=cast(ResponseType, data["response_type"]),
+            options=tuple(Option.from_json(o) for o in data.get("options") or ()),
+            required=bool(data.get("required", False)),
+        )
+
+    def to_json(self) -> JsonObject:
+        body: JsonObject = {
+            "key": self.key,
+            "label": self.label,
+            "response_type": self.response_type,
+            "required": self.required,
+        }
+        if self.options:
+            body["options"] = [Option.of(o).to_json() for o in self.options]
+        return body
+
+
+@dataclass(frozen=True)
+class Action:
+    """What an ``approval`` question asks permission for: one tool call."""
+
+    tool_name: str
+    arguments: JsonValue = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, JsonValue]) -> Action:
+        return cls(tool_name=str(data["tool_name"]), arguments=data.get("arguments"))
+
+    def to_json(self) -> JsonObject:
+        return {"tool_name": self.tool_name, "arguments": self.arguments}
+
+
+@dataclass(frozen=True)
+class Response:
+    """An answer body: what a person sent, and the shape of a question's ``default_response``."""
+
+    value: JsonValue
+    comment: str | None = None
+    edited_arguments: JsonObject | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, JsonValue]) -> Response:
+        edited = data.get("edited_arguments")
+        return cls(
+            value=data.get("value"),
+            comment=data.get("comment"),
+            edited_arguments=edited if isinstance(edited, dict) else None,
+        )
+
+    def to_json(self) -> JsonObject:
+        body: JsonObject = {"value": self.value}
+        if self.comment is not None:
+            body["comment"] = self.comment
+        if self.edited_arguments is not None:
+            body["edited_arguments"] = self.edited_arguments
+        return body
+
+
+@dataclass(frozen=True)
+class Assignee:
+    """Who may answer, on top of the role rules: one person (``Assignee(user="alice")``) or a minimum role
+    (``Assignee(role="approver")``)."""
+
+    user: str | None = None
+    role: Role | None = None
+
+    def __post_init__(self) -> None:
+        if (self.user is None) == (self.role is None):
+            raise ValueError("an assignee is either a user or a role")
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, JsonValue]) -> Assignee:
+        return cls(user=data.get("user"), role=data.get("role"))
+
+    def to_json(self) -> JsonObject:
+        return {"user": self.user} if self.user is not None else {"role": self.role}
+
+
+@dataclass(frozen=True)
+class Question:
+    """A question as the server returns it (spec §3)."""
+
+    id: str
+    workspace: str
+    project: str | None
+    run_id: str | None
+    tool_call_id: str | None
+    parent_run_ids: tuple[str, ...]
+    kind: QuestionKind
+    response_type: ResponseType
+    title: str
+    body: str
+    options: tuple[Option, ...]
+    fields: tuple[FormField, ...]
+    action: Action | None
+    allow_edit: bool
+    context: JsonObject
+    urgency: Urgency
+    timeout_at: datetime | None
+    default_response: Response | None
+    status: QuestionStatus
+    response: Response | None
+    answered_by: str | None
+    resolution: Resolution | None
+    created_at: datetime
+    updated_at: datetime
+    resolved_at: datetime | None
+    assignee: Assignee | None
+    raw: JsonObject = field(repr=False, compare=False)
+    """The question's JSON exactly as received, including fields this version of the client does not know."""
+
+    @property
+    def pending(self) -> bool:
+        return self.status == "pending"
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, JsonValue]) -> Question:
+        action = data.get("action")
+        default = data.get("default_response")
+        response = data.get("response")
+        assignee = data.get("assignee")
+        return cls(
+            id=str(data["id"]),
+            workspace=str(data.get("workspace", "")),
+            project=data.get("project"),
+            run_id=data.get("run_id"),
+            tool_call_id=data.get("tool_call_id"),
+            parent_run_ids=tuple(data.get("parent_run_ids") or ()),
+            kind=cast(QuestionKind, data["kind"]),
+            response_type=cast(ResponseType, data["response_type"]),
+            title=str(data["title"]),
+            body=str(data.get("body", "")),
+            options=tuple(Option.from_json(o) for o in data.get("options") or ()),
+            fields=tuple(FormField.from_json(f) for f in data.get("fields") or ()),
+            action=Action.from_json(action) if isinstance(action, dict) else None,
+            allow_edit=bool(data.get("allow_edit", False)),
+            context=dict(data.get("context") or {}),
+            urgency=cast(Urgency, data["urgency"]),
+            timeout_at=_optional_time(data.get("timeout_at")),
+            default_response=Response.from_json(default) if isinstance(default, dict) else None,
+            status=cast(QuestionStatus, data["status"]),
+            response=Response.from_json(response) if isinstance(response, dict) else None,
+            answered_by=data.get("answered_by"),
+            resolution=data.get("resolution"),
+            created_at=parse_time(data["created_at"]),
+            updated_at=parse_time(data["updated_at"]),
+            resolved_at=_optional_time(data.get("resolved_at")),
+            assignee=Assignee.from_json(assignee) if isinstance(assignee, dict) else None,
+            raw=dict(data),
+        )
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a cursor-paginated list; pass ``next_cursor`` as ``cursor`` for the next (``None``: the last)."""
+
+    items: tuple[Question, ...]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class AskResult:
+    """What became of a question, as an agent acts on it.
+
+    ``outcome`` is ``answered`` (a person answered: ``value`` is their answer, which may well be a "no"),
+    ``defaulted`` (the deadline passed and the question's default applied: ``value`` is the default), ``expired``
+    (the deadline passed and nobody answered: no value), ``cancelled`` (withdrawn, superseded, or its run ended), or
+    ``pending`` when the caller did not wait until the end.
+    """
+
+    question: Question
+
+    @property
+    def outcome(self) -> Outcome:
+        return self.question.status
+
+    @property
+    def resolved(self) -> bool:
+        """Whether the question is settled for good (every outcome but ``pending``)."""
+        return self.outcome != "pending"
+
+    @property
+    def value(self) -> JsonValue:
+        """The answer's value, or the default's; ``None`` when there is neither."""
+        return self.question.response.value if self.question.response else None
+
+    @property
+    def comment(self) -> str | None:
+        return self.question.response.comment if self.question.response else None
+
+    @property
+    def edited_arguments(self) -> JsonObject | None:
+        return self.question.response.edited_arguments if self.question.response else None
+
+    @property
+    def answered_by(self) -> str | None:
+        return self.question.answered_by
+
+    @property
+    def question_id(self) -> str:
+        return self.question.id
+
+
+@dataclass(frozen=True)
+class ApprovalResult(AskResult):
+    """What became of an approval question.
+
+    ``approved`` is true only when the answer (a person's, or a default that approves) was yes: an expired or
+    cancelled approval is not approved, and ``outcome`` says that nobody decided, which is not the same as a "no".
+    """
+
+    @property
+    def approved(self) -> bool:
+        return self.outcome in ("answered", "defaulted") and self.value is True
+
+    @property
+    def rejected(self) -> bool:
+        """A decision against the call (a person's "no", or a default of ``false``): not an expiry or a cancel."""
+        return self.outcome in ("answered", "defaulted") and self.value is False
+
+    @property
+    def arguments(self) -> JsonValue:
+        """The arguments to call the tool with: the approver's edit if there is one, else those asked about."""
+        if self.edited_arguments is not None:
+            return self.edited_arguments
+        return self.question.action.arguments if self.question.action else None
+
+    def reason(self) -> str:
+        """A sentence for a model that may not run the call: the rejection's comment, or why nobody decided."""
+        if self.approved:
+            return "approved"
+        if self.rejected:
+            return self.comment or "rejected without a comment"
+        if self.outcome == "expired":
+            return "nobody decided before the approval's deadline; the call was not run"
+        if self.outcome == "cancelled":
+            return "the approval request was cancelled; the call was not run"
+        return "the approval is still pending; the call was not run"
+
+
+@dataclass(frozen=True)
+class Event:
+    """One entry of the event stream: ``id`` is the event log's id (what ``Last-Event-ID`` resumes from), ``type``
+    is ``question_asked``, ``question_answered``, ``question_expired``, ``question_cancelled``, ``run_status`` or
+    another type the server adds, and ``data`` is the event's JSON."""
+
+    id: int
+    type: str
+    data: JsonObject
+
+    @property
+    def question(self) -> Question | None:
+        """The question as the change left it, for question events."""
+        question = self.data.get("question")
+        return Question.from_json(question) if isinstance(question, dict) else None
+
+
+def timeout_to_seconds(timeout: float | timedelta | None) -> float | None:
+    if isinstance(timeout, timedelta):
+        return timeout.total_seconds()
+    return timeout
