@@ -1,0 +1,39 @@
+"""OpenAI Agents: a tool that needs approval asks Holdpoint; the run goes on with the decision, after a restart too.
+
+    export HOLDPOINT_SERVER=http://127.0.0.1:3000 HOLDPOINT_TOKEN=hp_...   # an agent token
+    export OPENAI_API_KEY=...    # or OPENAI_BASE_URL for any OpenAI-compatible server
+    python openai_agents_deploy.py
+
+Stop it while it waits and start it again: it carries on with the same approval (the run state is in ./runs).
+Needs `pip install "holdpoint[openai-agents]"`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from agents import Agent, function_tool
+
+from holdpoint import AsyncHoldpoint
+from holdpoint.openai_agents import HoldpointApprovals, run_with_approvals
+
+
+@function_tool(needs_approval=True)
+def deploy(service: str, environment: str) -> str:
+    """Deploy a service to an environment."""
+    return f"deployed {service} to {environment}"
+
+
+async def main() -> None:
+    async with AsyncHoldpoint() as hp:
+        approvals = HoldpointApprovals(hp, "runs", project="deploys", timeout_seconds=1800)
+        agent = Agent(
+            name="deployer",
+            instructions="You deploy services when asked. Use the deploy tool.",
+            tools=[approvals.editable(deploy)],  # the approver may change the arguments
+        )
+        result = await run_with_approvals(agent, "Deploy the api service to production", approvals, run_key="api-1")
+        print(result.final_output)
+
+
+asyncio.run(main())

@@ -1,0 +1,214 @@
+"""The blocking client against the real server: every response type asked and answered, every outcome, waiting,
+idempotent creation and retries, and typed errors."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from holdpoint import (
+    Assignee,
+    ConflictError,
+    ForbiddenError,
+    FormField,
+    Holdpoint,
+    InvalidError,
+    NotFoundError,
+    Option,
+    RetryPolicy,
+    TransportError,
+    UnauthorizedError,
+)
+
+from .conftest import Server
+from .helpers import Answerer, eventually, pending_in
+from .proxy import Proxy
+
+FORM = [
+    FormField("environment", "Environment", "choice", options=["staging", "production"], required=True),
+    FormField("replicas", "Replicas", "number", required=True),
+    FormField("notify", "Tell the team?", "boolean"),
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ({"response_type": "text"}, "Ada Lovelace"),
+        ({"response_type": "boolean"}, False),
+        ({"response_type": "choice", "options": ["red", Option("blue", "Blue", "the calm one")]}, "blue"),
+        ({"response_type": "multi_choice", "options": ["a", "b", "c"]}, ["a", "c"]),
+        ({"response_type": "form", "fields": FORM}, {"environment": "production", "replicas": 3, "notify": True}),
+        ({"kind": "error_recovery", "options": [Option("fallback", "Use the fallback mirror")]}, "fallback"),
+        ({"kind": "error_recovery"}, "retry"),
+    ],
+    ids=["text", "boolean", "choice", "multi_choice", "form", "error_recovery_option", "error_recovery_retry"],
+)
+def test_ask_waits_for_the_answer_of_each_response_type(
+    hp: Holdpoint, person: Holdpoint, project: str, question: dict[str, Any], answer: Any
+) -> None:
+    answerer = Answerer(person, project, answer, comment="from the test")
+    result = hp.ask("What now?", project=project, body="Some **Markdown**", context={"step": 3}, **question)
+    answerer.join()
+    assert result.outcome == "answered"
+    assert result.value == answer
+    assert result.comment == "from the test"
+    assert result.answered_by == "bootstrap"
+    assert result.question.body == "Some **Markdown**"
+    assert result.question.context == {"step": 3}
+    assert result.question.resolved_at is not None
+
+
+def test_a_persons_no_is_an_answer_not_an_exception(hp: Holdpoint, person: Holdpoint, project: str) -> None:
+    answerer = Answerer(person, project, False, comment="not on a Friday")
+    result = hp.approve("deploy", {"service": "api"}, project=project)
+    answerer.join()
+    assert (result.outcome, result.approved, result.rejected) == ("answered", False, True)
+    assert result.reason() == "not on a Friday"
+    assert result.arguments == {"service": "api"}
+
+
+def test_an_approver_may_edit_the_arguments_when_allowed(hp: Holdpoint, person: Holdpoint, project: str) -> None:
+    answerer = Answerer(person, project, True, edited_arguments={"service": "api", "environment": "staging"})
+    result = hp.approve(
+        "deploy", {"service": "api", "environment": "production"}, allow_edit=True, project=project, urgency="critical"
+    )
+    answerer.join()
+    assert result.approved
+    assert result.arguments == {"service": "api", "environment": "staging"}
+    assert result.question.action is not None
+    assert result.question.action.arguments == {"service": "api", "environment": "production"}
+    assert result.question.urgency == "critical"
+    assert result.question.allow_edit
+
+
+def test_a_question_past_its_deadline_is_defaulted_with_a_default_and_expired_without(
+    hp: Holdpoint, project: str
+) -> None:
+    defaulted = hp.ask(
+        "Retry the flaky job?", response_type="boolean", timeout_seconds=1, default_response=True, project=project
+    )
+    assert (defaulted.outcome, defaulted.value, defaulted.answered_by) == ("defaulted", True, None)
+    assert defaulted.question.resolution == "default_on_timeout"
+
+    expired = hp.approve("drop_table", {"table": "users"}, timeout_seconds=1, project=project)
+    assert (expired.outcome, expired.value) == ("expired", None)
+    assert not expired.approved and not expired.rejected, "nobody decided: neither approved nor a person's no"
+
+
+def test_a_question_cancelled_while_the_agent_waits_ends_the_wait(
+    hp: Holdpoint, person: Holdpoint, project: str
+) -> None:
+    def cancel() -> None:
+        question = eventually("the question", lambda: pending_in(person, project))[0]
+        person.cancel(question.id, reason="superseded")
+
+    canceller = threading.Thread(target=cancel)
+    canceller.start()
+    result = hp.ask("Which region?", response_type="choice", options=["eu", "us"], project=project)
+    canceller.join()
+    assert result.outcome == "cancelled"
+    assert result.question.resolution == "cancelled"
+
+
+def test_waiting_less_than_it_takes_returns_pending(hp: Holdpoint, project: str) -> None:
+    started = time.monotonic()
+    result = hp.ask("Anyone?", project=project, wait_timeout=1.5)
+    waited = time.monotonic() - started
+    assert result.outcome == "pending" and not result.resolved
+    assert 1.0 <= waited < 5, waited
+    later = hp.wait(result.question_id, timeout=0.5)
+    assert later.outcome == "pending"
+
+
+def test_a_non_blocking_question_is_asked_without_waiting(hp: Holdpoint, project: str) -> None:
+    result = hp.ask("Mention the deprecation?", kind="non_blocking", response_type="boolean", project=project)
+    assert result.outcome == "pending"
+    assert result.question.kind == "non_blocking" and result.question.urgency == "low"
+    assert result.question.timeout_at is None
+
+
+def test_the_same_idempotency_key_asks_once(hp: Holdpoint, person: Holdpoint, project: str) -> None:
+    first = hp.create_question("Ship it?", response_type="boolean", project=project, idempotency_key="ship-42")
+    again = hp.create_question("Ship it?", response_type="boolean", project=project, idempotency_key="ship-42")
+    assert again.id == first.id
+    assert [q.id for q in pending_in(person, project)] == [first.id]
+    person.answer(first.id, True)
+    # An agent restarted after the answer asks again with the same key and gets the answer at once.
+    restarted = hp.ask("Ship it?", response_type="boolean", project=project, idempotency_key="ship-42")
+    assert (restarted.outcome, restarted.value) == ("answered", True)
+    with pytest.raises(ConflictError) as refused:
+        hp.create_question("Ship something else?", project=project, idempotency_key="ship-42")
+    assert refused.value.code == "conflict" and refused.value.status == 409
+
+
+def test_a_creation_whose_response_was_lost_is_retried_without_a_second_question(
+    server: Server, agent_token: str, person: Holdpoint, project: str
+) -> None:
+    proxy = Proxy(server.url)
+    try:
+        proxy.drop_responses_to = b"POST /api/v1/questions "
+        proxy.drops_left = 2
+        with Holdpoint(proxy.url, agent_token, retry=RetryPolicy(max_retries=3, backoff=0.05)) as hp:
+            question = hp.create_question("Rotate the keys?", project=project)
+        assert proxy.drops_left == 0, "both lost responses happened"
+        keys = [line for line in proxy.sent_text().splitlines() if line.lower().startswith("idempotency-key:")]
+        assert len(keys) == 3 and len(set(keys)) == 1, keys
+        assert [q.id for q in pending_in(person, project)] == [question.id]
+    finally:
+        proxy.close()
+
+
+def test_a_server_out_of_reach_is_a_transport_error_after_the_retries(server: Server, agent_token: str) -> None:
+    proxy = Proxy(server.url)
+    proxy.unreachable = True
+    try:
+        with Holdpoint(proxy.url, agent_token, retry=RetryPolicy(max_retries=2, backoff=0.05)) as hp:
+            with pytest.raises(TransportError):
+                hp.get_question("01900000-0000-7000-8000-000000000000")
+    finally:
+        proxy.close()
+
+
+def test_errors_carry_the_servers_code_message_and_details(
+    server: Server, hp: Holdpoint, person: Holdpoint, project: str
+) -> None:
+    with pytest.raises(NotFoundError) as missing:
+        hp.get_question("01900000-0000-7000-8000-000000000000")
+    assert (missing.value.code, missing.value.status) == ("not_found", 404)
+
+    with pytest.raises(InvalidError) as invalid:
+        hp.ask("Pick one", response_type="choice", options=["only"], project=project)
+    assert invalid.value.code == "invalid" and invalid.value.status == 422
+    assert "options" in invalid.value.fields, invalid.value.details
+
+    question = hp.create_question("Proceed?", response_type="boolean", project=project)
+    person.answer(question.id, True)
+    with pytest.raises(ConflictError) as conflict:
+        person.answer(question.id, False)
+    assert conflict.value.details["status"] == "answered", conflict.value.details
+
+    with pytest.raises(ForbiddenError) as forbidden:
+        hp.answer(hp.create_question("Agents never answer", project=project).id, "yes")
+    assert forbidden.value.code == "forbidden"
+
+    with pytest.raises(InvalidError) as unknown_person:
+        hp.ask("For nobody", assignee=Assignee(user="no-such-person"), project=project)
+    assert "assignee" in str(unknown_person.value.details)
+
+    with Holdpoint(server.url, "hp_not_a_real_token_at_all_000000000000") as stranger:
+        with pytest.raises(UnauthorizedError) as unauthorized:
+            stranger.list_questions()
+    assert unauthorized.value.code == "unauthorized" and unauthorized.value.status == 401
+
+
+def test_lists_page_with_a_cursor(hp: Holdpoint, project: str) -> None:
+    asked = [hp.create_question(f"Question {n}", project=project).id for n in range(3)]
+    first = hp.list_questions(project=project, limit=2)
+    assert len(first.items) == 2 and first.next_cursor
+    second = hp.list_questions(project=project, limit=2, cursor=first.next_cursor)
+    assert second.next_cursor is None
+    assert {q.id for q in first.items + second.items} == set(asked)
