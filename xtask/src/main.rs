@@ -5,6 +5,7 @@
 //! server) without needing cargo-leptos, which takes half an hour to compile. Every tool it needs is installed on
 //! first use and found again at once after that.
 
+mod sdk_python;
 mod site;
 mod tools;
 
@@ -16,7 +17,8 @@ const USAGE: &str = "usage: cargo xtask <command>
 commands:
   serve [--release] [-- ARGS...]   build the site and the server, then run `holdpoint serve ARGS...`
   demo [--release] [-- ARGS...]    the same with `holdpoint demo ARGS...`: agents that ask every kind of question
-  test                             run every test: unit, API (SQLite and PostgreSQL), browser (Playwright)
+  test                             run every test: unit, API (SQLite and PostgreSQL), browser (Playwright),
+                                   the Python library's suite
   site [--release]                 build only the site (wasm, JS, CSS) into target/site
   bench [-- ARGS...]               build the site, run the benchmark suite (release build) and write
                                    docs/benchmarks.md; ARGS: --only hitl,fanout,inbox,rebuild,site  --out PATH
@@ -125,6 +127,7 @@ fn test(args: &[String]) -> Result {
     let binary = root().join("target/debug/holdpoint");
     run(Command::new("node")
         .args(["--test", "--test-concurrency=1", "end2end/tests/"])
-        .env("HOLDPOINT_BIN", binary)
-        .env("HOLDPOINT_SITE_ROOT", site::site_root()))
+        .env("HOLDPOINT_BIN", &binary)
+        .env("HOLDPOINT_SITE_ROOT", site::site_root()))?;
+    sdk_python::test(&binary)
 }
