@@ -52,9 +52,7 @@ class Answerer:
         def answer() -> None:
             try:
                 question = eventually("a question to answer", lambda: pending_in(person, project))[0]
-                self.answered = person.answer(
-                    question.id, value, comment=comment, edited_arguments=edited_arguments
-                )
+                self.answered = person.answer(question.id, value, comment=comment, edited_arguments=edited_arguments)
             except BaseException as error:  # reported by join(), in the test's thread
                 self.error = error
 

@@ -85,5 +85,3 @@ def test_a_sync_function_cannot_be_guarded_by_the_async_client(server: Server, a
         @requires_approval(client)
         def plain() -> None:
             pass
-
-

@@ -26,7 +26,9 @@ def model() -> Iterator[MockModel]:
     mock.close()
 
 
-def flow_env(server: Server, token: str, model: MockModel, project: str, tmp_path: Path, editable: bool) -> dict[str, str]:
+def flow_env(
+    server: Server, token: str, model: MockModel, project: str, tmp_path: Path, editable: bool
+) -> dict[str, str]:
     return {
         "HOLDPOINT_URL": server.url,
         "HOLDPOINT_TOKEN": token,

@@ -45,7 +45,10 @@ def build(hp: Holdpoint, checkpointer: SqliteSaver) -> Any:
             body=state["draft"],
             project=os.environ["PROJECT"],
         )
-        return {"decision": str(result.value) if result.outcome == "answered" else "revise", "reviewer": result.answered_by}
+        return {
+            "decision": str(result.value) if result.outcome == "answered" else "revise",
+            "reviewer": result.answered_by,
+        }
 
     def publish(state: Reply) -> Reply:
         return {"published": f"{state['decision']}: {state['draft']}"}
