@@ -4,10 +4,14 @@ repeating nothing."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Iterator
 
-from holdpoint import AsyncHoldpoint, Event, Holdpoint, RetryPolicy
+import httpx
+import pytest
+
+from holdpoint import AsyncHoldpoint, Event, Holdpoint, RateLimitedError, RetryPolicy
 
 from .conftest import Server
 from .helpers import eventually
@@ -111,3 +115,20 @@ def test_the_async_stream_resumes_too(server: Server, hp: Holdpoint, project: st
         assert titles == ["before the cut", "while cut off"]
     finally:
         proxy.close()
+
+
+def test_a_caller_over_its_stream_limit_gets_a_rate_limited_error_with_retry_after(
+    server: Server, agent_token: str
+) -> None:
+    limit = 32  # HOLDPOINT_STREAMS_PER_CALLER's default
+    with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {agent_token}"}, timeout=30) as raw:
+        with contextlib.ExitStack() as open_streams:
+            for _ in range(limit):
+                response = open_streams.enter_context(raw.stream("GET", "/api/v1/events"))
+                assert response.status_code == 200
+            with Holdpoint(server.url, agent_token, retry=RetryPolicy(max_retries=0)) as hp:
+                with pytest.raises(RateLimitedError) as limited:
+                    next(hp.events())
+    assert (limited.value.code, limited.value.status) == ("rate_limited", 429)
+    assert limited.value.retry_after is not None and limited.value.retry_after > 0
+    assert limited.value.details["limit"] == "streams_per_caller"
