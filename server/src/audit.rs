@@ -1,7 +1,7 @@
-//! The audit log (issue 7): what is recorded, how an entry's hash is computed, and how a chain is verified.
+//! The audit log: what is recorded for each action, and how a chain is verified.
 //!
 //! Every workspace has one chain. Entry `seq` N carries the hash of entry N-1 (`prev_hash`) and its own `hash`, a
-//! SHA-256 over `prev_hash` and the entry's fields ([`entry_hash`]). Editing an entry changes its hash; removing one
+//! SHA-256 over `prev_hash` and the entry's fields ([`entry_hash`], with the chain's format, in the store). Editing an entry changes its hash; removing one
 //! leaves a gap in `seq` and a `prev_hash` that points at nothing; moving one breaks both. The store appends entries
 //! in the transaction of the change they record; [`verify`] walks every chain and names the first bad entry.
 
@@ -12,16 +12,11 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use crate::auth::{Caller, Credential};
+use crate::credentials::{Caller, Credential};
 use crate::store::{
     AuditActor, AuditRow, NewAuditEntry, Principal, QuestionRow, RunRow, Store, StoreResult, TokenRow, ToolCallRow,
 };
-
-/// The `prev_hash` of a chain's first entry.
-pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
-
-/// The first field of every hashed preimage: a new format gets a new tag, so old entries stay verifiable.
-pub const HASH_FORMAT: &str = "holdpoint-audit-v1";
+pub use crate::store::{GENESIS_HASH, HASH_FORMAT, entry_hash, hashed_time, preimage};
 
 /// The actions the server records. Others may be added (the column is free text); these are the ones it writes.
 pub mod action {
@@ -71,55 +66,6 @@ impl From<&Caller> for AuditActor {
         };
         AuditActor { kind, id: Some(caller.principal.id.to_string()), name: caller.principal.name.clone() }
     }
-}
-
-/// The timestamp as it is hashed: RFC 3339 in UTC with exactly six fractional digits and `Z`.
-pub fn hashed_time(at: &chrono::DateTime<chrono::Utc>) -> String {
-    at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
-}
-
-/// Appends one field to a preimage: `<byte length>:<bytes>,` (a netstring), or `~,` for NULL. Length prefixes
-/// make the encoding unambiguous whatever the fields contain, with nothing to escape.
-fn push_field(preimage: &mut String, field: Option<&str>) {
-    match field {
-        Some(text) => {
-            let _ = write!(preimage, "{}:{text},", text.len());
-        }
-        None => preimage.push_str("~,"),
-    }
-}
-
-/// The exact bytes an entry's hash covers (docs/decisions.md, "Audit log"): the format tag, then `workspace_id`,
-/// `seq`, `id`, `created_at`, `actor_kind`, `actor`, `actor_id`, `action`, `subject_type`, `subject_id`, `before`,
-/// `after`, `diff` and `prev_hash`, each as a netstring.
-pub fn preimage(row: &AuditRow) -> String {
-    let mut preimage = String::new();
-    let fields = [
-        Some(HASH_FORMAT.to_owned()),
-        Some(row.workspace_id.to_string()),
-        Some(row.seq.to_string()),
-        Some(row.id.to_string()),
-        Some(hashed_time(&row.created_at)),
-        Some(row.actor_kind.clone()),
-        Some(row.actor.clone()),
-        row.actor_id.clone(),
-        Some(row.action.clone()),
-        Some(row.subject_type.clone()),
-        row.subject_id.clone(),
-        row.before.clone(),
-        row.after.clone(),
-        row.diff.clone(),
-        Some(row.prev_hash.clone()),
-    ];
-    for field in &fields {
-        push_field(&mut preimage, field.as_deref());
-    }
-    preimage
-}
-
-/// Lowercase hex SHA-256 of the entry's [`preimage`].
-pub fn entry_hash(row: &AuditRow) -> String {
-    hex::encode(Sha256::digest(preimage(row).as_bytes()))
 }
 
 /// An RFC 6902 JSON Patch that turns `from` into `to`: `add`, `remove` and `replace` operations, descending into

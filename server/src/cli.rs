@@ -11,9 +11,9 @@ use clap::{CommandFactory, Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 use uuid::Uuid;
 
-use crate::auth::{hash_secret, new_token_secret};
 use crate::client::CliError;
 use crate::config::{DatabaseLocation, ServeConfig};
+use crate::credentials::{hash_secret, new_token_secret};
 use crate::store::{self, AuditActor, TokenRow};
 
 /// Holdpoint: a human-in-the-loop control plane for AI agents.

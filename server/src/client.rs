@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use clap::Parser;
 use serde_json::Value;
 
-use crate::auth::{Secret, hash_secret, new_token_secret};
 use crate::config::{DatabaseLocation, ServeConfig};
+use crate::credentials::{Secret, hash_secret, new_token_secret};
 use crate::server::DEFAULT_WORKSPACE;
 use crate::store::TokenRow;
 

@@ -3,7 +3,8 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use crate::auth::Secret;
+use crate::credentials::Secret;
+use crate::store::redacted_url;
 
 /// Where the database is: shared by `serve` and the commands that open the database directly.
 #[derive(Clone, clap::Args)]
@@ -25,34 +26,6 @@ impl std::fmt::Debug for DatabaseLocation {
             .field("database_url", &self.database_url.as_deref().map(redacted_url))
             .finish()
     }
-}
-
-/// `url` with the password of its user info (`postgres://user:secret@host`) and of a `password=` parameter replaced
-/// by `[redacted]`, for logs and error messages.
-pub fn redacted_url(url: &str) -> String {
-    const REDACTED: &str = "[redacted]";
-    let mut out = url.to_owned();
-    if let Some(scheme_end) = out.find("://") {
-        let authority_start = scheme_end + 3;
-        let authority_end = out[authority_start..].find(['/', '?', '#']).map_or(out.len(), |at| authority_start + at);
-        if let Some(at) = out[authority_start..authority_end].rfind('@')
-            && let Some(colon) = out[authority_start..authority_start + at].find(':')
-        {
-            out.replace_range(authority_start + colon + 1..authority_start + at, REDACTED);
-        }
-    }
-    if let Some(query_start) = out.find('?') {
-        let (head, query) = out.split_at(query_start + 1);
-        let query: Vec<String> = query
-            .split('&')
-            .map(|pair| match pair.split_once('=') {
-                Some((name, _)) if name.eq_ignore_ascii_case("password") => format!("{name}={REDACTED}"),
-                _ => pair.to_owned(),
-            })
-            .collect();
-        out = format!("{head}{}", query.join("&"));
-    }
-    out
 }
 
 impl DatabaseLocation {

@@ -17,8 +17,8 @@ use serde::Deserialize;
 use sqlx::types::Json;
 use uuid::Uuid;
 
-use crate::auth::{hash_secret, new_token_secret};
 use crate::config::{ServeConfig, ShellMode};
+use crate::credentials::{hash_secret, new_token_secret};
 use crate::runtime::Runtime;
 use crate::server::{self, DEFAULT_WORKSPACE};
 use crate::store::{AgentRow, AuditActor, RunFilter, Store, TokenRow, now};

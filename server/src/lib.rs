@@ -9,6 +9,7 @@ pub mod auth;
 pub mod cli;
 pub mod client;
 pub mod config;
+pub mod credentials;
 pub mod deadlines;
 pub mod demo;
 pub mod error;

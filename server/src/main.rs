@@ -1,8 +1,8 @@
 //! The `holdpoint` binary: all the work is in the library, so tests can drive the same code.
 
-/// glibc's allocator took about an eighth of the server's CPU in a HITL cycle under load (`perf`: `_int_malloc`,
-/// `_int_free`, `malloc_consolidate` on the runtime's and SQLite's threads); with mimalloc's thread-local heaps a
-/// cycle costs the server about 9 % less CPU (docs/benchmarks.md, 2026-11-25, third session).
+/// mimalloc's thread-local heaps: a HITL cycle allocates and frees on the runtime's and SQLite's threads at once,
+/// and glibc's allocator made them wait on each other (`_int_malloc`, `_int_free`, `malloc_consolidate` under load;
+/// docs/decisions.md, "The allocator", has the design and docs/benchmarks.md the measurements).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -8,7 +8,7 @@ use chrono::Duration;
 use uuid::Uuid;
 
 use crate::audit::action;
-use crate::auth::{Caller, hash_secret, new_token_secret, random_secret};
+use crate::credentials::{Caller, hash_secret, new_token_secret, random_secret};
 use crate::error::AppError;
 use crate::store::{
     AuditActor, MembershipChange, NewAuditEntry, Principal, SigninLinkRow, Store, StoreError, TokenRow, UserRow, now,

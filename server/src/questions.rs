@@ -12,7 +12,7 @@ use serde_json::Value;
 use sqlx::types::Json;
 use uuid::Uuid;
 
-use crate::auth::Caller;
+use crate::credentials::Caller;
 use crate::error::AppError;
 use crate::metrics::Metrics;
 use crate::state::AppState;

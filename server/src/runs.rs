@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use sqlx::types::Json;
 use uuid::Uuid;
 
-use crate::auth::Caller;
+use crate::credentials::Caller;
 use crate::error::AppError;
 use crate::questions::{COMMENT_MAX_CHARS, FieldErrors, PROJECT_MAX_CHARS};
 use crate::runtime::Runtime;

@@ -10,8 +10,8 @@ use tokio::net::TcpListener;
 use tower::ServiceExt;
 use uuid::Uuid;
 
-use crate::auth::hash_secret;
 use crate::config::{ConnectionConfig, ServeConfig};
+use crate::credentials::hash_secret;
 use crate::events::EventHub;
 use crate::state::{App, AppState};
 use crate::store::{self, AuditActor, StoreError, TokenRow};

@@ -25,7 +25,8 @@ use tower_http::services::ServeDir;
 
 use app::navigation::{safe_next, sign_in_error};
 
-use crate::auth::{Caller, Credential, SESSION_COOKIE, csrf_matches, hash_secret, random_secret, session_caller};
+use crate::auth::{SESSION_COOKIE, csrf_matches, session_caller};
+use crate::credentials::{Caller, Credential, hash_secret, random_secret};
 use crate::error::AppError;
 use crate::state::AppState;
 use crate::store::{

@@ -407,7 +407,8 @@ async fn the_inbox_lists_and_counts_what_its_filters_select(app: TestApp) {
     assert_eq!(answered.status, StatusCode::OK, "{}", answered.text);
 
     let store = app.state.store.as_ref();
-    let principal = store.principal_by_token_hash(&holdpoint::auth::hash_secret(&app.token)).await.unwrap().unwrap();
+    let principal =
+        store.principal_by_token_hash(&holdpoint::credentials::hash_secret(&app.token)).await.unwrap().unwrap();
     let workspace = principal.workspace_id;
     let pending =
         |limit| QuestionFilter { status: Some(app::types::QuestionStatus::Pending), limit, ..Default::default() };

@@ -8,7 +8,7 @@ use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
-use crate::auth::Caller;
+use crate::credentials::Caller;
 use crate::error::{ApiJson, ApiResult, AppError};
 use crate::http::openapi::ErrorResponses;
 use crate::http::questions::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
-use crate::auth::Caller;
+use crate::credentials::Caller;
 use crate::error::{ApiJson, ApiResult, AppError};
 use crate::http::openapi::ErrorResponses;
 use crate::state::AppState;

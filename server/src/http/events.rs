@@ -21,7 +21,8 @@ use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
-use crate::auth::{Caller, Proof};
+use crate::auth::Proof;
+use crate::credentials::Caller;
 use crate::error::{ApiResult, AppError};
 use crate::events::HubEvent;
 use crate::state::AppState;

@@ -16,7 +16,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
-use crate::auth::Caller;
+use crate::credentials::Caller;
 use crate::error::{ApiJson, ApiResult, AppError};
 use crate::http::openapi::{ErrorResponses, IdempotencyHeader};
 use crate::questions::{self as domain, TimeoutBounds, build_question};

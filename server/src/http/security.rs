@@ -26,7 +26,7 @@ pub struct CspNonce(pub String);
 impl CspNonce {
     /// 22 random alphanumeric characters (~131 bits): valid in a CSP `'nonce-…'` source as is.
     fn new() -> Self {
-        CspNonce(crate::auth::random_secret(22))
+        CspNonce(crate::credentials::random_secret(22))
     }
 }
 

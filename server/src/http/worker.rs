@@ -8,7 +8,7 @@ use sqlx::types::Json;
 use utoipa_axum::{router::OpenApiRouter, routes};
 use uuid::Uuid;
 
-use crate::auth::Caller;
+use crate::credentials::Caller;
 use crate::error::{ApiJson, ApiResult, AppError};
 use crate::http::openapi::ErrorResponses;
 use crate::questions::{TimeoutBounds, build_question, insert_question};

@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::auth::Caller;
+use crate::credentials::Caller;
 use crate::error::AppError;
 use crate::questions::{TimeoutBounds, build_question, insert_question};
 use crate::state::AppState;

@@ -22,7 +22,8 @@ use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{SessionId, SessionManager};
 
-use crate::auth::{Caller, Proof};
+use crate::auth::Proof;
+use crate::credentials::Caller;
 use crate::error::AppError;
 use crate::state::AppState;
 

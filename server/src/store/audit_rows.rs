@@ -1,12 +1,71 @@
-//! Audit log rows and the inputs of the audit store methods (issue 7). The chain itself is built in the store's
-//! append (see `append_audit_in` in [`super::sql`]); how a hash is computed lives in [`crate::audit`].
+//! Audit log rows, the inputs of the audit store methods, and the chain's format: how an entry is sealed with the
+//! hash of the one before it. The store appends and seals entries (see `append_audit_in` in [`super::sql`]);
+//! what each action records is the use cases' ([`crate::audit`] builds and verifies).
+
+use std::fmt::Write as _;
 
 use app::types::{ActorKind, AuditEntry, AuditFilter};
 use chrono::{DateTime, SubsecRound, Utc};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use super::StoreError;
+
+/// The `prev_hash` of a chain's first entry.
+pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The first field of every hashed preimage: a new format gets a new tag, so old entries stay verifiable.
+pub const HASH_FORMAT: &str = "holdpoint-audit-v1";
+
+/// The timestamp as it is hashed: RFC 3339 in UTC with exactly six fractional digits and `Z`.
+pub fn hashed_time(at: &chrono::DateTime<chrono::Utc>) -> String {
+    at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
+}
+
+/// Appends one field to a preimage: `<byte length>:<bytes>,` (a netstring), or `~,` for NULL. Length prefixes
+/// make the encoding unambiguous whatever the fields contain, with nothing to escape.
+fn push_field(preimage: &mut String, field: Option<&str>) {
+    match field {
+        Some(text) => {
+            let _ = write!(preimage, "{}:{text},", text.len());
+        }
+        None => preimage.push_str("~,"),
+    }
+}
+
+/// The exact bytes an entry's hash covers (docs/decisions.md, "Audit log"): the format tag, then `workspace_id`,
+/// `seq`, `id`, `created_at`, `actor_kind`, `actor`, `actor_id`, `action`, `subject_type`, `subject_id`, `before`,
+/// `after`, `diff` and `prev_hash`, each as a netstring.
+pub fn preimage(row: &AuditRow) -> String {
+    let mut preimage = String::new();
+    let fields = [
+        Some(HASH_FORMAT.to_owned()),
+        Some(row.workspace_id.to_string()),
+        Some(row.seq.to_string()),
+        Some(row.id.to_string()),
+        Some(hashed_time(&row.created_at)),
+        Some(row.actor_kind.clone()),
+        Some(row.actor.clone()),
+        row.actor_id.clone(),
+        Some(row.action.clone()),
+        Some(row.subject_type.clone()),
+        row.subject_id.clone(),
+        row.before.clone(),
+        row.after.clone(),
+        row.diff.clone(),
+        Some(row.prev_hash.clone()),
+    ];
+    for field in &fields {
+        push_field(&mut preimage, field.as_deref());
+    }
+    preimage
+}
+
+/// Lowercase hex SHA-256 of the entry's [`preimage`].
+pub fn entry_hash(row: &AuditRow) -> String {
+    hex::encode(Sha256::digest(preimage(row).as_bytes()))
+}
 
 /// Who or what took an audited action.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,7 +136,7 @@ impl AuditRow {
     /// Seals a new entry as entry `seq` of its chain, after the entry whose hash is `prev_hash`.
     pub fn seal(entry: &NewAuditEntry, seq: i64, prev_hash: String) -> AuditRow {
         let mut row = AuditRow { seq, prev_hash, ..Self::unsealed(entry) };
-        row.hash = crate::audit::entry_hash(&row);
+        row.hash = entry_hash(&row);
         row
     }
 

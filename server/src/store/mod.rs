@@ -351,7 +351,7 @@ pub async fn connect_with(url: &str, settings: StoreSettings) -> StoreResult<Arc
     } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
         Ok(Arc::new(connect_postgres(url, settings).await?))
     } else {
-        Err(StoreError::UnsupportedUrl(crate::config::redacted_url(url)))
+        Err(StoreError::UnsupportedUrl(redacted_url(url)))
     }
 }
 
@@ -365,6 +365,34 @@ async fn connect_postgres(url: &str, settings: StoreSettings) -> StoreResult<sql
         .await?;
     sqlx::migrate!("../migrations/postgres").run(&pool).await?;
     sql::PostgresStore::new(pool, settings.token_cache).await
+}
+
+/// `url` with the password of its user info (`postgres://user:secret@host`) and of a `password=` parameter replaced
+/// by `[redacted]`, for logs and error messages.
+pub fn redacted_url(url: &str) -> String {
+    const REDACTED: &str = "[redacted]";
+    let mut out = url.to_owned();
+    if let Some(scheme_end) = out.find("://") {
+        let authority_start = scheme_end + 3;
+        let authority_end = out[authority_start..].find(['/', '?', '#']).map_or(out.len(), |at| authority_start + at);
+        if let Some(at) = out[authority_start..authority_end].rfind('@')
+            && let Some(colon) = out[authority_start..authority_start + at].find(':')
+        {
+            out.replace_range(authority_start + colon + 1..authority_start + at, REDACTED);
+        }
+    }
+    if let Some(query_start) = out.find('?') {
+        let (head, query) = out.split_at(query_start + 1);
+        let query: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((name, _)) if name.eq_ignore_ascii_case("password") => format!("{name}={REDACTED}"),
+                _ => pair.to_owned(),
+            })
+            .collect();
+        out = format!("{head}{}", query.join("&"));
+    }
+    out
 }
 
 /// How long a SQLite connection waits for another process's write lock before it fails.

@@ -696,7 +696,7 @@ macro_rules! sql_store {
             async fn append_audit_claiming_head(&self, tx: &mut $tx, entry: &NewAuditEntry) -> StoreResult<AuditRow> {
                 let (seq, prev_hash): (i64, String) = sqlx::query_as(CLAIM_AUDIT_HEAD)
                     .bind(entry.workspace_id)
-                    .bind(crate::audit::GENESIS_HASH)
+                    .bind(super::GENESIS_HASH)
                     .fetch_one(&mut **tx)
                     .await?;
                 let row = AuditRow::seal(entry, seq + 1, prev_hash);
@@ -1321,8 +1321,8 @@ impl SqliteStore {
         change: &QuestionResolution,
         workspace: &str,
     ) -> StoreResult<Option<QuestionRow>> {
-        // Built on the caller's thread: the writer's thread is the one part of every write that runs one at a time
-        // (docs/benchmarks.md, the end of the ninth session).
+        // Built on the caller's thread: the writer's thread is the one part of every write that runs one at a time,
+        // so whatever can be done before the write is done before it.
         let row = read.resolved_with(change);
         let audit_entry = crate::audit::question_resolved(&row, &change.actor);
         let event = change.event(&row, workspace)?;

@@ -2,12 +2,11 @@
 //!
 //! sqlx's pool pings every connection it takes back (`PoolConnection::return_to_pool` in sqlx-core 0.8, with no
 //! setting to turn it off), to flush what a query dropped half-way may have left on the connection. On SQLite a
-//! ping is a hand-off to the connection's thread and back, so every statement run outside a transaction cost two
-//! of them, and each batch of the group commit one more. There is nothing for it to flush: sqlx-sqlite's worker
-//! runs a connection's commands in order, resets a statement whose reader went away before it takes the next
-//! command, and a dropped transaction queues its rollback when it is dropped, so whoever takes the connection next
-//! finds it clean. Measured on the 16-agent HITL cycle (SQLite on tmpfs, alternated runs): about a tenth more cycles
-//! per second and a sixth fewer context switches per cycle (docs/benchmarks.md, "2026-11-25, seventh session").
+//! ping is a hand-off to the connection's thread and back, so with the pool every statement run outside a
+//! transaction would cost two of them, and each batch of the group commit one more. There is nothing for it to
+//! flush: sqlx-sqlite's worker runs a connection's commands in order, resets a statement whose reader went away
+//! before it takes the next command, and a dropped transaction queues its rollback when it is dropped, so whoever
+//! takes the connection next finds it clean (docs/benchmarks.md has the measurements).
 //!
 //! PostgreSQL keeps sqlx's pool: there a connection is a socket that can break between uses, which the ping finds.
 

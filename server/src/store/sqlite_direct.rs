@@ -67,8 +67,8 @@ impl DirectConnection {
     ///
     /// The ids come from `last_insert_rowid`, not from `RETURNING`: SQLite buffers a `RETURNING` statement's rows
     /// in a temporary b-tree it builds and drops for each run (and an `INSERT ... SELECT` into a table with
-    /// triggers, a second), which made up about a seventh of the server's instructions per HITL cycle
-    /// (docs/benchmarks.md, "2026-11-26, tenth session").
+    /// triggers, a second), work that serves nothing when the ids are known from the rowids (docs/decisions.md,
+    /// "SQLite's hot writes build no temporary b-trees").
     pub(super) fn inserted_rowids(
         &mut self,
         statements: &Statements,

@@ -1,0 +1,152 @@
+//! Data flows one way inside the server (spec §10): a door calls a use case, which hands the store what to persist.
+//! This test reads the server's sources and fails when a module imports one of a layer above it: the store
+//! importing a use case or a door, or a use case importing a door. An import from above to below is the normal
+//! direction, so no upward import means no cycle between the doors, the use cases and the store.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// The server's top-level modules by layer, lowest first.
+const LAYERS: &[(&str, &[&str])] = &[
+    ("the store", &["store"]),
+    (
+        "the use cases and what they share",
+        &["questions", "runs", "people", "audit", "events", "visibility", "metrics", "config", "error", "credentials"],
+    ),
+    (
+        "the doors and their wiring",
+        &[
+            "http",
+            "mcp",
+            "web",
+            "cli",
+            "runtime",
+            "worker_api",
+            "headless",
+            "responder",
+            "client",
+            "server",
+            "demo",
+            "state",
+            "auth",
+            "deadlines",
+        ],
+    ),
+];
+
+/// Upward imports that remain, each a step of the core's re-lay still to take: `(file under server/src, the
+/// module it imports)`. The test fails when an import is added that is not here, and when one here is gone, so the
+/// list only ever shrinks.
+const KNOWN_UPWARD: &[(&str, &str)] = &[
+    // The answer use case reads the event hub's cache of asked questions and the configuration through AppState.
+    ("questions.rs", "state"),
+    // Validating an agent asks the runtime which models and tools exist.
+    ("runs.rs", "runtime"),
+    // The store builds the audit entries of the cascades it runs (a run's questions cancelled with it, a
+    // superseded question, policy decisions on tool calls, a cancelled run).
+    ("store/run_sql.rs", "audit"),
+    ("store/sql.rs", "audit"),
+    // The store's own tests build questions and verify chains with the use cases' functions.
+    ("store/sql.rs", "questions"),
+];
+
+fn layer_of(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|(_, modules)| modules.contains(&module))
+}
+
+/// The top-level modules `source` names as `crate::<module>`, outside comments.
+fn crate_modules_named(source: &str) -> BTreeSet<String> {
+    let mut named = BTreeSet::new();
+    for line in source.lines() {
+        let code = line.split("//").next().unwrap_or_default();
+        let mut rest = code;
+        while let Some(at) = rest.find("crate::") {
+            let after = &rest[at + "crate::".len()..];
+            let name: String = after.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            if !name.is_empty() {
+                named.insert(name);
+            }
+            rest = after;
+        }
+    }
+    named
+}
+
+/// `(file, imported module)` of every import of a module from a higher layer, among `files` (path under
+/// server/src, source).
+fn upward_imports(files: &[(String, String)]) -> Result<BTreeSet<(String, String)>, String> {
+    let mut upward = BTreeSet::new();
+    for (file, source) in files {
+        let module = file.split('/').next().unwrap_or_default().trim_end_matches(".rs");
+        if module == "lib" || module == "main" {
+            continue;
+        }
+        let own = layer_of(module).ok_or_else(|| format!("{file}: the module {module} is in no layer of LAYERS"))?;
+        for named in crate_modules_named(source) {
+            let theirs =
+                layer_of(&named).ok_or_else(|| format!("{file} names crate::{named}, which is in no layer"))?;
+            if theirs > own {
+                upward.insert((file.clone(), named));
+            }
+        }
+    }
+    Ok(upward)
+}
+
+fn rust_files(dir: &Path, root: &Path, out: &mut Vec<(String, String)>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path: PathBuf = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, root, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let relative = path.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/");
+            out.push((relative, std::fs::read_to_string(&path).unwrap()));
+        }
+    }
+}
+
+#[test]
+fn no_module_imports_one_of_a_layer_above_it_beyond_the_known_ones() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&root, &root, &mut files);
+    let found = upward_imports(&files).unwrap();
+    let known: BTreeSet<(String, String)> =
+        KNOWN_UPWARD.iter().map(|(file, module)| ((*file).to_owned(), (*module).to_owned())).collect();
+    let added: Vec<_> = found.difference(&known).collect();
+    assert!(added.is_empty(), "imports from a layer above (data must flow down): {added:?}");
+    let gone: Vec<_> = known.difference(&found).collect();
+    assert!(gone.is_empty(), "gone, to be struck from KNOWN_UPWARD: {gone:?}");
+}
+
+#[test]
+fn every_module_of_the_server_is_in_a_layer() {
+    let lib = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
+    let modules: Vec<&str> = lib
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("pub mod ").or_else(|| line.trim().strip_prefix("mod ")))
+        .map(|rest| rest.trim_end_matches(';'))
+        .collect();
+    assert!(modules.len() > 20, "{modules:?}");
+    for module in modules {
+        assert!(layer_of(module).is_some(), "the module {module} is in no layer of LAYERS");
+    }
+}
+
+#[test]
+fn the_check_catches_a_store_module_that_imports_a_use_case_or_a_door() {
+    let files = vec![
+        ("store/rows.rs".to_owned(), "use crate::store::now;\nuse crate::questions::build_question;\n".to_owned()),
+        ("store/mod.rs".to_owned(), "// crate::http is only mentioned in a comment\nfn f() {}\n".to_owned()),
+        ("questions.rs".to_owned(), "fn g() { crate::http::limits::check(); crate::store::now(); }\n".to_owned()),
+        ("http/mod.rs".to_owned(), "use crate::questions;\nuse crate::store::Store;\n".to_owned()),
+    ];
+    let found = upward_imports(&files).unwrap();
+    let expected: BTreeSet<(String, String)> = [("store/rows.rs", "questions"), ("questions.rs", "http")]
+        .into_iter()
+        .map(|(file, module)| (file.to_owned(), module.to_owned()))
+        .collect();
+    assert_eq!(found, expected);
+    let unplaced = vec![("newdoor.rs".to_owned(), String::new())];
+    assert!(upward_imports(&unplaced).is_err(), "a new module must be placed in a layer");
+}
