@@ -455,6 +455,8 @@ fn local_executor(connection: &Connection, run_id: &str) -> CliResult<Arc<Runtim
         scripts_dir,
         // The server validates every question again with its own bounds.
         bounds: crate::questions::TimeoutBounds { min_seconds: 1, max_seconds: 30 * 86_400 },
+        // The server keeps the questions its hub knows of.
+        hub: None,
         http: crate::runtime::tools::http_client(),
         instance: uuid::Uuid::now_v7(),
     }))

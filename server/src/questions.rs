@@ -14,9 +14,12 @@ use uuid::Uuid;
 
 use crate::credentials::Caller;
 use crate::error::AppError;
+use crate::events::EventHub;
 use crate::metrics::Metrics;
 use crate::state::AppState;
-use crate::store::{NewEvent, PrincipalKind, QuestionResolution, QuestionRow, ResolveOutcome, Store, StoreResult};
+use crate::store::{
+    IdempotencyKey, NewEvent, PrincipalKind, QuestionResolution, QuestionRow, ResolveOutcome, Store, StoreResult,
+};
 
 pub const TITLE_MAX_CHARS: usize = 300;
 pub const BODY_MAX_BYTES: usize = 32 * 1024;
@@ -437,23 +440,84 @@ pub fn answer_from_form_fields(question: &Question, fields: &[(String, String)])
     Ok(AnswerBody { value, comment: first("comment").map(str::to_owned), edited_arguments })
 }
 
-/// Stores a question built by Holdpoint itself (an agent run's `ask_user` or approval) with its
-/// `question_asked` event.
-pub async fn insert_question(store: &dyn Store, metrics: &Metrics, row: &QuestionRow) -> StoreResult<()> {
-    let workspace = store.workspace_name(row.workspace_id).await?;
-    let question = row.to_question(&workspace)?;
-    let event = NewEvent {
-        workspace_id: row.workspace_id,
-        event_type: app::types::EventType::QuestionAsked,
-        project: row.project.clone(),
-        run_id: row.run_id,
-        question_id: Some(row.id),
-        data: crate::store::question_event_data(&question)?,
-        created_at: row.created_at,
-    };
-    store.create_question(row, &event, None).await?;
-    metrics.question_created(&row.kind);
-    Ok(())
+/// Asking a question, the one way every door asks (REST, MCP, the worker protocol, the executor): [`Asking::prepare`]
+/// validates what was asked, the door adds what it knows (a run's lineage, a client's ids), and
+/// [`Asking::record`] stores it with its `question_asked` event.
+#[derive(Clone, Copy)]
+pub struct Asking<'a> {
+    pub store: &'a dyn Store,
+    pub metrics: &'a Metrics,
+    /// This instance's event hub, which keeps a question asked here in memory while it is pending (the cycle's
+    /// reads then skip the database); `None` where no hub runs (a run the CLI executes against a server).
+    pub hub: Option<&'a EventHub>,
+    pub bounds: TimeoutBounds,
+}
+
+/// A recorded question: the stored one (the first one, for a repeated idempotency key) and, when this call created
+/// it, its JSON as its event carries it.
+pub struct Asked {
+    pub question: QuestionRow,
+    pub json: Option<Box<serde_json::value::RawValue>>,
+}
+
+impl Asking<'_> {
+    /// A new question from `input` in `workspace_id`, asked by `created_by`: its fields checked, its timeout
+    /// within the bounds, its assignee someone who may answer it.
+    pub async fn prepare(
+        &self,
+        input: NewQuestion,
+        workspace_id: Uuid,
+        created_by: Option<Uuid>,
+    ) -> Result<QuestionRow, AppError> {
+        let row = build_question(input, workspace_id, created_by, self.bounds, crate::store::now())?;
+        check_assignee(self.store, &row).await?;
+        Ok(row)
+    }
+
+    /// Stores a prepared question with its `question_asked` event (in one transaction) and counts it. With an
+    /// idempotency key seen before, nothing is stored and the first question is returned.
+    pub async fn record(
+        &self,
+        row: &QuestionRow,
+        workspace: &str,
+        idempotency: Option<&IdempotencyKey>,
+    ) -> StoreResult<Asked> {
+        // Serialised once: the event's data and a door's answer carry the same text.
+        let question = crate::store::event_data(&row.to_question(workspace)?)?;
+        let event = NewEvent {
+            workspace_id: row.workspace_id,
+            event_type: app::types::EventType::QuestionAsked,
+            project: row.project.clone(),
+            run_id: row.run_id,
+            question_id: Some(row.id),
+            data: crate::store::question_event_data_around(&question)?,
+            created_at: row.created_at,
+        };
+        // Remembered before the write, so its answer cannot come before it is.
+        if let Some(hub) = self.hub {
+            hub.remember_asked(row);
+        }
+        let created = self.store.create_question(row, &event, idempotency).await;
+        let forget = || {
+            if let Some(hub) = self.hub {
+                hub.forget_asked(row.id);
+            }
+        };
+        match created {
+            Ok(created) if created.created => {
+                self.metrics.question_created(&row.kind);
+                Ok(Asked { question: created.value, json: Some(question) })
+            }
+            Ok(repeated) => {
+                forget();
+                Ok(Asked { question: repeated.value, json: None })
+            }
+            Err(err) => {
+                forget();
+                Err(err)
+            }
+        }
+    }
 }
 
 /// How long a resolved question was pending.

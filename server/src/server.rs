@@ -75,7 +75,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
     }
     let hub = EventHub::start(Arc::clone(&store), config.sse_buffer).await?;
     let metrics = Arc::new(crate::metrics::Metrics::new());
-    let runtime = crate::runtime::Runtime::new(Arc::clone(&store), Arc::clone(&metrics), &config);
+    let runtime = crate::runtime::Runtime::new(Arc::clone(&store), Arc::clone(&metrics), hub.clone(), &config);
     if config.run_workers {
         crate::deadlines::spawn(Arc::clone(&store), Arc::clone(&metrics));
         crate::runtime::spawn_workers(Arc::clone(&runtime), hub.clone());

@@ -33,6 +33,18 @@ pub struct App {
     pub leptos_options: LeptosOptions,
 }
 
+impl App {
+    /// How this server's doors ask questions: its store, its counters, its hub and the configured timeouts.
+    pub fn asking(&self) -> crate::questions::Asking<'_> {
+        crate::questions::Asking {
+            store: self.store.as_ref(),
+            metrics: &self.metrics,
+            hub: Some(&self.hub),
+            bounds: crate::questions::TimeoutBounds::configured(&self.config),
+        }
+    }
+}
+
 impl Deref for AppState {
     type Target = App;
     fn deref(&self) -> &App {

@@ -95,7 +95,7 @@ async fn a_run_id_of_another_workspace_changes_nothing_in_the_store(backend: com
         ..Default::default()
     };
     let planted = holdpoint::questions::build_question(input, elsewhere.id, None, bounds, chrono::Utc::now()).unwrap();
-    holdpoint::questions::insert_question(app.state.store.as_ref(), &app.state.metrics, &planted).await.unwrap();
+    app.state.asking().record(&planted, "elsewhere", None).await.unwrap();
     assert_eq!(status_of(&app, &pending).await, "pending", "a question of another workspace supersedes nothing");
 
     let other_admin = app.create_token("elsewhere", Role::Admin).await;

@@ -1346,7 +1346,31 @@ async fn huge_tool_outputs_are_cut_while_they_are_read(backend: common::Backend)
     assert!(stdout.starts_with("y\ny\n") && stdout.ends_with("\n[truncated: 200000000 bytes in all]"));
 }
 
+/// A run asks through the same use case as the REST API: its question is in the hub's memory while pending, so the
+/// cycle's reads (the person's answer, a long-poll) skip the database for it as for one asked over REST.
+async fn a_question_a_run_asks_is_recorded_as_one_asked_over_rest(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let Some(app) = start(backend, &scripts, None, 500).await else { return };
+    let model = scripts.write(
+        "asks.json",
+        &json!([{ "tool_calls": [{ "name": "ask_user", "arguments": { "title": "Which region?" } }] }, { "content": "ok" }]),
+    );
+    let agent_row = create_agent(&app, agent("asker", &model, &["ask_user"], json!({}))).await;
+    let run_id = start_run(&app, &agent_row["id"], "Deploy").await;
+    let run = wait_for_status(&app, &run_id, "waiting_for_input").await;
+    let from_run: uuid::Uuid = run["pending_question_ids"][0].as_str().unwrap().parse().unwrap();
+    let from_rest = app.post("/api/v1/questions", json!({ "title": "Over REST?" })).await.json;
+    let from_rest: uuid::Uuid = from_rest["id"].as_str().unwrap().parse().unwrap();
+    let workspace = app.state.store.ensure_workspace("default").await.unwrap().id;
+    for id in [from_run, from_rest] {
+        assert!(app.state.hub.asked_and_pending(workspace, id).is_some(), "{id} is kept while pending");
+    }
+    let created = app.get("/metrics").await.text;
+    assert!(created.contains(r#"holdpoint_questions_created_total{kind="blocking"} 2"#), "{created}");
+}
+
 on_both_backends!(
+    a_question_a_run_asks_is_recorded_as_one_asked_over_rest,
     run_pauses_for_approval_and_resumes_once_approved,
     resuming_a_run_that_waits_for_approval_needs_an_approver,
     a_rejection_reaches_the_model_with_its_reason,

@@ -1,8 +1,8 @@
 //! `/api/v1/questions`: asking and reading questions.
 
 use app::types::{
-    AnswerBatch, AnswerBatchResult, AnswerBatchResults, AnswerBatchStatus, AnswerBody, EventType, NewQuestion, Page,
-    Question, QuestionKind, QuestionStatus, Urgency,
+    AnswerBatch, AnswerBatchResult, AnswerBatchResults, AnswerBatchStatus, AnswerBody, NewQuestion, Page, Question,
+    QuestionKind, QuestionStatus, Urgency,
 };
 use axum::{
     extract::{Path, Query, State},
@@ -19,9 +19,9 @@ use uuid::Uuid;
 use crate::credentials::Caller;
 use crate::error::{ApiJson, ApiResult, AppError};
 use crate::http::openapi::{ErrorResponses, IdempotencyHeader};
-use crate::questions::{self as domain, TimeoutBounds, build_question};
+use crate::questions as domain;
 use crate::state::AppState;
-use crate::store::{IdempotencyKey, NewEvent, QuestionCursor, QuestionFilter, QuestionSort, StoreError};
+use crate::store::{IdempotencyKey, QuestionCursor, QuestionFilter, QuestionSort, StoreError};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -69,39 +69,21 @@ async fn create_question(
 ) -> ApiResult<(StatusCode, ApiJson<QuestionBody>)> {
     caller.require_ask()?;
     let idempotency = idempotency_key(&headers, &caller, "questions", &input)?;
-    let bounds = TimeoutBounds::configured(&state.config);
-    let row = build_question(input, caller.workspace_id(), Some(caller.principal.id), bounds, crate::store::now())?;
-    domain::check_assignee(state.store.as_ref(), &row).await?;
+    let asking = state.asking();
+    let row = asking.prepare(input, caller.workspace_id(), Some(caller.principal.id)).await?;
     domain::check_run_of_new_question(state.store.as_ref(), &caller, &row).await?;
-    // Serialised once: the response and the event's data carry the same text.
-    let question = crate::store::event_data(&row.to_question(&caller.principal.workspace)?)?;
-    let event = NewEvent {
-        workspace_id: row.workspace_id,
-        event_type: EventType::QuestionAsked,
-        project: row.project.clone(),
-        run_id: row.run_id,
-        question_id: Some(row.id),
-        data: crate::store::question_event_data_around(&question)?,
-        created_at: row.created_at,
-    };
-    state.hub.remember_asked(&row);
-    let created = state.store.create_question(&row, &event, idempotency.as_ref()).await.map_err(|err| {
-        state.hub.forget_asked(row.id);
-        match err {
+    let asked =
+        asking.record(&row, &caller.principal.workspace, idempotency.as_ref()).await.map_err(|err| match err {
             StoreError::IdempotencyMismatch => AppError::Conflict { message: err.to_string(), details: None },
             other => other.into(),
-        }
-    })?;
-    if created.created {
-        state.metrics.question_created(&row.kind);
-        Ok((StatusCode::CREATED, ApiJson(QuestionBody::Serialized(question))))
-    } else {
-        // A retry: the first request's question was returned, and this one's was never stored.
-        state.hub.forget_asked(row.id);
-        Ok((
+        })?;
+    match asked.json {
+        Some(question) => Ok((StatusCode::CREATED, ApiJson(QuestionBody::Serialized(question)))),
+        // A retry: the first request's question, and this one's was never stored.
+        None => Ok((
             StatusCode::OK,
-            ApiJson(QuestionBody::Typed(Box::new(created.value.to_question(&caller.principal.workspace)?))),
-        ))
+            ApiJson(QuestionBody::Typed(Box::new(asked.question.to_question(&caller.principal.workspace)?))),
+        )),
     }
 }
 

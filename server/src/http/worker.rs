@@ -11,7 +11,6 @@ use uuid::Uuid;
 use crate::credentials::Caller;
 use crate::error::{ApiJson, ApiResult, AppError};
 use crate::http::openapi::ErrorResponses;
-use crate::questions::{TimeoutBounds, build_question, insert_question};
 use crate::runs::load_run;
 use crate::state::AppState;
 use crate::store::{RunRow, StoreError, now};
@@ -223,14 +222,14 @@ async fn create_question(state: &AppState, run: &RunRow, row: crate::store::Ques
         timeout_seconds,
         default_response: row.default_response.map(|d| d.0),
     };
-    let bounds = TimeoutBounds::configured(&state.config);
     // Asked on behalf of the run, like the server's own executor does: the requester is whoever started the run if
     // that was an agent token, else nobody (separation of duties then does not apply).
-    let mut question = build_question(input, run.workspace_id, run.created_by, bounds, now())?;
-    crate::questions::check_assignee(state.store.as_ref(), &question).await?;
+    let asking = state.asking();
+    let mut question = asking.prepare(input, run.workspace_id, run.created_by).await?;
     question.id = row.id;
     question.tool_call_id = row.tool_call_id;
     question.parent_run_ids = Json(run.parent_run_ids.0.clone());
-    insert_question(state.store.as_ref(), &state.metrics, &question).await?;
+    let workspace = state.store.workspace_name(run.workspace_id).await?;
+    asking.record(&question, &workspace, None).await?;
     Ok(())
 }

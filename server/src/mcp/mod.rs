@@ -32,7 +32,6 @@ use uuid::Uuid;
 
 use crate::credentials::Caller;
 use crate::error::AppError;
-use crate::questions::{TimeoutBounds, build_question, insert_question};
 use crate::state::AppState;
 pub use sessions::{SessionOwners, authenticate};
 
@@ -308,13 +307,11 @@ impl HoldpointMcp {
         caller.require_ask().map_err(refusal)?;
         // Counted as `POST /questions` is: a question asked over MCP is no cheaper to store or to answer.
         crate::http::limits::check_creation_in(parts).map_err(refusal)?;
-        let bounds = TimeoutBounds::configured(&self.state.config);
-        let row = build_question(input, caller.workspace_id(), Some(caller.principal.id), bounds, crate::store::now())
-            .map_err(refusal)?;
-        crate::questions::check_assignee(self.state.store.as_ref(), &row).await.map_err(refusal)?;
+        let asking = self.state.asking();
+        let row = asking.prepare(input, caller.workspace_id(), Some(caller.principal.id)).await.map_err(refusal)?;
         // Watch first: the answer may come before we start waiting.
         let mut watch = self.state.hub.watch_question(row.id);
-        insert_question(self.state.store.as_ref(), &self.state.metrics, &row).await.map_err(|e| refusal(e.into()))?;
+        asking.record(&row, &caller.principal.workspace, None).await.map_err(|e| refusal(e.into()))?;
         let workspace = &caller.principal.workspace;
         if row.kind == QuestionKind::NonBlocking.as_str() {
             return row.to_question(workspace).map_err(|e| refusal(e.into()));

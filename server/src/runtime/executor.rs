@@ -495,7 +495,7 @@ async fn ask_approval(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow, assist
         run_id: Some(run.id),
         ..Default::default()
     };
-    let question = match new_question_for(rt, run, call, input) {
+    let question = match new_question_for(rt, run, call, input).await {
         Ok(question) => question,
         Err(err) => {
             // Cannot happen for a well-formed approval; refuse the call rather than leave it waiting forever.
@@ -506,10 +506,17 @@ async fn ask_approval(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow, assist
             return rt.store.update_tool_call(rt.instance, call).await;
         }
     };
-    crate::questions::insert_question(rt.store.as_ref(), &rt.metrics, &question).await?;
+    record_question(rt, &question).await?;
     call.question_id = Some(question.id);
     call.updated_at = now();
     rt.store.update_tool_call(rt.instance, call).await
+}
+
+/// Stores a question the run asks, as every door stores what it asks.
+async fn record_question(rt: &Runtime, question: &QuestionRow) -> StoreResult<()> {
+    let workspace = rt.store.workspace_name(question.workspace_id).await?;
+    rt.asking().record(question, &workspace, None).await?;
+    Ok(())
 }
 
 fn clip(text: &str, max_chars: usize) -> String {
@@ -522,13 +529,13 @@ fn clip(text: &str, max_chars: usize) -> String {
 }
 
 /// A question of this run about this call: validated like any other, with the run's lineage.
-fn new_question_for(
+async fn new_question_for(
     rt: &Runtime,
     run: &RunRow,
     call: &ToolCallRow,
     input: NewQuestion,
 ) -> Result<QuestionRow, AppError> {
-    let mut row = crate::questions::build_question(input, run.workspace_id, run.created_by, rt.bounds, now())?;
+    let mut row = rt.asking().prepare(input, run.workspace_id, run.created_by).await?;
     row.tool_call_id = Some(call.call_id.clone());
     row.parent_run_ids = Json(run.parent_run_ids.0.clone());
     Ok(row)
@@ -539,23 +546,19 @@ fn new_question_for(
 /// the model is told about).
 async fn ask_user(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow) -> StoreResult<bool> {
     let parsed: Result<NewQuestion, String> = serde_json::from_value(call.input.0.clone()).map_err(|e| e.to_string());
-    let built = parsed.and_then(|mut input| {
-        if input.kind == Some(QuestionKind::Approval) {
-            return Err("ask_user cannot ask for approvals: tool calls are approved through the approval policy".into());
+    let built = match parsed {
+        Ok(input) if input.kind == Some(QuestionKind::Approval) => {
+            Err("ask_user cannot ask for approvals: tool calls are approved through the approval policy".to_owned())
         }
-        input.project = run.project.clone();
-        input.run_id = Some(run.id);
-        input.action = None;
-        new_question_for(rt, run, call, input).map_err(|err| match err.detail().details {
-            Some(details) => format!("{err} ({details})"),
-            None => err.to_string(),
-        })
-    });
-    let built = match built {
-        Ok(question) => crate::questions::check_assignee(rt.store.as_ref(), &question)
-            .await
-            .map(|()| question)
-            .map_err(|err| err.to_string()),
+        Ok(mut input) => {
+            input.project = run.project.clone();
+            input.run_id = Some(run.id);
+            input.action = None;
+            new_question_for(rt, run, call, input).await.map_err(|err| match err.detail().details {
+                Some(details) => format!("{err} ({details})"),
+                None => err.to_string(),
+            })
+        }
         Err(reason) => Err(reason),
     };
     let question = match built {
@@ -572,7 +575,7 @@ async fn ask_user(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow) -> StoreRe
             return Ok(false);
         }
     };
-    crate::questions::insert_question(rt.store.as_ref(), &rt.metrics, &question).await?;
+    record_question(rt, &question).await?;
     call.question_id = Some(question.id);
     let blocking = question.kind != QuestionKind::NonBlocking.as_str();
     if !blocking {

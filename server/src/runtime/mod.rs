@@ -40,6 +40,9 @@ pub struct Runtime {
     pub scripts_dir: PathBuf,
     /// The timeouts questions may have.
     pub bounds: TimeoutBounds,
+    /// The server's event hub, which keeps the questions runs ask in memory while they are pending; `None` for a
+    /// run the CLI executes against a server.
+    pub hub: Option<EventHub>,
     /// The client of the `http_request` tool ([`tools::http_client`]).
     pub http: reqwest::Client,
     /// This instance's identity as a lease holder.
@@ -47,16 +50,27 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    pub fn new(store: Arc<dyn Store>, metrics: Arc<Metrics>, config: &ServeConfig) -> Arc<Self> {
+    pub fn new(store: Arc<dyn Store>, metrics: Arc<Metrics>, hub: EventHub, config: &ServeConfig) -> Arc<Self> {
         Arc::new(Runtime {
             store,
             metrics,
+            hub: Some(hub),
             config: config.runtime.clone(),
             scripts_dir: config.scripts_dir(),
             bounds: TimeoutBounds::configured(config),
             http: tools::http_client(),
             instance: Uuid::now_v7(),
         })
+    }
+
+    /// How the runs this runtime executes ask their questions.
+    pub fn asking(&self) -> crate::questions::Asking<'_> {
+        crate::questions::Asking {
+            store: self.store.as_ref(),
+            metrics: &self.metrics,
+            hub: self.hub.as_ref(),
+            bounds: self.bounds,
+        }
     }
 
     fn lease(&self) -> chrono::Duration {
