@@ -8,9 +8,9 @@
 //! and `time::optional` (with `default`) for the optional ones.
 //!
 //! A question's times are also written here ([`write`], [`write_optional`]), byte for byte as chrono writes them:
-//! chrono formats through `core::fmt` and serde_json escapes what it writes one character at a time, which made the
-//! times of the questions a HITL cycle serialises about a tenth of the server's instructions per cycle
-//! (docs/benchmarks.md, "2026-11-26, tenth session").
+//! chrono formats through `core::fmt` and serde_json escapes what it writes one character at a time, and through
+//! them the times of the questions a HITL cycle serialises cost about a tenth of the server's instructions per cycle
+//! (counted in docs/benchmarks.md, "2026-11-26, 679ca61").
 
 use chrono::{DateTime, Datelike, NaiveDate, NaiveTime, TimeDelta, Timelike, Utc};
 use serde::{Deserializer, Serializer};

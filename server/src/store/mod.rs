@@ -274,7 +274,7 @@ pub trait Store: RunStore + PeopleStore + Send + Sync + 'static {
 pub(super) const PING_AFTER_IDLE: Duration = Duration::from_secs(10);
 
 /// PostgreSQL's pool settings (SQLite's connections are not pooled by sqlx: see `sqlite_connections`): sqlx pings
-/// each connection on every acquire by default, which added a round trip to every statement run outside a
+/// each connection on every acquire by default, which adds a round trip to every statement run outside a
 /// transaction. A connection that was in use moments ago is known to be alive; only one that sat idle is checked
 /// (a dead one is replaced by a fresh connection within the same acquire).
 fn pool_options() -> PoolOptions<sqlx::Postgres> {
@@ -291,8 +291,8 @@ fn pool_options() -> PoolOptions<sqlx::Postgres> {
 /// What Holdpoint's PostgreSQL sessions set, unless the database URL's `options` names the setting itself.
 ///
 /// `max_parallel_workers_per_gather = 0`: every query Holdpoint runs reads a page, or a row, through an index and
-/// stops, so launching parallel workers only ever cost more than it saved (docs/decisions.md, "No parallel query
-/// on PostgreSQL", has the measurement).
+/// stops, so launching parallel workers costs more than it saves (docs/decisions.md, "No parallel query on
+/// PostgreSQL"; measured in docs/benchmarks.md under the same title).
 const POSTGRES_SESSION_SETTINGS: &[(&str, &str)] = &[("max_parallel_workers_per_gather", "0")];
 
 /// The connection options for `url`, with [`POSTGRES_SESSION_SETTINGS`] sent in the startup packet (no round
@@ -332,11 +332,10 @@ pub fn default_postgres_connections() -> u32 {
 
 /// The page size of a new SQLite database. Each commit appends every page it changed to the WAL, whole, and a HITL
 /// cycle changes a few dozen (the question's row and its nine indexes, two events, an audit entry and the chain's
-/// head), each by a few hundred bytes: at SQLite's default of 4 096 bytes a cycle wrote about 130 KiB (WAL and
-/// checkpoints), at 2 048 about 30 KiB, and the 16-agent cycle ran about a fifth faster (docs/benchmarks.md). 1 024
-/// ran no faster and would push an index entry of a project name in non-Latin script (100 characters, up to 400
-/// bytes) off its page. An existing database keeps the size it was made with: in WAL mode the pragma changes
-/// nothing.
+/// head), each by a few hundred bytes, so a page smaller than SQLite's default of 4 096 bytes means less for every
+/// cycle to write and flush (measured in docs/benchmarks.md, "2026-11-25, dc67b87"). 1 024 is no faster and would
+/// push an index entry of a project name in non-Latin script (100 characters, up to 400 bytes) off its page. An
+/// existing database keeps the size it was made with: in WAL mode the pragma changes nothing.
 const SQLITE_PAGE_SIZE: u32 = 2048;
 
 /// Opens the database named by `url` (`sqlite:...` or `postgres://...`) and brings its schema up to date.

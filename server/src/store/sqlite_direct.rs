@@ -1,11 +1,11 @@
 //! A SQLite connection that runs statements on the calling thread.
 //!
 //! sqlx runs each SQLite connection on a thread of its own: every statement is sent there and its results sent
-//! back, row by row, each a wake of the other thread. On the writer's path that ping-pong was most of the cost of a
-//! HITL cycle's writes: `perf` put over half of sqlx's connection thread in context switches and wake-ups, and the
-//! writer waited on them one after another (docs/benchmarks.md, "2026-11-26"). The hot writes (asking and
-//! answering a question) run here instead, on the writer's own thread, through rusqlite on the same
-//! `libsqlite3-sys` sqlx links. The rest of the store keeps sqlx.
+//! back, row by row, each a wake of the other thread. On the writer's path that ping-pong is most of the cost of a
+//! HITL cycle's writes, mostly context switches and wake-ups, and every other write waits on it while it lasts
+//! (measured in docs/benchmarks.md, "2026-11-26, 917e426"). The hot writes (asking and answering a question) run
+//! here instead, on the writer's own thread, through rusqlite on the same `libsqlite3-sys` sqlx links. The rest of
+//! the store keeps sqlx.
 //!
 //! Arguments are encoded by sqlx's own `Encode` impls ([`DirectArguments`]), so a value is stored exactly as the
 //! sqlx queries store it and read it back. Errors come back as `sqlx::Error::Database`, with the kinds sqlx gives
