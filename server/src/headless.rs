@@ -8,6 +8,7 @@ use std::io::IsTerminal;
 use std::path::Path;
 use std::time::Duration;
 
+use app::types::{AnswerBody, ApprovalAction, NewQuestion, QuestionKind, QuestionOption, ResponseType, Urgency};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -187,61 +188,69 @@ fn parse_default(kind: AskType, raw: &str) -> CliResult<Value> {
 }
 
 /// The `POST /questions` body of an `ask`.
-fn question_body(args: &AskArgs) -> CliResult<Value> {
+fn question_body(args: &AskArgs) -> CliResult<NewQuestion> {
     let response_type = match args.response_type {
-        AskType::Text => "text",
-        AskType::Boolean => "boolean",
-        AskType::Choice => "choice",
-        AskType::MultiChoice => "multi_choice",
-        AskType::Approval => "approval",
-        AskType::ErrorRecovery => "error_recovery",
-        AskType::Form => "form",
+        AskType::Text => ResponseType::Text,
+        AskType::Boolean => ResponseType::Boolean,
+        AskType::Choice => ResponseType::Choice,
+        AskType::MultiChoice => ResponseType::MultiChoice,
+        AskType::Approval => ResponseType::Approval,
+        AskType::ErrorRecovery => ResponseType::ErrorRecovery,
+        AskType::Form => ResponseType::Form,
     };
-    let mut body = json!({ "title": args.title, "response_type": response_type });
-    if args.response_type == AskType::ErrorRecovery {
-        body["kind"] = json!("error_recovery");
-    }
-    if args.response_type == AskType::Approval {
-        body["kind"] = json!("approval");
+    let kind = match args.response_type {
+        AskType::Approval => Some(QuestionKind::Approval),
+        AskType::ErrorRecovery => Some(QuestionKind::ErrorRecovery),
+        _ => None,
+    };
+    let action = if args.response_type == AskType::Approval {
         let arguments = match &args.arguments {
             Some(raw) => {
                 serde_json::from_str(raw).map_err(|e| CliError::Usage(format!("--arguments is not JSON: {e}")))?
             }
             None => json!({ "title": args.title }),
         };
-        body["action"] = json!({ "tool_name": args.tool.as_deref().unwrap_or("ci-gate"), "arguments": arguments });
-    }
-    if !args.options.is_empty() {
-        let options: Vec<Value> = args
-            .options
-            .iter()
-            .map(|option| match option.split_once('=') {
-                Some((value, label)) => Ok(json!({ "value": value, "label": label })),
-                None => Err(CliError::Usage(format!("--option must be VALUE=LABEL, not {option:?}"))),
-            })
-            .collect::<CliResult<_>>()?;
-        body["options"] = Value::Array(options);
-    }
-    if let Some(fields) = &args.fields {
-        body["fields"] =
-            serde_json::from_str(fields).map_err(|e| CliError::Usage(format!("--fields is not JSON: {e}")))?;
-    }
-    if let Some(text) = &args.body {
-        body["body"] = json!(text);
-    }
-    if let Some(project) = &args.project {
-        body["project"] = json!(project);
-    }
-    if let Some(urgency) = &args.urgency {
-        body["urgency"] = json!(urgency);
-    }
-    if let Some(timeout) = args.timeout {
-        body["timeout_seconds"] = json!(timeout.as_secs().max(1));
-    }
-    if let Some(raw) = &args.default_value {
-        body["default_response"] = json!({ "value": parse_default(args.response_type, raw)? });
-    }
-    Ok(body)
+        let tool_name = args.tool.clone().unwrap_or_else(|| "ci-gate".into());
+        Some(ApprovalAction { tool_name, arguments })
+    } else {
+        None
+    };
+    let options = args
+        .options
+        .iter()
+        .map(|option| match option.split_once('=') {
+            Some((value, label)) => Ok(QuestionOption { value: value.into(), label: label.into(), description: None }),
+            None => Err(CliError::Usage(format!("--option must be VALUE=LABEL, not {option:?}"))),
+        })
+        .collect::<CliResult<_>>()?;
+    let fields = match &args.fields {
+        Some(raw) => serde_json::from_str(raw).map_err(|e| CliError::Usage(format!("--fields is not valid: {e}")))?,
+        None => Vec::new(),
+    };
+    let urgency = match &args.urgency {
+        Some(raw) => Some(raw.parse::<Urgency>().map_err(|e| CliError::Usage(format!("--urgency: {e}")))?),
+        None => None,
+    };
+    let default_response = match &args.default_value {
+        Some(raw) => {
+            Some(AnswerBody { value: parse_default(args.response_type, raw)?, comment: None, edited_arguments: None })
+        }
+        None => None,
+    };
+    Ok(NewQuestion {
+        kind,
+        response_type: Some(response_type),
+        title: args.title.clone(),
+        body: args.body.clone().unwrap_or_default(),
+        options,
+        fields,
+        action,
+        project: args.project.clone(),
+        urgency,
+        timeout_seconds: args.timeout.map(|timeout| i64::try_from(timeout.as_secs().max(1)).unwrap_or(i64::MAX)),
+        default_response,
+        ..NewQuestion::default()
+    })
 }
 
 /// The exit code a resolved question stands for.
@@ -258,7 +267,7 @@ fn question_exit(question: &Value) -> u8 {
 /// `holdpoint ask`: asks (or, when `.holdpoint/pause.json` holds the same question from an earlier `--no-wait`,
 /// finds it again) and waits for the answer.
 pub async fn ask(args: AskArgs) -> CliResult<u8> {
-    let body = question_body(&args)?;
+    let body = serde_json::to_value(question_body(&args)?).map_err(|e| CliError::Failed(e.to_string()))?;
     let fingerprint = hex::encode(Sha256::digest(body.to_string()));
     let connection = Connection::open(&args.server).await?;
     let earlier = read_pause()
@@ -648,7 +657,7 @@ mod tests {
         let mut gate = args(AskType::Approval);
         gate.default_value = Some("false".into());
         gate.timeout = Some(Duration::from_secs(900));
-        let body = question_body(&gate).unwrap();
+        let body = serde_json::to_value(question_body(&gate).unwrap()).unwrap();
         assert_eq!(body["kind"], "approval");
         assert_eq!(body["action"]["tool_name"], "ci-gate");
         assert_eq!(body["default_response"], json!({ "value": false }));
@@ -659,7 +668,7 @@ mod tests {
     fn an_error_recovery_question_has_its_kind() {
         let mut recovery = args(AskType::ErrorRecovery);
         recovery.default_value = Some("retry".into());
-        let body = question_body(&recovery).unwrap();
+        let body = serde_json::to_value(question_body(&recovery).unwrap()).unwrap();
         assert_eq!(
             (body["kind"].as_str(), body["response_type"].as_str()),
             (Some("error_recovery"), Some("error_recovery"))
@@ -668,10 +677,20 @@ mod tests {
     }
 
     #[test]
+    fn an_urgency_is_checked_before_anything_is_sent() {
+        let mut urgent = args(AskType::Text);
+        urgent.urgency = Some("critical".into());
+        assert_eq!(question_body(&urgent).unwrap().urgency, Some(Urgency::Critical));
+        urgent.urgency = Some("asap".into());
+        assert!(matches!(question_body(&urgent), Err(CliError::Usage(_))));
+    }
+
+    #[test]
     fn options_are_value_equals_label() {
         let mut choice = args(AskType::Choice);
         choice.options = vec!["eu=Europe".into(), "us=United States".into()];
-        assert_eq!(question_body(&choice).unwrap()["options"][1], json!({ "value": "us", "label": "United States" }));
+        let body = serde_json::to_value(question_body(&choice).unwrap()).unwrap();
+        assert_eq!(body["options"][1], json!({ "value": "us", "label": "United States" }));
         choice.options = vec!["eu".into()];
         assert!(matches!(question_body(&choice), Err(CliError::Usage(_))));
     }

@@ -5,6 +5,7 @@
 //! anything is sent, so a value that cannot be meant is a usage error (exit 2) and the server is not asked; what the
 //! server refuses (a conflict, a forbidden role, an invalid value) exits 1 with the error's code.
 
+use app::types::AnswerBody;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
@@ -469,10 +470,7 @@ pub async fn answer(args: AnswerArgs) -> CliResult<u8> {
     let response_type = question["response_type"].as_str().unwrap_or("text");
     let fields = question["fields"].as_array().cloned().unwrap_or_default();
     let value = parse_value(response_type, &fields, &args.value)?;
-    let mut body = json!({ "value": value });
-    if let Some(comment) = &args.comment {
-        body["comment"] = json!(comment);
-    }
+    let body = AnswerBody { value, comment: args.comment.clone(), edited_arguments: None };
     submit(&connection, &id, &body, args.output, "Answered").await
 }
 
@@ -489,13 +487,7 @@ pub async fn approve(args: ApproveArgs) -> CliResult<u8> {
     };
     let connection = Connection::open_as(&args.server, LocalIdentity::Person).await?;
     require_approval(&connection, &id).await?;
-    let mut body = json!({ "value": true });
-    if let Some(comment) = &args.comment {
-        body["comment"] = json!(comment);
-    }
-    if let Some(edited) = edited {
-        body["edited_arguments"] = edited;
-    }
+    let body = AnswerBody { value: Value::Bool(true), comment: args.comment.clone(), edited_arguments: edited };
     submit(&connection, &id, &body, args.output, "Approved").await
 }
 
@@ -504,10 +496,7 @@ pub async fn reject(args: RejectArgs) -> CliResult<u8> {
     let id = question_id(&args.id)?;
     let connection = Connection::open_as(&args.server, LocalIdentity::Person).await?;
     require_approval(&connection, &id).await?;
-    let mut body = json!({ "value": false });
-    if let Some(comment) = &args.comment {
-        body["comment"] = json!(comment);
-    }
+    let body = AnswerBody { value: Value::Bool(false), comment: args.comment.clone(), edited_arguments: None };
     submit(&connection, &id, &body, args.output, "Rejected").await
 }
 
@@ -523,8 +512,15 @@ async fn require_approval(connection: &Connection, id: &str) -> CliResult<()> {
     }
 }
 
-async fn submit(connection: &Connection, id: &str, body: &Value, output: OutputFormat, done: &str) -> CliResult<u8> {
-    let answered = connection.post(&format!("/questions/{id}/answer"), body).await?;
+async fn submit(
+    connection: &Connection,
+    id: &str,
+    body: &AnswerBody,
+    output: OutputFormat,
+    done: &str,
+) -> CliResult<u8> {
+    let body = serde_json::to_value(body).map_err(|e| CliError::Failed(e.to_string()))?;
+    let answered = connection.post(&format!("/questions/{id}/answer"), &body).await?;
     match output {
         OutputFormat::Json => print_json(&answered),
         OutputFormat::Text => {
