@@ -5,7 +5,7 @@
 //! leaves a gap in `seq` and a `prev_hash` that points at nothing; moving one breaks both. The store appends entries
 //! in the transaction of the change they record; [`verify`] walks every chain and names the first bad entry.
 
-use app::types::ActorKind;
+use app::types::{ActorKind, QuestionStatus};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
@@ -179,12 +179,12 @@ pub async fn record_session(store: &dyn Store, principal: &Principal, action: &s
 }
 
 /// The action that records a question's move to `status`.
-fn question_action(status: &str) -> &'static str {
+fn question_action(status: QuestionStatus) -> &'static str {
     match status {
-        "answered" => action::QUESTION_ANSWERED,
-        "defaulted" => action::QUESTION_DEFAULTED,
-        "expired" => action::QUESTION_EXPIRED,
-        _ => action::QUESTION_CANCELLED,
+        QuestionStatus::Answered => action::QUESTION_ANSWERED,
+        QuestionStatus::Defaulted => action::QUESTION_DEFAULTED,
+        QuestionStatus::Expired => action::QUESTION_EXPIRED,
+        QuestionStatus::Cancelled | QuestionStatus::Pending => action::QUESTION_CANCELLED,
     }
 }
 
@@ -221,7 +221,7 @@ pub fn question_resolved(row: &QuestionRow, actor: &AuditActor) -> NewAuditEntry
     NewAuditEntry {
         workspace_id: row.workspace_id,
         actor: actor.clone(),
-        action: question_action(&row.status).to_owned(),
+        action: question_action(row.status).to_owned(),
         subject_type: "question".into(),
         subject_id: Some(row.id.to_string()),
         before: Some(Value::Object(before)),

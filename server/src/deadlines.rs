@@ -63,7 +63,7 @@ pub async fn resolve_overdue(store: &dyn Store, metrics: &Metrics) -> StoreResul
             if let ResolveOutcome::Resolved(row) =
                 store.resolve_question(question.workspace_id, question.id, &change).await?
             {
-                metrics.question_resolved(&row.kind, &row.status, pending_for(&row));
+                metrics.question_resolved(row.kind.as_str(), row.status.as_str(), pending_for(&row));
                 resolved += 1;
             }
         }

@@ -224,8 +224,8 @@ pub fn build_question(
         run_id: input.run_id,
         tool_call_id: None,
         parent_run_ids: Json(Vec::new()),
-        kind: kind.as_str().to_owned(),
-        response_type: response_type.as_str().to_owned(),
+        kind,
+        response_type,
         title,
         body: input.body,
         options: Json(input.options),
@@ -233,10 +233,10 @@ pub fn build_question(
         action: input.action.map(Json),
         allow_edit: input.allow_edit,
         context: Json(context),
-        urgency: input.urgency.unwrap_or_else(|| kind.default_urgency()).as_str().to_owned(),
+        urgency: input.urgency.unwrap_or_else(|| kind.default_urgency()),
         timeout_at: timeout_seconds.map(|s| now + Duration::seconds(s)),
         default_response: input.default_response.map(Json),
-        status: QuestionStatus::Pending.as_str().to_owned(),
+        status: QuestionStatus::Pending,
         response: None,
         answered_by: None,
         resolution: None,
@@ -505,7 +505,7 @@ impl Asking<'_> {
         };
         match created {
             Ok(created) if created.created => {
-                self.metrics.question_created(&row.kind);
+                self.metrics.question_created(row.kind.as_str());
                 Ok(Asked { question: created.value, json: Some(question) })
             }
             Ok(repeated) => {
@@ -622,7 +622,7 @@ pub async fn check_assignee(store: &dyn Store, row: &QuestionRow) -> Result<(), 
     if store.relays_to_server() {
         return Ok(());
     }
-    let approval = row.kind == QuestionKind::Approval.as_str();
+    let approval = row.kind == QuestionKind::Approval;
     let needed = if approval { Role::Approver } else { Role::Responder };
     match &assignee.0 {
         Assignee::Role(role) if *role == Role::Agent || *role == Role::Viewer => Err(AppError::invalid_field(
@@ -640,12 +640,10 @@ pub async fn check_assignee(store: &dyn Store, row: &QuestionRow) -> Result<(), 
                     "assignee.user",
                     format!("{username:?} is not a member of this workspace"),
                 )),
-                Some(role) if role.parse::<Role>().map(Role::rank).unwrap_or(0) < needed.rank() => {
-                    Err(AppError::invalid_field(
-                        "assignee.user",
-                        format!("{username} is a {role}, who may not answer this question"),
-                    ))
-                }
+                Some(role) if role.rank() < needed.rank() => Err(AppError::invalid_field(
+                    "assignee.user",
+                    format!("{username} is a {role}, who may not answer this question"),
+                )),
                 Some(_) => Ok(()),
             }
         }
@@ -702,7 +700,7 @@ async fn resolve_as_caller(
 ) -> Result<Question, AppError> {
     match store.resolve_pending_question(row, change).await? {
         ResolveOutcome::Resolved(row) => {
-            metrics.question_resolved(&row.kind, &row.status, pending_for(&row));
+            metrics.question_resolved(row.kind.as_str(), row.status.as_str(), pending_for(&row));
             Ok(row.to_question(&caller.principal.workspace)?)
         }
         ResolveOutcome::NotPending(row) => Err(not_pending(&row)),
@@ -737,8 +735,7 @@ pub async fn cancel_question(
     // Whoever asked may withdraw the question; anyone else ends it for the asker, as an answer would, and needs the
     // right to answer it (a responder cannot turn down an approval by cancelling it).
     if row.created_by != Some(caller.principal.id) {
-        let kind = row.kind.parse::<QuestionKind>().map_err(|e| AppError::Internal(e.to_string().into()))?;
-        require_answer_right(caller, kind)?;
+        require_answer_right(caller, row.kind)?;
     }
     if reason.as_ref().is_some_and(|r| r.chars().count() > COMMENT_MAX_CHARS) {
         return Err(AppError::invalid_field("reason", format!("must have at most {COMMENT_MAX_CHARS} characters")));
@@ -787,10 +784,10 @@ mod tests {
     fn a_blocking_text_question_gets_the_defaults_of_its_kind() {
         let row = build(new("  Which region?  ")).unwrap();
         assert_eq!(row.title, "Which region?");
-        assert_eq!(row.kind, "blocking");
-        assert_eq!(row.response_type, "text");
-        assert_eq!(row.urgency, "high");
-        assert_eq!(row.status, "pending");
+        assert_eq!(row.kind, QuestionKind::Blocking);
+        assert_eq!(row.response_type, ResponseType::Text);
+        assert_eq!(row.urgency, Urgency::High);
+        assert_eq!(row.status, QuestionStatus::Pending);
         let minutes = (row.timeout_at.unwrap() - row.created_at).num_minutes();
         assert_eq!(minutes, 30);
     }
@@ -799,7 +796,7 @@ mod tests {
     fn a_non_blocking_question_has_no_deadline_and_low_urgency() {
         let row = build(NewQuestion { kind: Some(QuestionKind::NonBlocking), ..new("Verbose logs?") }).unwrap();
         assert_eq!(row.timeout_at, None);
-        assert_eq!(row.urgency, Urgency::Low.as_str());
+        assert_eq!(row.urgency, Urgency::Low);
     }
 
     #[test]
@@ -839,7 +836,7 @@ mod tests {
             ..new("Apply?")
         };
         let row = build(good).unwrap();
-        assert_eq!(row.response_type, "approval");
+        assert_eq!(row.response_type, ResponseType::Approval);
         assert_eq!((row.timeout_at.unwrap() - row.created_at).num_minutes(), 15);
     }
 

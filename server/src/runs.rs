@@ -4,8 +4,8 @@
 use std::collections::HashSet;
 
 use app::types::{
-    AgentSpec, AnswerBody, NewRun, QuestionKind, QuestionStatus, Resolution, ResumeRequest, Role, Run, RunStatus,
-    ToolCallStatus,
+    AgentSpec, AnswerBody, NewRun, QuestionKind, QuestionStatus, Resolution, ResumeRequest, Role, Run, RunExecutor,
+    RunStatus, ToolCallStatus,
 };
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
@@ -112,7 +112,7 @@ pub fn new_run_row(
         agent: Json(spec),
         project,
         input,
-        status: RunStatus::Queued.as_str().to_owned(),
+        status: RunStatus::Queued,
         step_count: 0,
         max_steps,
         max_total_steps: i32::try_from(max_total_steps).unwrap_or(i32::MAX),
@@ -127,7 +127,7 @@ pub fn new_run_row(
         created_at: at,
         updated_at: at,
         completed_at: None,
-        executor: "server".to_owned(),
+        executor: RunExecutor::Server,
         pause_on_input: false,
     };
     let segment = SegmentRow {
@@ -251,7 +251,7 @@ pub async fn create_run(
     let mut new = new;
     new.run.pause_on_input = pause_on_input;
     if executor == Some(app::types::RunExecutor::Client) {
-        new.run.executor = app::types::RunExecutor::Client.as_str().to_owned();
+        new.run.executor = app::types::RunExecutor::Client;
     }
     let created = store.create_run(&new.run, &new.segment, idempotency).await.map_err(|err| match err {
         StoreError::IdempotencyMismatch => AppError::Conflict { message: err.to_string(), details: None },
@@ -358,7 +358,7 @@ pub async fn resume_run(runtime: &Runtime, caller: &Caller, id: Uuid, request: R
     }
     for question_id in store.pending_question_ids(run.workspace_id, run.id).await? {
         let Some(question) = store.question(run.workspace_id, question_id).await? else { continue };
-        if question.kind == QuestionKind::NonBlocking.as_str() {
+        if question.kind == QuestionKind::NonBlocking {
             continue;
         }
         let change = QuestionResolution {

@@ -1,6 +1,6 @@
 //! `POST /api/v1/runs/{id}/worker`: the worker protocol ([`crate::worker_api`]) for runs a client executes.
 
-use app::types::{NewQuestion, QuestionKind, RunExecutor};
+use app::types::{NewQuestion, RunExecutor};
 use axum::extract::{Path, State};
 use chrono::Duration;
 use serde_json::Value;
@@ -87,7 +87,7 @@ async fn worker_call(
     let id = Uuid::parse_str(&id).map_err(|_| AppError::NotFound("run"))?;
     let store = state.store.as_ref();
     let run = load_run(store, &caller, id).await?;
-    if run.executor != RunExecutor::Client.as_str() {
+    if run.executor != RunExecutor::Client {
         return Err(AppError::Conflict { message: "the server's workers execute this run".into(), details: None });
     }
     // Read once the run is known to be the caller's: what a run's protocol accepts says nothing of other runs.
@@ -198,12 +198,8 @@ async fn worker_call(
 async fn create_question(state: &AppState, run: &RunRow, row: crate::store::QuestionRow) -> ApiResult<()> {
     let timeout_seconds = row.timeout_at.map(|at| (at - row.created_at).num_seconds().max(1));
     let input = NewQuestion {
-        kind: Some(row.kind.parse::<QuestionKind>().map_err(|e| AppError::invalid_field("kind", e.to_string()))?),
-        response_type: Some(
-            row.response_type
-                .parse()
-                .map_err(|e: app::types::UnknownVariant| AppError::invalid_field("response_type", e.to_string()))?,
-        ),
+        kind: Some(row.kind),
+        response_type: Some(row.response_type),
         title: row.title,
         body: row.body,
         options: row.options.0,
@@ -214,11 +210,7 @@ async fn create_question(state: &AppState, run: &RunRow, row: crate::store::Ques
         context: Some(row.context.0),
         project: run.project.clone(),
         run_id: Some(run.id),
-        urgency: Some(
-            row.urgency
-                .parse()
-                .map_err(|e: app::types::UnknownVariant| AppError::invalid_field("urgency", e.to_string()))?,
-        ),
+        urgency: Some(row.urgency),
         timeout_seconds,
         default_response: row.default_response.map(|d| d.0),
     };

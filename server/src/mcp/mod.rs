@@ -313,7 +313,7 @@ impl HoldpointMcp {
         let mut watch = self.state.hub.watch_question(row.id);
         asking.record(&row, &caller.principal.workspace, None).await.map_err(|e| refusal(e.into()))?;
         let workspace = &caller.principal.workspace;
-        if row.kind == QuestionKind::NonBlocking.as_str() {
+        if row.kind == QuestionKind::NonBlocking {
             return row.to_question(workspace).map_err(|e| refusal(e.into()));
         }
         let _waiting = self.owners.waiting(session_of(parts));

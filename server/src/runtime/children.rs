@@ -38,7 +38,7 @@ struct SpawnItem {
 }
 
 async fn fail(rt: &Runtime, call: &mut ToolCallRow, message: String) -> StoreResult<()> {
-    call.status = ToolCallStatus::Error.as_str().to_owned();
+    call.status = ToolCallStatus::Error;
     call.output = Some(Json(json!({ "error": message })));
     call.updated_at = now();
     rt.store.update_tool_call(rt.instance, call).await
@@ -60,7 +60,7 @@ pub async fn spawn(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow) -> StoreR
         let Some(child) = child.filter(|c| c.parent_run_id == Some(run.id)) else {
             return fail(rt, call, format!("{child_id} is not a sub-agent run of this run")).await;
         };
-        if child.status != RunStatus::Paused.as_str() {
+        if child.status != RunStatus::Paused {
             return fail(rt, call, format!("only paused runs can be resumed; {child_id} is {}", child.status)).await;
         }
         match rt.store.prepare_resume(run.workspace_id, child_id, args.prompt.as_deref(), now()).await? {
@@ -113,21 +113,21 @@ pub async fn spawn(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow) -> StoreR
     call.child_run_ids = Json(children.clone());
     if !args.wait {
         let runs: Vec<Value> = children.iter().map(|id| json!({ "run_id": id, "status": "queued" })).collect();
-        call.status = ToolCallStatus::Completed.as_str().to_owned();
+        call.status = ToolCallStatus::Completed;
         call.output = Some(Json(json!({ "runs": runs, "note": "started without waiting for them" })));
     }
     call.updated_at = now();
     rt.store.update_tool_call(rt.instance, call).await
 }
 
-fn is_settled(status: &str) -> bool {
-    matches!(status, "completed" | "failed" | "cancelled" | "paused")
+fn is_settled(status: RunStatus) -> bool {
+    matches!(status, RunStatus::Completed | RunStatus::Failed | RunStatus::Cancelled | RunStatus::Paused)
 }
 
 /// Whether every child the call waits on has finished or paused.
 pub async fn settled(rt: &Runtime, call: &ToolCallRow) -> StoreResult<bool> {
     let children = rt.store.child_run_status(&call.child_run_ids.0).await?;
-    Ok(children.len() == call.child_run_ids.0.len() && children.iter().all(|c| is_settled(&c.status)))
+    Ok(children.len() == call.child_run_ids.0.len() && children.iter().all(|c| is_settled(c.status)))
 }
 
 /// What the parent's model reads once its children have settled.
@@ -146,7 +146,7 @@ pub async fn report(rt: &Runtime, call: &ToolCallRow) -> StoreResult<Value> {
             if let Some(error) = &child.error_message {
                 entry["error_message"] = Value::String(error.clone());
             }
-            if child.status == RunStatus::Paused.as_str() {
+            if child.status == RunStatus::Paused {
                 entry["note"] = Value::String("paused: resume it with spawn_agents {\"resume_run_id\": ...}".into());
             }
             entry

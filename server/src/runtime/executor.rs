@@ -298,7 +298,7 @@ fn tool_calls_of(spec: &AgentSpec, assistant: &MessageRow) -> Vec<ToolCallRow> {
                 input: Json(input),
                 edited_input: None,
                 output: output.map(Json),
-                status: status.as_str().to_owned(),
+                status,
                 duration_ms: None,
                 step: assistant.step,
                 decided_by,
@@ -330,7 +330,7 @@ async fn settle_open_calls(rt: &Runtime, run: &RunRow, conversation: &Conversati
     // batch still waits, so a person sees the whole batch before any of it acts.
     let (mut waits_approval, mut waits_input, mut waits_children) = (false, false, false);
     for call in &mut open {
-        let status = call.status()?;
+        let status = call.status;
         match (call.tool_name.as_str(), status) {
             (_, ToolCallStatus::PendingApproval) => {
                 let pending = match call.question_id {
@@ -353,7 +353,7 @@ async fn settle_open_calls(rt: &Runtime, run: &RunRow, conversation: &Conversati
                 if call.child_run_ids.0.is_empty() {
                     super::children::spawn(rt, run, call).await?;
                 }
-                if call.status()? == ToolCallStatus::Running {
+                if call.status == ToolCallStatus::Running {
                     waits_children |= !super::children::settled(rt, call).await?;
                 }
             }
@@ -372,11 +372,11 @@ async fn settle_open_calls(rt: &Runtime, run: &RunRow, conversation: &Conversati
 
     // Second pass: every call is decided; settle them in the order the model asked for them.
     for mut call in open {
-        let status = call.status()?;
+        let status = call.status;
         let output = match (call.tool_name.as_str(), status) {
             (_, ToolCallStatus::PendingApproval) => {
                 decide_from_question(rt, run, &mut call).await?;
-                match call.status()? {
+                match call.status {
                     ToolCallStatus::Approved => run_tool(rt, &mut call).await?,
                     _ => rejection(&call),
                 }
@@ -418,7 +418,7 @@ async fn settle_open_calls(rt: &Runtime, run: &RunRow, conversation: &Conversati
 }
 
 fn finish(call: &mut ToolCallRow, status: ToolCallStatus, output: Value, duration_ms: Option<i64>) {
-    call.status = status.as_str().to_owned();
+    call.status = status;
     call.output = Some(Json(output));
     if duration_ms.is_some() {
         call.duration_ms = duration_ms;
@@ -436,7 +436,7 @@ fn rejection(call: &ToolCallRow) -> Value {
 
 /// Runs an approved call (with the edited arguments, if a person edited them) and records its outcome.
 async fn run_tool(rt: &Runtime, call: &mut ToolCallRow) -> StoreResult<Value> {
-    call.status = ToolCallStatus::Running.as_str().to_owned();
+    call.status = ToolCallStatus::Running;
     call.updated_at = now();
     rt.store.update_tool_call(rt.instance, call).await?;
     let arguments = call.edited_input.as_ref().unwrap_or(&call.input).0.clone();
@@ -465,7 +465,7 @@ async fn run_tool(rt: &Runtime, call: &mut ToolCallRow) -> StoreResult<Value> {
 }
 
 async fn question_is_pending(rt: &Runtime, run: &RunRow, id: Uuid) -> StoreResult<bool> {
-    Ok(rt.store.question(run.workspace_id, id).await?.is_some_and(|q| q.status == QuestionStatus::Pending.as_str()))
+    Ok(rt.store.question(run.workspace_id, id).await?.is_some_and(|q| q.status == QuestionStatus::Pending))
 }
 
 /// Creates the `approval` question of a call and links it.
@@ -499,7 +499,7 @@ async fn ask_approval(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow, assist
         Ok(question) => question,
         Err(err) => {
             // Cannot happen for a well-formed approval; refuse the call rather than leave it waiting forever.
-            call.status = ToolCallStatus::Rejected.as_str().to_owned();
+            call.status = ToolCallStatus::Rejected;
             call.decided_by = Some("policy".into());
             call.decision_comment = Some(format!("the approval question could not be created: {err}"));
             call.updated_at = now();
@@ -577,7 +577,7 @@ async fn ask_user(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow) -> StoreRe
     };
     record_question(rt, &question).await?;
     call.question_id = Some(question.id);
-    let blocking = question.kind != QuestionKind::NonBlocking.as_str();
+    let blocking = question.kind != QuestionKind::NonBlocking;
     if !blocking {
         let output = json!({
             "status": "pending",
@@ -625,18 +625,18 @@ async fn decide_from_question(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow
         None => None,
     };
     let (approved, decided_by, comment, edited) = match &question {
-        Some(q) if q.status == "answered" || q.status == "defaulted" => {
+        Some(q) if matches!(q.status, QuestionStatus::Answered | QuestionStatus::Defaulted) => {
             let response = q.response.as_ref().map(|r| r.0.clone());
             let approved = response.as_ref().is_some_and(|r| r.value == Value::Bool(true));
-            let by = match q.resolution.as_deref() {
-                Some(r) if r == Resolution::DefaultOnTimeout.as_str() => "default on timeout".to_owned(),
+            let by = match q.resolution {
+                Some(Resolution::DefaultOnTimeout) => "default on timeout".to_owned(),
                 _ => q.answered_by.clone().unwrap_or_else(|| "unknown".into()),
             };
             let comment = response.as_ref().and_then(|r| r.comment.clone());
             let edited = response.and_then(|r| r.edited_arguments).filter(|_| approved);
             (approved, by, comment, edited)
         }
-        Some(q) if q.status == "expired" => {
+        Some(q) if q.status == QuestionStatus::Expired => {
             (false, "deadline".to_owned(), Some("nobody decided before the approval's deadline".to_owned()), None)
         }
         Some(q) => {
@@ -650,7 +650,7 @@ async fn decide_from_question(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow
         }
         None => (false, "unknown".to_owned(), Some("the approval question is missing".to_owned()), None),
     };
-    call.status = if approved { ToolCallStatus::Approved } else { ToolCallStatus::Rejected }.as_str().to_owned();
+    call.status = if approved { ToolCallStatus::Approved } else { ToolCallStatus::Rejected };
     call.decided_by = Some(decided_by);
     call.decision_comment = comment;
     call.edited_input = edited.map(Json);

@@ -42,7 +42,7 @@ pub struct MemberRow {
     pub user_id: Uuid,
     pub username: String,
     pub display_name: String,
-    pub role: String,
+    pub role: Role,
     pub has_password: bool,
     pub created_at: DateTime<Utc>,
 }
@@ -53,7 +53,7 @@ impl MemberRow {
             user_id: self.user_id,
             username: self.username.clone(),
             display_name: self.display_name.clone(),
-            role: self.role.parse().map_err(|e: app::types::UnknownVariant| StoreError::Corrupt(e.to_string()))?,
+            role: self.role,
             has_password: self.has_password,
             created_at: self.created_at,
         })
@@ -65,7 +65,7 @@ impl MemberRow {
 pub struct TokenInfoRow {
     pub id: Uuid,
     pub name: String,
-    pub role: String,
+    pub role: Role,
     pub created_by: Option<String>,
     pub created_at: DateTime<Utc>,
     pub revoked_at: Option<DateTime<Utc>>,
@@ -76,7 +76,7 @@ impl TokenInfoRow {
         Ok(app::types::TokenInfo {
             id: self.id,
             name: self.name.clone(),
-            role: self.role.parse().map_err(|e: app::types::UnknownVariant| StoreError::Corrupt(e.to_string()))?,
+            role: self.role,
             created_by: self.created_by.clone(),
             created_at: self.created_at,
             revoked_at: self.revoked_at,

@@ -60,7 +60,7 @@ pub(crate) struct PrincipalRecord {
     pub workspace_id: Uuid,
     pub workspace: String,
     pub name: String,
-    pub role: String,
+    pub role: Role,
 }
 
 impl PrincipalRecord {
@@ -76,7 +76,7 @@ impl PrincipalRecord {
             workspace_id: self.workspace_id,
             workspace: self.workspace,
             name: self.name,
-            role: parse(&self.role)?,
+            role: self.role,
         })
     }
 }
@@ -107,7 +107,7 @@ impl std::fmt::Debug for SessionRow {
     }
 }
 
-/// A question as stored. Enums are kept as their wire names.
+/// A question as stored; its enums are stored as their wire names.
 #[derive(Debug, Clone, sqlx::FromRow, serde::Serialize, serde::Deserialize)]
 pub struct QuestionRow {
     pub id: Uuid,
@@ -116,8 +116,8 @@ pub struct QuestionRow {
     pub run_id: Option<Uuid>,
     pub tool_call_id: Option<String>,
     pub parent_run_ids: Json<Vec<Uuid>>,
-    pub kind: String,
-    pub response_type: String,
+    pub kind: QuestionKind,
+    pub response_type: ResponseType,
     pub title: String,
     pub body: String,
     pub options: Json<Vec<QuestionOption>>,
@@ -125,13 +125,13 @@ pub struct QuestionRow {
     pub action: Option<Json<ApprovalAction>>,
     pub allow_edit: bool,
     pub context: Json<Value>,
-    pub urgency: String,
+    pub urgency: Urgency,
     pub timeout_at: Option<DateTime<Utc>>,
     pub default_response: Option<Json<AnswerBody>>,
-    pub status: String,
+    pub status: QuestionStatus,
     pub response: Option<Json<AnswerBody>>,
     pub answered_by: Option<String>,
-    pub resolution: Option<String>,
+    pub resolution: Option<Resolution>,
     pub created_by: Option<Uuid>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -146,19 +146,15 @@ impl QuestionRow {
         use chrono::SubsecRound;
         let at = change.at.trunc_subsecs(6);
         QuestionRow {
-            status: change.status.as_str().to_owned(),
+            status: change.status,
             response: change.response.clone().map(Json),
             answered_by: change.answered_by.clone(),
-            resolution: change.resolution.map(|resolution| resolution.as_str().to_owned()),
+            resolution: change.resolution,
             resolved_at: Some(at),
             updated_at: at,
             ..self.clone()
         }
     }
-}
-
-fn parse<T: std::str::FromStr<Err = app::types::UnknownVariant>>(value: &str) -> Result<T, StoreError> {
-    value.parse().map_err(|err: app::types::UnknownVariant| StoreError::Corrupt(err.to_string()))
 }
 
 impl QuestionRow {
@@ -171,8 +167,8 @@ impl QuestionRow {
             run_id: self.run_id,
             tool_call_id: self.tool_call_id.clone(),
             parent_run_ids: self.parent_run_ids.0.clone(),
-            kind: parse::<QuestionKind>(&self.kind)?,
-            response_type: parse::<ResponseType>(&self.response_type)?,
+            kind: self.kind,
+            response_type: self.response_type,
             title: self.title.clone(),
             body: self.body.clone(),
             options: self.options.0.clone(),
@@ -180,13 +176,13 @@ impl QuestionRow {
             action: self.action.as_ref().map(|a| a.0.clone()),
             allow_edit: self.allow_edit,
             context: self.context.0.clone(),
-            urgency: parse::<Urgency>(&self.urgency)?,
+            urgency: self.urgency,
             timeout_at: self.timeout_at,
             default_response: self.default_response.as_ref().map(|d| d.0.clone()),
-            status: parse::<QuestionStatus>(&self.status)?,
+            status: self.status,
             response: self.response.as_ref().map(|r| r.0.clone()),
             answered_by: self.answered_by.clone(),
-            resolution: self.resolution.as_deref().map(parse::<Resolution>).transpose()?,
+            resolution: self.resolution,
             created_at: self.created_at,
             updated_at: self.updated_at,
             resolved_at: self.resolved_at,
@@ -204,12 +200,12 @@ pub(crate) const QUESTION_SUMMARY_COLUMNS: &str =
 pub struct QuestionSummaryRow {
     pub id: Uuid,
     pub project: Option<String>,
-    pub kind: String,
-    pub response_type: String,
+    pub kind: QuestionKind,
+    pub response_type: ResponseType,
     pub title: String,
-    pub urgency: String,
+    pub urgency: Urgency,
     pub timeout_at: Option<DateTime<Utc>>,
-    pub status: String,
+    pub status: QuestionStatus,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -218,10 +214,10 @@ impl QuestionSummaryRow {
     pub fn into_summary(self) -> Result<QuestionSummary, StoreError> {
         Ok(QuestionSummary {
             id: self.id,
-            kind: parse(&self.kind)?,
-            response_type: parse(&self.response_type)?,
-            urgency: parse(&self.urgency)?,
-            status: parse(&self.status)?,
+            kind: self.kind,
+            response_type: self.response_type,
+            urgency: self.urgency,
+            status: self.status,
             project: self.project,
             title: self.title,
             timeout_at: self.timeout_at,

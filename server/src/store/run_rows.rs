@@ -1,6 +1,8 @@
 //! Rows of agents and runs as stored, and the inputs of the run store's methods.
 
-use app::types::{Agent, AgentSpec, RunMessage, RunStatus, RunStatusEventData, Segment, ToolCall, ToolCallStatus};
+use app::types::{
+    Agent, AgentSpec, RunExecutor, RunMessage, RunStatus, RunStatusEventData, Segment, ToolCall, ToolCallStatus,
+};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -69,7 +71,7 @@ pub struct RunRow {
     pub agent: Json<AgentSpec>,
     pub project: Option<String>,
     pub input: String,
-    pub status: String,
+    pub status: RunStatus,
     pub step_count: i32,
     pub max_steps: i32,
     pub max_total_steps: i32,
@@ -85,16 +87,12 @@ pub struct RunRow {
     pub updated_at: DateTime<Utc>,
     pub completed_at: Option<DateTime<Utc>>,
     /// `server` (its workers execute it) or `client` (a `holdpoint run` process does; the server keeps the state).
-    pub executor: String,
+    pub executor: RunExecutor,
     /// A final answer that asks the user something pauses the run instead of completing it.
     pub pause_on_input: bool,
 }
 
 impl RunRow {
-    pub fn status(&self) -> Result<RunStatus, StoreError> {
-        parse(&self.status)
-    }
-
     /// The wire form, with the parts kept in other tables.
     pub fn to_run(
         &self,
@@ -109,10 +107,10 @@ impl RunRow {
             agent_name: self.agent.0.name.clone(),
             model: self.agent.0.model.clone(),
             scripted: self.agent.0.model.starts_with("script:"),
-            executor: parse(&self.executor)?,
+            executor: self.executor,
             project: self.project.clone(),
             input: self.input.clone(),
-            status: self.status()?,
+            status: self.status,
             step_count: count(self.step_count),
             max_steps: count(self.max_steps),
             max_total_steps: count(self.max_total_steps),
@@ -132,7 +130,7 @@ impl RunRow {
     pub fn status_event(&self) -> Result<RunStatusEventData, StoreError> {
         Ok(RunStatusEventData {
             run_id: self.id,
-            status: self.status()?,
+            status: self.status,
             agent_name: self.agent.0.name.clone(),
             project: self.project.clone(),
             parent_run_id: self.parent_run_id,
@@ -208,7 +206,7 @@ pub struct ToolCallRow {
     pub input: Json<Value>,
     pub edited_input: Option<Json<Value>>,
     pub output: Option<Json<Value>>,
-    pub status: String,
+    pub status: ToolCallStatus,
     pub duration_ms: Option<i64>,
     pub step: i32,
     pub decided_by: Option<String>,
@@ -220,10 +218,6 @@ pub struct ToolCallRow {
 }
 
 impl ToolCallRow {
-    pub fn status(&self) -> Result<ToolCallStatus, StoreError> {
-        parse(&self.status)
-    }
-
     pub fn to_tool_call(&self) -> Result<ToolCall, StoreError> {
         Ok(ToolCall {
             id: self.id,
@@ -234,7 +228,7 @@ impl ToolCallRow {
             input: self.input.0.clone(),
             edited_input: self.edited_input.as_ref().map(|v| v.0.clone()),
             output: self.output.as_ref().map(|v| v.0.clone()),
-            status: self.status()?,
+            status: self.status,
             duration_ms: self.duration_ms.and_then(|d| u64::try_from(d).ok()),
             step: count(self.step),
             decided_by: self.decided_by.clone(),

@@ -320,7 +320,7 @@ macro_rules! run_sql_store {
                 run: &RunRow,
                 at: DateTime<Utc>,
             ) -> StoreResult<Option<i64>> {
-                let status = run.status()?;
+                let status = run.status;
                 let mut last = None;
                 if status.is_terminal() {
                     let actor = AuditActor::policy(crate::audit::RUN_LIFECYCLE, Some(run.id.to_string()));
@@ -787,12 +787,12 @@ macro_rules! run_sql_store {
                 // A person's decision is recorded when its approval question is answered; a call that leaves
                 // `pending_approval` without one was decided by the policy.
                 if c.question_id.is_none() && c.decided_by.as_deref() == Some(POLICY_DECIDER) {
-                    let (previous,): (String,) = sqlx::query_as("SELECT status FROM tool_calls WHERE id = $1 AND run_id = $2")
+                    let (previous,): (ToolCallStatus,) = sqlx::query_as("SELECT status FROM tool_calls WHERE id = $1 AND run_id = $2")
                         .bind(c.id)
                         .bind(c.run_id)
                         .fetch_one(&mut *tx)
                         .await?;
-                    if previous == ToolCallStatus::PendingApproval.as_str() && previous != c.status {
+                    if previous == ToolCallStatus::PendingApproval && previous != c.status {
                         let (workspace_id, agent_id, agent): (Uuid, Option<Uuid>, Json<AgentSpec>) =
                             sqlx::query_as("SELECT workspace_id, agent_id, agent FROM runs WHERE id = $1")
                                 .bind(c.run_id)
@@ -891,7 +891,7 @@ macro_rules! run_sql_store {
                         .fetch_optional(&mut *tx)
                         .await?;
                 let Some(existing) = existing else { return Ok(None) };
-                if existing.status()?.is_terminal() {
+                if existing.status.is_terminal() {
                     return Ok(Some((existing, false)));
                 }
                 Self::lock_run_tree(&mut tx, id).await?;
@@ -959,7 +959,7 @@ macro_rules! run_sql_store {
                         .fetch_optional(&mut *tx)
                         .await?;
                 let Some(existing) = existing else { return Ok(ResumeOutcome::NotFound) };
-                if !existing.status()?.is_resumable() {
+                if !existing.status.is_resumable() {
                     return Ok(ResumeOutcome::NotResumable(existing));
                 }
                 if existing.step_count >= existing.max_total_steps {

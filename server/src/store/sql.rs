@@ -11,7 +11,7 @@ use sqlx::{PgPool, Postgres, QueryBuilder, Sqlite};
 use tokio::sync::watch;
 use uuid::Uuid;
 
-use app::types::{AnswerBody, Resolution};
+use app::types::{AnswerBody, QuestionKind, QuestionStatus, Resolution};
 
 use super::group_commit::{BatchedWrite, GroupCommit};
 use super::pg_write_batch::{BatchQuery, BatchableWrite, WriteBatches};
@@ -990,7 +990,7 @@ macro_rules! sql_store {
                     }
                 }
                 // A question that may supersede its run's blocking one runs more statements after its insert.
-                let may_supersede = q.run_id.is_some() && q.kind == "blocking";
+                let may_supersede = q.run_id.is_some() && q.kind == QuestionKind::Blocking;
                 if idempotency.is_none() && !may_supersede {
                     if let Some(created) = self.insert_question_directly(q, event).await? {
                         return Ok(created);
@@ -1160,7 +1160,7 @@ macro_rules! sql_store {
                 change: &QuestionResolution,
             ) -> StoreResult<ResolveOutcome> {
                 // A question of a run may requeue it, which takes statements of its own.
-                if read.run_id.is_none() && read.status == "pending" {
+                if read.run_id.is_none() && read.status == QuestionStatus::Pending {
                     if let Some(workspace) = self.workspace_names.get(read.workspace_id) {
                         if let Some(resolved) = self.resolve_pending_in_one_query(read, change, &workspace).await? {
                             return Ok(ResolveOutcome::Resolved(resolved));
@@ -1764,7 +1764,7 @@ mod tests {
                 let answered = events.iter().filter(|e| e.event_type == "question_answered").count();
                 let entries = crate::audit::verify(&store).await.unwrap().expect("an unbroken chain").entries;
                 let entries = usize::try_from(entries).unwrap();
-                (question.status, answered, entries)
+                (question.status.as_str().to_owned(), answered, entries)
             }
         };
         let ask = |n: usize| {
@@ -2030,7 +2030,7 @@ mod tests {
         assert_eq!(verified.entries, 3, "one entry per answer");
         for (n, (row, _)) in first.iter().chain(&second).enumerate() {
             let status = store.question(workspace.id, row.id).await.unwrap().unwrap().status;
-            assert_eq!(status, if n < 3 { "answered" } else { "pending" }, "q{n}");
+            assert_eq!(status.as_str(), if n < 3 { "answered" } else { "pending" }, "q{n}");
         }
     }
 }
