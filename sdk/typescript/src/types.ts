@@ -1,0 +1,278 @@
+/**
+ * The wire types of the Holdpoint API (spec §3 and §4), named and shaped exactly as the JSON is: request bodies are
+ * sent as written and responses are returned as received, so a field a newer server adds reaches the caller too.
+ */
+
+/** Any value JSON can hold. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+/** A JSON object. */
+export type JsonObject = { [key: string]: JsonValue };
+
+export type QuestionKind = 'blocking' | 'non_blocking' | 'approval' | 'error_recovery';
+
+export type ResponseType =
+  | 'text'
+  | 'boolean'
+  | 'choice'
+  | 'multi_choice'
+  | 'approval'
+  | 'error_recovery'
+  | 'form'
+  | 'number';
+
+export type Urgency = 'low' | 'normal' | 'high' | 'critical';
+
+export type QuestionStatus = 'pending' | 'answered' | 'defaulted' | 'expired' | 'cancelled';
+
+/** Who or what resolved a question. */
+export type Resolution = 'human' | 'default_on_timeout' | 'policy' | 'cancelled';
+
+export type Role = 'viewer' | 'responder' | 'approver' | 'admin' | 'agent';
+
+/** One choice of a `choice`, `multi_choice` or `error_recovery` question. */
+export interface QuestionOption {
+  /** What an answer sends. */
+  value: string;
+  /** What a person reads. */
+  label: string;
+  description?: string;
+}
+
+/** One field of a `form` question; the answer maps each field's `key` to its value. */
+export interface FormField {
+  key: string;
+  label: string;
+  response_type: 'text' | 'choice' | 'multi_choice' | 'boolean' | 'number';
+  /** For `choice` and `multi_choice` fields; a plain string is its own value and label. */
+  options?: Array<QuestionOption | string>;
+  required?: boolean;
+}
+
+/** What an `approval` question asks permission for: one tool call. */
+export interface ApprovalAction {
+  tool_name: string;
+  arguments: JsonValue;
+}
+
+/** An answer body (`POST /questions/{id}/answer`), and the shape of a question's `default_response`. */
+export interface AnswerBody<V extends JsonValue = JsonValue> {
+  value: V;
+  /** Free text for the agent, e.g. the reason for a rejection (at most 10 000 characters). */
+  comment?: string;
+  /** Replacement arguments, for an approval asked with `allow_edit`. */
+  edited_arguments?: JsonObject;
+}
+
+/** Who may answer, on top of the role rules: one person by username, or a minimum role. */
+export type Assignee = { user: string } | { role: Role };
+
+/**
+ * The body of `POST /questions`: every field a caller may set. What is left out gets the server's default for the
+ * question's `kind` (spec §3): `blocking`, `text`, urgency `high`, a 30-minute deadline.
+ */
+export interface NewQuestion {
+  /** 1..=300 characters. */
+  title: string;
+  /** Defaults to `blocking`. */
+  kind?: QuestionKind;
+  /** Defaults to `approval` for approval questions, `error_recovery` for error recovery, else `text`. */
+  response_type?: ResponseType;
+  /** Markdown, at most 32 KiB. */
+  body?: string;
+  /** 2..=20 choices with unique values; a plain string is its own value and label. */
+  options?: Array<QuestionOption | string>;
+  /** 1..=10 fields of a `form`. */
+  fields?: FormField[];
+  /** The tool call an `approval` question is about. */
+  action?: ApprovalAction;
+  /** Whether the approver may send `edited_arguments` for the agent to call the tool with instead. */
+  allow_edit?: boolean;
+  /** A JSON object of at most 16 KiB, shown to the person. */
+  context?: JsonObject;
+  project?: string;
+  run_id?: string;
+  urgency?: Urgency;
+  /** Seconds until the deadline (`non_blocking` questions may have none). */
+  timeout_seconds?: number;
+  /** What applies when the deadline passes with no answer; validated like an answer. */
+  default_response?: AnswerBody;
+  assignee?: Assignee;
+}
+
+/** A question as the server returns it (spec §3). Times are RFC 3339 strings. */
+export interface Question {
+  id: string;
+  /** The workspace's name. */
+  workspace: string;
+  project: string | null;
+  run_id: string | null;
+  tool_call_id: string | null;
+  /** The lineage of runs, root first. */
+  parent_run_ids: string[];
+  kind: QuestionKind;
+  response_type: ResponseType;
+  title: string;
+  body: string;
+  options: QuestionOption[];
+  fields: Array<Omit<FormField, 'options'> & { options?: QuestionOption[] }>;
+  action: ApprovalAction | null;
+  allow_edit: boolean;
+  context: JsonObject;
+  urgency: Urgency;
+  timeout_at: string | null;
+  default_response: AnswerBody | null;
+  status: QuestionStatus;
+  response: AnswerBody | null;
+  answered_by: string | null;
+  resolution: Resolution | null;
+  created_at: string;
+  updated_at: string;
+  resolved_at: string | null;
+  assignee?: Assignee;
+}
+
+/** One page of a cursor-paginated list; pass `next_cursor` as `cursor` for the next one (`null`: the last). */
+export interface Page<T> {
+  items: T[];
+  next_cursor: string | null;
+}
+
+/** The filters of `GET /questions`. */
+export interface QuestionFilter {
+  status?: QuestionStatus;
+  kind?: QuestionKind;
+  project?: string;
+  urgency?: Urgency;
+  run_id?: string;
+  /** Matches title or body, case-insensitively. */
+  q?: string;
+  sort?: 'created_desc' | 'deadline';
+  /** 1..=200, default 50. */
+  limit?: number;
+  cursor?: string;
+}
+
+/** What a value of a form answer may be. */
+export type FormValue = { [key: string]: string | string[] | boolean | number };
+
+/** The shape of an answer's `value` for each response type (spec §3). */
+export interface ValueByResponseType {
+  text: string;
+  boolean: boolean;
+  choice: string;
+  multi_choice: string[];
+  approval: boolean;
+  /** `retry`, `skip`, `abort`, or one of the question's option values. */
+  error_recovery: string;
+  form: FormValue;
+  number: number;
+}
+
+/** The type of a property of `Q` as given: `undefined` when it is left out. */
+type Given<Q, K extends string> = Q extends { readonly [P in K]?: infer T } ? T : undefined;
+type IsUnset<T> = unknown extends T ? true : [T] extends [undefined] ? true : false;
+type DefaultResponseType<Kind> = IsUnset<Kind> extends true
+  ? 'text'
+  : [Kind] extends ['approval']
+    ? 'approval'
+    : [Kind] extends ['error_recovery']
+      ? 'error_recovery'
+      : [Kind] extends ['blocking' | 'non_blocking' | undefined]
+        ? 'text'
+        : 'text' | 'approval' | 'error_recovery';
+
+/** The response type a question gets: the one it names, else its kind's default. */
+export type ResponseTypeOf<Q> =
+  Given<Q, 'response_type'> extends infer T
+    ? [T] extends [ResponseType]
+      ? T
+      : IsUnset<T> extends true
+        ? DefaultResponseType<Given<Q, 'kind'>>
+        : ResponseType
+    : never;
+
+/** The type of the answer to a question like `Q`: `ask({title, response_type: 'boolean'})` answers a `boolean`. */
+export type AnswerValue<Q> = ValueByResponseType[ResponseTypeOf<Q>];
+
+/**
+ * What became of a question: `answered` (a person answered; that may well be a "no"), `defaulted` (the deadline
+ * passed and the question's default applied), `expired` (the deadline passed and nobody answered: not a "no"),
+ * `cancelled` (withdrawn, superseded, or its run ended), or `pending` when the caller chose not to wait until then.
+ */
+export type Outcome = QuestionStatus;
+
+/** What an agent acts on once it has asked. */
+export interface AskResult<V = JsonValue> {
+  readonly outcome: Outcome;
+  /** The answer's value (a person's, or the default's); `undefined` when the question expired, was cancelled or
+   * is still pending. */
+  readonly value: V | undefined;
+  /** The answer's comment; for a cancelled question, the reason it was cancelled, if one was given. */
+  readonly comment: string | undefined;
+  /** The arguments an approver edited, for approvals asked with `allow_edit`. */
+  readonly editedArguments: JsonObject | undefined;
+  /** Who answered (a username or a token's name); `undefined` unless a person answered. */
+  readonly answeredBy: string | undefined;
+  /** The question as the server last returned it. */
+  readonly question: Question;
+}
+
+/**
+ * What became of an approval. `approved` is true only for a yes (a person's, or a default that approves); an
+ * expired or cancelled approval is not approved either, and `outcome` says that nobody decided, which is not a "no".
+ */
+export interface ApprovalResult extends AskResult<boolean> {
+  readonly approved: boolean;
+  /** A decision against the call: a person's "no", or a default of `false`; not an expiry or a cancellation. */
+  readonly rejected: boolean;
+  /** What to call the tool with: the approver's edit if there is one, else the arguments asked about. */
+  readonly arguments: JsonValue;
+  /** One sentence for a model or a log: why the call may run, or why not (the rejection's comment). */
+  readonly reason: string;
+}
+
+/** The body of an approval request made with `approve()`: the tool call, and the question's other fields. */
+export interface ApprovalRequest extends Omit<NewQuestion, 'title' | 'kind' | 'response_type' | 'action' | 'options' | 'fields' | 'default_response'> {
+  tool_name: string;
+  arguments?: JsonObject;
+  /** Defaults to "Allow <tool_name>?". */
+  title?: string;
+  /** What applies when nobody decides before the deadline; without it the approval expires unapproved. */
+  default?: boolean;
+}
+
+/** The `event:` types the server sends; others may be added, so events of unknown types come through as well. */
+export type EventType =
+  | 'question_asked'
+  | 'question_answered'
+  | 'question_expired'
+  | 'question_cancelled'
+  | 'question_reminded'
+  | 'question_escalated'
+  | 'question_claimed'
+  | 'question_approval_added'
+  | 'run_status';
+
+/** The `data` of a `run_status` event. */
+export interface RunStatusData {
+  run_id: string;
+  status: string;
+  agent_name: string;
+  project: string | null;
+  parent_run_id: string | null;
+  step_count: number;
+  error_message: string | null;
+  updated_at: string;
+}
+
+/** One entry of the event stream. */
+export interface HoldpointEvent {
+  /** The event log's id: what `Last-Event-ID` resumes after. */
+  readonly id: number;
+  readonly type: EventType | (string & {});
+  /** The event's JSON as sent. */
+  readonly data: JsonObject;
+  /** The question as the change left it, for question events. */
+  readonly question: Question | undefined;
+}
