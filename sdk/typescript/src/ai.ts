@@ -245,6 +245,11 @@ export interface RunWithApprovalsOptions<M extends MessageLike, R extends Genera
   generate: (messages: M[]) => PromiseLike<R>;
   /** How many model calls one run may make at most; default 10. */
   maxGenerations?: number;
+  /**
+   * Called with the whole conversation each time it grows, before anybody is asked: keep it (a file, a database
+   * row), and a process that stops while people decide carries on from it when started again.
+   */
+  onMessages?: (messages: M[]) => void | PromiseLike<void>;
 }
 
 /** How a run ended: finished (the model answered without a call awaiting approval), or waiting for people. */
@@ -267,7 +272,7 @@ export async function runWithApprovals<M extends MessageLike, R extends Generati
   hp: Holdpoint,
   options: RunWithApprovalsOptions<M, R>,
 ): Promise<RunWithApprovalsResult<M, R>> {
-  const { messages: initial, generate, maxGenerations = 10, ...approvalOptions } = options;
+  const { messages: initial, generate, maxGenerations = 10, onMessages, ...approvalOptions } = options;
   const messages = [...initial];
   let result: R | undefined;
   for (let generations = 0; ; ) {
@@ -276,6 +281,7 @@ export async function runWithApprovals<M extends MessageLike, R extends Generati
     if (approvals.message) {
       // A tool message of approval responses is a `ModelMessage` of every AI SDK version this adapter supports.
       messages.push(approvals.message as unknown as M);
+      await onMessages?.([...messages]);
     } else if (result !== undefined) {
       return { status: 'done', result, messages };
     }
@@ -285,6 +291,7 @@ export async function runWithApprovals<M extends MessageLike, R extends Generati
     result = await generate([...messages]);
     generations++;
     messages.push(...((await responseMessagesOf(result)) as M[]));
+    await onMessages?.([...messages]);
   }
 }
 
