@@ -6,6 +6,7 @@
 //! first use and found again at once after that.
 
 mod sdk_python;
+mod sdk_typescript;
 mod site;
 mod tools;
 
@@ -18,7 +19,7 @@ commands:
   serve [--release] [-- ARGS...]   build the site and the server, then run `holdpoint serve ARGS...`
   demo [--release] [-- ARGS...]    the same with `holdpoint demo ARGS...`: agents that ask every kind of question
   test                             run every test: unit, API (SQLite and PostgreSQL), browser (Playwright),
-                                   the Python library's suite
+                                   the Python and TypeScript libraries' suites
   site [--release]                 build only the site (wasm, JS, CSS) into target/site
   bench [-- ARGS...]               build the site, run the benchmark suite (release build) and write
                                    docs/benchmarks.md; ARGS: --only hitl,fanout,inbox,rebuild,site  --out PATH
@@ -129,5 +130,6 @@ fn test(args: &[String]) -> Result {
         .args(["--test", "--test-concurrency=1", "end2end/tests/"])
         .env("HOLDPOINT_BIN", &binary)
         .env("HOLDPOINT_SITE_ROOT", site::site_root()))?;
-    sdk_python::test(&binary)
+    sdk_python::test(&binary)?;
+    sdk_typescript::test(&binary)
 }

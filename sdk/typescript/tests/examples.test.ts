@@ -15,7 +15,7 @@ import type { Holdpoint } from '@holdpoint/client';
 
 import { type TestServer, eventually, nextPending, personClient, startServer } from './harness.js';
 
-/** The package's directory (the tests run from `dist-test/test/`). */
+/** The package's directory (the tests run from `dist-test/tests/`). */
 const PACKAGE = fileURLToPath(new URL('../../', import.meta.url));
 const REPOSITORY = join(PACKAGE, '..', '..');
 const COMPILED_EXAMPLES = fileURLToPath(new URL('../examples/', import.meta.url));
