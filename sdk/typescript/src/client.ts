@@ -5,7 +5,16 @@
  */
 
 import { HoldpointError, errorFromResponse } from './errors.js';
-import { DEFAULT_RETRY, type RetryPolicy, backoffDelayMs, failureOf, isRetryable, requestJson, sleep } from './http.js';
+import {
+  DEFAULT_RETRY,
+  type RetryPolicy,
+  backoffDelayMs,
+  failureOf,
+  isRetryable,
+  linkedSignal,
+  requestJson,
+  sleep,
+} from './http.js';
 import { SseDecoder } from './sse.js';
 import type {
   AnswerBody,
@@ -185,11 +194,21 @@ export class Holdpoint {
       }
       const seconds =
         remainingMs === undefined ? MAX_WAIT_SECONDS : Math.max(1, Math.min(MAX_WAIT_SECONDS, Math.ceil(remainingMs / 1000)));
-      const question = (await this.#call('GET', path, {
-        query: { timeout_seconds: String(seconds) },
-        signal: options.signal,
-        timeoutMs: seconds * 1000 + LONG_POLL_GRACE_MS,
-      })) as Question;
+      // The server waits whole seconds: the caller's limit cuts the last poll short, so it holds to the millisecond.
+      const poll = linkedSignal(options.signal, remainingMs, `waiting for ${questionId}`);
+      let question: Question;
+      try {
+        question = (await this.#call('GET', path, {
+          query: { timeout_seconds: String(seconds) },
+          signal: poll.signal,
+          timeoutMs: seconds * 1000 + LONG_POLL_GRACE_MS,
+        })) as Question;
+      } catch (error) {
+        if (poll.signal.aborted && !options.signal?.aborted) continue;
+        throw error;
+      } finally {
+        poll.release();
+      }
       if (question.status !== 'pending') return askResult<V>(question);
     }
   }

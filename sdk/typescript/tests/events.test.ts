@@ -105,21 +105,41 @@ test('a stream started after a known event replays only what came after it', asy
   assert.equal(replayed?.type, 'question_asked');
 });
 
+/** Resolves once `collector`'s stream is open: nothing says so but an event arriving, so markers are asked until
+ * one does. */
+async function untilOpen(collector: Collector, hp: Holdpoint, project: string): Promise<void> {
+  for (let marker = 0; collector.events.length === 0; marker++) {
+    assert.ok(marker < 100, 'the stream never opened');
+    await hp.createQuestion({ title: `marker ${marker}`, project });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 test('without a last event id the stream starts with what happens from now on, and filters by project', async () => {
   const project = freshProject();
   const hp = await agentClient(server);
-  await hp.createQuestion({ title: 'old news', project });
-  const collector = new Collector(person, { project });
+  // The server fans events out a moment after they are stored: once an open stream has 'old news', every stream
+  // opened later starts after it.
+  const earlier = new Collector(person, { project });
   try {
-    // The stream is open once an event sent after it arrives; the other project's question must not show.
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    await hp.createQuestion({ title: 'elsewhere', project: freshProject() });
-    await hp.createQuestion({ title: 'fresh', project });
-    await eventually('the fresh question', () => collector.events.length >= 1);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    assert.deepEqual(collector.titles('question_asked'), ['fresh']);
+    await untilOpen(earlier, hp, project);
+    await hp.createQuestion({ title: 'old news', project });
+    await eventually('old news, on the stream opened before it', () => earlier.titles('question_asked').includes('old news'));
+    const later = new Collector(person, { project });
+    try {
+      await untilOpen(later, hp, project);
+      await hp.createQuestion({ title: 'elsewhere', project: freshProject() });
+      await hp.createQuestion({ title: 'fresh', project });
+      await eventually('the fresh question', () => later.titles('question_asked').includes('fresh'));
+      const titles = later.titles('question_asked');
+      assert.ok(!titles.includes('old news'), `no replay without a last event id: ${titles}`);
+      assert.ok(!titles.includes('elsewhere'), `another project's question: ${titles}`);
+      assert.ok(titles.every((title) => title.startsWith('marker ') || title === 'fresh'), `${titles}`);
+    } finally {
+      await later.stop();
+    }
   } finally {
-    await collector.stop();
+    await earlier.stop();
   }
 });
 
@@ -132,7 +152,7 @@ test('an agent token sees the events of its own questions only', async () => {
     await theirs.createQuestion({ title: 'not mine', project });
     await mine.createQuestion({ title: 'mine', project });
     await eventually('my question', () => collector.events.length >= 1);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Replayed in the log's order: had the other agent's question come through, it would have come first.
     assert.deepEqual(collector.titles('question_asked'), ['mine']);
   } finally {
     await collector.stop();
