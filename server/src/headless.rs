@@ -228,7 +228,10 @@ fn question_body(args: &AskArgs) -> CliResult<NewQuestion> {
         None => Vec::new(),
     };
     let urgency = match &args.urgency {
-        Some(raw) => Some(raw.parse::<Urgency>().map_err(|e| CliError::Usage(format!("--urgency: {e}")))?),
+        Some(raw) => Some(raw.parse::<Urgency>().map_err(|_| {
+            let known: Vec<&str> = Urgency::ALL.iter().map(|u| u.as_str()).collect();
+            CliError::Usage(format!("--urgency must be one of {}, not {raw:?}", known.join(", ")))
+        })?),
         None => None,
     };
     let default_response = match &args.default_value {
@@ -682,7 +685,8 @@ mod tests {
         urgent.urgency = Some("critical".into());
         assert_eq!(question_body(&urgent).unwrap().urgency, Some(Urgency::Critical));
         urgent.urgency = Some("asap".into());
-        assert!(matches!(question_body(&urgent), Err(CliError::Usage(_))));
+        let Err(CliError::Usage(message)) = question_body(&urgent) else { panic!("a usage error") };
+        assert_eq!(message, r#"--urgency must be one of low, normal, high, critical, not "asap""#);
     }
 
     #[test]
