@@ -68,16 +68,52 @@ pub fn clock(t: chrono::DateTime<chrono::Utc>) -> String {
     format!("{:02}:{:02}:{:02}", t.hour(), t.minute(), t.second())
 }
 
-/// A live countdown to a question's deadline (ticks every second once hydrated).
+/// How long ago `then` was, for people: `just now`, `3 min ago`, `2 h ago`, `4 d ago`.
+pub fn time_ago(then: chrono::DateTime<chrono::Utc>, now: chrono::DateTime<chrono::Utc>) -> String {
+    match (now - then).num_seconds() {
+        s if s < 60 => "just now".to_owned(),
+        s if s < 3600 => format!("{} min ago", s / 60),
+        s if s < 86_400 => format!("{} h ago", s / 3600),
+        s => format!("{} d ago", s / 86_400),
+    }
+}
+
+/// The current time: the live clock once hydrated (so relative times move), the request's time on the server.
+fn now_signal() -> impl Fn() -> chrono::DateTime<chrono::Utc> + Copy {
+    let now = use_context::<crate::live::Live>().map(|live| live.now);
+    move || now.map_or_else(chrono::Utc::now, |n| n.get())
+}
+
+/// A past time as "3 min ago", the exact time on hover.
+#[component]
+pub fn Ago(at: chrono::DateTime<chrono::Utc>) -> impl IntoView {
+    let now = now_signal();
+    view! {
+        <time class="ago" datetime=at.to_rfc3339() title=format!("{} UTC", date_time(at, true))>
+            {move || time_ago(at, now())}
+        </time>
+    }
+}
+
+/// How near a deadline is, as the countdown's class: `overdue`, `soon` (under 5 minutes), `near` (under an
+/// hour), or nothing.
+pub fn deadline_class(deadline: chrono::DateTime<chrono::Utc>, now: chrono::DateTime<chrono::Utc>) -> &'static str {
+    match (deadline - now).num_seconds() {
+        s if s <= 0 => "countdown overdue",
+        s if s < 300 => "countdown soon",
+        s if s < 3600 => "countdown near",
+        _ => "countdown",
+    }
+}
+
+/// A live countdown to a question's deadline (ticks every second once hydrated), coloured as it nears.
 #[component]
 pub fn Countdown(deadline: chrono::DateTime<chrono::Utc>) -> impl IntoView {
-    let now = use_context::<crate::live::Live>().map(|live| live.now);
-    let text = move || time_left(deadline, now.map_or_else(chrono::Utc::now, |n| n.get()));
-    let urgent = move || (deadline - now.map_or_else(chrono::Utc::now, |n| n.get())).num_seconds() < 300;
+    let now = now_signal();
     view! {
-        <time class="countdown" class:soon=urgent datetime=deadline.to_rfc3339() data-testid="countdown"
+        <time class=move || deadline_class(deadline, now()) datetime=deadline.to_rfc3339() data-testid="countdown"
             title=format!("deadline {} UTC", date_time(deadline, true))>
-            {text}
+            {move || time_left(deadline, now())}
         </time>
     }
 }
@@ -157,6 +193,24 @@ mod tests {
         assert_eq!(time_left(now + Duration::seconds(245), now), "4:05 left");
         assert_eq!(time_left(now + Duration::minutes(130), now), "2 h 10 min left");
         assert_eq!(time_left(now - Duration::seconds(1), now), "overdue");
+    }
+
+    #[test]
+    fn time_ago_reads_as_minutes_then_hours_then_days() {
+        let now = Utc::now();
+        assert_eq!(time_ago(now - Duration::seconds(20), now), "just now");
+        assert_eq!(time_ago(now - Duration::seconds(200), now), "3 min ago");
+        assert_eq!(time_ago(now - Duration::minutes(130), now), "2 h ago");
+        assert_eq!(time_ago(now - Duration::hours(50), now), "2 d ago");
+    }
+
+    #[test]
+    fn a_deadline_turns_near_within_the_hour_soon_within_five_minutes_then_overdue() {
+        let now = Utc::now();
+        assert_eq!(deadline_class(now + Duration::hours(2), now), "countdown");
+        assert_eq!(deadline_class(now + Duration::minutes(30), now), "countdown near");
+        assert_eq!(deadline_class(now + Duration::minutes(4), now), "countdown soon");
+        assert_eq!(deadline_class(now - Duration::seconds(1), now), "countdown overdue");
     }
 
     #[test]

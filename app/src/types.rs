@@ -465,6 +465,7 @@ pub struct Question {
 pub struct QuestionSummary {
     pub id: Uuid,
     pub project: Option<String>,
+    pub run_id: Option<Uuid>,
     pub kind: QuestionKind,
     pub response_type: ResponseType,
     pub title: String,
@@ -476,6 +477,25 @@ pub struct QuestionSummary {
     pub created_at: DateTime<Utc>,
     #[serde(deserialize_with = "time::required")]
     pub updated_at: DateTime<Utc>,
+    /// The body's first line of text, short (see [`preview`]).
+    pub preview: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assignee: Option<Assignee>,
+}
+
+/// The most characters of a body a list row shows: more would be cut off by the row's width anyway.
+pub const PREVIEW_MAX_CHARS: usize = 160;
+
+/// A body's first non-empty line as plain text, for a one-line preview: Markdown's block markers (`#`, `>`, `-`)
+/// and emphasis and code marks dropped, cut to [`PREVIEW_MAX_CHARS`] with an ellipsis.
+pub fn preview(body: &str) -> String {
+    let line = body.lines().map(str::trim).find(|line| !line.is_empty()).unwrap_or_default();
+    let line = line.trim_start_matches(['#', '>', '-', '*', '+', ' ']);
+    let plain: String = line.chars().filter(|c| !matches!(c, '*' | '_' | '`')).collect();
+    match plain.char_indices().nth(PREVIEW_MAX_CHARS) {
+        Some((cut, _)) => format!("{}…", plain[..cut].trim_end()),
+        None => plain,
+    }
 }
 
 impl From<&Question> for QuestionSummary {
@@ -483,6 +503,9 @@ impl From<&Question> for QuestionSummary {
         QuestionSummary {
             id: question.id,
             project: question.project.clone(),
+            run_id: question.run_id,
+            preview: preview(&question.body),
+            assignee: question.assignee.clone(),
             kind: question.kind,
             response_type: question.response_type,
             title: question.title.clone(),

@@ -3,7 +3,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, api, signIn, waitForLive, resultPath } from './harness.mjs';
+import { startServer, launchBrowser, api, signIn, waitForLive, eventually, resultPath } from './harness.mjs';
 
 let server;
 let browser;
@@ -44,10 +44,27 @@ test('filters go into the URL and select what they say; every item carries its k
     items.map((i) => `${i.dataset.kind}/${i.dataset.responseType}`));
   assert.deepEqual(kinds.sort(), ['approval/approval', 'blocking/choice', 'blocking/text']);
 
-  await page.getByTestId('filter-kind').selectOption('approval');
-  await page.getByTestId('filter-apply').click();
+  // Hydrated, a choice applies at once, in place: no Apply button, no reload.
+  await waitForLive(page);
+  assert.equal(await page.getByTestId('filter-apply').isVisible(), false, 'no Apply button with JavaScript');
+  const navigations = [];
+  page.on('framenavigated', (frame) => frame === page.mainFrame() && navigations.push(frame.url()));
+  await page.getByTestId('filter-kind-approval').check();
   await page.waitForURL(/kind=approval/);
-  assert.deepEqual(await titles(page), ['Deploy billing v2 to production?']);
+  await eventually('the list filtered', async () =>
+    JSON.stringify(await titles(page)) === JSON.stringify(['Deploy billing v2 to production?']));
+  await page.getByTestId('filter-q').fill('billing');
+  await page.getByTestId('filter-q').press('Enter');
+  await page.waitForURL(/kind=approval&q=billing|q=billing.*kind=approval/);
+  await page.getByTestId('filter-kind-default').check();
+  await page.waitForURL((url) => !url.search.includes('kind='));
+  await eventually('the search alone', async () =>
+    JSON.stringify(await titles(page)) === JSON.stringify(['Deploy billing v2 to production?']));
+  await page.getByTestId('filter-status-all').check();
+  await page.waitForURL(/status=all/);
+  assert.ok(await page.getByTestId('filter-q').inputValue() === 'billing', 'the search stays');
+  assert.ok(navigations.every((url) => url.includes('/inbox')), `in place: ${navigations}`);
+  await page.screenshot({ path: resultPath('inbox-filters.png') });
 
   await page.goto(`${server.baseUrl}/inbox?status=all&project=docs`);
   assert.deepEqual((await titles(page)).sort(), ['Mention the deprecation?', 'Which persona for the release notes?']);
@@ -57,7 +74,7 @@ test('filters go into the URL and select what they say; every item carries its k
   assert.deepEqual(await titles(page), ['Rotate the infra keys?']);
   await page.goto(`${server.baseUrl}/inbox?urgency=critical`);
   assert.deepEqual(await titles(page), ['Rotate the infra keys?']);
-  assert.equal(await page.getByTestId('filter-urgency').inputValue(), 'critical', 'the form shows the URL');
+  assert.ok(await page.getByTestId('filter-urgency-critical').isChecked(), 'the form shows the URL');
 
   await page.goto(`${server.baseUrl}/inbox?sort=deadline`);
   assert.deepEqual(await titles(page), [
@@ -75,8 +92,9 @@ test('without JavaScript the filter form works too', async () => {
   const page = await context.newPage();
   await signIn(page, server, '/inbox');
   await page.getByTestId('filter-project').fill('infra');
+  await page.getByTestId('filter-urgency-critical').check();
   await page.getByTestId('filter-apply').click();
-  await page.waitForURL(/project=infra/);
+  await page.waitForURL(/urgency=critical/);
   assert.deepEqual(await titles(page), ['Rotate the infra keys?']);
   await context.close();
 });
@@ -115,7 +133,7 @@ test('live: the text filter matches in any case, in the title or the body', asyn
   await page.getByTestId('question-item').filter({ hasText: 'Payment run' }).waitFor({ timeout: 2_000 });
   assert.deepEqual(await titles(page), ['Payment run', 'ÜBERWEISUNG freigeben?']);
   // The deadline arrived as RFC 3339 text and counts down.
-  assert.match(await page.getByTestId('question-item').filter({ hasText: 'ÜBERWEISUNG' }).innerText(), /1[45]:\d\d left/);
+  assert.match(await page.getByTestId('question-item').filter({ hasText: 'ÜBERWEISUNG freigeben?' }).innerText(), /1[45]:\d\d left/);
   for (const q of [inTitle, inBody, neither]) {
     await page.locator(`[data-testid="live-modal"][data-question-id="${q.json.id}"]`).waitFor();
     await page.keyboard.press('Escape');

@@ -7,7 +7,7 @@ use leptos::either::Either;
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
-use crate::components::{Badge, Countdown, date_time};
+use crate::components::{Ago, Badge, Countdown, short_id};
 use crate::live::use_question_updates;
 use crate::types::{Question, QuestionKind, QuestionStatus, QuestionSummary, Urgency};
 use crate::{InboxFilter, inbox_summaries};
@@ -20,7 +20,7 @@ pub fn InboxPage() -> impl IntoView {
     let initial = crate::codec::resource(move || filter.get(), inbox_summaries);
     let updates = use_question_updates();
     view! {
-        <main class="page" data-testid="inbox-page">
+        <main class="page wide" data-testid="inbox-page">
             <h1>"Inbox"</h1>
             <FilterBar filter=filter.get_untracked()/>
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
@@ -33,26 +33,29 @@ pub fn InboxPage() -> impl IntoView {
     }
 }
 
-/// One `<select>` of the filter bar.
+/// One group of the filter bar: radio buttons drawn as a segmented control, one of them checked.
 #[component]
-fn FilterSelect(
+fn Segments(
     name: &'static str,
     label: &'static str,
     /// `(value, label)` pairs; the first is the default.
     choices: Vec<(String, String)>,
     selected: String,
 ) -> impl IntoView {
-    let id = format!("filter-{name}");
     view! {
-        <label class="filter">
-            <span>{label}</span>
-            <select id=id name=name data-testid=format!("filter-{name}")>
-                {choices.into_iter().map(|(value, text)| {
-                    let is_selected = value == selected;
-                    view! { <option value=value selected=is_selected>{text}</option> }
-                }).collect_view()}
-            </select>
-        </label>
+        <fieldset class="segmented" data-testid=format!("filter-{name}")>
+            <legend>{label}</legend>
+            {choices.into_iter().map(|(value, text)| {
+                let checked = value == selected;
+                let testid = format!("filter-{name}-{}", if value.is_empty() { "default" } else { value.as_str() });
+                view! {
+                    <label class="chip">
+                        <input type="radio" name=name value=value checked=checked data-testid=testid/>
+                        <span>{text}</span>
+                    </label>
+                }
+            }).collect_view()}
+        </fieldset>
     }
 }
 
@@ -62,37 +65,115 @@ fn choices<T: Copy + std::fmt::Display>(any: &str, all: &[T]) -> Vec<(String, St
         .collect()
 }
 
-/// The filters, as a `GET` form on `/inbox`.
+/// `name=value&...` with the values percent-encoded, empty ones left out (they mean the default).
+fn query_string(params: &[(String, String)]) -> String {
+    let mut query = String::new();
+    for (name, value) in params.iter().filter(|(_, v)| !v.trim().is_empty()) {
+        if !query.is_empty() {
+            query.push('&');
+        }
+        query.push_str(name);
+        query.push('=');
+        for byte in value.trim().bytes() {
+            match byte {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => query.push(byte as char),
+                _ => query.push_str(&format!("%{byte:02X}")),
+            }
+        }
+    }
+    query
+}
+
+/// The name and value of the input an event comes from.
+#[cfg(feature = "hydrate")]
+fn changed_input(ev: &leptos::ev::Event) -> Option<(String, String)> {
+    use wasm_bindgen::JsCast;
+    let input = ev.target()?.dyn_into::<web_sys::HtmlInputElement>().ok()?;
+    Some((input.name(), input.value()))
+}
+
+/// Events are the browser's: on the server there are none.
+#[cfg(not(feature = "hydrate"))]
+fn changed_input(_: &leptos::ev::Event) -> Option<(String, String)> {
+    None
+}
+
+/// The filters, as a `GET` form on `/inbox` with a submit button. Once hydrated, a choice applies at once (a
+/// text field when it is committed with Enter or by leaving it): the page navigates to the form's URL in place,
+/// and the button is hidden.
 #[component]
 fn FilterBar(filter: InboxFilter) -> impl IntoView {
-    let mut statuses = vec![(String::new(), "pending".to_owned()), ("all".to_owned(), "any".to_owned())];
+    let mut statuses = vec![(String::new(), "pending".to_owned())];
     statuses.extend(QuestionStatus::ALL.iter().skip(1).map(|s| (s.to_string(), s.to_string())));
+    statuses.push(("all".to_owned(), "any".to_owned()));
     let status = match filter.status {
         None => "all".to_owned(),
         Some(QuestionStatus::Pending) => String::new(),
         Some(s) => s.to_string(),
     };
+    let params = StoredValue::new(vec![
+        ("q".to_owned(), filter.text.clone().unwrap_or_default()),
+        ("status".to_owned(), status.clone()),
+        ("kind".to_owned(), filter.kind.map(|k| k.to_string()).unwrap_or_default()),
+        ("urgency".to_owned(), filter.urgency.map(|u| u.to_string()).unwrap_or_default()),
+        ("project".to_owned(), filter.project.clone().unwrap_or_default()),
+        ("sort".to_owned(), if filter.by_deadline { "deadline".to_owned() } else { String::new() }),
+    ]);
+    let navigate = leptos_router::hooks::use_navigate();
+    let apply = move || navigate(&format!("/inbox?{}", params.with_value(|p| query_string(p))), Default::default());
+    let remember = move |ev: &leptos::ev::Event| {
+        let Some((name, value)) = changed_input(ev) else {
+            return;
+        };
+        params.update_value(|p| {
+            if let Some((_, v)) = p.iter_mut().find(|(n, _)| *n == name) {
+                *v = value;
+            }
+        });
+    };
     view! {
-        <form method="get" action="/inbox" class="filters" data-testid="inbox-filters" role="search">
-            <label class="filter grow">
-                <span>"Search"</span>
-                <input type="search" name="q" maxlength=crate::SEARCH_MAX_CHARS value=filter.text.clone().unwrap_or_default() placeholder="title or body" data-testid="filter-q"/>
-            </label>
-            <FilterSelect name="status" label="Status" choices=statuses selected=status/>
-            <FilterSelect name="kind" label="Kind" choices=choices("any", QuestionKind::ALL) selected=filter.kind.map(|k| k.to_string()).unwrap_or_default()/>
-            <FilterSelect name="urgency" label="Urgency" choices=choices("any", Urgency::ALL) selected=filter.urgency.map(|u| u.to_string()).unwrap_or_default()/>
-            <label class="filter">
-                <span>"Project"</span>
-                <input type="text" name="project" size="10" value=filter.project.clone().unwrap_or_default() data-testid="filter-project"/>
-            </label>
-            <FilterSelect
-                name="sort"
-                label="Sort"
-                choices=vec![(String::new(), "newest".to_owned()), ("deadline".to_owned(), "deadline".to_owned())]
-                selected=if filter.by_deadline { "deadline".to_owned() } else { String::new() }
-            />
-            <button type="submit" data-testid="filter-apply">"Apply"</button>
-            <a href="/inbox" class="reset">"Reset"</a>
+        <form method="get" action="/inbox" class="filters" data-testid="inbox-filters" role="search"
+            on:input=move |ev| remember(&ev)
+            on:change={
+                let apply = apply.clone();
+                move |ev| {
+                    remember(&ev);
+                    apply();
+                }
+            }
+            on:submit=move |ev| {
+                ev.prevent_default();
+                apply();
+            }
+        >
+            <div class="filter-line">
+                <label class="filter grow">
+                    <span class="visually-hidden">"Search"</span>
+                    <input type="search" name="q" maxlength=crate::SEARCH_MAX_CHARS value=filter.text.clone().unwrap_or_default() placeholder="Search title or body" data-testid="filter-q"/>
+                </label>
+                <label class="filter">
+                    <span class="visually-hidden">"Project"</span>
+                    <input type="text" name="project" size="10" value=filter.project.clone().unwrap_or_default() placeholder="Project" data-testid="filter-project"/>
+                </label>
+                <nav class="views" aria-label="Views">
+                    <a href="/inbox?kind=approval" rel="external" data-testid="view-approvals">"Approvals"</a>
+                    <a href="/inbox?urgency=critical" rel="external" data-testid="view-critical">"Critical"</a>
+                    <a href="/inbox?sort=deadline" rel="external" data-testid="view-due-soon">"Due soon"</a>
+                    <a href="/inbox" rel="external" class="reset">"Reset"</a>
+                </nav>
+                <button type="submit" class="apply" data-testid="filter-apply">"Apply"</button>
+            </div>
+            <div class="filter-line">
+                <Segments name="status" label="Status" choices=statuses selected=status/>
+                <Segments name="kind" label="Kind" choices=choices("any", QuestionKind::ALL) selected=filter.kind.map(|k| k.to_string()).unwrap_or_default()/>
+                <Segments name="urgency" label="Urgency" choices=choices("any", Urgency::ALL) selected=filter.urgency.map(|u| u.to_string()).unwrap_or_default()/>
+                <Segments
+                    name="sort"
+                    label="Sort"
+                    choices=vec![(String::new(), "newest".to_owned()), ("deadline".to_owned(), "deadline".to_owned())]
+                    selected=if filter.by_deadline { "deadline".to_owned() } else { String::new() }
+                />
+            </div>
         </form>
     }
 }
@@ -132,7 +213,7 @@ fn QuestionList(
             {move || format!("{} question{}", shown.with(Vec::len), if shown.with(Vec::len) == 1 { "" } else { "s" })}
             <span class="hint">" · j/k to move, Enter to open"</span>
         </p>
-        <ul class="question-list" data-testid="question-list">
+        <ul class="question-list inbox-list" data-testid="question-list">
             <For each=move || shown.get() key=|q| (q.id, q.updated_at) let:question>
                 <QuestionRow question selected/>
             </For>
@@ -143,38 +224,67 @@ fn QuestionList(
     }
 }
 
+/// One row, as dense as a mail client's: urgency mark, title and body preview on one line; kind, response type,
+/// project, run and assignee on the next; age and deadline on the right.
 #[component]
 fn QuestionRow(question: QuestionSummary, selected: RwSignal<Option<uuid::Uuid>>) -> impl IntoView {
     let id = question.id;
-    let project = question.project.clone();
     let is_selected = move || selected.get() == Some(id);
     let pending = question.status == QuestionStatus::Pending;
+    let urgency = question.urgency;
     view! {
         <li
-            class="question-row"
+            class=format!("question-row urgency-{urgency}")
             class:selected=is_selected
             aria-current=move || is_selected().then_some("true")
             data-testid="question-item"
             data-question-id=id.to_string()
             data-kind=question.kind.as_str()
             data-response-type=question.response_type.as_str()
-            data-urgency=question.urgency.as_str()
+            data-urgency=urgency.as_str()
             data-status=question.status.as_str()
         >
-            <a class="question-title" href=format!("/questions/{id}") data-testid="question-link">
-                {question.title.clone()}
-            </a>
-            <div class="question-meta">
-                <Badge text=question.kind.as_str().replace('_', " ") class="kind"/>
-                <Badge text=question.urgency.to_string() class=format!("urgency-{}", question.urgency)/>
-                {(!pending).then(|| view! { <Badge text=question.status.to_string() class="status"/> })}
-                {project.map(|p| view! { <Badge text=p class="project"/> })}
-                <time datetime=question.created_at.to_rfc3339()>
-                    {format!("{} UTC", date_time(question.created_at, false))}
-                </time>
+            <span class=format!("urgency-mark urgency-{urgency}") data-testid="row-urgency">{urgency_label(urgency)}</span>
+            <div class="row-main">
+                <div class="row-line">
+                    <a class="question-title" href=format!("/questions/{id}") data-testid="question-link">
+                        {question.title.clone()}
+                    </a>
+                    {(!question.preview.is_empty()).then(|| view! {
+                        <span class="preview" data-testid="row-preview">{question.preview.clone()}</span>
+                    })}
+                </div>
+                <div class="question-meta">
+                    <span class="kind">{question.kind.as_str().replace('_', " ")}</span>
+                    <span class="response-type" data-testid="row-response-type">
+                        {question.response_type.as_str().replace('_', " ")}
+                    </span>
+                    {(!pending).then(|| view! { <Badge text=question.status.to_string() class="status"/> })}
+                    {question.project.clone().map(|p| view! { <span class="project">{p}</span> })}
+                    {question.run_id.map(|run| view! {
+                        <a class="run" href=format!("/runs/{run}") data-testid="row-run">"run " {short_id(&run)}</a>
+                    })}
+                    {question.assignee.as_ref().map(|a| view! {
+                        <span class="assignee" data-testid="row-assignee">"→ " {a.to_string()}</span>
+                    })}
+                </div>
+            </div>
+            <div class="row-times">
                 {pending.then_some(question.timeout_at).flatten().map(|t| view! { <Countdown deadline=t/> })}
+                <Ago at=question.created_at/>
             </div>
         </li>
+    }
+}
+
+/// The urgency as the row's mark shows it: words for the two that need attention, so critical and high differ in
+/// text as well as in colour.
+fn urgency_label(urgency: Urgency) -> &'static str {
+    match urgency {
+        Urgency::Critical => "CRITICAL",
+        Urgency::High => "high",
+        Urgency::Normal => "normal",
+        Urgency::Low => "low",
     }
 }
 
@@ -284,6 +394,17 @@ mod tests {
         answered.status = QuestionStatus::Answered;
         let merged = merge_live(&[QuestionSummary::from(&asked)], &[answered], &search);
         assert!(merged.is_empty(), "{merged:?}");
+    }
+
+    #[test]
+    fn the_query_string_leaves_defaults_out_and_encodes_what_is_not_plain() {
+        let params =
+            |pairs: &[(&str, &str)]| pairs.iter().map(|(n, v)| ((*n).to_owned(), (*v).to_owned())).collect::<Vec<_>>();
+        assert_eq!(query_string(&params(&[("q", ""), ("kind", "approval"), ("sort", "")])), "kind=approval");
+        assert_eq!(
+            query_string(&params(&[("q", " Über & co "), ("status", "all")])),
+            "q=%C3%9Cber%20%26%20co&status=all"
+        );
     }
 
     #[test]

@@ -192,14 +192,15 @@ impl QuestionRow {
 }
 
 /// The columns of `questions` a list of them shows, in the order of [`QuestionSummaryRow`].
-pub(crate) const QUESTION_SUMMARY_COLUMNS: &str =
-    "id, project, kind, response_type, title, urgency, timeout_at, status, created_at, updated_at";
+pub(crate) const QUESTION_SUMMARY_COLUMNS: &str = "id, project, run_id, kind, response_type, title, urgency, timeout_at, status, created_at, updated_at, \
+     substr(body, 1, 400) AS body_head, assignee";
 
 /// A question as a list shows it (see [`QuestionSummary`]).
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct QuestionSummaryRow {
     pub id: Uuid,
     pub project: Option<String>,
+    pub run_id: Option<Uuid>,
     pub kind: QuestionKind,
     pub response_type: ResponseType,
     pub title: String,
@@ -208,6 +209,9 @@ pub struct QuestionSummaryRow {
     pub status: QuestionStatus,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// The body's beginning, enough for its first line's preview without reading up to 32 KiB per row.
+    pub body_head: String,
+    pub assignee: Option<Json<Assignee>>,
 }
 
 impl QuestionSummaryRow {
@@ -219,10 +223,13 @@ impl QuestionSummaryRow {
             urgency: self.urgency,
             status: self.status,
             project: self.project,
+            run_id: self.run_id,
             title: self.title,
             timeout_at: self.timeout_at,
             created_at: self.created_at,
             updated_at: self.updated_at,
+            preview: app::types::preview(&self.body_head),
+            assignee: self.assignee.map(|a| a.0),
         })
     }
 }

@@ -1,0 +1,88 @@
+// The inbox's rows: dense (a screen of 1280×860 holds many), each with its urgency mark, response type, a one-line
+// preview of the body, a relative time with the exact one on hover, a deadline countdown coloured as it nears, and
+// its assignee.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, launchBrowser, api, signIn, waitForLive, resultPath } from './harness.mjs';
+
+let server;
+let browser;
+
+before(async () => {
+  server = await startServer();
+  browser = await launchBrowser();
+  const urgencies = ['low', 'normal', 'high', 'critical'];
+  const types = [
+    { response_type: 'text' },
+    { response_type: 'boolean' },
+    { response_type: 'choice', options: [{ value: 'a', label: 'A' }, { value: 'b', label: 'B' }] },
+    { kind: 'approval', action: { tool_name: 'shell', arguments: { command: 'terraform apply' } } },
+  ];
+  for (let i = 0; i < 24; i += 1) {
+    const created = await api(server, 'POST', '/questions', {
+      title: `Question ${i}: should the nightly job ${i % 2 ? 'skip' : 'retry'} the export?`,
+      body: `> The **export** of batch ${i} failed twice with \`timeout\`; the third try starts at 02:00.\n\n## Log\n\nsee the run`,
+      urgency: urgencies[i % 4],
+      timeout_seconds: i === 23 ? 240 : 600 + i * 300,
+      ...types[i % 4],
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.json));
+  }
+  const assigned = await api(server, 'POST', '/questions', {
+    title: 'Riley, which region first?', assignee: { user: 'reviewer' }, urgency: 'critical', timeout_seconds: 2400,
+  });
+  assert.equal(assigned.status, 201, JSON.stringify(assigned.json));
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+test('rows are dense and show type, preview, relative time, countdown, urgency and assignee', async () => {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+  await signIn(page, server, '/inbox');
+  await waitForLive(page);
+  const rows = page.getByTestId('question-item');
+  assert.equal(await rows.count(), 25);
+  // At least 12 rows fit the first screen (the cards held about 8).
+  const visible = await rows.evaluateAll((items) => items.filter((i) => i.getBoundingClientRect().bottom <= innerHeight).length);
+  assert.ok(visible >= 12, `${visible} rows on the first screen`);
+
+  const assigned = rows.filter({ hasText: 'Riley, which region first?' });
+  assert.equal((await assigned.getByTestId('row-assignee').textContent()).trim(), '→ reviewer');
+  assert.match(await assigned.getByTestId('countdown').getAttribute('class'), /\bnear\b/, 'under an hour: amber');
+
+  const row = rows.filter({ hasText: 'Question 13:' });
+  assert.equal((await row.getByTestId('row-response-type').textContent()).trim(), 'boolean');
+  assert.equal(
+    (await row.getByTestId('row-preview').textContent()).trim(),
+    'The export of batch 13 failed twice with timeout; the third try starts at 02:00.',
+    'the first line of text, without Markdown marks',
+  );
+  const ago = row.locator('time.ago');
+  assert.equal((await ago.textContent()).trim(), 'just now');
+  assert.match(await ago.getAttribute('title'), /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/, 'the exact time on hover');
+  assert.doesNotMatch(await row.getByTestId('countdown').getAttribute('class'), /near|soon/, 'far off: plain');
+  const soon = rows.filter({ hasText: 'Question 23:' });
+  assert.match(await soon.getByTestId('countdown').getAttribute('class'), /\bsoon\b/, 'under five minutes: red');
+
+  // Critical and high look different: the mark's colours and words differ.
+  const mark = async (title) => rows.filter({ hasText: title }).getByTestId('row-urgency').evaluate((m) => {
+    const style = getComputedStyle(m);
+    return { text: m.textContent, background: style.backgroundColor, color: style.color };
+  });
+  const critical = await mark('Question 3:');
+  const high = await mark('Question 2:');
+  assert.notEqual(critical.background, high.background);
+  assert.notEqual(critical.color, high.color);
+  assert.notEqual(critical.text.toLowerCase(), high.text.toLowerCase());
+  await page.screenshot({ path: resultPath('inbox-rows.png') });
+
+  await page.setViewportSize({ width: 390, height: 844 });
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - innerWidth);
+  assert.ok(overflow <= 0, `no sideways scrolling on a phone (${overflow} px too wide)`);
+  await page.screenshot({ path: resultPath('inbox-rows-phone.png') });
+  await page.close();
+});
