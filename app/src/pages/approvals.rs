@@ -1,6 +1,8 @@
-//! `/approvals`: the pending approvals, grouped by tool, with batch actions: select many (or all that match the
-//! filter), write one comment, approve or reject them in one `POST /api/v1/questions/answer-batch`, and see each
-//! item's result (answered, already answered by someone, invalid, not allowed).
+//! `/approvals`: the pending approvals, most urgent first, grouped by tool, each a one-line call that expands to its
+//! arguments; with batch actions: select many (or all that match the filter), see what the selection holds (and
+//! confirm when it holds a critical one), write one comment, approve or reject them in one
+//! `POST /api/v1/questions/answer-batch`, and see each item's result (answered, already answered by someone,
+//! invalid, not allowed).
 
 use leptos::either::Either;
 use leptos::prelude::*;
@@ -12,7 +14,7 @@ use crate::components::{Badge, Countdown, capitalise};
 use crate::live::use_question_updates;
 use crate::types::{
     AnswerBatch, AnswerBatchItem, AnswerBatchResult, AnswerBatchResults, AnswerBatchStatus, Question, QuestionKind,
-    QuestionStatus,
+    QuestionStatus, Urgency,
 };
 use crate::{InboxFilter, inbox_questions};
 
@@ -43,18 +45,69 @@ impl ItemResults {
     }
 }
 
-/// The approvals grouped by tool name, in the names' order, each group in the list's order. Kept sorted as it is
-/// built, with no map or sort of its own: each would add its code to the page's wasm for at most 200 approvals.
+/// The approvals grouped by tool name, each group in the list's order and the groups in the order of their first
+/// item: with the list sorted by [`most_urgent_first`], the group holding the most urgent approval comes first.
 fn by_tool(questions: Vec<Question>) -> Vec<(String, Vec<Question>)> {
     let mut groups = Vec::<(String, Vec<Question>)>::new();
     for q in questions {
         let tool = q.action.as_ref().map_or_else(|| "(no tool)".to_owned(), |a| a.tool_name.clone());
-        match groups.binary_search_by(|(name, _)| name.as_str().cmp(&tool)) {
-            Ok(at) => groups[at].1.push(q),
-            Err(at) => groups.insert(at, (tool, vec![q])),
+        match groups.iter_mut().find(|(name, _)| *name == tool) {
+            Some((_, items)) => items.push(q),
+            None => groups.push((tool, vec![q])),
         }
     }
     groups
+}
+
+fn urgency_rank(urgency: Urgency) -> u8 {
+    match urgency {
+        Urgency::Low => 0,
+        Urgency::Normal => 1,
+        Urgency::High => 2,
+        Urgency::Critical => 3,
+    }
+}
+
+/// The queue's order: the most urgent first, then the soonest deadline (none last), then the oldest.
+fn most_urgent_first(questions: &mut [Question]) {
+    questions.sort_by(|a, b| {
+        urgency_rank(b.urgency)
+            .cmp(&urgency_rank(a.urgency))
+            .then_with(|| match (a.timeout_at, b.timeout_at) {
+                (Some(x), Some(y)) => x.cmp(&y),
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (None, None) => std::cmp::Ordering::Equal,
+            })
+            .then_with(|| a.id.cmp(&b.id))
+    });
+}
+
+/// A call on one line: its arguments as `name=value` (strings without quotes), for the row's summary.
+fn call_line(arguments: &serde_json::Value) -> String {
+    let Some(arguments) = arguments.as_object() else {
+        return arguments.to_string();
+    };
+    arguments
+        .iter()
+        .map(|(name, value)| match value {
+            serde_json::Value::String(text) => format!("{name}={text}"),
+            other => format!("{name}={other}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// What a batch would act on, said before it is sent: "3 approvals, 1 critical: Deploy to prod".
+fn selection_summary(selected: &[&Question]) -> String {
+    let count = selected.len();
+    let mut text = format!("{count} approval{}", if count == 1 { "" } else { "s" });
+    let critical: Vec<&str> =
+        selected.iter().filter(|q| q.urgency == Urgency::Critical).map(|q| q.title.as_str()).collect();
+    if !critical.is_empty() {
+        text.push_str(&format!(", {} critical: {}", critical.len(), critical.join("; ")));
+    }
+    text
 }
 
 fn item_result(result: &AnswerBatchResult, approve: bool) -> ItemResult {
@@ -112,6 +165,8 @@ fn ApprovalQueue(initial: Vec<Question>, filter: InboxFilter, updates: ReadSigna
     let busy = RwSignal::new(false);
     let summary = RwSignal::new(None::<String>);
     let error = RwSignal::new(None::<String>);
+    // The decision waiting for a confirmation because the selection holds a critical approval.
+    let confirming = RwSignal::new(None::<bool>);
 
     // Pending approvals that match, plus those this page has just decided (to show their results).
     let shown = Memo::new(move |_| {
@@ -125,7 +180,7 @@ fn ApprovalQueue(initial: Vec<Question>, filter: InboxFilter, updates: ReadSigna
             }
         });
         results.with(|r| merged.retain(|q| filter.matches(q) || r.get(q.id).is_some()));
-        filter.sort(&mut merged);
+        most_urgent_first(&mut merged);
         merged
     });
     let pending_ids = move || {
@@ -137,7 +192,22 @@ fn ApprovalQueue(initial: Vec<Question>, filter: InboxFilter, updates: ReadSigna
         !pending.is_empty() && selected.with(|s| pending.iter().all(|id| s.contains(id)))
     };
 
-    let decide = move |approve: bool| {
+    // The selected approvals still pending, in the queue's order.
+    let chosen = Memo::new(move |_| {
+        selected.with(|ids| {
+            shown.with(|s| {
+                s.iter()
+                    .filter(|q| q.status == QuestionStatus::Pending && ids.contains(&q.id))
+                    .cloned()
+                    .collect::<Vec<_>>()
+            })
+        })
+    });
+    let chosen_summary = move || chosen.with(|c| selection_summary(&c.iter().collect::<Vec<_>>()));
+    let any_critical = move || chosen.with(|c| c.iter().any(|q| q.urgency == Urgency::Critical));
+
+    let send = move |approve: bool| {
+        confirming.set(None);
         let ids: Vec<Uuid> = selected.get_untracked();
         if ids.is_empty() {
             error.set(Some("Select at least one approval.".into()));
@@ -146,14 +216,14 @@ fn ApprovalQueue(initial: Vec<Question>, filter: InboxFilter, updates: ReadSigna
         error.set(None);
         busy.set(true);
         let text = comment.get_untracked();
-        let comment = Some(text.trim().to_owned()).filter(|c| !c.is_empty());
+        let shared_comment = Some(text.trim().to_owned()).filter(|c| !c.is_empty());
         let body = AnswerBatch {
             items: ids
                 .iter()
                 .map(|id| AnswerBatchItem {
                     id: id.to_string(),
                     value: serde_json::Value::Bool(approve),
-                    comment: comment.clone(),
+                    comment: shared_comment.clone(),
                     edited_arguments: None,
                 })
                 .collect(),
@@ -173,6 +243,7 @@ fn ApprovalQueue(initial: Vec<Question>, filter: InboxFilter, updates: ReadSigna
                         }
                     });
                     selected.set(Vec::new());
+                    comment.set(String::new());
                     let verb = if approve { "approved" } else { "rejected" };
                     summary.set(Some(if answered == total {
                         format!("{answered} {verb}.")
@@ -183,6 +254,15 @@ fn ApprovalQueue(initial: Vec<Question>, filter: InboxFilter, updates: ReadSigna
                 Err(err) => error.set(Some(err.describe())),
             }
         });
+    };
+
+    // A selection with a critical approval is confirmed first, with what it holds in view.
+    let decide = move |approve: bool| {
+        if any_critical() && confirming.get_untracked() != Some(approve) {
+            confirming.set(Some(approve));
+        } else {
+            send(approve);
+        }
     };
 
     view! {
@@ -196,8 +276,9 @@ fn ApprovalQueue(initial: Vec<Question>, filter: InboxFilter, updates: ReadSigna
                 <span>{move || format!("Select all {} matching", pending_ids().len())}</span>
             </label>
             <label for="batch-comment" class="visually-hidden">"Comment for all selected"</label>
-            <textarea id="batch-comment" rows="1" placeholder="One comment for all (a rejection's reason goes to each agent)"
-                data-testid="batch-comment" on:input=move |ev| comment.set(event_target_value(&ev))></textarea>
+            <textarea id="batch-comment" rows="2" placeholder="One comment for all (a rejection's reason goes to each agent)"
+                data-testid="batch-comment" prop:value=move || comment.get()
+                on:input=move |ev| comment.set(event_target_value(&ev))></textarea>
             <div class="button-row">
                 <button type="button" class="primary" data-testid="batch-approve"
                     disabled=move || busy.get() || selected.with(Vec::is_empty) on:click=move |_| decide(true)>
@@ -208,7 +289,26 @@ fn ApprovalQueue(initial: Vec<Question>, filter: InboxFilter, updates: ReadSigna
                     {move || format!("Reject {}", selected.with(Vec::len))}
                 </button>
             </div>
+            <p class="selection" class:critical=any_critical data-testid="batch-selection" aria-live="polite">
+                {move || if chosen.with(Vec::is_empty) { "Nothing selected".to_owned() } else { chosen_summary() }}
+            </p>
         </div>
+        {move || confirming.get().map(|approve| {
+            let verb = if approve { "approve" } else { "reject" };
+            view! {
+                <div class="confirm" role="alertdialog" aria-labelledby="batch-confirm-text" data-testid="batch-confirm">
+                    <p id="batch-confirm-text">
+                        <strong>{format!("The selection holds a critical approval. {} ", capitalise(verb))}</strong>
+                        {chosen_summary()} "?"
+                    </p>
+                    <div class="button-row">
+                        <button type="button" class=if approve { "primary" } else { "danger" } data-testid="batch-confirm-yes"
+                            on:click=move |_| send(approve)>{format!("Yes, {verb} {}", chosen.with(Vec::len))}</button>
+                        <button type="button" data-testid="batch-confirm-cancel" on:click=move |_| confirming.set(None)>"Cancel"</button>
+                    </div>
+                </div>
+            }
+        })}
         {move || summary.get().map(|s| view! { <p class="resolution" role="status" data-testid="batch-summary">{s}</p> })}
         {move || error.get().map(|e| view! { <p class="alert" role="alert" data-testid="batch-error">{e}</p> })}
         <For
@@ -245,11 +345,14 @@ fn ToolGroup(
 fn ApprovalRow(question: Question, selected: RwSignal<Vec<Uuid>>, results: RwSignal<ItemResults>) -> impl IntoView {
     let id = question.id;
     let pending = question.status == QuestionStatus::Pending;
-    let arguments = question.action.as_ref().map(|a| serde_json::to_string_pretty(&a.arguments).unwrap_or_default());
+    let call = question.action.as_ref().map(|a| {
+        (a.tool_name.clone(), call_line(&a.arguments), serde_json::to_string_pretty(&a.arguments).unwrap_or_default())
+    });
     let result = move || results.with(|r| r.get(id).cloned());
     let checkbox_id = format!("select-{}", id.simple());
     view! {
-        <li class="question-row approval-row" data-testid="approval-item" data-question-id=id.to_string()>
+        <li class=format!("question-row approval-row urgency-{}", question.urgency) data-testid="approval-item"
+            data-question-id=id.to_string() data-urgency=question.urgency.as_str()>
             <div class="approval-head">
                 {pending.then(|| view! {
                     <input type="checkbox" id=checkbox_id.clone() data-testid="approval-select" aria-label="Select"
@@ -272,7 +375,12 @@ fn ApprovalRow(question: Question, selected: RwSignal<Vec<Uuid>>, results: RwSig
                 {pending.then_some(question.timeout_at).flatten().map(|t| view! { <Countdown deadline=t/> })}
                 {(!pending && result().is_none()).then(|| view! { <Badge text=question.status.to_string() class="status"/> })}
             </div>
-            {arguments.map(|a| view! { <pre class="arguments">{a}</pre> })}
+            {call.map(|(tool, line, pretty)| view! {
+                <details class="call">
+                    <summary data-testid="approval-call"><code>{tool}</code> " " <code class="call-line">{line}</code></summary>
+                    <pre class="arguments" data-testid="approval-arguments">{pretty}</pre>
+                </details>
+            })}
             {move || result().map(|r| view! {
                 <p class=format!("item-result result-{}", r.status) data-testid="approval-result" data-status=r.status.clone()>{r.text}</p>
             })}
@@ -286,7 +394,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn approvals_group_by_tool_in_name_order_and_keep_the_list_order_within_a_group() {
+    fn approvals_group_by_tool_in_the_order_of_their_first_item_and_keep_the_list_order_within_a_group() {
         let ask = |title: &str, tool: Option<&str>| {
             let mut q = crate::types::sample_question(title, QuestionStatus::Pending);
             q.action =
@@ -299,11 +407,47 @@ mod tests {
             .into_iter()
             .map(|(tool, items)| (tool, items.into_iter().map(|q| q.title).collect()))
             .collect();
-        let expected = [("(no tool)", vec!["c"]), ("http_request", vec!["b"]), ("shell", vec!["a", "d"])];
+        let expected = [("shell", vec!["a", "d"]), ("http_request", vec!["b"]), ("(no tool)", vec!["c"])];
         assert_eq!(
             groups,
             expected.map(|(tool, titles)| (tool.to_owned(), titles.into_iter().map(String::from).collect()))
         );
+    }
+
+    #[test]
+    fn the_queue_puts_the_most_urgent_first_then_the_soonest_deadline() {
+        let now = chrono::Utc::now();
+        let ask = |title: &str, urgency: Urgency, minutes: Option<i64>| {
+            let mut q = crate::types::sample_question(title, QuestionStatus::Pending);
+            q.urgency = urgency;
+            q.timeout_at = minutes.map(|m| now + chrono::Duration::minutes(m));
+            q
+        };
+        let mut queue = vec![
+            ask("high later", Urgency::High, Some(30)),
+            ask("low", Urgency::Low, Some(1)),
+            ask("high sooner", Urgency::High, Some(5)),
+            ask("high never", Urgency::High, None),
+            ask("critical", Urgency::Critical, Some(60)),
+        ];
+        most_urgent_first(&mut queue);
+        let titles: Vec<&str> = queue.iter().map(|q| q.title.as_str()).collect();
+        assert_eq!(titles, ["critical", "high sooner", "high later", "high never", "low"]);
+    }
+
+    #[test]
+    fn a_selection_is_summarised_with_its_critical_approvals_named() {
+        let mut prod = crate::types::sample_question("terraform apply on prod", QuestionStatus::Pending);
+        prod.urgency = Urgency::Critical;
+        let routine = crate::types::sample_question("clean the cache", QuestionStatus::Pending);
+        assert_eq!(selection_summary(&[&routine]), "1 approval");
+        assert_eq!(selection_summary(&[&routine, &prod, &routine]), "3 approvals, 1 critical: terraform apply on prod");
+    }
+
+    #[test]
+    fn a_call_reads_on_one_line() {
+        let arguments = serde_json::json!({"command": "terraform apply", "dry_run": false});
+        assert_eq!(call_line(&arguments), "command=terraform apply dry_run=false");
     }
 
     #[test]
