@@ -107,7 +107,7 @@ test('the demo shows each kind of question in /inbox within 10 s of starting', a
     const item = page.getByTestId('question-item').filter({ hasText: title });
     const left = Math.max(DEADLINE_MS - (Date.now() - server.startedAt), 1);
     await item.waitFor({ timeout: left });
-    assert.equal((await item.locator('.badge.kind').textContent()).trim(), kind, `the kind of "${title}"`);
+    assert.equal((await item.locator('.question-meta .kind').textContent()).trim(), kind, `the kind of "${title}"`);
   }
   const elapsed = Date.now() - server.startedAt;
   assert.ok(elapsed <= DEADLINE_MS, `every kind shown after ${elapsed} ms`);
