@@ -2,10 +2,12 @@
 //!
 //! A guided tour: [`cli`] parses the command line and starts [`server::run`], which opens the [`store`], starts the
 //! [`events`] hub and serves [`http::router`]. Requests are authenticated by [`auth`], fail through [`error`], and
-//! reach the domain logic in [`questions`] and [`runs`]; agent runs execute in [`runtime`].
+//! reach the domain logic in [`questions`] and [`runs`]; agent runs execute in [`runtime`]. Questions reach people
+//! outside Holdpoint's pages (email, Slack, web push) through the [`channels`].
 
 pub mod audit;
 pub mod auth;
+pub mod channels;
 pub mod cli;
 pub mod client;
 pub mod config;

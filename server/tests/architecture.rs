@@ -6,8 +6,10 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-/// The server's top-level modules by layer, lowest first.
+/// The server's top-level modules by layer, lowest first. The channels (email, Slack, web push) talk to services
+/// outside and know nothing else of the server: below the store, so that they import neither it nor anything above.
 const LAYERS: &[(&str, &[&str])] = &[
+    ("the channels", &["channels"]),
     ("the store", &["store"]),
     (
         "the use cases and what they share",
@@ -147,6 +149,9 @@ fn the_check_catches_a_store_module_that_imports_a_use_case_or_a_door() {
         .map(|(file, module)| (file.to_owned(), module.to_owned()))
         .collect();
     assert_eq!(found, expected);
+    let channel = vec![("channels/email.rs".to_owned(), "use crate::store::Store;\n".to_owned())];
+    let expected: BTreeSet<(String, String)> = [("channels/email.rs".to_owned(), "store".to_owned())].into();
+    assert_eq!(upward_imports(&channel).unwrap(), expected, "a channel may not reach into the store");
     let unplaced = vec![("newdoor.rs".to_owned(), String::new())];
     assert!(upward_imports(&unplaced).is_err(), "a new module must be placed in a layer");
 }

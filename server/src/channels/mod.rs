@@ -1,0 +1,330 @@
+//! The ways a question reaches a person outside Holdpoint's own pages (spec §11): email over SMTP, Slack, web push,
+//! and the signed action links the first and last of them carry.
+//!
+//! Each channel turns a question into that channel's message and sends it, and says how the attempt went in the
+//! one shape the outbox worker needs ([`DeliveryOutcome`]): sent, worth retrying later, or never going to work.
+//! Nothing here reads or writes the database or knows who may answer what: the outbox decides who is told on which
+//! channel and records each attempt; the doors that receive an answer from a channel (action links, Slack's
+//! interactions) apply every rule of §3 through the answer use case. So this module imports nothing else of the
+//! server, and any use case or door may use it.
+
+pub mod action_links;
+
+use std::time::Duration;
+
+use app::types::{Question, ResponseType};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uuid::Uuid;
+
+/// A channel a notification is delivered on: what a delivery records, and what a person's thresholds name
+/// (`PUT /api/v1/me/notifications`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Channel {
+    Email,
+    Slack,
+    /// Web push to a browser's subscription; `push` on the wire, as in the thresholds of §11.
+    #[serde(rename = "push")]
+    WebPush,
+}
+
+impl Channel {
+    /// Every channel, in the order the settings list them.
+    pub const ALL: [Channel; 3] = [Channel::Email, Channel::Slack, Channel::WebPush];
+
+    /// The wire name: stored with a delivery, and in the audit entry of an answer given through the channel.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Channel::Email => "email",
+            Channel::Slack => "slack",
+            Channel::WebPush => "push",
+        }
+    }
+}
+
+impl std::fmt::Display for Channel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Channel {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Channel::ALL
+            .into_iter()
+            .find(|channel| channel.as_str() == text)
+            .ok_or_else(|| format!("{text:?} is not a channel (email, slack or push)"))
+    }
+}
+
+/// How one attempt to deliver went: what the outbox worker records, and whether it tries again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeliveryOutcome {
+    /// The channel's service took the message.
+    Sent {
+        /// What the service calls the message, when it can be changed later: Slack's `channel` and `ts` (see
+        /// [`slack::MessageRef`]), so the message can say how the question was resolved.
+        reference: Option<String>,
+    },
+    /// It may work later (a network error, a timeout, a 5xx, a rate limit): the worker tries again with backoff.
+    Retry {
+        reason: String,
+        /// How long the service asked us to wait (`Retry-After`), when it said.
+        after: Option<Duration>,
+    },
+    /// It will not work by trying again: an address or subscription that no longer exists (a push endpoint's 404
+    /// or 410), a message the service refuses, credentials it rejects.
+    Failed {
+        reason: String,
+        /// The recipient's address on this channel is gone for good (a push subscription that expired): the
+        /// outbox removes it rather than sending to it again.
+        address_gone: bool,
+    },
+}
+
+impl DeliveryOutcome {
+    /// A failure worth retrying, with the service's requested wait if any.
+    pub fn retry(reason: impl Into<String>, after: Option<Duration>) -> Self {
+        DeliveryOutcome::Retry { reason: reason.into(), after }
+    }
+
+    /// A failure that trying again would not mend.
+    pub fn failed(reason: impl Into<String>) -> Self {
+        DeliveryOutcome::Failed { reason: reason.into(), address_gone: false }
+    }
+}
+
+/// How a quick answer's button or link looks: the channels that can show emphasis use it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnswerStyle {
+    /// The affirmative answer (Approve).
+    Primary,
+    /// The answer that stops something (Reject).
+    Danger,
+    Plain,
+}
+
+/// One answer a person can give with a single click (a link in an email, a Slack button, a push action).
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuickAnswer {
+    /// The answer's `value`, as `POST /questions/{id}/answer` takes it.
+    pub value: Value,
+    /// What the button says.
+    pub label: String,
+    pub style: AnswerStyle,
+}
+
+/// The most choices an email offers as links (spec §11); a longer list is answered in Holdpoint.
+pub const EMAIL_MAX_CHOICES: usize = 6;
+/// The most choices a push notification offers as actions: browsers show two actions beside "Open".
+pub const PUSH_MAX_CHOICES: usize = 2;
+
+/// The answers a question offers with one click, when it has any: Approve and Reject for an approval, Yes and No for
+/// a boolean, and each option of a `choice` question that has at most `max_choices` options. Other questions (text,
+/// multi-choice, forms, error recovery) need more than one click and are answered in Holdpoint or in a Slack modal.
+/// A question that is not pending offers none.
+pub fn quick_answers(question: &Question, max_choices: usize) -> Vec<QuickAnswer> {
+    if question.status != app::types::QuestionStatus::Pending {
+        return Vec::new();
+    }
+    let answer = |value: Value, label: &str, style| QuickAnswer { value, label: label.to_owned(), style };
+    match question.response_type {
+        ResponseType::Approval => vec![
+            answer(Value::Bool(true), "Approve", AnswerStyle::Primary),
+            answer(Value::Bool(false), "Reject", AnswerStyle::Danger),
+        ],
+        ResponseType::Boolean => vec![
+            answer(Value::Bool(true), "Yes", AnswerStyle::Primary),
+            answer(Value::Bool(false), "No", AnswerStyle::Plain),
+        ],
+        ResponseType::Choice if question.options.len() <= max_choices => question
+            .options
+            .iter()
+            .map(|option| answer(Value::String(option.value.clone()), &option.label, AnswerStyle::Plain))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Where a question opens in Holdpoint's web UI, under `public_url` (the address people reach Holdpoint at).
+pub fn question_url(public_url: &str, question_id: Uuid) -> String {
+    format!("{}/questions/{question_id}", public_url.trim_end_matches('/'))
+}
+
+/// `text` cut to at most `max` characters, with an ellipsis when something was cut: for the fields a service limits.
+pub fn truncate_chars(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+/// The arguments of an approval's tool call, indented for reading.
+pub fn pretty_arguments(arguments: &Value) -> String {
+    serde_json::to_string_pretty(arguments).unwrap_or_else(|_| arguments.to_string())
+}
+
+/// When a question's deadline falls and what happens then, in words: "2026-11-27 14:05 UTC (then it is rejected)".
+pub fn deadline_text(question: &Question) -> Option<String> {
+    let at = question.timeout_at?;
+    let then = match &question.default_response {
+        Some(default) => format!("then the default applies: {}", default.value),
+        None => "then it expires".to_owned(),
+    };
+    Some(format!("{} ({then})", at.format("%Y-%m-%d %H:%M UTC")))
+}
+
+#[cfg(test)]
+pub(crate) mod test_questions {
+    //! Questions for the channels' tests, shaped as the API returns them.
+
+    use app::types::{ApprovalAction, QuestionKind, QuestionOption, QuestionStatus, ResponseType, Urgency};
+    use chrono::{TimeZone, Utc};
+    use serde_json::json;
+
+    use super::*;
+
+    pub fn approval() -> Question {
+        Question {
+            id: Uuid::parse_str("0193a000-0000-7000-8000-000000000001").unwrap(),
+            workspace: "default".into(),
+            project: Some("infra".into()),
+            run_id: Some(Uuid::parse_str("0193a000-0000-7000-8000-0000000000aa").unwrap()),
+            tool_call_id: Some("call_1".into()),
+            parent_run_ids: vec![],
+            kind: QuestionKind::Approval,
+            response_type: ResponseType::Approval,
+            title: "Run <rm -rf /tmp/build> & clean?".into(),
+            body: "The agent wants to **clean** the build directory.\n\nIt says: \"safe\".".into(),
+            options: vec![],
+            fields: vec![],
+            action: Some(ApprovalAction {
+                tool_name: "shell".into(),
+                arguments: json!({"command": "rm -rf /tmp/build && echo '<done>'"}),
+            }),
+            allow_edit: false,
+            context: json!({"host": "build-1"}),
+            urgency: Urgency::High,
+            timeout_at: Some(Utc.with_ymd_and_hms(2026, 11, 27, 14, 5, 0).unwrap()),
+            default_response: None,
+            status: QuestionStatus::Pending,
+            response: None,
+            answered_by: None,
+            resolution: None,
+            created_at: Utc.with_ymd_and_hms(2026, 11, 27, 13, 50, 0).unwrap(),
+            updated_at: Utc.with_ymd_and_hms(2026, 11, 27, 13, 50, 0).unwrap(),
+            resolved_at: None,
+            assignee: None,
+        }
+    }
+
+    pub fn choice(options: usize) -> Question {
+        Question {
+            kind: QuestionKind::Blocking,
+            response_type: ResponseType::Choice,
+            title: "Which region?".into(),
+            body: "Pick where to deploy.".into(),
+            action: None,
+            options: (0..options)
+                .map(|i| QuestionOption {
+                    value: format!("region-{i}"),
+                    label: format!("Region <{i}>"),
+                    description: None,
+                })
+                .collect(),
+            ..approval()
+        }
+    }
+
+    pub fn text() -> Question {
+        Question {
+            kind: QuestionKind::Blocking,
+            response_type: ResponseType::Text,
+            title: "What should the release be called?".into(),
+            action: None,
+            urgency: Urgency::Normal,
+            ..approval()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_questions::*;
+    use super::*;
+    use app::types::QuestionStatus;
+    use serde_json::json;
+
+    #[test]
+    fn channels_have_the_wire_names_of_the_notification_settings() {
+        for channel in Channel::ALL {
+            assert_eq!(channel.as_str().parse::<Channel>().unwrap(), channel);
+            assert_eq!(serde_json::to_value(channel).unwrap(), json!(channel.as_str()));
+        }
+        assert_eq!(Channel::WebPush.as_str(), "push");
+        assert!("web_push".parse::<Channel>().is_err());
+    }
+
+    #[test]
+    fn an_approval_offers_approve_and_reject_and_a_boolean_yes_and_no() {
+        let answers = quick_answers(&approval(), EMAIL_MAX_CHOICES);
+        let values: Vec<_> = answers.iter().map(|a| (a.value.clone(), a.label.as_str(), a.style)).collect();
+        assert_eq!(
+            values,
+            [(json!(true), "Approve", AnswerStyle::Primary), (json!(false), "Reject", AnswerStyle::Danger)]
+        );
+        let boolean = Question { response_type: ResponseType::Boolean, ..approval() };
+        let labels: Vec<_> = quick_answers(&boolean, 2).into_iter().map(|a| a.label).collect();
+        assert_eq!(labels, ["Yes", "No"]);
+    }
+
+    #[test]
+    fn a_choice_offers_its_options_only_up_to_the_channels_limit() {
+        let answers = quick_answers(&choice(6), EMAIL_MAX_CHOICES);
+        assert_eq!(answers.len(), 6);
+        assert_eq!(answers[2].value, json!("region-2"));
+        assert_eq!(answers[2].label, "Region <2>");
+        assert!(quick_answers(&choice(7), EMAIL_MAX_CHOICES).is_empty());
+        assert!(quick_answers(&choice(3), PUSH_MAX_CHOICES).is_empty());
+    }
+
+    #[test]
+    fn text_questions_and_resolved_questions_offer_no_quick_answer() {
+        assert!(quick_answers(&text(), EMAIL_MAX_CHOICES).is_empty());
+        let answered = Question { status: QuestionStatus::Answered, ..approval() };
+        assert!(quick_answers(&answered, EMAIL_MAX_CHOICES).is_empty());
+    }
+
+    #[test]
+    fn truncation_counts_characters_and_marks_the_cut() {
+        assert_eq!(truncate_chars("héllo", 5), "héllo");
+        assert_eq!(truncate_chars("héllo wörld", 5), "héll…");
+        assert_eq!(truncate_chars("héllo wörld", 5).chars().count(), 5);
+    }
+
+    #[test]
+    fn the_deadline_says_what_happens_when_it_passes() {
+        assert_eq!(deadline_text(&approval()).unwrap(), "2026-11-27 14:05 UTC (then it expires)");
+        let with_default = Question {
+            default_response: Some(app::types::AnswerBody {
+                value: json!(false),
+                comment: None,
+                edited_arguments: None,
+            }),
+            ..approval()
+        };
+        assert_eq!(deadline_text(&with_default).unwrap(), "2026-11-27 14:05 UTC (then the default applies: false)");
+        assert_eq!(deadline_text(&Question { timeout_at: None, ..approval() }), None);
+    }
+
+    #[test]
+    fn a_question_opens_under_the_public_url() {
+        let id = approval().id;
+        assert_eq!(question_url("https://hp.example.com/", id), format!("https://hp.example.com/questions/{id}"));
+    }
+}
