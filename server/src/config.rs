@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use crate::channels::email::{EmailSender, Mailbox, SmtpUrl};
 use crate::credentials::Secret;
 use crate::store::redacted_url;
 
@@ -151,6 +152,46 @@ pub struct ServeConfig {
 
     #[command(flatten)]
     pub connections: ConnectionConfig,
+
+    #[command(flatten)]
+    pub channels: ChannelsConfig,
+}
+
+/// The channels questions reach people on besides Holdpoint's own pages (spec §11). Each is off until its settings
+/// are given.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ChannelsConfig {
+    /// The SMTP server email is sent through: `smtp://user:pass@host:587` (STARTTLS required), `smtps://...:465`
+    /// (TLS from the start); `?tls=opportunistic` or `?tls=none` (in the clear: a relay on this host only).
+    #[arg(long, env = "HOLDPOINT_SMTP_URL", hide_env_values = true)]
+    pub smtp_url: Option<SmtpUrl>,
+
+    /// The sender of Holdpoint's email: `holdpoint@example.com` or `Holdpoint <holdpoint@example.com>`.
+    #[arg(long, env = "HOLDPOINT_EMAIL_FROM")]
+    pub email_from: Option<Mailbox>,
+}
+
+/// A channel's settings that cannot be used together.
+#[derive(Debug, thiserror::Error)]
+pub enum ChannelsConfigError {
+    #[error(transparent)]
+    Email(#[from] crate::channels::email::EmailConfigError),
+    #[error("HOLDPOINT_SMTP_URL is set but HOLDPOINT_EMAIL_FROM is not: email needs a sender")]
+    NoSender,
+}
+
+impl ChannelsConfig {
+    /// Every channel off, for tests and embedded use.
+    pub fn defaults() -> Self {
+        ChannelsConfig { smtp_url: None, email_from: None }
+    }
+
+    /// The email sender, when email is configured.
+    pub fn email_sender(&self) -> Result<Option<EmailSender>, ChannelsConfigError> {
+        let Some(url) = &self.smtp_url else { return Ok(None) };
+        let from = self.email_from.clone().ok_or(ChannelsConfigError::NoSender)?;
+        Ok(Some(EmailSender::new(url, from)?))
+    }
 }
 
 /// How long a connection may take to send a request and stay idle, and how many may be open at once.
@@ -430,6 +471,7 @@ impl ServeConfig {
                 ..LimitsConfig::defaults()
             },
             connections: ConnectionConfig::defaults(),
+            channels: ChannelsConfig::defaults(),
         }
     }
 }
@@ -456,6 +498,28 @@ mod tests {
             let error = Serve::try_parse_from(["serve", &format!("--database-connections={refused}")]).err();
             assert!(error.is_some_and(|e| e.to_string().contains("--database-connections")), "{refused} was taken");
         }
+    }
+
+    // A tokio test: the email sender's connection pool starts a task of its own.
+    #[tokio::test]
+    async fn channels_are_read_from_the_environments_names_and_are_off_by_default() {
+        use clap::Parser;
+        let defaults = Serve::try_parse_from(["serve"]).unwrap().config.channels;
+        assert!(defaults.email_sender().unwrap().is_none());
+        let set = Serve::try_parse_from([
+            "serve",
+            "--smtp-url",
+            "smtp://127.0.0.1:2525?tls=none",
+            "--email-from",
+            "Holdpoint <hp@example.com>",
+        ])
+        .unwrap()
+        .config
+        .channels;
+        assert_eq!(set.email_sender().unwrap().unwrap().from().email.to_string(), "hp@example.com");
+        let no_sender = Serve::try_parse_from(["serve", "--smtp-url", "smtp://relay"]).unwrap().config.channels;
+        assert!(matches!(no_sender.email_sender(), Err(ChannelsConfigError::NoSender)));
+        assert!(Serve::try_parse_from(["serve", "--smtp-url", "http://relay"]).is_err());
     }
 
     #[test]
@@ -486,8 +550,9 @@ mod tests {
         let mut config = ServeConfig::for_tests("postgres://app:db-password-1@db/hp".into());
         config.bootstrap_token = Some("hp_bootstrap-secret-2".parse().unwrap());
         config.runtime.openai_api_key = Some("sk-api-key-3".parse().unwrap());
+        config.channels.smtp_url = Some("smtp://mailer:smtp-password-4@smtp.example.com".parse().unwrap());
         let debug = format!("{config:?}");
-        for secret in ["db-password-1", "hp_bootstrap-secret-2", "sk-api-key-3"] {
+        for secret in ["db-password-1", "hp_bootstrap-secret-2", "sk-api-key-3", "smtp-password-4"] {
             assert!(!debug.contains(secret), "{secret} shows in {debug}");
         }
         assert!(debug.contains("postgres://app:[redacted]@db/hp"), "{debug}");

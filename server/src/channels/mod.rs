@@ -9,6 +9,7 @@
 //! server, and any use case or door may use it.
 
 pub mod action_links;
+pub mod email;
 
 use std::time::Duration;
 
