@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use crate::channels::email::{EmailSender, Mailbox, SmtpUrl};
+use crate::channels::slack::SlackClient;
 use crate::credentials::Secret;
 use crate::store::redacted_url;
 
@@ -169,6 +170,22 @@ pub struct ChannelsConfig {
     /// The sender of Holdpoint's email: `holdpoint@example.com` or `Holdpoint <holdpoint@example.com>`.
     #[arg(long, env = "HOLDPOINT_EMAIL_FROM")]
     pub email_from: Option<Mailbox>,
+
+    /// The Slack app's bot token (`xoxb-...`), for posting and updating messages and opening modals.
+    #[arg(long, env = "HOLDPOINT_SLACK_BOT_TOKEN", hide_env_values = true)]
+    pub slack_bot_token: Option<Secret>,
+
+    /// The Slack app's signing secret, which Slack signs its interaction requests with.
+    #[arg(long, env = "HOLDPOINT_SLACK_SIGNING_SECRET", hide_env_values = true)]
+    pub slack_signing_secret: Option<Secret>,
+
+    /// The base URL of Slack's Web API (another only for a stand-in of it).
+    #[arg(long, env = "HOLDPOINT_SLACK_API_URL", default_value = crate::channels::slack::DEFAULT_API_URL)]
+    pub slack_api_url: String,
+
+    /// A Slack channel id to post questions in; without it, each person gets a direct message from the app.
+    #[arg(long, env = "HOLDPOINT_SLACK_CHANNEL")]
+    pub slack_channel: Option<String>,
 }
 
 /// A channel's settings that cannot be used together.
@@ -178,12 +195,23 @@ pub enum ChannelsConfigError {
     Email(#[from] crate::channels::email::EmailConfigError),
     #[error("HOLDPOINT_SMTP_URL is set but HOLDPOINT_EMAIL_FROM is not: email needs a sender")]
     NoSender,
+    #[error("HOLDPOINT_SLACK_BOT_TOKEN and HOLDPOINT_SLACK_SIGNING_SECRET go together: Slack needs both")]
+    SlackHalfConfigured,
+    #[error("Slack: {0}")]
+    Slack(#[from] crate::channels::slack::SlackError),
 }
 
 impl ChannelsConfig {
     /// Every channel off, for tests and embedded use.
     pub fn defaults() -> Self {
-        ChannelsConfig { smtp_url: None, email_from: None }
+        ChannelsConfig {
+            smtp_url: None,
+            email_from: None,
+            slack_bot_token: None,
+            slack_signing_secret: None,
+            slack_api_url: crate::channels::slack::DEFAULT_API_URL.to_owned(),
+            slack_channel: None,
+        }
     }
 
     /// The email sender, when email is configured.
@@ -191,6 +219,17 @@ impl ChannelsConfig {
         let Some(url) = &self.smtp_url else { return Ok(None) };
         let from = self.email_from.clone().ok_or(ChannelsConfigError::NoSender)?;
         Ok(Some(EmailSender::new(url, from)?))
+    }
+
+    /// The Slack Web API client and the signing secret, when Slack is configured.
+    pub fn slack(&self) -> Result<Option<(SlackClient, Secret)>, ChannelsConfigError> {
+        match (&self.slack_bot_token, &self.slack_signing_secret) {
+            (None, None) => Ok(None),
+            (Some(token), Some(secret)) => {
+                Ok(Some((SlackClient::new(&self.slack_api_url, token.expose())?, secret.clone())))
+            }
+            _ => Err(ChannelsConfigError::SlackHalfConfigured),
+        }
     }
 }
 
@@ -506,19 +545,30 @@ mod tests {
         use clap::Parser;
         let defaults = Serve::try_parse_from(["serve"]).unwrap().config.channels;
         assert!(defaults.email_sender().unwrap().is_none());
+        assert!(defaults.slack().unwrap().is_none());
+        assert_eq!(defaults.slack_api_url, "https://slack.com/api");
         let set = Serve::try_parse_from([
             "serve",
             "--smtp-url",
             "smtp://127.0.0.1:2525?tls=none",
             "--email-from",
             "Holdpoint <hp@example.com>",
+            "--slack-bot-token",
+            "xoxb-1",
+            "--slack-signing-secret",
+            "s",
+            "--slack-api-url",
+            "http://127.0.0.1:9/api",
         ])
         .unwrap()
         .config
         .channels;
         assert_eq!(set.email_sender().unwrap().unwrap().from().email.to_string(), "hp@example.com");
+        assert!(set.slack().unwrap().is_some());
         let no_sender = Serve::try_parse_from(["serve", "--smtp-url", "smtp://relay"]).unwrap().config.channels;
         assert!(matches!(no_sender.email_sender(), Err(ChannelsConfigError::NoSender)));
+        let half = Serve::try_parse_from(["serve", "--slack-bot-token", "xoxb-1"]).unwrap().config.channels;
+        assert!(matches!(half.slack(), Err(ChannelsConfigError::SlackHalfConfigured)));
         assert!(Serve::try_parse_from(["serve", "--smtp-url", "http://relay"]).is_err());
     }
 
@@ -551,8 +601,17 @@ mod tests {
         config.bootstrap_token = Some("hp_bootstrap-secret-2".parse().unwrap());
         config.runtime.openai_api_key = Some("sk-api-key-3".parse().unwrap());
         config.channels.smtp_url = Some("smtp://mailer:smtp-password-4@smtp.example.com".parse().unwrap());
+        config.channels.slack_bot_token = Some("xoxb-bot-token-5".parse().unwrap());
+        config.channels.slack_signing_secret = Some("signing-secret-6".parse().unwrap());
         let debug = format!("{config:?}");
-        for secret in ["db-password-1", "hp_bootstrap-secret-2", "sk-api-key-3", "smtp-password-4"] {
+        for secret in [
+            "db-password-1",
+            "hp_bootstrap-secret-2",
+            "sk-api-key-3",
+            "smtp-password-4",
+            "xoxb-bot-token-5",
+            "signing-secret-6",
+        ] {
             assert!(!debug.contains(secret), "{secret} shows in {debug}");
         }
         assert!(debug.contains("postgres://app:[redacted]@db/hp"), "{debug}");

@@ -10,6 +10,7 @@
 
 pub mod action_links;
 pub mod email;
+pub mod slack;
 
 use std::time::Duration;
 
