@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use crate::channels::email::{EmailSender, Mailbox, SmtpUrl};
 use crate::channels::slack::SlackClient;
+use crate::channels::web_push::VapidKey;
 use crate::credentials::Secret;
 use crate::store::redacted_url;
 
@@ -186,6 +187,16 @@ pub struct ChannelsConfig {
     /// A Slack channel id to post questions in; without it, each person gets a direct message from the app.
     #[arg(long, env = "HOLDPOINT_SLACK_CHANNEL")]
     pub slack_channel: Option<String>,
+
+    /// The VAPID private key web pushes are signed with (a P-256 private key, 32 bytes in base64url); browsers
+    /// subscribe with its public half, so it must stay the same across restarts and instances.
+    #[arg(long, env = "HOLDPOINT_VAPID_PRIVATE_KEY", hide_env_values = true)]
+    pub vapid_private_key: Option<VapidKey>,
+
+    /// The contact push services may write to about this server's pushes (`mailto:` or `https:`); defaults to the
+    /// sender of email, else to the public URL when it is `https`.
+    #[arg(long, env = "HOLDPOINT_VAPID_SUBJECT")]
+    pub vapid_subject: Option<String>,
 }
 
 /// A channel's settings that cannot be used together.
@@ -211,6 +222,8 @@ impl ChannelsConfig {
             slack_signing_secret: None,
             slack_api_url: crate::channels::slack::DEFAULT_API_URL.to_owned(),
             slack_channel: None,
+            vapid_private_key: None,
+            vapid_subject: None,
         }
     }
 
@@ -230,6 +243,15 @@ impl ChannelsConfig {
             }
             _ => Err(ChannelsConfigError::SlackHalfConfigured),
         }
+    }
+
+    /// The contact named in VAPID's `sub`: the configured one, else the email sender, else the public URL when it is
+    /// `https`.
+    pub fn vapid_subject(&self, public_url: Option<&str>) -> Option<String> {
+        self.vapid_subject
+            .clone()
+            .or_else(|| self.email_from.as_ref().map(|from| format!("mailto:{}", from.email)))
+            .or_else(|| public_url.filter(|url| url.starts_with("https://")).map(str::to_owned))
     }
 }
 
@@ -565,11 +587,15 @@ mod tests {
         .channels;
         assert_eq!(set.email_sender().unwrap().unwrap().from().email.to_string(), "hp@example.com");
         assert!(set.slack().unwrap().is_some());
+        assert_eq!(set.vapid_subject(None).as_deref(), Some("mailto:hp@example.com"));
         let no_sender = Serve::try_parse_from(["serve", "--smtp-url", "smtp://relay"]).unwrap().config.channels;
         assert!(matches!(no_sender.email_sender(), Err(ChannelsConfigError::NoSender)));
         let half = Serve::try_parse_from(["serve", "--slack-bot-token", "xoxb-1"]).unwrap().config.channels;
         assert!(matches!(half.slack(), Err(ChannelsConfigError::SlackHalfConfigured)));
         assert!(Serve::try_parse_from(["serve", "--smtp-url", "http://relay"]).is_err());
+        assert!(Serve::try_parse_from(["serve", "--vapid-private-key", "short"]).is_err());
+        assert_eq!(defaults.vapid_subject(Some("https://hp.example.com")).as_deref(), Some("https://hp.example.com"));
+        assert_eq!(defaults.vapid_subject(Some("http://127.0.0.1:3000")), None);
     }
 
     #[test]
@@ -603,6 +629,8 @@ mod tests {
         config.channels.smtp_url = Some("smtp://mailer:smtp-password-4@smtp.example.com".parse().unwrap());
         config.channels.slack_bot_token = Some("xoxb-bot-token-5".parse().unwrap());
         config.channels.slack_signing_secret = Some("signing-secret-6".parse().unwrap());
+        let vapid = VapidKey::generate();
+        config.channels.vapid_private_key = Some(vapid.clone());
         let debug = format!("{config:?}");
         for secret in [
             "db-password-1",
@@ -611,7 +639,10 @@ mod tests {
             "smtp-password-4",
             "xoxb-bot-token-5",
             "signing-secret-6",
-        ] {
+        ]
+        .into_iter()
+        .chain([vapid.encoded().as_str()])
+        {
             assert!(!debug.contains(secret), "{secret} shows in {debug}");
         }
         assert!(debug.contains("postgres://app:[redacted]@db/hp"), "{debug}");

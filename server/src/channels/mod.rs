@@ -11,6 +11,7 @@
 pub mod action_links;
 pub mod email;
 pub mod slack;
+pub mod web_push;
 
 use std::time::Duration;
 
@@ -96,6 +97,48 @@ impl DeliveryOutcome {
     /// A failure that trying again would not mend.
     pub fn failed(reason: impl Into<String>) -> Self {
         DeliveryOutcome::Failed { reason: reason.into(), address_gone: false }
+    }
+}
+
+/// The channels' secrets, which every instance of a deployment must share: the key action links are signed with
+/// and the VAPID key browsers subscribed to. Generated once, by whichever instance starts first, and stored where
+/// every instance reads them (the database), in the form [`ChannelKeys::to_stored`] writes; a VAPID key given as
+/// `HOLDPOINT_VAPID_PRIVATE_KEY` takes the stored one's place. `Debug` shows neither private key.
+#[derive(Debug, Clone)]
+pub struct ChannelKeys {
+    pub action_links: action_links::ActionLinkKey,
+    pub vapid: web_push::VapidKey,
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredKeys {
+    action_link_key: String,
+    vapid_private_key: String,
+}
+
+impl ChannelKeys {
+    /// New random keys.
+    pub fn generate() -> Self {
+        ChannelKeys { action_links: action_links::ActionLinkKey::generate(), vapid: web_push::VapidKey::generate() }
+    }
+
+    /// The stored form: JSON with each key in base64url.
+    pub fn to_stored(&self) -> String {
+        serde_json::to_string(&StoredKeys {
+            action_link_key: self.action_links.encoded(),
+            vapid_private_key: self.vapid.encoded(),
+        })
+        .expect("keys serialize to JSON")
+    }
+
+    /// Reads the stored form.
+    pub fn from_stored(stored: &str) -> Result<Self, String> {
+        let keys: StoredKeys = serde_json::from_str(stored).map_err(|e| format!("the stored channel keys: {e}"))?;
+        Ok(ChannelKeys {
+            action_links: action_links::ActionLinkKey::from_encoded(&keys.action_link_key)
+                .map_err(|e| e.to_string())?,
+            vapid: web_push::VapidKey::from_encoded(&keys.vapid_private_key).map_err(|e| e.to_string())?,
+        })
     }
 }
 
@@ -322,6 +365,21 @@ mod tests {
         };
         assert_eq!(deadline_text(&with_default).unwrap(), "2026-11-27 14:05 UTC (then the default applies: false)");
         assert_eq!(deadline_text(&Question { timeout_at: None, ..approval() }), None);
+    }
+
+    #[test]
+    fn the_keys_round_trip_through_their_stored_form_and_stay_out_of_debug() {
+        let keys = ChannelKeys::generate();
+        let stored = keys.to_stored();
+        let again = ChannelKeys::from_stored(&stored).unwrap();
+        assert_eq!(again.action_links.encoded(), keys.action_links.encoded());
+        assert_eq!(again.vapid.encoded(), keys.vapid.encoded());
+        let debug = format!("{keys:?}");
+        assert!(!debug.contains(&keys.action_links.encoded()) && !debug.contains(&keys.vapid.encoded()), "{debug}");
+        assert!(ChannelKeys::from_stored("{}").is_err());
+        assert!(
+            ChannelKeys::from_stored(&stored.replace("vapid_private_key\":\"", "vapid_private_key\":\"x")).is_err()
+        );
     }
 
     #[test]

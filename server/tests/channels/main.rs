@@ -1,6 +1,8 @@
 //! The channels against real or independent counterparts: email to a real SMTP server process, Slack's Web API
-//! calls to a local stand-in that checks them against Slack's documented shapes and Block Kit's limits.
+//! calls to a local stand-in that checks them against Slack's documented shapes and Block Kit's limits, and web
+//! pushes decrypted and verified by an independent implementation of RFC 8291 and RFC 8292.
 
 mod email;
 mod python;
 mod slack;
+mod web_push;
