@@ -42,10 +42,10 @@ pub async fn resolve_overdue(store: &dyn Store, metrics: &Metrics) -> StoreResul
         let overdue = store.overdue_questions(at, BATCH).await?;
         let full = overdue.len() as i64 == BATCH;
         for question in overdue {
-            let change = match question.default_response {
+            let change = match &question.default_response {
                 Some(default) => QuestionResolution {
                     status: QuestionStatus::Defaulted,
-                    response: Some(default.0),
+                    response: Some(default.0.clone()),
                     answered_by: None,
                     resolution: Some(Resolution::DefaultOnTimeout),
                     at,
@@ -60,8 +60,9 @@ pub async fn resolve_overdue(store: &dyn Store, metrics: &Metrics) -> StoreResul
                     actor: AuditActor::timeout(),
                 },
             };
+            let workspace = store.workspace_name(question.workspace_id).await?;
             if let ResolveOutcome::Resolved(row) =
-                store.resolve_question(question.workspace_id, question.id, &change).await?
+                crate::questions::resolve(store, &question, &change, &workspace).await?
             {
                 metrics.question_resolved(row.kind.as_str(), row.status.as_str(), pending_for(&row));
                 resolved += 1;

@@ -18,7 +18,8 @@ use crate::events::EventHub;
 use crate::metrics::Metrics;
 use crate::state::AppState;
 use crate::store::{
-    IdempotencyKey, NewEvent, PrincipalKind, QuestionResolution, QuestionRow, ResolveOutcome, Store, StoreResult,
+    IdempotencyKey, NewEvent, PrincipalKind, QuestionResolution, QuestionRow, QuestionTransition, ResolveOutcome,
+    Store, StoreResult,
 };
 
 pub const TITLE_MAX_CHARS: usize = 300;
@@ -493,11 +494,12 @@ impl Asking<'_> {
             data: crate::store::question_event_data_around(&question)?,
             created_at: row.created_at,
         };
+        let supersedes = self.superseded_by(row, workspace).await?;
         // Remembered before the write, so its answer cannot come before it is.
         if let Some(hub) = self.hub {
             hub.remember_asked(row);
         }
-        let created = self.store.create_question(row, &event, idempotency).await;
+        let created = self.store.create_question(row, &event, idempotency, &supersedes).await;
         let forget = || {
             if let Some(hub) = self.hub {
                 hub.forget_asked(row.id);
@@ -517,6 +519,36 @@ impl Asking<'_> {
                 Err(err)
             }
         }
+    }
+}
+
+impl Asking<'_> {
+    /// Spec §3: a new blocking question on a run cancels that run's older pending blocking ones, as the run's
+    /// lifecycle (the audit's actor). A run asks one question at a time (its executor holds the run's lease), so
+    /// what is pending when it asks is what the new question supersedes; the store cancels those still pending
+    /// when it stores the new one.
+    async fn superseded_by(&self, row: &QuestionRow, workspace: &str) -> StoreResult<Vec<QuestionTransition>> {
+        let (Some(run_id), QuestionKind::Blocking) = (row.run_id, row.kind) else { return Ok(Vec::new()) };
+        let change = QuestionResolution {
+            status: QuestionStatus::Cancelled,
+            response: Some(AnswerBody {
+                value: Value::Null,
+                comment: Some("superseded by a newer blocking question of the same run".into()),
+                edited_arguments: None,
+            }),
+            answered_by: None,
+            resolution: Some(Resolution::Cancelled),
+            at: row.created_at,
+            actor: crate::store::AuditActor::policy(crate::audit::RUN_LIFECYCLE, Some(run_id.to_string())),
+        };
+        let mut superseded = Vec::new();
+        for id in self.store.pending_question_ids(row.workspace_id, run_id).await? {
+            let Some(old) = self.store.question(row.workspace_id, id).await? else { continue };
+            if old.id != row.id && old.kind == QuestionKind::Blocking && old.status == QuestionStatus::Pending {
+                superseded.push(transition(&old, &change, workspace)?);
+            }
+        }
+        Ok(superseded)
     }
 }
 
@@ -698,7 +730,7 @@ async fn resolve_as_caller(
     row: &QuestionRow,
     change: &QuestionResolution,
 ) -> Result<Question, AppError> {
-    match store.resolve_pending_question(row, change).await? {
+    match resolve(store, row, change, &caller.principal.workspace).await? {
         ResolveOutcome::Resolved(row) => {
             metrics.question_resolved(row.kind.as_str(), row.status.as_str(), pending_for(&row));
             Ok(row.to_question(&caller.principal.workspace)?)
@@ -706,6 +738,30 @@ async fn resolve_as_caller(
         ResolveOutcome::NotPending(row) => Err(not_pending(&row)),
         ResolveOutcome::NotFound => Err(AppError::NotFound("question")),
     }
+}
+
+/// Makes the transition of `row` (a question of workspace `workspace`, as just read) out of `pending` by `change`:
+/// the row as it leaves, its event and its audit entry, decided here and written together by the store if the
+/// question is still pending. A pending question changes only by leaving `pending`, so what `row` shows is what
+/// the store would find.
+pub async fn resolve(
+    store: &dyn Store,
+    row: &QuestionRow,
+    change: &QuestionResolution,
+    workspace: &str,
+) -> StoreResult<ResolveOutcome> {
+    if row.status != QuestionStatus::Pending {
+        return Ok(ResolveOutcome::NotPending(row.clone()));
+    }
+    store.resolve_question(transition(row, change, workspace)?).await
+}
+
+/// The transition of `row` (pending, of workspace `workspace`) out of `pending` by `change`.
+pub fn transition(row: &QuestionRow, change: &QuestionResolution, workspace: &str) -> StoreResult<QuestionTransition> {
+    let resolved = row.resolved_with(change);
+    let event = change.event(&resolved, workspace)?;
+    let audit = crate::audit::question_resolved(&resolved, &change.actor);
+    Ok(QuestionTransition { resolved, event, audit })
 }
 
 /// Refuses a search text longer than [`SEARCH_MAX_CHARS`].

@@ -346,6 +346,7 @@ pub async fn resume_run(runtime: &Runtime, caller: &Caller, id: Uuid, request: R
                 edited_arguments: None,
             },
         };
+        let Some(question) = store.question(run.workspace_id, question_id).await? else { continue };
         let change = QuestionResolution {
             status: QuestionStatus::Answered,
             response: Some(response),
@@ -354,7 +355,7 @@ pub async fn resume_run(runtime: &Runtime, caller: &Caller, id: Uuid, request: R
             at: now,
             actor: caller.into(),
         };
-        store.resolve_question(run.workspace_id, question_id, &change).await?;
+        crate::questions::resolve(store, &question, &change, &caller.principal.workspace).await?;
     }
     for question_id in store.pending_question_ids(run.workspace_id, run.id).await? {
         let Some(question) = store.question(run.workspace_id, question_id).await? else { continue };
@@ -373,7 +374,7 @@ pub async fn resume_run(runtime: &Runtime, caller: &Caller, id: Uuid, request: R
             at: now,
             actor: caller.into(),
         };
-        store.resolve_question(run.workspace_id, question_id, &change).await?;
+        crate::questions::resolve(store, &question, &change, &caller.principal.workspace).await?;
     }
     let current = store.run(run.workspace_id, accepted.id).await?.unwrap_or(accepted);
     to_wire(store, &current, &caller.principal.workspace).await

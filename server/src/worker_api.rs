@@ -63,6 +63,8 @@ pub enum WorkerCall {
     Question {
         id: Uuid,
     },
+    /// Reply: the ids of this run's pending questions.
+    PendingQuestions,
     /// Asks a question of this run (validated again here).
     CreateQuestion {
         question: QuestionRow,

@@ -44,9 +44,11 @@ const KNOWN_UPWARD: &[(&str, &str)] = &[
     ("questions.rs", "state"),
     // Validating an agent asks the runtime which models and tools exist.
     ("runs.rs", "runtime"),
-    // The store builds the audit entries of the cascades it runs (a run's questions cancelled with it, a
-    // superseded question, policy decisions on tool calls, a cancelled run).
-    ("store/run_sql.rs", "audit"),
+    // The store builds the audit entries of the cascades a run's changes make (its questions cancelled with it,
+    // policy decisions on its tool calls, its cancellation).
+    ("store/postgres/runs.rs", "audit"),
+    ("store/sqlite/runs.rs", "audit"),
+    // The store's own tests verify chains with the audit use case.
     ("store/sql.rs", "audit"),
     // The store's own tests build questions and verify chains with the use cases' functions.
     ("store/sql.rs", "questions"),

@@ -169,6 +169,12 @@ async fn the_worker_protocol_shows_only_the_runs_own_questions_and_children(back
     assert_eq!(question.json, Value::Null, "another agent's question is not this run's");
     let runs = post_as(&app, &worker, &path, json!({ "op": "runs", "ids": [other_run] })).await;
     assert_eq!(runs.json, json!([]), "another agent's run is not this run's child");
+    let own = json!({ "title": "Which region?", "run_id": run.json["id"] });
+    let own = post_as(&app, &worker, "/api/v1/questions", own).await;
+    assert_eq!(own.status, StatusCode::CREATED, "{}", own.text);
+    let pending = post_as(&app, &worker, &path, json!({ "op": "pending_questions" })).await;
+    assert_eq!(pending.status, StatusCode::OK, "{}", pending.text);
+    assert_eq!(pending.json, json!([own.json["id"]]), "the run's own pending questions only");
 }
 
 /// An event stream ends when its token is revoked, before it delivers anything more.

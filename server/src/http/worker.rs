@@ -43,6 +43,7 @@ enum WorkerOp {
     TakeResumePrompt,
     Release,
     Question,
+    PendingQuestions,
     CreateQuestion,
     AgentByName,
     CreateRun,
@@ -134,6 +135,16 @@ async fn worker_call(
                 .await?
                 .filter(|question| question.run_id == Some(run.id) && visibility.sees(question.created_by)),
         ),
+        // Only the run's own questions, as for `Question`.
+        WorkerCall::PendingQuestions => {
+            let mut ids = Vec::new();
+            for id in store.pending_question_ids(workspace_id, run.id).await? {
+                if store.question(workspace_id, id).await?.is_some_and(|q| visibility.sees(q.created_by)) {
+                    ids.push(id);
+                }
+            }
+            reply(ids)
+        }
         WorkerCall::CreateQuestion { question } => {
             create_question(&state, &run, question).await?;
             reply(Value::Null)

@@ -104,7 +104,7 @@ impl RunStore for RemoteRun {
         unavailable("listing segments")
     }
     async fn pending_question_ids(&self, _: Uuid, _: Uuid) -> StoreResult<Vec<Uuid>> {
-        unavailable("listing pending questions")
+        self.call(WorkerCall::PendingQuestions).await
     }
     async fn messages(&self, _: Uuid, after_seq: i32, limit: u32) -> StoreResult<Vec<MessageRow>> {
         self.call(WorkerCall::Messages { after_seq, limit }).await
@@ -281,6 +281,7 @@ impl Store for RemoteRun {
         question: &QuestionRow,
         _: &NewEvent,
         _: Option<&IdempotencyKey>,
+        _: &[QuestionTransition],
     ) -> StoreResult<Created<QuestionRow>> {
         self.call::<serde_json::Value>(WorkerCall::CreateQuestion { question: question.clone() }).await?;
         Ok(Created { value: question.clone(), created: true })
@@ -297,10 +298,10 @@ impl Store for RemoteRun {
     async fn count_questions(&self, _: Uuid, _: &QuestionFilter) -> StoreResult<u32> {
         unavailable("counting questions")
     }
-    async fn resolve_question(&self, _: Uuid, _: Uuid, _: &QuestionResolution) -> StoreResult<ResolveOutcome> {
+    async fn resolve_question(&self, _: QuestionTransition) -> StoreResult<ResolveOutcome> {
         unavailable("answering questions")
     }
-    async fn overdue_questions(&self, _: DateTime<Utc>, _: i64) -> StoreResult<Vec<OverdueQuestion>> {
+    async fn overdue_questions(&self, _: DateTime<Utc>, _: i64) -> StoreResult<Vec<QuestionRow>> {
         unavailable("deadlines")
     }
     async fn pending_counts(&self) -> StoreResult<Vec<(String, i64)>> {

@@ -1,20 +1,18 @@
 //! Persistence: one [`Store`] trait with a SQLite and a PostgreSQL implementation, chosen by the URL scheme.
 //!
-//! Both implementations share their SQL (written once in [`sql`] with `$N` placeholders) and differ only in
-//! connection set-up, migrations and a few dialect statements. Every state change appends its event to the log in
-//! the same transaction, and every commit that appended events announces the newest event id on a watch channel,
+//! Each backend is plain code of its own (`sqlite`, `postgres`); the SQL they agree on (column lists, statements
+//! with `$N` placeholders, binding rows) is written once in [`sql`], and each states its dialect's differences and
+//! its fast paths in its own code. Every state change appends its event to the log in the same transaction, and every commit that appended events announces the newest event id on a watch channel,
 //! which the event hub follows.
 
 mod audit_rows;
-mod group_commit;
 mod people;
-mod pg_write_batch;
+mod postgres;
 mod rows;
 mod run_rows;
 mod run_sql;
 mod sql;
-mod sqlite_connections;
-mod sqlite_direct;
+mod sqlite;
 #[cfg(test)]
 mod test_postgres;
 mod token_cache;
@@ -34,10 +32,12 @@ use uuid::Uuid;
 
 pub use audit_rows::*;
 pub use people::*;
+use postgres::PostgresStore;
 pub use rows::*;
 pub use run_rows::*;
 pub use run_sql::RunStore;
-use sqlite_connections::SqliteConnections;
+use sqlite::SqliteConnections;
+use sqlite::SqliteStore;
 use token_cache::TTL as TOKEN_CACHE_TTL;
 
 /// What can go wrong below the HTTP layer.
@@ -57,11 +57,11 @@ pub enum StoreError {
     Duplicate(&'static str),
     #[error("cannot open the SQLite database {file}: the directory {directory} does not exist")]
     NoSqliteDirectory { file: String, directory: String },
-    /// The SQLite writer's own thread (see `sql::WriterThread`) could not start, or a write on it ended without an
+    /// The SQLite writer's own thread (see `sqlite::WriterThread`) could not start, or a write on it ended without an
     /// outcome (it panicked, or the store was shutting down).
     #[error("the SQLite writer's thread: {0}")]
     WriterThread(String),
-    /// A PostgreSQL write batched with others (see `pg_write_batch`) got no connection, the store was shutting
+    /// A PostgreSQL write batched with others (see `postgres::write_batch`) got no connection, the store was shutting
     /// down, or its batch's statement got no answer (it may be stored).
     #[error("a batched write: {0}")]
     BatchedWrite(String),
@@ -71,6 +71,14 @@ pub enum StoreError {
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
+
+/// The outcome of a transition out of `pending` that changed nothing: someone was first, or there is no such question.
+async fn not_resolved<S: Store + ?Sized>(store: &S, workspace_id: Uuid, id: Uuid) -> StoreResult<ResolveOutcome> {
+    Ok(match store.question(workspace_id, id).await? {
+        Some(current) => ResolveOutcome::NotPending(current),
+        None => ResolveOutcome::NotFound,
+    })
+}
 
 /// The current time at the precision both databases keep (microseconds), so a value read back equals the one
 /// written.
@@ -194,13 +202,15 @@ pub trait Store: RunStore + PeopleStore + Send + Sync + 'static {
 
     async fn delete_session(&self, id_hash: &[u8]) -> StoreResult<()>;
 
-    /// Inserts a question and its `question_asked` event. With an idempotency key that was seen before, returns the
-    /// question created then instead (and appends nothing).
+    /// Inserts a question and its `question_asked` event, and writes the transitions out of `pending` it makes of
+    /// the questions it `supersedes` (those still pending), all in one transaction. With an idempotency key that was
+    /// seen before, returns the question created then instead (and writes nothing).
     async fn create_question(
         &self,
         question: &QuestionRow,
         event: &NewEvent,
         idempotency: Option<&IdempotencyKey>,
+        supersedes: &[QuestionTransition],
     ) -> StoreResult<Created<QuestionRow>>;
 
     async fn question(&self, workspace_id: Uuid, id: Uuid) -> StoreResult<Option<QuestionRow>>;
@@ -218,29 +228,13 @@ pub trait Store: RunStore + PeopleStore + Send + Sync + 'static {
     /// How many questions match the filter's conditions, counting no further than its `limit`.
     async fn count_questions(&self, workspace_id: Uuid, filter: &QuestionFilter) -> StoreResult<u32>;
 
-    /// Moves a pending question to its final status and appends the matching event and audit entry (by
-    /// `change.actor`), in one transaction. Only one caller can ever win: the update is conditional on
-    /// `status = 'pending'`.
-    async fn resolve_question(
-        &self,
-        workspace_id: Uuid,
-        id: Uuid,
-        change: &QuestionResolution,
-    ) -> StoreResult<ResolveOutcome>;
-
-    /// [`Store::resolve_question`] of a question the caller has just read as `read`. A pending question changes
-    /// only by leaving `pending`, so while `read` is pending the store may build the resolved row, its event and
-    /// its audit entry before it writes, and write them together; the outcome is the same.
-    async fn resolve_pending_question(
-        &self,
-        read: &QuestionRow,
-        change: &QuestionResolution,
-    ) -> StoreResult<ResolveOutcome> {
-        self.resolve_question(read.workspace_id, read.id, change).await
-    }
+    /// Writes a question's transition out of `pending` (its row, event and audit entry) in one transaction, if the
+    /// question is still pending: only one caller can ever win, the update being conditional on its status. In the
+    /// same transaction, a run that this question was the last to hold goes back to the queue.
+    async fn resolve_question(&self, transition: QuestionTransition) -> StoreResult<ResolveOutcome>;
 
     /// Pending questions whose deadline is at or before `now`, soonest first.
-    async fn overdue_questions(&self, now: DateTime<Utc>, limit: i64) -> StoreResult<Vec<OverdueQuestion>>;
+    async fn overdue_questions(&self, now: DateTime<Utc>, limit: i64) -> StoreResult<Vec<QuestionRow>>;
 
     /// How many questions are pending, by kind.
     async fn pending_counts(&self) -> StoreResult<Vec<(String, i64)>>;
@@ -273,7 +267,7 @@ pub trait Store: RunStore + PeopleStore + Send + Sync + 'static {
 /// A connection that sat in the pool longer than this is pinged before it is handed out.
 pub(super) const PING_AFTER_IDLE: Duration = Duration::from_secs(10);
 
-/// PostgreSQL's pool settings (SQLite's connections are not pooled by sqlx: see `sqlite_connections`): sqlx pings
+/// PostgreSQL's pool settings (SQLite's connections are not pooled by sqlx: see `sqlite::connections`): sqlx pings
 /// each connection on every acquire by default, which adds a round trip to every statement run outside a
 /// transaction. A connection that was in use moments ago is known to be alive; only one that sat idle is checked
 /// (a dead one is replaced by a fresh connection within the same acquire).
@@ -355,7 +349,7 @@ pub async fn connect_with(url: &str, settings: StoreSettings) -> StoreResult<Arc
 }
 
 /// The PostgreSQL store [`connect_with`] opens, as its own type.
-async fn connect_postgres(url: &str, settings: StoreSettings) -> StoreResult<sql::PostgresStore> {
+async fn connect_postgres(url: &str, settings: StoreSettings) -> StoreResult<PostgresStore> {
     let options = postgres_options(url)?;
     let pool = pool_options()
         .max_connections(settings.postgres_connections.max(1))
@@ -363,7 +357,7 @@ async fn connect_postgres(url: &str, settings: StoreSettings) -> StoreResult<sql
         .connect_with(options)
         .await?;
     sqlx::migrate!("../migrations/postgres").run(&pool).await?;
-    sql::PostgresStore::new(pool, settings.token_cache).await
+    PostgresStore::new(pool, settings.token_cache).await
 }
 
 /// `url` with the password of its user info (`postgres://user:secret@host`) and of a `password=` parameter replaced
@@ -403,7 +397,7 @@ fn in_memory(filename: &std::path::Path) -> bool {
 }
 
 /// The SQLite store [`connect_with`] opens, as its own type.
-async fn connect_sqlite(url: &str, settings: StoreSettings) -> StoreResult<sql::SqliteStore> {
+async fn connect_sqlite(url: &str, settings: StoreSettings) -> StoreResult<SqliteStore> {
     let options = SqliteConnectOptions::from_str(url)?
         .create_if_missing(true)
         .journal_mode(SqliteJournalMode::Wal)
@@ -412,7 +406,7 @@ async fn connect_sqlite(url: &str, settings: StoreSettings) -> StoreResult<sql::
         .page_size(SQLITE_PAGE_SIZE)
         .foreign_keys(true)
         .busy_timeout(SQLITE_BUSY_TIMEOUT)
-        // The text search's matcher (see `sql::SqliteStore::push_text_match`).
+        // The text search's matcher (see `SqliteStore::push_text_match`).
         .with_regexp();
     // SQLite creates the file but not its directory, and says only "unable to open database file".
     if let Some(directory) = options.get_filename().parent().filter(|dir| !dir.as_os_str().is_empty())
@@ -434,12 +428,11 @@ async fn connect_sqlite(url: &str, settings: StoreSettings) -> StoreResult<sql::
     // 500-message conversation loads in 3.2 ms instead of 5.
     let read_options = options.clone().read_only(true).row_buffer_size(1024);
     let read = SqliteConnections::open(read_options, 8).await?;
-    // The hot writes' connection (see `sqlite_direct`), opened once the file is migrated. An in-memory database
+    // The hot writes' connection (see `direct`), opened once the file is migrated. An in-memory database
     // (sqlx names those `file:...`) would be another database to a second connection: its writes all keep sqlx.
     let file = options.get_filename();
-    let direct =
-        if in_memory(file) { None } else { Some(sqlite_direct::DirectConnection::open(file, SQLITE_BUSY_TIMEOUT)?) };
-    sql::SqliteStore::new(read, write, direct, settings.token_cache).await
+    let direct = if in_memory(file) { None } else { Some(sqlite::DirectConnection::open(file, SQLITE_BUSY_TIMEOUT)?) };
+    SqliteStore::new(read, write, direct, settings.token_cache).await
 }
 
 #[cfg(test)]

@@ -413,6 +413,16 @@ impl QuestionResolution {
     }
 }
 
+/// A pending question's one transition out of `pending`, decided whole by the use case that makes it: the row as
+/// it leaves `pending`, the event that announces it and the audit entry that records it. The store writes all three
+/// or nothing, and only while the question is still pending.
+#[derive(Debug, Clone)]
+pub struct QuestionTransition {
+    pub resolved: QuestionRow,
+    pub event: NewEvent,
+    pub audit: super::NewAuditEntry,
+}
+
 /// What became of an attempt to resolve a question.
 #[derive(Debug, Clone)]
 pub enum ResolveOutcome {
@@ -421,14 +431,6 @@ pub enum ResolveOutcome {
     /// Someone else resolved it first; the question as they left it.
     NotPending(QuestionRow),
     NotFound,
-}
-
-/// A pending question whose deadline has passed.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct OverdueQuestion {
-    pub id: Uuid,
-    pub workspace_id: Uuid,
-    pub default_response: Option<Json<AnswerBody>>,
 }
 
 #[cfg(test)]

@@ -28,13 +28,13 @@ use tokio::sync::{Mutex, mpsc, oneshot};
 use super::{PING_AFTER_IDLE, StoreError, StoreResult};
 
 /// The rows a write returns (its last expression's `RETURNING id`).
-pub(super) type Returned = Vec<(i64,)>;
+pub(in crate::store) type Returned = Vec<(i64,)>;
 
 /// A batch's statement: each row is a write's place in the batch and one id it returned.
-pub(super) type BatchQuery<'q> = sqlx::query::QueryAs<'q, Postgres, (i32, i64), PgArguments>;
+pub(in crate::store) type BatchQuery<'q> = sqlx::query::QueryAs<'q, Postgres, (i32, i64), PgArguments>;
 
 /// A write of one statement, written as common table expressions so that a batch can hold several.
-pub(super) trait BatchableWrite: Send + Sync + 'static {
+pub(in crate::store) trait BatchableWrite: Send + Sync + 'static {
     /// The write as common table expressions: the last one is named `name` and returns the write's rows as `id`;
     /// any other is named `name` and a suffix. Its placeholders come after the first `offset`.
     fn as_expressions(&self, name: &str, offset: usize) -> String;
@@ -62,12 +62,12 @@ struct Job {
 /// The queue of hot writes and the workers that run them in batches. The workers stop when the last clone is
 /// dropped.
 #[derive(Clone)]
-pub(super) struct WriteBatches {
+pub(in crate::store) struct WriteBatches {
     queue: mpsc::UnboundedSender<Job>,
 }
 
 impl WriteBatches {
-    pub(super) fn start(pool: PgPool) -> Self {
+    pub(in crate::store) fn start(pool: PgPool) -> Self {
         Self::start_with(pool, WORKERS, PING_AFTER_IDLE)
     }
 
@@ -83,7 +83,7 @@ impl WriteBatches {
     }
 
     /// Runs `write`, in a batch with whatever else is queued, and returns its rows once they are committed.
-    pub(super) async fn run(&self, write: impl BatchableWrite) -> StoreResult<Returned> {
+    pub(in crate::store) async fn run(&self, write: impl BatchableWrite) -> StoreResult<Returned> {
         let (reply, outcome) = oneshot::channel();
         self.queue.send(Job { write: Box::new(write), reply }).map_err(|_| stopped())?;
         outcome.await.map_err(|_| stopped())?

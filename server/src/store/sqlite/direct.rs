@@ -26,14 +26,14 @@ use sqlx::sqlite::SqliteArgumentValue;
 const PREPARED_STATEMENTS: usize = 32;
 
 /// A connection to the database file, for statements run on the caller's thread.
-pub(super) struct DirectConnection {
+pub(in crate::store) struct DirectConnection {
     connection: rusqlite::Connection,
 }
 
 impl DirectConnection {
     /// Opens `path` (an existing database, migrated) with the settings the store's sqlx writer has: `synchronous`
     /// FULL, foreign keys on and the same busy timeout. (WAL and the page size are the file's own.)
-    pub(super) fn open(path: &Path, busy_timeout: Duration) -> Result<Self, sqlx::Error> {
+    pub(in crate::store) fn open(path: &Path, busy_timeout: Duration) -> Result<Self, sqlx::Error> {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let connection = rusqlite::Connection::open_with_flags(path, flags).map_err(into_sqlx)?;
         connection.busy_timeout(busy_timeout).map_err(into_sqlx)?;
@@ -45,7 +45,7 @@ impl DirectConnection {
     /// Runs SQL without arguments (`BEGIN IMMEDIATE`, `COMMIT`, savepoints), one or more statements, each prepared
     /// once per connection: every write that joins a batch opens and releases a savepoint, and parsing them again
     /// each time was a few percent of the writer's work.
-    pub(super) fn execute(&mut self, sql: &str) -> Result<(), sqlx::Error> {
+    pub(in crate::store) fn execute(&mut self, sql: &str) -> Result<(), sqlx::Error> {
         for statement in statements(sql) {
             self.connection
                 .prepare_cached(statement)
@@ -56,7 +56,7 @@ impl DirectConnection {
     }
 
     /// Whether a transaction is open.
-    pub(super) fn in_transaction(&self) -> bool {
+    pub(in crate::store) fn in_transaction(&self) -> bool {
         !self.connection.is_autocommit()
     }
 
@@ -69,7 +69,7 @@ impl DirectConnection {
     /// in a temporary b-tree it builds and drops for each run (and an `INSERT ... SELECT` into a table with
     /// triggers, a second), work that serves nothing when the ids are known from the rowids (docs/decisions.md,
     /// "SQLite's hot writes build no temporary b-trees").
-    pub(super) fn inserted_rowids(
+    pub(in crate::store) fn inserted_rowids(
         &mut self,
         statements: &Statements,
         arguments: &DirectArguments<'_>,
@@ -106,15 +106,15 @@ impl DirectConnection {
 
 /// SQL split into its statements once, for [`DirectConnection::inserted_rowids`]: splitting the hot writes' SQL
 /// at every run was a few percent of the writer's work.
-pub(super) struct Statements(Vec<String>);
+pub(in crate::store) struct Statements(Vec<String>);
 
 impl Statements {
-    pub(super) fn new(sql: &str) -> Self {
+    pub(in crate::store) fn new(sql: &str) -> Self {
         Self(statements(sql).map(str::to_owned).collect())
     }
 
     #[cfg(test)]
-    pub(super) fn iter(&self) -> impl Iterator<Item = &str> {
+    pub(in crate::store) fn iter(&self) -> impl Iterator<Item = &str> {
         self.0.iter().map(String::as_str)
     }
 }
@@ -151,14 +151,14 @@ fn to_sql<'a>(value: &'a SqliteArgumentValue<'_>) -> ToSqlOutput<'a> {
 
 /// A statement's arguments, encoded as sqlx encodes them for SQLite.
 #[derive(Default)]
-pub(super) struct DirectArguments<'q> {
+pub(in crate::store) struct DirectArguments<'q> {
     values: Vec<SqliteArgumentValue<'q>>,
     /// The first value that could not be encoded: the statement is not run.
     error: Option<BoxDynError>,
 }
 
 impl<'q> DirectArguments<'q> {
-    pub(super) fn add<T: 'q + Encode<'q, Sqlite>>(&mut self, value: T) {
+    pub(in crate::store) fn add<T: 'q + Encode<'q, Sqlite>>(&mut self, value: T) {
         if self.error.is_some() {
             return;
         }

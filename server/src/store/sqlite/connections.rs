@@ -27,7 +27,7 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Up to `size` connections to one database, opened when first needed and reused most recently used first (its
 /// pages are the likeliest in the cache). Cheap to clone.
 #[derive(Clone)]
-pub(super) struct SqliteConnections {
+pub(in crate::store) struct SqliteConnections {
     shared: Arc<Shared>,
 }
 
@@ -46,7 +46,7 @@ impl fmt::Debug for SqliteConnections {
 
 impl SqliteConnections {
     /// Opens the first connection now, so that a database that cannot be opened fails here.
-    pub(super) async fn open(options: SqliteConnectOptions, size: usize) -> Result<Self, sqlx::Error> {
+    pub(in crate::store) async fn open(options: SqliteConnectOptions, size: usize) -> Result<Self, sqlx::Error> {
         let connections = Self {
             shared: Arc::new(Shared {
                 options,
@@ -59,7 +59,7 @@ impl SqliteConnections {
     }
 
     /// A connection of its own for the caller until the returned handle is dropped.
-    pub(super) async fn acquire(&self) -> Result<HeldConnection, sqlx::Error> {
+    pub(in crate::store) async fn acquire(&self) -> Result<HeldConnection, sqlx::Error> {
         let permit = tokio::time::timeout(ACQUIRE_TIMEOUT, Arc::clone(&self.shared.available).acquire_owned())
             .await
             .map_err(|_| sqlx::Error::PoolTimedOut)?
@@ -75,7 +75,7 @@ impl SqliteConnections {
 }
 
 /// A connection taken from [`SqliteConnections`]; dropping it puts it back.
-pub(super) struct HeldConnection {
+pub(in crate::store) struct HeldConnection {
     /// `None` once discarded.
     connection: Option<SqliteConnection>,
     shared: Arc<Shared>,
@@ -84,7 +84,7 @@ pub(super) struct HeldConnection {
 
 impl HeldConnection {
     /// Closes the connection instead of putting it back (its state is unknown); the next caller opens a fresh one.
-    pub(super) fn discard(&mut self) {
+    pub(in crate::store) fn discard(&mut self) {
         self.connection = None;
     }
 

@@ -37,8 +37,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use sqlx::{Connection, Sqlite, SqliteConnection, TransactionManager};
 use tokio::sync::{Mutex, OwnedMutexGuard, watch};
 
-use super::sqlite_connections::{HeldConnection, SqliteConnections};
-use super::sqlite_direct::{DirectArguments, DirectConnection, Statements};
+use super::connections::{HeldConnection, SqliteConnections};
+use super::direct::{DirectArguments, DirectConnection, Statements};
 
 type Manager = <Sqlite as sqlx::Database>::TransactionManager;
 
@@ -60,7 +60,7 @@ type Outcome = Option<Result<(), Arc<str>>>;
 
 /// The writer: hands out [`BatchedWrite`]s and commits them in batches.
 #[derive(Clone)]
-pub(super) struct GroupCommit {
+pub(in crate::store) struct GroupCommit {
     pool: SqliteConnections,
     /// Where direct writes run; `None` if the writer was made without.
     direct: Option<Direct>,
@@ -96,7 +96,7 @@ struct Batch {
 }
 
 /// One write transaction. Dereferences to the connection, for queries; `commit` stores it, dropping it undoes it.
-pub(super) struct BatchedWrite {
+pub(in crate::store) struct BatchedWrite {
     group: GroupCommit,
     /// `Some` until committed.
     held: Option<Held>,
@@ -142,7 +142,7 @@ struct Held {
 }
 
 impl GroupCommit {
-    pub(super) fn new(pool: SqliteConnections) -> Self {
+    pub(in crate::store) fn new(pool: SqliteConnections) -> Self {
         Self {
             pool,
             direct: None,
@@ -154,7 +154,7 @@ impl GroupCommit {
     }
 
     /// Lets writes begun with [`GroupCommit::begin_direct`] run on `direct`, a connection to the same database.
-    pub(super) fn with_direct(mut self, direct: DirectConnection) -> Self {
+    pub(in crate::store) fn with_direct(mut self, direct: DirectConnection) -> Self {
         self.direct = Some(Arc::new(std::sync::Mutex::new(direct)));
         self
     }
@@ -172,7 +172,7 @@ impl GroupCommit {
     }
 
     /// Starts a write: joins the open batch, or opens one (`BEGIN IMMEDIATE`) if there is none.
-    pub(super) async fn begin(&self) -> Result<BatchedWrite, sqlx::Error> {
+    pub(in crate::store) async fn begin(&self) -> Result<BatchedWrite, sqlx::Error> {
         let mut held = self.lock().await;
         Self::finish_batch_of_the_other_kind(&mut held, false).await;
         Self::undo_left_writes(&mut held).await;
@@ -192,7 +192,7 @@ impl GroupCommit {
     /// caller's thread, through [`BatchedWrite::direct_inserted_rowids`]: no trip to a connection's thread at all. It
     /// joins an open batch of direct writes, or opens one; a batch of sqlx writes open is committed first. Falls
     /// back to [`GroupCommit::begin_inline`] on a writer made without a direct connection.
-    pub(super) async fn begin_direct(&self) -> Result<BatchedWrite, sqlx::Error> {
+    pub(in crate::store) async fn begin_direct(&self) -> Result<BatchedWrite, sqlx::Error> {
         let Some(direct) = &self.direct else { return self.begin_inline().await };
         let mut held = self.lock().await;
         Self::finish_batch_of_the_other_kind(&mut held, true).await;
@@ -236,7 +236,7 @@ impl GroupCommit {
 
     /// Starts a write that, joining an open batch, opens its savepoint in its own first query (see
     /// [`BatchedWrite::savepoint`]), which costs no trip to the connection's thread of its own.
-    pub(super) async fn begin_inline(&self) -> Result<BatchedWrite, sqlx::Error> {
+    pub(in crate::store) async fn begin_inline(&self) -> Result<BatchedWrite, sqlx::Error> {
         let mut held = self.lock().await;
         Self::finish_batch_of_the_other_kind(&mut held, false).await;
         Self::undo_left_writes(&mut held).await;
@@ -432,7 +432,7 @@ impl BatchedWrite {
 
     /// What a write begun inline puts before its first statement: opens its savepoint (nothing for other writes,
     /// or once it is open).
-    pub(super) fn savepoint(&mut self) -> &'static str {
+    pub(in crate::store) fn savepoint(&mut self) -> &'static str {
         if self.inline != Some(Inline::NotOpened) {
             return "";
         }
@@ -443,7 +443,7 @@ impl BatchedWrite {
     /// What a write begun inline whose whole work is one query puts before and after it: the savepoint opens and
     /// is released in that one trip to the connection's thread. The query must be read to its end (`fetch_all` or
     /// `execute`: sqlx stops a query's statements where its reader stops). Nothing for other writes.
-    pub(super) fn savepoint_released_in_one_query(&mut self) -> (&'static str, &'static str) {
+    pub(in crate::store) fn savepoint_released_in_one_query(&mut self) -> (&'static str, &'static str) {
         if self.inline != Some(Inline::NotOpened) {
             return ("", "");
         }
@@ -452,7 +452,7 @@ impl BatchedWrite {
     }
 
     /// Stores the write: returns once the batch it is part of has committed, or with the error that stopped it.
-    pub(super) async fn commit(mut self) -> Result<(), sqlx::Error> {
+    pub(in crate::store) async fn commit(mut self) -> Result<(), sqlx::Error> {
         if self.direct.is_some() {
             self.release_direct_savepoint()?;
             // Direct writes run without awaiting anything: the writes queued on this thread get to join the batch
@@ -490,7 +490,7 @@ impl BatchedWrite {
 
     /// Runs `sql` for a write begun with [`GroupCommit::begin_direct`] (see [`DirectConnection::inserted_rowids`]),
     /// inside the write's savepoint, which its first call opens.
-    pub(super) fn direct_inserted_rowids(
+    pub(in crate::store) fn direct_inserted_rowids(
         &mut self,
         sql: &Statements,
         arguments: &DirectArguments<'_>,
@@ -518,7 +518,7 @@ impl BatchedWrite {
     }
 
     /// Undoes the write (as dropping it does).
-    pub(super) async fn rollback(self) -> Result<(), sqlx::Error> {
+    pub(in crate::store) async fn rollback(self) -> Result<(), sqlx::Error> {
         drop(self);
         Ok(())
     }

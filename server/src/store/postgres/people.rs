@@ -1,0 +1,346 @@
+//! People and credentials: accounts, memberships, API tokens and sign-in links, on PostgreSQL.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use app::types::Role;
+
+use super::*;
+use crate::store::people::*;
+use sqlx::Postgres;
+
+impl PostgresStore {
+    /// A member's role, read inside `tx`; `None` if they are not a member.
+    pub(in crate::store) async fn member_role(
+        tx: &mut sqlx::Transaction<'static, Postgres>,
+        workspace_id: Uuid,
+        user_id: Uuid,
+    ) -> StoreResult<Option<Role>> {
+        let current: Option<(String,)> =
+            sqlx::query_as("SELECT role FROM memberships WHERE workspace_id = $1 AND user_id = $2")
+                .bind(workspace_id)
+                .bind(user_id)
+                .fetch_optional(&mut **tx)
+                .await?;
+        current
+            .map(|(role,)| role.parse().map_err(|e: app::types::UnknownVariant| StoreError::Corrupt(e.to_string())))
+            .transpose()
+    }
+
+    /// The workspace's admins other than `user_id`, counted inside `tx` after locking their rows, so the "last
+    /// admin" check and the change it guards happen together.
+    pub(in crate::store) async fn other_admins(
+        tx: &mut sqlx::Transaction<'static, Postgres>,
+        workspace_id: Uuid,
+        user_id: Uuid,
+    ) -> StoreResult<i64> {
+        let admins: Vec<(Uuid,)> = sqlx::query_as(
+            "SELECT user_id FROM memberships WHERE workspace_id = $1 AND role = 'admin' AND user_id <> $2 FOR UPDATE",
+        )
+        .bind(workspace_id)
+        .bind(user_id)
+        .fetch_all(&mut **tx)
+        .await?;
+        Ok(admins.len() as i64)
+    }
+}
+
+#[async_trait]
+impl PeopleStore for PostgresStore {
+    fn credential_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.tokens.changes()
+    }
+
+    async fn insert_user(&self, user: &UserRow, audit: &[NewAuditEntry]) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await?;
+        let result = sqlx::query(&format!("INSERT INTO users ({USER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)"))
+            .bind(user.id)
+            .bind(&user.username)
+            .bind(&user.display_name)
+            .bind(&user.password_hash)
+            .bind(user.created_at)
+            .bind(user.disabled_at)
+            .execute(&mut *tx)
+            .await;
+        match result {
+            Ok(_) => {}
+            Err(err) if is_unique_violation(&err) => {
+                return Err(StoreError::Duplicate("account with that username"));
+            }
+            Err(err) => return Err(err.into()),
+        }
+        for entry in audit {
+            self.append_audit_in(&mut tx, entry).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn user_by_username(&self, username: &str) -> StoreResult<Option<UserRow>> {
+        Ok(sqlx::query_as(&format!("SELECT {USER_COLUMNS} FROM users WHERE username = $1"))
+            .bind(username)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
+    async fn set_password(&self, user_id: Uuid, password_hash: &str, audit: &[NewAuditEntry]) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("UPDATE users SET password_hash = $1 WHERE id = $2")
+            .bind(password_hash)
+            .bind(user_id)
+            .execute(&mut *tx)
+            .await?;
+        for entry in audit {
+            self.append_audit_in(&mut tx, entry).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn user_principal(&self, user_id: Uuid, workspace: Option<&str>) -> StoreResult<Option<Principal>> {
+        let record: Option<PrincipalRecord> = sqlx::query_as(&format!(
+            "{USER_PRINCIPAL} WHERE u.id = $1 AND u.disabled_at IS NULL AND ($2 IS NULL OR w.name = $2) \
+             ORDER BY m.created_at, w.name LIMIT 1"
+        ))
+        .bind(user_id)
+        .bind(workspace)
+        .fetch_optional(&self.pool)
+        .await?;
+        record.map(PrincipalRecord::into_principal).transpose()
+    }
+
+    async fn workspaces_of(&self, user_id: Uuid) -> StoreResult<Vec<Uuid>> {
+        let rows: Vec<(Uuid,)> = sqlx::query_as("SELECT workspace_id FROM memberships WHERE user_id = $1")
+            .bind(user_id)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.into_iter().map(|(id,)| id).collect())
+    }
+
+    async fn insert_membership(
+        &self,
+        workspace_id: Uuid,
+        user_id: Uuid,
+        role: Role,
+        audit: &[NewAuditEntry],
+    ) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await?;
+        let result =
+            sqlx::query("INSERT INTO memberships (workspace_id, user_id, role, created_at) VALUES ($1, $2, $3, $4)")
+                .bind(workspace_id)
+                .bind(user_id)
+                .bind(role.as_str())
+                .bind(crate::store::now())
+                .execute(&mut *tx)
+                .await;
+        match result {
+            Ok(_) => {}
+            Err(err) if is_unique_violation(&err) => return Err(StoreError::Duplicate("membership")),
+            Err(err) => return Err(err.into()),
+        }
+        for entry in audit {
+            self.append_audit_in(&mut tx, entry).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn member(&self, workspace_id: Uuid, user_id: Uuid) -> StoreResult<Option<MemberRow>> {
+        Ok(sqlx::query_as(&format!(
+            "SELECT {MEMBER_COLUMNS} FROM memberships m JOIN users u ON u.id = m.user_id \
+             WHERE m.workspace_id = $1 AND m.user_id = $2"
+        ))
+        .bind(workspace_id)
+        .bind(user_id)
+        .fetch_optional(&self.pool)
+        .await?)
+    }
+
+    async fn members(&self, workspace_id: Uuid, after: Option<&str>, limit: u32) -> StoreResult<Vec<MemberRow>> {
+        Ok(sqlx::query_as(&format!(
+            "SELECT {MEMBER_COLUMNS} FROM memberships m JOIN users u ON u.id = m.user_id \
+             WHERE m.workspace_id = $1 AND ($2 IS NULL OR u.username > $2) ORDER BY u.username LIMIT $3"
+        ))
+        .bind(workspace_id)
+        .bind(after)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    async fn change_role(
+        &self,
+        workspace_id: Uuid,
+        user_id: Uuid,
+        role: Role,
+        audit: &AuditOfMembership<'_>,
+    ) -> StoreResult<MembershipChange> {
+        let mut tx = self.pool.begin().await?;
+        let Some(before) = Self::member_role(&mut tx, workspace_id, user_id).await? else {
+            tx.rollback().await?;
+            return Ok(MembershipChange::NotMember);
+        };
+        if before == Role::Admin
+            && role != Role::Admin
+            && Self::other_admins(&mut tx, workspace_id, user_id).await? == 0
+        {
+            // Explicitly: a dropped transaction keeps the admins' row locks until its connection is reused.
+            tx.rollback().await?;
+            return Ok(MembershipChange::LastAdmin);
+        }
+        sqlx::query("UPDATE memberships SET role = $1 WHERE workspace_id = $2 AND user_id = $3")
+            .bind(role.as_str())
+            .bind(workspace_id)
+            .bind(user_id)
+            .execute(&mut *tx)
+            .await?;
+        self.append_audit_in(&mut tx, &audit(before)).await?;
+        sqlx::query(Self::TELL_OTHERS_OF_A_REVOCATION).execute(&mut *tx).await?;
+        tx.commit().await?;
+        // Long requests of the member (event streams, MCP sessions) check their caller again.
+        self.tokens.forget_all();
+        Ok(MembershipChange::Changed { before })
+    }
+
+    async fn remove_member(
+        &self,
+        workspace_id: Uuid,
+        user_id: Uuid,
+        audit: &AuditOfMembership<'_>,
+    ) -> StoreResult<MembershipChange> {
+        let mut tx = self.pool.begin().await?;
+        let Some(before) = Self::member_role(&mut tx, workspace_id, user_id).await? else {
+            tx.rollback().await?;
+            return Ok(MembershipChange::NotMember);
+        };
+        if before == Role::Admin && Self::other_admins(&mut tx, workspace_id, user_id).await? == 0 {
+            tx.rollback().await?;
+            return Ok(MembershipChange::LastAdmin);
+        }
+        for statement in [
+            "DELETE FROM sessions WHERE workspace_id = $1 AND user_id = $2",
+            "DELETE FROM signin_links WHERE workspace_id = $1 AND user_id = $2",
+            "DELETE FROM memberships WHERE workspace_id = $1 AND user_id = $2",
+        ] {
+            sqlx::query(statement).bind(workspace_id).bind(user_id).execute(&mut *tx).await?;
+        }
+        self.append_audit_in(&mut tx, &audit(before)).await?;
+        sqlx::query(Self::TELL_OTHERS_OF_A_REVOCATION).execute(&mut *tx).await?;
+        tx.commit().await?;
+        // Long requests of the member (event streams, MCP sessions) check their caller again.
+        self.tokens.forget_all();
+        Ok(MembershipChange::Changed { before })
+    }
+
+    async fn tokens(&self, workspace_id: Uuid, before: Option<Uuid>, limit: u32) -> StoreResult<Vec<TokenInfoRow>> {
+        Ok(sqlx::query_as(&format!(
+            "SELECT {TOKEN_INFO_COLUMNS} FROM tokens WHERE workspace_id = $1 AND ($2 IS NULL OR id < $2) \
+             ORDER BY id DESC LIMIT $3"
+        ))
+        .bind(workspace_id)
+        .bind(before)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    async fn token_info(&self, workspace_id: Uuid, id: Uuid) -> StoreResult<Option<TokenInfoRow>> {
+        Ok(sqlx::query_as(&format!("SELECT {TOKEN_INFO_COLUMNS} FROM tokens WHERE workspace_id = $1 AND id = $2"))
+            .bind(workspace_id)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
+    async fn revoke_token(
+        &self,
+        workspace_id: Uuid,
+        id: Uuid,
+        at: DateTime<Utc>,
+        audit: &NewAuditEntry,
+    ) -> StoreResult<Option<TokenInfoRow>> {
+        let mut tx = self.pool.begin().await?;
+        let revoked =
+            sqlx::query("UPDATE tokens SET revoked_at = $1 WHERE workspace_id = $2 AND id = $3 AND revoked_at IS NULL")
+                .bind(at)
+                .bind(workspace_id)
+                .bind(id)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+        if revoked == 1 {
+            self.append_audit_in(&mut tx, audit).await?;
+        }
+        sqlx::query("DELETE FROM sessions WHERE token_id = $1").bind(id).execute(&mut *tx).await?;
+        let row: Option<TokenInfoRow> =
+            sqlx::query_as(&format!("SELECT {TOKEN_INFO_COLUMNS} FROM tokens WHERE workspace_id = $1 AND id = $2"))
+                .bind(workspace_id)
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        sqlx::query(Self::TELL_OTHERS_OF_A_REVOCATION).execute(&mut *tx).await?;
+        tx.commit().await?;
+        // Before the caller hears that the token is revoked, this instance has stopped trusting it.
+        self.tokens.forget_all();
+        Ok(row)
+    }
+
+    async fn has_credentials(&self, workspace_id: Uuid) -> StoreResult<bool> {
+        let found: Option<(i32,)> = sqlx::query_as(
+            "SELECT 1 FROM tokens WHERE workspace_id = $1 AND revoked_at IS NULL \
+             UNION ALL SELECT 1 FROM memberships m JOIN users u ON u.id = m.user_id \
+             WHERE m.workspace_id = $1 AND u.password_hash IS NOT NULL LIMIT 1",
+        )
+        .bind(workspace_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(found.is_some())
+    }
+
+    async fn replace_signin_link(&self, link: &SigninLinkRow) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("DELETE FROM signin_links WHERE workspace_id = $1 AND used_at IS NULL")
+            .bind(link.workspace_id)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO signin_links (code_hash, workspace_id, user_id, created_at, expires_at) \
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(&link.code_hash)
+        .bind(link.workspace_id)
+        .bind(link.user_id)
+        .bind(link.created_at)
+        .bind(link.expires_at)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn use_signin_link(&self, code_hash: &[u8], now: DateTime<Utc>) -> StoreResult<Option<Principal>> {
+        let mut tx = self.pool.begin().await?;
+        // Conditional on `used_at IS NULL`: of two concurrent uses, one wins.
+        let used: Option<(Uuid, Uuid)> = sqlx::query_as(
+            "UPDATE signin_links SET used_at = $1 WHERE code_hash = $2 AND used_at IS NULL AND expires_at > $1 \
+             RETURNING user_id, workspace_id",
+        )
+        .bind(now)
+        .bind(code_hash)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some((user_id, workspace_id)) = used else {
+            return Ok(None);
+        };
+        let record: Option<PrincipalRecord> = sqlx::query_as(&format!(
+            "{USER_PRINCIPAL} WHERE u.id = $1 AND m.workspace_id = $2 AND u.disabled_at IS NULL"
+        ))
+        .bind(user_id)
+        .bind(workspace_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        record.map(PrincipalRecord::into_principal).transpose()
+    }
+}
