@@ -423,7 +423,13 @@ mod tests {
         let committed = watch::channel(Committed::default()).0;
         let tokens = Arc::new(TokenCache::new(false, std::time::Duration::from_secs(600)));
         let stop = tokio_util::sync::CancellationToken::new();
-        tokio::spawn(listen_to_other_instances(pool.clone(), committed.clone(), Arc::clone(&tokens), stop.clone()));
+        let listening = Listening {
+            pool: pool.clone(),
+            schema: "public".into(),
+            committed: committed.clone(),
+            tokens: Arc::clone(&tokens),
+        };
+        tokio::spawn(listen_to_other_instances(listening, stop.clone()));
         let _stop_when_done = stop.drop_guard();
         let principal = Principal {
             id: Uuid::now_v7(),
@@ -447,6 +453,15 @@ mod tests {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         notify(CREDENTIALS_CHANNEL).await;
         eventually(|| tokens.get(b"secret").is_none(), "the revocation is heard").await;
+    }
+
+    #[test]
+    fn a_store_follows_the_ids_of_its_own_schemas_log_only() {
+        assert_eq!(event_of_this_log("holdpoint_a:42", "holdpoint_a"), Some(42));
+        assert_eq!(event_of_this_log("holdpoint_b:42", "holdpoint_a"), None, "another schema's log");
+        assert_eq!(event_of_this_log("odd:name:7", "odd:name"), Some(7));
+        assert_eq!(event_of_this_log("42", "holdpoint_a"), None);
+        assert_eq!(event_of_this_log("holdpoint_a:x", "holdpoint_a"), None);
     }
 
     async fn eventually(condition: impl Fn() -> bool, what: &str) {

@@ -59,7 +59,10 @@ impl PostgresStore {
         let committed = watch::channel(Committed { last, read_through: last, ..Committed::default() }).0;
         let tokens = Arc::new(TokenCache::new(false, token_cache));
         let stop = tokio_util::sync::CancellationToken::new();
-        tokio::spawn(listen_to_other_instances(pool.clone(), committed.clone(), Arc::clone(&tokens), stop.clone()));
+        let (schema,): (String,) = sqlx::query_as("SELECT current_schema()").fetch_one(&pool).await?;
+        let listening =
+            Listening { pool: pool.clone(), schema, committed: committed.clone(), tokens: Arc::clone(&tokens) };
+        tokio::spawn(listen_to_other_instances(listening, stop.clone()));
         let batches = WriteBatches::start(pool.clone());
         Ok(Self {
             pool,
@@ -72,16 +75,24 @@ impl PostgresStore {
     }
 }
 
+/// What the listener follows, and for whom.
+pub(in crate::store) struct Listening {
+    pub(in crate::store) pool: PgPool,
+    /// The schema of this store's tables: a notification names the schema of the log its id is in (migration 0012).
+    pub(in crate::store) schema: String,
+    pub(in crate::store) committed: watch::Sender<Committed>,
+    pub(in crate::store) tokens: Arc<TokenCache>,
+}
+
 /// Follows the other instances' commits (each notification on [`EVENTS_CHANNEL`] carries the newest event id of a
-/// commit) and revocations ([`CREDENTIALS_CHANNEL`]). The token cache serves only while this listens: a
-/// notification sent while the connection is down is lost, so a lost connection forgets every token and the cache
-/// waits for a new one to be listening again.
+/// commit, after the schema of its log) and revocations ([`CREDENTIALS_CHANNEL`]). The token cache serves only
+/// while this listens: a notification sent while the connection is down is lost, so a lost connection forgets
+/// every token and the cache waits for a new one to be listening again.
 pub(in crate::store) async fn listen_to_other_instances(
-    pool: PgPool,
-    committed: watch::Sender<Committed>,
-    tokens: Arc<TokenCache>,
+    listening: Listening,
     stop: tokio_util::sync::CancellationToken,
 ) {
+    let Listening { pool, schema, committed, tokens } = listening;
     while !stop.is_cancelled() {
         let mut listener = match sqlx::postgres::PgListener::connect_with(&pool).await {
             Ok(listener) => listener,
@@ -106,7 +117,7 @@ pub(in crate::store) async fn listen_to_other_instances(
             match received {
                 Ok(Some(notification)) if notification.channel() == CREDENTIALS_CHANNEL => tokens.forget_all(),
                 Ok(Some(notification)) => {
-                    if let Ok(id) = notification.payload().parse::<i64>() {
+                    if let Some(id) = event_of_this_log(notification.payload(), &schema) {
                         announce(&committed, id, None);
                     }
                 }
@@ -122,6 +133,16 @@ pub(in crate::store) async fn listen_to_other_instances(
         }
         tokens.listening(false);
     }
+}
+
+/// The event id a notification on [`EVENTS_CHANNEL`] announces, if it is one of the log in `schema`: other
+/// schemas of the same database number their own logs, and their ids say nothing of this one's.
+pub(in crate::store) fn event_of_this_log(payload: &str, schema: &str) -> Option<i64> {
+    let (of, id) = payload.rsplit_once(':')?;
+    if of != schema {
+        return None;
+    }
+    id.parse().ok()
 }
 
 /// The channel on which PostgreSQL instances announce committed events to each other.
