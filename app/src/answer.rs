@@ -227,7 +227,7 @@ pub fn AnswerWidget(
             EitherOf6::B(()),
             EitherOf4::B(view! {
                 <div class="button-row">
-                    <button type="button" class="primary" data-testid=tid("yes") disabled=move || busy.get() on:click=move |_| send(Value::Bool(true), None)>"Yes"</button>
+                    <button type="button" class="primary" data-primary data-testid=tid("yes") disabled=move || busy.get() on:click=move |_| send(Value::Bool(true), None)>"Yes"</button>
                     <button type="button" data-testid=tid("no") disabled=move || busy.get() on:click=move |_| send(Value::Bool(false), None)>"No"</button>
                 </div>
             }),
@@ -309,12 +309,12 @@ pub fn AnswerWidget(
                             }}
                         })
                     } else {
-                        leptos::either::Either::Right(view! { <pre class="arguments" data-testid=tid("arguments-view")>{original_args.clone()}</pre> })
+                        leptos::either::Either::Right(view! { <pre tabindex="0" class="arguments" data-testid=tid("arguments-view")>{original_args.clone()}</pre> })
                     }}
                 }),
                 EitherOf4::C(view! {
                     <div class="button-row">
-                        <button type="button" class="primary" data-testid=tid("approve")
+                        <button type="button" class="primary" data-primary data-testid=tid("approve")
                             disabled=move || busy.get() || (allow_edit && args_parsed.with(Result::is_err))
                             on:click=move |_| decide(true)>"Approve"</button>
                         <button type="button" class="danger" data-testid=tid("reject") disabled=move || busy.get()

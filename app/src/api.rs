@@ -1,6 +1,7 @@
-//! The browser's calls to the REST API (`/api/v1`), for actions: the session cookie goes along by itself, and the
-//! session's CSRF token is sent in `X-CSRF-Token`. On the server these calls are never made (event handlers run only
-//! in the browser); there they answer with an error.
+//! The browser's calls to the REST API (`/api/v1`), for actions and for data a page reads after its render: the
+//! session cookie goes along by itself, and a state-changing call sends the session's CSRF token in `X-CSRF-Token`.
+//! On the server these calls are never made (event handlers run only in the browser); there they answer with an
+//! error.
 
 use serde::{Serialize, de::DeserializeOwned};
 
@@ -69,8 +70,15 @@ pub async fn post_json<B: Serialize, R: DeserializeOwned>(path: &str, body: &B) 
     send_json("POST", path, Some(body)).await
 }
 
-/// A state-changing call to `/api/v1{path}` (`POST`, `PATCH`, `DELETE`), with an optional JSON body. The JSON
-/// answer (`204 No Content` reads as `null`, so `R = ()` fits it), or the API's error.
+/// `GET /api/v1{path}`: the JSON answer, or the API's error. For what the page needs after its render (the inbox's
+/// split view reads a question this way): a wire type's reader is already in the browser's code, where a server
+/// function would bring its own client code along.
+pub async fn get_json<R: DeserializeOwned>(path: &str) -> Result<R, ApiError> {
+    send_json::<(), R>("GET", path, None).await
+}
+
+/// A call to `/api/v1{path}` (`GET`, or a state-changing `POST`, `PATCH`, `DELETE`), with an optional JSON body. The
+/// JSON answer (`204 No Content` reads as `null`, so `R = ()` fits it), or the API's error.
 pub async fn send_json<B: Serialize, R: DeserializeOwned>(
     method: &str,
     path: &str,
@@ -79,13 +87,14 @@ pub async fn send_json<B: Serialize, R: DeserializeOwned>(
     #[cfg(feature = "hydrate")]
     {
         use gloo_net::http::{Method, RequestBuilder};
-        let csrf = csrf_token().await?;
-        let method = match method {
-            "PATCH" => Method::PATCH,
-            "DELETE" => Method::DELETE,
-            _ => Method::POST,
+        let builder = RequestBuilder::new(&format!("/api/v1{path}"));
+        // Reading changes nothing, so it needs no CSRF token.
+        let builder = match method {
+            "GET" => builder.method(Method::GET),
+            "PATCH" => builder.method(Method::PATCH).header("X-CSRF-Token", &csrf_token().await?),
+            "DELETE" => builder.method(Method::DELETE).header("X-CSRF-Token", &csrf_token().await?),
+            _ => builder.method(Method::POST).header("X-CSRF-Token", &csrf_token().await?),
         };
-        let builder = RequestBuilder::new(&format!("/api/v1{path}")).method(method).header("X-CSRF-Token", &csrf);
         let request = match body {
             Some(body) => builder.json(body).map_err(ApiError::network)?,
             None => builder.build().map_err(ApiError::network)?,

@@ -3,37 +3,77 @@
 use leptos::prelude::*;
 
 use crate::current_session;
+use crate::markdown::Markdown;
 use crate::types::{Question, QuestionStatus, Role};
 
-/// The bar on top of every signed-in page: where you are, who you are, and sign-out.
+/// The bar on top of every signed-in page: where you are, who you are, and sign-out. On a phone, once the script
+/// runs, everything but the name folds into a menu behind one button (without the script the bar shows it all).
 #[component]
 pub fn TopBar() -> impl IntoView {
     let session = crate::codec::resource(|| (), |_| current_session());
+    let open = RwSignal::new(false);
     view! {
-        <header class="topbar">
+        <header class="topbar" class:open=move || open.get()>
             <a class="brand" href="/inbox">"Holdpoint"</a>
-            <nav aria-label="Main">
-                <a href="/inbox" data-testid="nav-inbox">"Inbox" <crate::notify::UnreadBadge/></a>
-                <a href="/approvals" data-testid="nav-approvals">"Approvals"</a>
-                <a href="/runs" data-testid="nav-runs">"Runs"</a>
-                <a href="/settings" data-testid="nav-settings">"Settings"</a>
+            <button type="button" class="menu-toggle" aria-controls="topbar-menu" data-testid="menu-toggle"
+                aria-expanded=move || if open.get() { "true" } else { "false" }
+                on:click=move |_| open.update(|o| *o = !*o)>
+                "Menu"
+            </button>
+            // A link followed from the menu closes it: the layout, and so the bar, stays mounted across pages.
+            <div class="topbar-menu" id="topbar-menu" on:click=move |_| open.set(false)>
+                <nav aria-label="Main">
+                    <a href="/inbox" data-testid="nav-inbox">"Inbox" <crate::notify::UnreadBadge/></a>
+                    <a href="/approvals" data-testid="nav-approvals">"Approvals"</a>
+                    <a href="/runs" data-testid="nav-runs">"Runs"</a>
+                    <a href="/settings" data-testid="nav-settings">"Settings"</a>
+                    <Suspense fallback=|| ()>
+                        {move || session.get().and_then(Result::ok).filter(|s| s.role == Role::Admin).map(|_| view! {
+                            <a href="/audit" data-testid="nav-audit">"Audit"</a>
+                        })}
+                    </Suspense>
+                </nav>
+                <crate::notify::BrowserNotifications/>
                 <Suspense fallback=|| ()>
-                    {move || session.get().and_then(Result::ok).filter(|s| s.role == Role::Admin).map(|_| view! {
-                        <a href="/audit" data-testid="nav-audit">"Audit"</a>
+                    {move || session.get().and_then(Result::ok).map(|s| view! {
+                        <span class="who" data-testid="signed-in-as">{format!("{} · {}", s.name, s.workspace)}</span>
+                        <form method="post" action="/auth/signout" class="inline">
+                            <input type="hidden" name="csrf" value=s.csrf_token/>
+                            <button type="submit" class="link" data-testid="signout">"Sign out"</button>
+                        </form>
                     })}
                 </Suspense>
-            </nav>
-            <crate::notify::BrowserNotifications/>
-            <Suspense fallback=|| ()>
-                {move || session.get().and_then(Result::ok).map(|s| view! {
-                    <span class="who" data-testid="signed-in-as">{format!("{} · {}", s.name, s.workspace)}</span>
-                    <form method="post" action="/auth/signout" class="inline">
-                        <input type="hidden" name="csrf" value=s.csrf_token/>
-                        <button type="submit" class="link" data-testid="signout">"Sign out"</button>
-                    </form>
-                })}
-            </Suspense>
+            </div>
         </header>
+    }
+}
+
+/// What a question says beyond its title: the body, the runs that asked it, the action to approve and the context.
+/// The live modal and the inbox's split view show it alike; `testid` prefixes the parts' `data-testid`s.
+#[component]
+pub fn QuestionContext(question: Question, testid: &'static str) -> impl IntoView {
+    let context = question
+        .context
+        .as_object()
+        .is_some_and(|c| !c.is_empty())
+        .then(|| serde_json::to_string_pretty(&question.context).unwrap_or_default());
+    let lineage: Vec<uuid::Uuid> = question.parent_run_ids.iter().copied().chain(question.run_id).collect();
+    view! {
+        {(!question.body.is_empty()).then(|| view! { <Markdown source=question.body.clone() testid=format!("{testid}-body")/> })}
+        {(!lineage.is_empty()).then(|| view! {
+            <p class="lineage" data-testid=format!("{testid}-lineage")>"Asked by run "
+                {lineage.iter().enumerate().map(|(i, id)| view! {
+                    {(i > 0).then_some(" → ")}
+                    <a href=format!("/runs/{id}")><code>{short_id(id)}</code></a>
+                }).collect_view()}
+            </p>
+        })}
+        {question.action.map(|a| view! {
+            <p class="action-name">"Action: " <code data-testid=format!("{testid}-tool")>{a.tool_name}</code></p>
+        })}
+        {context.map(|c| view! {
+            <details class="context"><summary>"Context"</summary><pre tabindex="0" data-testid=format!("{testid}-context")>{c}</pre></details>
+        })}
     }
 }
 

@@ -247,7 +247,8 @@ pub fn to_html(source: &str) -> String {
             Block::Paragraph(text) => wrap(&mut out, "p", &text),
             Block::Quote(text) => wrap(&mut out, "blockquote", &text),
             Block::Code(code) => {
-                out.push_str("<pre><code>");
+                // A code block wider than its column scrolls, and a box that scrolls must be reachable by keyboard.
+                out.push_str("<pre tabindex=\"0\"><code>");
                 escape_into(&mut out, &code);
                 out.push_str("</code></pre>");
             }
@@ -311,7 +312,7 @@ mod tests {
             "<h3>T &lt;b&gt;</h3><p><strong>x</strong> &lt;img src=x onerror=alert(1)&gt; \
              <a rel=\"noopener noreferrer nofollow\" href=\"https://e.example/?q=&quot;x&quot;\">a&quot;</a></p>"
         );
-        assert_eq!(to_html("```\n<script>\n```"), "<pre><code>&lt;script&gt;</code></pre>");
+        assert_eq!(to_html("```\n<script>\n```"), "<pre tabindex=\"0\"><code>&lt;script&gt;</code></pre>");
     }
 
     #[test]

@@ -2,8 +2,13 @@
 //!
 //! Questions asked while one is showing wait in a queue (one modal, a "1 of 3" counter), never stacked. When the
 //! shown question is resolved elsewhere (another tab, the CLI, a default on timeout) the modal closes itself and a
-//! notice says by whom or how. Keyboard: focus starts in the modal and stays there (Tab wraps), Escape defers the
+//! notice says by whom or how. Keyboard: focus starts on the answer's primary control (Yes for a yes/no question,
+//! Approve for an approval, the first input otherwise) and stays in the modal (Tab wraps); Escape defers the
 //! question (it stays in the inbox).
+//!
+//! The modal comes up by itself, maybe while someone is typing elsewhere: for a moment after a question appears
+//! (`focus::SETTLE_MS`), Enter and Space do not press the primary button the focus starts on, so a keystroke meant
+//! for another field cannot answer it.
 
 use std::collections::HashMap;
 
@@ -11,9 +16,8 @@ use leptos::prelude::*;
 use uuid::Uuid;
 
 use crate::answer::AnswerWidget;
-use crate::components::{Badge, Countdown, describe_resolution};
+use crate::components::{Badge, Countdown, QuestionContext, describe_resolution};
 use crate::live::use_live;
-use crate::markdown::Markdown;
 use crate::types::{Question, QuestionStatus};
 
 /// What the modal does with one more question event.
@@ -111,16 +115,19 @@ pub fn LiveModal() -> impl IntoView {
         show_notice(format!("Answer sent: “{}”", question.title));
     });
 
-    // Focus the first input of each question as it comes up, so the keyboard is already in the modal.
+    // When the question on show came up (the browser's clock, in ms), for the guard against keys meant for elsewhere.
+    let shown_at = StoredValue::new(0.0_f64);
+    // Focus the answer's primary control as each question comes up, so the keyboard is already in the modal.
     Effect::new(move |_| {
         if current_id.get().is_some() {
+            shown_at.set_value(focus::now());
             request_animation_frame(move || focus::first(dialog));
         }
     });
 
     // On the window, not the dialog: a key pressed before the focus has moved into a newly shown question (or after
     // a click left it outside) still reaches the modal.
-    focus::handle_keys(current_id, dialog, defer);
+    focus::handle_keys(current_id, dialog, shown_at, defer);
 
     view! {
         {move || notice.get().map(|text| view! {
@@ -129,10 +136,6 @@ pub fn LiveModal() -> impl IntoView {
         {move || current_id.get().and_then(|_| current.get_untracked()).map(|question| {
             let title_id = format!("modal-title-{}", question.id.simple());
             let labelled_by = title_id.clone();
-            let context = question.context.as_object().is_some_and(|c| !c.is_empty())
-                .then(|| serde_json::to_string_pretty(&question.context).unwrap_or_default());
-            let action = question.action.clone();
-            let lineage: Vec<Uuid> = question.parent_run_ids.iter().copied().chain(question.run_id).collect();
             view! {
                 <div class="modal-backdrop">
                     <div class="modal" role="dialog" aria-modal="true" aria-labelledby=labelled_by
@@ -153,17 +156,7 @@ pub fn LiveModal() -> impl IntoView {
                             <h2 id=title_id data-testid="modal-title">{question.title.clone()}</h2>
                         </header>
                         <div class="modal-body">
-                            {(!question.body.is_empty()).then(|| view! { <Markdown source=question.body.clone() testid="modal-body"/> })}
-                            {(!lineage.is_empty()).then(|| view! {
-                                <p class="lineage" data-testid="modal-lineage">"Asked by run "
-                                    {lineage.iter().enumerate().map(|(i, id)| view! {
-                                        {(i > 0).then_some(" → ")}
-                                        <a href=format!("/runs/{id}")><code>{crate::components::short_id(id)}</code></a>
-                                    }).collect_view()}
-                                </p>
-                            })}
-                            {action.map(|a| view! { <p class="action-name">"Action: " <code data-testid="modal-tool">{a.tool_name}</code></p> })}
-                            {context.map(|c| view! { <details class="context"><summary>"Context"</summary><pre data-testid="modal-context">{c}</pre></details> })}
+                            <QuestionContext question=question.clone() testid="modal"/>
                             <AnswerWidget question=question.clone() prefix="modal" on_answered=answered/>
                         </div>
                         <footer class="modal-foot">
@@ -203,22 +196,62 @@ mod focus {
             .collect()
     }
 
-    /// Focuses the first control of the answer (not a link of the body), or else anything focusable.
+    /// How long after a question comes up Enter and Space leave its buttons alone (ms): about the time a person
+    /// needs to notice the modal and stop typing.
+    pub const SETTLE_MS: f64 = 700.0;
+
+    /// The browser's clock, in milliseconds.
+    pub fn now() -> f64 {
+        js_sys::Date::now()
+    }
+
+    /// Focuses the answer's primary control (marked `data-primary`), else its first control (not a link of the
+    /// body), else anything focusable.
     pub fn first(dialog: NodeRef<leptos::html::Div>) {
-        let controls = elements(dialog, ".answer-widget :is(input, select, textarea, button):not([disabled])");
-        if let Some(first) = controls.into_iter().next().or_else(|| focusable(dialog).into_iter().next()) {
+        let primary = elements(dialog, ".answer-widget [data-primary]:not([disabled])");
+        let controls = || elements(dialog, ".answer-widget :is(input, select, textarea, button):not([disabled])");
+        if let Some(first) = primary
+            .into_iter()
+            .next()
+            .or_else(|| controls().into_iter().next())
+            .or_else(|| focusable(dialog).into_iter().next())
+        {
             let _ = first.focus();
         }
     }
 
-    /// While a question is shown: Escape defers it, Tab keeps the focus inside the dialog.
+    /// Whether a key would press the primary button (where [`first`] put the focus) too soon after the question
+    /// came up (see [`SETTLE_MS`]). A button reached with Tab was chosen; it is not held back.
+    fn too_soon(
+        dialog: NodeRef<leptos::html::Div>,
+        shown_at: StoredValue<f64>,
+        ev: &leptos::ev::KeyboardEvent,
+    ) -> bool {
+        let pressing = matches!(ev.key().as_str(), "Enter" | " ");
+        let on_primary = ev
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+            .filter(|el| el.tag_name() == "BUTTON" && el.has_attribute("data-primary"))
+            .zip(dialog.get_untracked())
+            .is_some_and(|(button, root)| root.contains(Some(&button)));
+        pressing && on_primary && now() - shown_at.get_value() < SETTLE_MS
+    }
+
+    /// While a question is shown: Escape defers it, Tab keeps the focus inside the dialog, and Enter or Space on the
+    /// primary button does nothing until the question has been on show for [`SETTLE_MS`] (Space presses a button
+    /// when the key comes up, Enter when it goes down).
     pub fn handle_keys(
         shown: Memo<Option<uuid::Uuid>>,
         dialog: NodeRef<leptos::html::Div>,
+        shown_at: StoredValue<f64>,
         defer: impl Fn() + 'static,
     ) {
-        let handle = window_event_listener(leptos::ev::keydown, move |ev| {
+        let down = window_event_listener(leptos::ev::keydown, move |ev| {
             if shown.get_untracked().is_none() {
+                return;
+            }
+            if too_soon(dialog, shown_at, &ev) {
+                ev.prevent_default();
                 return;
             }
             match ev.key().as_str() {
@@ -230,7 +263,15 @@ mod focus {
                 _ => {}
             }
         });
-        on_cleanup(move || handle.remove());
+        let up = window_event_listener(leptos::ev::keyup, move |ev| {
+            if shown.get_untracked().is_some() && too_soon(dialog, shown_at, &ev) {
+                ev.prevent_default();
+            }
+        });
+        on_cleanup(move || {
+            down.remove();
+            up.remove();
+        });
     }
 
     /// Tab on the last element goes to the first, Shift+Tab on the first to the last.
@@ -256,8 +297,17 @@ mod focus {
 mod focus {
     use leptos::prelude::*;
 
+    pub fn now() -> f64 {
+        0.0
+    }
     pub fn first(_: NodeRef<leptos::html::Div>) {}
-    pub fn handle_keys(_: Memo<Option<uuid::Uuid>>, _: NodeRef<leptos::html::Div>, _: impl Fn() + 'static) {}
+    pub fn handle_keys(
+        _: Memo<Option<uuid::Uuid>>,
+        _: NodeRef<leptos::html::Div>,
+        _: StoredValue<f64>,
+        _: impl Fn() + 'static,
+    ) {
+    }
 }
 
 #[cfg(test)]

@@ -481,6 +481,25 @@ pub struct QuestionSummary {
     pub preview: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub assignee: Option<Assignee>,
+    /// A choice question's options when they are few enough to answer from the row (see [`row_choices`]); empty
+    /// otherwise, so a question with a long list of options costs its row nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub choices: Vec<QuestionOption>,
+}
+
+/// The most options a list row offers as buttons: more would not fit beside the title, and a longer list deserves
+/// the whole question's page.
+pub const ROW_CHOICES_MAX: usize = 3;
+
+/// The options a row offers as buttons: a single-choice question's, when it has at most [`ROW_CHOICES_MAX`].
+/// Several choices at once, forms and error recoveries need more than one click, so their rows link to the
+/// question instead.
+pub fn row_choices(response_type: ResponseType, options: &[QuestionOption]) -> Vec<QuestionOption> {
+    if response_type == ResponseType::Choice && options.len() <= ROW_CHOICES_MAX {
+        options.to_vec()
+    } else {
+        Vec::new()
+    }
 }
 
 /// The most characters of a body a list row shows: more would be cut off by the row's width anyway.
@@ -506,6 +525,7 @@ impl From<&Question> for QuestionSummary {
             run_id: question.run_id,
             preview: preview(&question.body),
             assignee: question.assignee.clone(),
+            choices: row_choices(question.response_type, &question.options),
             kind: question.kind,
             response_type: question.response_type,
             title: question.title.clone(),
@@ -647,6 +667,22 @@ pub(crate) fn human_role_schema() -> utoipa::openapi::schema::Object {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_row_offers_the_options_of_a_single_choice_with_at_most_three() {
+        let options = |n: usize| {
+            (0..n)
+                .map(|i| QuestionOption { value: format!("v{i}"), label: format!("Option {i}"), description: None })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(row_choices(ResponseType::Choice, &options(3)), options(3));
+        assert!(row_choices(ResponseType::Choice, &options(4)).is_empty(), "four need the question's page");
+        assert!(row_choices(ResponseType::MultiChoice, &options(2)).is_empty(), "several at once need a form");
+        let mut question = sample_question("Which?", QuestionStatus::Pending);
+        question.response_type = ResponseType::Choice;
+        question.options = options(2);
+        assert_eq!(QuestionSummary::from(&question).choices, options(2));
+    }
 
     #[test]
     fn a_session_debug_output_shows_no_csrf_token() {

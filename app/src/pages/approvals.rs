@@ -317,7 +317,10 @@ fn ApprovalQueue(initial: Vec<Question>, filter: InboxFilter, updates: ReadSigna
             children=move |(tool, items)| view! { <ToolGroup tool items selected results/> }
         />
         <Show when=move || shown.with(Vec::is_empty)>
-            <p class="empty" data-testid="approvals-empty">"No approvals are waiting."</p>
+            <div class="empty" data-testid="approvals-empty">
+                <p class="empty-title">"No approvals are waiting."</p>
+                <p>"When an agent wants to run a tool that needs a person's go-ahead, the call waits here."</p>
+            </div>
         </Show>
     }
     .into_any()
@@ -378,7 +381,7 @@ fn ApprovalRow(question: Question, selected: RwSignal<Vec<Uuid>>, results: RwSig
             {call.map(|(tool, line, pretty)| view! {
                 <details class="call">
                     <summary data-testid="approval-call"><code>{tool}</code> " " <code class="call-line">{line}</code></summary>
-                    <pre class="arguments" data-testid="approval-arguments">{pretty}</pre>
+                    <pre tabindex="0" class="arguments" data-testid="approval-arguments">{pretty}</pre>
                 </details>
             })}
             {move || result().map(|r| view! {

@@ -206,10 +206,16 @@ fn AuditFilterBar(filter: AuditFilter) -> impl IntoView {
 #[component]
 fn AuditTable(entries: Vec<AuditEntry>) -> impl IntoView {
     if entries.is_empty() {
-        return Either::Left(view! { <p class="muted" data-testid="audit-empty">"No entries match."</p> });
+        return Either::Left(view! {
+            <div class="empty" data-testid="audit-empty">
+                <p class="empty-title">"No entries match."</p>
+                <p>"Every decision, sign-in and change is logged here; widen the filters or "
+                    <a href="/audit">"show the whole log"</a>"."</p>
+            </div>
+        });
     }
     Either::Right(view! {
-        <div class="table-scroll">
+        <div class="table-scroll" tabindex="0" role="region" aria-label="Audit entries">
             <table class="audit-table" data-testid="audit-table">
                 <thead>
                     <tr>

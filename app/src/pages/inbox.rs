@@ -1,15 +1,26 @@
 //! The inbox: every question of the workspace, filtered by the URL (`?status=&kind=&project=&urgency=&q=&sort=`),
-//! kept current by the event stream, and navigable with the keyboard (j/k to move, Enter to open).
+//! kept current by the event stream, and worked through from the list: yes/no questions, approvals and short choices
+//! are answered from their row (a click, or a key: see [`SHORTCUTS`]), and on a wide screen the question under the
+//! cursor shows in full beside the list, with its answer form.
 //!
-//! The filter bar is a plain `GET` form, so filtering works without JavaScript too.
+//! Without JavaScript the list is for reading: the filter bar is a plain `GET` form, and each title links to the
+//! question's page, whose form answers every type. The row actions and the split view need the script.
 
-use leptos::either::Either;
+use std::collections::HashMap;
+
+use leptos::either::{Either, EitherOf3};
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
+use serde_json::Value;
+use uuid::Uuid;
 
-use crate::components::{Ago, Badge, Countdown, short_id};
+use crate::answer::AnswerWidget;
+use crate::api::{get_json, post_json};
+use crate::components::{
+    Ago, Badge, Countdown, QuestionContext, answer_text, capitalise, describe_resolution, short_id,
+};
 use crate::live::use_question_updates;
-use crate::types::{Question, QuestionKind, QuestionStatus, QuestionSummary, Urgency};
+use crate::types::{AnswerBody, Question, QuestionKind, QuestionStatus, QuestionSummary, ResponseType, Urgency};
 use crate::{InboxFilter, inbox_summaries};
 
 /// `/inbox`: the questions the URL's filters select; new ones appear without a reload.
@@ -20,7 +31,7 @@ pub fn InboxPage() -> impl IntoView {
     let initial = crate::codec::resource(move || filter.get(), inbox_summaries);
     let updates = use_question_updates();
     view! {
-        <main class="page wide" data-testid="inbox-page">
+        <main class="page wide inbox-page" data-testid="inbox-page">
             <h1>"Inbox"</h1>
             <FilterBar filter=filter.get_untracked()/>
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
@@ -181,7 +192,11 @@ fn FilterBar(filter: InboxFilter) -> impl IntoView {
 /// Applies live updates to the server-rendered list: changed questions are replaced, new ones join, and the list
 /// keeps only what the filter selects, in its order. The server chose the initial rows by the same filter; an
 /// update is a whole question, so it is judged whole (its body too, for a text search) before it is summarised.
-fn merge_live(initial: &[QuestionSummary], updates: &[Question], filter: &InboxFilter) -> Vec<QuestionSummary> {
+fn merge_live<'a>(
+    initial: &[QuestionSummary],
+    updates: impl IntoIterator<Item = &'a Question>,
+    filter: &InboxFilter,
+) -> Vec<QuestionSummary> {
     let mut merged: Vec<QuestionSummary> = initial.to_vec();
     for update in updates {
         let position = merged.iter().position(|q| q.id == update.id);
@@ -198,52 +213,431 @@ fn merge_live(initial: &[QuestionSummary], updates: &[Question], filter: &InboxF
     merged
 }
 
+/// What a row answered from the list is doing: waiting for the server, or refused with the server's reason.
+#[derive(Debug, Clone, PartialEq)]
+enum RowState {
+    Sending,
+    Failed(String),
+}
+
+/// The answer a row's one-click action gives: `true`/`false` for a yes/no question or an approval, an option's
+/// value for a choice. `None` when the row has no such action (its question needs its page or the split view).
+fn quick_answer(question: &QuestionSummary, action: RowAction) -> Option<Value> {
+    let yes_no = matches!(question.response_type, ResponseType::Boolean | ResponseType::Approval);
+    match action {
+        RowAction::Affirm if yes_no => Some(Value::Bool(true)),
+        RowAction::Refuse if yes_no => Some(Value::Bool(false)),
+        RowAction::Choice(index) => question.choices.get(index).map(|o| Value::String(o.value.clone())),
+        _ => None,
+    }
+}
+
+/// A row's one-click actions: Yes or Approve, No or Reject, and the nth choice.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum RowAction {
+    Affirm,
+    Refuse,
+    Choice(usize),
+}
+
+/// Everything the rows, the keyboard and the split view share on the inbox page.
+#[derive(Clone, Copy)]
+struct Inbox {
+    shown: Memo<Vec<QuestionSummary>>,
+    /// The row the keyboard is on (by id, so live insertions above it do not move it); the split view shows it.
+    cursor: RwSignal<Option<Uuid>>,
+    /// Rows marked with `x` or their checkbox, for one answer to all of them.
+    marked: RwSignal<Vec<Uuid>>,
+    states: RwSignal<HashMap<Uuid, RowState>>,
+    /// Questions answered from this page, as the server returned them: they leave a pending list at once, without
+    /// waiting for the event stream to say so.
+    answered: RwSignal<Vec<Question>>,
+    /// The last answer sent from the list, said in a notice.
+    notice: RwSignal<Option<String>>,
+    /// A batch that holds a critical question, waiting for a confirmation: whether it affirms.
+    confirming: RwSignal<Option<bool>>,
+    shortcuts_open: RwSignal<bool>,
+}
+
+impl Inbox {
+    /// Sends `answers` (question id, value), one after the other; each row shows its outcome, and the cursor moves on from
+    /// a row that leaves the list. Each is an answer of its own (`POST /questions/{id}/answer`, as the live modal
+    /// sends), so one refused answer leaves the others standing.
+    fn answer(self, answers: Vec<(Uuid, Value)>) {
+        if answers.is_empty() {
+            return;
+        }
+        self.states.update(|states| {
+            for (id, _) in &answers {
+                states.insert(*id, RowState::Sending);
+            }
+        });
+        // Where the cursor goes if its row is answered, chosen now: the event stream may take the row out of the
+        // list before the answer's own response arrives.
+        let leaving: Vec<Uuid> = answers.iter().map(|(id, _)| *id).collect();
+        let cursor = self.cursor.get_untracked();
+        let next = cursor.filter(|c| leaving.contains(c)).map(|c| self.next_after(c, &leaving));
+        leptos::task::spawn_local(async move {
+            let mut outcomes = Vec::with_capacity(answers.len());
+            for (id, value) in answers {
+                let body = AnswerBody { value, comment: None, edited_arguments: None };
+                outcomes.push((id, post_json::<_, Question>(&format!("/questions/{id}/answer"), &body).await));
+            }
+            let mut done = Vec::new();
+            self.states.update(|states| {
+                for (id, outcome) in outcomes {
+                    match outcome {
+                        Ok(question) => {
+                            states.remove(&id);
+                            done.push(question);
+                        }
+                        Err(err) => {
+                            states.insert(id, RowState::Failed(err.describe()));
+                        }
+                    }
+                }
+            });
+            if done.is_empty() {
+                return;
+            }
+            let ids: Vec<Uuid> = done.iter().map(|q| q.id).collect();
+            if let Some(next) =
+                next.filter(|_| self.cursor.get_untracked() == cursor && cursor.is_some_and(|c| ids.contains(&c)))
+            {
+                self.cursor.set(next);
+            }
+            self.marked.update(|marked| marked.retain(|id| !ids.contains(id)));
+            self.notice.set(Some(match done.as_slice() {
+                [one] => format!(
+                    "Answered “{}”: {}",
+                    one.title,
+                    one.response.as_ref().map(|r| answer_text(&r.value)).unwrap_or_default()
+                ),
+                many => format!("Answered {} questions.", many.len()),
+            }));
+            self.answered.update(|answered| answered.extend(done));
+        });
+    }
+
+    /// The row after `id` that is not leaving with `leaving`, else the one before: where the cursor goes when its
+    /// row is answered.
+    fn next_after(self, id: Uuid, leaving: &[Uuid]) -> Option<Uuid> {
+        self.shown.with_untracked(|shown| {
+            let at = shown.iter().position(|q| q.id == id)?;
+            let staying = |q: &&QuestionSummary| !leaving.contains(&q.id);
+            shown[at + 1..].iter().find(staying).or_else(|| shown[..at].iter().rev().find(staying)).map(|q| q.id)
+        })
+    }
+
+    /// One action on one row, if the row has it.
+    fn act(self, id: Uuid, action: RowAction) {
+        let value =
+            self.shown.with_untracked(|shown| shown.iter().find(|q| q.id == id).and_then(|q| quick_answer(q, action)));
+        if let Some(value) = value {
+            self.answer(vec![(id, value)]);
+        }
+    }
+
+    /// Yes/approve (`affirm`) or no/reject for every marked row that takes it; a batch with a critical question
+    /// waits for a confirmation first.
+    fn act_on_marked(self, affirm: bool, confirmed: bool) {
+        let action = if affirm { RowAction::Affirm } else { RowAction::Refuse };
+        let (answers, critical) = self.marked.with_untracked(|marked| {
+            self.shown.with_untracked(|shown| {
+                let chosen: Vec<&QuestionSummary> = shown.iter().filter(|q| marked.contains(&q.id)).collect();
+                let answers: Vec<(Uuid, Value)> =
+                    chosen.iter().filter_map(|q| quick_answer(q, action).map(|v| (q.id, v))).collect();
+                let critical =
+                    chosen.iter().any(|q| q.urgency == Urgency::Critical && quick_answer(q, action).is_some());
+                (answers, critical)
+            })
+        });
+        if critical && answers.len() > 1 && !confirmed {
+            self.confirming.set(Some(affirm));
+            return;
+        }
+        self.confirming.set(None);
+        self.answer(answers);
+    }
+
+    fn toggle_mark(self, id: Uuid) {
+        self.marked.update(|marked| {
+            if let Some(at) = marked.iter().position(|m| *m == id) {
+                marked.remove(at);
+            } else {
+                marked.push(id);
+            }
+        });
+    }
+}
+
 #[component]
 fn QuestionList(
     initial: Vec<QuestionSummary>,
     filter: InboxFilter,
     updates: ReadSignal<Vec<Question>>,
 ) -> impl IntoView {
-    let shown = Memo::new(move |_| updates.with(|u| merge_live(&initial, u, &filter)));
-    // The row the keyboard is on (by id, so live insertions above it do not move the selection).
-    let selected = RwSignal::new(None::<uuid::Uuid>);
-    keyboard::install(shown, selected);
+    let answered = RwSignal::new(Vec::<Question>::new());
+    let shown = Memo::new(move |_| {
+        updates.with(|u| answered.with(|a| merge_live(&initial, u.iter().chain(a.iter()), &filter)))
+    });
+    let inbox = Inbox {
+        shown,
+        cursor: RwSignal::new(None),
+        marked: RwSignal::new(Vec::new()),
+        states: RwSignal::new(HashMap::new()),
+        answered,
+        notice: RwSignal::new(None),
+        confirming: RwSignal::new(None),
+        shortcuts_open: RwSignal::new(false),
+    };
+    keyboard::install(inbox);
+    let count = move || shown.with(Vec::len);
+    let marked_count = move || inbox.marked.with(Vec::len);
+    let any_marked = move || marked_count() > 0;
     view! {
-        <p class="muted" data-testid="pending-count">
-            {move || format!("{} question{}", shown.with(Vec::len), if shown.with(Vec::len) == 1 { "" } else { "s" })}
-            <span class="hint">" · j/k to move, Enter to open"</span>
+        <p class="muted list-head">
+            <span data-testid="pending-count">{move || format!("{} question{}", count(), if count() == 1 { "" } else { "s" })}</span>
+            <button type="button" class="link hint" data-testid="shortcuts-open" on:click=move |_| inbox.shortcuts_open.set(true)>
+                "Keyboard shortcuts (?)"
+            </button>
         </p>
-        <ul class="question-list inbox-list" data-testid="question-list">
-            <For each=move || shown.get() key=|q| (q.id, q.updated_at) let:question>
-                <QuestionRow question selected/>
-            </For>
-        </ul>
-        <Show when=move || shown.with(Vec::is_empty)>
-            <p class="empty" data-testid="inbox-empty">"Nothing here. Nothing is waiting for you, or the filters hide it."</p>
+        <Show when=any_marked>
+            <div class="batch-bar marked-bar" data-testid="marked-bar">
+                <span data-testid="marked-count">{move || format!("{} selected", marked_count())}</span>
+                <div class="button-row">
+                    <button type="button" class="primary" data-testid="marked-affirm" on:click=move |_| inbox.act_on_marked(true, false)>
+                        "Yes / Approve"
+                    </button>
+                    <button type="button" class="danger" data-testid="marked-refuse" on:click=move |_| inbox.act_on_marked(false, false)>
+                        "No / Reject"
+                    </button>
+                    <button type="button" data-testid="marked-clear" on:click=move |_| inbox.marked.set(Vec::new())>"Clear"</button>
+                </div>
+                <span class="muted">"Only yes/no questions and approvals are answered this way."</span>
+            </div>
+        </Show>
+        {move || inbox.confirming.get().map(|affirm| view! {
+            <div class="confirm" role="alertdialog" aria-labelledby="marked-confirm-text" data-testid="marked-confirm">
+                <p id="marked-confirm-text"><strong>
+                    {format!("The selection holds a critical question. Answer {} of them “{}”?",
+                        marked_count(), if affirm { "yes / approve" } else { "no / reject" })}
+                </strong></p>
+                <div class="button-row">
+                    <button type="button" class="primary" data-testid="marked-confirm-yes" on:click=move |_| inbox.act_on_marked(affirm, true)>
+                        "Yes, answer all"
+                    </button>
+                    <button type="button" data-testid="marked-confirm-cancel" on:click=move |_| inbox.confirming.set(None)>"Cancel"</button>
+                </div>
+            </div>
+        })}
+        {move || inbox.notice.get().map(|text| view! { <p class="resolution" role="status" data-testid="row-notice">{text}</p> })}
+        <div class="inbox-split" data-testid="inbox-split">
+            <div class="inbox-column">
+                <ul class="question-list inbox-list" data-testid="question-list">
+                    <For each=move || shown.get() key=|q| (q.id, q.updated_at) let:question>
+                        <QuestionRow question inbox/>
+                    </For>
+                </ul>
+                <Show when=move || shown.with(Vec::is_empty)>
+                    <div class="empty" data-testid="inbox-empty">
+                        <p class="empty-title">"Nothing is waiting for you."</p>
+                        <p>"New questions appear here as agents ask them. If you expected some, the filters may hide them: "
+                            <a href="/inbox" rel="external">"show every pending question"</a>"."</p>
+                    </div>
+                </Show>
+            </div>
+            <DetailPane inbox updates/>
+        </div>
+        <Show when=move || inbox.shortcuts_open.get()>
+            <Shortcuts open=inbox.shortcuts_open/>
         </Show>
     }
 }
 
-/// One row, as dense as a mail client's: urgency mark, title and body preview on one line; kind, response type,
-/// project, run and assignee on the next; age and deadline on the right.
+/// The keys of the inbox, listed for `?`.
+const SHORTCUTS: [(&str, &str); 9] = [
+    ("j / ↓", "next question"),
+    ("k / ↑", "previous question"),
+    ("x", "select or unselect the question"),
+    ("a", "approve, or answer yes (every selected question, if any are selected)"),
+    ("r", "reject, or answer no (every selected question, if any are selected)"),
+    ("1 2 3", "pick that choice"),
+    ("o / Enter", "open the question's page"),
+    ("Esc", "clear the selection, close this list"),
+    ("?", "show or hide this list"),
+];
+
 #[component]
-fn QuestionRow(question: QuestionSummary, selected: RwSignal<Option<uuid::Uuid>>) -> impl IntoView {
+fn Shortcuts(open: RwSignal<bool>) -> impl IntoView {
+    let close = NodeRef::<leptos::html::Button>::new();
+    // The dialog takes the focus, so Escape and Tab act on it.
+    Effect::new(move |_| {
+        if let Some(button) = close.get() {
+            let _ = button.focus();
+        }
+    });
+    view! {
+        <div class="modal-backdrop" on:click=move |_| open.set(false)>
+            <div class="modal shortcuts" role="dialog" aria-modal="true" aria-labelledby="shortcuts-title" data-testid="shortcuts"
+                on:click=|ev| ev.stop_propagation()>
+                <header class="modal-head"><h2 id="shortcuts-title">"Keyboard shortcuts"</h2></header>
+                <div class="modal-body">
+                    <dl class="shortcut-list">
+                        {SHORTCUTS.iter().map(|(keys, what)| view! { <dt><kbd>{*keys}</kbd></dt><dd>{*what}</dd> }).collect_view()}
+                    </dl>
+                </div>
+                <footer class="modal-foot">
+                    <span></span>
+                    <button type="button" node_ref=close data-testid="shortcuts-close" on:click=move |_| open.set(false)>"Close"</button>
+                </footer>
+            </div>
+        </div>
+    }
+}
+
+/// The split view's second column on wide screens: the question under the cursor in full, with its answer form.
+/// Fetched when the cursor moves; kept current by the event stream.
+#[component]
+fn DetailPane(inbox: Inbox, updates: ReadSignal<Vec<Question>>) -> impl IntoView {
+    let fetched = RwSignal::new(None::<Result<Question, String>>);
+    Effect::new(move |_| {
+        let Some(id) = inbox.cursor.get() else {
+            fetched.set(None);
+            return;
+        };
+        if fetched.with_untracked(|f| matches!(f, Some(Ok(q)) if q.id == id)) {
+            return;
+        }
+        leptos::task::spawn_local(async move {
+            let result = get_json::<Question>(&format!("/questions/{id}")).await.map_err(|err| err.describe());
+            // A later move of the cursor wins over an answer that arrives late.
+            if inbox.cursor.get_untracked() == Some(id) {
+                fetched.set(Some(result));
+            }
+        });
+    });
+    // The newest state of the shown question: an event about it replaces what was fetched.
+    let question = Memo::new(move |_| {
+        let fetched = fetched.get()?;
+        Some(fetched.map(|q| updates.with(|u| u.iter().rev().find(|u| u.id == q.id).cloned()).unwrap_or(q)))
+    });
+    // Rebuilt when another question is shown or the shown one changes status, not on every event, so what a person
+    // types into the answer form stays.
+    let shown = Memo::new(move |_| question.with(|q| q.as_ref().map(|q| q.as_ref().map(|q| (q.id, q.status)).ok())));
+    // The row after the one shown, kept while the shown one is in the list: the event stream may take it out
+    // before the answer's own response arrives, and the cursor still moves on from where it was.
+    let next_in_line = StoredValue::new(None::<(Uuid, Uuid)>);
+    Effect::new(move |_| {
+        inbox.shown.with(|_| ());
+        if let Some(id) = inbox.cursor.get()
+            && let Some(next) = inbox.next_after(id, &[id])
+        {
+            next_in_line.set_value(Some((id, next)));
+        }
+    });
+    let answered = Callback::new(move |question: Question| {
+        inbox.notice.set(Some(format!("Answered “{}”", question.title)));
+        if inbox.cursor.get_untracked() == Some(question.id)
+            && let Some((_, next)) = next_in_line.get_value().filter(|(id, _)| *id == question.id)
+        {
+            inbox.cursor.set(Some(next));
+        }
+        inbox.answered.update(|a| a.push(question));
+    });
+    view! {
+        <aside class="detail-pane" aria-label="Selected question" data-testid="detail-pane">
+            {move || {
+                // Read, not only tracked: a memo follows its sources once it has been computed, which a read does.
+                shown.with(|_| ());
+                question.with_untracked(|question| match question {
+                    None => EitherOf3::A(view! {
+                        <div class="empty">
+                            <p class="empty-title">"No question selected"</p>
+                            <p>"Click a row, or move with j and k, to read the question here and answer it."</p>
+                        </div>
+                    }),
+                    Some(Err(err)) => EitherOf3::B(view! { <p class="alert" role="alert">{err.clone()}</p> }),
+                    Some(Ok(q)) => EitherOf3::C(view! { <QuestionDetail question=q.clone() answered/> }),
+                })
+            }}
+        </aside>
+    }
+}
+
+/// A question in full for the split view: what the live modal shows, with a link to its page.
+#[component]
+fn QuestionDetail(question: Question, answered: Callback<Question>) -> impl IntoView {
+    let pending = question.status == QuestionStatus::Pending;
+    let resolution = (!pending).then(|| capitalise(&describe_resolution(&question)));
+    view! {
+        <article class="detail" data-testid="detail" data-question-id=question.id.to_string()>
+            <div class="question-meta">
+                <Badge text=question.kind.as_str().replace('_', " ") class="kind"/>
+                <Badge text=question.urgency.to_string() class=format!("urgency-{}", question.urgency)/>
+                {question.project.clone().map(|p| view! { <Badge text=p class="project"/> })}
+                {pending.then_some(question.timeout_at).flatten().map(|t| view! { <Countdown deadline=t/> })}
+            </div>
+            <h2 data-testid="detail-title">
+                <a href=format!("/questions/{}", question.id) class="question-title">{question.title.clone()}</a>
+            </h2>
+            <QuestionContext question=question.clone() testid="detail"/>
+            {resolution.map(|text| view! { <p class="resolution" data-testid="detail-resolution">{text}</p> })}
+            {pending.then(|| view! { <AnswerWidget question=question.clone() prefix="detail" on_answered=answered/> })}
+        </article>
+    }
+}
+
+/// One row, as dense as a mail client's: a checkbox and the urgency mark; title and body preview on one line; kind,
+/// response type, project, run and assignee on the next; the one-click answers; age and deadline on the right.
+#[component]
+fn QuestionRow(question: QuestionSummary, inbox: Inbox) -> impl IntoView {
     let id = question.id;
-    let is_selected = move || selected.get() == Some(id);
+    let is_cursor = move || inbox.cursor.get() == Some(id);
+    let is_marked = move || inbox.marked.with(|m| m.contains(&id));
     let pending = question.status == QuestionStatus::Pending;
     let urgency = question.urgency;
+    let state = move || inbox.states.with(|s| s.get(&id).cloned());
+    let sending = move || state() == Some(RowState::Sending);
+    let title = question.title.clone();
+    let actions: Vec<(RowAction, String, &'static str)> = if !pending {
+        Vec::new()
+    } else {
+        match question.response_type {
+            ResponseType::Boolean => {
+                vec![(RowAction::Affirm, "Yes".into(), "primary"), (RowAction::Refuse, "No".into(), "")]
+            }
+            ResponseType::Approval => {
+                vec![(RowAction::Affirm, "Approve".into(), "primary"), (RowAction::Refuse, "Reject".into(), "danger")]
+            }
+            _ => {
+                question.choices.iter().enumerate().map(|(i, o)| (RowAction::Choice(i), o.label.clone(), "")).collect()
+            }
+        }
+    };
     view! {
         <li
             class=format!("question-row urgency-{urgency}")
-            class:selected=is_selected
-            aria-current=move || is_selected().then_some("true")
+            class:selected=is_cursor
+            class:marked=is_marked
+            aria-current=move || is_cursor().then_some("true")
             data-testid="question-item"
             data-question-id=id.to_string()
             data-kind=question.kind.as_str()
             data-response-type=question.response_type.as_str()
             data-urgency=urgency.as_str()
             data-status=question.status.as_str()
+            on:click=move |ev| {
+                // A click on the row's own controls does what they do; anywhere else it puts the cursor there.
+                if !clicked_control(&ev) {
+                    inbox.cursor.set(Some(id));
+                }
+            }
         >
+            <input type="checkbox" class="row-select" data-testid="row-select"
+                aria-label=format!("Select “{title}”")
+                prop:checked=is_marked
+                on:change=move |_| inbox.toggle_mark(id)/>
             <span class=format!("urgency-mark urgency-{urgency}") data-testid="row-urgency">{urgency_label(urgency)}</span>
             <div class="row-main">
                 <div class="row-line">
@@ -268,6 +662,23 @@ fn QuestionRow(question: QuestionSummary, selected: RwSignal<Option<uuid::Uuid>>
                         <span class="assignee" data-testid="row-assignee">"→ " {a.to_string()}</span>
                     })}
                 </div>
+                {move || match state() {
+                    Some(RowState::Failed(text)) => Some(view! { <p class="field-error" role="alert" data-testid="row-error">{text}</p> }),
+                    _ => None,
+                }}
+            </div>
+            <div class="row-actions" role="group" aria-label=format!("Answer “{}”", question.title)>
+                {actions.into_iter().map(|(action, label, class)| {
+                    let testid = match action {
+                        RowAction::Affirm => "row-affirm".to_owned(),
+                        RowAction::Refuse => "row-refuse".to_owned(),
+                        RowAction::Choice(i) => format!("row-choice-{}", i + 1),
+                    };
+                    view! {
+                        <button type="button" class=class data-testid=testid title=label.clone()
+                            disabled=sending on:click=move |_| inbox.act(id, action)>{label.clone()}</button>
+                    }
+                }).collect_view()}
             </div>
             <div class="row-times">
                 {pending.then_some(question.timeout_at).flatten().map(|t| view! { <Countdown deadline=t/> })}
@@ -275,6 +686,22 @@ fn QuestionRow(question: QuestionSummary, selected: RwSignal<Option<uuid::Uuid>>
             </div>
         </li>
     }
+}
+
+/// Whether a click landed on a control of the row (a link, a button, the checkbox) rather than on the row itself.
+#[cfg(feature = "hydrate")]
+fn clicked_control(ev: &leptos::ev::MouseEvent) -> bool {
+    use wasm_bindgen::JsCast;
+    ev.target()
+        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+        .and_then(|el| el.closest("a, button, input, label").ok().flatten())
+        .is_some()
+}
+
+/// Clicks are the browser's: on the server there are none.
+#[cfg(not(feature = "hydrate"))]
+fn clicked_control(_: &leptos::ev::MouseEvent) -> bool {
+    false
 }
 
 /// The urgency as the row's mark shows it: words for the two that need attention, so critical and high differ in
@@ -288,49 +715,95 @@ fn urgency_label(urgency: Urgency) -> &'static str {
     }
 }
 
-/// j/k (and the arrow keys) move the selection, Enter opens the selected question. Keys typed into a field, or
-/// while the live modal is open, are left alone.
+/// The inbox's keys (see [`SHORTCUTS`]). Keys typed into a field, or while the live modal is open, are left alone.
 #[cfg(feature = "hydrate")]
 mod keyboard {
     use leptos::prelude::*;
     use wasm_bindgen::JsCast;
 
-    use crate::types::QuestionSummary;
+    use super::{Inbox, RowAction};
 
-    pub fn install(shown: Memo<Vec<QuestionSummary>>, selected: RwSignal<Option<uuid::Uuid>>) {
+    pub fn install(inbox: Inbox) {
         let handle = window_event_listener(leptos::ev::keydown, move |ev| {
             if ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
                 return;
             }
-            let in_field = ev
-                .target()
-                .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
-                .is_some_and(|el| matches!(el.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"));
+            let target = ev.target().and_then(|t| t.dyn_into::<web_sys::Element>().ok());
+            // A row's checkbox keeps the keys working (it has none of its own but Space); any other field takes them.
+            let in_field = target.as_ref().is_some_and(|el| match el.tag_name().as_str() {
+                "TEXTAREA" | "SELECT" => true,
+                "INPUT" => el.get_attribute("type").as_deref() != Some("checkbox"),
+                _ => false,
+            });
             let modal_open = document().query_selector("[data-testid=live-modal]").ok().flatten().is_some();
             if in_field || modal_open {
                 return;
             }
-            let ids: Vec<uuid::Uuid> = shown.with_untracked(|s| s.iter().map(|q| q.id).collect());
-            if ids.is_empty() {
+            let key = ev.key();
+            if inbox.shortcuts_open.get_untracked() {
+                if matches!(key.as_str(), "?" | "Escape") {
+                    ev.prevent_default();
+                    inbox.shortcuts_open.set(false);
+                }
                 return;
             }
-            let at = selected.get_untracked().and_then(|id| ids.iter().position(|i| *i == id));
-            let next = match ev.key().as_str() {
-                "j" | "ArrowDown" => Some(at.map_or(0, |i| (i + 1).min(ids.len() - 1))),
-                "k" | "ArrowUp" => Some(at.map_or(0, |i| i.saturating_sub(1))),
-                "Enter" => {
-                    if let Some(id) = at.map(|i| ids[i]) {
+            let ids: Vec<uuid::Uuid> = inbox.shown.with_untracked(|s| s.iter().map(|q| q.id).collect());
+            let at = inbox.cursor.get_untracked().and_then(|id| ids.iter().position(|i| *i == id));
+            let current = at.map(|i| ids[i]);
+            let any_marked = inbox.marked.with_untracked(|m| !m.is_empty());
+            let next = match key.as_str() {
+                "j" | "ArrowDown" if !ids.is_empty() => Some(at.map_or(0, |i| (i + 1).min(ids.len() - 1))),
+                "k" | "ArrowUp" if !ids.is_empty() => Some(at.map_or(0, |i| i.saturating_sub(1))),
+                "?" => {
+                    inbox.shortcuts_open.set(true);
+                    None
+                }
+                "Escape" => {
+                    inbox.marked.set(Vec::new());
+                    inbox.confirming.set(None);
+                    None
+                }
+                // Enter on a link or a button of the page does what it does; on the page itself, it opens.
+                "Enter" if target.as_ref().is_some_and(|el| matches!(el.tag_name().as_str(), "A" | "BUTTON")) => {
+                    return;
+                }
+                "o" | "Enter" => {
+                    if let Some(id) = current {
                         ev.prevent_default();
                         let _ = window().location().set_href(&format!("/questions/{id}"));
                     }
+                    return;
+                }
+                "x" => {
+                    if let Some(id) = current {
+                        inbox.toggle_mark(id);
+                    }
                     None
                 }
-                _ => None,
+                "a" | "r" if any_marked => {
+                    inbox.act_on_marked(key == "a", false);
+                    None
+                }
+                "a" | "r" => {
+                    if let Some(id) = current {
+                        inbox.act(id, if key == "a" { RowAction::Affirm } else { RowAction::Refuse });
+                    }
+                    None
+                }
+                "1" | "2" | "3" => {
+                    if let Some(id) = current {
+                        let index = key.parse::<usize>().unwrap_or(1) - 1;
+                        inbox.act(id, RowAction::Choice(index));
+                    }
+                    None
+                }
+                _ => return,
             };
+            ev.prevent_default();
             if let Some(index) = next {
-                ev.prevent_default();
-                selected.set(Some(ids[index]));
-                let selector = format!("[data-question-id=\"{}\"] a", ids[index]);
+                inbox.cursor.set(Some(ids[index]));
+                // The focus follows, so the browser scrolls the row into view and a screen reader reads it.
+                let selector = format!("[data-question-id=\"{}\"] .question-title", ids[index]);
                 if let Ok(Some(link)) = document().query_selector(&selector)
                     && let Ok(link) = link.dyn_into::<web_sys::HtmlElement>()
                 {
@@ -344,11 +817,7 @@ mod keyboard {
 
 #[cfg(not(feature = "hydrate"))]
 mod keyboard {
-    use leptos::prelude::*;
-
-    use crate::types::QuestionSummary;
-
-    pub fn install(_: Memo<Vec<QuestionSummary>>, _: RwSignal<Option<uuid::Uuid>>) {}
+    pub fn install(_: super::Inbox) {}
 }
 
 #[cfg(test)]
@@ -358,6 +827,32 @@ mod tests {
 
     fn question(title: &str, status: QuestionStatus) -> Question {
         crate::types::sample_question(title, status)
+    }
+
+    #[test]
+    fn a_row_answers_yes_no_and_approvals_with_a_boolean_and_a_short_choice_with_its_value() {
+        let summary = |response_type, options: &[&str]| {
+            let mut q = question("q", QuestionStatus::Pending);
+            q.response_type = response_type;
+            q.options = options
+                .iter()
+                .map(|v| QuestionOption { value: (*v).into(), label: v.to_uppercase(), description: None })
+                .collect();
+            QuestionSummary::from(&q)
+        };
+        for response_type in [ResponseType::Boolean, ResponseType::Approval] {
+            let row = summary(response_type, &[]);
+            assert_eq!(quick_answer(&row, RowAction::Affirm), Some(Value::Bool(true)));
+            assert_eq!(quick_answer(&row, RowAction::Refuse), Some(Value::Bool(false)));
+            assert_eq!(quick_answer(&row, RowAction::Choice(0)), None);
+        }
+        let choice = summary(ResponseType::Choice, &["eu", "us"]);
+        assert_eq!(quick_answer(&choice, RowAction::Choice(1)), Some(Value::String("us".into())));
+        assert_eq!(quick_answer(&choice, RowAction::Choice(2)), None, "there is no third option");
+        assert_eq!(quick_answer(&choice, RowAction::Affirm), None);
+        let long = summary(ResponseType::Choice, &["a", "b", "c", "d"]);
+        assert_eq!(quick_answer(&long, RowAction::Choice(0)), None, "four options are answered on the page");
+        assert_eq!(quick_answer(&summary(ResponseType::Text, &[]), RowAction::Affirm), None);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! response type without JavaScript. The form posts to `/ui/answer/{id}`; the server turns the fields into the
 //! answer's JSON and checks it exactly as the API does.
 
-use leptos::either::{EitherOf4, EitherOf5, EitherOf7};
+use leptos::either::{EitherOf4, EitherOf5, EitherOf6};
 use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 use uuid::Uuid;
@@ -65,42 +65,60 @@ fn QuestionView(question: Question, session: SessionInfo) -> impl IntoView {
         {action.map(|a| view! {
             <section class="action" aria-label="Action to approve">
                 <h2>"Action: " <code>{a.tool_name}</code></h2>
-                <pre data-testid="action-arguments">{serde_json::to_string_pretty(&a.arguments).unwrap_or_default()}</pre>
+                // Arguments a person may edit are shown once, in the answer form's field.
+                {(!(pending && question.allow_edit)).then(|| view! {
+                    <pre tabindex="0" class="arguments" data-testid="action-arguments">{serde_json::to_string_pretty(&a.arguments).unwrap_or_default()}</pre>
+                })}
             </section>
         })}
-        {context.map(|c| view! { <details class="context"><summary>"Context"</summary><pre>{c}</pre></details> })}
+        {context.map(|c| view! { <details class="context"><summary>"Context"</summary><pre tabindex="0">{c}</pre></details> })}
         {move || error().map(|e| view! { <p class="alert" role="alert" data-testid="answer-error">{e}</p> })}
         {resolution.map(|text| view! { <p class="resolution" data-testid="resolution">{text}</p> })}
         {pending.then(|| view! { <AnswerForm question=question.clone() csrf=session.csrf_token.clone()/> })}
     }
 }
 
-/// The form for one response type. Field names: `value` (repeated for several choices), `field.<key>` for form
-/// fields, `edited_arguments`, `comment`, `csrf`.
+/// The form for one response type: the answer's inputs, then the comment, then the button(s) that send it (for a
+/// yes/no question or an approval the buttons are the answer). Field names: `value` (repeated for several choices),
+/// `field.<key>` for form fields, `edited_arguments`, `comment`, `csrf`.
 #[component]
 fn AnswerForm(question: Question, csrf: String) -> impl IntoView {
     let action = format!("/ui/answer/{}", question.id);
-    let inputs = match question.response_type {
-        ResponseType::Text => EitherOf7::A(view! {
-            <label for="answer-value">"Your answer"</label>
-            <textarea id="answer-value" name="value" rows="4" required data-testid="answer-text"></textarea>
-            <button type="submit" class="primary" data-testid="answer-submit">"Send answer"</button>
-        }),
-        ResponseType::Boolean => EitherOf7::B(view! {
-            <div class="button-row">
-                <button type="submit" name="value" value="true" class="primary" data-testid="answer-yes">"Yes"</button>
-                <button type="submit" name="value" value="false" data-testid="answer-no">"No"</button>
-            </div>
-        }),
-        ResponseType::Choice | ResponseType::MultiChoice => {
+    let send = |label: &'static str| view! { <button type="submit" class="primary" data-testid="answer-submit">{label}</button> };
+    let (inputs, buttons) = match question.response_type {
+        ResponseType::Text => (
+            EitherOf6::A(view! {
+                <label for="answer-value">"Your answer"</label>
+                <textarea id="answer-value" name="value" rows="4" required data-testid="answer-text"></textarea>
+            }),
+            EitherOf4::A(send("Send answer")),
+        ),
+        ResponseType::Boolean => (
+            EitherOf6::B(()),
+            EitherOf4::B(view! {
+                <div class="button-row">
+                    <button type="submit" name="value" value="true" class="primary" data-testid="answer-yes">"Yes"</button>
+                    <button type="submit" name="value" value="false" data-testid="answer-no">"No"</button>
+                </div>
+            }),
+        ),
+        ResponseType::Choice | ResponseType::MultiChoice | ResponseType::ErrorRecovery => {
             let multiple = question.response_type == ResponseType::MultiChoice;
-            EitherOf7::C(view! {
-                <fieldset>
-                    <legend>{if multiple { "Choose any" } else { "Choose one" }}</legend>
-                    <OptionInputs name="value".to_owned() options=question.options.clone() multiple/>
-                </fieldset>
-                <button type="submit" class="primary" data-testid="answer-submit">"Send answer"</button>
-            })
+            let (legend, options, label) = match question.response_type {
+                ResponseType::ErrorRecovery => {
+                    ("How should the agent go on?", crate::answer::recovery_options(&question), "Send")
+                }
+                _ => (if multiple { "Choose any" } else { "Choose one" }, question.options.clone(), "Send answer"),
+            };
+            (
+                EitherOf6::C(view! {
+                    <fieldset>
+                        <legend>{legend}</legend>
+                        <OptionInputs name="value".to_owned() options multiple/>
+                    </fieldset>
+                }),
+                EitherOf4::A(send(label)),
+            )
         }
         ResponseType::Approval => {
             let arguments = question
@@ -108,44 +126,44 @@ fn AnswerForm(question: Question, csrf: String) -> impl IntoView {
                 .as_ref()
                 .map(|a| serde_json::to_string_pretty(&a.arguments).unwrap_or_default())
                 .unwrap_or_default();
-            EitherOf7::D(view! {
-                {question.allow_edit.then(|| view! {
-                    <label for="edited-arguments">"Arguments (edit before approving if needed)"</label>
-                    <textarea id="edited-arguments" name="edited_arguments" rows="6" class="mono" data-testid="edited-arguments">{arguments}</textarea>
-                })}
-                <div class="button-row">
-                    <button type="submit" name="value" value="true" class="primary" data-testid="answer-approve">"Approve"</button>
-                    <button type="submit" name="value" value="false" class="danger" data-testid="answer-reject">"Reject"</button>
-                </div>
-            })
+            (
+                EitherOf6::D(question.allow_edit.then(|| {
+                    view! {
+                        <label for="edited-arguments">"Arguments (edit before approving if needed)"</label>
+                        <textarea id="edited-arguments" name="edited_arguments" rows="8" class="mono" spellcheck="false"
+                            data-testid="edited-arguments">{arguments}</textarea>
+                    }
+                })),
+                EitherOf4::C(view! {
+                    <div class="button-row">
+                        <button type="submit" name="value" value="true" class="primary" data-testid="answer-approve">"Approve"</button>
+                        <button type="submit" name="value" value="false" class="danger" data-testid="answer-reject">"Reject"</button>
+                    </div>
+                }),
+            )
         }
-        ResponseType::ErrorRecovery => {
-            let options = crate::answer::recovery_options(&question);
-            EitherOf7::E(view! {
-                <fieldset>
-                    <legend>"How should the agent go on?"</legend>
-                    <OptionInputs name="value".to_owned() options multiple=false/>
-                </fieldset>
-                <button type="submit" class="primary" data-testid="answer-submit">"Send"</button>
-            })
+        ResponseType::Form => (
+            EitherOf6::E(view! {
+                {question.fields.clone().into_iter().map(|field| view! { <FormFieldInput field/> }).collect_view()}
+            }),
+            EitherOf4::A(send("Send answers")),
+        ),
+        ResponseType::Number => {
+            (EitherOf6::F(view! { <p class="alert">"This question cannot be answered here."</p> }), EitherOf4::D(()))
         }
-        ResponseType::Form => EitherOf7::F(view! {
-            {question.fields.clone().into_iter().map(|field| view! { <FormFieldInput field/> }).collect_view()}
-            <button type="submit" class="primary" data-testid="answer-submit">"Send answers"</button>
-        }),
-        ResponseType::Number => EitherOf7::G(view! { <p class="alert">"This question cannot be answered here."</p> }),
     };
-    let comment_label = if question.response_type == ResponseType::ErrorRecovery {
-        "Guidance (optional)"
-    } else {
-        "Comment (optional)"
+    let comment_label = match question.response_type {
+        ResponseType::ErrorRecovery => "Guidance (optional)",
+        ResponseType::Approval => "Comment (optional; a rejection's reason goes to the agent)",
+        _ => "Comment (optional)",
     };
     view! {
         <form method="post" action=action class="stack answer-form" data-testid="answer-form">
             <input type="hidden" name="csrf" value=csrf/>
+            {inputs}
             <label for="answer-comment">{comment_label}</label>
             <textarea id="answer-comment" name="comment" rows="2" data-testid="answer-comment"></textarea>
-            {inputs}
+            {buttons}
         </form>
     }
 }

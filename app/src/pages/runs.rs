@@ -34,6 +34,7 @@ pub fn RunsPage() -> impl IntoView {
         |((status, project), _)| runs_list(status, project),
     );
     let (status, project) = filter.get_untracked();
+    let filtered = status.is_some() || project.is_some();
     let selected = status.map(|s| s.to_string()).unwrap_or_default();
     view! {
         <main class="page" data-testid="runs-page">
@@ -62,6 +63,7 @@ pub fn RunsPage() -> impl IntoView {
                         let items = page.items;
                         Either::Left(view! {
                             <ul class="question-list" data-testid="run-list">
+                                {items.is_empty().then(|| view! { <RunsEmpty filtered/> })}
                                 {items.into_iter().map(|run| view! { <RunRow run live_runs=live.runs/> }).collect_view()}
                             </ul>
                         })
@@ -70,6 +72,27 @@ pub fn RunsPage() -> impl IntoView {
                 })}
             </Suspense>
         </main>
+    }
+}
+
+/// What the runs page says when it has no run to list: how runs come about, or that the filters hide them.
+#[component]
+fn RunsEmpty(filtered: bool) -> impl IntoView {
+    view! {
+        <li class="empty" data-testid="runs-empty">
+            {if filtered {
+                Either::Left(view! {
+                    <p class="empty-title">"No run matches these filters."</p>
+                    <p><a href="/runs">"Show every run"</a></p>
+                })
+            } else {
+                Either::Right(view! {
+                    <p class="empty-title">"No runs yet."</p>
+                    <p>"A run is an agent at work: start one with " <code>"holdpoint run"</code> " or "
+                        <code>"POST /api/v1/runs"</code> ", and its messages, tool calls and questions show here."</p>
+                })
+            }}
+        </li>
     }
 }
 
@@ -242,7 +265,7 @@ fn TimelineEntry(message: RunMessage, calls: Vec<ToolCall>) -> impl IntoView {
                 <span class="muted">{format!(" · step {} · {}", message.step, clock(message.created_at))}</span>
             </div>
             {(!text.is_empty()).then(|| if role == "tool" || role == "system" {
-                Either::Left(view! { <pre class="message-text">{text.clone()}</pre> })
+                Either::Left(view! { <pre tabindex="0" class="message-text">{text.clone()}</pre> })
             } else {
                 Either::Right(view! { <Markdown source=text.clone()/> })
             })}
@@ -262,14 +285,14 @@ fn ToolCallCard(call: ToolCall) -> impl IntoView {
                 {call.duration_ms.map(|ms| view! { <span class="muted" data-testid="tool-duration">{format!("{ms} ms")}</span> })}
                 {call.decided_by.clone().map(|by| view! { <span class="muted">{format!("decided by {by}")}</span> })}
             </div>
-            <pre class="arguments">{pretty(&call.input)}</pre>
+            <pre tabindex="0" class="arguments">{pretty(&call.input)}</pre>
             {call.edited_input.as_ref().map(|edited| view! {
                 <p class="muted">"Edited before it ran:"</p>
-                <pre class="arguments" data-testid="tool-edited-input">{pretty(edited)}</pre>
+                <pre tabindex="0" class="arguments" data-testid="tool-edited-input">{pretty(edited)}</pre>
             })}
             {call.decision_comment.clone().map(|c| view! { <p class="muted">"Comment: " {c}</p> })}
             {call.output.as_ref().map(|output| view! {
-                <details><summary>"Output"</summary><pre class="arguments">{pretty(output)}</pre></details>
+                <details><summary>"Output"</summary><pre tabindex="0" class="arguments">{pretty(output)}</pre></details>
             })}
         </div>
     }

@@ -193,7 +193,7 @@ impl QuestionRow {
 
 /// The columns of `questions` a list of them shows, in the order of [`QuestionSummaryRow`].
 pub(crate) const QUESTION_SUMMARY_COLUMNS: &str = "id, project, run_id, kind, response_type, title, urgency, timeout_at, status, created_at, updated_at, \
-     substr(body, 1, 400) AS body_head, assignee";
+     substr(body, 1, 400) AS body_head, assignee, options";
 
 /// A question as a list shows it (see [`QuestionSummary`]).
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -212,6 +212,8 @@ pub struct QuestionSummaryRow {
     /// The body's beginning, enough for its first line's preview without reading up to 32 KiB per row.
     pub body_head: String,
     pub assignee: Option<Json<Assignee>>,
+    /// What the row's choice buttons need (see [`app::types::row_choices`]).
+    pub options: Json<Vec<QuestionOption>>,
 }
 
 impl QuestionSummaryRow {
@@ -230,6 +232,7 @@ impl QuestionSummaryRow {
             updated_at: self.updated_at,
             preview: app::types::preview(&self.body_head),
             assignee: self.assignee.map(|a| a.0),
+            choices: app::types::row_choices(self.response_type, &self.options.0),
         })
     }
 }
