@@ -125,7 +125,7 @@ pub fn ensure_browser_tools() -> Result {
     ensure_npm()?;
     let end2end = root().join("end2end");
     // Every package the tests import: a checkout that installed before one was added installs again.
-    let installed = ["playwright-core", "@modelcontextprotocol/sdk"]
+    let installed = ["playwright-core", "@modelcontextprotocol/sdk", "axe-core"]
         .iter()
         .all(|package| end2end.join("node_modules").join(package).join("package.json").exists());
     if !installed {
