@@ -36,6 +36,9 @@ test('on a phone the top bar is one row; its menu opens with links big enough to
   const page = await context.newPage();
   await signIn(page, server, '/inbox');
   await waitForLive(page);
+  // Nothing wider than the screen: a phone would zoom the whole page out to fit it.
+  const widths = await page.evaluate(() => ({ page: document.documentElement.scrollWidth, screen: innerWidth }));
+  assert.deepEqual(widths, { page: 390, screen: 390 });
   const bar = await page.locator('.topbar').boundingBox();
   assert.ok(bar.height <= 64, `the top bar is one row (${bar.height} px)`);
   assert.equal(await page.getByTestId('nav-runs').isVisible(), false, 'the links wait behind the menu');
