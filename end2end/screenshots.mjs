@@ -1,6 +1,7 @@
-// Takes the README's screenshots (docs/screenshots/): the inbox, the live modal for each response type, the approval
-// queue and a run page, at desktop and phone widths, in the light and the dark theme. Also measures the first load
-// of /inbox. Run after `cargo xtask test` (or any build of the site and the server):
+// Takes the README's screenshots (docs/screenshots/): the inbox with 30 questions of mixed kinds and urgencies (on a
+// desktop, in the split view with an approval under the cursor), a question's page, the live modal for each response
+// type, the approval queue and a run page, at desktop and phone widths, in the light and the dark theme. Also
+// measures the first load of /inbox. Run after `cargo xtask test` (or any build of the site and the server):
 //
 //   HOLDPOINT_BIN=target/debug/holdpoint node end2end/screenshots.mjs
 
@@ -23,6 +24,55 @@ const SCRIPT = `
         workdir: infra/prod
 - content: Applied as you decided.
 `;
+
+// The inbox's other 27 questions (the three runs ask the first 3): what a team's agents ask in a busy hour.
+const BACKLOG = [
+  ['Rotate the staging database password now?', 'boolean', 'high', 'infra'],
+  ['Which changelog tone for 2.4.0?', 'choice', 'normal', 'docs'],
+  ['Summarise why checkout latency rose on Tuesday', 'text', 'low', 'support'],
+  ['Delete 1 204 stale preview environments?', 'approval', 'critical', 'infra'],
+  ['Refund order #88412 (duplicate charge, 129.00 EUR)?', 'boolean', 'high', 'billing'],
+  ['Which on-call rotation gets the new alerts?', 'choice', 'normal', 'ops'],
+  ['Merge the dependency update PR #2291?', 'approval', 'normal', 'web'],
+  ['Pause the marketing email campaign for DE?', 'boolean', 'critical', 'growth'],
+  ['Name for the new internal metrics service', 'text', 'low', 'platform'],
+  ['Scale the search cluster from 6 to 9 nodes?', 'approval', 'high', 'infra'],
+  ['Which date for the 2.5 feature freeze?', 'choice', 'normal', 'releases'],
+  ['Close 37 support tickets marked solved by the bot?', 'boolean', 'normal', 'support'],
+  ['Block the IP range 203.0.113.0/24 at the edge?', 'approval', 'critical', 'security'],
+  ['Translate the onboarding emails into Spanish too?', 'boolean', 'low', 'growth'],
+  ['How should the importer treat duplicate SKUs?', 'choice', 'high', 'catalog'],
+  ['Reply to the enterprise security questionnaire draft', 'text', 'normal', 'sales'],
+  ['Re-run the failed nightly export for batch 412?', 'boolean', 'normal', 'data'],
+  ['Upgrade PostgreSQL on analytics-db to 16.4?', 'approval', 'high', 'data'],
+  ['Which plan for the customer asking for 500 seats?', 'choice', 'normal', 'sales'],
+  ['Publish the incident report for INC-311?', 'boolean', 'high', 'ops'],
+  ['Archive the legacy v1 API docs?', 'boolean', 'low', 'docs'],
+  ['Purge the CDN cache for /assets/*?', 'approval', 'normal', 'web'],
+  ['Which region hosts the new EU tenant?', 'choice', 'critical', 'infra'],
+  ['Describe the acceptance criteria for SUP-4901', 'text', 'normal', 'support'],
+  ['Disable the flaky e2e test checkout-3ds?', 'boolean', 'normal', 'web'],
+  ['Revoke the API token of a departed contractor?', 'approval', 'high', 'security'],
+  ['Keep the free tier limit at 3 projects?', 'boolean', 'low', 'growth'],
+];
+
+const OPTIONS = [
+  { value: 'first', label: 'The first' },
+  { value: 'second', label: 'The second' },
+  { value: 'later', label: 'Decide later' },
+];
+
+function backlogQuestion([title, type, urgency, project], i) {
+  const body = {
+    title, urgency, project, timeout_seconds: [240, 1500, 5400, 20000, 86000][i % 5],
+    body: `Asked while working on **${project}**: the details are in the run's timeline.`,
+  };
+  if (type === 'approval') {
+    return { ...body, kind: 'approval', action: { tool_name: 'shell', arguments: { command: `./ops/${project}.sh --apply`, dry_run: false } } };
+  }
+  if (type === 'choice') return { ...body, response_type: 'choice', options: OPTIONS };
+  return { ...body, response_type: type };
+}
 
 const VARIANTS = [
   { name: 'desktop-light', viewport: { width: 1280, height: 860 }, colorScheme: 'light' },
@@ -83,7 +133,10 @@ try {
   }
   await eventually('3 approvals', async () =>
     (await api(server, 'GET', '/questions?status=pending&kind=approval')).json.items.length === 3, 20_000);
-  for (const body of [MODALS.text, MODALS.choice, MODALS.form, MODALS.boolean]) await api(server, 'POST', '/questions', body);
+  for (const [i, entry] of BACKLOG.entries()) await api(server, 'POST', '/questions', backlogQuestion(entry, i));
+  const pending = (await api(server, 'GET', '/questions?status=pending&limit=100')).json.items;
+  if (pending.length !== 30) throw new Error(`the inbox should hold 30 questions, not ${pending.length}`);
+  const approval = pending.find((q) => q.title.startsWith('Delete 1 204 stale'));
 
   // First load of /inbox: a fresh context each time (no cache), navigation start to hydrated.
   const timings = [];
@@ -107,7 +160,21 @@ try {
     await signIn(page, server);
     await waitForLive(page);
     const shot = (name) => page.screenshot({ path: join(OUT, `${name}-${variant.name}.png`) });
-    await shot('inbox');
+    if (variant.isMobile) {
+      await shot('inbox');
+    } else {
+      // The split view: the critical approval under the cursor.
+      await page.locator(`[data-question-id="${approval.id}"] .row-times`).click();
+      await page.getByTestId('detail').waitFor();
+      await page.evaluate(() => window.scrollTo(0, 0));
+      await shot('inbox');
+    }
+
+    await page.goto(`${server.baseUrl}/questions/${approval.id}`);
+    await waitForLive(page);
+    await shot('question');
+    await page.goto(`${server.baseUrl}/inbox`);
+    await waitForLive(page);
 
     for (const [type, body] of Object.entries(MODALS)) {
       const created = await api(server, 'POST', '/questions', body);
