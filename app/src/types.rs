@@ -715,6 +715,7 @@ mod tests {
         check(Resolution::ALL);
         check(EventType::ALL);
         check(ActorKind::ALL);
+        check(MinUrgency::ALL);
     }
 
     #[test]

@@ -33,6 +33,10 @@ pub mod action {
     pub const MEMBER_REMOVED: &str = "member.removed";
     pub const ROLE_CHANGED: &str = "role.changed";
     pub const PASSWORD_CHANGED: &str = "password.changed";
+    /// A member's email address or Slack user id changed.
+    pub const ADDRESSES_CHANGED: &str = "addresses.changed";
+    /// A person's channel thresholds changed.
+    pub const NOTIFICATIONS_CHANGED: &str = "notifications.changed";
 
     /// Every action above, for the audit page's filter.
     pub const ALL: &[&str] = &[
@@ -51,6 +55,8 @@ pub mod action {
         MEMBER_REMOVED,
         ROLE_CHANGED,
         PASSWORD_CHANGED,
+        ADDRESSES_CHANGED,
+        NOTIFICATIONS_CHANGED,
     ];
 }
 

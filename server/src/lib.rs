@@ -20,6 +20,7 @@ pub mod headless;
 pub mod http;
 pub mod mcp;
 pub mod metrics;
+pub mod notifications;
 pub mod people;
 pub mod questions;
 pub mod responder;

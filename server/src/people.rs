@@ -1,7 +1,9 @@
 //! People: accounts with argon2id passwords, workspace membership, API token management, and the one-time sign-in
 //! link a first start prints. HTTP lives in `http::people`; this is what it (and the CLI) call.
 
-use app::types::{CreatedToken, Member, NewMember, NewToken, Role, TokenInfo};
+use app::types::{
+    AddressUpdate, CreatedToken, Member, MemberUpdate, NewMember, NewToken, NotificationPreferences, Role, TokenInfo,
+};
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString, rand_core::OsRng};
 use chrono::Duration;
@@ -11,7 +13,8 @@ use crate::audit::action;
 use crate::credentials::{Caller, hash_secret, new_token_secret, random_secret};
 use crate::error::AppError;
 use crate::store::{
-    AuditActor, MembershipChange, NewAuditEntry, Principal, SigninLinkRow, Store, StoreError, TokenRow, UserRow, now,
+    AuditActor, MemberRow, MemberSettings, MembershipChange, NewAuditEntry, Principal, SigninLinkRow, Store,
+    StoreError, TokenRow, UserRow, now,
 };
 
 /// The audit entry of a security-relevant action by `caller` in its workspace.
@@ -216,6 +219,132 @@ pub async fn change_role(store: &dyn Store, caller: &Caller, user_id: Uuid, role
     }
     let row = store.member(caller.workspace_id(), user_id).await?.ok_or(AppError::NotFound("member"))?;
     Ok(row.to_member()?)
+}
+
+/// `PATCH /members/{user_id}`: another role, other addresses, or both. Every field is checked before anything is
+/// written, so a bad one changes nothing.
+pub async fn update_member(
+    store: &dyn Store,
+    caller: &Caller,
+    user_id: Uuid,
+    update: MemberUpdate,
+) -> Result<Member, AppError> {
+    require_admin(caller)?;
+    let addresses = update.addresses();
+    check_addresses(&addresses)?;
+    if let Some(role) = update.role {
+        change_role(store, caller, user_id, role).await?;
+    }
+    if addresses != AddressUpdate::default() {
+        let member = store.member(caller.workspace_id(), user_id).await?.ok_or(AppError::NotFound("member"))?;
+        set_addresses(store, caller, &member, addresses).await?;
+    }
+    let row = store.member(caller.workspace_id(), user_id).await?.ok_or(AppError::NotFound("member"))?;
+    Ok(row.to_member()?)
+}
+
+/// `PATCH /me`: a person sets where they are reached.
+pub async fn update_my_addresses(
+    store: &dyn Store,
+    caller: &Caller,
+    update: AddressUpdate,
+) -> Result<Member, AppError> {
+    let member = my_membership(store, caller).await?;
+    check_addresses(&update)?;
+    set_addresses(store, caller, &member, update).await?;
+    let row = store.member(caller.workspace_id(), member.user_id).await?.ok_or(AppError::NotFound("member"))?;
+    Ok(row.to_member()?)
+}
+
+/// `GET /me/notifications`: the caller's channel thresholds.
+pub async fn my_notifications(store: &dyn Store, caller: &Caller) -> Result<NotificationPreferences, AppError> {
+    Ok(my_membership(store, caller).await?.preferences()?)
+}
+
+/// `PUT /me/notifications`: the caller's channel thresholds, replaced whole.
+pub async fn set_my_notifications(
+    store: &dyn Store,
+    caller: &Caller,
+    preferences: NotificationPreferences,
+) -> Result<NotificationPreferences, AppError> {
+    let member = my_membership(store, caller).await?;
+    let before = member.preferences()?;
+    let json = serde_json::to_value(preferences).map_err(|e| AppError::Internal(Box::new(e)))?;
+    let settings = MemberSettings { notifications: Some(json.to_string()), ..member.settings() };
+    let audit = entry_by(
+        caller,
+        action::NOTIFICATIONS_CHANGED,
+        ("user", member.user_id),
+        serde_json::to_value(before).ok(),
+        Some(json),
+    );
+    if !store.set_member_settings(caller.workspace_id(), member.user_id, &settings, &audit).await? {
+        return Err(AppError::NotFound("member"));
+    }
+    Ok(preferences)
+}
+
+/// The caller's own membership: people have addresses and thresholds, tokens do not.
+async fn my_membership(store: &dyn Store, caller: &Caller) -> Result<MemberRow, AppError> {
+    if caller.principal.kind != crate::store::PrincipalKind::User {
+        return Err(AppError::Forbidden("tokens are not reached by notifications; sign in with your account".into()));
+    }
+    store.member(caller.workspace_id(), caller.principal.id).await?.ok_or(AppError::NotFound("member"))
+}
+
+/// The longest email address SMTP carries (RFC 5321's path limit less its angle brackets).
+const MAX_EMAIL_CHARS: usize = 254;
+
+/// Refuses an address no channel could use: an email that is not one mailbox's address, a Slack user id that is
+/// not Slack's form (`U` or `W`, then upper-case letters and digits).
+fn check_addresses(update: &AddressUpdate) -> Result<(), AppError> {
+    if let Some(Some(email)) = &update.email
+        && (email.chars().count() > MAX_EMAIL_CHARS || email.parse::<lettre::Address>().is_err())
+    {
+        return Err(AppError::invalid_field("email", "an email address such as alice@example.com"));
+    }
+    if let Some(Some(id)) = &update.slack_user_id {
+        let mut chars = id.chars();
+        let well_formed = matches!(chars.next(), Some('U' | 'W'))
+            && (2..=30).contains(&chars.clone().count())
+            && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
+        if !well_formed {
+            return Err(AppError::invalid_field("slack_user_id", "a Slack user id such as U012AB3CD"));
+        }
+    }
+    Ok(())
+}
+
+/// Writes the addresses `update` gives over those `member` has, with the audit entry of the change (nothing when
+/// nothing changes).
+async fn set_addresses(
+    store: &dyn Store,
+    caller: &Caller,
+    member: &MemberRow,
+    update: AddressUpdate,
+) -> Result<(), AppError> {
+    let before = member.settings();
+    let settings = MemberSettings {
+        email: update.email.unwrap_or_else(|| before.email.clone()),
+        slack_user_id: update.slack_user_id.unwrap_or_else(|| before.slack_user_id.clone()),
+        notifications: before.notifications.clone(),
+    };
+    if settings == before {
+        return Ok(());
+    }
+    let addresses = |s: &MemberSettings| serde_json::json!({ "email": s.email, "slack_user_id": s.slack_user_id });
+    let audit = entry_by(
+        caller,
+        action::ADDRESSES_CHANGED,
+        ("user", member.user_id),
+        Some(addresses(&before)),
+        Some(addresses(&settings)),
+    );
+    if !store.set_member_settings(caller.workspace_id(), member.user_id, &settings, &audit).await? {
+        return Err(AppError::NotFound("member"));
+    }
+    tracing::info!(user_id = %member.user_id, "addresses changed");
+    Ok(())
 }
 
 /// `DELETE /members/{user_id}`: the person loses access to the workspace at once (their sessions there end).

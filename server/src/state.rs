@@ -22,6 +22,9 @@ pub struct App {
     pub store: Arc<dyn Store>,
     /// Follows the event log and fans events out to SSE subscribers.
     pub hub: EventHub,
+    /// The keys action links and web pushes are signed with, the same on every instance (see
+    /// [`crate::notifications::channel_keys`]).
+    pub channel_keys: crate::channels::ChannelKeys,
     /// What `/metrics` exports.
     pub metrics: Arc<crate::metrics::Metrics>,
     /// Executes agent runs; also what the API uses to validate agents and start runs.

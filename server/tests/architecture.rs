@@ -13,7 +13,19 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("the store", &["store"]),
     (
         "the use cases and what they share",
-        &["questions", "runs", "people", "audit", "events", "visibility", "metrics", "config", "error", "credentials"],
+        &[
+            "questions",
+            "runs",
+            "people",
+            "notifications",
+            "audit",
+            "events",
+            "visibility",
+            "metrics",
+            "config",
+            "error",
+            "credentials",
+        ],
     ),
     (
         "the doors and their wiring",

@@ -54,6 +54,10 @@ const MATRIX: &[Row] = &[
     row("get", "/api/v1/me", Plain, [401, 200, 200, 200, 200, 200, 200]),
     // Tokens have no password; people change theirs with a session (tested in people.rs).
     row("post", "/api/v1/me/password", Plain, [401, 403, 403, 403, 403, 403, 403]),
+    // Tokens are not reached by notifications: addresses and thresholds are a person's (tested in notifications.rs).
+    row("patch", "/api/v1/me", Plain, [401, 403, 403, 403, 403, 403, 403]),
+    row("get", "/api/v1/me/notifications", Plain, [401, 403, 403, 403, 403, 403, 403]),
+    row("put", "/api/v1/me/notifications", Plain, [401, 403, 403, 403, 403, 403, 403]),
     row("get", "/api/v1/members", Plain, [401, 200, 200, 200, 200, 200, 200]),
     row("post", "/api/v1/members", Plain, [401, 403, 403, 403, 201, 403, 201]),
     row("patch", "/api/v1/members/{user_id}", Plain, [401, 403, 403, 403, 200, 403, 404]),
@@ -260,6 +264,8 @@ fn request_for(row: &Row, fixture: &Fixture, n: usize) -> (String, Option<Value>
         ("post", "/api/v1/members", _) => {
             Some(json!({"username": format!("new-{n}"), "password": "a long enough password", "role": "viewer"}))
         }
+        ("patch", "/api/v1/me", _) => Some(json!({"email": "someone@example.com"})),
+        ("put", "/api/v1/me/notifications", _) => Some(json!({"email": {"min_urgency": "normal"}})),
         ("patch", _, _) => Some(json!({"role": "approver"})),
         ("post", "/api/v1/tokens", _) => Some(json!({"name": format!("new {n}"), "role": "viewer"})),
         ("post", "/api/v1/agents", _) | ("put", _, _) => {

@@ -26,6 +26,8 @@ const ACTIONS: &[&str] = &[
     "token.revoked",
     "user.created",
     "role.changed",
+    "addresses.changed",
+    "notifications.changed",
 ];
 
 /// A time from the URL: RFC 3339, or what a `datetime-local` input sends (`2026-01-31T09:00`, read as UTC), or a

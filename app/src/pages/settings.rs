@@ -155,7 +155,7 @@ fn MemberTable(members: Vec<Member>, admin: bool, reload: impl Fn() + Clone + Se
                 let Ok(role) = event_target_value(&ev).parse::<Role>() else { return };
                 let (reload, user_id, username) = (reload_role.clone(), member.user_id, username.clone());
                 leptos::task::spawn_local(async move {
-                    let outcome = send_json::<_, Member>("PATCH", &format!("/members/{user_id}"), Some(&MemberUpdate { role })).await;
+                    let outcome = send_json::<_, Member>("PATCH", &format!("/members/{user_id}"), Some(&MemberUpdate { role: Some(role), ..MemberUpdate::default() })).await;
                     message.set(Some(outcome.map(|m| format!("{username} now has the role {}.", m.role)).map_err(|e| e.describe())));
                     reload();
                 });

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::Role;
+use super::{Role, UnknownVariant, Urgency};
 
 /// A person's membership of the caller's workspace (`GET /members`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -17,6 +17,12 @@ pub struct Member {
     pub role: Role,
     /// Whether the person has set a password (a first-start admin signs in by link until they do).
     pub has_password: bool,
+    /// Where email reaches them, if anywhere.
+    #[serde(default)]
+    pub email: Option<String>,
+    /// Their Slack user id (`U...` or `W...`), for direct messages and for answering from Slack as them.
+    #[serde(default)]
+    pub slack_user_id: Option<String>,
     #[serde(deserialize_with = "super::time::required")]
     pub created_at: DateTime<Utc>,
 }
@@ -43,14 +49,124 @@ pub struct NewMember {
     pub role: Role,
 }
 
-/// The body of `PATCH /members/{user_id}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The body of `PATCH /members/{user_id}`: each field given is changed, each absent one kept.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct MemberUpdate {
     /// A human role: `viewer`, `responder`, `approver` or `admin`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ssr", schema(schema_with = super::human_role_schema))]
-    pub role: Role,
+    pub role: Option<Role>,
+    /// As in [`AddressUpdate`].
+    #[serde(default, deserialize_with = "given", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ssr", schema(value_type = Option<String>, max_length = 254))]
+    pub email: Option<Option<String>>,
+    /// As in [`AddressUpdate`].
+    #[serde(default, deserialize_with = "given", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ssr", schema(value_type = Option<String>, pattern = r"^[UW][A-Z0-9]{2,30}$"))]
+    pub slack_user_id: Option<Option<String>>,
+}
+
+impl MemberUpdate {
+    /// The addresses this update changes.
+    pub fn addresses(&self) -> AddressUpdate {
+        AddressUpdate { email: self.email.clone(), slack_user_id: self.slack_user_id.clone() }
+    }
+}
+
+/// The body of `PATCH /me` (and part of `PATCH /members/{user_id}`): where a person is reached. A field given as
+/// `null` removes the address; an absent one keeps it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct AddressUpdate {
+    /// An email address (`alice@example.com`), at most 254 characters.
+    #[serde(default, deserialize_with = "given", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ssr", schema(value_type = Option<String>, max_length = 254))]
+    pub email: Option<Option<String>>,
+    /// A Slack user id: `U` or `W` and 2..=30 upper-case letters or digits.
+    #[serde(default, deserialize_with = "given", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ssr", schema(value_type = Option<String>, pattern = r"^[UW][A-Z0-9]{2,30}$"))]
+    pub slack_user_id: Option<Option<String>>,
+}
+
+/// A field that is present, even as `null` (`Some(None)`), as opposed to absent (`None`, by `#[serde(default)]`).
+fn given<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
+wire_enum! {
+    /// The lowest urgency that reaches a person on a channel, or `off` for none.
+    MinUrgency {
+        Low = "low",
+        Normal = "normal",
+        High = "high",
+        Critical = "critical",
+        Off = "off",
+    }
+}
+
+impl MinUrgency {
+    /// Whether a question of `urgency` reaches a person with this threshold.
+    pub fn admits(self, urgency: Urgency) -> bool {
+        let rank = |urgency: Urgency| match urgency {
+            Urgency::Low => 0,
+            Urgency::Normal => 1,
+            Urgency::High => 2,
+            Urgency::Critical => 3,
+        };
+        let threshold = match self {
+            MinUrgency::Low => Urgency::Low,
+            MinUrgency::Normal => Urgency::Normal,
+            MinUrgency::High => Urgency::High,
+            MinUrgency::Critical => Urgency::Critical,
+            MinUrgency::Off => return false,
+        };
+        rank(urgency) >= rank(threshold)
+    }
+}
+
+/// One channel's threshold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ChannelPreference {
+    pub min_urgency: MinUrgency,
+}
+
+/// `GET` and `PUT /me/notifications`: per channel, the lowest urgency that reaches the person. A channel left out
+/// of a `PUT` takes its default: web UI and push for all, email and Slack for `high` and above.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct NotificationPreferences {
+    #[serde(default = "low")]
+    pub web: ChannelPreference,
+    #[serde(default = "low")]
+    pub push: ChannelPreference,
+    #[serde(default = "high")]
+    pub email: ChannelPreference,
+    #[serde(default = "high")]
+    pub slack: ChannelPreference,
+}
+
+fn low() -> ChannelPreference {
+    ChannelPreference { min_urgency: MinUrgency::Low }
+}
+
+fn high() -> ChannelPreference {
+    ChannelPreference { min_urgency: MinUrgency::High }
+}
+
+impl Default for NotificationPreferences {
+    fn default() -> Self {
+        NotificationPreferences { web: low(), push: low(), email: high(), slack: high() }
+    }
 }
 
 /// An API token as listed (`GET /tokens`): never its secret.

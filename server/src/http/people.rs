@@ -2,7 +2,10 @@
 //! tokens it has, and who the caller is. Changes are for admins; everyone in a workspace may see its members
 //! (so an agent can assign a question to a person).
 
-use app::types::{CreatedToken, Me, Member, MemberUpdate, NewMember, NewToken, Page, PasswordChange, TokenInfo};
+use app::types::{
+    AddressUpdate, CreatedToken, Me, Member, MemberUpdate, NewMember, NewToken, NotificationPreferences, Page,
+    PasswordChange, TokenInfo,
+};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
@@ -24,7 +27,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(update_member, remove_member))
         .routes(routes!(list_tokens, create_token))
         .routes(routes!(revoke_token))
-        .routes(routes!(get_me))
+        .routes(routes!(get_me, update_me))
+        .routes(routes!(get_my_notifications, set_my_notifications))
         .routes(routes!(change_password))
 }
 
@@ -92,8 +96,8 @@ async fn add_member(
     Ok((StatusCode::CREATED, ApiJson(people::add_member(state.store.as_ref(), &caller, input).await?)))
 }
 
-/// `PATCH /members/{user_id}` (admin): another role, effective on the member's next request. 409 for the last
-/// admin.
+/// `PATCH /members/{user_id}` (admin): another role (effective on the member's next request; 409 for the last
+/// admin) and/or other addresses.
 #[utoipa::path(patch, path = "/members/{user_id}", tag = "people", params(("user_id" = Uuid, Path, description = "The person's id")),
     request_body = MemberUpdate, responses((status = 200, description = "The member", body = Member), ErrorResponses))]
 async fn update_member(
@@ -103,7 +107,7 @@ async fn update_member(
     ApiJson(update): ApiJson<MemberUpdate>,
 ) -> ApiResult<ApiJson<Member>> {
     let user_id = path_id(&user_id, "member")?;
-    Ok(ApiJson(people::change_role(state.store.as_ref(), &caller, user_id, update.role).await?))
+    Ok(ApiJson(people::update_member(state.store.as_ref(), &caller, user_id, update).await?))
 }
 
 /// `DELETE /members/{user_id}` (admin): removes the person from the workspace; their sessions there end at once.
@@ -185,6 +189,38 @@ async fn get_me(caller: Caller) -> ApiJson<Me> {
         workspace: principal.workspace.clone(),
         role: principal.role,
     })
+}
+
+/// `PATCH /me`: a person sets where they are reached (email, Slack user id); `null` removes one.
+#[utoipa::path(patch, path = "/me", tag = "people", request_body = AddressUpdate,
+    responses((status = 200, description = "The caller as a member", body = Member), ErrorResponses))]
+async fn update_me(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(update): ApiJson<AddressUpdate>,
+) -> ApiResult<ApiJson<Member>> {
+    Ok(ApiJson(people::update_my_addresses(state.store.as_ref(), &caller, update).await?))
+}
+
+/// `GET /me/notifications`: per channel, the lowest urgency that reaches the caller.
+#[utoipa::path(get, path = "/me/notifications", tag = "people",
+    responses((status = 200, description = "The caller's thresholds", body = NotificationPreferences), ErrorResponses))]
+async fn get_my_notifications(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> ApiResult<ApiJson<NotificationPreferences>> {
+    Ok(ApiJson(people::my_notifications(state.store.as_ref(), &caller).await?))
+}
+
+/// `PUT /me/notifications`: replaces the caller's thresholds; a channel left out takes its default.
+#[utoipa::path(put, path = "/me/notifications", tag = "people", request_body = NotificationPreferences,
+    responses((status = 200, description = "The caller's thresholds", body = NotificationPreferences), ErrorResponses))]
+async fn set_my_notifications(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(preferences): ApiJson<NotificationPreferences>,
+) -> ApiResult<ApiJson<NotificationPreferences>> {
+    Ok(ApiJson(people::set_my_notifications(state.store.as_ref(), &caller, preferences).await?))
 }
 
 /// `POST /me/password`: a signed-in person sets their password (the current one is needed once one is set).

@@ -212,6 +212,9 @@ impl PeopleStore for RemoteRun {
     async fn member(&self, _: Uuid, _: Uuid) -> StoreResult<Option<MemberRow>> {
         unavailable("members")
     }
+    async fn set_member_settings(&self, _: Uuid, _: Uuid, _: &MemberSettings, _: &NewAuditEntry) -> StoreResult<bool> {
+        unavailable("members")
+    }
     async fn members(&self, _: Uuid, _: Option<&str>, _: u32) -> StoreResult<Vec<MemberRow>> {
         unavailable("members")
     }
@@ -260,6 +263,9 @@ impl Store for RemoteRun {
     }
     async fn ensure_workspace(&self, _: &str) -> StoreResult<WorkspaceRow> {
         unavailable("workspaces")
+    }
+    async fn server_secret(&self, _: &str, _: &str) -> StoreResult<String> {
+        unavailable("server secrets")
     }
     async fn insert_token(&self, _: &TokenRow, _: &NewAuditEntry) -> StoreResult<bool> {
         unavailable("tokens")

@@ -188,6 +188,10 @@ pub trait Store: RunStore + PeopleStore + Send + Sync + 'static {
     /// The workspace with this name, created if it does not exist.
     async fn ensure_workspace(&self, name: &str) -> StoreResult<WorkspaceRow>;
 
+    /// The server secret named `name`: the one stored, or, when none is, `generated`, stored first. Of instances
+    /// that start at once, the first insert wins and every instance returns what it stored, so all share one value.
+    async fn server_secret(&self, name: &str, generated: &str) -> StoreResult<String>;
+
     /// Stores a token and the audit entry recording it, in one transaction; `false`, and nothing stored, if a token
     /// with the same secret already exists (a restart with the same bootstrap token).
     async fn insert_token(&self, token: &TokenRow, audit: &NewAuditEntry) -> StoreResult<bool>;

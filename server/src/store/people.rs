@@ -42,9 +42,31 @@ pub struct MemberRow {
     pub role: Role,
     pub has_password: bool,
     pub created_at: DateTime<Utc>,
+    pub email: Option<String>,
+    pub slack_user_id: Option<String>,
+    /// The channel thresholds as JSON (`app::types::NotificationPreferences`); `None` = the defaults.
+    pub notifications: Option<String>,
 }
 
 impl MemberRow {
+    /// The member's channel thresholds: those stored, or the defaults.
+    pub fn preferences(&self) -> Result<app::types::NotificationPreferences, StoreError> {
+        match &self.notifications {
+            None => Ok(app::types::NotificationPreferences::default()),
+            Some(json) => serde_json::from_str(json)
+                .map_err(|e| StoreError::Corrupt(format!("the notification preferences of {}: {e}", self.user_id))),
+        }
+    }
+
+    /// What [`PeopleStore::set_member_settings`] would write to leave the member as they are.
+    pub fn settings(&self) -> MemberSettings {
+        MemberSettings {
+            email: self.email.clone(),
+            slack_user_id: self.slack_user_id.clone(),
+            notifications: self.notifications.clone(),
+        }
+    }
+
     pub fn to_member(&self) -> Result<app::types::Member, StoreError> {
         Ok(app::types::Member {
             user_id: self.user_id,
@@ -53,8 +75,19 @@ impl MemberRow {
             role: self.role,
             has_password: self.has_password,
             created_at: self.created_at,
+            email: self.email.clone(),
+            slack_user_id: self.slack_user_id.clone(),
         })
     }
+}
+
+/// A member's addresses and channel thresholds, as stored with their membership.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberSettings {
+    pub email: Option<String>,
+    pub slack_user_id: Option<String>,
+    /// JSON of `app::types::NotificationPreferences`; `None` = the defaults.
+    pub notifications: Option<String>,
 }
 
 /// A token as listed: never its secret.
@@ -152,6 +185,15 @@ pub trait PeopleStore: Send + Sync {
         role: Role,
         audit: &AuditOfMembership<'_>,
     ) -> StoreResult<MembershipChange>;
+    /// Replaces a member's addresses and channel thresholds, with `audit`, in one transaction; `false`, and
+    /// nothing written, if they are not a member.
+    async fn set_member_settings(
+        &self,
+        workspace_id: Uuid,
+        user_id: Uuid,
+        settings: &MemberSettings,
+        audit: &NewAuditEntry,
+    ) -> StoreResult<bool>;
     /// Removes a member and ends their sessions in the workspace, with the audit entry `audit` makes of the role
     /// they had, in one transaction; refused for the last admin.
     async fn remove_member(
@@ -192,6 +234,10 @@ pub(super) const USER_PRINCIPAL: &str = "SELECT u.id, CAST('user' AS TEXT) AS ki
      w.name AS workspace, u.username AS name, m.role FROM users u JOIN memberships m ON m.user_id = u.id \
      JOIN workspaces w ON w.id = m.workspace_id";
 pub(super) const MEMBER_COLUMNS: &str = "u.id AS user_id, u.username, u.display_name, m.role, \
-     (u.password_hash IS NOT NULL) AS has_password, m.created_at";
+     (u.password_hash IS NOT NULL) AS has_password, m.created_at, m.email, m.slack_user_id, m.notifications";
 pub(super) const TOKEN_INFO_COLUMNS: &str = "id, name, role, created_by, created_at, revoked_at";
 pub(super) const USER_COLUMNS: &str = "id, username, display_name, password_hash, created_at, disabled_at";
+
+/// Replaces a member's settings (`email`, `slack_user_id`, `notifications`, `workspace_id`, `user_id`).
+pub(super) const SET_MEMBER_SETTINGS: &str = "UPDATE memberships SET email = $1, slack_user_id = $2, \
+     notifications = $3 WHERE workspace_id = $4 AND user_id = $5";

@@ -295,6 +295,12 @@ pub(super) fn is_unique_violation(err: &sqlx::Error) -> bool {
     matches!(err, sqlx::Error::Database(db) if db.is_unique_violation())
 }
 
+/// Inserts a server secret unless one of that name is stored (`name`, `value`, `created_at`).
+pub(super) const INSERT_SERVER_SECRET: &str =
+    "INSERT INTO server_secrets (name, value, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING";
+/// The stored value of a server secret (`name`).
+pub(super) const SERVER_SECRET: &str = "SELECT value FROM server_secrets WHERE name = $1";
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -203,6 +203,32 @@ impl PeopleStore for PostgresStore {
         Ok(MembershipChange::Changed { before })
     }
 
+    async fn set_member_settings(
+        &self,
+        workspace_id: Uuid,
+        user_id: Uuid,
+        settings: &MemberSettings,
+        audit: &NewAuditEntry,
+    ) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await?;
+        let updated = sqlx::query(SET_MEMBER_SETTINGS)
+            .bind(settings.email.as_deref())
+            .bind(settings.slack_user_id.as_deref())
+            .bind(settings.notifications.as_deref())
+            .bind(workspace_id)
+            .bind(user_id)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        if updated == 0 {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        self.append_audit_in(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
     async fn remove_member(
         &self,
         workspace_id: Uuid,

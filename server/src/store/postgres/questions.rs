@@ -246,6 +246,16 @@ impl Store for PostgresStore {
         Ok(row)
     }
 
+    async fn server_secret(&self, name: &str, generated: &str) -> StoreResult<String> {
+        sqlx::query(INSERT_SERVER_SECRET)
+            .bind(name)
+            .bind(generated)
+            .bind(crate::store::now())
+            .execute(&self.pool)
+            .await?;
+        Ok(sqlx::query_scalar(SERVER_SECRET).bind(name).fetch_one(&self.pool).await?)
+    }
+
     async fn insert_token(&self, token: &TokenRow, audit: &NewAuditEntry) -> StoreResult<bool> {
         let mut tx = self.pool.begin().await?;
         let result = sqlx::query(

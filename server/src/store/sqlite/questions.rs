@@ -306,6 +306,16 @@ impl Store for SqliteStore {
         Ok(row)
     }
 
+    async fn server_secret(&self, name: &str, generated: &str) -> StoreResult<String> {
+        sqlx::query(INSERT_SERVER_SECRET)
+            .bind(name)
+            .bind(generated)
+            .bind(crate::store::now())
+            .execute(&self.write)
+            .await?;
+        Ok(sqlx::query_scalar(SERVER_SECRET).bind(name).fetch_one(&self.write).await?)
+    }
+
     async fn insert_token(&self, token: &TokenRow, audit: &NewAuditEntry) -> StoreResult<bool> {
         let mut tx = self.begin_write().await?;
         let result = sqlx::query(
