@@ -269,6 +269,9 @@ pub async fn set_my_notifications(
 ) -> Result<NotificationPreferences, AppError> {
     let member = my_membership(store, caller).await?;
     let before = member.preferences()?;
+    if preferences == before {
+        return Ok(preferences);
+    }
     let json = serde_json::to_value(preferences).map_err(|e| AppError::Internal(Box::new(e)))?;
     let settings = MemberSettings { notifications: Some(json.to_string()), ..member.settings() };
     let audit = entry_by(

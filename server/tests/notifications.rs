@@ -117,6 +117,9 @@ async fn a_person_chooses_per_channel_the_lowest_urgency_that_reaches_them(app: 
     // Left out of the PUT: the default.
     assert_eq!(stored.json["push"]["min_urgency"], "low");
 
+    // The same thresholds again change nothing, and nothing is recorded.
+    let again = app.session_call(&session, Method::PUT, "/api/v1/me/notifications", Some(put.json.clone())).await;
+    assert_eq!(again.json, put.json);
     let audit = app.get("/api/v1/audit?action=notifications.changed").await;
     assert_eq!(audit.json["items"].as_array().unwrap().len(), 1, "{}", audit.text);
     assert_eq!(audit.json["items"][0]["before"]["email"]["min_urgency"], "high");
