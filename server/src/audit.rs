@@ -5,7 +5,7 @@
 //! leaves a gap in `seq` and a `prev_hash` that points at nothing; moving one breaks both. The store appends entries
 //! in the transaction of the change they record; [`verify`] walks every chain and names the first bad entry.
 
-use app::types::{ActorKind, QuestionStatus};
+use app::types::{ActorKind, QuestionStatus, ToolCallStatus};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
@@ -165,6 +165,42 @@ pub fn run_cancelled(run: &RunRow, previous_status: &str, actor: &AuditActor) ->
         diff: None,
         created_at: run.updated_at,
     }
+}
+
+/// How the audit log words what a run's change carries along: its questions cancelled with it (recorded as
+/// resolutions of their own) and its descendants cancelled with it.
+pub struct RunCascades;
+
+impl crate::store::CascadeRecords for RunCascades {
+    fn question_cancelled(&self, question: &QuestionRow, actor: &AuditActor) -> NewAuditEntry {
+        question_resolved(question, actor)
+    }
+    fn run_cancelled(&self, run: &RunRow, previous_status: &str, actor: &AuditActor) -> NewAuditEntry {
+        run_cancelled(run, previous_status, actor)
+    }
+    fn run_lifecycle(&self, run: &RunRow) -> AuditActor {
+        AuditActor::policy(RUN_LIFECYCLE, Some(run.id.to_string()))
+    }
+}
+
+/// The entries of the calls of a model turn its agent's approval policy decided on arrival (`auto` approves,
+/// `never` rejects).
+pub fn policy_decisions(run: &RunRow, calls: &[ToolCallRow]) -> Vec<NewAuditEntry> {
+    calls
+        .iter()
+        .filter(|call| call.decided_by.as_deref() == Some(crate::store::POLICY_DECIDER))
+        .map(|call| tool_call_decided(run.workspace_id, &run.agent.0.name, run.agent_id, call))
+        .collect()
+}
+
+/// The entry of a write of `call` that decides it by policy: it leaves `pending_approval` (`previous`) without an
+/// approval question, because the question could not be asked. A person's decision is recorded when its question
+/// is answered.
+pub fn policy_refusal(run: &RunRow, previous: ToolCallStatus, call: &ToolCallRow) -> Option<NewAuditEntry> {
+    let decided_by_policy =
+        call.question_id.is_none() && call.decided_by.as_deref() == Some(crate::store::POLICY_DECIDER);
+    (decided_by_policy && previous == ToolCallStatus::PendingApproval && call.status != previous)
+        .then(|| tool_call_decided(run.workspace_id, &run.agent.0.name, run.agent_id, call))
 }
 
 /// Records a web UI session opened (`signin`) or closed (`signout`) by a person, in a transaction of its own:

@@ -125,8 +125,7 @@ async fn create_token(store: &dyn Store, workspace_id: Uuid) -> Result<(Uuid, St
 /// Loads the demo agents into the `default` workspace (replacing the definitions of same-named agents) and starts a
 /// run of each top-level agent that has no open run. Returns how many runs were started. The scripts must be
 /// written first, and the runtime's `shell` should be dry-run: the release manager asks to run `terraform apply`.
-pub async fn load(runtime: &Runtime, created_by: Option<Uuid>) -> Result<usize, String> {
-    let store = runtime.store.as_ref();
+pub async fn load(store: &dyn Store, runtime: &Runtime, created_by: Option<Uuid>) -> Result<usize, String> {
     let workspace = store
         .ensure_workspace(DEFAULT_WORKSPACE)
         .await
@@ -196,7 +195,7 @@ pub async fn run(mut config: ServeConfig) -> Result<(), String> {
             .map_err(|e| format!("cannot open the {DEFAULT_WORKSPACE:?} workspace: {e}"))?;
         Some(create_token(state.store.as_ref(), workspace.id).await?)
     };
-    let started = load(&state.runtime, token.as_ref().map(|(id, _)| *id)).await?;
+    let started = load(state.store.as_ref(), &state.runtime, token.as_ref().map(|(id, _)| *id)).await?;
     // Bind before printing, so the sign-in address has the real port even when port 0 was asked for.
     let listener = server::bind(addr).await.map_err(|e| e.to_string())?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;

@@ -455,23 +455,20 @@ pub async fn resume(args: ResumeArgs) -> CliResult<u8> {
 
 /// Executes a client-executed run in this process: the worker protocol against the server, the runtime's
 /// settings from the environment (`HOLDPOINT_SHELL`, `HOLDPOINT_SCRIPTS_DIR` or `.holdpoint/scripts`, ...).
-fn local_executor(connection: &Connection, run_id: &str) -> CliResult<Arc<Runtime>> {
+fn local_executor(connection: &Connection, run_id: &str) -> CliResult<(Arc<RemoteRun>, Arc<Runtime>)> {
     let config = crate::client::environment_config()?;
     let id = uuid::Uuid::parse_str(run_id).map_err(|_| CliError::Failed(format!("{run_id} is not a run id")))?;
-    let remote = RemoteRun::new(&connection.base, connection.token(), id, config.runtime.run_lease_seconds);
+    let remote = Arc::new(RemoteRun::new(&connection.base, connection.token(), id, config.runtime.run_lease_seconds));
     let scripts_dir = config.runtime.scripts_dir.clone().unwrap_or_else(|| Path::new(LOCAL_DIR).join("scripts"));
-    Ok(Arc::new(Runtime {
-        store: Arc::new(remote),
+    let runtime = Arc::new(Runtime {
+        ledger: Arc::clone(&remote) as Arc<dyn crate::runtime::ledger::RunLedger>,
         metrics: Arc::new(crate::metrics::Metrics::new()),
         config: config.runtime,
         scripts_dir,
-        // The server validates every question again with its own bounds.
-        bounds: crate::questions::TimeoutBounds { min_seconds: 1, max_seconds: 30 * 86_400 },
-        // The server keeps the questions its hub knows of.
-        hub: None,
         http: crate::runtime::tools::http_client(),
         instance: uuid::Uuid::now_v7(),
-    }))
+    });
+    Ok((remote, runtime))
 }
 
 /// Follows a run until it ends (exit 0, 1 or 12) or, with `pause_on_person`, waits for one (exit 10). A run this
@@ -479,17 +476,16 @@ fn local_executor(connection: &Connection, run_id: &str) -> CliResult<Arc<Runtim
 async fn follow(connection: &Connection, run_id: &str, pause_on_person: bool, output: OutputFormat) -> CliResult<u8> {
     let mut shown_seq = 0u64;
     let mut told_waiting = false;
-    let mut executor: Option<Arc<Runtime>> = None;
+    let mut executor: Option<(Arc<RemoteRun>, Arc<Runtime>)> = None;
     loop {
         let run = connection.get(&format!("/runs/{run_id}")).await?;
         if run["executor"] == "client" && run["status"] == "queued" {
             if executor.is_none() {
                 executor = Some(local_executor(connection, run_id)?);
             }
-            if let Some(runtime) = &executor {
-                let claimed = runtime
-                    .store
-                    .claim_run_by_id(uuid::Uuid::nil(), runtime.instance, crate::store::now(), crate::store::now())
+            if let Some((remote, runtime)) = &executor {
+                let claimed = remote
+                    .claim(runtime.instance)
                     .await
                     .map_err(|e| CliError::Failed(format!("cannot claim run {run_id}: {e}")))?;
                 if let Some(claimed) = claimed {

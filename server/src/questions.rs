@@ -16,7 +16,6 @@ use crate::credentials::Caller;
 use crate::error::AppError;
 use crate::events::EventHub;
 use crate::metrics::Metrics;
-use crate::state::AppState;
 use crate::store::{
     IdempotencyKey, NewEvent, PrincipalKind, QuestionResolution, QuestionRow, QuestionTransition, ResolveOutcome,
     Store, StoreResult,
@@ -560,9 +559,9 @@ pub fn pending_for(row: &QuestionRow) -> std::time::Duration {
 
 /// The 409 for a question that is no longer pending: `details` say its status and, if answered, by whom.
 pub fn not_pending(question: &QuestionRow) -> AppError {
-    let message = match (&question.answered_by, question.status.as_str()) {
-        (Some(by), "answered") => format!("question is already answered by {by}"),
-        (_, status) => format!("question is already {status}"),
+    let message = match (&question.answered_by, question.status) {
+        (Some(by), QuestionStatus::Answered) => format!("question is already answered by {by}"),
+        (_, status) => format!("question is already {}", status.as_str()),
     };
     AppError::Conflict {
         message,
@@ -682,19 +681,28 @@ pub async fn check_assignee(store: &dyn Store, row: &QuestionRow) -> Result<(), 
     }
 }
 
+/// What answering a question needs: where it is kept, the counters, this instance's cache of pending questions and
+/// whether separation of duties is on.
+pub struct Answering<'a> {
+    pub store: &'a dyn Store,
+    pub metrics: &'a Metrics,
+    pub hub: &'a EventHub,
+    pub separation_of_duties: bool,
+}
+
 /// Answers a pending question: checks the caller's right and the answer's shape, then makes the one transition.
 /// Returns the answered question; 404 outside the caller's workspace, 409 if someone was first, 422 if the answer
 /// does not fit (and then nothing is stored).
 pub async fn answer_question(
-    state: &AppState,
+    answering: &Answering<'_>,
     caller: &Caller,
     id: Uuid,
     answer: AnswerBody,
     now: DateTime<Utc>,
 ) -> Result<Question, AppError> {
-    let (store, metrics) = (state.store.as_ref(), state.metrics.as_ref());
+    let (store, metrics) = (answering.store, answering.metrics);
     // A question remembered as pending may have just been answered: the resolving write finds out (409).
-    let row = match state.hub.asked_and_pending(caller.workspace_id(), id) {
+    let row = match answering.hub.asked_and_pending(caller.workspace_id(), id) {
         Some(row) => QuestionRow::clone(&row),
         None => store.question(caller.workspace_id(), id).await?.ok_or(AppError::NotFound("question"))?,
     };
@@ -703,7 +711,7 @@ pub async fn answer_question(
         return Err(AppError::NotFound("question"));
     }
     let question = row.to_question(&caller.principal.workspace)?;
-    require_right_to_give(caller, &question, row.created_by, &answer, state.config.separation_of_duties)?;
+    require_right_to_give(caller, &question, row.created_by, &answer, answering.separation_of_duties)?;
     if question.status != QuestionStatus::Pending {
         return Err(not_pending(&row));
     }

@@ -163,13 +163,13 @@ pub async fn load_run(store: &dyn Store, caller: &Caller, id: Uuid) -> Result<Ru
 
 /// `POST /runs`: validates and queues a run. Returns the run and whether this call created it.
 pub async fn create_run(
+    store: &dyn Store,
     runtime: &Runtime,
     caller: &Caller,
     input: NewRun,
     idempotency: Option<&IdempotencyKey>,
 ) -> Result<(Run, bool), AppError> {
     caller.require_ask()?;
-    let store = runtime.store.as_ref();
     let mut errors = FieldErrors::default();
     if input.input.trim().is_empty() {
         errors.add("input", "must not be empty");
@@ -263,8 +263,7 @@ pub async fn create_run(
 
 /// `POST /runs/{id}/resume`: applies the decisions (undecided approvals are rejected), cancels unanswered
 /// questions, keeps the prompt for the next segment, and queues the run.
-pub async fn resume_run(runtime: &Runtime, caller: &Caller, id: Uuid, request: ResumeRequest) -> Result<Run, AppError> {
-    let store = runtime.store.as_ref();
+pub async fn resume_run(store: &dyn Store, caller: &Caller, id: Uuid, request: ResumeRequest) -> Result<Run, AppError> {
     if !caller.role().may_answer() {
         return Err(AppError::Forbidden(format!("{} may not resume runs", caller.role().with_article())));
     }
@@ -384,7 +383,10 @@ pub async fn resume_run(runtime: &Runtime, caller: &Caller, id: Uuid, request: R
 pub async fn cancel_run(store: &dyn Store, caller: &Caller, id: Uuid) -> Result<Run, AppError> {
     caller.require_ask()?;
     let run = load_run(store, caller, id).await?;
-    match store.cancel_run(run.workspace_id, run.id, crate::store::now(), &caller.into()).await? {
+    match store
+        .cancel_run(run.workspace_id, run.id, crate::store::now(), &caller.into(), &crate::audit::RunCascades)
+        .await?
+    {
         None => Err(AppError::NotFound("run")),
         Some((run, true)) => to_wire(store, &run, &caller.principal.workspace).await,
         Some((run, false)) => Err(AppError::Conflict {

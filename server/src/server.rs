@@ -79,7 +79,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
     let runtime = crate::runtime::Runtime::new(Arc::clone(&store), Arc::clone(&metrics), hub.clone(), &config);
     if config.run_workers {
         crate::deadlines::spawn(Arc::clone(&store), Arc::clone(&metrics));
-        crate::runtime::spawn_workers(Arc::clone(&runtime), hub.clone());
+        crate::runtime::spawn_workers(Arc::clone(&runtime), Arc::clone(&store), hub.clone());
     }
     let site_root = config.site_root();
     if !site_root.join("pkg").is_dir() {

@@ -48,6 +48,18 @@ impl App {
     }
 }
 
+impl App {
+    /// How this server's doors answer questions.
+    pub fn answering(&self) -> crate::questions::Answering<'_> {
+        crate::questions::Answering {
+            store: self.store.as_ref(),
+            metrics: &self.metrics,
+            hub: &self.hub,
+            separation_of_duties: self.config.separation_of_duties,
+        }
+    }
+}
+
 impl Deref for AppState {
     type Target = App;
     fn deref(&self) -> &App {

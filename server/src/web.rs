@@ -279,9 +279,9 @@ async fn answer_from_form(
     let question = row.to_question(&caller.principal.workspace)?;
     let page = format!("/questions/{id}");
     let outcome = match crate::questions::answer_from_form_fields(&question, &fields) {
-        Ok(answer) => {
-            crate::questions::answer_question(&state, &caller, id, answer, crate::store::now()).await.map(|_| ())
-        }
+        Ok(answer) => crate::questions::answer_question(&state.answering(), &caller, id, answer, crate::store::now())
+            .await
+            .map(|_| ()),
         Err(err) => Err(err),
     };
     match outcome {

@@ -683,6 +683,63 @@ async fn the_runtime_records_policy_decisions_resumes_and_cancellations(backend:
     assert!(holdpoint::audit::verify(app.state.store.as_ref()).await.unwrap().is_ok());
 }
 
+/// A client executing its own run writes its tool calls over the worker protocol; what those writes record in the
+/// audit log is decided by the server from its own copy of the run, as for its own workers.
+async fn a_client_runs_policy_decisions_are_recorded_by_the_server(backend: Backend) {
+    let scripts = Scripts::new();
+    let dir = scripts.dir.clone();
+    let Some(app) = TestApp::start_with(backend, move |config| config.runtime.scripts_dir = Some(dir)).await else {
+        return;
+    };
+    let model = scripts.write("client.json", &json!([{ "content": "unused" }]));
+    let spec = json!({ "name": "remote-hand", "model": model, "tools": ["shell"],
+        "approval_policy": { "tools": { "shell": "never" } } });
+    let agent = app.post("/api/v1/agents", spec).await;
+    assert_eq!(agent.status, StatusCode::CREATED, "{}", agent.text);
+    let agent_id = agent.json["id"].as_str().unwrap().to_owned();
+    let run = app.post("/api/v1/runs", json!({ "agent_id": agent_id, "input": "go", "executor": "client" })).await;
+    assert_eq!(run.status, StatusCode::CREATED, "{}", run.text);
+    let run_id = run.json["id"].as_str().unwrap().to_owned();
+    let mut seq = entries_after(&app, 0).await.last().map_or(0, |e| e["seq"].as_i64().unwrap());
+
+    let worker = format!("/api/v1/runs/{run_id}/worker");
+    let owner = uuid::Uuid::now_v7();
+    let claimed = app.post(&worker, json!({ "op": "claim", "owner": owner, "lease_seconds": 30 })).await;
+    assert_eq!(claimed.json["status"], "running", "{}", claimed.text);
+    let now = chrono::Utc::now();
+    let message_id = uuid::Uuid::now_v7();
+    let message = json!({ "id": message_id, "run_id": run_id, "seq": 1, "step": 1, "role": "assistant",
+        "content": { "role": "assistant", "tool_calls": [] }, "created_at": now });
+    let call = |call_id: &str, status: &str, decided_by: Value| {
+        json!({ "id": uuid::Uuid::now_v7(), "run_id": run_id, "message_id": message_id, "call_id": call_id,
+            "tool_name": "shell", "input": { "command": "rm -rf /" }, "edited_input": null, "output": null,
+            "status": status, "duration_ms": null, "step": 1, "decided_by": decided_by,
+            "decision_comment": "never allowed", "question_id": null, "child_run_ids": [],
+            "created_at": now, "updated_at": now })
+    };
+    let appended = app
+        .post(
+            &worker,
+            json!({ "op": "append_messages", "owner": owner, "messages": [message], "step": 1,
+                "tool_calls": [call("by-policy", "rejected", json!("policy")), call("open", "pending_approval", Value::Null)] }),
+        )
+        .await;
+    assert_eq!(appended.status, StatusCode::OK, "{}", appended.text);
+
+    let entry = only_new_entry(&app, &mut seq).await;
+    assert_eq!(entry["action"], "tool_call.decided", "only the policy's decision is recorded: {entry}");
+    assert_eq!(
+        (entry["actor"].as_str(), entry["actor_id"].as_str()),
+        (Some("approval policy"), Some(agent_id.as_str())),
+        "the server names the agent from its own copy of the run"
+    );
+    assert_eq!(
+        (entry["after"]["agent"].as_str(), entry["after"]["status"].as_str()),
+        (Some("remote-hand"), Some("rejected"))
+    );
+    assert!(holdpoint::audit::verify(app.state.store.as_ref()).await.unwrap().is_ok());
+}
+
 mod runtime {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn sqlite_the_runtime_records_policy_decisions_resumes_and_cancellations() {
@@ -692,5 +749,15 @@ mod runtime {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn postgres_the_runtime_records_policy_decisions_resumes_and_cancellations() {
         super::the_runtime_records_policy_decisions_resumes_and_cancellations(super::Backend::Postgres).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite_a_client_runs_policy_decisions_are_recorded_by_the_server() {
+        super::a_client_runs_policy_decisions_are_recorded_by_the_server(super::Backend::Sqlite).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres_a_client_runs_policy_decisions_are_recorded_by_the_server() {
+        super::a_client_runs_policy_decisions_are_recorded_by_the_server(super::Backend::Postgres).await;
     }
 }

@@ -1179,9 +1179,9 @@ async fn a_run_taken_over_after_its_final_answer_completes_with_that_answer(back
         message(1, 0, json!({ "role": "system", "content": "You deploy things." })),
         message(2, 0, json!({ "role": "user", "content": "Answer" })),
     ];
-    store.append_messages(id, crashed, &conversation, &[], None).await.unwrap();
+    store.append_messages(id, crashed, &conversation, &[], None, &[]).await.unwrap();
     let answer = message(3, 1, json!({ "role": "assistant", "content": "First answer." }));
-    store.append_messages(id, crashed, &[answer], &[], Some(1)).await.unwrap();
+    store.append_messages(id, crashed, &[answer], &[], Some(1), &[]).await.unwrap();
 
     let scripts_dir = scripts.dir.clone();
     let (_state, _router) = app.restart(move |config| config.runtime.scripts_dir = Some(scripts_dir)).await;

@@ -1,12 +1,14 @@
 //! Resume: rebuilding a 500-message conversation from the database, timed in-process through
 //! [`holdpoint::runtime::executor::rebuild_request`], the code a resumed run executes before it calls its model.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use sqlx::types::Json;
 use uuid::Uuid;
 
+use holdpoint::runtime::ledger::RunLedger;
 use holdpoint::store::{MessageRow, Store};
 
 use crate::report::{Figure, Section};
@@ -109,12 +111,19 @@ fn conversation(run_id: Uuid) -> Vec<MessageRow> {
 
 async fn measure(db: &FreshDb) -> Result<Samples, String> {
     let store = holdpoint::store::connect(&db.url).await.map_err(|e| e.to_string())?;
-    let result = measure_on(store.as_ref()).await;
+    let ledger = holdpoint::runtime::ledger::LocalLedger {
+        store: Arc::clone(&store),
+        metrics: Arc::new(holdpoint::metrics::Metrics::new()),
+        hub: None,
+        bounds: holdpoint::questions::TimeoutBounds { min_seconds: 1, max_seconds: 86_400 },
+    };
+    let result = measure_on(store.as_ref(), &ledger).await;
+    drop(ledger);
     drop(store);
     result
 }
 
-async fn measure_on(store: &dyn Store) -> Result<Samples, String> {
+async fn measure_on(store: &dyn Store, ledger: &dyn RunLedger) -> Result<Samples, String> {
     let workspace = store.ensure_workspace(holdpoint::server::DEFAULT_WORKSPACE).await.map_err(|e| e.to_string())?.id;
     let spec: app::types::AgentSpec = serde_json::from_value(json!({
         "name": "fleet-keeper",
@@ -144,13 +153,13 @@ async fn measure_on(store: &dyn Store) -> Result<Samples, String> {
         .map_err(|e| e.to_string())?
         .ok_or("the new run could not be claimed")?;
     for batch in conversation(run.id).chunks(50) {
-        store.append_messages(run.id, owner, batch, &[], None).await.map_err(|e| e.to_string())?;
+        store.append_messages(run.id, owner, batch, &[], None, &[]).await.map_err(|e| e.to_string())?;
     }
     let mut samples = Samples::default();
     let started = Instant::now();
     for n in 0..WARM_UP + ITERATIONS {
         let timer = Instant::now();
-        let request = holdpoint::runtime::executor::rebuild_request(store, &run).await.map_err(|e| e.to_string())?;
+        let request = holdpoint::runtime::executor::rebuild_request(ledger, &run).await.map_err(|e| e.to_string())?;
         let elapsed = timer.elapsed();
         let request: serde_json::Value = serde_json::from_slice(&request).map_err(|e| e.to_string())?;
         let count = request["messages"].as_array().map_or(0, Vec::len);

@@ -299,7 +299,7 @@ async fn answer_question(
     ApiJson(answer): ApiJson<AnswerBody>,
 ) -> ApiResult<ApiJson<Question>> {
     let id = question_id(&id)?;
-    Ok(ApiJson(domain::answer_question(&state, &caller, id, answer, crate::store::now()).await?))
+    Ok(ApiJson(domain::answer_question(&state.answering(), &caller, id, answer, crate::store::now()).await?))
 }
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -345,7 +345,7 @@ async fn answer_batch(
     for item in batch.items {
         let answer = AnswerBody { value: item.value, comment: item.comment, edited_arguments: item.edited_arguments };
         let outcome = match question_id(&item.id) {
-            Ok(id) => domain::answer_question(&state, &caller, id, answer, crate::store::now()).await,
+            Ok(id) => domain::answer_question(&state.answering(), &caller, id, answer, crate::store::now()).await,
             Err(err) => Err(err),
         };
         results.push(match outcome {

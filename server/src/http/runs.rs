@@ -53,7 +53,8 @@ async fn create_run(
     ApiJson(input): ApiJson<NewRun>,
 ) -> ApiResult<(StatusCode, ApiJson<Run>)> {
     let idempotency = idempotency_key(&headers, &caller, "runs", &input)?;
-    let (run, created) = domain::create_run(&state.runtime, &caller, input, idempotency.as_ref()).await?;
+    let (run, created) =
+        domain::create_run(state.store.as_ref(), &state.runtime, &caller, input, idempotency.as_ref()).await?;
     Ok((if created { StatusCode::CREATED } else { StatusCode::OK }, ApiJson(run)))
 }
 
@@ -259,7 +260,7 @@ async fn resume_run(
         serde_json::from_slice(&body)
             .map_err(|err| AppError::Invalid { message: format!("the body does not fit: {err}"), details: None })?
     };
-    let run = domain::resume_run(&state.runtime, &caller, id, request).await?;
+    let run = domain::resume_run(state.store.as_ref(), &caller, id, request).await?;
     Ok((StatusCode::ACCEPTED, ApiJson(run)))
 }
 

@@ -96,6 +96,8 @@ async fn worker_call(
         .map_err(|err| AppError::Invalid { message: format!("the body does not fit: {err}"), details: None })?;
     let workspace_id = run.workspace_id;
     let visibility = caller.visibility();
+    // The server's own ledger decides what a client's writes record in the audit log, as for its own workers.
+    let ledger = state.runtime.ledger.as_ref();
     match call {
         WorkerCall::Claim { owner, lease_seconds } => {
             reply(store.claim_run_by_id(run.id, owner, now() + lease(lease_seconds), now()).await?)
@@ -114,19 +116,19 @@ async fn worker_call(
             if tool_calls.iter().any(|c| c.run_id != run.id) {
                 return Err(not_this_run("tool_calls"));
             }
-            reply(store.append_messages(run.id, owner, &messages, &tool_calls, step).await.map_err(fenced)?)
+            reply(ledger.append_messages(&run, owner, &messages, &tool_calls, step).await.map_err(fenced)?)
         }
         WorkerCall::ToolCalls { filter } => reply(store.tool_calls(run.id, &filter).await?),
         WorkerCall::UpdateToolCall { owner, call } => {
             if call.run_id != run.id {
                 return Err(not_this_run("call"));
             }
-            reply(store.update_tool_call(owner, &call).await.map_err(fenced)?)
+            reply(ledger.update_tool_call(&run, owner, &call).await.map_err(fenced)?)
         }
         WorkerCall::TakeResumePrompt { owner } => reply(store.take_resume_prompt(run.id, owner).await.map_err(fenced)?),
         WorkerCall::Release { owner, mut transition } => {
             transition.at = now();
-            reply(store.release_run(run.id, owner, &transition).await.map_err(fenced)?)
+            reply(ledger.release_run(run.id, owner, &transition).await.map_err(fenced)?)
         }
         // Only the run's own questions: a client executes one run, and sees no other agent's questions through it.
         WorkerCall::Question { id } => reply(

@@ -37,11 +37,11 @@ struct SpawnItem {
     input: String,
 }
 
-async fn fail(rt: &Runtime, call: &mut ToolCallRow, message: String) -> StoreResult<()> {
+async fn fail(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow, message: String) -> StoreResult<()> {
     call.status = ToolCallStatus::Error;
     call.output = Some(Json(json!({ "error": message })));
     call.updated_at = now();
-    rt.store.update_tool_call(rt.instance, call).await
+    rt.ledger.update_tool_call(run, rt.instance, call).await
 }
 
 /// Starts (or resumes) the children of a `spawn_agents` call and records them on the call. A call that does not
@@ -49,42 +49,45 @@ async fn fail(rt: &Runtime, call: &mut ToolCallRow, message: String) -> StoreRes
 pub async fn spawn(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow) -> StoreResult<()> {
     let args: SpawnArgs = match serde_json::from_value(call.input.0.clone()) {
         Ok(args) => args,
-        Err(err) => return fail(rt, call, format!("invalid arguments: {err}")).await,
+        Err(err) => return fail(rt, run, call, format!("invalid arguments: {err}")).await,
     };
     let mut children = Vec::new();
     if let Some(raw) = &args.resume_run_id {
         let Ok(child_id) = Uuid::parse_str(raw) else {
-            return fail(rt, call, format!("{raw:?} is not a run id")).await;
+            return fail(rt, run, call, format!("{raw:?} is not a run id")).await;
         };
-        let child = rt.store.run(run.workspace_id, child_id).await?;
+        let child = rt.ledger.run(run.workspace_id, child_id).await?;
         let Some(child) = child.filter(|c| c.parent_run_id == Some(run.id)) else {
-            return fail(rt, call, format!("{child_id} is not a sub-agent run of this run")).await;
+            return fail(rt, run, call, format!("{child_id} is not a sub-agent run of this run")).await;
         };
         if child.status != RunStatus::Paused {
-            return fail(rt, call, format!("only paused runs can be resumed; {child_id} is {}", child.status)).await;
+            return fail(rt, run, call, format!("only paused runs can be resumed; {child_id} is {}", child.status))
+                .await;
         }
-        match rt.store.prepare_resume(run.workspace_id, child_id, args.prompt.as_deref(), now()).await? {
+        match rt.ledger.prepare_resume(run.workspace_id, child_id, args.prompt.as_deref(), now()).await? {
             ResumeOutcome::Accepted(_) => children.push(child_id),
             ResumeOutcome::CapReached(c) => {
                 let message =
                     format!("{child_id} has reached the cap of {} steps and cannot be resumed", c.max_total_steps);
-                return fail(rt, call, message).await;
+                return fail(rt, run, call, message).await;
             }
             ResumeOutcome::NotResumable(c) => {
-                return fail(rt, call, format!("only paused runs can be resumed; {child_id} is {}", c.status)).await;
+                return fail(rt, run, call, format!("only paused runs can be resumed; {child_id} is {}", c.status))
+                    .await;
             }
-            ResumeOutcome::NotFound => return fail(rt, call, format!("no run {child_id}")).await,
+            ResumeOutcome::NotFound => return fail(rt, run, call, format!("no run {child_id}")).await,
         }
     } else {
         if args.agents.is_empty() || args.agents.len() > MAX_CHILDREN {
-            return fail(rt, call, format!("give 1..={MAX_CHILDREN} agents, or resume_run_id")).await;
+            return fail(rt, run, call, format!("give 1..={MAX_CHILDREN} agents, or resume_run_id")).await;
         }
         for (n, item) in args.agents.iter().enumerate() {
-            let Some(agent) = rt.store.agent_by_name(run.workspace_id, item.agent.trim()).await? else {
-                return fail(rt, call, format!("there is no agent named {:?} in this workspace", item.agent)).await;
+            let Some(agent) = rt.ledger.agent_by_name(run.workspace_id, item.agent.trim()).await? else {
+                return fail(rt, run, call, format!("there is no agent named {:?} in this workspace", item.agent))
+                    .await;
             };
             if item.input.trim().is_empty() {
-                return fail(rt, call, format!("agents[{n}].input must not be empty")).await;
+                return fail(rt, run, call, format!("agents[{n}].input must not be empty")).await;
             }
             let new = crate::runs::new_run_row(
                 run.workspace_id,
@@ -106,7 +109,7 @@ pub async fn spawn(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow) -> StoreR
                 key: format!("spawn:{}:{n}", call.id),
                 request_hash: Sha256::digest(serde_json::to_vec(item).unwrap_or_default()).to_vec(),
             };
-            let created = rt.store.create_run(&new.run, &new.segment, Some(&key)).await?;
+            let created = rt.ledger.create_run(&new.run, &new.segment, Some(&key)).await?;
             children.push(created.value.id);
         }
     }
@@ -117,7 +120,7 @@ pub async fn spawn(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow) -> StoreR
         call.output = Some(Json(json!({ "runs": runs, "note": "started without waiting for them" })));
     }
     call.updated_at = now();
-    rt.store.update_tool_call(rt.instance, call).await
+    rt.ledger.update_tool_call(run, rt.instance, call).await
 }
 
 fn is_settled(status: RunStatus) -> bool {
@@ -126,13 +129,13 @@ fn is_settled(status: RunStatus) -> bool {
 
 /// Whether every child the call waits on has finished or paused.
 pub async fn settled(rt: &Runtime, call: &ToolCallRow) -> StoreResult<bool> {
-    let children = rt.store.child_run_status(&call.child_run_ids.0).await?;
+    let children = rt.ledger.child_run_status(&call.child_run_ids.0).await?;
     Ok(children.len() == call.child_run_ids.0.len() && children.iter().all(|c| is_settled(c.status)))
 }
 
 /// What the parent's model reads once its children have settled.
 pub async fn report(rt: &Runtime, call: &ToolCallRow) -> StoreResult<Value> {
-    let children = rt.store.child_run_status(&call.child_run_ids.0).await?;
+    let children = rt.ledger.child_run_status(&call.child_run_ids.0).await?;
     let runs: Vec<Value> = call
         .child_run_ids
         .0

@@ -14,11 +14,13 @@ use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::Runtime;
+use super::ledger::RunLedger;
 use super::model::{ChatRequest, ModelError, model_for, model_name};
 use super::tools::{self, ASK_USER, HTTP_REQUEST, SHELL, SPAWN_AGENTS};
 use crate::error::AppError;
 use crate::store::{
-    MessageRow, QuestionRow, RunRow, RunTransition, Store, StoreError, StoreResult, ToolCallFilter, ToolCallRow, now,
+    MessageRow, POLICY_DECIDER, QuestionRow, RunRow, RunTransition, StoreError, StoreResult, ToolCallFilter,
+    ToolCallRow, now,
 };
 
 /// What the model is told when a person rejects a call.
@@ -31,11 +33,11 @@ struct Conversation {
 }
 
 impl Conversation {
-    async fn load(store: &dyn Store, run_id: Uuid) -> StoreResult<Self> {
+    async fn load(ledger: &dyn RunLedger, run_id: Uuid) -> StoreResult<Self> {
         let mut messages = Vec::new();
         loop {
             let after = messages.last().map_or(0, |m: &MessageRow| m.seq);
-            let page = store.messages(run_id, after, 1000).await?;
+            let page = ledger.messages(run_id, after, 1000).await?;
             let done = page.len() < 1000;
             messages.extend(page);
             if done {
@@ -77,8 +79,8 @@ impl Conversation {
 /// Rebuilds a run's conversation from the database and returns the body of the Chat Completions request its next
 /// model turn sends: what a resumed run does before it calls the model again (the model client serialises the same
 /// request). Public so the benchmark suite times the very code path a resume takes.
-pub async fn rebuild_request(store: &dyn Store, run: &RunRow) -> StoreResult<Vec<u8>> {
-    let conversation = Conversation::load(store, run.id).await?;
+pub async fn rebuild_request(ledger: &dyn RunLedger, run: &RunRow) -> StoreResult<Vec<u8>> {
+    let conversation = Conversation::load(ledger, run.id).await?;
     serde_json::to_vec(&conversation.request(&run.agent.0)).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
@@ -139,15 +141,15 @@ async fn release(
     error_message: Option<String>,
 ) -> StoreResult<()> {
     let released =
-        rt.store.release_run(run.id, rt.instance, &RunTransition { status, result, error_message, at: now() }).await?;
+        rt.ledger.release_run(run.id, rt.instance, &RunTransition { status, result, error_message, at: now() }).await?;
     rt.metrics.run_transition(released.status.as_str());
     Ok(())
 }
 
 async fn advance(rt: &Runtime, run: &RunRow) -> StoreResult<()> {
     let spec = &run.agent.0;
-    let segment = rt.store.current_segment(run.id, rt.instance, now()).await?;
-    let mut conversation = Conversation::load(rt.store.as_ref(), run.id).await?;
+    let segment = rt.ledger.current_segment(run.id, rt.instance, now()).await?;
+    let mut conversation = Conversation::load(rt.ledger.as_ref(), run.id).await?;
     if conversation.messages.is_empty() {
         let mut first = Vec::new();
         if !spec.system_prompt.is_empty() {
@@ -155,8 +157,8 @@ async fn advance(rt: &Runtime, run: &RunRow) -> StoreResult<()> {
         }
         let seq = first.len() as i32 + 1;
         first.push(message(run.id, seq, 0, "user", json!({ "role": "user", "content": run.input })));
-        rt.store.append_messages(run.id, rt.instance, &first, &[], None).await?;
-        conversation = Conversation::load(rt.store.as_ref(), run.id).await?;
+        rt.ledger.append_messages(run, rt.instance, &first, &[], None).await?;
+        conversation = Conversation::load(rt.ledger.as_ref(), run.id).await?;
     }
     // A final answer given in this segment means the worker before this one stored it and stopped (it crashed or
     // lost the lease) before it ended the run: the answer stands, and the model is not asked again. A resumed run
@@ -177,13 +179,13 @@ async fn advance(rt: &Runtime, run: &RunRow) -> StoreResult<()> {
             Settled::Wait(status) => return release(rt, run, status, None, None).await,
             Settled::Fail(reason) => return release(rt, run, RunStatus::Failed, None, Some(reason)).await,
         }
-        conversation = Conversation::load(rt.store.as_ref(), run.id).await?;
+        conversation = Conversation::load(rt.ledger.as_ref(), run.id).await?;
         if let Some(text) = prompt.take() {
             let user =
                 message(run.id, conversation.next_seq(), step, "user", json!({ "role": "user", "content": text }));
-            rt.store.append_messages(run.id, rt.instance, &[user], &[], None).await?;
-            rt.store.take_resume_prompt(run.id, rt.instance).await?;
-            conversation = Conversation::load(rt.store.as_ref(), run.id).await?;
+            rt.ledger.append_messages(run, rt.instance, &[user], &[], None).await?;
+            rt.ledger.take_resume_prompt(run.id, rt.instance).await?;
+            conversation = Conversation::load(rt.ledger.as_ref(), run.id).await?;
         }
         if step >= run.max_total_steps {
             let reason = format!("the run reached the cap of {} steps in all", run.max_total_steps);
@@ -213,11 +215,11 @@ async fn advance(rt: &Runtime, run: &RunRow) -> StoreResult<()> {
         segment_steps += 1;
         let assistant = message(run.id, conversation.next_seq(), step, "assistant", reply);
         let calls = tool_calls_of(spec, &assistant);
-        rt.store.append_messages(run.id, rt.instance, std::slice::from_ref(&assistant), &calls, Some(step)).await?;
+        rt.ledger.append_messages(run, rt.instance, std::slice::from_ref(&assistant), &calls, Some(step)).await?;
         if calls.is_empty() {
             return end_on_answer(rt, run, &assistant).await;
         }
-        conversation = Conversation::load(rt.store.as_ref(), run.id).await?;
+        conversation = Conversation::load(rt.ledger.as_ref(), run.id).await?;
     }
 }
 
@@ -278,13 +280,13 @@ fn tool_calls_of(spec: &AgentSpec, assistant: &MessageRow) -> Vec<ToolCallRow> {
                     (input, ToolCallStatus::Running, None, None, None)
                 }
                 Ok(input) => match spec.approval_policy.for_tool(&name) {
-                    ToolPolicy::Auto => (input, ToolCallStatus::Approved, None, Some("policy".to_owned()), None),
+                    ToolPolicy::Auto => (input, ToolCallStatus::Approved, None, Some(POLICY_DECIDER.to_owned()), None),
                     ToolPolicy::Prompt => (input, ToolCallStatus::PendingApproval, None, None, None),
                     ToolPolicy::Never => (
                         input,
                         ToolCallStatus::Rejected,
                         None,
-                        Some("policy".to_owned()),
+                        Some(POLICY_DECIDER.to_owned()),
                         Some(format!("the agent's approval policy never allows {name}")),
                     ),
                 },
@@ -316,7 +318,7 @@ async fn settle_open_calls(rt: &Runtime, run: &RunRow, conversation: &Conversati
     let Some(assistant) = conversation.last_assistant() else { return Ok(Settled::Continue) };
     let filter = ToolCallFilter { message_id: Some(assistant.id), limit: 1000, ..Default::default() };
     let mut open: Vec<ToolCallRow> = rt
-        .store
+        .ledger
         .tool_calls(run.id, &filter)
         .await?
         .into_iter()
@@ -377,7 +379,7 @@ async fn settle_open_calls(rt: &Runtime, run: &RunRow, conversation: &Conversati
             (_, ToolCallStatus::PendingApproval) => {
                 decide_from_question(rt, run, &mut call).await?;
                 match call.status {
-                    ToolCallStatus::Approved => run_tool(rt, &mut call).await?,
+                    ToolCallStatus::Approved => run_tool(rt, run, &mut call).await?,
                     _ => rejection(&call),
                 }
             }
@@ -393,7 +395,7 @@ async fn settle_open_calls(rt: &Runtime, run: &RunRow, conversation: &Conversati
                 finish(&mut call, ToolCallStatus::Completed, output.clone(), None);
                 output
             }
-            (_, ToolCallStatus::Approved | ToolCallStatus::Running) => run_tool(rt, &mut call).await?,
+            (_, ToolCallStatus::Approved | ToolCallStatus::Running) => run_tool(rt, run, &mut call).await?,
             (_, ToolCallStatus::Rejected) => rejection(&call),
             (_, ToolCallStatus::Completed | ToolCallStatus::Error) => {
                 call.output.as_ref().map_or(Value::Null, |o| o.0.clone())
@@ -403,8 +405,8 @@ async fn settle_open_calls(rt: &Runtime, run: &RunRow, conversation: &Conversati
             call.output = Some(Json(output.clone()));
         }
         call.updated_at = now();
-        rt.store.update_tool_call(rt.instance, &call).await?;
-        let conversation = Conversation::load(rt.store.as_ref(), run.id).await?;
+        rt.ledger.update_tool_call(run, rt.instance, &call).await?;
+        let conversation = Conversation::load(rt.ledger.as_ref(), run.id).await?;
         let result = message(
             run.id,
             conversation.next_seq(),
@@ -412,7 +414,7 @@ async fn settle_open_calls(rt: &Runtime, run: &RunRow, conversation: &Conversati
             "tool",
             json!({ "role": "tool", "tool_call_id": call.call_id, "content": output.to_string() }),
         );
-        rt.store.append_messages(run.id, rt.instance, &[result], &[], None).await?;
+        rt.ledger.append_messages(run, rt.instance, &[result], &[], None).await?;
     }
     Ok(Settled::Continue)
 }
@@ -435,10 +437,10 @@ fn rejection(call: &ToolCallRow) -> Value {
 }
 
 /// Runs an approved call (with the edited arguments, if a person edited them) and records its outcome.
-async fn run_tool(rt: &Runtime, call: &mut ToolCallRow) -> StoreResult<Value> {
+async fn run_tool(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow) -> StoreResult<Value> {
     call.status = ToolCallStatus::Running;
     call.updated_at = now();
-    rt.store.update_tool_call(rt.instance, call).await?;
+    rt.ledger.update_tool_call(run, rt.instance, call).await?;
     let arguments = call.edited_input.as_ref().unwrap_or(&call.input).0.clone();
     let started = std::time::Instant::now();
     let outcome = match call.tool_name.as_str() {
@@ -465,7 +467,7 @@ async fn run_tool(rt: &Runtime, call: &mut ToolCallRow) -> StoreResult<Value> {
 }
 
 async fn question_is_pending(rt: &Runtime, run: &RunRow, id: Uuid) -> StoreResult<bool> {
-    Ok(rt.store.question(run.workspace_id, id).await?.is_some_and(|q| q.status == QuestionStatus::Pending))
+    Ok(rt.ledger.question(run.workspace_id, id).await?.is_some_and(|q| q.status == QuestionStatus::Pending))
 }
 
 /// Creates the `approval` question of a call and links it.
@@ -500,23 +502,21 @@ async fn ask_approval(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow, assist
         Err(err) => {
             // Cannot happen for a well-formed approval; refuse the call rather than leave it waiting forever.
             call.status = ToolCallStatus::Rejected;
-            call.decided_by = Some("policy".into());
+            call.decided_by = Some(POLICY_DECIDER.into());
             call.decision_comment = Some(format!("the approval question could not be created: {err}"));
             call.updated_at = now();
-            return rt.store.update_tool_call(rt.instance, call).await;
+            return rt.ledger.update_tool_call(run, rt.instance, call).await;
         }
     };
     record_question(rt, &question).await?;
     call.question_id = Some(question.id);
     call.updated_at = now();
-    rt.store.update_tool_call(rt.instance, call).await
+    rt.ledger.update_tool_call(run, rt.instance, call).await
 }
 
 /// Stores a question the run asks, as every door stores what it asks.
 async fn record_question(rt: &Runtime, question: &QuestionRow) -> StoreResult<()> {
-    let workspace = rt.store.workspace_name(question.workspace_id).await?;
-    rt.asking().record(question, &workspace, None).await?;
-    Ok(())
+    rt.ledger.ask(question).await
 }
 
 fn clip(text: &str, max_chars: usize) -> String {
@@ -535,7 +535,7 @@ async fn new_question_for(
     call: &ToolCallRow,
     input: NewQuestion,
 ) -> Result<QuestionRow, AppError> {
-    let mut row = rt.asking().prepare(input, run.workspace_id, run.created_by).await?;
+    let mut row = rt.ledger.prepare_question(input, run.workspace_id, run.created_by).await?;
     row.tool_call_id = Some(call.call_id.clone());
     row.parent_run_ids = Json(run.parent_run_ids.0.clone());
     Ok(row)
@@ -571,7 +571,7 @@ async fn ask_user(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow) -> StoreRe
                 None,
             );
             call.updated_at = now();
-            rt.store.update_tool_call(rt.instance, call).await?;
+            rt.ledger.update_tool_call(run, rt.instance, call).await?;
             return Ok(false);
         }
     };
@@ -587,7 +587,7 @@ async fn ask_user(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow) -> StoreRe
         finish(call, ToolCallStatus::Completed, output, None);
     }
     call.updated_at = now();
-    rt.store.update_tool_call(rt.instance, call).await?;
+    rt.ledger.update_tool_call(run, rt.instance, call).await?;
     Ok(blocking)
 }
 
@@ -595,22 +595,22 @@ async fn ask_user(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow) -> StoreRe
 /// (a blocking question expired with nobody answering).
 async fn answer_of(rt: &Runtime, run: &RunRow, call: &ToolCallRow) -> StoreResult<Result<Value, String>> {
     let Some(question) = (match call.question_id {
-        Some(id) => rt.store.question(run.workspace_id, id).await?,
+        Some(id) => rt.ledger.question(run.workspace_id, id).await?,
         None => None,
     }) else {
         return Ok(Ok(call.output.as_ref().map_or(Value::Null, |o| o.0.clone())));
     };
     let response = question.response.as_ref().map(|r| &r.0);
     let comment = response.and_then(|r| r.comment.clone());
-    Ok(match question.status.as_str() {
-        "answered" | "defaulted" => {
+    Ok(match question.status {
+        QuestionStatus::Answered | QuestionStatus::Defaulted => {
             let mut output = json!({ "status": question.status, "value": response.map(|r| r.value.clone()) });
             if let Some(comment) = comment {
                 output["comment"] = Value::String(comment);
             }
             Ok(output)
         }
-        "cancelled" => Ok(json!({
+        QuestionStatus::Cancelled => Ok(json!({
             "status": "cancelled",
             "reason": comment.unwrap_or_else(|| "the question was cancelled".into()),
         })),
@@ -621,7 +621,7 @@ async fn answer_of(rt: &Runtime, run: &RunRow, call: &ToolCallRow) -> StoreResul
 /// Turns the resolution of a call's approval question into the call's decision.
 async fn decide_from_question(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow) -> StoreResult<()> {
     let question = match call.question_id {
-        Some(id) => rt.store.question(run.workspace_id, id).await?,
+        Some(id) => rt.ledger.question(run.workspace_id, id).await?,
         None => None,
     };
     let (approved, decided_by, comment, edited) = match &question {
@@ -655,7 +655,7 @@ async fn decide_from_question(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow
     call.decision_comment = comment;
     call.edited_input = edited.map(Json);
     call.updated_at = now();
-    rt.store.update_tool_call(rt.instance, call).await
+    rt.ledger.update_tool_call(run, rt.instance, call).await
 }
 
 #[cfg(test)]

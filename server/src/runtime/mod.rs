@@ -7,6 +7,7 @@
 
 pub mod children;
 pub mod executor;
+pub mod ledger;
 pub mod model;
 pub mod remote;
 pub mod tools;
@@ -24,6 +25,7 @@ use crate::events::{EventHub, HubEvent};
 use crate::metrics::Metrics;
 use crate::questions::TimeoutBounds;
 use crate::store::{Store, now};
+use ledger::{LocalLedger, RunLedger};
 
 /// How often a worker looks for claimable runs when no event told it of one (runs queued by other instances
 /// are announced through the shared event log too; this is the safety net).
@@ -33,16 +35,12 @@ const SWEEP_INTERVAL: Duration = Duration::from_secs(5);
 
 /// What executing runs needs.
 pub struct Runtime {
-    pub store: Arc<dyn Store>,
+    /// Where the runs this runtime executes are kept.
+    pub ledger: Arc<dyn RunLedger>,
     pub metrics: Arc<Metrics>,
     pub config: RuntimeConfig,
     /// Where `script:` files are read from.
     pub scripts_dir: PathBuf,
-    /// The timeouts questions may have.
-    pub bounds: TimeoutBounds,
-    /// The server's event hub, which keeps the questions runs ask in memory while they are pending; `None` for a
-    /// run the CLI executes against a server.
-    pub hub: Option<EventHub>,
     /// The client of the `http_request` tool ([`tools::http_client`]).
     pub http: reqwest::Client,
     /// This instance's identity as a lease holder.
@@ -51,26 +49,20 @@ pub struct Runtime {
 
 impl Runtime {
     pub fn new(store: Arc<dyn Store>, metrics: Arc<Metrics>, hub: EventHub, config: &ServeConfig) -> Arc<Self> {
-        Arc::new(Runtime {
+        let ledger = LocalLedger {
             store,
-            metrics,
+            metrics: Arc::clone(&metrics),
             hub: Some(hub),
+            bounds: TimeoutBounds::configured(config),
+        };
+        Arc::new(Runtime {
+            ledger: Arc::new(ledger),
+            metrics,
             config: config.runtime.clone(),
             scripts_dir: config.scripts_dir(),
-            bounds: TimeoutBounds::configured(config),
             http: tools::http_client(),
             instance: Uuid::now_v7(),
         })
-    }
-
-    /// How the runs this runtime executes ask their questions.
-    pub fn asking(&self) -> crate::questions::Asking<'_> {
-        crate::questions::Asking {
-            store: self.store.as_ref(),
-            metrics: &self.metrics,
-            hub: self.hub.as_ref(),
-            bounds: self.bounds,
-        }
     }
 
     fn lease(&self) -> chrono::Duration {
@@ -79,7 +71,7 @@ impl Runtime {
 
     /// Renews the lease on `run_id` in the background for as long as the returned [`Lease`] lives.
     pub(crate) fn keep_lease(&self, run_id: Uuid) -> Lease {
-        let store = Arc::clone(&self.store);
+        let ledger = Arc::clone(&self.ledger);
         let (owner, lease) = (self.instance, self.lease());
         let length = lease.to_std().unwrap_or(Duration::from_secs(30));
         let every = length / 3;
@@ -90,7 +82,7 @@ impl Runtime {
             loop {
                 tokio::time::sleep_until((tokio::time::Instant::now() + every).min(held_until)).await;
                 let asked = tokio::time::Instant::now();
-                match tokio::time::timeout_at(held_until, store.renew_lease(run_id, owner, now() + lease)).await {
+                match tokio::time::timeout_at(held_until, ledger.renew_lease(run_id, owner, now() + lease)).await {
                     Ok(Ok(true)) => held_until = asked + length,
                     // Another worker took the run over, or it left `running` (cancelled).
                     Ok(Ok(false)) => break,
@@ -133,15 +125,16 @@ impl Drop for Lease {
     }
 }
 
-/// Starts the worker loop: claims runs while it has capacity and executes each in its own task.
-pub fn spawn_workers(runtime: Arc<Runtime>, hub: EventHub) -> tokio::task::JoinHandle<()> {
+/// Starts the worker loop: claims runs of `store` (the one `runtime` keeps its runs in) while it has capacity and
+/// executes each in its own task.
+pub fn spawn_workers(runtime: Arc<Runtime>, store: Arc<dyn Store>, hub: EventHub) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let capacity = Arc::new(Semaphore::new(runtime.config.run_concurrency.max(1)));
         let (mut events, _) = hub.subscribe();
         let mut last_sweep = tokio::time::Instant::now();
         loop {
             while let Ok(permit) = Arc::clone(&capacity).try_acquire_owned() {
-                let claimed = runtime.store.claim_run(runtime.instance, now() + runtime.lease(), now()).await;
+                let claimed = store.claim_run(runtime.instance, now() + runtime.lease(), now()).await;
                 match claimed {
                     Ok(Some(run)) => {
                         runtime.metrics.run_claim_attempt("claimed");
@@ -164,7 +157,7 @@ pub fn spawn_workers(runtime: Arc<Runtime>, hub: EventHub) -> tokio::task::JoinH
             }
             if last_sweep.elapsed() >= SWEEP_INTERVAL {
                 last_sweep = tokio::time::Instant::now();
-                if let Err(err) = runtime.store.requeue_stalled_runs(now()).await {
+                if let Err(err) = store.requeue_stalled_runs(now()).await {
                     tracing::warn!(error = %err, "could not check waiting runs");
                 }
             }

@@ -35,7 +35,7 @@ pub use people::*;
 use postgres::PostgresStore;
 pub use rows::*;
 pub use run_rows::*;
-pub use run_sql::RunStore;
+pub use run_sql::{CascadeRecords, POLICY_DECIDER, RunStore};
 use sqlite::SqliteConnections;
 use sqlite::SqliteStore;
 use token_cache::TTL as TOKEN_CACHE_TTL;
@@ -68,6 +68,13 @@ pub enum StoreError {
     /// The worker no longer holds the run: its lease ran out and another took over, or the run was cancelled.
     #[error("the run is no longer held by this worker")]
     LeaseLost,
+    /// The server keeping a run its client executes (see `runtime::remote`) could not be reached, or its reply
+    /// could not be read.
+    #[error("the server is unreachable: {0}")]
+    Unreachable(String),
+    /// The server keeping a run its client executes refused an operation of the worker protocol.
+    #[error("the server refused a worker call ({status}): {message}")]
+    Refused { status: u16, message: String },
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -331,7 +338,7 @@ pub fn default_postgres_connections() -> u32 {
 /// The page size of a new SQLite database. Each commit appends every page it changed to the WAL, whole, and a HITL
 /// cycle changes a few dozen (the question's row and its nine indexes, two events, an audit entry and the chain's
 /// head), each by a few hundred bytes, so a page smaller than SQLite's default of 4 096 bytes means less for every
-/// cycle to write and flush (measured in docs/benchmarks.md, "2026-11-25, dc67b87"). 1 024 is no faster and would
+/// cycle to write and flush (docs/benchmarks.md has the figures). 1 024 is no faster and would
 /// push an index entry of a project name in non-Latin script (100 characters, up to 400 bytes) off its page. An
 /// existing database keeps the size it was made with: in WAL mode the pragma changes nothing.
 const SQLITE_PAGE_SIZE: u32 = 2048;

@@ -33,6 +33,19 @@ pub(super) const CLAIMABLE: &str = "status = 'queued' OR (status = 'running' AND
 /// Statuses in which a child no longer holds up a parent waiting on it.
 pub(super) const SETTLED_CHILD: &str = "('completed', 'failed', 'cancelled', 'paused')";
 
+/// The audit entries of what a run's change carries along with it (the pending questions of a run that ends or is
+/// cancelled, the unfinished descendants of a cancelled run). Which rows a cascade reaches is known only inside the
+/// transaction that makes it, so the use cases hand the store how to word each entry, and the store writes them in
+/// that transaction.
+pub trait CascadeRecords: Send + Sync {
+    /// The entry of a question cancelled with its run; `question` is the row as cancelled.
+    fn question_cancelled(&self, question: &QuestionRow, actor: &AuditActor) -> NewAuditEntry;
+    /// The entry of a run cancelled by `actor`; `run` is the row as cancelled, `previous_status` what it was.
+    fn run_cancelled(&self, run: &RunRow, previous_status: &str, actor: &AuditActor) -> NewAuditEntry;
+    /// Who cancels the questions of a run that reached a terminal status by itself.
+    fn run_lifecycle(&self, run: &RunRow) -> AuditActor;
+}
+
 /// Agents and runs. Implemented by both stores; every method that changes a run's status appends its
 /// `run_status` event in the same transaction.
 #[async_trait]
@@ -94,9 +107,9 @@ pub trait RunStore: Send + Sync {
     async fn renew_lease(&self, run_id: Uuid, owner: Uuid, until: DateTime<Utc>) -> StoreResult<bool>;
     /// Starts the next segment if the last one has ended (a resume); returns the current segment.
     async fn current_segment(&self, run_id: Uuid, owner: Uuid, at: DateTime<Utc>) -> StoreResult<SegmentRow>;
-    /// Appends messages and tool calls; `step` (the new cumulative count) is set on the run and counted in the
-    /// current segment when the messages include a model turn. Tool calls the approval policy decided (approved
-    /// or rejected on arrival) are recorded in the audit log in the same transaction. Fenced.
+    /// Appends messages and tool calls, and `audit` (the entries of the calls the approval policy decided on
+    /// arrival) in the same transaction; `step` (the new cumulative count) is set on the run and counted in the
+    /// current segment when the messages include a model turn. Fenced.
     async fn append_messages(
         &self,
         run_id: Uuid,
@@ -104,25 +117,34 @@ pub trait RunStore: Send + Sync {
         messages: &[MessageRow],
         tool_calls: &[ToolCallRow],
         step: Option<i32>,
+        audit: &[NewAuditEntry],
     ) -> StoreResult<()>;
-    /// Writes a tool call's mutable fields. A call leaving `pending_approval` without an approval question (the
-    /// policy refused it) is recorded in the audit log in the same transaction. Fenced.
-    async fn update_tool_call(&self, owner: Uuid, call: &ToolCallRow) -> StoreResult<()>;
+    /// Writes a tool call's mutable fields, and `audit` (the entry of a decision this write records) in the same
+    /// transaction. Fenced.
+    async fn update_tool_call(&self, owner: Uuid, call: &ToolCallRow, audit: Option<&NewAuditEntry>)
+    -> StoreResult<()>;
     /// Clears the resume prompt once it is in the conversation. Fenced.
     async fn take_resume_prompt(&self, run_id: Uuid, owner: Uuid) -> StoreResult<()>;
     /// Ends the worker's hold on the run: the segment ends and the run takes `transition.status`. A waiting status
     /// whose reason is already gone (the questions were answered meanwhile, the children finished) becomes
     /// `queued` instead, so no answer is ever missed. Terminal statuses cancel the run's pending questions and may
-    /// wake a parent waiting on it. Fenced.
-    async fn release_run(&self, run_id: Uuid, owner: Uuid, transition: &RunTransition) -> StoreResult<RunRow>;
+    /// wake a parent waiting on it, each cancellation recorded as `records` words it. Fenced.
+    async fn release_run(
+        &self,
+        run_id: Uuid,
+        owner: Uuid,
+        transition: &RunTransition,
+        records: &dyn CascadeRecords,
+    ) -> StoreResult<RunRow>;
     /// Cancels a run that has not finished, its pending questions and its unfinished descendants, and records it
-    /// all in the audit log as done by `actor`. `Ok(None)`: no such run.
+    /// all in the audit log as done by `actor`, in the words of `records`. `Ok(None)`: no such run.
     async fn cancel_run(
         &self,
         workspace_id: Uuid,
         id: Uuid,
         at: DateTime<Utc>,
         actor: &AuditActor,
+        records: &dyn CascadeRecords,
     ) -> StoreResult<Option<(RunRow, bool)>>;
     /// Accepts a resume: keeps the prompt for the next segment and queues a paused run. Waiting runs are queued
     /// when their last question is resolved.

@@ -6,7 +6,7 @@ use sqlx::QueryBuilder;
 use sqlx::types::Json;
 use uuid::Uuid;
 
-use app::types::{AgentSpec, EventType, RunStatus, ToolCallStatus};
+use app::types::{AgentSpec, EventType, RunStatus};
 
 use super::*;
 use crate::store::run_sql::*;
@@ -125,6 +125,7 @@ impl PostgresStore {
         reason: &str,
         at: DateTime<Utc>,
         actor: &AuditActor,
+        records: &dyn CascadeRecords,
     ) -> StoreResult<Option<i64>> {
         let response = app::types::AnswerBody {
             value: serde_json::Value::Null,
@@ -156,7 +157,7 @@ impl PostgresStore {
                 data: question_event_data(&question)?,
                 created_at: at,
             };
-            let audit_entry = crate::audit::question_resolved(&row, actor);
+            let audit_entry = records.question_cancelled(&row, actor);
             last = Some(self.append_event_and_audit(tx, &event, &audit_entry).await?);
         }
         Ok(last)
@@ -198,12 +199,13 @@ impl PostgresStore {
         tx: &mut sqlx::Transaction<'static, Postgres>,
         run: &RunRow,
         at: DateTime<Utc>,
+        records: &dyn CascadeRecords,
     ) -> StoreResult<Option<i64>> {
         let status = run.status;
         let mut last = None;
         if status.is_terminal() {
-            let actor = AuditActor::policy(crate::audit::RUN_LIFECYCLE, Some(run.id.to_string()));
-            last = self.cancel_questions_of_run(tx, run, &format!("the run is {status}"), at, &actor).await?;
+            let actor = records.run_lifecycle(run);
+            last = self.cancel_questions_of_run(tx, run, &format!("the run is {status}"), at, &actor, records).await?;
         }
         if let Some(parent) = run.parent_run_id
             && (status.is_terminal() || status == RunStatus::Paused)
@@ -597,21 +599,12 @@ impl RunStore for PostgresStore {
         messages: &[MessageRow],
         tool_calls: &[ToolCallRow],
         step: Option<i32>,
+        audit: &[NewAuditEntry],
     ) -> StoreResult<()> {
         let mut tx = self.pool.begin().await?;
         Self::fence(&mut tx, run_id, owner).await?;
-        let policy_decided: Vec<&ToolCallRow> =
-            tool_calls.iter().filter(|c| c.decided_by.as_deref() == Some(POLICY_DECIDER)).collect();
-        if !policy_decided.is_empty() {
-            let (workspace_id, agent_id, agent): (Uuid, Option<Uuid>, Json<AgentSpec>) =
-                sqlx::query_as("SELECT workspace_id, agent_id, agent FROM runs WHERE id = $1")
-                    .bind(run_id)
-                    .fetch_one(&mut *tx)
-                    .await?;
-            for call in policy_decided {
-                let entry = crate::audit::tool_call_decided(workspace_id, &agent.0.name, agent_id, call);
-                self.append_audit_in(&mut tx, &entry).await?;
-            }
+        for entry in audit {
+            self.append_audit_in(&mut tx, entry).await?;
         }
         for m in messages {
             sqlx::query(&format!("INSERT INTO run_messages ({MESSAGE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)"))
@@ -667,27 +660,11 @@ impl RunStore for PostgresStore {
         Ok(())
     }
 
-    async fn update_tool_call(&self, owner: Uuid, c: &ToolCallRow) -> StoreResult<()> {
+    async fn update_tool_call(&self, owner: Uuid, c: &ToolCallRow, audit: Option<&NewAuditEntry>) -> StoreResult<()> {
         let mut tx = self.pool.begin().await?;
         Self::fence(&mut tx, c.run_id, owner).await?;
-        // A person's decision is recorded when its approval question is answered; a call that leaves
-        // `pending_approval` without one was decided by the policy.
-        if c.question_id.is_none() && c.decided_by.as_deref() == Some(POLICY_DECIDER) {
-            let (previous,): (ToolCallStatus,) =
-                sqlx::query_as("SELECT status FROM tool_calls WHERE id = $1 AND run_id = $2")
-                    .bind(c.id)
-                    .bind(c.run_id)
-                    .fetch_one(&mut *tx)
-                    .await?;
-            if previous == ToolCallStatus::PendingApproval && previous != c.status {
-                let (workspace_id, agent_id, agent): (Uuid, Option<Uuid>, Json<AgentSpec>) =
-                    sqlx::query_as("SELECT workspace_id, agent_id, agent FROM runs WHERE id = $1")
-                        .bind(c.run_id)
-                        .fetch_one(&mut *tx)
-                        .await?;
-                let entry = crate::audit::tool_call_decided(workspace_id, &agent.0.name, agent_id, c);
-                self.append_audit_in(&mut tx, &entry).await?;
-            }
+        if let Some(entry) = audit {
+            self.append_audit_in(&mut tx, entry).await?;
         }
         sqlx::query(
             "UPDATE tool_calls SET edited_input = $1, output = $2, status = $3, duration_ms = $4, \
@@ -719,7 +696,13 @@ impl RunStore for PostgresStore {
         Ok(())
     }
 
-    async fn release_run(&self, run_id: Uuid, owner: Uuid, t: &RunTransition) -> StoreResult<RunRow> {
+    async fn release_run(
+        &self,
+        run_id: Uuid,
+        owner: Uuid,
+        t: &RunTransition,
+        records: &dyn CascadeRecords,
+    ) -> StoreResult<RunRow> {
         let mut tx = self.pool.begin().await?;
         Self::lock_run_and_parent(&mut tx, run_id).await?;
         Self::fence(&mut tx, run_id, owner).await?;
@@ -756,7 +739,7 @@ impl RunStore for PostgresStore {
         .fetch_one(&mut *tx)
         .await?;
         Self::append_run_event(&mut tx, &run).await?;
-        self.after_settling(&mut tx, &run, t.at).await?;
+        self.after_settling(&mut tx, &run, t.at, records).await?;
         tx.commit().await?;
         Ok(run)
     }
@@ -767,6 +750,7 @@ impl RunStore for PostgresStore {
         id: Uuid,
         at: DateTime<Utc>,
         actor: &AuditActor,
+        records: &dyn CascadeRecords,
     ) -> StoreResult<Option<(RunRow, bool)>> {
         let mut tx = self.pool.begin().await?;
         let existing: Option<RunRow> =
@@ -798,8 +782,8 @@ impl RunStore for PostgresStore {
             Self::end_open_segment(&mut tx, run.id, RunStatus::Cancelled, at).await?;
             Self::append_run_event(&mut tx, &run).await?;
             let previous = previous.map_or_else(String::new, |(status,)| status);
-            self.append_audit_in(&mut tx, &crate::audit::run_cancelled(&run, &previous, actor)).await?;
-            self.cancel_questions_of_run(&mut tx, &run, "the run was cancelled", at, actor).await?;
+            self.append_audit_in(&mut tx, &records.run_cancelled(&run, &previous, actor)).await?;
+            self.cancel_questions_of_run(&mut tx, &run, "the run was cancelled", at, actor, records).await?;
             let children: Vec<(Uuid,)> = sqlx::query_as(
                 "SELECT id FROM runs WHERE parent_run_id = $1 AND status NOT IN ('completed', 'failed', 'cancelled')",
             )

@@ -2,8 +2,8 @@
 //!
 //! Each of them is one statement. Committed alone, every such commit takes the event log's lock inside its
 //! `COMMIT` (migration 0008 numbers events there) and holds it over its own WAL flush, so under load the commits of
-//! concurrent asks and answers would run one after another, each flushing alone (measured in docs/benchmarks.md,
-//! "2026-11-26, 3241bfc"). Here the writes that queue while the workers are busy become one statement: each
+//! concurrent asks and answers would run one after another, each flushing alone (docs/benchmarks.md
+//! has the figures). Here the writes that queue while the workers are busy become one statement: each
 //! write's statement is a list of common table expressions, and the batch's statement runs all of them, committed
 //! by itself. One round trip, one lock, one flush and one commit's bookkeeping for the lot.
 //!

@@ -3,7 +3,7 @@
 //! sqlx runs each SQLite connection on a thread of its own: every statement is sent there and its results sent
 //! back, row by row, each a wake of the other thread. On the writer's path that ping-pong is most of the cost of a
 //! HITL cycle's writes, mostly context switches and wake-ups, and every other write waits on it while it lasts
-//! (measured in docs/benchmarks.md, "2026-11-26, 917e426"). The hot writes (asking and answering a question) run
+//! (docs/benchmarks.md has the figures). The hot writes (asking and answering a question) run
 //! here instead, on the writer's own thread, through rusqlite on the same `libsqlite3-sys` sqlx links. The rest of
 //! the store keeps sqlx.
 //!
