@@ -223,10 +223,12 @@ wire_enum! {
 }
 
 mod audit;
+mod notifications;
 mod people;
 mod runs;
 pub mod time;
 pub use audit::*;
+pub use notifications::*;
 pub use people::*;
 pub use runs::*;
 

@@ -21,6 +21,7 @@ pub mod http;
 pub mod mcp;
 pub mod metrics;
 pub mod notifications;
+pub mod outbox;
 pub mod people;
 pub mod questions;
 pub mod responder;

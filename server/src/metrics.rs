@@ -87,6 +87,19 @@ struct ModelTokenLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DeliveryLabels {
+    /// `email`, `slack` or `push`.
+    channel: &'static str,
+    /// `sent`, `retried` or `failed`.
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DeliveryChannelLabel {
+    channel: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ToolCallLabels {
     /// A built-in tool that runs (`http_request`, `shell`), or `other`.
     tool: &'static str,
@@ -156,12 +169,19 @@ pub struct Metrics {
     model_retries: Family<ModelRetryLabels, Counter>,
     model_tokens: Family<ModelTokenLabels, Counter>,
     tool_calls: HistogramFamily<ToolCallLabels>,
+    deliveries: Family<DeliveryLabels, Counter>,
+    delivery_latency: HistogramFamily<DeliveryChannelLabel>,
     process: ProcessFigures,
 }
 
 fn model_call_histogram() -> Histogram {
     // 50 ms .. ~27 min: a model answers in seconds, and a call retrying through an outage lasts up to its window.
     Histogram::new(exponential_buckets(0.05, 2.0, 16))
+}
+
+fn delivery_latency_histogram() -> Histogram {
+    // 10 ms to about 45 hours: a notification sent at once, or after retries for up to a day.
+    Histogram::new(exponential_buckets(0.01, 2.0, 24))
 }
 
 fn tool_call_histogram() -> Histogram {
@@ -327,7 +347,22 @@ impl Metrics {
             "Tool calls this instance ran, by tool and status (completed, error)",
             tool_calls.clone(),
         );
+        let deliveries = Family::<DeliveryLabels, Counter>::default();
+        registry.register(
+            "deliveries",
+            "Attempts of the outbox to deliver a notification, by channel and outcome (sent, retried, failed)",
+            deliveries.clone(),
+        );
+        let delivery_latency: HistogramFamily<DeliveryChannelLabel> =
+            Family::new_with_constructor(delivery_latency_histogram);
+        registry.register(
+            "delivery_latency_seconds",
+            "From a question being asked to its notification being sent, by channel",
+            delivery_latency.clone(),
+        );
         Metrics {
+            deliveries,
+            delivery_latency,
             model_calls,
             model_retries,
             model_tokens,
@@ -389,6 +424,16 @@ impl Metrics {
     pub fn model_tokens(&self, prompt: u64, completion: u64) {
         self.model_tokens.get_or_create(&ModelTokenLabels { kind: "prompt" }).inc_by(prompt);
         self.model_tokens.get_or_create(&ModelTokenLabels { kind: "completion" }).inc_by(completion);
+    }
+
+    /// Counts one attempt of the outbox: `sent`, `retried` or `failed` (given up); a sent one's time since its question
+    /// was asked is observed too.
+    pub fn delivery(&self, channel: app::types::Channel, outcome: &'static str, since_asked: Option<Duration>) {
+        let channel = channel.as_str();
+        self.deliveries.get_or_create(&DeliveryLabels { channel, outcome }).inc();
+        if let Some(latency) = since_asked {
+            self.delivery_latency.get_or_create(&DeliveryChannelLabel { channel }).observe(latency.as_secs_f64());
+        }
     }
 
     /// Observes one tool call that ran; `completed` tells `completed` from `error`.

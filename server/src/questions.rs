@@ -17,8 +17,8 @@ use crate::error::AppError;
 use crate::events::EventHub;
 use crate::metrics::Metrics;
 use crate::store::{
-    IdempotencyKey, NewEvent, PrincipalKind, QuestionResolution, QuestionRow, QuestionTransition, ResolveOutcome,
-    Store, StoreResult,
+    AskedWith, IdempotencyKey, NewEvent, PrincipalKind, QuestionResolution, QuestionRow, QuestionTransition,
+    ResolveOutcome, Store, StoreResult,
 };
 
 pub const TITLE_MAX_CHARS: usize = 300;
@@ -451,6 +451,8 @@ pub struct Asking<'a> {
     /// reads then skip the database); `None` where no hub runs (a run the CLI executes against a server).
     pub hub: Option<&'a EventHub>,
     pub bounds: TimeoutBounds,
+    /// The channels outside Holdpoint's pages the questions asked here are delivered on.
+    pub sends_on: crate::notifications::SendsOn,
 }
 
 /// A recorded question: the stored one (the first one, for a repeated idempotency key) and, when this call created
@@ -493,12 +495,16 @@ impl Asking<'_> {
             data: crate::store::question_event_data_around(&question)?,
             created_at: row.created_at,
         };
-        let supersedes = self.superseded_by(row, workspace).await?;
+        let members = crate::notifications::members(self.store, row.workspace_id).await?;
+        let with = AskedWith {
+            supersedes: self.superseded_by(row, workspace).await?,
+            reach: crate::notifications::reach(row, &members, self.sends_on)?,
+        };
         // Remembered before the write, so its answer cannot come before it is.
         if let Some(hub) = self.hub {
             hub.remember_asked(row);
         }
-        let created = self.store.create_question(row, &event, idempotency, &supersedes).await;
+        let created = self.store.create_question(row, &event, idempotency, &with).await;
         let forget = || {
             if let Some(hub) = self.hub {
                 hub.forget_asked(row.id);

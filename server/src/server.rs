@@ -35,6 +35,8 @@ pub enum ServerError {
          (use a long random value, e.g. `hp_` and the output of `openssl rand -hex 24`)"
     )]
     BootstrapTokenTooShort { length: usize },
+    #[error("the notification channels' settings: {0}")]
+    Channels(String),
 }
 
 /// The shortest bootstrap token taken: it is an admin credential that anyone who can reach the server may guess
@@ -115,6 +117,9 @@ pub async fn serve(state: AppState, listener: TcpListener) -> Result<(), ServerE
     // Test harnesses that pass port 0 read the real address from this line on stdout.
     println!("holdpoint listening on http://{local}");
     print_first_start_link(&state, local).await?;
+    if state.config.run_workers {
+        start_outbox(&state, local)?;
+    }
     let shutdown = state.shutdown.clone();
     let stop = async move {
         shutdown_signal().await;
@@ -123,6 +128,29 @@ pub async fn serve(state: AppState, listener: TcpListener) -> Result<(), ServerE
     };
     let connections = state.config.connections.clone();
     serve_connections(crate::http::router(state), listener, &connections, stop).await;
+    Ok(())
+}
+
+/// The address people reach this server at: `HOLDPOINT_PUBLIC_URL`, or the one it listens on.
+fn public_url(config: &ServeConfig, local: std::net::SocketAddr) -> String {
+    match &config.public_url {
+        Some(url) => url.trim_end_matches('/').to_owned(),
+        None if local.ip().is_unspecified() => format!("http://127.0.0.1:{}", local.port()),
+        None => format!("http://{local}"),
+    }
+}
+
+/// Starts the outbox's worker, which sends the notifications questions are asked with.
+fn start_outbox(state: &AppState, local: std::net::SocketAddr) -> Result<(), ServerError> {
+    let outbox = crate::outbox::Outbox::new(
+        Arc::clone(&state.store),
+        Arc::clone(&state.metrics),
+        &state.config.channels,
+        state.channel_keys.clone(),
+        public_url(&state.config, local),
+    )
+    .map_err(ServerError::Channels)?;
+    Arc::new(outbox).spawn(&state.hub);
     Ok(())
 }
 
@@ -381,11 +409,7 @@ async fn print_first_start_link(state: &AppState, local: std::net::SocketAddr) -
     let Some(code) = crate::people::first_start_signin_code(state.store.as_ref(), workspace.id).await? else {
         return Ok(());
     };
-    let base = match &state.config.public_url {
-        Some(url) => url.trim_end_matches('/').to_owned(),
-        None if local.ip().is_unspecified() => format!("http://127.0.0.1:{}", local.port()),
-        None => format!("http://{local}"),
-    };
+    let base = public_url(&state.config, local);
     tracing::info!("nobody can sign in yet: printed a one-time sign-in link for the first admin");
     println!(
         "\nNobody can sign in yet. Open this one-time link (valid {} hours) to sign in as the admin:\n\n    \

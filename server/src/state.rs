@@ -44,6 +44,7 @@ impl App {
             metrics: &self.metrics,
             hub: Some(&self.hub),
             bounds: crate::questions::TimeoutBounds::configured(&self.config),
+            sends_on: crate::notifications::SendsOn::configured(&self.config.channels),
         }
     }
 }

@@ -45,6 +45,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "state",
             "auth",
             "deadlines",
+            "outbox",
         ],
     ),
 ];

@@ -58,6 +58,10 @@ const MATRIX: &[Row] = &[
     row("patch", "/api/v1/me", Plain, [401, 403, 403, 403, 403, 403, 403]),
     row("get", "/api/v1/me/notifications", Plain, [401, 403, 403, 403, 403, 403, 403]),
     row("put", "/api/v1/me/notifications", Plain, [401, 403, 403, 403, 403, 403, 403]),
+    // The notification center is a person's: tokens have none (tested with people in outbox.rs).
+    row("get", "/api/v1/notifications", Plain, [401, 403, 403, 403, 403, 403, 403]),
+    row("post", "/api/v1/notifications/read-all", Plain, [401, 403, 403, 403, 403, 403, 403]),
+    row("post", "/api/v1/notifications/{id}/read", Plain, [401, 403, 403, 403, 403, 403, 403]),
     row("get", "/api/v1/members", Plain, [401, 200, 200, 200, 200, 200, 200]),
     row("post", "/api/v1/members", Plain, [401, 403, 403, 403, 201, 403, 201]),
     row("patch", "/api/v1/members/{user_id}", Plain, [401, 403, 403, 403, 200, 403, 404]),
@@ -83,6 +87,7 @@ const MATRIX: &[Row] = &[
     // An agent token reads only the questions it asked (these were asked by the admin).
     row("get", "/api/v1/questions/{id}", TextQuestion, [401, 200, 200, 200, 200, 404, 404]),
     row("get", "/api/v1/questions/{id}/wait", TextQuestion, [401, 200, 200, 200, 200, 404, 404]),
+    row("get", "/api/v1/questions/{id}/deliveries", TextQuestion, [401, 200, 200, 200, 200, 404, 404]),
     // What an agent token may not see is missing to it, before any question of rights.
     row("post", "/api/v1/questions/{id}/answer", TextQuestion, [401, 403, 200, 200, 200, 404, 404]),
     row("post", "/api/v1/questions/{id}/answer", ApprovalQuestion, [401, 403, 403, 200, 200, 404, 404]),
@@ -248,6 +253,7 @@ fn request_for(row: &Row, fixture: &Fixture, n: usize) -> (String, Option<Value>
         (ClientRun, _) => fixture.client_run.clone().unwrap(),
         (Plain, p) if p.starts_with("/api/v1/agents") => fixture.agent_id.clone(),
         (Plain, p) if p.starts_with("/api/v1/tokens") => fixture.token_id.clone(),
+        (Plain, p) if p.starts_with("/api/v1/notifications") => uuid::Uuid::now_v7().to_string(),
         _ => String::new(),
     };
     let mut uri = row

@@ -116,6 +116,7 @@ async fn measure(db: &FreshDb) -> Result<Samples, String> {
         metrics: Arc::new(holdpoint::metrics::Metrics::new()),
         hub: None,
         bounds: holdpoint::questions::TimeoutBounds { min_seconds: 1, max_seconds: 86_400 },
+        sends_on: holdpoint::notifications::SendsOn::default(),
     };
     let result = measure_on(store.as_ref(), &ledger).await;
     drop(ledger);

@@ -295,7 +295,7 @@ mod tests {
             ActionClaims { question_id: Uuid::now_v7(), ..claims.clone() },
             ActionClaims { recipient_id: Uuid::now_v7(), ..claims.clone() },
             ActionClaims { value: json!(false), ..claims.clone() },
-            ActionClaims { channel: Channel::WebPush, ..claims.clone() },
+            ActionClaims { channel: Channel::Push, ..claims.clone() },
             ActionClaims { expires_at: claims.expires_at + Duration::days(30), ..claims.clone() },
             ActionClaims { id: Uuid::now_v7(), ..claims.clone() },
         ];

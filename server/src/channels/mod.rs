@@ -20,48 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-/// A channel a notification is delivered on: what a delivery records, and what a person's thresholds name
-/// (`PUT /api/v1/me/notifications`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Channel {
-    Email,
-    Slack,
-    /// Web push to a browser's subscription; `push` on the wire, as in the thresholds of §11.
-    #[serde(rename = "push")]
-    WebPush,
-}
-
-impl Channel {
-    /// Every channel, in the order the settings list them.
-    pub const ALL: [Channel; 3] = [Channel::Email, Channel::Slack, Channel::WebPush];
-
-    /// The wire name: stored with a delivery, and in the audit entry of an answer given through the channel.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Channel::Email => "email",
-            Channel::Slack => "slack",
-            Channel::WebPush => "push",
-        }
-    }
-}
-
-impl std::fmt::Display for Channel {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for Channel {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Channel::ALL
-            .into_iter()
-            .find(|channel| channel.as_str() == text)
-            .ok_or_else(|| format!("{text:?} is not a channel (email, slack or push)"))
-    }
-}
+pub use app::types::Channel;
 
 /// How one attempt to deliver went: what the outbox worker records, and whether it tries again.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -307,11 +266,11 @@ mod tests {
 
     #[test]
     fn channels_have_the_wire_names_of_the_notification_settings() {
-        for channel in Channel::ALL {
+        for &channel in Channel::ALL {
             assert_eq!(channel.as_str().parse::<Channel>().unwrap(), channel);
             assert_eq!(serde_json::to_value(channel).unwrap(), json!(channel.as_str()));
         }
-        assert_eq!(Channel::WebPush.as_str(), "push");
+        assert_eq!(Channel::Push.as_str(), "push");
         assert!("web_push".parse::<Channel>().is_err());
     }
 

@@ -444,7 +444,7 @@ mod tests {
             &key,
             &question,
             uuid::Uuid::now_v7(),
-            crate::channels::Channel::WebPush,
+            crate::channels::Channel::Push,
             crate::channels::PUSH_MAX_CHOICES,
             "https://hp.example.com",
             now,

@@ -6,6 +6,7 @@ mod audit;
 mod events;
 mod health;
 pub mod limits;
+mod notifications;
 pub mod openapi;
 mod people;
 mod questions;
@@ -34,6 +35,7 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(questions::router())
         .merge(agents::router())
         .merge(people::router())
+        .merge(notifications::router())
         .merge(runs::router())
         .merge(worker::router())
         .merge(events::router())

@@ -22,6 +22,7 @@ use utoipa::{IntoResponses, Modify, OpenApi};
         (name = "agents", description = "Agent definitions"),
         (name = "runs", description = "Agent runs: pause for a person, resume where they stopped"),
         (name = "people", description = "Members of the workspace, API tokens, and who the caller is"),
+        (name = "notifications", description = "A person's notification center, and the deliveries of each question"),
         (name = "events", description = "The event log as Server-Sent Events"),
         (name = "audit", description = "The hash-chained audit log of decisions and security-relevant actions (admins)"),
         (name = "health", description = "Probes"),

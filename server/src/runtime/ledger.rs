@@ -84,11 +84,19 @@ pub struct LocalLedger {
     pub hub: Option<EventHub>,
     /// The timeouts questions may have.
     pub bounds: TimeoutBounds,
+    /// The channels outside Holdpoint's pages questions are delivered on.
+    pub sends_on: crate::notifications::SendsOn,
 }
 
 impl LocalLedger {
     fn asking(&self) -> Asking<'_> {
-        Asking { store: self.store.as_ref(), metrics: &self.metrics, hub: self.hub.as_ref(), bounds: self.bounds }
+        Asking {
+            store: self.store.as_ref(),
+            metrics: &self.metrics,
+            hub: self.hub.as_ref(),
+            bounds: self.bounds,
+            sends_on: self.sends_on,
+        }
     }
 }
 

@@ -54,6 +54,7 @@ impl Runtime {
             metrics: Arc::clone(&metrics),
             hub: Some(hub),
             bounds: TimeoutBounds::configured(config),
+            sends_on: crate::notifications::SendsOn::configured(&config.channels),
         };
         Arc::new(Runtime {
             ledger: Arc::new(ledger),

@@ -6,6 +6,7 @@
 //! which the event hub follows.
 
 mod audit_rows;
+mod outbox;
 mod people;
 mod postgres;
 mod rows;
@@ -31,6 +32,9 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 pub use audit_rows::*;
+pub use outbox::{
+    AskedWith, DeliveryRow, ListedDelivery, ListedNotification, NotificationQuery, NotificationRow, OutboxStore, Reach,
+};
 pub use people::*;
 use postgres::PostgresStore;
 pub use rows::*;
@@ -183,7 +187,7 @@ pub enum Backend {
 
 /// Everything Holdpoint keeps. Methods that change state append their events in the same transaction.
 #[async_trait]
-pub trait Store: RunStore + PeopleStore + Send + Sync + 'static {
+pub trait Store: RunStore + PeopleStore + OutboxStore + Send + Sync + 'static {
     fn backend(&self) -> Backend;
 
     /// The newest event known to be committed; changes after every commit that appended events.
@@ -213,15 +217,16 @@ pub trait Store: RunStore + PeopleStore + Send + Sync + 'static {
 
     async fn delete_session(&self, id_hash: &[u8]) -> StoreResult<()>;
 
-    /// Inserts a question and its `question_asked` event, and writes the transitions out of `pending` it makes of
-    /// the questions it `supersedes` (those still pending), all in one transaction. With an idempotency key that was
-    /// seen before, returns the question created then instead (and writes nothing).
+    /// Inserts a question and its `question_asked` event, the transitions out of `pending` it makes of the questions
+    /// it supersedes (those still pending), and the notifications and deliveries of who it reaches, all in one
+    /// transaction. With an idempotency key that was seen before, returns the question created then instead (and
+    /// writes nothing).
     async fn create_question(
         &self,
         question: &QuestionRow,
         event: &NewEvent,
         idempotency: Option<&IdempotencyKey>,
-        supersedes: &[QuestionTransition],
+        with: &AskedWith,
     ) -> StoreResult<Created<QuestionRow>>;
 
     async fn question(&self, workspace_id: Uuid, id: Uuid) -> StoreResult<Option<QuestionRow>>;

@@ -63,6 +63,9 @@ where
     &'q app::types::Urgency: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     &'q QuestionStatus: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     &'q Option<Resolution>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    i32: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    &'q app::types::Channel: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    &'q app::types::DeliveryStatus: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
 {
     fn bind_arg<T: 'q + sqlx::Encode<'q, DB> + sqlx::Type<DB>>(self, value: T) -> Self;
 
@@ -137,6 +140,34 @@ where
             .bind_arg(&row.after)
             .bind_arg(&row.diff)
             .bind_arg(row.created_at)
+    }
+
+    /// Binds a notification's columns, in the order of [`super::outbox::INSERT_NOTIFICATION`].
+    fn bind_notification(self, row: &'q super::outbox::NotificationRow) -> Self {
+        self.bind_arg(row.id)
+            .bind_arg(row.workspace_id)
+            .bind_arg(row.question_id)
+            .bind_arg(row.user_id)
+            .bind_arg(row.created_at)
+            .bind_arg(row.read_at)
+    }
+
+    /// Binds a delivery's columns, in the order of [`super::outbox::INSERT_DELIVERY`].
+    fn bind_delivery(self, row: &'q super::outbox::DeliveryRow) -> Self {
+        self.bind_arg(row.id)
+            .bind_arg(row.workspace_id)
+            .bind_arg(row.question_id)
+            .bind_arg(row.user_id)
+            .bind_arg(&row.channel)
+            .bind_arg(&row.address)
+            .bind_arg(&row.status)
+            .bind_arg(row.attempts)
+            .bind_arg(row.next_attempt_at)
+            .bind_arg(row.claimed_until)
+            .bind_arg(&row.last_error)
+            .bind_arg(row.sent_at)
+            .bind_arg(row.created_at)
+            .bind_arg(row.updated_at)
     }
 
     /// Binds an audit entry's columns, in the order of [`AUDIT_COLUMNS`], after what `query` has.
@@ -364,7 +395,7 @@ mod tests {
         let workspace = store.ensure_workspace("checks").await.unwrap();
         let (row, asked) =
             question_and_event(workspace.id, serde_json::json!({ "title": "checked", "response_type": "boolean" }));
-        store.create_question(&row, &asked, None, &[]).await.unwrap();
+        store.create_question(&row, &asked, None, &AskedWith::default()).await.unwrap();
         let connection = rusqlite::Connection::open(&database.0).unwrap();
         for change in [
             "UPDATE questions SET status = 'answred'",
@@ -538,7 +569,7 @@ mod tests {
                 workspace.id,
                 serde_json::json!({ "title": format!("q{n}"), "response_type": "boolean" }),
             );
-            store.create_question(&row, &asked, None, &[]).await.unwrap();
+            store.create_question(&row, &asked, None, &AskedWith::default()).await.unwrap();
             // The first answer finds no guess, the second one ahead, the third one behind, the fourth the right one.
             match n {
                 1 => store.audit_heads.remember(workspace.id, 50, "not-the-head"),
@@ -583,7 +614,7 @@ mod tests {
             async move {
                 let input = serde_json::json!({ "title": format!("q{n}"), "response_type": "boolean" });
                 let (row, asked) = question_and_event(workspace.id, input);
-                store.create_question(&row, &asked, None, &[]).await.unwrap();
+                store.create_question(&row, &asked, None, &AskedWith::default()).await.unwrap();
                 row
             }
         };
@@ -667,7 +698,8 @@ mod tests {
         let (row, asked) = question_and_event(workspace.id, serde_json::json!({ "title": "Still there?" }));
         // Polled once (which hands the write over), then dropped: a write takes trips to SQLite's thread, so it
         // cannot have ended within that one poll.
-        let abandoned = futures::FutureExt::now_or_never(store.create_question(&row, &asked, None, &[]));
+        let abandoned =
+            futures::FutureExt::now_or_never(store.create_question(&row, &asked, None, &AskedWith::default()));
         assert!(abandoned.is_none(), "the caller gave up before the write ended");
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
         while store.question(workspace.id, row.id).await.unwrap().is_none() {
@@ -809,14 +841,16 @@ mod tests {
         };
         // The test's runtime has one thread: every write below is queued before the batch's worker runs.
         let first: Vec<(QuestionRow, NewEvent)> = (0..5).map(question).collect();
+        let alone = AskedWith::default();
         let created =
-            futures::future::join_all(first.iter().map(|(row, event)| store.create_question(row, event, None, &[])));
+            futures::future::join_all(first.iter().map(|(row, event)| store.create_question(row, event, None, &alone)));
         assert!(created.await.iter().all(Result::is_ok));
         assert_eq!(transactions(first.iter().map(|(row, _)| row.id).collect()).await, 1, "one statement");
 
         let second: Vec<(QuestionRow, NewEvent)> = (5..7).map(question).collect();
-        let asks =
-            futures::future::join_all(second.iter().map(|(row, event)| store.create_question(row, event, None, &[])));
+        let asks = futures::future::join_all(
+            second.iter().map(|(row, event)| store.create_question(row, event, None, &alone)),
+        );
         let answer = answered_with(serde_json::json!(true));
         let answered = [0, 1, 2, 0].map(|n| &first[n].0);
         let answers = futures::future::join_all(

@@ -1,54 +1,19 @@
 //! Email to a real SMTP server: aiosmtpd on loopback, which parses each message it accepts with Python's own MIME
 //! and HTML parsers and reports what it found.
 
-use std::process::Stdio;
-use std::time::Duration;
 
 use app::types::Question;
 use chrono::Utc;
 use holdpoint::channels::action_links::{ActionLinkKey, links_for};
 use holdpoint::channels::email::{EmailSender, Mailbox, RenderedEmail, SmtpUrl, render_question};
 use holdpoint::channels::{Channel, DeliveryOutcome, EMAIL_MAX_CHOICES};
-use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdout, Command};
 use uuid::Uuid;
 
-use crate::python::{here, python};
+use crate::smtp::Sink;
 
-/// The SMTP server process, ended with the test.
-struct Sink {
-    _process: Child,
-    port: u16,
-    lines: Lines<BufReader<ChildStdout>>,
-}
-
-impl Sink {
-    async fn start() -> Sink {
-        let python = tokio::task::spawn_blocking(python).await.unwrap();
-        let mut process = Command::new(python)
-            .arg(here().join("smtp_sink.py"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(process.stdout.take().unwrap()).lines();
-        let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await.unwrap().unwrap().unwrap();
-        let port = first.strip_prefix("LISTENING ").unwrap_or_else(|| panic!("{first}")).parse().unwrap();
-        Sink { _process: process, port, lines }
-    }
-
-    fn sender(&self) -> EmailSender {
-        let url: SmtpUrl = format!("smtp://127.0.0.1:{}?tls=none", self.port).parse().unwrap();
-        EmailSender::new(&url, "Holdpoint <holdpoint@example.com>".parse().unwrap()).unwrap()
-    }
-
-    /// The next message the server accepted, as it parsed it.
-    async fn next_message(&mut self) -> Value {
-        let line = tokio::time::timeout(Duration::from_secs(10), self.lines.next_line()).await.unwrap().unwrap();
-        serde_json::from_str(&line.expect("the SMTP server ended")).unwrap()
-    }
+fn sender(sink: &Sink) -> EmailSender {
+    let url: SmtpUrl = sink.url().parse().unwrap();
+    EmailSender::new(&url, "Holdpoint <holdpoint@example.com>".parse().unwrap()).unwrap()
 }
 
 fn question() -> Question {
@@ -96,7 +61,7 @@ async fn an_approval_arrives_with_a_text_and_an_html_part_and_working_links() {
     let email = render_question(&question, &links, &open_url);
     let to: Mailbox = "Alice Example <alice@example.com>".parse().unwrap();
 
-    let outcome = sink.sender().send(to, &email).await;
+    let outcome = sender(&sink).send(to, &email).await;
     assert_eq!(outcome, DeliveryOutcome::Sent { reference: None });
 
     let got = sink.next_message().await;
@@ -158,7 +123,7 @@ async fn an_approval_arrives_with_a_text_and_an_html_part_and_working_links() {
 async fn a_refused_mailbox_fails_for_good_and_a_busy_one_is_retried() {
     let sink = Sink::start().await;
     let email = RenderedEmail { subject: "s".into(), text: "t".into(), html: "<p>t</p>".into() };
-    let sender = sink.sender();
+    let sender = sender(&sink);
     let outcome = sender.send("unknown@example.com".parse().unwrap(), &email).await;
     assert!(
         matches!(&outcome, DeliveryOutcome::Failed { reason, address_gone: false } if reason.contains("550")),
@@ -179,7 +144,7 @@ async fn an_smtp_server_that_is_down_is_retried_and_one_that_comes_up_gets_the_m
     assert!(matches!(outcome, DeliveryOutcome::Retry { .. }), "{outcome:?}");
 
     let mut sink = Sink::start().await;
-    let outcome = sink.sender().send("alice@example.com".parse().unwrap(), &email).await;
+    let outcome = sender(&sink).send("alice@example.com".parse().unwrap(), &email).await;
     assert_eq!(outcome, DeliveryOutcome::Sent { reference: None });
     assert_eq!(sink.next_message().await["subject"], "s");
 }

@@ -5,4 +5,5 @@
 mod email;
 mod python;
 mod slack;
+mod smtp;
 mod web_push;

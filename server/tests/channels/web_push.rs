@@ -113,7 +113,7 @@ async fn an_independent_implementation_decrypts_the_push_and_verifies_its_vapid_
         &ActionLinkKey::generate(),
         &question,
         Uuid::now_v7(),
-        Channel::WebPush,
+        Channel::Push,
         PUSH_MAX_CHOICES,
         "https://hp.example.com",
         Utc::now(),

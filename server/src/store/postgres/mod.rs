@@ -1,6 +1,7 @@
 //! The PostgreSQL store, for several instances over one database: the hot writes of a HITL cycle commit in
 //! batches (`write_batch`), event ids are drawn at commit and announced to the other instances by notification.
 
+mod outbox;
 mod people;
 mod questions;
 mod runs;

@@ -6,6 +6,7 @@ use sqlx::QueryBuilder;
 use uuid::Uuid;
 
 use super::*;
+use crate::store::outbox::{INSERT_DELIVERY, INSERT_NOTIFICATION};
 use sqlx::Postgres;
 
 impl PostgresStore {
@@ -347,17 +348,16 @@ impl Store for PostgresStore {
         q: &QuestionRow,
         event: &NewEvent,
         idempotency: Option<&IdempotencyKey>,
-        supersedes: &[QuestionTransition],
+        with: &AskedWith,
     ) -> StoreResult<Created<QuestionRow>> {
         if let Some(key) = idempotency
             && let Some(existing) = self.question_by_idempotency_key(key).await?
         {
             return Ok(Created { value: existing, created: false });
         }
-        // A question that supersedes others runs more statements after its insert.
-        let may_supersede = !supersedes.is_empty();
+        // A question that supersedes others or reaches people runs more statements after its insert.
         if idempotency.is_none()
-            && !may_supersede
+            && with.is_empty()
             && let Some(created) = self.insert_question_directly(q, event).await?
         {
             return Ok(created);
@@ -378,8 +378,14 @@ impl Store for PostgresStore {
         }
         let query = Bind::bind_question(sqlx::query_as::<_, (i64,)>(Self::insert_question_then_event_sql()), q);
         Bind::bind_event(query, event).fetch_one(&mut *tx).await?;
-        for superseded in supersedes {
+        for superseded in &with.supersedes {
             self.resolve_in(&mut tx, superseded, &RESOLVE_PENDING_RETURNING).await?;
+        }
+        for notification in &with.reach.notifications {
+            Bind::bind_notification(sqlx::query(INSERT_NOTIFICATION), notification).execute(&mut *tx).await?;
+        }
+        for delivery in &with.reach.deliveries {
+            Bind::bind_delivery(sqlx::query(INSERT_DELIVERY), delivery).execute(&mut *tx).await?;
         }
         tx.commit().await?;
         Ok(Created { value: q.clone(), created: true })

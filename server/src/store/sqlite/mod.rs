@@ -4,6 +4,7 @@
 mod connections;
 mod direct;
 mod group_commit;
+mod outbox;
 mod people;
 mod questions;
 mod runs;

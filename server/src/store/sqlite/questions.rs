@@ -6,6 +6,7 @@ use sqlx::QueryBuilder;
 use uuid::Uuid;
 
 use super::*;
+use crate::store::outbox::{INSERT_DELIVERY, INSERT_NOTIFICATION};
 use sqlx::Sqlite;
 
 impl SqliteStore {
@@ -407,22 +408,22 @@ impl Store for SqliteStore {
         q: &QuestionRow,
         event: &NewEvent,
         idempotency: Option<&IdempotencyKey>,
-        supersedes: &[QuestionTransition],
+        with: &AskedWith,
     ) -> StoreResult<Created<QuestionRow>> {
         if let Some(writer) = self.writer_elsewhere() {
             let (store, q, event, key) = (self.clone(), q.clone(), event.clone(), idempotency.cloned());
-            let supersedes = supersedes.to_vec();
-            return writer.run(async move { store.create_question(&q, &event, key.as_ref(), &supersedes).await }).await;
+            let with = with.clone();
+            return writer.run(async move { store.create_question(&q, &event, key.as_ref(), &with).await }).await;
         }
         if let Some(key) = idempotency
             && let Some(existing) = self.question_by_idempotency_key(key).await?
         {
             return Ok(Created { value: existing, created: false });
         }
-        // A question that supersedes others runs more statements after its insert.
-        let may_supersede = !supersedes.is_empty();
+        // A question that supersedes others or reaches people runs more statements after its insert.
+        let more_follow = !with.is_empty();
         if idempotency.is_none()
-            && !may_supersede
+            && !more_follow
             && let Some(created) = self.insert_question_directly(q, event).await?
         {
             return Ok(created);
@@ -442,7 +443,7 @@ impl Store for SqliteStore {
                 return Err(err.into());
             }
         }
-        let (open, close) = if may_supersede { (tx.savepoint(), "") } else { tx.savepoint_released_in_one_query() };
+        let (open, close) = if more_follow { (tx.savepoint(), "") } else { tx.savepoint_released_in_one_query() };
         let sql = format!("{open}{}{close}", Self::insert_question_then_event_sql());
         let query = Bind::bind_question(sqlx::query_as(&sql), q);
         // Read to the end: the savepoint's release may follow the insert in the same query.
@@ -451,10 +452,16 @@ impl Store for SqliteStore {
             return Err(StoreError::Corrupt("the question's event returned no id".into()));
         };
         let mut last = asked;
-        for superseded in supersedes {
+        for superseded in &with.supersedes {
             if let Some(id) = self.resolve_in(&mut tx, superseded, "").await? {
                 last = id;
             }
+        }
+        for notification in &with.reach.notifications {
+            Bind::bind_notification(sqlx::query(INSERT_NOTIFICATION), notification).execute(&mut *tx).await?;
+        }
+        for delivery in &with.reach.deliveries {
+            Bind::bind_delivery(sqlx::query(INSERT_DELIVERY), delivery).execute(&mut *tx).await?;
         }
         if last == asked {
             self.commit_one_event(tx, asked, event).await?;

@@ -1,0 +1,93 @@
+//! `/notifications`: a person's notification center (spec §11); `/questions/{id}/deliveries`: where the outbox is
+//! with a question.
+
+use app::types::{DeliveryPage, NotificationPage};
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::{router::OpenApiRouter, routes};
+use uuid::Uuid;
+
+use crate::credentials::Caller;
+use crate::error::{ApiJson, ApiResult, AppError};
+use crate::http::openapi::ErrorResponses;
+use crate::notifications;
+use crate::state::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_notifications))
+        .routes(routes!(mark_read))
+        .routes(routes!(mark_all_read))
+        .routes(routes!(list_deliveries))
+}
+
+/// The query string of `GET /notifications`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+struct NotificationsQuery {
+    /// Only those not read yet.
+    #[serde(default)]
+    unread: bool,
+    /// A page's `next_cursor`, for the page after it.
+    cursor: Option<String>,
+    /// 1..=200, default 50.
+    #[param(minimum = 1, maximum = 200)]
+    limit: Option<u32>,
+}
+
+/// `GET /notifications`: the caller's notifications, newest first, with the unread count. People only.
+#[utoipa::path(get, path = "/notifications", tag = "notifications", params(NotificationsQuery),
+    responses((status = 200, description = "A page of the caller's notifications", body = NotificationPage), ErrorResponses))]
+async fn list_notifications(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(query): Query<NotificationsQuery>,
+) -> ApiResult<ApiJson<NotificationPage>> {
+    let limit = query.limit.unwrap_or(50);
+    if !(1..=notifications::MAX_NOTIFICATION_PAGE).contains(&limit) {
+        return Err(AppError::invalid_field("limit", format!("must be 1..={}", notifications::MAX_NOTIFICATION_PAGE)));
+    }
+    let page =
+        notifications::my_notifications(state.store.as_ref(), &caller, query.unread, query.cursor.as_deref(), limit)
+            .await?;
+    Ok(ApiJson(page))
+}
+
+/// `POST /notifications/{id}/read`: marks one of the caller's notifications read (again: no change).
+#[utoipa::path(post, path = "/notifications/{id}/read", tag = "notifications",
+    params(("id" = Uuid, Path, description = "The notification's id")),
+    responses((status = 204, description = "Read"), ErrorResponses))]
+async fn mark_read(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> ApiResult<StatusCode> {
+    let id = Uuid::parse_str(&id).map_err(|_| AppError::NotFound("notification"))?;
+    notifications::mark_read(state.store.as_ref(), &caller, id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// How many notifications a `read-all` marked.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+struct Marked {
+    marked: u64,
+}
+
+/// `POST /notifications/read-all`: marks every unread notification of the caller read.
+#[utoipa::path(post, path = "/notifications/read-all", tag = "notifications",
+    responses((status = 200, description = "How many were unread", body = Marked), ErrorResponses))]
+async fn mark_all_read(State(state): State<AppState>, caller: Caller) -> ApiResult<ApiJson<Marked>> {
+    Ok(ApiJson(Marked { marked: notifications::mark_all_read(state.store.as_ref(), &caller).await? }))
+}
+
+/// `GET /questions/{id}/deliveries`: each notification of the question on each channel, and how far it got.
+#[utoipa::path(get, path = "/questions/{id}/deliveries", tag = "notifications",
+    params(("id" = Uuid, Path, description = "The question's id")),
+    responses((status = 200, description = "The question's deliveries, oldest first", body = DeliveryPage), ErrorResponses))]
+async fn list_deliveries(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<ApiJson<DeliveryPage>> {
+    let id = Uuid::parse_str(&id).map_err(|_| AppError::NotFound("question"))?;
+    Ok(ApiJson(notifications::deliveries_of(state.store.as_ref(), &caller, id).await?))
+}

@@ -1,0 +1,200 @@
+//! The outbox's worker (spec §11): sends the deliveries questions were asked with, on every instance.
+//!
+//! It wakes when a question is asked (the event hub) and when the soonest delivery is due, claims what is due
+//! (exactly once across instances: see [`crate::store::OutboxStore::claim_deliveries`]) and sends each delivery in
+//! a task of its own, so a channel that hangs or fails holds up neither another channel nor the questions. An
+//! attempt that may work later is retried with exponential backoff (or after what the service asked for) until a
+//! day after the question was asked; then, or on a failure that trying again would not mend, the delivery is given
+//! up as `failed` with its last error.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use app::types::{Channel, DeliveryStatus, QuestionStatus};
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::channels::email::{EmailSender, render_question};
+use crate::channels::{ChannelKeys, DeliveryOutcome, EMAIL_MAX_CHOICES, action_links, question_url};
+use crate::config::ChannelsConfig;
+use crate::events::EventHub;
+use crate::metrics::Metrics;
+use crate::store::{DeliveryRow, Store, StoreResult, now};
+
+/// How long a claimed delivery is a worker's: longer than any channel's own timeout, so a live worker never loses one
+/// it is sending; a worker that died leaves it to be claimed again once this has passed.
+const CLAIM: chrono::Duration = chrono::Duration::minutes(5);
+/// Deliveries claimed at once.
+const BATCH: u32 = 64;
+/// The longest the worker sleeps with nothing due: what it waits at most for a delivery written by another instance.
+const MAX_SLEEP: Duration = Duration::from_secs(5);
+/// How long after its question was asked a delivery is still tried.
+const GIVE_UP_AFTER: chrono::Duration = chrono::Duration::hours(24);
+/// The first retry's wait; each next one doubles it, up to [`LONGEST_WAIT`].
+const FIRST_WAIT: chrono::Duration = chrono::Duration::seconds(10);
+const LONGEST_WAIT: chrono::Duration = chrono::Duration::hours(2);
+
+/// What sending needs: the store, the channels this server sends on, the keys links are signed with, and the
+/// address people reach Holdpoint at.
+pub struct Outbox {
+    pub store: Arc<dyn Store>,
+    pub metrics: Arc<Metrics>,
+    pub email: Option<EmailSender>,
+    pub keys: ChannelKeys,
+    /// Where links in messages point: `HOLDPOINT_PUBLIC_URL`, or the address this server listens on.
+    pub public_url: String,
+}
+
+impl Outbox {
+    /// The outbox of a server configured with `config`.
+    pub fn new(
+        store: Arc<dyn Store>,
+        metrics: Arc<Metrics>,
+        config: &ChannelsConfig,
+        keys: ChannelKeys,
+        public_url: String,
+    ) -> Result<Self, String> {
+        let email = match (&config.smtp_url, &config.email_from) {
+            (Some(url), Some(from)) => Some(EmailSender::new(url, from.clone()).map_err(|e| e.to_string())?),
+            _ => None,
+        };
+        Ok(Outbox { store, metrics, email, keys, public_url })
+    }
+
+    /// Starts the worker.
+    pub fn spawn(self: Arc<Self>, hub: &EventHub) -> tokio::task::JoinHandle<()> {
+        let (mut events, _) = hub.subscribe();
+        tokio::spawn(async move {
+            loop {
+                if let Err(err) = self.send_due().await {
+                    tracing::warn!(error = %err, "could not claim deliveries; retrying");
+                }
+                let sleep = match self.store.next_delivery_due().await {
+                    Ok(Some(next)) => (next - now()).to_std().unwrap_or(Duration::ZERO).min(MAX_SLEEP),
+                    Ok(None) | Err(_) => MAX_SLEEP,
+                };
+                let wake = tokio::time::sleep(sleep.max(Duration::from_millis(10)));
+                tokio::pin!(wake);
+                loop {
+                    tokio::select! {
+                        event = events.recv() => match event {
+                            Ok(event) if event.event_type == app::types::EventType::QuestionAsked.as_str() => break,
+                            Ok(_) | Err(RecvError::Lagged(_)) => {}
+                            Err(RecvError::Closed) => { (&mut wake).await; break }
+                        },
+                        () = &mut wake => break,
+                    }
+                }
+            }
+        })
+    }
+
+    /// Claims every delivery due now and starts sending each; returns how many were claimed.
+    pub async fn send_due(self: &Arc<Self>) -> StoreResult<usize> {
+        let mut claimed_in_all = 0;
+        loop {
+            let at = now();
+            let claimed = self.store.claim_deliveries(at, at + CLAIM, BATCH).await?;
+            claimed_in_all += claimed.len();
+            let full = claimed.len() == BATCH as usize;
+            for delivery in claimed {
+                let outbox = Arc::clone(self);
+                tokio::spawn(async move { outbox.attempt(delivery).await });
+            }
+            if !full {
+                return Ok(claimed_in_all);
+            }
+        }
+    }
+
+    /// Makes one attempt of a claimed delivery and records how it went.
+    async fn attempt(&self, mut delivery: DeliveryRow) {
+        let outcome = match self.send(&delivery).await {
+            Ok(outcome) => outcome,
+            Err(err) => DeliveryOutcome::retry(format!("the question could not be read: {err}"), None),
+        };
+        let at = now();
+        let counted = match &outcome {
+            DeliveryOutcome::Sent { .. } => {
+                delivery.status = DeliveryStatus::Sent;
+                delivery.sent_at = Some(at);
+                delivery.last_error = None;
+                "sent"
+            }
+            DeliveryOutcome::Retry { reason, after } if at - delivery.created_at < GIVE_UP_AFTER => {
+                let asked_for = after.and_then(|wait| chrono::Duration::from_std(wait).ok());
+                delivery.status = DeliveryStatus::Retrying;
+                delivery.next_attempt_at = at + asked_for.unwrap_or(backoff(delivery.attempts)).min(LONGEST_WAIT);
+                delivery.last_error = Some(reason.clone());
+                "retried"
+            }
+            DeliveryOutcome::Retry { reason, .. } | DeliveryOutcome::Failed { reason, .. } => {
+                delivery.status = DeliveryStatus::Failed;
+                delivery.last_error = Some(reason.clone());
+                "failed"
+            }
+        };
+        delivery.updated_at = at;
+        let since_asked =
+            (delivery.status == DeliveryStatus::Sent).then(|| (at - delivery.created_at).to_std().unwrap_or_default());
+        self.metrics.delivery(delivery.channel, counted, since_asked);
+        match self.store.finish_delivery(&delivery).await {
+            Ok(true) => {}
+            Ok(false) => tracing::warn!(delivery = %delivery.id, "a delivery's claim ran out while it was sent"),
+            Err(err) => tracing::warn!(delivery = %delivery.id, error = %err, "could not record a delivery's attempt"),
+        }
+    }
+
+    /// Sends one delivery on its channel.
+    async fn send(&self, delivery: &DeliveryRow) -> StoreResult<DeliveryOutcome> {
+        let Some(row) = self.store.question(delivery.workspace_id, delivery.question_id).await? else {
+            return Ok(DeliveryOutcome::failed("the question no longer exists"));
+        };
+        if row.status != QuestionStatus::Pending {
+            return Ok(DeliveryOutcome::failed(format!("not sent: the question was {} first", row.status)));
+        }
+        let workspace = self.store.workspace_name(delivery.workspace_id).await?;
+        let question = row.to_question(&workspace)?;
+        Ok(match delivery.channel {
+            Channel::Email => {
+                let Some(sender) = &self.email else {
+                    return Ok(DeliveryOutcome::failed("email is not configured on this server"));
+                };
+                let Ok(to) = crate::channels::email::parse_mailbox(&delivery.address) else {
+                    return Ok(DeliveryOutcome::failed(format!("{:?} is not an email address", delivery.address)));
+                };
+                let links = action_links::links_for(
+                    &self.keys.action_links,
+                    &question,
+                    delivery.user_id,
+                    Channel::Email,
+                    EMAIL_MAX_CHOICES,
+                    &self.public_url,
+                    now(),
+                );
+                let email = render_question(&question, &links, &question_url(&self.public_url, question.id));
+                sender.send(to, &email).await
+            }
+            other => DeliveryOutcome::failed(format!("{other} is not sent by this server")),
+        })
+    }
+}
+
+/// The wait before attempt `attempts + 1`: 10 s, 20 s, 40 s ... doubling up to two hours.
+fn backoff(attempts: i32) -> chrono::Duration {
+    let doublings = u32::try_from(attempts.saturating_sub(1)).unwrap_or(0).min(16);
+    (FIRST_WAIT * 2_i32.pow(doublings)).min(LONGEST_WAIT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_wait_ever_longer_up_to_two_hours() {
+        assert_eq!(backoff(1), chrono::Duration::seconds(10));
+        assert_eq!(backoff(2), chrono::Duration::seconds(20));
+        assert_eq!(backoff(4), chrono::Duration::seconds(80));
+        assert_eq!(backoff(12), LONGEST_WAIT);
+        assert_eq!(backoff(1000), LONGEST_WAIT);
+    }
+}

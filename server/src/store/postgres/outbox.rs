@@ -1,0 +1,102 @@
+//! Notifications and the outbox, on PostgreSQL: concurrent claimers, on any instance, skip the deliveries another is
+//! claiming instead of queueing behind them, and the claim re-checks that each is still due.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::*;
+use crate::store::outbox::*;
+
+#[async_trait]
+impl OutboxStore for PostgresStore {
+    async fn claim_deliveries(
+        &self,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+        limit: u32,
+    ) -> StoreResult<Vec<DeliveryRow>> {
+        let claimed = sqlx::query_as(&format!(
+            "UPDATE deliveries SET claimed_until = $3, attempts = attempts + 1, updated_at = $1 \
+             WHERE id IN ({DUE_DELIVERIES} FOR UPDATE SKIP LOCKED) AND (claimed_until IS NULL OR claimed_until <= $1) \
+             RETURNING {DELIVERY_COLUMNS}"
+        ))
+        .bind(now)
+        .bind(i64::from(limit))
+        .bind(until)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(claimed)
+    }
+
+    async fn finish_delivery(&self, d: &DeliveryRow) -> StoreResult<bool> {
+        let finished = sqlx::query(FINISH_DELIVERY)
+            .bind(d.status)
+            .bind(d.next_attempt_at)
+            .bind(&d.last_error)
+            .bind(d.sent_at)
+            .bind(d.updated_at)
+            .bind(d.id)
+            .bind(d.claimed_until)
+            .execute(&self.pool)
+            .await?;
+        Ok(finished.rows_affected() == 1)
+    }
+
+    async fn next_delivery_due(&self) -> StoreResult<Option<DateTime<Utc>>> {
+        let (next,): (Option<DateTime<Utc>>,) = sqlx::query_as(NEXT_DELIVERY_DUE).fetch_one(&self.pool).await?;
+        Ok(next)
+    }
+
+    async fn deliveries_of_question(&self, workspace_id: Uuid, question_id: Uuid) -> StoreResult<Vec<ListedDelivery>> {
+        let rows =
+            sqlx::query_as(DELIVERIES_OF_QUESTION).bind(workspace_id).bind(question_id).fetch_all(&self.pool).await?;
+        Ok(rows)
+    }
+
+    async fn notifications(
+        &self,
+        workspace_id: Uuid,
+        user_id: Uuid,
+        query: &NotificationQuery,
+    ) -> StoreResult<Vec<ListedNotification>> {
+        let sql = notifications_sql(query);
+        let mut select = sqlx::query_as::<_, NotificationWithQuestion>(&sql)
+            .bind(workspace_id)
+            .bind(user_id)
+            .bind(i64::from(query.limit));
+        if let Some((at, id)) = query.before {
+            select = select.bind(at).bind(id);
+        }
+        let rows = select.fetch_all(&self.pool).await?;
+        Ok(rows.into_iter().map(|row| row.listed(user_id)).collect())
+    }
+
+    async fn unread_notifications(&self, workspace_id: Uuid, user_id: Uuid) -> StoreResult<u32> {
+        let (count,): (i64,) =
+            sqlx::query_as(UNREAD_COUNT).bind(workspace_id).bind(user_id).fetch_one(&self.pool).await?;
+        Ok(u32::try_from(count).unwrap_or(u32::MAX))
+    }
+
+    async fn mark_notification_read(
+        &self,
+        workspace_id: Uuid,
+        user_id: Uuid,
+        id: Uuid,
+        at: DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        let marked =
+            sqlx::query(MARK_READ).bind(at).bind(workspace_id).bind(user_id).bind(id).execute(&self.pool).await?;
+        Ok(marked.rows_affected() == 1)
+    }
+
+    async fn mark_all_notifications_read(
+        &self,
+        workspace_id: Uuid,
+        user_id: Uuid,
+        at: DateTime<Utc>,
+    ) -> StoreResult<u64> {
+        let marked = sqlx::query(MARK_ALL_READ).bind(at).bind(workspace_id).bind(user_id).execute(&self.pool).await?;
+        Ok(marked.rows_affected())
+    }
+}

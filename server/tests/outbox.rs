@@ -1,0 +1,324 @@
+//! Who a question reaches and how the outbox gets it to them (spec §11): notifications and deliveries written with the
+//! question, the notification center, claims that hand each delivery to one worker, retries, and email through a
+//! real SMTP server to the `holdpoint` binary's outbox.
+
+mod common;
+#[path = "channels/python.rs"]
+mod python;
+#[path = "channels/smtp.rs"]
+mod smtp;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use app::types::Role;
+use axum::http::{Method, StatusCode};
+use common::{Backend, Session, TestApp, assert_error};
+use holdpoint::outbox::Outbox;
+use serde_json::{Value, json};
+
+on_both_backends!(
+    a_question_reaches_the_people_it_is_for_on_the_channels_they_chose,
+    the_notification_center_is_each_persons_own,
+    a_failing_channel_is_retried_with_backoff_and_each_delivery_claimed_once,
+    an_email_reaches_a_real_smtp_server_through_the_servers_outbox,
+);
+
+const PASSWORD: &str = "correct horse battery staple";
+
+/// A server whose email goes to `smtp` (a URL).
+async fn start(backend: Backend, smtp: &str) -> Option<TestApp> {
+    let smtp = smtp.to_owned();
+    TestApp::start_with(backend, move |config| {
+        config.channels.smtp_url = Some(smtp.parse().unwrap());
+        config.channels.email_from = Some("Holdpoint <holdpoint@example.com>".parse().unwrap());
+    })
+    .await
+}
+
+/// Nothing listens on port 1 of the loopback address: every connection is refused at once.
+const NOBODY: &str = "smtp://127.0.0.1:1?tls=none";
+
+/// A member with `role` and `email`, signed in.
+async fn person(app: &TestApp, username: &str, role: Role, email: Option<&str>) -> Session {
+    let member = app.add_person(username, PASSWORD, role).await;
+    if let Some(email) = email {
+        let path = format!("/api/v1/members/{}", member["user_id"].as_str().unwrap());
+        let set = app.call(Method::PATCH, &path, Some(&app.token), Some(json!({ "email": email }))).await;
+        assert_eq!(set.status, StatusCode::OK, "{}", set.text);
+    }
+    let form = format!("username={username}&password={}&next=%2Finbox", PASSWORD.replace(' ', "+"));
+    app.sign_in_with(&form).await.expect("the person signs in")
+}
+
+async fn ask(app: &TestApp, body: Value) -> String {
+    let asked = app.post("/api/v1/questions", body).await;
+    assert_eq!(asked.status, StatusCode::CREATED, "{}", asked.text);
+    asked.json["id"].as_str().unwrap().to_owned()
+}
+
+/// `(recipient, channel, status)` of a question's deliveries, sorted.
+async fn deliveries(app: &TestApp, question: &str) -> Vec<(String, String, String)> {
+    let listed = app.get(&format!("/api/v1/questions/{question}/deliveries")).await;
+    assert_eq!(listed.status, StatusCode::OK, "{}", listed.text);
+    let mut items: Vec<_> = listed.json["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let text = |key: &str| d[key].as_str().unwrap().to_owned();
+            (text("recipient"), text("channel"), text("status"))
+        })
+        .collect();
+    items.sort();
+    items
+}
+
+/// The question ids of a person's notifications, newest first.
+async fn notified(app: &TestApp, session: &Session, query: &str) -> (Vec<String>, Value) {
+    let page = app.session_call(session, Method::GET, &format!("/api/v1/notifications{query}"), None).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    let ids = page.json["items"].as_array().unwrap().iter().map(|n| n["question"]["id"].as_str().unwrap().to_owned());
+    (ids.collect(), page.json)
+}
+
+fn email(who: &str) -> (String, String, String) {
+    (who.to_owned(), "email".to_owned(), "queued".to_owned())
+}
+
+async fn a_question_reaches_the_people_it_is_for_on_the_channels_they_chose(backend: Backend) {
+    let Some(app) = start(backend, NOBODY).await else { return };
+    let alice = person(&app, "alice", Role::Approver, Some("alice@example.com")).await;
+    let bob = person(&app, "bob", Role::Responder, Some("bob@example.com")).await;
+    let vic = person(&app, "vic", Role::Viewer, Some("vic@example.com")).await;
+    let dave = person(&app, "dave", Role::Admin, Some("dave@example.com")).await;
+    let quiet = json!({ "email": { "min_urgency": "off" }, "web": { "min_urgency": "high" } });
+    let set = app.session_call(&dave, Method::PUT, "/api/v1/me/notifications", Some(quiet)).await;
+    assert_eq!(set.status, StatusCode::OK, "{}", set.text);
+
+    // An approval (high by default) is for approvers and admins; email reaches those whose threshold it meets.
+    let approval = ask(
+        &app,
+        json!({ "kind": "approval", "title": "Deploy to production?",
+                "action": { "tool_name": "shell", "arguments": { "command": "make deploy" } } }),
+    )
+    .await;
+    assert_eq!(
+        deliveries(&app, &approval).await,
+        vec![email("alice")],
+        "dave turned email off; bob and vic may not approve"
+    );
+    // A normal question is for responders and up; email waits for `high`, the web list takes everything but dave's.
+    let normal = ask(&app, json!({ "title": "Which region first?", "urgency": "normal" })).await;
+    assert_eq!(deliveries(&app, &normal).await, vec![]);
+    // An assigned question is for its assignee only.
+    let assigned =
+        ask(&app, json!({ "title": "Rotate the key?", "urgency": "critical", "assignee": { "user": "bob" } })).await;
+    assert_eq!(deliveries(&app, &assigned).await, vec![email("bob")]);
+
+    assert_eq!(notified(&app, &alice, "").await.0, vec![normal.clone(), approval.clone()]);
+    assert_eq!(notified(&app, &bob, "").await.0, vec![assigned.clone(), normal.clone()]);
+    assert_eq!(notified(&app, &vic, "").await.0, Vec::<String>::new(), "a viewer answers nothing");
+    assert_eq!(notified(&app, &dave, "").await.0, vec![approval.clone()], "dave's web threshold is high");
+
+    // The deliveries say who they are for by name, and are the question's readers' to see.
+    let listed = app.get(&format!("/api/v1/questions/{approval}/deliveries")).await;
+    let item = &listed.json["items"][0];
+    assert_eq!((item["attempts"].as_u64(), item["last_error"].is_null()), (Some(0), true), "{item}");
+    assert!(item["next_attempt_at"].is_string(), "{item}");
+    let other = app.create_token("elsewhere", Role::Admin).await;
+    let foreign = app.call(Method::GET, &format!("/api/v1/questions/{approval}/deliveries"), Some(&other), None).await;
+    assert_error(&foreign, StatusCode::NOT_FOUND, "not_found");
+    let agent = app.create_token("default", Role::Agent).await;
+    let not_its_own =
+        app.call(Method::GET, &format!("/api/v1/questions/{approval}/deliveries"), Some(&agent), None).await;
+    assert_error(&not_its_own, StatusCode::NOT_FOUND, "not_found");
+}
+
+async fn the_notification_center_is_each_persons_own(backend: Backend) {
+    let Some(app) = start(backend, NOBODY).await else { return };
+    let alice = person(&app, "alice", Role::Approver, None).await;
+    let bob = person(&app, "bob", Role::Approver, None).await;
+    let mut asked = Vec::new();
+    for n in 0..3 {
+        asked.push(ask(&app, json!({ "title": format!("Question {n}?"), "response_type": "boolean" })).await);
+    }
+    let (ids, page) = notified(&app, &alice, "").await;
+    assert_eq!(ids, asked.iter().rev().cloned().collect::<Vec<_>>());
+    assert_eq!(page["unread"], 3);
+    assert!(
+        page["items"].as_array().unwrap().iter().all(|n| n["action_status"] == "pending" && n["read_at"].is_null())
+    );
+
+    // Pages follow each other through the cursor.
+    let (first, page) = notified(&app, &alice, "?limit=2").await;
+    assert_eq!(first, vec![asked[2].clone(), asked[1].clone()]);
+    let cursor = page["next_cursor"].as_str().unwrap().to_owned();
+    let (rest, page) = notified(&app, &alice, &format!("?limit=2&cursor={cursor}")).await;
+    assert_eq!((rest, page["next_cursor"].clone()), (vec![asked[0].clone()], Value::Null));
+
+    // Answered by anyone, it is done for everyone; reading is each person's own.
+    let answered = app.post(&format!("/api/v1/questions/{}/answer", asked[1]), json!({ "value": true })).await;
+    assert_eq!(answered.status, StatusCode::OK, "{}", answered.text);
+    let (_, page) = notified(&app, &bob, "").await;
+    let statuses: Vec<_> = page["items"].as_array().unwrap().iter().map(|n| n["action_status"].clone()).collect();
+    assert_eq!(statuses, vec![json!("pending"), json!("done"), json!("pending")]);
+    let alices = notified(&app, &alice, "").await.1;
+    let first_id = alices["items"][0]["id"].as_str().unwrap().to_owned();
+    let by_bob = app.session_call(&bob, Method::POST, &format!("/api/v1/notifications/{first_id}/read"), None).await;
+    assert_error(&by_bob, StatusCode::NOT_FOUND, "not_found");
+    let read = app.session_call(&alice, Method::POST, &format!("/api/v1/notifications/{first_id}/read"), None).await;
+    assert_eq!(read.status, StatusCode::NO_CONTENT, "{}", read.text);
+    let (unread, page) = notified(&app, &alice, "?unread=true").await;
+    assert_eq!((unread, page["unread"].clone()), (vec![asked[1].clone(), asked[0].clone()], json!(2)));
+    assert_eq!(notified(&app, &bob, "").await.1["unread"], 3, "bob's are bob's");
+    let all = app.session_call(&alice, Method::POST, "/api/v1/notifications/read-all", None).await;
+    assert_eq!(all.json, json!({ "marked": 2 }), "{}", all.text);
+    assert_eq!(notified(&app, &alice, "").await.1["unread"], 0);
+
+    // Tokens have no notifications; bad input changes nothing.
+    let token = app.get("/api/v1/notifications").await;
+    assert_error(&token, StatusCode::FORBIDDEN, "forbidden");
+    let bad = app.session_call(&bob, Method::GET, "/api/v1/notifications?cursor=yesterday", None).await;
+    assert_error(&bad, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+    let bad = app.session_call(&bob, Method::GET, "/api/v1/notifications?limit=0", None).await;
+    assert_error(&bad, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+    let unknown = app.session_call(&bob, Method::POST, "/api/v1/notifications/nope/read", None).await;
+    assert_error(&unknown, StatusCode::NOT_FOUND, "not_found");
+    assert_eq!(notified(&app, &bob, "").await.1["unread"], 3);
+}
+
+fn outbox(app: &TestApp) -> Arc<Outbox> {
+    Arc::new(
+        Outbox::new(
+            Arc::clone(&app.state.store),
+            Arc::clone(&app.state.metrics),
+            &app.state.config.channels,
+            app.state.channel_keys.clone(),
+            "http://holdpoint.test".into(),
+        )
+        .unwrap(),
+    )
+}
+
+/// Waits until every delivery of `question` has left `queued` (its attempt recorded), and returns them.
+async fn attempted(app: &TestApp, question: &str) -> Vec<Value> {
+    for _ in 0..200 {
+        let listed = app.get(&format!("/api/v1/questions/{question}/deliveries")).await.json;
+        let items = listed["items"].as_array().unwrap().clone();
+        if items.iter().all(|d| d["status"] != "queued") {
+            return items;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the outbox did not record its attempt")
+}
+
+async fn a_failing_channel_is_retried_with_backoff_and_each_delivery_claimed_once(backend: Backend) {
+    let Some(app) = start(backend, NOBODY).await else { return };
+    for name in ["alice", "bob"] {
+        person(&app, name, Role::Approver, Some(&format!("{name}@example.com"))).await;
+    }
+    let question = ask(&app, json!({ "title": "Ship it?", "response_type": "boolean", "urgency": "high" })).await;
+    let outbox = outbox(&app);
+    assert_eq!(outbox.send_due().await.unwrap(), 2);
+    let tried = attempted(&app, &question).await;
+    for delivery in &tried {
+        assert_eq!(
+            (delivery["status"].as_str(), delivery["attempts"].as_u64()),
+            (Some("retrying"), Some(1)),
+            "{delivery}"
+        );
+        assert!(delivery["last_error"].as_str().unwrap().contains("SMTP"), "{delivery}");
+        let next: chrono::DateTime<chrono::Utc> = delivery["next_attempt_at"].as_str().unwrap().parse().unwrap();
+        let wait = next - chrono::Utc::now();
+        assert!(wait > chrono::Duration::seconds(5) && wait <= chrono::Duration::seconds(10), "{delivery}");
+    }
+    assert_eq!(outbox.send_due().await.unwrap(), 0, "nothing is due before its backoff has passed");
+    let metrics = app.get("/metrics").await.text;
+    assert!(metrics.contains("deliveries_total{channel=\"email\",outcome=\"retried\"} 2"), "{metrics}");
+
+    // Many due deliveries, claimed by two instances at once: each is handed out exactly once.
+    for n in 0..20 {
+        ask(&app, json!({ "title": format!("Batch {n}?"), "urgency": "critical" })).await;
+    }
+    let (second, _) = app.restart(|_| {}).await;
+    let stores = [Arc::clone(&app.state.store), Arc::clone(&second.store)];
+    let claims = stores.iter().map(|store| {
+        let store = Arc::clone(store);
+        tokio::spawn(async move {
+            let mut claimed = Vec::new();
+            loop {
+                let at = holdpoint::store::now();
+                let batch = store.claim_deliveries(at, at + chrono::Duration::minutes(5), 7).await.unwrap();
+                if batch.is_empty() {
+                    return claimed;
+                }
+                claimed.extend(batch.into_iter().map(|d| d.id));
+            }
+        })
+    });
+    let claimed: Vec<Vec<uuid::Uuid>> =
+        futures::future::join_all(claims).await.into_iter().map(Result::unwrap).collect();
+    let all: Vec<uuid::Uuid> = claimed.concat();
+    let distinct: HashSet<_> = all.iter().collect();
+    assert_eq!(
+        (all.len(), distinct.len()),
+        (40, 40),
+        "claimed by each: {:?}",
+        claimed.iter().map(Vec::len).collect::<Vec<_>>()
+    );
+}
+
+async fn an_email_reaches_a_real_smtp_server_through_the_servers_outbox(backend: Backend) {
+    let mut sink = smtp::Sink::start().await;
+    let smtp = sink.url();
+    let Some(app) = start(backend, &smtp).await else { return };
+    person(&app, "alice", Role::Approver, Some("alice@example.com")).await;
+    person(&app, "carl", Role::Approver, Some("unknown@example.com")).await;
+    let server = app
+        .spawn_process_with(&[
+            ("HOLDPOINT_SMTP_URL", smtp.clone()),
+            ("HOLDPOINT_EMAIL_FROM", "Holdpoint <holdpoint@example.com>".into()),
+            ("HOLDPOINT_PUBLIC_URL", "https://holdpoint.example.com".into()),
+        ])
+        .await;
+    let client = reqwest::Client::new();
+    let asked: Value = client
+        .post(format!("{}/api/v1/questions", server.base_url))
+        .bearer_auth(&app.token)
+        .json(&json!({ "kind": "approval", "title": "Apply the plan to production?",
+            "action": { "tool_name": "shell", "arguments": { "command": "terraform apply" } } }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = asked["id"].as_str().unwrap().to_owned();
+
+    let message = sink.next_message().await;
+    assert_eq!(message["rcpt_tos"], json!(["alice@example.com"]), "{message}");
+    assert_eq!(message["subject"], "[HIGH] Approval: Apply the plan to production?");
+    let text = message.to_string();
+    assert!(text.contains("Apply the plan to production?"), "{message}");
+    assert!(text.contains("https://holdpoint.example.com/act/"), "the action links point at the public URL: {message}");
+    assert!(text.contains(&format!("https://holdpoint.example.com/questions/{id}")), "{message}");
+
+    // Sent to alice; refused for good for carl's address, with the server's reason.
+    let mut items = Vec::new();
+    for _ in 0..200 {
+        items = app.get(&format!("/api/v1/questions/{id}/deliveries")).await.json["items"].as_array().unwrap().clone();
+        if items.iter().all(|d| d["status"] == "sent" || d["status"] == "failed") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let by_recipient = |who: &str| items.iter().find(|d| d["recipient"] == who).unwrap().clone();
+    let (sent, refused) = (by_recipient("alice"), by_recipient("carl"));
+    assert_eq!((sent["status"].as_str(), sent["attempts"].as_u64()), (Some("sent"), Some(1)), "{sent}");
+    assert!(sent["sent_at"].is_string() && sent["next_attempt_at"].is_null(), "{sent}");
+    assert_eq!(refused["status"], "failed", "{refused}");
+    assert!(refused["last_error"].as_str().unwrap().contains("550"), "{refused}");
+}
