@@ -64,7 +64,7 @@ impl From<&Caller> for AuditActor {
     /// A browser session is a person (`human`); a bearer token is `token`. The id is the account's or the token's.
     fn from(caller: &Caller) -> Self {
         let kind = match caller.credential {
-            Credential::Session { .. } => ActorKind::Human,
+            Credential::Session { .. } | Credential::Channel(_) => ActorKind::Human,
             Credential::Token => ActorKind::Token,
         };
         AuditActor { kind, id: Some(caller.principal.id.to_string()), name: caller.principal.name.clone() }

@@ -197,6 +197,11 @@ pub struct ChannelsConfig {
     /// sender of email, else to the public URL when it is `https`.
     #[arg(long, env = "HOLDPOINT_VAPID_SUBJECT")]
     pub vapid_subject: Option<String>,
+
+    /// Seconds before a failed delivery is tried again the first time; each next wait doubles, up to two hours.
+    #[arg(long, env = "HOLDPOINT_DELIVERY_FIRST_RETRY_SECONDS", default_value_t = 10,
+        value_parser = clap::value_parser!(u32).range(1..=3600))]
+    pub delivery_first_retry_seconds: u32,
 }
 
 /// A channel's settings that cannot be used together.
@@ -224,6 +229,7 @@ impl ChannelsConfig {
             slack_channel: None,
             vapid_private_key: None,
             vapid_subject: None,
+            delivery_first_retry_seconds: 10,
         }
     }
 

@@ -58,6 +58,8 @@ pub enum Credential {
     Session {
         csrf_token: String,
     },
+    /// A person acting through what a channel delivered to them alone: an action link, a Slack button.
+    Channel(app::types::Channel),
 }
 
 /// The CSRF token is a secret of the session: redacted.
@@ -66,6 +68,7 @@ impl std::fmt::Debug for Credential {
         match self {
             Credential::Token => f.write_str("Token"),
             Credential::Session { .. } => f.debug_struct("Session").field("csrf_token", &"[redacted]").finish(),
+            Credential::Channel(channel) => f.debug_tuple("Channel").field(channel).finish(),
         }
     }
 }
@@ -112,7 +115,7 @@ impl Caller {
                 role: self.principal.role,
                 csrf_token: csrf_token.clone(),
             }),
-            Credential::Token => None,
+            Credential::Token | Credential::Channel(_) => None,
         }
     }
 }

@@ -5,6 +5,7 @@
 //! reach the domain logic in [`questions`] and [`runs`]; agent runs execute in [`runtime`]. Questions reach people
 //! outside Holdpoint's pages (email, Slack, web push) through the [`channels`].
 
+pub mod act;
 pub mod audit;
 pub mod auth;
 pub mod channels;

@@ -2,16 +2,19 @@
 //! keys the channels sign with, shared by every instance through the store.
 
 use app::types::{
-    ActionStatus, Assignee, Channel, Delivery, DeliveryPage, DeliveryStatus, Notification, NotificationPage,
-    QuestionKind, QuestionStatus, Role,
+    ActionStatus, AnswerBody, Assignee, Channel, Delivery, DeliveryPage, DeliveryStatus, Notification,
+    NotificationPage, Question, QuestionKind, QuestionStatus, Role,
 };
 use chrono::{DateTime, Utc};
+use serde_json::Value;
 use uuid::Uuid;
 
 use crate::channels::ChannelKeys;
+use crate::channels::action_links::ActionLinkError;
 use crate::config::ChannelsConfig;
-use crate::credentials::Caller;
+use crate::credentials::{Caller, Credential};
 use crate::error::AppError;
+use crate::questions::{Answering, answer_through};
 use crate::store::{
     DeliveryRow, ListedDelivery, ListedNotification, MemberRow, NotificationQuery, NotificationRow, PrincipalKind,
     QuestionRow, Reach, Store, StoreError, StoreResult,
@@ -212,4 +215,80 @@ pub async fn mark_read(store: &dyn Store, caller: &Caller, id: Uuid) -> Result<(
 pub async fn mark_all_read(store: &dyn Store, caller: &Caller) -> Result<u64, AppError> {
     let user_id = person(caller)?;
     Ok(store.mark_all_notifications_read(caller.workspace_id(), user_id, crate::store::now()).await?)
+}
+
+/// Why an action link cannot answer.
+#[derive(Debug)]
+pub enum LinkRefused {
+    /// Not a link this Holdpoint issued, or one past its expiry.
+    Invalid(ActionLinkError),
+    /// Its question is gone, or its person is no longer a member of the question's workspace.
+    Gone,
+    /// Its question was resolved already (by this link or anyone).
+    Resolved(Box<Question>),
+    /// Answering is refused by a rule of §3 (the person's role, the assignee, separation of duties) or the answer
+    /// does not fit.
+    Refused(AppError),
+}
+
+/// What a link offers: its question (pending), the person it answers as, and the answer it gives.
+pub struct LinkOffer {
+    pub question: Question,
+    pub recipient: Caller,
+    pub value: Value,
+}
+
+/// Reads an action link without changing anything (`GET /act/{token}`: mail scanners open links).
+pub async fn open_link(
+    store: &dyn Store,
+    keys: &ChannelKeys,
+    token: &str,
+    now: DateTime<Utc>,
+) -> Result<LinkOffer, LinkRefused> {
+    let claims = keys.action_links.verify(token, now).map_err(LinkRefused::Invalid)?;
+    let gone = |_| LinkRefused::Gone;
+    let mut found = None;
+    for workspace_id in store.workspaces_of(claims.recipient_id).await.map_err(gone)? {
+        if let Some(row) = store.question(workspace_id, claims.question_id).await.map_err(gone)? {
+            found = Some(row);
+            break;
+        }
+    }
+    let row = found.ok_or(LinkRefused::Gone)?;
+    let workspace = store.workspace_name(row.workspace_id).await.map_err(gone)?;
+    let principal = store.user_principal(claims.recipient_id, Some(&workspace)).await.map_err(gone)?;
+    let principal = principal.ok_or(LinkRefused::Gone)?;
+    let question = row.to_question(&workspace).map_err(gone)?;
+    if question.status != QuestionStatus::Pending {
+        return Err(LinkRefused::Resolved(Box::new(question)));
+    }
+    let recipient = Caller { principal, credential: Credential::Channel(claims.channel) };
+    Ok(LinkOffer { question, recipient, value: claims.value })
+}
+
+/// Answers with an action link (`POST /act/{token}`), as its person, with every rule an answer in Holdpoint has; the
+/// audit entry names the channel. A link answers only a pending question, and a question leaves `pending` once, so
+/// each link answers at most once.
+pub async fn follow_link(
+    answering: &Answering<'_>,
+    keys: &ChannelKeys,
+    token: &str,
+    now: DateTime<Utc>,
+) -> Result<Question, LinkRefused> {
+    let offer = open_link(answering.store, keys, token, now).await?;
+    let Credential::Channel(channel) = offer.recipient.credential else { return Err(LinkRefused::Gone) };
+    let answer = AnswerBody { value: offer.value, comment: None, edited_arguments: None };
+    match answer_through(answering, &offer.recipient, offer.question.id, answer, now, Some(channel)).await {
+        Ok(question) => Ok(question),
+        Err(AppError::Conflict { .. }) => {
+            let row = answering.store.question(offer.recipient.workspace_id(), offer.question.id).await;
+            match row {
+                Ok(Some(row)) => Err(LinkRefused::Resolved(Box::new(
+                    row.to_question(&offer.recipient.principal.workspace).map_err(|_| LinkRefused::Gone)?,
+                ))),
+                _ => Err(LinkRefused::Gone),
+            }
+        }
+        Err(refused) => Err(LinkRefused::Refused(refused)),
+    }
 }

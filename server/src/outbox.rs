@@ -29,8 +29,7 @@ const BATCH: u32 = 64;
 const MAX_SLEEP: Duration = Duration::from_secs(5);
 /// How long after its question was asked a delivery is still tried.
 const GIVE_UP_AFTER: chrono::Duration = chrono::Duration::hours(24);
-/// The first retry's wait; each next one doubles it, up to [`LONGEST_WAIT`].
-const FIRST_WAIT: chrono::Duration = chrono::Duration::seconds(10);
+/// The longest wait between two attempts.
 const LONGEST_WAIT: chrono::Duration = chrono::Duration::hours(2);
 
 /// What sending needs: the store, the channels this server sends on, the keys links are signed with, and the
@@ -42,6 +41,8 @@ pub struct Outbox {
     pub keys: ChannelKeys,
     /// Where links in messages point: `HOLDPOINT_PUBLIC_URL`, or the address this server listens on.
     pub public_url: String,
+    /// The wait before the first retry; each next one doubles it, up to [`LONGEST_WAIT`].
+    pub first_wait: chrono::Duration,
 }
 
 impl Outbox {
@@ -53,11 +54,9 @@ impl Outbox {
         keys: ChannelKeys,
         public_url: String,
     ) -> Result<Self, String> {
-        let email = match (&config.smtp_url, &config.email_from) {
-            (Some(url), Some(from)) => Some(EmailSender::new(url, from.clone()).map_err(|e| e.to_string())?),
-            _ => None,
-        };
-        Ok(Outbox { store, metrics, email, keys, public_url })
+        let email = config.email_sender().map_err(|e| e.to_string())?;
+        let first_wait = chrono::Duration::seconds(i64::from(config.delivery_first_retry_seconds));
+        Ok(Outbox { store, metrics, email, keys, public_url, first_wait })
     }
 
     /// Starts the worker.
@@ -123,7 +122,8 @@ impl Outbox {
             DeliveryOutcome::Retry { reason, after } if at - delivery.created_at < GIVE_UP_AFTER => {
                 let asked_for = after.and_then(|wait| chrono::Duration::from_std(wait).ok());
                 delivery.status = DeliveryStatus::Retrying;
-                delivery.next_attempt_at = at + asked_for.unwrap_or(backoff(delivery.attempts)).min(LONGEST_WAIT);
+                delivery.next_attempt_at =
+                    at + asked_for.unwrap_or(backoff(self.first_wait, delivery.attempts)).min(LONGEST_WAIT);
                 delivery.last_error = Some(reason.clone());
                 "retried"
             }
@@ -179,10 +179,10 @@ impl Outbox {
     }
 }
 
-/// The wait before attempt `attempts + 1`: 10 s, 20 s, 40 s ... doubling up to two hours.
-fn backoff(attempts: i32) -> chrono::Duration {
+/// The wait before attempt `attempts + 1`: `first`, then twice as long each time, up to two hours.
+fn backoff(first: chrono::Duration, attempts: i32) -> chrono::Duration {
     let doublings = u32::try_from(attempts.saturating_sub(1)).unwrap_or(0).min(16);
-    (FIRST_WAIT * 2_i32.pow(doublings)).min(LONGEST_WAIT)
+    (first * 2_i32.pow(doublings)).min(LONGEST_WAIT)
 }
 
 #[cfg(test)]
@@ -191,10 +191,11 @@ mod tests {
 
     #[test]
     fn retries_wait_ever_longer_up_to_two_hours() {
-        assert_eq!(backoff(1), chrono::Duration::seconds(10));
-        assert_eq!(backoff(2), chrono::Duration::seconds(20));
-        assert_eq!(backoff(4), chrono::Duration::seconds(80));
-        assert_eq!(backoff(12), LONGEST_WAIT);
-        assert_eq!(backoff(1000), LONGEST_WAIT);
+        let first = chrono::Duration::seconds(10);
+        assert_eq!(backoff(first, 1), chrono::Duration::seconds(10));
+        assert_eq!(backoff(first, 2), chrono::Duration::seconds(20));
+        assert_eq!(backoff(first, 4), chrono::Duration::seconds(80));
+        assert_eq!(backoff(first, 12), LONGEST_WAIT);
+        assert_eq!(backoff(first, 1000), LONGEST_WAIT);
     }
 }

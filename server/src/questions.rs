@@ -706,6 +706,19 @@ pub async fn answer_question(
     answer: AnswerBody,
     now: DateTime<Utc>,
 ) -> Result<Question, AppError> {
+    answer_through(answering, caller, id, answer, now, None).await
+}
+
+/// [`answer_question`], for an answer given through a channel outside Holdpoint's pages (an action link in an
+/// email or a push, a Slack button): the audit entry names the channel.
+pub async fn answer_through(
+    answering: &Answering<'_>,
+    caller: &Caller,
+    id: Uuid,
+    answer: AnswerBody,
+    now: DateTime<Utc>,
+    channel: Option<app::types::Channel>,
+) -> Result<Question, AppError> {
     let (store, metrics) = (answering.store, answering.metrics);
     // A question remembered as pending may have just been answered: the resolving write finds out (409).
     let row = match answering.hub.asked_and_pending(caller.workspace_id(), id) {
@@ -732,7 +745,7 @@ pub async fn answer_question(
         at: now,
         actor: caller.into(),
     };
-    resolve_as_caller(store, metrics, caller, &row, &change).await
+    resolve_as_caller(store, metrics, caller, &row, &change, channel).await
 }
 
 /// Makes a caller's transition out of `pending` of the question the caller read as `row`: the question as it is
@@ -743,8 +756,19 @@ async fn resolve_as_caller(
     caller: &Caller,
     row: &QuestionRow,
     change: &QuestionResolution,
+    channel: Option<app::types::Channel>,
 ) -> Result<Question, AppError> {
-    match resolve(store, row, change, &caller.principal.workspace).await? {
+    let outcome = match channel {
+        None => resolve(store, row, change, &caller.principal.workspace).await?,
+        Some(channel) => {
+            let mut through = transition(row, change, &caller.principal.workspace)?;
+            if let Some(after) = through.audit.after.as_mut() {
+                after["channel"] = serde_json::json!(channel);
+            }
+            store.resolve_question(through).await?
+        }
+    };
+    match outcome {
         ResolveOutcome::Resolved(row) => {
             metrics.question_resolved(row.kind.as_str(), row.status.as_str(), pending_for(&row));
             Ok(row.to_question(&caller.principal.workspace)?)
@@ -818,7 +842,7 @@ pub async fn cancel_question(
         at: now,
         actor: caller.into(),
     };
-    resolve_as_caller(store, metrics, caller, &row, &change).await
+    resolve_as_caller(store, metrics, caller, &row, &change, None).await
 }
 
 #[cfg(test)]

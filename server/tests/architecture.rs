@@ -46,6 +46,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "auth",
             "deadlines",
             "outbox",
+            "act",
         ],
     ),
 ];

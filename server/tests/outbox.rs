@@ -23,6 +23,7 @@ on_both_backends!(
     the_notification_center_is_each_persons_own,
     a_failing_channel_is_retried_with_backoff_and_each_delivery_claimed_once,
     an_email_reaches_a_real_smtp_server_through_the_servers_outbox,
+    deliveries_outlive_an_smtp_outage_and_a_killed_server,
 );
 
 const PASSWORD: &str = "correct horse battery staple";
@@ -321,4 +322,152 @@ async fn an_email_reaches_a_real_smtp_server_through_the_servers_outbox(backend:
     assert!(sent["sent_at"].is_string() && sent["next_attempt_at"].is_null(), "{sent}");
     assert_eq!(refused["status"], "failed", "{refused}");
     assert!(refused["last_error"].as_str().unwrap().contains("550"), "{refused}");
+
+    // The links, taken from the HTML part as a mail client shows them, followed on the server itself.
+    let link = |text: &str| {
+        let links = message["parts"][1]["links"].as_array().unwrap();
+        let href = links.iter().find(|l| l["text"] == text).unwrap()["href"].as_str().unwrap();
+        href.replace("https://holdpoint.example.com", &server.base_url)
+    };
+    let (approve, reject) = (link("Approve"), link("Reject"));
+    let question = || async { app.get(&format!("/api/v1/questions/{id}")).await.json };
+    let opened = client.get(&approve).send().await.unwrap();
+    assert_eq!(opened.status(), 200);
+    let page = opened.text().await.unwrap();
+    assert!(page.contains("Answer <strong>Approve</strong> as <strong>alice</strong>?"), "{page}");
+    assert!(page.contains("terraform apply"), "the confirmation shows what is approved: {page}");
+    assert_eq!(question().await["status"], "pending", "opening a link changes nothing");
+
+    // A link is bound to its person: the same link made out to carl is not one this Holdpoint issued.
+    let token = approve.rsplit('/').next().unwrap();
+    let (payload, tag) = token.split_once('.').unwrap();
+    use base64::Engine as _;
+    let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let mut claims: Value = serde_json::from_slice(&engine.decode(payload).unwrap()).unwrap();
+    let carl = app.get("/api/v1/members").await.json["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["username"] == "carl")
+        .unwrap()["user_id"]
+        .clone();
+    claims["r"] = carl;
+    let as_carl = format!("{}/act/{}.{tag}", server.base_url, engine.encode(serde_json::to_vec(&claims).unwrap()));
+    let forged = client.post(&as_carl).send().await.unwrap();
+    assert_eq!(forged.status(), 400);
+    assert!(forged.text().await.unwrap().contains("This link is not valid"));
+    assert_eq!(question().await["status"], "pending");
+
+    // Confirmed: answered as alice, through email, on the record.
+    let answered = client.post(&approve).send().await.unwrap();
+    assert_eq!(answered.status(), 200);
+    assert!(answered.text().await.unwrap().contains("Your answer is recorded as alice"));
+    let now = question().await;
+    assert_eq!((now["status"].as_str(), now["answered_by"].as_str()), (Some("answered"), Some("alice")), "{now}");
+    assert_eq!(now["response"]["value"], true);
+    let audit = app.get("/api/v1/audit?action=question.answered").await.json;
+    let entry = audit["items"].as_array().unwrap().iter().find(|e| e["subject_id"] == id.as_str()).unwrap().clone();
+    assert_eq!((entry["actor"].as_str(), entry["actor_kind"].as_str()), (Some("alice"), Some("human")), "{entry}");
+    assert_eq!(entry["after"]["channel"], "email", "{entry}");
+
+    // Used, and the other answer's link after it: nothing more is answered.
+    for again in [&approve, &reject] {
+        let refused = client.post(again).send().await.unwrap();
+        assert_eq!(refused.status(), 409);
+        assert!(refused.text().await.unwrap().contains("already answered by alice"));
+    }
+    let opened = client.get(&reject).send().await.unwrap();
+    assert_eq!(opened.status(), 409);
+    assert_eq!(question().await["response"]["value"], true);
+}
+
+/// The `holdpoint serve` environment of a server whose email goes to `smtp`, retrying after a second.
+fn mailing(smtp: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("HOLDPOINT_SMTP_URL", smtp.to_owned()),
+        ("HOLDPOINT_EMAIL_FROM", "Holdpoint <holdpoint@example.com>".into()),
+        ("HOLDPOINT_DELIVERY_FIRST_RETRY_SECONDS", "1".into()),
+    ]
+}
+
+async fn deliveries_outlive_an_smtp_outage_and_a_killed_server(backend: Backend) {
+    // A port of the loopback address where nothing listens until the SMTP server comes up.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let smtp = format!("smtp://127.0.0.1:{port}?tls=none");
+    let Some(app) = start(backend, &smtp).await else { return };
+    person(&app, "alice", Role::Approver, Some("alice@example.com")).await;
+    person(&app, "bob", Role::Approver, Some("bob@example.com")).await;
+    let server = app.spawn_process_with(&mailing(&smtp)).await;
+    let client = reqwest::Client::new();
+    let ask_there = |title: &'static str| {
+        let request = client
+            .post(format!("{}/api/v1/questions", server.base_url))
+            .bearer_auth(&app.token)
+            .json(&json!({ "title": title, "response_type": "boolean", "urgency": "high" }));
+        async move { request.send().await.unwrap().json::<Value>().await.unwrap()["id"].as_str().unwrap().to_owned() }
+    };
+    let waiting = ask_there("Restart the cache?").await;
+    let answered = ask_there("Purge the CDN?").await;
+
+    // The outage: every attempt is refused and retried, and the questions stay answerable.
+    for question in [&waiting, &answered] {
+        let tried = attempted(&app, question).await;
+        assert!(tried.iter().all(|d| d["status"] == "retrying"), "{tried:?}");
+    }
+    let answer = client
+        .post(format!("{}/api/v1/questions/{answered}/answer", server.base_url))
+        .bearer_auth(&app.token)
+        .json(&json!({ "value": true }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+
+    // The server is killed with deliveries queued, between two attempts (one in flight would stay claimed by the
+    // dead server for the claim's five minutes); the SMTP server comes up; another server takes over.
+    let between_attempts = || async {
+        for _ in 0..400 {
+            let mut quiet = true;
+            for question in [&waiting, &answered] {
+                let listed = app.get(&format!("/api/v1/questions/{question}/deliveries")).await.json;
+                for delivery in listed["items"].as_array().unwrap() {
+                    let next = delivery["next_attempt_at"]
+                        .as_str()
+                        .map(|at| at.parse::<chrono::DateTime<chrono::Utc>>().unwrap());
+                    let due_soon =
+                        next.is_some_and(|at| at - chrono::Utc::now() < chrono::Duration::milliseconds(1500));
+                    quiet &= delivery["status"] != "queued" && !due_soon;
+                }
+            }
+            if quiet {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("the deliveries were never between two attempts")
+    };
+    between_attempts().await;
+    drop(server);
+    let mut sink = smtp::Sink::start_on(port).await;
+    let _server = app.spawn_process_with(&mailing(&smtp)).await;
+    let mut received = Vec::new();
+    for _ in 0..2 {
+        let message = sink.next_message().await;
+        assert_eq!(message["subject"], "[HIGH] Question: Restart the cache?", "{message}");
+        received.push(message["rcpt_tos"][0].as_str().unwrap().to_owned());
+    }
+    received.sort();
+    assert_eq!(received, vec!["alice@example.com", "bob@example.com"]);
+    assert!(sink.message_within(Duration::from_secs(3)).await.is_none(), "each person gets the question once");
+    let listed = app.get(&format!("/api/v1/questions/{waiting}/deliveries")).await.json;
+    for delivery in listed["items"].as_array().unwrap() {
+        assert_eq!(delivery["status"], "sent", "{delivery}");
+        assert!(delivery["attempts"].as_u64().unwrap() >= 2, "{delivery}");
+    }
+    // What was answered during the outage is not sent afterwards: the list says why.
+    let listed = app.get(&format!("/api/v1/questions/{answered}/deliveries")).await.json;
+    for delivery in listed["items"].as_array().unwrap() {
+        assert_eq!(delivery["status"], "failed", "{delivery}");
+        assert!(delivery["last_error"].as_str().unwrap().contains("answered first"), "{delivery}");
+    }
 }

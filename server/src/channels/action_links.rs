@@ -127,7 +127,7 @@ pub enum ActionLinkError {
 /// What an action link does.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ActionClaims {
-    /// The link's own id: the store records it when the link is used, so each link answers at most once.
+    /// The link's own id, which tells two links of one question and recipient apart.
     pub id: Uuid,
     pub question_id: Uuid,
     /// The member (user id) the link was sent to, and so the only one it answers as.

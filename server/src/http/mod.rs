@@ -64,6 +64,7 @@ pub fn router(state: AppState) -> Router {
         .merge(mcp)
         .layer(DefaultBodyLimit::max(API_BODY_LIMIT))
         .layer(middleware::map_response(error_shape_for_bare_statuses))
+        .merge(crate::act::router())
         .merge(crate::web::router(&state))
         .route_layer(middleware::from_fn_with_state(state.clone(), record_latency))
         // Limits before anything reads the body: a rate-limited client does not even get its body read.

@@ -1,7 +1,6 @@
 //! Email to a real SMTP server: aiosmtpd on loopback, which parses each message it accepts with Python's own MIME
 //! and HTML parsers and reports what it found.
 
-
 use app::types::Question;
 use chrono::Utc;
 use holdpoint::channels::action_links::{ActionLinkKey, links_for};

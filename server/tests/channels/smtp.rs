@@ -19,9 +19,15 @@ pub struct Sink {
 
 impl Sink {
     pub async fn start() -> Sink {
+        Sink::start_on(0).await
+    }
+
+    /// A server on `port` of the loopback address (0: any free one).
+    pub async fn start_on(port: u16) -> Sink {
         let python = tokio::task::spawn_blocking(python).await.unwrap();
         let mut process = Command::new(python)
             .arg(here().join("smtp_sink.py"))
+            .arg(port.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .kill_on_drop(true)
@@ -38,9 +44,14 @@ impl Sink {
         format!("smtp://127.0.0.1:{}?tls=none", self.port)
     }
 
+    /// The next message the server accepts within `wait`, if one comes.
+    pub async fn message_within(&mut self, wait: Duration) -> Option<Value> {
+        let line = tokio::time::timeout(wait, self.lines.next_line()).await.ok()?.unwrap();
+        Some(serde_json::from_str(&line.expect("the SMTP server ended")).unwrap())
+    }
+
     /// The next message the server accepted, as it parsed it.
     pub async fn next_message(&mut self) -> Value {
-        let line = tokio::time::timeout(Duration::from_secs(20), self.lines.next_line()).await.unwrap().unwrap();
-        serde_json::from_str(&line.expect("the SMTP server ended")).unwrap()
+        self.message_within(Duration::from_secs(20)).await.expect("the SMTP server accepted no message")
     }
 }

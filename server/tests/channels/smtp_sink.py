@@ -87,7 +87,9 @@ class Handler:
 
 async def main():
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(lambda: SMTP(Handler(), hostname="sink.test"), "127.0.0.1", 0)
+    # The port to listen on, if the test names one (a server that comes up where one was down); else any free one.
+    port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+    server = await loop.create_server(lambda: SMTP(Handler(), hostname="sink.test"), "127.0.0.1", port)
     print(f"LISTENING {server.sockets[0].getsockname()[1]}", flush=True)
     # Ends when the test closes our standard input (or kills us).
     await loop.run_in_executor(None, sys.stdin.read)

@@ -1,0 +1,141 @@
+//! `/act/{token}`: the door of action links (spec §11). Opening a link shows what it will do and changes nothing (mail
+//! scanners and link previews open links); confirming answers as the link's person, through the answer use case.
+//! Every refusal is a page that says why, with the status that fits it.
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use html_escape::{encode_double_quoted_attribute as attribute, encode_text as text};
+
+use crate::channels::action_links::ActionLinkError;
+use crate::channels::{AnswerStyle, quick_answers};
+use crate::notifications::{LinkOffer, LinkRefused, follow_link, open_link};
+use crate::state::AppState;
+use crate::store::now;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/act/{token}", get(confirm).post(answer))
+}
+
+/// `GET /act/{token}`: the question and the answer the link gives, with a button to confirm.
+async fn confirm(State(state): State<AppState>, Path(token): Path<String>) -> Response {
+    match open_link(state.store.as_ref(), &state.channel_keys, &token, now()).await {
+        Ok(offer) => confirmation(&offer, &token),
+        Err(refused) => refusal(refused),
+    }
+}
+
+/// `POST /act/{token}`: answers as the link's person.
+async fn answer(State(state): State<AppState>, Path(token): Path<String>) -> Response {
+    match follow_link(&state.answering(), &state.channel_keys, &token, now()).await {
+        Ok(question) => {
+            let by = question.answered_by.clone().unwrap_or_default();
+            let body = format!(
+                "<h1>Answered</h1><p><strong>{}</strong></p><p>Your answer is recorded as {}. The agent that asked \
+                 goes on with it.</p><p><a href=\"/questions/{}\">Open in Holdpoint</a></p>",
+                text(&question.title),
+                text(&by),
+                question.id
+            );
+            page(StatusCode::OK, "Answered", &body)
+        }
+        Err(refused) => refusal(refused),
+    }
+}
+
+fn confirmation(offer: &LinkOffer, token: &str) -> Response {
+    let question = &offer.question;
+    let choice = quick_answers(question, usize::MAX).into_iter().find(|answer| answer.value == offer.value);
+    let (label, class) = match &choice {
+        Some(answer) => (
+            answer.label.clone(),
+            match answer.style {
+                AnswerStyle::Primary => "primary",
+                AnswerStyle::Danger => "danger",
+                AnswerStyle::Plain => "",
+            },
+        ),
+        None => (offer.value.to_string(), "primary"),
+    };
+    let arguments = question
+        .action
+        .as_ref()
+        .map(|action| {
+            format!(
+                "<p>Tool <code>{}</code> with the arguments:</p><pre class=\"arguments\">{}</pre>",
+                text(&action.tool_name),
+                text(&crate::channels::pretty_arguments(&action.arguments))
+            )
+        })
+        .unwrap_or_default();
+    let body = format!(
+        "<h1>{title}</h1><p class=\"muted\">{kind} · {urgency}</p>{arguments}\
+         <form method=\"post\" action=\"/act/{token}\"><p>Answer <strong>{label}</strong> as \
+         <strong>{name}</strong>?</p><button type=\"submit\" class=\"{class}\">{label}</button></form>\
+         <p class=\"muted\">Nothing is answered until you confirm. \
+         <a href=\"/questions/{id}\">Open in Holdpoint</a> to answer otherwise or add a comment.</p>",
+        title = text(&question.title),
+        kind = text(&question.kind.as_str().replace('_', " ")),
+        urgency = text(question.urgency.as_str()),
+        token = attribute(token),
+        label = text(&label),
+        name = text(&offer.recipient.principal.name),
+        class = class,
+        id = question.id,
+    );
+    page(StatusCode::OK, "Confirm your answer", &body)
+}
+
+fn refusal(refused: LinkRefused) -> Response {
+    match refused {
+        LinkRefused::Invalid(ActionLinkError::Expired { .. }) => page(
+            StatusCode::GONE,
+            "Link expired",
+            "<h1>This link has expired</h1><p>Open the question in Holdpoint to answer it.</p>",
+        ),
+        LinkRefused::Invalid(_) => page(
+            StatusCode::BAD_REQUEST,
+            "Invalid link",
+            "<h1>This link is not valid</h1><p>It was not issued by this Holdpoint, or it was cut off or changed on \
+             the way. Nothing was answered.</p>",
+        ),
+        LinkRefused::Gone => page(
+            StatusCode::NOT_FOUND,
+            "Not available",
+            "<h1>This question is not available</h1><p>It no longer exists, or the link's person is no longer a \
+             member of its workspace. Nothing was answered.</p>",
+        ),
+        LinkRefused::Resolved(question) => {
+            let how = match (&question.answered_by, question.status) {
+                (Some(by), app::types::QuestionStatus::Answered) => format!("already answered by {}", text(by)),
+                (_, status) => format!("already {}", text(status.as_str())),
+            };
+            let body = format!(
+                "<h1>Nothing to do</h1><p><strong>{}</strong> was {how}.</p><p><a href=\"/questions/{}\">Open in \
+                 Holdpoint</a></p>",
+                text(&question.title),
+                question.id
+            );
+            page(StatusCode::CONFLICT, "Already answered", &body)
+        }
+        LinkRefused::Refused(error) => {
+            let (status, _) = error.status_and_code();
+            let body = format!("<h1>Not answered</h1><p>{}</p>", text(&error.to_string()));
+            page(status, "Not answered", &body)
+        }
+    }
+}
+
+fn page(status: StatusCode, title: &str, body: &str) -> Response {
+    let html = format!(
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" \
+         content=\"width=device-width, initial-scale=1\"><meta name=\"color-scheme\" content=\"light dark\">\
+         <meta name=\"referrer\" content=\"no-referrer\"><title>{} · Holdpoint</title>\
+         <link rel=\"stylesheet\" href=\"/pkg/holdpoint.css\"></head><body><main class=\"page narrow\">{body}\
+         </main></body></html>",
+        text(title)
+    );
+    (status, Html(html)).into_response()
+}
