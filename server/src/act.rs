@@ -64,7 +64,7 @@ fn confirmation(offer: &LinkOffer, token: &str) -> Response {
         .as_ref()
         .map(|action| {
             format!(
-                "<p>Tool <code>{}</code> with the arguments:</p><pre class=\"arguments\">{}</pre>",
+                "<p>Tool <code>{}</code> with the arguments:</p><pre class=\"arguments whole\">{}</pre>",
                 text(&action.tool_name),
                 text(&crate::channels::pretty_arguments(&action.arguments))
             )
