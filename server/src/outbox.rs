@@ -59,12 +59,23 @@ impl Outbox {
         Ok(Outbox { store, metrics, email, keys, public_url, first_wait })
     }
 
+    /// Whether this server sends on any channel: without one there is nothing for its worker to claim (no
+    /// question asked here has a delivery), and claiming another instance's would only fail them.
+    pub fn sends_anything(&self) -> bool {
+        self.email.is_some()
+    }
+
     /// Starts the worker.
     pub fn spawn(self: Arc<Self>, hub: &EventHub) -> tokio::task::JoinHandle<()> {
         let (mut events, _) = hub.subscribe();
         tokio::spawn(async move {
             loop {
-                if let Err(err) = self.send_due().await {
+                // A read first: most questions reach nobody outside Holdpoint, and waking for each of them must not
+                // cost a write (on SQLite, one more turn of the one writer for every question asked).
+                let next = self.store.next_delivery_due().await;
+                if matches!(next, Ok(Some(due)) if due <= now())
+                    && let Err(err) = self.send_due().await
+                {
                     tracing::warn!(error = %err, "could not claim deliveries; retrying");
                 }
                 let sleep = match self.store.next_delivery_due().await {

@@ -150,7 +150,9 @@ fn start_outbox(state: &AppState, local: std::net::SocketAddr) -> Result<(), Ser
         public_url(&state.config, local),
     )
     .map_err(ServerError::Channels)?;
-    Arc::new(outbox).spawn(&state.hub);
+    if outbox.sends_anything() {
+        Arc::new(outbox).spawn(&state.hub);
+    }
     Ok(())
 }
 
