@@ -198,6 +198,11 @@ pub struct ChannelsConfig {
     #[arg(long, env = "HOLDPOINT_VAPID_SUBJECT")]
     pub vapid_subject: Option<String>,
 
+    /// Whether a browser may subscribe with a push service reached over plain `http`: only for a push service on
+    /// the machine itself (tests); browsers' own push services are all `https`.
+    #[arg(long, env = "HOLDPOINT_PUSH_ALLOW_HTTP", default_value_t = false, hide = true)]
+    pub push_allow_http: bool,
+
     /// Seconds before a failed delivery is tried again the first time; each next wait doubles, up to two hours.
     #[arg(long, env = "HOLDPOINT_DELIVERY_FIRST_RETRY_SECONDS", default_value_t = 10,
         value_parser = clap::value_parser!(u32).range(1..=3600))]
@@ -229,6 +234,7 @@ impl ChannelsConfig {
             slack_channel: None,
             vapid_private_key: None,
             vapid_subject: None,
+            push_allow_http: false,
             delivery_first_retry_seconds: 10,
         }
     }

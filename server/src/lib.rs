@@ -29,6 +29,7 @@ pub mod responder;
 pub mod runs;
 pub mod runtime;
 pub mod server;
+pub mod slack_door;
 pub mod state;
 pub mod store;
 pub mod visibility;

@@ -2,8 +2,9 @@
 //! keys the channels sign with, shared by every instance through the store.
 
 use app::types::{
-    ActionStatus, AnswerBody, Assignee, Channel, Delivery, DeliveryPage, DeliveryStatus, Notification,
-    NotificationPage, Question, QuestionKind, QuestionStatus, Role,
+    ActionStatus, AnswerBody, Assignee, Channel, Delivery, DeliveryPage, DeliveryStatus, NewPushSubscription,
+    Notification, NotificationPage, PushPublicKey, PushSubscriptionInfo, PushSubscriptionList, Question, QuestionKind,
+    QuestionStatus, Role,
 };
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -17,7 +18,7 @@ use crate::error::AppError;
 use crate::questions::{Answering, answer_through};
 use crate::store::{
     DeliveryRow, ListedDelivery, ListedNotification, MemberRow, NotificationQuery, NotificationRow, PrincipalKind,
-    QuestionRow, Reach, Store, StoreError, StoreResult,
+    PushSubscriptionRow, QuestionRow, Reach, Store, StoreError, StoreResult,
 };
 
 /// The name the channel keys are stored under in `server_secrets`.
@@ -36,17 +37,42 @@ pub async fn channel_keys(store: &dyn Store, config: &ChannelsConfig) -> StoreRe
 }
 
 /// The channels outside Holdpoint's pages this server sends on: those configured.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SendsOn {
     pub email: bool,
+    /// Slack, and where: each person's direct messages, or one post per question in a channel.
+    pub slack: Option<SlackTarget>,
+    /// Web push, to the browsers each person subscribed: on when push services can be told who sends (a VAPID
+    /// subject).
+    pub push: bool,
+}
+
+/// Where a Slack message asking a question goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SlackTarget {
+    /// A direct message from the app to each person the question is for.
+    DirectMessages,
+    /// One post in this channel (its id) per question, which anyone mapped may answer.
+    Channel(String),
 }
 
 impl SendsOn {
     /// The channels `config` sets up.
-    pub fn configured(config: &ChannelsConfig) -> Self {
-        SendsOn { email: config.smtp_url.is_some() && config.email_from.is_some() }
+    pub fn configured(config: &crate::config::ServeConfig) -> Self {
+        let push = config.channels.vapid_subject(config.public_url.as_deref()).is_some();
+        let config = &config.channels;
+        let slack = (config.slack_bot_token.is_some() && config.slack_signing_secret.is_some()).then(|| match &config
+            .slack_channel
+        {
+            Some(channel) => SlackTarget::Channel(channel.clone()),
+            None => SlackTarget::DirectMessages,
+        });
+        SendsOn { email: config.smtp_url.is_some() && config.email_from.is_some(), slack, push }
     }
 }
+
+/// The address of a push delivery: it goes to every browser the person has subscribed when it is sent.
+pub const PUSH_ADDRESS: &str = "every subscribed browser";
 
 /// Whether `member` is among the people `question` is for (spec §11): its assignee (the user, or the members holding
 /// at least the role), or, without one, every member whose role may answer it.
@@ -64,10 +90,30 @@ pub fn is_for(question: &QuestionRow, member: &MemberRow) -> bool {
 
 /// Who a new question reaches and how, decided when it is asked: a notification for each person it is for whose
 /// web threshold its urgency meets, and a delivery on each channel this server sends on whose threshold it meets and
-/// where the person has an address.
-pub fn reach(question: &QuestionRow, members: &[MemberRow], sends_on: SendsOn) -> StoreResult<Reach> {
+/// where the person has an address (for push, a subscribed browser). Posted in a Slack channel, a question is one delivery, to the first person (by
+/// name) whose Slack threshold it meets: whoever clicks answers as themselves.
+pub fn reach(question: &QuestionRow, members: &[MemberRow], sends_on: &SendsOn) -> StoreResult<Reach> {
     let mut reach = Reach::default();
     let at = question.created_at;
+    let delivery = |member: &MemberRow, channel: Channel, address: &str| DeliveryRow {
+        id: Uuid::now_v7(),
+        workspace_id: question.workspace_id,
+        question_id: question.id,
+        user_id: member.user_id,
+        channel,
+        address: address.to_owned(),
+        status: DeliveryStatus::Queued,
+        attempts: 0,
+        next_attempt_at: at,
+        claimed_until: None,
+        last_error: None,
+        sent_at: None,
+        created_at: at,
+        updated_at: at,
+        reference: None,
+        followed_up_at: None,
+    };
+    let mut posted_in_channel = false;
     for member in members.iter().filter(|member| is_for(question, member)) {
         let preferences = member.preferences()?;
         if preferences.web.min_urgency.admits(question.urgency) {
@@ -82,22 +128,23 @@ pub fn reach(question: &QuestionRow, members: &[MemberRow], sends_on: SendsOn) -
         }
         let email = member.email.as_ref().filter(|_| sends_on.email);
         if let Some(address) = email.filter(|_| preferences.email.min_urgency.admits(question.urgency)) {
-            reach.deliveries.push(DeliveryRow {
-                id: Uuid::now_v7(),
-                workspace_id: question.workspace_id,
-                question_id: question.id,
-                user_id: member.user_id,
-                channel: Channel::Email,
-                address: address.clone(),
-                status: DeliveryStatus::Queued,
-                attempts: 0,
-                next_attempt_at: at,
-                claimed_until: None,
-                last_error: None,
-                sent_at: None,
-                created_at: at,
-                updated_at: at,
-            });
+            reach.deliveries.push(delivery(member, Channel::Email, address));
+        }
+        if sends_on.push && member.push_subscriptions > 0 && preferences.push.min_urgency.admits(question.urgency) {
+            reach.deliveries.push(delivery(member, Channel::Push, PUSH_ADDRESS));
+        }
+        if !preferences.slack.min_urgency.admits(question.urgency) {
+            continue;
+        }
+        match (&sends_on.slack, &member.slack_user_id) {
+            (Some(SlackTarget::DirectMessages), Some(slack_user)) => {
+                reach.deliveries.push(delivery(member, Channel::Slack, slack_user));
+            }
+            (Some(SlackTarget::Channel(channel)), Some(_)) if !posted_in_channel => {
+                posted_in_channel = true;
+                reach.deliveries.push(delivery(member, Channel::Slack, channel));
+            }
+            _ => {}
         }
     }
     Ok(reach)
@@ -290,5 +337,164 @@ pub async fn follow_link(
             }
         }
         Err(refused) => Err(LinkRefused::Refused(refused)),
+    }
+}
+
+/// Why a Slack interaction answers nothing.
+#[derive(Debug)]
+pub enum SlackRefused {
+    /// The Slack user is mapped to no member of a workspace that has the question.
+    Unmapped,
+    /// The question was resolved already (by anyone, anywhere).
+    Resolved(Box<Question>),
+    /// Answering is refused by a rule of §3 (the member's role, the assignee, separation of duties) or the answer
+    /// does not fit.
+    Refused(AppError),
+    /// The store could not be read.
+    Unavailable(StoreError),
+}
+
+impl From<StoreError> for SlackRefused {
+    fn from(error: StoreError) -> Self {
+        SlackRefused::Unavailable(error)
+    }
+}
+
+impl SlackRefused {
+    /// The refusal in words, for the person who clicked.
+    pub fn explain(&self) -> String {
+        match self {
+            SlackRefused::Unmapped => "Your Slack account is not linked to a Holdpoint member who can see this \
+                question: ask an admin to set your Slack user id on your membership."
+                .to_owned(),
+            SlackRefused::Resolved(question) => match (&question.answered_by, question.status) {
+                (Some(by), QuestionStatus::Answered) => format!("This question was already answered by {by}."),
+                (_, status) => format!("This question is no longer open: it was {status}."),
+            },
+            SlackRefused::Refused(error) => format!("Holdpoint refused this answer: {error}"),
+            SlackRefused::Unavailable(_) => "Holdpoint could not record this answer just now; try again.".to_owned(),
+        }
+    }
+}
+
+/// The member a Slack user acts as on a question, and the question: found through the memberships mapped to the
+/// Slack user, in the workspace that has the question. The member acts through the Slack channel (audited so).
+pub async fn slack_member(
+    store: &dyn Store,
+    slack_user_id: &str,
+    question_id: Uuid,
+) -> Result<(Caller, Question), SlackRefused> {
+    for (workspace_id, user_id) in store.slack_memberships(slack_user_id).await? {
+        let Some(row) = store.question(workspace_id, question_id).await? else { continue };
+        let workspace = store.workspace_name(workspace_id).await?;
+        let Some(principal) = store.user_principal(user_id, Some(&workspace)).await? else { continue };
+        let question = row.to_question(&workspace)?;
+        return Ok((Caller { principal, credential: Credential::Channel(Channel::Slack) }, question));
+    }
+    Err(SlackRefused::Unmapped)
+}
+
+/// Answers `question` from Slack as `member` (see [`slack_member`]), with every rule an answer in Holdpoint has; the
+/// audit entry names the channel.
+pub async fn answer_from_slack(
+    answering: &Answering<'_>,
+    member: &Caller,
+    question: &Question,
+    answer: AnswerBody,
+    now: DateTime<Utc>,
+) -> Result<Question, SlackRefused> {
+    if question.status != QuestionStatus::Pending {
+        return Err(SlackRefused::Resolved(Box::new(question.clone())));
+    }
+    match answer_through(answering, member, question.id, answer, now, Some(Channel::Slack)).await {
+        Ok(answered) => Ok(answered),
+        Err(AppError::Conflict { .. }) => match answering.store.question(member.workspace_id(), question.id).await? {
+            Some(row) => Err(SlackRefused::Resolved(Box::new(row.to_question(&member.principal.workspace)?))),
+            None => Err(SlackRefused::Unmapped),
+        },
+        Err(refused) => Err(SlackRefused::Refused(refused)),
+    }
+}
+
+/// The most browsers one person may subscribe in a workspace: each push to them is sent to every one.
+pub const MAX_PUSH_SUBSCRIPTIONS: usize = 20;
+
+fn subscription_info(row: &PushSubscriptionRow) -> PushSubscriptionInfo {
+    let push_service =
+        url::Url::parse(&row.endpoint).ok().and_then(|url| url.host_str().map(str::to_owned)).unwrap_or_default();
+    PushSubscriptionInfo { id: row.id, push_service, created_at: row.created_at }
+}
+
+/// The key browsers subscribe with, and whether this server pushes at all (`GET /push/public-key`).
+pub fn push_public_key(keys: &ChannelKeys, sends_on: &SendsOn) -> PushPublicKey {
+    PushPublicKey { public_key: keys.vapid.public_key_encoded(), enabled: sends_on.push }
+}
+
+/// The browsers the caller subscribed (`GET /me/push-subscriptions`).
+pub async fn my_push_subscriptions(store: &dyn Store, caller: &Caller) -> Result<PushSubscriptionList, AppError> {
+    let user_id = person(caller)?;
+    let rows = store.push_subscriptions(caller.workspace_id(), user_id).await?;
+    Ok(PushSubscriptionList { items: rows.iter().map(subscription_info).collect() })
+}
+
+/// Subscribes one of the caller's browsers to web pushes (`POST /me/push-subscriptions`); the same browser again
+/// takes its new keys. The subscription is checked as the outbox will use it: an `https` endpoint (`http` only when
+/// `allow_http`), a P-256 public key, a 16-byte secret.
+pub async fn subscribe_browser(
+    store: &dyn Store,
+    caller: &Caller,
+    sends_on: &SendsOn,
+    new: NewPushSubscription,
+    allow_http: bool,
+) -> Result<PushSubscriptionInfo, AppError> {
+    use crate::channels::web_push::{InvalidSubscription, PushSubscription, SubscriptionKeys};
+    let user_id = person(caller)?;
+    if !sends_on.push {
+        return Err(AppError::Conflict {
+            message: "this server sends no web pushes: set HOLDPOINT_VAPID_SUBJECT (or HOLDPOINT_PUBLIC_URL with \
+                      https, or an email sender)"
+                .into(),
+            details: None,
+        });
+    }
+    let subscription = PushSubscription {
+        endpoint: new.endpoint.trim().to_owned(),
+        keys: SubscriptionKeys { p256dh: new.keys.p256dh.trim().to_owned(), auth: new.keys.auth.trim().to_owned() },
+    };
+    if let Err(invalid) = subscription.validate(allow_http) {
+        let field = match invalid {
+            InvalidSubscription::Endpoint(_) => "endpoint",
+            InvalidSubscription::PublicKey => "keys.p256dh",
+            InvalidSubscription::Auth => "keys.auth",
+        };
+        return Err(AppError::invalid_field(field, invalid.to_string()));
+    }
+    let existing = store.push_subscriptions(caller.workspace_id(), user_id).await?;
+    let known = existing.iter().any(|row| row.endpoint == subscription.endpoint);
+    if !known && existing.len() >= MAX_PUSH_SUBSCRIPTIONS {
+        return Err(AppError::invalid_field(
+            "endpoint",
+            format!("at most {MAX_PUSH_SUBSCRIPTIONS} browsers may be subscribed; remove one first"),
+        ));
+    }
+    let row = PushSubscriptionRow {
+        id: Uuid::now_v7(),
+        workspace_id: caller.workspace_id(),
+        user_id,
+        endpoint: subscription.endpoint,
+        p256dh: subscription.keys.p256dh,
+        auth: subscription.keys.auth,
+        created_at: crate::store::now(),
+    };
+    Ok(subscription_info(&store.save_push_subscription(&row).await?))
+}
+
+/// Unsubscribes one of the caller's browsers (`DELETE /me/push-subscriptions/{id}`); 404 if it is not theirs.
+pub async fn unsubscribe_browser(store: &dyn Store, caller: &Caller, id: Uuid) -> Result<(), AppError> {
+    let user_id = person(caller)?;
+    if store.delete_push_subscription(caller.workspace_id(), user_id, id).await? {
+        Ok(())
+    } else {
+        Err(AppError::NotFound("push subscription"))
     }
 }

@@ -6,6 +6,12 @@
 //! attempt that may work later is retried with exponential backoff (or after what the service asked for) until a
 //! day after the question was asked; then, or on a failure that trying again would not mend, the delivery is given
 //! up as `failed` with its last error.
+//!
+//! A message a channel can change after sending it (a Slack message; a push notification, replaced by one with the
+//! same tag) is brought up to date once its question is resolved, wherever that happened: the worker also wakes on each resolution and claims, the same way, the sent
+//! messages of resolved questions (see [`crate::store::OutboxStore::claim_follow_ups`]). Finding them from the
+//! questions' state rather than from the resolution's event means a follow-up missed by a crash or sent while the
+//! question was being answered is found on the next wake.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,7 +20,11 @@ use app::types::{Channel, DeliveryStatus, QuestionStatus};
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::channels::email::{EmailSender, render_question};
-use crate::channels::{ChannelKeys, DeliveryOutcome, EMAIL_MAX_CHOICES, action_links, question_url};
+use crate::channels::slack::{MessageRef, SlackClient, question_message, resolved_message};
+use crate::channels::web_push::{
+    PushMessage, PushSubscription, SubscriptionKeys, WebPushSender, notification_payload, resolved_payload,
+};
+use crate::channels::{ChannelKeys, DeliveryOutcome, EMAIL_MAX_CHOICES, PUSH_MAX_CHOICES, action_links, question_url};
 use crate::config::ChannelsConfig;
 use crate::events::EventHub;
 use crate::metrics::Metrics;
@@ -38,6 +48,9 @@ pub struct Outbox {
     pub store: Arc<dyn Store>,
     pub metrics: Arc<Metrics>,
     pub email: Option<EmailSender>,
+    pub slack: Option<SlackClient>,
+    /// Web push, when push services can be told who sends (a VAPID subject).
+    pub push: Option<WebPushSender>,
     pub keys: ChannelKeys,
     /// Where links in messages point: `HOLDPOINT_PUBLIC_URL`, or the address this server listens on.
     pub public_url: String,
@@ -55,14 +68,24 @@ impl Outbox {
         public_url: String,
     ) -> Result<Self, String> {
         let email = config.email_sender().map_err(|e| e.to_string())?;
+        let slack = config.slack().map_err(|e| e.to_string())?.map(|(client, _)| client);
+        let push = match config.vapid_subject(Some(&public_url)) {
+            Some(subject) => Some(WebPushSender::new(keys.vapid.clone(), &subject, config.push_allow_http)?),
+            None => None,
+        };
         let first_wait = chrono::Duration::seconds(i64::from(config.delivery_first_retry_seconds));
-        Ok(Outbox { store, metrics, email, keys, public_url, first_wait })
+        Ok(Outbox { store, metrics, email, slack, push, keys, public_url, first_wait })
     }
 
     /// Whether this server sends on any channel: without one there is nothing for its worker to claim (no
     /// question asked here has a delivery), and claiming another instance's would only fail them.
     pub fn sends_anything(&self) -> bool {
-        self.email.is_some()
+        self.email.is_some() || self.slack.is_some() || self.push.is_some()
+    }
+
+    /// Whether this server sends messages it changes once their question is resolved.
+    fn follows_up(&self) -> bool {
+        self.slack.is_some() || self.push.is_some()
     }
 
     /// Starts the worker.
@@ -78,6 +101,12 @@ impl Outbox {
                 {
                     tracing::warn!(error = %err, "could not claim deliveries; retrying");
                 }
+                if self.follows_up()
+                    && matches!(self.store.follow_ups_due(now()).await, Ok(true))
+                    && let Err(err) = self.follow_up_due().await
+                {
+                    tracing::warn!(error = %err, "could not claim follow-ups; retrying");
+                }
                 let sleep = match self.store.next_delivery_due().await {
                     Ok(Some(next)) => (next - now()).to_std().unwrap_or(Duration::ZERO).min(MAX_SLEEP),
                     Ok(None) | Err(_) => MAX_SLEEP,
@@ -87,7 +116,7 @@ impl Outbox {
                 loop {
                     tokio::select! {
                         event = events.recv() => match event {
-                            Ok(event) if event.event_type == app::types::EventType::QuestionAsked.as_str() => break,
+                            Ok(event) if self.wakes_for(&event.event_type) => break,
                             Ok(_) | Err(RecvError::Lagged(_)) => {}
                             Err(RecvError::Closed) => { (&mut wake).await; break }
                         },
@@ -96,6 +125,37 @@ impl Outbox {
                 }
             }
         })
+    }
+
+    /// Whether an event may have made something due: a question asked (its deliveries), or resolved (the messages
+    /// that asked it, when this server changes them).
+    fn wakes_for(&self, event_type: &str) -> bool {
+        use app::types::EventType;
+        match event_type.parse::<EventType>() {
+            Ok(EventType::QuestionAsked) => true,
+            Ok(EventType::QuestionAnswered | EventType::QuestionExpired | EventType::QuestionCancelled) => {
+                self.follows_up()
+            }
+            _ => false,
+        }
+    }
+
+    /// Claims every sent message due to be brought up to date and starts each follow-up; returns how many.
+    pub async fn follow_up_due(self: &Arc<Self>) -> StoreResult<usize> {
+        let mut claimed_in_all = 0;
+        loop {
+            let at = now();
+            let claimed = self.store.claim_follow_ups(at, at + CLAIM, BATCH).await?;
+            claimed_in_all += claimed.len();
+            let full = claimed.len() == BATCH as usize;
+            for delivery in claimed {
+                let outbox = Arc::clone(self);
+                tokio::spawn(async move { outbox.follow_up(delivery).await });
+            }
+            if !full {
+                return Ok(claimed_in_all);
+            }
+        }
     }
 
     /// Claims every delivery due now and starts sending each; returns how many were claimed.
@@ -117,7 +177,7 @@ impl Outbox {
     }
 
     /// Makes one attempt of a claimed delivery and records how it went.
-    async fn attempt(&self, mut delivery: DeliveryRow) {
+    async fn attempt(self: &Arc<Self>, mut delivery: DeliveryRow) {
         let outcome = match self.send(&delivery).await {
             Ok(outcome) => outcome,
             Err(err) => DeliveryOutcome::retry(format!("the question could not be read: {err}"), None),
@@ -147,8 +207,18 @@ impl Outbox {
         delivery.updated_at = at;
         let since_asked =
             (delivery.status == DeliveryStatus::Sent).then(|| (at - delivery.created_at).to_std().unwrap_or_default());
+        if let DeliveryOutcome::Sent { reference } = outcome {
+            delivery.reference = reference;
+        }
         self.metrics.delivery(delivery.channel, counted, since_asked);
+        let sent = delivery.status == DeliveryStatus::Sent;
         match self.store.finish_delivery(&delivery).await {
+            // Answered while it was being sent: the message asks a question that is no longer open.
+            Ok(true) if sent && self.follows_up() => {
+                if let Err(err) = self.follow_up_due().await {
+                    tracing::warn!(error = %err, "could not claim follow-ups; the next wake retries");
+                }
+            }
             Ok(true) => {}
             Ok(false) => tracing::warn!(delivery = %delivery.id, "a delivery's claim ran out while it was sent"),
             Err(err) => tracing::warn!(delivery = %delivery.id, error = %err, "could not record a delivery's attempt"),
@@ -185,8 +255,134 @@ impl Outbox {
                 let email = render_question(&question, &links, &question_url(&self.public_url, question.id));
                 sender.send(to, &email).await
             }
-            other => DeliveryOutcome::failed(format!("{other} is not sent by this server")),
+            Channel::Slack => {
+                let Some(slack) = &self.slack else {
+                    return Ok(DeliveryOutcome::failed("Slack is not configured on this server"));
+                };
+                let message = question_message(&question, &question_url(&self.public_url, question.id));
+                slack.deliver(&delivery.address, &message).await
+            }
+            Channel::Push => {
+                let links = action_links::links_for(
+                    &self.keys.action_links,
+                    &question,
+                    delivery.user_id,
+                    Channel::Push,
+                    PUSH_MAX_CHOICES,
+                    &self.public_url,
+                    now(),
+                );
+                let payload = notification_payload(&question, &links, &question_url(&self.public_url, question.id));
+                self.push_to_browsers(delivery, &PushMessage::for_question(&question, &payload, now())).await?
+            }
         })
+    }
+
+    /// Pushes `message` to every browser the delivery's person subscribed: sent if any browser's push service took
+    /// it, retried if one may take it later, failed if none can. A subscription the push service says is gone is
+    /// removed, so nothing is pushed to it again.
+    async fn push_to_browsers(&self, delivery: &DeliveryRow, message: &PushMessage) -> StoreResult<DeliveryOutcome> {
+        let Some(sender) = &self.push else {
+            return Ok(DeliveryOutcome::failed("web push is not configured on this server"));
+        };
+        let subscriptions = self.store.push_subscriptions(delivery.workspace_id, delivery.user_id).await?;
+        let mut sent = false;
+        let mut retry: Option<DeliveryOutcome> = None;
+        let mut failures = Vec::new();
+        for row in subscriptions {
+            let subscription = PushSubscription {
+                endpoint: row.endpoint.clone(),
+                keys: SubscriptionKeys { p256dh: row.p256dh.clone(), auth: row.auth.clone() },
+            };
+            match sender.send(&subscription, message).await {
+                DeliveryOutcome::Sent { .. } => sent = true,
+                outcome @ DeliveryOutcome::Retry { .. } => retry = Some(outcome),
+                DeliveryOutcome::Failed { reason, address_gone } => {
+                    if address_gone {
+                        self.store.forget_push_endpoint(delivery.workspace_id, delivery.user_id, &row.endpoint).await?;
+                    }
+                    failures.push(reason);
+                }
+            }
+        }
+        Ok(match (sent, retry) {
+            (true, _) => DeliveryOutcome::Sent { reference: None },
+            (false, Some(retry)) => retry,
+            (false, None) if failures.is_empty() => DeliveryOutcome::failed("no browser is subscribed any more"),
+            (false, None) => DeliveryOutcome::failed(failures.join("; ")),
+        })
+    }
+
+    /// Brings one claimed message up to date with its resolved question, and records how it went: done (or given
+    /// up), or to be tried again later.
+    async fn follow_up(&self, mut delivery: DeliveryRow) {
+        let (outcome, resolved_at) = match self.resolved_message(&delivery).await {
+            Ok(done) => done,
+            Err(err) => (DeliveryOutcome::retry(format!("the question could not be read: {err}"), None), None),
+        };
+        let at = now();
+        let since_resolved = resolved_at.map_or(chrono::Duration::zero(), |resolved| at - resolved);
+        match outcome {
+            DeliveryOutcome::Sent { .. } => {
+                delivery.followed_up_at = Some(at);
+                self.metrics.delivery(delivery.channel, "updated", None);
+            }
+            DeliveryOutcome::Retry { reason, after } if since_resolved < GIVE_UP_AFTER => {
+                let asked_for = after.and_then(|wait| chrono::Duration::from_std(wait).ok());
+                let doubling = since_resolved.max(self.first_wait);
+                delivery.next_attempt_at = at + asked_for.unwrap_or(doubling).min(LONGEST_WAIT);
+                delivery.last_error = Some(format!("updating the message: {reason}"));
+                self.metrics.delivery(delivery.channel, "update_retried", None);
+            }
+            DeliveryOutcome::Retry { reason, .. } | DeliveryOutcome::Failed { reason, .. } => {
+                delivery.followed_up_at = Some(at);
+                delivery.last_error = Some(format!("updating the message: {reason}"));
+                self.metrics.delivery(delivery.channel, "update_failed", None);
+            }
+        }
+        delivery.updated_at = at;
+        match self.store.finish_delivery(&delivery).await {
+            Ok(true) => {}
+            Ok(false) => tracing::warn!(delivery = %delivery.id, "a follow-up's claim ran out while it was sent"),
+            Err(err) => tracing::warn!(delivery = %delivery.id, error = %err, "could not record a follow-up"),
+        }
+    }
+
+    /// Changes a sent message to say how its question was resolved; with when it was.
+    async fn resolved_message(
+        &self,
+        delivery: &DeliveryRow,
+    ) -> StoreResult<(DeliveryOutcome, Option<chrono::DateTime<chrono::Utc>>)> {
+        let Some(row) = self.store.question(delivery.workspace_id, delivery.question_id).await? else {
+            return Ok((DeliveryOutcome::failed("the question no longer exists"), None));
+        };
+        let workspace = self.store.workspace_name(delivery.workspace_id).await?;
+        let question = row.to_question(&workspace)?;
+        let outcome = match delivery.channel {
+            Channel::Slack => {
+                let (Some(slack), Some(at)) =
+                    (&self.slack, delivery.reference.as_deref().and_then(MessageRef::from_reference))
+                else {
+                    return Ok((DeliveryOutcome::failed("no Slack message to update"), question.resolved_at));
+                };
+                let message = resolved_message(&question, &question_url(&self.public_url, question.id));
+                match slack.update_message(&at, &message).await {
+                    Ok(()) => DeliveryOutcome::Sent { reference: delivery.reference.clone() },
+                    Err(error) => error.outcome(),
+                }
+            }
+            Channel::Push => {
+                let payload = resolved_payload(&question, &question_url(&self.public_url, question.id));
+                // Kept a day: a deadline already passed would give the replacement no time to arrive.
+                let message = PushMessage {
+                    ttl: Duration::from_secs(24 * 3600),
+                    ..PushMessage::for_question(&question, &payload, now())
+                };
+                self.push_to_browsers(delivery, &message).await?
+            }
+            Channel::Email => DeliveryOutcome::failed("an email is not changed once sent"),
+        };
+        Ok((outcome, question.resolved_at))
     }
 }
 

@@ -443,7 +443,7 @@ pub fn answer_from_form_fields(question: &Question, fields: &[(String, String)])
 /// Asking a question, the one way every door asks (REST, MCP, the worker protocol, the executor): [`Asking::prepare`]
 /// validates what was asked, the door adds what it knows (a run's lineage, a client's ids), and
 /// [`Asking::record`] stores it with its `question_asked` event.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct Asking<'a> {
     pub store: &'a dyn Store,
     pub metrics: &'a Metrics,
@@ -498,7 +498,7 @@ impl Asking<'_> {
         let members = crate::notifications::members(self.store, row.workspace_id).await?;
         let with = AskedWith {
             supersedes: self.superseded_by(row, workspace).await?,
-            reach: crate::notifications::reach(row, &members, self.sends_on)?,
+            reach: crate::notifications::reach(row, &members, &self.sends_on)?,
         };
         // Remembered before the write, so its answer cannot come before it is.
         if let Some(hub) = self.hub {

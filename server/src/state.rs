@@ -25,6 +25,8 @@ pub struct App {
     /// The keys action links and web pushes are signed with, the same on every instance (see
     /// [`crate::notifications::channel_keys`]).
     pub channel_keys: crate::channels::ChannelKeys,
+    /// Slack's Web API and the secret Slack signs its interactions with, when Slack is configured.
+    pub slack: Option<(crate::channels::slack::SlackClient, crate::credentials::Secret)>,
     /// What `/metrics` exports.
     pub metrics: Arc<crate::metrics::Metrics>,
     /// Executes agent runs; also what the API uses to validate agents and start runs.
@@ -44,7 +46,7 @@ impl App {
             metrics: &self.metrics,
             hub: Some(&self.hub),
             bounds: crate::questions::TimeoutBounds::configured(&self.config),
-            sends_on: crate::notifications::SendsOn::configured(&self.config.channels),
+            sends_on: crate::notifications::SendsOn::configured(&self.config),
         }
     }
 }

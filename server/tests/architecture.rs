@@ -47,6 +47,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "deadlines",
             "outbox",
             "act",
+            "slack_door",
         ],
     ),
 ];

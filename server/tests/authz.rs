@@ -62,6 +62,11 @@ const MATRIX: &[Row] = &[
     row("get", "/api/v1/notifications", Plain, [401, 403, 403, 403, 403, 403, 403]),
     row("post", "/api/v1/notifications/read-all", Plain, [401, 403, 403, 403, 403, 403, 403]),
     row("post", "/api/v1/notifications/{id}/read", Plain, [401, 403, 403, 403, 403, 403, 403]),
+    // Browsers are subscribed to web pushes by people (tested with people in outbox.rs); the key is public.
+    row("get", "/api/v1/push/public-key", Plain, [401, 200, 200, 200, 200, 200, 200]),
+    row("get", "/api/v1/me/push-subscriptions", Plain, [401, 403, 403, 403, 403, 403, 403]),
+    row("post", "/api/v1/me/push-subscriptions", Plain, [401, 403, 403, 403, 403, 403, 403]),
+    row("delete", "/api/v1/me/push-subscriptions/{id}", Plain, [401, 403, 403, 403, 403, 403, 403]),
     row("get", "/api/v1/members", Plain, [401, 200, 200, 200, 200, 200, 200]),
     row("post", "/api/v1/members", Plain, [401, 403, 403, 403, 201, 403, 201]),
     row("patch", "/api/v1/members/{user_id}", Plain, [401, 403, 403, 403, 200, 403, 404]),
@@ -253,7 +258,9 @@ fn request_for(row: &Row, fixture: &Fixture, n: usize) -> (String, Option<Value>
         (ClientRun, _) => fixture.client_run.clone().unwrap(),
         (Plain, p) if p.starts_with("/api/v1/agents") => fixture.agent_id.clone(),
         (Plain, p) if p.starts_with("/api/v1/tokens") => fixture.token_id.clone(),
-        (Plain, p) if p.starts_with("/api/v1/notifications") => uuid::Uuid::now_v7().to_string(),
+        (Plain, p) if p.starts_with("/api/v1/notifications") || p.starts_with("/api/v1/me/push-subscriptions") => {
+            uuid::Uuid::now_v7().to_string()
+        }
         _ => String::new(),
     };
     let mut uri = row
@@ -272,6 +279,9 @@ fn request_for(row: &Row, fixture: &Fixture, n: usize) -> (String, Option<Value>
         }
         ("patch", "/api/v1/me", _) => Some(json!({"email": "someone@example.com"})),
         ("put", "/api/v1/me/notifications", _) => Some(json!({"email": {"min_urgency": "normal"}})),
+        ("post", "/api/v1/me/push-subscriptions", _) => Some(json!({"endpoint": "https://push.example.com/send/1",
+            "keys": {"p256dh": "BNcRdreALRFXTkOOUHK1EtK2wtaz5Ry4YfYCA_0QTpQtUbVlUls0VJXg7A8u-Ts1XbjhazAkj7I99e8QcYP7DkM",
+                     "auth": "tBHItJI5svbpez7KI4CCXg"}})),
         ("patch", _, _) => Some(json!({"role": "approver"})),
         ("post", "/api/v1/tokens", _) => Some(json!({"name": format!("new {n}"), "role": "viewer"})),
         ("post", "/api/v1/agents", _) | ("put", _, _) => {

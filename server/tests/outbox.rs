@@ -1,10 +1,15 @@
 //! Who a question reaches and how the outbox gets it to them (spec §11): notifications and deliveries written with the
 //! question, the notification center, claims that hand each delivery to one worker, retries, and email through a
-//! real SMTP server to the `holdpoint` binary's outbox.
+//! real SMTP server to the `holdpoint` binary's outbox, and Slack through a stand-in of its Web API with clicks signed
+//! as Slack signs them.
 
 mod common;
+#[path = "channels/push_service.rs"]
+mod push_service;
 #[path = "channels/python.rs"]
 mod python;
+#[path = "channels/slack_standin.rs"]
+mod slack_standin;
 #[path = "channels/smtp.rs"]
 mod smtp;
 
@@ -24,6 +29,9 @@ on_both_backends!(
     a_failing_channel_is_retried_with_backoff_and_each_delivery_claimed_once,
     an_email_reaches_a_real_smtp_server_through_the_servers_outbox,
     deliveries_outlive_an_smtp_outage_and_a_killed_server,
+    slack_asks_with_buttons_answers_signed_clicks_as_the_mapped_member_and_updates_the_message,
+    slack_posts_a_question_once_in_a_configured_channel_where_anyone_mapped_answers,
+    web_push_reaches_each_subscribed_browser_answers_through_its_actions_and_is_replaced_once_resolved,
 );
 
 const PASSWORD: &str = "correct horse battery staple";
@@ -470,4 +478,357 @@ async fn deliveries_outlive_an_smtp_outage_and_a_killed_server(backend: Backend)
         assert_eq!(delivery["status"], "failed", "{delivery}");
         assert!(delivery["last_error"].as_str().unwrap().contains("answered first"), "{delivery}");
     }
+}
+
+/// Waits until the Slack stand-in has accepted `count` calls of `method`, and returns them.
+async fn slack_calls(stand_in: &slack_standin::StandIn, method: &str, count: usize) -> Vec<Value> {
+    for _ in 0..200 {
+        let calls: Vec<Value> =
+            stand_in.calls().into_iter().filter(|(m, _)| m == method).map(|(_, args)| args).collect();
+        if calls.len() >= count {
+            return calls;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("Slack's stand-in did not get {count} {method}: {:?}", stand_in.calls())
+}
+
+/// Posts a Slack interaction to the server as Slack would, signed with `secret` at `timestamp`.
+async fn interact(app: &TestApp, body: &str, secret: &str, timestamp: i64) -> common::TestResponse {
+    use hmac::Mac;
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(format!("v0:{timestamp}:{body}").as_bytes());
+    let signed = if secret == slack_standin::SIGNING_SECRET {
+        slack_standin::slack_signed(body, timestamp)
+    } else {
+        let mut headers = slack_standin::slack_signed(body, timestamp);
+        let signature = format!("v0={}", hex::encode(mac.finalize().into_bytes()));
+        headers.insert("x-slack-signature", signature.parse().unwrap());
+        headers
+    };
+    let mut request = axum::http::Request::post("/integrations/slack/interactions");
+    for (name, value) in &signed {
+        request = request.header(name, value);
+    }
+    app.send(request.body(axum::body::Body::from(body.to_owned())).unwrap()).await
+}
+
+/// The button labelled `label` of a posted message.
+fn button<'a>(message: &'a Value, label: &str) -> &'a Value {
+    let actions = message["blocks"].as_array().unwrap().iter().find(|b| b["type"] == "actions").unwrap();
+    actions["elements"].as_array().unwrap().iter().find(|b| b["text"]["text"] == label).unwrap()
+}
+
+/// A server that sends on Slack through a stand-in (posting in `channel` when given), with approvers alice (Slack
+/// user `U0ALICE`), bob (`U0BOB`) and carol (no Slack id).
+async fn start_with_slack(backend: Backend, channel: Option<&str>) -> Option<(TestApp, slack_standin::StandIn)> {
+    use slack_standin::{BOT_TOKEN, SIGNING_SECRET, StandIn};
+    let (stand_in, api_url) = StandIn::start().await;
+    let channel = channel.map(str::to_owned);
+    let app = TestApp::start_with(backend, move |config| {
+        config.channels.slack_bot_token = Some(BOT_TOKEN.parse().unwrap());
+        config.channels.slack_signing_secret = Some(SIGNING_SECRET.parse().unwrap());
+        config.channels.slack_api_url = api_url;
+        config.channels.slack_channel = channel;
+    })
+    .await?;
+    for (name, slack_id) in [("alice", Some("U0ALICE")), ("bob", Some("U0BOB")), ("carol", None)] {
+        let member = app.add_person(name, PASSWORD, Role::Approver).await;
+        if let Some(slack_id) = slack_id {
+            let path = format!("/api/v1/members/{}", member["user_id"].as_str().unwrap());
+            let set =
+                app.call(Method::PATCH, &path, Some(&app.token), Some(json!({ "slack_user_id": slack_id }))).await;
+            assert_eq!(set.status, StatusCode::OK, "{}", set.text);
+        }
+    }
+    Some((app, stand_in))
+}
+
+async fn slack_asks_with_buttons_answers_signed_clicks_as_the_mapped_member_and_updates_the_message(backend: Backend) {
+    use holdpoint::channels::slack::MessageRef;
+    use slack_standin::{SIGNING_SECRET, click_body};
+
+    let Some((app, stand_in)) = start_with_slack(backend, None).await else { return };
+    let form = format!("username=bob&password={}&next=%2Finbox", PASSWORD.replace(' ', "+"));
+    let bob = app.sign_in_with(&form).await.expect("bob signs in");
+    outbox(&app).spawn(&app.state.hub);
+
+    // An approval reaches each approver with a Slack id as a direct message with its buttons.
+    let approval = ask(
+        &app,
+        json!({ "kind": "approval", "title": "Deploy to production?",
+                "action": { "tool_name": "shell", "arguments": { "command": "make deploy" } } }),
+    )
+    .await;
+    let posted = slack_calls(&stand_in, "chat.postMessage", 2).await;
+    let mut to: Vec<&str> = posted.iter().map(|m| m["channel"].as_str().unwrap()).collect();
+    to.sort_unstable();
+    assert_eq!(to, ["U0ALICE", "U0BOB"], "carol has no Slack id");
+    let sent = attempted(&app, &approval).await;
+    assert!(sent.iter().all(|d| d["channel"] == "slack" && d["status"] == "sent"), "{sent:?}");
+    let to_alice = posted.iter().find(|m| m["channel"] == "U0ALICE").unwrap();
+    let labels: Vec<&str> = to_alice["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["type"] == "actions")
+        .flat_map(|b| b["elements"].as_array().unwrap())
+        .map(|e| e["text"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["Approve", "Reject", "With a comment…", "Open in Holdpoint"]);
+    // The stand-in answers a direct message in the app's conversation, one `ts` per message; order follows the calls.
+    let at = |i: usize| MessageRef { channel: "D0APPDM01".into(), ts: format!("1700000000.{:06}", 100 + i) };
+    let alice_at = at(posted.iter().position(|m| m["channel"] == "U0ALICE").unwrap());
+    let approve = click_body(button(to_alice, "Approve"), &alice_at, "U0ALICE");
+    let status = || async { app.get(&format!("/api/v1/questions/{approval}")).await.json };
+    let now = chrono::Utc::now().timestamp();
+
+    // Refused, changing nothing: another secret's signature, a stale timestamp, a Slack user mapped to no member.
+    let forged = interact(&app, &approve, "not-the-signing-secret", now).await;
+    assert_error(&forged, StatusCode::UNAUTHORIZED, "unauthorized");
+    let stale = interact(&app, &approve, SIGNING_SECRET, now - 301).await;
+    assert_error(&stale, StatusCode::UNAUTHORIZED, "unauthorized");
+    assert!(stale.text.contains("300"), "{}", stale.text);
+    let not_signed = app
+        .send(
+            axum::http::Request::post("/integrations/slack/interactions")
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(axum::body::Body::from(approve.clone()))
+                .unwrap(),
+        )
+        .await;
+    assert_error(&not_signed, StatusCode::UNAUTHORIZED, "unauthorized");
+    let stranger = click_body(button(to_alice, "Approve"), &alice_at, "U0MALLORY");
+    let unmapped = interact(&app, &stranger, SIGNING_SECRET, now).await;
+    assert_eq!(unmapped.status, StatusCode::OK, "Slack is told the click arrived: {}", unmapped.text);
+    let told = slack_calls(&stand_in, "chat.postEphemeral", 1).await;
+    assert_eq!((told[0]["user"].as_str(), told[0]["channel"].as_str()), (Some("U0MALLORY"), Some("D0APPDM01")));
+    assert!(told[0]["text"].as_str().unwrap().contains("not linked"), "{}", told[0]);
+    assert_eq!(status().await["status"], "pending");
+    let garbled = interact(&app, "payload=%7Bnot-json", SIGNING_SECRET, now).await;
+    assert_error(&garbled, StatusCode::BAD_REQUEST, "bad_request");
+    assert_eq!(status().await["status"], "pending");
+
+    // A signed click answers as the mapped member, through Slack, on the record.
+    let clicked = interact(&app, &approve, SIGNING_SECRET, now).await;
+    assert_eq!(clicked.status, StatusCode::OK, "{}", clicked.text);
+    let answered = status().await;
+    assert_eq!((answered["status"].as_str(), answered["answered_by"].as_str()), (Some("answered"), Some("alice")));
+    assert_eq!(answered["response"]["value"], true);
+    let audit = app.get("/api/v1/audit?action=question.answered").await.json;
+    let entry =
+        audit["items"].as_array().unwrap().iter().find(|e| e["subject_id"] == approval.as_str()).unwrap().clone();
+    assert_eq!((entry["actor"].as_str(), entry["after"]["channel"].as_str()), (Some("alice"), Some("slack")));
+
+    // Both messages now say how it was resolved, without buttons; a late click is told who answered.
+    let updated = slack_calls(&stand_in, "chat.update", 2).await;
+    for message in &updated {
+        assert_eq!(message["channel"], "D0APPDM01");
+        assert!(message["blocks"].as_array().unwrap().iter().all(|b| b["type"] != "actions"), "{message}");
+        assert!(message["text"].as_str().unwrap().contains("Answered by alice"), "{message}");
+    }
+    let late = interact(&app, &click_body(button(to_alice, "Reject"), &alice_at, "U0BOB"), SIGNING_SECRET, now).await;
+    assert_eq!(late.status, StatusCode::OK);
+    let told = slack_calls(&stand_in, "chat.postEphemeral", 2).await;
+    assert!(told[1]["text"].as_str().unwrap().contains("already answered by alice"), "{}", told[1]);
+    assert_eq!(status().await["response"]["value"], true);
+
+    // Answered in the web UI instead: the Slack messages follow.
+    let question = ask(&app, json!({ "title": "Roll back?", "response_type": "boolean", "urgency": "critical" })).await;
+    slack_calls(&stand_in, "chat.postMessage", 4).await;
+    attempted(&app, &question).await;
+    let path = format!("/api/v1/questions/{question}/answer");
+    let answer = app.session_call(&bob, Method::POST, &path, Some(json!({ "value": false }))).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+    let updated = slack_calls(&stand_in, "chat.update", 4).await;
+    assert!(updated[2..].iter().all(|m| m["text"].as_str().unwrap().contains("Answered by bob: *No*")), "{updated:?}");
+    let listed = app.get(&format!("/api/v1/questions/{question}/deliveries")).await.json;
+    assert!(listed["items"].as_array().unwrap().iter().all(|d| d["status"] == "sent"), "{listed}");
+    assert_eq!(stand_in.calls().iter().filter(|(m, _)| m == "chat.update").count(), 4, "each message updated once");
+    let metrics = app.get("/metrics").await.text;
+    assert!(metrics.contains("deliveries_total{channel=\"slack\",outcome=\"sent\"} 4"), "{metrics}");
+    assert!(metrics.contains("deliveries_total{channel=\"slack\",outcome=\"updated\"} 4"), "{metrics}");
+}
+
+async fn slack_posts_a_question_once_in_a_configured_channel_where_anyone_mapped_answers(backend: Backend) {
+    use holdpoint::channels::slack::MessageRef;
+    use slack_standin::{SIGNING_SECRET, click_body};
+
+    let Some((app, stand_in)) = start_with_slack(backend, Some("C0QUESTIONS")).await else { return };
+    outbox(&app).spawn(&app.state.hub);
+    let question =
+        ask(&app, json!({ "title": "Restart the cluster?", "response_type": "boolean", "urgency": "high" })).await;
+    let posted = slack_calls(&stand_in, "chat.postMessage", 1).await;
+    assert_eq!(posted[0]["channel"], "C0QUESTIONS");
+    let sent = attempted(&app, &question).await;
+    assert_eq!(sent.len(), 1, "one post for everyone: {sent:?}");
+    assert_eq!((sent[0]["recipient"].as_str(), sent[0]["status"].as_str()), (Some("alice"), Some("sent")));
+
+    // Bob was not the delivery's recipient; in a channel, whoever is mapped answers as themselves.
+    let at = MessageRef { channel: "C0QUESTIONS".into(), ts: "1700000000.000100".into() };
+    let no = click_body(button(&posted[0], "No"), &at, "U0BOB");
+    let clicked = interact(&app, &no, SIGNING_SECRET, chrono::Utc::now().timestamp()).await;
+    assert_eq!(clicked.status, StatusCode::OK, "{}", clicked.text);
+    let answered = app.get(&format!("/api/v1/questions/{question}")).await.json;
+    assert_eq!((answered["answered_by"].as_str(), answered["response"]["value"].as_bool()), (Some("bob"), Some(false)));
+    let updated = slack_calls(&stand_in, "chat.update", 1).await;
+    assert_eq!(
+        (updated[0]["channel"].as_str(), updated[0]["ts"].as_str()),
+        (Some("C0QUESTIONS"), Some(at.ts.as_str()))
+    );
+
+    // A text question is answered in Slack's modal: "Answer…" opens it, its submission answers with the comment.
+    let text = ask(&app, json!({ "title": "Name the release?", "response_type": "text", "urgency": "high" })).await;
+    let posted = slack_calls(&stand_in, "chat.postMessage", 2).await;
+    let at = MessageRef { channel: "C0QUESTIONS".into(), ts: "1700000000.000101".into() };
+    let open = click_body(button(&posted[1], "Answer…"), &at, "U0ALICE");
+    let opened = interact(&app, &open, SIGNING_SECRET, chrono::Utc::now().timestamp()).await;
+    assert_eq!(opened.status, StatusCode::OK, "{}", opened.text);
+    let views = slack_calls(&stand_in, "views.open", 1).await;
+    assert_eq!(views[0]["trigger_id"], "1337.42.abcdef");
+    let view = &views[0]["view"];
+    let submit = |user: &str| {
+        let payload = json!({
+            "type": "view_submission", "team": {"id": "T0001", "domain": "example"},
+            "user": {"id": user, "username": user, "name": user, "team_id": "T0001"},
+            "api_app_id": "A0001", "trigger_id": "789.012.def",
+            "view": {"id": "V0001", "type": "modal", "callback_id": view["callback_id"],
+                     "private_metadata": view["private_metadata"], "hash": "1700000002.abc",
+                     "state": {"values": {
+                         "answer": {"value": {"type": "plain_text_input", "value": "Comet"}},
+                         "comment": {"value": {"type": "plain_text_input", "value": "from Slack"}}}}}
+        });
+        url::form_urlencoded::Serializer::new(String::new()).append_pair("payload", &payload.to_string()).finish()
+    };
+    // Submitted by a Slack user linked to nobody: the modal shows why, nothing is answered.
+    let refused = interact(&app, &submit("U0MALLORY"), SIGNING_SECRET, chrono::Utc::now().timestamp()).await;
+    assert_eq!(refused.status, StatusCode::OK);
+    assert_eq!(refused.json["response_action"], "errors", "{}", refused.text);
+    assert!(refused.json["errors"]["answer"].as_str().unwrap().contains("not linked"), "{}", refused.text);
+    assert_eq!(app.get(&format!("/api/v1/questions/{text}")).await.json["status"], "pending");
+    let submitted = interact(&app, &submit("U0ALICE"), SIGNING_SECRET, chrono::Utc::now().timestamp()).await;
+    assert_eq!((submitted.status, submitted.text.as_str()), (StatusCode::OK, ""), "an empty 200 closes the modal");
+    let answered = app.get(&format!("/api/v1/questions/{text}")).await.json;
+    assert_eq!(
+        (answered["answered_by"].as_str(), &answered["response"]["value"], answered["response"]["comment"].as_str()),
+        (Some("alice"), &json!("Comet"), Some("from Slack")),
+        "{answered}"
+    );
+    // "Answer…" on a resolved question opens a modal that says so.
+    let reopened = interact(&app, &open, SIGNING_SECRET, chrono::Utc::now().timestamp()).await;
+    assert_eq!(reopened.status, StatusCode::OK);
+    let views = slack_calls(&stand_in, "views.open", 2).await;
+    assert!(views[1]["view"].to_string().contains("already answered by alice"), "{}", views[1]);
+}
+
+/// Waits until the push endpoint has received `count` pushes, and returns them.
+async fn pushes(endpoint: &push_service::Endpoint, count: usize) -> Vec<(axum::http::HeaderMap, axum::body::Bytes)> {
+    for _ in 0..200 {
+        let received = endpoint.received.lock().unwrap().clone();
+        if received.len() >= count {
+            return received;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the push endpoint did not receive {count} pushes")
+}
+
+async fn web_push_reaches_each_subscribed_browser_answers_through_its_actions_and_is_replaced_once_resolved(
+    backend: Backend,
+) {
+    let (endpoint, origin) = push_service::start_endpoint().await;
+    let Some(app) = TestApp::start_with(backend, |config| {
+        config.channels.vapid_subject = Some("mailto:ops@example.com".into());
+        config.channels.push_allow_http = true;
+    })
+    .await
+    else {
+        return;
+    };
+    let alice = person(&app, "alice", Role::Approver, None).await;
+    person(&app, "bob", Role::Approver, None).await;
+    let key = app.session_call(&alice, Method::GET, "/api/v1/push/public-key", None).await;
+    assert_eq!(key.json["public_key"], app.state.channel_keys.vapid.public_key_encoded());
+    assert_eq!(key.json["enabled"], true);
+
+    // Alice subscribes a browser (twice: the same browser keeps its subscription) and one whose service has gone.
+    let browser = push_service::push_check(&["subscribe"], None).await;
+    let subscription = |endpoint: String, p256dh: &Value| {
+        json!({ "endpoint": endpoint, "expirationTime": null,
+                "keys": { "p256dh": p256dh, "auth": browser["auth"] } })
+    };
+    let path = "/api/v1/me/push-subscriptions";
+    let laptop = subscription(format!("{origin}/push/alice-laptop"), &browser["p256dh"]);
+    let first = app.session_call(&alice, Method::POST, path, Some(laptop.clone())).await;
+    assert_eq!(first.status, StatusCode::CREATED, "{}", first.text);
+    assert_eq!(first.json["push_service"], "127.0.0.1");
+    let again = app.session_call(&alice, Method::POST, path, Some(laptop)).await;
+    assert_eq!((again.status, &again.json["id"]), (StatusCode::CREATED, &first.json["id"]));
+    let gone = subscription(format!("{origin}/push/gone"), &browser["p256dh"]);
+    assert_eq!(app.session_call(&alice, Method::POST, path, Some(gone)).await.status, StatusCode::CREATED);
+    // Refused, saving nothing: an endpoint that is no URL of a push service, a key that is no P-256 point.
+    let bad_endpoint = subscription("ftp://push.example.com/1".into(), &browser["p256dh"]);
+    let refused = app.session_call(&alice, Method::POST, path, Some(bad_endpoint)).await;
+    assert!(assert_error(&refused, StatusCode::UNPROCESSABLE_ENTITY, "invalid").to_string().contains("endpoint"));
+    let bad_key = subscription(format!("{origin}/push/other"), &json!("AAAA"));
+    let refused = app.session_call(&alice, Method::POST, path, Some(bad_key)).await;
+    assert!(assert_error(&refused, StatusCode::UNPROCESSABLE_ENTITY, "invalid").to_string().contains("p256dh"));
+    let listed = app.session_call(&alice, Method::GET, path, None).await;
+    assert_eq!(listed.json["items"].as_array().unwrap().len(), 2, "{}", listed.text);
+    assert!(!listed.text.contains("/push/"), "endpoints are never listed: {}", listed.text);
+
+    // An approval: pushed to each of alice's browsers, decrypted and verified independently; bob subscribed none.
+    outbox(&app).spawn(&app.state.hub);
+    let approval = ask(
+        &app,
+        json!({ "kind": "approval", "title": "Drop the staging database?",
+                "action": { "tool_name": "sql", "arguments": { "query": "DROP DATABASE staging" } } }),
+    )
+    .await;
+    let sent = attempted(&app, &approval).await;
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!((sent[0]["recipient"].as_str(), sent[0]["channel"].as_str()), (Some("alice"), Some("push")));
+    assert_eq!(sent[0]["status"], "sent", "one browser took it: {sent:?}");
+    let received = pushes(&endpoint, 1).await;
+    let checked = push_service::read_push(&browser, &received[0].0, &received[0].1).await;
+    let pushed: Value = serde_json::from_str(checked["plaintext"].as_str().unwrap()).unwrap();
+    assert_eq!((pushed["type"].as_str(), pushed["tag"].as_str()), (Some("question"), Some(approval.as_str())));
+    let actions: Vec<&str> =
+        pushed["actions"].as_array().unwrap().iter().map(|a| a["title"].as_str().unwrap()).collect();
+    assert_eq!(actions, ["Approve", "Reject"]);
+    assert_eq!(
+        (checked["claims"]["aud"].as_str(), checked["claims"]["sub"].as_str()),
+        (Some(origin.as_str()), Some("mailto:ops@example.com"))
+    );
+    let listed = app.session_call(&alice, Method::GET, path, None).await;
+    assert_eq!(listed.json["items"].as_array().unwrap().len(), 1, "the gone browser is forgotten: {}", listed.text);
+
+    // The Approve action answers as alice through push; the notification is then replaced (same tag).
+    let approve = pushed["actions"][0]["url"].as_str().unwrap().strip_prefix("http://holdpoint.test").unwrap();
+    let request = axum::http::Request::post(approve).body(axum::body::Body::empty()).unwrap();
+    let answered = app.send(request).await;
+    assert_eq!(answered.status, StatusCode::OK, "{}", answered.text);
+    let question = app.get(&format!("/api/v1/questions/{approval}")).await.json;
+    assert_eq!(
+        (question["answered_by"].as_str(), question["response"]["value"].as_bool()),
+        (Some("alice"), Some(true))
+    );
+    let audit = app.get("/api/v1/audit?action=question.answered").await.json;
+    let entry = audit["items"].as_array().unwrap().iter().find(|e| e["subject_id"] == approval.as_str()).unwrap();
+    assert_eq!(entry["after"]["channel"], "push", "{entry}");
+    let received = pushes(&endpoint, 2).await;
+    let checked = push_service::read_push(&browser, &received[1].0, &received[1].1).await;
+    let replaced: Value = serde_json::from_str(checked["plaintext"].as_str().unwrap()).unwrap();
+    assert_eq!((replaced["type"].as_str(), replaced["tag"].as_str()), (Some("resolved"), Some(approval.as_str())));
+    assert_eq!(replaced["body"], "Answered by alice");
+    assert_eq!(replaced["actions"], json!([]));
+
+    // Unsubscribed: the next question pushes to nobody.
+    let id = listed.json["items"][0]["id"].as_str().unwrap();
+    let removed = app.session_call(&alice, Method::DELETE, &format!("{path}/{id}"), None).await;
+    assert_eq!(removed.status, StatusCode::NO_CONTENT, "{}", removed.text);
+    let again = app.session_call(&alice, Method::DELETE, &format!("{path}/{id}"), None).await;
+    assert_error(&again, StatusCode::NOT_FOUND, "not_found");
+    let next = ask(&app, json!({ "title": "Ship it?", "response_type": "boolean", "urgency": "critical" })).await;
+    assert_eq!(deliveries(&app, &next).await, vec![]);
 }

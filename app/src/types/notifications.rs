@@ -81,3 +81,53 @@ pub struct NotificationPage {
     /// The cursor of the next page (`?before=`), if there is one.
     pub next_cursor: Option<String>,
 }
+
+/// A browser's push subscription as `PushSubscription.toJSON()` gives it (`POST /api/v1/me/push-subscriptions`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct NewPushSubscription {
+    /// The push service's URL for this browser (`https`).
+    pub endpoint: String,
+    pub keys: PushSubscriptionKeys,
+    /// What browsers send beside the subscription; Holdpoint keeps pushing until the push service says it is gone.
+    #[serde(default, rename = "expirationTime", skip_serializing_if = "Option::is_none")]
+    pub expiration_time: Option<f64>,
+}
+
+/// The browser's keys: its P-256 public key and its authentication secret, both base64url.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct PushSubscriptionKeys {
+    pub p256dh: String,
+    pub auth: String,
+}
+
+/// A subscribed browser as listed: never its endpoint, which lets whoever knows it push to the browser.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct PushSubscriptionInfo {
+    pub id: Uuid,
+    /// The host of the browser's push service (`fcm.googleapis.com`, `updates.push.services.mozilla.com`, ...).
+    pub push_service: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// The browsers a person subscribed (`GET /api/v1/me/push-subscriptions`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct PushSubscriptionList {
+    pub items: Vec<PushSubscriptionInfo>,
+}
+
+/// The key browsers subscribe with (`applicationServerKey`): the server's VAPID public key, base64url
+/// (`GET /api/v1/push/public-key`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct PushPublicKey {
+    pub public_key: String,
+    /// Whether this server sends pushes (a VAPID subject is configured or derived); without it subscribing is
+    /// refused.
+    pub enabled: bool,
+}

@@ -254,6 +254,16 @@ pub fn resolved_message(question: &Question, open_url: &str) -> SlackMessage {
     SlackMessage { text, blocks }
 }
 
+/// A modal that only says why a question cannot be answered here (a click on "Answer…" always opens something).
+pub fn notice_modal(title: &str, text: &str) -> Value {
+    json!({
+        "type": "modal",
+        "title": plain_text(title, limits::MODAL_TITLE),
+        "close": plain_text("Close", limits::MODAL_TITLE),
+        "blocks": [section(&escape_mrkdwn(text))],
+    })
+}
+
 /// The modal a person answers in: the question's title, then a text box (text questions) or a menu of the quick
 /// answers, and an optional comment. Its `private_metadata` names the question.
 pub fn answer_modal(question: &Question) -> Value {
@@ -418,6 +428,12 @@ impl SlackClient {
     }
 
     /// `views.open`: opens `view` for the person whose click gave `trigger_id` (valid for three seconds).
+    /// Shows `text` to `user` only, in `channel` (`chat.postEphemeral`): why a click of theirs answered nothing.
+    pub async fn post_ephemeral(&self, channel: &str, user: &str, text: &str) -> Result<(), SlackError> {
+        let body = json!({"channel": channel, "user": user, "text": truncate_chars(text, limits::MESSAGE_TEXT)});
+        self.call("chat.postEphemeral", &body).await.map(drop)
+    }
+
     pub async fn open_view(&self, trigger_id: &str, view: &Value) -> Result<(), SlackError> {
         self.call("views.open", &json!({"trigger_id": trigger_id, "view": view})).await.map(drop)
     }

@@ -65,6 +65,7 @@ pub fn router(state: AppState) -> Router {
         .layer(DefaultBodyLimit::max(API_BODY_LIMIT))
         .layer(middleware::map_response(error_shape_for_bare_statuses))
         .merge(crate::act::router())
+        .merge(crate::slack_door::router())
         .merge(crate::web::router(&state))
         .route_layer(middleware::from_fn_with_state(state.clone(), record_latency))
         // Limits before anything reads the body: a rate-limited client does not even get its body read.

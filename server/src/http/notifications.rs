@@ -1,7 +1,9 @@
 //! `/notifications`: a person's notification center (spec §11); `/questions/{id}/deliveries`: where the outbox is
-//! with a question.
+//! with a question; `/me/push-subscriptions` and `/push/public-key`: the browsers a person subscribed to web pushes.
 
-use app::types::{DeliveryPage, NotificationPage};
+use app::types::{
+    DeliveryPage, NewPushSubscription, NotificationPage, PushPublicKey, PushSubscriptionInfo, PushSubscriptionList,
+};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
@@ -21,6 +23,9 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(mark_read))
         .routes(routes!(mark_all_read))
         .routes(routes!(list_deliveries))
+        .routes(routes!(push_public_key))
+        .routes(routes!(list_push_subscriptions, subscribe_browser))
+        .routes(routes!(unsubscribe_browser))
 }
 
 /// The query string of `GET /notifications`.
@@ -90,4 +95,51 @@ async fn list_deliveries(
 ) -> ApiResult<ApiJson<DeliveryPage>> {
     let id = Uuid::parse_str(&id).map_err(|_| AppError::NotFound("question"))?;
     Ok(ApiJson(notifications::deliveries_of(state.store.as_ref(), &caller, id).await?))
+}
+
+/// `GET /push/public-key`: the key a browser subscribes with (`applicationServerKey`), and whether this server pushes.
+#[utoipa::path(get, path = "/push/public-key", tag = "notifications",
+    responses((status = 200, description = "The server's VAPID public key", body = PushPublicKey), ErrorResponses))]
+async fn push_public_key(State(state): State<AppState>, _caller: Caller) -> ApiJson<PushPublicKey> {
+    let sends_on = notifications::SendsOn::configured(&state.config);
+    ApiJson(notifications::push_public_key(&state.channel_keys, &sends_on))
+}
+
+/// `GET /me/push-subscriptions`: the browsers the caller subscribed. People only.
+#[utoipa::path(get, path = "/me/push-subscriptions", tag = "notifications",
+    responses((status = 200, description = "The caller's subscribed browsers", body = PushSubscriptionList), ErrorResponses))]
+async fn list_push_subscriptions(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> ApiResult<ApiJson<PushSubscriptionList>> {
+    Ok(ApiJson(notifications::my_push_subscriptions(state.store.as_ref(), &caller).await?))
+}
+
+/// `POST /me/push-subscriptions`: subscribes one of the caller's browsers, with what `PushSubscription.toJSON()`
+/// gives; the same browser again takes its new keys.
+#[utoipa::path(post, path = "/me/push-subscriptions", tag = "notifications", request_body = NewPushSubscription,
+    responses((status = 201, description = "Subscribed", body = PushSubscriptionInfo), ErrorResponses))]
+async fn subscribe_browser(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(new): ApiJson<NewPushSubscription>,
+) -> ApiResult<(StatusCode, ApiJson<PushSubscriptionInfo>)> {
+    let sends_on = notifications::SendsOn::configured(&state.config);
+    let allow_http = state.config.channels.push_allow_http;
+    let info = notifications::subscribe_browser(state.store.as_ref(), &caller, &sends_on, new, allow_http).await?;
+    Ok((StatusCode::CREATED, ApiJson(info)))
+}
+
+/// `DELETE /me/push-subscriptions/{id}`: unsubscribes one of the caller's browsers.
+#[utoipa::path(delete, path = "/me/push-subscriptions/{id}", tag = "notifications",
+    params(("id" = Uuid, Path, description = "The subscription's id")),
+    responses((status = 204, description = "Unsubscribed"), ErrorResponses))]
+async fn unsubscribe_browser(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    let id = Uuid::parse_str(&id).map_err(|_| AppError::NotFound("push subscription"))?;
+    notifications::unsubscribe_browser(state.store.as_ref(), &caller, id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

@@ -54,7 +54,7 @@ impl Runtime {
             metrics: Arc::clone(&metrics),
             hub: Some(hub),
             bounds: TimeoutBounds::configured(config),
-            sends_on: crate::notifications::SendsOn::configured(&config.channels),
+            sends_on: crate::notifications::SendsOn::configured(config),
         };
         Arc::new(Runtime {
             ledger: Arc::new(ledger),

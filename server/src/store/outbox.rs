@@ -15,28 +15,55 @@ use super::sql::QUESTION_COLUMNS;
 use super::*;
 
 pub(super) const DELIVERY_COLUMNS: &str = "id, workspace_id, question_id, user_id, channel, address, status, attempts, \
-     next_attempt_at, claimed_until, last_error, sent_at, created_at, updated_at";
+     next_attempt_at, claimed_until, last_error, sent_at, created_at, updated_at, reference, followed_up_at";
 
 /// Inserts a notification ([`Bind::bind_notification`]'s order).
 pub(super) const INSERT_NOTIFICATION: &str = "INSERT INTO notifications (id, workspace_id, question_id, user_id, \
      created_at, read_at) VALUES ($1, $2, $3, $4, $5, $6)";
 /// Inserts a delivery ([`Bind::bind_delivery`]'s order).
 pub(super) const INSERT_DELIVERY: &str = "INSERT INTO deliveries (id, workspace_id, question_id, user_id, channel, \
-     address, status, attempts, next_attempt_at, claimed_until, last_error, sent_at, created_at, updated_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)";
+     address, status, attempts, next_attempt_at, claimed_until, last_error, sent_at, created_at, updated_at, \
+     reference, followed_up_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
 /// Deliveries to send at `$1`, soonest first (at most `$2`): not sent, not given up, not claimed by a live worker.
 pub(super) const DUE_DELIVERIES: &str = "SELECT id FROM deliveries WHERE (status = 'queued' OR status = 'retrying') \
      AND next_attempt_at <= $1 AND (claimed_until IS NULL OR claimed_until <= $1) ORDER BY next_attempt_at LIMIT $2";
-/// Writes an attempt's outcome and releases the claim (`$1` status .. `$5` updated_at, `$6` id, `$7` the claim).
+/// Writes an attempt's outcome and releases the claim (`$1` status .. `$5` updated_at, `$6` reference, `$7`
+/// followed_up_at, `$8` id, `$9` the claim). A follow-up's outcome is written the same way.
 pub(super) const FINISH_DELIVERY: &str = "UPDATE deliveries SET status = $1, next_attempt_at = $2, last_error = $3, \
-     sent_at = $4, updated_at = $5, claimed_until = NULL WHERE id = $6 AND claimed_until = $7";
+     sent_at = $4, updated_at = $5, reference = $6, followed_up_at = $7, claimed_until = NULL \
+     WHERE id = $8 AND claimed_until = $9";
+/// Sent messages of resolved questions still to bring up to date at `$1` (at most `$2`), soonest first, not claimed
+/// by a live worker.
+pub(super) const DUE_FOLLOW_UPS: &str = "SELECT d.id FROM deliveries d JOIN questions q ON q.id = d.question_id \
+     WHERE d.status = 'sent' AND d.followed_up_at IS NULL AND d.channel <> 'email' AND q.status <> 'pending' \
+     AND d.next_attempt_at <= $1 AND (d.claimed_until IS NULL OR d.claimed_until <= $1) \
+     ORDER BY d.next_attempt_at LIMIT $2";
+/// Saves a browser's subscription (`$1` id .. `$7` created_at, in the table's order), replacing the keys of one
+/// already saved for the same endpoint.
+pub(super) const SAVE_PUSH_SUBSCRIPTION: &str = "INSERT INTO push_subscriptions (id, workspace_id, user_id, \
+     endpoint, p256dh, auth, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+     ON CONFLICT (workspace_id, user_id, endpoint) DO UPDATE SET p256dh = excluded.p256dh, auth = excluded.auth \
+     RETURNING id, workspace_id, user_id, endpoint, p256dh, auth, created_at";
+/// A member's subscribed browsers, oldest first (`$1` workspace, `$2` person).
+pub(super) const PUSH_SUBSCRIPTIONS: &str = "SELECT id, workspace_id, user_id, endpoint, p256dh, auth, created_at \
+     FROM push_subscriptions WHERE workspace_id = $1 AND user_id = $2 ORDER BY created_at, id";
+/// Removes one of a member's subscriptions (`$1` workspace, `$2` person, `$3` id).
+pub(super) const DELETE_PUSH_SUBSCRIPTION: &str =
+    "DELETE FROM push_subscriptions WHERE workspace_id = $1 AND user_id = $2 AND id = $3";
+/// Removes a member's subscription by its endpoint (`$1` workspace, `$2` person, `$3` endpoint): one the push
+/// service says is gone.
+pub(super) const FORGET_PUSH_ENDPOINT: &str =
+    "DELETE FROM push_subscriptions WHERE workspace_id = $1 AND user_id = $2 AND endpoint = $3";
+/// The memberships a Slack user id is mapped to: `(workspace_id, user_id)`.
+pub(super) const SLACK_MEMBERSHIPS: &str =
+    "SELECT workspace_id, user_id FROM memberships WHERE slack_user_id = $1 ORDER BY workspace_id";
 /// When the soonest delivery still to send is due.
 pub(super) const NEXT_DELIVERY_DUE: &str = "SELECT MIN(next_attempt_at) FROM deliveries \
      WHERE status = 'queued' OR status = 'retrying'";
 /// A question's deliveries with their recipients' usernames (`$1` workspace, `$2` question).
 pub(super) const DELIVERIES_OF_QUESTION: &str = "SELECT d.id, d.workspace_id, d.question_id, d.user_id, d.channel, \
      d.address, d.status, d.attempts, d.next_attempt_at, d.claimed_until, d.last_error, d.sent_at, d.created_at, \
-     d.updated_at, u.username FROM deliveries d JOIN users u ON u.id = d.user_id \
+     d.updated_at, d.reference, d.followed_up_at, u.username FROM deliveries d JOIN users u ON u.id = d.user_id \
      WHERE d.workspace_id = $1 AND d.question_id = $2 ORDER BY d.created_at, d.channel";
 /// Marks one of a person's notifications read (`$1` at, `$2` workspace, `$3` person, `$4` id).
 pub(super) const MARK_READ: &str = "UPDATE notifications SET read_at = COALESCE(read_at, $1) \
@@ -78,6 +105,26 @@ pub struct DeliveryRow {
     pub sent_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// What the channel calls the sent message, when it can be changed later (Slack's `channel:ts`).
+    pub reference: Option<String>,
+    /// When a message sent on a channel that can change it was brought up to date after its question was resolved
+    /// (or that was given up on); `None` while there is nothing to do or it is still to do.
+    pub followed_up_at: Option<DateTime<Utc>>,
+}
+
+/// A browser a member subscribed to web pushes.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct PushSubscriptionRow {
+    pub id: Uuid,
+    pub workspace_id: Uuid,
+    pub user_id: Uuid,
+    /// The push service's URL for this browser: whoever knows it can push to the browser, so it is never listed.
+    pub endpoint: String,
+    /// The browser's P-256 public key, base64url.
+    pub p256dh: String,
+    /// The browser's authentication secret, base64url.
+    pub auth: String,
+    pub created_at: DateTime<Utc>,
 }
 
 /// A delivery as listed, with its recipient's username.
@@ -143,9 +190,31 @@ pub trait OutboxStore: Send + Sync {
         until: DateTime<Utc>,
         limit: u32,
     ) -> StoreResult<Vec<DeliveryRow>>;
-    /// Writes an attempt's outcome (the row's `status`, `next_attempt_at`, `last_error`, `sent_at`, `updated_at`) and
-    /// releases the claim; `false` if the claim was lost meanwhile (it ran out and another worker took the delivery).
+    /// Writes an attempt's outcome (the row's `status`, `next_attempt_at`, `last_error`, `sent_at`, `updated_at`,
+    /// `reference`, `followed_up_at`) and releases the claim; `false` if the claim was lost meanwhile (it ran out and
+    /// another worker took the delivery). Finishes a follow-up as well.
     async fn finish_delivery(&self, delivery: &DeliveryRow) -> StoreResult<bool>;
+    /// Claims up to `limit` sent messages whose questions are resolved and which are still to be brought up to date
+    /// (due at `now`), until `until`: each to one worker at a time, across instances. Counts no attempt.
+    async fn claim_follow_ups(
+        &self,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+        limit: u32,
+    ) -> StoreResult<Vec<DeliveryRow>>;
+    /// Whether any sent message is due to be brought up to date at `now` (a read, so looking costs no write).
+    async fn follow_ups_due(&self, now: DateTime<Utc>) -> StoreResult<bool>;
+    /// The memberships Slack user `slack_user_id` is mapped to, as `(workspace_id, user_id)`.
+    async fn slack_memberships(&self, slack_user_id: &str) -> StoreResult<Vec<(Uuid, Uuid)>>;
+    /// Saves a browser's push subscription; one saved before for the same endpoint keeps its id and takes the new
+    /// keys. Returns the subscription as saved.
+    async fn save_push_subscription(&self, row: &PushSubscriptionRow) -> StoreResult<PushSubscriptionRow>;
+    /// A member's subscribed browsers, oldest first.
+    async fn push_subscriptions(&self, workspace_id: Uuid, user_id: Uuid) -> StoreResult<Vec<PushSubscriptionRow>>;
+    /// Removes one of a member's subscriptions; `false` if they have none of that id.
+    async fn delete_push_subscription(&self, workspace_id: Uuid, user_id: Uuid, id: Uuid) -> StoreResult<bool>;
+    /// Removes a member's subscription whose push service said it is gone.
+    async fn forget_push_endpoint(&self, workspace_id: Uuid, user_id: Uuid, endpoint: &str) -> StoreResult<()>;
     /// When the soonest delivery still to send is due.
     async fn next_delivery_due(&self) -> StoreResult<Option<DateTime<Utc>>>;
     /// A question's deliveries, oldest first.

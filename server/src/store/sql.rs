@@ -168,6 +168,8 @@ where
             .bind_arg(row.sent_at)
             .bind_arg(row.created_at)
             .bind_arg(row.updated_at)
+            .bind_arg(&row.reference)
+            .bind_arg(row.followed_up_at)
     }
 
     /// Binds an audit entry's columns, in the order of [`AUDIT_COLUMNS`], after what `query` has.

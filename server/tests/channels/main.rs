@@ -3,7 +3,9 @@
 //! pushes decrypted and verified by an independent implementation of RFC 8291 and RFC 8292.
 
 mod email;
+mod push_service;
 mod python;
 mod slack;
+mod slack_standin;
 mod smtp;
 mod web_push;

@@ -1,15 +1,9 @@
-//! Web push checked by an independent implementation: a browser's keys made by Python's `cryptography`, a push
-//! endpoint on loopback that records what it receives, and http_ece (RFC 8291) and py_vapid (RFC 8292) reading it.
+//! Web push checked by an independent implementation ([`crate::push_service`]): a browser's keys made by Python's
+//! `cryptography`, a push endpoint on loopback that records what it receives, and http_ece (RFC 8291) and py_vapid
+//! (RFC 8292) reading it.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::Router;
-use axum::body::Bytes;
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::IntoResponse;
-use axum::routing::post;
 use chrono::Utc;
 use holdpoint::channels::action_links::{ActionLinkKey, links_for};
 use holdpoint::channels::web_push::{
@@ -19,67 +13,7 @@ use holdpoint::channels::{Channel, DeliveryOutcome, PUSH_MAX_CHOICES};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::python::{here, python};
-
-/// What the push endpoint received.
-#[derive(Clone, Default)]
-struct Endpoint {
-    received: Arc<Mutex<Vec<(HeaderMap, Bytes)>>>,
-}
-
-/// `/push/{id}` takes a push with 201 Created, as push services do; `/gone`, `/busy` and `/broken` answer as a
-/// service does for an expired subscription, a rate limit and an outage.
-async fn push(
-    State(endpoint): State<Endpoint>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> impl IntoResponse {
-    match id.as_str() {
-        "gone" => (StatusCode::GONE, HeaderMap::new()),
-        "busy" => {
-            let mut headers = HeaderMap::new();
-            headers.insert("retry-after", "30".parse().unwrap());
-            (StatusCode::TOO_MANY_REQUESTS, headers)
-        }
-        "broken" => (StatusCode::BAD_GATEWAY, HeaderMap::new()),
-        _ => {
-            endpoint.received.lock().unwrap().push((headers, body));
-            let mut headers = HeaderMap::new();
-            headers.insert("location", format!("/message/{id}").parse().unwrap());
-            (StatusCode::CREATED, headers)
-        }
-    }
-}
-
-async fn start_endpoint() -> (Endpoint, String) {
-    let endpoint = Endpoint::default();
-    let app = Router::new().route("/push/{id}", post(push)).with_state(endpoint.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let origin = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (endpoint, origin)
-}
-
-/// Runs push_check.py with `args` and `input` on its standard input, and returns what it printed, as JSON.
-async fn push_check(args: &[&str], input: Option<Value>) -> Value {
-    let python = tokio::task::spawn_blocking(python).await.unwrap();
-    let mut command = tokio::process::Command::new(python);
-    command.arg(here().join("push_check.py")).args(args);
-    command
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = command.spawn().unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    if let Some(input) = input {
-        tokio::io::AsyncWriteExt::write_all(&mut stdin, input.to_string().as_bytes()).await.unwrap();
-    }
-    drop(stdin);
-    let output = child.wait_with_output().await.unwrap();
-    assert!(output.status.success(), "push_check.py {args:?} failed:\n{}", String::from_utf8_lossy(&output.stderr));
-    serde_json::from_slice(&output.stdout).unwrap()
-}
+use crate::push_service::{push_check, read_push, start_endpoint};
 
 fn question() -> app::types::Question {
     serde_json::from_value(json!({
@@ -133,17 +67,7 @@ async fn an_independent_implementation_decrypts_the_push_and_verifies_its_vapid_
     let ttl: u64 = header("ttl").parse().unwrap();
     assert!((14 * 60..=15 * 60).contains(&ttl), "the push is kept until the deadline: {ttl}");
 
-    let checked = push_check(
-        &["check"],
-        Some(json!({
-            "private_key": browser["private_key"],
-            "auth": browser["auth"],
-            "body": base64_standard(&body),
-            "authorization": header("authorization"),
-            "content_encoding": header("content-encoding"),
-        })),
-    )
-    .await;
+    let checked = read_push(&browser, &headers, &body).await;
     let plaintext: Value = serde_json::from_str(checked["plaintext"].as_str().unwrap()).unwrap();
     assert_eq!(plaintext, payload);
     assert_eq!(plaintext["actions"][0]["url"], json!(links[0].url));
@@ -154,11 +78,6 @@ async fn an_independent_implementation_decrypts_the_push_and_verifies_its_vapid_
     assert_eq!(claims["sub"], "mailto:ops@example.com");
     let exp = claims["exp"].as_i64().unwrap();
     assert!(exp > sent_at && exp <= sent_at + 24 * 3600 + 5, "RFC 8292: at most 24 hours ahead: {exp}");
-}
-
-fn base64_standard(bytes: &[u8]) -> String {
-    use base64::Engine as _;
-    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 #[tokio::test]

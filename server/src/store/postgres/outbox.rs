@@ -36,11 +36,70 @@ impl OutboxStore for PostgresStore {
             .bind(&d.last_error)
             .bind(d.sent_at)
             .bind(d.updated_at)
+            .bind(&d.reference)
+            .bind(d.followed_up_at)
             .bind(d.id)
             .bind(d.claimed_until)
             .execute(&self.pool)
             .await?;
         Ok(finished.rows_affected() == 1)
+    }
+
+    async fn claim_follow_ups(
+        &self,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+        limit: u32,
+    ) -> StoreResult<Vec<DeliveryRow>> {
+        let claimed = sqlx::query_as(&format!(
+            "UPDATE deliveries SET claimed_until = $3 WHERE id IN ({DUE_FOLLOW_UPS} FOR UPDATE OF d SKIP LOCKED) \
+             AND (claimed_until IS NULL OR claimed_until <= $1) \
+             RETURNING {DELIVERY_COLUMNS}"
+        ))
+        .bind(now)
+        .bind(i64::from(limit))
+        .bind(until)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(claimed)
+    }
+
+    async fn follow_ups_due(&self, now: DateTime<Utc>) -> StoreResult<bool> {
+        let due: Option<(Uuid,)> =
+            sqlx::query_as(DUE_FOLLOW_UPS).bind(now).bind(1_i64).fetch_optional(&self.pool).await?;
+        Ok(due.is_some())
+    }
+
+    async fn slack_memberships(&self, slack_user_id: &str) -> StoreResult<Vec<(Uuid, Uuid)>> {
+        Ok(sqlx::query_as(SLACK_MEMBERSHIPS).bind(slack_user_id).fetch_all(&self.pool).await?)
+    }
+
+    async fn save_push_subscription(&self, row: &PushSubscriptionRow) -> StoreResult<PushSubscriptionRow> {
+        Ok(sqlx::query_as(SAVE_PUSH_SUBSCRIPTION)
+            .bind(row.id)
+            .bind(row.workspace_id)
+            .bind(row.user_id)
+            .bind(&row.endpoint)
+            .bind(&row.p256dh)
+            .bind(&row.auth)
+            .bind(row.created_at)
+            .fetch_one(&self.pool)
+            .await?)
+    }
+
+    async fn push_subscriptions(&self, workspace_id: Uuid, user_id: Uuid) -> StoreResult<Vec<PushSubscriptionRow>> {
+        Ok(sqlx::query_as(PUSH_SUBSCRIPTIONS).bind(workspace_id).bind(user_id).fetch_all(&self.pool).await?)
+    }
+
+    async fn delete_push_subscription(&self, workspace_id: Uuid, user_id: Uuid, id: Uuid) -> StoreResult<bool> {
+        let deleted =
+            sqlx::query(DELETE_PUSH_SUBSCRIPTION).bind(workspace_id).bind(user_id).bind(id).execute(&self.pool).await?;
+        Ok(deleted.rows_affected() == 1)
+    }
+
+    async fn forget_push_endpoint(&self, workspace_id: Uuid, user_id: Uuid, endpoint: &str) -> StoreResult<()> {
+        sqlx::query(FORGET_PUSH_ENDPOINT).bind(workspace_id).bind(user_id).bind(endpoint).execute(&self.pool).await?;
+        Ok(())
     }
 
     async fn next_delivery_due(&self) -> StoreResult<Option<DateTime<Utc>>> {

@@ -1,0 +1,290 @@
+//! A stand-in of Slack's Web API for the tests: an HTTP server on loopback that answers `chat.postMessage`,
+//! `chat.update`, `chat.postEphemeral` and `views.open` as Slack does, after checking each request as Slack documents
+//! it (bearer token, JSON with its charset, the method's required fields) and every block against Block Kit's
+//! limits. It records the calls it accepted. And what Slack sends back: interactions signed as Slack signs them.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use hmac::{Hmac, Mac};
+use holdpoint::channels::slack::MessageRef;
+use serde_json::{Value, json};
+use sha2::Sha256;
+
+pub const BOT_TOKEN: &str = "xoxb-1111-2222-standin";
+pub const SIGNING_SECRET: &str = "3f1c2b6a9d0e4f5a8b7c6d5e4f3a2b1c";
+
+#[derive(Clone, Default)]
+pub struct StandIn {
+    calls: Arc<Mutex<Vec<(String, Value)>>>,
+    /// Messages posted so far: each gets a `ts` of its own, as in Slack.
+    posted: Arc<AtomicU64>,
+}
+
+/// Block Kit's documented limits for what a check reads: `(what, at most)`.
+fn too_long(text: &Value, max: usize, what: &str, errors: &mut Vec<String>) {
+    match text.as_str() {
+        Some(text) if text.chars().count() <= max => {}
+        Some(text) => errors.push(format!("{what} has {} characters, more than {max}", text.chars().count())),
+        None => errors.push(format!("{what} is missing or not a string")),
+    }
+}
+
+/// A text object: `plain_text` or `mrkdwn` with a non-empty `text`.
+fn check_text(object: &Value, max: usize, plain_only: bool, what: &str, errors: &mut Vec<String>) {
+    match object["type"].as_str() {
+        Some("plain_text") => {}
+        Some("mrkdwn") if !plain_only => {}
+        other => errors.push(format!("{what} has text type {other:?}")),
+    }
+    if object["text"].as_str().is_some_and(str::is_empty) {
+        errors.push(format!("{what} is empty"));
+    }
+    too_long(&object["text"], max, what, errors);
+}
+
+fn check_element(element: &Value, errors: &mut Vec<String>) {
+    match element["type"].as_str() {
+        Some("button") => {
+            check_text(&element["text"], 75, true, "button text", errors);
+            too_long(&element["action_id"], 255, "action_id", errors);
+            if !element["value"].is_null() {
+                too_long(&element["value"], 2000, "button value", errors);
+            }
+            if !element["url"].is_null() {
+                too_long(&element["url"], 3000, "button url", errors);
+            }
+            if let Some(style) = element.get("style")
+                && !matches!(style.as_str(), Some("primary" | "danger"))
+            {
+                errors.push(format!("button style {style}"));
+            }
+        }
+        Some("plain_text_input") => {
+            too_long(&element["action_id"], 255, "action_id", errors);
+            if element["max_length"].as_u64().is_some_and(|max| max > 3000) {
+                errors.push("plain_text_input max_length above 3000".into());
+            }
+        }
+        Some("static_select") => {
+            let options = element["options"].as_array().map(Vec::as_slice).unwrap_or_default();
+            if options.is_empty() || options.len() > 100 {
+                errors.push(format!("static_select with {} options", options.len()));
+            }
+            for option in options {
+                check_text(&option["text"], 75, true, "option text", errors);
+                too_long(&option["value"], 150, "option value", errors);
+            }
+        }
+        other => errors.push(format!("element type {other:?} is not one this stand-in knows")),
+    }
+}
+
+/// Checks blocks as Slack does before it takes a message or a view.
+fn check_blocks(blocks: &Value, max_blocks: usize, errors: &mut Vec<String>) {
+    let Some(blocks) = blocks.as_array() else {
+        errors.push("blocks is not an array".into());
+        return;
+    };
+    if blocks.len() > max_blocks {
+        errors.push(format!("{} blocks, more than {max_blocks}", blocks.len()));
+    }
+    let mut block_ids = std::collections::HashSet::new();
+    for block in blocks {
+        if let Some(id) = block["block_id"].as_str() {
+            too_long(&block["block_id"], 255, "block_id", errors);
+            if !block_ids.insert(id.to_owned()) {
+                errors.push(format!("block_id {id} appears twice"));
+            }
+        }
+        match block["type"].as_str() {
+            Some("header") => check_text(&block["text"], 150, true, "header text", errors),
+            Some("section") => check_text(&block["text"], 3000, false, "section text", errors),
+            Some("divider") => {}
+            Some("context") => {
+                let elements = block["elements"].as_array().map(Vec::as_slice).unwrap_or_default();
+                if elements.is_empty() || elements.len() > 10 {
+                    errors.push(format!("context with {} elements", elements.len()));
+                }
+                for element in elements {
+                    check_text(element, 3000, false, "context element", errors);
+                }
+            }
+            Some("actions") => {
+                let elements = block["elements"].as_array().map(Vec::as_slice).unwrap_or_default();
+                if elements.is_empty() || elements.len() > 25 {
+                    errors.push(format!("actions with {} elements", elements.len()));
+                }
+                let mut action_ids = std::collections::HashSet::new();
+                for element in elements {
+                    if let Some(id) = element["action_id"].as_str()
+                        && !action_ids.insert(id.to_owned())
+                    {
+                        errors.push(format!("action_id {id} appears twice in a block"));
+                    }
+                    check_element(element, errors);
+                }
+            }
+            Some("input") => {
+                check_text(&block["label"], 2000, true, "input label", errors);
+                check_element(&block["element"], errors);
+            }
+            other => errors.push(format!("block type {other:?}")),
+        }
+    }
+}
+
+fn check_view(view: &Value, errors: &mut Vec<String>) {
+    if view["type"] != "modal" {
+        errors.push(format!("view type {}", view["type"]));
+    }
+    check_text(&view["title"], 24, true, "view title", errors);
+    for button in ["submit", "close"] {
+        if !view[button].is_null() {
+            check_text(&view[button], 24, true, button, errors);
+        }
+    }
+    if view["blocks"].as_array().is_some_and(|b| b.iter().any(|b| b["type"] == "input")) && view["submit"].is_null() {
+        errors.push("a view with inputs needs submit".into());
+    }
+    // Both optional; when given, strings within their limits.
+    if !view["callback_id"].is_null() {
+        too_long(&view["callback_id"], 255, "callback_id", errors);
+    }
+    if !view["private_metadata"].is_null() {
+        too_long(&view["private_metadata"], 3000, "private_metadata", errors);
+    }
+    check_blocks(&view["blocks"], 100, errors);
+}
+
+fn slack_error(error: &str, messages: Vec<String>) -> Response {
+    // Slack answers refusals with HTTP 200 and `ok: false`.
+    axum::Json(json!({"ok": false, "error": error, "response_metadata": {"messages": messages}})).into_response()
+}
+
+async fn api(
+    State(stand_in): State<StandIn>,
+    Path(method): Path<String>,
+    headers: HeaderMap,
+    body: String,
+) -> Response {
+    if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some(&format!("Bearer {BOT_TOKEN}")) {
+        return slack_error("invalid_auth", vec![]);
+    }
+    if headers.get("content-type").and_then(|v| v.to_str().ok()) != Some("application/json; charset=utf-8") {
+        return slack_error(
+            "invalid_arguments",
+            vec!["[ERROR] JSON bodies need application/json; charset=utf-8".into()],
+        );
+    }
+    let Ok(args) = serde_json::from_str::<Value>(&body) else {
+        return slack_error("invalid_json", vec![]);
+    };
+    let mut errors = Vec::new();
+    let reply = match method.as_str() {
+        "chat.postMessage" | "chat.update" => {
+            let channel = args["channel"].as_str().unwrap_or_default();
+            if channel.is_empty() {
+                return slack_error("channel_not_found", vec![]);
+            }
+            if channel == "C_RATELIMITED" {
+                return (StatusCode::TOO_MANY_REQUESTS, [("retry-after", "7")], "").into_response();
+            }
+            if channel == "C_BROKEN" {
+                return (StatusCode::SERVICE_UNAVAILABLE, "upstream connect error").into_response();
+            }
+            if channel.starts_with("C_UNKNOWN") {
+                return slack_error("channel_not_found", vec![]);
+            }
+            if args["text"].as_str().is_none_or(str::is_empty) && args["blocks"].is_null() {
+                return slack_error("no_text", vec![]);
+            }
+            too_long(&args["text"], 40_000, "text", &mut errors);
+            check_blocks(&args["blocks"], 50, &mut errors);
+            if method == "chat.update" {
+                if args["ts"].as_str().is_none_or(str::is_empty) {
+                    return slack_error("message_not_found", vec![]);
+                }
+                json!({"ok": true, "channel": channel, "ts": args["ts"], "text": args["text"]})
+            } else {
+                // A message to a user id lands in the app's direct message with them.
+                let conversation = if channel.starts_with('U') { "D0APPDM01" } else { channel };
+                let ts = format!("1700000000.{:06}", 100 + stand_in.posted.fetch_add(1, Ordering::SeqCst));
+                json!({"ok": true, "channel": conversation, "ts": ts,
+                       "message": {"type": "message", "text": args["text"], "blocks": args["blocks"]}})
+            }
+        }
+        "chat.postEphemeral" => {
+            if args["channel"].as_str().is_none_or(str::is_empty) {
+                return slack_error("channel_not_found", vec![]);
+            }
+            if args["user"].as_str().is_none_or(str::is_empty) {
+                return slack_error("user_not_in_channel", vec![]);
+            }
+            if args["text"].as_str().is_none_or(str::is_empty) && args["blocks"].is_null() {
+                return slack_error("no_text", vec![]);
+            }
+            too_long(&args["text"], 40_000, "text", &mut errors);
+            json!({"ok": true, "message_ts": "1700000000.900000"})
+        }
+        "views.open" => {
+            if args["trigger_id"].as_str().is_none_or(str::is_empty) {
+                return slack_error("invalid_trigger_id", vec![]);
+            }
+            check_view(&args["view"], &mut errors);
+            json!({"ok": true, "view": {"id": "V0001", "type": "modal"}})
+        }
+        _ => return slack_error("unknown_method", vec![]),
+    };
+    if !errors.is_empty() {
+        return slack_error("invalid_blocks", errors);
+    }
+    stand_in.calls.lock().unwrap().push((method, args));
+    axum::Json(reply).into_response()
+}
+
+impl StandIn {
+    pub async fn start() -> (StandIn, String) {
+        let stand_in = StandIn::default();
+        let app = Router::new().route("/api/{method}", post(api)).with_state(stand_in.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/api", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        (stand_in, url)
+    }
+
+    pub fn calls(&self) -> Vec<(String, Value)> {
+        self.calls.lock().unwrap().clone()
+    }
+}
+
+pub fn slack_signed(body: &str, timestamp: i64) -> HeaderMap {
+    let mut mac = Hmac::<Sha256>::new_from_slice(SIGNING_SECRET.as_bytes()).unwrap();
+    mac.update(format!("v0:{timestamp}:{body}").as_bytes());
+    let mut headers = HeaderMap::new();
+    headers.insert("x-slack-request-timestamp", timestamp.to_string().parse().unwrap());
+    headers.insert("x-slack-signature", format!("v0={}", hex::encode(mac.finalize().into_bytes())).parse().unwrap());
+    headers.insert("content-type", "application/x-www-form-urlencoded".parse().unwrap());
+    headers
+}
+
+/// The form body Slack posts for a click on `button` in the message at `at`.
+pub fn click_body(button: &Value, at: &MessageRef, user: &str) -> String {
+    let payload = json!({
+        "type": "block_actions",
+        "user": {"id": user, "username": "alice", "name": "alice", "team_id": "T0001"},
+        "api_app_id": "A0001", "token": "legacy", "trigger_id": "1337.42.abcdef",
+        "container": {"type": "message", "message_ts": at.ts, "channel_id": at.channel, "is_ephemeral": false},
+        "team": {"id": "T0001", "domain": "example"},
+        "channel": {"id": at.channel, "name": "directmessage"},
+        "response_url": "https://hooks.slack.com/actions/T0001/1/abc",
+        "actions": [{"type": "button", "block_id": "b", "action_id": button["action_id"], "value": button["value"],
+                     "text": button["text"], "action_ts": "1700000001.000200"}]
+    });
+    url::form_urlencoded::Serializer::new(String::new()).append_pair("payload", &payload.to_string()).finish()
+}
