@@ -44,6 +44,8 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta name="color-scheme" content="light dark"/>
                 {rendered_at.map(|at| view! { <meta name=live::RENDERED_AT_META content=at/> })}
                 <HydrationScripts options/>
+                // Registers the service worker that shows pushed questions; subscribes from the Settings page.
+                <script type="module" src="/push.js"></script>
                 <MetaTags/>
             </head>
             <body>

@@ -64,12 +64,26 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/auth/signout", post(sign_out))
         .route("/ui/answer/{id}", post(answer_from_form))
         .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
+        .route("/service-worker.js", get(|| async { script(SERVICE_WORKER) }))
+        .route("/push.js", get(|| async { script(PUSH_SCRIPT) }))
         .nest_service("/pkg", ServeDir::new(pkg_dir).precompressed_gzip().precompressed_br())
         // Any other path: the app's "Not found" page, with status 404, for people who follow a stale link.
         .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(
             crate::http::security::provide_csp_nonce,
             app::shell,
         ))
+}
+
+/// The service worker that shows pushed questions and answers from their actions. Served from the site's root, so
+/// its scope is every page.
+const SERVICE_WORKER: &str = include_str!("../assets/service-worker.js");
+/// What registers the service worker and subscribes a browser to pushes from the Settings page.
+const PUSH_SCRIPT: &str = include_str!("../assets/push.js");
+
+/// A script of the server's own. Like every response outside `/pkg` it is marked `no-store`, so a browser checks
+/// for a new service worker on each load and an upgraded server's worker replaces the old one.
+fn script(source: &'static str) -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], source)
 }
 
 /// The app's routes, listed once per process. Leptos lists them by rendering the app with every resource held

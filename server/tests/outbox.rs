@@ -823,6 +823,15 @@ async fn web_push_reaches_each_subscribed_browser_answers_through_its_actions_an
     assert_eq!(replaced["body"], "Answered by alice");
     assert_eq!(replaced["actions"], json!([]));
 
+    // The service worker that shows pushes and the script that subscribes are served from the root, fresh each load.
+    for (path, handler) in [("/service-worker.js", "onNotificationClick"), ("/push.js", "pushManager.subscribe")] {
+        let script = app.get(path).await;
+        assert_eq!(script.status, StatusCode::OK, "{path}");
+        assert_eq!(script.headers["content-type"], "text/javascript; charset=utf-8", "{path}");
+        assert_eq!(script.headers["cache-control"], "no-store", "{path}");
+        assert!(script.text.contains(handler), "{path}");
+    }
+
     // Unsubscribed: the next question pushes to nobody.
     let id = listed.json["items"][0]["id"].as_str().unwrap();
     let removed = app.session_call(&alice, Method::DELETE, &format!("{path}/{id}"), None).await;

@@ -75,6 +75,21 @@ fn Settings(
             </p>
             {session.account.then(|| view! { <PasswordForm/> })}
         </section>
+        {session.account.then(|| view! {
+            <section class="card stack" aria-labelledby="push-heading">
+                <h2 id="push-heading">"Push notifications"</h2>
+                <p>
+                    "Questions for you reach this browser even when no Holdpoint page is open, with their answers "
+                    "(Approve and Reject, Yes and No) on the notification."
+                </p>
+                // Handled by /push.js: subscribing needs the browser's service worker and push manager.
+                <p>
+                    <button type="button" data-push-subscribe="" data-csrf=session.csrf_token.clone()
+                        data-testid="push-subscribe">"Turn on for this browser"</button>
+                </p>
+                <p class="muted" role="status" data-push-status="" data-testid="push-status"></p>
+            </section>
+        })}
         <section class="card stack" aria-labelledby="members-heading">
             <h2 id="members-heading">"People"</h2>
             <MemberTable members=settings.members admin reload=reload.clone()/>
