@@ -1,6 +1,7 @@
 // Takes the README's screenshots (docs/screenshots/): the inbox with 30 questions of mixed kinds and urgencies (on a
 // desktop, in the split view with an approval under the cursor), a question's page, the live modal for each response
-// type, the approval queue and a run page, at desktop and phone widths, in the light and the dark theme. Also
+// type, the approval queue, a run page, the notification center and the settings page, at desktop and phone widths,
+// in the light and the dark theme. Also
 // measures the first load of /inbox. Run after `cargo xtask test` (or any build of the site and the server):
 //
 //   HOLDPOINT_BIN=target/debug/holdpoint node end2end/screenshots.mjs
@@ -197,6 +198,12 @@ try {
     await page.goto(`${server.baseUrl}/runs/${runs[0]}`);
     await waitForLive(page);
     await shot('run');
+    await page.goto(`${server.baseUrl}/notifications`);
+    await waitForLive(page);
+    await shot('notifications');
+    await page.goto(`${server.baseUrl}/settings`);
+    await waitForLive(page);
+    await shot('settings');
     await context.close();
   }
   console.log(`screenshots in ${OUT}`);

@@ -77,7 +77,7 @@ pub async fn get_json<R: DeserializeOwned>(path: &str) -> Result<R, ApiError> {
     send_json::<(), R>("GET", path, None).await
 }
 
-/// A call to `/api/v1{path}` (`GET`, or a state-changing `POST`, `PATCH`, `DELETE`), with an optional JSON body. The
+/// A call to `/api/v1{path}` (`GET`, or a state-changing `POST`, `PUT`, `PATCH`, `DELETE`), with an optional JSON body. The
 /// JSON answer (`204 No Content` reads as `null`, so `R = ()` fits it), or the API's error.
 pub async fn send_json<B: Serialize, R: DeserializeOwned>(
     method: &str,
@@ -93,6 +93,7 @@ pub async fn send_json<B: Serialize, R: DeserializeOwned>(
             "GET" => builder.method(Method::GET),
             "PATCH" => builder.method(Method::PATCH).header("X-CSRF-Token", &csrf_token().await?),
             "DELETE" => builder.method(Method::DELETE).header("X-CSRF-Token", &csrf_token().await?),
+            "PUT" => builder.method(Method::PUT).header("X-CSRF-Token", &csrf_token().await?),
             _ => builder.method(Method::POST).header("X-CSRF-Token", &csrf_token().await?),
         };
         let request = match body {

@@ -51,6 +51,23 @@ pub trait UiBackend: Send + Sync + 'static {
     /// The API tokens of the session's workspace, newest first (the caller checks that the session is an admin's).
     async fn tokens(&self, session: &SessionInfo) -> Result<Vec<crate::types::TokenInfo>, String>;
 
+    /// A page of the session's person's notifications, newest first, after `cursor` (a `next_cursor` it gave out).
+    /// A token's session has none.
+    async fn notifications(
+        &self,
+        session: &SessionInfo,
+        unread_only: bool,
+        cursor: Option<String>,
+        limit: u32,
+    ) -> Result<crate::types::NotificationPage, String>;
+
+    /// How many of the session's person's notifications are unread; `None` for a token's session, which has none.
+    async fn unread_notifications(&self, session: &SessionInfo) -> Result<Option<u32>, String>;
+
+    /// How questions reach the session's person (their addresses and channel thresholds); `None` for a token's
+    /// session.
+    async fn my_reach(&self, session: &SessionInfo) -> Result<Option<crate::MyReach>, String>;
+
     /// A page of the workspace's audit log, newest first, after `cursor` (a `next_cursor` it gave out). Admins only.
     async fn audit(
         &self,

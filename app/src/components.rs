@@ -32,6 +32,7 @@ pub fn TopBar() -> impl IntoView {
                             <a href="/audit" data-testid="nav-audit">"Audit"</a>
                         })}
                     </Suspense>
+                    <crate::notify::NotificationBell/>
                 </nav>
                 <crate::notify::BrowserNotifications/>
                 <Suspense fallback=|| ()>

@@ -45,7 +45,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 {rendered_at.map(|at| view! { <meta name=live::RENDERED_AT_META content=at/> })}
                 <HydrationScripts options/>
                 // Registers the service worker that shows pushed questions; subscribes from the Settings page.
-                <script type="module" src="/push.js"></script>
+                <script type="module" src="/push.js" nonce=leptos::nonce::use_nonce()></script>
                 <MetaTags/>
             </head>
             <body>
@@ -83,6 +83,11 @@ pub fn App() -> impl IntoView {
                     <Route path=(StaticSegment("runs"), ParamSegment("id")) view={Lazy::<pages::RunRoute>::new()} ssr=SsrMode::Async/>
                     <Route path=StaticSegment("settings") view={Lazy::<pages::SettingsRoute>::new()} ssr=SsrMode::Async/>
                     <Route path=StaticSegment("audit") view={Lazy::<pages::AuditRoute>::new()} ssr=SsrMode::Async/>
+                    <Route
+                        path=StaticSegment("notifications")
+                        view={Lazy::<pages::NotificationsRoute>::new()}
+                        ssr=SsrMode::Async
+                    />
                 </ParentRoute>
             </Routes>
             <modal::LiveModal/>

@@ -105,3 +105,40 @@ mod browser {
         on_click.forget();
     }
 }
+
+/// The bell in the top bar: a link to the person's notifications with how many are unread, reloaded whenever a
+/// question event arrives (a new question reaches them; reading one elsewhere is counted at the next event). A
+/// token's session has no notifications, and no bell.
+#[component]
+pub fn NotificationBell() -> impl IntoView {
+    let live = use_live();
+    let events = Memo::new(move |_| live.questions.with(Vec::len));
+    let count = crate::codec::resource(move || events.get(), |_| crate::unread_notification_count());
+    view! {
+        <Transition fallback=|| ()>
+            {move || count.get().and_then(Result::ok).flatten().map(|unread| {
+                let label = match unread {
+                    0 => "Notifications, none unread".to_owned(),
+                    1 => "Notifications, 1 unread".to_owned(),
+                    n => format!("Notifications, {n} unread"),
+                };
+                let shown = if unread > crate::UNREAD_NOTIFICATIONS_CAP {
+                    format!("{}+", crate::UNREAD_NOTIFICATIONS_CAP)
+                } else {
+                    unread.to_string()
+                };
+                view! {
+                    <a href="/notifications" class="bell" data-testid="nav-notifications" aria-label=label.clone()
+                        title=label>
+                        <svg viewBox="0 0 24 24" width="18" height="18" aria-hidden="true" focusable="false">
+                            <path fill="currentColor" d="M12 22a2.5 2.5 0 0 0 2.45-2h-4.9A2.5 2.5 0 0 0 12 22Zm7-6V11a7 7 0 0 0-5.5-6.84V3.5a1.5 1.5 0 0 0-3 0v.66A7 7 0 0 0 5 11v5l-2 2v1h18v-1l-2-2Z"/>
+                        </svg>
+                        {(unread > 0).then(|| view! {
+                            <span class="count-badge" data-testid="notifications-unread">{shown}</span>
+                        })}
+                    </a>
+                }
+            })}
+        </Transition>
+    }
+}

@@ -198,11 +198,21 @@ pub async fn pending_count() -> Result<u32, ServerFnError> {
     backend()?.0.pending_count(&session, PENDING_COUNT_CAP).await.map_err(ServerFnError::new)
 }
 
-/// What the settings page shows: the workspace's people, and its tokens for an admin (empty for anyone else).
+/// How questions reach a person: their addresses and, per channel, the lowest urgency that reaches them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MyReach {
+    pub email: Option<String>,
+    pub slack_user_id: Option<String>,
+    pub preferences: crate::types::NotificationPreferences,
+}
+
+/// What the settings page shows: the workspace's people, its tokens for an admin (empty for anyone else), and how
+/// questions reach the signed-in person (`None` for a token's session).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SettingsLists {
     pub members: Vec<crate::types::Member>,
     pub tokens: Vec<crate::types::TokenInfo>,
+    pub reach: Option<MyReach>,
 }
 
 /// The settings page's lists.
@@ -216,5 +226,26 @@ pub async fn settings_data() -> Result<SettingsLists, ServerFnError> {
     } else {
         Vec::new()
     };
-    Ok(SettingsLists { members, tokens })
+    let reach = backend.0.my_reach(&session).await.map_err(ServerFnError::new)?;
+    Ok(SettingsLists { members, tokens, reach })
+}
+
+/// How far the bell counts: beyond it, it says "99+".
+pub const UNREAD_NOTIFICATIONS_CAP: u32 = 99;
+
+/// How many of the signed-in person's notifications are unread, for the bell; `None` for a token's session.
+#[server(prefix = "/ui/fn")]
+pub async fn unread_notification_count() -> Result<Option<u32>, ServerFnError> {
+    let session = request_session()?;
+    backend()?.0.unread_notifications(&session).await.map_err(ServerFnError::new)
+}
+
+/// A page of the signed-in person's notifications, newest first, for `/notifications`.
+#[server(prefix = "/ui/fn")]
+pub async fn notification_list(
+    unread_only: bool,
+    cursor: Option<String>,
+) -> Result<crate::types::NotificationPage, ServerFnError> {
+    let session = request_session()?;
+    backend()?.0.notifications(&session, unread_only, cursor, 50).await.map_err(ServerFnError::new)
 }

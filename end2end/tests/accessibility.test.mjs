@@ -84,6 +84,7 @@ const PAGES = () => [
   `/runs/${runId}`,
   '/settings',
   '/audit',
+  '/notifications',
   '/no-such-page',
 ];
 

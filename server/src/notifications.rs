@@ -212,10 +212,32 @@ pub async fn my_notifications(
     limit: u32,
 ) -> Result<NotificationPage, AppError> {
     let user_id = person(caller)?;
+    let of = NotificationsOf { workspace_id: caller.workspace_id(), workspace: &caller.principal.workspace, user_id };
+    notifications_of(store, of, unread_only, cursor, limit).await
+}
+
+/// Whose notifications: a person in a workspace.
+#[derive(Debug, Clone, Copy)]
+pub struct NotificationsOf<'a> {
+    pub workspace_id: Uuid,
+    /// The workspace's name, as questions carry it.
+    pub workspace: &'a str,
+    pub user_id: Uuid,
+}
+
+/// A page of a person's notifications, newest first, with how many are unread in all (the API's list and the web
+/// UI's notification center).
+pub async fn notifications_of(
+    store: &dyn Store,
+    of: NotificationsOf<'_>,
+    unread_only: bool,
+    cursor: Option<&str>,
+    limit: u32,
+) -> Result<NotificationPage, AppError> {
     let before = cursor.map(parse_cursor).transpose()?;
     let limit = limit.clamp(1, MAX_NOTIFICATION_PAGE);
     let query = NotificationQuery { unread_only, before, limit: limit + 1 };
-    let mut listed = store.notifications(caller.workspace_id(), user_id, &query).await?;
+    let mut listed = store.notifications(of.workspace_id, of.user_id, &query).await?;
     let more = listed.len() > limit as usize;
     listed.truncate(limit as usize);
     let next_cursor = more
@@ -231,13 +253,13 @@ pub async fn my_notifications(
             if question.status == QuestionStatus::Pending { ActionStatus::Pending } else { ActionStatus::Done };
         items.push(Notification {
             id: notification.id,
-            question: question.to_question(&caller.principal.workspace)?,
+            question: question.to_question(of.workspace)?,
             created_at: notification.created_at,
             read_at: notification.read_at,
             action_status,
         });
     }
-    let unread = store.unread_notifications(caller.workspace_id(), user_id).await?;
+    let unread = store.unread_notifications(of.workspace_id, of.user_id).await?;
     Ok(NotificationPage { items, unread, next_cursor })
 }
 

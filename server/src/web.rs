@@ -383,6 +383,44 @@ impl UiBackend for StoreUiBackend {
         rows.iter().map(crate::store::MemberRow::to_member).collect::<Result<_, _>>().map_err(|e| e.to_string())
     }
 
+    async fn notifications(
+        &self,
+        session: &SessionInfo,
+        unread_only: bool,
+        cursor: Option<String>,
+        limit: u32,
+    ) -> Result<app::types::NotificationPage, String> {
+        if !session.account {
+            return Err("a token has no notifications: sign in with your account".into());
+        }
+        let of = crate::notifications::NotificationsOf {
+            workspace_id: session.workspace_id,
+            workspace: &session.workspace,
+            user_id: session.principal_id,
+        };
+        crate::notifications::notifications_of(self.store.as_ref(), of, unread_only, cursor.as_deref(), limit)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    async fn unread_notifications(&self, session: &SessionInfo) -> Result<Option<u32>, String> {
+        if !session.account {
+            return Ok(None);
+        }
+        let unread = self.store.unread_notifications(session.workspace_id, session.principal_id).await;
+        unread.map(Some).map_err(|e| e.to_string())
+    }
+
+    async fn my_reach(&self, session: &SessionInfo) -> Result<Option<app::MyReach>, String> {
+        if !session.account {
+            return Ok(None);
+        }
+        let member = self.store.member(session.workspace_id, session.principal_id).await.map_err(|e| e.to_string())?;
+        let Some(member) = member else { return Ok(None) };
+        let preferences = member.preferences().map_err(|e| e.to_string())?;
+        Ok(Some(app::MyReach { email: member.email, slack_user_id: member.slack_user_id, preferences }))
+    }
+
     async fn tokens(&self, session: &SessionInfo) -> Result<Vec<app::types::TokenInfo>, String> {
         let rows = self.store.tokens(session.workspace_id, None, 1000).await.map_err(|e| e.to_string())?;
         rows.iter().map(crate::store::TokenInfoRow::to_token_info).collect::<Result<_, _>>().map_err(|e| e.to_string())

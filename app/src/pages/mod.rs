@@ -4,6 +4,7 @@ mod approvals;
 mod audit;
 mod inbox;
 mod not_found;
+mod notifications;
 mod question;
 mod runs;
 mod settings;
@@ -13,6 +14,7 @@ pub use approvals::ApprovalsPage;
 pub use audit::AuditPage;
 pub use inbox::InboxPage;
 pub use not_found::NotFound;
+pub use notifications::NotificationsPage;
 pub use question::QuestionPage;
 pub use runs::{RunPage, RunsPage};
 pub use settings::SettingsPage;
@@ -50,5 +52,6 @@ lazy_page! {
     RunRoute => RunPage,
     SettingsRoute => SettingsPage,
     AuditRoute => AuditPage,
+    NotificationsRoute => NotificationsPage,
     SignInRoute => SignInPage,
 }

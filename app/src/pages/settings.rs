@@ -1,5 +1,6 @@
-//! `/settings`: your account (set or change your password), the workspace's people and their roles, and its API
-//! tokens (create — the secret is shown once — and revoke). Changing people and tokens is for admins; the REST API
+//! `/settings`: your account (set or change your password), how questions reach you (your email and Slack
+//! addresses and, per channel, the lowest urgency that reaches you; push on this browser), the workspace's people
+//! and their roles, and its API tokens (create — the secret is shown once — and revoke). Changing people and tokens is for admins; the REST API
 //! enforces that, the page only hides what would be refused.
 
 use leptos::either::Either;
@@ -8,9 +9,10 @@ use leptos::prelude::*;
 use crate::api::send_json;
 use crate::components::date_time;
 use crate::types::{
-    CreatedToken, Member, MemberUpdate, NewMember, NewToken, PasswordChange, Role, SessionInfo, TokenInfo,
+    AddressUpdate, ChannelPreference, CreatedToken, Member, MemberUpdate, MinUrgency, NewMember, NewToken,
+    NotificationPreferences, PasswordChange, Role, SessionInfo, TokenInfo,
 };
-use crate::{SettingsLists, current_session, settings_data};
+use crate::{MyReach, SettingsLists, current_session, settings_data};
 
 const HUMAN_ROLES: [Role; 4] = [Role::Viewer, Role::Responder, Role::Approver, Role::Admin];
 const TOKEN_ROLES: [Role; 5] = [Role::Agent, Role::Viewer, Role::Responder, Role::Approver, Role::Admin];
@@ -20,6 +22,7 @@ const TOKEN_ROLES: [Role; 5] = [Role::Agent, Role::Viewer, Role::Responder, Role
 #[derive(Clone, Copy)]
 struct Outcomes {
     password: RwSignal<Option<Result<String, String>>>,
+    reach: RwSignal<Option<Result<String, String>>>,
     members: RwSignal<Option<Result<String, String>>>,
     add_member: RwSignal<Option<Result<String, String>>>,
     tokens: RwSignal<Option<Result<String, String>>>,
@@ -34,6 +37,7 @@ pub fn SettingsPage() -> impl IntoView {
     let data = crate::codec::resource(|| (), |_| settings_data());
     let outcomes = Outcomes {
         password: RwSignal::new(None),
+        reach: RwSignal::new(None),
         members: RwSignal::new(None),
         add_member: RwSignal::new(None),
         tokens: RwSignal::new(None),
@@ -75,6 +79,12 @@ fn Settings(
             </p>
             {session.account.then(|| view! { <PasswordForm/> })}
         </section>
+        {settings.reach.clone().map(|reach| view! {
+            <section class="card stack" aria-labelledby="reach-heading">
+                <h2 id="reach-heading">"How questions reach you"</h2>
+                <ReachForm reach/>
+            </section>
+        })}
         {session.account.then(|| view! {
             <section class="card stack" aria-labelledby="push-heading">
                 <h2 id="push-heading">"Push notifications"</h2>
@@ -102,6 +112,82 @@ fn Settings(
                 <CreateTokenForm reload=reload.clone()/>
             </section>
         })}
+    }
+}
+
+/// The channels a person sets a threshold for, with what the page calls them.
+const CHANNELS: [(&str, &str); 4] = [
+    ("web", "Holdpoint (notification list)"),
+    ("push", "Push on your browsers"),
+    ("email", "Email"),
+    ("slack", "Slack"),
+];
+
+fn threshold_of(preferences: &NotificationPreferences, channel: &str) -> MinUrgency {
+    match channel {
+        "web" => preferences.web.min_urgency,
+        "push" => preferences.push.min_urgency,
+        "email" => preferences.email.min_urgency,
+        _ => preferences.slack.min_urgency,
+    }
+}
+
+/// The person's addresses and, per channel, the lowest urgency that reaches them (`PATCH /me`, then `PUT
+/// /me/notifications`).
+#[component]
+fn ReachForm(reach: MyReach) -> impl IntoView {
+    let email = RwSignal::new(reach.email.clone().unwrap_or_default());
+    let slack = RwSignal::new(reach.slack_user_id.clone().unwrap_or_default());
+    let thresholds = CHANNELS.map(|(channel, _)| RwSignal::new(threshold_of(&reach.preferences, channel).to_string()));
+    let message = expect_context::<Outcomes>().reach;
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let address = |text: String| Some(Some(text.trim().to_owned()).filter(|t| !t.is_empty()));
+        let addresses =
+            AddressUpdate { email: address(email.get_untracked()), slack_user_id: address(slack.get_untracked()) };
+        let chosen = |i: usize| ChannelPreference {
+            min_urgency: thresholds[i].get_untracked().parse().unwrap_or(MinUrgency::Off),
+        };
+        let preferences =
+            NotificationPreferences { web: chosen(0), push: chosen(1), email: chosen(2), slack: chosen(3) };
+        leptos::task::spawn_local(async move {
+            let saved = match send_json::<_, serde_json::Value>("PATCH", "/me", Some(&addresses)).await {
+                Ok(_) => send_json::<_, serde_json::Value>("PUT", "/me/notifications", Some(&preferences)).await,
+                Err(err) => Err(err),
+            };
+            message.set(Some(saved.map(|_| "Saved.".to_owned()).map_err(|e| e.describe())));
+        });
+    };
+    view! {
+        <form class="stack narrow-form" on:submit=submit data-testid="reach-form">
+            <label for="reach-email">"Email"</label>
+            <input id="reach-email" type="email" autocomplete="email" maxlength="254" bind:value=email
+                placeholder="you@example.com" data-testid="reach-email"/>
+            <label for="reach-slack">"Slack member id"</label>
+            <input id="reach-slack" type="text" pattern="[UW][A-Z0-9]{2,30}" bind:value=slack placeholder="U0123ABCD"
+                data-testid="reach-slack"/>
+            <fieldset class="stack">
+                <legend>"The lowest urgency that reaches you"</legend>
+                {CHANNELS.iter().enumerate().map(|(i, (channel, label))| {
+                    let id = format!("reach-threshold-{channel}");
+                    let selected = thresholds[i];
+                    view! {
+                        <label for=id.clone()>{*label}</label>
+                        <select id=id data-testid=format!("reach-threshold-{channel}")
+                            on:change=move |ev| selected.set(event_target_value(&ev))>
+                            {MinUrgency::ALL.iter().map(|urgency| {
+                                let value = urgency.to_string();
+                                let is_selected = value == selected.get_untracked();
+                                let text = if *urgency == MinUrgency::Off { "off".to_owned() } else { format!("{value} and above") };
+                                view! { <option value=value selected=is_selected>{text}</option> }
+                            }).collect_view()}
+                        </select>
+                    }
+                }).collect_view()}
+            </fieldset>
+            <button type="submit" class="primary" data-testid="reach-submit">"Save"</button>
+            <Outcome message/>
+        </form>
     }
 }
 
