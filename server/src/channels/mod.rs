@@ -341,6 +341,54 @@ mod tests {
         );
     }
 
+    /// The examples `docs/notifications.md` shows (`docs/examples/`) are what the channels send for an approval. After
+    /// a change to a message, run this test with `HOLDPOINT_BLESS=1` to write them again, and look at them.
+    #[test]
+    fn the_documented_examples_are_what_the_channels_send() {
+        let question = Question {
+            title: "Deploy web 2.4.0 to production?".into(),
+            body: "Staging has run **2.4.0** for 24 hours with an error rate of 0.02 %.\n\nThe plan resizes the API \
+                   group from 6 to 8 instances."
+                .into(),
+            action: Some(app::types::ApprovalAction {
+                tool_name: "shell".into(),
+                arguments: json!({"command": "terraform apply -auto-approve", "workdir": "infra/prod"}),
+            }),
+            context: json!({"change": "CHG-2291", "requested_by": "release-agent"}),
+            ..approval()
+        };
+        let open = question_url("https://holdpoint.example.com", question.id);
+        let links: Vec<action_links::ActionLink> = quick_answers(&question, EMAIL_MAX_CHOICES)
+            .into_iter()
+            .map(|answer| action_links::ActionLink {
+                url: format!("https://holdpoint.example.com/act/<signed token: {}>", answer.label.to_lowercase()),
+                id: Uuid::nil(),
+                answer,
+            })
+            .collect();
+        let email = email::render_question(&question, &links, &open);
+        let slack = slack::question_message(&question, &open);
+        let slack = serde_json::to_string_pretty(&json!({"text": slack.text, "blocks": slack.blocks})).unwrap();
+        let examples = [
+            ("email-approval.txt", format!("Subject: {}\n\n{}", email.subject, email.text)),
+            ("email-approval.html", email.html),
+            ("slack-approval.json", format!("{slack}\n")),
+        ];
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/examples");
+        for (name, content) in examples {
+            let path = dir.join(name);
+            if std::env::var_os("HOLDPOINT_BLESS").is_some() {
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(&path, &content).unwrap();
+            }
+            let documented = std::fs::read_to_string(&path).unwrap_or_default();
+            assert!(
+                documented == content,
+                "docs/examples/{name} is not what Holdpoint sends: run with HOLDPOINT_BLESS=1"
+            );
+        }
+    }
+
     #[test]
     fn a_question_opens_under_the_public_url() {
         let id = approval().id;
