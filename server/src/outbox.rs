@@ -56,6 +56,9 @@ pub struct Outbox {
     pub public_url: String,
     /// The wait before the first retry; each next one doubles it, up to [`LONGEST_WAIT`].
     pub first_wait: chrono::Duration,
+    /// Wakes the worker to look for sent messages of resolved questions (a message sent just as its question was
+    /// answered).
+    follow_ups_wanted: tokio::sync::Notify,
 }
 
 impl Outbox {
@@ -74,7 +77,17 @@ impl Outbox {
             None => None,
         };
         let first_wait = chrono::Duration::seconds(i64::from(config.delivery_first_retry_seconds));
-        Ok(Outbox { store, metrics, email, slack, push, keys, public_url, first_wait })
+        Ok(Outbox {
+            store,
+            metrics,
+            email,
+            slack,
+            push,
+            keys,
+            public_url,
+            first_wait,
+            follow_ups_wanted: tokio::sync::Notify::new(),
+        })
     }
 
     /// Whether this server sends on any channel: without one there is nothing for its worker to claim (no
@@ -121,6 +134,7 @@ impl Outbox {
                             Err(RecvError::Closed) => { (&mut wake).await; break }
                         },
                         () = &mut wake => break,
+                        () = self.follow_ups_wanted.notified() => break,
                     }
                 }
             }
@@ -142,33 +156,33 @@ impl Outbox {
 
     /// Claims every sent message due to be brought up to date and starts each follow-up; returns how many.
     pub async fn follow_up_due(self: &Arc<Self>) -> StoreResult<usize> {
-        let mut claimed_in_all = 0;
-        loop {
-            let at = now();
-            let claimed = self.store.claim_follow_ups(at, at + CLAIM, BATCH).await?;
-            claimed_in_all += claimed.len();
-            let full = claimed.len() == BATCH as usize;
-            for delivery in claimed {
-                let outbox = Arc::clone(self);
-                tokio::spawn(async move { outbox.follow_up(delivery).await });
-            }
-            if !full {
-                return Ok(claimed_in_all);
-            }
-        }
+        self.claim_and_start(Work::FollowUp).await
     }
 
     /// Claims every delivery due now and starts sending each; returns how many were claimed.
     pub async fn send_due(self: &Arc<Self>) -> StoreResult<usize> {
+        self.claim_and_start(Work::Send).await
+    }
+
+    /// Claims, a batch at a time, everything due of one kind of work, and starts each in a task of its own.
+    async fn claim_and_start(self: &Arc<Self>, work: Work) -> StoreResult<usize> {
         let mut claimed_in_all = 0;
         loop {
             let at = now();
-            let claimed = self.store.claim_deliveries(at, at + CLAIM, BATCH).await?;
+            let claimed = match work {
+                Work::Send => self.store.claim_deliveries(at, at + CLAIM, BATCH).await?,
+                Work::FollowUp => self.store.claim_follow_ups(at, at + CLAIM, BATCH).await?,
+            };
             claimed_in_all += claimed.len();
             let full = claimed.len() == BATCH as usize;
             for delivery in claimed {
                 let outbox = Arc::clone(self);
-                tokio::spawn(async move { outbox.attempt(delivery).await });
+                tokio::spawn(async move {
+                    match work {
+                        Work::Send => outbox.attempt(delivery).await,
+                        Work::FollowUp => outbox.follow_up(delivery).await,
+                    }
+                });
             }
             if !full {
                 return Ok(claimed_in_all);
@@ -177,7 +191,7 @@ impl Outbox {
     }
 
     /// Makes one attempt of a claimed delivery and records how it went.
-    async fn attempt(self: &Arc<Self>, mut delivery: DeliveryRow) {
+    async fn attempt(&self, mut delivery: DeliveryRow) {
         let outcome = match self.send(&delivery).await {
             Ok(outcome) => outcome,
             Err(err) => DeliveryOutcome::retry(format!("the question could not be read: {err}"), None),
@@ -213,12 +227,8 @@ impl Outbox {
         self.metrics.delivery(delivery.channel, counted, since_asked);
         let sent = delivery.status == DeliveryStatus::Sent;
         match self.store.finish_delivery(&delivery).await {
-            // Answered while it was being sent: the message asks a question that is no longer open.
-            Ok(true) if sent && self.follows_up() => {
-                if let Err(err) = self.follow_up_due().await {
-                    tracing::warn!(error = %err, "could not claim follow-ups; the next wake retries");
-                }
-            }
+            // It may have been answered while it was sent: the worker looks for messages of resolved questions.
+            Ok(true) if sent && self.follows_up() => self.follow_ups_wanted.notify_one(),
             Ok(true) => {}
             Ok(false) => tracing::warn!(delivery = %delivery.id, "a delivery's claim ran out while it was sent"),
             Err(err) => tracing::warn!(delivery = %delivery.id, error = %err, "could not record a delivery's attempt"),
@@ -384,6 +394,15 @@ impl Outbox {
         };
         Ok((outcome, question.resolved_at))
     }
+}
+
+/// What the worker does with what it claims.
+#[derive(Debug, Clone, Copy)]
+enum Work {
+    /// Sends a delivery.
+    Send,
+    /// Brings a sent message up to date with its resolved question.
+    FollowUp,
 }
 
 /// The wait before attempt `attempts + 1`: `first`, then twice as long each time, up to two hours.
