@@ -746,7 +746,7 @@ async fn web_push_reaches_each_subscribed_browser_answers_through_its_actions_an
         return;
     };
     let alice = person(&app, "alice", Role::Approver, None).await;
-    person(&app, "bob", Role::Approver, None).await;
+    let bob = person(&app, "bob", Role::Approver, None).await;
     let key = app.session_call(&alice, Method::GET, "/api/v1/push/public-key", None).await;
     assert_eq!(key.json["public_key"], app.state.channel_keys.vapid.public_key_encoded());
     assert_eq!(key.json["enabled"], true);
@@ -831,6 +831,21 @@ async fn web_push_reaches_each_subscribed_browser_answers_through_its_actions_an
         assert_eq!(script.headers["cache-control"], "no-store", "{path}");
         assert!(script.text.contains(handler), "{path}");
     }
+
+    // A member removed takes their subscribed browsers along.
+    let bobs = subscription(format!("{origin}/push/bob-phone"), &browser["p256dh"]);
+    assert_eq!(app.session_call(&bob, Method::POST, path, Some(bobs)).await.status, StatusCode::CREATED);
+    let members = app.get("/api/v1/members").await.json;
+    let bob_id = members["items"].as_array().unwrap().iter().find(|m| m["username"] == "bob").unwrap()["user_id"]
+        .as_str()
+        .unwrap()
+        .parse::<uuid::Uuid>()
+        .unwrap();
+    let workspace = app.state.store.workspaces_of(bob_id).await.unwrap()[0];
+    assert_eq!(app.state.store.push_subscriptions(workspace, bob_id).await.unwrap().len(), 1);
+    let removed = app.call(Method::DELETE, &format!("/api/v1/members/{bob_id}"), Some(&app.token), None).await;
+    assert_eq!(removed.status, StatusCode::NO_CONTENT, "{}", removed.text);
+    assert!(app.state.store.push_subscriptions(workspace, bob_id).await.unwrap().is_empty());
 
     // Unsubscribed: the next question pushes to nobody.
     let id = listed.json["items"][0]["id"].as_str().unwrap();

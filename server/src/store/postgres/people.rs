@@ -247,6 +247,8 @@ impl PeopleStore for PostgresStore {
         for statement in [
             "DELETE FROM sessions WHERE workspace_id = $1 AND user_id = $2",
             "DELETE FROM signin_links WHERE workspace_id = $1 AND user_id = $2",
+            // The browsers subscribed to pushes go with the membership, like its other addresses.
+            "DELETE FROM push_subscriptions WHERE workspace_id = $1 AND user_id = $2",
             "DELETE FROM memberships WHERE workspace_id = $1 AND user_id = $2",
         ] {
             sqlx::query(statement).bind(workspace_id).bind(user_id).execute(&mut *tx).await?;
