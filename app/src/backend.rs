@@ -64,6 +64,9 @@ pub trait UiBackend: Send + Sync + 'static {
     /// How many of the session's person's notifications are unread; `None` for a token's session, which has none.
     async fn unread_notifications(&self, session: &SessionInfo) -> Result<Option<u32>, String>;
 
+    /// How each channel is doing in the session's workspace (the caller checks that the session is an admin's).
+    async fn channel_health(&self, session: &SessionInfo) -> Result<Vec<crate::types::ChannelHealth>, String>;
+
     /// How questions reach the session's person (their addresses and channel thresholds); `None` for a token's
     /// session.
     async fn my_reach(&self, session: &SessionInfo) -> Result<Option<crate::MyReach>, String>;

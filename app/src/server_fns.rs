@@ -206,12 +206,13 @@ pub struct MyReach {
     pub preferences: crate::types::NotificationPreferences,
 }
 
-/// What the settings page shows: the workspace's people, its tokens for an admin (empty for anyone else), and how
-/// questions reach the signed-in person (`None` for a token's session).
+/// What the settings page shows: the workspace's people, its tokens and its channels' health for an admin (empty for
+/// anyone else), and how questions reach the signed-in person (`None` for a token's session).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SettingsLists {
     pub members: Vec<crate::types::Member>,
     pub tokens: Vec<crate::types::TokenInfo>,
+    pub channels: Vec<crate::types::ChannelHealth>,
     pub reach: Option<MyReach>,
 }
 
@@ -221,13 +222,12 @@ pub async fn settings_data() -> Result<SettingsLists, ServerFnError> {
     let session = request_session()?;
     let backend = backend()?;
     let members = backend.0.members(&session).await.map_err(ServerFnError::new)?;
-    let tokens = if session.role == crate::types::Role::Admin {
-        backend.0.tokens(&session).await.map_err(ServerFnError::new)?
-    } else {
-        Vec::new()
-    };
+    let admin = session.role == crate::types::Role::Admin;
+    let tokens = if admin { backend.0.tokens(&session).await.map_err(ServerFnError::new)? } else { Vec::new() };
+    let channels =
+        if admin { backend.0.channel_health(&session).await.map_err(ServerFnError::new)? } else { Vec::new() };
     let reach = backend.0.my_reach(&session).await.map_err(ServerFnError::new)?;
-    Ok(SettingsLists { members, tokens, reach })
+    Ok(SettingsLists { members, tokens, channels, reach })
 }
 
 /// How far the bell counts: beyond it, it says "99+".

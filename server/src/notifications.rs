@@ -2,9 +2,9 @@
 //! keys the channels sign with, shared by every instance through the store.
 
 use app::types::{
-    ActionStatus, AnswerBody, Assignee, Channel, Delivery, DeliveryPage, DeliveryStatus, NewPushSubscription,
-    Notification, NotificationPage, PushPublicKey, PushSubscriptionInfo, PushSubscriptionList, Question, QuestionKind,
-    QuestionStatus, Role,
+    ActionStatus, AnswerBody, Assignee, Channel, ChannelHealth, ChannelHealthList, Delivery, DeliveryPage,
+    DeliveryStatus, NewPushSubscription, Notification, NotificationPage, PushPublicKey, PushSubscriptionInfo,
+    PushSubscriptionList, Question, QuestionKind, QuestionStatus, Role,
 };
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -519,4 +519,41 @@ pub async fn unsubscribe_browser(store: &dyn Store, caller: &Caller, id: Uuid) -
     } else {
         Err(AppError::NotFound("push subscription"))
     }
+}
+
+/// How each channel is doing in the caller's workspace (`GET /channels`, admins): configured or not, the last
+/// delivery that went out, the last failure and why, and how many deliveries wait.
+pub async fn channel_health(
+    store: &dyn Store,
+    caller: &Caller,
+    sends_on: &SendsOn,
+) -> Result<ChannelHealthList, AppError> {
+    crate::people::require_admin(caller)?;
+    Ok(ChannelHealthList { items: channel_health_of(store, caller.workspace_id(), sends_on).await? })
+}
+
+/// How each channel is doing in workspace `workspace_id` (for a caller already known to be its admin).
+pub async fn channel_health_of(
+    store: &dyn Store,
+    workspace_id: Uuid,
+    sends_on: &SendsOn,
+) -> StoreResult<Vec<ChannelHealth>> {
+    let mut items = Vec::with_capacity(Channel::ALL.len());
+    for &channel in Channel::ALL {
+        let summary = store.channel_summary(workspace_id, channel).await?;
+        let configured = match channel {
+            Channel::Email => sends_on.email,
+            Channel::Slack => sends_on.slack.is_some(),
+            Channel::Push => sends_on.push,
+        };
+        items.push(ChannelHealth {
+            channel,
+            configured,
+            last_sent_at: summary.last_sent_at,
+            last_failure_at: summary.last_failure_at,
+            last_error: summary.last_error,
+            waiting: u32::try_from(summary.waiting).unwrap_or(u32::MAX),
+        });
+    }
+    Ok(items)
 }

@@ -37,7 +37,10 @@ use crate::visibility::Visibility;
 /// Pages and server functions, behind the session check; the sign-in page, the auth endpoints and the site's
 /// static files are open.
 pub fn router(state: &AppState) -> Router<AppState> {
-    let backend = UiBackendHandle(Arc::new(StoreUiBackend { store: Arc::clone(&state.store) }));
+    let backend = UiBackendHandle(Arc::new(StoreUiBackend {
+        store: Arc::clone(&state.store),
+        sends_on: crate::notifications::SendsOn::configured(&state.config),
+    }));
     let pages = Router::new()
         .leptos_routes_with_context(
             state,
@@ -311,6 +314,8 @@ async fn answer_from_form(
 /// The UI's view of the store.
 struct StoreUiBackend {
     store: Arc<dyn Store>,
+    /// The channels this server sends on, for the channels' health.
+    sends_on: crate::notifications::SendsOn,
 }
 
 /// What the session may see: the same rule as the REST API's (an `agent` token's session sees only what it
@@ -409,6 +414,15 @@ impl UiBackend for StoreUiBackend {
         }
         let unread = self.store.unread_notifications(session.workspace_id, session.principal_id).await;
         unread.map(Some).map_err(|e| e.to_string())
+    }
+
+    async fn channel_health(&self, session: &SessionInfo) -> Result<Vec<app::types::ChannelHealth>, String> {
+        if session.role != app::types::Role::Admin {
+            return Err("the channels' health is for admins".into());
+        }
+        crate::notifications::channel_health_of(self.store.as_ref(), session.workspace_id, &self.sends_on)
+            .await
+            .map_err(|e| e.to_string())
     }
 
     async fn my_reach(&self, session: &SessionInfo) -> Result<Option<app::MyReach>, String> {

@@ -64,6 +64,8 @@ const MATRIX: &[Row] = &[
     row("post", "/api/v1/notifications/{id}/read", Plain, [401, 403, 403, 403, 403, 403, 403]),
     // Browsers are subscribed to web pushes by people (tested with people in outbox.rs); the key is public.
     row("get", "/api/v1/push/public-key", Plain, [401, 200, 200, 200, 200, 200, 200]),
+    // Each channel's health in the workspace: its deliveries' errors are for admins.
+    row("get", "/api/v1/channels", Plain, [401, 403, 403, 403, 200, 403, 200]),
     row("get", "/api/v1/me/push-subscriptions", Plain, [401, 403, 403, 403, 403, 403, 403]),
     row("post", "/api/v1/me/push-subscriptions", Plain, [401, 403, 403, 403, 403, 403, 403]),
     row("delete", "/api/v1/me/push-subscriptions/{id}", Plain, [401, 403, 403, 403, 403, 403, 403]),

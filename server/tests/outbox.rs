@@ -245,6 +245,15 @@ async fn a_failing_channel_is_retried_with_backoff_and_each_delivery_claimed_onc
         assert!(wait > chrono::Duration::seconds(5) && wait <= chrono::Duration::seconds(10), "{delivery}");
     }
     assert_eq!(outbox.send_due().await.unwrap(), 0, "nothing is due before its backoff has passed");
+    // The admins' view of the channels: email is configured, failing, with two deliveries waiting.
+    let health = app.get("/api/v1/channels").await;
+    assert_eq!(health.status, StatusCode::OK, "{}", health.text);
+    let email = health.json["items"].as_array().unwrap().iter().find(|c| c["channel"] == "email").unwrap().clone();
+    assert_eq!((email["configured"].as_bool(), email["waiting"].as_u64()), (Some(true), Some(2)), "{email}");
+    assert!(email["last_error"].as_str().unwrap().contains("SMTP") && email["last_failure_at"].is_string(), "{email}");
+    assert!(email["last_sent_at"].is_null(), "{email}");
+    let slack = health.json["items"].as_array().unwrap().iter().find(|c| c["channel"] == "slack").unwrap().clone();
+    assert_eq!((slack["configured"].as_bool(), slack["waiting"].as_u64()), (Some(false), Some(0)), "{slack}");
     let metrics = app.get("/metrics").await.text;
     assert!(metrics.contains("deliveries_total{channel=\"email\",outcome=\"retried\"} 2"), "{metrics}");
 
@@ -645,6 +654,10 @@ async fn slack_asks_with_buttons_answers_signed_clicks_as_the_mapped_member_and_
     let listed = app.get(&format!("/api/v1/questions/{question}/deliveries")).await.json;
     assert!(listed["items"].as_array().unwrap().iter().all(|d| d["status"] == "sent"), "{listed}");
     assert_eq!(stand_in.calls().iter().filter(|(m, _)| m == "chat.update").count(), 4, "each message updated once");
+    let health = app.get("/api/v1/channels").await.json;
+    let slack = health["items"].as_array().unwrap().iter().find(|c| c["channel"] == "slack").unwrap().clone();
+    assert_eq!((slack["configured"].as_bool(), slack["waiting"].as_u64()), (Some(true), Some(0)), "{slack}");
+    assert!(slack["last_sent_at"].is_string() && slack["last_error"].is_null(), "{slack}");
     let metrics = app.get("/metrics").await.text;
     assert!(metrics.contains("deliveries_total{channel=\"slack\",outcome=\"sent\"} 4"), "{metrics}");
     assert!(metrics.contains("deliveries_total{channel=\"slack\",outcome=\"updated\"} 4"), "{metrics}");

@@ -9,8 +9,8 @@ use leptos::prelude::*;
 use crate::api::send_json;
 use crate::components::date_time;
 use crate::types::{
-    AddressUpdate, ChannelPreference, CreatedToken, Member, MemberUpdate, MinUrgency, NewMember, NewToken,
-    NotificationPreferences, PasswordChange, Role, SessionInfo, TokenInfo,
+    AddressUpdate, ChannelHealth, ChannelPreference, CreatedToken, Member, MemberUpdate, MinUrgency, NewMember,
+    NewToken, NotificationPreferences, PasswordChange, Role, SessionInfo, TokenInfo,
 };
 use crate::{MyReach, SettingsLists, current_session, settings_data};
 
@@ -106,6 +106,12 @@ fn Settings(
             {admin.then(|| view! { <AddMemberForm reload=reload.clone()/> })}
         </section>
         {admin.then(|| view! {
+            <section class="card stack" aria-labelledby="channels-heading">
+                <h2 id="channels-heading">"Channels"</h2>
+                <ChannelTable channels=settings.channels.clone()/>
+            </section>
+        })}
+        {admin.then(|| view! {
             <section class="card stack" aria-labelledby="tokens-heading">
                 <h2 id="tokens-heading">"API tokens"</h2>
                 <TokenTable tokens=settings.tokens.clone() reload=reload.clone()/>
@@ -188,6 +194,35 @@ fn ReachForm(reach: MyReach) -> impl IntoView {
             <button type="submit" class="primary" data-testid="reach-submit">"Save"</button>
             <Outcome message/>
         </form>
+    }
+}
+
+/// Each channel's health in the workspace: whether this server sends on it, its last delivery out, its last
+/// failure and why, and how many deliveries wait.
+#[component]
+fn ChannelTable(channels: Vec<ChannelHealth>) -> impl IntoView {
+    let when =
+        |at: Option<chrono::DateTime<chrono::Utc>>| at.map_or_else(|| "never".to_owned(), |at| date_time(at, false));
+    view! {
+        <table class="data" data-testid="channel-table">
+            <thead>
+                <tr><th>"Channel"</th><th>"Configured"</th><th>"Last sent"</th><th>"Last failure"</th><th>"Waiting"</th></tr>
+            </thead>
+            <tbody>
+                {channels.into_iter().map(|health| view! {
+                    <tr data-testid=format!("channel-{}", health.channel)>
+                        <td>{health.channel.to_string()}</td>
+                        <td>{if health.configured { "yes" } else { "no" }}</td>
+                        <td>{when(health.last_sent_at)}</td>
+                        <td>
+                            {when(health.last_failure_at)}
+                            {health.last_error.map(|error| view! { <div class="muted">{error}</div> })}
+                        </td>
+                        <td>{health.waiting}</td>
+                    </tr>
+                }).collect_view()}
+            </tbody>
+        </table>
     }
 }
 

@@ -131,3 +131,27 @@ pub struct PushPublicKey {
     /// refused.
     pub enabled: bool,
 }
+
+/// How one channel is doing in a workspace (`GET /api/v1/channels`, admins): whether this server sends on it, its
+/// last delivery that went out and its last failure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct ChannelHealth {
+    pub channel: Channel,
+    /// Whether this server sends on the channel (it is configured).
+    pub configured: bool,
+    /// When the last delivery on it went out.
+    pub last_sent_at: Option<DateTime<Utc>>,
+    /// When the last attempt on it failed, and why.
+    pub last_failure_at: Option<DateTime<Utc>>,
+    pub last_error: Option<String>,
+    /// Deliveries waiting for their first attempt or another.
+    pub waiting: u32,
+}
+
+/// Every channel's health (`GET /api/v1/channels`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct ChannelHealthList {
+    pub items: Vec<ChannelHealth>,
+}

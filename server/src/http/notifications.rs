@@ -2,7 +2,8 @@
 //! with a question; `/me/push-subscriptions` and `/push/public-key`: the browsers a person subscribed to web pushes.
 
 use app::types::{
-    DeliveryPage, NewPushSubscription, NotificationPage, PushPublicKey, PushSubscriptionInfo, PushSubscriptionList,
+    ChannelHealthList, DeliveryPage, NewPushSubscription, NotificationPage, PushPublicKey, PushSubscriptionInfo,
+    PushSubscriptionList,
 };
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -26,6 +27,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(push_public_key))
         .routes(routes!(list_push_subscriptions, subscribe_browser))
         .routes(routes!(unsubscribe_browser))
+        .routes(routes!(channel_health))
 }
 
 /// The query string of `GET /notifications`.
@@ -142,4 +144,13 @@ async fn unsubscribe_browser(
     let id = Uuid::parse_str(&id).map_err(|_| AppError::NotFound("push subscription"))?;
     notifications::unsubscribe_browser(state.store.as_ref(), &caller, id).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// `GET /channels`: how each channel is doing in the workspace — configured, last sent, last failure and why, how
+/// many deliveries wait. Admins only.
+#[utoipa::path(get, path = "/channels", tag = "notifications",
+    responses((status = 200, description = "Each channel's health", body = ChannelHealthList), ErrorResponses))]
+async fn channel_health(State(state): State<AppState>, caller: Caller) -> ApiResult<ApiJson<ChannelHealthList>> {
+    let sends_on = notifications::SendsOn::configured(&state.config);
+    Ok(ApiJson(notifications::channel_health(state.store.as_ref(), &caller, &sends_on).await?))
 }

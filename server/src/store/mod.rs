@@ -33,8 +33,8 @@ use uuid::Uuid;
 
 pub use audit_rows::*;
 pub use outbox::{
-    AskedWith, DeliveryRow, ListedDelivery, ListedNotification, NotificationQuery, NotificationRow, OutboxStore,
-    PushSubscriptionRow, Reach,
+    AskedWith, ChannelSummary, DeliveryRow, ListedDelivery, ListedNotification, NotificationQuery, NotificationRow,
+    OutboxStore, PushSubscriptionRow, Reach,
 };
 pub use people::*;
 use postgres::PostgresStore;

@@ -54,6 +54,14 @@ pub(super) const DELETE_PUSH_SUBSCRIPTION: &str =
 /// service says is gone.
 pub(super) const FORGET_PUSH_ENDPOINT: &str =
     "DELETE FROM push_subscriptions WHERE workspace_id = $1 AND user_id = $2 AND endpoint = $3";
+/// A workspace's deliveries on one channel, summed up (`$1` workspace, `$2` channel): when the last went out, and
+/// how many wait for an attempt.
+pub(super) const CHANNEL_SUMMARY: &str = "SELECT MAX(sent_at), \
+     COUNT(CASE WHEN status = 'queued' OR status = 'retrying' THEN 1 END) FROM deliveries \
+     WHERE workspace_id = $1 AND channel = $2";
+/// A workspace's last failed attempt on one channel (`$1` workspace, `$2` channel): when, and why.
+pub(super) const CHANNEL_LAST_FAILURE: &str = "SELECT updated_at, last_error FROM deliveries \
+     WHERE workspace_id = $1 AND channel = $2 AND last_error IS NOT NULL ORDER BY updated_at DESC LIMIT 1";
 /// The memberships a Slack user id is mapped to: `(workspace_id, user_id)`.
 pub(super) const SLACK_MEMBERSHIPS: &str =
     "SELECT workspace_id, user_id FROM memberships WHERE slack_user_id = $1 ORDER BY workspace_id";
@@ -125,6 +133,15 @@ pub struct PushSubscriptionRow {
     /// The browser's authentication secret, base64url.
     pub auth: String,
     pub created_at: DateTime<Utc>,
+}
+
+/// How a workspace's deliveries on one channel went.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChannelSummary {
+    pub last_sent_at: Option<DateTime<Utc>>,
+    pub last_failure_at: Option<DateTime<Utc>>,
+    pub last_error: Option<String>,
+    pub waiting: i64,
 }
 
 /// A delivery as listed, with its recipient's username.
@@ -204,6 +221,8 @@ pub trait OutboxStore: Send + Sync {
     ) -> StoreResult<Vec<DeliveryRow>>;
     /// Whether any sent message is due to be brought up to date at `now` (a read, so looking costs no write).
     async fn follow_ups_due(&self, now: DateTime<Utc>) -> StoreResult<bool>;
+    /// How a workspace's deliveries on `channel` went: the last sent, the last failure and its error, how many wait.
+    async fn channel_summary(&self, workspace_id: Uuid, channel: Channel) -> StoreResult<ChannelSummary>;
     /// The memberships Slack user `slack_user_id` is mapped to, as `(workspace_id, user_id)`.
     async fn slack_memberships(&self, slack_user_id: &str) -> StoreResult<Vec<(Uuid, Uuid)>>;
     /// Saves a browser's push subscription; one saved before for the same endpoint keeps its id and takes the new

@@ -4,6 +4,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use app::types::Channel;
+
 use super::*;
 use crate::store::outbox::*;
 
@@ -101,6 +103,15 @@ impl OutboxStore for SqliteStore {
     async fn forget_push_endpoint(&self, workspace_id: Uuid, user_id: Uuid, endpoint: &str) -> StoreResult<()> {
         sqlx::query(FORGET_PUSH_ENDPOINT).bind(workspace_id).bind(user_id).bind(endpoint).execute(&self.write).await?;
         Ok(())
+    }
+
+    async fn channel_summary(&self, workspace_id: Uuid, channel: Channel) -> StoreResult<ChannelSummary> {
+        let (last_sent_at, waiting): (Option<DateTime<Utc>>, i64) =
+            sqlx::query_as(CHANNEL_SUMMARY).bind(workspace_id).bind(channel).fetch_one(&self.read).await?;
+        let failure: Option<(DateTime<Utc>, Option<String>)> =
+            sqlx::query_as(CHANNEL_LAST_FAILURE).bind(workspace_id).bind(channel).fetch_optional(&self.read).await?;
+        let (last_failure_at, last_error) = failure.map_or((None, None), |(at, error)| (Some(at), error));
+        Ok(ChannelSummary { last_sent_at, last_failure_at, last_error, waiting })
     }
 
     async fn next_delivery_due(&self) -> StoreResult<Option<DateTime<Utc>>> {
