@@ -93,6 +93,10 @@ test('a person sets their addresses and the urgency each channel starts at', asy
   assert.equal(await page.getByTestId('reach-threshold-web').inputValue(), 'off');
   assert.equal(await page.getByTestId('reach-email').inputValue(), 'riley@example.com');
 
+  // "Send me a test" says why nothing can be sent here: this server sends no email.
+  await page.getByTestId('test-message-email').click();
+  await page.getByText('email is not configured on this server').waitFor();
+
   // With the web list off, a new question is no longer in the person's notifications.
   const quiet = (await api(server, 'POST', '/questions', { title: 'Quiet now?', urgency: 'critical' })).json.id;
   await page.goto(`${server.baseUrl}/notifications`);

@@ -557,3 +557,9 @@ pub async fn channel_health_of(
     }
     Ok(items)
 }
+
+/// The caller's membership, with its addresses: what a test message is sent to. People only.
+pub async fn my_membership(store: &dyn Store, caller: &Caller) -> Result<MemberRow, AppError> {
+    let user_id = person(caller)?;
+    store.member(caller.workspace_id(), user_id).await?.ok_or(AppError::NotFound("membership"))
+}

@@ -28,7 +28,7 @@ use crate::channels::{ChannelKeys, DeliveryOutcome, EMAIL_MAX_CHOICES, PUSH_MAX_
 use crate::config::ChannelsConfig;
 use crate::events::EventHub;
 use crate::metrics::Metrics;
-use crate::store::{DeliveryRow, Store, StoreResult, now};
+use crate::store::{DeliveryRow, MemberRow, Store, StoreResult, now};
 
 /// How long a claimed delivery is a worker's: longer than any channel's own timeout, so a live worker never loses one
 /// it is sending; a worker that died leaves it to be claimed again once this has passed.
@@ -283,7 +283,12 @@ impl Outbox {
                     now(),
                 );
                 let payload = notification_payload(&question, &links, &question_url(&self.public_url, question.id));
-                self.push_to_browsers(delivery, &PushMessage::for_question(&question, &payload, now())).await?
+                self.push_to_browsers(
+                    delivery.workspace_id,
+                    delivery.user_id,
+                    &PushMessage::for_question(&question, &payload, now()),
+                )
+                .await?
             }
         })
     }
@@ -291,11 +296,16 @@ impl Outbox {
     /// Pushes `message` to every browser the delivery's person subscribed: sent if any browser's push service took
     /// it, retried if one may take it later, failed if none can. A subscription the push service says is gone is
     /// removed, so nothing is pushed to it again.
-    async fn push_to_browsers(&self, delivery: &DeliveryRow, message: &PushMessage) -> StoreResult<DeliveryOutcome> {
+    async fn push_to_browsers(
+        &self,
+        workspace_id: uuid::Uuid,
+        user_id: uuid::Uuid,
+        message: &PushMessage,
+    ) -> StoreResult<DeliveryOutcome> {
         let Some(sender) = &self.push else {
             return Ok(DeliveryOutcome::failed("web push is not configured on this server"));
         };
-        let subscriptions = self.store.push_subscriptions(delivery.workspace_id, delivery.user_id).await?;
+        let subscriptions = self.store.push_subscriptions(workspace_id, user_id).await?;
         let mut sent = false;
         let mut retry: Option<DeliveryOutcome> = None;
         let mut failures = Vec::new();
@@ -309,7 +319,7 @@ impl Outbox {
                 outcome @ DeliveryOutcome::Retry { .. } => retry = Some(outcome),
                 DeliveryOutcome::Failed { reason, address_gone } => {
                     if address_gone {
-                        self.store.forget_push_endpoint(delivery.workspace_id, delivery.user_id, &row.endpoint).await?;
+                        self.store.forget_push_endpoint(workspace_id, user_id, &row.endpoint).await?;
                     }
                     failures.push(reason);
                 }
@@ -388,11 +398,73 @@ impl Outbox {
                     ttl: Duration::from_secs(24 * 3600),
                     ..PushMessage::for_question(&question, &payload, now())
                 };
-                self.push_to_browsers(delivery, &message).await?
+                self.push_to_browsers(delivery.workspace_id, delivery.user_id, &message).await?
             }
             Channel::Email => DeliveryOutcome::failed("an email is not changed once sent"),
         };
         Ok((outcome, question.resolved_at))
+    }
+}
+
+/// A test message to one person on one channel ("send me a test" in Settings), sent at once rather than through the
+/// deliveries: the person is waiting for it, and it answers nothing.
+impl Outbox {
+    /// Sends `member` a test message on `channel`: to their email address, their Slack user, or every browser they
+    /// subscribed. `Err` says why it could not be tried (the channel is not configured here, or the member has no
+    /// address on it); `Ok` says how the attempt went.
+    pub async fn send_test(
+        &self,
+        member: &MemberRow,
+        workspace_id: uuid::Uuid,
+        channel: Channel,
+    ) -> Result<DeliveryOutcome, String> {
+        let settings = format!("{}/settings", self.public_url.trim_end_matches('/'));
+        let title = "Holdpoint: a test message";
+        let text = format!(
+            "This is the test message you asked for: questions for you will reach you here.\n\nYour settings: {settings}"
+        );
+        match channel {
+            Channel::Email => {
+                let sender = self.email.as_ref().ok_or("email is not configured on this server")?;
+                let address = member.email.as_deref().ok_or("you have no email address: set one first")?;
+                let to = crate::channels::email::parse_mailbox(address).map_err(|e| e.to_string())?;
+                let html = format!(
+                    "<p>This is the test message you asked for: questions for you will reach you here.</p>\
+                     <p><a href=\"{}\">Your settings</a></p>",
+                    html_escape::encode_double_quoted_attribute(&settings)
+                );
+                let email = crate::channels::email::RenderedEmail { subject: title.to_owned(), text, html };
+                Ok(sender.send(to, &email).await)
+            }
+            Channel::Slack => {
+                let slack = self.slack.as_ref().ok_or("Slack is not configured on this server")?;
+                let user = member.slack_user_id.as_deref().ok_or("you have no Slack member id: set one first")?;
+                let message = crate::channels::slack::SlackMessage {
+                    text: title.to_owned(),
+                    blocks: vec![serde_json::json!({"type": "section", "text": {"type": "mrkdwn",
+                        "text": crate::channels::slack::escape_mrkdwn(&text)}})],
+                };
+                Ok(slack.deliver(user, &message).await)
+            }
+            Channel::Push => {
+                if self.push.is_none() {
+                    return Err("web push is not configured on this server".into());
+                }
+                if member.push_subscriptions == 0 {
+                    return Err("you have subscribed no browser: turn push on in Settings first".into());
+                }
+                let payload = serde_json::json!({"type": "test", "tag": "holdpoint-test", "title": title,
+                    "body": "Push notifications reach this browser.", "actions": [], "url": settings,
+                    "require_interaction": false});
+                let message = PushMessage {
+                    payload: payload.to_string().into_bytes(),
+                    ttl: Duration::from_secs(3600),
+                    urgency: crate::channels::web_push::PushUrgency::Normal,
+                    topic: None,
+                };
+                self.push_to_browsers(workspace_id, member.user_id, &message).await.map_err(|e| e.to_string())
+            }
+        }
     }
 }
 

@@ -67,6 +67,7 @@ const MATRIX: &[Row] = &[
     // Each channel's health in the workspace: its deliveries' errors are for admins.
     row("get", "/api/v1/channels", Plain, [401, 403, 403, 403, 200, 403, 200]),
     row("get", "/api/v1/me/push-subscriptions", Plain, [401, 403, 403, 403, 403, 403, 403]),
+    row("post", "/api/v1/me/notifications/test", Plain, [401, 403, 403, 403, 403, 403, 403]),
     row("post", "/api/v1/me/push-subscriptions", Plain, [401, 403, 403, 403, 403, 403, 403]),
     row("delete", "/api/v1/me/push-subscriptions/{id}", Plain, [401, 403, 403, 403, 403, 403, 403]),
     row("get", "/api/v1/members", Plain, [401, 200, 200, 200, 200, 200, 200]),
@@ -281,6 +282,7 @@ fn request_for(row: &Row, fixture: &Fixture, n: usize) -> (String, Option<Value>
         }
         ("patch", "/api/v1/me", _) => Some(json!({"email": "someone@example.com"})),
         ("put", "/api/v1/me/notifications", _) => Some(json!({"email": {"min_urgency": "normal"}})),
+        ("post", "/api/v1/me/notifications/test", _) => Some(json!({"channel": "email"})),
         ("post", "/api/v1/me/push-subscriptions", _) => Some(json!({"endpoint": "https://push.example.com/send/1",
             "keys": {"p256dh": "BNcRdreALRFXTkOOUHK1EtK2wtaz5Ry4YfYCA_0QTpQtUbVlUls0VJXg7A8u-Ts1XbjhazAkj7I99e8QcYP7DkM",
                      "auth": "tBHItJI5svbpez7KI4CCXg"}})),

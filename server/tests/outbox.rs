@@ -32,6 +32,7 @@ on_both_backends!(
     slack_asks_with_buttons_answers_signed_clicks_as_the_mapped_member_and_updates_the_message,
     slack_posts_a_question_once_in_a_configured_channel_where_anyone_mapped_answers,
     web_push_reaches_each_subscribed_browser_answers_through_its_actions_and_is_replaced_once_resolved,
+    a_person_sends_themselves_a_test_message_by_email,
 );
 
 const PASSWORD: &str = "correct horse battery staple";
@@ -732,6 +733,17 @@ async fn slack_posts_a_question_once_in_a_configured_channel_where_anyone_mapped
     assert_eq!(reopened.status, StatusCode::OK);
     let views = slack_calls(&stand_in, "views.open", 2).await;
     assert!(views[1]["view"].to_string().contains("already answered by alice"), "{}", views[1]);
+
+    // A test message goes to the person's own Slack user, not to the questions' channel.
+    let form = format!("username=alice&password={}&next=%2Finbox", PASSWORD.replace(' ', "+"));
+    let alice = app.sign_in_with(&form).await.expect("alice signs in");
+    let tested = test_message(&app, &alice, "slack").await;
+    assert_eq!(tested.json, json!({ "channel": "slack", "sent": true, "error": null }), "{}", tested.text);
+    let posted = slack_calls(&stand_in, "chat.postMessage", 3).await;
+    assert_eq!(
+        (posted[2]["channel"].as_str(), posted[2]["text"].as_str()),
+        (Some("U0ALICE"), Some("Holdpoint: a test message"))
+    );
 }
 
 /// Waits until the push endpoint has received `count` pushes, and returns them.
@@ -860,6 +872,14 @@ async fn web_push_reaches_each_subscribed_browser_answers_through_its_actions_an
     assert_eq!(removed.status, StatusCode::NO_CONTENT, "{}", removed.text);
     assert!(app.state.store.push_subscriptions(workspace, bob_id).await.unwrap().is_empty());
 
+    // A test message reaches the browser too, decrypted as any push.
+    let tested = test_message(&app, &alice, "push").await;
+    assert_eq!(tested.json, json!({ "channel": "push", "sent": true, "error": null }), "{}", tested.text);
+    let received = pushes(&endpoint, 3).await;
+    let checked = push_service::read_push(&browser, &received[2].0, &received[2].1).await;
+    let test: Value = serde_json::from_str(checked["plaintext"].as_str().unwrap()).unwrap();
+    assert_eq!((test["type"].as_str(), test["tag"].as_str()), (Some("test"), Some("holdpoint-test")));
+
     // Unsubscribed: the next question pushes to nobody.
     let id = listed.json["items"][0]["id"].as_str().unwrap();
     let removed = app.session_call(&alice, Method::DELETE, &format!("{path}/{id}"), None).await;
@@ -868,4 +888,34 @@ async fn web_push_reaches_each_subscribed_browser_answers_through_its_actions_an
     assert_error(&again, StatusCode::NOT_FOUND, "not_found");
     let next = ask(&app, json!({ "title": "Ship it?", "response_type": "boolean", "urgency": "critical" })).await;
     assert_eq!(deliveries(&app, &next).await, vec![]);
+    let nowhere = test_message(&app, &alice, "push").await;
+    assert!(assert_error(&nowhere, StatusCode::CONFLICT, "conflict").to_string().contains("subscribed no browser"));
+}
+
+/// Asks for a test message on `channel` as `session`.
+async fn test_message(app: &TestApp, session: &Session, channel: &str) -> common::TestResponse {
+    let body = json!({ "channel": channel });
+    app.session_call(session, Method::POST, "/api/v1/me/notifications/test", Some(body)).await
+}
+
+async fn a_person_sends_themselves_a_test_message_by_email(backend: Backend) {
+    let mut sink = smtp::Sink::start().await;
+    let Some(app) = start(backend, &sink.url()).await else { return };
+    let alice = person(&app, "alice", Role::Responder, Some("alice@example.com")).await;
+    let bob = person(&app, "bob", Role::Responder, None).await;
+    let sent = test_message(&app, &alice, "email").await;
+    assert_eq!(sent.status, StatusCode::OK, "{}", sent.text);
+    assert_eq!(sent.json, json!({ "channel": "email", "sent": true, "error": null }));
+    let message = sink.next_message().await;
+    assert_eq!(message["rcpt_tos"], json!(["alice@example.com"]), "{message}");
+    assert_eq!(message["subject"], "Holdpoint: a test message", "{message}");
+    // What cannot be tried says why: no address, a channel this server does not send on, no such channel.
+    let no_address = test_message(&app, &bob, "email").await;
+    assert!(assert_error(&no_address, StatusCode::CONFLICT, "conflict").to_string().contains("no email address"));
+    let no_slack = test_message(&app, &alice, "slack").await;
+    assert!(assert_error(&no_slack, StatusCode::CONFLICT, "conflict").to_string().contains("Slack is not configured"));
+    let unknown = test_message(&app, &alice, "pigeon").await;
+    assert_eq!(unknown.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", unknown.text);
+    // Nothing was written: a test message is no delivery.
+    assert_eq!(app.get("/api/v1/channels").await.json["items"][0]["last_sent_at"], Value::Null);
 }

@@ -9,8 +9,9 @@ use leptos::prelude::*;
 use crate::api::send_json;
 use crate::components::date_time;
 use crate::types::{
-    AddressUpdate, ChannelHealth, ChannelPreference, CreatedToken, Member, MemberUpdate, MinUrgency, NewMember,
-    NewToken, NotificationPreferences, PasswordChange, Role, SessionInfo, TokenInfo,
+    AddressUpdate, Channel, ChannelHealth, ChannelPreference, CreatedToken, Member, MemberUpdate, MinUrgency,
+    NewMember, NewToken, NotificationPreferences, PasswordChange, Role, SessionInfo, TestMessageOutcome,
+    TestMessageRequest, TokenInfo,
 };
 use crate::{MyReach, SettingsLists, current_session, settings_data};
 
@@ -23,6 +24,7 @@ const TOKEN_ROLES: [Role; 5] = [Role::Agent, Role::Viewer, Role::Responder, Role
 struct Outcomes {
     password: RwSignal<Option<Result<String, String>>>,
     reach: RwSignal<Option<Result<String, String>>>,
+    test_message: RwSignal<Option<Result<String, String>>>,
     members: RwSignal<Option<Result<String, String>>>,
     add_member: RwSignal<Option<Result<String, String>>>,
     tokens: RwSignal<Option<Result<String, String>>>,
@@ -38,6 +40,7 @@ pub fn SettingsPage() -> impl IntoView {
     let outcomes = Outcomes {
         password: RwSignal::new(None),
         reach: RwSignal::new(None),
+        test_message: RwSignal::new(None),
         members: RwSignal::new(None),
         add_member: RwSignal::new(None),
         tokens: RwSignal::new(None),
@@ -83,6 +86,7 @@ fn Settings(
             <section class="card stack" aria-labelledby="reach-heading">
                 <h2 id="reach-heading">"How questions reach you"</h2>
                 <ReachForm reach/>
+                <TestMessages/>
             </section>
         })}
         {session.account.then(|| view! {
@@ -223,6 +227,39 @@ fn ChannelTable(channels: Vec<ChannelHealth>) -> impl IntoView {
                 }).collect_view()}
             </tbody>
         </table>
+    }
+}
+
+/// "Send me a test" per channel: a message to the person's own address there, now, and what became of it.
+#[component]
+fn TestMessages() -> impl IntoView {
+    let message = expect_context::<Outcomes>().test_message;
+    let send = move |channel: Channel| {
+        message.set(None);
+        leptos::task::spawn_local(async move {
+            let request = TestMessageRequest { channel };
+            let outcome = send_json::<_, TestMessageOutcome>("POST", "/me/notifications/test", Some(&request)).await;
+            message.set(Some(match outcome {
+                Ok(TestMessageOutcome { sent: true, .. }) => Ok(format!("A test message is on its way by {channel}.")),
+                Ok(TestMessageOutcome { error, .. }) => {
+                    Err(format!("The {channel} test message failed: {}", error.unwrap_or_default()))
+                }
+                Err(err) => Err(err.describe()),
+            }));
+        });
+    };
+    view! {
+        <div class="stack" data-testid="test-messages">
+            <p>"Send yourself a test message to check an address:"</p>
+            <p class="button-row">
+                {Channel::ALL.iter().map(|&channel| view! {
+                    <button type="button" data-testid=format!("test-message-{channel}") on:click=move |_| send(channel)>
+                        {format!("Send me a test by {channel}")}
+                    </button>
+                }).collect_view()}
+            </p>
+            <Outcome message/>
+        </div>
     }
 }
 

@@ -155,3 +155,20 @@ pub struct ChannelHealth {
 pub struct ChannelHealthList {
     pub items: Vec<ChannelHealth>,
 }
+
+/// `POST /api/v1/me/notifications/test`: which channel to send the caller a test message on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct TestMessageRequest {
+    pub channel: Channel,
+}
+
+/// How a test message went: `sent` (the channel's service took it) or `failed`, with why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct TestMessageOutcome {
+    pub channel: Channel,
+    pub sent: bool,
+    pub error: Option<String>,
+}

@@ -3,7 +3,7 @@
 
 use app::types::{
     ChannelHealthList, DeliveryPage, NewPushSubscription, NotificationPage, PushPublicKey, PushSubscriptionInfo,
-    PushSubscriptionList,
+    PushSubscriptionList, TestMessageOutcome, TestMessageRequest,
 };
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -28,6 +28,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(list_push_subscriptions, subscribe_browser))
         .routes(routes!(unsubscribe_browser))
         .routes(routes!(channel_health))
+        .routes(routes!(send_test_message))
 }
 
 /// The query string of `GET /notifications`.
@@ -153,4 +154,37 @@ async fn unsubscribe_browser(
 async fn channel_health(State(state): State<AppState>, caller: Caller) -> ApiResult<ApiJson<ChannelHealthList>> {
     let sends_on = notifications::SendsOn::configured(&state.config);
     Ok(ApiJson(notifications::channel_health(state.store.as_ref(), &caller, &sends_on).await?))
+}
+
+/// `POST /me/notifications/test`: sends the caller a test message on a channel now, to their address there (every
+/// subscribed browser, for push), and says how it went; 409 when it cannot be tried (the channel is not configured,
+/// or the caller has no address on it). People only.
+#[utoipa::path(post, path = "/me/notifications/test", tag = "notifications", request_body = TestMessageRequest,
+    responses((status = 200, description = "How the attempt went", body = TestMessageOutcome), ErrorResponses))]
+async fn send_test_message(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(request): ApiJson<TestMessageRequest>,
+) -> ApiResult<ApiJson<TestMessageOutcome>> {
+    let member = notifications::my_membership(state.store.as_ref(), &caller).await?;
+    let outbox = crate::outbox::Outbox::new(
+        std::sync::Arc::clone(&state.store),
+        std::sync::Arc::clone(&state.metrics),
+        &state.config.channels,
+        state.channel_keys.clone(),
+        state.config.public_url.clone().unwrap_or_default(),
+    )
+    .map_err(|reason| AppError::Conflict { message: reason, details: None })?;
+    let channel = request.channel;
+    let outcome = outbox
+        .send_test(&member, caller.workspace_id(), channel)
+        .await
+        .map_err(|reason| AppError::Conflict { message: reason, details: None })?;
+    Ok(ApiJson(match outcome {
+        crate::channels::DeliveryOutcome::Sent { .. } => TestMessageOutcome { channel, sent: true, error: None },
+        crate::channels::DeliveryOutcome::Retry { reason, .. }
+        | crate::channels::DeliveryOutcome::Failed { reason, .. } => {
+            TestMessageOutcome { channel, sent: false, error: Some(reason) }
+        }
+    }))
 }
