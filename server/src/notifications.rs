@@ -92,7 +92,14 @@ pub fn is_for(question: &QuestionRow, member: &MemberRow) -> bool {
 /// web threshold its urgency meets, and a delivery on each channel this server sends on whose threshold it meets and
 /// where the person has an address (for push, a subscribed browser). Posted in a Slack channel, a question is one delivery, to the first person (by
 /// name) whose Slack threshold it meets: whoever clicks answers as themselves.
-pub fn reach(question: &QuestionRow, members: &[MemberRow], sends_on: &SendsOn) -> StoreResult<Reach> {
+///
+/// `push_subscribers` are the members with a subscribed browser (read only when `sends_on.push`).
+pub fn reach(
+    question: &QuestionRow,
+    members: &[MemberRow],
+    sends_on: &SendsOn,
+    push_subscribers: &[Uuid],
+) -> StoreResult<Reach> {
     let mut reach = Reach::default();
     let at = question.created_at;
     let delivery = |member: &MemberRow, channel: Channel, address: &str| DeliveryRow {
@@ -130,7 +137,8 @@ pub fn reach(question: &QuestionRow, members: &[MemberRow], sends_on: &SendsOn) 
         if let Some(address) = email.filter(|_| preferences.email.min_urgency.admits(question.urgency)) {
             reach.deliveries.push(delivery(member, Channel::Email, address));
         }
-        if sends_on.push && member.push_subscriptions > 0 && preferences.push.min_urgency.admits(question.urgency) {
+        let subscribed = sends_on.push && push_subscribers.contains(&member.user_id);
+        if subscribed && preferences.push.min_urgency.admits(question.urgency) {
             reach.deliveries.push(delivery(member, Channel::Push, PUSH_ADDRESS));
         }
         if !preferences.slack.min_urgency.admits(question.urgency) {

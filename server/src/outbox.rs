@@ -450,7 +450,8 @@ impl Outbox {
                 if self.push.is_none() {
                     return Err("web push is not configured on this server".into());
                 }
-                if member.push_subscriptions == 0 {
+                let browsers = self.store.push_subscriptions(workspace_id, member.user_id).await;
+                if browsers.map_err(|e| e.to_string())?.is_empty() {
                     return Err("you have subscribed no browser: turn push on in Settings first".into());
                 }
                 let payload = serde_json::json!({"type": "test", "tag": "holdpoint-test", "title": title,

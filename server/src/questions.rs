@@ -496,9 +496,12 @@ impl Asking<'_> {
             created_at: row.created_at,
         };
         let members = crate::notifications::members(self.store, row.workspace_id).await?;
+        // Read only where pushes are sent: a server without them asks without this read.
+        let push_subscribers =
+            if self.sends_on.push { self.store.push_subscribers(row.workspace_id).await? } else { Vec::new() };
         let with = AskedWith {
             supersedes: self.superseded_by(row, workspace).await?,
-            reach: crate::notifications::reach(row, &members, &self.sends_on)?,
+            reach: crate::notifications::reach(row, &members, &self.sends_on, &push_subscribers)?,
         };
         // Remembered before the write, so its answer cannot come before it is.
         if let Some(hub) = self.hub {

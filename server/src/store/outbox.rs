@@ -47,6 +47,8 @@ pub(super) const SAVE_PUSH_SUBSCRIPTION: &str = "INSERT INTO push_subscriptions 
 /// A member's subscribed browsers, oldest first (`$1` workspace, `$2` person).
 pub(super) const PUSH_SUBSCRIPTIONS: &str = "SELECT id, workspace_id, user_id, endpoint, p256dh, auth, created_at \
      FROM push_subscriptions WHERE workspace_id = $1 AND user_id = $2 ORDER BY created_at, id";
+/// The members of a workspace with at least one subscribed browser (`$1` workspace).
+pub(super) const PUSH_SUBSCRIBERS: &str = "SELECT DISTINCT user_id FROM push_subscriptions WHERE workspace_id = $1";
 /// Removes one of a member's subscriptions (`$1` workspace, `$2` person, `$3` id).
 pub(super) const DELETE_PUSH_SUBSCRIPTION: &str =
     "DELETE FROM push_subscriptions WHERE workspace_id = $1 AND user_id = $2 AND id = $3";
@@ -228,6 +230,8 @@ pub trait OutboxStore: Send + Sync {
     /// Saves a browser's push subscription; one saved before for the same endpoint keeps its id and takes the new
     /// keys. Returns the subscription as saved.
     async fn save_push_subscription(&self, row: &PushSubscriptionRow) -> StoreResult<PushSubscriptionRow>;
+    /// The members of a workspace with at least one subscribed browser.
+    async fn push_subscribers(&self, workspace_id: Uuid) -> StoreResult<Vec<Uuid>>;
     /// A member's subscribed browsers, oldest first.
     async fn push_subscriptions(&self, workspace_id: Uuid, user_id: Uuid) -> StoreResult<Vec<PushSubscriptionRow>>;
     /// Removes one of a member's subscriptions; `false` if they have none of that id.

@@ -46,8 +46,6 @@ pub struct MemberRow {
     pub slack_user_id: Option<String>,
     /// The channel thresholds as JSON (`app::types::NotificationPreferences`); `None` = the defaults.
     pub notifications: Option<String>,
-    /// How many browsers the member subscribed to web pushes.
-    pub push_subscriptions: i64,
 }
 
 impl MemberRow {
@@ -236,9 +234,7 @@ pub(super) const USER_PRINCIPAL: &str = "SELECT u.id, CAST('user' AS TEXT) AS ki
      w.name AS workspace, u.username AS name, m.role FROM users u JOIN memberships m ON m.user_id = u.id \
      JOIN workspaces w ON w.id = m.workspace_id";
 pub(super) const MEMBER_COLUMNS: &str = "u.id AS user_id, u.username, u.display_name, m.role, \
-     (u.password_hash IS NOT NULL) AS has_password, m.created_at, m.email, m.slack_user_id, m.notifications, \
-     (SELECT COUNT(*) FROM push_subscriptions p WHERE p.workspace_id = m.workspace_id AND p.user_id = m.user_id) \
-     AS push_subscriptions";
+     (u.password_hash IS NOT NULL) AS has_password, m.created_at, m.email, m.slack_user_id, m.notifications";
 pub(super) const TOKEN_INFO_COLUMNS: &str = "id, name, role, created_by, created_at, revoked_at";
 pub(super) const USER_COLUMNS: &str = "id, username, display_name, password_hash, created_at, disabled_at";
 

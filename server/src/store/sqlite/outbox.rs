@@ -114,6 +114,11 @@ impl OutboxStore for SqliteStore {
         Ok(ChannelSummary { last_sent_at, last_failure_at, last_error, waiting })
     }
 
+    async fn push_subscribers(&self, workspace_id: Uuid) -> StoreResult<Vec<Uuid>> {
+        let rows: Vec<(Uuid,)> = sqlx::query_as(PUSH_SUBSCRIBERS).bind(workspace_id).fetch_all(&self.read).await?;
+        Ok(rows.into_iter().map(|(user_id,)| user_id).collect())
+    }
+
     async fn next_delivery_due(&self) -> StoreResult<Option<DateTime<Utc>>> {
         let (next,): (Option<DateTime<Utc>>,) = sqlx::query_as(NEXT_DELIVERY_DUE).fetch_one(&self.read).await?;
         Ok(next)
