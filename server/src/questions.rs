@@ -452,7 +452,7 @@ pub struct Asking<'a> {
     pub hub: Option<&'a EventHub>,
     pub bounds: TimeoutBounds,
     /// The channels outside Holdpoint's pages the questions asked here are delivered on.
-    pub sends_on: crate::notifications::SendsOn,
+    pub sends_on: &'a crate::notifications::SendsOn,
 }
 
 /// A recorded question: the stored one (the first one, for a repeated idempotency key) and, when this call created
@@ -501,7 +501,7 @@ impl Asking<'_> {
             if self.sends_on.push { self.store.push_subscribers(row.workspace_id).await? } else { Vec::new() };
         let with = AskedWith {
             supersedes: self.superseded_by(row, workspace).await?,
-            reach: crate::notifications::reach(row, &members, &self.sends_on, &push_subscribers)?,
+            reach: crate::notifications::reach(row, &members, self.sends_on, &push_subscribers)?,
         };
         // Remembered before the write, so its answer cannot come before it is.
         if let Some(hub) = self.hub {

@@ -77,6 +77,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
     }
     let channel_keys = crate::notifications::channel_keys(store.as_ref(), &config.channels).await?;
     let slack = config.channels.slack().map_err(|e| ServerError::Channels(e.to_string()))?;
+    let sends_on = crate::notifications::SendsOn::configured(&config);
     let hub = EventHub::start(Arc::clone(&store), config.sse_buffer).await?;
     let metrics = Arc::new(crate::metrics::Metrics::new());
     let runtime = crate::runtime::Runtime::new(Arc::clone(&store), Arc::clone(&metrics), hub.clone(), &config);
@@ -95,7 +96,18 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
         .site_addr(config.addr)
         .build();
     let shutdown = tokio_util::sync::CancellationToken::new();
-    Ok(AppState(Arc::new(App { config, store, channel_keys, slack, hub, metrics, runtime, shutdown, leptos_options })))
+    Ok(AppState(Arc::new(App {
+        config,
+        store,
+        channel_keys,
+        slack,
+        sends_on,
+        hub,
+        metrics,
+        runtime,
+        shutdown,
+        leptos_options,
+    })))
 }
 
 /// Serves until Ctrl-C or SIGTERM.

@@ -27,6 +27,8 @@ pub struct App {
     pub channel_keys: crate::channels::ChannelKeys,
     /// Slack's Web API and the secret Slack signs its interactions with, when Slack is configured.
     pub slack: Option<(crate::channels::slack::SlackClient, crate::credentials::Secret)>,
+    /// The channels outside Holdpoint's pages this server sends on (from its configuration).
+    pub sends_on: crate::notifications::SendsOn,
     /// What `/metrics` exports.
     pub metrics: Arc<crate::metrics::Metrics>,
     /// Executes agent runs; also what the API uses to validate agents and start runs.
@@ -46,7 +48,7 @@ impl App {
             metrics: &self.metrics,
             hub: Some(&self.hub),
             bounds: crate::questions::TimeoutBounds::configured(&self.config),
-            sends_on: crate::notifications::SendsOn::configured(&self.config),
+            sends_on: &self.sends_on,
         }
     }
 }

@@ -37,10 +37,8 @@ use crate::visibility::Visibility;
 /// Pages and server functions, behind the session check; the sign-in page, the auth endpoints and the site's
 /// static files are open.
 pub fn router(state: &AppState) -> Router<AppState> {
-    let backend = UiBackendHandle(Arc::new(StoreUiBackend {
-        store: Arc::clone(&state.store),
-        sends_on: crate::notifications::SendsOn::configured(&state.config),
-    }));
+    let backend =
+        UiBackendHandle(Arc::new(StoreUiBackend { store: Arc::clone(&state.store), sends_on: state.sends_on.clone() }));
     let pages = Router::new()
         .leptos_routes_with_context(
             state,

@@ -104,8 +104,7 @@ async fn list_deliveries(
 #[utoipa::path(get, path = "/push/public-key", tag = "notifications",
     responses((status = 200, description = "The server's VAPID public key", body = PushPublicKey), ErrorResponses))]
 async fn push_public_key(State(state): State<AppState>, _caller: Caller) -> ApiJson<PushPublicKey> {
-    let sends_on = notifications::SendsOn::configured(&state.config);
-    ApiJson(notifications::push_public_key(&state.channel_keys, &sends_on))
+    ApiJson(notifications::push_public_key(&state.channel_keys, &state.sends_on))
 }
 
 /// `GET /me/push-subscriptions`: the browsers the caller subscribed. People only.
@@ -127,9 +126,9 @@ async fn subscribe_browser(
     caller: Caller,
     ApiJson(new): ApiJson<NewPushSubscription>,
 ) -> ApiResult<(StatusCode, ApiJson<PushSubscriptionInfo>)> {
-    let sends_on = notifications::SendsOn::configured(&state.config);
     let allow_http = state.config.channels.push_allow_http;
-    let info = notifications::subscribe_browser(state.store.as_ref(), &caller, &sends_on, new, allow_http).await?;
+    let info =
+        notifications::subscribe_browser(state.store.as_ref(), &caller, &state.sends_on, new, allow_http).await?;
     Ok((StatusCode::CREATED, ApiJson(info)))
 }
 
@@ -152,8 +151,7 @@ async fn unsubscribe_browser(
 #[utoipa::path(get, path = "/channels", tag = "notifications",
     responses((status = 200, description = "Each channel's health", body = ChannelHealthList), ErrorResponses))]
 async fn channel_health(State(state): State<AppState>, caller: Caller) -> ApiResult<ApiJson<ChannelHealthList>> {
-    let sends_on = notifications::SendsOn::configured(&state.config);
-    Ok(ApiJson(notifications::channel_health(state.store.as_ref(), &caller, &sends_on).await?))
+    Ok(ApiJson(notifications::channel_health(state.store.as_ref(), &caller, &state.sends_on).await?))
 }
 
 /// `POST /me/notifications/test`: sends the caller a test message on a channel now, to their address there (every

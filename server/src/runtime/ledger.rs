@@ -95,7 +95,7 @@ impl LocalLedger {
             metrics: &self.metrics,
             hub: self.hub.as_ref(),
             bounds: self.bounds,
-            sends_on: self.sends_on.clone(),
+            sends_on: &self.sends_on,
         }
     }
 }
