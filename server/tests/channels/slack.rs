@@ -63,7 +63,7 @@ async fn a_question_is_posted_with_its_buttons_and_a_signed_click_reads_back_as_
     let at = MessageRef::from_reference("D0APPDM01:1700000000.000100").unwrap();
     let body = click_body(reject, &at, "U0ALICE");
     let now = chrono::Utc::now().timestamp();
-    let headers = slack_signed(&body, now - 2);
+    let headers = slack_signed(SIGNING_SECRET, &body, now - 2);
     verify_request(SIGNING_SECRET, &headers, body.as_bytes(), now).unwrap();
     assert_eq!(
         parse_interaction(body.as_bytes()).unwrap(),
@@ -76,7 +76,7 @@ async fn a_question_is_posted_with_its_buttons_and_a_signed_click_reads_back_as_
     );
 
     // The same click with a stale timestamp, another secret, or a changed body is refused.
-    let stale = slack_signed(&body, now - 301);
+    let stale = slack_signed(SIGNING_SECRET, &body, now - 301);
     assert!(verify_request(SIGNING_SECRET, &stale, body.as_bytes(), now).is_err());
     assert!(verify_request("another-secret", &headers, body.as_bytes(), now).is_err());
     let changed = body.replace("U0ALICE", "U0MALLORY");
