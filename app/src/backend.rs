@@ -67,6 +67,9 @@ pub trait UiBackend: Send + Sync + 'static {
     /// How each channel is doing in the session's workspace (the caller checks that the session is an admin's).
     async fn channel_health(&self, session: &SessionInfo) -> Result<Vec<crate::types::ChannelHealth>, String>;
 
+    /// The session's workspace's escalation policies.
+    async fn escalation_policies(&self, session: &SessionInfo) -> Result<Vec<crate::types::EscalationPolicy>, String>;
+
     /// How questions reach the session's person (their addresses and channel thresholds); `None` for a token's
     /// session.
     async fn my_reach(&self, session: &SessionInfo) -> Result<Option<crate::MyReach>, String>;

@@ -1,5 +1,6 @@
 //! Small components every page uses.
 
+use leptos::either::Either;
 use leptos::prelude::*;
 
 use crate::current_session;
@@ -157,6 +158,69 @@ pub fn Countdown(deadline: chrono::DateTime<chrono::Utc>) -> impl IntoView {
             {move || time_left(deadline, now())}
         </time>
     }
+}
+
+/// How long until `at`, for a step of a chain: `in 45 s`, `in 4 min`, `in 2 h 10 min`, `due now`.
+pub fn time_until(at: chrono::DateTime<chrono::Utc>, now: chrono::DateTime<chrono::Utc>) -> String {
+    match (at - now).num_seconds() {
+        s if s <= 0 => "due now".to_owned(),
+        s if s < 60 => format!("in {s} s"),
+        s if s < 3600 => format!("in {} min", s / 60),
+        s if s < 86_400 => format!("in {} h {} min", s / 3600, (s % 3600) / 60),
+        s => format!("in {} d {} h", s / 86_400, (s % 86_400) / 3600),
+    }
+}
+
+/// A pending question's escalation chain (spec §11): the reminder and the escalation its policy planned, each done
+/// (and when) or when it is due, the next one marked, then the question's own deadline.
+#[component]
+pub fn EscalationChain(question: Question, testid: &'static str) -> impl IntoView {
+    use crate::types::EscalationStep;
+    let plan = question.escalation.filter(|_| question.status == QuestionStatus::Pending)?;
+    let now = now_signal();
+    let next = plan.next_step().map(|(step, _)| step);
+    let step = move |label: String,
+                     due: chrono::DateTime<chrono::Utc>,
+                     done: Option<chrono::DateTime<chrono::Utc>>,
+                     is_next: bool| {
+        let state = match (done, is_next) {
+            (Some(_), _) => "done",
+            (None, true) => "next",
+            (None, false) => "later",
+        };
+        view! {
+            <li class=format!("escalation-step {state}") data-state=state>
+                <span class="step-label">{label}</span>" "
+                {match done {
+                    Some(at) => Either::Left(view! { <span class="muted">{format!("done {} UTC", clock(at))}</span> }),
+                    None => Either::Right(view! {
+                        <time datetime=due.to_rfc3339() title=format!("{} UTC", date_time(due, true))>
+                            {move || time_until(due, now())}
+                        </time>
+                    }),
+                }}
+            </li>
+        }
+    };
+    let reminder =
+        plan.remind_at.map(|at| step("Reminder".into(), at, plan.reminded_at, next == Some(EscalationStep::Remind)));
+    let escalation = plan.escalate_at.map(|at| {
+        let to = plan.escalate_to.as_ref().map(ToString::to_string).unwrap_or_default();
+        step(format!("Escalate to {to}"), at, plan.escalated_at, next == Some(EscalationStep::Escalate))
+    });
+    let deadline = question.timeout_at.map(|at| {
+        view! {
+            <li class="escalation-step later" data-state="deadline">
+                <span class="step-label">"Deadline"</span>" "
+                <time datetime=at.to_rfc3339()>{format!("{} UTC", date_time(at, false))}</time>
+            </li>
+        }
+    });
+    Some(view! {
+        <ol class="escalation-chain" aria-label="Escalation" data-testid=format!("{testid}-escalation")>
+            {reminder}{escalation}{deadline}
+        </ol>
+    })
 }
 
 /// How a resolved question was resolved, and by whom.

@@ -94,11 +94,13 @@ mod browser {
 
     use crate::types::{EventType, Question, QuestionEventData, RunStatusEventData};
 
-    const EVENTS: [EventType; 5] = [
+    const EVENTS: [EventType; 7] = [
         EventType::QuestionAsked,
         EventType::QuestionAnswered,
         EventType::QuestionExpired,
         EventType::QuestionCancelled,
+        EventType::QuestionReminded,
+        EventType::QuestionEscalated,
         EventType::RunStatus,
     ];
 

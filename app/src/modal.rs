@@ -16,7 +16,7 @@ use leptos::prelude::*;
 use uuid::Uuid;
 
 use crate::answer::AnswerWidget;
-use crate::components::{Badge, Countdown, QuestionContext, describe_resolution};
+use crate::components::{Badge, Countdown, EscalationChain, QuestionContext, describe_resolution};
 use crate::live::use_live;
 use crate::types::{Question, QuestionStatus};
 
@@ -156,6 +156,7 @@ pub fn LiveModal() -> impl IntoView {
                             <h2 id=title_id data-testid="modal-title">{question.title.clone()}</h2>
                         </header>
                         <div class="modal-body">
+                            <EscalationChain question=question.clone() testid="modal"/>
                             <QuestionContext question=question.clone() testid="modal"/>
                             <AnswerWidget question=question.clone() prefix="modal" on_answered=answered/>
                         </div>

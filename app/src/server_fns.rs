@@ -214,6 +214,8 @@ pub struct SettingsLists {
     pub tokens: Vec<crate::types::TokenInfo>,
     pub channels: Vec<crate::types::ChannelHealth>,
     pub reach: Option<MyReach>,
+    /// The workspace's escalation policies (for admins, who change them).
+    pub escalation: Vec<crate::types::EscalationPolicy>,
 }
 
 /// The settings page's lists.
@@ -227,7 +229,9 @@ pub async fn settings_data() -> Result<SettingsLists, ServerFnError> {
     let channels =
         if admin { backend.0.channel_health(&session).await.map_err(ServerFnError::new)? } else { Vec::new() };
     let reach = backend.0.my_reach(&session).await.map_err(ServerFnError::new)?;
-    Ok(SettingsLists { members, tokens, channels, reach })
+    let escalation =
+        if admin { backend.0.escalation_policies(&session).await.map_err(ServerFnError::new)? } else { Vec::new() };
+    Ok(SettingsLists { members, tokens, channels, reach, escalation })
 }
 
 /// How far the bell counts: beyond it, it says "99+".

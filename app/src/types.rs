@@ -223,11 +223,13 @@ wire_enum! {
 }
 
 mod audit;
+mod escalation;
 mod notifications;
 mod people;
 mod runs;
 pub mod time;
 pub use audit::*;
+pub use escalation::*;
 pub use notifications::*;
 pub use people::*;
 pub use runs::*;
@@ -459,6 +461,9 @@ pub struct Question {
     /// Who may answer besides the role rules; absent when anyone of a suitable role may.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub assignee: Option<Assignee>,
+    /// Its escalation plan (spec §11), absent when no policy applied when it was asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalation: Option<Escalation>,
 }
 
 /// What a list of questions shows of each (the inbox): a question without its body, inputs and answer, so a page
@@ -557,6 +562,10 @@ wire_enum! {
         QuestionExpired = "question_expired",
         QuestionCancelled = "question_cancelled",
         RunStatus = "run_status",
+        /// The people a pending question reached were notified again (its escalation policy's reminder).
+        QuestionReminded = "question_reminded",
+        /// A pending question was handed to someone else by its escalation policy.
+        QuestionEscalated = "question_escalated",
     }
 }
 
@@ -654,6 +663,7 @@ pub(crate) fn sample_question(title: &str, status: QuestionStatus) -> Question {
         updated_at: now,
         resolved_at: None,
         assignee: None,
+        escalation: None,
     }
 }
 

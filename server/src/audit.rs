@@ -37,6 +37,12 @@ pub mod action {
     pub const ADDRESSES_CHANGED: &str = "addresses.changed";
     /// A person's channel thresholds changed.
     pub const NOTIFICATIONS_CHANGED: &str = "notifications.changed";
+    /// A pending question's people were notified again by its escalation policy.
+    pub const QUESTION_REMINDED: &str = "question.reminded";
+    /// A pending question was handed to someone else by its escalation policy.
+    pub const QUESTION_ESCALATED: &str = "question.escalated";
+    /// A workspace's escalation policies were replaced.
+    pub const ESCALATION_POLICIES_CHANGED: &str = "escalation_policies.changed";
 
     /// Every action above, for the audit page's filter.
     pub const ALL: &[&str] = &[
@@ -57,6 +63,9 @@ pub mod action {
         PASSWORD_CHANGED,
         ADDRESSES_CHANGED,
         NOTIFICATIONS_CHANGED,
+        QUESTION_REMINDED,
+        QUESTION_ESCALATED,
+        ESCALATION_POLICIES_CHANGED,
     ];
 }
 

@@ -1,8 +1,9 @@
 //! The deadline worker: resolves pending questions whose timeout has passed, to `defaulted` (their default
-//! response applied) or `expired` (none given).
+//! response applied) or `expired` (none given), and takes the escalation steps that are due (see [`crate::escalation`]).
 //!
-//! It looks again at the sooner of the next deadline and half a second from now, so a question is resolved within
-//! a second of its deadline, including those that fell due while the server was down (found on the first pass).
+//! It looks again at the sooner of the next deadline or step and half a second from now, so a question is resolved
+//! (or reminded, or escalated) within a second of its time, including those that fell due while the server was down
+//! (found on the first pass).
 //! Resolution is the same conditional update as an answer, so when several instances race for one question, or a
 //! person answers at the last moment, exactly one transition happens.
 
@@ -11,7 +12,9 @@ use std::time::Duration;
 
 use app::types::{QuestionStatus, Resolution};
 
+use crate::events::EventHub;
 use crate::metrics::Metrics;
+use crate::notifications::SendsOn;
 use crate::questions::pending_for;
 use crate::store::{AuditActor, QuestionResolution, ResolveOutcome, Store, StoreResult, now};
 
@@ -19,15 +22,27 @@ use crate::store::{AuditActor, QuestionResolution, ResolveOutcome, Store, StoreR
 const MAX_SLEEP: Duration = Duration::from_millis(500);
 const BATCH: i64 = 200;
 
-pub fn spawn(store: Arc<dyn Store>, metrics: Arc<Metrics>) -> tokio::task::JoinHandle<()> {
+pub fn spawn(
+    store: Arc<dyn Store>,
+    metrics: Arc<Metrics>,
+    hub: EventHub,
+    sends_on: SendsOn,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
             if let Err(err) = resolve_overdue(store.as_ref(), &metrics).await {
                 tracing::warn!(error = %err, "could not resolve overdue questions; retrying");
             }
-            let sleep = match store.next_deadline().await {
-                Ok(Some(next)) => (next - now()).to_std().unwrap_or(Duration::ZERO).min(MAX_SLEEP),
-                Ok(None) | Err(_) => MAX_SLEEP,
+            if let Err(err) = crate::escalation::take_due_steps(store.as_ref(), Some(&hub), &sends_on).await {
+                tracing::warn!(error = %err, "could not take the escalation steps due; retrying");
+            }
+            let next = match (store.next_deadline().await, store.next_escalation_due().await) {
+                (Ok(deadline), Ok(step)) => deadline.into_iter().chain(step).min(),
+                _ => None,
+            };
+            let sleep = match next {
+                Some(next) => (next - now()).to_std().unwrap_or(Duration::ZERO).min(MAX_SLEEP),
+                None => MAX_SLEEP,
             };
             tokio::time::sleep(sleep.max(Duration::from_millis(10))).await;
         }

@@ -293,11 +293,17 @@ impl EventHub {
         if let Some(question_id) = event.question_id
             && event.event_type != EventType::QuestionAsked.as_str()
         {
-            // Before the watches fire: a long-poll that finds the question here registered its watch first.
+            // Before the watches fire: a long-poll that finds the question here registered its watch first. A step of
+            // its escalation changes who may answer it, so the remembered row goes too.
             self.asked.lock().remove(&question_id);
-            let fired = self.watches.lock().remove(&question_id);
-            for (_, watch) in fired.into_iter().flatten() {
-                let _ = watch.send(Arc::clone(&event));
+            let escalation_step = event.event_type == EventType::QuestionReminded.as_str()
+                || event.event_type == EventType::QuestionEscalated.as_str();
+            // Watches wait for the question to leave `pending`, which an escalation step does not do.
+            if !escalation_step {
+                let fired = self.watches.lock().remove(&question_id);
+                for (_, watch) in fired.into_iter().flatten() {
+                    let _ = watch.send(Arc::clone(&event));
+                }
             }
         }
         // No subscribers is not an error: the event is in the log for whoever connects later.
@@ -345,6 +351,23 @@ mod tests {
         let pending = tokio::time::timeout(Duration::from_millis(20), elsewhere.next_event()).await;
         assert!(pending.is_err(), "another question's event fired the watch");
         assert_eq!(hub.watches.lock().len(), 1, "fired watches are unregistered");
+    }
+
+    #[tokio::test]
+    async fn an_escalation_step_forgets_the_remembered_question_and_wakes_no_waiter() {
+        let hub = hub();
+        let workspace_id = Uuid::now_v7();
+        let input = app::types::NewQuestion { title: "deploy?".into(), ..Default::default() };
+        let bounds = crate::questions::TimeoutBounds { min_seconds: 1, max_seconds: 86_400 };
+        let row = crate::questions::build_question(input, workspace_id, None, bounds, crate::store::now()).unwrap();
+        hub.remember_asked(&row);
+        let mut watch = hub.watch_question(row.id);
+        hub.send(event(1, EventType::QuestionEscalated, row.id));
+        assert!(hub.asked_and_pending(workspace_id, row.id).is_none(), "the row from before the step is still served");
+        let woken = tokio::time::timeout(Duration::from_millis(20), watch.next_event()).await;
+        assert!(woken.is_err(), "a waiter for the answer woke on an escalation step");
+        hub.send(event(2, EventType::QuestionAnswered, row.id));
+        assert_eq!(watch.next_event().await.map(|e| e.id), Some(2));
     }
 
     fn logged(id: i64) -> HubEvent {

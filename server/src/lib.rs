@@ -16,6 +16,7 @@ pub mod credentials;
 pub mod deadlines;
 pub mod demo;
 pub mod error;
+pub mod escalation;
 pub mod events;
 pub mod headless;
 pub mod http;

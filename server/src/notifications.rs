@@ -2,9 +2,9 @@
 //! keys the channels sign with, shared by every instance through the store.
 
 use app::types::{
-    ActionStatus, AnswerBody, Assignee, Channel, ChannelHealth, ChannelHealthList, Delivery, DeliveryPage,
-    DeliveryStatus, NewPushSubscription, Notification, NotificationPage, PushPublicKey, PushSubscriptionInfo,
-    PushSubscriptionList, Question, QuestionKind, QuestionStatus, Role,
+    ActionStatus, AnswerBody, Assignee, Channel, ChannelHealth, ChannelHealthList, Delivery, DeliveryCause,
+    DeliveryPage, DeliveryStatus, NewPushSubscription, Notification, NotificationPage, PushPublicKey,
+    PushSubscriptionInfo, PushSubscriptionList, Question, QuestionKind, QuestionStatus, Role,
 };
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -100,8 +100,20 @@ pub fn reach(
     sends_on: &SendsOn,
     push_subscribers: &[Uuid],
 ) -> StoreResult<Reach> {
+    reach_because(question, DeliveryCause::Asked, question.created_at, members, sends_on, push_subscribers)
+}
+
+/// Who `question` (with the assignee it has now) reaches at `at` for `cause`, as [`reach`] decides it: an escalation
+/// step reaches people again, each notification marked unread and each channel's message sent anew.
+pub fn reach_because(
+    question: &QuestionRow,
+    cause: DeliveryCause,
+    at: DateTime<Utc>,
+    members: &[MemberRow],
+    sends_on: &SendsOn,
+    push_subscribers: &[Uuid],
+) -> StoreResult<Reach> {
     let mut reach = Reach::default();
-    let at = question.created_at;
     let delivery = |member: &MemberRow, channel: Channel, address: &str| DeliveryRow {
         id: Uuid::now_v7(),
         workspace_id: question.workspace_id,
@@ -119,6 +131,7 @@ pub fn reach(
         updated_at: at,
         reference: None,
         followed_up_at: None,
+        cause,
     };
     let mut posted_in_channel = false;
     for member in members.iter().filter(|member| is_for(question, member)) {
@@ -156,6 +169,14 @@ pub fn reach(
         }
     }
     Ok(reach)
+}
+
+/// Who a question may reach, read once for its workspace: its members, the channels this server sends on, and the
+/// members with a subscribed browser (read only when `sends_on.push`).
+pub struct Reachable<'a> {
+    pub members: &'a [MemberRow],
+    pub sends_on: &'a SendsOn,
+    pub push_subscribers: &'a [Uuid],
 }
 
 /// Every member of `workspace_id`.
@@ -197,6 +218,7 @@ pub async fn deliveries_of(store: &dyn Store, caller: &Caller, question_id: Uuid
                 next_attempt_at: waiting.then_some(delivery.next_attempt_at),
                 last_error: delivery.last_error,
                 sent_at: delivery.sent_at,
+                cause: delivery.cause,
             }
         })
         .collect();

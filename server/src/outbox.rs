@@ -141,12 +141,12 @@ impl Outbox {
         })
     }
 
-    /// Whether an event may have made something due: a question asked (its deliveries), or resolved (the messages
-    /// that asked it, when this server changes them).
+    /// Whether an event may have made something due: a question asked, its people reminded or it escalated (their
+    /// deliveries), or resolved (the messages that asked it, when this server changes them).
     fn wakes_for(&self, event_type: &str) -> bool {
         use app::types::EventType;
         match event_type.parse::<EventType>() {
-            Ok(EventType::QuestionAsked) => true,
+            Ok(EventType::QuestionAsked | EventType::QuestionReminded | EventType::QuestionEscalated) => true,
             Ok(EventType::QuestionAnswered | EventType::QuestionExpired | EventType::QuestionCancelled) => {
                 self.follows_up()
             }
@@ -262,7 +262,8 @@ impl Outbox {
                     &self.public_url,
                     now(),
                 );
-                let email = render_question(&question, &links, &question_url(&self.public_url, question.id));
+                let mut email = render_question(&question, &links, &question_url(&self.public_url, question.id));
+                email.subject = crate::channels::email::subject_for(delivery.cause, &email.subject);
                 sender.send(to, &email).await
             }
             Channel::Slack => {

@@ -245,6 +245,8 @@ pub fn build_question(
         updated_at: now,
         resolved_at: None,
         assignee: input.assignee.map(Json),
+        escalation: None,
+        next_escalation_at: None,
     })
 }
 
@@ -471,8 +473,9 @@ impl Asking<'_> {
         workspace_id: Uuid,
         created_by: Option<Uuid>,
     ) -> Result<QuestionRow, AppError> {
-        let row = build_question(input, workspace_id, created_by, self.bounds, crate::store::now())?;
+        let mut row = build_question(input, workspace_id, created_by, self.bounds, crate::store::now())?;
         check_assignee(self.store, &row).await?;
+        crate::escalation::plan(self.store, &mut row).await?;
         Ok(row)
     }
 
@@ -662,30 +665,38 @@ pub async fn check_assignee(store: &dyn Store, row: &QuestionRow) -> Result<(), 
     if store.relays_to_server() {
         return Ok(());
     }
-    let approval = row.kind == QuestionKind::Approval;
-    let needed = if approval { Role::Approver } else { Role::Responder };
-    match &assignee.0 {
-        Assignee::Role(role) if *role == Role::Agent || *role == Role::Viewer => Err(AppError::invalid_field(
-            "assignee.role",
-            format!("must be a role that may answer: responder, approver or admin, not {role}"),
-        )),
-        Assignee::Role(_) => Ok(()),
+    match assignee_problem(store, row.workspace_id, row.kind, &assignee.0).await? {
+        Some((field, message)) => Err(AppError::invalid_field(&format!("assignee.{field}"), message)),
+        None => Ok(()),
+    }
+}
+
+/// What is wrong with `assignee` for a question of `kind` in `workspace_id`, as `(field, message)` with `field` the
+/// assignee's own (`role` or `user`); `None` when it may answer such a question.
+pub async fn assignee_problem(
+    store: &dyn Store,
+    workspace_id: Uuid,
+    kind: QuestionKind,
+    assignee: &Assignee,
+) -> StoreResult<Option<(&'static str, String)>> {
+    let needed = if kind == QuestionKind::Approval { Role::Approver } else { Role::Responder };
+    match assignee {
+        Assignee::Role(role) if *role == Role::Agent || *role == Role::Viewer => {
+            Ok(Some(("role", format!("must be a role that may answer: responder, approver or admin, not {role}"))))
+        }
+        Assignee::Role(_) => Ok(None),
         Assignee::User(username) => {
             let member = match store.user_by_username(username).await? {
-                Some(user) => store.member(row.workspace_id, user.id).await?,
+                Some(user) => store.member(workspace_id, user.id).await?,
                 None => None,
             };
-            match member.map(|m| m.role) {
-                None => Err(AppError::invalid_field(
-                    "assignee.user",
-                    format!("{username:?} is not a member of this workspace"),
-                )),
-                Some(role) if role.rank() < needed.rank() => Err(AppError::invalid_field(
-                    "assignee.user",
-                    format!("{username} is a {role}, who may not answer this question"),
-                )),
-                Some(_) => Ok(()),
-            }
+            Ok(match member.map(|m| m.role) {
+                None => Some(("user", format!("{username:?} is not a member of this workspace"))),
+                Some(role) if role.rank() < needed.rank() => {
+                    Some(("user", format!("{username} is a {role}, who may not answer this question")))
+                }
+                Some(_) => None,
+            })
         }
     }
 }

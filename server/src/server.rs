@@ -82,7 +82,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
     let metrics = Arc::new(crate::metrics::Metrics::new());
     let runtime = crate::runtime::Runtime::new(Arc::clone(&store), Arc::clone(&metrics), hub.clone(), &config);
     if config.run_workers {
-        crate::deadlines::spawn(Arc::clone(&store), Arc::clone(&metrics));
+        crate::deadlines::spawn(Arc::clone(&store), Arc::clone(&metrics), hub.clone(), sends_on.clone());
         crate::runtime::spawn_workers(Arc::clone(&runtime), Arc::clone(&store), hub.clone());
     }
     let site_root = config.site_root();

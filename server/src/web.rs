@@ -423,6 +423,11 @@ impl UiBackend for StoreUiBackend {
             .map_err(|e| e.to_string())
     }
 
+    async fn escalation_policies(&self, session: &SessionInfo) -> Result<Vec<app::types::EscalationPolicy>, String> {
+        let rows = self.store.escalation_policies(session.workspace_id).await.map_err(|e| e.to_string())?;
+        Ok(rows.into_iter().map(crate::escalation::wire).collect())
+    }
+
     async fn my_reach(&self, session: &SessionInfo) -> Result<Option<app::MyReach>, String> {
         if !session.account {
             return Ok(None);

@@ -18,6 +18,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "runs",
             "people",
             "notifications",
+            "escalation",
             "audit",
             "events",
             "visibility",

@@ -66,6 +66,9 @@ const MATRIX: &[Row] = &[
     row("get", "/api/v1/push/public-key", Plain, [401, 200, 200, 200, 200, 200, 200]),
     // Each channel's health in the workspace: its deliveries' errors are for admins.
     row("get", "/api/v1/channels", Plain, [401, 403, 403, 403, 200, 403, 200]),
+    // Any member may read when questions are reminded and escalated; admins set it.
+    row("get", "/api/v1/escalation-policies", Plain, [401, 200, 200, 200, 200, 200, 200]),
+    row("put", "/api/v1/escalation-policies", Plain, [401, 403, 403, 403, 200, 403, 200]),
     row("get", "/api/v1/me/push-subscriptions", Plain, [401, 403, 403, 403, 403, 403, 403]),
     row("post", "/api/v1/me/notifications/test", Plain, [401, 403, 403, 403, 403, 403, 403]),
     row("post", "/api/v1/me/push-subscriptions", Plain, [401, 403, 403, 403, 403, 403, 403]),
@@ -286,6 +289,8 @@ fn request_for(row: &Row, fixture: &Fixture, n: usize) -> (String, Option<Value>
         ("post", "/api/v1/me/push-subscriptions", _) => Some(json!({"endpoint": "https://push.example.com/send/1",
             "keys": {"p256dh": "BNcRdreALRFXTkOOUHK1EtK2wtaz5Ry4YfYCA_0QTpQtUbVlUls0VJXg7A8u-Ts1XbjhazAkj7I99e8QcYP7DkM",
                      "auth": "tBHItJI5svbpez7KI4CCXg"}})),
+        ("put", "/api/v1/escalation-policies", _) => Some(json!({"items": [
+            {"kind": "approval", "urgency": "high", "remind_after_seconds": 300}]})),
         ("patch", _, _) => Some(json!({"role": "approver"})),
         ("post", "/api/v1/tokens", _) => Some(json!({"name": format!("new {n}"), "role": "viewer"})),
         ("post", "/api/v1/agents", _) | ("put", _, _) => {

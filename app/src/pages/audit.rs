@@ -28,6 +28,9 @@ const ACTIONS: &[&str] = &[
     "role.changed",
     "addresses.changed",
     "notifications.changed",
+    "question.reminded",
+    "question.escalated",
+    "escalation_policies.changed",
 ];
 
 /// A time from the URL: RFC 3339, or what a `datetime-local` input sends (`2026-01-31T09:00`, read as UTC), or a

@@ -17,7 +17,7 @@ use uuid::Uuid;
 use crate::answer::AnswerWidget;
 use crate::api::{get_json, post_json};
 use crate::components::{
-    Ago, Badge, Countdown, QuestionContext, answer_text, capitalise, describe_resolution, short_id,
+    Ago, Badge, Countdown, EscalationChain, QuestionContext, answer_text, capitalise, describe_resolution, short_id,
 };
 use crate::live::use_question_updates;
 use crate::types::{AnswerBody, Question, QuestionKind, QuestionStatus, QuestionSummary, ResponseType, Urgency};
@@ -581,6 +581,7 @@ fn QuestionDetail(question: Question, answered: Callback<Question>) -> impl Into
             <h2 data-testid="detail-title">
                 <a href=format!("/questions/{}", question.id) class="question-title">{question.title.clone()}</a>
             </h2>
+            <EscalationChain question=question.clone() testid="detail"/>
             <QuestionContext question=question.clone() testid="detail"/>
             {resolution.map(|text| view! { <p class="resolution" data-testid="detail-resolution">{text}</p> })}
             {pending.then(|| view! { <AnswerWidget question=question.clone() prefix="detail" on_answered=answered/> })}

@@ -9,9 +9,9 @@ use leptos::prelude::*;
 use crate::api::send_json;
 use crate::components::date_time;
 use crate::types::{
-    AddressUpdate, Channel, ChannelHealth, ChannelPreference, CreatedToken, Member, MemberUpdate, MinUrgency,
-    NewMember, NewToken, NotificationPreferences, PasswordChange, Role, SessionInfo, TestMessageOutcome,
-    TestMessageRequest, TokenInfo,
+    AddressUpdate, Assignee, Channel, ChannelHealth, ChannelPreference, CreatedToken, EscalationPolicies,
+    EscalationPolicy, Member, MemberUpdate, MinUrgency, NewMember, NewToken, NotificationPreferences, PasswordChange,
+    QuestionKind, Role, SessionInfo, TestMessageOutcome, TestMessageRequest, TokenInfo, Urgency,
 };
 use crate::{MyReach, SettingsLists, current_session, settings_data};
 
@@ -25,6 +25,7 @@ struct Outcomes {
     password: RwSignal<Option<Result<String, String>>>,
     reach: RwSignal<Option<Result<String, String>>>,
     test_message: RwSignal<Option<Result<String, String>>>,
+    escalation: RwSignal<Option<Result<String, String>>>,
     members: RwSignal<Option<Result<String, String>>>,
     add_member: RwSignal<Option<Result<String, String>>>,
     tokens: RwSignal<Option<Result<String, String>>>,
@@ -41,6 +42,7 @@ pub fn SettingsPage() -> impl IntoView {
         password: RwSignal::new(None),
         reach: RwSignal::new(None),
         test_message: RwSignal::new(None),
+        escalation: RwSignal::new(None),
         members: RwSignal::new(None),
         add_member: RwSignal::new(None),
         tokens: RwSignal::new(None),
@@ -106,13 +108,23 @@ fn Settings(
         })}
         <section class="card stack" aria-labelledby="members-heading">
             <h2 id="members-heading">"People"</h2>
-            <MemberTable members=settings.members admin reload=reload.clone()/>
+            <MemberTable members=settings.members.clone() admin reload=reload.clone()/>
             {admin.then(|| view! { <AddMemberForm reload=reload.clone()/> })}
         </section>
         {admin.then(|| view! {
             <section class="card stack" aria-labelledby="channels-heading">
                 <h2 id="channels-heading">"Channels"</h2>
                 <ChannelTable channels=settings.channels.clone()/>
+            </section>
+        })}
+        {admin.then(|| view! {
+            <section class="card stack" aria-labelledby="escalation-heading">
+                <h2 id="escalation-heading">"Escalation"</h2>
+                <p>
+                    "When nobody answers a pending question, remind the people it reached, then hand it to someone "
+                    "else, who is notified. Times count from when the question was asked; its own deadline still applies."
+                </p>
+                <EscalationForm policies=settings.escalation.clone() members=settings.members.clone()/>
             </section>
         })}
         {admin.then(|| view! {
@@ -227,6 +239,151 @@ fn ChannelTable(channels: Vec<ChannelHealth>) -> impl IntoView {
                 }).collect_view()}
             </tbody>
         </table>
+    }
+}
+
+/// One policy as the form edits it: minutes as typed, the assignee as `role:admin` or `user:alice`.
+#[derive(Clone)]
+struct PolicyDraft {
+    key: usize,
+    kind: RwSignal<String>,
+    urgency: RwSignal<String>,
+    remind_minutes: RwSignal<String>,
+    escalate_minutes: RwSignal<String>,
+    escalate_to: RwSignal<String>,
+}
+
+impl PolicyDraft {
+    fn new(key: usize, policy: Option<&EscalationPolicy>) -> Self {
+        let minutes = |seconds: Option<i64>| {
+            seconds.map(|s| if s % 60 == 0 { (s / 60).to_string() } else { format!("{:.2}", s as f64 / 60.0) })
+        };
+        PolicyDraft {
+            key,
+            kind: RwSignal::new(policy.map_or("approval".into(), |p| p.kind.to_string())),
+            urgency: RwSignal::new(policy.map_or("high".into(), |p| p.urgency.to_string())),
+            remind_minutes: RwSignal::new(policy.and_then(|p| minutes(p.remind_after_seconds)).unwrap_or_default()),
+            escalate_minutes: RwSignal::new(policy.and_then(|p| minutes(p.escalate_after_seconds)).unwrap_or_default()),
+            escalate_to: RwSignal::new(match policy.and_then(|p| p.escalate_to.as_ref()) {
+                Some(Assignee::Role(role)) => format!("role:{role}"),
+                Some(Assignee::User(user)) => format!("user:{user}"),
+                None => String::new(),
+            }),
+        }
+    }
+
+    /// The policy the row says, or what is wrong with what was typed.
+    fn policy(&self) -> Result<EscalationPolicy, String> {
+        let seconds = |text: String, what: &str| -> Result<Option<i64>, String> {
+            let text = text.trim().to_owned();
+            if text.is_empty() {
+                return Ok(None);
+            }
+            match text.parse::<f64>() {
+                Ok(minutes) if minutes.is_finite() && minutes > 0.0 => Ok(Some((minutes * 60.0).round() as i64)),
+                _ => Err(format!("{what}: {text:?} is not a number of minutes")),
+            }
+        };
+        let escalate_to = match self.escalate_to.get_untracked().split_once(':') {
+            Some(("role", role)) => Some(Assignee::Role(role.parse().map_err(|_| format!("no role {role:?}"))?)),
+            Some(("user", user)) => Some(Assignee::User(user.to_owned())),
+            _ => None,
+        };
+        Ok(EscalationPolicy {
+            kind: self.kind.get_untracked().parse().map_err(|_| "choose a kind".to_owned())?,
+            urgency: self.urgency.get_untracked().parse().map_err(|_| "choose an urgency".to_owned())?,
+            remind_after_seconds: seconds(self.remind_minutes.get_untracked(), "Remind after")?,
+            escalate_after_seconds: seconds(self.escalate_minutes.get_untracked(), "Escalate after")?,
+            escalate_to,
+        })
+    }
+}
+
+/// The workspace's escalation policies, one row per kind and urgency, saved together (`PUT /escalation-policies`).
+#[component]
+fn EscalationForm(policies: Vec<EscalationPolicy>, members: Vec<Member>) -> impl IntoView {
+    let next_key = StoredValue::new(policies.len());
+    let rows =
+        RwSignal::new(policies.iter().enumerate().map(|(i, p)| PolicyDraft::new(i, Some(p))).collect::<Vec<_>>());
+    let message = expect_context::<Outcomes>().escalation;
+    let mut targets: Vec<(String, String)> = [Role::Responder, Role::Approver, Role::Admin]
+        .iter()
+        .map(|role| (format!("role:{role}"), format!("any {role}")))
+        .collect();
+    targets.extend(
+        members.iter().filter(|m| m.role != Role::Viewer).map(|m| (format!("user:{}", m.username), m.username.clone())),
+    );
+    let add = move |_| {
+        let key = next_key.get_value();
+        next_key.set_value(key + 1);
+        rows.update(|rows| rows.push(PolicyDraft::new(key, None)));
+    };
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let items: Result<Vec<_>, _> = rows.get_untracked().iter().map(PolicyDraft::policy).collect();
+        let items = match items {
+            Ok(items) => items,
+            Err(err) => return message.set(Some(Err(err))),
+        };
+        leptos::task::spawn_local(async move {
+            let body = EscalationPolicies { items };
+            let saved = send_json::<_, EscalationPolicies>("PUT", "/escalation-policies", Some(&body)).await;
+            message.set(Some(
+                saved
+                    .map(|_| "Saved: questions asked from now on follow these policies.".to_owned())
+                    .map_err(|e| e.describe()),
+            ));
+        });
+    };
+    let select = move |value: RwSignal<String>, options: Vec<(String, String)>, label: String, testid: String| {
+        view! {
+            <select aria-label=label data-testid=testid on:change=move |ev| value.set(event_target_value(&ev))>
+                {options.into_iter().map(|(option, text)| {
+                    let selected = option == value.get_untracked();
+                    view! { <option value=option selected=selected>{text}</option> }
+                }).collect_view()}
+            </select>
+        }
+    };
+    let kinds: Vec<(String, String)> =
+        QuestionKind::ALL.iter().map(|k| (k.to_string(), k.as_str().replace('_', " "))).collect();
+    let urgencies: Vec<(String, String)> = Urgency::ALL.iter().map(|u| (u.to_string(), u.to_string())).collect();
+    let mut escalate_options = vec![(String::new(), "nobody".to_owned())];
+    escalate_options.extend(targets);
+    view! {
+        <form class="stack" on:submit=submit data-testid="escalation-form">
+            <table class="data escalation-table" data-testid="escalation-table">
+                <thead>
+                    <tr><th>"Kind"</th><th>"Urgency"</th><th>"Remind after (min)"</th><th>"Escalate after (min)"</th>
+                        <th>"Escalate to"</th><th><span class="visually-hidden">"Remove"</span></th></tr>
+                </thead>
+                <tbody>
+                    <For each=move || rows.get() key=|row| row.key let:row>
+                        {
+                            let n = row.key;
+                            view! {
+                                <tr data-testid="escalation-row">
+                                    <td>{select(row.kind, kinds.clone(), format!("Kind, policy {}", n + 1), "escalation-kind".into())}</td>
+                                    <td>{select(row.urgency, urgencies.clone(), format!("Urgency, policy {}", n + 1), "escalation-urgency".into())}</td>
+                                    <td><input type="number" min="0" step="any" inputmode="decimal" bind:value=row.remind_minutes
+                                        aria-label=format!("Remind after, minutes, policy {}", n + 1) data-testid="escalation-remind"/></td>
+                                    <td><input type="number" min="0" step="any" inputmode="decimal" bind:value=row.escalate_minutes
+                                        aria-label=format!("Escalate after, minutes, policy {}", n + 1) data-testid="escalation-escalate"/></td>
+                                    <td>{select(row.escalate_to, escalate_options.clone(), format!("Escalate to, policy {}", n + 1), "escalation-to".into())}</td>
+                                    <td><button type="button" class="link" data-testid="escalation-remove"
+                                        on:click=move |_| rows.update(|rows| rows.retain(|r| r.key != n))>"Remove"</button></td>
+                                </tr>
+                            }
+                        }
+                    </For>
+                </tbody>
+            </table>
+            <p class="button-row">
+                <button type="button" on:click=add data-testid="escalation-add">"Add a policy"</button>
+                <button type="submit" class="primary" data-testid="escalation-save">"Save policies"</button>
+            </p>
+            <Outcome message/>
+        </form>
     }
 }
 

@@ -28,6 +28,15 @@ wire_enum! {
 }
 
 wire_enum! {
+    /// Why a delivery was sent: its question was asked, its people reminded, or it was escalated to someone.
+    DeliveryCause {
+        Asked = "asked",
+        Reminded = "reminded",
+        Escalated = "escalated",
+    }
+}
+
+wire_enum! {
     /// What a notification still asks of its person: `pending` while its question is, `done` once anyone resolved it.
     ActionStatus {
         Pending = "pending",
@@ -51,6 +60,8 @@ pub struct Delivery {
     /// Why the last attempt failed, if it did.
     pub last_error: Option<String>,
     pub sent_at: Option<DateTime<Utc>>,
+    /// Why it was sent.
+    pub cause: DeliveryCause,
 }
 
 /// A page of deliveries.

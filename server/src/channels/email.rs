@@ -166,6 +166,16 @@ fn classify(error: &SmtpError) -> DeliveryOutcome {
     }
 }
 
+/// A question's subject as a delivery of `cause` says it: a reminder and an escalation say so first, so the second
+/// message about a question is not mistaken for the first.
+pub fn subject_for(cause: app::types::DeliveryCause, subject: &str) -> String {
+    match cause {
+        app::types::DeliveryCause::Asked => subject.to_owned(),
+        app::types::DeliveryCause::Reminded => format!("Reminder: {subject}"),
+        app::types::DeliveryCause::Escalated => format!("Escalated to you: {subject}"),
+    }
+}
+
 /// A question as a message: subject and both bodies.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RenderedEmail {

@@ -224,6 +224,7 @@ pub(crate) mod test_questions {
             updated_at: Utc.with_ymd_and_hms(2026, 11, 27, 13, 50, 0).unwrap(),
             resolved_at: None,
             assignee: None,
+            escalation: None,
         }
     }
 

@@ -1,9 +1,10 @@
 //! `/notifications`: a person's notification center (spec §11); `/questions/{id}/deliveries`: where the outbox is
-//! with a question; `/me/push-subscriptions` and `/push/public-key`: the browsers a person subscribed to web pushes.
+//! with a question; `/me/push-subscriptions` and `/push/public-key`: the browsers a person subscribed to web pushes;
+//! `/escalation-policies`: when a workspace's unanswered questions are reminded and escalated.
 
 use app::types::{
-    ChannelHealthList, DeliveryPage, NewPushSubscription, NotificationPage, PushPublicKey, PushSubscriptionInfo,
-    PushSubscriptionList, TestMessageOutcome, TestMessageRequest,
+    ChannelHealthList, DeliveryPage, EscalationPolicies, NewPushSubscription, NotificationPage, PushPublicKey,
+    PushSubscriptionInfo, PushSubscriptionList, TestMessageOutcome, TestMessageRequest,
 };
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -29,6 +30,27 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(unsubscribe_browser))
         .routes(routes!(channel_health))
         .routes(routes!(send_test_message))
+        .routes(routes!(escalation_policies, replace_escalation_policies))
+}
+
+/// `GET /escalation-policies`: the workspace's escalation policies, by kind and urgency. Any member.
+#[utoipa::path(get, path = "/escalation-policies", tag = "notifications",
+    responses((status = 200, description = "The workspace's policies", body = EscalationPolicies), ErrorResponses))]
+async fn escalation_policies(State(state): State<AppState>, caller: Caller) -> ApiResult<ApiJson<EscalationPolicies>> {
+    Ok(ApiJson(crate::escalation::policies(state.store.as_ref(), &caller).await?))
+}
+
+/// `PUT /escalation-policies`: replaces the workspace's escalation policies (at most one per kind and urgency). They
+/// apply to questions asked from then on. Admins only.
+#[utoipa::path(put, path = "/escalation-policies", tag = "notifications", request_body = EscalationPolicies,
+    responses((status = 200, description = "The policies as stored", body = EscalationPolicies), ErrorResponses))]
+async fn replace_escalation_policies(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(policies): ApiJson<EscalationPolicies>,
+) -> ApiResult<ApiJson<EscalationPolicies>> {
+    let bounds = crate::questions::TimeoutBounds::configured(&state.config);
+    Ok(ApiJson(crate::escalation::replace_policies(state.store.as_ref(), &caller, bounds, policies).await?))
 }
 
 /// The query string of `GET /notifications`.

@@ -6,6 +6,7 @@
 //! which the event hub follows.
 
 mod audit_rows;
+mod escalation;
 mod outbox;
 mod people;
 mod postgres;
@@ -32,6 +33,7 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 pub use audit_rows::*;
+pub use escalation::{EscalationPolicyRow, EscalationStore, EscalationTransition};
 pub use outbox::{
     AskedWith, ChannelSummary, DeliveryRow, ListedDelivery, ListedNotification, NotificationQuery, NotificationRow,
     OutboxStore, PushSubscriptionRow, Reach,
@@ -188,7 +190,7 @@ pub enum Backend {
 
 /// Everything Holdpoint keeps. Methods that change state append their events in the same transaction.
 #[async_trait]
-pub trait Store: RunStore + PeopleStore + OutboxStore + Send + Sync + 'static {
+pub trait Store: RunStore + PeopleStore + OutboxStore + EscalationStore + Send + Sync + 'static {
     fn backend(&self) -> Backend;
 
     /// The newest event known to be committed; changes after every commit that appended events.

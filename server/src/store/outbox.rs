@@ -9,13 +9,13 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use app::types::{Channel, DeliveryStatus};
+use app::types::{Channel, DeliveryCause, DeliveryStatus};
 
 use super::sql::QUESTION_COLUMNS;
 use super::*;
 
 pub(super) const DELIVERY_COLUMNS: &str = "id, workspace_id, question_id, user_id, channel, address, status, attempts, \
-     next_attempt_at, claimed_until, last_error, sent_at, created_at, updated_at, reference, followed_up_at";
+     next_attempt_at, claimed_until, last_error, sent_at, created_at, updated_at, reference, followed_up_at, cause";
 
 /// Inserts a notification ([`Bind::bind_notification`]'s order).
 pub(super) const INSERT_NOTIFICATION: &str = "INSERT INTO notifications (id, workspace_id, question_id, user_id, \
@@ -23,7 +23,8 @@ pub(super) const INSERT_NOTIFICATION: &str = "INSERT INTO notifications (id, wor
 /// Inserts a delivery ([`Bind::bind_delivery`]'s order).
 pub(super) const INSERT_DELIVERY: &str = "INSERT INTO deliveries (id, workspace_id, question_id, user_id, channel, \
      address, status, attempts, next_attempt_at, claimed_until, last_error, sent_at, created_at, updated_at, \
-     reference, followed_up_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
+     reference, followed_up_at, cause) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
+     $17)";
 /// Deliveries to send at `$1`, soonest first (at most `$2`): not sent, not given up, not claimed by a live worker.
 pub(super) const DUE_DELIVERIES: &str = "SELECT id FROM deliveries WHERE (status = 'queued' OR status = 'retrying') \
      AND next_attempt_at <= $1 AND (claimed_until IS NULL OR claimed_until <= $1) ORDER BY next_attempt_at LIMIT $2";
@@ -73,7 +74,7 @@ pub(super) const NEXT_DELIVERY_DUE: &str = "SELECT MIN(next_attempt_at) FROM del
 /// A question's deliveries with their recipients' usernames (`$1` workspace, `$2` question).
 pub(super) const DELIVERIES_OF_QUESTION: &str = "SELECT d.id, d.workspace_id, d.question_id, d.user_id, d.channel, \
      d.address, d.status, d.attempts, d.next_attempt_at, d.claimed_until, d.last_error, d.sent_at, d.created_at, \
-     d.updated_at, d.reference, d.followed_up_at, u.username FROM deliveries d JOIN users u ON u.id = d.user_id \
+     d.updated_at, d.reference, d.followed_up_at, d.cause, u.username FROM deliveries d JOIN users u ON u.id = d.user_id \
      WHERE d.workspace_id = $1 AND d.question_id = $2 ORDER BY d.created_at, d.channel";
 /// Marks one of a person's notifications read (`$1` at, `$2` workspace, `$3` person, `$4` id).
 pub(super) const MARK_READ: &str = "UPDATE notifications SET read_at = COALESCE(read_at, $1) \
@@ -120,6 +121,8 @@ pub struct DeliveryRow {
     /// When a message sent on a channel that can change it was brought up to date after its question was resolved
     /// (or that was given up on); `None` while there is nothing to do or it is still to do.
     pub followed_up_at: Option<DateTime<Utc>>,
+    /// Why it was sent: the question was asked, its people reminded, or it was escalated.
+    pub cause: DeliveryCause,
 }
 
 /// A browser a member subscribed to web pushes.

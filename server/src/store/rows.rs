@@ -1,8 +1,8 @@
 //! Rows as stored, and the inputs of store methods. Server-side only: the API speaks the wire types of `app::types`.
 
 use app::types::{
-    AnswerBody, ApprovalAction, Assignee, FormField, Question, QuestionKind, QuestionOption, QuestionStatus,
-    QuestionSummary, Resolution, ResponseType, Role, Urgency,
+    AnswerBody, ApprovalAction, Assignee, Escalation, FormField, Question, QuestionKind, QuestionOption,
+    QuestionStatus, QuestionSummary, Resolution, ResponseType, Role, Urgency,
 };
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -137,6 +137,10 @@ pub struct QuestionRow {
     pub updated_at: DateTime<Utc>,
     pub resolved_at: Option<DateTime<Utc>>,
     pub assignee: Option<Json<Assignee>>,
+    /// Its escalation plan, taken from its workspace's policy when it was asked.
+    pub escalation: Option<Json<Escalation>>,
+    /// When its next escalation step is due; `None` once there is none left.
+    pub next_escalation_at: Option<DateTime<Utc>>,
 }
 
 impl QuestionRow {
@@ -187,6 +191,7 @@ impl QuestionRow {
             updated_at: self.updated_at,
             resolved_at: self.resolved_at,
             assignee: self.assignee.as_ref().map(|a| a.0.clone()),
+            escalation: self.escalation.as_ref().map(|e| e.0.clone()),
         })
     }
 }

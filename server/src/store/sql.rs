@@ -16,7 +16,8 @@ use super::*;
 /// The columns of `questions`, in the order of [`QuestionRow`].
 pub(super) const QUESTION_COLUMNS: &str = "id, workspace_id, project, run_id, tool_call_id, parent_run_ids, kind, response_type, \
      title, body, options, fields, action, allow_edit, context, urgency, timeout_at, default_response, status, \
-     response, answered_by, resolution, created_by, created_at, updated_at, resolved_at, assignee";
+     response, answered_by, resolution, created_by, created_at, updated_at, resolved_at, assignee, escalation, \
+     next_escalation_at";
 
 /// The columns of `audit_log`, in the order of [`AuditRow`].
 pub(super) const AUDIT_COLUMNS: &str = "id, workspace_id, seq, prev_hash, hash, actor, actor_id, actor_kind, action, \
@@ -66,6 +67,8 @@ where
     i32: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     &'q app::types::Channel: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     &'q app::types::DeliveryStatus: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    &'q app::types::DeliveryCause: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    &'q Option<Json<app::types::Escalation>>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
 {
     fn bind_arg<T: 'q + sqlx::Encode<'q, DB> + sqlx::Type<DB>>(self, value: T) -> Self;
 
@@ -121,6 +124,8 @@ where
             .bind_arg(q.updated_at)
             .bind_arg(q.resolved_at)
             .bind_arg(&q.assignee)
+            .bind_arg(&q.escalation)
+            .bind_arg(q.next_escalation_at)
     }
 
     /// Binds a draft's columns, in the order of [`INSERT_AUDIT_DRAFT`], after what `query` has.
@@ -170,6 +175,7 @@ where
             .bind_arg(row.updated_at)
             .bind_arg(&row.reference)
             .bind_arg(row.followed_up_at)
+            .bind_arg(&row.cause)
     }
 
     /// Binds an audit entry's columns, in the order of [`AUDIT_COLUMNS`], after what `query` has.
@@ -313,8 +319,8 @@ pub(super) fn shift_placeholders(sql: &str, by: usize) -> String {
     shifted
 }
 
-/// `INSERT INTO questions` with one argument per column of [`QUESTION_COLUMNS`] (`$1`..`$27`), followed by what
-/// `(open, close)` needs to make it and the event's insert (`$28`..) one query.
+/// `INSERT INTO questions` with one argument per column of [`QUESTION_COLUMNS`] (`$1`..`$29`), followed by what
+/// `(open, close)` needs to make it and the event's insert (`$30`..) one query.
 pub(super) fn insert_question_then_event(open: &str, close: &str, insert_event: &str) -> String {
     let arguments = QUESTION_COLUMNS.split(',').count();
     let placeholders = (1..=arguments).map(|n| format!("${n}")).collect::<Vec<_>>().join(", ");
@@ -757,7 +763,7 @@ mod tests {
             "INSERT INTO events (a, b) VALUES ($1, $2) RETURNING id",
         );
         assert!(sql.starts_with("WITH asked AS (INSERT INTO questions (id, "), "{sql}");
-        assert!(sql.ends_with("$26, $27)) INSERT INTO events (a, b) VALUES ($28, $29) RETURNING id"), "{sql}");
+        assert!(sql.ends_with("$28, $29)) INSERT INTO events (a, b) VALUES ($30, $31) RETURNING id"), "{sql}");
     }
 
     /// How PostgreSQL's generic plan for `sql` (of `arguments` placeholders) reads `questions`: each scan's index.

@@ -1,6 +1,7 @@
 //! The PostgreSQL store, for several instances over one database: the hot writes of a HITL cycle commit in
 //! batches (`write_batch`), event ids are drawn at commit and announced to the other instances by notification.
 
+mod escalation;
 mod outbox;
 mod people;
 mod questions;
@@ -176,7 +177,7 @@ impl PostgresStore {
 }
 
 /// How many values a question binds (`QUESTION_COLUMNS`).
-pub(in crate::store) const QUESTION_ARGUMENTS: usize = 27;
+pub(in crate::store) const QUESTION_ARGUMENTS: usize = 29;
 /// How many values an event binds (`INSERT_EVENT`).
 pub(in crate::store) const EVENT_ARGUMENTS: usize = 7;
 /// How many values an answer's hot write binds (`RESOLVE_AS_EXPRESSIONS`).

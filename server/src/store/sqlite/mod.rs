@@ -3,6 +3,7 @@
 
 mod connections;
 mod direct;
+mod escalation;
 mod group_commit;
 mod outbox;
 mod people;
@@ -207,7 +208,7 @@ pub(in crate::store) const INSERT_EVENT_DIRECTLY: &str = "INSERT INTO events (wo
      created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)";
 
 /// SQLite's asking write on the direct connection (see `SqliteStore::insert_question_directly`): the question
-/// (`$1`..`$27`) and its event (`$28`.., as `INSERT_EVENT` binds them).
+/// (`$1`..`$29`) and its event (`$30`.., as `INSERT_EVENT` binds them).
 pub(in crate::store) static INSERT_QUESTION_THEN_EVENT_DIRECTLY: std::sync::LazyLock<Statements> =
     std::sync::LazyLock::new(|| Statements::new(&insert_question_then_event("", "; ", INSERT_EVENT_DIRECTLY)));
 

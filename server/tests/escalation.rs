@@ -1,0 +1,230 @@
+//! Escalation (spec §11): a workspace's policy reminds the people a pending question reached, then hands it to someone
+//! else, who become its assignee and are notified — each step an event, an audit entry and a round of deliveries,
+//! taken once however many instances run the worker, and the mail of each step reaching a real SMTP server in order.
+
+mod common;
+#[path = "channels/python.rs"]
+mod python;
+#[path = "channels/smtp.rs"]
+mod smtp;
+
+use std::time::Duration;
+
+use app::types::Role;
+use axum::http::{Method, StatusCode};
+use common::{Backend, Session, TestApp, assert_error};
+use serde_json::{Value, json};
+
+on_both_backends!(
+    policies_are_checked_whole_and_a_refused_change_keeps_the_old_ones,
+    a_policy_reminds_then_escalates_in_order_with_events_deliveries_and_audit,
+);
+
+const PASSWORD: &str = "correct horse battery staple";
+const POLICIES: &str = "/api/v1/escalation-policies";
+
+async fn start(backend: Backend, smtp: &str) -> Option<TestApp> {
+    let smtp = smtp.to_owned();
+    TestApp::start_with(backend, move |config| {
+        config.channels.smtp_url = Some(smtp.parse().unwrap());
+        config.channels.email_from = Some("Holdpoint <holdpoint@example.com>".parse().unwrap());
+    })
+    .await
+}
+
+/// A member with `role` and `email`, signed in.
+async fn person(app: &TestApp, username: &str, role: Role, email: &str) -> Session {
+    let member = app.add_person(username, PASSWORD, role).await;
+    let path = format!("/api/v1/members/{}", member["user_id"].as_str().unwrap());
+    let set = app.call(Method::PATCH, &path, Some(&app.token), Some(json!({ "email": email }))).await;
+    assert_eq!(set.status, StatusCode::OK, "{}", set.text);
+    let form = format!("username={username}&password={}&next=%2Finbox", PASSWORD.replace(' ', "+"));
+    app.sign_in_with(&form).await.expect("the person signs in")
+}
+
+async fn put_policies(app: &TestApp, body: Value) -> common::TestResponse {
+    app.call(Method::PUT, POLICIES, Some(&app.token), Some(body)).await
+}
+
+async fn policies_are_checked_whole_and_a_refused_change_keeps_the_old_ones(backend: Backend) {
+    let Some(app) = TestApp::start(backend).await else { return };
+    app.add_person("vic", PASSWORD, Role::Viewer).await;
+    let kept = json!({ "items": [{ "kind": "blocking", "urgency": "normal", "remind_after_seconds": 600 }] });
+    let stored = put_policies(&app, kept.clone()).await;
+    assert_eq!((stored.status, &stored.json), (StatusCode::OK, &kept), "{}", stored.text);
+
+    let refused = put_policies(
+        &app,
+        json!({ "items": [
+            { "kind": "approval", "urgency": "high", "remind_after_seconds": 5, "escalate_after_seconds": 2,
+              "escalate_to": { "role": "admin" } },
+            { "kind": "approval", "urgency": "high", "remind_after_seconds": 1 },
+            { "kind": "blocking", "urgency": "low", "escalate_after_seconds": 3 },
+            { "kind": "approval", "urgency": "critical", "escalate_after_seconds": 3, "escalate_to": { "user": "vic" } },
+            { "kind": "blocking", "urgency": "critical" },
+            { "kind": "error_recovery", "urgency": "critical", "remind_after_seconds": 0 },
+            { "kind": "non_blocking", "urgency": "low", "escalate_after_seconds": 60, "escalate_to": { "role": "viewer" } },
+        ] }),
+    )
+    .await;
+    let error = assert_error(&refused, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+    let fields = error["details"]["fields"].as_object().unwrap();
+    let named: Vec<&str> = fields.keys().map(String::as_str).collect();
+    assert_eq!(
+        named,
+        vec![
+            "items[0].escalate_after_seconds",
+            "items[1].urgency",
+            "items[2].escalate_to",
+            "items[3].escalate_to.user",
+            "items[4].remind_after_seconds",
+            "items[5].remind_after_seconds",
+            "items[6].escalate_to.role",
+        ],
+        "{error}"
+    );
+    assert!(fields["items[3].escalate_to.user"].as_str().unwrap().contains("vic is a viewer"), "{error}");
+    assert_eq!(app.get(POLICIES).await.json, kept, "a refused change changed the policies");
+    let unknown = put_policies(&app, json!({ "items": [{ "kind": "approval", "urgency": "high", "nag": 1 }] })).await;
+    assert_error(&unknown, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+    assert_eq!(app.get(POLICIES).await.json, kept);
+
+    // The change is audited with what was there before.
+    let audit = app.get("/api/v1/audit?action=escalation_policies.changed").await;
+    let entries = audit.json["items"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{}", audit.text);
+    assert_eq!((&entries[0]["before"], &entries[0]["after"]), (&json!([]), &kept["items"]));
+}
+
+async fn a_policy_reminds_then_escalates_in_order_with_events_deliveries_and_audit(backend: Backend) {
+    let mut sink = smtp::Sink::start().await;
+    let smtp = sink.url();
+    let Some(app) = start(backend, &smtp).await else { return };
+    let alice = person(&app, "alice", Role::Approver, "alice@example.com").await;
+    let dave = person(&app, "dave", Role::Admin, "dave@example.com").await;
+    let policy = json!({ "items": [{ "kind": "approval", "urgency": "high", "remind_after_seconds": 1,
+                                     "escalate_after_seconds": 2, "escalate_to": { "role": "admin" } }] });
+    let stored = put_policies(&app, policy.clone()).await;
+    assert_eq!((stored.status, &stored.json), (StatusCode::OK, &policy), "{}", stored.text);
+    // A second instance on the same database, which sends the mail; both run the deadline worker, so both try
+    // every step.
+    let _server = app
+        .spawn_process_with(&[
+            ("HOLDPOINT_SMTP_URL", smtp.clone()),
+            ("HOLDPOINT_EMAIL_FROM", "Holdpoint <holdpoint@example.com>".into()),
+        ])
+        .await;
+
+    let asked = app
+        .post(
+            "/api/v1/questions",
+            json!({ "kind": "approval", "title": "Drop the staging database?",
+                    "action": { "tool_name": "shell", "arguments": { "command": "dropdb staging" } } }),
+        )
+        .await;
+    assert_eq!(asked.status, StatusCode::CREATED, "{}", asked.text);
+    let id = asked.json["id"].as_str().unwrap().to_owned();
+    let plan = &asked.json["escalation"];
+    let at = |value: &Value| chrono::DateTime::parse_from_rfc3339(value.as_str().unwrap()).unwrap();
+    let created = at(&asked.json["created_at"]);
+    assert_eq!((at(&plan["remind_at"]) - created).num_milliseconds(), 1000, "{plan}");
+    assert_eq!((at(&plan["escalate_at"]) - created).num_milliseconds(), 2000, "{plan}");
+    assert_eq!(plan["escalate_to"], json!({ "role": "admin" }));
+    assert!(plan["reminded_at"].is_null() && plan["escalated_at"].is_null(), "{plan}");
+    let unplanned = app.post("/api/v1/questions", json!({ "title": "Lunch?", "urgency": "normal" })).await;
+    assert!(unplanned.json.get("escalation").is_none(), "no policy, no plan: {}", unplanned.text);
+
+    // The mail of each step, in order: the question to both (alice approves, dave is an admin), the reminder to
+    // both, then the escalation to the admins alone.
+    let mut mail = Vec::new();
+    for _ in 0..5 {
+        let message = sink.next_message().await;
+        let to = message["rcpt_tos"][0].as_str().unwrap().to_owned();
+        mail.push((message["subject"].as_str().unwrap().to_owned(), to));
+    }
+    let step_of = |subject: &str| subject.split(": ").next().unwrap().to_owned();
+    let steps: Vec<String> = mail.iter().map(|(subject, _)| step_of(subject)).collect();
+    assert_eq!(steps, ["[HIGH] Approval", "[HIGH] Approval", "Reminder", "Reminder", "Escalated to you"], "{mail:?}");
+    assert_eq!(
+        mail[4],
+        ("Escalated to you: [HIGH] Approval: Drop the staging database?".into(), "dave@example.com".into())
+    );
+    let mut reminded: Vec<&str> = mail[2..4].iter().map(|(_, to)| to.as_str()).collect();
+    reminded.sort();
+    assert_eq!(reminded, ["alice@example.com", "dave@example.com"]);
+    assert!(sink.message_within(Duration::from_millis(1500)).await.is_none(), "a step was taken twice");
+
+    // The question now belongs to the admins; its plan says when each step was taken.
+    let question = app.get(&format!("/api/v1/questions/{id}")).await.json;
+    assert_eq!(question["status"], "pending");
+    assert_eq!(question["assignee"], json!({ "role": "admin" }), "{question}");
+    let plan = &question["escalation"];
+    assert!(at(&plan["reminded_at"]) >= at(&plan["remind_at"]), "{plan}");
+    assert!(at(&plan["escalated_at"]) >= at(&plan["escalate_at"]), "{plan}");
+
+    // Each step's deliveries, with their cause, oldest first.
+    let mut causes = Vec::new();
+    for _ in 0..200 {
+        let listed = app.get(&format!("/api/v1/questions/{id}/deliveries")).await.json;
+        let items = listed["items"].as_array().unwrap().clone();
+        causes = items
+            .iter()
+            .map(|d| (d["cause"].as_str().unwrap().to_owned(), d["recipient"].as_str().unwrap().to_owned()))
+            .collect::<Vec<_>>();
+        if items.iter().all(|d| d["status"] == "sent") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let by_cause = |cause: &str| {
+        let mut who: Vec<String> = causes.iter().filter(|(c, _)| c == cause).map(|(_, w)| w.clone()).collect();
+        who.sort();
+        who
+    };
+    assert_eq!(
+        causes.iter().map(|(c, _)| c.as_str()).collect::<Vec<_>>(),
+        ["asked", "asked", "reminded", "reminded", "escalated"]
+    );
+    assert_eq!(
+        (by_cause("asked"), by_cause("reminded"), by_cause("escalated")),
+        (
+            vec!["alice".to_owned(), "dave".to_owned()],
+            vec!["alice".to_owned(), "dave".to_owned()],
+            vec!["dave".to_owned()]
+        )
+    );
+
+    // The approver may no longer answer; an admin may.
+    let path = format!("/api/v1/questions/{id}/answer");
+    let refused = app.session_call(&alice, Method::POST, &path, Some(json!({ "value": true }))).await;
+    assert_error(&refused, StatusCode::FORBIDDEN, "forbidden");
+    let answered = app.session_call(&dave, Method::POST, &path, Some(json!({ "value": false }))).await;
+    assert_eq!(answered.status, StatusCode::OK, "{}", answered.text);
+
+    // One event per step, in order, whichever instance took it.
+    let events = app.state.store.events_after(0, 1000).await.unwrap();
+    let types: Vec<&str> = events
+        .iter()
+        .filter(|e| e.question_id.map(|q| q.to_string()) == Some(id.clone()))
+        .map(|e| e.event_type.as_str())
+        .collect();
+    assert_eq!(types, ["question_asked", "question_reminded", "question_escalated", "question_answered"]);
+
+    // And the audit shows both steps, by the policy, with who each reached.
+    let audit = app.get(&format!("/api/v1/audit?subject_id={id}")).await.json;
+    let mut entries = audit["items"].as_array().unwrap().clone();
+    entries.sort_by_key(|e| e["seq"].as_i64());
+    let actions: Vec<&str> = entries.iter().map(|e| e["action"].as_str().unwrap()).collect();
+    assert_eq!(actions, ["question.reminded", "question.escalated", "question.answered"], "{audit}");
+    let (reminder, escalation) = (&entries[0], &entries[1]);
+    assert_eq!(
+        (&reminder["actor"], &reminder["actor_kind"]),
+        (&json!("escalation policy"), &json!("policy")),
+        "{reminder}"
+    );
+    assert_eq!(reminder["after"]["notified"], json!(["alice", "dave"]), "{reminder}");
+    assert_eq!(reminder["after"]["next_step"]["step"], "escalate", "{reminder}");
+    assert_eq!(escalation["before"]["assignee"], Value::Null, "{escalation}");
+    assert_eq!(escalation["after"]["assignee"], json!({ "role": "admin" }), "{escalation}");
+    assert_eq!(escalation["after"]["notified"], json!(["dave"]), "{escalation}");
+}
