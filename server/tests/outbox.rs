@@ -29,6 +29,7 @@ on_both_backends!(
     a_failing_channel_is_retried_with_backoff_and_each_delivery_claimed_once,
     an_email_reaches_a_real_smtp_server_through_the_servers_outbox,
     deliveries_outlive_an_smtp_outage_and_a_killed_server,
+    two_server_processes_send_each_delivery_once,
     slack_asks_with_buttons_answers_signed_clicks_as_the_mapped_member_and_updates_the_message,
     slack_posts_a_question_once_in_a_configured_channel_where_anyone_mapped_answers,
     web_push_reaches_each_subscribed_browser_answers_through_its_actions_and_is_replaced_once_resolved,
@@ -406,6 +407,37 @@ fn mailing(smtp: &str) -> Vec<(&'static str, String)> {
         ("HOLDPOINT_EMAIL_FROM", "Holdpoint <holdpoint@example.com>".into()),
         ("HOLDPOINT_DELIVERY_FIRST_RETRY_SECONDS", "1".into()),
     ]
+}
+
+async fn two_server_processes_send_each_delivery_once(backend: Backend) {
+    let mut sink = smtp::Sink::start().await;
+    let smtp = sink.url();
+    let Some(app) = start(backend, &smtp).await else { return };
+    person(&app, "alice", Role::Approver, Some("alice@example.com")).await;
+    let first = app.spawn_process_with(&mailing(&smtp)).await;
+    let second = app.spawn_process_with(&mailing(&smtp)).await;
+    let client = reqwest::Client::new();
+    // Asked through both, so both outboxes wake for every question (each follows the other's events too).
+    const QUESTIONS: usize = 24;
+    for n in 0..QUESTIONS {
+        let base = if n % 2 == 0 { &first.base_url } else { &second.base_url };
+        let asked = client
+            .post(format!("{base}/api/v1/questions"))
+            .bearer_auth(&app.token)
+            .json(&json!({ "title": format!("Ship build {n}?"), "response_type": "boolean", "urgency": "high" }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(asked.status(), 201);
+    }
+    let mut subjects = Vec::new();
+    for _ in 0..QUESTIONS {
+        subjects.push(sink.next_message().await["subject"].as_str().unwrap().to_owned());
+    }
+    assert!(sink.message_within(Duration::from_millis(1500)).await.is_none(), "a delivery was sent twice");
+    subjects.sort();
+    subjects.dedup();
+    assert_eq!(subjects.len(), QUESTIONS, "each question's email arrived once: {subjects:?}");
 }
 
 async fn deliveries_outlive_an_smtp_outage_and_a_killed_server(backend: Backend) {
