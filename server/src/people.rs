@@ -10,6 +10,7 @@ use chrono::Duration;
 use uuid::Uuid;
 
 use crate::audit::action;
+use crate::channels::slack::SlackClient;
 use crate::credentials::{Caller, hash_secret, new_token_secret, random_secret};
 use crate::error::AppError;
 use crate::store::{
@@ -225,6 +226,7 @@ pub async fn change_role(store: &dyn Store, caller: &Caller, user_id: Uuid, role
 /// written, so a bad one changes nothing.
 pub async fn update_member(
     store: &dyn Store,
+    slack: Option<&SlackClient>,
     caller: &Caller,
     user_id: Uuid,
     update: MemberUpdate,
@@ -237,7 +239,7 @@ pub async fn update_member(
     }
     if addresses != AddressUpdate::default() {
         let member = store.member(caller.workspace_id(), user_id).await?.ok_or(AppError::NotFound("member"))?;
-        set_addresses(store, caller, &member, addresses).await?;
+        set_addresses(store, slack, caller, &member, addresses).await?;
     }
     let row = store.member(caller.workspace_id(), user_id).await?.ok_or(AppError::NotFound("member"))?;
     Ok(row.to_member()?)
@@ -246,12 +248,13 @@ pub async fn update_member(
 /// `PATCH /me`: a person sets where they are reached.
 pub async fn update_my_addresses(
     store: &dyn Store,
+    slack: Option<&SlackClient>,
     caller: &Caller,
     update: AddressUpdate,
 ) -> Result<Member, AppError> {
     let member = my_membership(store, caller).await?;
     check_addresses(&update)?;
-    set_addresses(store, caller, &member, update).await?;
+    set_addresses(store, slack, caller, &member, update).await?;
     let row = store.member(caller.workspace_id(), member.user_id).await?.ok_or(AppError::NotFound("member"))?;
     Ok(row.to_member()?)
 }
@@ -319,19 +322,31 @@ fn check_addresses(update: &AddressUpdate) -> Result<(), AppError> {
 }
 
 /// Writes the addresses `update` gives over those `member` has, with the audit entry of the change (nothing when
-/// nothing changes).
+/// nothing changes). A new email of a member without a Slack id, where this server sends on Slack, is looked up
+/// there (`users.lookupByEmail`) unless the update sets the Slack id itself: the member found is theirs.
 async fn set_addresses(
     store: &dyn Store,
+    slack: Option<&SlackClient>,
     caller: &Caller,
     member: &MemberRow,
     update: AddressUpdate,
 ) -> Result<(), AppError> {
     let before = member.settings();
-    let settings = MemberSettings {
+    let sets_slack_id = update.slack_user_id.is_some();
+    let mut settings = MemberSettings {
         email: update.email.unwrap_or_else(|| before.email.clone()),
         slack_user_id: update.slack_user_id.unwrap_or_else(|| before.slack_user_id.clone()),
         notifications: before.notifications.clone(),
     };
+    if let (Some(slack), Some(email), None, false) = (slack, &settings.email, &settings.slack_user_id, sets_slack_id)
+        && settings.email != before.email
+    {
+        match slack.user_id_by_email(email).await {
+            Ok(found) => settings.slack_user_id = found,
+            // The address is saved all the same; the Slack id can be set by hand.
+            Err(err) => tracing::warn!(user_id = %member.user_id, error = %err, "could not look the email up on Slack"),
+        }
+    }
     if settings == before {
         return Ok(());
     }

@@ -42,6 +42,11 @@ pub struct App {
 
 impl App {
     /// How this server's doors ask questions: its store, its counters, its hub and the configured timeouts.
+    /// The Slack client, where this server sends on Slack.
+    pub fn slack_client(&self) -> Option<&crate::channels::slack::SlackClient> {
+        self.slack.as_ref().map(|(client, _)| client)
+    }
+
     pub fn asking(&self) -> crate::questions::Asking<'_> {
         crate::questions::Asking {
             store: self.store.as_ref(),

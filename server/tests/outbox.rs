@@ -32,6 +32,7 @@ on_both_backends!(
     two_server_processes_send_each_delivery_once,
     slack_asks_with_buttons_answers_signed_clicks_as_the_mapped_member_and_updates_the_message,
     slack_posts_a_question_once_in_a_configured_channel_where_anyone_mapped_answers,
+    a_new_email_finds_the_members_slack_id,
     web_push_reaches_each_subscribed_browser_answers_through_its_actions_and_is_replaced_once_resolved,
     a_person_sends_themselves_a_test_message_by_email,
 );
@@ -574,6 +575,63 @@ async fn start_with_slack(backend: Backend, channel: Option<&str>) -> Option<(Te
         }
     }
     Some((app, stand_in))
+}
+
+async fn a_new_email_finds_the_members_slack_id(backend: Backend) {
+    let Some((app, stand_in)) = start_with_slack(backend, None).await else { return };
+    stand_in.add_person("carol@example.com", "U0CAROL");
+    stand_in.add_person("dan@example.com", "U0DAN");
+    let member_id = |name: &'static str| {
+        let app = &app;
+        async move {
+            let members = app.get("/api/v1/members").await.json;
+            let member = members["items"].as_array().unwrap().iter().find(|m| m["username"] == name).cloned();
+            member.unwrap()["user_id"].as_str().unwrap().to_owned()
+        }
+    };
+    let carol = member_id("carol").await;
+    let path = format!("/api/v1/members/{carol}");
+
+    // Carol has no Slack id: her new email finds it, and the audit entry records it.
+    let set = app.call(Method::PATCH, &path, Some(&app.token), Some(json!({ "email": "carol@example.com" }))).await;
+    assert_eq!((set.status, &set.json["slack_user_id"]), (StatusCode::OK, &json!("U0CAROL")), "{}", set.text);
+    let audit = app.get(&format!("/api/v1/audit?action=addresses.changed&subject_id={carol}")).await.json;
+    assert_eq!(audit["items"][0]["after"]["slack_user_id"], "U0CAROL", "{audit}");
+    // An email Slack does not know leaves the id as it was: unknown there is not an error here.
+    let dan = app.add_person("dan", PASSWORD, Role::Responder).await["user_id"].as_str().unwrap().to_owned();
+    let unknown = app
+        .call(
+            Method::PATCH,
+            &format!("/api/v1/members/{dan}"),
+            Some(&app.token),
+            Some(json!({ "email": "x@example.com" })),
+        )
+        .await;
+    assert_eq!((unknown.status, &unknown.json["slack_user_id"]), (StatusCode::OK, &Value::Null), "{}", unknown.text);
+    // An id given with the email is kept as given, and nothing is looked up.
+    let lookups = || stand_in.calls().iter().filter(|(method, _)| method == "users.lookupByEmail").count();
+    let before = lookups();
+    let given = app
+        .call(
+            Method::PATCH,
+            &format!("/api/v1/members/{dan}"),
+            Some(&app.token),
+            Some(json!({ "email": "dan@example.com", "slack_user_id": "U0GIVEN" })),
+        )
+        .await;
+    assert_eq!(given.json["slack_user_id"], "U0GIVEN", "{}", given.text);
+    // Nor is an email already known looked up again.
+    let same = app.call(Method::PATCH, &path, Some(&app.token), Some(json!({ "email": "carol@example.com" }))).await;
+    assert_eq!(same.status, StatusCode::OK);
+    assert_eq!(lookups(), before, "{:?}", stand_in.calls());
+    // People set their own address the same way.
+    let form = format!("username=bob&password={}&next=%2Finbox", PASSWORD.replace(' ', "+"));
+    let bob = app.sign_in_with(&form).await.expect("bob signs in");
+    let cleared = app.session_call(&bob, Method::PATCH, "/api/v1/me", Some(json!({ "slack_user_id": null }))).await;
+    assert_eq!(cleared.json["slack_user_id"], Value::Null, "{}", cleared.text);
+    stand_in.add_person("bob@example.com", "U0BOB2");
+    let mine = app.session_call(&bob, Method::PATCH, "/api/v1/me", Some(json!({ "email": "bob@example.com" }))).await;
+    assert_eq!(mine.json["slack_user_id"], "U0BOB2", "{}", mine.text);
 }
 
 async fn slack_asks_with_buttons_answers_signed_clicks_as_the_mapped_member_and_updates_the_message(backend: Backend) {

@@ -434,6 +434,42 @@ impl SlackClient {
         self.call("chat.postEphemeral", &body).await.map(drop)
     }
 
+    /// `users.lookupByEmail` (scope `users:read.email`): the Slack user id of the workspace member with `email`;
+    /// `None` when Slack has nobody with it.
+    pub async fn user_id_by_email(&self, email: &str) -> Result<Option<String>, SlackError> {
+        #[derive(serde::Deserialize)]
+        struct Found {
+            ok: bool,
+            #[serde(default)]
+            error: Option<String>,
+            #[serde(default)]
+            user: Option<FoundUser>,
+        }
+        #[derive(serde::Deserialize)]
+        struct FoundUser {
+            id: String,
+        }
+        let response = self
+            .http
+            .get(format!("{}/users.lookupByEmail", self.api_url))
+            .bearer_auth(&self.bot_token)
+            .query(&[("email", email)])
+            .send()
+            .await
+            .map_err(|e| SlackError::Network(e.to_string()))?;
+        if !response.status().is_success() {
+            return Err(SlackError::Status { status: response.status().as_u16() });
+        }
+        let found: Found = response.json().await.map_err(|e| SlackError::Protocol(e.to_string()))?;
+        match (found.ok, found.user, found.error.as_deref()) {
+            (true, Some(user), _) => Ok(Some(user.id)),
+            (false, _, Some("users_not_found")) => Ok(None),
+            (_, _, error) => {
+                Err(SlackError::Api { error: error.unwrap_or("unknown_error").to_owned(), retry_after: None })
+            }
+        }
+    }
+
     pub async fn open_view(&self, trigger_id: &str, view: &Value) -> Result<(), SlackError> {
         self.call("views.open", &json!({"trigger_id": trigger_id, "view": view})).await.map(drop)
     }

@@ -180,3 +180,15 @@ async fn rate_limits_outages_and_an_unreachable_api_are_retried() {
     let unreachable = SlackClient::new(&format!("http://127.0.0.1:{port}/api"), BOT_TOKEN).unwrap();
     assert!(matches!(unreachable.deliver("C0TEAM", &message).await, DeliveryOutcome::Retry { .. }));
 }
+
+#[tokio::test]
+async fn users_lookup_by_email_finds_a_member_and_says_when_there_is_none() {
+    let (stand_in, url) = StandIn::start().await;
+    stand_in.add_person("alice@example.com", "U0ALICE");
+    let client = SlackClient::new(&url, BOT_TOKEN).unwrap();
+    assert_eq!(client.user_id_by_email("alice@example.com").await.unwrap().as_deref(), Some("U0ALICE"));
+    assert_eq!(client.user_id_by_email("nobody@example.com").await.unwrap(), None);
+    let wrong_token = SlackClient::new(&url, "xoxb-wrong").unwrap();
+    let refused = wrong_token.user_id_by_email("alice@example.com").await;
+    assert!(matches!(&refused, Err(SlackError::Api { error, .. }) if error == "invalid_auth"), "{refused:?}");
+}

@@ -1,5 +1,6 @@
 //! A stand-in of Slack's Web API for the tests: an HTTP server on loopback that answers `chat.postMessage`,
-//! `chat.update`, `chat.postEphemeral` and `views.open` as Slack does, after checking each request as Slack documents
+//! `chat.update`, `chat.postEphemeral`, `views.open` and `users.lookupByEmail` (a GET, from its own directory) as
+//! Slack does, after checking each request as Slack documents
 //! it (bearer token, JSON with its charset, the method's required fields) and every block against Block Kit's
 //! limits. It records the calls it accepted. And what Slack sends back: interactions signed as Slack signs them.
 
@@ -24,6 +25,8 @@ pub struct StandIn {
     calls: Arc<Mutex<Vec<(String, Value)>>>,
     /// Messages posted so far: each gets a `ts` of its own, as in Slack.
     posted: Arc<AtomicU64>,
+    /// The workspace's people by email, for `users.lookupByEmail`.
+    directory: Arc<Mutex<std::collections::HashMap<String, String>>>,
 }
 
 /// Block Kit's documented limits for what a check reads: `(what, at most)`.
@@ -248,10 +251,39 @@ async fn api(
     axum::Json(reply).into_response()
 }
 
+/// `users.lookupByEmail`: a GET with the bearer token and `email` in the query, as Slack documents it.
+async fn lookup_by_email(
+    State(stand_in): State<StandIn>,
+    headers: HeaderMap,
+    axum::extract::Query(query): axum::extract::Query<std::collections::HashMap<String, String>>,
+) -> Response {
+    if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some(&format!("Bearer {BOT_TOKEN}")) {
+        return slack_error("invalid_auth", vec![]);
+    }
+    let Some(email) = query.get("email").filter(|e| !e.is_empty()) else {
+        return slack_error("invalid_arguments", vec!["[ERROR] missing required field: email".into()]);
+    };
+    stand_in.calls.lock().unwrap().push(("users.lookupByEmail".into(), json!({ "email": email })));
+    match stand_in.directory.lock().unwrap().get(email) {
+        Some(id) => axum::Json(json!({"ok": true, "user": {"id": id, "team_id": "T0001", "name": email,
+                                                            "profile": {"email": email}}}))
+        .into_response(),
+        None => slack_error("users_not_found", vec![]),
+    }
+}
+
 impl StandIn {
+    /// Puts a person with `email` and Slack user id `id` in the stand-in's workspace.
+    pub fn add_person(&self, email: &str, id: &str) {
+        self.directory.lock().unwrap().insert(email.to_owned(), id.to_owned());
+    }
+
     pub async fn start() -> (StandIn, String) {
         let stand_in = StandIn::default();
-        let app = Router::new().route("/api/{method}", post(api)).with_state(stand_in.clone());
+        let app = Router::new()
+            .route("/api/users.lookupByEmail", axum::routing::get(lookup_by_email))
+            .route("/api/{method}", post(api))
+            .with_state(stand_in.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/api", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
