@@ -256,6 +256,9 @@ pub async fn take_due_steps(store: &dyn Store, hub: Option<&EventHub>, sends_on:
             if store.take_escalation_step(&step).await? {
                 taken += 1;
                 took_any = true;
+                if let (Some(hub), false) = (hub, step.reach.deliveries.is_empty()) {
+                    hub.deliveries_queued();
+                }
             }
         }
         // A pass that took a step looks again: a question with both steps overdue (the server was down) takes the

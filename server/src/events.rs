@@ -60,6 +60,8 @@ pub struct EventHub {
     asked: Arc<AskedHere>,
     /// How many event streams each principal holds open here.
     streams: Arc<Mutex<HashMap<Uuid, usize>>>,
+    /// Raised when this instance has written deliveries, for its outbox to send them at once.
+    deliveries_queued: Arc<tokio::sync::Notify>,
 }
 
 /// One open event stream of a principal, counted until it is dropped.
@@ -156,6 +158,7 @@ impl EventHub {
             watches: Arc::default(),
             asked: Arc::default(),
             streams: Arc::default(),
+            deliveries_queued: Arc::default(),
         };
         tokio::spawn(hub.clone().follow(store));
         Ok(hub)
@@ -209,6 +212,16 @@ impl EventHub {
     /// means "read it from the database". Not for reads that must see a change the moment it commits.
     pub fn asked_and_pending(&self, workspace_id: Uuid, id: Uuid) -> Option<Arc<QuestionRow>> {
         self.asked.lock().get(&id).filter(|row| row.workspace_id == workspace_id).cloned()
+    }
+
+    /// Tells this instance's outbox that deliveries were written (kept until it next looks, if it is busy).
+    pub fn deliveries_queued(&self) {
+        self.deliveries_queued.notify_one();
+    }
+
+    /// Until [`EventHub::deliveries_queued`] is called (at once if it was since the last wait).
+    pub async fn until_deliveries_queued(&self) {
+        self.deliveries_queued.notified().await;
     }
 
     /// The id of the newest event handed to subscribers: a page rendered now opens its stream from here, so it
@@ -322,6 +335,7 @@ mod tests {
             watches: Arc::default(),
             asked: Arc::default(),
             streams: Arc::default(),
+            deliveries_queued: Arc::default(),
         }
     }
 

@@ -37,6 +37,8 @@ const CLAIM: chrono::Duration = chrono::Duration::minutes(5);
 const BATCH: u32 = 64;
 /// The longest the worker sleeps with nothing due: what it waits at most for a delivery written by another instance.
 const MAX_SLEEP: Duration = Duration::from_secs(5);
+/// How soon after an event that may have made something due the outbox looks, at the most often.
+const COALESCE: Duration = Duration::from_millis(100);
 /// How long after its question was asked a delivery is still tried.
 const GIVE_UP_AFTER: chrono::Duration = chrono::Duration::hours(24);
 /// The longest wait between two attempts.
@@ -104,8 +106,10 @@ impl Outbox {
     /// Starts the worker.
     pub fn spawn(self: Arc<Self>, hub: &EventHub) -> tokio::task::JoinHandle<()> {
         let (mut events, _) = hub.subscribe();
+        let hub = hub.clone();
         tokio::spawn(async move {
             loop {
+                let round = tokio::time::Instant::now();
                 // A read first: most questions reach nobody outside Holdpoint, and waking for each of them must not
                 // cost a write (on SQLite, one more turn of the one writer for every question asked).
                 let next = self.store.next_delivery_due().await;
@@ -124,12 +128,20 @@ impl Outbox {
                     Ok(Some(next)) => (next - now()).to_std().unwrap_or(Duration::ZERO).min(MAX_SLEEP),
                     Ok(None) | Err(_) => MAX_SLEEP,
                 };
-                let wake = tokio::time::sleep(sleep.max(Duration::from_millis(10)));
+                let wake = tokio::time::sleep_until(round + sleep.max(Duration::from_millis(10)));
                 tokio::pin!(wake);
                 loop {
                     tokio::select! {
+                        // Deliveries this instance wrote: sent at once.
+                        () = hub.until_deliveries_queued() => break,
+                        // Another instance's change may have made something due (its deliveries, a message to
+                        // bring up to date): looked for within COALESCE, so a busy server whose questions reach
+                        // nobody outside costs its outbox a few reads a second, not some for every question.
                         event = events.recv() => match event {
-                            Ok(event) if self.wakes_for(&event.event_type) => break,
+                            Ok(event) if self.wakes_for(&event.event_type) => {
+                                let soon = wake.deadline().min(round + COALESCE);
+                                wake.as_mut().reset(soon);
+                            }
                             Ok(_) | Err(RecvError::Lagged(_)) => {}
                             Err(RecvError::Closed) => { (&mut wake).await; break }
                         },

@@ -518,6 +518,9 @@ impl Asking<'_> {
         };
         match created {
             Ok(created) if created.created => {
+                if let (Some(hub), false) = (self.hub, with.reach.deliveries.is_empty()) {
+                    hub.deliveries_queued();
+                }
                 self.metrics.question_created(row.kind.as_str());
                 Ok(Asked { question: created.value, json: Some(question) })
             }

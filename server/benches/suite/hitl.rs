@@ -86,7 +86,8 @@ pub async fn run(postgres: Option<&Postgres>) -> Result<Section, String> {
             }
             let db = if in_memory { FreshDb::sqlite_in(memory)? } else { FreshDb::fresh(backend, postgres).await? };
             let where_ = where_label(backend, in_memory);
-            let server = Server::start(&format!("hitl-{}-{agents}", where_.replace(' ', "-")), &db).await?;
+            let name = format!("hitl-{}-{agents}", where_.replace(' ', "-"));
+            let server = Server::start_with(&name, &db, &channel_settings()).await?;
             let outcome = measure(&server, agents).await;
             server.stop().await;
             let outcome = outcome?;
@@ -177,6 +178,23 @@ pub async fn run(postgres: Option<&Postgres>) -> Result<Section, String> {
         ),
     );
     Ok(section)
+}
+
+/// `HOLDPOINT_BENCH_CHANNELS=idle` configures every channel (email, Slack, web push) with nobody to reach on them:
+/// what configured channels cost a cycle that sends nothing, for an A/B against the same load without them.
+fn channel_settings() -> Vec<(&'static str, &'static str)> {
+    if std::env::var("HOLDPOINT_BENCH_CHANNELS").as_deref() != Ok("idle") {
+        return Vec::new();
+    }
+    vec![
+        // Nothing listens on port 1 of the loopback address; no member has an address, so nothing is sent.
+        ("HOLDPOINT_SMTP_URL", "smtp://127.0.0.1:1?tls=none"),
+        ("HOLDPOINT_EMAIL_FROM", "Holdpoint <holdpoint@example.com>"),
+        ("HOLDPOINT_SLACK_BOT_TOKEN", "xoxb-bench"),
+        ("HOLDPOINT_SLACK_SIGNING_SECRET", "bench-signing-secret"),
+        ("HOLDPOINT_SLACK_API_URL", "http://127.0.0.1:1/api"),
+        ("HOLDPOINT_VAPID_SUBJECT", "mailto:bench@example.com"),
+    ]
 }
 
 /// The row "CPU per cycle" of a configuration, when `/proc` could be read.

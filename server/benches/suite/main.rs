@@ -6,7 +6,7 @@
 //! Every part is bounded in time. The suite prints a table and writes `docs/benchmarks.md`: the machine, every
 //! figure next to its target with a pass/miss mark, and how each was measured.
 //!
-//! Flags: `--only hitl,fanout,inbox,rebuild,site` runs some parts (then nothing is written unless `--out` is
+//! Flags: `--only hitl,delivery,fanout,inbox,rebuild,site` runs some parts (then nothing is written unless `--out` is
 //! given); `--out PATH` writes the report there instead of `docs/benchmarks.md`. `HOLDPOINT_BENCH_HITL` (see
 //! `hitl.rs`) runs one configuration of the HITL part, for profiling and A/B runs.
 
@@ -16,6 +16,7 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod delivery;
 mod fanout;
 mod hitl;
 mod inbox;
@@ -31,7 +32,7 @@ use std::time::{Duration, Instant};
 use report::{Figure, Section};
 
 /// The parts of the suite, in the order they run.
-const PARTS: [&str; 5] = ["hitl", "fanout", "inbox", "rebuild", "site"];
+const PARTS: [&str; 6] = ["hitl", "delivery", "fanout", "inbox", "rebuild", "site"];
 
 struct Options {
     parts: Vec<String>,
@@ -96,6 +97,7 @@ async fn run(options: Options) -> Result<(), String> {
         eprintln!("bench: {part} ...");
         let section = match part.as_str() {
             "hitl" => hitl::run(postgres.as_ref().ok()).await?,
+            "delivery" => delivery::run().await?,
             "fanout" => fanout::run().await?,
             "inbox" => inbox::run(postgres.as_ref().ok()).await?,
             "rebuild" => rebuild::run(postgres.as_ref().ok()).await?,

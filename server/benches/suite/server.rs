@@ -168,6 +168,11 @@ impl Server {
     /// Starts `holdpoint serve` on `db` with the shipped defaults, on a free loopback port. Its log goes to
     /// `target/bench/logs/<name>.log`.
     pub async fn start(name: &str, db: &FreshDb) -> Result<Server, String> {
+        Self::start_with(name, db, &[]).await
+    }
+
+    /// [`Server::start`] with settings of `env` on top (channels to send on, say).
+    pub async fn start_with(name: &str, db: &FreshDb, env: &[(&str, &str)]) -> Result<Server, String> {
         let logs = scratch_dir().join("logs");
         std::fs::create_dir_all(&logs).map_err(|e| format!("cannot create {}: {e}", logs.display()))?;
         let log_path = logs.join(format!("{name}.log"));
@@ -191,6 +196,7 @@ impl Server {
             .env("HOLDPOINT_MAX_CONNECTIONS", "20000")
             // The shipped log level, whatever the shell running the suite has set.
             .env_remove("RUST_LOG")
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(log)
             .kill_on_drop(true)
