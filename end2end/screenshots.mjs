@@ -1,8 +1,8 @@
 // Takes the README's screenshots (docs/screenshots/): the inbox with 30 questions of mixed kinds and urgencies (on a
 // desktop, in the split view with an approval under the cursor), a question's page, the live modal for each response
-// type, the approval queue, a run page, the notification center and the settings page, at desktop and phone widths,
-// in the light and the dark theme. Also
-// measures the first load of /inbox. Run after `cargo xtask test` (or any build of the site and the server):
+// type, the approval queue, a run page, the notification center and the settings page with its escalation policies,
+// at desktop and phone widths, in the light and the dark theme. Also measures the first load of /inbox. Run after
+// `cargo xtask test` (or any build of the site and the server):
 //
 //   HOLDPOINT_BIN=target/debug/holdpoint node end2end/screenshots.mjs
 
@@ -154,6 +154,11 @@ try {
     await context.close();
   }
   console.log('first load of /inbox (ms, load event / hydrated):', JSON.stringify(timings));
+  // Approvals asked from now on (the modals') show their escalation chain; Settings shows the policies.
+  await api(server, 'PUT', '/escalation-policies', { items: [
+    { kind: 'approval', urgency: 'high', remind_after_seconds: 600, escalate_after_seconds: 1800, escalate_to: { role: 'admin' } },
+    { kind: 'blocking', urgency: 'critical', remind_after_seconds: 300 },
+  ] });
 
   for (const variant of VARIANTS) {
     const context = await browser.newContext(variant);
@@ -204,6 +209,8 @@ try {
     await page.goto(`${server.baseUrl}/settings`);
     await waitForLive(page);
     await shot('settings');
+    await page.getByTestId('escalation-form').scrollIntoViewIfNeeded();
+    await shot('settings-escalation');
     await context.close();
   }
   console.log(`screenshots in ${OUT}`);
