@@ -27,14 +27,11 @@ impl EscalationStore for PostgresStore {
         kind: QuestionKind,
         urgency: Urgency,
     ) -> StoreResult<Option<EscalationPolicyRow>> {
-        Ok(sqlx::query_as(&format!(
-            "SELECT {POLICY_COLUMNS} FROM escalation_policies WHERE workspace_id = $1 AND kind = $2 AND urgency = $3"
-        ))
-        .bind(workspace_id)
-        .bind(kind)
-        .bind(urgency)
-        .fetch_optional(&self.pool)
-        .await?)
+        let policies = match self.escalation_policies.fresh(workspace_id) {
+            Some(policies) => policies,
+            None => self.escalation_policies.remember(workspace_id, self.escalation_policies(workspace_id).await?),
+        };
+        Ok(PolicyCache::pick(&policies, kind, urgency))
     }
 
     async fn replace_escalation_policies(
@@ -62,6 +59,7 @@ impl EscalationStore for PostgresStore {
         }
         self.append_audit_in(&mut tx, audit).await?;
         tx.commit().await?;
+        self.escalation_policies.forget(workspace_id);
         Ok(())
     }
 

@@ -34,6 +34,8 @@ pub struct PostgresStore {
     batches: WriteBatches,
     /// The names of the workspaces this store has read.
     pub(in crate::store) workspace_names: Arc<super::WorkspaceNames>,
+    /// Each workspace's escalation policies, as last read.
+    pub(in crate::store) escalation_policies: Arc<super::escalation::PolicyCache>,
 }
 
 impl PostgresStore {
@@ -73,6 +75,7 @@ impl PostgresStore {
             _stop_listening: Arc::new(stop.drop_guard()),
             batches,
             workspace_names: Arc::default(),
+            escalation_policies: Arc::default(),
         })
     }
 }

@@ -38,6 +38,8 @@ pub struct SqliteStore {
     pub(in crate::store) workspace_names: Arc<super::WorkspaceNames>,
     /// Where this store last saw each workspace's audit chain end.
     pub(in crate::store) audit_heads: Arc<super::AuditHeads>,
+    /// Each workspace's escalation policies, as last read.
+    pub(in crate::store) escalation_policies: Arc<super::escalation::PolicyCache>,
 }
 
 /// A runtime of its own, on a thread of its own, for the two writes of a HITL cycle (asking and resolving a
@@ -126,6 +128,7 @@ impl SqliteStore {
             writer_thread: WriterThread::start()?,
             workspace_names: Arc::default(),
             audit_heads: Arc::default(),
+            escalation_policies: Arc::default(),
         })
     }
 
