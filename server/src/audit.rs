@@ -41,6 +41,10 @@ pub mod action {
     pub const QUESTION_REMINDED: &str = "question.reminded";
     /// A pending question was handed to someone else by its escalation policy.
     pub const QUESTION_ESCALATED: &str = "question.escalated";
+    /// A person subscribed a browser to web pushes (or subscribed it again, with new keys).
+    pub const PUSH_SUBSCRIPTION_ADDED: &str = "push_subscription.added";
+    /// A person removed one of their browsers' push subscriptions.
+    pub const PUSH_SUBSCRIPTION_REMOVED: &str = "push_subscription.removed";
     /// A workspace's escalation policies were replaced.
     pub const ESCALATION_POLICIES_CHANGED: &str = "escalation_policies.changed";
 
@@ -63,6 +67,8 @@ pub mod action {
         PASSWORD_CHANGED,
         ADDRESSES_CHANGED,
         NOTIFICATIONS_CHANGED,
+        PUSH_SUBSCRIPTION_ADDED,
+        PUSH_SUBSCRIPTION_REMOVED,
         QUESTION_REMINDED,
         QUESTION_ESCALATED,
         ESCALATION_POLICIES_CHANGED,

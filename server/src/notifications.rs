@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::audit::action;
 use crate::channels::ChannelKeys;
 use crate::channels::action_links::ActionLinkError;
 use crate::config::ChannelsConfig;
@@ -530,7 +531,8 @@ pub async fn subscribe_browser(
         ));
     }
     let row = PushSubscriptionRow {
-        id: Uuid::now_v7(),
+        // A browser subscribed again keeps its subscription (and its id), with the keys it sends now.
+        id: existing.iter().find(|row| row.endpoint == subscription.endpoint).map_or_else(Uuid::now_v7, |row| row.id),
         workspace_id: caller.workspace_id(),
         user_id,
         endpoint: subscription.endpoint,
@@ -538,13 +540,45 @@ pub async fn subscribe_browser(
         auth: subscription.keys.auth,
         created_at: crate::store::now(),
     };
-    Ok(subscription_info(&store.save_push_subscription(&row).await?))
+    let info = subscription_info(&row);
+    // Whoever subscribes a browser reads the questions pushed to it: recorded, with the push service, never the
+    // endpoint (which lets whoever knows it push to the browser).
+    let after = serde_json::json!({ "push_service": info.push_service, "again": known });
+    let audit = push_subscription_entry(caller, action::PUSH_SUBSCRIPTION_ADDED, &info, None, Some(after));
+    Ok(subscription_info(&store.save_push_subscription(&row, &audit).await?))
+}
+
+fn push_subscription_entry(
+    caller: &Caller,
+    action: &str,
+    subscription: &PushSubscriptionInfo,
+    before: Option<Value>,
+    after: Option<Value>,
+) -> crate::store::NewAuditEntry {
+    crate::store::NewAuditEntry {
+        workspace_id: caller.workspace_id(),
+        actor: crate::store::AuditActor::from(caller),
+        action: action.to_owned(),
+        subject_type: "push_subscription".into(),
+        subject_id: Some(subscription.id.to_string()),
+        before,
+        after,
+        diff: None,
+        created_at: crate::store::now(),
+    }
 }
 
 /// Unsubscribes one of the caller's browsers (`DELETE /me/push-subscriptions/{id}`); 404 if it is not theirs.
 pub async fn unsubscribe_browser(store: &dyn Store, caller: &Caller, id: Uuid) -> Result<(), AppError> {
     let user_id = person(caller)?;
-    if store.delete_push_subscription(caller.workspace_id(), user_id, id).await? {
+    let subscriptions = store.push_subscriptions(caller.workspace_id(), user_id).await?;
+    let Some(subscription) = subscriptions.iter().find(|row| row.id == id) else {
+        return Err(AppError::NotFound("push subscription"));
+    };
+    let info = subscription_info(subscription);
+    let before = serde_json::json!({ "push_service": info.push_service });
+    let audit = push_subscription_entry(caller, action::PUSH_SUBSCRIPTION_REMOVED, &info, Some(before), None);
+    if store.delete_push_subscription(caller.workspace_id(), user_id, id, &audit).await? {
         Ok(())
     } else {
         Err(AppError::NotFound("push subscription"))

@@ -966,6 +966,23 @@ async fn web_push_reaches_each_subscribed_browser_answers_through_its_actions_an
     assert_eq!(removed.status, StatusCode::NO_CONTENT, "{}", removed.text);
     let again = app.session_call(&alice, Method::DELETE, &format!("{path}/{id}"), None).await;
     assert_error(&again, StatusCode::NOT_FOUND, "not_found");
+    // Each subscription and its removal is on the record, as alice, with the push service and never the endpoint.
+    let audit = |action: &'static str| {
+        let app = &app;
+        async move {
+            let page = app.get(&format!("/api/v1/audit?action={action}&actor=alice")).await;
+            let entries = page.json["items"].as_array().unwrap().clone();
+            assert!(entries.iter().all(|e| e["actor"] == "alice"), "{}", page.text);
+            assert!(
+                page.text.contains("\"push_service\":\"127.0.0.1\"") && !page.text.contains("/push/"),
+                "{}",
+                page.text
+            );
+            entries.len()
+        }
+    };
+    assert_eq!(audit("push_subscription.added").await, 3, "the laptop twice, the gone browser once");
+    assert_eq!(audit("push_subscription.removed").await, 1);
     let next = ask(&app, json!({ "title": "Ship it?", "response_type": "boolean", "urgency": "critical" })).await;
     assert_eq!(deliveries(&app, &next).await, vec![]);
     let nowhere = test_message(&app, &alice, "push").await;

@@ -28,6 +28,8 @@ const ACTIONS: &[&str] = &[
     "role.changed",
     "addresses.changed",
     "notifications.changed",
+    "push_subscription.added",
+    "push_subscription.removed",
     "question.reminded",
     "question.escalated",
     "escalation_policies.changed",

@@ -230,15 +230,26 @@ pub trait OutboxStore: Send + Sync {
     async fn channel_summary(&self, workspace_id: Uuid, channel: Channel) -> StoreResult<ChannelSummary>;
     /// The memberships Slack user `slack_user_id` is mapped to, as `(workspace_id, user_id)`.
     async fn slack_memberships(&self, slack_user_id: &str) -> StoreResult<Vec<(Uuid, Uuid)>>;
-    /// Saves a browser's push subscription; one saved before for the same endpoint keeps its id and takes the new
-    /// keys. Returns the subscription as saved.
-    async fn save_push_subscription(&self, row: &PushSubscriptionRow) -> StoreResult<PushSubscriptionRow>;
+    /// Saves a browser's push subscription with the audit entry recording it; one saved before for the same endpoint
+    /// keeps its id and takes the new keys. Returns the subscription as saved.
+    async fn save_push_subscription(
+        &self,
+        row: &PushSubscriptionRow,
+        audit: &NewAuditEntry,
+    ) -> StoreResult<PushSubscriptionRow>;
     /// The members of a workspace with at least one subscribed browser.
     async fn push_subscribers(&self, workspace_id: Uuid) -> StoreResult<Vec<Uuid>>;
     /// A member's subscribed browsers, oldest first.
     async fn push_subscriptions(&self, workspace_id: Uuid, user_id: Uuid) -> StoreResult<Vec<PushSubscriptionRow>>;
-    /// Removes one of a member's subscriptions; `false` if they have none of that id.
-    async fn delete_push_subscription(&self, workspace_id: Uuid, user_id: Uuid, id: Uuid) -> StoreResult<bool>;
+    /// Removes one of a member's subscriptions with the audit entry recording it; `false` (and nothing written) if
+    /// they have none of that id.
+    async fn delete_push_subscription(
+        &self,
+        workspace_id: Uuid,
+        user_id: Uuid,
+        id: Uuid,
+        audit: &NewAuditEntry,
+    ) -> StoreResult<bool>;
     /// Removes a member's subscription whose push service said it is gone.
     async fn forget_push_endpoint(&self, workspace_id: Uuid, user_id: Uuid, endpoint: &str) -> StoreResult<()>;
     /// When the soonest delivery still to send is due.

@@ -76,8 +76,13 @@ impl OutboxStore for PostgresStore {
         Ok(sqlx::query_as(SLACK_MEMBERSHIPS).bind(slack_user_id).fetch_all(&self.pool).await?)
     }
 
-    async fn save_push_subscription(&self, row: &PushSubscriptionRow) -> StoreResult<PushSubscriptionRow> {
-        Ok(sqlx::query_as(SAVE_PUSH_SUBSCRIPTION)
+    async fn save_push_subscription(
+        &self,
+        row: &PushSubscriptionRow,
+        audit: &NewAuditEntry,
+    ) -> StoreResult<PushSubscriptionRow> {
+        let mut tx = self.pool.begin().await?;
+        let saved = sqlx::query_as(SAVE_PUSH_SUBSCRIPTION)
             .bind(row.id)
             .bind(row.workspace_id)
             .bind(row.user_id)
@@ -85,18 +90,33 @@ impl OutboxStore for PostgresStore {
             .bind(&row.p256dh)
             .bind(&row.auth)
             .bind(row.created_at)
-            .fetch_one(&self.pool)
-            .await?)
+            .fetch_one(&mut *tx)
+            .await?;
+        self.append_audit_in(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(saved)
     }
 
     async fn push_subscriptions(&self, workspace_id: Uuid, user_id: Uuid) -> StoreResult<Vec<PushSubscriptionRow>> {
         Ok(sqlx::query_as(PUSH_SUBSCRIPTIONS).bind(workspace_id).bind(user_id).fetch_all(&self.pool).await?)
     }
 
-    async fn delete_push_subscription(&self, workspace_id: Uuid, user_id: Uuid, id: Uuid) -> StoreResult<bool> {
+    async fn delete_push_subscription(
+        &self,
+        workspace_id: Uuid,
+        user_id: Uuid,
+        id: Uuid,
+        audit: &NewAuditEntry,
+    ) -> StoreResult<bool> {
+        let mut tx = self.pool.begin().await?;
         let deleted =
-            sqlx::query(DELETE_PUSH_SUBSCRIPTION).bind(workspace_id).bind(user_id).bind(id).execute(&self.pool).await?;
-        Ok(deleted.rows_affected() == 1)
+            sqlx::query(DELETE_PUSH_SUBSCRIPTION).bind(workspace_id).bind(user_id).bind(id).execute(&mut *tx).await?;
+        if deleted.rows_affected() != 1 {
+            return Ok(false);
+        }
+        self.append_audit_in(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(true)
     }
 
     async fn forget_push_endpoint(&self, workspace_id: Uuid, user_id: Uuid, endpoint: &str) -> StoreResult<()> {

@@ -73,8 +73,13 @@ impl OutboxStore for SqliteStore {
         Ok(sqlx::query_as(SLACK_MEMBERSHIPS).bind(slack_user_id).fetch_all(&self.read).await?)
     }
 
-    async fn save_push_subscription(&self, row: &PushSubscriptionRow) -> StoreResult<PushSubscriptionRow> {
-        Ok(sqlx::query_as(SAVE_PUSH_SUBSCRIPTION)
+    async fn save_push_subscription(
+        &self,
+        row: &PushSubscriptionRow,
+        audit: &NewAuditEntry,
+    ) -> StoreResult<PushSubscriptionRow> {
+        let mut tx = self.begin_write().await?;
+        let saved = sqlx::query_as(SAVE_PUSH_SUBSCRIPTION)
             .bind(row.id)
             .bind(row.workspace_id)
             .bind(row.user_id)
@@ -82,22 +87,33 @@ impl OutboxStore for SqliteStore {
             .bind(&row.p256dh)
             .bind(&row.auth)
             .bind(row.created_at)
-            .fetch_one(&self.write)
-            .await?)
+            .fetch_one(&mut *tx)
+            .await?;
+        self.append_audit_in(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(saved)
     }
 
     async fn push_subscriptions(&self, workspace_id: Uuid, user_id: Uuid) -> StoreResult<Vec<PushSubscriptionRow>> {
         Ok(sqlx::query_as(PUSH_SUBSCRIPTIONS).bind(workspace_id).bind(user_id).fetch_all(&self.read).await?)
     }
 
-    async fn delete_push_subscription(&self, workspace_id: Uuid, user_id: Uuid, id: Uuid) -> StoreResult<bool> {
-        let deleted = sqlx::query(DELETE_PUSH_SUBSCRIPTION)
-            .bind(workspace_id)
-            .bind(user_id)
-            .bind(id)
-            .execute(&self.write)
-            .await?;
-        Ok(deleted.rows_affected() == 1)
+    async fn delete_push_subscription(
+        &self,
+        workspace_id: Uuid,
+        user_id: Uuid,
+        id: Uuid,
+        audit: &NewAuditEntry,
+    ) -> StoreResult<bool> {
+        let mut tx = self.begin_write().await?;
+        let deleted =
+            sqlx::query(DELETE_PUSH_SUBSCRIPTION).bind(workspace_id).bind(user_id).bind(id).execute(&mut *tx).await?;
+        if deleted.rows_affected() != 1 {
+            return Ok(false);
+        }
+        self.append_audit_in(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(true)
     }
 
     async fn forget_push_endpoint(&self, workspace_id: Uuid, user_id: Uuid, endpoint: &str) -> StoreResult<()> {
