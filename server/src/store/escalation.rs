@@ -1,10 +1,6 @@
 //! Escalation as stored (spec §11): each workspace's policies, and the steps questions take by them, with the SQL
 //! both backends use.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
-
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::types::Json;
@@ -43,52 +39,13 @@ pub(super) static DUE_ESCALATIONS: std::sync::LazyLock<String> = std::sync::Lazy
 pub(super) const NEXT_ESCALATION_DUE: &str =
     "SELECT MIN(next_escalation_at) FROM questions WHERE status = 'pending' AND next_escalation_at IS NOT NULL";
 
-/// How long a workspace's policies, once read, are trusted without reading them again.
-const POLICY_CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// Each workspace's policies as this store last read them. Every question asked looks its policy up and policies
-/// change rarely, so the lookup reads the database about once a second per workspace rather than once per question: a
-/// change made through this store applies at once, one made on another instance within [`POLICY_CACHE_TTL`].
-#[derive(Debug, Default)]
-pub(crate) struct PolicyCache(Mutex<HashMap<Uuid, ReadPolicies>>);
-
-/// A workspace's policies and when they were read.
-type ReadPolicies = (Instant, Arc<Vec<EscalationPolicyRow>>);
-
-impl PolicyCache {
-    fn entries(&self) -> MutexGuard<'_, HashMap<Uuid, ReadPolicies>> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// The workspace's policies, if read within the TTL.
-    pub(super) fn fresh(&self, workspace_id: Uuid) -> Option<Arc<Vec<EscalationPolicyRow>>> {
-        let entries = self.entries();
-        let (read_at, policies) = entries.get(&workspace_id)?;
-        (read_at.elapsed() < POLICY_CACHE_TTL).then(|| Arc::clone(policies))
-    }
-
-    pub(super) fn remember(
-        &self,
-        workspace_id: Uuid,
-        policies: Vec<EscalationPolicyRow>,
-    ) -> Arc<Vec<EscalationPolicyRow>> {
-        let policies = Arc::new(policies);
-        self.entries().insert(workspace_id, (Instant::now(), Arc::clone(&policies)));
-        policies
-    }
-
-    pub(super) fn forget(&self, workspace_id: Uuid) {
-        self.entries().remove(&workspace_id);
-    }
-
-    /// The policy for `kind` and `urgency` among `policies`.
-    pub(super) fn pick(
-        policies: &[EscalationPolicyRow],
-        kind: QuestionKind,
-        urgency: Urgency,
-    ) -> Option<EscalationPolicyRow> {
-        policies.iter().find(|p| p.kind == kind && p.urgency == urgency).cloned()
-    }
+/// The policy for `kind` and `urgency` among a workspace's `policies`.
+pub(super) fn pick(
+    policies: &[EscalationPolicyRow],
+    kind: QuestionKind,
+    urgency: Urgency,
+) -> Option<EscalationPolicyRow> {
+    policies.iter().find(|p| p.kind == kind && p.urgency == urgency).cloned()
 }
 
 /// A workspace's policy for questions of one kind and urgency.

@@ -117,6 +117,45 @@ impl WorkspaceNames {
     }
 }
 
+/// How long what a [`ReadCache`] read is trusted without reading it again.
+const READ_CACHE_TTL: Duration = Duration::from_secs(1);
+
+/// What this store last read of each workspace, for data every question asked needs and that changes rarely (its
+/// escalation policies, who subscribed browsers to pushes): read about once a second per workspace instead of once
+/// per question. A change made through this store is forgotten at once; one made on another instance is seen within
+/// [`READ_CACHE_TTL`].
+#[derive(Debug)]
+pub(crate) struct ReadCache<T>(std::sync::Mutex<std::collections::HashMap<Uuid, (std::time::Instant, Arc<T>)>>);
+
+impl<T> Default for ReadCache<T> {
+    fn default() -> Self {
+        ReadCache(std::sync::Mutex::default())
+    }
+}
+
+impl<T> ReadCache<T> {
+    fn entries(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<Uuid, (std::time::Instant, Arc<T>)>> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// What was read of the workspace, if within the TTL.
+    pub(crate) fn fresh(&self, workspace_id: Uuid) -> Option<Arc<T>> {
+        let entries = self.entries();
+        let (read_at, value) = entries.get(&workspace_id)?;
+        (read_at.elapsed() < READ_CACHE_TTL).then(|| Arc::clone(value))
+    }
+
+    pub(crate) fn remember(&self, workspace_id: Uuid, value: T) -> Arc<T> {
+        let value = Arc::new(value);
+        self.entries().insert(workspace_id, (std::time::Instant::now(), Arc::clone(&value)));
+        value
+    }
+
+    pub(crate) fn forget(&self, workspace_id: Uuid) {
+        self.entries().remove(&workspace_id);
+    }
+}
+
 /// The audit chain head each workspace had after this store's last append to it, by workspace id: `(seq, hash)`.
 /// Only a guess: the SQLite store appends on the strength of it with a statement that checks it against the
 /// stored head, and claims the head as before when it is wrong (another process wrote, or the append was rolled

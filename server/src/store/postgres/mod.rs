@@ -35,7 +35,9 @@ pub struct PostgresStore {
     /// The names of the workspaces this store has read.
     pub(in crate::store) workspace_names: Arc<super::WorkspaceNames>,
     /// Each workspace's escalation policies, as last read.
-    pub(in crate::store) escalation_policies: Arc<super::escalation::PolicyCache>,
+    pub(in crate::store) escalation_policies: Arc<super::ReadCache<Vec<super::EscalationPolicyRow>>>,
+    /// Each workspace's members with a subscribed browser, as last read.
+    pub(in crate::store) push_subscribers: Arc<super::ReadCache<Vec<Uuid>>>,
 }
 
 impl PostgresStore {
@@ -76,6 +78,7 @@ impl PostgresStore {
             batches,
             workspace_names: Arc::default(),
             escalation_policies: Arc::default(),
+            push_subscribers: Arc::default(),
         })
     }
 }

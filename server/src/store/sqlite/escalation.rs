@@ -31,7 +31,7 @@ impl EscalationStore for SqliteStore {
             Some(policies) => policies,
             None => self.escalation_policies.remember(workspace_id, self.escalation_policies(workspace_id).await?),
         };
-        Ok(PolicyCache::pick(&policies, kind, urgency))
+        Ok(pick(&policies, kind, urgency))
     }
 
     async fn replace_escalation_policies(

@@ -39,7 +39,9 @@ pub struct SqliteStore {
     /// Where this store last saw each workspace's audit chain end.
     pub(in crate::store) audit_heads: Arc<super::AuditHeads>,
     /// Each workspace's escalation policies, as last read.
-    pub(in crate::store) escalation_policies: Arc<super::escalation::PolicyCache>,
+    pub(in crate::store) escalation_policies: Arc<super::ReadCache<Vec<super::EscalationPolicyRow>>>,
+    /// Each workspace's members with a subscribed browser, as last read.
+    pub(in crate::store) push_subscribers: Arc<super::ReadCache<Vec<Uuid>>>,
 }
 
 /// A runtime of its own, on a thread of its own, for the two writes of a HITL cycle (asking and resolving a
@@ -129,6 +131,7 @@ impl SqliteStore {
             workspace_names: Arc::default(),
             audit_heads: Arc::default(),
             escalation_policies: Arc::default(),
+            push_subscribers: Arc::default(),
         })
     }
 
