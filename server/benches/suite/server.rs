@@ -192,8 +192,10 @@ impl Server {
             .env("HOLDPOINT_CREATE_RATE_PER_SECOND", "1000000")
             .env("HOLDPOINT_CREATE_IP_RATE_BURST", "1000000")
             .env("HOLDPOINT_CREATE_IP_RATE_PER_SECOND", "1000000")
-            // The fan-out holds 10 000 event streams at once, the default connection cap, besides its other clients.
+            // The fan-out holds 10 000 event streams at once, the default connection cap, besides its other clients,
+            // all with the one token (32 streams per caller by default).
             .env("HOLDPOINT_MAX_CONNECTIONS", "20000")
+            .env("HOLDPOINT_STREAMS_PER_CALLER", "20000")
             // The shipped log level, whatever the shell running the suite has set.
             .env_remove("RUST_LOG")
             .envs(env.iter().copied())
