@@ -3,6 +3,8 @@
 //! taken once however many instances run the worker, and the mail of each step reaching a real SMTP server in order.
 
 mod common;
+#[path = "channels/mailing.rs"]
+mod mailing;
 #[path = "channels/python.rs"]
 mod python;
 #[path = "channels/smtp.rs"]
@@ -12,7 +14,8 @@ use std::time::Duration;
 
 use app::types::Role;
 use axum::http::{Method, StatusCode};
-use common::{Backend, Session, TestApp, assert_error};
+use common::{Backend, TestApp, assert_error};
+use mailing::{PASSWORD, person, start};
 use serde_json::{Value, json};
 
 on_both_backends!(
@@ -20,27 +23,7 @@ on_both_backends!(
     a_policy_reminds_then_escalates_in_order_with_events_deliveries_and_audit,
 );
 
-const PASSWORD: &str = "correct horse battery staple";
 const POLICIES: &str = "/api/v1/escalation-policies";
-
-async fn start(backend: Backend, smtp: &str) -> Option<TestApp> {
-    let smtp = smtp.to_owned();
-    TestApp::start_with(backend, move |config| {
-        config.channels.smtp_url = Some(smtp.parse().unwrap());
-        config.channels.email_from = Some("Holdpoint <holdpoint@example.com>".parse().unwrap());
-    })
-    .await
-}
-
-/// A member with `role` and `email`, signed in.
-async fn person(app: &TestApp, username: &str, role: Role, email: &str) -> Session {
-    let member = app.add_person(username, PASSWORD, role).await;
-    let path = format!("/api/v1/members/{}", member["user_id"].as_str().unwrap());
-    let set = app.call(Method::PATCH, &path, Some(&app.token), Some(json!({ "email": email }))).await;
-    assert_eq!(set.status, StatusCode::OK, "{}", set.text);
-    let form = format!("username={username}&password={}&next=%2Finbox", PASSWORD.replace(' ', "+"));
-    app.sign_in_with(&form).await.expect("the person signs in")
-}
 
 async fn put_policies(app: &TestApp, body: Value) -> common::TestResponse {
     app.call(Method::PUT, POLICIES, Some(&app.token), Some(body)).await
@@ -100,8 +83,8 @@ async fn a_policy_reminds_then_escalates_in_order_with_events_deliveries_and_aud
     let mut sink = smtp::Sink::start().await;
     let smtp = sink.url();
     let Some(app) = start(backend, &smtp).await else { return };
-    let alice = person(&app, "alice", Role::Approver, "alice@example.com").await;
-    let dave = person(&app, "dave", Role::Admin, "dave@example.com").await;
+    let alice = person(&app, "alice", Role::Approver, Some("alice@example.com")).await;
+    let dave = person(&app, "dave", Role::Admin, Some("dave@example.com")).await;
     let policy = json!({ "items": [{ "kind": "approval", "urgency": "high", "remind_after_seconds": 1,
                                      "escalate_after_seconds": 2, "escalate_to": { "role": "admin" } }] });
     let stored = put_policies(&app, policy.clone()).await;

@@ -4,6 +4,8 @@
 //! as Slack signs them.
 
 mod common;
+#[path = "channels/mailing.rs"]
+mod mailing;
 #[path = "channels/push_service.rs"]
 mod push_service;
 #[path = "channels/python.rs"]
@@ -21,6 +23,7 @@ use app::types::Role;
 use axum::http::{Method, StatusCode};
 use common::{Backend, Session, TestApp, assert_error};
 use holdpoint::outbox::Outbox;
+use mailing::{PASSWORD, person, start};
 use serde_json::{Value, json};
 
 on_both_backends!(
@@ -37,32 +40,8 @@ on_both_backends!(
     a_person_sends_themselves_a_test_message_by_email,
 );
 
-const PASSWORD: &str = "correct horse battery staple";
-
-/// A server whose email goes to `smtp` (a URL).
-async fn start(backend: Backend, smtp: &str) -> Option<TestApp> {
-    let smtp = smtp.to_owned();
-    TestApp::start_with(backend, move |config| {
-        config.channels.smtp_url = Some(smtp.parse().unwrap());
-        config.channels.email_from = Some("Holdpoint <holdpoint@example.com>".parse().unwrap());
-    })
-    .await
-}
-
 /// Nothing listens on port 1 of the loopback address: every connection is refused at once.
 const NOBODY: &str = "smtp://127.0.0.1:1?tls=none";
-
-/// A member with `role` and `email`, signed in.
-async fn person(app: &TestApp, username: &str, role: Role, email: Option<&str>) -> Session {
-    let member = app.add_person(username, PASSWORD, role).await;
-    if let Some(email) = email {
-        let path = format!("/api/v1/members/{}", member["user_id"].as_str().unwrap());
-        let set = app.call(Method::PATCH, &path, Some(&app.token), Some(json!({ "email": email }))).await;
-        assert_eq!(set.status, StatusCode::OK, "{}", set.text);
-    }
-    let form = format!("username={username}&password={}&next=%2Finbox", PASSWORD.replace(' ', "+"));
-    app.sign_in_with(&form).await.expect("the person signs in")
-}
 
 async fn ask(app: &TestApp, body: Value) -> String {
     let asked = app.post("/api/v1/questions", body).await;
