@@ -212,3 +212,30 @@ def test_lists_page_with_a_cursor(hp: Holdpoint, project: str) -> None:
     second = hp.list_questions(project=project, limit=2, cursor=first.next_cursor)
     assert second.next_cursor is None
     assert {q.id for q in first.items + second.items} == set(asked)
+
+
+def test_a_question_under_an_escalation_policy_carries_its_plan(hp: Holdpoint, server: Server, project: str) -> None:
+    policy = {
+        "items": [
+            {
+                "kind": "non_blocking",
+                "urgency": "critical",
+                "remind_after_seconds": 60,
+                "escalate_after_seconds": 120,
+                "escalate_to": {"role": "admin"},
+            }
+        ]
+    }
+    assert server.api("PUT", "/escalation-policies", json=policy).status_code == 200
+    try:
+        planned = hp.ask("Rotate the root key?", kind="non_blocking", urgency="critical", project=project).question
+        plan = planned.escalation
+        assert plan is not None and plan.escalate_to == Assignee(role="admin")
+        assert plan.remind_at is not None and plan.escalate_at is not None
+        assert (plan.remind_at - planned.created_at).total_seconds() == 60
+        assert (plan.escalate_at - planned.created_at).total_seconds() == 120
+        assert plan.reminded_at is None and plan.escalated_at is None
+        unplanned = hp.ask("Mention it in the notes?", kind="non_blocking", project=project).question
+        assert unplanned.escalation is None
+    finally:
+        assert server.api("PUT", "/escalation-policies", json={"items": []}).status_code == 200

@@ -130,6 +130,17 @@ export interface Question {
   updated_at: string;
   resolved_at: string | null;
   assignee?: Assignee;
+  /** Its escalation plan, when a policy applied as it was asked (spec §11). */
+  escalation?: Escalation;
+}
+
+/** When a question's people are reminded and when it is handed to `escalate_to`; each `*ed_at` once taken. */
+export interface Escalation {
+  remind_at: string | null;
+  reminded_at: string | null;
+  escalate_at: string | null;
+  escalate_to: Assignee | null;
+  escalated_at: string | null;
 }
 
 /** One page of a cursor-paginated list; pass `next_cursor` as `cursor` for the next one (`null`: the last). */

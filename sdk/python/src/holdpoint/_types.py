@@ -167,6 +167,29 @@ class Assignee:
 
 
 @dataclass(frozen=True)
+class Escalation:
+    """A question's escalation plan, from its workspace's policy when it was asked (spec §11): when the people it
+    reached are reminded, when it is handed to ``escalate_to``, and when each step was taken (``None`` until then)."""
+
+    remind_at: datetime | None
+    reminded_at: datetime | None
+    escalate_at: datetime | None
+    escalate_to: Assignee | None
+    escalated_at: datetime | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, JsonValue]) -> Escalation:
+        to = data.get("escalate_to")
+        return cls(
+            remind_at=_optional_time(data.get("remind_at")),
+            reminded_at=_optional_time(data.get("reminded_at")),
+            escalate_at=_optional_time(data.get("escalate_at")),
+            escalate_to=Assignee.from_json(to) if isinstance(to, dict) else None,
+            escalated_at=_optional_time(data.get("escalated_at")),
+        )
+
+
+@dataclass(frozen=True)
 class Question:
     """A question as the server returns it (spec §3)."""
 
@@ -196,6 +219,8 @@ class Question:
     updated_at: datetime
     resolved_at: datetime | None
     assignee: Assignee | None
+    escalation: Escalation | None
+    """Its escalation plan, if a policy applied when it was asked."""
     raw: JsonObject = field(repr=False, compare=False)
     """The question's JSON exactly as received, including fields this version of the client does not know."""
 
@@ -209,6 +234,7 @@ class Question:
         default = data.get("default_response")
         response = data.get("response")
         assignee = data.get("assignee")
+        escalation = data.get("escalation")
         return cls(
             id=str(data["id"]),
             workspace=str(data.get("workspace", "")),
@@ -236,6 +262,7 @@ class Question:
             updated_at=parse_time(data["updated_at"]),
             resolved_at=_optional_time(data.get("resolved_at")),
             assignee=Assignee.from_json(assignee) if isinstance(assignee, dict) else None,
+            escalation=Escalation.from_json(escalation) if isinstance(escalation, dict) else None,
             raw=dict(data),
         )
 
@@ -331,8 +358,8 @@ class ApprovalResult(AskResult):
 @dataclass(frozen=True)
 class Event:
     """One entry of the event stream: ``id`` is the event log's id (what ``Last-Event-ID`` resumes from), ``type``
-    is ``question_asked``, ``question_answered``, ``question_expired``, ``question_cancelled``, ``run_status`` or
-    another type the server adds, and ``data`` is the event's JSON."""
+    is ``question_asked``, ``question_answered``, ``question_expired``, ``question_cancelled``, ``question_reminded``,
+    ``question_escalated``, ``run_status`` or another type the server adds, and ``data`` is the event's JSON."""
 
     id: int
     type: str
