@@ -254,7 +254,9 @@ pub async fn create_run(
         new.run.executor = app::types::RunExecutor::Client;
     }
     let created = store.create_run(&new.run, &new.segment, idempotency).await.map_err(|err| match err {
-        StoreError::IdempotencyMismatch => AppError::Conflict { message: err.to_string(), details: None },
+        StoreError::IdempotencyMismatch { resource_id } => {
+            AppError::Conflict { message: err.to_string(), details: Some(serde_json::json!({ "run_id": resource_id })) }
+        }
         other => other.into(),
     })?;
     let run = to_wire(store, &created.value, &caller.principal.workspace).await?;

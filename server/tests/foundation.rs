@@ -152,7 +152,8 @@ async fn an_idempotent_retry_returns_the_first_question(app: TestApp) {
     assert_eq!(again.status, StatusCode::OK);
     assert_eq!(again.json["id"], first.json["id"]);
     let different = send(json!({"title": "Twice"})).await;
-    assert_error(&different, StatusCode::CONFLICT, "conflict");
+    let error = assert_error(&different, StatusCode::CONFLICT, "conflict");
+    assert_eq!(error["details"]["question_id"], first.json["id"], "the refusal names the key's question");
     assert_eq!(app.get("/api/v1/questions").await.json["items"].as_array().unwrap().len(), 1);
 }
 

@@ -501,6 +501,20 @@ async fn bad_agents_and_runs_are_refused_and_change_nothing(backend: common::Bac
     let agent_in_default = app.get("/api/v1/agents").await.json["items"][0]["id"].clone();
     let run = app.post("/api/v1/runs", json!({ "agent_id": agent_in_default, "input": "go" })).await;
     let run_id = run.json["id"].as_str().unwrap();
+    // A key reused with another request is refused, naming the run the key started.
+    let keyed = |input: &'static str| {
+        let request = axum::http::Request::post("/api/v1/runs")
+            .header(axum::http::header::AUTHORIZATION, format!("Bearer {}", app.token))
+            .header(axum::http::header::CONTENT_TYPE, "application/json")
+            .header("idempotency-key", "nightly-1")
+            .body(axum::body::Body::from(json!({ "agent_id": agent_in_default, "input": input }).to_string()))
+            .unwrap();
+        app.send(request)
+    };
+    let first = keyed("first").await;
+    assert_eq!(first.status, StatusCode::CREATED, "{}", first.text);
+    let refused = assert_error(&keyed("second").await, StatusCode::CONFLICT, "conflict");
+    assert_eq!(refused["details"]["run_id"], first.json["id"], "{refused}");
     let foreign = app.call(axum::http::Method::GET, &format!("/api/v1/runs/{run_id}"), Some(&other), None).await;
     assert_error(&foreign, StatusCode::NOT_FOUND, "not_found");
 }

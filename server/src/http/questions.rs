@@ -74,7 +74,11 @@ async fn create_question(
     domain::check_run_of_new_question(state.store.as_ref(), &caller, &row).await?;
     let asked =
         asking.record(&row, &caller.principal.workspace, idempotency.as_ref()).await.map_err(|err| match err {
-            StoreError::IdempotencyMismatch => AppError::Conflict { message: err.to_string(), details: None },
+            // The client learns which question its key asked, to fetch it rather than guess.
+            StoreError::IdempotencyMismatch { resource_id } => AppError::Conflict {
+                message: err.to_string(),
+                details: Some(serde_json::json!({ "question_id": resource_id })),
+            },
             other => other.into(),
         })?;
     match asked.json {

@@ -59,7 +59,10 @@ pub enum StoreError {
     #[error("stored data is not readable: {0}")]
     Corrupt(String),
     #[error("the Idempotency-Key was already used with a different request")]
-    IdempotencyMismatch,
+    IdempotencyMismatch {
+        /// What the first request with the key created.
+        resource_id: Uuid,
+    },
     #[error("another {0} already exists")]
     Duplicate(&'static str),
     #[error("cannot open the SQLite database {file}: the directory {directory} does not exist")]

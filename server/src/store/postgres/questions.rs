@@ -179,7 +179,7 @@ impl PostgresStore {
         .await?;
         let Some((resource_id, request_hash)) = found else { return Ok(None) };
         if request_hash != key.request_hash {
-            return Err(StoreError::IdempotencyMismatch);
+            return Err(StoreError::IdempotencyMismatch { resource_id });
         }
         Ok(Some(resource_id))
     }
