@@ -301,6 +301,16 @@ mod tests {
     }
 
     #[test]
+    fn time_until_a_step_reads_as_seconds_then_minutes_then_hours() {
+        let now = Utc::now();
+        assert_eq!(time_until(now + Duration::seconds(45), now), "in 45 s");
+        assert_eq!(time_until(now + Duration::seconds(600), now), "in 10 min");
+        assert_eq!(time_until(now + Duration::minutes(130), now), "in 2 h 10 min");
+        assert_eq!(time_until(now + Duration::hours(50), now), "in 2 d 2 h");
+        assert_eq!(time_until(now, now), "due now");
+    }
+
+    #[test]
     fn time_ago_reads_as_minutes_then_hours_then_days() {
         let now = Utc::now();
         assert_eq!(time_ago(now - Duration::seconds(20), now), "just now");
