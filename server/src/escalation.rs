@@ -175,11 +175,21 @@ pub fn step_of(
     let at = at.trunc_subsecs(6);
     let mut plan = plan.0.clone();
     let mut after = row.clone();
+    // Why an escalation handed the question to nobody new, when it could not.
+    let mut not_reassigned = None;
     match step {
         EscalationStep::Remind => plan.reminded_at = Some(at),
         EscalationStep::Escalate => {
             plan.escalated_at = Some(at);
-            after.assignee = plan.escalate_to.clone().map(Json);
+            let handed = QuestionRow { assignee: plan.escalate_to.clone().map(Json), ..row.clone() };
+            // A person named by the policy may have left the workspace or lost the role since: a question handed to
+            // nobody who may answer it could only time out, so it stays with whoever could answer it.
+            if reached.members.iter().any(|member| crate::notifications::is_for(&handed, member)) {
+                after.assignee = handed.assignee;
+            } else {
+                let to = plan.escalate_to.as_ref().map(ToString::to_string).unwrap_or_default();
+                not_reassigned = Some(format!("no member who may answer this question is {to}"));
+            }
         }
     }
     after.next_escalation_at = plan.next_step().map(|(_, next)| next);
@@ -187,14 +197,17 @@ pub fn step_of(
     let next_step = plan.next_step();
     after.escalation = Some(Json(plan));
     let (cause, event_type, audit_action) = recorded_as(step);
-    let reach = crate::notifications::reach_because(
-        &after,
-        cause,
-        at,
-        reached.members,
-        reached.sends_on,
-        reached.push_subscribers,
-    )?;
+    let reach = match not_reassigned {
+        Some(_) => crate::store::Reach::default(),
+        None => crate::notifications::reach_because(
+            &after,
+            cause,
+            at,
+            reached.members,
+            reached.sends_on,
+            reached.push_subscribers,
+        )?,
+    };
     let question = crate::store::event_data(&after.to_question(workspace)?)?;
     let event = NewEvent {
         workspace_id: row.workspace_id,
@@ -224,6 +237,7 @@ pub fn step_of(
             "notified": notified,
             "channels": channels,
             "next_step": next_step.map(|(step, at)| json!({ "step": step, "at": at })),
+            "not_reassigned": not_reassigned,
         })),
         diff: None,
         created_at: at,

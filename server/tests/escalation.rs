@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 on_both_backends!(
     policies_are_checked_whole_and_a_refused_change_keeps_the_old_ones,
     a_policy_reminds_then_escalates_in_order_with_events_deliveries_and_audit,
+    an_escalation_to_someone_who_left_keeps_the_question_answerable,
 );
 
 const POLICIES: &str = "/api/v1/escalation-policies";
@@ -210,4 +211,43 @@ async fn a_policy_reminds_then_escalates_in_order_with_events_deliveries_and_aud
     assert_eq!(escalation["before"]["assignee"], Value::Null, "{escalation}");
     assert_eq!(escalation["after"]["assignee"], json!({ "role": "admin" }), "{escalation}");
     assert_eq!(escalation["after"]["notified"], json!(["dave"]), "{escalation}");
+}
+
+async fn an_escalation_to_someone_who_left_keeps_the_question_answerable(backend: Backend) {
+    let Some(app) = TestApp::start(backend).await else { return };
+    let dave = app.add_person("dave", PASSWORD, Role::Approver).await["user_id"].as_str().unwrap().to_owned();
+    let policy = json!({ "items": [{ "kind": "approval", "urgency": "high", "escalate_after_seconds": 1,
+                                     "escalate_to": { "user": "dave" } }] });
+    assert_eq!(put_policies(&app, policy).await.status, StatusCode::OK);
+    // Dave leaves after the policy named him.
+    let removed = app.call(Method::DELETE, &format!("/api/v1/members/{dave}"), Some(&app.token), None).await;
+    assert_eq!(removed.status, StatusCode::NO_CONTENT, "{}", removed.text);
+
+    let asked = app
+        .post(
+            "/api/v1/questions",
+            json!({ "kind": "approval", "title": "Rotate the TLS certificate?",
+                                           "action": { "tool_name": "shell", "arguments": {} } }),
+        )
+        .await;
+    let id = asked.json["id"].as_str().unwrap().to_owned();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let question = loop {
+        let question = app.get(&format!("/api/v1/questions/{id}")).await.json;
+        if question["escalation"]["escalated_at"].is_string() {
+            break question;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the escalation step was not taken: {question}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    // Handed to nobody who may answer, the question stays with whoever could; the audit says why.
+    assert!(question.get("assignee").is_none(), "{question}");
+    let audit = app.get(&format!("/api/v1/audit?subject_id={id}&action=question.escalated")).await.json;
+    let after = &audit["items"][0]["after"];
+    assert!(after["not_reassigned"].as_str().is_some_and(|why| why.contains("dave")), "{audit}");
+    assert_eq!(after["notified"], json!([]), "{audit}");
+    let admin = app.create_token("default", Role::Admin).await;
+    let path = format!("/api/v1/questions/{id}/answer");
+    let answered = app.call(Method::POST, &path, Some(&admin), Some(json!({ "value": true }))).await;
+    assert_eq!(answered.status, StatusCode::OK, "{}", answered.text);
 }
