@@ -156,7 +156,8 @@ fn live(event: &HubEvent) -> Event {
     sse_event(event.id, &event.event_type, &event.data)
 }
 
-/// The event stream: `question_asked`, `question_answered`, `question_expired`, `question_cancelled`, `run_status`.
+/// The event stream: `question_asked`, `question_answered`, `question_expired`, `question_cancelled`,
+/// `question_reminded`, `question_escalated`, `run_status`.
 #[utoipa::path(get, path = "/events", tag = "events", params(EventQuery,
         ("Last-Event-ID" = Option<i64>, Header, description = "Replay every event after this id first")),
     responses((status = 200, description = "Server-Sent Events; each `data:` is JSON", content_type = "text/event-stream", body = String),
