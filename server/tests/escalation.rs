@@ -15,7 +15,7 @@ use std::time::Duration;
 use app::types::Role;
 use axum::http::{Method, StatusCode};
 use common::{Backend, TestApp, assert_error};
-use mailing::{PASSWORD, person, start};
+use mailing::{PASSWORD, person};
 use serde_json::{Value, json};
 
 on_both_backends!(
@@ -83,34 +83,36 @@ async fn policies_are_checked_whole_and_a_refused_change_keeps_the_old_ones(back
 async fn a_policy_reminds_then_escalates_in_order_with_events_deliveries_and_audit(backend: Backend) {
     let mut sink = smtp::Sink::start().await;
     let smtp = sink.url();
-    let Some(app) = start(backend, &smtp).await else { return };
+    // This instance sets up and reads; two server processes on the same database run the deadline worker and send
+    // the mail, so both try every step, and whichever takes a step sends its mail at once.
+    let Some(app) = TestApp::start_with(backend, |config| config.run_workers = false).await else { return };
     let alice = person(&app, "alice", Role::Approver, Some("alice@example.com")).await;
     let dave = person(&app, "dave", Role::Admin, Some("dave@example.com")).await;
     let policy = json!({ "items": [{ "kind": "approval", "urgency": "high", "remind_after_seconds": 1,
                                      "escalate_after_seconds": 2, "escalate_to": { "role": "admin" } }] });
     let stored = put_policies(&app, policy.clone()).await;
     assert_eq!((stored.status, &stored.json), (StatusCode::OK, &policy), "{}", stored.text);
-    // A second instance on the same database, which sends the mail; both run the deadline worker, so both try
-    // every step.
-    let _server = app
-        .spawn_process_with(&[
-            ("HOLDPOINT_SMTP_URL", smtp.clone()),
-            ("HOLDPOINT_EMAIL_FROM", "Holdpoint <holdpoint@example.com>".into()),
-        ])
-        .await;
+    let mailing = [
+        ("HOLDPOINT_SMTP_URL", smtp.clone()),
+        ("HOLDPOINT_EMAIL_FROM", "Holdpoint <holdpoint@example.com>".to_owned()),
+    ];
+    let first = app.spawn_process_with(&mailing).await;
+    let _second = app.spawn_process_with(&mailing).await;
 
-    let asked = app
-        .post(
-            "/api/v1/questions",
-            json!({ "kind": "approval", "title": "Drop the staging database?",
-                    "action": { "tool_name": "shell", "arguments": { "command": "dropdb staging" } } }),
-        )
-        .await;
-    assert_eq!(asked.status, StatusCode::CREATED, "{}", asked.text);
-    let id = asked.json["id"].as_str().unwrap().to_owned();
-    let plan = &asked.json["escalation"];
+    let response = reqwest::Client::new()
+        .post(format!("{}/api/v1/questions", first.base_url))
+        .bearer_auth(&app.token)
+        .json(&json!({ "kind": "approval", "title": "Drop the staging database?",
+                       "action": { "tool_name": "shell", "arguments": { "command": "dropdb staging" } } }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let asked: Value = response.json().await.unwrap();
+    let id = asked["id"].as_str().unwrap().to_owned();
+    let plan = &asked["escalation"];
     let at = |value: &Value| chrono::DateTime::parse_from_rfc3339(value.as_str().unwrap()).unwrap();
-    let created = at(&asked.json["created_at"]);
+    let created = at(&asked["created_at"]);
     assert_eq!((at(&plan["remind_at"]) - created).num_milliseconds(), 1000, "{plan}");
     assert_eq!((at(&plan["escalate_at"]) - created).num_milliseconds(), 2000, "{plan}");
     assert_eq!(plan["escalate_to"], json!({ "role": "admin" }));

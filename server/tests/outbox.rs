@@ -23,7 +23,7 @@ use app::types::Role;
 use axum::http::{Method, StatusCode};
 use common::{Backend, Session, TestApp, assert_error};
 use holdpoint::outbox::Outbox;
-use mailing::{PASSWORD, person, start};
+use mailing::{PASSWORD, person};
 use serde_json::{Value, json};
 
 on_both_backends!(
@@ -39,6 +39,16 @@ on_both_backends!(
     web_push_reaches_each_subscribed_browser_answers_through_its_actions_and_is_replaced_once_resolved,
     a_person_sends_themselves_a_test_message_by_email,
 );
+
+/// A server whose email goes to `smtp` (a URL).
+pub async fn start(backend: Backend, smtp: &str) -> Option<TestApp> {
+    let smtp = smtp.to_owned();
+    TestApp::start_with(backend, move |config| {
+        config.channels.smtp_url = Some(smtp.parse().unwrap());
+        config.channels.email_from = Some("Holdpoint <holdpoint@example.com>".parse().unwrap());
+    })
+    .await
+}
 
 /// Nothing listens on port 1 of the loopback address: every connection is refused at once.
 const NOBODY: &str = "smtp://127.0.0.1:1?tls=none";

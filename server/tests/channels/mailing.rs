@@ -1,22 +1,12 @@
-//! A test server that sends email, and its people: what the tests of how questions reach people start from.
+//! The people of the tests of how questions reach people: members with an email address, signed in.
 
 use app::types::Role;
 use axum::http::{Method, StatusCode};
 use serde_json::json;
 
-use crate::common::{Backend, Session, TestApp};
+use crate::common::{Session, TestApp};
 
 pub const PASSWORD: &str = "correct horse battery staple";
-
-/// A server whose email goes to `smtp` (a URL).
-pub async fn start(backend: Backend, smtp: &str) -> Option<TestApp> {
-    let smtp = smtp.to_owned();
-    TestApp::start_with(backend, move |config| {
-        config.channels.smtp_url = Some(smtp.parse().unwrap());
-        config.channels.email_from = Some("Holdpoint <holdpoint@example.com>".parse().unwrap());
-    })
-    .await
-}
 
 /// A member with `role` and `email`, signed in.
 pub async fn person(app: &TestApp, username: &str, role: Role, email: Option<&str>) -> Session {
