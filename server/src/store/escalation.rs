@@ -39,15 +39,6 @@ pub(super) static DUE_ESCALATIONS: std::sync::LazyLock<String> = std::sync::Lazy
 pub(super) const NEXT_ESCALATION_DUE: &str =
     "SELECT MIN(next_escalation_at) FROM questions WHERE status = 'pending' AND next_escalation_at IS NOT NULL";
 
-/// The policy for `kind` and `urgency` among a workspace's `policies`.
-pub(super) fn pick(
-    policies: &[EscalationPolicyRow],
-    kind: QuestionKind,
-    urgency: Urgency,
-) -> Option<EscalationPolicyRow> {
-    policies.iter().find(|p| p.kind == kind && p.urgency == urgency).cloned()
-}
-
 /// A workspace's policy for questions of one kind and urgency.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct EscalationPolicyRow {
@@ -76,13 +67,22 @@ pub struct EscalationTransition {
 pub trait EscalationStore: Send + Sync {
     /// A workspace's policies, by kind and urgency.
     async fn escalation_policies(&self, workspace_id: Uuid) -> StoreResult<Vec<EscalationPolicyRow>>;
-    /// The policy for questions of `kind` and `urgency` in a workspace, if it has one.
+    /// What this store last read of each workspace's policies.
+    fn policy_cache(&self) -> &super::ReadCache<Vec<EscalationPolicyRow>>;
+    /// The policy for questions of `kind` and `urgency` in a workspace, if it has one, from the policies read within
+    /// the read cache's TTL.
     async fn escalation_policy(
         &self,
         workspace_id: Uuid,
         kind: QuestionKind,
         urgency: Urgency,
-    ) -> StoreResult<Option<EscalationPolicyRow>>;
+    ) -> StoreResult<Option<EscalationPolicyRow>> {
+        let policies = match self.policy_cache().fresh(workspace_id) {
+            Some(policies) => policies,
+            None => self.policy_cache().remember(workspace_id, self.escalation_policies(workspace_id).await?),
+        };
+        Ok(policies.iter().find(|p| p.kind == kind && p.urgency == urgency).cloned())
+    }
     /// Replaces a workspace's policies with `policies`, with the audit entry recording it.
     async fn replace_escalation_policies(
         &self,

@@ -128,7 +128,7 @@ const READ_CACHE_TTL: Duration = Duration::from_secs(1);
 /// per question. A change made through this store is forgotten at once; one made on another instance is seen within
 /// [`READ_CACHE_TTL`].
 #[derive(Debug)]
-pub(crate) struct ReadCache<T>(std::sync::Mutex<std::collections::HashMap<Uuid, (std::time::Instant, Arc<T>)>>);
+pub struct ReadCache<T>(std::sync::Mutex<std::collections::HashMap<Uuid, (std::time::Instant, Arc<T>)>>);
 
 impl<T> Default for ReadCache<T> {
     fn default() -> Self {

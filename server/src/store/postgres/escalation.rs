@@ -4,8 +4,6 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use app::types::{QuestionKind, Urgency};
-
 use super::*;
 use crate::store::escalation::*;
 use crate::store::outbox::INSERT_DELIVERY;
@@ -21,17 +19,8 @@ impl EscalationStore for PostgresStore {
         .await?)
     }
 
-    async fn escalation_policy(
-        &self,
-        workspace_id: Uuid,
-        kind: QuestionKind,
-        urgency: Urgency,
-    ) -> StoreResult<Option<EscalationPolicyRow>> {
-        let policies = match self.escalation_policies.fresh(workspace_id) {
-            Some(policies) => policies,
-            None => self.escalation_policies.remember(workspace_id, self.escalation_policies(workspace_id).await?),
-        };
-        Ok(pick(&policies, kind, urgency))
+    fn policy_cache(&self) -> &ReadCache<Vec<EscalationPolicyRow>> {
+        &self.escalation_policies
     }
 
     async fn replace_escalation_policies(
