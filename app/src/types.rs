@@ -228,11 +228,13 @@ mod notifications;
 mod people;
 mod runs;
 pub mod time;
+mod webhooks;
 pub use audit::*;
 pub use escalation::*;
 pub use notifications::*;
 pub use people::*;
 pub use runs::*;
+pub use webhooks::*;
 
 /// One choice of a `choice`, `multi_choice` or `error_recovery` question.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -401,6 +403,10 @@ pub struct NewQuestion {
     /// (`{"role": "approver"}`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub assignee: Option<Assignee>,
+    /// Where the question's own events are sent (spec §12), signed with the workspace's callback secret: an `http`
+    /// or `https` URL, checked as a webhook's is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callback_url: Option<String>,
 }
 
 /// Who may answer a question with an assignee.
@@ -464,6 +470,9 @@ pub struct Question {
     /// Its escalation plan (spec §11), absent when no policy applied when it was asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub escalation: Option<Escalation>,
+    /// Where its own events are sent besides the workspace's webhooks, if the asker named a URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callback_url: Option<String>,
 }
 
 /// What a list of questions shows of each (the inbox): a question without its body, inputs and answer, so a page
@@ -664,6 +673,7 @@ pub(crate) fn sample_question(title: &str, status: QuestionStatus) -> Question {
         resolved_at: None,
         assignee: None,
         escalation: None,
+        callback_url: None,
     }
 }
 

@@ -47,6 +47,14 @@ pub mod action {
     pub const PUSH_SUBSCRIPTION_REMOVED: &str = "push_subscription.removed";
     /// A workspace's escalation policies were replaced.
     pub const ESCALATION_POLICIES_CHANGED: &str = "escalation_policies.changed";
+    /// A webhook subscription was created, changed (disabled and enabled included) or deleted.
+    pub const WEBHOOK_CREATED: &str = "webhook.created";
+    pub const WEBHOOK_CHANGED: &str = "webhook.changed";
+    pub const WEBHOOK_DELETED: &str = "webhook.deleted";
+    /// A webhook delivery was queued again by hand.
+    pub const WEBHOOK_REDELIVERED: &str = "webhook.redelivered";
+    /// A workspace's callback secret was replaced.
+    pub const CALLBACK_SECRET_ROTATED: &str = "callback_secret.rotated";
 
     /// Every action above, for the audit page's filter.
     pub const ALL: &[&str] = &[
@@ -72,6 +80,11 @@ pub mod action {
         QUESTION_REMINDED,
         QUESTION_ESCALATED,
         ESCALATION_POLICIES_CHANGED,
+        WEBHOOK_CREATED,
+        WEBHOOK_CHANGED,
+        WEBHOOK_DELETED,
+        WEBHOOK_REDELIVERED,
+        CALLBACK_SECRET_ROTATED,
     ];
 }
 

@@ -207,6 +207,11 @@ pub struct ChannelsConfig {
     #[arg(long, env = "HOLDPOINT_DELIVERY_FIRST_RETRY_SECONDS", default_value_t = 10,
         value_parser = clap::value_parser!(u32).range(1..=3600))]
     pub delivery_first_retry_seconds: u32,
+
+    /// Whether webhooks and questions' callback URLs may point into private, loopback and link-local address ranges
+    /// (a receiver inside your own network); off, such URLs are refused.
+    #[arg(long, env = "HOLDPOINT_WEBHOOK_ALLOW_PRIVATE", default_value_t = false, action = clap::ArgAction::Set)]
+    pub webhook_allow_private: bool,
 }
 
 /// A channel's settings that cannot be used together.
@@ -236,6 +241,7 @@ impl ChannelsConfig {
             vapid_subject: None,
             push_allow_http: false,
             delivery_first_retry_seconds: 10,
+            webhook_allow_private: false,
         }
     }
 
@@ -255,6 +261,11 @@ impl ChannelsConfig {
             }
             _ => Err(ChannelsConfigError::SlackHalfConfigured),
         }
+    }
+
+    /// Which URLs webhooks and callbacks may be sent to.
+    pub fn webhook_urls(&self) -> crate::channels::webhooks::UrlPolicy {
+        crate::channels::webhooks::UrlPolicy { allow_private: self.webhook_allow_private }
     }
 
     /// The contact named in VAPID's `sub`: the configured one, else the email sender, else the public URL when it is

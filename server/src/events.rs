@@ -348,6 +348,7 @@ mod tests {
             run_id: None,
             question_id: Some(question_id),
             data: "{}".to_owned(),
+            created_at: chrono::Utc::now(),
         })
     }
 
@@ -393,6 +394,7 @@ mod tests {
             run_id: None,
             question_id: Some(Uuid::now_v7()),
             data: format!("{{\"n\":{id}}}"),
+            created_at: chrono::Utc::now(),
         }
     }
 

@@ -35,4 +35,6 @@ pub mod state;
 pub mod store;
 pub mod visibility;
 pub mod web;
+pub mod webhook_sender;
+pub mod webhooks;
 pub mod worker_api;

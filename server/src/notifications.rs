@@ -294,7 +294,8 @@ pub async fn notifications_of(
     Ok(NotificationPage { items, unread, next_cursor })
 }
 
-fn parse_cursor(cursor: &str) -> Result<(DateTime<Utc>, Uuid), AppError> {
+/// A `{created_at micros}_{id}` cursor of a list newest first, as a page's `next_cursor` gives it.
+pub fn parse_cursor(cursor: &str) -> Result<(DateTime<Utc>, Uuid), AppError> {
     let invalid = || AppError::invalid_field("cursor", "is not a cursor this endpoint returned");
     let (micros, id) = cursor.split_once('_').ok_or_else(invalid)?;
     let at = micros.parse::<i64>().ok().and_then(DateTime::from_timestamp_micros).ok_or_else(invalid)?;

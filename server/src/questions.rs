@@ -247,6 +247,7 @@ pub fn build_question(
         assignee: input.assignee.map(Json),
         escalation: None,
         next_escalation_at: None,
+        callback_url: input.callback_url,
     })
 }
 
@@ -455,6 +456,8 @@ pub struct Asking<'a> {
     pub bounds: TimeoutBounds,
     /// The channels outside Holdpoint's pages the questions asked here are delivered on.
     pub sends_on: &'a crate::notifications::SendsOn,
+    /// Which `callback_url`s a question may name.
+    pub callbacks: crate::channels::webhooks::UrlPolicy,
 }
 
 /// A recorded question: the stored one (the first one, for a repeated idempotency key) and, when this call created
@@ -474,6 +477,11 @@ impl Asking<'_> {
         created_by: Option<Uuid>,
     ) -> Result<QuestionRow, AppError> {
         let mut row = build_question(input, workspace_id, created_by, self.bounds, crate::store::now())?;
+        if let Some(url) = &row.callback_url
+            && let Err(problem) = self.callbacks.check(url).await
+        {
+            return Err(AppError::invalid_field("callback_url", problem));
+        }
         check_assignee(self.store, &row).await?;
         crate::escalation::plan(self.store, &mut row).await?;
         Ok(row)

@@ -81,9 +81,15 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
     let hub = EventHub::start(Arc::clone(&store), config.sse_buffer).await?;
     let metrics = Arc::new(crate::metrics::Metrics::new());
     let runtime = crate::runtime::Runtime::new(Arc::clone(&store), Arc::clone(&metrics), hub.clone(), &config);
+    let webhooks_queued = Arc::new(tokio::sync::Notify::new());
     if config.run_workers {
         crate::deadlines::spawn(Arc::clone(&store), Arc::clone(&metrics), hub.clone(), sends_on.clone());
         crate::runtime::spawn_workers(Arc::clone(&runtime), Arc::clone(&store), hub.clone());
+        let sender = crate::channels::webhooks::WebhookSender::new(config.channels.webhook_urls())
+            .map_err(ServerError::Channels)?;
+        let worker =
+            crate::webhook_sender::WebhookWorker::new(Arc::clone(&store), sender, Arc::clone(&webhooks_queued));
+        Arc::new(worker).spawn(&hub);
     }
     let site_root = config.site_root();
     if !site_root.join("pkg").is_dir() {
@@ -103,6 +109,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
         slack,
         sends_on,
         hub,
+        webhooks_queued,
         metrics,
         runtime,
         shutdown,

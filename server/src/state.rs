@@ -29,6 +29,8 @@ pub struct App {
     pub slack: Option<(crate::channels::slack::SlackClient, crate::credentials::Secret)>,
     /// The channels outside Holdpoint's pages this server sends on (from its configuration).
     pub sends_on: crate::notifications::SendsOn,
+    /// Raised when deliveries were queued to webhooks by hand (a test message, a redelivery): the worker sends them.
+    pub webhooks_queued: Arc<tokio::sync::Notify>,
     /// What `/metrics` exports.
     pub metrics: Arc<crate::metrics::Metrics>,
     /// Executes agent runs; also what the API uses to validate agents and start runs.
@@ -54,6 +56,7 @@ impl App {
             hub: Some(&self.hub),
             bounds: crate::questions::TimeoutBounds::configured(&self.config),
             sends_on: &self.sends_on,
+            callbacks: self.config.channels.webhook_urls(),
         }
     }
 }

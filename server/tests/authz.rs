@@ -12,6 +12,7 @@ use std::collections::BTreeSet;
 use app::types::Role;
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode, header};
+use chrono::Utc;
 use common::TestApp;
 use serde_json::{Value, json};
 use tower::ServiceExt;
@@ -69,6 +70,17 @@ const MATRIX: &[Row] = &[
     // Any member may read when questions are reminded and escalated; admins set it.
     row("get", "/api/v1/escalation-policies", Plain, [401, 200, 200, 200, 200, 200, 200]),
     row("put", "/api/v1/escalation-policies", Plain, [401, 403, 403, 403, 200, 403, 200]),
+    // Webhooks and the callback secret are for admins (another workspace's admin has its own).
+    row("get", "/api/v1/webhooks", Plain, [401, 403, 403, 403, 200, 403, 200]),
+    row("post", "/api/v1/webhooks", Plain, [401, 403, 403, 403, 201, 403, 201]),
+    row("get", "/api/v1/webhooks/{id}", Plain, [401, 403, 403, 403, 200, 403, 404]),
+    row("patch", "/api/v1/webhooks/{id}", Plain, [401, 403, 403, 403, 200, 403, 404]),
+    row("delete", "/api/v1/webhooks/{id}", Plain, [401, 403, 403, 403, 204, 403, 404]),
+    row("post", "/api/v1/webhooks/{id}/test", Plain, [401, 403, 403, 403, 200, 403, 404]),
+    row("get", "/api/v1/webhooks/{id}/deliveries", Plain, [401, 403, 403, 403, 200, 403, 404]),
+    row("post", "/api/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver", Plain, [401, 403, 403, 403, 202, 403, 404]),
+    row("get", "/api/v1/webhooks/callback-secret", Plain, [401, 403, 403, 403, 200, 403, 200]),
+    row("post", "/api/v1/webhooks/callback-secret", Plain, [401, 403, 403, 403, 200, 403, 200]),
     row("get", "/api/v1/me/push-subscriptions", Plain, [401, 403, 403, 403, 403, 403, 403]),
     row("post", "/api/v1/me/notifications/test", Plain, [401, 403, 403, 403, 403, 403, 403]),
     row("post", "/api/v1/me/push-subscriptions", Plain, [401, 403, 403, 403, 403, 403, 403]),
@@ -132,6 +144,9 @@ struct Fixture {
     token_id: String,
     run: Option<RunFixture>,
     client_run: Option<String>,
+    webhook_id: String,
+    /// A delivery of the webhook, given up (so nothing sends it until it is redelivered).
+    webhook_delivery_id: String,
 }
 
 struct RunFixture {
@@ -190,7 +205,8 @@ async fn created_by(app: &TestApp, token: &str, path: &str, body: Value) -> Valu
     json
 }
 
-async fn fixture(app: &TestApp, requester: &str, n: usize, variant: Variant) -> Fixture {
+async fn fixture(app: &TestApp, requester: &str, n: usize, row: &Row) -> Fixture {
+    let variant = row.variant;
     let text_question = created(app, "/api/v1/questions", json!({"title": format!("Question {n}")})).await;
     // Asked by someone else than the callers, so separation of duties does not decide the approval rows.
     let approval_question = created_by(
@@ -221,7 +237,24 @@ async fn fixture(app: &TestApp, requester: &str, n: usize, variant: Variant) -> 
     } else {
         None
     };
+    // For the webhooks' rows only (a workspace has at most 50): a public address (nothing resolved) for an event
+    // none of these requests causes.
+    let (webhook_id, webhook_delivery_id) = if row.path.starts_with("/api/v1/webhooks/{id}") {
+        let webhook = created(
+            app,
+            "/api/v1/webhooks",
+            json!({"url": format!("https://93.184.216.34/fixture/{n}"), "events": ["question_expired"]}),
+        )
+        .await;
+        let webhook_id = webhook["id"].as_str().unwrap().to_owned();
+        let delivery_id = given_up_delivery(app, &webhook_id).await;
+        (webhook_id, delivery_id)
+    } else {
+        (String::new(), String::new())
+    };
     Fixture {
+        webhook_id,
+        webhook_delivery_id,
         text_question: text_question["id"].as_str().unwrap().to_owned(),
         approval_question: approval_question["id"].as_str().unwrap().to_owned(),
         agent_id: agent["id"].as_str().unwrap().to_owned(),
@@ -254,6 +287,36 @@ async fn paused_run(app: &TestApp, agent_id: &Value) -> RunFixture {
     }
 }
 
+/// A delivery of a webhook, as the worker leaves one it gave up on.
+async fn given_up_delivery(app: &TestApp, webhook_id: &str) -> String {
+    let at = Utc::now();
+    let id = uuid::Uuid::now_v7();
+    let workspace = app.state.store.ensure_workspace("default").await.unwrap();
+    let delivery = holdpoint::store::WebhookDeliveryRow {
+        id,
+        workspace_id: workspace.id,
+        webhook_id: Some(webhook_id.parse().unwrap()),
+        endpoint: webhook_id.to_owned(),
+        url: "https://93.184.216.34/fixture".into(),
+        sequence: 1,
+        message_id: "1".into(),
+        event_type: "question_expired".into(),
+        body: "{}".into(),
+        status: app::types::DeliveryStatus::Failed,
+        attempts: 1,
+        next_attempt_at: at,
+        claimed_until: None,
+        last_error: Some("the receiver answered 500".into()),
+        response_status: Some(500),
+        sent_at: None,
+        created_at: at,
+        updated_at: at,
+        give_up_at: at,
+    };
+    app.state.store.queue_webhook_deliveries(&[delivery], None).await.unwrap();
+    id.to_string()
+}
+
 /// The request a row makes with a fixture: its URI and body.
 fn request_for(row: &Row, fixture: &Fixture, n: usize) -> (String, Option<Value>) {
     let run = fixture.run.as_ref();
@@ -264,6 +327,7 @@ fn request_for(row: &Row, fixture: &Fixture, n: usize) -> (String, Option<Value>
         (ClientRun, _) => fixture.client_run.clone().unwrap(),
         (Plain, p) if p.starts_with("/api/v1/agents") => fixture.agent_id.clone(),
         (Plain, p) if p.starts_with("/api/v1/tokens") => fixture.token_id.clone(),
+        (Plain, p) if p.starts_with("/api/v1/webhooks") => fixture.webhook_id.clone(),
         (Plain, p) if p.starts_with("/api/v1/notifications") || p.starts_with("/api/v1/me/push-subscriptions") => {
             uuid::Uuid::now_v7().to_string()
         }
@@ -273,6 +337,7 @@ fn request_for(row: &Row, fixture: &Fixture, n: usize) -> (String, Option<Value>
         .path
         .replace("{id}", &id)
         .replace("{user_id}", &fixture.member_id)
+        .replace("{delivery_id}", &fixture.webhook_delivery_id)
         .replace("{mid}", &run.map(|r| r.message_id.clone()).unwrap_or_default())
         .replace("{cid}", &run.map(|r| r.call_id.clone()).unwrap_or_default());
     if uri.ends_with("/wait") {
@@ -291,6 +356,9 @@ fn request_for(row: &Row, fixture: &Fixture, n: usize) -> (String, Option<Value>
                      "auth": "tBHItJI5svbpez7KI4CCXg"}})),
         ("put", "/api/v1/escalation-policies", _) => Some(json!({"items": [
             {"kind": "approval", "urgency": "high", "remind_after_seconds": 300}]})),
+        ("post", "/api/v1/webhooks", _) => Some(json!({"url": format!("https://93.184.216.34/hook/{n}"),
+            "events": ["question_expired"]})),
+        ("patch", "/api/v1/webhooks/{id}", _) => Some(json!({"description": "changed"})),
         ("patch", _, _) => Some(json!({"role": "approver"})),
         ("post", "/api/v1/tokens", _) => Some(json!({"name": format!("new {n}"), "role": "viewer"})),
         ("post", "/api/v1/agents", _) | ("put", _, _) => {
@@ -384,7 +452,7 @@ async fn every_role_gets_exactly_the_status_of_the_matrix(backend: common::Backe
     for row in MATRIX {
         for (caller, token) in tokens.iter().enumerate() {
             n += 1;
-            let fixture = fixture(&app, &requester, n, row.variant).await;
+            let fixture = fixture(&app, &requester, n, row).await;
             let (uri, body) = request_for(row, &fixture, n);
             let (status, json) = send(&app, row.method, &uri, token.as_deref(), body).await;
             let expected = row.expect[caller];

@@ -12,6 +12,7 @@ pub mod action_links;
 pub mod email;
 pub mod slack;
 pub mod web_push;
+pub mod webhooks;
 
 use std::time::Duration;
 
@@ -225,6 +226,7 @@ pub(crate) mod test_questions {
             resolved_at: None,
             assignee: None,
             escalation: None,
+            callback_url: None,
         }
     }
 

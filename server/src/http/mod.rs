@@ -12,6 +12,7 @@ mod people;
 mod questions;
 mod runs;
 pub mod security;
+mod webhooks;
 mod worker;
 
 use std::sync::Arc;
@@ -39,7 +40,8 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(runs::router())
         .merge(worker::router())
         .merge(events::router())
-        .merge(audit::router());
+        .merge(audit::router())
+        .merge(webhooks::router());
     OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .nest("/api/v1", api)
         .merge(health::router())

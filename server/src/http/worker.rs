@@ -226,6 +226,7 @@ async fn create_question(state: &AppState, run: &RunRow, row: crate::store::Ques
         urgency: Some(row.urgency),
         timeout_seconds,
         default_response: row.default_response.map(|d| d.0),
+        callback_url: None,
     };
     // Asked on behalf of the run, like the server's own executor does: the requester is whoever started the run if
     // that was an agent token, else nobody (separation of duties then does not apply).

@@ -96,6 +96,8 @@ impl LocalLedger {
             hub: self.hub.as_ref(),
             bounds: self.bounds,
             sends_on: &self.sends_on,
+            // The executor's questions name no callback URL.
+            callbacks: crate::channels::webhooks::UrlPolicy::default(),
         }
     }
 }

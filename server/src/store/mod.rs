@@ -18,6 +18,7 @@ mod sqlite;
 #[cfg(test)]
 mod test_postgres;
 mod token_cache;
+mod webhooks;
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -46,6 +47,7 @@ pub use run_sql::{CascadeRecords, POLICY_DECIDER, RunStore};
 use sqlite::SqliteConnections;
 use sqlite::SqliteStore;
 use token_cache::TTL as TOKEN_CACHE_TTL;
+pub use webhooks::{CallbackSecretRow, WebhookDeliveryRow, WebhookRow, WebhookStore};
 
 /// What can go wrong below the HTTP layer.
 #[derive(Debug, thiserror::Error)]
@@ -232,7 +234,7 @@ pub enum Backend {
 
 /// Everything Holdpoint keeps. Methods that change state append their events in the same transaction.
 #[async_trait]
-pub trait Store: RunStore + PeopleStore + OutboxStore + EscalationStore + Send + Sync + 'static {
+pub trait Store: RunStore + PeopleStore + OutboxStore + EscalationStore + WebhookStore + Send + Sync + 'static {
     fn backend(&self) -> Backend;
 
     /// The newest event known to be committed; changes after every commit that appended events.

@@ -141,6 +141,9 @@ pub struct QuestionRow {
     pub escalation: Option<Json<Escalation>>,
     /// When its next escalation step is due; `None` once there is none left.
     pub next_escalation_at: Option<DateTime<Utc>>,
+    /// Where its own events are sent besides the workspace's webhooks.
+    #[serde(default)]
+    pub callback_url: Option<String>,
 }
 
 impl QuestionRow {
@@ -192,6 +195,7 @@ impl QuestionRow {
             resolved_at: self.resolved_at,
             assignee: self.assignee.as_ref().map(|a| a.0.clone()),
             escalation: self.escalation.as_ref().map(|e| e.0.clone()),
+            callback_url: self.callback_url.clone(),
         })
     }
 }
@@ -323,6 +327,7 @@ pub struct HubEvent {
     pub run_id: Option<Uuid>,
     pub question_id: Option<Uuid>,
     pub data: String,
+    pub created_at: DateTime<Utc>,
 }
 
 impl From<&EventRow> for HubEvent {
@@ -335,6 +340,7 @@ impl From<&EventRow> for HubEvent {
             run_id: row.run_id,
             question_id: row.question_id,
             data: row.data.0.to_string(),
+            created_at: row.created_at,
         }
     }
 }
@@ -350,6 +356,7 @@ impl HubEvent {
             run_id: event.run_id,
             question_id: event.question_id,
             data: event.data.get().to_owned(),
+            created_at: event.created_at,
         }
     }
 }

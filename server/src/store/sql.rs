@@ -17,7 +17,7 @@ use super::*;
 pub(super) const QUESTION_COLUMNS: &str = "id, workspace_id, project, run_id, tool_call_id, parent_run_ids, kind, response_type, \
      title, body, options, fields, action, allow_edit, context, urgency, timeout_at, default_response, status, \
      response, answered_by, resolution, created_by, created_at, updated_at, resolved_at, assignee, escalation, \
-     next_escalation_at";
+     next_escalation_at, callback_url";
 
 /// The columns of `audit_log`, in the order of [`AuditRow`].
 pub(super) const AUDIT_COLUMNS: &str = "id, workspace_id, seq, prev_hash, hash, actor, actor_id, actor_kind, action, \
@@ -126,6 +126,7 @@ where
             .bind_arg(&q.assignee)
             .bind_arg(&q.escalation)
             .bind_arg(q.next_escalation_at)
+            .bind_arg(&q.callback_url)
     }
 
     /// Binds a draft's columns, in the order of [`INSERT_AUDIT_DRAFT`], after what `query` has.
@@ -319,7 +320,7 @@ pub(super) fn shift_placeholders(sql: &str, by: usize) -> String {
     shifted
 }
 
-/// `INSERT INTO questions` with one argument per column of [`QUESTION_COLUMNS`] (`$1`..`$29`), followed by what
+/// `INSERT INTO questions` with one argument per column of [`QUESTION_COLUMNS`] (`$1`..`$30`), followed by what
 /// `(open, close)` needs to make it and the event's insert (`$30`..) one query.
 pub(super) fn insert_question_then_event(open: &str, close: &str, insert_event: &str) -> String {
     let arguments = QUESTION_COLUMNS.split(',').count();
@@ -763,7 +764,7 @@ mod tests {
             "INSERT INTO events (a, b) VALUES ($1, $2) RETURNING id",
         );
         assert!(sql.starts_with("WITH asked AS (INSERT INTO questions (id, "), "{sql}");
-        assert!(sql.ends_with("$28, $29)) INSERT INTO events (a, b) VALUES ($30, $31) RETURNING id"), "{sql}");
+        assert!(sql.ends_with("$29, $30)) INSERT INTO events (a, b) VALUES ($31, $32) RETURNING id"), "{sql}");
     }
 
     /// How PostgreSQL's generic plan for `sql` (of `arguments` placeholders) reads `questions`: each scan's index.

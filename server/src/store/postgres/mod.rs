@@ -6,6 +6,7 @@ mod outbox;
 mod people;
 mod questions;
 mod runs;
+mod webhooks;
 mod write_batch;
 
 use std::sync::Arc;
@@ -38,6 +39,8 @@ pub struct PostgresStore {
     pub(in crate::store) escalation_policies: Arc<super::ReadCache<Vec<super::EscalationPolicyRow>>>,
     /// Each workspace's members with a subscribed browser, as last read.
     pub(in crate::store) push_subscribers: Arc<super::ReadCache<Vec<Uuid>>>,
+    /// Each workspace's webhook subscriptions, as last read.
+    pub(in crate::store) webhooks: Arc<super::ReadCache<Vec<super::WebhookRow>>>,
 }
 
 impl PostgresStore {
@@ -79,6 +82,7 @@ impl PostgresStore {
             workspace_names: Arc::default(),
             escalation_policies: Arc::default(),
             push_subscribers: Arc::default(),
+            webhooks: Arc::default(),
         })
     }
 }
@@ -183,7 +187,7 @@ impl PostgresStore {
 }
 
 /// How many values a question binds (`QUESTION_COLUMNS`).
-pub(in crate::store) const QUESTION_ARGUMENTS: usize = 29;
+pub(in crate::store) const QUESTION_ARGUMENTS: usize = 30;
 /// How many values an event binds (`INSERT_EVENT`).
 pub(in crate::store) const EVENT_ARGUMENTS: usize = 7;
 /// How many values an answer's hot write binds (`RESOLVE_AS_EXPRESSIONS`).

@@ -9,6 +9,7 @@ mod outbox;
 mod people;
 mod questions;
 mod runs;
+mod webhooks;
 
 use std::sync::Arc;
 
@@ -42,6 +43,8 @@ pub struct SqliteStore {
     pub(in crate::store) escalation_policies: Arc<super::ReadCache<Vec<super::EscalationPolicyRow>>>,
     /// Each workspace's members with a subscribed browser, as last read.
     pub(in crate::store) push_subscribers: Arc<super::ReadCache<Vec<Uuid>>>,
+    /// Each workspace's webhook subscriptions, as last read.
+    pub(in crate::store) webhooks: Arc<super::ReadCache<Vec<super::WebhookRow>>>,
 }
 
 /// A runtime of its own, on a thread of its own, for the two writes of a HITL cycle (asking and resolving a
@@ -132,6 +135,7 @@ impl SqliteStore {
             audit_heads: Arc::default(),
             escalation_policies: Arc::default(),
             push_subscribers: Arc::default(),
+            webhooks: Arc::default(),
         })
     }
 

@@ -1,0 +1,91 @@
+"""A webhook receiver on loopback for the webhooks' tests, verifying every request with the `standardwebhooks`
+package (the Standard Webhooks specification's own Python implementation), not with anything of Holdpoint's.
+
+Prints `LISTENING <port>`, then one JSON line per request it received: the path, the Standard Webhooks headers,
+whether a known secret verified it (and the error if none did), the parsed body, and the status it answered.
+Reads commands from stdin, one JSON object per line:
+  {"secret": "whsec_..."}        verify with this secret too
+  {"fail": N, "status": 503}     answer the next N requests with this status
+  {"fail_all": 503}              answer every request with this status until told otherwise ({"fail_all": null})
+"""
+
+import json
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
+
+lock = threading.Lock()
+secrets = []
+failing = {"next": 0, "status": 503, "all": None}
+
+
+class Receiver(BaseHTTPRequestHandler):
+    def do_POST(self):
+        length = int(self.headers.get("content-length", "0"))
+        raw = self.rfile.read(length).decode()
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        verified, error = False, "no secret known yet"
+        with lock:
+            known = list(secrets)
+            if failing["all"] is not None:
+                status = failing["all"]
+            elif failing["next"] > 0:
+                failing["next"] -= 1
+                status = failing["status"]
+            else:
+                status = 204
+        for secret in known:
+            try:
+                Webhook(secret).verify(raw, headers)
+                verified, error = True, None
+                break
+            except WebhookVerificationError as e:
+                error = str(e)
+        if not verified:
+            status = 401
+        self.send_response(status)
+        self.send_header("content-length", "0")
+        self.end_headers()
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = raw
+        line = {
+            "path": self.path,
+            "id": headers.get("webhook-id"),
+            "timestamp": headers.get("webhook-timestamp"),
+            "content_type": headers.get("content-type"),
+            "verified": verified,
+            "error": error,
+            "answered": status,
+            "body": body,
+            "received_at": time.time(),
+        }
+        with lock:
+            print(json.dumps(line), flush=True)
+
+    def log_message(self, *args):
+        pass
+
+
+def commands():
+    for line in sys.stdin:
+        command = json.loads(line)
+        with lock:
+            if "secret" in command:
+                secrets.append(command["secret"])
+            if "fail" in command:
+                failing["next"] = command["fail"]
+                failing["status"] = command.get("status", 503)
+            if "fail_all" in command:
+                failing["all"] = command["fail_all"]
+        print(json.dumps({"ack": command}), flush=True)
+
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+threading.Thread(target=commands, daemon=True).start()
+print(f"LISTENING {server.server_address[1]}", flush=True)
+server.serve_forever()
