@@ -87,6 +87,12 @@ struct ModelTokenLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WebhookLabels {
+    /// `sent`, `retried` or `failed`.
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DeliveryLabels {
     /// `email`, `slack` or `push`.
     channel: &'static str,
@@ -171,6 +177,8 @@ pub struct Metrics {
     tool_calls: HistogramFamily<ToolCallLabels>,
     deliveries: Family<DeliveryLabels, Counter>,
     delivery_latency: HistogramFamily<DeliveryChannelLabel>,
+    webhook_attempts: Family<WebhookLabels, Counter>,
+    webhook_latency: Histogram,
     process: ProcessFigures,
 }
 
@@ -360,9 +368,23 @@ impl Metrics {
             "From a question being asked to its notification being sent, by channel",
             delivery_latency.clone(),
         );
+        let webhook_attempts = Family::<WebhookLabels, Counter>::default();
+        registry.register(
+            "webhook_attempts",
+            "Attempts to deliver an event to a webhook or callback URL, by outcome (sent, retried, failed)",
+            webhook_attempts.clone(),
+        );
+        let webhook_latency = delivery_latency_histogram();
+        registry.register(
+            "webhook_latency_seconds",
+            "From an event being queued for an endpoint to the endpoint taking it",
+            webhook_latency.clone(),
+        );
         Metrics {
             deliveries,
             delivery_latency,
+            webhook_attempts,
+            webhook_latency,
             model_calls,
             model_retries,
             model_tokens,
@@ -433,6 +455,15 @@ impl Metrics {
         self.deliveries.get_or_create(&DeliveryLabels { channel, outcome }).inc();
         if let Some(latency) = since_asked {
             self.delivery_latency.get_or_create(&DeliveryChannelLabel { channel }).observe(latency.as_secs_f64());
+        }
+    }
+
+    /// Counts one attempt of a webhook delivery: `sent`, `retried` or `failed` (given up); a sent one's time since it
+    /// was queued is observed too.
+    pub fn webhook_attempt(&self, outcome: &'static str, since_queued: Option<Duration>) {
+        self.webhook_attempts.get_or_create(&WebhookLabels { outcome }).inc();
+        if let Some(latency) = since_queued {
+            self.webhook_latency.observe(latency.as_secs_f64());
         }
     }
 

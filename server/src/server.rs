@@ -87,8 +87,12 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
         crate::runtime::spawn_workers(Arc::clone(&runtime), Arc::clone(&store), hub.clone());
         let sender = crate::channels::webhooks::WebhookSender::new(config.channels.webhook_urls())
             .map_err(ServerError::Channels)?;
-        let worker =
-            crate::webhook_sender::WebhookWorker::new(Arc::clone(&store), sender, Arc::clone(&webhooks_queued));
+        let worker = crate::webhook_sender::WebhookWorker::new(
+            Arc::clone(&store),
+            sender,
+            Arc::clone(&metrics),
+            Arc::clone(&webhooks_queued),
+        );
         Arc::new(worker).spawn(&hub);
     }
     let site_root = config.site_root();

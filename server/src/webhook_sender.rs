@@ -39,14 +39,20 @@ const READ_BATCH: i64 = 500;
 pub struct WebhookWorker {
     pub store: Arc<dyn Store>,
     pub sender: WebhookSender,
+    pub metrics: Arc<crate::metrics::Metrics>,
     /// Raised when deliveries were queued here (by the worker, or by hand through the API), or an endpoint's
     /// queue stopped short: time to claim.
     wake: Arc<tokio::sync::Notify>,
 }
 
 impl WebhookWorker {
-    pub fn new(store: Arc<dyn Store>, sender: WebhookSender, wake: Arc<tokio::sync::Notify>) -> Self {
-        WebhookWorker { store, sender, wake }
+    pub fn new(
+        store: Arc<dyn Store>,
+        sender: WebhookSender,
+        metrics: Arc<crate::metrics::Metrics>,
+        wake: Arc<tokio::sync::Notify>,
+    ) -> Self {
+        WebhookWorker { store, sender, metrics, wake }
     }
 
     /// Starts queueing and sending.
@@ -245,6 +251,12 @@ impl WebhookWorker {
         let gone = attempt.gone;
         let finished = after_attempt(delivery, &attempt, at);
         let done = !matches!(finished.status, app::types::DeliveryStatus::Retrying);
+        let (outcome, since_queued) = match finished.status {
+            app::types::DeliveryStatus::Sent => ("sent", (at - finished.created_at).to_std().ok()),
+            app::types::DeliveryStatus::Retrying => ("retried", None),
+            _ => ("failed", None),
+        };
+        self.metrics.webhook_attempt(outcome, since_queued);
         match self.store.finish_webhook_delivery(&finished).await {
             Ok(true) => {}
             Ok(false) => {

@@ -91,6 +91,9 @@ async fn deliveries_are_signed_retried_and_arrive_in_order(backend: Backend) {
     assert_eq!(accepted[0]["content_type"], "application/json");
     assert!(accepted[0]["body"]["timestamp"].as_str().unwrap().ends_with('Z'), "{}", accepted[0]);
     assert!(receiver.request_within(Duration::from_millis(1500)).await.is_none(), "a delivery was sent twice");
+    let metrics = app.get("/metrics").await.text;
+    assert!(metrics.contains("webhook_attempts_total{outcome=\"retried\"} 2"), "{metrics}");
+    assert!(metrics.contains("webhook_attempts_total{outcome=\"sent\"} 4"), "{metrics}");
 
     // The deliveries as listed: newest first, each sent, the first after three attempts with the receiver's error.
     let listed = app.get(&format!("/api/v1/webhooks/{webhook}/deliveries")).await;

@@ -22,7 +22,7 @@ commands:
                                    the Python and TypeScript libraries' suites
   site [--release]                 build only the site (wasm, JS, CSS) into target/site
   bench [-- ARGS...]               build the site, run the benchmark suite (release build) and write
-                                   docs/benchmarks.md; ARGS: --only hitl,fanout,inbox,rebuild,site  --out PATH
+                                   docs/benchmarks.md; ARGS: --only hitl,delivery,webhooks,fanout,inbox,rebuild,site  --out PATH
 ";
 
 /// Why a step failed: one line for the person at the terminal.

@@ -239,3 +239,13 @@ def test_a_question_under_an_escalation_policy_carries_its_plan(hp: Holdpoint, s
         assert unplanned.escalation is None
     finally:
         assert server.api("PUT", "/escalation-policies", json={"items": []}).status_code == 200
+
+
+def test_a_question_names_its_callback_url_and_a_private_one_is_refused(hp: Holdpoint, project: str) -> None:
+    # A public address, never resolved: the server refuses private ranges unless it is told otherwise.
+    question = hp.create_question("Call me back?", callback_url="https://93.184.216.34/holdpoint", project=project)
+    assert question.callback_url == "https://93.184.216.34/holdpoint"
+    assert hp.get_question(question.id).callback_url == question.callback_url
+    with pytest.raises(InvalidError) as private:
+        hp.create_question("Call me here?", callback_url="http://127.0.0.1:9/hook", project=project)
+    assert "callback_url" in private.value.fields, private.value.details

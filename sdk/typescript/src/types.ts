@@ -98,6 +98,8 @@ export interface NewQuestion {
   /** What applies when the deadline passes with no answer; validated like an answer. */
   default_response?: AnswerBody;
   assignee?: Assignee;
+  /** Where the question's own events are sent, signed with the workspace's callback secret (spec §12). */
+  callback_url?: string;
 }
 
 /** A question as the server returns it (spec §3). Times are RFC 3339 strings. */
@@ -132,6 +134,8 @@ export interface Question {
   assignee?: Assignee;
   /** Its escalation plan, when a policy applied as it was asked (spec §11). */
   escalation?: Escalation;
+  /** Where its own events are sent besides the workspace's webhooks. */
+  callback_url?: string;
 }
 
 /** When a question's people are reminded and when it is handed to `escalate_to`; each `*ed_at` once taken. */

@@ -75,6 +75,18 @@ describe('ask waits for the answer of each response type', () => {
   });
 });
 
+test('a question names its callback URL, and one into a private range is refused', async () => {
+  const hp = await agentClient(server);
+  // A public address, never resolved: the server refuses private ranges unless it is told otherwise.
+  const question = await hp.createQuestion({ title: 'Call me back?', callback_url: 'https://93.184.216.34/holdpoint' });
+  assert.equal(question.callback_url, 'https://93.184.216.34/holdpoint');
+  await assert.rejects(hp.createQuestion({ title: 'Call me here?', callback_url: 'http://127.0.0.1:9/hook' }), (error: unknown) => {
+    const details = (error as { details?: { fields?: Record<string, string> } }).details;
+    assert.ok(details?.fields?.callback_url, JSON.stringify(details));
+    return true;
+  });
+});
+
 describe('approve', () => {
   test("a person's no is an answer, not an exception, and its comment is the reason", async () => {
     const hp = await agentClient(server);

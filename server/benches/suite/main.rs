@@ -6,8 +6,8 @@
 //! Every part is bounded in time. The suite prints a table and writes `docs/benchmarks.md`: the machine, every
 //! figure next to its target with a pass/miss mark, and how each was measured.
 //!
-//! Flags: `--only hitl,delivery,fanout,inbox,rebuild,site` runs some parts (then nothing is written unless `--out` is
-//! given); `--out PATH` writes the report there instead of `docs/benchmarks.md`. `HOLDPOINT_BENCH_HITL` (see
+//! Flags: `--only hitl,delivery,webhooks,fanout,inbox,rebuild,site` runs some parts (then nothing is written unless
+//! `--out` is given); `--out PATH` writes the report there instead of `docs/benchmarks.md`. `HOLDPOINT_BENCH_HITL` (see
 //! `hitl.rs`) runs one configuration of the HITL part, for profiling and A/B runs.
 
 /// The load generator shares the machine's two cores with the server, so what it spends per cycle is taken from
@@ -25,6 +25,7 @@ mod rebuild;
 mod report;
 mod server;
 mod site;
+mod webhooks;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -32,7 +33,7 @@ use std::time::{Duration, Instant};
 use report::{Figure, Section};
 
 /// The parts of the suite, in the order they run.
-const PARTS: [&str; 6] = ["hitl", "delivery", "fanout", "inbox", "rebuild", "site"];
+const PARTS: [&str; 7] = ["hitl", "delivery", "webhooks", "fanout", "inbox", "rebuild", "site"];
 
 struct Options {
     parts: Vec<String>,
@@ -98,6 +99,7 @@ async fn run(options: Options) -> Result<(), String> {
         let section = match part.as_str() {
             "hitl" => hitl::run(postgres.as_ref().ok()).await?,
             "delivery" => delivery::run().await?,
+            "webhooks" => webhooks::run().await?,
             "fanout" => fanout::run().await?,
             "inbox" => inbox::run(postgres.as_ref().ok()).await?,
             "rebuild" => rebuild::run(postgres.as_ref().ok()).await?,

@@ -97,6 +97,7 @@ def question_body(
     timeout_seconds: float | timedelta | None,
     default_response: Response | JsonValue,
     assignee: Assignee | None,
+    callback_url: str | None,
     extra: Mapping[str, JsonValue] | None,
 ) -> JsonObject:
     """The JSON of ``POST /questions``; what is left ``None`` is left to the server's defaults (spec §3)."""
@@ -131,6 +132,8 @@ def question_body(
         payload["default_response"] = default.to_json()
     if assignee is not None:
         payload["assignee"] = assignee.to_json()
+    if callback_url is not None:
+        payload["callback_url"] = callback_url
     if extra:
         payload.update(extra)
     return payload

@@ -34,6 +34,7 @@ def requires_approval(
     timeout_seconds: float | timedelta | None = None,
     default: bool | None = None,
     assignee: Assignee | None = None,
+    callback_url: str | None = None,
     on_denied: Callable[[ApprovalResult], Any] | None = None,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Guards a function (sync or async) with an approval: each call asks Holdpoint first, with the function's name
@@ -63,6 +64,7 @@ def requires_approval(
                 timeout_seconds=timeout_seconds,
                 default=default,
                 assignee=assignee,
+                callback_url=callback_url,
             )
 
         def outcome(result: ApprovalResult, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -90,6 +90,7 @@ class Holdpoint:
         timeout_seconds: float | timedelta | None = None,
         default_response: Response | JsonValue = None,
         assignee: Assignee | None = None,
+        callback_url: str | None = None,
         extra: Mapping[str, JsonValue] | None = None,
         idempotency_key: str | None = None,
         wait: bool | None = None,
@@ -119,6 +120,7 @@ class Holdpoint:
             timeout_seconds=timeout_seconds,
             default_response=default_response,
             assignee=assignee,
+            callback_url=callback_url,
             extra=extra,
             idempotency_key=idempotency_key,
         )
@@ -144,6 +146,7 @@ class Holdpoint:
         timeout_seconds: float | timedelta | None = None,
         default_response: Response | JsonValue = None,
         assignee: Assignee | None = None,
+        callback_url: str | None = None,
         extra: Mapping[str, JsonValue] | None = None,
         idempotency_key: str | None = None,
     ) -> Question:
@@ -165,6 +168,7 @@ class Holdpoint:
             timeout_seconds=timeout_seconds,
             default_response=default_response,
             assignee=assignee,
+            callback_url=callback_url,
             extra=extra,
         )
         key = idempotency_key or _core.new_idempotency_key()
@@ -185,6 +189,7 @@ class Holdpoint:
         timeout_seconds: float | timedelta | None = None,
         default: bool | None = None,
         assignee: Assignee | None = None,
+        callback_url: str | None = None,
         idempotency_key: str | None = None,
         wait: bool = True,
         wait_timeout: float | timedelta | None = None,
@@ -210,6 +215,7 @@ class Holdpoint:
             timeout_seconds=timeout_seconds,
             default_response=None if default is None else Response(value=default),
             assignee=assignee,
+            callback_url=callback_url,
             idempotency_key=idempotency_key,
             wait=wait,
             wait_timeout=wait_timeout,

@@ -221,6 +221,8 @@ class Question:
     assignee: Assignee | None
     escalation: Escalation | None
     """Its escalation plan, if a policy applied when it was asked."""
+    callback_url: str | None
+    """Where its own events are sent, signed with the workspace's callback secret (spec §12)."""
     raw: JsonObject = field(repr=False, compare=False)
     """The question's JSON exactly as received, including fields this version of the client does not know."""
 
@@ -263,6 +265,7 @@ class Question:
             resolved_at=_optional_time(data.get("resolved_at")),
             assignee=Assignee.from_json(assignee) if isinstance(assignee, dict) else None,
             escalation=Escalation.from_json(escalation) if isinstance(escalation, dict) else None,
+            callback_url=data.get("callback_url"),
             raw=dict(data),
         )
 
