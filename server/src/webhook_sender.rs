@@ -32,8 +32,10 @@ const BATCH: u32 = 64;
 const MAX_SLEEP: Duration = Duration::from_secs(5);
 /// How often the cursor is written when events went nowhere.
 const CURSOR_EVERY: Duration = Duration::from_secs(5);
-/// Events read from the log at a time when catching up.
+/// Events read from the log at a time when catching up, and queued at a time from the hub.
 const READ_BATCH: i64 = 500;
+/// How long queueing waits after an event for the ones that follow it, to queue them together.
+const COALESCE: Duration = Duration::from_millis(5);
 
 /// The worker's parts.
 pub struct WebhookWorker {
@@ -102,6 +104,9 @@ impl WebhookWorker {
                 }
                 Err(RecvError::Closed) => return,
             };
+            // What else arrives meanwhile is taken with it: a busy server wakes this task a few hundred times a
+            // second, not once per event, for a few milliseconds on each event's first attempt.
+            tokio::time::sleep(COALESCE).await;
             let mut batch = vec![first];
             while batch.len() < READ_BATCH as usize {
                 match events.try_recv() {
