@@ -16,7 +16,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 
 use crate::report::{Figure, Section};
-use crate::server::{FreshDb, Server, expect_success, http};
+use crate::server::{FreshDb, Server, ask_steadily, expect_success, http, question_number};
 use crate::{Samples, ms};
 
 /// Questions a second, and how long each rate is kept up.
@@ -135,29 +135,8 @@ async fn ask_at(
     )
     .await?;
 
-    let count = (rate as u64 * duration.as_secs()) as usize;
-    let interval = Duration::from_secs_f64(1.0 / f64::from(rate));
-    let started = tokio::time::Instant::now();
-    let mut asked_at: Vec<Instant> = Vec::with_capacity(count);
-    let mut requests = tokio::task::JoinSet::new();
-    for n in 0..count {
-        tokio::time::sleep_until(started + interval * n as u32).await;
-        asked_at.push(Instant::now());
-        let (client, base, token) = (client.clone(), server.base.clone(), server.token.clone());
-        requests.spawn(async move {
-            let response = client
-                .post(format!("{base}/api/v1/questions"))
-                .bearer_auth(token)
-                .json(&json!({ "title": format!("{TITLE} #{n}"), "urgency": "high" }))
-                .send()
-                .await
-                .map_err(|e| e.to_string())?;
-            expect_success(response, "asking").await.map(drop)
-        });
-    }
-    while let Some(done) = requests.join_next().await {
-        done.map_err(|e| e.to_string())??;
-    }
+    let asked_at = ask_steadily(server, rate, duration, TITLE, &json!({ "urgency": "high" })).await?;
+    let count = asked_at.len();
     let deadline = Instant::now() + DRAIN;
     while Instant::now() < deadline {
         let arrived = |arrivals: &Arrivals| arrivals.lock().unwrap().len();
@@ -182,13 +161,6 @@ async fn ask_at(
     Ok(Outcome { email, slack, email_lost, slack_lost })
 }
 
-/// The question number in a text that carries the title (`… #12`).
-fn question_number(text: &str) -> Option<usize> {
-    let after = &text[text.find(TITLE)? + TITLE.len()..];
-    let digits: String = after.trim_start_matches(" #").chars().take_while(char::is_ascii_digit).collect();
-    digits.parse().ok()
-}
-
 /// Accepts every message; notes when the end of each one's `DATA` arrived.
 async fn serve_smtp(listener: TcpListener, arrivals: Arrivals) {
     while let Ok((stream, _)) = listener.accept().await {
@@ -211,7 +183,7 @@ async fn serve_smtp(listener: TcpListener, arrivals: Arrivals) {
                         continue;
                     }
                     in_data = false;
-                    if let Some(n) = question_number(&message) {
+                    if let Some(n) = question_number(&message, TITLE) {
                         arrivals.lock().unwrap().entry(n).or_insert_with(Instant::now);
                     }
                     message.clear();
@@ -247,7 +219,7 @@ async fn serve_slack(listener: TcpListener, arrivals: Arrivals) {
         axum::routing::post(move |body: String| {
             let arrivals = Arc::clone(&arrivals);
             async move {
-                if let Some(n) = question_number(&body) {
+                if let Some(n) = question_number(&body, TITLE) {
                     arrivals.lock().unwrap().entry(n).or_insert_with(Instant::now);
                 }
                 axum::Json(json!({ "ok": true, "channel": "D0BENCH", "ts": "1700000000.000100" }))

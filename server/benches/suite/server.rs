@@ -265,3 +265,48 @@ pub async fn expect_success(response: reqwest::Response, what: &str) -> Result<r
         Err(format!("{what}: {status} {body}"))
     }
 }
+
+/// Asks `rate` questions a second for `duration` from one client, the `n`th titled `{title} #{n}` with `fields` added
+/// to its body, and waits until every `POST` has been answered; returns when each was sent, in order.
+pub async fn ask_steadily(
+    server: &Server,
+    rate: u32,
+    duration: Duration,
+    title: &str,
+    fields: &serde_json::Value,
+) -> Result<Vec<std::time::Instant>, String> {
+    let client = http();
+    let count = (u64::from(rate) * duration.as_secs()) as usize;
+    let interval = Duration::from_secs_f64(1.0 / f64::from(rate));
+    let started = tokio::time::Instant::now();
+    let mut asked_at = Vec::with_capacity(count);
+    let mut requests = tokio::task::JoinSet::new();
+    for n in 0..count {
+        tokio::time::sleep_until(started + interval * n as u32).await;
+        asked_at.push(std::time::Instant::now());
+        let (client, base, token) = (client.clone(), server.base.clone(), server.token.clone());
+        let mut body = fields.clone();
+        body["title"] = serde_json::Value::String(format!("{title} #{n}"));
+        requests.spawn(async move {
+            let response = client
+                .post(format!("{base}/api/v1/questions"))
+                .bearer_auth(token)
+                .json(&body)
+                .send()
+                .await
+                .map_err(|e| e.to_string())?;
+            expect_success(response, "asking").await.map(drop)
+        });
+    }
+    while let Some(done) = requests.join_next().await {
+        done.map_err(|e| e.to_string())??;
+    }
+    Ok(asked_at)
+}
+
+/// The question number in a text that carries a title [`ask_steadily`] gave (`{title} #12`).
+pub fn question_number(text: &str, title: &str) -> Option<usize> {
+    let after = &text[text.find(title)? + title.len()..];
+    let digits: String = after.trim_start_matches(" #").chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}

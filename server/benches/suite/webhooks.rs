@@ -13,7 +13,7 @@ use serde_json::json;
 use tokio::net::TcpListener;
 
 use crate::report::{Figure, Section};
-use crate::server::{FreshDb, Server, expect_success, http};
+use crate::server::{FreshDb, Server, ask_steadily, expect_success, http, question_number};
 use crate::{Samples, ms};
 
 /// Events a second, and how long each rate is kept up.
@@ -86,29 +86,8 @@ async fn ask_at(
         "subscribing the receiver",
     )
     .await?;
-    let count = (rate as u64 * duration.as_secs()) as usize;
-    let interval = Duration::from_secs_f64(1.0 / f64::from(rate));
-    let started = tokio::time::Instant::now();
-    let mut asked_at: Vec<Instant> = Vec::with_capacity(count);
-    let mut requests = tokio::task::JoinSet::new();
-    for n in 0..count {
-        tokio::time::sleep_until(started + interval * n as u32).await;
-        asked_at.push(Instant::now());
-        let (client, base, token) = (client.clone(), server.base.clone(), server.token.clone());
-        requests.spawn(async move {
-            let response = client
-                .post(format!("{base}/api/v1/questions"))
-                .bearer_auth(token)
-                .json(&json!({ "title": format!("{TITLE} #{n}") }))
-                .send()
-                .await
-                .map_err(|e| e.to_string())?;
-            expect_success(response, "asking").await.map(drop)
-        });
-    }
-    while let Some(done) = requests.join_next().await {
-        done.map_err(|e| e.to_string())??;
-    }
+    let asked_at = ask_steadily(server, rate, duration, TITLE, &json!({})).await?;
+    let count = asked_at.len();
     let deadline = Instant::now() + DRAIN;
     while Instant::now() < deadline && arrivals.lock().unwrap().len() < count {
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -124,13 +103,6 @@ async fn ask_at(
     Ok((samples, lost))
 }
 
-/// The question number in a delivery's body (`… #12`).
-fn question_number(body: &str) -> Option<usize> {
-    let after = &body[body.find(TITLE)? + TITLE.len()..];
-    let digits: String = after.trim_start_matches(" #").chars().take_while(char::is_ascii_digit).collect();
-    digits.parse().ok()
-}
-
 /// Takes every delivery; notes when each question's first arrived.
 async fn serve_receiver(listener: TcpListener, arrivals: Arrivals) {
     let app = axum::Router::new().route(
@@ -138,7 +110,7 @@ async fn serve_receiver(listener: TcpListener, arrivals: Arrivals) {
         axum::routing::post(move |body: String| {
             let arrivals = Arc::clone(&arrivals);
             async move {
-                if let Some(n) = question_number(&body) {
+                if let Some(n) = question_number(&body, TITLE) {
                     arrivals.lock().unwrap().entry(n).or_insert_with(Instant::now);
                 }
                 axum::http::StatusCode::NO_CONTENT
