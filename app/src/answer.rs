@@ -8,7 +8,7 @@ use leptos::prelude::*;
 use serde_json::{Map, Value};
 
 use crate::api::post_json;
-use crate::types::{AnswerBody, FormField, Question, QuestionOption, ResponseType};
+use crate::types::{AnswerBody, AnswerRequest, FormField, Question, QuestionOption, ResponseType};
 
 /// The options of an error-recovery question: the three the spec names, then the question's own.
 pub fn recovery_options(question: &Question) -> Vec<QuestionOption> {
@@ -127,14 +127,18 @@ pub fn AnswerWidget(
     let args_parsed = Memo::new(move |_| args_text.with(|t| parse_arguments(t)));
     let original_value = question.action.as_ref().map(|a| a.arguments.clone());
 
+    let grant_offer = crate::grant_offer::offers_grant(&question).then(|| crate::grant_offer::new_offer(&question));
     let send = move |value: Value, edited: Option<Value>| {
         error.set(None);
         busy.set(true);
-        let body = AnswerBody {
+        let answer = AnswerBody {
             value,
             comment: Some(comment.get_untracked()).filter(|c| !c.trim().is_empty()),
             edited_arguments: edited,
         };
+        // Only an approval makes a grant.
+        let grant = grant_offer.filter(|_| answer.value == Value::Bool(true)).and_then(|offer| offer.request());
+        let body = AnswerRequest { answer, grant };
         leptos::task::spawn_local(async move {
             let result = post_json::<_, Question>(&format!("/questions/{id}/answer"), &body).await;
             busy.set(false);
@@ -311,6 +315,9 @@ pub fn AnswerWidget(
                     } else {
                         leptos::either::Either::Right(view! { <pre tabindex="0" class="arguments" data-testid=tid("arguments-view")>{original_args.clone()}</pre> })
                     }}
+                    {grant_offer.map(|offer| view! {
+                        <crate::grant_offer::GrantOfferView question=question.clone() prefix=prefix.clone() offer/>
+                    })}
                 }),
                 EitherOf4::C(view! {
                     <div class="button-row">

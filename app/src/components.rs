@@ -60,7 +60,9 @@ pub fn QuestionContext(question: Question, testid: &'static str) -> impl IntoVie
         .is_some_and(|c| !c.is_empty())
         .then(|| serde_json::to_string_pretty(&question.context).unwrap_or_default());
     let lineage: Vec<uuid::Uuid> = question.parent_run_ids.iter().copied().chain(question.run_id).collect();
+    let hands = question.clone();
     view! {
+        <ManyHands question=hands testid=testid/>
         {(!question.body.is_empty()).then(|| view! { <Markdown source=question.body.clone() testid=format!("{testid}-body")/> })}
         {(!lineage.is_empty()).then(|| view! {
             <p class="lineage" data-testid=format!("{testid}-lineage")>"Asked by run "
@@ -344,5 +346,88 @@ mod tests {
         assert_eq!(capitalise("approve"), "Approve");
         assert_eq!(capitalise(""), "");
         assert_eq!(capitalise("étape"), "étape");
+    }
+}
+
+/// A pending question's many hands (spec §14): how many of the approvals it needs it has and from whom, and who holds
+/// its claim, with the buttons to claim it or let the claim go. Live questions replace the question shown here, so
+/// an approval or a claim made elsewhere shows at once; the buttons show what the server answered.
+#[component]
+pub fn ManyHands(question: Question, testid: &'static str) -> impl IntoView {
+    let pending = question.status == QuestionStatus::Pending;
+    let shown = RwSignal::new(question);
+    let error = RwSignal::new(None::<String>);
+    let busy = RwSignal::new(false);
+    let now = now_signal();
+    let change_claim = move |verb: &'static str| {
+        let id = shown.with_untracked(|q| q.id);
+        error.set(None);
+        busy.set(true);
+        leptos::task::spawn_local(async move {
+            let result =
+                crate::api::post_json::<_, Question>(&format!("/questions/{id}/{verb}"), &serde_json::json!({})).await;
+            busy.set(false);
+            match result {
+                Ok(question) => shown.set(question),
+                Err(err) => error.set(Some(err.describe())),
+            }
+        });
+    };
+    let quorum = move || {
+        shown.with(|q| {
+            let progress = q.approval_progress()?;
+            let by: Vec<String> = q.approvals.iter().map(|a| a.by.clone()).collect();
+            let eligible = q.eligible.as_ref().map(|e| format!(" · from {e}")).unwrap_or_default();
+            let text = if by.is_empty() {
+                format!("Approvals: {progress}{eligible}")
+            } else {
+                format!("Approvals: {progress} ({}){eligible}", by.join(", "))
+            };
+            Some(view! { <p class="quorum" data-testid=format!("{testid}-quorum")>{text}</p> })
+        })
+    };
+    let claim = move || {
+        let holder = shown.with(|q| q.claim_holder(now()).map(str::to_owned).zip(q.claim_expires_at));
+        view! {
+            <p class="claim" data-testid=format!("{testid}-claim")>
+                {match holder.clone() {
+                    Some((by, until)) => Either::Left(view! {
+                        <span data-testid=format!("{testid}-claimed-by")>{format!("Claimed by {by}")}</span>
+                        " · " <span class="muted">{time_left(until, now())}</span>
+                    }),
+                    None => Either::Right(view! { <span class="muted">"Nobody is on it"</span> }),
+                }}
+                " "
+                {match holder {
+                    Some(_) => Either::Left(view! {
+                        <button type="button" class="link" data-testid=format!("{testid}-unclaim")
+                            disabled=move || busy.get() on:click=move |_| change_claim("unclaim")>"Release"</button>
+                    }),
+                    None => Either::Right(view! {
+                        <button type="button" class="link" data-testid=format!("{testid}-claim-button")
+                            disabled=move || busy.get() on:click=move |_| change_claim("claim")>"Claim"</button>
+                    }),
+                }}
+            </p>
+        }
+    };
+    pending.then(|| {
+        view! {
+            <div class="many-hands">
+                {quorum}
+                {claim}
+                {move || error.get().map(|e| view! { <p class="field-error" role="alert" data-testid=format!("{testid}-claim-error")>{e}</p> })}
+            </div>
+        }
+    })
+}
+
+/// What a page says once its answer was accepted: an approval short of the question's quorum leaves it pending.
+pub fn answered_notice(question: &Question) -> String {
+    match (question.status, question.approval_progress()) {
+        (QuestionStatus::Pending, Some(progress)) => {
+            format!("Approval recorded for “{}”: {progress}", question.title)
+        }
+        _ => format!("Answered “{}”", question.title),
     }
 }

@@ -9,6 +9,7 @@ mod answer;
 mod api;
 mod codec;
 mod components;
+mod grant_offer;
 pub mod live;
 pub mod markdown;
 mod modal;

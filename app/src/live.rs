@@ -94,13 +94,15 @@ mod browser {
 
     use crate::types::{EventType, Question, QuestionEventData, RunStatusEventData};
 
-    const EVENTS: [EventType; 7] = [
+    const EVENTS: [EventType; 9] = [
         EventType::QuestionAsked,
         EventType::QuestionAnswered,
         EventType::QuestionExpired,
         EventType::QuestionCancelled,
         EventType::QuestionReminded,
         EventType::QuestionEscalated,
+        EventType::QuestionClaimed,
+        EventType::QuestionApprovalAdded,
         EventType::RunStatus,
     ];
 

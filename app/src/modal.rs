@@ -112,7 +112,10 @@ pub fn LiveModal() -> impl IntoView {
     };
     let answered = Callback::new(move |question: Question| {
         queue.update(|q| q.retain(|id| *id != question.id));
-        show_notice(format!("Answer sent: “{}”", question.title));
+        show_notice(match question.status {
+            QuestionStatus::Pending => crate::components::answered_notice(&question),
+            _ => format!("Answer sent: “{}”", question.title),
+        });
     });
 
     // When the question on show came up (the browser's clock, in ms), for the guard against keys meant for elsewhere.

@@ -224,6 +224,7 @@ wire_enum! {
 
 mod audit;
 mod escalation;
+mod grants;
 mod notifications;
 mod people;
 mod runs;
@@ -231,6 +232,7 @@ pub mod time;
 mod webhooks;
 pub use audit::*;
 pub use escalation::*;
+pub use grants::*;
 pub use notifications::*;
 pub use people::*;
 pub use runs::*;
@@ -292,6 +294,17 @@ pub struct AnswerBody {
     pub edited_arguments: Option<Value>,
 }
 
+/// The body of `POST /questions/{id}/answer`: an answer, and for the approval of a tool call, optionally a grant
+/// that lets later calls like it through without asking (spec §14).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct AnswerRequest {
+    #[serde(flatten)]
+    pub answer: AnswerBody,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<GrantRequest>,
+}
+
 /// The answers every error-recovery question understands besides its own options (spec §3): `(value, label,
 /// what it does)`.
 pub const RECOVERY_ACTIONS: [(&str, &str, &str); 3] = [
@@ -324,12 +337,17 @@ pub struct AnswerBatchItem {
     pub comment: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edited_arguments: Option<Value>,
+    /// A grant made with this approval, as on a single answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<GrantRequest>,
 }
 
 wire_enum! {
     /// What became of one item of a batch.
     AnswerBatchStatus {
         Answered = "answered",
+        /// The approval was recorded; the question needs more before it is answered (spec §14).
+        ApprovalAdded = "approval_added",
         /// The question had left `pending` (`error` says who answered it).
         Conflict = "conflict",
         Invalid = "invalid",
@@ -399,14 +417,88 @@ pub struct NewQuestion {
     pub timeout_seconds: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_response: Option<AnswerBody>,
-    /// Restricts who may answer, on top of the role rules: one person (`{"user": "alice"}`) or a minimum role
-    /// (`{"role": "approver"}`).
+    /// Restricts who may answer, on top of the role rules: one person (`{"user": "alice"}`), a minimum role
+    /// (`{"role": "approver"}`), or the member of a role given a question least recently (`{"role": "approver",
+    /// "strategy": "round_robin"}`), who becomes its assignee.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub assignee: Option<Assignee>,
+    pub assignee: Option<AssigneeRequest>,
     /// Where the question's own events are sent (spec §12), signed with the workspace's callback secret: an `http`
     /// or `https` URL, checked as a webhook's is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub callback_url: Option<String>,
+    /// How many distinct people must approve an approval question (1..=10, default 1; spec §14). Approvals short
+    /// of it leave the question pending; the first rejection answers it `false`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ssr", schema(minimum = 1, maximum = 10))]
+    pub required_approvals: Option<u8>,
+    /// Who may give those approvals, on top of the role rules: `{"role": R}` (that role and above) or
+    /// `{"users": [...]}` (those people).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eligible: Option<Eligible>,
+}
+
+/// Who may approve a question that needs several approvals.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Eligible {
+    /// Anyone whose role is at least this one (`approver` or `admin`).
+    Role(Role),
+    /// These people (by username), 1..=50 of them.
+    Users(Vec<String>),
+}
+
+impl std::fmt::Display for Eligible {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Eligible::Role(role) => write!(f, "any {role}"),
+            Eligible::Users(users) => write!(f, "{}", users.join(", ")),
+        }
+    }
+}
+
+/// One person's approval of a question that needs several (spec §14).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct Approval {
+    /// Their username (or token name).
+    pub by: String,
+    #[serde(deserialize_with = "time::required", serialize_with = "time::write")]
+    pub at: DateTime<Utc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+}
+
+/// Who a new question is for: `{"user": U}`, `{"role": R}`, or `{"role": R, "strategy": "round_robin"}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct AssigneeRequest {
+    /// One person, by username.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// A role: anyone of it and above, or with `strategy`, one member of exactly this role.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<Role>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<AssignStrategy>,
+}
+
+wire_enum! {
+    /// How a role's question is given to one of its members.
+    AssignStrategy {
+        /// To the member of the role who was given a question least recently.
+        RoundRobin = "round_robin",
+    }
+}
+
+impl From<Assignee> for AssigneeRequest {
+    fn from(assignee: Assignee) -> Self {
+        match assignee {
+            Assignee::User(user) => AssigneeRequest { user: Some(user), ..Default::default() },
+            Assignee::Role(role) => AssigneeRequest { role: Some(role), ..Default::default() },
+        }
+    }
 }
 
 /// Who may answer a question with an assignee.
@@ -473,6 +565,44 @@ pub struct Question {
     /// Where its own events are sent besides the workspace's webhooks, if the asker named a URL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub callback_url: Option<String>,
+    /// How many distinct people must approve it (approval questions; 1 when absent).
+    #[serde(default = "one_approval", skip_serializing_if = "is_one_approval")]
+    pub required_approvals: u8,
+    /// Who may give those approvals, when restricted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eligible: Option<Eligible>,
+    /// The approvals given so far, oldest first (`[]` when absent).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvals: Vec<Approval>,
+    /// Who is working on it: while the claim lasts only they (or an admin) may answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claimed_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "time::optional", serialize_with = "time::write_optional")]
+    pub claim_expires_at: Option<DateTime<Utc>>,
+}
+
+fn one_approval() -> u8 {
+    1
+}
+
+fn is_one_approval(required: &u8) -> bool {
+    *required == 1
+}
+
+impl Question {
+    /// Who holds its claim at `now`, if anyone: a claim past its expiry holds nothing.
+    pub fn claim_holder(&self, now: DateTime<Utc>) -> Option<&str> {
+        match (&self.claimed_by, self.claim_expires_at) {
+            (Some(by), Some(until)) if until > now => Some(by),
+            _ => None,
+        }
+    }
+
+    /// "1 of 2" for a question that needs several approvals; `None` for one that needs one.
+    pub fn approval_progress(&self) -> Option<String> {
+        (self.required_approvals > 1).then(|| format!("{} of {}", self.approvals.len(), self.required_approvals))
+    }
 }
 
 /// What a list of questions shows of each (the inbox): a question without its body, inputs and answer, so a page
@@ -501,6 +631,35 @@ pub struct QuestionSummary {
     /// otherwise, so a question with a long list of options costs its row nothing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub choices: Vec<QuestionOption>,
+    /// How many approvals it needs (1 when absent) and has.
+    #[serde(default = "one_approval", skip_serializing_if = "is_one_approval")]
+    pub required_approvals: u8,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub approvals_given: u8,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claimed_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "time::optional", serialize_with = "time::write_optional")]
+    pub claim_expires_at: Option<DateTime<Utc>>,
+}
+
+fn is_zero(n: &u8) -> bool {
+    *n == 0
+}
+
+impl QuestionSummary {
+    /// Who holds its claim at `now`, if anyone.
+    pub fn claim_holder(&self, now: DateTime<Utc>) -> Option<&str> {
+        match (&self.claimed_by, self.claim_expires_at) {
+            (Some(by), Some(until)) if until > now => Some(by),
+            _ => None,
+        }
+    }
+
+    /// "1 of 2" for a question that needs several approvals.
+    pub fn approval_progress(&self) -> Option<String> {
+        (self.required_approvals > 1).then(|| format!("{} of {}", self.approvals_given, self.required_approvals))
+    }
 }
 
 /// The most options a list row offers as buttons: more would not fit beside the title, and a longer list deserves
@@ -550,6 +709,10 @@ impl From<&Question> for QuestionSummary {
             status: question.status,
             created_at: question.created_at,
             updated_at: question.updated_at,
+            required_approvals: question.required_approvals,
+            approvals_given: u8::try_from(question.approvals.len()).unwrap_or(u8::MAX),
+            claimed_by: question.claimed_by.clone(),
+            claim_expires_at: question.claim_expires_at,
         }
     }
 }
@@ -575,6 +738,10 @@ wire_enum! {
         QuestionReminded = "question_reminded",
         /// A pending question was handed to someone else by its escalation policy.
         QuestionEscalated = "question_escalated",
+        /// Someone claimed a pending question, or let their claim go (spec §14).
+        QuestionClaimed = "question_claimed",
+        /// Someone approved a question that needs more approvals than it has (spec §14).
+        QuestionApprovalAdded = "question_approval_added",
     }
 }
 
@@ -674,6 +841,11 @@ pub(crate) fn sample_question(title: &str, status: QuestionStatus) -> Question {
         assignee: None,
         escalation: None,
         callback_url: None,
+        required_approvals: 1,
+        eligible: None,
+        approvals: Vec::new(),
+        claimed_by: None,
+        claim_expires_at: None,
     }
 }
 

@@ -85,6 +85,12 @@ pub mod action {
         WEBHOOK_DELETED,
         WEBHOOK_REDELIVERED,
         CALLBACK_SECRET_ROTATED,
+        crate::hands::action::QUESTION_APPROVAL_ADDED,
+        crate::hands::action::QUESTION_CLAIMED,
+        crate::hands::action::QUESTION_UNCLAIMED,
+        crate::grants::action::GRANT_CREATED,
+        crate::grants::action::GRANT_USED,
+        crate::grants::action::GRANT_REVOKED,
     ];
 }
 
@@ -281,6 +287,10 @@ pub fn question_resolved(row: &QuestionRow, actor: &AuditActor) -> NewAuditEntry
         if let Some(comment) = &response.comment {
             after.insert("comment".into(), json!(comment));
         }
+    }
+    if row.required_approvals > 1 {
+        after.insert("required_approvals".into(), json!(row.required_approvals));
+        after.insert("approvals".into(), json!(row.approvals.0));
     }
     let edited = response.and_then(|r| r.edited_arguments.as_ref());
     let mut diff = None;

@@ -81,6 +81,12 @@ pub struct ServeConfig {
     #[arg(long, env = "HOLDPOINT_MAX_TIMEOUT_SECONDS", default_value_t = 86_400)]
     pub max_timeout_seconds: i64,
 
+    /// The longest a claim of a question lasts, in seconds, and how long one lasts unless the claimer asks for
+    /// less (spec §14).
+    #[arg(long, env = "HOLDPOINT_CLAIM_TTL_SECONDS", default_value_t = crate::hands::DEFAULT_CLAIM_TTL_SECONDS,
+        value_parser = clap::value_parser!(i64).range(crate::hands::MIN_CLAIM_TTL_SECONDS..))]
+    pub claim_ttl_seconds: i64,
+
     /// The built site (`pkg/holdpoint.js`, `.wasm`, `.css`); found next to the executable or under
     /// `./target/site` when unset.
     #[arg(long, env = "HOLDPOINT_SITE_ROOT")]
@@ -531,6 +537,7 @@ impl ServeConfig {
             bootstrap_token: None,
             min_timeout_seconds: 1,
             max_timeout_seconds: 86_400,
+            claim_ttl_seconds: crate::hands::DEFAULT_CLAIM_TTL_SECONDS,
             site_root: None,
             secure_cookies: false,
             run_workers: true,

@@ -307,12 +307,19 @@ impl EventHub {
             && event.event_type != EventType::QuestionAsked.as_str()
         {
             // Before the watches fire: a long-poll that finds the question here registered its watch first. A step of
-            // its escalation changes who may answer it, so the remembered row goes too.
+            // its escalation, a claim or an approval changes who may answer it, so the remembered row goes too.
             self.asked.lock().remove(&question_id);
-            let escalation_step = event.event_type == EventType::QuestionReminded.as_str()
-                || event.event_type == EventType::QuestionEscalated.as_str();
-            // Watches wait for the question to leave `pending`, which an escalation step does not do.
-            if !escalation_step {
+            // Watches wait for the question to leave `pending`, which an escalation step, a claim and an approval
+            // short of the quorum do not do.
+            let stays_pending = [
+                EventType::QuestionReminded,
+                EventType::QuestionEscalated,
+                EventType::QuestionClaimed,
+                EventType::QuestionApprovalAdded,
+            ]
+            .iter()
+            .any(|kind| event.event_type == kind.as_str());
+            if !stays_pending {
                 let fired = self.watches.lock().remove(&question_id);
                 for (_, watch) in fired.into_iter().flatten() {
                     let _ = watch.send(Arc::clone(&event));

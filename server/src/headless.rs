@@ -73,6 +73,9 @@ pub struct AskArgs {
     /// For approvals: the action's arguments as JSON (default `{"title": TITLE}`).
     #[arg(long, value_name = "JSON")]
     pub arguments: Option<String>,
+    /// For approvals: how many distinct people must approve (1..=10); the first rejection rejects.
+    #[arg(long = "approvals", value_name = "N", value_parser = clap::value_parser!(u8).range(1..=10))]
+    pub required_approvals: Option<u8>,
     /// Create the question and exit 10 without waiting; run the same command again later to get the answer.
     #[arg(long)]
     pub no_wait: bool,
@@ -252,6 +255,7 @@ fn question_body(args: &AskArgs) -> CliResult<NewQuestion> {
         urgency,
         timeout_seconds: args.timeout.map(|timeout| i64::try_from(timeout.as_secs().max(1)).unwrap_or(i64::MAX)),
         default_response,
+        required_approvals: args.required_approvals,
         ..NewQuestion::default()
     })
 }
@@ -646,9 +650,27 @@ mod tests {
             tool: None,
             arguments: None,
             no_wait: false,
+            required_approvals: None,
             output: OutputFormat::Json,
             server: ServerArgs { server: None, token: None },
         }
+    }
+
+    #[test]
+    fn approvals_asks_for_that_many_people() {
+        let mut gate = args(AskType::Approval);
+        gate.required_approvals = Some(2);
+        assert_eq!(question_body(&gate).unwrap().required_approvals, Some(2));
+        assert_eq!(question_body(&args(AskType::Approval)).unwrap().required_approvals, None);
+        #[derive(clap::Parser)]
+        struct Ask {
+            #[command(flatten)]
+            args: AskArgs,
+        }
+        let parse =
+            |n: &str| <Ask as clap::Parser>::try_parse_from(["ask", "Ship?", "--type", "approval", "--approvals", n]);
+        assert_eq!(parse("3").unwrap().args.required_approvals, Some(3));
+        assert!(parse("11").is_err(), "at most 10 people");
     }
 
     #[test]

@@ -18,6 +18,8 @@ pub mod demo;
 pub mod error;
 pub mod escalation;
 pub mod events;
+pub mod grants;
+pub mod hands;
 pub mod headless;
 pub mod http;
 pub mod mcp;

@@ -198,6 +198,9 @@ pub fn build_question(
     if input.allow_edit && response_type != ResponseType::Approval {
         errors.add("allow_edit", "only approval questions can have editable arguments");
     }
+    let assignee = input.assignee.as_ref().and_then(|requested| assignee_of(requested, &mut errors));
+    let required_approvals = input.required_approvals.unwrap_or(1);
+    check_quorum(response_type, required_approvals, input.eligible.as_ref(), input.allow_edit, &mut errors);
 
     let timeout_seconds = match input.timeout_seconds {
         Some(seconds) if seconds < bounds.min_seconds || seconds > bounds.max_seconds => {
@@ -244,11 +247,85 @@ pub fn build_question(
         created_at: now,
         updated_at: now,
         resolved_at: None,
-        assignee: input.assignee.map(Json),
+        assignee: assignee.map(Json),
         escalation: None,
         next_escalation_at: None,
         callback_url: input.callback_url,
+        required_approvals: i32::from(required_approvals),
+        eligible: input.eligible.map(Json),
+        approvals: Json(Vec::new()),
+        claimed_by: None,
+        claim_expires_at: None,
+        revision: 0,
     })
+}
+
+/// The assignee a request names (for a round-robin request, the role it picks from, until a member is picked);
+/// `None`, with the fault in `errors`, when it names none or two.
+fn assignee_of(requested: &app::types::AssigneeRequest, errors: &mut FieldErrors) -> Option<Assignee> {
+    match (&requested.user, requested.role, requested.strategy) {
+        (Some(user), None, None) => Some(Assignee::User(user.clone())),
+        (None, Some(role), _) => Some(Assignee::Role(role)),
+        (Some(_), None, Some(_)) => {
+            errors.add("assignee.strategy", "picks a member of a role: name the role, not a user");
+            None
+        }
+        (Some(_), Some(_), _) => {
+            errors.add("assignee", "names a user or a role, not both");
+            None
+        }
+        (None, None, _) => {
+            errors.add("assignee", "needs a user or a role");
+            None
+        }
+    }
+}
+
+/// The most approvals a question may need, and the most people `eligible` may name (spec §14).
+pub const APPROVALS_MAX: u8 = 10;
+pub const ELIGIBLE_USERS_MAX: usize = 50;
+
+/// Checks a quorum: only approvals need more than one person, at most [`APPROVALS_MAX`]; `eligible` names a role
+/// that may approve or enough distinct people to reach it; several approvers cannot each edit the arguments.
+fn check_quorum(
+    response_type: ResponseType,
+    required: u8,
+    eligible: Option<&app::types::Eligible>,
+    allow_edit: bool,
+    errors: &mut FieldErrors,
+) {
+    if !(1..=APPROVALS_MAX).contains(&required) {
+        errors.add("required_approvals", format!("must be within 1..={APPROVALS_MAX}"));
+    } else if required > 1 && response_type != ResponseType::Approval {
+        errors.add("required_approvals", "only approval questions can need several approvals");
+    } else if required > 1 && allow_edit {
+        errors.add("allow_edit", "a question that needs several approvals cannot take edited arguments");
+    }
+    match eligible {
+        None => {}
+        Some(_) if response_type != ResponseType::Approval => {
+            errors.add("eligible", "only approval questions have eligible approvers")
+        }
+        Some(app::types::Eligible::Role(role)) if !matches!(role, Role::Approver | Role::Admin) => {
+            errors.add("eligible.role", format!("must be a role that may approve: approver or admin, not {role}"))
+        }
+        Some(app::types::Eligible::Role(_)) => {}
+        Some(app::types::Eligible::Users(users)) => {
+            let distinct: HashSet<&str> = users.iter().map(|u| u.trim()).collect();
+            if users.is_empty() || users.len() > ELIGIBLE_USERS_MAX {
+                errors.add("eligible.users", format!("must name 1..={ELIGIBLE_USERS_MAX} people"));
+            } else if distinct.contains("") {
+                errors.add("eligible.users", "must not contain an empty name");
+            } else if distinct.len() != users.len() {
+                errors.add("eligible.users", "must not name anyone twice");
+            } else if distinct.len() < usize::from(required) {
+                errors.add(
+                    "eligible.users",
+                    format!("names {} people, fewer than the {required} approvals needed", distinct.len()),
+                );
+            }
+        }
+    }
 }
 
 fn check_form_fields(fields: &[FormField], errors: &mut FieldErrors) {
@@ -476,6 +553,11 @@ impl Asking<'_> {
         workspace_id: Uuid,
         created_by: Option<Uuid>,
     ) -> Result<QuestionRow, AppError> {
+        let round_robin = input
+            .assignee
+            .as_ref()
+            .filter(|requested| requested.strategy == Some(app::types::AssignStrategy::RoundRobin))
+            .and_then(|requested| requested.role);
         let mut row = build_question(input, workspace_id, created_by, self.bounds, crate::store::now())?;
         if let Some(url) = &row.callback_url
             && let Err(problem) = self.callbacks.check(url).await
@@ -483,6 +565,9 @@ impl Asking<'_> {
             return Err(AppError::invalid_field("callback_url", problem));
         }
         check_assignee(self.store, &row).await?;
+        if let Some(role) = round_robin {
+            row.assignee = Some(Json(Assignee::User(take_turn(self.store, &row, role).await?)));
+        }
         crate::escalation::plan(self.store, &mut row).await?;
         Ok(row)
     }
@@ -627,17 +712,8 @@ pub fn require_right_to_give(
     separation_of_duties: bool,
 ) -> Result<(), AppError> {
     require_answer_right(caller, question.kind)?;
-    match &question.assignee {
-        Some(Assignee::User(username))
-            if !(caller.principal.kind == PrincipalKind::User && caller.principal.name == *username) =>
-        {
-            return Err(AppError::Forbidden(format!("this question is assigned to {username}")));
-        }
-        Some(Assignee::Role(role)) if caller.role().rank() < role.rank() => {
-            return Err(AppError::Forbidden(format!("this question is assigned to {}s and above", role)));
-        }
-        _ => {}
-    }
+    require_assignee(caller, question)?;
+    crate::hands::require_eligible(caller, question)?;
     // A run's tool-call approvals are requested by its agent, not by whoever started the run; the rule is about
     // a token or person asking for permission directly (`POST /questions`, MCP, `holdpoint ask`).
     if separation_of_duties
@@ -653,6 +729,21 @@ pub fn require_right_to_give(
     Ok(())
 }
 
+/// Refuses with 403 a caller the question's assignee does not name.
+pub fn require_assignee(caller: &Caller, question: &Question) -> Result<(), AppError> {
+    match &question.assignee {
+        Some(Assignee::User(username))
+            if !(caller.principal.kind == PrincipalKind::User && caller.principal.name == *username) =>
+        {
+            Err(AppError::Forbidden(format!("this question is assigned to {username}")))
+        }
+        Some(Assignee::Role(role)) if caller.role().rank() < role.rank() => {
+            Err(AppError::Forbidden(format!("this question is assigned to {}s and above", role)))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Refuses (422) a new question that names a run the caller may not act for: a run of another workspace, or for an
 /// `agent` token a run it did not start. A run's question can supersede the run's blocking question and resume the
 /// run with its answer, so naming a run is acting for it.
@@ -665,6 +756,22 @@ pub async fn check_run_of_new_question(store: &dyn Store, caller: &Caller, row: 
         Err(AppError::NotFound(_)) => Err(AppError::invalid_field("run_id", "is not a run you may act for")),
         Err(other) => Err(other),
     }
+}
+
+/// The member of `role` (exactly) whose round-robin turn it is for `row`: 422 if the role may not answer such a
+/// question or has no member.
+async fn take_turn(store: &dyn Store, row: &QuestionRow, role: Role) -> Result<String, AppError> {
+    let needed = if row.kind == QuestionKind::Approval { Role::Approver } else { Role::Responder };
+    if role.rank() < needed.rank() {
+        return Err(AppError::invalid_field(
+            "assignee.role",
+            format!("a {role} may not answer {} questions", row.kind.as_str().replace('_', " ")),
+        ));
+    }
+    store
+        .take_assignment_turn(row.workspace_id, role, row.created_at)
+        .await?
+        .ok_or_else(|| AppError::invalid_field("assignee.role", format!("no member of this workspace is a {role}")))
 }
 
 /// Checks a new question's assignee against the workspace: a named person must be a member who may answer
@@ -744,6 +851,20 @@ pub async fn answer_through(
     now: DateTime<Utc>,
     channel: Option<app::types::Channel>,
 ) -> Result<Question, AppError> {
+    answer_granting(answering, caller, id, answer, None, now, channel).await
+}
+
+/// [`answer_through`], making `grant` with the approval of a tool call (spec §14): the grant is checked before the
+/// answer is written (a fault in it changes nothing) and stored once the answer is.
+pub async fn answer_granting(
+    answering: &Answering<'_>,
+    caller: &Caller,
+    id: Uuid,
+    answer: AnswerBody,
+    grant: Option<&app::types::GrantRequest>,
+    now: DateTime<Utc>,
+    channel: Option<app::types::Channel>,
+) -> Result<Question, AppError> {
     let (store, metrics) = (answering.store, answering.metrics);
     // A question remembered as pending may have just been answered: the resolving write finds out (409).
     let row = match answering.hub.asked_and_pending(caller.workspace_id(), id) {
@@ -759,9 +880,17 @@ pub async fn answer_through(
     if question.status != QuestionStatus::Pending {
         return Err(not_pending(&row));
     }
+    crate::hands::require_claim(caller, &question, now)?;
     let mut errors = FieldErrors::default();
     check_answer(&AnswerShape::from(&question), &answer, "answer", &mut errors);
     errors.into_result("the answer")?;
+    let grant = match grant {
+        Some(request) => Some(grant_with(store, caller, &question, &row, &answer, request, now).await?),
+        None => None,
+    };
+    if row.required_approvals > 1 && answer.value == Value::Bool(true) {
+        return crate::hands::approve(answering, caller, row, answer, channel).await;
+    }
     let change = QuestionResolution {
         status: QuestionStatus::Answered,
         response: Some(answer),
@@ -770,7 +899,41 @@ pub async fn answer_through(
         at: now,
         actor: caller.into(),
     };
-    resolve_as_caller(store, metrics, caller, &row, &change, channel).await
+    let answered = resolve_as_caller(store, metrics, caller, &row, &change, channel).await?;
+    if let Some(grant) = grant {
+        crate::grants::record(store, caller, &grant).await?;
+    }
+    Ok(answered)
+}
+
+/// The grant an approval makes, checked against its question: only the approval of a tool call by one person
+/// (a quorum's grant would let later calls through on one approval).
+async fn grant_with(
+    store: &dyn Store,
+    caller: &Caller,
+    question: &Question,
+    row: &QuestionRow,
+    answer: &AnswerBody,
+    request: &app::types::GrantRequest,
+    now: DateTime<Utc>,
+) -> Result<crate::store::GrantRow, AppError> {
+    if answer.value != Value::Bool(true) {
+        return Err(AppError::invalid_field("grant", "only an approval makes a grant"));
+    }
+    if row.required_approvals > 1 {
+        return Err(AppError::invalid_field("grant", "a question that needs several approvals cannot make a grant"));
+    }
+    let run_agent = match row.run_id {
+        Some(run_id) => store.run(row.workspace_id, run_id).await?.map(|run| run.agent.0.name.clone()),
+        None => None,
+    };
+    let agent = crate::grants::agent_of_question(question, row.created_by, run_agent.as_deref());
+    let arguments = match (&answer.edited_arguments, &question.action) {
+        (Some(edited), _) => edited.clone(),
+        (None, Some(action)) => action.arguments.clone(),
+        (None, None) => Value::Null,
+    };
+    crate::grants::grant_from_answer(caller, question, agent, &arguments, request, now)
 }
 
 /// Makes a caller's transition out of `pending` of the question the caller read as `row`: the question as it is

@@ -73,6 +73,10 @@ pub enum WorkerCall {
     AgentByName {
         name: String,
     },
+    /// Reply: the grant that lets this run's call through without asking (its use counted), or `null`.
+    LetThrough {
+        call: ToolCallRow,
+    },
     /// Starts a child run of this run (executed by the server). Reply: `Created<RunRow>`.
     CreateRun {
         run: RunRow,

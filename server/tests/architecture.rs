@@ -15,6 +15,8 @@ const LAYERS: &[(&str, &[&str])] = &[
         "the use cases and what they share",
         &[
             "questions",
+            "hands",
+            "grants",
             "runs",
             "people",
             "notifications",

@@ -111,12 +111,21 @@ const MATRIX: &[Row] = &[
     row("get", "/api/v1/questions/{id}", TextQuestion, [401, 200, 200, 200, 200, 404, 404]),
     row("get", "/api/v1/questions/{id}/wait", TextQuestion, [401, 200, 200, 200, 200, 404, 404]),
     row("get", "/api/v1/questions/{id}/deliveries", TextQuestion, [401, 200, 200, 200, 200, 404, 404]),
+    row("get", "/api/v1/questions/{id}/approved-before", ApprovalQuestion, [401, 200, 200, 200, 200, 404, 404]),
     // What an agent token may not see is missing to it, before any question of rights.
     row("post", "/api/v1/questions/{id}/answer", TextQuestion, [401, 403, 200, 200, 200, 404, 404]),
     row("post", "/api/v1/questions/{id}/answer", ApprovalQuestion, [401, 403, 403, 200, 200, 404, 404]),
     row("post", "/api/v1/questions/{id}/cancel", TextQuestion, [401, 403, 200, 200, 200, 404, 404]),
     // Cancelling someone else's question needs the right to answer it: a responder cannot turn down an approval.
     row("post", "/api/v1/questions/{id}/cancel", ApprovalQuestion, [401, 403, 403, 200, 200, 404, 404]),
+    // Claiming needs the right to answer the question; an agent token sees none of these.
+    row("post", "/api/v1/questions/{id}/claim", TextQuestion, [401, 403, 200, 200, 200, 404, 404]),
+    row("post", "/api/v1/questions/{id}/claim", ApprovalQuestion, [401, 403, 403, 200, 200, 404, 404]),
+    row("post", "/api/v1/questions/{id}/unclaim", TextQuestion, [401, 403, 200, 200, 200, 404, 404]),
+    // Any member reads what is allowed without asking; an agent token does not. Revoking is for the maker or an
+    // admin (the fixture's grant was made by the admin: another workspace does not see it).
+    row("get", "/api/v1/grants", Plain, [401, 200, 200, 200, 200, 403, 200]),
+    row("post", "/api/v1/grants/{id}/revoke", Plain, [401, 403, 403, 403, 200, 403, 404]),
     row("get", "/api/v1/runs", Plain, [401, 200, 200, 200, 200, 200, 200]),
     // The other workspace's admin names an agent it cannot see: refused like any unknown agent.
     row("post", "/api/v1/runs", Plain, [401, 403, 201, 201, 201, 201, 422]),
@@ -147,6 +156,7 @@ struct Fixture {
     webhook_id: String,
     /// A delivery of the webhook, given up (so nothing sends it until it is redelivered).
     webhook_delivery_id: String,
+    grant_id: String,
 }
 
 struct RunFixture {
@@ -252,7 +262,9 @@ async fn fixture(app: &TestApp, requester: &str, n: usize, row: &Row) -> Fixture
     } else {
         (String::new(), String::new())
     };
+    let grant_id = if row.path.starts_with("/api/v1/grants/{id}") { made_grant(app).await } else { String::new() };
     Fixture {
+        grant_id,
         webhook_id,
         webhook_delivery_id,
         text_question: text_question["id"].as_str().unwrap().to_owned(),
@@ -285,6 +297,43 @@ async fn paused_run(app: &TestApp, agent_id: &Value) -> RunFixture {
         message_id: messages["items"][0]["id"].as_str().unwrap().to_owned(),
         call_id: calls["items"][0]["id"].as_str().unwrap().to_owned(),
     }
+}
+
+/// A live workspace grant, as an admin's approval leaves one.
+async fn made_grant(app: &TestApp) -> String {
+    let workspace = app.state.store.ensure_workspace("default").await.unwrap();
+    let now = holdpoint::store::now();
+    let grant = holdpoint::store::GrantRow {
+        id: uuid::Uuid::now_v7(),
+        workspace_id: workspace.id,
+        scope: app::types::GrantScope::Workspace,
+        run_id: None,
+        agent: None,
+        tool_name: "shell".into(),
+        matcher: sqlx::types::Json(app::types::ArgumentMatcher::CommandPrefix("ls".into())),
+        created_by: "admin of default".into(),
+        created_by_id: None,
+        question_id: None,
+        created_at: now,
+        expires_at: now + chrono::Duration::hours(1),
+        revoked_at: None,
+        revoked_by: None,
+        uses: 0,
+        last_used_at: None,
+    };
+    let audit = holdpoint::store::NewAuditEntry {
+        workspace_id: workspace.id,
+        actor: holdpoint::store::AuditActor::policy("test harness", None),
+        action: "grant.created".into(),
+        subject_type: "grant".into(),
+        subject_id: Some(grant.id.to_string()),
+        before: None,
+        after: None,
+        diff: None,
+        created_at: now,
+    };
+    app.state.store.insert_grant(&grant, &audit).await.unwrap();
+    grant.id.to_string()
 }
 
 /// A delivery of a webhook, as the worker leaves one it gave up on.
@@ -328,6 +377,7 @@ fn request_for(row: &Row, fixture: &Fixture, n: usize) -> (String, Option<Value>
         (Plain, p) if p.starts_with("/api/v1/agents") => fixture.agent_id.clone(),
         (Plain, p) if p.starts_with("/api/v1/tokens") => fixture.token_id.clone(),
         (Plain, p) if p.starts_with("/api/v1/webhooks") => fixture.webhook_id.clone(),
+        (Plain, p) if p.starts_with("/api/v1/grants") => fixture.grant_id.clone(),
         (Plain, p) if p.starts_with("/api/v1/notifications") || p.starts_with("/api/v1/me/push-subscriptions") => {
             uuid::Uuid::now_v7().to_string()
         }

@@ -113,6 +113,10 @@ fn selection_summary(selected: &[&Question]) -> String {
 fn item_result(result: &AnswerBatchResult, approve: bool) -> ItemResult {
     let text = match (result.status, &result.error) {
         (AnswerBatchStatus::Answered, _) => (if approve { "Approved" } else { "Rejected" }).to_owned(),
+        (AnswerBatchStatus::ApprovalAdded, _) => match result.question.as_ref().and_then(|q| q.approval_progress()) {
+            Some(progress) => format!("Approval recorded: {progress}"),
+            None => "Approval recorded".to_owned(),
+        },
         (_, Some(error)) => capitalise(&error.message),
         (status, None) => status.as_str().replace('_', " "),
     };
@@ -162,6 +166,8 @@ fn ApprovalQueue(initial: Vec<Question>, filter: InboxFilter, updates: ReadSigna
     let results = RwSignal::new(ItemResults::default());
     let selected = RwSignal::new(Vec::<Uuid>::new());
     let comment = RwSignal::new(String::new());
+    // Whether the approved calls become grants: each exact call, for its agent, for 24 hours.
+    let always_allow = RwSignal::new(false);
     let busy = RwSignal::new(false);
     let summary = RwSignal::new(None::<String>);
     let error = RwSignal::new(None::<String>);
@@ -217,6 +223,11 @@ fn ApprovalQueue(initial: Vec<Question>, filter: InboxFilter, updates: ReadSigna
         busy.set(true);
         let text = comment.get_untracked();
         let shared_comment = Some(text.trim().to_owned()).filter(|c| !c.is_empty());
+        let grant = (approve && always_allow.get_untracked()).then_some(crate::types::GrantRequest {
+            scope: crate::types::GrantScope::Agent,
+            matcher: None,
+            expires_in_seconds: None,
+        });
         let body = AnswerBatch {
             items: ids
                 .iter()
@@ -225,6 +236,7 @@ fn ApprovalQueue(initial: Vec<Question>, filter: InboxFilter, updates: ReadSigna
                     value: serde_json::Value::Bool(approve),
                     comment: shared_comment.clone(),
                     edited_arguments: None,
+                    grant: grant.clone(),
                 })
                 .collect(),
         };
@@ -233,7 +245,11 @@ fn ApprovalQueue(initial: Vec<Question>, filter: InboxFilter, updates: ReadSigna
             busy.set(false);
             match outcome {
                 Ok(batch) => {
-                    let answered = batch.results.iter().filter(|r| r.status == AnswerBatchStatus::Answered).count();
+                    let answered = batch
+                        .results
+                        .iter()
+                        .filter(|r| matches!(r.status, AnswerBatchStatus::Answered | AnswerBatchStatus::ApprovalAdded))
+                        .count();
                     let total = batch.results.len();
                     results.update(|decided| {
                         for result in &batch.results {
@@ -244,6 +260,7 @@ fn ApprovalQueue(initial: Vec<Question>, filter: InboxFilter, updates: ReadSigna
                     });
                     selected.set(Vec::new());
                     comment.set(String::new());
+                    always_allow.set(false);
                     let verb = if approve { "approved" } else { "rejected" };
                     summary.set(Some(if answered == total {
                         format!("{answered} {verb}.")
@@ -279,6 +296,12 @@ fn ApprovalQueue(initial: Vec<Question>, filter: InboxFilter, updates: ReadSigna
             <textarea id="batch-comment" rows="2" placeholder="One comment for all (a rejection's reason goes to each agent)"
                 data-testid="batch-comment" prop:value=move || comment.get()
                 on:input=move |ev| comment.set(event_target_value(&ev))></textarea>
+            <label class="option">
+                <input type="checkbox" data-testid="batch-always-allow"
+                    prop:checked=move || always_allow.get()
+                    on:change=move |ev| always_allow.set(event_target_checked(&ev))/>
+                <span>"Always allow these exact calls for their agent (24 h)"</span>
+            </label>
             <div class="button-row">
                 <button type="button" class="primary" data-testid="batch-approve"
                     disabled=move || busy.get() || selected.with(Vec::is_empty) on:click=move |_| decide(true)>
@@ -376,6 +399,12 @@ fn ApprovalRow(question: Question, selected: RwSignal<Vec<Uuid>>, results: RwSig
                 {question.allow_edit.then(|| view! { <Badge text="editable" class="editable"/> })}
                 {question.run_id.map(|run| view! { <a href=format!("/runs/{run}")>"run " {crate::components::short_id(&run)}</a> })}
                 {pending.then_some(question.timeout_at).flatten().map(|t| view! { <Countdown deadline=t/> })}
+                {pending.then(|| question.approval_progress()).flatten().map(|p| view! {
+                    <span class="quorum" data-testid="approval-quorum">{format!("{p} approvals")}</span>
+                })}
+                {pending.then(|| question.claim_holder(chrono::Utc::now()).map(str::to_owned)).flatten().map(|by| view! {
+                    <span class="claim" data-testid="approval-claimed-by">{format!("claimed by {by}")}</span>
+                })}
                 {(!pending && result().is_none()).then(|| view! { <Badge text=question.status.to_string() class="status"/> })}
             </div>
             {call.map(|(tool, line, pretty)| view! {

@@ -537,7 +537,7 @@ fn DetailPane(inbox: Inbox, updates: ReadSignal<Vec<Question>>) -> impl IntoView
         }
     });
     let answered = Callback::new(move |question: Question| {
-        inbox.notice.set(Some(format!("Answered “{}”", question.title)));
+        inbox.notice.set(Some(crate::components::answered_notice(&question)));
         if inbox.cursor.get_untracked() == Some(question.id)
             && let Some((_, next)) = next_in_line.get_value().filter(|(id, _)| *id == question.id)
         {
@@ -661,6 +661,12 @@ fn QuestionRow(question: QuestionSummary, inbox: Inbox) -> impl IntoView {
                     })}
                     {question.assignee.as_ref().map(|a| view! {
                         <span class="assignee" data-testid="row-assignee">"→ " {a.to_string()}</span>
+                    })}
+                    {pending.then(|| question.approval_progress()).flatten().map(|p| view! {
+                        <span class="quorum" data-testid="row-quorum">{format!("{p} approvals")}</span>
+                    })}
+                    {pending.then(|| question.claim_holder(chrono::Utc::now()).map(str::to_owned)).flatten().map(|by| view! {
+                        <span class="claim" data-testid="row-claimed-by">{format!("claimed by {by}")}</span>
                     })}
                 </div>
                 {move || match state() {

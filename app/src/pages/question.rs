@@ -7,7 +7,7 @@ use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 use uuid::Uuid;
 
-use crate::components::{Badge, Countdown, EscalationChain, capitalise, describe_resolution};
+use crate::components::{Badge, Countdown, EscalationChain, ManyHands, capitalise, describe_resolution};
 use crate::markdown::Markdown;
 use crate::types::{FormField, Question, QuestionOption, QuestionStatus, ResponseType, SessionInfo};
 use crate::{current_session, question_detail};
@@ -62,6 +62,7 @@ fn QuestionView(question: Question, session: SessionInfo) -> impl IntoView {
             {pending.then_some(question.timeout_at).flatten().map(|t| view! { <Countdown deadline=t/> })}
         </div>
         <EscalationChain question=question.clone() testid="question"/>
+        <ManyHands question=question.clone() testid="question"/>
         {(!question.body.is_empty()).then(|| view! { <Markdown source=question.body.clone() testid="question-body"/> })}
         {action.map(|a| view! {
             <section class="action" aria-label="Action to approve">

@@ -201,6 +201,7 @@ fn RunView(detail: RunTimeline) -> impl IntoView {
                             <Badge text=q.kind.as_str().replace('_', " ") class="kind"/>
                             {q.timeout_at.map(|t| view! { <Countdown deadline=t/> })}
                         </div>
+                        <crate::components::ManyHands question=q.clone() testid="inline"/>
                         {(!q.body.is_empty()).then(|| view! { <Markdown source=q.body.clone()/> })}
                         <AnswerWidget question=q.clone() prefix="inline" on_answered=answered/>
                     </article>

@@ -1,7 +1,8 @@
 //! `/settings`: your account (set or change your password), how questions reach you (your email and Slack
 //! addresses and, per channel, the lowest urgency that reaches you; push on this browser), the workspace's people
-//! and their roles, and its API tokens (create — the secret is shown once — and revoke). Changing people and tokens is for admins; the REST API
-//! enforces that, the page only hides what would be refused.
+//! and their roles, the grants that let tool calls through without asking (revoked by their maker or an admin), and
+//! its API tokens (create — the secret is shown once — and revoke). Changing people and tokens is for admins; the
+//! REST API enforces that, the page only hides what would be refused.
 
 use leptos::either::Either;
 use leptos::prelude::*;
@@ -10,8 +11,9 @@ use crate::api::send_json;
 use crate::components::date_time;
 use crate::types::{
     AddressUpdate, Assignee, Channel, ChannelHealth, ChannelPreference, CreatedToken, EscalationPolicies,
-    EscalationPolicy, Member, MemberUpdate, MinUrgency, NewMember, NewToken, NotificationPreferences, PasswordChange,
-    QuestionKind, Role, SessionInfo, TestMessageOutcome, TestMessageRequest, TokenInfo, Urgency,
+    EscalationPolicy, Grant, GrantScope, Member, MemberUpdate, MinUrgency, NewMember, NewToken,
+    NotificationPreferences, PasswordChange, QuestionKind, Role, SessionInfo, TestMessageOutcome, TestMessageRequest,
+    TokenInfo, Urgency,
 };
 use crate::{MyReach, SettingsLists, current_session, settings_data};
 
@@ -127,6 +129,14 @@ fn Settings(
                 <EscalationForm policies=settings.escalation.clone() members=settings.members.clone()/>
             </section>
         })}
+        <section class="card stack" aria-labelledby="grants-heading">
+            <h2 id="grants-heading">"Always allowed"</h2>
+            <p>
+                "Tool calls these grants let through without asking anyone. Each was made while approving a call, and "
+                "each use is in the audit log."
+            </p>
+            <GrantTable/>
+        </section>
         {admin.then(|| view! {
             <section class="card stack" aria-labelledby="tokens-heading">
                 <h2 id="tokens-heading">"API tokens"</h2>
@@ -676,5 +686,66 @@ fn CreateTokenForm(reload: impl Fn() + Clone + Send + Sync + 'static) -> impl In
                 </div>
             })}
         </form>
+    }
+}
+
+/// The workspace's live grants (`GET /grants`), read once the page runs, each with its revoke button.
+#[component]
+fn GrantTable() -> impl IntoView {
+    let grants = RwSignal::new(None::<Result<Vec<Grant>, String>>);
+    let message = RwSignal::new(None::<Result<String, String>>);
+    let load = move || {
+        leptos::task::spawn_local(async move {
+            let page = crate::api::get_json::<crate::types::Page<Grant>>("/grants?limit=200").await;
+            grants.set(Some(page.map(|page| page.items).map_err(|e| e.describe())));
+        });
+    };
+    Effect::new(move |_| load());
+    let rows = move || {
+        grants.get().map(|listed| match listed {
+            Err(err) => Either::Left(view! { <p class="alert" role="alert">{err}</p> }),
+            Ok(items) if items.is_empty() => Either::Left(view! {
+                <p class="muted" data-testid="grant-empty">"No grants: every call its policy prompts for is asked about."</p>
+            }),
+            Ok(items) => Either::Right(view! {
+                <div class="table-wrap">
+                    <table class="data" data-testid="grant-table">
+                        <thead><tr><th>"Tool"</th><th>"Calls"</th><th>"For"</th><th>"Made by"</th><th>"Uses"</th><th>"Until"</th><th></th></tr></thead>
+                        <tbody>
+                            {items.into_iter().map(|grant| {
+                                let id = grant.id;
+                                let revoke = move |_| {
+                                    leptos::task::spawn_local(async move {
+                                        let outcome = send_json::<(), Grant>("POST", &format!("/grants/{id}/revoke"), None).await;
+                                        message.set(Some(outcome.map(|g| format!("The grant for {} is revoked.", g.tool_name)).map_err(|e| e.describe())));
+                                        load();
+                                    });
+                                };
+                                let scope = match (grant.scope, &grant.run_id, &grant.agent) {
+                                    (GrantScope::Run, Some(run), _) => format!("run {}", crate::components::short_id(run)),
+                                    (GrantScope::Agent, _, Some(agent)) => format!("agent {agent}"),
+                                    _ => "the workspace".to_owned(),
+                                };
+                                view! {
+                                    <tr data-testid="grant-row" data-grant-id=id.to_string()>
+                                        <td><code>{grant.tool_name.clone()}</code></td>
+                                        <td>{crate::types::describe_matcher(&grant.matcher)}</td>
+                                        <td>{scope}</td>
+                                        <td>{grant.created_by.clone()}</td>
+                                        <td data-testid="grant-uses">{grant.uses}</td>
+                                        <td><time datetime=grant.expires_at.to_rfc3339()>{date_time(grant.expires_at, false)}</time></td>
+                                        <td><button type="button" class="link danger-text" on:click=revoke data-testid="grant-revoke">"Revoke"</button></td>
+                                    </tr>
+                                }
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                </div>
+            }),
+        })
+    };
+    view! {
+        {rows}
+        <Outcome message/>
     }
 }

@@ -227,6 +227,11 @@ pub(crate) mod test_questions {
             assignee: None,
             escalation: None,
             callback_url: None,
+            required_approvals: 1,
+            eligible: None,
+            approvals: vec![],
+            claimed_by: None,
+            claim_expires_at: None,
         }
     }
 

@@ -4,6 +4,7 @@
 mod agents;
 mod audit;
 mod events;
+mod grants;
 mod health;
 pub mod limits;
 mod notifications;
@@ -41,7 +42,8 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(worker::router())
         .merge(events::router())
         .merge(audit::router())
-        .merge(webhooks::router());
+        .merge(webhooks::router())
+        .merge(grants::router());
     OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .nest("/api/v1", api)
         .merge(health::router())

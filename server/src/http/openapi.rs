@@ -24,6 +24,7 @@ use utoipa::{IntoResponses, Modify, OpenApi};
         (name = "people", description = "Members of the workspace, API tokens, and who the caller is"),
         (name = "notifications", description = "A person's notification center, and the deliveries of each question"),
         (name = "events", description = "The event log as Server-Sent Events"),
+        (name = "grants", description = "\"Always allow\" rules made with approvals, which let matching tool calls through without asking"),
         (name = "webhooks", description = "Events sent to other systems, signed (Standard Webhooks), in order, at least once (admins)"),
         (name = "audit", description = "The hash-chained audit log of decisions and security-relevant actions (admins)"),
         (name = "health", description = "Probes"),

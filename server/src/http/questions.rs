@@ -1,8 +1,8 @@
 //! `/api/v1/questions`: asking and reading questions.
 
 use app::types::{
-    AnswerBatch, AnswerBatchResult, AnswerBatchResults, AnswerBatchStatus, AnswerBody, NewQuestion, Page, Question,
-    QuestionKind, QuestionStatus, Urgency,
+    AnswerBatch, AnswerBatchResult, AnswerBatchResults, AnswerBatchStatus, AnswerBody, AnswerRequest, NewQuestion,
+    Page, Question, QuestionKind, QuestionStatus, Urgency,
 };
 use axum::{
     extract::{Path, Query, State},
@@ -31,6 +31,9 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(wait_for_question))
         .routes(routes!(answer_question))
         .routes(routes!(cancel_question))
+        .routes(routes!(claim_question))
+        .routes(routes!(unclaim_question))
+        .routes(routes!(approved_before))
 }
 
 /// A question as a response body: as the API's type, or already serialised (the text its event carries), which
@@ -293,17 +296,19 @@ async fn wait_for_question(
 
 /// `POST /questions/{id}/answer`: 200 with the answered question; 409 if it is no longer pending; 422 if the
 /// value does not fit.
-#[utoipa::path(post, path = "/questions/{id}/answer", tag = "questions", params(("id" = Uuid, Path, description = "The question's id")), request_body = AnswerBody,
+#[utoipa::path(post, path = "/questions/{id}/answer", tag = "questions", params(("id" = Uuid, Path, description = "The question's id")), request_body = AnswerRequest,
     responses((status = 200, description = "The answered question", body = Question), ErrorResponses))]
 #[tracing::instrument(skip_all, fields(question = %id))]
 async fn answer_question(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<String>,
-    ApiJson(answer): ApiJson<AnswerBody>,
+    ApiJson(request): ApiJson<AnswerRequest>,
 ) -> ApiResult<ApiJson<Question>> {
     let id = question_id(&id)?;
-    Ok(ApiJson(domain::answer_question(&state.answering(), &caller, id, answer, crate::store::now()).await?))
+    let (answering, now) = (state.answering(), crate::store::now());
+    let grant = request.grant.as_ref();
+    Ok(ApiJson(domain::answer_granting(&answering, &caller, id, request.answer, grant, now, None).await?))
 }
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -334,6 +339,61 @@ async fn cancel_question(
     ))
 }
 
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+struct ClaimBody {
+    /// How long the claim lasts, in seconds; the server's longest (`HOLDPOINT_CLAIM_TTL_SECONDS`, default 1800)
+    /// when absent, and at most that.
+    ttl_seconds: Option<i64>,
+}
+
+/// `POST /questions/{id}/claim` `{"ttl_seconds"?}`: the caller works on the question; while the claim lasts only
+/// they or an admin may answer. 409 naming the holder if someone else holds it.
+#[utoipa::path(post, path = "/questions/{id}/claim", tag = "questions", params(("id" = Uuid, Path, description = "The question's id")),
+    request_body(content = Option<ClaimBody>, description = "Optional; the body may be empty"),
+    responses((status = 200, description = "The question with its claim", body = Question), ErrorResponses))]
+async fn claim_question(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    body: axum::body::Bytes,
+) -> ApiResult<ApiJson<Question>> {
+    let id = question_id(&id)?;
+    let body: ClaimBody = if body.iter().all(u8::is_ascii_whitespace) || body.trim_ascii() == b"null" {
+        ClaimBody::default()
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|err| AppError::BadRequest(format!("the body is not a claim request: {err}")))?
+    };
+    let max = state.config.claim_ttl_seconds;
+    Ok(ApiJson(crate::hands::claim(&state.answering(), &caller, id, body.ttl_seconds, max).await?))
+}
+
+/// `POST /questions/{id}/unclaim`: the caller's claim ends (an admin may end anyone's).
+#[utoipa::path(post, path = "/questions/{id}/unclaim", tag = "questions", params(("id" = Uuid, Path, description = "The question's id")),
+    responses((status = 200, description = "The question without a claim", body = Question), ErrorResponses))]
+async fn unclaim_question(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<ApiJson<Question>> {
+    let id = question_id(&id)?;
+    Ok(ApiJson(crate::hands::unclaim(&state.answering(), &caller, id).await?))
+}
+
+/// `GET /questions/{id}/approved-before`: how often a person approved exactly this call (tool and arguments) in the
+/// last 30 days, for the offer to make it a grant.
+#[utoipa::path(get, path = "/questions/{id}/approved-before", tag = "questions", params(("id" = Uuid, Path, description = "The question's id")),
+    responses((status = 200, description = "The count", body = app::types::ApprovedBefore), ErrorResponses))]
+async fn approved_before(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<ApiJson<app::types::ApprovedBefore>> {
+    let id = question_id(&id)?;
+    Ok(ApiJson(crate::grants::approved_before(state.store.as_ref(), &caller, id).await?))
+}
+
 /// `POST /questions/answer-batch`: each item is answered on its own; one failing does not stop the others.
 #[utoipa::path(post, path = "/questions/answer-batch", tag = "questions", request_body = AnswerBatch,
     responses((status = 200, description = "One result per item, in order", body = AnswerBatchResults), ErrorResponses))]
@@ -349,13 +409,21 @@ async fn answer_batch(
     for item in batch.items {
         let answer = AnswerBody { value: item.value, comment: item.comment, edited_arguments: item.edited_arguments };
         let outcome = match question_id(&item.id) {
-            Ok(id) => domain::answer_question(&state.answering(), &caller, id, answer, crate::store::now()).await,
+            Ok(id) => {
+                let (answering, now) = (state.answering(), crate::store::now());
+                domain::answer_granting(&answering, &caller, id, answer, item.grant.as_ref(), now, None).await
+            }
             Err(err) => Err(err),
         };
         results.push(match outcome {
             Ok(question) => AnswerBatchResult {
                 id: item.id,
-                status: AnswerBatchStatus::Answered,
+                // An approval short of the question's quorum leaves it pending.
+                status: if question.status == QuestionStatus::Pending {
+                    AnswerBatchStatus::ApprovalAdded
+                } else {
+                    AnswerBatchStatus::Answered
+                },
                 error: None,
                 question: Some(question),
             },

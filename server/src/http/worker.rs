@@ -46,6 +46,7 @@ enum WorkerOp {
     PendingQuestions,
     CreateQuestion,
     AgentByName,
+    LetThrough,
     CreateRun,
     PrepareResume,
     Runs,
@@ -152,6 +153,14 @@ async fn worker_call(
             reply(Value::Null)
         }
         WorkerCall::AgentByName { name } => reply(store.agent_by_name(workspace_id, &name).await?),
+        WorkerCall::LetThrough { call } => {
+            if call.run_id != run.id {
+                return Err(not_this_run("call"));
+            }
+            // The call as stored: the client names which one, the server's copy says what it is.
+            let stored = store.tool_call(run.id, call.id).await?.ok_or_else(|| not_this_run("call"))?;
+            reply(ledger.let_through(&run, &stored).await?)
+        }
         WorkerCall::CreateRun { run: child, segment, key } => {
             let Some(agent_id) = child.agent_id else {
                 return Err(AppError::invalid_field("run.agent_id", "is required"));
@@ -219,7 +228,7 @@ async fn create_question(state: &AppState, run: &RunRow, row: crate::store::Ques
         fields: row.fields.0,
         action: row.action.map(|a| a.0),
         allow_edit: row.allow_edit,
-        assignee: row.assignee.map(|a| a.0),
+        assignee: row.assignee.map(|a| a.0.into()),
         context: Some(row.context.0),
         project: run.project.clone(),
         run_id: Some(run.id),
@@ -227,6 +236,8 @@ async fn create_question(state: &AppState, run: &RunRow, row: crate::store::Ques
         timeout_seconds,
         default_response: row.default_response.map(|d| d.0),
         callback_url: None,
+        required_approvals: u8::try_from(row.required_approvals).ok(),
+        eligible: row.eligible.map(|e| e.0),
     };
     // Asked on behalf of the run, like the server's own executor does: the requester is whoever started the run if
     // that was an agent token, else nobody (separation of duties then does not apply).

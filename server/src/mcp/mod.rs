@@ -191,6 +191,13 @@ pub struct ApprovalArgs {
     pub project: Option<String>,
     #[serde(default)]
     pub timeout_seconds: Option<i64>,
+    /// How many distinct people must allow the call (1..=10, default 1); the first denial denies it.
+    #[serde(default)]
+    pub required_approvals: Option<u8>,
+    /// Who may decide it: `{"role": "approver"|"admin"}` or `{"users": [usernames]}`.
+    #[serde(default)]
+    #[schemars(with = "Option<Value>")]
+    pub eligible: Option<app::types::Eligible>,
 }
 
 /// The arguments of `get_question`.
@@ -425,15 +432,35 @@ impl HoldpointMcp {
         if let Some(id) = &args.tool_use_id {
             question_context["tool_use_id"] = Value::String(id.clone());
         }
+        // A grant made earlier (for this token, or the workspace) lets the call through without asking.
+        let call = crate::grants::Call {
+            workspace_id: caller.workspace_id(),
+            tool_name: &args.tool_name,
+            arguments: &arguments,
+            run_id: None,
+            agent: Some(crate::grants::token_agent(caller.principal.id)),
+        };
+        let record = json!({ "source": "mcp", "tool_use_id": args.tool_use_id });
+        if crate::grants::let_through(self.state.store.as_ref(), &call, record)
+            .await
+            .map_err(|e| refusal(e.into()))?
+            .is_some()
+        {
+            let decision = json!({ "behavior": "allow", "updatedInput": arguments });
+            return Ok(CallToolResult::success(vec![ContentBlock::text(decision.to_string())]));
+        }
         let input = NewQuestion {
             kind: Some(QuestionKind::Approval),
             title: args.title.clone().unwrap_or_else(|| format!("Allow {}?", args.tool_name)),
             body,
             action: Some(ApprovalAction { tool_name: args.tool_name.clone(), arguments: arguments.clone() }),
-            allow_edit: arguments.is_object(),
+            // Several people cannot each edit what they all allow.
+            allow_edit: arguments.is_object() && args.required_approvals.unwrap_or(1) <= 1,
             context: Some(question_context),
             project: args.project.clone(),
             timeout_seconds: args.timeout_seconds,
+            required_approvals: args.required_approvals,
+            eligible: args.eligible.clone(),
             ..Default::default()
         };
         let question = self.ask_and_wait(&parts, &context, &caller, input).await?;

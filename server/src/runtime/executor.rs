@@ -337,8 +337,11 @@ async fn settle_open_calls(rt: &Runtime, run: &RunRow, conversation: &Conversati
             (_, ToolCallStatus::PendingApproval) => {
                 let pending = match call.question_id {
                     None => {
-                        ask_approval(rt, run, call, assistant).await?;
-                        true
+                        let granted = let_through_by_grant(rt, run, call).await?;
+                        if !granted {
+                            ask_approval(rt, run, call, assistant).await?;
+                        }
+                        !granted
                     }
                     Some(id) => question_is_pending(rt, run, id).await?,
                 };
@@ -468,6 +471,18 @@ async fn run_tool(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow) -> StoreRe
 
 async fn question_is_pending(rt: &Runtime, run: &RunRow, id: Uuid) -> StoreResult<bool> {
     Ok(rt.ledger.question(run.workspace_id, id).await?.is_some_and(|q| q.status == QuestionStatus::Pending))
+}
+
+/// Approves a call a live grant covers (spec §14), without asking: the grant's use is counted and audited with the
+/// grant and its maker, and the call records who let it through. `false` when no grant covers it.
+async fn let_through_by_grant(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow) -> StoreResult<bool> {
+    let Some(grant) = rt.ledger.let_through(run, call).await? else { return Ok(false) };
+    call.status = ToolCallStatus::Approved;
+    call.decided_by = Some(crate::grants::GRANT_DECIDER.into());
+    call.decision_comment = Some(format!("allowed by grant {} made by {}", grant.id, grant.created_by));
+    call.updated_at = now();
+    rt.ledger.update_tool_call(run, rt.instance, call).await?;
+    Ok(true)
 }
 
 /// Creates the `approval` question of a call and links it.

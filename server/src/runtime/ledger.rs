@@ -14,8 +14,8 @@ use crate::events::EventHub;
 use crate::metrics::Metrics;
 use crate::questions::{Asking, TimeoutBounds};
 use crate::store::{
-    AgentRow, Created, IdempotencyKey, MessageRow, QuestionRow, ResumeOutcome, RunRow, RunTransition, SegmentRow,
-    Store, StoreResult, ToolCallFilter, ToolCallRow,
+    AgentRow, Created, GrantRow, IdempotencyKey, MessageRow, QuestionRow, ResumeOutcome, RunRow, RunTransition,
+    SegmentRow, Store, StoreResult, ToolCallFilter, ToolCallRow,
 };
 
 /// A run's state as its executor reads and writes it. Every write is fenced on `owner`'s lease.
@@ -73,6 +73,9 @@ pub trait RunLedger: Send + Sync {
     ) -> StoreResult<ResumeOutcome>;
     /// Runs by id (the children a `spawn_agents` call reports on).
     async fn child_run_status(&self, ids: &[Uuid]) -> StoreResult<Vec<RunRow>>;
+    /// The live grant (spec §14) that lets `call` of `run` through without asking, its use counted and audited;
+    /// `None` when a person must be asked.
+    async fn let_through(&self, run: &RunRow, call: &ToolCallRow) -> StoreResult<Option<GrantRow>>;
 }
 
 /// A run kept in this server's store: the ledger of the server's own workers, and what the worker protocol's
@@ -188,4 +191,12 @@ impl RunLedger for LocalLedger {
     async fn child_run_status(&self, ids: &[Uuid]) -> StoreResult<Vec<RunRow>> {
         self.store.child_run_status(ids).await
     }
+    async fn let_through(&self, run: &RunRow, call: &ToolCallRow) -> StoreResult<Option<GrantRow>> {
+        crate::grants::let_through(self.store.as_ref(), &crate::grants::call_of_run(run, call), call_record(call)).await
+    }
+}
+
+/// What the audit entry of a call a grant let through says of the call besides its tool and arguments.
+fn call_record(call: &ToolCallRow) -> serde_json::Value {
+    serde_json::json!({ "call_id": call.call_id, "tool_call_id": call.id, "step": call.step })
 }

@@ -12,8 +12,8 @@ use super::ledger::RunLedger;
 use crate::error::AppError;
 use crate::questions::TimeoutBounds;
 use crate::store::{
-    AgentRow, Created, IdempotencyKey, MessageRow, QuestionRow, ResumeOutcome, RunRow, RunTransition, SegmentRow,
-    StoreError, StoreResult, ToolCallFilter, ToolCallRow,
+    AgentRow, Created, GrantRow, IdempotencyKey, MessageRow, QuestionRow, ResumeOutcome, RunRow, RunTransition,
+    SegmentRow, StoreError, StoreResult, ToolCallFilter, ToolCallRow,
 };
 use crate::worker_api::WorkerCall;
 
@@ -124,6 +124,9 @@ impl RunLedger for RemoteRun {
     }
     async fn agent_by_name(&self, _: Uuid, name: &str) -> StoreResult<Option<AgentRow>> {
         self.call(WorkerCall::AgentByName { name: name.to_owned() }).await
+    }
+    async fn let_through(&self, _: &RunRow, call: &ToolCallRow) -> StoreResult<Option<GrantRow>> {
+        self.call(WorkerCall::LetThrough { call: call.clone() }).await
     }
     async fn create_run(
         &self,

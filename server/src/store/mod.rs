@@ -7,6 +7,7 @@
 
 mod audit_rows;
 mod escalation;
+mod grants;
 mod outbox;
 mod people;
 mod postgres;
@@ -35,6 +36,7 @@ use uuid::Uuid;
 
 pub use audit_rows::*;
 pub use escalation::{EscalationPolicyRow, EscalationStore, EscalationTransition};
+pub use grants::{GrantRow, GrantStore};
 pub use outbox::{
     AskedWith, ChannelSummary, DeliveryRow, ListedDelivery, ListedNotification, NotificationQuery, NotificationRow,
     OutboxStore, PushSubscriptionRow, Reach,
@@ -234,7 +236,9 @@ pub enum Backend {
 
 /// Everything Holdpoint keeps. Methods that change state append their events in the same transaction.
 #[async_trait]
-pub trait Store: RunStore + PeopleStore + OutboxStore + EscalationStore + WebhookStore + Send + Sync + 'static {
+pub trait Store:
+    RunStore + PeopleStore + OutboxStore + EscalationStore + WebhookStore + GrantStore + Send + Sync + 'static
+{
     fn backend(&self) -> Backend;
 
     /// The newest event known to be committed; changes after every commit that appended events.
@@ -295,6 +299,11 @@ pub trait Store: RunStore + PeopleStore + OutboxStore + EscalationStore + Webhoo
     /// question is still pending: only one caller can ever win, the update being conditional on its status. In the
     /// same transaction, a run that this question was the last to hold goes back to the queue.
     async fn resolve_question(&self, transition: QuestionTransition) -> StoreResult<ResolveOutcome>;
+
+    /// Writes a pending question's change with what records it (its event and audit entry, or the transition out
+    /// of `pending` it completes, with the requeue of its run as [`Store::resolve_question`] does) in one
+    /// transaction; `false`, and nothing written, if the question left `pending` or took another change first.
+    async fn change_pending_question(&self, change: &PendingQuestionChange) -> StoreResult<bool>;
 
     /// Pending questions whose deadline is at or before `now`, soonest first.
     async fn overdue_questions(&self, now: DateTime<Utc>, limit: i64) -> StoreResult<Vec<QuestionRow>>;

@@ -224,6 +224,39 @@ pub trait PeopleStore: Send + Sync {
     async fn replace_signin_link(&self, link: &SigninLinkRow) -> StoreResult<()>;
     /// Uses a sign-in link once: the person it signs in, or `None` if the code is unknown, used or expired.
     async fn use_signin_link(&self, code_hash: &[u8], now: DateTime<Utc>) -> StoreResult<Option<Principal>>;
+    /// Gives the next turn of a role's round-robin: of the workspace's members with exactly `role` (whose account is
+    /// not disabled), the one given a question least recently (never first, then the longest-standing member)
+    /// is marked as given one at `at`; their username, or `None` if the role has no member.
+    async fn take_assignment_turn(
+        &self,
+        workspace_id: Uuid,
+        role: Role,
+        at: DateTime<Utc>,
+    ) -> StoreResult<Option<String>>;
+}
+
+/// The members a role's round-robin turn goes between (`$1` workspace, `$2` role), in the order their rows are locked
+/// where the dialect locks them.
+pub(super) const IN_TURN: &str = "SELECT m.user_id, u.username, m.last_assigned_at, m.created_at \
+     FROM memberships m JOIN users u ON u.id = m.user_id \
+     WHERE m.workspace_id = $1 AND m.role = $2 AND u.disabled_at IS NULL ORDER BY m.user_id";
+
+/// Marks a member (`$1` workspace, `$2` user) as given a question at `$3`.
+pub(super) const MARK_ASSIGNED: &str =
+    "UPDATE memberships SET last_assigned_at = $3 WHERE workspace_id = $1 AND user_id = $2";
+
+/// One member a round-robin turn may go to, as [`IN_TURN`] reads them.
+pub(super) type InTurn = (Uuid, String, Option<DateTime<Utc>>, DateTime<Utc>);
+
+/// Of `members`, whose turn it is (given a question least recently: never first, then the longest-standing member),
+/// and the time to mark them with: `at`, or just after the latest mark if that is later (the marks then keep the
+/// order the turns were taken in, whatever the clocks of the instances that asked).
+pub(super) fn next_turn(members: &[InTurn], at: DateTime<Utc>) -> Option<(Uuid, String, DateTime<Utc>)> {
+    let (user_id, username, _, _) =
+        members.iter().min_by_key(|(user_id, _, last, created_at)| (last.is_some(), *last, *created_at, *user_id))?;
+    let latest = members.iter().filter_map(|(_, _, last, _)| *last).max();
+    let mark = latest.map_or(at, |latest| at.max(latest + chrono::Duration::microseconds(1)));
+    Some((*user_id, username.clone(), mark))
 }
 
 /// The audit entry of a membership change, made from the role the member had (read in the change's transaction).

@@ -1,8 +1,8 @@
 //! Rows as stored, and the inputs of store methods. Server-side only: the API speaks the wire types of `app::types`.
 
 use app::types::{
-    AnswerBody, ApprovalAction, Assignee, Escalation, FormField, Question, QuestionKind, QuestionOption,
-    QuestionStatus, QuestionSummary, Resolution, ResponseType, Role, Urgency,
+    AnswerBody, Approval, ApprovalAction, Assignee, Eligible, Escalation, FormField, Question, QuestionKind,
+    QuestionOption, QuestionStatus, QuestionSummary, Resolution, ResponseType, Role, Urgency,
 };
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -144,6 +144,26 @@ pub struct QuestionRow {
     /// Where its own events are sent besides the workspace's webhooks.
     #[serde(default)]
     pub callback_url: Option<String>,
+    /// How many distinct people must approve it (1..=10).
+    #[serde(default = "one")]
+    pub required_approvals: i32,
+    #[serde(default)]
+    pub eligible: Option<Json<Eligible>>,
+    /// The approvals given so far, oldest first.
+    #[serde(default)]
+    pub approvals: Json<Vec<Approval>>,
+    /// Who claimed it (a username or a token's name), until `claim_expires_at`.
+    #[serde(default)]
+    pub claimed_by: Option<String>,
+    #[serde(default)]
+    pub claim_expires_at: Option<DateTime<Utc>>,
+    /// How many changes it took while pending (see [`super::PendingQuestionChange`]).
+    #[serde(default)]
+    pub revision: i64,
+}
+
+fn one() -> i32 {
+    1
 }
 
 impl QuestionRow {
@@ -196,13 +216,18 @@ impl QuestionRow {
             assignee: self.assignee.as_ref().map(|a| a.0.clone()),
             escalation: self.escalation.as_ref().map(|e| e.0.clone()),
             callback_url: self.callback_url.clone(),
+            required_approvals: u8::try_from(self.required_approvals).unwrap_or(1),
+            eligible: self.eligible.as_ref().map(|e| e.0.clone()),
+            approvals: self.approvals.0.clone(),
+            claimed_by: self.claimed_by.clone(),
+            claim_expires_at: self.claim_expires_at,
         })
     }
 }
 
 /// The columns of `questions` a list of them shows, in the order of [`QuestionSummaryRow`].
 pub(crate) const QUESTION_SUMMARY_COLUMNS: &str = "id, project, run_id, kind, response_type, title, urgency, timeout_at, status, created_at, updated_at, \
-     substr(body, 1, 400) AS body_head, assignee, options";
+     substr(body, 1, 400) AS body_head, assignee, options, required_approvals, approvals, claimed_by, claim_expires_at";
 
 /// A question as a list shows it (see [`QuestionSummary`]).
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -223,6 +248,10 @@ pub struct QuestionSummaryRow {
     pub assignee: Option<Json<Assignee>>,
     /// What the row's choice buttons need (see [`app::types::row_choices`]).
     pub options: Json<Vec<QuestionOption>>,
+    pub required_approvals: i32,
+    pub approvals: Json<Vec<Approval>>,
+    pub claimed_by: Option<String>,
+    pub claim_expires_at: Option<DateTime<Utc>>,
 }
 
 impl QuestionSummaryRow {
@@ -242,6 +271,10 @@ impl QuestionSummaryRow {
             preview: app::types::preview(&self.body_head),
             assignee: self.assignee.map(|a| a.0),
             choices: app::types::row_choices(self.response_type, &self.options.0),
+            required_approvals: u8::try_from(self.required_approvals).unwrap_or(1),
+            approvals_given: u8::try_from(self.approvals.0.len()).unwrap_or(u8::MAX),
+            claimed_by: self.claimed_by,
+            claim_expires_at: self.claim_expires_at,
         })
     }
 }
@@ -436,6 +469,27 @@ pub struct QuestionTransition {
     pub resolved: QuestionRow,
     pub event: NewEvent,
     pub audit: super::NewAuditEntry,
+}
+
+/// A change to a pending question that is not its transition out of `pending` by itself (spec §14): a claim taken
+/// or let go, an approval short of the quorum — or the approval that reaches it, which resolves the question in the
+/// same write. Decided whole by the use case; the store writes it only if the question is still pending at the
+/// revision the use case read (`question.revision - 1`), so two changes never both build on the same state.
+#[derive(Debug, Clone)]
+pub struct PendingQuestionChange {
+    /// The question as the change leaves it, its `revision` one above the one read.
+    pub question: QuestionRow,
+    pub effect: PendingEffect,
+}
+
+/// How a [`PendingQuestionChange`] is recorded.
+#[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant, reason = "one is made per change of a question and written at once")]
+pub enum PendingEffect {
+    /// By an event and an audit entry of its own; the question stays pending.
+    Recorded { event: NewEvent, audit: super::NewAuditEntry },
+    /// By the transition out of `pending` it completes (its row carries the change), written with it.
+    Resolves(QuestionTransition),
 }
 
 /// What became of an attempt to resolve a question.

@@ -17,7 +17,7 @@ use super::*;
 pub(super) const QUESTION_COLUMNS: &str = "id, workspace_id, project, run_id, tool_call_id, parent_run_ids, kind, response_type, \
      title, body, options, fields, action, allow_edit, context, urgency, timeout_at, default_response, status, \
      response, answered_by, resolution, created_by, created_at, updated_at, resolved_at, assignee, escalation, \
-     next_escalation_at, callback_url";
+     next_escalation_at, callback_url, required_approvals, eligible, approvals, claimed_by, claim_expires_at, revision";
 
 /// The columns of `audit_log`, in the order of [`AuditRow`].
 pub(super) const AUDIT_COLUMNS: &str = "id, workspace_id, seq, prev_hash, hash, actor, actor_id, actor_kind, action, \
@@ -69,6 +69,8 @@ where
     &'q app::types::DeliveryStatus: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     &'q app::types::DeliveryCause: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     &'q Option<Json<app::types::Escalation>>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    &'q Option<Json<app::types::Eligible>>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    &'q Json<Vec<app::types::Approval>>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
 {
     fn bind_arg<T: 'q + sqlx::Encode<'q, DB> + sqlx::Type<DB>>(self, value: T) -> Self;
 
@@ -93,6 +95,18 @@ where
             .bind_arg(resolved.updated_at)
             .bind_arg(resolved.workspace_id)
             .bind_arg(resolved.id)
+    }
+
+    /// Binds a pending question's change, `$1`..`$8` of [`CHANGE_PENDING_QUESTION`].
+    fn bind_pending_change(self, q: &'q QuestionRow) -> Self {
+        self.bind_arg(&q.assignee)
+            .bind_arg(&q.approvals)
+            .bind_arg(&q.claimed_by)
+            .bind_arg(q.claim_expires_at)
+            .bind_arg(q.revision)
+            .bind_arg(q.updated_at)
+            .bind_arg(q.workspace_id)
+            .bind_arg(q.id)
     }
 
     /// Binds a question's columns, in the order of [`QUESTION_COLUMNS`], after what `query` has.
@@ -127,6 +141,12 @@ where
             .bind_arg(&q.escalation)
             .bind_arg(q.next_escalation_at)
             .bind_arg(&q.callback_url)
+            .bind_arg(q.required_approvals)
+            .bind_arg(&q.eligible)
+            .bind_arg(&q.approvals)
+            .bind_arg(&q.claimed_by)
+            .bind_arg(q.claim_expires_at)
+            .bind_arg(q.revision)
     }
 
     /// Binds a draft's columns, in the order of [`INSERT_AUDIT_DRAFT`], after what `query` has.
@@ -240,6 +260,12 @@ pub(super) static RESOLVE_PENDING: std::sync::LazyLock<String> = std::sync::Lazy
     )
 });
 
+/// A pending question's change (see [`PendingQuestionChange`]): what it becomes (`$1`..`$6`, the new revision
+/// `$5`), which question it is (`$7`, `$8`), written only if it is still pending at the revision before `$5`.
+pub(super) const CHANGE_PENDING_QUESTION: &str = "UPDATE questions SET assignee = $1, approvals = $2, claimed_by = $3, \
+     claim_expires_at = $4, revision = $5, updated_at = $6 \
+     WHERE workspace_id = $7 AND id = $8 AND status = 'pending' AND revision = $5 - 1";
+
 /// Writes an entry as a draft, without its place in the chain, for the commit to seal (PostgreSQL, migration 0010).
 pub(super) const INSERT_AUDIT_DRAFT: &str = "INSERT INTO audit_drafts (id, workspace_id, actor, actor_id, actor_kind, action, \
      subject_type, subject_id, before, after, diff, created_at) \
@@ -320,8 +346,8 @@ pub(super) fn shift_placeholders(sql: &str, by: usize) -> String {
     shifted
 }
 
-/// `INSERT INTO questions` with one argument per column of [`QUESTION_COLUMNS`] (`$1`..`$30`), followed by what
-/// `(open, close)` needs to make it and the event's insert (`$30`..) one query.
+/// `INSERT INTO questions` with one argument per column of [`QUESTION_COLUMNS`] (`$1`..`$36`), followed by what
+/// `(open, close)` needs to make it and the event's insert (`$37`..) one query.
 pub(super) fn insert_question_then_event(open: &str, close: &str, insert_event: &str) -> String {
     let arguments = QUESTION_COLUMNS.split(',').count();
     let placeholders = (1..=arguments).map(|n| format!("${n}")).collect::<Vec<_>>().join(", ");
@@ -764,7 +790,7 @@ mod tests {
             "INSERT INTO events (a, b) VALUES ($1, $2) RETURNING id",
         );
         assert!(sql.starts_with("WITH asked AS (INSERT INTO questions (id, "), "{sql}");
-        assert!(sql.ends_with("$29, $30)) INSERT INTO events (a, b) VALUES ($31, $32) RETURNING id"), "{sql}");
+        assert!(sql.ends_with("$35, $36)) INSERT INTO events (a, b) VALUES ($37, $38) RETURNING id"), "{sql}");
     }
 
     /// How PostgreSQL's generic plan for `sql` (of `arguments` placeholders) reads `questions`: each scan's index.

@@ -315,6 +315,26 @@ impl PeopleStore for PostgresStore {
         Ok(row)
     }
 
+    async fn take_assignment_turn(
+        &self,
+        workspace_id: Uuid,
+        role: Role,
+        at: DateTime<Utc>,
+    ) -> StoreResult<Option<String>> {
+        // The role's members stay locked until the turn is marked: concurrent turns of the role take theirs one
+        // after the other, each seeing the marks before it.
+        let mut tx = self.pool.begin().await?;
+        let members: Vec<InTurn> = sqlx::query_as(&format!("{IN_TURN} FOR UPDATE OF m"))
+            .bind(workspace_id)
+            .bind(role)
+            .fetch_all(&mut *tx)
+            .await?;
+        let Some((user_id, username, mark)) = next_turn(&members, at) else { return Ok(None) };
+        sqlx::query(MARK_ASSIGNED).bind(workspace_id).bind(user_id).bind(mark).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(Some(username))
+    }
+
     async fn has_credentials(&self, workspace_id: Uuid) -> StoreResult<bool> {
         let found: Option<(i32,)> = sqlx::query_as(
             "SELECT 1 FROM tokens WHERE workspace_id = $1 AND revoked_at IS NULL \

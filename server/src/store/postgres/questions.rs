@@ -445,6 +445,46 @@ impl Store for PostgresStore {
         Ok(ResolveOutcome::Resolved(resolved))
     }
 
+    async fn change_pending_question(&self, change: &PendingQuestionChange) -> StoreResult<bool> {
+        let question = &change.question;
+        let mut tx = self.pool.begin().await?;
+        if let (PendingEffect::Resolves(_), Some(run_id)) = (&change.effect, question.run_id) {
+            // The run first, as every resolving write of a run's question locks it (`RESOLVE_LOCKING_RUN`): taken
+            // in the other order, this write and a run's transition could each wait for the other's lock.
+            sqlx::query("SELECT id FROM runs WHERE workspace_id = $1 AND id = $2 FOR UPDATE")
+                .bind(question.workspace_id)
+                .bind(run_id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        let changed = Bind::bind_pending_change(sqlx::query(CHANGE_PENDING_QUESTION), question)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        if changed == 0 {
+            return Ok(false);
+        }
+        match &change.effect {
+            PendingEffect::Recorded { event, audit } => {
+                self.append_event_and_audit(&mut tx, event, audit).await?;
+            }
+            PendingEffect::Resolves(transition) => {
+                static RESOLVE: std::sync::LazyLock<String> =
+                    std::sync::LazyLock::new(|| format!("{} RETURNING id", *RESOLVE_PENDING));
+                // The change's update holds the question's row: it is still pending.
+                if !self.resolve_in(&mut tx, transition, &RESOLVE).await? {
+                    return Ok(false);
+                }
+                let resolved = &transition.resolved;
+                if let Some(run_id) = resolved.run_id {
+                    Self::requeue_if_unheld(&mut tx, resolved.workspace_id, run_id, resolved.updated_at).await?;
+                }
+            }
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+
     async fn overdue_questions(&self, now: DateTime<Utc>, limit: i64) -> StoreResult<Vec<QuestionRow>> {
         let rows = sqlx::query_as(&format!(
             "SELECT {QUESTION_COLUMNS} FROM questions \

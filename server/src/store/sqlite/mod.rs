@@ -4,6 +4,7 @@
 mod connections;
 mod direct;
 mod escalation;
+mod grants;
 mod group_commit;
 mod outbox;
 mod people;

@@ -311,6 +311,21 @@ impl PeopleStore for SqliteStore {
         Ok(row)
     }
 
+    async fn take_assignment_turn(
+        &self,
+        workspace_id: Uuid,
+        role: Role,
+        at: DateTime<Utc>,
+    ) -> StoreResult<Option<String>> {
+        // The one writer takes turns one at a time.
+        let mut tx = self.begin_write().await?;
+        let members: Vec<InTurn> = sqlx::query_as(IN_TURN).bind(workspace_id).bind(role).fetch_all(&mut *tx).await?;
+        let Some((user_id, username, mark)) = next_turn(&members, at) else { return Ok(None) };
+        sqlx::query(MARK_ASSIGNED).bind(workspace_id).bind(user_id).bind(mark).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(Some(username))
+    }
+
     async fn has_credentials(&self, workspace_id: Uuid) -> StoreResult<bool> {
         let found: Option<(i32,)> = sqlx::query_as(
             "SELECT 1 FROM tokens WHERE workspace_id = $1 AND revoked_at IS NULL \

@@ -535,6 +535,43 @@ impl Store for SqliteStore {
         Ok(ResolveOutcome::Resolved(resolved))
     }
 
+    async fn change_pending_question(&self, change: &PendingQuestionChange) -> StoreResult<bool> {
+        if let Some(writer) = self.writer_elsewhere() {
+            let (store, change) = (self.clone(), change.clone());
+            return writer.run(async move { store.change_pending_question(&change).await }).await;
+        }
+        let mut tx = self.begin_write().await?;
+        let changed = Bind::bind_pending_change(sqlx::query(CHANGE_PENDING_QUESTION), &change.question)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        if changed == 0 {
+            return Ok(false);
+        }
+        match &change.effect {
+            PendingEffect::Recorded { event, audit } => {
+                let event_id = self.append_event_and_audit(&mut tx, event, audit).await?;
+                self.commit_one_event(tx, event_id, event).await?;
+            }
+            PendingEffect::Resolves(transition) => {
+                // The writer is held since the change: the question is still pending.
+                let Some(event_id) = self.resolve_in(&mut tx, transition, "").await? else { return Ok(false) };
+                let resolved = &transition.resolved;
+                let requeued = match resolved.run_id {
+                    Some(run_id) => {
+                        Self::requeue_if_unheld(&mut tx, resolved.workspace_id, run_id, resolved.updated_at).await?
+                    }
+                    None => None,
+                };
+                match requeued {
+                    Some(last) => self.commit_events(tx, Some(last)).await?,
+                    None => self.commit_one_event(tx, event_id, &transition.event).await?,
+                }
+            }
+        }
+        Ok(true)
+    }
+
     async fn overdue_questions(&self, now: DateTime<Utc>, limit: i64) -> StoreResult<Vec<QuestionRow>> {
         let rows = sqlx::query_as(&format!(
             "SELECT {QUESTION_COLUMNS} FROM questions \

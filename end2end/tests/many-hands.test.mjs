@@ -1,0 +1,164 @@
+// Many hands in the browser (spec §14): an approval that needs two people shows its progress ("1 of 2") in the live
+// modal, the inbox, the approval queue and on its page; a person claims it from the modal and everyone sees who holds
+// it; the second approval, given elsewhere, answers it. Approving a tool call in the modal offers a grant ("always
+// allow"): made for a command prefix, it lets the run's next matching call through, is listed in Settings and is
+// revoked there.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, launchBrowser, api, signIn, waitForLive, waitForHydration, eventually, resultPath } from './harness.mjs';
+
+let server;
+let browser;
+
+const SCRIPT = `
+- tool_calls:
+    - name: shell
+      arguments:
+        command: git status
+- tool_calls:
+    - name: shell
+      arguments:
+        command: git status --short
+- tool_calls:
+    - name: shell
+      arguments:
+        command: git push
+- content: Pushed.
+`;
+
+before(async () => {
+  server = await startServer({ scripts: { 'git.yaml': SCRIPT }, env: { HOLDPOINT_SHELL: 'dry-run' } });
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+/** A token of its own name: approvals count people (and tokens) by name. */
+async function approverToken(name) {
+  const created = await api(server, 'POST', '/tokens', { name, role: 'approver' });
+  assert.equal(created.status, 201);
+  return created.json.secret;
+}
+
+async function answerAs(secret, id, body) {
+  const response = await fetch(`${server.baseUrl}/api/v1/questions/${id}/answer`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, json: await response.json() };
+}
+
+test('a two-person approval shows its progress everywhere, is claimed from the modal and answered by the second', async () => {
+  const second = await approverToken('on-call lead');
+  const page = await browser.newPage();
+  await signIn(page, server, '/inbox');
+  await waitForLive(page);
+
+  const asked = await api(server, 'POST', '/questions', {
+    kind: 'approval', title: 'Rotate the production database credentials?', required_approvals: 2,
+    action: { tool_name: 'shell', arguments: { command: 'vault write -force database/rotate-root/prod' } },
+  });
+  assert.equal(asked.status, 201);
+  const id = asked.json.id;
+
+  // The modal: "0 of 2", nobody on it; claiming it names the person at once.
+  const modal = page.getByTestId('live-modal');
+  await modal.waitFor();
+  assert.match(await modal.getByTestId('modal-quorum').textContent(), /Approvals: 0 of 2/);
+  assert.match(await modal.getByTestId('modal-claim').textContent(), /Nobody is on it/);
+  await modal.getByTestId('modal-claim-button').click();
+  await modal.getByTestId('modal-claimed-by').waitFor();
+  assert.equal(await modal.getByTestId('modal-claimed-by').textContent(), `Claimed by ${server.username}`);
+  assert.equal((await api(server, 'GET', `/questions/${id}`)).json.claimed_by, server.username);
+
+  // Another approver cannot answer while the claim holds.
+  const refused = await answerAs(second, id, { value: true });
+  assert.equal(refused.status, 409);
+  assert.equal(refused.json.error.details.claimed_by, server.username);
+
+  // The first approval leaves it pending: the modal says so.
+  await modal.getByTestId('modal-approve').click();
+  await page.getByTestId('modal-notice').filter({ hasText: 'Approval recorded' }).waitFor();
+  assert.match(await page.getByTestId('modal-notice').textContent(), /1 of 2/);
+
+  // The inbox row and the approval queue show the progress and who holds it.
+  await page.reload();
+  await waitForHydration(page);
+  const row = page.locator(`[data-testid="question-item"][data-question-id="${id}"]`);
+  assert.equal(await row.getByTestId('row-quorum').textContent(), '1 of 2 approvals');
+  assert.equal(await row.getByTestId('row-claimed-by').textContent(), `claimed by ${server.username}`);
+  await page.goto(`${server.baseUrl}/approvals`);
+  await waitForHydration(page);
+  const item = page.locator(`[data-testid="approval-item"][data-question-id="${id}"]`);
+  assert.equal(await item.getByTestId('approval-quorum').textContent(), '1 of 2 approvals');
+
+  // Its page: who approved, and the claim, which the person lets go.
+  await page.goto(`${server.baseUrl}/questions/${id}`);
+  await waitForHydration(page);
+  assert.equal(await page.getByTestId('question-quorum').textContent(), `Approvals: 1 of 2 (${server.username})`);
+  await page.screenshot({ path: resultPath('many-hands-question.png'), fullPage: true });
+  await page.getByTestId('question-unclaim').click();
+  await page.getByTestId('question-claim-button').waitFor();
+  assert.equal((await api(server, 'GET', `/questions/${id}`)).json.claimed_by, undefined);
+
+  // The second approver, elsewhere, completes it.
+  const done = await answerAs(second, id, { value: true, comment: 'rotation window is open' });
+  assert.equal(done.status, 200);
+  assert.equal(done.json.status, 'answered');
+  assert.deepEqual(done.json.approvals.map((a) => a.by), [server.username, 'on-call lead']);
+  await eventually('the page shows the answer', async () => {
+    await page.reload();
+    return (await page.getByTestId('resolution').count()) === 1;
+  });
+  assert.match(await page.getByTestId('resolution').textContent(), /on-call lead/);
+  await page.close();
+});
+
+test('approving a shell call in the modal with "always allow" lets the next matching call through; Settings revokes it', async () => {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+  await signIn(page, server, '/inbox');
+  await waitForLive(page);
+  const agent = { name: 'committer', model: 'script:git.yaml', tools: ['shell'], approval_policy: { tools: { shell: 'prompt' } } };
+  const run = await api(server, 'POST', '/runs', { agent, input: 'Push the branch' });
+  assert.equal(run.status, 201, JSON.stringify(run.json));
+
+  // The modal offers the grant, closed: the person opts in, shortens nothing (the prefix is the command) and approves.
+  const modal = page.getByTestId('live-modal');
+  await modal.waitFor();
+  const offer = modal.getByTestId('modal-grant-offer');
+  assert.equal(await offer.getByTestId('modal-grant-chosen').isChecked(), false);
+  await offer.getByTestId('modal-grant-chosen').check();
+  assert.equal(await offer.getByTestId('modal-grant-prefix').inputValue(), 'git status');
+  assert.equal(await offer.getByTestId('modal-grant-scope').inputValue(), 'run');
+  await page.screenshot({ path: resultPath('grant-offer-modal.png') });
+  await modal.getByTestId('modal-approve').click();
+
+  // `git status --short` runs without a question; `git push` asks (the modal shows it).
+  await eventually('the push is asked about', async () => {
+    const title = await page.getByTestId('modal-title').textContent().catch(() => '');
+    return title.includes('git push');
+  }, 20_000);
+  const calls = (await api(server, 'GET', `/runs/${run.json.id}/tool-calls`)).json.items;
+  assert.deepEqual(calls.map((c) => [c.input.command, c.decided_by]),
+    [['git status', 'reviewer'], ['git status --short', 'grant'], ['git push', null]]);
+
+  // Settings lists the grant with its use, and revokes it.
+  await page.goto(`${server.baseUrl}/settings`);
+  await waitForHydration(page);
+  const row = page.getByTestId('grant-row');
+  await row.waitFor();
+  assert.match(await row.textContent(), /commands starting with “git status”/);
+  assert.equal(await row.getByTestId('grant-uses').textContent(), '1');
+  await row.getByTestId('grant-revoke').click();
+  await page.getByTestId('grant-empty').waitFor();
+  const grants = (await api(server, 'GET', '/grants?all=true')).json.items;
+  assert.equal(grants.length, 1);
+  assert.ok(grants[0].revoked_at, 'revoked');
+  assert.equal(grants[0].revoked_by, server.username);
+  await page.close();
+});

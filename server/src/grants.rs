@@ -1,0 +1,302 @@
+//! Grants (spec §14): "always allow" rules an approver makes while approving a tool call. Which calls a grant
+//! covers, checking a grant request against the question it comes with, consulting the live grants before a call
+//! is asked about (the executor, MCP's `request_approval`), listing and revoking.
+
+use app::types::{ArgumentMatcher, Grant, GrantRequest, GrantScope, Page, Question, QuestionKind, Role};
+use chrono::{DateTime, Duration, Utc};
+use serde_json::{Value, json};
+use sqlx::types::Json;
+use uuid::Uuid;
+
+use crate::credentials::Caller;
+use crate::error::AppError;
+use crate::questions::FieldErrors;
+use crate::store::{AuditActor, GrantRow, NewAuditEntry, Store, StoreResult};
+
+/// The audit actions of grants.
+pub mod action {
+    pub const GRANT_CREATED: &str = "grant.created";
+    pub const GRANT_REVOKED: &str = "grant.revoked";
+    /// A call a grant let through without asking.
+    pub const GRANT_USED: &str = "grant.used";
+}
+
+/// How long a grant lasts unless its maker says otherwise, and the bounds of what they may say.
+pub const DEFAULT_LIFETIME_SECONDS: i64 = 24 * 3600;
+pub const MIN_LIFETIME_SECONDS: i64 = 60;
+pub const MAX_LIFETIME_SECONDS: i64 = 30 * 24 * 3600;
+/// The tool whose calls a command prefix may match.
+const SHELL: &str = "shell";
+/// The longest command prefix.
+const PREFIX_MAX_CHARS: usize = 500;
+
+/// What a call is, for the grants that may cover it: its tool and arguments, and who is calling.
+pub struct Call<'a> {
+    pub workspace_id: Uuid,
+    pub tool_name: &'a str,
+    pub arguments: &'a Value,
+    /// The run it belongs to, if any.
+    pub run_id: Option<Uuid>,
+    /// Its agent: an agent's name, or `token:<id>` for a token asking directly.
+    pub agent: Option<String>,
+}
+
+/// The `agent` of a question: its run's agent, or the token that asked it directly.
+pub fn agent_of_question(question: &Question, created_by: Option<Uuid>, run_agent: Option<&str>) -> Option<String> {
+    match (question.run_id, run_agent) {
+        (Some(_), Some(agent)) => Some(agent.to_owned()),
+        (Some(_), None) => None,
+        (None, _) => created_by.map(token_agent),
+    }
+}
+
+/// The `agent` of the calls a token asks about directly (MCP's `request_approval`, `POST /questions`).
+pub fn token_agent(token_id: Uuid) -> String {
+    format!("token:{token_id}")
+}
+
+/// Checks a grant request that comes with an approval of `question` (the answer approves it, with `arguments`
+/// the ones it runs with) and makes the grant; 422 naming the faulty `grant.*` field, 403 for a workspace grant by
+/// someone not an admin.
+pub fn grant_from_answer(
+    caller: &Caller,
+    question: &Question,
+    agent: Option<String>,
+    arguments: &Value,
+    request: &GrantRequest,
+    now: DateTime<Utc>,
+) -> Result<GrantRow, AppError> {
+    let mut errors = FieldErrors::default();
+    let Some(action) = question.action.as_ref().filter(|_| question.kind == QuestionKind::Approval) else {
+        return Err(AppError::invalid_field("grant", "only the approval of a tool call can make a grant"));
+    };
+    if request.scope == GrantScope::Workspace && caller.role() != Role::Admin {
+        return Err(AppError::Forbidden("only an admin may make a grant for the whole workspace".into()));
+    }
+    match request.scope {
+        GrantScope::Run if question.run_id.is_none() => {
+            errors.add("grant.scope", "this approval belongs to no run: choose agent or workspace")
+        }
+        GrantScope::Agent if agent.is_none() => errors.add("grant.scope", "this approval has no agent to scope to"),
+        _ => {}
+    }
+    let matcher = request.matcher.clone().unwrap_or_else(|| ArgumentMatcher::Equals(arguments.clone()));
+    match &matcher {
+        ArgumentMatcher::CommandPrefix(_) if action.tool_name != SHELL => {
+            errors.add("grant.matcher", format!("a command prefix matches shell calls, not {}", action.tool_name))
+        }
+        ArgumentMatcher::CommandPrefix(prefix) => {
+            let prefix = prefix.trim();
+            if prefix.is_empty() || prefix.chars().count() > PREFIX_MAX_CHARS {
+                errors.add("grant.matcher.command_prefix", format!("must have 1..={PREFIX_MAX_CHARS} characters"));
+            } else if !prefix.chars().all(app::types::is_plain_command_char) {
+                errors.add(
+                    "grant.matcher.command_prefix",
+                    "must not contain characters that chain, substitute or redirect commands",
+                );
+            } else if !app::types::matcher_allows(&matcher, arguments) {
+                errors.add("grant.matcher.command_prefix", "must match the command being approved");
+            }
+        }
+        ArgumentMatcher::Equals(expected) if expected != arguments => {
+            errors.add("grant.matcher.equals", "must be the arguments being approved")
+        }
+        ArgumentMatcher::Equals(_) => {}
+    }
+    let lifetime = request.expires_in_seconds.unwrap_or(DEFAULT_LIFETIME_SECONDS);
+    if !(MIN_LIFETIME_SECONDS..=MAX_LIFETIME_SECONDS).contains(&lifetime) {
+        errors.add(
+            "grant.expires_in_seconds",
+            format!("must be within {MIN_LIFETIME_SECONDS}..={MAX_LIFETIME_SECONDS} (30 days)"),
+        );
+    }
+    errors.into_result("the grant")?;
+    let matcher = match matcher {
+        ArgumentMatcher::CommandPrefix(prefix) => ArgumentMatcher::CommandPrefix(prefix.trim().to_owned()),
+        other => other,
+    };
+    Ok(GrantRow {
+        id: Uuid::now_v7(),
+        workspace_id: caller.workspace_id(),
+        scope: request.scope,
+        run_id: (request.scope == GrantScope::Run).then_some(question.run_id).flatten(),
+        agent: (request.scope == GrantScope::Agent).then_some(agent).flatten(),
+        tool_name: action.tool_name.clone(),
+        matcher: Json(matcher),
+        created_by: caller.principal.name.clone(),
+        created_by_id: Some(caller.principal.id),
+        question_id: Some(question.id),
+        created_at: now,
+        expires_at: now + Duration::seconds(lifetime),
+        revoked_at: None,
+        revoked_by: None,
+        uses: 0,
+        last_used_at: None,
+    })
+}
+
+/// Stores a grant made with an answer, with its audit entry.
+pub async fn record(store: &dyn Store, caller: &Caller, grant: &GrantRow) -> StoreResult<()> {
+    let audit = NewAuditEntry {
+        workspace_id: grant.workspace_id,
+        actor: caller.into(),
+        action: action::GRANT_CREATED.into(),
+        subject_type: "grant".into(),
+        subject_id: Some(grant.id.to_string()),
+        before: None,
+        after: Some(grant_json(grant)),
+        diff: None,
+        created_at: grant.created_at,
+    };
+    store.insert_grant(grant, &audit).await
+}
+
+fn grant_json(grant: &GrantRow) -> Value {
+    json!({
+        "scope": grant.scope,
+        "run_id": grant.run_id,
+        "agent": grant.agent,
+        "tool_name": grant.tool_name,
+        "matcher": grant.matcher.0,
+        "expires_at": grant.expires_at,
+        "question_id": grant.question_id,
+    })
+}
+
+/// A tool call of a run, as the grants that may cover it see it: the run's agent is its agent.
+pub fn call_of_run<'a>(run: &'a crate::store::RunRow, call: &'a crate::store::ToolCallRow) -> Call<'a> {
+    Call {
+        workspace_id: run.workspace_id,
+        tool_name: &call.tool_name,
+        arguments: &call.input.0,
+        run_id: Some(run.id),
+        agent: Some(run.agent.0.name.clone()),
+    }
+}
+
+/// Whether `grant` covers `call`: its scope takes the call in and its matcher allows the arguments.
+pub fn covers(grant: &GrantRow, call: &Call<'_>) -> bool {
+    let in_scope = match grant.scope {
+        GrantScope::Run => grant.run_id.is_some() && grant.run_id == call.run_id,
+        GrantScope::Agent => grant.agent.is_some() && grant.agent == call.agent,
+        GrantScope::Workspace => true,
+    };
+    in_scope
+        && grant.workspace_id == call.workspace_id
+        && grant.tool_name == call.tool_name
+        && app::types::matcher_allows(&grant.matcher.0, call.arguments)
+}
+
+/// The live grant that lets `call` through without asking, its use counted and audited (with the grant and its
+/// maker) in one write; `None` when none covers it, and a person must be asked.
+pub async fn let_through(store: &dyn Store, call: &Call<'_>, extra: Value) -> StoreResult<Option<GrantRow>> {
+    let now = crate::store::now();
+    for grant in store.live_grants(call.workspace_id, call.tool_name, now).await? {
+        if !covers(&grant, call) {
+            continue;
+        }
+        let mut after = json!({
+            "tool_name": call.tool_name,
+            "arguments": call.arguments,
+            "run_id": call.run_id,
+            "agent": call.agent,
+            "grant_created_by": grant.created_by,
+            "matcher": grant.matcher.0,
+        });
+        if let (Some(after), Some(extra)) = (after.as_object_mut(), extra.as_object()) {
+            after.extend(extra.clone());
+        }
+        let audit = NewAuditEntry {
+            workspace_id: call.workspace_id,
+            actor: AuditActor::policy(GRANT_DECIDER, Some(grant.id.to_string())),
+            action: action::GRANT_USED.into(),
+            subject_type: "grant".into(),
+            subject_id: Some(grant.id.to_string()),
+            before: None,
+            after: Some(after),
+            diff: None,
+            created_at: now,
+        };
+        // Revoked or expired since it was read: the next one may still cover the call.
+        if store.use_grant(call.workspace_id, grant.id, now, &audit).await? {
+            return Ok(Some(grant));
+        }
+    }
+    Ok(None)
+}
+
+/// Who decided a call a grant let through, as its tool call and the audit record it.
+pub const GRANT_DECIDER: &str = "grant";
+
+/// `GET /grants`: any member may read what is allowed without asking (newest first; `all` includes revoked and
+/// expired ones).
+pub async fn list(
+    store: &dyn Store,
+    caller: &Caller,
+    all: bool,
+    before: Option<Uuid>,
+    limit: u32,
+) -> Result<Page<Grant>, AppError> {
+    if caller.role() == Role::Agent {
+        return Err(AppError::Forbidden("an agent token may not read grants".into()));
+    }
+    let live_at = (!all).then(crate::store::now);
+    let mut rows = store.grants(caller.workspace_id(), live_at, before, limit + 1).await?;
+    let next_cursor = if rows.len() > limit as usize {
+        rows.truncate(limit as usize);
+        rows.last().map(|row| row.id.to_string())
+    } else {
+        None
+    };
+    Ok(Page { items: rows.iter().map(GrantRow::to_grant).collect(), next_cursor })
+}
+
+/// `POST /grants/{id}/revoke`: its maker or an admin ends it at once; 409 if it was revoked already.
+pub async fn revoke(store: &dyn Store, caller: &Caller, id: Uuid) -> Result<Grant, AppError> {
+    let grant = store.grant(caller.workspace_id(), id).await?.ok_or(AppError::NotFound("grant"))?;
+    if grant.created_by_id != Some(caller.principal.id) && caller.role() != Role::Admin {
+        return Err(AppError::Forbidden("only whoever made a grant, or an admin, may revoke it".into()));
+    }
+    if grant.revoked_at.is_some() {
+        return Err(AppError::Conflict { message: "the grant is already revoked".into(), details: None });
+    }
+    let now = crate::store::now();
+    let audit = NewAuditEntry {
+        workspace_id: grant.workspace_id,
+        actor: caller.into(),
+        action: action::GRANT_REVOKED.into(),
+        subject_type: "grant".into(),
+        subject_id: Some(grant.id.to_string()),
+        before: Some(grant_json(&grant)),
+        after: Some(json!({ "revoked_at": now, "uses": grant.uses })),
+        diff: None,
+        created_at: now,
+    };
+    if !store.revoke_grant(grant.workspace_id, id, now, &caller.principal.name, &audit).await? {
+        return Err(AppError::Conflict { message: "the grant is already revoked".into(), details: None });
+    }
+    let revoked = store.grant(grant.workspace_id, id).await?.ok_or(AppError::NotFound("grant"))?;
+    Ok(revoked.to_grant())
+}
+
+/// `GET /questions/{id}/approved-before`: how often a person approved exactly this call in the last 30 days (at
+/// most [`APPROVED_BEFORE_CAP`]), for the offer to make it a grant.
+pub async fn approved_before(
+    store: &dyn Store,
+    caller: &Caller,
+    id: Uuid,
+) -> Result<app::types::ApprovedBefore, AppError> {
+    let question = store.question(caller.workspace_id(), id).await?.ok_or(AppError::NotFound("question"))?;
+    if !caller.visibility().sees(question.created_by) {
+        return Err(AppError::NotFound("question"));
+    }
+    let Some(action) = &question.action else { return Ok(app::types::ApprovedBefore { approved_by_hand: 0 }) };
+    let since = crate::store::now() - Duration::days(30);
+    let count = store
+        .approved_by_hand(caller.workspace_id(), &action.0.tool_name, &action.0.arguments, since, APPROVED_BEFORE_CAP)
+        .await?;
+    Ok(app::types::ApprovedBefore { approved_by_hand: count })
+}
+
+/// The most earlier approvals `approved_before` counts: enough to say "many".
+const APPROVED_BEFORE_CAP: u32 = 100;

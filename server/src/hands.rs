@@ -1,0 +1,296 @@
+//! Many hands (spec §14): approvals that need several people, and claims. Each use case here decides the whole
+//! change of a pending question — the row as it leaves it, its event and its audit entry, or the transition out of
+//! `pending` the last approval completes — and hands it to the store, which writes it only if no other change of
+//! the question was written since it was read. A use case that finds itself second reads the question again and
+//! decides again: another approver's approval may have made this one the last, or the question may have left
+//! `pending`.
+
+use app::types::{AnswerBody, Approval, EventType, Question, QuestionStatus, Resolution, Role};
+use chrono::{DateTime, Duration, SubsecRound, Utc};
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::credentials::Caller;
+use crate::error::AppError;
+use crate::questions::{Answering, not_pending, pending_for, transition};
+use crate::store::{
+    AuditActor, NewAuditEntry, NewEvent, PendingEffect, PendingQuestionChange, QuestionResolution, QuestionRow, Store,
+};
+
+/// The audit actions of this module's changes.
+pub mod action {
+    /// One approval of a question that needs several, short of the quorum.
+    pub const QUESTION_APPROVAL_ADDED: &str = "question.approval_added";
+    /// Someone claimed a question (or took over another's claim, as an admin).
+    pub const QUESTION_CLAIMED: &str = "question.claimed";
+    /// A claim was let go before it ran out.
+    pub const QUESTION_UNCLAIMED: &str = "question.unclaimed";
+}
+
+/// How long a claim lasts unless the claimer asks for less, and the most any claim lasts (spec §14).
+pub const DEFAULT_CLAIM_TTL_SECONDS: i64 = 1800;
+/// The shortest claim worth taking.
+pub const MIN_CLAIM_TTL_SECONDS: i64 = 1;
+
+/// How many times a change is decided again after another change of the same question was written first. Each
+/// retry means another person's change was stored, so with at most ten approvals needed, a retry budget this size
+/// is only spent by a question changing faster than anyone could act on it.
+const ATTEMPTS: usize = 64;
+
+/// Refuses with 409 an answer to a question someone else holds the claim of, unless the caller is an admin.
+pub fn require_claim(caller: &Caller, question: &Question, now: DateTime<Utc>) -> Result<(), AppError> {
+    match question.claim_holder(now) {
+        Some(holder) if holder != caller.principal.name && caller.role() != Role::Admin => Err(claimed_by(question)),
+        _ => Ok(()),
+    }
+}
+
+fn claimed_by(question: &Question) -> AppError {
+    let holder = question.claimed_by.as_deref().unwrap_or_default();
+    AppError::Conflict {
+        message: format!("question is claimed by {holder}"),
+        details: Some(json!({
+            "claimed_by": holder,
+            "claim_expires_at": question.claim_expires_at,
+        })),
+    }
+}
+
+/// Refuses with 403 a caller the question's `eligible` does not name (a quorum's approvers).
+pub fn require_eligible(caller: &Caller, question: &Question) -> Result<(), AppError> {
+    use crate::store::PrincipalKind;
+    match &question.eligible {
+        Some(app::types::Eligible::Role(role)) if caller.role().rank() < role.rank() => {
+            Err(AppError::Forbidden(format!("only {}s and above may decide this approval", role)))
+        }
+        Some(app::types::Eligible::Users(users))
+            if !(caller.principal.kind == PrincipalKind::User && users.contains(&caller.principal.name)) =>
+        {
+            Err(AppError::Forbidden(format!("only {} may decide this approval", users.join(", "))))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The event of a change that leaves `after` (of workspace `workspace`) pending.
+fn pending_event(after: &QuestionRow, event_type: EventType, workspace: &str) -> Result<NewEvent, AppError> {
+    let question = crate::store::event_data(&after.to_question(workspace)?)?;
+    Ok(NewEvent {
+        workspace_id: after.workspace_id,
+        event_type,
+        project: after.project.clone(),
+        run_id: after.run_id,
+        question_id: Some(after.id),
+        data: crate::store::question_event_data_around(&question)?,
+        created_at: after.updated_at,
+    })
+}
+
+/// The time a change of `row` is stamped with: now, at the databases' precision, never before its last change.
+fn change_time(row: &QuestionRow) -> DateTime<Utc> {
+    crate::store::now().max(row.updated_at).trunc_subsecs(6)
+}
+
+/// Records the caller's approval of a question that needs several (`answer` is an approval, checked against the
+/// question and the caller's right to give it): the question stays pending with one approval more, or, with the
+/// last one needed, is answered `true` in the same write. A person who approved already counts once: their
+/// question is returned as it is.
+pub async fn approve(
+    answering: &Answering<'_>,
+    caller: &Caller,
+    mut row: QuestionRow,
+    answer: AnswerBody,
+    channel: Option<app::types::Channel>,
+) -> Result<Question, AppError> {
+    let (store, workspace) = (answering.store, caller.principal.workspace.as_str());
+    let by = caller.principal.name.clone();
+    for _ in 0..ATTEMPTS {
+        if row.status != QuestionStatus::Pending {
+            return Err(not_pending(&row));
+        }
+        let question = row.to_question(workspace)?;
+        require_claim(caller, &question, crate::store::now())?;
+        if row.approvals.0.iter().any(|approval| approval.by == by) {
+            return Ok(question);
+        }
+        let at = change_time(&row);
+        let mut after = row.clone();
+        after.approvals.0.push(Approval { by: by.clone(), at, comment: answer.comment.clone() });
+        after.revision += 1;
+        after.updated_at = at;
+        let given = after.approvals.0.len();
+        let required = usize::try_from(row.required_approvals).unwrap_or(1);
+        let effect = if given >= required {
+            let change = QuestionResolution {
+                status: QuestionStatus::Answered,
+                response: Some(answer.clone()),
+                answered_by: Some(by.clone()),
+                resolution: Some(Resolution::Human),
+                at,
+                actor: caller.into(),
+            };
+            let mut completes = transition(&after, &change, workspace)?;
+            if let (Some(channel), Some(audit_after)) = (channel, completes.audit.after.as_mut()) {
+                audit_after["channel"] = json!(channel);
+            }
+            PendingEffect::Resolves(completes)
+        } else {
+            let event = pending_event(&after, EventType::QuestionApprovalAdded, workspace)?;
+            let audit = NewAuditEntry {
+                workspace_id: row.workspace_id,
+                actor: caller.into(),
+                action: action::QUESTION_APPROVAL_ADDED.into(),
+                subject_type: "question".into(),
+                subject_id: Some(row.id.to_string()),
+                before: Some(json!({ "title": row.title, "approvals": row.approvals.0.len() })),
+                after: Some(json!({
+                    "approvals": given,
+                    "required_approvals": required,
+                    "comment": answer.comment,
+                    "channel": channel,
+                })),
+                diff: None,
+                created_at: at,
+            };
+            PendingEffect::Recorded { event, audit }
+        };
+        let change = PendingQuestionChange { question: after, effect };
+        if store.change_pending_question(&change).await? {
+            answering.hub.forget_asked(row.id);
+            return match change.effect {
+                PendingEffect::Resolves(completes) => {
+                    let resolved = completes.resolved;
+                    answering.metrics.question_resolved(
+                        resolved.kind.as_str(),
+                        resolved.status.as_str(),
+                        pending_for(&resolved),
+                    );
+                    Ok(resolved.to_question(workspace)?)
+                }
+                PendingEffect::Recorded { .. } => Ok(change.question.to_question(workspace)?),
+            };
+        }
+        row = reread(store, &row).await?;
+    }
+    Err(still_changing())
+}
+
+async fn reread(store: &dyn Store, row: &QuestionRow) -> Result<QuestionRow, AppError> {
+    store.question(row.workspace_id, row.id).await?.ok_or(AppError::NotFound("question"))
+}
+
+fn still_changing() -> AppError {
+    AppError::Conflict {
+        message: "the question kept changing while this change was being recorded; try again".into(),
+        details: None,
+    }
+}
+
+/// Who may claim a question: whoever may answer it (role, assignee, eligibility), as for an answer.
+fn require_right_to_claim(caller: &Caller, question: &Question) -> Result<(), AppError> {
+    crate::questions::require_answer_right(caller, question.kind)?;
+    crate::questions::require_assignee(caller, question)?;
+    require_eligible(caller, question)
+}
+
+/// Claims a pending question for the caller for `ttl_seconds` (default and at most `max_ttl_seconds`): while the
+/// claim lasts only they, or an admin, may answer. Claiming again extends one's own claim; an admin may take over
+/// another's; anyone else gets 409 naming who holds it.
+pub async fn claim(
+    answering: &Answering<'_>,
+    caller: &Caller,
+    id: Uuid,
+    ttl_seconds: Option<i64>,
+    max_ttl_seconds: i64,
+) -> Result<Question, AppError> {
+    let ttl = ttl_seconds.unwrap_or(max_ttl_seconds);
+    if !(MIN_CLAIM_TTL_SECONDS..=max_ttl_seconds).contains(&ttl) {
+        return Err(AppError::invalid_field(
+            "ttl_seconds",
+            format!("must be within {MIN_CLAIM_TTL_SECONDS}..={max_ttl_seconds}"),
+        ));
+    }
+    change_claim(answering, caller, id, ClaimChange::Take { ttl }).await
+}
+
+/// Lets the caller's claim of a question go (an admin may end anyone's); a question nobody holds is returned as it
+/// is.
+pub async fn unclaim(answering: &Answering<'_>, caller: &Caller, id: Uuid) -> Result<Question, AppError> {
+    change_claim(answering, caller, id, ClaimChange::Release).await
+}
+
+#[derive(Clone, Copy)]
+enum ClaimChange {
+    Take { ttl: i64 },
+    Release,
+}
+
+async fn change_claim(
+    answering: &Answering<'_>,
+    caller: &Caller,
+    id: Uuid,
+    wanted: ClaimChange,
+) -> Result<Question, AppError> {
+    let (store, workspace) = (answering.store, caller.principal.workspace.as_str());
+    let mut row = store.question(caller.workspace_id(), id).await?.ok_or(AppError::NotFound("question"))?;
+    if !caller.visibility().sees(row.created_by) {
+        return Err(AppError::NotFound("question"));
+    }
+    for _ in 0..ATTEMPTS {
+        let question = row.to_question(workspace)?;
+        require_right_to_claim(caller, &question)?;
+        if row.status != QuestionStatus::Pending {
+            return Err(not_pending(&row));
+        }
+        let at = change_time(&row);
+        let holder = question.claim_holder(at).map(str::to_owned);
+        let mine = holder.as_deref() == Some(caller.principal.name.as_str());
+        if holder.is_some() && !mine && caller.role() != Role::Admin {
+            return Err(claimed_by(&question));
+        }
+        let mut after = row.clone();
+        let (audit_action, audit_after) = match wanted {
+            ClaimChange::Take { ttl } => {
+                let until = at + Duration::seconds(ttl);
+                after.claimed_by = Some(caller.principal.name.clone());
+                after.claim_expires_at = Some(until);
+                let taken_over = holder.filter(|_| !mine);
+                (
+                    action::QUESTION_CLAIMED,
+                    json!({ "claimed_by": caller.principal.name, "until": until, "taken_over_from": taken_over }),
+                )
+            }
+            ClaimChange::Release if holder.is_none() => return Ok(question),
+            ClaimChange::Release => {
+                after.claimed_by = None;
+                after.claim_expires_at = None;
+                (action::QUESTION_UNCLAIMED, json!({ "released": holder }))
+            }
+        };
+        after.revision += 1;
+        after.updated_at = at;
+        let event = pending_event(&after, EventType::QuestionClaimed, workspace)?;
+        let audit = NewAuditEntry {
+            workspace_id: row.workspace_id,
+            actor: AuditActor::from(caller),
+            action: audit_action.into(),
+            subject_type: "question".into(),
+            subject_id: Some(row.id.to_string()),
+            before: Some(json!({
+                "title": row.title,
+                "claimed_by": question.claimed_by,
+                "claim_expires_at": question.claim_expires_at,
+            })),
+            after: Some(audit_after),
+            diff: None,
+            created_at: at,
+        };
+        let change = PendingQuestionChange { question: after, effect: PendingEffect::Recorded { event, audit } };
+        if store.change_pending_question(&change).await? {
+            answering.hub.forget_asked(row.id);
+            return Ok(change.question.to_question(workspace)?);
+        }
+        row = reread(store, &row).await?;
+    }
+    Err(still_changing())
+}

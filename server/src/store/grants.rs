@@ -1,0 +1,147 @@
+//! Grants as stored (spec §14): their rows, the SQL both backends use, and the [`GrantStore`] trait.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::types::Json;
+use uuid::Uuid;
+
+use app::types::{ArgumentMatcher, Grant, GrantScope};
+
+use super::{NewAuditEntry, StoreResult};
+
+pub(super) const GRANT_COLUMNS: &str = "id, workspace_id, scope, run_id, agent, tool_name, matcher, created_by, \
+     created_by_id, question_id, created_at, expires_at, revoked_at, revoked_by, uses, last_used_at";
+/// Inserts a grant (`$1`..`$16` in [`GRANT_COLUMNS`]' order).
+pub(super) const INSERT_GRANT: &str = "INSERT INTO grants (id, workspace_id, scope, run_id, agent, tool_name, \
+     matcher, created_by, created_by_id, question_id, created_at, expires_at, revoked_at, revoked_by, uses, \
+     last_used_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
+/// Counts a use of a grant (`$1` workspace, `$2` id) at `$3`, if it is still live then.
+pub(super) const USE_GRANT: &str = "UPDATE grants SET uses = uses + 1, last_used_at = $3 \
+     WHERE workspace_id = $1 AND id = $2 AND revoked_at IS NULL AND expires_at > $3";
+/// Revokes a live grant (`$1` workspace, `$2` id) at `$3` by `$4`.
+pub(super) const REVOKE_GRANT: &str = "UPDATE grants SET revoked_at = $3, revoked_by = $4 \
+     WHERE workspace_id = $1 AND id = $2 AND revoked_at IS NULL";
+
+/// A grant as stored (and as the worker protocol carries it).
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow, serde::Serialize, serde::Deserialize)]
+pub struct GrantRow {
+    pub id: Uuid,
+    pub workspace_id: Uuid,
+    pub scope: GrantScope,
+    pub run_id: Option<Uuid>,
+    pub agent: Option<String>,
+    pub tool_name: String,
+    pub matcher: Json<ArgumentMatcher>,
+    pub created_by: String,
+    pub created_by_id: Option<Uuid>,
+    pub question_id: Option<Uuid>,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+    pub revoked_at: Option<DateTime<Utc>>,
+    pub revoked_by: Option<String>,
+    pub uses: i64,
+    pub last_used_at: Option<DateTime<Utc>>,
+}
+
+impl GrantRow {
+    pub fn to_grant(&self) -> Grant {
+        Grant {
+            id: self.id,
+            scope: self.scope,
+            run_id: self.run_id,
+            agent: self.agent.clone(),
+            tool_name: self.tool_name.clone(),
+            matcher: self.matcher.0.clone(),
+            created_by: self.created_by.clone(),
+            question_id: self.question_id,
+            created_at: self.created_at,
+            expires_at: self.expires_at,
+            revoked_at: self.revoked_at,
+            revoked_by: self.revoked_by.clone(),
+            uses: self.uses,
+            last_used_at: self.last_used_at,
+        }
+    }
+}
+
+/// Grants. Implemented by both stores.
+#[async_trait]
+pub trait GrantStore: Send + Sync {
+    /// Stores a grant with the audit entry recording it, in one transaction.
+    async fn insert_grant(&self, grant: &GrantRow, audit: &NewAuditEntry) -> StoreResult<()>;
+    async fn grant(&self, workspace_id: Uuid, id: Uuid) -> StoreResult<Option<GrantRow>>;
+    /// A workspace's grants, newest first, from before `before` (an id) on; only the live ones at `live_at` if
+    /// given.
+    async fn grants(
+        &self,
+        workspace_id: Uuid,
+        live_at: Option<DateTime<Utc>>,
+        before: Option<Uuid>,
+        limit: u32,
+    ) -> StoreResult<Vec<GrantRow>>;
+    /// The grants of a tool in a workspace live at `at` (not revoked, not expired), oldest first.
+    async fn live_grants(&self, workspace_id: Uuid, tool_name: &str, at: DateTime<Utc>) -> StoreResult<Vec<GrantRow>>;
+    /// Counts a use of a grant at `at` with the audit entry recording the call it let through, in one transaction;
+    /// `false`, and nothing written, if the grant was revoked or expired meanwhile.
+    async fn use_grant(
+        &self,
+        workspace_id: Uuid,
+        id: Uuid,
+        at: DateTime<Utc>,
+        audit: &NewAuditEntry,
+    ) -> StoreResult<bool>;
+    /// How many approval questions of the workspace asked since `since` for exactly this call (tool and
+    /// arguments) a person approved, counting no further than `cap`.
+    async fn approved_by_hand(
+        &self,
+        workspace_id: Uuid,
+        tool_name: &str,
+        arguments: &serde_json::Value,
+        since: DateTime<Utc>,
+        cap: u32,
+    ) -> StoreResult<u32>;
+    /// Revokes a live grant with its audit entry; `false`, and nothing written, if it was revoked already.
+    async fn revoke_grant(
+        &self,
+        workspace_id: Uuid,
+        id: Uuid,
+        at: DateTime<Utc>,
+        by: &str,
+        audit: &NewAuditEntry,
+    ) -> StoreResult<bool>;
+}
+
+/// Binds a grant's columns, in [`GRANT_COLUMNS`]' order, after what `query` has.
+pub(super) fn bind_grant<'q, DB: sqlx::Database>(
+    query: sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>>,
+    grant: &'q GrantRow,
+) -> sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>>
+where
+    Uuid: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    Option<Uuid>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    GrantScope: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    &'q Option<String>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    &'q String: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    &'q Json<ArgumentMatcher>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    DateTime<Utc>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    Option<DateTime<Utc>>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+{
+    query
+        .bind(grant.id)
+        .bind(grant.workspace_id)
+        .bind(grant.scope)
+        .bind(grant.run_id)
+        .bind(&grant.agent)
+        .bind(&grant.tool_name)
+        .bind(&grant.matcher)
+        .bind(&grant.created_by)
+        .bind(grant.created_by_id)
+        .bind(grant.question_id)
+        .bind(grant.created_at)
+        .bind(grant.expires_at)
+        .bind(grant.revoked_at)
+        .bind(&grant.revoked_by)
+        .bind(grant.uses)
+        .bind(grant.last_used_at)
+}

@@ -1,0 +1,362 @@
+//! Grants (spec §14): "always allow" rules made with an approval, consulted by the executor and by MCP's
+//! `request_approval` before a person is asked, audited with each call they let through, listed and revoked.
+
+mod common;
+
+use std::time::Duration;
+
+use axum::http::{Method, StatusCode};
+use common::{Scripts, TestApp, assert_error};
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+
+on_both_backends!(
+    a_run_scoped_prefix_grant_lets_matching_calls_through_and_nothing_else,
+    a_revoked_or_expired_grant_lets_nothing_through,
+    a_tokens_grant_lets_its_mcp_request_approval_through,
+    grant_requests_are_checked_and_a_faulty_one_changes_nothing,
+    the_same_call_approved_by_hand_is_counted_for_the_grant_offer,
+);
+
+async fn app_with_shell(backend: common::Backend, scripts: &Scripts) -> Option<TestApp> {
+    let dir = scripts.dir.clone();
+    TestApp::start_with(backend, move |config| {
+        config.runtime.scripts_dir = Some(dir);
+        config.runtime.shell = holdpoint::config::ShellMode::DryRun;
+    })
+    .await
+}
+
+/// An agent whose policy prompts for `shell`, running `commands` one model turn each, then finishing.
+async fn shell_agent(app: &TestApp, scripts: &Scripts, name: &str, commands: &[&str]) -> Value {
+    let mut turns: Vec<Value> = commands
+        .iter()
+        .map(|command| json!({ "tool_calls": [{ "name": "shell", "arguments": { "command": command } }] }))
+        .collect();
+    turns.push(json!({ "content": "done" }));
+    let model = scripts.write(&format!("{name}.json"), &Value::Array(turns));
+    let spec = json!({ "name": name, "system_prompt": "You look after the repository.", "model": model,
+        "tools": ["shell"], "approval_policy": { "tools": { "shell": "prompt" } } });
+    let created = app.post("/api/v1/agents", spec).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    created.json
+}
+
+async fn start_run(app: &TestApp, agent: &Value) -> String {
+    let response = app.post("/api/v1/runs", json!({ "agent_id": agent["id"], "input": "tidy up" })).await;
+    assert_eq!(response.status, StatusCode::CREATED, "{}", response.text);
+    response.json["id"].as_str().unwrap().to_owned()
+}
+
+/// Polls the run until it has `status` (within 20 s); returns it.
+async fn wait_for_status(app: &TestApp, run_id: &str, status: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let run = app.get(&format!("/api/v1/runs/{run_id}")).await.json;
+        if run["status"] == status {
+            return run;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "run never became {status}; it is {run}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn pending_question_of(app: &TestApp, run_id: &str) -> Value {
+    let run = wait_for_status(app, run_id, "waiting_for_approval").await;
+    let id = run["pending_question_ids"][0].as_str().unwrap();
+    app.get(&format!("/api/v1/questions/{id}")).await.json
+}
+
+async fn tool_calls(app: &TestApp, run_id: &str) -> Vec<Value> {
+    app.get(&format!("/api/v1/runs/{run_id}/tool-calls")).await.json["items"].as_array().unwrap().clone()
+}
+
+async fn audit(app: &TestApp, action: &str) -> Vec<Value> {
+    let page = app.get(&format!("/api/v1/audit?action={action}&limit=100")).await.json;
+    page["items"].as_array().unwrap().clone()
+}
+
+async fn a_run_scoped_prefix_grant_lets_matching_calls_through_and_nothing_else(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let Some(app) = app_with_shell(backend, &scripts).await else { return };
+    let agent = shell_agent(&app, &scripts, "tidier", &["git status", "git status --short", "git push"]).await;
+    let run_id = start_run(&app, &agent).await;
+
+    // The first call asks; the approver allows it and every `git status …` of this run.
+    let first = pending_question_of(&app, &run_id).await;
+    assert_eq!(first["action"]["arguments"]["command"], "git status");
+    let grant = json!({ "scope": "run", "matcher": { "command_prefix": "git status" } });
+    let approved = app
+        .post(
+            &format!("/api/v1/questions/{}/answer", first["id"].as_str().unwrap()),
+            json!({ "value": true, "grant": grant }),
+        )
+        .await;
+    assert_eq!(approved.status, StatusCode::OK, "{}", approved.text);
+
+    // `git status --short` runs without a question; `git push` asks.
+    let second = pending_question_of(&app, &run_id).await;
+    assert_eq!(second["action"]["arguments"]["command"], "git push", "the next question is the push");
+    let calls = tool_calls(&app, &run_id).await;
+    assert_eq!(calls.len(), 3, "{calls:?}");
+    assert_eq!(calls[1]["input"]["command"], "git status --short");
+    assert_eq!(calls[1]["status"], "completed");
+    assert_eq!(calls[1]["decided_by"], "grant");
+    assert!(calls[1]["question_id"].is_null(), "nobody was asked: {}", calls[1]);
+    let questions = app.get(&format!("/api/v1/questions?run_id={run_id}")).await.json;
+    assert_eq!(questions["items"].as_array().unwrap().len(), 2, "asked for the first call and the push only");
+
+    // The grant, as listed, and the audit: made by the admin, used once, with the call it let through.
+    let grants = app.get("/api/v1/grants").await.json;
+    let listed = &grants["items"][0];
+    assert_eq!(listed["scope"], "run");
+    assert_eq!(listed["run_id"], run_id.as_str());
+    assert_eq!(listed["tool_name"], "shell");
+    assert_eq!(listed["matcher"], json!({ "command_prefix": "git status" }));
+    assert_eq!(listed["created_by"], "admin of default");
+    assert_eq!(listed["uses"], 1);
+    let expires = app::types::time::parse_rfc3339(listed["expires_at"].as_str().unwrap()).unwrap();
+    let lifetime = (expires - chrono::Utc::now()).num_minutes();
+    assert!((1430..=1440).contains(&lifetime), "24 hours by default: {lifetime} min");
+    let created = audit(&app, "grant.created").await;
+    assert_eq!(created.len(), 1);
+    assert_eq!(created[0]["actor"], "admin of default");
+    let used = audit(&app, "grant.used").await;
+    assert_eq!(used.len(), 1);
+    assert_eq!(used[0]["subject_id"], listed["id"]);
+    assert_eq!(used[0]["after"]["arguments"]["command"], "git status --short");
+    assert_eq!(used[0]["after"]["grant_created_by"], "admin of default");
+    assert_eq!(used[0]["after"]["run_id"], run_id.as_str());
+
+    let rejected = app
+        .post(&format!("/api/v1/questions/{}/answer", second["id"].as_str().unwrap()), json!({ "value": false }))
+        .await;
+    assert_eq!(rejected.status, StatusCode::OK);
+    wait_for_status(&app, &run_id, "completed").await;
+
+    // Another run of the same agent is not covered by a run's grant.
+    let agent = shell_agent(&app, &scripts, "tidier-two", &["git status"]).await;
+    let other = start_run(&app, &agent).await;
+    assert_eq!(pending_question_of(&app, &other).await["action"]["arguments"]["command"], "git status");
+}
+
+async fn a_revoked_or_expired_grant_lets_nothing_through(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let Some(app) = app_with_shell(backend, &scripts).await else { return };
+    // An agent-wide grant for exactly `make test`, then revoked: the agent's next run asks again.
+    let agent = shell_agent(&app, &scripts, "tester", &["make test"]).await;
+    let run_id = start_run(&app, &agent).await;
+    let question = pending_question_of(&app, &run_id).await;
+    let answer = json!({ "value": true, "grant": { "scope": "agent" } });
+    let approved = app.post(&format!("/api/v1/questions/{}/answer", question["id"].as_str().unwrap()), answer).await;
+    assert_eq!(approved.status, StatusCode::OK, "{}", approved.text);
+    wait_for_status(&app, &run_id, "completed").await;
+    let grant = app.get("/api/v1/grants").await.json["items"][0].clone();
+    assert_eq!(grant["scope"], "agent");
+    assert_eq!(grant["agent"], "tester");
+    assert_eq!(grant["matcher"], json!({ "equals": { "command": "make test" } }));
+
+    // While it lives, the agent's next run is let through.
+    let through = start_run(&app, &agent).await;
+    wait_for_status(&app, &through, "completed").await;
+    assert_eq!(tool_calls(&app, &through).await[0]["decided_by"], "grant");
+
+    let id = grant["id"].as_str().unwrap();
+    let revoked = app.post(&format!("/api/v1/grants/{id}/revoke"), json!({})).await;
+    assert_eq!(revoked.status, StatusCode::OK, "{}", revoked.text);
+    assert!(revoked.json["revoked_at"].is_string());
+    assert_eq!(revoked.json["revoked_by"], "admin of default");
+    assert_error(&app.post(&format!("/api/v1/grants/{id}/revoke"), json!({})).await, StatusCode::CONFLICT, "conflict");
+    assert_eq!(app.get("/api/v1/grants").await.json["items"], json!([]), "only live grants by default");
+    assert_eq!(app.get("/api/v1/grants?all=true").await.json["items"][0]["uses"], 1);
+    assert_eq!(audit(&app, "grant.revoked").await.len(), 1);
+    let asks = start_run(&app, &agent).await;
+    pending_question_of(&app, &asks).await;
+
+    // A grant past its expiry lets nothing through either.
+    let workspace = app.state.store.ensure_workspace("default").await.unwrap().id;
+    let now = holdpoint::store::now();
+    let expired = holdpoint::store::GrantRow {
+        id: uuid::Uuid::now_v7(),
+        workspace_id: workspace,
+        scope: app::types::GrantScope::Workspace,
+        run_id: None,
+        agent: None,
+        tool_name: "shell".into(),
+        matcher: sqlx::types::Json(app::types::ArgumentMatcher::CommandPrefix("make".into())),
+        created_by: "admin of default".into(),
+        created_by_id: None,
+        question_id: None,
+        created_at: now - chrono::Duration::hours(25),
+        expires_at: now - chrono::Duration::seconds(1),
+        revoked_at: None,
+        revoked_by: None,
+        uses: 0,
+        last_used_at: None,
+    };
+    let entry = holdpoint::store::NewAuditEntry {
+        workspace_id: workspace,
+        actor: holdpoint::store::AuditActor::policy("test harness", None),
+        action: "grant.created".into(),
+        subject_type: "grant".into(),
+        subject_id: Some(expired.id.to_string()),
+        before: None,
+        after: None,
+        diff: None,
+        created_at: now,
+    };
+    app.state.store.insert_grant(&expired, &entry).await.unwrap();
+    let still_asks = start_run(&app, &agent).await;
+    pending_question_of(&app, &still_asks).await;
+    let calls = tool_calls(&app, &still_asks).await;
+    assert_eq!(calls[0]["status"], "pending_approval");
+}
+
+async fn a_tokens_grant_lets_its_mcp_request_approval_through(backend: common::Backend) {
+    let Some(app) = TestApp::start(backend).await else { return };
+    let base = app.serve().await;
+    let agent = app.create_token("default", app::types::Role::Agent).await;
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp")).auth_header(agent.clone());
+    let client = std::sync::Arc::new(
+        ().serve(StreamableHttpClientTransport::from_config(config)).await.expect("the MCP client connects"),
+    );
+    let ask = |command: &'static str| {
+        let client = std::sync::Arc::clone(&client);
+        tokio::spawn(async move {
+            let arguments = json!({ "tool_name": "shell", "input": { "command": command } });
+            let params =
+                CallToolRequestParams::new("request_approval").with_arguments(arguments.as_object().unwrap().clone());
+            let result = client.call_tool(params).await.unwrap();
+            serde_json::from_str::<Value>(&result.content[0].as_text().unwrap().text).unwrap()
+        })
+    };
+    let asking = ask("npm test");
+    let question = loop {
+        let page = app.get("/api/v1/questions?status=pending").await.json;
+        if let Some(question) = page["items"].as_array().and_then(|items| items.first()) {
+            break question.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let id = question["id"].as_str().unwrap();
+    let grant = json!({ "scope": "agent", "matcher": { "command_prefix": "npm test" }, "expires_in_seconds": 3600 });
+    let approved = app.post(&format!("/api/v1/questions/{id}/answer"), json!({ "value": true, "grant": grant })).await;
+    assert_eq!(approved.status, StatusCode::OK, "{}", approved.text);
+    assert_eq!(asking.await.unwrap()["behavior"], "allow");
+
+    // The same token's next `npm test -- --watch=false` is allowed at once; another command still asks.
+    let again = tokio::time::timeout(Duration::from_secs(10), ask("npm test -- --watch=false")).await.unwrap().unwrap();
+    assert_eq!(again, json!({ "behavior": "allow", "updatedInput": { "command": "npm test -- --watch=false" } }));
+    let pending = app.get("/api/v1/questions?status=pending").await.json;
+    assert_eq!(pending["items"], json!([]), "nobody was asked");
+    let other = ask("npm publish");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(app.get("/api/v1/questions?status=pending").await.json["items"].as_array().unwrap().len(), 1);
+    other.abort();
+    let used = app.get("/api/v1/audit?action=grant.used").await.json;
+    assert_eq!(used["items"][0]["after"]["source"], "mcp");
+}
+
+async fn grant_requests_are_checked_and_a_faulty_one_changes_nothing(backend: common::Backend) {
+    let Some(app) = TestApp::start(backend).await else { return };
+    let agent = app.create_token("default", app::types::Role::Agent).await;
+    let approver = {
+        let created = app.post("/api/v1/tokens", json!({ "name": "ops approver", "role": "approver" })).await;
+        created.json["secret"].as_str().unwrap().to_owned()
+    };
+    let asked = app
+        .call(
+            Method::POST,
+            "/api/v1/questions",
+            Some(&agent),
+            Some(json!({ "kind": "approval", "title": "Deploy?", "action": { "tool_name": "deploy", "arguments": { "env": "prod" } } })),
+        )
+        .await;
+    let id = asked.json["id"].as_str().unwrap().to_owned();
+    let answer = format!("/api/v1/questions/{id}/answer");
+    let refused = [
+        (json!({ "value": true, "grant": { "scope": "run" } }), "grant.scope"),
+        (
+            json!({ "value": true, "grant": { "scope": "agent", "matcher": { "command_prefix": "deploy" } } }),
+            "grant.matcher",
+        ),
+        (
+            json!({ "value": true, "grant": { "scope": "agent", "matcher": { "equals": { "env": "dev" } } } }),
+            "grant.matcher.equals",
+        ),
+        (
+            json!({ "value": true, "grant": { "scope": "agent", "expires_in_seconds": 2_592_001 } }),
+            "grant.expires_in_seconds",
+        ),
+        (json!({ "value": true, "grant": { "scope": "agent", "expires_in_seconds": 10 } }), "grant.expires_in_seconds"),
+        (json!({ "value": false, "grant": { "scope": "agent" } }), "grant"),
+    ];
+    for (body, field) in refused {
+        let response = app.post(&answer, body.clone()).await;
+        let error = assert_error(&response, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+        assert!(error["details"]["fields"].get(field).is_some(), "{body} → {error}");
+    }
+    // A workspace-wide grant is for admins.
+    let by_approver = app
+        .call(Method::POST, &answer, Some(&approver), Some(json!({ "value": true, "grant": { "scope": "workspace" } })))
+        .await;
+    assert_error(&by_approver, StatusCode::FORBIDDEN, "forbidden");
+    let unknown = app.post(&answer, json!({ "value": true, "grant": { "scope": "galaxy" } })).await;
+    assert!(unknown.status.is_client_error());
+    assert_eq!(app.get(&format!("/api/v1/questions/{id}")).await.json["status"], "pending", "nothing was answered");
+    assert_eq!(app.get("/api/v1/grants?all=true").await.json["items"], json!([]), "nothing was granted");
+
+    // Shell prefixes that could chain another command are refused when the grant is made.
+    let shell = app
+        .call(
+            Method::POST,
+            "/api/v1/questions",
+            Some(&agent),
+            Some(json!({ "kind": "approval", "title": "Run?", "action": { "tool_name": "shell", "arguments": { "command": "git status; rm -rf /" } } })),
+        )
+        .await;
+    let shell_answer = format!("/api/v1/questions/{}/answer", shell.json["id"].as_str().unwrap());
+    for prefix in ["git status;", "git status &&", "git status |", "$(git status)"] {
+        let body = json!({ "value": true, "grant": { "scope": "agent", "matcher": { "command_prefix": prefix } } });
+        let response = app.post(&shell_answer, body).await;
+        let error = assert_error(&response, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+        assert!(error["details"]["fields"].get("grant.matcher.command_prefix").is_some(), "{prefix:?} → {error}");
+    }
+    // An agent token reads no grants; a viewer does.
+    let listed = app.call(Method::GET, "/api/v1/grants", Some(&agent), None).await;
+    assert_error(&listed, StatusCode::FORBIDDEN, "forbidden");
+}
+
+async fn the_same_call_approved_by_hand_is_counted_for_the_grant_offer(backend: common::Backend) {
+    let Some(app) = TestApp::start(backend).await else { return };
+    let agent = app.create_token("default", app::types::Role::Agent).await;
+    let ask = |arguments: Value| {
+        let (app, agent) = (&app, agent.clone());
+        async move {
+            let body = json!({ "kind": "approval", "title": "Run the linter?",
+                "action": { "tool_name": "shell", "arguments": arguments } });
+            let asked = app.call(Method::POST, "/api/v1/questions", Some(&agent), Some(body)).await;
+            asked.json["id"].as_str().unwrap().to_owned()
+        }
+    };
+    let count = |id: String| {
+        let app = &app;
+        async move { app.get(&format!("/api/v1/questions/{id}/approved-before")).await.json["approved_by_hand"].clone() }
+    };
+    let lint = json!({ "command": "cargo clippy", "cwd": "/srv/app" });
+    for n in 0..5 {
+        let id = ask(lint.clone()).await;
+        assert_eq!(count(id.clone()).await, n);
+        // The same arguments written in another order are the same call.
+        let value = if n == 4 { json!(false) } else { json!(true) };
+        app.post(&format!("/api/v1/questions/{id}/answer"), json!({ "value": value })).await;
+    }
+    // Four approvals and one rejection: four.
+    let sixth = ask(json!({ "cwd": "/srv/app", "command": "cargo clippy" })).await;
+    assert_eq!(count(sixth).await, 4);
+    let other = ask(json!({ "command": "cargo clippy --fix", "cwd": "/srv/app" })).await;
+    assert_eq!(count(other).await, 0, "other arguments are another call");
+}

@@ -1,0 +1,370 @@
+//! Many hands (spec §14): approvals that need several people and claims, on both backends.
+
+mod common;
+
+use app::types::Role;
+use axum::http::{Method, StatusCode};
+use common::{TestApp, assert_error};
+use serde_json::{Value, json};
+
+backend_tests!(
+    two_of_three_waits_for_the_second_approval_and_counts_each_person_once,
+    one_rejection_answers_a_quorum_question_false_at_once,
+    twenty_concurrent_approvers_on_two_instances_make_one_transition,
+    a_claim_keeps_others_from_answering_until_it_ends_but_not_an_admin,
+    quorum_and_claim_input_is_checked_and_nothing_is_stored,
+    round_robin_gives_a_roles_questions_to_its_members_in_turn,
+);
+
+/// A token of its own name (approvals count people by name), with its secret.
+async fn named_token(app: &TestApp, name: &str, role: Role) -> String {
+    let created = app.post("/api/v1/tokens", json!({"name": name, "role": role})).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    created.json["secret"].as_str().unwrap().to_owned()
+}
+
+fn quorum_approval(required: u8, eligible: Option<Value>) -> Value {
+    let mut body = json!({
+        "kind": "approval",
+        "title": "Drop the staging database?",
+        "action": {"tool_name": "shell", "arguments": {"command": "dropdb staging"}},
+        "required_approvals": required,
+    });
+    if let Some(eligible) = eligible {
+        body["eligible"] = eligible;
+    }
+    body
+}
+
+async fn ask(app: &TestApp, token: &str, body: Value) -> String {
+    let response = app.call(Method::POST, "/api/v1/questions", Some(token), Some(body)).await;
+    assert_eq!(response.status, StatusCode::CREATED, "{}", response.text);
+    response.json["id"].as_str().unwrap().to_owned()
+}
+
+async fn answer(app: &TestApp, token: &str, id: &str, body: Value) -> common::TestResponse {
+    app.call(Method::POST, &format!("/api/v1/questions/{id}/answer"), Some(token), Some(body)).await
+}
+
+const PASSWORD: &str = "correct horse battery staple";
+
+/// A person with the role, signed in.
+async fn person(app: &TestApp, username: &str, role: Role) -> common::Session {
+    app.add_person(username, PASSWORD, role).await;
+    let form = format!("username={username}&password={}&next=%2Finbox", PASSWORD.replace(' ', "+"));
+    app.sign_in_with(&form).await.expect("signed in")
+}
+
+async fn two_of_three_waits_for_the_second_approval_and_counts_each_person_once(app: TestApp) {
+    let requester = named_token(&app, "release bot", Role::Approver).await;
+    let ana = person(&app, "ana", Role::Approver).await;
+    let ben = person(&app, "ben", Role::Approver).await;
+    person(&app, "cyd", Role::Approver).await;
+    let dee = person(&app, "dee", Role::Admin).await;
+    let id = ask(&app, &requester, quorum_approval(2, Some(json!({"users": ["ana", "ben", "cyd"]})))).await;
+    let asked = app.get(&format!("/api/v1/questions/{id}")).await.json;
+    assert_eq!(asked["required_approvals"], 2);
+    assert_eq!(asked["eligible"], json!({"users": ["ana", "ben", "cyd"]}));
+    assert!(asked.get("approvals").is_none(), "none yet: {asked}");
+    let answer_as = |session: &common::Session, body: Value| {
+        let path = format!("/api/v1/questions/{id}/answer");
+        let (app, session) = (&app, session.clone());
+        async move { app.session_call(&session, Method::POST, &path, Some(body)).await }
+    };
+
+    // Someone `eligible` does not name may not decide it, an admin included; nor a token.
+    assert_error(&answer_as(&dee, json!({"value": true})).await, StatusCode::FORBIDDEN, "forbidden");
+    assert_error(&answer(&app, &requester, &id, json!({"value": true})).await, StatusCode::FORBIDDEN, "forbidden");
+
+    let first = answer_as(&ana, json!({"value": true, "comment": "schema is backed up"})).await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.text);
+    assert_eq!(first.json["status"], "pending", "one approval of two leaves it pending");
+    assert_eq!(first.json["approvals"].as_array().unwrap().len(), 1);
+    assert_eq!(first.json["approvals"][0]["by"], "ana");
+    assert_eq!(first.json["approvals"][0]["comment"], "schema is backed up");
+    // Approving again counts once.
+    let again = answer_as(&ana, json!({"value": true})).await;
+    assert_eq!(again.status, StatusCode::OK, "{}", again.text);
+    assert_eq!(again.json["status"], "pending");
+    assert_eq!(again.json["approvals"].as_array().unwrap().len(), 1);
+    // The list shows the progress.
+    let listed = app.get("/api/v1/questions?status=pending").await.json;
+    assert_eq!(listed["items"][0]["approvals"].as_array().unwrap().len(), 1, "{listed}");
+
+    let second = answer_as(&ben, json!({"value": true, "comment": "go"})).await;
+    assert_eq!(second.status, StatusCode::OK, "{}", second.text);
+    assert_eq!(second.json["status"], "answered");
+    assert_eq!(second.json["response"]["value"], true);
+    assert_eq!(second.json["answered_by"], "ben");
+    let by: Vec<&str> =
+        second.json["approvals"].as_array().unwrap().iter().map(|a| a["by"].as_str().unwrap()).collect();
+    assert_eq!(by, ["ana", "ben"]);
+
+    // The events: asked, one approval added, answered; the audit records each approval and the approvers.
+    let workspace = app.state.store.ensure_workspace("default").await.unwrap().id;
+    let events = app.state.store.workspace_events_after(workspace, 0, 100).await.unwrap();
+    let kinds: Vec<&str> = events
+        .iter()
+        .filter(|e| e.question_id.map(|q| q.to_string()) == Some(id.clone()))
+        .map(|e| e.event_type.as_str())
+        .collect();
+    assert_eq!(kinds, ["question_asked", "question_approval_added", "question_answered"]);
+    let audit = app.get("/api/v1/audit?limit=50").await.json;
+    let entries: Vec<&Value> =
+        audit["items"].as_array().unwrap().iter().filter(|e| e["subject_id"] == id.as_str()).collect();
+    let added = entries.iter().find(|e| e["action"] == "question.approval_added").expect("the first is audited");
+    assert_eq!(added["actor"], "ana");
+    assert_eq!(added["after"]["approvals"], 1);
+    let answered = entries.iter().find(|e| e["action"] == "question.answered").expect("the transition is audited");
+    assert_eq!(answered["after"]["approvals"].as_array().unwrap().len(), 2, "{answered}");
+
+    // Separation of duties applies to every approver: whoever asked may not add an approval either.
+    let id = ask(&app, &requester, quorum_approval(2, None)).await;
+    let own = answer(&app, &requester, &id, json!({"value": true})).await;
+    let error = assert_error(&own, StatusCode::FORBIDDEN, "forbidden");
+    assert!(error["message"].as_str().unwrap().contains("separation of duties"), "{error}");
+    assert!(app.get(&format!("/api/v1/questions/{id}")).await.json.get("approvals").is_none());
+}
+
+async fn one_rejection_answers_a_quorum_question_false_at_once(app: TestApp) {
+    let agent = app.create_token("default", Role::Agent).await;
+    let ana = named_token(&app, "ana", Role::Approver).await;
+    let ben = named_token(&app, "ben", Role::Approver).await;
+    let id = ask(&app, &agent, quorum_approval(3, None)).await;
+    assert_eq!(answer(&app, &ana, &id, json!({"value": true})).await.json["status"], "pending");
+    let rejected = answer(&app, &ben, &id, json!({"value": false, "comment": "not during the freeze"})).await;
+    assert_eq!(rejected.status, StatusCode::OK, "{}", rejected.text);
+    assert_eq!(rejected.json["status"], "answered");
+    assert_eq!(rejected.json["response"]["value"], false);
+    assert_eq!(rejected.json["answered_by"], "ben");
+    assert_eq!(rejected.json["approvals"][0]["by"], "ana", "the approval given stays on record");
+    let after = answer(&app, &app.token, &id, json!({"value": true})).await;
+    assert_error(&after, StatusCode::CONFLICT, "conflict");
+}
+
+async fn twenty_concurrent_approvers_on_two_instances_make_one_transition(app: TestApp) {
+    let agent = app.create_token("default", Role::Agent).await;
+    let mut approvers = Vec::new();
+    for n in 0..20 {
+        approvers
+            .push((format!("approver-{n:02}"), named_token(&app, &format!("approver-{n:02}"), Role::Approver).await));
+    }
+    let (second_state, second_router) = app.restart(|_| {}).await;
+    for round in 0..3 {
+        let id = ask(&app, &agent, quorum_approval(2, Some(json!({"role": "approver"})))).await;
+        let requests = approvers.iter().enumerate().map(|(n, (_, secret))| {
+            let router = if n % 2 == 0 { app.router.clone() } else { second_router.clone() };
+            let request = axum::http::Request::post(format!("/api/v1/questions/{id}/answer"))
+                .header(axum::http::header::AUTHORIZATION, format!("Bearer {secret}"))
+                .header(axum::http::header::CONTENT_TYPE, "application/json")
+                .body(axum::body::Body::from(r#"{"value": true}"#))
+                .unwrap();
+            tokio::spawn(async move {
+                let response = tower::ServiceExt::oneshot(router, request).await.unwrap();
+                let status = response.status();
+                let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+                (status, serde_json::from_slice::<Value>(&body).unwrap())
+            })
+        });
+        let mut outcomes = Vec::new();
+        for request in requests.collect::<Vec<_>>() {
+            outcomes.push(request.await.unwrap());
+        }
+        let answered =
+            outcomes.iter().filter(|(status, body)| *status == StatusCode::OK && body["status"] == "answered").count();
+        let added =
+            outcomes.iter().filter(|(status, body)| *status == StatusCode::OK && body["status"] == "pending").count();
+        let conflicts = outcomes.iter().filter(|(status, _)| *status == StatusCode::CONFLICT).count();
+        assert_eq!((added, answered, conflicts), (1, 1, 18), "round {round}: {outcomes:?}");
+
+        let question = app.get(&format!("/api/v1/questions/{id}")).await.json;
+        assert_eq!(question["status"], "answered");
+        let approvals = question["approvals"].as_array().unwrap();
+        assert_eq!(approvals.len(), 2, "exactly the first two approvals are recorded: {question}");
+        assert_ne!(approvals[0]["by"], approvals[1]["by"]);
+        let first_ok = outcomes.iter().find(|(_, body)| body["status"] == "pending").unwrap();
+        assert_eq!(
+            approvals[0]["by"], first_ok.1["approvals"][0]["by"],
+            "the first recorded is the one told it was first"
+        );
+        let workspace = app.state.store.ensure_workspace("default").await.unwrap().id;
+        let events = app.state.store.workspace_events_after(workspace, 0, 1000).await.unwrap();
+        let of_question: Vec<&str> = events
+            .iter()
+            .filter(|e| e.question_id.map(|q| q.to_string()) == Some(id.clone()))
+            .map(|e| e.event_type.as_str())
+            .collect();
+        assert_eq!(of_question, ["question_asked", "question_approval_added", "question_answered"], "round {round}");
+    }
+    drop(second_state);
+}
+
+async fn a_claim_keeps_others_from_answering_until_it_ends_but_not_an_admin(app: TestApp) {
+    let agent = app.create_token("default", Role::Agent).await;
+    let alice = named_token(&app, "alice", Role::Responder).await;
+    let bob = named_token(&app, "bob", Role::Responder).await;
+    let ask_text = json!({"title": "Which region?", "response_type": "text"});
+    let id = ask(&app, &agent, ask_text.clone()).await;
+    let claim = |token: String, body: Option<Value>| {
+        let path = format!("/api/v1/questions/{id}/claim");
+        let app = &app;
+        async move { app.call(Method::POST, &path, Some(&token), body).await }
+    };
+
+    let claimed = claim(alice.clone(), None).await;
+    assert_eq!(claimed.status, StatusCode::OK, "{}", claimed.text);
+    assert_eq!(claimed.json["claimed_by"], "alice");
+    assert_eq!(claimed.json["status"], "pending");
+    let until = app::types::time::parse_rfc3339(claimed.json["claim_expires_at"].as_str().unwrap()).unwrap();
+    let ttl = (until - chrono::Utc::now()).num_seconds();
+    assert!((1790..=1800).contains(&ttl), "the default claim lasts 30 minutes: {ttl}");
+    // Everyone sees who holds it, in the question and in the list.
+    assert_eq!(app.get(&format!("/api/v1/questions/{id}")).await.json["claimed_by"], "alice");
+    assert_eq!(app.get("/api/v1/questions?status=pending").await.json["items"][0]["claimed_by"], "alice");
+
+    let refused = answer(&app, &bob, &id, json!({"value": "eu-west-1"})).await;
+    let error = assert_error(&refused, StatusCode::CONFLICT, "conflict");
+    assert_eq!(error["details"]["claimed_by"], "alice", "{error}");
+    assert!(error["message"].as_str().unwrap().contains("alice"));
+    let taken = claim(bob.clone(), None).await;
+    assert_eq!(assert_error(&taken, StatusCode::CONFLICT, "conflict")["details"]["claimed_by"], "alice");
+    let not_bobs = app.call(Method::POST, &format!("/api/v1/questions/{id}/unclaim"), Some(&bob), None).await;
+    assert_error(&not_bobs, StatusCode::CONFLICT, "conflict");
+
+    // Alice lets it go; bob claims it for two seconds; after that alice can answer.
+    let released = app.call(Method::POST, &format!("/api/v1/questions/{id}/unclaim"), Some(&alice), None).await;
+    assert_eq!(released.status, StatusCode::OK, "{}", released.text);
+    assert!(released.json.get("claimed_by").is_none(), "{}", released.text);
+    let short = claim(bob.clone(), Some(json!({"ttl_seconds": 2}))).await;
+    assert_eq!(short.json["claimed_by"], "bob", "{}", short.text);
+    assert_error(&answer(&app, &alice, &id, json!({"value": "us-east-1"})).await, StatusCode::CONFLICT, "conflict");
+    tokio::time::sleep(std::time::Duration::from_millis(2200)).await;
+    let after_ttl = answer(&app, &alice, &id, json!({"value": "us-east-1"})).await;
+    assert_eq!(after_ttl.status, StatusCode::OK, "the claim ran out: {}", after_ttl.text);
+    assert_eq!(after_ttl.json["answered_by"], "alice");
+
+    // An admin answers whatever the claim.
+    let id = ask(&app, &agent, ask_text).await;
+    let path = format!("/api/v1/questions/{id}/claim");
+    assert_eq!(app.call(Method::POST, &path, Some(&alice), None).await.status, StatusCode::OK);
+    let by_admin = answer(&app, &app.token, &id, json!({"value": "ap-south-1"})).await;
+    assert_eq!(by_admin.status, StatusCode::OK, "{}", by_admin.text);
+
+    // Each claim and release is an event and an audit entry.
+    let audit = app.get("/api/v1/audit?limit=100").await.json;
+    let actions: Vec<&str> = audit["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .filter(|a| a.contains("claim"))
+        .collect();
+    assert_eq!(
+        actions,
+        ["question.claimed", "question.claimed", "question.unclaimed", "question.claimed"],
+        "newest first"
+    );
+    let workspace = app.state.store.ensure_workspace("default").await.unwrap().id;
+    let events = app.state.store.workspace_events_after(workspace, 0, 100).await.unwrap();
+    assert_eq!(events.iter().filter(|e| e.event_type == "question_claimed").count(), 4);
+}
+
+async fn quorum_and_claim_input_is_checked_and_nothing_is_stored(app: TestApp) {
+    let agent = app.create_token("default", Role::Agent).await;
+    let refused = [
+        (quorum_approval(0, None), "required_approvals"),
+        (quorum_approval(11, None), "required_approvals"),
+        (json!({"title": "Name?", "required_approvals": 2}), "required_approvals"),
+        (json!({"title": "Name?", "eligible": {"role": "approver"}}), "eligible"),
+        (quorum_approval(2, Some(json!({"role": "responder"}))), "eligible.role"),
+        (quorum_approval(3, Some(json!({"users": ["ana", "ben"]}))), "eligible.users"),
+        (quorum_approval(2, Some(json!({"users": ["ana", "ana"]}))), "eligible.users"),
+        (
+            {
+                let mut body = quorum_approval(2, None);
+                body["allow_edit"] = json!(true);
+                body
+            },
+            "allow_edit",
+        ),
+    ];
+    for (body, field) in refused {
+        let response = app.call(Method::POST, "/api/v1/questions", Some(&agent), Some(body.clone())).await;
+        let error = assert_error(&response, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+        assert!(error["details"]["fields"].get(field).is_some(), "{body} → {error}");
+    }
+    let malformed = app
+        .call(Method::POST, "/api/v1/questions", Some(&agent), Some(quorum_approval(2, Some(json!({"team": "ops"})))))
+        .await;
+    assert!(malformed.status.is_client_error(), "{}", malformed.text);
+    assert_eq!(app.get("/api/v1/questions").await.json["items"], json!([]), "nothing was stored");
+
+    let id = ask(&app, &agent, json!({"title": "Name?"})).await;
+    for body in [json!({"ttl_seconds": 0}), json!({"ttl_seconds": 1801})] {
+        let response = app.post(&format!("/api/v1/questions/{id}/claim"), body).await;
+        assert_error(&response, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+    }
+    let unknown = app.post(&format!("/api/v1/questions/{id}/claim"), json!({"minutes": 5})).await;
+    assert_error(&unknown, StatusCode::BAD_REQUEST, "bad_request");
+    let viewer = app.create_token("default", Role::Viewer).await;
+    let by_viewer = app.call(Method::POST, &format!("/api/v1/questions/{id}/claim"), Some(&viewer), None).await;
+    assert_error(&by_viewer, StatusCode::FORBIDDEN, "forbidden");
+    assert!(app.get(&format!("/api/v1/questions/{id}")).await.json.get("claimed_by").is_none());
+    let missing = app.post(&format!("/api/v1/questions/{}/claim", uuid::Uuid::now_v7()), json!({})).await;
+    assert_error(&missing, StatusCode::NOT_FOUND, "not_found");
+}
+
+async fn round_robin_gives_a_roles_questions_to_its_members_in_turn(app: TestApp) {
+    for (name, role) in
+        [("ana", Role::Approver), ("ben", Role::Approver), ("cyd", Role::Approver), ("dee", Role::Admin)]
+    {
+        app.add_person(name, PASSWORD, role).await;
+    }
+    let agent = app.create_token("default", Role::Agent).await;
+    let mut round_robin = quorum_approval(1, None);
+    round_robin["assignee"] = json!({"role": "approver", "strategy": "round_robin"});
+    let mut assigned = Vec::new();
+    for _ in 0..6 {
+        let id = ask(&app, &agent, round_robin.clone()).await;
+        let question = app.get(&format!("/api/v1/questions/{id}")).await.json;
+        assigned.push(question["assignee"]["user"].as_str().expect("assigned to one person").to_owned());
+    }
+    assert_eq!(assigned, ["ana", "ben", "cyd", "ana", "ben", "cyd"], "2-2-2, least recently assigned first");
+
+    // Asked at once, the turns still go round: 9 more questions, 3 each.
+    let asks = (0..9).map(|_| {
+        let (app, agent, body) = (&app, agent.clone(), round_robin.clone());
+        async move { ask(app, &agent, body).await }
+    });
+    let ids = futures::future::join_all(asks).await;
+    let mut counts = std::collections::BTreeMap::new();
+    for id in ids {
+        let question = app.get(&format!("/api/v1/questions/{id}")).await.json;
+        *counts.entry(question["assignee"]["user"].as_str().unwrap().to_owned()).or_insert(0) += 1;
+    }
+    assert_eq!(counts.into_iter().collect::<Vec<_>>(), [("ana".into(), 3), ("ben".into(), 3), ("cyd".into(), 3)]);
+
+    // A role that may not answer, a role nobody has, a strategy without a role: refused, nothing stored.
+    let before = app.get("/api/v1/questions?limit=200").await.json["items"].as_array().unwrap().len();
+    let refused = [
+        (json!({"role": "responder", "strategy": "round_robin"}), "assignee.role"),
+        (json!({"user": "ana", "strategy": "round_robin"}), "assignee.strategy"),
+        (json!({"user": "ana", "role": "approver"}), "assignee"),
+    ];
+    for (assignee, field) in refused {
+        let mut body = quorum_approval(1, None);
+        body["assignee"] = assignee.clone();
+        let response = app.call(Method::POST, "/api/v1/questions", Some(&agent), Some(body)).await;
+        let error = assert_error(&response, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+        assert!(error["details"]["fields"].get(field).is_some(), "{assignee} → {error}");
+    }
+    let nobody = json!({"title": "Anyone?", "assignee": {"role": "responder", "strategy": "round_robin"}});
+    let response = app.call(Method::POST, "/api/v1/questions", Some(&agent), Some(nobody)).await;
+    let error = assert_error(&response, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+    assert!(error["message"].as_str().unwrap().contains("no member"), "{error}");
+    let unknown = json!({"title": "Anyone?", "assignee": {"role": "approver", "strategy": "random"}});
+    let response = app.call(Method::POST, "/api/v1/questions", Some(&agent), Some(unknown)).await;
+    assert!(response.status.is_client_error(), "{}", response.text);
+    let after = app.get("/api/v1/questions?limit=200").await.json["items"].as_array().unwrap().len();
+    assert_eq!(before, after);
+}
