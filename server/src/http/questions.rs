@@ -311,6 +311,14 @@ async fn answer_question(
     Ok(ApiJson(domain::answer_granting(&answering, &caller, id, request.answer, grant, now, None).await?))
 }
 
+/// A body that may be left out (empty, or `null`): its defaults then; 400 naming `what` it should be if it is not.
+fn optional_body<T: serde::de::DeserializeOwned + Default>(body: &[u8], what: &str) -> ApiResult<T> {
+    if body.iter().all(u8::is_ascii_whitespace) || body.trim_ascii() == b"null" {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(body).map_err(|err| AppError::BadRequest(format!("the body is not {what}: {err}")))
+}
+
 #[derive(Debug, Default, Deserialize, ToSchema)]
 struct CancelBody {
     reason: Option<String>,
@@ -327,12 +335,7 @@ async fn cancel_question(
     body: axum::body::Bytes,
 ) -> ApiResult<ApiJson<Question>> {
     let id = question_id(&id)?;
-    let body: CancelBody = if body.iter().all(u8::is_ascii_whitespace) || body.trim_ascii() == b"null" {
-        CancelBody::default()
-    } else {
-        serde_json::from_slice(&body)
-            .map_err(|err| AppError::BadRequest(format!("the body is not a cancel request: {err}")))?
-    };
+    let body: CancelBody = optional_body(&body, "a cancel request")?;
     Ok(ApiJson(
         domain::cancel_question(state.store.as_ref(), &state.metrics, &caller, id, body.reason, crate::store::now())
             .await?,
@@ -359,12 +362,7 @@ async fn claim_question(
     body: axum::body::Bytes,
 ) -> ApiResult<ApiJson<Question>> {
     let id = question_id(&id)?;
-    let body: ClaimBody = if body.iter().all(u8::is_ascii_whitespace) || body.trim_ascii() == b"null" {
-        ClaimBody::default()
-    } else {
-        serde_json::from_slice(&body)
-            .map_err(|err| AppError::BadRequest(format!("the body is not a claim request: {err}")))?
-    };
+    let body: ClaimBody = optional_body(&body, "a claim request")?;
     let max = state.config.claim_ttl_seconds;
     Ok(ApiJson(crate::hands::claim(&state.answering(), &caller, id, body.ttl_seconds, max).await?))
 }

@@ -17,10 +17,12 @@ pub(super) const INSERT_POLICY: &str = "INSERT INTO escalation_policies (workspa
      remind_after_seconds, escalate_after_seconds, escalate_to, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7)";
 /// Takes a question's escalation step: its new assignee (`$1`), plan (`$2`), next step's time (`$3`) at `$4`, if it
 /// is still pending and its next step is still the one due at `$7` (`$5` workspace, `$6` id). Whoever takes the step
-/// first changes the row; every other instance's try changes nothing.
+/// first changes the row; every other instance's try changes nothing. The step is a change of the pending question
+/// like a claim: it moves the revision on, so a claim or an approval decided from the row before it is decided again
+/// (and cannot write the old assignee back).
 pub(super) const TAKE_ESCALATION_STEP: &str = "UPDATE questions SET assignee = $1, escalation = $2, \
-     next_escalation_at = $3, updated_at = $4 WHERE workspace_id = $5 AND id = $6 AND status = 'pending' \
-     AND next_escalation_at = $7 RETURNING id";
+     next_escalation_at = $3, updated_at = $4, revision = revision + 1 WHERE workspace_id = $5 AND id = $6 \
+     AND status = 'pending' AND next_escalation_at = $7 RETURNING id";
 /// A person's notification of a question, or, when they have one already, that one marked unread and moved to the
 /// top of their list: a reminder or an escalation reaches them again (the notification's columns as
 /// `INSERT_NOTIFICATION` binds them).

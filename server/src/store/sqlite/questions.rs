@@ -169,6 +169,28 @@ impl SqliteStore {
         Ok(Some(self.append_event_and_audit(tx, &transition.event, &transition.audit).await?))
     }
 
+    /// Ends the write of a transition (its event `event_id` appended) inside `tx`: in the same transaction, a run
+    /// whose last holding question this was goes back to the queue, so an answer can never be acknowledged without
+    /// its run being picked up; then commits.
+    async fn requeue_and_commit(
+        &self,
+        mut tx: BatchedWrite,
+        transition: &QuestionTransition,
+        event_id: i64,
+    ) -> StoreResult<()> {
+        let resolved = &transition.resolved;
+        let requeued = match resolved.run_id {
+            Some(run_id) => {
+                Self::requeue_if_unheld(&mut tx, resolved.workspace_id, run_id, resolved.updated_at).await?
+            }
+            None => None,
+        };
+        match requeued {
+            Some(last) => self.commit_events(tx, Some(last)).await,
+            None => self.commit_one_event(tx, event_id, &transition.event).await,
+        }
+    }
+
     /// Appends an event and then an audit entry inside the caller's transaction; returns the event's id.
     /// Where the store has a guess of the audit chain's head, both go in with one query, one hand-off to the
     /// connection's thread: the event's insert, then the entry's checked insert (as in `append_audit_in`), `$N` of
@@ -519,20 +541,8 @@ impl Store for SqliteStore {
             drop(tx);
             return not_resolved(self, transition.resolved.workspace_id, transition.resolved.id).await;
         };
-        let QuestionTransition { resolved, event, .. } = transition;
-        // In the same transaction: a run whose last holding question this was goes back to the queue, so
-        // an answer can never be acknowledged without its run being picked up.
-        let requeued = match resolved.run_id {
-            Some(run_id) => {
-                Self::requeue_if_unheld(&mut tx, resolved.workspace_id, run_id, resolved.updated_at).await?
-            }
-            None => None,
-        };
-        match requeued {
-            Some(last) => self.commit_events(tx, Some(last)).await?,
-            None => self.commit_one_event(tx, event_id, &event).await?,
-        }
-        Ok(ResolveOutcome::Resolved(resolved))
+        self.requeue_and_commit(tx, &transition, event_id).await?;
+        Ok(ResolveOutcome::Resolved(transition.resolved))
     }
 
     async fn change_pending_question(&self, change: &PendingQuestionChange) -> StoreResult<bool> {
@@ -556,17 +566,7 @@ impl Store for SqliteStore {
             PendingEffect::Resolves(transition) => {
                 // The writer is held since the change: the question is still pending.
                 let Some(event_id) = self.resolve_in(&mut tx, transition, "").await? else { return Ok(false) };
-                let resolved = &transition.resolved;
-                let requeued = match resolved.run_id {
-                    Some(run_id) => {
-                        Self::requeue_if_unheld(&mut tx, resolved.workspace_id, run_id, resolved.updated_at).await?
-                    }
-                    None => None,
-                };
-                match requeued {
-                    Some(last) => self.commit_events(tx, Some(last)).await?,
-                    None => self.commit_one_event(tx, event_id, &transition.event).await?,
-                }
+                self.requeue_and_commit(tx, transition, event_id).await?;
             }
         }
         Ok(true)
