@@ -17,12 +17,13 @@ import {
 } from './http.js';
 import { SseDecoder } from './sse.js';
 import type {
-  AnswerBody,
+  AnswerRequest,
   AnswerValue,
   ApprovalRequest,
   ApprovalResult,
   AskResult,
   FormField,
+  Grant,
   HoldpointEvent,
   JsonObject,
   JsonValue,
@@ -226,13 +227,49 @@ export class Holdpoint {
 
   /**
    * Answers a question as this token's person (`responder` and up; approvals need `approver`). A question that is
-   * no longer pending is refused with `conflict`, whose `details` say its status and who answered.
+   * no longer pending is refused with `conflict`, whose `details` say its status and who answered. An approval of a
+   * question that needs several returns it still pending with one approval more; `grant` makes an approval of a
+   * tool call an "always allow" rule.
    */
-  async answer(questionId: string, answer: AnswerBody, options: CallOptions = {}): Promise<Question> {
+  async answer(questionId: string, answer: AnswerRequest, options: CallOptions = {}): Promise<Question> {
     return (await this.#call('POST', `/questions/${encodeURIComponent(questionId)}/answer`, {
       body: answer,
       signal: options.signal,
     })) as Question;
+  }
+
+  /**
+   * Claims a pending question for this token's person: while the claim lasts (`ttl_seconds`, at most the server's
+   * longest, 30 minutes by default) only they or an admin may answer; anyone else gets `conflict` naming them.
+   */
+  async claim(questionId: string, body: { ttl_seconds?: number } = {}, options: CallOptions = {}): Promise<Question> {
+    return (await this.#call('POST', `/questions/${encodeURIComponent(questionId)}/claim`, {
+      body,
+      signal: options.signal,
+    })) as Question;
+  }
+
+  /** Lets this person's claim of a question go (an admin may end anyone's). */
+  async unclaim(questionId: string, options: CallOptions = {}): Promise<Question> {
+    return (await this.#call('POST', `/questions/${encodeURIComponent(questionId)}/unclaim`, {
+      body: {},
+      signal: options.signal,
+    })) as Question;
+  }
+
+  /** One page of the workspace's grants, newest first: the live ones, or with `all` the revoked and expired too. */
+  async listGrants(filter: { all?: boolean; limit?: number; cursor?: string } = {}, options: CallOptions = {}): Promise<Page<Grant>> {
+    const query: Record<string, string> = {};
+    for (const [name, value] of Object.entries(filter)) if (value !== undefined) query[name] = String(value);
+    return (await this.#call('GET', '/grants', { query, signal: options.signal })) as Page<Grant>;
+  }
+
+  /** Ends a grant at once (its maker or an admin). */
+  async revokeGrant(grantId: string, options: CallOptions = {}): Promise<Grant> {
+    return (await this.#call('POST', `/grants/${encodeURIComponent(grantId)}/revoke`, {
+      body: {},
+      signal: options.signal,
+    })) as Grant;
   }
 
   /** Withdraws a pending question; whoever waits on it gets `outcome: 'cancelled'`. */

@@ -64,8 +64,60 @@ export interface AnswerBody<V extends JsonValue = JsonValue> {
   edited_arguments?: JsonObject;
 }
 
-/** Who may answer, on top of the role rules: one person by username, or a minimum role. */
-export type Assignee = { user: string } | { role: Role };
+/**
+ * Who may answer, on top of the role rules: one person by username, or a minimum role. Asking, a role may also be
+ * given to the member of exactly that role assigned a question least recently (`strategy: 'round_robin'`), who
+ * becomes the question's assignee.
+ */
+export type Assignee = { user: string } | { role: Role } | { role: Role; strategy: 'round_robin' };
+
+/** Who may approve a question that needs several approvals: that role and above, or these people (usernames). */
+export type Eligible = { role: 'approver' | 'admin' } | { users: string[] };
+
+/** One person's approval of a question that needs several (spec §14). */
+export interface Approval {
+  by: string;
+  at: string;
+  comment?: string;
+}
+
+/** Which calls a grant covers: the approved call's run, its agent (or the asking token), or the whole workspace. */
+export type GrantScope = 'run' | 'agent' | 'workspace';
+
+/** What a call's arguments must be for a grant to let it through: exactly these, or (`shell`) a command prefix. */
+export type ArgumentMatcher = { equals: JsonValue } | { command_prefix: string };
+
+/** A grant ("always allow") made with an approval: later calls like it go through without asking. */
+export interface GrantRequest {
+  scope: GrantScope;
+  /** Defaults to `{ equals: <the approved arguments> }`. */
+  matcher?: ArgumentMatcher;
+  /** 60 s ..= 30 days; 24 h by default. */
+  expires_in_seconds?: number;
+}
+
+/** An answer, and with the approval of a tool call, optionally a grant. */
+export interface AnswerRequest extends AnswerBody {
+  grant?: GrantRequest;
+}
+
+/** A grant as the server lists it. */
+export interface Grant {
+  id: string;
+  scope: GrantScope;
+  run_id?: string;
+  agent?: string;
+  tool_name: string;
+  matcher: ArgumentMatcher;
+  created_by: string;
+  question_id?: string;
+  created_at: string;
+  expires_at: string;
+  revoked_at: string | null;
+  revoked_by?: string;
+  uses: number;
+  last_used_at: string | null;
+}
 
 /**
  * The body of `POST /questions`: every field a caller may set. What is left out gets the server's default for the
@@ -100,6 +152,10 @@ export interface NewQuestion {
   assignee?: Assignee;
   /** Where the question's own events are sent, signed with the workspace's callback secret (spec §12). */
   callback_url?: string;
+  /** For an approval: how many distinct people must approve (1..=10, default 1); the first rejection rejects. */
+  required_approvals?: number;
+  /** For an approval that needs several: who may give them. */
+  eligible?: Eligible;
 }
 
 /** A question as the server returns it (spec §3). Times are RFC 3339 strings. */
@@ -136,6 +192,13 @@ export interface Question {
   escalation?: Escalation;
   /** Where its own events are sent besides the workspace's webhooks. */
   callback_url?: string;
+  /** How many approvals it needs (1 when absent), who may give them, and those given so far. */
+  required_approvals?: number;
+  eligible?: Eligible;
+  approvals?: Approval[];
+  /** Who holds its claim, until when: only they (or an admin) may answer meanwhile. */
+  claimed_by?: string;
+  claim_expires_at?: string;
 }
 
 /** When a question's people are reminded and when it is handed to `escalate_to`; each `*ed_at` once taken. */

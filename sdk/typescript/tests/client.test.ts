@@ -253,3 +253,55 @@ test('the answer value is typed by the response type', async () => {
   const picked: string[] = result.value ?? [];
   assert.deepEqual(picked.map((v) => v.toUpperCase()), ['Y', 'Z']);
 });
+
+describe('many hands', () => {
+  test('an approval that needs two people waits for the second, and a claim keeps others off it', async () => {
+    const hp = await agentClient(server);
+    const second = new Holdpoint({ url: server.url, token: await server.createToken('approver') });
+    const responder = new Holdpoint({ url: server.url, token: await server.createToken('responder') });
+    const project = freshProject();
+    const approving = hp.approve({ tool_name: 'dropdb', arguments: { name: 'staging' }, project, required_approvals: 2 });
+    const pending = await nextPending(person, project);
+    assert.equal(pending.required_approvals, 2);
+
+    const first = await person.answer(pending.id, { value: true, comment: 'backed up' });
+    assert.equal(first.status, 'pending');
+    assert.deepEqual(first.approvals?.map((a) => [a.by, a.comment]), [['bootstrap', 'backed up']]);
+
+    const claimed = await second.claim(pending.id, { ttl_seconds: 600 });
+    assert.ok(claimed.claimed_by && claimed.claim_expires_at, JSON.stringify(claimed));
+    const text = await hp.createQuestion({ title: 'Which region?', project });
+    await second.claim(text.id);
+    await assert.rejects(responder.answer(text.id, { value: 'eu' }), (error: unknown) => {
+      assert.equal((error as { code?: string }).code, 'conflict');
+      assert.equal((error as { details?: { claimed_by?: string } }).details?.claimed_by, claimed.claimed_by);
+      return true;
+    });
+    assert.equal((await second.unclaim(text.id)).claimed_by, undefined);
+
+    await second.answer(pending.id, { value: true });
+    const result = await approving;
+    assert.equal(result.approved, true);
+    assert.deepEqual(result.question.approvals?.map((a) => a.by), ['bootstrap', claimed.claimed_by]);
+  });
+
+  test('an approval can make a grant, which is listed and revoked', async () => {
+    const hp = await agentClient(server);
+    const project = freshProject();
+    const approving = hp.approve({ tool_name: 'shell', arguments: { command: 'npm test' }, project });
+    const pending = await nextPending(person, project);
+    await person.answer(pending.id, {
+      value: true,
+      grant: { scope: 'agent', matcher: { command_prefix: 'npm test' }, expires_in_seconds: 3600 },
+    });
+    assert.equal((await approving).approved, true);
+    const live = await person.listGrants();
+    const grant = live.items.find((g) => g.question_id === pending.id);
+    assert.ok(grant, JSON.stringify(live));
+    assert.deepEqual([grant.scope, grant.tool_name, grant.matcher], ['agent', 'shell', { command_prefix: 'npm test' }]);
+    const revoked = await person.revokeGrant(grant.id);
+    assert.ok(revoked.revoked_at);
+    assert.equal((await person.listGrants()).items.some((g) => g.id === grant.id), false);
+    assert.equal((await person.listGrants({ all: true })).items.some((g) => g.id === grant.id), true);
+  });
+});
