@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from holdpoint import (
+    Action,
     Assignee,
     ConflictError,
     ForbiddenError,
@@ -249,3 +250,54 @@ def test_a_question_names_its_callback_url_and_a_private_one_is_refused(hp: Hold
     with pytest.raises(InvalidError) as private:
         hp.create_question("Call me here?", callback_url="http://127.0.0.1:9/hook", project=project)
     assert "callback_url" in private.value.fields, private.value.details
+
+
+def test_an_approval_that_needs_two_people_waits_for_the_second_and_a_claim_keeps_others_off(
+    hp: Holdpoint, person: Holdpoint, server: Server, project: str
+) -> None:
+    question = hp.create_question(
+        "Drop the staging database?",
+        kind="approval",
+        action=Action(tool_name="dropdb", arguments={"name": "staging"}),
+        project=project,
+        required_approvals=2,
+    )
+    assert question.required_approvals == 2
+    first = person.answer(question.id, True, comment="backed up")
+    assert first.pending
+    assert [(a.by, a.comment) for a in first.approvals] == [("bootstrap", "backed up")]
+
+    with Holdpoint(server.url, server.create_token("approver")) as second, Holdpoint(
+        server.url, server.create_token("responder")
+    ) as responder:
+        claimed = second.claim(question.id, ttl_seconds=600)
+        assert claimed.claimed_by is not None and claimed.claim_expires_at is not None
+        text = hp.create_question("Which region?", project=project)
+        second.claim(text.id)
+        with pytest.raises(ConflictError) as refused:
+            responder.answer(text.id, "eu-west-1")
+        assert refused.value.details is not None and refused.value.details["claimed_by"] == claimed.claimed_by
+        assert second.unclaim(text.id).claimed_by is None
+
+        answered = second.answer(question.id, True)
+    assert answered.status == "answered"
+    assert [a.by for a in answered.approvals] == ["bootstrap", claimed.claimed_by]
+
+
+def test_an_approval_can_make_a_grant_which_is_listed_and_revoked(
+    hp: Holdpoint, person: Holdpoint, project: str
+) -> None:
+    question = hp.create_question(
+        "Run the tests?",
+        kind="approval",
+        action=Action(tool_name="shell", arguments={"command": "pytest -q"}),
+        project=project,
+    )
+    grant = {"scope": "agent", "matcher": {"command_prefix": "pytest"}, "expires_in_seconds": 3600}
+    person.answer(question.id, True, grant=grant)
+    made = next(g for g in person.grants() if g.question_id == question.id)
+    assert (made.scope, made.tool_name, made.matcher) == ("agent", "shell", {"command_prefix": "pytest"})
+    revoked = person.revoke_grant(made.id)
+    assert revoked.revoked_at is not None
+    assert all(g.id != made.id for g in person.grants())
+    assert any(g.id == made.id for g in person.grants(include_inactive=True))

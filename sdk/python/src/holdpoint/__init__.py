@@ -35,12 +35,14 @@ from ._errors import (
 from ._sync import Holdpoint
 from ._types import (
     Action,
+    Approval,
     ApprovalResult,
     AskResult,
     Assignee,
     Escalation,
     Event,
     FormField,
+    Grant,
     JsonObject,
     JsonValue,
     Option,
@@ -59,6 +61,7 @@ from ._types import (
 __all__ = [
     "Action",
     "ApiError",
+    "Approval",
     "ApprovalDenied",
     "ApprovalResult",
     "AskResult",
@@ -71,6 +74,7 @@ __all__ = [
     "ForbiddenError",
     "FormField",
     "GoneError",
+    "Grant",
     "Holdpoint",
     "HoldpointError",
     "InternalServerError",

@@ -99,6 +99,8 @@ def question_body(
     assignee: Assignee | None,
     callback_url: str | None,
     extra: Mapping[str, JsonValue] | None,
+    required_approvals: int | None = None,
+    eligible: Mapping[str, JsonValue] | None = None,
 ) -> JsonObject:
     """The JSON of ``POST /questions``; what is left ``None`` is left to the server's defaults (spec §3)."""
     payload: JsonObject = {"title": title}
@@ -134,6 +136,10 @@ def question_body(
         payload["assignee"] = assignee.to_json()
     if callback_url is not None:
         payload["callback_url"] = callback_url
+    if required_approvals is not None:
+        payload["required_approvals"] = required_approvals
+    if eligible is not None:
+        payload["eligible"] = dict(eligible)
     if extra:
         payload.update(extra)
     return payload
@@ -144,10 +150,18 @@ def approval_title(tool_name: str) -> str:
     return title if len(title) <= 300 else title[:299] + "…"
 
 
-def answer_body(value: JsonValue, comment: str | None, edited_arguments: Mapping[str, JsonValue] | None) -> JsonObject:
-    return Response(
+def answer_body(
+    value: JsonValue,
+    comment: str | None,
+    edited_arguments: Mapping[str, JsonValue] | None,
+    grant: Mapping[str, JsonValue] | None = None,
+) -> JsonObject:
+    body = Response(
         value=value, comment=comment, edited_arguments=dict(edited_arguments) if edited_arguments else None
     ).to_json()
+    if grant is not None:
+        body["grant"] = dict(grant)
+    return body
 
 
 def list_params(

@@ -19,6 +19,8 @@ from ._types import (
     Assignee,
     Event,
     FormField,
+    Grant,
+    JsonObject,
     JsonValue,
     Option,
     Page,
@@ -91,6 +93,8 @@ class Holdpoint:
         default_response: Response | JsonValue = None,
         assignee: Assignee | None = None,
         callback_url: str | None = None,
+        required_approvals: int | None = None,
+        eligible: Mapping[str, JsonValue] | None = None,
         extra: Mapping[str, JsonValue] | None = None,
         idempotency_key: str | None = None,
         wait: bool | None = None,
@@ -121,6 +125,8 @@ class Holdpoint:
             default_response=default_response,
             assignee=assignee,
             callback_url=callback_url,
+            required_approvals=required_approvals,
+            eligible=eligible,
             extra=extra,
             idempotency_key=idempotency_key,
         )
@@ -147,6 +153,8 @@ class Holdpoint:
         default_response: Response | JsonValue = None,
         assignee: Assignee | None = None,
         callback_url: str | None = None,
+        required_approvals: int | None = None,
+        eligible: Mapping[str, JsonValue] | None = None,
         extra: Mapping[str, JsonValue] | None = None,
         idempotency_key: str | None = None,
     ) -> Question:
@@ -169,6 +177,8 @@ class Holdpoint:
             default_response=default_response,
             assignee=assignee,
             callback_url=callback_url,
+            required_approvals=required_approvals,
+            eligible=eligible,
             extra=extra,
         )
         key = idempotency_key or _core.new_idempotency_key()
@@ -190,6 +200,8 @@ class Holdpoint:
         default: bool | None = None,
         assignee: Assignee | None = None,
         callback_url: str | None = None,
+        required_approvals: int | None = None,
+        eligible: Mapping[str, JsonValue] | None = None,
         idempotency_key: str | None = None,
         wait: bool = True,
         wait_timeout: float | timedelta | None = None,
@@ -216,6 +228,8 @@ class Holdpoint:
             default_response=None if default is None else Response(value=default),
             assignee=assignee,
             callback_url=callback_url,
+            required_approvals=required_approvals,
+            eligible=eligible,
             idempotency_key=idempotency_key,
             wait=wait,
             wait_timeout=wait_timeout,
@@ -274,15 +288,47 @@ class Holdpoint:
         *,
         comment: str | None = None,
         edited_arguments: Mapping[str, JsonValue] | None = None,
+        grant: Mapping[str, JsonValue] | None = None,
     ) -> Question:
-        """Answers a question as this token's person (``responder`` and up; approvals need ``approver``)."""
+        """Answers a question as this token's person (``responder`` and up; approvals need ``approver``). An approval
+        of a question that needs several returns it still pending, with one approval more. ``grant`` makes the
+        approval of a tool call an "always allow" rule: ``{"scope": "run" | "agent" | "workspace", "matcher"?:
+        {"command_prefix": ...} | {"equals": ...}, "expires_in_seconds"?: ...}``."""
         return Question.from_json(
             self._call(
                 "POST",
                 f"/questions/{_core.path_segment(question_id)}/answer",
-                json=_core.answer_body(value, comment, edited_arguments),
+                json=_core.answer_body(value, comment, edited_arguments, grant),
             )
         )
+
+    def claim(self, question_id: str, *, ttl_seconds: int | None = None) -> Question:
+        """Claims a pending question for this token's person: while the claim lasts (``ttl_seconds``, at most the
+        server's longest, 30 minutes by default) only they or an admin may answer; others get a ``ConflictError``
+        naming them."""
+        payload: JsonObject = {"ttl_seconds": ttl_seconds} if ttl_seconds is not None else {}
+        path = f"/questions/{_core.path_segment(question_id)}/claim"
+        return Question.from_json(self._call("POST", path, json=payload))
+
+    def unclaim(self, question_id: str) -> Question:
+        """Lets this person's claim of a question go (an admin may end anyone's)."""
+        path = f"/questions/{_core.path_segment(question_id)}/unclaim"
+        return Question.from_json(self._call("POST", path, json={}))
+
+    def grants(self, *, include_inactive: bool = False, limit: int | None = None, cursor: str | None = None) -> list[Grant]:
+        """One page of the workspace's grants, newest first: the live ones, or with ``include_inactive`` the revoked
+        and expired ones too."""
+        params: dict[str, str] = {"all": "true"} if include_inactive else {}
+        if limit is not None:
+            params["limit"] = str(limit)
+        if cursor is not None:
+            params["cursor"] = cursor
+        data = self._call("GET", "/grants", params=params)
+        return [Grant.from_json(item) for item in data.get("items", ())]
+
+    def revoke_grant(self, grant_id: str) -> Grant:
+        """Ends a grant at once (its maker or an admin)."""
+        return Grant.from_json(self._call("POST", f"/grants/{_core.path_segment(grant_id)}/revoke", json={}))
 
     def cancel(self, question_id: str, *, reason: str | None = None) -> Question:
         payload = {"reason": reason} if reason is not None else {}

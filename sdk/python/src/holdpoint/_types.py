@@ -153,17 +153,80 @@ class Assignee:
 
     user: str | None = None
     role: Role | None = None
+    strategy: Literal["round_robin"] | None = None
+    """Asking with a role: ``"round_robin"`` gives the question to the member of exactly that role assigned one least
+    recently, who becomes its assignee."""
 
     def __post_init__(self) -> None:
         if (self.user is None) == (self.role is None):
             raise ValueError("an assignee is either a user or a role")
+        if self.strategy is not None and self.role is None:
+            raise ValueError("a strategy picks a member of a role")
 
     @classmethod
     def from_json(cls, data: Mapping[str, JsonValue]) -> Assignee:
-        return cls(user=data.get("user"), role=data.get("role"))
+        return cls(user=data.get("user"), role=data.get("role"), strategy=data.get("strategy"))
 
     def to_json(self) -> JsonObject:
-        return {"user": self.user} if self.user is not None else {"role": self.role}
+        if self.user is not None:
+            return {"user": self.user}
+        if self.strategy is not None:
+            return {"role": self.role, "strategy": self.strategy}
+        return {"role": self.role}
+
+
+@dataclass(frozen=True)
+class Approval:
+    """One person's approval of a question that needs several (spec §14)."""
+
+    by: str
+    at: datetime
+    comment: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, JsonValue]) -> Approval:
+        return cls(by=str(data["by"]), at=parse_time(data["at"]), comment=data.get("comment"))
+
+
+@dataclass(frozen=True)
+class Grant:
+    """A grant ("always allow", spec §14): calls of ``tool_name`` its ``matcher`` allows, within its scope, go through
+    without asking until ``expires_at`` or until revoked."""
+
+    id: str
+    scope: Literal["run", "agent", "workspace"]
+    run_id: str | None
+    agent: str | None
+    tool_name: str
+    matcher: JsonObject
+    """``{"equals": arguments}`` or ``{"command_prefix": "git status"}``."""
+    created_by: str
+    question_id: str | None
+    created_at: datetime
+    expires_at: datetime
+    revoked_at: datetime | None
+    revoked_by: str | None
+    uses: int
+    last_used_at: datetime | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, JsonValue]) -> Grant:
+        return cls(
+            id=str(data["id"]),
+            scope=cast(Literal["run", "agent", "workspace"], data["scope"]),
+            run_id=data.get("run_id"),
+            agent=data.get("agent"),
+            tool_name=str(data["tool_name"]),
+            matcher=dict(data["matcher"]),
+            created_by=str(data["created_by"]),
+            question_id=data.get("question_id"),
+            created_at=parse_time(data["created_at"]),
+            expires_at=parse_time(data["expires_at"]),
+            revoked_at=_optional_time(data.get("revoked_at")),
+            revoked_by=data.get("revoked_by"),
+            uses=int(data.get("uses", 0)),
+            last_used_at=_optional_time(data.get("last_used_at")),
+        )
 
 
 @dataclass(frozen=True)
@@ -223,6 +286,15 @@ class Question:
     """Its escalation plan, if a policy applied when it was asked."""
     callback_url: str | None
     """Where its own events are sent, signed with the workspace's callback secret (spec §12)."""
+    required_approvals: int
+    """How many distinct people must approve it (1 for most)."""
+    eligible: JsonObject | None
+    """Who may give those approvals: ``{"role": ...}`` or ``{"users": [...]}``, when restricted."""
+    approvals: tuple[Approval, ...]
+    """The approvals given so far, oldest first."""
+    claimed_by: str | None
+    """Who claimed it: until ``claim_expires_at`` only they (or an admin) may answer."""
+    claim_expires_at: datetime | None
     raw: JsonObject = field(repr=False, compare=False)
     """The question's JSON exactly as received, including fields this version of the client does not know."""
 
@@ -266,6 +338,11 @@ class Question:
             assignee=Assignee.from_json(assignee) if isinstance(assignee, dict) else None,
             escalation=Escalation.from_json(escalation) if isinstance(escalation, dict) else None,
             callback_url=data.get("callback_url"),
+            required_approvals=int(data.get("required_approvals", 1)),
+            eligible=dict(data["eligible"]) if isinstance(data.get("eligible"), dict) else None,
+            approvals=tuple(Approval.from_json(a) for a in data.get("approvals") or ()),
+            claimed_by=data.get("claimed_by"),
+            claim_expires_at=_optional_time(data.get("claim_expires_at")),
             raw=dict(data),
         )
 
