@@ -46,9 +46,6 @@ class Receiver(BaseHTTPRequestHandler):
                 error = str(e)
         if not verified:
             status = 401
-        self.send_response(status)
-        self.send_header("content-length", "0")
-        self.end_headers()
         try:
             body = json.loads(raw)
         except ValueError:
@@ -64,8 +61,13 @@ class Receiver(BaseHTTPRequestHandler):
             "body": body,
             "received_at": time.time(),
         }
+        # Recorded before the answer goes out: the sender's next request may come the moment it has the answer, and
+        # its handler's thread must not record it first.
         with lock:
             print(json.dumps(line), flush=True)
+        self.send_response(status)
+        self.send_header("content-length", "0")
+        self.end_headers()
 
     def log_message(self, *args):
         pass
