@@ -545,18 +545,6 @@ async fn the_verify_command_passes_then_fails_after_a_row_is_edited(app: TestApp
     );
 }
 
-async fn wait_for_run(app: &TestApp, run_id: &str, status: &str) -> Value {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let run = app.get(&format!("/api/v1/runs/{run_id}")).await.json;
-        if run["status"] == status {
-            return run;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "run never became {status}; it is {run}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 /// Creates an agent with one script and starts a run of it; returns the agent's and the run's ids.
 async fn run_agent(
     app: &TestApp,
@@ -591,7 +579,7 @@ async fn the_runtime_records_policy_decisions_resumes_and_cancellations(backend:
     let turns = json!([{ "tool_calls": [shell_turn("c1", "rm -rf /")] }, { "content": "Refused." }]);
     let (agent_id, run_id) =
         run_agent(&app, &scripts, "guarded", turns, &["shell"], json!({"tools": {"shell": "never"}})).await;
-    wait_for_run(&app, &run_id, "completed").await;
+    app.wait_for_run(&run_id, "completed").await;
     let entry = only_new_entry(&app, &mut seq).await;
     assert_eq!(entry["action"], "tool_call.decided");
     assert_eq!(entry["actor_kind"], "policy");
@@ -611,7 +599,7 @@ async fn the_runtime_records_policy_decisions_resumes_and_cancellations(backend:
     let turns = json!([{ "tool_calls": [shell_turn("c1", "uptime")] }, { "content": "Done." }]);
     let (_, run_id) =
         run_agent(&app, &scripts, "trusted", turns, &["shell"], json!({"tools": {"shell": "auto"}})).await;
-    wait_for_run(&app, &run_id, "completed").await;
+    app.wait_for_run(&run_id, "completed").await;
     let entry = only_new_entry(&app, &mut seq).await;
     assert_eq!(
         (entry["action"].as_str(), entry["after"]["status"].as_str()),
@@ -622,7 +610,7 @@ async fn the_runtime_records_policy_decisions_resumes_and_cancellations(backend:
     let turns =
         json!([{ "tool_calls": [shell_turn("a", "make deploy"), shell_turn("b", "make clean")] }, { "content": "ok" }]);
     let (_, run_id) = run_agent(&app, &scripts, "careful", turns, &["shell"], json!({"default": "prompt"})).await;
-    let run = wait_for_run(&app, &run_id, "waiting_for_approval").await;
+    let run = app.wait_for_run(&run_id, "waiting_for_approval").await;
     assert!(entries_after(&app, seq).await.is_empty(), "asking for approval decides nothing");
     let questions: Vec<String> =
         run["pending_question_ids"].as_array().unwrap().iter().map(|q| q.as_str().unwrap().to_owned()).collect();
@@ -630,7 +618,7 @@ async fn the_runtime_records_policy_decisions_resumes_and_cancellations(backend:
         "edited_arguments": {"command": "make deploy-canary"} }] });
     let resumed = app.post(&format!("/api/v1/runs/{run_id}/resume"), decisions).await;
     assert_eq!(resumed.status, StatusCode::ACCEPTED, "{}", resumed.text);
-    wait_for_run(&app, &run_id, "completed").await;
+    app.wait_for_run(&run_id, "completed").await;
     let new = entries_after(&app, seq).await;
     assert_eq!(new.len(), 2, "{new:#?}");
     seq = new[1]["seq"].as_i64().unwrap();
@@ -651,7 +639,7 @@ async fn the_runtime_records_policy_decisions_resumes_and_cancellations(backend:
     let turns =
         json!([{ "tool_calls": [{ "name": "ask_user", "arguments": { "title": "Go?" } }] }, { "content": "ok" }]);
     let (_, run_id) = run_agent(&app, &scripts, "asker", turns, &["ask_user"], json!({})).await;
-    let run = wait_for_run(&app, &run_id, "waiting_for_input").await;
+    let run = app.wait_for_run(&run_id, "waiting_for_input").await;
     let question_id = run["pending_question_ids"][0].as_str().unwrap().to_owned();
     assert_eq!(app.post(&format!("/api/v1/runs/{run_id}/cancel"), json!({})).await.status, StatusCode::OK);
     let new = entries_after(&app, seq).await;
@@ -672,7 +660,7 @@ async fn the_runtime_records_policy_decisions_resumes_and_cancellations(backend:
         { "content": "Finished without waiting." }
     ]);
     let (_, run_id) = run_agent(&app, &scripts, "hasty", turns, &["ask_user"], json!({})).await;
-    wait_for_run(&app, &run_id, "completed").await;
+    app.wait_for_run(&run_id, "completed").await;
     let entry = only_new_entry(&app, &mut seq).await;
     assert_eq!(
         (entry["action"].as_str(), entry["actor"].as_str()),

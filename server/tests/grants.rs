@@ -51,21 +51,8 @@ async fn start_run(app: &TestApp, agent: &Value) -> String {
     response.json["id"].as_str().unwrap().to_owned()
 }
 
-/// Polls the run until it has `status` (within 20 s); returns it.
-async fn wait_for_status(app: &TestApp, run_id: &str, status: &str) -> Value {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let run = app.get(&format!("/api/v1/runs/{run_id}")).await.json;
-        if run["status"] == status {
-            return run;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "run never became {status}; it is {run}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 async fn pending_question_of(app: &TestApp, run_id: &str) -> Value {
-    let run = wait_for_status(app, run_id, "waiting_for_approval").await;
+    let run = app.wait_for_run(run_id, "waiting_for_approval").await;
     let id = run["pending_question_ids"][0].as_str().unwrap();
     app.get(&format!("/api/v1/questions/{id}")).await.json
 }
@@ -135,7 +122,7 @@ async fn a_run_scoped_prefix_grant_lets_matching_calls_through_and_nothing_else(
         .post(&format!("/api/v1/questions/{}/answer", second["id"].as_str().unwrap()), json!({ "value": false }))
         .await;
     assert_eq!(rejected.status, StatusCode::OK);
-    wait_for_status(&app, &run_id, "completed").await;
+    app.wait_for_run(&run_id, "completed").await;
 
     // Another run of the same agent is not covered by a run's grant.
     let agent = shell_agent(&app, &scripts, "tidier-two", &["git status"]).await;
@@ -153,7 +140,7 @@ async fn a_revoked_or_expired_grant_lets_nothing_through(backend: common::Backen
     let answer = json!({ "value": true, "grant": { "scope": "agent" } });
     let approved = app.post(&format!("/api/v1/questions/{}/answer", question["id"].as_str().unwrap()), answer).await;
     assert_eq!(approved.status, StatusCode::OK, "{}", approved.text);
-    wait_for_status(&app, &run_id, "completed").await;
+    app.wait_for_run(&run_id, "completed").await;
     let grant = app.get("/api/v1/grants").await.json["items"][0].clone();
     assert_eq!(grant["scope"], "agent");
     assert_eq!(grant["agent"], "tester");
@@ -161,7 +148,7 @@ async fn a_revoked_or_expired_grant_lets_nothing_through(backend: common::Backen
 
     // While it lives, the agent's next run is let through.
     let through = start_run(&app, &agent).await;
-    wait_for_status(&app, &through, "completed").await;
+    app.wait_for_run(&through, "completed").await;
     assert_eq!(tool_calls(&app, &through).await[0]["decided_by"], "grant");
 
     let id = grant["id"].as_str().unwrap();

@@ -52,19 +52,6 @@ async fn start_run(app: &TestApp, agent_id: &Value, input: &str) -> String {
     response.json["id"].as_str().unwrap().to_owned()
 }
 
-/// Polls the run until it has `status` (within 20 s); returns it.
-async fn wait_for_status(app: &TestApp, run_id: &str, status: &str) -> Value {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let run = app.get(&format!("/api/v1/runs/{run_id}")).await.json;
-        if run["status"] == status {
-            return run;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "run never became {status}; it is {run}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 async fn messages(app: &TestApp, run_id: &str) -> Vec<Value> {
     let page = app.get(&format!("/api/v1/runs/{run_id}/messages?limit=200")).await;
     assert_eq!(page.status, StatusCode::OK, "{}", page.text);
@@ -109,7 +96,7 @@ async fn run_pauses_for_approval_and_resumes_once_approved(backend: common::Back
             .await;
     let run_id = start_run(&app, &agent["id"], "Deploy v2").await;
 
-    let run = wait_for_status(&app, &run_id, "waiting_for_approval").await;
+    let run = app.wait_for_run(&run_id, "waiting_for_approval").await;
     assert_eq!(mock.received_requests().await.unwrap().len(), 0, "nothing runs before it is approved");
     let question_id = run["pending_question_ids"][0].as_str().unwrap().to_owned();
     let question = app.get(&format!("/api/v1/questions/{question_id}")).await.json;
@@ -120,7 +107,7 @@ async fn run_pauses_for_approval_and_resumes_once_approved(backend: common::Back
 
     let answered = app.post(&format!("/api/v1/questions/{question_id}/answer"), json!({ "value": true })).await;
     assert_eq!(answered.status, StatusCode::OK, "{}", answered.text);
-    let run = wait_for_status(&app, &run_id, "completed").await;
+    let run = app.wait_for_run(&run_id, "completed").await;
     assert_eq!(run["result"], "Deployed.");
     assert_eq!(run["step_count"], 2);
     assert_eq!(run["segments"].as_array().unwrap().len(), 2, "the resume appended a segment");
@@ -152,7 +139,7 @@ async fn resuming_a_run_that_waits_for_approval_needs_an_approver(backend: commo
     let model = scripts.write("deploy.json", &deploy_script(&mock));
     let agent = create_agent(&app, agent("deployer", &model, &["http_request"], json!({"default": "prompt"}))).await;
     let run_id = start_run(&app, &agent["id"], "Deploy v2").await;
-    wait_for_status(&app, &run_id, "waiting_for_approval").await;
+    app.wait_for_run(&run_id, "waiting_for_approval").await;
     let resume = format!("/api/v1/runs/{run_id}/resume");
     // Resuming decides the pending call (undecided ones are rejected): that is answering an approval.
     let responder = app.create_token("default", app::types::Role::Responder).await;
@@ -164,7 +151,7 @@ async fn resuming_a_run_that_waits_for_approval_needs_an_approver(backend: commo
     let decisions = json!({ "tool_decisions": [{ "tool_call_id": "call_deploy", "approved": true }] });
     let resumed = app.call(axum::http::Method::POST, &resume, Some(&approver), Some(decisions)).await;
     assert_eq!(resumed.status, StatusCode::ACCEPTED, "{}", resumed.text);
-    wait_for_status(&app, &run_id, "completed").await;
+    app.wait_for_run(&run_id, "completed").await;
     assert_eq!(mock.received_requests().await.unwrap().len(), 1);
 }
 
@@ -175,13 +162,13 @@ async fn a_rejection_reaches_the_model_with_its_reason(backend: common::Backend)
     let model = scripts.write("deploy.json", &deploy_script(&mock));
     let agent = create_agent(&app, agent("deployer", &model, &["http_request"], json!({"default": "prompt"}))).await;
     let run_id = start_run(&app, &agent["id"], "Deploy v2").await;
-    let run = wait_for_status(&app, &run_id, "waiting_for_approval").await;
+    let run = app.wait_for_run(&run_id, "waiting_for_approval").await;
     let question_id = run["pending_question_ids"][0].as_str().unwrap();
     let rejected = app
         .post(&format!("/api/v1/questions/{question_id}/answer"), json!({ "value": false, "comment": "freeze week" }))
         .await;
     assert_eq!(rejected.status, StatusCode::OK);
-    wait_for_status(&app, &run_id, "completed").await;
+    app.wait_for_run(&run_id, "completed").await;
     assert_eq!(mock.received_requests().await.unwrap().len(), 0, "a rejected call never runs");
     let messages = messages(&app, &run_id).await;
     let result: Value = serde_json::from_str(messages[3]["content"]["content"].as_str().unwrap()).unwrap();
@@ -199,12 +186,12 @@ async fn edited_arguments_run_instead_of_the_originals(backend: common::Backend)
     let model = scripts.write("deploy.json", &deploy_script(&mock));
     let agent = create_agent(&app, agent("deployer", &model, &["http_request"], json!({"default": "prompt"}))).await;
     let run_id = start_run(&app, &agent["id"], "Deploy v2").await;
-    let run = wait_for_status(&app, &run_id, "waiting_for_approval").await;
+    let run = app.wait_for_run(&run_id, "waiting_for_approval").await;
     let question_id = run["pending_question_ids"][0].as_str().unwrap();
     let edited = json!({ "method": "POST", "url": format!("{}/deploy-canary", mock.uri()) });
     let answer = json!({ "value": true, "edited_arguments": edited });
     assert_eq!(app.post(&format!("/api/v1/questions/{question_id}/answer"), answer).await.status, StatusCode::OK);
-    wait_for_status(&app, &run_id, "completed").await;
+    app.wait_for_run(&run_id, "completed").await;
     let received = mock.received_requests().await.unwrap();
     assert_eq!(received.len(), 1);
     assert_eq!(received[0].url.path(), "/deploy-canary");
@@ -226,7 +213,7 @@ async fn ask_user_pauses_until_the_answer_and_returns_it(backend: common::Backen
     );
     let agent = create_agent(&app, agent("writer", &model, &["ask_user"], json!({}))).await;
     let run_id = start_run(&app, &agent["id"], "Write notes").await;
-    let run = wait_for_status(&app, &run_id, "waiting_for_input").await;
+    let run = app.wait_for_run(&run_id, "waiting_for_input").await;
     let question_id = run["pending_question_ids"][0].as_str().unwrap();
     let question = app.get(&format!("/api/v1/questions/{question_id}")).await.json;
     assert_eq!(question["kind"], "blocking");
@@ -236,7 +223,7 @@ async fn ask_user_pauses_until_the_answer_and_returns_it(backend: common::Backen
     assert_error(&wrong, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
     let answer = json!({ "value": "poet", "comment": "keep it short" });
     assert_eq!(app.post(&format!("/api/v1/questions/{question_id}/answer"), answer).await.status, StatusCode::OK);
-    wait_for_status(&app, &run_id, "completed").await;
+    app.wait_for_run(&run_id, "completed").await;
     let messages = messages(&app, &run_id).await;
     let result: Value = serde_json::from_str(messages[3]["content"]["content"].as_str().unwrap()).unwrap();
     assert_eq!(result, json!({ "status": "answered", "value": "poet", "comment": "keep it short" }));
@@ -251,7 +238,7 @@ async fn an_agent_without_ask_user_cannot_ask(backend: common::Backend) {
     );
     let agent = create_agent(&app, agent("sneaky", &model, &[], json!({}))).await;
     let run_id = start_run(&app, &agent["id"], "Try").await;
-    wait_for_status(&app, &run_id, "completed").await;
+    app.wait_for_run(&run_id, "completed").await;
     assert_eq!(app.get("/api/v1/questions").await.json["items"].as_array().unwrap().len(), 0);
     let calls = tool_calls(&app, &run_id).await;
     assert_eq!(calls[0]["status"], "error");
@@ -272,13 +259,13 @@ async fn step_budgets_are_per_segment_and_the_total_is_capped(backend: common::B
     let agent = create_agent(&app, spec).await;
     let run_id = start_run(&app, &agent["id"], "Work").await;
 
-    let run = wait_for_status(&app, &run_id, "paused").await;
+    let run = app.wait_for_run(&run_id, "paused").await;
     assert_eq!(run["step_count"], 45);
     assert_eq!(run["segments"][0]["steps"], 45);
     let resumed = app.post(&format!("/api/v1/runs/{run_id}/resume"), json!({ "prompt": "Go on." })).await;
     assert_eq!(resumed.status, StatusCode::ACCEPTED, "{}", resumed.text);
 
-    let run = wait_for_status(&app, &run_id, "paused").await;
+    let run = app.wait_for_run(&run_id, "paused").await;
     assert_eq!(run["step_count"], 90, "the second segment had a fresh budget of 45");
     assert_eq!(run["segments"].as_array().unwrap().len(), 2);
     assert_eq!(run["segments"][1]["start_step"], 45);
@@ -300,7 +287,7 @@ async fn resume_is_refused_unless_the_run_is_paused_or_waiting(backend: common::
     let model = scripts.write("done.json", &json!([{ "content": "Nothing to do." }]));
     let agent = create_agent(&app, agent("idle", &model, &[], json!({}))).await;
     let run_id = start_run(&app, &agent["id"], "Nothing").await;
-    let run = wait_for_status(&app, &run_id, "completed").await;
+    let run = app.wait_for_run(&run_id, "completed").await;
     assert_eq!(run["result"], "Nothing to do.");
     let refused = app.post(&format!("/api/v1/runs/{run_id}/resume"), json!({})).await;
     assert_error(&refused, StatusCode::CONFLICT, "conflict");
@@ -325,12 +312,12 @@ async fn resume_decides_pending_approvals_and_rejects_the_rest(backend: common::
     );
     let agent = create_agent(&app, agent("two", &model, &["http_request"], json!({"default": "prompt"}))).await;
     let run_id = start_run(&app, &agent["id"], "Two calls").await;
-    let run = wait_for_status(&app, &run_id, "waiting_for_approval").await;
+    let run = app.wait_for_run(&run_id, "waiting_for_approval").await;
     assert_eq!(run["pending_question_ids"].as_array().unwrap().len(), 2, "one approval question per call");
     let body = json!({ "tool_decisions": [{ "tool_call_id": "a", "approved": true }] });
     let resumed = app.post(&format!("/api/v1/runs/{run_id}/resume"), body).await;
     assert_eq!(resumed.status, StatusCode::ACCEPTED, "{}", resumed.text);
-    wait_for_status(&app, &run_id, "completed").await;
+    app.wait_for_run(&run_id, "completed").await;
     let calls = tool_calls(&app, &run_id).await;
     assert_eq!(calls[0]["status"], "completed");
     assert_eq!(calls[1]["status"], "rejected");
@@ -346,7 +333,7 @@ async fn cancelling_a_waiting_run_cancels_its_questions(backend: common::Backend
         .write("ask.json", &json!([{ "tool_calls": [{ "name": "ask_user", "arguments": { "title": "Go?" } }] }]));
     let agent = create_agent(&app, agent("asker", &model, &["ask_user"], json!({}))).await;
     let run_id = start_run(&app, &agent["id"], "Ask").await;
-    let run = wait_for_status(&app, &run_id, "waiting_for_input").await;
+    let run = app.wait_for_run(&run_id, "waiting_for_input").await;
     let question_id = run["pending_question_ids"][0].as_str().unwrap();
     let cancelled = app.post(&format!("/api/v1/runs/{run_id}/cancel"), json!({})).await;
     assert_eq!(cancelled.status, StatusCode::OK, "{}", cancelled.text);
@@ -388,7 +375,7 @@ async fn answering_and_cancelling_a_waiting_run_at_once_never_fails(backend: com
     let mut waiting = Vec::new();
     for n in 0..RUNS {
         let run_id = start_run(&app, &agent["id"], &format!("Ask {n}")).await;
-        let run = wait_for_status(&app, &run_id, "waiting_for_input").await;
+        let run = app.wait_for_run(&run_id, "waiting_for_input").await;
         waiting.push((run_id, run["pending_question_ids"][0].as_str().unwrap().to_owned()));
     }
     let races = waiting.iter().map(|(run_id, question_id)| {
@@ -421,10 +408,10 @@ async fn answering_a_childs_question_while_its_parent_is_cancelled_never_fails(b
     let mut waiting = Vec::new();
     for n in 0..PARENTS {
         let parent_id = start_run(&app, &parent["id"], &format!("Coordinate {n}")).await;
-        wait_for_status(&app, &parent_id, "waiting_for_children").await;
+        app.wait_for_run(&parent_id, "waiting_for_children").await;
         let children = app.get(&format!("/api/v1/runs?parent_run_id={parent_id}")).await.json;
         let child_id = children["items"][0]["id"].as_str().unwrap().to_owned();
-        let child = wait_for_status(&app, &child_id, "waiting_for_input").await;
+        let child = app.wait_for_run(&child_id, "waiting_for_input").await;
         waiting.push((parent_id, child_id, child["pending_question_ids"][0].as_str().unwrap().to_owned()));
     }
     let races = waiting.iter().map(|(parent_id, child_id, question_id)| {
@@ -456,11 +443,11 @@ async fn sub_agents_ask_with_their_lineage_and_report_to_the_parent(backend: com
     create_agent(&app, agent("migrator", &child_model, &["ask_user"], json!({}))).await;
     let parent = create_agent(&app, agent("coordinator", &parent_model, &["spawn_agents"], json!({}))).await;
     let parent_id = start_run(&app, &parent["id"], "Coordinate").await;
-    wait_for_status(&app, &parent_id, "waiting_for_children").await;
+    app.wait_for_run(&parent_id, "waiting_for_children").await;
 
     let children = app.get(&format!("/api/v1/runs?parent_run_id={parent_id}")).await.json;
     let child_id = children["items"][0]["id"].as_str().unwrap().to_owned();
-    let child = wait_for_status(&app, &child_id, "waiting_for_input").await;
+    let child = app.wait_for_run(&child_id, "waiting_for_input").await;
     assert_eq!(child["parent_run_ids"], json!([parent_id]));
     let question_id = child["pending_question_ids"][0].as_str().unwrap();
     let question = app.get(&format!("/api/v1/questions/{question_id}")).await.json;
@@ -470,8 +457,8 @@ async fn sub_agents_ask_with_their_lineage_and_report_to_the_parent(backend: com
 
     let answer = json!({ "value": "users" });
     assert_eq!(app.post(&format!("/api/v1/questions/{question_id}/answer"), answer).await.status, StatusCode::OK);
-    wait_for_status(&app, &child_id, "completed").await;
-    let parent_run = wait_for_status(&app, &parent_id, "completed").await;
+    app.wait_for_run(&child_id, "completed").await;
+    let parent_run = app.wait_for_run(&parent_id, "completed").await;
     assert_eq!(parent_run["result"], "all done");
     let messages = messages(&app, &parent_id).await;
     let report: Value = serde_json::from_str(messages[3]["content"]["content"].as_str().unwrap()).unwrap();
@@ -570,18 +557,18 @@ async fn the_request_after_a_resume_is_byte_for_byte_the_one_without_a_pause(bac
     let straight = create_agent(&app, openai_agent("trusting", &mock, json!({"default": "auto"}))).await;
 
     let run_id = start_run(&app, &paused["id"], "Deploy v2 to staging").await;
-    let run = wait_for_status(&app, &run_id, "waiting_for_approval").await;
+    let run = app.wait_for_run(&run_id, "waiting_for_approval").await;
     let question_id = run["pending_question_ids"][0].as_str().unwrap();
     assert_eq!(
         app.post(&format!("/api/v1/questions/{question_id}/answer"), json!({ "value": true })).await.status,
         StatusCode::OK
     );
-    wait_for_status(&app, &run_id, "completed").await;
+    app.wait_for_run(&run_id, "completed").await;
     let with_pause = chat_requests(&mock).await;
     assert_eq!(with_pause.len(), 2);
 
     let run_id = start_run(&app, &straight["id"], "Deploy v2 to staging").await;
-    wait_for_status(&app, &run_id, "completed").await;
+    app.wait_for_run(&run_id, "completed").await;
     let all = chat_requests(&mock).await;
     let without_pause = &all[2..];
     assert_eq!(without_pause.len(), 2);
@@ -628,7 +615,7 @@ async fn the_provider_client_retries_rate_limits_and_server_errors(backend: comm
     spec["tools"] = json!([]);
     let agent = create_agent(&app, spec).await;
     let run_id = start_run(&app, &agent["id"], "Say hi").await;
-    let run = wait_for_status(&app, &run_id, "completed").await;
+    let run = app.wait_for_run(&run_id, "completed").await;
     assert_eq!(run["result"], "Deployed.");
     assert_eq!(chat_requests(&mock).await.len(), 4, "a 429 and a 503, each retried, then two turns");
     // The retries by reason, and the tokens the two answered turns reported (one prompt and one completion each).
@@ -652,7 +639,7 @@ async fn a_provider_that_keeps_failing_fails_the_run_with_a_clear_error(backend:
     let Some(app) = start_with_model(backend, &scripts, &mock).await else { return };
     let agent = create_agent(&app, openai_agent("unlucky", &mock, json!({}))).await;
     let run_id = start_run(&app, &agent["id"], "Try").await;
-    let run = wait_for_status(&app, &run_id, "failed").await;
+    let run = app.wait_for_run(&run_id, "failed").await;
     assert!(run["error_message"].as_str().unwrap().contains("Incorrect API key"), "{run}");
     assert_eq!(chat_requests(&mock).await.len(), 1, "a 401 is not retried");
 }
@@ -711,7 +698,7 @@ async fn a_model_outage_past_the_retry_window_pauses_the_run_and_a_resume_contin
     let events = common::connect_events(&base, &app.token, None).await;
     let run_id = start_run(&app, &agent["id"], "Deploy v2 to staging").await;
 
-    let run = wait_for_status(&app, &run_id, "paused").await;
+    let run = app.wait_for_run(&run_id, "paused").await;
     let error = run["error_message"].as_str().unwrap();
     assert!(error.contains("unavailable") && error.contains("retried for"), "{run}");
     assert!(error.contains("429") || error.contains("500"), "{run}");
@@ -724,7 +711,7 @@ async fn a_model_outage_past_the_retry_window_pauses_the_run_and_a_resume_contin
     down.store(false, std::sync::atomic::Ordering::SeqCst);
     let resumed = app.post(&format!("/api/v1/runs/{run_id}/resume"), json!({})).await;
     assert_eq!(resumed.status, StatusCode::ACCEPTED, "{}", resumed.text);
-    let run = wait_for_status(&app, &run_id, "completed").await;
+    let run = app.wait_for_run(&run_id, "completed").await;
     assert_eq!(run["result"], "Deployed.");
     assert!(run["error_message"].is_null(), "{run}");
 
@@ -780,7 +767,7 @@ async fn the_model_client_waits_as_long_as_retry_after_says(backend: common::Bac
     let agent = create_agent(&app, spec).await;
     let started = tokio::time::Instant::now();
     let run_id = start_run(&app, &agent["id"], "Say hi").await;
-    let run = wait_for_status(&app, &run_id, "completed").await;
+    let run = app.wait_for_run(&run_id, "completed").await;
     assert_eq!(run["result"], "Deployed.");
     assert_eq!(chat_requests(&mock).await.len(), 4, "a 429 and a 503, each retried, then two turns");
     // The HTTP date is cut to whole seconds: it asks for a wait of at least 2 s.
@@ -813,7 +800,7 @@ async fn a_run_retrying_its_model_keeps_its_lease_and_stops_when_cancelled(backe
     spec["tools"] = json!([]);
     let agent = create_agent(&app, spec).await;
     let run_id = start_run(&app, &agent["id"], "Try").await;
-    wait_for_status(&app, &run_id, "running").await;
+    app.wait_for_run(&run_id, "running").await;
 
     // Twice the lease: a worker that did not renew it would have lost the run by now.
     tokio::time::sleep(Duration::from_secs(6)).await;
@@ -919,7 +906,7 @@ async fn a_withdrawn_model_endpoint_is_refused_when_a_run_calls_the_model(backen
     };
     app.state.store.insert_agent(&agent).await.unwrap();
     let run_id = start_run(&app, &json!(agent.id), "Go").await;
-    let run = wait_for_status(&app, &run_id, "failed").await;
+    let run = app.wait_for_run(&run_id, "failed").await;
     assert!(run["error_message"].as_str().unwrap().contains("model_settings.base_url"), "{run}");
     assert!(chat_requests(&mock).await.is_empty());
 }
@@ -973,7 +960,7 @@ async fn a_batch_waits_whole_while_any_call_needs_approval(backend: common::Back
     );
     let agent_row = create_agent(&app, spec).await;
     let run_id = start_run(&app, &agent_row["id"], "Check and apply").await;
-    let run = wait_for_status(&app, &run_id, "waiting_for_approval").await;
+    let run = app.wait_for_run(&run_id, "waiting_for_approval").await;
     assert_eq!(run["pending_question_ids"].as_array().unwrap().len(), 1);
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(mock.received_requests().await.unwrap().len(), 0, "not even the automatic call ran before the decision");
@@ -988,7 +975,7 @@ async fn a_batch_waits_whole_while_any_call_needs_approval(backend: common::Back
         app.post(&format!("/api/v1/questions/{question_id}/answer"), json!({ "value": true })).await.status,
         StatusCode::OK
     );
-    wait_for_status(&app, &run_id, "completed").await;
+    app.wait_for_run(&run_id, "completed").await;
     assert_eq!(mock.received_requests().await.unwrap().len(), 1);
     let calls = tool_calls(&app, &run_id).await;
     assert_eq!(calls[0]["status"], "completed");
@@ -1015,7 +1002,7 @@ async fn the_shell_tool_runs_only_when_enabled_and_approved(backend: common::Bac
     // The default is auto, but shell needs approval unless the policy names it.
     let agent_row = create_agent(&app, agent("ops", &model, &["shell"], json!({ "default": "auto" }))).await;
     let run_id = start_run(&app, &agent_row["id"], "Run it").await;
-    let run = wait_for_status(&app, &run_id, "waiting_for_approval").await;
+    let run = app.wait_for_run(&run_id, "waiting_for_approval").await;
     let question_id = run["pending_question_ids"][0].as_str().unwrap();
     let question = app.get(&format!("/api/v1/questions/{question_id}")).await.json;
     assert!(question["title"].as_str().unwrap().contains("echo hold"), "{question}");
@@ -1023,7 +1010,7 @@ async fn the_shell_tool_runs_only_when_enabled_and_approved(backend: common::Bac
         app.post(&format!("/api/v1/questions/{question_id}/answer"), json!({ "value": true })).await.status,
         StatusCode::OK
     );
-    wait_for_status(&app, &run_id, "completed").await;
+    app.wait_for_run(&run_id, "completed").await;
     let call = &tool_calls(&app, &run_id).await[0];
     assert_eq!(call["status"], "error", "a non-zero exit is an error the model sees");
     let output: Value = serde_json::from_str(call["output"]["error"].as_str().unwrap()).unwrap();
@@ -1044,7 +1031,7 @@ async fn the_shell_tool_is_refused_when_disabled(backend: common::Backend) {
     let model = scripts.write("sh.json", &json!([{ "tool_calls": [{ "name": "shell", "arguments": { "command": "touch /tmp/x" } }] }, { "content": "ok" }]));
     let agent_row = create_agent(&app, agent("ops", &model, &["shell"], json!({ "tools": { "shell": "auto" } }))).await;
     let run_id = start_run(&app, &agent_row["id"], "Run it").await;
-    wait_for_status(&app, &run_id, "completed").await;
+    app.wait_for_run(&run_id, "completed").await;
     let call = &tool_calls(&app, &run_id).await[0];
     assert_eq!(call["status"], "error");
     assert!(call["output"]["error"].as_str().unwrap().contains("disabled"), "{call}");
@@ -1059,7 +1046,7 @@ async fn an_unanswered_blocking_question_fails_its_run_clearly(backend: common::
     );
     let agent_row = create_agent(&app, agent("impatient", &model, &["ask_user"], json!({}))).await;
     let run_id = start_run(&app, &agent_row["id"], "Ask").await;
-    let run = wait_for_status(&app, &run_id, "failed").await;
+    let run = app.wait_for_run(&run_id, "failed").await;
     assert!(run["error_message"].as_str().unwrap().contains("\"Which region?\" expired"), "{run}");
 }
 
@@ -1085,7 +1072,7 @@ async fn a_parent_resumes_its_paused_child(backend: common::Backend) {
     let parent_id = start_run(&app, &boss["id"], "Delegate").await;
     // The child pauses after its one step, which wakes the parent with the child's status. A script cannot know
     // the child's id, so the parent's resume call names none and is refused with a reason the model reads.
-    wait_for_status(&app, &parent_id, "completed").await;
+    app.wait_for_run(&parent_id, "completed").await;
     let child = app.get(&format!("/api/v1/runs?parent_run_id={parent_id}")).await.json["items"][0].clone();
     assert_eq!(child["status"], "paused");
     let calls = tool_calls(&app, &parent_id).await;
@@ -1104,11 +1091,11 @@ async fn a_parent_resumes_its_paused_child(backend: common::Backend) {
     // Only the child's parent may resume it.
     let stranger = create_agent(&app, agent("stranger", &resumer_model, &["spawn_agents"], json!({}))).await;
     let stranger_run = start_run(&app, &stranger["id"], "Resume someone else's child").await;
-    wait_for_status(&app, &stranger_run, "completed").await;
+    app.wait_for_run(&stranger_run, "completed").await;
     assert!(tool_calls(&app, &stranger_run).await[0]["output"]["error"].as_str().unwrap().contains("not a sub-agent"));
     let resumed = app.post(&format!("/api/v1/runs/{child_id}/resume"), json!({ "prompt": "Finish up." })).await;
     assert_eq!(resumed.status, StatusCode::ACCEPTED);
-    let child = wait_for_status(&app, child_id, "completed").await;
+    let child = app.wait_for_run(child_id, "completed").await;
     assert_eq!(child["result"], "child done");
     assert_eq!(child["step_count"], 2);
 }
@@ -1199,7 +1186,7 @@ async fn a_run_taken_over_after_its_final_answer_completes_with_that_answer(back
 
     let scripts_dir = scripts.dir.clone();
     let (_state, _router) = app.restart(move |config| config.runtime.scripts_dir = Some(scripts_dir)).await;
-    let run = wait_for_status(&app, &run_id, "completed").await;
+    let run = app.wait_for_run(&run_id, "completed").await;
     assert_eq!(run["result"], "First answer.", "the stored answer is the result: {run}");
     assert_eq!(run["step_count"], 1, "the model was not asked again");
     let roles: Vec<String> =
@@ -1342,7 +1329,7 @@ async fn huge_tool_outputs_are_cut_while_they_are_read(backend: common::Backend)
     let before = peak_memory();
     let started = tokio::time::Instant::now();
     let run_id = start_run(&app, &agent_row["id"], "Read it all").await;
-    wait_for_status(&app, &run_id, "completed").await;
+    app.wait_for_run(&run_id, "completed").await;
     assert!(started.elapsed() < Duration::from_secs(15), "the endless body was not read to its end");
     let grown = peak_memory().saturating_sub(before);
     assert!(grown < 64 * 1024 * 1024, "reading the outputs took {} MiB", grown / 1024 / 1024);
@@ -1371,7 +1358,7 @@ async fn a_question_a_run_asks_is_recorded_as_one_asked_over_rest(backend: commo
     );
     let agent_row = create_agent(&app, agent("asker", &model, &["ask_user"], json!({}))).await;
     let run_id = start_run(&app, &agent_row["id"], "Deploy").await;
-    let run = wait_for_status(&app, &run_id, "waiting_for_input").await;
+    let run = app.wait_for_run(&run_id, "waiting_for_input").await;
     let from_run: uuid::Uuid = run["pending_question_ids"][0].as_str().unwrap().parse().unwrap();
     let from_rest = app.post("/api/v1/questions", json!({ "title": "Over REST?" })).await.json;
     let from_rest: uuid::Uuid = from_rest["id"].as_str().unwrap().parse().unwrap();

@@ -110,38 +110,3 @@ pub trait GrantStore: Send + Sync {
         audit: &NewAuditEntry,
     ) -> StoreResult<bool>;
 }
-
-/// Binds a grant's columns, in [`GRANT_COLUMNS`]' order, after what `query` has.
-pub(super) fn bind_grant<'q, DB: sqlx::Database>(
-    query: sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>>,
-    grant: &'q GrantRow,
-) -> sqlx::query::Query<'q, DB, <DB as sqlx::Database>::Arguments<'q>>
-where
-    Uuid: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    Option<Uuid>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    GrantScope: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    &'q Option<String>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    &'q String: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    &'q Json<ArgumentMatcher>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    DateTime<Utc>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    Option<DateTime<Utc>>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-{
-    query
-        .bind(grant.id)
-        .bind(grant.workspace_id)
-        .bind(grant.scope)
-        .bind(grant.run_id)
-        .bind(&grant.agent)
-        .bind(&grant.tool_name)
-        .bind(&grant.matcher)
-        .bind(&grant.created_by)
-        .bind(grant.created_by_id)
-        .bind(grant.question_id)
-        .bind(grant.created_at)
-        .bind(grant.expires_at)
-        .bind(grant.revoked_at)
-        .bind(&grant.revoked_by)
-        .bind(grant.uses)
-        .bind(grant.last_used_at)
-}

@@ -71,6 +71,8 @@ where
     &'q Option<Json<app::types::Escalation>>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     &'q Option<Json<app::types::Eligible>>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
     &'q Json<Vec<app::types::Approval>>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    app::types::GrantScope: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
+    &'q Json<app::types::ArgumentMatcher>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
 {
     fn bind_arg<T: 'q + sqlx::Encode<'q, DB> + sqlx::Type<DB>>(self, value: T) -> Self;
 
@@ -95,6 +97,26 @@ where
             .bind_arg(resolved.updated_at)
             .bind_arg(resolved.workspace_id)
             .bind_arg(resolved.id)
+    }
+
+    /// Binds a grant's columns, in the order of `GRANT_COLUMNS`, after what `query` has.
+    fn bind_grant(self, grant: &'q GrantRow) -> Self {
+        self.bind_arg(grant.id)
+            .bind_arg(grant.workspace_id)
+            .bind_arg(grant.scope)
+            .bind_arg(grant.run_id)
+            .bind_arg(&grant.agent)
+            .bind_arg(&grant.tool_name)
+            .bind_arg(&grant.matcher)
+            .bind_arg(&grant.created_by)
+            .bind_arg(grant.created_by_id)
+            .bind_arg(grant.question_id)
+            .bind_arg(grant.created_at)
+            .bind_arg(grant.expires_at)
+            .bind_arg(grant.revoked_at)
+            .bind_arg(&grant.revoked_by)
+            .bind_arg(grant.uses)
+            .bind_arg(grant.last_used_at)
     }
 
     /// Binds a pending question's change, `$1`..`$8` of [`CHANGE_PENDING_QUESTION`].

@@ -313,6 +313,19 @@ impl TestApp {
         self.send(request.unwrap()).await
     }
 
+    /// Polls a run (as the admin) until it has `status`, within 20 s; returns it.
+    pub async fn wait_for_run(&self, run_id: &str, status: &str) -> Value {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let run = self.get(&format!("/api/v1/runs/{run_id}")).await.json;
+            if run["status"] == status {
+                return run;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "run never became {status}; it is {run}");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
     /// Adds a person with a password and a role to the `default` workspace through the API (as its admin).
     pub async fn add_person(&self, username: &str, password: &str, role: Role) -> Value {
         let response = self

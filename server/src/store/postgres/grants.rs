@@ -11,7 +11,7 @@ use crate::store::grants::*;
 impl GrantStore for PostgresStore {
     async fn insert_grant(&self, grant: &GrantRow, audit: &NewAuditEntry) -> StoreResult<()> {
         let mut tx = self.pool.begin().await?;
-        bind_grant(sqlx::query(INSERT_GRANT), grant).execute(&mut *tx).await?;
+        Bind::bind_grant(sqlx::query(INSERT_GRANT), grant).execute(&mut *tx).await?;
         self.append_audit_in(&mut tx, audit).await?;
         tx.commit().await?;
         Ok(())
