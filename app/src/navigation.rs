@@ -37,6 +37,36 @@ pub mod sign_in_error {
     pub const MISSING: &str = "missing";
     /// Too many attempts; `?retry_after=` says in how many seconds to try again.
     pub const RATE_LIMITED: &str = "rate_limited";
+    /// Single sign-on did not complete: the provider refused, the sign-in took too long, or what came back did not
+    /// check out (state, nonce, signature).
+    pub const SSO_FAILED: &str = "sso_failed";
+    /// The identity provider could not be reached.
+    pub const SSO_UNAVAILABLE: &str = "sso_unavailable";
+    /// The provider has not verified the person's email address.
+    pub const SSO_UNVERIFIED: &str = "sso_unverified";
+    /// No member has the verified address (and provisioning is off), or their account is disabled.
+    pub const SSO_NO_MEMBER: &str = "sso_no_member";
+    /// More than one account has the verified address.
+    pub const SSO_AMBIGUOUS: &str = "sso_ambiguous";
+}
+
+/// Percent-encodes a query value (everything but RFC 3986's unreserved characters).
+pub fn query_value(value: &str) -> String {
+    let mut encoded = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => encoded.push(byte as char),
+            _ => encoded.push_str(&format!("%{byte:02X}")),
+        }
+    }
+    encoded
+}
+
+/// What the sign-in page offers besides a password, a token and a one-time link; the server provides it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SignInOptions {
+    /// What to call the single sign-on provider ("Sign in with …"), when one is configured.
+    pub single_sign_on: Option<String>,
 }
 
 /// The sentence the sign-in page shows for an error code; `retry_after` is the `?retry_after=` parameter, only
@@ -55,6 +85,17 @@ pub fn sign_in_error_message(code: &str, retry_after: Option<&str>) -> String {
             Some(seconds) => format!("Too many sign-in attempts. Try again in {seconds} s."),
             None => "Too many sign-in attempts. Try again later.".into(),
         },
+        SSO_FAILED => "Single sign-on did not complete. Start again from this page.".into(),
+        SSO_UNAVAILABLE => "The identity provider cannot be reached right now. Try again in a moment.".into(),
+        SSO_UNVERIFIED => {
+            "Your identity provider has not verified your email address, so it cannot sign you in here.".into()
+        }
+        SSO_NO_MEMBER => {
+            "No member here has the email address you signed in with. Ask an admin to add you with that address.".into()
+        }
+        SSO_AMBIGUOUS => {
+            "More than one account here has the email address you signed in with. Ask an admin to fix that.".into()
+        }
         _ => "Sign-in failed. Try again.".into(),
     }
 }

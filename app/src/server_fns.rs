@@ -201,9 +201,14 @@ pub async fn pending_count() -> Result<u32, ServerFnError> {
 /// How questions reach a person: their addresses and, per channel, the lowest urgency that reaches them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MyReach {
+    pub username: String,
+    pub role: crate::types::Role,
     pub email: Option<String>,
     pub slack_user_id: Option<String>,
     pub preferences: crate::types::NotificationPreferences,
+    /// Until when they are away, and who takes their questions meanwhile (spec §14).
+    pub away_until: Option<chrono::DateTime<chrono::Utc>>,
+    pub delegate: Option<String>,
 }
 
 /// What the settings page shows: the workspace's people, its tokens and its channels' health for an admin (empty for

@@ -162,3 +162,55 @@ test('approving a shell call in the modal with "always allow" lets the next matc
   assert.equal(grants[0].revoked_by, server.username);
   await page.close();
 });
+
+/** The reviewer is an admin, so the live modal brings up every question, whoever it is assigned to: later, each. */
+async function deferAll(page) {
+  for (let shown = 0; shown < 5 && (await page.getByTestId('modal-defer').isVisible()); shown += 1) {
+    await page.getByTestId('modal-defer').click();
+  }
+}
+
+test('away in Settings: the questions assigned to you go to the colleague you choose until you are back', async () => {
+  const added = await api(server, 'POST', '/members', { username: 'dana', password: 'pw-dana-0123456789', role: 'admin', display_name: 'Dana Deputy' });
+  assert.equal(added.status, 201, JSON.stringify(added.json));
+  const ask = (title) => api(server, 'POST', '/questions', {
+    kind: 'approval',
+    title,
+    action: { tool_name: 'shell', arguments: { command: 'deploy --prod' } },
+    assignee: { user: server.username },
+  });
+  const before = await ask('Deploy before the holiday?');
+  assert.equal(before.json.assignee.user, server.username);
+
+  const context = await browser.newContext({ viewport: { width: 1280, height: 1400 } });
+  const page = await context.newPage();
+  await signIn(page, server, '/settings');
+  await waitForHydration(page);
+  // Back in three days, at noon of the browser's own time zone.
+  const back = new Date(Date.now() + 3 * 86_400_000);
+  const local = `${back.getFullYear()}-${String(back.getMonth() + 1).padStart(2, '0')}-${String(back.getDate()).padStart(2, '0')}T12:00`;
+  await page.getByTestId('away-until').fill(local);
+  await page.getByTestId('away-delegate').selectOption('dana');
+  await page.getByTestId('away-submit').click();
+  await page.getByTestId('away-status').waitFor();
+  await deferAll(page);
+  assert.match(await page.getByTestId('away-status').innerText(), /dana takes your questions/);
+  await page.getByTestId('away-form').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: resultPath('away-settings-desktop-light.png') });
+
+  // What was pending went to Dana, and what is asked meanwhile does too.
+  const handed = await api(server, 'GET', `/questions/${before.json.id}`);
+  assert.equal(handed.json.assignee.user, 'dana');
+  const during = await ask('Deploy during the holiday?');
+  assert.equal(during.json.assignee.user, 'dana');
+  const delegated = await api(server, 'GET', '/audit?action=question.delegated');
+  assert.equal(delegated.json.items.length, 2);
+
+  await deferAll(page);
+  // Back: questions come to the reviewer again.
+  await page.getByTestId('away-end').click();
+  await eventually('the absence ends', async () => (await page.getByTestId('away-status').count()) === 0);
+  const after = await ask('Deploy after the holiday?');
+  assert.equal(after.json.assignee.user, server.username);
+  await context.close();
+});

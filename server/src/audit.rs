@@ -88,6 +88,8 @@ pub mod action {
         crate::hands::action::QUESTION_APPROVAL_ADDED,
         crate::hands::action::QUESTION_CLAIMED,
         crate::hands::action::QUESTION_UNCLAIMED,
+        crate::hands::action::QUESTION_DELEGATED,
+        crate::hands::action::ABSENCE_CHANGED,
         crate::grants::action::GRANT_CREATED,
         crate::grants::action::GRANT_USED,
         crate::grants::action::GRANT_REVOKED,
@@ -237,9 +239,18 @@ pub fn policy_refusal(run: &RunRow, previous: ToolCallStatus, call: &ToolCallRow
         .then(|| tool_call_decided(run.workspace_id, &run.agent.0.name, run.agent_id, call))
 }
 
-/// Records a web UI session opened (`signin`) or closed (`signout`) by a person, in a transaction of its own:
-/// the session row is not part of the chain.
-pub async fn record_session(store: &dyn Store, principal: &Principal, action: &str) -> StoreResult<()> {
+/// Records a web UI session opened (`signin`, with how: `password`, `token`, `link`, `oidc`) or closed
+/// (`signout`) by a person, in a transaction of its own: the session row is not part of the chain.
+pub async fn record_session(
+    store: &dyn Store,
+    principal: &Principal,
+    action: &str,
+    method: Option<&str>,
+) -> StoreResult<()> {
+    let mut after = json!({ "role": principal.role });
+    if let Some(method) = method {
+        after["method"] = json!(method);
+    }
     let entry = NewAuditEntry {
         workspace_id: principal.workspace_id,
         actor: AuditActor { kind: ActorKind::Human, id: Some(principal.id.to_string()), name: principal.name.clone() },
@@ -247,7 +258,7 @@ pub async fn record_session(store: &dyn Store, principal: &Principal, action: &s
         subject_type: "session".into(),
         subject_id: None,
         before: None,
-        after: Some(json!({ "role": principal.role })),
+        after: Some(after),
         diff: None,
         created_at: crate::store::now(),
     };

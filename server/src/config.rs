@@ -9,6 +9,9 @@ use crate::channels::web_push::VapidKey;
 use crate::credentials::Secret;
 use crate::store::redacted_url;
 
+/// The workspace every installation starts with.
+pub const DEFAULT_WORKSPACE: &str = "default";
+
 /// Where the database is: shared by `serve` and the commands that open the database directly.
 #[derive(Clone, clap::Args)]
 pub struct DatabaseLocation {
@@ -163,6 +166,56 @@ pub struct ServeConfig {
 
     #[command(flatten)]
     pub channels: ChannelsConfig,
+
+    #[command(flatten)]
+    pub sso: SsoConfig,
+}
+
+/// Single sign-on with an OpenID Connect provider (spec §14). Off until an issuer is given.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SsoConfig {
+    /// The OpenID provider's issuer URL (`https://id.example.com/realms/acme`); its discovery document is read
+    /// from `<issuer>/.well-known/openid-configuration`. `http` only for a provider on this machine.
+    #[arg(long, env = "HOLDPOINT_OIDC_ISSUER")]
+    pub oidc_issuer: Option<String>,
+
+    /// The client id Holdpoint is registered with at the provider; its redirect URI is
+    /// `<HOLDPOINT_PUBLIC_URL>/auth/oidc/callback`.
+    #[arg(long, env = "HOLDPOINT_OIDC_CLIENT_ID")]
+    pub oidc_client_id: Option<String>,
+
+    /// The client's secret (sent with HTTP Basic authentication); without one, Holdpoint signs in as a public
+    /// client, which PKCE protects.
+    #[arg(long, env = "HOLDPOINT_OIDC_CLIENT_SECRET", hide_env_values = true)]
+    pub oidc_client_secret: Option<Secret>,
+
+    /// Give people who sign in with a verified email address no member has an account and this role
+    /// (`viewer`, `responder`, `approver`); without it, they are refused until an admin adds them with that
+    /// address.
+    #[arg(long, env = "HOLDPOINT_OIDC_PROVISION_ROLE")]
+    pub oidc_provision_role: Option<app::types::Role>,
+
+    /// The workspace people created by single sign-on join.
+    #[arg(long, env = "HOLDPOINT_OIDC_PROVISION_WORKSPACE", default_value = DEFAULT_WORKSPACE)]
+    pub oidc_provision_workspace: String,
+
+    /// What the sign-in page's button calls the provider ("Sign in with …").
+    #[arg(long, env = "HOLDPOINT_OIDC_DISPLAY_NAME", default_value = "single sign-on")]
+    pub oidc_display_name: String,
+}
+
+impl SsoConfig {
+    /// Single sign-on off, for tests and embedded use.
+    pub fn defaults() -> Self {
+        SsoConfig {
+            oidc_issuer: None,
+            oidc_client_id: None,
+            oidc_client_secret: None,
+            oidc_provision_role: None,
+            oidc_provision_workspace: DEFAULT_WORKSPACE.to_owned(),
+            oidc_display_name: "single sign-on".to_owned(),
+        }
+    }
 }
 
 /// The channels questions reach people on besides Holdpoint's own pages (spec §11). Each is off until its settings
@@ -563,6 +616,7 @@ impl ServeConfig {
             },
             connections: ConnectionConfig::defaults(),
             channels: ChannelsConfig::defaults(),
+            sso: SsoConfig::defaults(),
         }
     }
 }

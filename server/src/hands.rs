@@ -5,7 +5,7 @@
 //! decides again: another approver's approval may have made this one the last, or the question may have left
 //! `pending`.
 
-use app::types::{AnswerBody, Approval, EventType, Question, QuestionStatus, Resolution, Role};
+use app::types::{AnswerBody, Approval, Assignee, EventType, Question, QuestionStatus, Resolution, Role};
 use chrono::{DateTime, Duration, SubsecRound, Utc};
 use serde_json::json;
 use uuid::Uuid;
@@ -13,8 +13,11 @@ use uuid::Uuid;
 use crate::credentials::Caller;
 use crate::error::AppError;
 use crate::questions::{Answering, not_pending, pending_for, transition};
+use sqlx::types::Json;
+
 use crate::store::{
-    AuditActor, NewAuditEntry, NewEvent, PendingEffect, PendingQuestionChange, QuestionResolution, QuestionRow, Store,
+    AuditActor, MemberRow, NewAuditEntry, NewEvent, PendingEffect, PendingQuestionChange, QuestionResolution,
+    QuestionRow, Store,
 };
 
 /// The audit actions of this module's changes.
@@ -25,6 +28,150 @@ pub mod action {
     pub const QUESTION_CLAIMED: &str = "question.claimed";
     /// A claim was let go before it ran out.
     pub const QUESTION_UNCLAIMED: &str = "question.unclaimed";
+    /// A question assigned to someone away went to the member standing in for them.
+    pub const QUESTION_DELEGATED: &str = "question.delegated";
+    /// A member set, changed or ended an absence (and who stands in for them).
+    pub const ABSENCE_CHANGED: &str = "absence.changed";
+}
+
+/// The longest a delegation chain is followed (ana away to ben, ben away to cyd, …): far more than any team's
+/// holiday plan, and a bound on a loop the members' settings could make.
+const MAX_DELEGATION_HOPS: usize = 8;
+
+/// The least role a delegate needs to take a member's questions: the role that answers what may be assigned to
+/// them (approvals need an approver), at least a responder.
+pub fn delegate_role_for(role: Role) -> Role {
+    if role.rank() >= Role::Approver.rank() { Role::Approver } else { Role::Responder }
+}
+
+/// Who answers in `username`'s stead at `now` (spec §14, delegation): following each away member's delegate, the
+/// first member who is not away — as long as they may answer a question of `kind`. `None` when `username` is not
+/// away (or nobody in the chain may take it).
+pub fn stand_in<'a>(
+    members: &'a [MemberRow],
+    username: &str,
+    kind: app::types::QuestionKind,
+    now: DateTime<Utc>,
+) -> Option<&'a MemberRow> {
+    let needed = if kind == app::types::QuestionKind::Approval { Role::Approver } else { Role::Responder };
+    let mut current = members.iter().find(|member| member.username == username)?;
+    let mut taker = None;
+    let mut seen = vec![current.user_id];
+    for _ in 0..MAX_DELEGATION_HOPS {
+        if !current.is_away(now) {
+            break;
+        }
+        let Some(next) = members.iter().find(|member| Some(member.user_id) == current.delegate_id) else { break };
+        if seen.contains(&next.user_id) || next.role.rank() < needed.rank() {
+            break;
+        }
+        seen.push(next.user_id);
+        taker = Some(next);
+        current = next;
+    }
+    taker
+}
+
+/// A new question assigned to someone away, assigned to who stands in for them instead, with the audit entry that
+/// says so; `None` when its assignee (if a person) is not away.
+pub fn delegated(row: &QuestionRow, members: &[MemberRow], now: DateTime<Utc>) -> Option<(QuestionRow, NewAuditEntry)> {
+    let Some(Json(Assignee::User(assignee))) = &row.assignee else { return None };
+    let away = members.iter().find(|member| &member.username == assignee)?;
+    let taker = stand_in(members, assignee, row.kind, now)?;
+    let mut after = row.clone();
+    after.assignee = Some(Json(Assignee::User(taker.username.clone())));
+    Some((after, delegation_entry(row, away, taker, &AuditActor::policy("delegation while away", None), now)))
+}
+
+/// The audit entry of `row` going from `away` to `taker`.
+fn delegation_entry(
+    row: &QuestionRow,
+    away: &MemberRow,
+    taker: &MemberRow,
+    actor: &AuditActor,
+    at: DateTime<Utc>,
+) -> NewAuditEntry {
+    NewAuditEntry {
+        workspace_id: row.workspace_id,
+        actor: actor.clone(),
+        action: action::QUESTION_DELEGATED.into(),
+        subject_type: "question".into(),
+        subject_id: Some(row.id.to_string()),
+        before: Some(json!({ "title": row.title, "assignee": { "user": away.username } })),
+        after: Some(json!({ "assignee": { "user": taker.username }, "away_until": away.away_until })),
+        diff: None,
+        created_at: at,
+    }
+}
+
+/// Hands the pending questions assigned to `away` (who has just gone away) to who stands in for them: each in a
+/// write of its own, conditional on the question's revision, with a `question_escalated` event (the question
+/// changed hands) and a `question.delegated` audit entry by `actor`. A claim `away` held is let go with it. How
+/// many were handed over.
+pub async fn hand_over_assigned(
+    store: &dyn Store,
+    hub: &crate::events::EventHub,
+    workspace: &str,
+    away: &MemberRow,
+    actor: &AuditActor,
+    workspace_id: Uuid,
+) -> Result<u32, AppError> {
+    let members = crate::notifications::members(store, workspace_id).await?;
+    let mut filter =
+        crate::store::QuestionFilter { status: Some(QuestionStatus::Pending), limit: 500, ..Default::default() };
+    let mut handed = 0;
+    loop {
+        let page = store.list_questions(workspace_id, &filter).await?;
+        let Some(last) = page.last() else { break };
+        filter.after = Some(crate::store::QuestionCursor::Created { id: last.id });
+        let full_page = page.len() == filter.limit as usize;
+        for row in page {
+            if hand_over(store, hub, workspace, &members, away, actor, row).await? {
+                handed += 1;
+            }
+        }
+        if !full_page {
+            break;
+        }
+    }
+    Ok(handed)
+}
+
+/// Hands one question over if it is still pending and assigned to `away`; whether it was.
+async fn hand_over(
+    store: &dyn Store,
+    hub: &crate::events::EventHub,
+    workspace: &str,
+    members: &[MemberRow],
+    away: &MemberRow,
+    actor: &AuditActor,
+    mut row: QuestionRow,
+) -> Result<bool, AppError> {
+    for _ in 0..ATTEMPTS {
+        let assigned = matches!(&row.assignee, Some(Json(Assignee::User(user))) if *user == away.username);
+        if row.status != QuestionStatus::Pending || !assigned {
+            return Ok(false);
+        }
+        let at = change_time(&row);
+        let Some(taker) = stand_in(members, &away.username, row.kind, at) else { return Ok(false) };
+        let mut after = row.clone();
+        after.assignee = Some(Json(Assignee::User(taker.username.clone())));
+        if after.claimed_by.as_deref() == Some(away.username.as_str()) {
+            after.claimed_by = None;
+            after.claim_expires_at = None;
+        }
+        after.revision += 1;
+        after.updated_at = at;
+        let event = pending_event(&after, EventType::QuestionEscalated, workspace)?;
+        let audit = delegation_entry(&row, away, taker, actor, at);
+        let change = PendingQuestionChange { question: after, effect: PendingEffect::Recorded { event, audit } };
+        if store.change_pending_question(&change).await? {
+            hub.forget_asked(row.id);
+            return Ok(true);
+        }
+        row = reread(store, &row).await?;
+    }
+    Err(still_changing())
 }
 
 /// How long a claim lasts unless the claimer asks for less, and the most any claim lasts (spec §14).

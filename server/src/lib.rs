@@ -33,6 +33,7 @@ pub mod runs;
 pub mod runtime;
 pub mod server;
 pub mod slack_door;
+pub mod sso;
 pub mod state;
 pub mod store;
 pub mod visibility;

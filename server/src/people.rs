@@ -6,13 +6,14 @@ use app::types::{
 };
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString, rand_core::OsRng};
-use chrono::Duration;
+use chrono::{DateTime, Duration, Utc};
 use uuid::Uuid;
 
 use crate::audit::action;
 use crate::channels::slack::SlackClient;
 use crate::credentials::{Caller, hash_secret, new_token_secret, random_secret};
 use crate::error::AppError;
+use crate::events::EventHub;
 use crate::store::{
     AuditActor, MemberRow, MemberSettings, MembershipChange, NewAuditEntry, Principal, SigninLinkRow, Store,
     StoreError, TokenRow, UserRow, now,
@@ -227,6 +228,7 @@ pub async fn change_role(store: &dyn Store, caller: &Caller, user_id: Uuid, role
 pub async fn update_member(
     store: &dyn Store,
     slack: Option<&SlackClient>,
+    hub: &EventHub,
     caller: &Caller,
     user_id: Uuid,
     update: MemberUpdate,
@@ -234,12 +236,23 @@ pub async fn update_member(
     require_admin(caller)?;
     let addresses = update.addresses();
     check_addresses(&addresses)?;
+    let absence = match addresses.changes_absence() {
+        true => {
+            let member = store.member(caller.workspace_id(), user_id).await?.ok_or(AppError::NotFound("member"))?;
+            Some(absence_of(store, caller.workspace_id(), &member, &addresses, crate::store::now()).await?)
+        }
+        false => None,
+    };
     if let Some(role) = update.role {
         change_role(store, caller, user_id, role).await?;
     }
-    if addresses != AddressUpdate::default() {
+    if addresses.email.is_some() || addresses.slack_user_id.is_some() {
         let member = store.member(caller.workspace_id(), user_id).await?.ok_or(AppError::NotFound("member"))?;
         set_addresses(store, slack, caller, &member, addresses).await?;
+    }
+    if let Some(absence) = absence {
+        let member = store.member(caller.workspace_id(), user_id).await?.ok_or(AppError::NotFound("member"))?;
+        set_absence(store, hub, caller, &member, absence).await?;
     }
     let row = store.member(caller.workspace_id(), user_id).await?.ok_or(AppError::NotFound("member"))?;
     Ok(row.to_member()?)
@@ -249,12 +262,23 @@ pub async fn update_member(
 pub async fn update_my_addresses(
     store: &dyn Store,
     slack: Option<&SlackClient>,
+    hub: &EventHub,
     caller: &Caller,
     update: AddressUpdate,
 ) -> Result<Member, AppError> {
     let member = my_membership(store, caller).await?;
     check_addresses(&update)?;
-    set_addresses(store, slack, caller, &member, update).await?;
+    let absence = match update.changes_absence() {
+        true => Some(absence_of(store, caller.workspace_id(), &member, &update, crate::store::now()).await?),
+        false => None,
+    };
+    if update.email.is_some() || update.slack_user_id.is_some() {
+        set_addresses(store, slack, caller, &member, update).await?;
+    }
+    if let Some(absence) = absence {
+        let member = my_membership(store, caller).await?;
+        set_absence(store, hub, caller, &member, absence).await?;
+    }
     let row = store.member(caller.workspace_id(), member.user_id).await?.ok_or(AppError::NotFound("member"))?;
     Ok(row.to_member()?)
 }
@@ -321,6 +345,119 @@ fn check_addresses(update: &AddressUpdate) -> Result<(), AppError> {
     Ok(())
 }
 
+/// The longest absence that may be set at once.
+pub const MAX_ABSENCE_DAYS: i64 = 366;
+
+/// An absence as it will be stored: until when, and who stands in (their id and username); both `None` when none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Absence {
+    pub away_until: Option<DateTime<Utc>>,
+    pub delegate: Option<(Uuid, String)>,
+}
+
+/// Checks the absence `update` sets for `member` against the workspace and the time: given together, in the
+/// future (at most [`MAX_ABSENCE_DAYS`] ahead), to a member who may answer what `member` is assigned (not
+/// themselves, nor someone disabled). Either given as `null` ends the absence. Refuses with 422 naming the field.
+async fn absence_of(
+    store: &dyn Store,
+    workspace_id: Uuid,
+    member: &MemberRow,
+    update: &AddressUpdate,
+    now: DateTime<Utc>,
+) -> Result<Absence, AppError> {
+    if matches!(update.away_until, Some(None)) || matches!(update.delegate, Some(None)) {
+        return Ok(Absence { away_until: None, delegate: None });
+    }
+    let away_until = update.away_until.flatten().or(member.away_until);
+    let delegate = update.delegate.clone().flatten().or_else(|| member.delegate.clone());
+    let mut errors = crate::questions::FieldErrors::default();
+    match away_until {
+        None => errors.add("away_until", "an absence needs an end: when you are back"),
+        Some(until) if until <= now => errors.add("away_until", "must be in the future"),
+        Some(until) if until > now + chrono::Duration::days(MAX_ABSENCE_DAYS) => {
+            errors.add("away_until", format!("at most {MAX_ABSENCE_DAYS} days ahead"))
+        }
+        Some(_) => {}
+    }
+    let mut delegate_found = None;
+    match delegate.as_deref().map(str::trim) {
+        None => errors.add("delegate", "an absence needs someone to take your questions"),
+        Some(name) if name.eq_ignore_ascii_case(&member.username) => errors.add("delegate", "must be someone else"),
+        Some(name) => {
+            let needed = crate::hands::delegate_role_for(member.role);
+            let user = store.user_by_username(&name.to_lowercase()).await?.filter(|user| user.disabled_at.is_none());
+            let found = match &user {
+                Some(user) => store.member(workspace_id, user.id).await?,
+                None => None,
+            };
+            match found {
+                None => errors.add("delegate", format!("{name:?} is not a member of this workspace")),
+                Some(found) if found.role.rank() < needed.rank() => errors.add(
+                    "delegate",
+                    format!(
+                        "{} is a {}; the questions of a {} need at least a {needed}",
+                        found.username, found.role, member.role
+                    ),
+                ),
+                Some(found) => delegate_found = Some((found.user_id, found.username)),
+            }
+        }
+    }
+    errors.into_result("the absence")?;
+    Ok(Absence { away_until, delegate: delegate_found })
+}
+
+/// Stores `member`'s absence with its audit entry, and when it starts now, hands the questions assigned to them to
+/// who stands in (each with its own audit entry). Nothing is written when nothing changes.
+async fn set_absence(
+    store: &dyn Store,
+    hub: &EventHub,
+    caller: &Caller,
+    member: &MemberRow,
+    absence: Absence,
+) -> Result<(), AppError> {
+    let before = member.settings();
+    let settings = MemberSettings {
+        away_until: absence.away_until,
+        delegate_id: absence.delegate.as_ref().map(|(id, _)| *id),
+        ..before.clone()
+    };
+    if settings == before {
+        return Ok(());
+    }
+    let audit = entry_by(
+        caller,
+        crate::hands::action::ABSENCE_CHANGED,
+        ("user", member.user_id),
+        Some(
+            serde_json::json!({ "username": member.username, "away_until": member.away_until, "delegate": member.delegate }),
+        ),
+        Some(serde_json::json!({
+            "username": member.username,
+            "away_until": absence.away_until,
+            "delegate": absence.delegate.as_ref().map(|(_, name)| name),
+        })),
+    );
+    if !store.set_member_settings(caller.workspace_id(), member.user_id, &settings, &audit).await? {
+        return Err(AppError::NotFound("member"));
+    }
+    let now = crate::store::now();
+    let away = store.member(caller.workspace_id(), member.user_id).await?.ok_or(AppError::NotFound("member"))?;
+    if away.is_away(now) {
+        let handed = crate::hands::hand_over_assigned(
+            store,
+            hub,
+            &caller.principal.workspace,
+            &away,
+            &AuditActor::from(caller),
+            caller.workspace_id(),
+        )
+        .await?;
+        tracing::info!(username = %away.username, delegate = ?away.delegate, handed, "away: questions handed over");
+    }
+    Ok(())
+}
+
 /// Writes the addresses `update` gives over those `member` has, with the audit entry of the change (nothing when
 /// nothing changes). A new email of a member without a Slack id, where this server sends on Slack, is looked up
 /// there (`users.lookupByEmail`) unless the update sets the Slack id itself: the member found is theirs.
@@ -336,7 +473,7 @@ async fn set_addresses(
     let mut settings = MemberSettings {
         email: update.email.unwrap_or_else(|| before.email.clone()),
         slack_user_id: update.slack_user_id.unwrap_or_else(|| before.slack_user_id.clone()),
-        notifications: before.notifications.clone(),
+        ..before.clone()
     };
     if let (Some(slack), Some(email), None, false) = (slack, &settings.email, &settings.slack_user_id, sets_slack_id)
         && settings.email != before.email

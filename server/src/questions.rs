@@ -580,6 +580,13 @@ impl Asking<'_> {
         workspace: &str,
         idempotency: Option<&IdempotencyKey>,
     ) -> StoreResult<Asked> {
+        let members = crate::notifications::members(self.store, row.workspace_id).await?;
+        // Assigned to someone away: it goes to who stands in for them, and the audit says so, in the same write.
+        let (delegated, audit) = match crate::hands::delegated(row, &members, row.created_at) {
+            Some((delegated, entry)) => (Some(delegated), vec![entry]),
+            None => (None, Vec::new()),
+        };
+        let row = delegated.as_ref().unwrap_or(row);
         // Serialised once: the event's data and a door's answer carry the same text.
         let question = crate::store::event_data(&row.to_question(workspace)?)?;
         let event = NewEvent {
@@ -591,13 +598,13 @@ impl Asking<'_> {
             data: crate::store::question_event_data_around(&question)?,
             created_at: row.created_at,
         };
-        let members = crate::notifications::members(self.store, row.workspace_id).await?;
         // Read only where pushes are sent: a server without them asks without this read.
         let push_subscribers =
             if self.sends_on.push { self.store.push_subscribers(row.workspace_id).await? } else { Vec::new() };
         let with = AskedWith {
             supersedes: self.superseded_by(row, workspace).await?,
             reach: crate::notifications::reach(row, &members, self.sends_on, &push_subscribers)?,
+            audit,
         };
         // Remembered before the write, so its answer cannot come before it is.
         if let Some(hub) = self.hub {

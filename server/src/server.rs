@@ -16,8 +16,7 @@ use crate::events::EventHub;
 use crate::state::{App, AppState};
 use crate::store::{self, AuditActor, StoreError, TokenRow};
 
-/// The workspace every installation starts with.
-pub const DEFAULT_WORKSPACE: &str = "default";
+pub use crate::config::DEFAULT_WORKSPACE;
 
 /// Why the server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +36,8 @@ pub enum ServerError {
     BootstrapTokenTooShort { length: usize },
     #[error("the notification channels' settings: {0}")]
     Channels(String),
+    #[error("single sign-on: {0}")]
+    Sso(#[from] crate::sso::SsoSetupError),
 }
 
 /// The shortest bootstrap token taken: it is an admin credential that anyone who can reach the server may guess
@@ -78,6 +79,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
     let channel_keys = crate::notifications::channel_keys(store.as_ref(), &config.channels).await?;
     let slack = config.channels.slack().map_err(|e| ServerError::Channels(e.to_string()))?;
     let sends_on = crate::notifications::SendsOn::configured(&config);
+    let sso = crate::sso::Sso::configure(&config, store.as_ref()).await?.map(Arc::new);
     let hub = EventHub::start(Arc::clone(&store), config.sse_buffer).await?;
     let metrics = Arc::new(crate::metrics::Metrics::new());
     let runtime = crate::runtime::Runtime::new(Arc::clone(&store), Arc::clone(&metrics), hub.clone(), &config);
@@ -112,6 +114,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
         channel_keys,
         slack,
         sends_on,
+        sso,
         hub,
         webhooks_queued,
         metrics,

@@ -29,6 +29,8 @@ pub struct App {
     pub slack: Option<(crate::channels::slack::SlackClient, crate::credentials::Secret)>,
     /// The channels outside Holdpoint's pages this server sends on (from its configuration).
     pub sends_on: crate::notifications::SendsOn,
+    /// Single sign-on through an OpenID provider, when one is configured.
+    pub sso: Option<Arc<crate::sso::Sso>>,
     /// Raised when deliveries were queued to webhooks by hand (a test message, a redelivery): the worker sends them.
     pub webhooks_queued: Arc<tokio::sync::Notify>,
     /// What `/metrics` exports.

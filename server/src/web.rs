@@ -14,7 +14,7 @@ use axum::{
     routing::{get, post},
 };
 use axum_extra::extract::{
-    CookieJar,
+    CookieJar, PrivateCookieJar,
     cookie::{Cookie, SameSite},
 };
 use chrono::Duration;
@@ -45,9 +45,13 @@ pub fn router(state: &AppState) -> Router<AppState> {
             page_routes(),
             {
                 let hub = state.hub.clone();
+                let sign_in_options = app::navigation::SignInOptions {
+                    single_sign_on: state.sso.as_ref().map(|sso| sso.display_name.clone()),
+                };
                 move || {
                     crate::http::security::provide_csp_nonce();
                     provide_context(backend.clone());
+                    provide_context(sign_in_options.clone());
                     // Read before the page loads its data: whatever happens after it reaches the page live.
                     provide_context(app::live::RenderedAt(hub.position()));
                 }
@@ -63,6 +67,8 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .merge(pages)
         .route("/auth/signin", post(sign_in))
         .route("/auth/signout", post(sign_out))
+        .route("/auth/oidc/start", get(start_single_sign_on))
+        .route(crate::sso::CALLBACK_PATH, get(finish_single_sign_on))
         .route("/ui/answer/{id}", post(answer_from_form))
         .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .route("/service-worker.js", get(|| async { script(SERVICE_WORKER) }))
@@ -197,23 +203,39 @@ async fn sign_in(
             other => Err(other),
         };
     }
-    let (principal, refusal) = if let Some(code) = non_empty(&form.code) {
+    let (principal, refusal, method) = if let Some(code) = non_empty(&form.code) {
         let found = state.store.use_signin_link(&hash_secret(code), crate::store::now()).await?;
-        (found, sign_in_error::LINK_SPENT)
+        (found, sign_in_error::LINK_SPENT, "link")
     } else if let (Some(username), Some(password)) = (non_empty(&form.username), form.password.as_deref()) {
         let found =
             crate::people::authenticate(state.store.as_ref(), username, password, non_empty(&form.workspace)).await?;
-        (found, sign_in_error::WRONG_PASSWORD)
+        (found, sign_in_error::WRONG_PASSWORD, "password")
     } else if let Some(token) = non_empty(&form.token) {
-        (state.store.principal_by_token_hash(&hash_secret(token)).await?, sign_in_error::WRONG_TOKEN)
+        (state.store.principal_by_token_hash(&hash_secret(token)).await?, sign_in_error::WRONG_TOKEN, "token")
     } else {
-        (None, sign_in_error::MISSING)
+        (None, sign_in_error::MISSING, "none")
     };
     let Some(principal) = principal else {
         tracing::info!(username = ?non_empty(&form.username), "sign-in refused");
-        // A code: the page says what it means, so no URL can make the page say anything else.
-        return Ok(Redirect::to(&format!("/signin?error={refusal}&next={}", url_escape(&next))).into_response());
+        return Ok(refused(refusal, &next));
     };
+    let jar = open_session(&state, jar, &principal, method).await?;
+    Ok((jar, Redirect::to(&next)).into_response())
+}
+
+/// Back to the sign-in form with a refusal's code: the page says what it means, so no URL can make the page say
+/// anything else.
+fn refused(code: &str, next: &str) -> Response {
+    Redirect::to(&format!("/signin?error={code}&next={}", url_escape(next))).into_response()
+}
+
+/// Opens a session for `principal` (signed in by `method`): stores it, audits it, and adds its cookie to `jar`.
+async fn open_session(
+    state: &AppState,
+    jar: CookieJar,
+    principal: &crate::store::Principal,
+    method: &str,
+) -> Result<CookieJar, AppError> {
     let session_secret = random_secret(48);
     let now = crate::store::now();
     let lifetime = Duration::hours(state.config.session_hours);
@@ -229,8 +251,8 @@ async fn sign_in(
             expires_at: now + lifetime,
         })
         .await?;
-    crate::audit::record_session(state.store.as_ref(), &principal, crate::audit::action::SIGNIN).await?;
-    tracing::info!(workspace = %principal.workspace, name = %principal.name, kind = ?principal.kind, "signed in");
+    crate::audit::record_session(state.store.as_ref(), principal, crate::audit::action::SIGNIN, Some(method)).await?;
+    tracing::info!(workspace = %principal.workspace, name = %principal.name, kind = ?principal.kind, method, "signed in");
     let cookie = Cookie::build((SESSION_COOKIE, session_secret))
         .path("/")
         .http_only(true)
@@ -238,7 +260,87 @@ async fn sign_in(
         .secure(state.config.secure_cookies)
         .max_age(cookie::time::Duration::seconds(lifetime.num_seconds()))
         .build();
-    Ok((jar.add(cookie), Redirect::to(&next)).into_response())
+    Ok(jar.add(cookie))
+}
+
+#[derive(Deserialize)]
+struct SingleSignOnStart {
+    next: Option<String>,
+}
+
+/// `GET /auth/oidc/start`: sends the browser to the OpenID provider, with the sign-in's state, nonce and PKCE
+/// verifier in an encrypted cookie only the callback reads.
+async fn start_single_sign_on(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+    axum::extract::Query(query): axum::extract::Query<SingleSignOnStart>,
+) -> Result<Response, AppError> {
+    let Some(sso) = state.sso.clone() else {
+        return Err(AppError::NotFound("single sign-on"));
+    };
+    let next = safe_next(query.next.as_deref()).to_owned();
+    let (authorize_url, pending) = match sso.start(next.clone()).await {
+        Ok(started) => started,
+        Err(problem) => {
+            tracing::warn!(%problem, "single sign-on could not start");
+            return Ok(refused(sign_in_error::SSO_UNAVAILABLE, &next));
+        }
+    };
+    let value = serde_json::to_string(&pending).map_err(AppError::internal)?;
+    let cookie = Cookie::build((crate::sso::PENDING_COOKIE, value))
+        .path(crate::sso::PENDING_COOKIE_PATH)
+        .http_only(true)
+        // Lax: the provider's redirect back is a top-level navigation from another site, which Lax lets through.
+        .same_site(SameSite::Lax)
+        .secure(state.config.secure_cookies)
+        .max_age(cookie::time::Duration::minutes(crate::sso::PENDING_MINUTES))
+        .build();
+    let jar = PrivateCookieJar::from_headers(&headers, sso.cookie_key.clone()).add(cookie);
+    Ok((jar, [(header::CACHE_CONTROL, "no-store")], Redirect::to(authorize_url.as_str())).into_response())
+}
+
+/// `GET /auth/oidc/callback`: where the provider sends the browser back. The sign-in this browser started (its
+/// cookie) must match what came back; the ID token must check out; the person is matched by verified email.
+async fn finish_single_sign_on(
+    State(state): State<AppState>,
+    limits: crate::http::limits::RequestLimits,
+    headers: axum::http::HeaderMap,
+    jar: CookieJar,
+    axum::extract::Query(callback): axum::extract::Query<crate::sso::Callback>,
+) -> Result<Response, AppError> {
+    let Some(sso) = state.sso.clone() else {
+        return Err(AppError::NotFound("single sign-on"));
+    };
+    let private = PrivateCookieJar::from_headers(&headers, sso.cookie_key.clone());
+    let pending = private
+        .get(crate::sso::PENDING_COOKIE)
+        .and_then(|cookie| serde_json::from_str::<crate::sso::PendingSignIn>(cookie.value()).ok());
+    // Spent whatever happens: a sign-in is finished once.
+    let private = private.remove(Cookie::build(crate::sso::PENDING_COOKIE).path(crate::sso::PENDING_COOKIE_PATH));
+    let next = pending.as_ref().map_or(app::navigation::DEFAULT_NEXT.to_owned(), |p| p.next.clone());
+    if limits.check_sign_in(None).is_err() {
+        return Ok((private, refused(sign_in_error::RATE_LIMITED, &next)).into_response());
+    }
+    let Some(pending) = pending else {
+        tracing::info!("single sign-on refused: no sign-in in progress in this browser (or it took too long)");
+        return Ok((private, refused(sign_in_error::SSO_FAILED, &next)).into_response());
+    };
+    let identity = match sso.finish(&pending, &callback).await {
+        Ok(identity) => identity,
+        Err(problem) => {
+            tracing::info!(%problem, "single sign-on refused");
+            return Ok((private, refused(sign_in_error::SSO_FAILED, &next)).into_response());
+        }
+    };
+    let principal = match sso.principal_for(state.store.as_ref(), &identity).await? {
+        Ok(principal) => principal,
+        Err(refusal) => {
+            tracing::info!(subject = %identity.subject, email = ?identity.email, refusal, "single sign-on refused");
+            return Ok((private, refused(refusal, &next)).into_response());
+        }
+    };
+    let jar = open_session(&state, jar, &principal, "oidc").await?;
+    Ok((private, jar, [(header::CACHE_CONTROL, "no-store")], Redirect::to(&next)).into_response())
 }
 
 #[derive(Deserialize)]
@@ -263,7 +365,7 @@ async fn sign_out(
             state.store.delete_session(&hash_secret(cookie.value())).await?;
         }
         if let Some(caller) = &caller {
-            crate::audit::record_session(state.store.as_ref(), &caller.principal, crate::audit::action::SIGNOUT)
+            crate::audit::record_session(state.store.as_ref(), &caller.principal, crate::audit::action::SIGNOUT, None)
                 .await?;
         }
     }
@@ -435,7 +537,15 @@ impl UiBackend for StoreUiBackend {
         let member = self.store.member(session.workspace_id, session.principal_id).await.map_err(|e| e.to_string())?;
         let Some(member) = member else { return Ok(None) };
         let preferences = member.preferences().map_err(|e| e.to_string())?;
-        Ok(Some(app::MyReach { email: member.email, slack_user_id: member.slack_user_id, preferences }))
+        Ok(Some(app::MyReach {
+            username: member.username,
+            role: member.role,
+            email: member.email,
+            slack_user_id: member.slack_user_id,
+            preferences,
+            away_until: member.away_until,
+            delegate: member.delegate,
+        }))
     }
 
     async fn tokens(&self, session: &SessionInfo) -> Result<Vec<app::types::TokenInfo>, String> {

@@ -19,6 +19,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "grants",
             "runs",
             "people",
+            "sso",
             "notifications",
             "escalation",
             "webhooks",

@@ -92,18 +92,11 @@ pub fn filter_query(filter: &AuditFilter) -> String {
     if let Some(until) = filter.until {
         pairs.push(("until", format!("{}Z", date_time(until, true).replace(' ', "T"))));
     }
-    pairs.into_iter().map(|(name, value)| format!("{name}={}", encode(&value))).collect::<Vec<_>>().join("&")
-}
-
-/// Percent-encodes a query value (everything but RFC 3986's unreserved characters).
-fn encode(value: &str) -> String {
-    value
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            other => format!("%{other:02X}"),
-        })
-        .collect()
+    pairs
+        .into_iter()
+        .map(|(name, value)| format!("{name}={}", crate::navigation::query_value(&value)))
+        .collect::<Vec<_>>()
+        .join("&")
 }
 
 /// `/audit`.
@@ -144,7 +137,7 @@ pub fn AuditPage() -> impl IntoView {
                         let next = page.next_cursor.map(|c| {
                             let rest = filter_query(&filter.get_untracked());
                             let sep = if rest.is_empty() { "" } else { "&" };
-                            format!("/audit?{rest}{sep}cursor={}", encode(&c))
+                            format!("/audit?{rest}{sep}cursor={}", crate::navigation::query_value(&c))
                         });
                         Either::Left(view! {
                             <AuditTable entries=page.items/>

@@ -85,12 +85,7 @@ fn query_string(params: &[(String, String)]) -> String {
         }
         query.push_str(name);
         query.push('=');
-        for byte in value.trim().bytes() {
-            match byte {
-                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => query.push(byte as char),
-                _ => query.push_str(&format!("%{byte:02X}")),
-            }
-        }
+        query.push_str(&crate::navigation::query_value(value.trim()));
     }
     query
 }

@@ -28,6 +28,7 @@ struct Outcomes {
     reach: RwSignal<Option<Result<String, String>>>,
     test_message: RwSignal<Option<Result<String, String>>>,
     escalation: RwSignal<Option<Result<String, String>>>,
+    away: RwSignal<Option<Result<String, String>>>,
     members: RwSignal<Option<Result<String, String>>>,
     add_member: RwSignal<Option<Result<String, String>>>,
     tokens: RwSignal<Option<Result<String, String>>>,
@@ -45,6 +46,7 @@ pub fn SettingsPage() -> impl IntoView {
         reach: RwSignal::new(None),
         test_message: RwSignal::new(None),
         escalation: RwSignal::new(None),
+        away: RwSignal::new(None),
         members: RwSignal::new(None),
         add_member: RwSignal::new(None),
         tokens: RwSignal::new(None),
@@ -92,6 +94,20 @@ fn Settings(
                 <ReachForm reach/>
                 <TestMessages/>
             </section>
+        })}
+        {settings.reach.clone().map(|reach| {
+            let members = settings.members.clone();
+            let reload = reload.clone();
+            view! {
+                <section class="card stack" aria-labelledby="away-heading">
+                    <h2 id="away-heading">"While you are away"</h2>
+                    <p>
+                        "Until you are back, the questions assigned to you go to the person you choose: those pending "
+                        "when you save, and those asked meanwhile. The audit log records each one."
+                    </p>
+                    <AwayForm reach members reload/>
+                </section>
+            }
         })}
         {session.account.then(|| view! {
             <section class="card stack" aria-labelledby="push-heading">
@@ -175,8 +191,11 @@ fn ReachForm(reach: MyReach) -> impl IntoView {
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
         let address = |text: String| Some(Some(text.trim().to_owned()).filter(|t| !t.is_empty()));
-        let addresses =
-            AddressUpdate { email: address(email.get_untracked()), slack_user_id: address(slack.get_untracked()) };
+        let addresses = AddressUpdate {
+            email: address(email.get_untracked()),
+            slack_user_id: address(slack.get_untracked()),
+            ..AddressUpdate::default()
+        };
         let chosen = |i: usize| ChannelPreference {
             min_urgency: thresholds[i].get_untracked().parse().unwrap_or(MinUrgency::Off),
         };
@@ -220,6 +239,112 @@ fn ReachForm(reach: MyReach) -> impl IntoView {
             <button type="submit" class="primary" data-testid="reach-submit">"Save"</button>
             <Outcome message/>
         </form>
+    }
+}
+
+/// The person's absence (`PATCH /me` with `away_until` and `delegate`): until when, and who takes their questions
+/// meanwhile, chosen among the members who may answer them; "I'm back" ends it.
+#[component]
+fn AwayForm(reach: MyReach, members: Vec<Member>, reload: impl Fn() + Clone + Send + Sync + 'static) -> impl IntoView {
+    let message = expect_context::<Outcomes>().away;
+    let needed = if reach.role.rank() >= Role::Approver.rank() { Role::Approver } else { Role::Responder };
+    let candidates: Vec<Member> = members
+        .into_iter()
+        .filter(|member| member.username != reach.username && member.role.rank() >= needed.rank())
+        .collect();
+    let away = reach.away_until.filter(|until| *until > chrono::Utc::now()).zip(reach.delegate.clone());
+    let until = RwSignal::new(String::new());
+    let delegate = RwSignal::new(
+        reach.delegate.clone().or_else(|| candidates.first().map(|m| m.username.clone())).unwrap_or_default(),
+    );
+    let save = {
+        let reload = reload.clone();
+        move |ev: leptos::ev::SubmitEvent| {
+            ev.prevent_default();
+            let Some(back) = local_time_to_utc(&until.get_untracked()) else {
+                message.set(Some(Err("Choose when you are back.".into())));
+                return;
+            };
+            let update = AddressUpdate {
+                away_until: Some(Some(back)),
+                delegate: Some(Some(delegate.get_untracked())),
+                ..AddressUpdate::default()
+            };
+            let reload = reload.clone();
+            leptos::task::spawn_local(async move {
+                let saved = send_json::<_, Member>("PATCH", "/me", Some(&update)).await;
+                message.set(Some(
+                    saved
+                        .map(|m| {
+                            format!(
+                                "Saved: {} takes your questions until you are back.",
+                                m.delegate.unwrap_or_default()
+                            )
+                        })
+                        .map_err(|e| e.describe()),
+                ));
+                reload();
+            });
+        }
+    };
+    let back = move |_| {
+        let reload = reload.clone();
+        leptos::task::spawn_local(async move {
+            let update = AddressUpdate { away_until: Some(None), ..AddressUpdate::default() };
+            let saved = send_json::<_, Member>("PATCH", "/me", Some(&update)).await;
+            message.set(Some(
+                saved.map(|_| "Welcome back: questions come to you again.".to_owned()).map_err(|e| e.describe()),
+            ));
+            reload();
+        });
+    };
+    let none_eligible = candidates.is_empty();
+    view! {
+        {away.map(|(until, delegate)| view! {
+            <p class="notice" data-testid="away-status">
+                {format!("You are away until {} UTC; {delegate} takes your questions.", date_time(until, false))}
+                " "
+                <button type="button" on:click=back.clone() data-testid="away-end">"I'm back"</button>
+            </p>
+        })}
+        <form class="stack narrow-form" on:submit=save data-testid="away-form">
+            <label for="away-until">"Back on (your time)"</label>
+            <input id="away-until" type="datetime-local" required bind:value=until data-testid="away-until"/>
+            <label for="away-delegate">"Who takes your questions"</label>
+            <select id="away-delegate" required data-testid="away-delegate"
+                on:change=move |ev| delegate.set(event_target_value(&ev))>
+                {candidates.iter().map(|member| {
+                    let selected = member.username == delegate.get_untracked();
+                    let label = format!("{} ({}, {})", member.display_name, member.username, member.role);
+                    view! { <option value=member.username.clone() selected=selected>{label}</option> }
+                }).collect_view()}
+            </select>
+            {none_eligible.then(|| view! {
+                <p class="muted">{format!("Nobody else here may answer your questions yet: a {needed} or above can.")}</p>
+            })}
+            <button type="submit" class="primary" disabled=none_eligible data-testid="away-submit">"Save absence"</button>
+            <Outcome message/>
+        </form>
+    }
+}
+
+/// A `datetime-local` input's value (the browser's time zone) as a UTC time. The browser's own `Date` knows the
+/// zone's rules; on the server (never submitting) the value is read as UTC.
+fn local_time_to_utc(value: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    if value.trim().is_empty() {
+        return None;
+    }
+    #[cfg(feature = "hydrate")]
+    {
+        let date = js_sys::Date::new(&wasm_bindgen::JsValue::from_str(value));
+        if date.get_time().is_nan() {
+            return None;
+        }
+        chrono::DateTime::from_timestamp_millis(date.get_time() as i64)
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        chrono::NaiveDateTime::parse_from_str(value, "%Y-%m-%dT%H:%M").ok().map(|t| t.and_utc())
     }
 }
 
@@ -512,7 +637,14 @@ fn MemberTable(members: Vec<Member>, admin: bool, reload: impl Fn() + Clone + Se
             view! {
                 <tr data-testid="member-row">
                     <td>{member.username.clone()}</td>
-                    <td>{member.display_name.clone()}</td>
+                    <td>
+                        {member.display_name.clone()}
+                        {member.away_until.filter(|until| *until > chrono::Utc::now()).zip(member.delegate.clone()).map(|(until, delegate)| view! {
+                            <span class="muted small" data-testid="member-away">
+                                {format!(" — away until {} UTC, {delegate} stands in", date_time(until, false))}
+                            </span>
+                        })}
+                    </td>
                     <td>
                         {if admin {
                             Either::Left(view! {

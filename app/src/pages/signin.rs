@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
-use crate::navigation::{safe_next, sign_in_error_message};
+use crate::navigation::{SignInOptions, safe_next, sign_in_error_message};
 
 /// The sign-in page. `?next=` is where to go afterwards; `?error=` is the code of a failed attempt; `?code=` is a
 /// one-time link's code, which is only used when the person presses the button (a link preview that fetches the
@@ -17,6 +17,23 @@ pub fn SignInPage() -> impl IntoView {
     let error =
         move || query.with(|q| q.get_str("error").map(|code| sign_in_error_message(code, q.get_str("retry_after"))));
     let code = move || query.with(|q| q.get("code").filter(|c| !c.is_empty()));
+    // Known on the server; carried to the browser with the page, so hydration draws the same button.
+    let single_sign_on =
+        leptos::server::SharedValue::new(|| use_context::<SignInOptions>().unwrap_or_default().single_sign_on)
+            .into_inner();
+    // A link, not a form: the page's `form-action 'self'` would stop a form's redirect to the provider. External, so
+    // the client-side router lets the browser follow it to the server.
+    let sso_link = move || {
+        single_sign_on.clone().map(|name| {
+            let href = format!("/auth/oidc/start?next={}", crate::navigation::query_value(&next()));
+            view! {
+                <p class="signin-sso">
+                    <a class="button primary" href=href rel="external" data-testid="signin-sso">{format!("Sign in with {name}")}</a>
+                </p>
+                <p class="signin-or muted">"or with a Holdpoint password"</p>
+            }
+        })
+    };
     view! {
         <main class="page narrow signin" data-testid="signin-page">
             <h1>"Sign in to Holdpoint"</h1>
@@ -32,6 +49,7 @@ pub fn SignInPage() -> impl IntoView {
                 }
                 .into_any(),
                 None => view! {
+                    {sso_link.clone()}
                     <form method="post" action="/auth/signin" class="stack" data-testid="signin-password-form">
                         <input type="hidden" name="next" value=next/>
                         <label for="username">"Username"</label>

@@ -23,8 +23,21 @@ pub struct Member {
     /// Their Slack user id (`U...` or `W...`), for direct messages and for answering from Slack as them.
     #[serde(default)]
     pub slack_user_id: Option<String>,
+    /// Until when they are away (spec §14): meanwhile the questions assigned to them go to `delegate`.
+    #[serde(default)]
+    pub away_until: Option<DateTime<Utc>>,
+    /// Who takes their assigned questions while they are away (a username).
+    #[serde(default)]
+    pub delegate: Option<String>,
     #[serde(deserialize_with = "super::time::required")]
     pub created_at: DateTime<Utc>,
+}
+
+impl Member {
+    /// Whether they are away at `now`, handing their questions to a delegate.
+    pub fn is_away(&self, now: DateTime<Utc>) -> bool {
+        self.away_until.is_some_and(|until| until > now) && self.delegate.is_some()
+    }
 }
 
 /// The body of `POST /members`: adds a person to the workspace, creating their account if the username is new.
@@ -66,17 +79,33 @@ pub struct MemberUpdate {
     #[serde(default, deserialize_with = "given", skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ssr", schema(value_type = Option<String>, pattern = r"^[UW][A-Z0-9]{2,30}$"))]
     pub slack_user_id: Option<Option<String>>,
+    /// Away until this time (spec §14), handing assigned questions to `delegate` meanwhile; `null` ends the
+    /// absence. Given together with `delegate`.
+    #[serde(default, deserialize_with = "given", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ssr", schema(value_type = Option<DateTime<Utc>>))]
+    pub away_until: Option<Option<DateTime<Utc>>>,
+    /// The member (a username) who takes the questions assigned to this person while they are away: someone who
+    /// may answer questions (responder, approver or admin), not themselves.
+    #[serde(default, deserialize_with = "given", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ssr", schema(value_type = Option<String>))]
+    pub delegate: Option<Option<String>>,
 }
 
 impl MemberUpdate {
-    /// The addresses this update changes.
+    /// The addresses and absence this update changes.
     pub fn addresses(&self) -> AddressUpdate {
-        AddressUpdate { email: self.email.clone(), slack_user_id: self.slack_user_id.clone() }
+        AddressUpdate {
+            email: self.email.clone(),
+            slack_user_id: self.slack_user_id.clone(),
+            away_until: self.away_until,
+            delegate: self.delegate.clone(),
+        }
     }
 }
 
-/// The body of `PATCH /me` (and part of `PATCH /members/{user_id}`): where a person is reached. A field given as
-/// `null` removes the address; an absent one keeps it.
+/// The body of `PATCH /me` (and part of `PATCH /members/{user_id}`): where a person is reached, and who stands in
+/// for them while they are away. A field given as `null` removes the address (or ends the absence); an absent one
+/// keeps it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
@@ -89,6 +118,23 @@ pub struct AddressUpdate {
     #[serde(default, deserialize_with = "given", skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ssr", schema(value_type = Option<String>, pattern = r"^[UW][A-Z0-9]{2,30}$"))]
     pub slack_user_id: Option<Option<String>>,
+    /// Away until this time (spec §14), handing assigned questions to `delegate` meanwhile; `null` ends the
+    /// absence. Given together with `delegate`.
+    #[serde(default, deserialize_with = "given", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ssr", schema(value_type = Option<DateTime<Utc>>))]
+    pub away_until: Option<Option<DateTime<Utc>>>,
+    /// The member (a username) who takes the questions assigned to this person while they are away: someone who
+    /// may answer questions (responder, approver or admin), not themselves.
+    #[serde(default, deserialize_with = "given", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ssr", schema(value_type = Option<String>))]
+    pub delegate: Option<Option<String>>,
+}
+
+impl AddressUpdate {
+    /// Whether the update changes the absence.
+    pub fn changes_absence(&self) -> bool {
+        self.away_until.is_some() || self.delegate.is_some()
+    }
 }
 
 /// A field that is present, even as `null` (`Some(None)`), as opposed to absent (`None`, by `#[serde(default)]`).

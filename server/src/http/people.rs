@@ -107,7 +107,9 @@ async fn update_member(
     ApiJson(update): ApiJson<MemberUpdate>,
 ) -> ApiResult<ApiJson<Member>> {
     let user_id = path_id(&user_id, "member")?;
-    Ok(ApiJson(people::update_member(state.store.as_ref(), state.slack_client(), &caller, user_id, update).await?))
+    Ok(ApiJson(
+        people::update_member(state.store.as_ref(), state.slack_client(), &state.hub, &caller, user_id, update).await?,
+    ))
 }
 
 /// `DELETE /members/{user_id}` (admin): removes the person from the workspace; their sessions there end at once.
@@ -199,7 +201,9 @@ async fn update_me(
     caller: Caller,
     ApiJson(update): ApiJson<AddressUpdate>,
 ) -> ApiResult<ApiJson<Member>> {
-    Ok(ApiJson(people::update_my_addresses(state.store.as_ref(), state.slack_client(), &caller, update).await?))
+    Ok(ApiJson(
+        people::update_my_addresses(state.store.as_ref(), state.slack_client(), &state.hub, &caller, update).await?,
+    ))
 }
 
 /// `GET /me/notifications`: per channel, the lowest urgency that reaches the caller.

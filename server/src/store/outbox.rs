@@ -183,12 +183,14 @@ impl Reach {
 pub struct AskedWith {
     pub supersedes: Vec<QuestionTransition>,
     pub reach: Reach,
+    /// Audit entries of how the question was asked (its delegation to who stands in for its assignee).
+    pub audit: Vec<NewAuditEntry>,
 }
 
 impl AskedWith {
     /// Whether the question is written alone (what the backends' fast paths write).
     pub fn is_empty(&self) -> bool {
-        self.supersedes.is_empty() && self.reach.is_empty()
+        self.supersedes.is_empty() && self.reach.is_empty() && self.audit.is_empty()
     }
 }
 

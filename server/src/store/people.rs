@@ -46,9 +46,19 @@ pub struct MemberRow {
     pub slack_user_id: Option<String>,
     /// The channel thresholds as JSON (`app::types::NotificationPreferences`); `None` = the defaults.
     pub notifications: Option<String>,
+    /// Until when they are away, handing their assigned questions to `delegate_id`.
+    pub away_until: Option<DateTime<Utc>>,
+    pub delegate_id: Option<Uuid>,
+    /// The delegate's username.
+    pub delegate: Option<String>,
 }
 
 impl MemberRow {
+    /// Whether they are away at `now`, with someone to stand in for them.
+    pub fn is_away(&self, now: DateTime<Utc>) -> bool {
+        self.away_until.is_some_and(|until| until > now) && self.delegate_id.is_some()
+    }
+
     /// The member's channel thresholds: those stored, or the defaults.
     pub fn preferences(&self) -> Result<app::types::NotificationPreferences, StoreError> {
         match &self.notifications {
@@ -64,6 +74,8 @@ impl MemberRow {
             email: self.email.clone(),
             slack_user_id: self.slack_user_id.clone(),
             notifications: self.notifications.clone(),
+            away_until: self.away_until,
+            delegate_id: self.delegate_id,
         }
     }
 
@@ -77,6 +89,8 @@ impl MemberRow {
             created_at: self.created_at,
             email: self.email.clone(),
             slack_user_id: self.slack_user_id.clone(),
+            away_until: self.away_until,
+            delegate: self.delegate.clone(),
         })
     }
 }
@@ -88,6 +102,8 @@ pub struct MemberSettings {
     pub slack_user_id: Option<String>,
     /// JSON of `app::types::NotificationPreferences`; `None` = the defaults.
     pub notifications: Option<String>,
+    pub away_until: Option<DateTime<Utc>>,
+    pub delegate_id: Option<Uuid>,
 }
 
 /// A token as listed: never its secret.
@@ -122,6 +138,25 @@ pub struct SigninLinkRow {
     pub user_id: Uuid,
     pub created_at: DateTime<Utc>,
     pub expires_at: DateTime<Utc>,
+}
+
+/// A membership whose email address matched a sign-in's: whose account, in which workspace.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct MemberByEmail {
+    pub user_id: Uuid,
+    pub workspace: String,
+    /// Whether the account is disabled (it then signs in nowhere).
+    pub disabled: bool,
+}
+
+/// A person single sign-on creates: their account, and their membership of one workspace with a role and the
+/// verified email address they signed in with.
+#[derive(Debug, Clone)]
+pub struct ProvisionedMember {
+    pub user: UserRow,
+    pub workspace_id: Uuid,
+    pub role: Role,
+    pub email: String,
 }
 
 /// What a role change or a removal did.
@@ -220,6 +255,11 @@ pub trait PeopleStore: Send + Sync {
     /// Whether anyone can sign in to the workspace other than by a sign-in link: a live token, or a member with
     /// a password.
     async fn has_credentials(&self, workspace_id: Uuid) -> StoreResult<bool>;
+    /// The memberships whose email address is `email` (compared without regard to ASCII case), the oldest first.
+    async fn members_by_email(&self, email: &str) -> StoreResult<Vec<MemberByEmail>>;
+    /// Stores a new account and its one membership with the audit entries that record them, in one transaction;
+    /// [`StoreError::Duplicate`] if the username is taken.
+    async fn provision_member(&self, member: &ProvisionedMember, audit: &[NewAuditEntry]) -> StoreResult<()>;
     /// Stores a new sign-in link and drops the workspace's unused ones (only the newest printed link works).
     async fn replace_signin_link(&self, link: &SigninLinkRow) -> StoreResult<()>;
     /// Uses a sign-in link once: the person it signs in, or `None` if the code is unknown, used or expired.
@@ -267,10 +307,21 @@ pub(super) const USER_PRINCIPAL: &str = "SELECT u.id, CAST('user' AS TEXT) AS ki
      w.name AS workspace, u.username AS name, m.role FROM users u JOIN memberships m ON m.user_id = u.id \
      JOIN workspaces w ON w.id = m.workspace_id";
 pub(super) const MEMBER_COLUMNS: &str = "u.id AS user_id, u.username, u.display_name, m.role, \
-     (u.password_hash IS NOT NULL) AS has_password, m.created_at, m.email, m.slack_user_id, m.notifications";
+     (u.password_hash IS NOT NULL) AS has_password, m.created_at, m.email, m.slack_user_id, m.notifications, \
+     m.away_until, m.delegate_id, (SELECT d.username FROM users d WHERE d.id = m.delegate_id) AS delegate";
 pub(super) const TOKEN_INFO_COLUMNS: &str = "id, name, role, created_by, created_at, revoked_at";
 pub(super) const USER_COLUMNS: &str = "id, username, display_name, password_hash, created_at, disabled_at";
 
-/// Replaces a member's settings (`email`, `slack_user_id`, `notifications`, `workspace_id`, `user_id`).
+/// The memberships with an email address (`$1`), as [`PeopleStore::members_by_email`] returns them. SQLite's
+/// `lower` folds ASCII only: addresses differing in the case of other letters do not match there.
+pub(super) const MEMBERS_BY_EMAIL: &str = "SELECT m.user_id, w.name AS workspace, \
+     (u.disabled_at IS NOT NULL) AS disabled FROM memberships m JOIN users u ON u.id = m.user_id \
+     JOIN workspaces w ON w.id = m.workspace_id WHERE lower(m.email) = lower($1) ORDER BY m.created_at, w.name";
+/// A new member with their email address (`workspace_id`, `user_id`, `role`, `created_at`, `email`).
+pub(super) const INSERT_MEMBER_WITH_EMAIL: &str =
+    "INSERT INTO memberships (workspace_id, user_id, role, created_at, email) VALUES ($1, $2, $3, $4, $5)";
+
+/// Replaces a member's settings (`email`, `slack_user_id`, `notifications`, `workspace_id`, `user_id`,
+/// `away_until`, `delegate_id`).
 pub(super) const SET_MEMBER_SETTINGS: &str = "UPDATE memberships SET email = $1, slack_user_id = $2, \
-     notifications = $3 WHERE workspace_id = $4 AND user_id = $5";
+     notifications = $3, away_until = $6, delegate_id = $7 WHERE workspace_id = $4 AND user_id = $5";

@@ -387,6 +387,9 @@ impl Store for PostgresStore {
         for delivery in &with.reach.deliveries {
             Bind::bind_delivery(sqlx::query(INSERT_DELIVERY), delivery).execute(&mut *tx).await?;
         }
+        for entry in &with.audit {
+            self.append_audit_in(&mut tx, entry).await?;
+        }
         tx.commit().await?;
         Ok(Created { value: q.clone(), created: true })
     }

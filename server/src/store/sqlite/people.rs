@@ -215,6 +215,8 @@ impl PeopleStore for SqliteStore {
             .bind(settings.notifications.as_deref())
             .bind(workspace_id)
             .bind(user_id)
+            .bind(settings.away_until)
+            .bind(settings.delegate_id)
             .execute(&mut *tx)
             .await?
             .rows_affected();
@@ -336,6 +338,42 @@ impl PeopleStore for SqliteStore {
         .fetch_optional(&self.write)
         .await?;
         Ok(found.is_some())
+    }
+
+    async fn members_by_email(&self, email: &str) -> StoreResult<Vec<MemberByEmail>> {
+        Ok(sqlx::query_as(MEMBERS_BY_EMAIL).bind(email).fetch_all(&self.write).await?)
+    }
+
+    async fn provision_member(&self, member: &ProvisionedMember, audit: &[NewAuditEntry]) -> StoreResult<()> {
+        let mut tx = self.begin_write().await?;
+        let user = &member.user;
+        let result = sqlx::query(&format!("INSERT INTO users ({USER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)"))
+            .bind(user.id)
+            .bind(&user.username)
+            .bind(&user.display_name)
+            .bind(&user.password_hash)
+            .bind(user.created_at)
+            .bind(user.disabled_at)
+            .execute(&mut *tx)
+            .await;
+        match result {
+            Ok(_) => {}
+            Err(err) if is_unique_violation(&err) => return Err(StoreError::Duplicate("account with that username")),
+            Err(err) => return Err(err.into()),
+        }
+        sqlx::query(INSERT_MEMBER_WITH_EMAIL)
+            .bind(member.workspace_id)
+            .bind(user.id)
+            .bind(member.role.as_str())
+            .bind(user.created_at)
+            .bind(&member.email)
+            .execute(&mut *tx)
+            .await?;
+        for entry in audit {
+            self.append_audit_in(&mut tx, entry).await?;
+        }
+        tx.commit().await?;
+        Ok(())
     }
 
     async fn replace_signin_link(&self, link: &SigninLinkRow) -> StoreResult<()> {

@@ -485,6 +485,9 @@ impl Store for SqliteStore {
         for delivery in &with.reach.deliveries {
             Bind::bind_delivery(sqlx::query(INSERT_DELIVERY), delivery).execute(&mut *tx).await?;
         }
+        for entry in &with.audit {
+            self.append_audit_in(&mut tx, entry).await?;
+        }
         if last == asked {
             self.commit_one_event(tx, asked, event).await?;
         } else {
