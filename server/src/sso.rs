@@ -203,7 +203,7 @@ impl Sso {
         }
         let metadata = CoreProviderMetadata::discover_async(self.issuer.clone(), &self.http)
             .await
-            .map_err(|e| format!("discovery at {}: {}", self.issuer.as_str(), error_chain(&e)))?;
+            .map_err(|e| format!("discovery at {}: {}", self.issuer.as_str(), crate::error::error_chain(&e)))?;
         *discovered = Some((Instant::now(), metadata.clone()));
         Ok(metadata)
     }
@@ -253,12 +253,12 @@ impl Sso {
             .set_pkce_verifier(PkceCodeVerifier::new(pending.pkce_verifier.clone()))
             .request_async(&self.http)
             .await
-            .map_err(|e| format!("the code exchange: {}", error_chain(&e)))?;
+            .map_err(|e| format!("the code exchange: {}", crate::error::error_chain(&e)))?;
         let id_token = tokens.id_token().ok_or("the provider sent no ID token")?;
         let verifier = client.id_token_verifier();
         let claims = id_token
             .claims(&verifier, &Nonce::new(pending.nonce.clone()))
-            .map_err(|e| format!("the ID token: {}", error_chain(&e)))?;
+            .map_err(|e| format!("the ID token: {}", crate::error::error_chain(&e)))?;
         if let Some(expected) = claims.access_token_hash() {
             let signing_alg = id_token.signing_alg().map_err(|e| format!("the ID token's algorithm: {e}"))?;
             let key = id_token.signing_key(&verifier).map_err(|e| format!("the ID token's key: {e}"))?;
@@ -284,7 +284,7 @@ impl Sso {
                 let info: openidconnect::core::CoreUserInfoClaims = request
                     .request_async(&self.http)
                     .await
-                    .map_err(|e| format!("the userinfo request: {}", error_chain(&e)))?;
+                    .map_err(|e| format!("the userinfo request: {}", crate::error::error_chain(&e)))?;
                 identity.email = info.email().map(|email| email.as_str().to_owned());
                 identity.email_verified = info.email_verified().unwrap_or(false);
                 if identity.name.is_none() {
@@ -415,18 +415,6 @@ fn username_base(preferred: Option<&str>, email: &str) -> String {
         .take(crate::people::USERNAME_MAX_CHARS - 4)
         .collect();
     if cleaned.is_empty() { "user".into() } else { cleaned }
-}
-
-/// An error and its causes, for the log: the provider's and the library's messages say what went wrong.
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// The provider's HTTP client for the OpenID library: the reqwest client Holdpoint already builds, with redirects

@@ -207,7 +207,7 @@ async fn send(http: reqwest::Client, factory: HttpRequestFactory) -> Result<reqw
     let response = match http.execute(request).await {
         Ok(response) => response,
         Err(error) => {
-            let message = format!("the request did not get an answer: {}", error_chain(&error));
+            let message = format!("the request did not get an answer: {}", crate::error::error_chain(&error));
             return Err(OpenAIError::Boxed(Box::new(Outage { message, retry_after: None, reason: "network" })));
         }
     };
@@ -235,23 +235,11 @@ fn outage_of(error: OpenAIError) -> Result<Outage, ModelError> {
         },
         // The answer's body was cut off or timed out while it was read: the connection failed, not the request.
         OpenAIError::Reqwest(error) => {
-            let message = format!("the answer could not be read: {}", error_chain(&error));
+            let message = format!("the answer could not be read: {}", crate::error::error_chain(&error));
             Ok(Outage { message, retry_after: None, reason: "network" })
         }
         other => Err(ModelError::Provider(other.to_string())),
     }
-}
-
-/// An error with its causes (reqwest's own message leaves out why a connection failed).
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// The message of an error body (`{"error": {"message": ...}}`, as OpenAI-compatible APIs send), else the body

@@ -43,6 +43,24 @@ impl SqliteStore {
         .await?;
         Ok(admins.len() as i64)
     }
+
+    /// Stores a new account inside `tx`; [`StoreError::Duplicate`] if the username is taken.
+    async fn insert_user_in(tx: &mut BatchedWrite, user: &UserRow) -> StoreResult<()> {
+        let result = sqlx::query(&format!("INSERT INTO users ({USER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)"))
+            .bind(user.id)
+            .bind(&user.username)
+            .bind(&user.display_name)
+            .bind(&user.password_hash)
+            .bind(user.created_at)
+            .bind(user.disabled_at)
+            .execute(&mut **tx)
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(err) if is_unique_violation(&err) => Err(StoreError::Duplicate("account with that username")),
+            Err(err) => Err(err.into()),
+        }
+    }
 }
 
 #[async_trait]
@@ -53,22 +71,7 @@ impl PeopleStore for SqliteStore {
 
     async fn insert_user(&self, user: &UserRow, audit: &[NewAuditEntry]) -> StoreResult<()> {
         let mut tx = self.begin_write().await?;
-        let result = sqlx::query(&format!("INSERT INTO users ({USER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)"))
-            .bind(user.id)
-            .bind(&user.username)
-            .bind(&user.display_name)
-            .bind(&user.password_hash)
-            .bind(user.created_at)
-            .bind(user.disabled_at)
-            .execute(&mut *tx)
-            .await;
-        match result {
-            Ok(_) => {}
-            Err(err) if is_unique_violation(&err) => {
-                return Err(StoreError::Duplicate("account with that username"));
-            }
-            Err(err) => return Err(err.into()),
-        }
+        Self::insert_user_in(&mut tx, user).await?;
         for entry in audit {
             self.append_audit_in(&mut tx, entry).await?;
         }
@@ -347,20 +350,7 @@ impl PeopleStore for SqliteStore {
     async fn provision_member(&self, member: &ProvisionedMember, audit: &[NewAuditEntry]) -> StoreResult<()> {
         let mut tx = self.begin_write().await?;
         let user = &member.user;
-        let result = sqlx::query(&format!("INSERT INTO users ({USER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)"))
-            .bind(user.id)
-            .bind(&user.username)
-            .bind(&user.display_name)
-            .bind(&user.password_hash)
-            .bind(user.created_at)
-            .bind(user.disabled_at)
-            .execute(&mut *tx)
-            .await;
-        match result {
-            Ok(_) => {}
-            Err(err) if is_unique_violation(&err) => return Err(StoreError::Duplicate("account with that username")),
-            Err(err) => return Err(err.into()),
-        }
+        Self::insert_user_in(&mut tx, user).await?;
         sqlx::query(INSERT_MEMBER_WITH_EMAIL)
             .bind(member.workspace_id)
             .bind(user.id)
