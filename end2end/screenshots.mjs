@@ -1,6 +1,7 @@
 // Takes the README's screenshots (docs/screenshots/): the inbox with 30 questions of mixed kinds and urgencies (on a
 // desktop, in the split view with an approval under the cursor), a question's page, the live modal for each response
-// type, the approval queue, a run page, the notification center and the settings page with its escalation policies,
+// type, the approval queue, a run page, the notification center and both settings pages (the workspace's with its
+// escalation policies),
 // at desktop and phone widths, in the light and the dark theme. Also measures the first load of /inbox. Run after
 // `cargo xtask test` (or any build of the site and the server):
 //
@@ -209,6 +210,9 @@ try {
     await page.goto(`${server.baseUrl}/settings`);
     await waitForLive(page);
     await shot('settings');
+    await page.goto(`${server.baseUrl}/settings/workspace`);
+    await waitForLive(page);
+    await shot('settings-workspace');
     await page.getByTestId('escalation-form').scrollIntoViewIfNeeded();
     await shot('settings-escalation');
     await context.close();

@@ -9,6 +9,7 @@ mod answer;
 mod api;
 mod codec;
 mod components;
+mod deferred;
 mod grant_offer;
 pub mod live;
 pub mod markdown;
@@ -61,6 +62,8 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 pub fn App() -> impl IntoView {
     provide_meta_context();
     live::provide_live();
+    deferred::provide();
+    let deferred_loaded = deferred::module_loaded();
 
     view! {
         <Stylesheet id="holdpoint" href="/pkg/holdpoint.css"/>
@@ -83,6 +86,11 @@ pub fn App() -> impl IntoView {
                     <Route path=StaticSegment("runs") view={Lazy::<pages::RunsRoute>::new()} ssr=SsrMode::Async/>
                     <Route path=(StaticSegment("runs"), ParamSegment("id")) view={Lazy::<pages::RunRoute>::new()} ssr=SsrMode::Async/>
                     <Route path=StaticSegment("settings") view={Lazy::<pages::SettingsRoute>::new()} ssr=SsrMode::Async/>
+                    <Route
+                        path=(StaticSegment("settings"), StaticSegment("workspace"))
+                        view={Lazy::<pages::WorkspaceSettingsRoute>::new()}
+                        ssr=SsrMode::Async
+                    />
                     <Route path=StaticSegment("audit") view={Lazy::<pages::AuditRoute>::new()} ssr=SsrMode::Async/>
                     <Route
                         path=StaticSegment("notifications")
@@ -91,7 +99,7 @@ pub fn App() -> impl IntoView {
                     />
                 </ParentRoute>
             </Routes>
-            <modal::LiveModal/>
+            {move || deferred::show(deferred_loaded, deferred::Part::LiveModal)}
         </Router>
     }
 }

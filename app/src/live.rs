@@ -1,8 +1,9 @@
 //! Live updates from the server's event stream (`/api/v1/events`), as signals shared by the whole page.
 //!
-//! One `EventSource` per page load, opened by [`provide_live`] once hydration is done ([`hydration_finished`]) (never on the sign-in page, which has
-//! no session). The browser's `EventSource` reconnects by itself and sends `Last-Event-ID`, so the server replays
-//! what a reconnecting page missed; this module only turns events into signal updates.
+//! One `EventSource` per page load, opened by [`provide_live`] once hydration is done ([`hydration_finished`]) (never
+//! on the sign-in page, which has no session). Its code ([`subscribe`]) is part of the module fetched after
+//! hydration (`crate::deferred`). The browser's `EventSource` reconnects by itself and sends `Last-Event-ID`, so
+//! the server replays what a reconnecting page missed; this module only turns events into signal updates.
 
 use leptos::prelude::*;
 
@@ -39,12 +40,12 @@ pub fn provide_live() {
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
         // Tracked: the effect runs again, once, when hydration is done.
-        if !HYDRATED.with(|hydrated| hydrated.get()) {
+        if !hydrated() {
             return;
         }
         let signed_in = window().location().pathname().map(|p| p != "/signin").unwrap_or(false);
         if signed_in {
-            browser::subscribe(set_questions, set_runs, set_opened);
+            crate::deferred::listen(Feeds { questions: set_questions, runs: set_runs, opened: set_opened });
         }
         if let Ok(handle) =
             set_interval_with_handle(move || set_now.set(chrono::Utc::now()), std::time::Duration::from_secs(1))
@@ -74,6 +75,26 @@ pub fn hydration_finished() {
         let _ = body.set_attribute("data-hydrated", "true");
     }
     HYDRATED.with(|hydrated| hydrated.set(true));
+}
+
+/// Whether the page's hydration is done (tracked: an effect that reads it runs again when it is).
+#[cfg(feature = "hydrate")]
+pub fn hydrated() -> bool {
+    HYDRATED.with(|hydrated| hydrated.get())
+}
+
+/// Where the event stream writes what it hears.
+#[cfg(feature = "hydrate")]
+pub struct Feeds {
+    questions: WriteSignal<Vec<Question>>,
+    runs: WriteSignal<Vec<RunStatusEventData>>,
+    opened: WriteSignal<u32>,
+}
+
+/// Opens the page's event stream; it lives as long as the page.
+#[cfg(feature = "hydrate")]
+pub fn subscribe(feeds: Feeds) {
+    browser::subscribe(feeds.questions, feeds.runs, feeds.opened);
 }
 
 /// The page's live signals.
@@ -138,7 +159,8 @@ mod browser {
             return;
         };
         let subscriptions: Vec<_> = EVENTS.iter().filter_map(|event| source.subscribe(event.as_str()).ok()).collect();
-        let (task, abort) = futures::future::abortable(async move {
+        // The page listens for as long as it is open.
+        leptos::task::spawn_local(async move {
             // The source lives as long as the task: dropping it closes the connection.
             let source = source;
             // Events that arrive meanwhile wait in the subscriptions' buffers.
@@ -172,9 +194,5 @@ mod browser {
                 }
             }
         });
-        leptos::task::spawn_local(async move {
-            let _ = task.await;
-        });
-        on_cleanup(move || abort.abort());
     }
 }

@@ -55,7 +55,8 @@ pub fn apply_event(queue: &mut Vec<Uuid>, seen: &mut Vec<Uuid>, question: &Quest
     }
 }
 
-/// The modal, mounted once by the root component; it renders nothing until a question arrives.
+/// The modal, mounted once per page with the deferred module (see [`crate::deferred`]), which also brings the event
+/// stream it follows; it renders nothing until a question arrives.
 #[component]
 pub fn LiveModal() -> impl IntoView {
     let live = use_live();
@@ -100,7 +101,6 @@ pub fn LiveModal() -> impl IntoView {
     let current =
         Memo::new(move |_| queue.with(|q| q.first().copied()).and_then(|id| questions.with(|m| m.get(&id).cloned())));
     let current_id = Memo::new(move |_| current.with(|q| q.as_ref().map(|q| q.id)));
-    let waiting = move || queue.with(Vec::len);
 
     let dialog = NodeRef::<leptos::html::Div>::new();
     let defer = move || {
@@ -132,46 +132,68 @@ pub fn LiveModal() -> impl IntoView {
     // a click left it outside) still reaches the modal.
     focus::handle_keys(current_id, dialog, shown_at, defer);
 
+    let waiting = Signal::derive(move || queue.with(Vec::len));
+    let defer = Callback::new(move |()| defer());
+
     view! {
         {move || notice.get().map(|text| view! {
             <div class="toast" role="status" data-testid="modal-notice">{text}</div>
         })}
-        {move || current_id.get().and_then(|_| current.get_untracked()).map(|question| {
-            let title_id = format!("modal-title-{}", question.id.simple());
-            let labelled_by = title_id.clone();
-            view! {
-                <div class="modal-backdrop">
-                    <div class="modal" role="dialog" aria-modal="true" aria-labelledby=labelled_by
-                        node_ref=dialog
-                        data-testid="live-modal" data-question-id=question.id.to_string()
-                        data-response-type=question.response_type.as_str()>
-                        <header class="modal-head">
-                            <div class="question-meta">
-                                <Badge text=question.kind.as_str().replace('_', " ") class="kind"/>
-                                <Badge text=question.urgency.to_string() class=format!("urgency-{}", question.urgency)/>
-                                {question.project.clone().map(|p| view! { <Badge text=p class="project"/> })}
-                                {question.timeout_at.map(|t| view! { <Countdown deadline=t/> })}
-                                <span class="spacer"></span>
-                                <span class="muted" data-testid="modal-queue-count">
-                                    {move || match waiting() { 0 | 1 => String::new(), n => format!("1 of {n}") }}
-                                </span>
-                            </div>
-                            <h2 id=title_id data-testid="modal-title">{question.title.clone()}</h2>
-                        </header>
-                        <div class="modal-body">
-                            <EscalationChain question=question.clone() testid="modal"/>
-                            <QuestionContext question=question.clone() testid="modal"/>
-                            <AnswerWidget question=question.clone() prefix="modal" on_answered=answered/>
-                        </div>
-                        <footer class="modal-foot">
-                            <a href=format!("/questions/{}", question.id) data-testid="modal-open-page">"Open as a page"</a>
-                            <button type="button" class="link" data-testid="modal-defer" on:click=move |_| defer()>"Later (Esc)"</button>
-                        </footer>
-                    </div>
-                </div>
-            }
-        })}
+        {move || {
+            current_id.get()?;
+            let question = current.get_untracked()?;
+            Some(question_dialog(DialogParts { question, waiting, dialog, answered, defer }))
+        }}
     }
+}
+
+/// What the dialog shows and whom it tells.
+struct DialogParts {
+    question: Question,
+    /// How many questions the queue holds, the shown one included.
+    waiting: Signal<usize>,
+    dialog: NodeRef<leptos::html::Div>,
+    answered: Callback<Question>,
+    defer: Callback<()>,
+}
+
+/// The dialog for the question on show.
+fn question_dialog(parts: DialogParts) -> AnyView {
+    let DialogParts { question, waiting, dialog, answered, defer } = parts;
+    let title_id = format!("modal-title-{}", question.id.simple());
+    let labelled_by = title_id.clone();
+    view! {
+        <div class="modal-backdrop">
+            <div class="modal" role="dialog" aria-modal="true" aria-labelledby=labelled_by
+                node_ref=dialog
+                data-testid="live-modal" data-question-id=question.id.to_string()
+                data-response-type=question.response_type.as_str()>
+                <header class="modal-head">
+                    <div class="question-meta">
+                        <Badge text=question.kind.as_str().replace('_', " ") class="kind"/>
+                        <Badge text=question.urgency.to_string() class=format!("urgency-{}", question.urgency)/>
+                        {question.project.clone().map(|p| view! { <Badge text=p class="project"/> })}
+                        {question.timeout_at.map(|t| view! { <Countdown deadline=t/> })}
+                        <span class="spacer"></span>
+                        <span class="muted" data-testid="modal-queue-count">
+                            {move || match waiting.get() { 0 | 1 => String::new(), n => format!("1 of {n}") }}
+                        </span>
+                    </div>
+                    <h2 id=title_id data-testid="modal-title">{question.title.clone()}</h2>
+                </header>
+                <div class="modal-body">
+                    <EscalationChain question=question.clone() testid="modal"/>
+                    <QuestionContext question=question.clone() testid="modal"/>
+                    <AnswerWidget question=question.clone() prefix="modal" on_answered=answered/>
+                </div>
+                <footer class="modal-foot">
+                    <a href=format!("/questions/{}", question.id) data-testid="modal-open-page">"Open as a page"</a>
+                    <button type="button" class="link" data-testid="modal-defer" on:click=move |_| defer.run(())>"Later (Esc)"</button>
+                </footer>
+            </div>
+        </div>
+    }
+    .into_any()
 }
 
 /// Keeping keyboard focus inside the dialog (browser only; the server renders no open modal).

@@ -207,25 +207,42 @@ pub struct MyReach {
     pub slack_user_id: Option<String>,
     pub preferences: crate::types::NotificationPreferences,
     /// Until when they are away, and who takes their questions meanwhile (spec §14).
+    #[serde(default, deserialize_with = "crate::types::time::optional")]
     pub away_until: Option<chrono::DateTime<chrono::Utc>>,
     pub delegate: Option<String>,
 }
 
-/// What the settings page shows: the workspace's people, its tokens and its channels' health for an admin (empty for
-/// anyone else), and how questions reach the signed-in person (`None` for a token's session).
+/// What `/settings` shows: how questions reach the signed-in person (`None` for a token's session), and the
+/// workspace's people, among whom they choose who stands in while they are away.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SettingsLists {
+pub struct YourSettingsData {
+    pub reach: Option<MyReach>,
+    pub members: Vec<crate::types::Member>,
+}
+
+/// `/settings`' data.
+#[server(prefix = "/ui/fn")]
+pub async fn your_settings() -> Result<YourSettingsData, ServerFnError> {
+    let session = request_session()?;
+    let backend = backend()?;
+    let reach = backend.0.my_reach(&session).await.map_err(ServerFnError::new)?;
+    let members = backend.0.members(&session).await.map_err(ServerFnError::new)?;
+    Ok(YourSettingsData { reach, members })
+}
+
+/// What `/settings/workspace` shows: the workspace's people, and for an admin its tokens, its channels' health and
+/// its escalation policies (empty for anyone else).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkspaceSettingsData {
     pub members: Vec<crate::types::Member>,
     pub tokens: Vec<crate::types::TokenInfo>,
     pub channels: Vec<crate::types::ChannelHealth>,
-    pub reach: Option<MyReach>,
-    /// The workspace's escalation policies (for admins, who change them).
     pub escalation: Vec<crate::types::EscalationPolicy>,
 }
 
-/// The settings page's lists.
+/// `/settings/workspace`'s data.
 #[server(prefix = "/ui/fn")]
-pub async fn settings_data() -> Result<SettingsLists, ServerFnError> {
+pub async fn workspace_settings() -> Result<WorkspaceSettingsData, ServerFnError> {
     let session = request_session()?;
     let backend = backend()?;
     let members = backend.0.members(&session).await.map_err(ServerFnError::new)?;
@@ -233,10 +250,9 @@ pub async fn settings_data() -> Result<SettingsLists, ServerFnError> {
     let tokens = if admin { backend.0.tokens(&session).await.map_err(ServerFnError::new)? } else { Vec::new() };
     let channels =
         if admin { backend.0.channel_health(&session).await.map_err(ServerFnError::new)? } else { Vec::new() };
-    let reach = backend.0.my_reach(&session).await.map_err(ServerFnError::new)?;
     let escalation =
         if admin { backend.0.escalation_policies(&session).await.map_err(ServerFnError::new)? } else { Vec::new() };
-    Ok(SettingsLists { members, tokens, channels, reach, escalation })
+    Ok(WorkspaceSettingsData { members, tokens, channels, escalation })
 }
 
 /// How far the bell counts: beyond it, it says "99+".

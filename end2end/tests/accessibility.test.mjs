@@ -83,6 +83,7 @@ const PAGES = () => [
   '/runs?status=cancelled',
   `/runs/${runId}`,
   '/settings',
+  '/settings/workspace',
   '/audit',
   '/notifications',
   '/no-such-page',

@@ -25,7 +25,7 @@ const steps = async (page, testid) =>
 
 test('an admin sets a policy in Settings and a question shows its chain as it is reminded and escalated', async () => {
   const page = await browser.newPage();
-  await signIn(page, server, '/settings');
+  await signIn(page, server, '/settings/workspace');
   await waitForHydration(page);
   const form = page.getByTestId('escalation-form');
   assert.equal(await form.getByTestId('escalation-row').count(), 0, 'no policy yet');

@@ -147,8 +147,8 @@ test('approving a shell call in the modal with "always allow" lets the next matc
   assert.deepEqual(calls.map((c) => [c.input.command, c.decided_by]),
     [['git status', 'reviewer'], ['git status --short', 'grant'], ['git push', null]]);
 
-  // Settings lists the grant with its use, and revokes it.
-  await page.goto(`${server.baseUrl}/settings`);
+  // The workspace's settings list the grant with its use, and revoke it.
+  await page.goto(`${server.baseUrl}/settings/workspace`);
   await waitForHydration(page);
   const row = page.getByTestId('grant-row');
   await row.waitFor();

@@ -80,7 +80,11 @@ test('the first start link signs in the admin, who manages their password, peopl
   await page.getByTestId('new-password').fill('the admin passphrase');
   await page.getByTestId('password-submit').click();
   assert.match(await page.getByTestId('settings-ok').first().textContent(), /password is set/);
+  await page.screenshot({ path: resultPath('settings-desktop.png'), fullPage: true });
 
+  // People and tokens are the workspace's: the other tab.
+  await page.getByTestId('settings-tab-workspace').click();
+  await page.waitForURL((url) => url.pathname === '/settings/workspace');
   await page.getByTestId('member-username').fill('alice');
   await page.getByTestId('member-password').fill('alice passphrase 1');
   await page.getByTestId('member-new-role').selectOption('approver');
@@ -91,7 +95,7 @@ test('the first start link signs in the admin, who manages their password, peopl
   await page.getByTestId('token-create').click();
   const secret = (await page.getByTestId('token-secret').textContent()).trim();
   assert.match(secret, /^hp_\w{40}$/);
-  await page.screenshot({ path: resultPath('settings-desktop.png'), fullPage: true });
+  await page.screenshot({ path: resultPath('settings-workspace-desktop.png'), fullPage: true });
 
   const asAgent = await fetch(`${server.baseUrl}/api/v1/me`, { headers: { authorization: `Bearer ${secret}` } });
   assert.equal(asAgent.status, 200);
@@ -117,6 +121,8 @@ test('the first start link signs in the admin, who manages their password, peopl
   await alice.waitForURL((url) => url.pathname === '/inbox');
   await alice.goto(`${server.baseUrl}/settings`);
   assert.match(await alice.getByTestId('settings-who').textContent(), /alice — approver/);
+  await alice.goto(`${server.baseUrl}/settings/workspace`);
+  await alice.getByTestId('member-table').waitFor();
   assert.equal(await alice.getByTestId('token-table').count(), 0, 'only admins see tokens');
   await other.close();
 

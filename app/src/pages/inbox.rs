@@ -237,7 +237,7 @@ enum RowAction {
 
 /// Everything the rows, the keyboard and the split view share on the inbox page.
 #[derive(Clone, Copy)]
-struct Inbox {
+pub(crate) struct Inbox {
     shown: Memo<Vec<QuestionSummary>>,
     /// The row the keyboard is on (by id, so live insertions above it do not move it); the split view shows it.
     cursor: RwSignal<Option<Uuid>>,
@@ -259,9 +259,19 @@ impl Inbox {
     /// a row that leaves the list. Each is an answer of its own (`POST /questions/{id}/answer`, as the live modal
     /// sends), so one refused answer leaves the others standing.
     fn answer(self, answers: Vec<(Uuid, Value)>) {
-        if answers.is_empty() {
-            return;
+        if !answers.is_empty() {
+            crate::deferred::answer_rows(self, answers);
         }
+    }
+}
+
+/// Sends answers from the list (see [`Inbox::answer`]; part of the deferred module, see [`crate::deferred`]).
+pub(crate) fn send_row_answers(inbox: Inbox, answers: Vec<(Uuid, Value)>) {
+    inbox.send(answers);
+}
+
+impl Inbox {
+    fn send(self, answers: Vec<(Uuid, Value)>) {
         self.states.update(|states| {
             for (id, _) in &answers {
                 states.insert(*id, RowState::Sending);
@@ -386,7 +396,13 @@ fn QuestionList(
         confirming: RwSignal::new(None),
         shortcuts_open: RwSignal::new(false),
     };
-    keyboard::install(inbox);
+    // The keys' handler is part of the deferred module; installed under this effect, it goes with the page.
+    let module_loaded = crate::deferred::module_loaded();
+    Effect::new(move |_| {
+        if module_loaded.get() {
+            crate::deferred::install_inbox_keys(inbox);
+        }
+    });
     let count = move || shown.with(Vec::len);
     let marked_count = move || inbox.marked.with(Vec::len);
     let any_marked = move || marked_count() > 0;
@@ -491,10 +507,33 @@ fn Shortcuts(open: RwSignal<bool>) -> impl IntoView {
     }
 }
 
-/// The split view's second column on wide screens: the question under the cursor in full, with its answer form.
-/// Fetched when the cursor moves; kept current by the event stream.
+/// The split view's second column on wide screens: the question under the cursor in full, with its answer form
+/// ([`inbox_pane`], once the deferred module is in).
 #[component]
 fn DetailPane(inbox: Inbox, updates: ReadSignal<Vec<Question>>) -> impl IntoView {
+    let module_loaded = crate::deferred::module_loaded();
+    view! {
+        <aside class="detail-pane" aria-label="Selected question" data-testid="detail-pane">
+            {move || match crate::deferred::show(module_loaded, crate::deferred::Part::InboxPane { inbox, updates }) {
+                Some(pane) => Either::Left(pane),
+                None => Either::Right(nothing_selected()),
+            }}
+        </aside>
+    }
+}
+
+fn nothing_selected() -> impl IntoView {
+    view! {
+        <div class="empty">
+            <p class="empty-title">"No question selected"</p>
+            <p>"Click a row, or move with j and k, to read the question here and answer it."</p>
+        </div>
+    }
+}
+
+/// What the split view's column shows: the question under the cursor, fetched when the cursor moves and kept
+/// current by the event stream (part of the deferred module, see [`crate::deferred`]).
+pub(crate) fn inbox_pane(inbox: Inbox, updates: ReadSignal<Vec<Question>>) -> AnyView {
     let fetched = RwSignal::new(None::<Result<Question, String>>);
     Effect::new(move |_| {
         let Some(id) = inbox.cursor.get() else {
@@ -540,29 +579,21 @@ fn DetailPane(inbox: Inbox, updates: ReadSignal<Vec<Question>>) -> impl IntoView
         }
         inbox.answered.update(|a| a.push(question));
     });
-    view! {
-        <aside class="detail-pane" aria-label="Selected question" data-testid="detail-pane">
-            {move || {
-                // Read, not only tracked: a memo follows its sources once it has been computed, which a read does.
-                shown.with(|_| ());
-                question.with_untracked(|question| match question {
-                    None => EitherOf3::A(view! {
-                        <div class="empty">
-                            <p class="empty-title">"No question selected"</p>
-                            <p>"Click a row, or move with j and k, to read the question here and answer it."</p>
-                        </div>
-                    }),
-                    Some(Err(err)) => EitherOf3::B(view! { <p class="alert" role="alert">{err.clone()}</p> }),
-                    Some(Ok(q)) => EitherOf3::C(view! { <QuestionDetail question=q.clone() answered/> }),
-                })
-            }}
-        </aside>
-    }
+    (move || {
+        // Read, not only tracked: a memo follows its sources once it has been computed, which a read does.
+        shown.with(|_| ());
+        question.with_untracked(|question| match question {
+            None => EitherOf3::A(nothing_selected()),
+            Some(Err(err)) => EitherOf3::B(view! { <p class="alert" role="alert">{err.clone()}</p> }),
+            Some(Ok(q)) => EitherOf3::C(inbox_detail(q.clone(), answered)),
+        })
+    })
+    .into_any()
 }
 
-/// A question in full for the split view: what the live modal shows, with a link to its page.
-#[component]
-fn QuestionDetail(question: Question, answered: Callback<Question>) -> impl IntoView {
+/// A question in full for the split view: what the live modal shows, with a link to its page (part of the deferred
+/// module, see [`crate::deferred`]).
+fn inbox_detail(question: Question, answered: Callback<Question>) -> AnyView {
     let pending = question.status == QuestionStatus::Pending;
     let resolution = (!pending).then(|| capitalise(&describe_resolution(&question)));
     view! {
@@ -582,6 +613,7 @@ fn QuestionDetail(question: Question, answered: Callback<Question>) -> impl Into
             {pending.then(|| view! { <AnswerWidget question=question.clone() prefix="detail" on_answered=answered/> })}
         </article>
     }
+    .into_any()
 }
 
 /// One row, as dense as a mail client's: a checkbox and the urgency mark; title and body preview on one line; kind,
@@ -715,6 +747,11 @@ fn urgency_label(urgency: Urgency) -> &'static str {
         Urgency::Normal => "normal",
         Urgency::Low => "low",
     }
+}
+
+/// Listens for the inbox's keys while the page is shown (part of the deferred module, see [`crate::deferred`]).
+pub(crate) fn install_inbox_keys(inbox: Inbox) {
+    keyboard::install(inbox);
 }
 
 /// The inbox's keys (see [`SHORTCUTS`]). Keys typed into a field, or while the live modal is open, are left alone.

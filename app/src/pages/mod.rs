@@ -13,11 +13,12 @@ mod signin;
 pub use approvals::ApprovalsPage;
 pub use audit::AuditPage;
 pub use inbox::InboxPage;
+pub(crate) use inbox::{Inbox, inbox_pane, install_inbox_keys, send_row_answers};
 pub use not_found::NotFound;
 pub use notifications::NotificationsPage;
 pub use question::QuestionPage;
 pub use runs::{RunPage, RunsPage};
-pub use settings::SettingsPage;
+pub use settings::{SettingsPage, WorkspaceSettingsPage};
 pub use signin::SignInPage;
 
 use leptos::prelude::*;
@@ -51,6 +52,7 @@ lazy_page! {
     RunsRoute => RunsPage,
     RunRoute => RunPage,
     SettingsRoute => SettingsPage,
+    WorkspaceSettingsRoute => WorkspaceSettingsPage,
     AuditRoute => AuditPage,
     NotificationsRoute => NotificationsPage,
     SignInRoute => SignInPage,

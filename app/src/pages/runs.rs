@@ -8,7 +8,6 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::answer::AnswerWidget;
 use crate::components::{Badge, Countdown, clock, date_time};
 use crate::live::use_live;
 use crate::markdown::Markdown;
@@ -174,6 +173,7 @@ fn RunView(detail: RunTimeline) -> impl IntoView {
     let status = run.status;
     let lineage = run.parent_run_ids.clone();
     let answered = Callback::new(|_| ());
+    let module_loaded = crate::deferred::module_loaded();
     view! {
         <h1 data-testid="run-title">{run.agent_name.clone()} <span class="muted">" · run " {crate::components::short_id(&run.id)}</span></h1>
         <div class="question-meta">
@@ -203,7 +203,13 @@ fn RunView(detail: RunTimeline) -> impl IntoView {
                         </div>
                         <crate::components::ManyHands question=q.clone() testid="inline"/>
                         {(!q.body.is_empty()).then(|| view! { <Markdown source=q.body.clone()/> })}
-                        <AnswerWidget question=q.clone() prefix="inline" on_answered=answered/>
+                        {
+                            let question = q.clone();
+                            move || crate::deferred::show(
+                                module_loaded,
+                                crate::deferred::Part::RunAnswer { question: Box::new(question.clone()), answered },
+                            )
+                        }
                     </article>
                 }).collect_view()}
             </section>

@@ -1,13 +1,15 @@
-//! `/settings`: your account (set or change your password), how questions reach you (your email and Slack
-//! addresses and, per channel, the lowest urgency that reaches you; push on this browser), the workspace's people
-//! and their roles, the grants that let tool calls through without asking (revoked by their maker or an admin), and
-//! its API tokens (create — the secret is shown once — and revoke). Changing people and tokens is for admins; the
-//! REST API enforces that, the page only hides what would be refused.
+//! The settings, in two pages with tabs on top. `/settings`, yours: your account (set or change your password), how
+//! questions reach you (your email and Slack addresses and, per channel, the lowest urgency that reaches you; a test
+//! message), your absence and who stands in, push on this browser. `/settings/workspace`: the workspace's people
+//! and their roles, its channels' health, its escalation policies, the grants that let tool calls through without
+//! asking (revoked by their maker or an admin), and its API tokens (create — the secret is shown once — and revoke).
+//! Changing the workspace is for admins; the REST API enforces that, the page only hides what would be refused.
 
 use leptos::either::Either;
 use leptos::prelude::*;
 
 use crate::api::send_json;
+use crate::codec::Json;
 use crate::components::date_time;
 use crate::types::{
     AddressUpdate, Assignee, Channel, ChannelHealth, ChannelPreference, CreatedToken, EscalationPolicies,
@@ -15,7 +17,7 @@ use crate::types::{
     NotificationPreferences, PasswordChange, QuestionKind, Role, SessionInfo, TestMessageOutcome, TestMessageRequest,
     TokenInfo, Urgency,
 };
-use crate::{MyReach, SettingsLists, current_session, settings_data};
+use crate::{MyReach, current_session, workspace_settings, your_settings};
 
 const HUMAN_ROLES: [Role; 4] = [Role::Viewer, Role::Responder, Role::Approver, Role::Admin];
 const TOKEN_ROLES: [Role; 5] = [Role::Agent, Role::Viewer, Role::Responder, Role::Approver, Role::Admin];
@@ -36,11 +38,45 @@ struct Outcomes {
     created_token: RwSignal<Option<CreatedToken>>,
 }
 
-/// The page.
+/// The two halves of the settings, each a page (and a wasm module) of its own, with tabs on top of both.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tab {
+    /// `/settings`: what concerns the person signed in.
+    You,
+    /// `/settings/workspace`: the workspace's people, channels, escalation, grants and tokens.
+    Workspace,
+}
+
+/// `/settings`: your account, how questions reach you, your absence and push on this browser.
 #[component]
 pub fn SettingsPage() -> impl IntoView {
+    let data = crate::codec::resource(|| (), |_| your_settings());
+    settings_frame(Tab::You, data, |session, settings, reload| {
+        view! { <YourSettings session settings reload=move || reload.run(())/> }.into_any()
+    })
+}
+
+/// `/settings/workspace`: the workspace's people, channels, escalation policies, grants and API tokens.
+#[component]
+pub fn WorkspaceSettingsPage() -> impl IntoView {
+    let data = crate::codec::resource(|| (), |_| workspace_settings());
+    settings_frame(Tab::Workspace, data, |session, settings, reload| {
+        view! { <WorkspaceSettings session settings reload=move || reload.run(())/> }.into_any()
+    })
+}
+
+/// What both halves have: the heading, the tabs, the forms' outcomes, and `content` (the half's sections, from the
+/// session, the half's `data` and a way to read it again) once the data is in. Generic, so that each half's page
+/// reads only its own data's types.
+fn settings_frame<D>(
+    tab: Tab,
+    data: Resource<Result<D, ServerFnError>, Json>,
+    content: fn(SessionInfo, D, Callback<()>) -> AnyView,
+) -> impl IntoView
+where
+    D: Clone + serde::Serialize + serde::de::DeserializeOwned + Send + Sync + 'static,
+{
     let session = crate::codec::resource(|| (), |_| current_session());
-    let data = crate::codec::resource(|| (), |_| settings_data());
     let outcomes = Outcomes {
         password: RwSignal::new(None),
         reach: RwSignal::new(None),
@@ -54,15 +90,21 @@ pub fn SettingsPage() -> impl IntoView {
         created_token: RwSignal::new(None),
     };
     provide_context(outcomes);
+    let reload = Callback::new(move |()| data.refetch());
+    let current = |shown: Tab| (shown == tab).then_some("page");
     view! {
         <main class="page" data-testid="settings-page">
             <h1>"Settings"</h1>
+            <nav class="tabs" aria-label="Settings">
+                <a href="/settings" aria-current=current(Tab::You) data-testid="settings-tab-you">"You"</a>
+                <a href="/settings/workspace" aria-current=current(Tab::Workspace) data-testid="settings-tab-workspace">
+                    "Workspace"
+                </a>
+            </nav>
             // A transition, not a suspense: after a change the lists reload in place instead of flashing "Loading…".
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || match (session.get(), data.get()) {
-                    (Some(Ok(session)), Some(Ok(settings))) => {
-                        Either::Left(view! { <Settings session settings reload=move || data.refetch()/> })
-                    }
+                    (Some(Ok(session)), Some(Ok(settings))) => Either::Left(content(session, settings, reload)),
                     (Some(Err(err)), _) | (_, Some(Err(err))) => {
                         Either::Right(Some(view! { <p class="alert" role="alert">{err.to_string()}</p> }))
                     }
@@ -74,12 +116,11 @@ pub fn SettingsPage() -> impl IntoView {
 }
 
 #[component]
-fn Settings(
+fn YourSettings(
     session: SessionInfo,
-    settings: SettingsLists,
+    settings: crate::YourSettingsData,
     reload: impl Fn() + Clone + Send + Sync + 'static,
 ) -> impl IntoView {
-    let admin = session.role == Role::Admin;
     view! {
         <section class="card stack" aria-labelledby="account-heading">
             <h2 id="account-heading">"Your account"</h2>
@@ -124,6 +165,20 @@ fn Settings(
                 <p class="muted" role="status" data-push-status="" data-testid="push-status"></p>
             </section>
         })}
+    }
+}
+
+#[component]
+fn WorkspaceSettings(
+    session: SessionInfo,
+    settings: crate::WorkspaceSettingsData,
+    reload: impl Fn() + Clone + Send + Sync + 'static,
+) -> impl IntoView {
+    let admin = session.role == Role::Admin;
+    view! {
+        <p class="muted" data-testid="workspace-who">
+            {format!("Workspace {}{}", session.workspace, if admin { "" } else { " — changing it is for its admins." })}
+        </p>
         <section class="card stack" aria-labelledby="members-heading">
             <h2 id="members-heading">"People"</h2>
             <MemberTable members=settings.members.clone() admin reload=reload.clone()/>
@@ -390,9 +445,7 @@ struct PolicyDraft {
 
 impl PolicyDraft {
     fn new(key: usize, policy: Option<&EscalationPolicy>) -> Self {
-        let minutes = |seconds: Option<i64>| {
-            seconds.map(|s| if s % 60 == 0 { (s / 60).to_string() } else { format!("{:.2}", s as f64 / 60.0) })
-        };
+        let minutes = |seconds: Option<i64>| seconds.map(minutes_text);
         PolicyDraft {
             key,
             kind: RwSignal::new(policy.map_or("approval".into(), |p| p.kind.to_string())),
@@ -414,9 +467,9 @@ impl PolicyDraft {
             if text.is_empty() {
                 return Ok(None);
             }
-            match text.parse::<f64>() {
-                Ok(minutes) if minutes.is_finite() && minutes > 0.0 => Ok(Some((minutes * 60.0).round() as i64)),
-                _ => Err(format!("{what}: {text:?} is not a number of minutes")),
+            match seconds_of_minutes(&text) {
+                Some(seconds) => Ok(Some(seconds)),
+                None => Err(format!("{what}: {text:?} is not a number of minutes")),
             }
         };
         let escalate_to = match self.escalate_to.get_untracked().split_once(':') {
@@ -432,6 +485,34 @@ impl PolicyDraft {
             escalate_to,
         })
     }
+}
+
+/// Seconds as minutes, with two decimals when they are not whole ("2", "0.20"). In integers: the float formatting
+/// and parsing of `core` would bring their tables into the page's wasm for this one field.
+fn minutes_text(seconds: i64) -> String {
+    if seconds % 60 == 0 {
+        return (seconds / 60).to_string();
+    }
+    let hundredths = (seconds.unsigned_abs() * 100 + 30) / 60;
+    let sign = if seconds < 0 { "-" } else { "" };
+    format!("{sign}{}.{:02}", hundredths / 100, hundredths % 100)
+}
+
+/// A positive number of minutes as typed ("5", "0.2", "1.25", ".5"), in whole seconds (rounded); `None` for
+/// anything else.
+fn seconds_of_minutes(text: &str) -> Option<i64> {
+    const FRACTION_DIGITS: usize = 6;
+    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+    let digits = |part: &str| part.bytes().all(|b| b.is_ascii_digit());
+    if (whole.is_empty() && fraction.is_empty()) || !digits(whole) || !digits(fraction) || whole.len() > 12 {
+        return None;
+    }
+    let whole: i64 = if whole.is_empty() { 0 } else { whole.parse().ok()? };
+    // Millionths of a minute: further digits cannot change the rounded second.
+    let kept = &fraction[..fraction.len().min(FRACTION_DIGITS)];
+    let fraction: i64 = format!("{kept:0<FRACTION_DIGITS$}").parse().ok()?;
+    let millionths = whole * 1_000_000 + fraction;
+    (millionths > 0).then(|| (millionths * 60 + 500_000) / 1_000_000)
 }
 
 /// The workspace's escalation policies, one row per kind and urgency, saved together (`PUT /escalation-policies`).
@@ -879,5 +960,32 @@ fn GrantTable() -> impl IntoView {
     view! {
         {rows}
         <Outcome message/>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minutes_typed_become_whole_seconds() {
+        for (text, seconds) in [("5", 300), ("0.2", 12), ("1.25", 75), (".5", 30), ("5.", 300), ("0.0083", 0)] {
+            assert_eq!(seconds_of_minutes(text), Some(seconds), "{text}");
+        }
+        // 0.00999 minutes is 0.5994 s; the seventh decimal cannot move the rounding.
+        assert_eq!(seconds_of_minutes("0.0099999999"), Some(1));
+        for text in ["", ".", "0", "0.000", "-1", "1e3", "1,5", "1.2.3", " 1", "abc", "9999999999999"] {
+            assert_eq!(seconds_of_minutes(text), None, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn seconds_show_as_minutes_with_two_decimals_when_not_whole() {
+        for (seconds, text) in [(300, "5"), (12, "0.20"), (75, "1.25"), (1, "0.02"), (3599, "59.98"), (0, "0")] {
+            assert_eq!(minutes_text(seconds), text, "{seconds}");
+            if seconds > 0 {
+                assert_eq!(seconds_of_minutes(text), Some(seconds), "{text} reads back");
+            }
+        }
     }
 }

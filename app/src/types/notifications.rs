@@ -56,9 +56,11 @@ pub struct Delivery {
     /// Attempts made so far.
     pub attempts: u32,
     /// When the next attempt is due; `null` once sent or given up.
+    #[serde(default, deserialize_with = "super::time::optional")]
     pub next_attempt_at: Option<DateTime<Utc>>,
     /// Why the last attempt failed, if it did.
     pub last_error: Option<String>,
+    #[serde(default, deserialize_with = "super::time::optional")]
     pub sent_at: Option<DateTime<Utc>>,
     /// Why it was sent.
     pub cause: DeliveryCause,
@@ -77,8 +79,10 @@ pub struct DeliveryPage {
 pub struct Notification {
     pub id: Uuid,
     pub question: Question,
+    #[serde(deserialize_with = "super::time::required")]
     pub created_at: DateTime<Utc>,
     /// When the person read it; `null` while unread.
+    #[serde(default, deserialize_with = "super::time::optional")]
     pub read_at: Option<DateTime<Utc>>,
     pub action_status: ActionStatus,
 }
@@ -122,6 +126,7 @@ pub struct PushSubscriptionInfo {
     pub id: Uuid,
     /// The host of the browser's push service (`fcm.googleapis.com`, `updates.push.services.mozilla.com`, ...).
     pub push_service: String,
+    #[serde(deserialize_with = "super::time::required")]
     pub created_at: DateTime<Utc>,
 }
 
@@ -152,8 +157,10 @@ pub struct ChannelHealth {
     /// Whether this server sends on the channel (it is configured).
     pub configured: bool,
     /// When the last delivery on it went out.
+    #[serde(default, deserialize_with = "super::time::optional")]
     pub last_sent_at: Option<DateTime<Utc>>,
     /// When the last attempt on it failed, and why.
+    #[serde(default, deserialize_with = "super::time::optional")]
     pub last_failure_at: Option<DateTime<Utc>>,
     pub last_error: Option<String>,
     /// Deliveries waiting for their first attempt or another.

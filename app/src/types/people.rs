@@ -24,7 +24,7 @@ pub struct Member {
     #[serde(default)]
     pub slack_user_id: Option<String>,
     /// Until when they are away (spec §14): meanwhile the questions assigned to them go to `delegate`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::time::optional")]
     pub away_until: Option<DateTime<Utc>>,
     /// Who takes their assigned questions while they are away (a username).
     #[serde(default)]

@@ -46,9 +46,12 @@ pub struct Webhook {
     pub url: String,
     pub events: Vec<EventType>,
     pub description: String,
+    #[serde(deserialize_with = "super::time::required")]
     pub created_at: DateTime<Utc>,
+    #[serde(deserialize_with = "super::time::required")]
     pub updated_at: DateTime<Utc>,
     /// When sending to it stopped: an admin disabled it, or it answered `410 Gone`; `null` while it is sent to.
+    #[serde(default, deserialize_with = "super::time::optional")]
     pub disabled_at: Option<DateTime<Utc>>,
     pub disabled_reason: Option<String>,
 }
@@ -86,12 +89,15 @@ pub struct WebhookDelivery {
     /// Attempts made so far.
     pub attempts: u32,
     /// When the next attempt is due; `null` once sent or given up.
+    #[serde(default, deserialize_with = "super::time::optional")]
     pub next_attempt_at: Option<DateTime<Utc>>,
     /// Why the last attempt failed, if it did.
     pub last_error: Option<String>,
     /// The HTTP status the endpoint answered the last attempt with, if it answered.
     pub response_status: Option<u16>,
+    #[serde(default, deserialize_with = "super::time::optional")]
     pub sent_at: Option<DateTime<Utc>>,
+    #[serde(deserialize_with = "super::time::required")]
     pub created_at: DateTime<Utc>,
     /// The body as sent: `{"type", "timestamp", "data"}`.
     pub body: serde_json::Value,
@@ -112,5 +118,6 @@ pub struct WebhookDeliveryPage {
 pub struct CallbackSecret {
     /// `whsec_` + base64 of the key.
     pub secret: String,
+    #[serde(deserialize_with = "super::time::required")]
     pub created_at: DateTime<Utc>,
 }

@@ -117,23 +117,30 @@ async fn measure_ssr(server: &Server) -> Result<Samples, String> {
 }
 
 /// Each page's lazy route, by the name the splitter gives its module (`__{route}_view_{hash}`), and its path.
-const PAGES: [(&str, &str); 8] = [
+const PAGES: [(&str, &str); 9] = [
     ("inbox_route", "/inbox"),
     ("question_route", "/questions/{id}"),
     ("approvals_route", "/approvals"),
     ("runs_route", "/runs"),
     ("run_route", "/runs/{id}"),
     ("settings_route", "/settings"),
+    ("workspace_settings_route", "/settings/workspace"),
     ("audit_route", "/audit"),
     ("sign_in_route", "/signin"),
 ];
 
-/// What the browser downloads of wasm to show and hydrate one page, gzipped as the server sends it.
+/// What the browser downloads of wasm to show and hydrate one page, gzipped as the server sends it, and then, once
+/// the page is hydrated, of the deferred module (the event stream, the live modal, the answer forms: `app::deferred`)
+/// beyond what the page already has.
 struct WasmLoad {
     path: &'static str,
     gzipped: u64,
     modules: usize,
+    after_hydration: u64,
 }
+
+/// The deferred module's lazy function, by the name the splitter gives its module (`deferred_{hash}`).
+const DEFERRED: &str = "deferred_";
 
 fn gzipped_size(pkg: &Path, module: &str) -> Result<u64, String> {
     let file = pkg.join(format!("{module}.wasm.gz"));
@@ -147,6 +154,11 @@ fn wasm_loads(pkg: &Path) -> Result<Vec<WasmLoad>, String> {
     let manifest_path = pkg.join("__wasm_split_manifest.json");
     let manifest = std::fs::read_to_string(&manifest_path).map_err(|e| format!("{}: {e}", manifest_path.display()))?;
     let manifest: BTreeMap<String, Vec<String>> = serde_json::from_str(&manifest).map_err(|e| e.to_string())?;
+    let deferred = manifest
+        .iter()
+        .find(|(name, _)| name.starts_with(DEFERRED))
+        .map(|(_, modules)| modules)
+        .ok_or("no deferred module in the manifest")?;
     PAGES
         .iter()
         .map(|(route, path)| {
@@ -157,7 +169,14 @@ fn wasm_loads(pkg: &Path) -> Result<Vec<WasmLoad>, String> {
                 .map(|(_, modules)| modules)
                 .ok_or_else(|| format!("no module for {path} in the manifest"))?;
             let lazy = modules.iter().map(|m| gzipped_size(pkg, m)).sum::<Result<u64, String>>()?;
-            Ok(WasmLoad { path, gzipped: main + lazy, modules: modules.len() + 1 })
+            // The sign-in page neither listens nor answers: it never fetches the deferred module.
+            let after_hydration = deferred
+                .iter()
+                .filter(|_| *path != "/signin")
+                .filter(|m| !modules.contains(m))
+                .map(|m| gzipped_size(pkg, m))
+                .sum::<Result<u64, String>>()?;
+            Ok(WasmLoad { path, gzipped: main + lazy, modules: modules.len() + 1, after_hydration })
         })
         .collect()
 }
@@ -175,7 +194,12 @@ fn report_wasm(section: &mut Section, pkg: &Path, loads: &[WasmLoad]) {
     for load in loads {
         section.figures.push(Figure::info(
             format!("wasm to load {}, gzip", load.path),
-            format!("{} in {} modules", kib(load.gzipped), load.modules),
+            format!(
+                "{} in {} modules, then {} after hydration",
+                kib(load.gzipped),
+                load.modules,
+                kib(load.after_hydration)
+            ),
         ));
     }
     let all: u64 = std::fs::read_dir(pkg)
@@ -191,9 +215,12 @@ fn report_wasm(section: &mut Section, pkg: &Path, loads: &[WasmLoad]) {
     section.notes.push(format!(
         "The site as `cargo xtask site` builds it (wasm-release profile; Leptos' splitter cuts each page, a lazy \
          route, into modules of its own; wasm-bindgen; `wasm-opt -Oz` on every module), gzipped by zopfli as the \
-         server sends it. A page's first load is the main module ({} gzipped, {} before gzip: the router, the top \
-         bar's shell, the live modal) plus the modules its route needs, which the server names in the page's \
-         `<head>` so they download in parallel with the main module. All modules together: {}. The JS glue adds \
+         server sends it. A page's first load is the main module ({} gzipped, {} before gzip: the router and the top \
+         bar) plus the modules its route needs, which the server names in the page's `<head>` so they download in \
+         parallel with the main module: what the page needs to show and hydrate. Once it is hydrated, the page \
+         fetches the deferred module (`app::deferred`: the event stream, the live modal, the answer forms of the \
+         inbox's split view and the run page, the inbox's keys and row answers): \"then … after hydration\" is \
+         what of it the page does not have yet. All modules together: {}. The JS glue adds \
          {} and the stylesheet {}, gzipped. A page's modules are fetched once; moving to another page fetches only \
          the modules it does not share with the pages seen before.",
         kib(size("holdpoint_bg.wasm.gz")),
