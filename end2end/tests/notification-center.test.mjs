@@ -76,11 +76,14 @@ test('a person sets their addresses and the urgency each channel starts at', asy
   // An admin sees each channel's health in the workspace's settings: this server sends on none of them.
   await page.getByTestId('settings-tab-workspace').click();
   await page.waitForURL((url) => url.pathname === '/settings/workspace');
+  // The page's module and data arrive after the URL changes.
+  await page.getByTestId('channel-table').locator('tbody tr').first().waitFor();
   const channels = await page.getByTestId('channel-table').locator('tbody tr').evaluateAll((rows) =>
     rows.map((row) => [...row.cells].slice(0, 3).map((cell) => cell.textContent.trim())));
   assert.deepEqual(channels, [['email', 'no', 'never'], ['slack', 'no', 'never'], ['push', 'no', 'never']]);
   await page.getByTestId('settings-tab-you').click();
   await page.waitForURL((url) => url.pathname === '/settings');
+  await page.getByTestId('reach-form').waitFor();
   await page.getByTestId('reach-email').fill('riley@example.com');
   await page.getByTestId('reach-slack').fill('U0RILEY42');
   await page.getByTestId('reach-threshold-email').selectOption('normal');
