@@ -254,6 +254,11 @@ pub(crate) struct Inbox {
     shortcuts_open: RwSignal<bool>,
 }
 
+/// Sends answers from the list (see [`Inbox::answer`]; part of the deferred module, see [`crate::deferred`]).
+pub(crate) fn send_row_answers(inbox: Inbox, answers: Vec<(Uuid, Value)>) {
+    inbox.send(answers);
+}
+
 impl Inbox {
     /// Sends `answers` (question id, value), one after the other; each row shows its outcome, and the cursor moves on from
     /// a row that leaves the list. Each is an answer of its own (`POST /questions/{id}/answer`, as the live modal
@@ -263,14 +268,7 @@ impl Inbox {
             crate::deferred::answer_rows(self, answers);
         }
     }
-}
 
-/// Sends answers from the list (see [`Inbox::answer`]; part of the deferred module, see [`crate::deferred`]).
-pub(crate) fn send_row_answers(inbox: Inbox, answers: Vec<(Uuid, Value)>) {
-    inbox.send(answers);
-}
-
-impl Inbox {
     fn send(self, answers: Vec<(Uuid, Value)>) {
         self.states.update(|states| {
             for (id, _) in &answers {
