@@ -33,6 +33,11 @@ before(async () => {
     title: 'Riley, which region first?', assignee: { user: 'reviewer' }, urgency: 'critical', timeout_seconds: 2400,
   });
   assert.equal(assigned.status, 201, JSON.stringify(assigned.json));
+  const threeChoices = await api(server, 'POST', '/questions', {
+    title: 'Which region hosts the new EU tenant?', response_type: 'choice',
+    options: [{ value: 'fra', label: 'Frankfurt' }, { value: 'par', label: 'Paris' }, { value: 'later', label: 'Decide later' }],
+  });
+  assert.equal(threeChoices.status, 201, JSON.stringify(threeChoices.json));
 });
 
 after(async () => {
@@ -45,7 +50,7 @@ test('rows are dense and show type, preview, relative time, countdown, urgency a
   await signIn(page, server, '/inbox');
   await waitForLive(page);
   const rows = page.getByTestId('question-item');
-  assert.equal(await rows.count(), 25);
+  assert.equal(await rows.count(), 26);
   // At least 12 rows fit the first screen (the cards held about 8).
   const visible = await rows.evaluateAll((items) => items.filter((i) => i.getBoundingClientRect().bottom <= innerHeight).length);
   assert.ok(visible >= 12, `${visible} rows on the first screen`);
@@ -53,6 +58,12 @@ test('rows are dense and show type, preview, relative time, countdown, urgency a
   const assigned = rows.filter({ hasText: 'Riley, which region first?' });
   assert.equal((await assigned.getByTestId('row-assignee').textContent()).trim(), '→ reviewer');
   assert.match(await assigned.getByTestId('countdown').getAttribute('class'), /\bnear\b/, 'under an hour: amber');
+
+  // A row's actions do not crowd out its title: three choices beside the split view leave a short title whole.
+  const choices = rows.filter({ hasText: 'Which region hosts the new EU tenant?' });
+  assert.equal(await choices.getByRole('button').count(), 3);
+  const title = await choices.getByTestId('question-link').evaluate((t) => ({ shown: t.clientWidth, needed: t.scrollWidth }));
+  assert.ok(title.needed <= title.shown, `the title is cut: ${title.shown} of its ${title.needed} px shown`);
 
   const row = rows.filter({ hasText: 'Question 13:' });
   assert.equal((await row.getByTestId('row-response-type').textContent()).trim(), 'boolean');
