@@ -56,6 +56,34 @@ test('on a phone the top bar is one row; its menu opens with links big enough to
   await context.close();
 });
 
+test('on a tablet the top bar’s items wrap whole, never inside their words', async () => {
+  // A pending question puts its count beside the inbox link and the bell, as on a working day.
+  const asked = await api(server, 'POST', '/questions', { title: 'Ship the tablet layout?', response_type: 'boolean' });
+  const context = await browser.newContext({ viewport: { width: 900, height: 700 } });
+  const page = await context.newPage();
+  await signIn(page, server, '/inbox');
+  await waitForLive(page);
+  const items = ['nav-inbox', 'nav-approvals', 'nav-settings', 'signed-in-as', 'signout'].map((id) => page.getByTestId(id));
+  items.push(page.getByRole('button', { name: 'Enable notifications' }));
+  for (const item of items) {
+    // A text broken over lines has a rectangle per line.
+    const lines = await item.evaluate((element) => {
+      const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+      let most = 0;
+      for (let text = walker.nextNode(); text; text = walker.nextNode()) {
+        if (!text.textContent.trim()) continue;
+        const range = document.createRange();
+        range.selectNodeContents(text);
+        most = Math.max(most, range.getClientRects().length);
+      }
+      return most;
+    });
+    assert.equal(lines, 1, `“${await item.textContent()}” is broken over ${lines} lines`);
+  }
+  await context.close();
+  await api(server, 'POST', `/questions/${asked.json.id}/cancel`, null);
+});
+
 test('on a phone an approval’s long command wraps rather than running off the screen', async () => {
   const command = 'terraform apply -auto-approve -var-file=environments/production/eu-central-1.tfvars -target=module.payments_ledger';
   const created = await api(server, 'POST', '/questions', {
