@@ -5,7 +5,9 @@
 //! decides again: another approver's approval may have made this one the last, or the question may have left
 //! `pending`.
 
-use app::types::{AnswerBody, Approval, Assignee, EventType, Question, QuestionStatus, Resolution, Role};
+use app::types::{
+    AnswerBody, Approval, Assignee, DeliveryCause, EventType, Question, QuestionStatus, Resolution, Role,
+};
 use chrono::{DateTime, Duration, SubsecRound, Utc};
 use serde_json::json;
 use uuid::Uuid;
@@ -15,9 +17,10 @@ use crate::error::AppError;
 use crate::questions::{Answering, not_pending, pending_for, transition};
 use sqlx::types::Json;
 
+use crate::notifications::{Reachable, SendsOn, reach_because};
 use crate::store::{
     AuditActor, MemberRow, NewAuditEntry, NewEvent, PendingEffect, PendingQuestionChange, QuestionResolution,
-    QuestionRow, Store,
+    QuestionRow, Reach, Store,
 };
 
 /// The audit actions of this module's changes.
@@ -106,17 +109,21 @@ fn delegation_entry(
 
 /// Hands the pending questions assigned to `away` (who has just gone away) to who stands in for them: each in a
 /// write of its own, conditional on the question's revision, with a `question_escalated` event (the question
-/// changed hands) and a `question.delegated` audit entry by `actor`. A claim `away` held is let go with it. How
-/// many were handed over.
+/// changed hands), a `question.delegated` audit entry by `actor`, and the taker reached as an escalation reaches
+/// people (their notification, and deliveries on the channels `sends_on` names that they chose). A claim `away`
+/// held is let go with it. How many were handed over.
 pub async fn hand_over_assigned(
     store: &dyn Store,
     hub: &crate::events::EventHub,
+    sends_on: &SendsOn,
     workspace: &str,
     away: &MemberRow,
     actor: &AuditActor,
     workspace_id: Uuid,
 ) -> Result<u32, AppError> {
     let members = crate::notifications::members(store, workspace_id).await?;
+    let push_subscribers = if sends_on.push { store.push_subscribers(workspace_id).await? } else { Vec::new() };
+    let reached = Reachable { members: &members, sends_on, push_subscribers: &push_subscribers };
     let mut filter =
         crate::store::QuestionFilter { status: Some(QuestionStatus::Pending), limit: 500, ..Default::default() };
     let mut handed = 0;
@@ -126,7 +133,7 @@ pub async fn hand_over_assigned(
         filter.after = Some(crate::store::QuestionCursor::Created { id: last.id });
         let full_page = page.len() == filter.limit as usize;
         for row in page {
-            if hand_over(store, hub, workspace, &members, away, actor, row).await? {
+            if hand_over(store, hub, workspace, &reached, away, actor, row).await? {
                 handed += 1;
             }
         }
@@ -142,7 +149,7 @@ async fn hand_over(
     store: &dyn Store,
     hub: &crate::events::EventHub,
     workspace: &str,
-    members: &[MemberRow],
+    reached: &Reachable<'_>,
     away: &MemberRow,
     actor: &AuditActor,
     mut row: QuestionRow,
@@ -153,7 +160,7 @@ async fn hand_over(
             return Ok(false);
         }
         let at = change_time(&row);
-        let Some(taker) = stand_in(members, &away.username, row.kind, at) else { return Ok(false) };
+        let Some(taker) = stand_in(reached.members, &away.username, row.kind, at) else { return Ok(false) };
         let mut after = row.clone();
         after.assignee = Some(Json(Assignee::User(taker.username.clone())));
         if after.claimed_by.as_deref() == Some(away.username.as_str()) {
@@ -164,9 +171,21 @@ async fn hand_over(
         after.updated_at = at;
         let event = pending_event(&after, EventType::QuestionEscalated, workspace)?;
         let audit = delegation_entry(&row, away, taker, actor, at);
-        let change = PendingQuestionChange { question: after, effect: PendingEffect::Recorded { event, audit } };
+        let reach = reach_because(
+            &after,
+            DeliveryCause::Escalated,
+            at,
+            reached.members,
+            reached.sends_on,
+            reached.push_subscribers,
+        )?;
+        let queued = !reach.deliveries.is_empty();
+        let change = PendingQuestionChange { question: after, effect: PendingEffect::Recorded { event, audit, reach } };
         if store.change_pending_question(&change).await? {
             hub.forget_asked(row.id);
+            if queued {
+                hub.deliveries_queued();
+            }
             return Ok(true);
         }
         row = reread(store, &row).await?;
@@ -299,7 +318,7 @@ pub async fn approve(
                 diff: None,
                 created_at: at,
             };
-            PendingEffect::Recorded { event, audit }
+            PendingEffect::Recorded { event, audit, reach: Reach::default() }
         };
         let change = PendingQuestionChange { question: after, effect };
         if store.change_pending_question(&change).await? {
@@ -432,7 +451,8 @@ async fn change_claim(
             diff: None,
             created_at: at,
         };
-        let change = PendingQuestionChange { question: after, effect: PendingEffect::Recorded { event, audit } };
+        let effect = PendingEffect::Recorded { event, audit, reach: Reach::default() };
+        let change = PendingQuestionChange { question: after, effect };
         if store.change_pending_question(&change).await? {
             answering.hub.forget_asked(row.id);
             return Ok(change.question.to_question(workspace)?);

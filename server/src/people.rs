@@ -14,6 +14,7 @@ use crate::channels::slack::SlackClient;
 use crate::credentials::{Caller, hash_secret, new_token_secret, random_secret};
 use crate::error::AppError;
 use crate::events::EventHub;
+use crate::notifications::SendsOn;
 use crate::store::{
     AuditActor, MemberRow, MemberSettings, MembershipChange, NewAuditEntry, Principal, SigninLinkRow, Store,
     StoreError, TokenRow, UserRow, now,
@@ -229,6 +230,7 @@ pub async fn update_member(
     store: &dyn Store,
     slack: Option<&SlackClient>,
     hub: &EventHub,
+    sends_on: &SendsOn,
     caller: &Caller,
     user_id: Uuid,
     update: MemberUpdate,
@@ -252,7 +254,7 @@ pub async fn update_member(
     }
     if let Some(absence) = absence {
         let member = store.member(caller.workspace_id(), user_id).await?.ok_or(AppError::NotFound("member"))?;
-        set_absence(store, hub, caller, &member, absence).await?;
+        set_absence(store, hub, sends_on, caller, &member, absence).await?;
     }
     let row = store.member(caller.workspace_id(), user_id).await?.ok_or(AppError::NotFound("member"))?;
     Ok(row.to_member()?)
@@ -263,6 +265,7 @@ pub async fn update_my_addresses(
     store: &dyn Store,
     slack: Option<&SlackClient>,
     hub: &EventHub,
+    sends_on: &SendsOn,
     caller: &Caller,
     update: AddressUpdate,
 ) -> Result<Member, AppError> {
@@ -277,7 +280,7 @@ pub async fn update_my_addresses(
     }
     if let Some(absence) = absence {
         let member = my_membership(store, caller).await?;
-        set_absence(store, hub, caller, &member, absence).await?;
+        set_absence(store, hub, sends_on, caller, &member, absence).await?;
     }
     let row = store.member(caller.workspace_id(), member.user_id).await?.ok_or(AppError::NotFound("member"))?;
     Ok(row.to_member()?)
@@ -408,10 +411,11 @@ async fn absence_of(
 }
 
 /// Stores `member`'s absence with its audit entry, and when it starts now, hands the questions assigned to them to
-/// who stands in (each with its own audit entry). Nothing is written when nothing changes.
+/// who stands in (each with its own audit entry, the taker notified on the channels `sends_on` names). Nothing is written when nothing changes.
 async fn set_absence(
     store: &dyn Store,
     hub: &EventHub,
+    sends_on: &SendsOn,
     caller: &Caller,
     member: &MemberRow,
     absence: Absence,
@@ -447,6 +451,7 @@ async fn set_absence(
         let handed = crate::hands::hand_over_assigned(
             store,
             hub,
+            sends_on,
             &caller.principal.workspace,
             &away,
             &AuditActor::from(caller),

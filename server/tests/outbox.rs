@@ -38,6 +38,7 @@ on_both_backends!(
     a_new_email_finds_the_members_slack_id,
     web_push_reaches_each_subscribed_browser_answers_through_its_actions_and_is_replaced_once_resolved,
     a_person_sends_themselves_a_test_message_by_email,
+    a_question_handed_to_a_delegate_reaches_them,
 );
 
 /// A server whose email goes to `smtp` (a URL).
@@ -1004,4 +1005,39 @@ async fn a_person_sends_themselves_a_test_message_by_email(backend: Backend) {
     assert_eq!(unknown.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", unknown.text);
     // Nothing was written: a test message is no delivery.
     assert_eq!(app.get("/api/v1/channels").await.json["items"][0]["last_sent_at"], Value::Null);
+}
+
+/// Someone going away hands their questions to their delegate, who is reached as an escalation reaches people: a
+/// notification, and a delivery on each channel they chose, caused by the hand-over.
+async fn a_question_handed_to_a_delegate_reaches_them(backend: Backend) {
+    let Some(app) = start(backend, NOBODY).await else { return };
+    person(&app, "ana", Role::Approver, Some("ana@example.com")).await;
+    let ben = person(&app, "ben", Role::Approver, Some("ben@example.com")).await;
+    let id = ask(
+        &app,
+        json!({ "kind": "approval", "title": "Rotate the production keys?", "assignee": { "user": "ana" },
+                "action": { "tool_name": "shell", "arguments": { "command": "rotate-keys --prod" } } }),
+    )
+    .await;
+    assert_eq!(deliveries(&app, &id).await, [email("ana")]);
+    assert!(notified(&app, &ben, "").await.0.is_empty(), "not ben's yet");
+
+    let members = app.get("/api/v1/members").await.json;
+    let ana = members["items"].as_array().unwrap().iter().find(|m| m["username"] == "ana").unwrap();
+    let back = chrono::Utc::now() + chrono::Duration::days(2);
+    let away = app
+        .call(
+            Method::PATCH,
+            &format!("/api/v1/members/{}", ana["user_id"].as_str().unwrap()),
+            Some(&app.token),
+            Some(json!({ "away_until": back, "delegate": "ben" })),
+        )
+        .await;
+    assert_eq!(away.status, StatusCode::OK, "{}", away.text);
+
+    assert_eq!(deliveries(&app, &id).await, [email("ana"), email("ben")]);
+    let listed = app.get(&format!("/api/v1/questions/{id}/deliveries")).await.json;
+    let to_ben = listed["items"].as_array().unwrap().iter().find(|d| d["recipient"] == "ben").unwrap().clone();
+    assert_eq!(to_ben["cause"], "escalated", "{to_ben}");
+    assert_eq!(notified(&app, &ben, "").await.0, [id]);
 }

@@ -108,7 +108,16 @@ async fn update_member(
 ) -> ApiResult<ApiJson<Member>> {
     let user_id = path_id(&user_id, "member")?;
     Ok(ApiJson(
-        people::update_member(state.store.as_ref(), state.slack_client(), &state.hub, &caller, user_id, update).await?,
+        people::update_member(
+            state.store.as_ref(),
+            state.slack_client(),
+            &state.hub,
+            &state.sends_on,
+            &caller,
+            user_id,
+            update,
+        )
+        .await?,
     ))
 }
 
@@ -202,7 +211,15 @@ async fn update_me(
     ApiJson(update): ApiJson<AddressUpdate>,
 ) -> ApiResult<ApiJson<Member>> {
     Ok(ApiJson(
-        people::update_my_addresses(state.store.as_ref(), state.slack_client(), &state.hub, &caller, update).await?,
+        people::update_my_addresses(
+            state.store.as_ref(),
+            state.slack_client(),
+            &state.hub,
+            &state.sends_on,
+            &caller,
+            update,
+        )
+        .await?,
     ))
 }
 

@@ -486,8 +486,9 @@ pub struct PendingQuestionChange {
 #[derive(Debug, Clone)]
 #[allow(clippy::large_enum_variant, reason = "one is made per change of a question and written at once")]
 pub enum PendingEffect {
-    /// By an event and an audit entry of its own; the question stays pending.
-    Recorded { event: NewEvent, audit: super::NewAuditEntry },
+    /// By an event and an audit entry of its own, with whom the change now reaches (a question handed to someone
+    /// else notifies them); the question stays pending.
+    Recorded { event: NewEvent, audit: super::NewAuditEntry, reach: super::Reach },
     /// By the transition out of `pending` it completes (its row carries the change), written with it.
     Resolves(QuestionTransition),
 }

@@ -78,13 +78,20 @@ impl EscalationStore for SqliteStore {
             return Ok(false);
         }
         let event_id = self.append_event_and_audit(&mut tx, &step.event, &step.audit).await?;
-        for notification in &step.reach.notifications {
-            Bind::bind_notification(sqlx::query(NOTIFY_AGAIN), notification).execute(&mut *tx).await?;
-        }
-        for delivery in &step.reach.deliveries {
-            Bind::bind_delivery(sqlx::query(INSERT_DELIVERY), delivery).execute(&mut *tx).await?;
-        }
+        write_reach(&mut tx, &step.reach).await?;
         self.commit_events(tx, Some(event_id)).await?;
         Ok(true)
     }
+}
+
+/// Writes whom a change reaches, in the change's transaction: their notifications (marked unread again where they
+/// had one) and its deliveries.
+pub(super) async fn write_reach(connection: &mut sqlx::SqliteConnection, reach: &Reach) -> StoreResult<()> {
+    for notification in &reach.notifications {
+        Bind::bind_notification(sqlx::query(NOTIFY_AGAIN), notification).execute(&mut *connection).await?;
+    }
+    for delivery in &reach.deliveries {
+        Bind::bind_delivery(sqlx::query(INSERT_DELIVERY), delivery).execute(&mut *connection).await?;
+    }
+    Ok(())
 }
