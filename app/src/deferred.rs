@@ -1,6 +1,6 @@
-//! What a page needs only once it runs: the event stream that keeps it live, the live modal it feeds, and the other
+//! What a page needs only once it runs: the event stream that keeps it live, the live modal it feeds, the other
 //! parts that answer a question with the script (the question under the inbox's cursor in the split view, a run's
-//! waiting questions, the inbox's keys and answers from its rows). They are one wasm module, cut out of the pages'
+//! waiting questions, the inbox's keys and answers from its rows), and the settings' absence forms. They are one wasm module, cut out of the pages'
 //! first load and fetched as soon as a page is hydrated.
 //!
 //! Only the browser renders the parts: the modal and the split view open on events and clicks, and a run page
@@ -53,6 +53,13 @@ pub enum Part {
     InboxPane { inbox: crate::pages::Inbox, updates: ReadSignal<Vec<Question>> },
     /// A run page's answer form for one of the run's waiting questions.
     RunAnswer { question: Box<Question>, answered: Callback<Question> },
+    /// The form of someone's absence on the settings pages.
+    Absence {
+        absentee: crate::pages::Absentee,
+        members: Vec<crate::types::Member>,
+        message: RwSignal<Option<Result<String, String>>>,
+        reload: Callback<()>,
+    },
 }
 
 /// `part`, once the module is in; nothing before. Tracks the flag, so a reactive closure that calls it renders again
@@ -116,6 +123,9 @@ fn deferred(request: Request) -> Option<AnyView> {
             None
         }
         Request::Show(Part::InboxPane { inbox, updates }) => Some(crate::pages::inbox_pane(inbox, updates)),
+        Request::Show(Part::Absence { absentee, members, message, reload }) => {
+            Some(crate::pages::absence_form(absentee, members, message, reload))
+        }
         Request::Show(Part::RunAnswer { question, answered }) => {
             let question = *question;
             Some(view! { <crate::answer::AnswerWidget question prefix="inline" on_answered=answered/> }.into_any())

@@ -214,3 +214,56 @@ test('away in Settings: the questions assigned to you go to the colleague you ch
   assert.equal(after.json.assignee.user, server.username);
   await context.close();
 });
+
+test('an admin sets a colleague away in the workspace settings, and ends the absence', async () => {
+  for (const [username, role] of [['eli', 'approver'], ['fay', 'approver']]) {
+    const added = await api(server, 'POST', '/members', { username, password: `pw-${username}-0123456789`, role });
+    assert.equal(added.status, 201, JSON.stringify(added.json));
+  }
+  const asked = await api(server, 'POST', '/questions', {
+    kind: 'approval',
+    title: 'Renew the TLS certificate of the API?',
+    action: { tool_name: 'shell', arguments: { command: 'certbot renew' } },
+    assignee: { user: 'eli' },
+  });
+  assert.equal(asked.status, 201, JSON.stringify(asked.json));
+
+  const context = await browser.newContext({ viewport: { width: 1280, height: 1400 } });
+  const page = await context.newPage();
+  await signIn(page, server, '/settings/workspace');
+  await waitForHydration(page);
+  const row = page.getByTestId('member-row').filter({ hasText: 'eli' });
+  const toggle = row.getByTestId('member-absence-toggle');
+  assert.equal(await toggle.getAttribute('aria-expanded'), 'false');
+  await toggle.click();
+  assert.equal(await toggle.getAttribute('aria-expanded'), 'true');
+  const form = page.getByTestId('member-absence');
+  assert.match(await form.innerText(), /Who takes eli's questions/);
+  const back = new Date(Date.now() + 2 * 86_400_000);
+  const local = `${back.getFullYear()}-${String(back.getMonth() + 1).padStart(2, '0')}-${String(back.getDate()).padStart(2, '0')}T09:00`;
+  await form.getByTestId('away-until').fill(local);
+  await form.getByTestId('away-delegate').selectOption('fay');
+  await form.scrollIntoViewIfNeeded();
+  await page.screenshot({ path: resultPath('member-absence-desktop-light.png') });
+  await form.getByTestId('away-submit').click();
+  await deferAll(page);
+
+  // The table says so, the pending question is Fay's now, and the page confirms.
+  await eventually('eli shown away', async () => (await row.getByTestId('member-away').count()) === 1);
+  assert.match(await row.getByTestId('member-away').innerText(), /away until .* fay stands in/);
+  assert.match(await page.getByTestId('settings-ok').innerText(), /fay takes eli's questions until they are back/);
+  assert.equal((await api(server, 'GET', `/questions/${asked.json.id}`)).json.assignee.user, 'fay');
+  const changed = (await api(server, 'GET', '/audit?action=absence.changed')).json.items[0];
+  assert.equal(changed.after.username, 'eli');
+  assert.equal(changed.after.delegate, 'fay');
+
+  // Ended from the same row, once the question handed over (which the live modal brings up again) is withdrawn.
+  await api(server, 'POST', `/questions/${asked.json.id}/cancel`, null);
+  await eventually('the modal closes', async () => !(await page.getByTestId('live-modal').isVisible()));
+  await row.getByTestId('member-absence-toggle').click();
+  await page.getByTestId('member-absence').getByTestId('away-end').click();
+  await deferAll(page);
+  await eventually('the absence ends', async () => (await row.getByTestId('member-away').count()) === 0);
+  assert.match(await page.getByTestId('settings-ok').innerText(), /eli is back/);
+  await context.close();
+});

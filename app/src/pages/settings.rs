@@ -139,6 +139,9 @@ fn YourSettings(
         {settings.reach.clone().map(|reach| {
             let members = settings.members.clone();
             let reload = reload.clone();
+            let absentee = Absentee::yours(&reach);
+            let message = expect_context::<Outcomes>().away;
+            let reload = Callback::new(move |()| reload());
             view! {
                 <section class="card stack" aria-labelledby="away-heading">
                     <h2 id="away-heading">"While you are away"</h2>
@@ -146,7 +149,7 @@ fn YourSettings(
                         "Until you are back, the questions assigned to you go to the person you choose: those pending "
                         "when you save, and those asked meanwhile. The audit log records each one."
                     </p>
-                    <AwayForm reach members reload/>
+                    {away_form(absentee, members, message, reload)}
                 </section>
             }
         })}
@@ -297,27 +300,90 @@ fn ReachForm(reach: MyReach) -> impl IntoView {
     }
 }
 
-/// The person's absence (`PATCH /me` with `away_until` and `delegate`): until when, and who takes their questions
-/// meanwhile, chosen among the members who may answer them; "I'm back" ends it.
-#[component]
-fn AwayForm(reach: MyReach, members: Vec<Member>, reload: impl Fn() + Clone + Send + Sync + 'static) -> impl IntoView {
-    let message = expect_context::<Outcomes>().away;
-    let needed = if reach.role.rank() >= Role::Approver.rank() { Role::Approver } else { Role::Responder };
+/// Whose absence an [`absence_form`] sets: the signed-in person's own, or a member's, set by an admin.
+#[derive(Clone)]
+pub(crate) struct Absentee {
+    /// Where the absence is saved: `/me`, or `/members/{id}`.
+    path: String,
+    username: String,
+    role: Role,
+    away_until: Option<chrono::DateTime<chrono::Utc>>,
+    delegate: Option<String>,
+    /// The form speaks to the person it concerns ("your questions") rather than of them.
+    yours: bool,
+}
+
+impl Absentee {
+    fn yours(reach: &MyReach) -> Self {
+        Absentee {
+            path: "/me".into(),
+            username: reach.username.clone(),
+            role: reach.role,
+            away_until: reach.away_until,
+            delegate: reach.delegate.clone(),
+            yours: true,
+        }
+    }
+
+    fn member(member: &Member) -> Self {
+        Absentee {
+            path: format!("/members/{}", member.user_id),
+            username: member.username.clone(),
+            role: member.role,
+            away_until: member.away_until,
+            delegate: member.delegate.clone(),
+            yours: false,
+        }
+    }
+
+    /// "your" or "ana's".
+    fn whose(&self) -> String {
+        if self.yours { "your".into() } else { format!("{}'s", self.username) }
+    }
+}
+
+/// The form of an absence, once the deferred module is in (it only works with the script, and both settings pages
+/// show it: see [`crate::deferred`]).
+fn away_form(
+    absentee: Absentee,
+    members: Vec<Member>,
+    message: RwSignal<Option<Result<String, String>>>,
+    reload: Callback<()>,
+) -> impl IntoView {
+    let loaded = crate::deferred::module_loaded();
+    move || {
+        let part =
+            crate::deferred::Part::Absence { absentee: absentee.clone(), members: members.clone(), message, reload };
+        crate::deferred::show(loaded, part)
+    }
+}
+
+/// An absence (`PATCH` of `/me` or `/members/{id}` with `away_until` and `delegate`): until when, and who takes the
+/// absentee's questions meanwhile, chosen among the members who may answer them; a button ends it. Part of the
+/// deferred module.
+pub(crate) fn absence_form(
+    absentee: Absentee,
+    members: Vec<Member>,
+    message: RwSignal<Option<Result<String, String>>>,
+    reload: Callback<()>,
+) -> AnyView {
+    let needed = if absentee.role.rank() >= Role::Approver.rank() { Role::Approver } else { Role::Responder };
     let candidates: Vec<Member> = members
         .into_iter()
-        .filter(|member| member.username != reach.username && member.role.rank() >= needed.rank())
+        .filter(|member| member.username != absentee.username && member.role.rank() >= needed.rank())
         .collect();
-    let away = reach.away_until.filter(|until| *until > chrono::Utc::now()).zip(reach.delegate.clone());
+    let away = absentee.away_until.filter(|until| *until > chrono::Utc::now()).zip(absentee.delegate.clone());
     let until = RwSignal::new(String::new());
     let delegate = RwSignal::new(
-        reach.delegate.clone().or_else(|| candidates.first().map(|m| m.username.clone())).unwrap_or_default(),
+        absentee.delegate.clone().or_else(|| candidates.first().map(|m| m.username.clone())).unwrap_or_default(),
     );
+    let whose = absentee.whose();
     let save = {
-        let reload = reload.clone();
+        let (path, whose, yours) = (absentee.path.clone(), whose.clone(), absentee.yours);
         move |ev: leptos::ev::SubmitEvent| {
             ev.prevent_default();
             let Some(back) = local_time_to_utc(&until.get_untracked()) else {
-                message.set(Some(Err("Choose when you are back.".into())));
+                message.set(Some(Err("Choose when the absence ends.".into())));
                 return;
             };
             let update = AddressUpdate {
@@ -325,48 +391,73 @@ fn AwayForm(reach: MyReach, members: Vec<Member>, reload: impl Fn() + Clone + Se
                 delegate: Some(Some(delegate.get_untracked())),
                 ..AddressUpdate::default()
             };
-            let reload = reload.clone();
+            let (path, whose) = (path.clone(), whose.clone());
             leptos::task::spawn_local(async move {
-                let saved = send_json::<_, Member>("PATCH", "/me", Some(&update)).await;
+                let saved = send_json::<_, Member>("PATCH", &path, Some(&update)).await;
+                let until = if yours { "you are" } else { "they are" };
                 message.set(Some(
                     saved
                         .map(|m| {
                             format!(
-                                "Saved: {} takes your questions until you are back.",
+                                "Saved: {} takes {whose} questions until {until} back.",
                                 m.delegate.unwrap_or_default()
                             )
                         })
                         .map_err(|e| e.describe()),
                 ));
-                reload();
+                reload.run(());
             });
         }
     };
-    let back = move |_| {
-        let reload = reload.clone();
-        leptos::task::spawn_local(async move {
-            let update = AddressUpdate { away_until: Some(None), ..AddressUpdate::default() };
-            let saved = send_json::<_, Member>("PATCH", "/me", Some(&update)).await;
-            message.set(Some(
-                saved.map(|_| "Welcome back: questions come to you again.".to_owned()).map_err(|e| e.describe()),
-            ));
-            reload();
-        });
+    let back = {
+        let (path, username, yours) = (absentee.path.clone(), absentee.username.clone(), absentee.yours);
+        move |_| {
+            let (path, username) = (path.clone(), username.clone());
+            leptos::task::spawn_local(async move {
+                let update = AddressUpdate { away_until: Some(None), ..AddressUpdate::default() };
+                let saved = send_json::<_, Member>("PATCH", &path, Some(&update)).await;
+                let said = if yours {
+                    "Welcome back: questions come to you again.".to_owned()
+                } else {
+                    format!("{username} is back: questions go to them again.")
+                };
+                message.set(Some(saved.map(|_| said).map_err(|e| e.describe())));
+                reload.run(());
+            });
+        }
     };
     let none_eligible = candidates.is_empty();
+    // Ids stay unique with a form for each member on the workspace's page.
+    let id = |field: &str| {
+        if absentee.yours { format!("away-{field}") } else { format!("away-{field}-{}", absentee.username) }
+    };
+    let (until_id, delegate_id) = (id("until"), id("delegate"));
+    let status = match (&away, absentee.yours) {
+        (Some((until, delegate)), true) => {
+            Some(format!("You are away until {} UTC; {delegate} takes your questions.", date_time(*until, false)))
+        }
+        (Some((until, delegate)), false) => Some(format!(
+            "{} is away until {} UTC; {delegate} takes their questions.",
+            absentee.username,
+            date_time(*until, false)
+        )),
+        (None, _) => None,
+    };
+    let end_label = if absentee.yours { "I'm back" } else { "End the absence" };
+    let nobody = format!("Nobody else here may answer {whose} questions yet: a {needed} or above can.");
     view! {
-        {away.map(|(until, delegate)| view! {
+        {status.map(|status| view! {
             <p class="notice" data-testid="away-status">
-                {format!("You are away until {} UTC; {delegate} takes your questions.", date_time(until, false))}
+                {status}
                 " "
-                <button type="button" on:click=back.clone() data-testid="away-end">"I'm back"</button>
+                <button type="button" on:click=back.clone() data-testid="away-end">{end_label}</button>
             </p>
         })}
         <form class="stack narrow-form" on:submit=save data-testid="away-form">
-            <label for="away-until">"Back on (your time)"</label>
-            <input id="away-until" type="datetime-local" required bind:value=until data-testid="away-until"/>
-            <label for="away-delegate">"Who takes your questions"</label>
-            <select id="away-delegate" required data-testid="away-delegate"
+            <label for=until_id.clone()>"Back on (your time)"</label>
+            <input id=until_id type="datetime-local" required bind:value=until data-testid="away-until"/>
+            <label for=delegate_id.clone()>{format!("Who takes {whose} questions")}</label>
+            <select id=delegate_id required data-testid="away-delegate"
                 on:change=move |ev| delegate.set(event_target_value(&ev))>
                 {candidates.iter().map(|member| {
                     let selected = member.username == delegate.get_untracked();
@@ -374,13 +465,12 @@ fn AwayForm(reach: MyReach, members: Vec<Member>, reload: impl Fn() + Clone + Se
                     view! { <option value=member.username.clone() selected=selected>{label}</option> }
                 }).collect_view()}
             </select>
-            {none_eligible.then(|| view! {
-                <p class="muted">{format!("Nobody else here may answer your questions yet: a {needed} or above can.")}</p>
-            })}
+            {none_eligible.then(|| view! { <p class="muted">{nobody}</p> })}
             <button type="submit" class="primary" disabled=none_eligible data-testid="away-submit">"Save absence"</button>
-            <Outcome message/>
+            {absentee.yours.then(|| view! { <Outcome message/> })}
         </form>
     }
+    .into_any()
 }
 
 /// A `datetime-local` input's value (the browser's time zone) as a UTC time. The browser's own `Date` knows the
@@ -691,9 +781,28 @@ fn Outcome(message: RwSignal<Option<Result<String, String>>>) -> impl IntoView {
 #[component]
 fn MemberTable(members: Vec<Member>, admin: bool, reload: impl Fn() + Clone + Send + Sync + 'static) -> impl IntoView {
     let message = expect_context::<Outcomes>().members;
+    let everyone = members.clone();
     let rows = members
         .into_iter()
         .map(|member| {
+            // An admin sets a member's absence in a row that opens under theirs.
+            let absence_open = RwSignal::new(false);
+            let absence = admin.then(|| {
+                let (absentee, everyone, reload) = (Absentee::member(&member), everyone.clone(), reload.clone());
+                let reload = Callback::new(move |()| reload());
+                move || {
+                    absence_open.get().then(|| {
+                        let (absentee, members) = (absentee.clone(), everyone.clone());
+                        view! {
+                            <tr class="member-absence" data-testid="member-absence">
+                                <td colspan="5">
+                                    {away_form(absentee, members, message, reload)}
+                                </td>
+                            </tr>
+                        }
+                    })
+                }
+            });
             let reload_role = reload.clone();
             let reload_remove = reload.clone();
             let username = member.username.clone();
@@ -739,12 +848,16 @@ fn MemberTable(members: Vec<Member>, admin: bool, reload: impl Fn() + Clone + Se
                         }}
                     </td>
                     <td>{if member.has_password { "set" } else { "not set" }}</td>
-                    <td>
+                    <td class="member-actions">
                         {admin.then(|| view! {
+                            <button type="button" class="link" aria-expanded=move || absence_open.get().to_string()
+                                on:click=move |_| absence_open.update(|open| *open = !*open)
+                                data-testid="member-absence-toggle">"Absence"</button>
                             <button type="button" class="link danger-text" on:click=remove data-testid="member-remove">"Remove"</button>
                         })}
                     </td>
                 </tr>
+                {absence}
             }
         })
         .collect_view();
