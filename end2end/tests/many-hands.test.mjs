@@ -236,9 +236,10 @@ test('an admin sets a colleague away in the workspace settings, and ends the abs
   const toggle = row.getByTestId('member-absence-toggle');
   assert.equal(await toggle.getAttribute('aria-expanded'), 'false');
   await toggle.click();
-  assert.equal(await toggle.getAttribute('aria-expanded'), 'true');
+  await eventually('the row opens', async () => (await toggle.getAttribute('aria-expanded')) === 'true');
+  // The form comes with the deferred module, which this page may still be fetching.
   const form = page.getByTestId('member-absence');
-  assert.match(await form.innerText(), /Who takes eli's questions/);
+  await form.getByText("Who takes eli's questions").waitFor();
   const back = new Date(Date.now() + 2 * 86_400_000);
   const local = `${back.getFullYear()}-${String(back.getMonth() + 1).padStart(2, '0')}-${String(back.getDate()).padStart(2, '0')}T09:00`;
   await form.getByTestId('away-until').fill(local);
