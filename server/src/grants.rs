@@ -1,6 +1,6 @@
 //! Grants (spec §14): "always allow" rules an approver makes while approving a tool call. Which calls a grant
 //! covers, checking a grant request against the question it comes with, consulting the live grants before a call
-//! is asked about (the executor, MCP's `request_approval`), listing and revoking.
+//! is asked about (the executor, MCP's `request_approval`, `POST /questions`), listing and revoking.
 
 use app::types::{ArgumentMatcher, Grant, GrantRequest, GrantScope, Page, Question, QuestionKind, Role};
 use chrono::{DateTime, Duration, Utc};
@@ -42,8 +42,8 @@ pub struct Call<'a> {
 }
 
 /// The `agent` of a question: its run's agent, or the token that asked it directly.
-pub fn agent_of_question(question: &Question, created_by: Option<Uuid>, run_agent: Option<&str>) -> Option<String> {
-    match (question.run_id, run_agent) {
+pub fn agent_of_question(run_id: Option<Uuid>, created_by: Option<Uuid>, run_agent: Option<&str>) -> Option<String> {
+    match (run_id, run_agent) {
         (Some(_), Some(agent)) => Some(agent.to_owned()),
         (Some(_), None) => None,
         (None, _) => created_by.map(token_agent),
@@ -191,38 +191,46 @@ pub fn covers(grant: &GrantRow, call: &Call<'_>) -> bool {
 /// maker) in one write; `None` when none covers it, and a person must be asked.
 pub async fn let_through(store: &dyn Store, call: &Call<'_>, extra: Value) -> StoreResult<Option<GrantRow>> {
     let now = crate::store::now();
-    for grant in store.live_grants(call.workspace_id, call.tool_name, now).await? {
-        if !covers(&grant, call) {
-            continue;
-        }
-        let mut after = json!({
-            "tool_name": call.tool_name,
-            "arguments": call.arguments,
-            "run_id": call.run_id,
-            "agent": call.agent,
-            "grant_created_by": grant.created_by,
-            "matcher": grant.matcher.0,
-        });
-        if let (Some(after), Some(extra)) = (after.as_object_mut(), extra.as_object()) {
-            after.extend(extra.clone());
-        }
-        let audit = NewAuditEntry {
-            workspace_id: call.workspace_id,
-            actor: AuditActor::policy(GRANT_DECIDER, Some(grant.id.to_string())),
-            action: action::GRANT_USED.into(),
-            subject_type: "grant".into(),
-            subject_id: Some(grant.id.to_string()),
-            before: None,
-            after: Some(after),
-            diff: None,
-            created_at: now,
-        };
+    for grant in covering(store, call, now).await? {
         // Revoked or expired since it was read: the next one may still cover the call.
-        if store.use_grant(call.workspace_id, grant.id, now, &audit).await? {
+        if store.use_grant(call.workspace_id, grant.id, now, &use_entry(&grant, call, extra.clone(), now)).await? {
             return Ok(Some(grant));
         }
     }
     Ok(None)
+}
+
+/// The grants live at `at` that cover `call`, oldest first.
+pub async fn covering(store: &dyn Store, call: &Call<'_>, at: DateTime<Utc>) -> StoreResult<Vec<GrantRow>> {
+    let mut live = store.live_grants(call.workspace_id, call.tool_name, at).await?;
+    live.retain(|grant| covers(grant, call));
+    Ok(live)
+}
+
+/// The audit entry of a call `grant` let through at `at`: the call, the grant's maker and matcher, and `extra`.
+pub fn use_entry(grant: &GrantRow, call: &Call<'_>, extra: Value, at: DateTime<Utc>) -> NewAuditEntry {
+    let mut after = json!({
+        "tool_name": call.tool_name,
+        "arguments": call.arguments,
+        "run_id": call.run_id,
+        "agent": call.agent,
+        "grant_created_by": grant.created_by,
+        "matcher": grant.matcher.0,
+    });
+    if let (Some(after), Value::Object(extra)) = (after.as_object_mut(), extra) {
+        after.extend(extra);
+    }
+    NewAuditEntry {
+        workspace_id: call.workspace_id,
+        actor: AuditActor::policy(GRANT_DECIDER, Some(grant.id.to_string())),
+        action: action::GRANT_USED.into(),
+        subject_type: "grant".into(),
+        subject_id: Some(grant.id.to_string()),
+        before: None,
+        after: Some(after),
+        diff: None,
+        created_at: at,
+    }
 }
 
 /// Who decided a call a grant let through, as its tool call and the audit record it.

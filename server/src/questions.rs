@@ -605,6 +605,7 @@ impl Asking<'_> {
             supersedes: self.superseded_by(row, workspace).await?,
             reach: crate::notifications::reach(row, &members, self.sends_on, &push_subscribers)?,
             audit,
+            answered_by_grant: None,
         };
         // Remembered before the write, so its answer cannot come before it is.
         if let Some(hub) = self.hub {
@@ -634,6 +635,104 @@ impl Asking<'_> {
             }
         }
     }
+}
+
+impl Asking<'_> {
+    /// Stores a prepared question as [`Asking::record`] does, unless it asks to approve a tool call a live grant
+    /// covers (spec §14): then it is stored approved by the grant, asked and answered in the write that counts and
+    /// audits the grant's use, and reaches no one. A question that needs several approvals, or names who may give
+    /// it, is always asked: one person's grant does not stand for them.
+    pub async fn record_unless_granted(
+        &self,
+        row: &QuestionRow,
+        workspace: &str,
+        idempotency: Option<&IdempotencyKey>,
+    ) -> StoreResult<Asked> {
+        let grantable = row.kind == QuestionKind::Approval && row.required_approvals <= 1 && row.eligible.is_none();
+        let Some(action) = row.action.as_ref().filter(|_| grantable) else {
+            return self.record(row, workspace, idempotency).await;
+        };
+        let run_agent = match row.run_id {
+            Some(run_id) => self.store.run(row.workspace_id, run_id).await?.map(|run| run.agent.0.name.clone()),
+            None => None,
+        };
+        let call = crate::grants::Call {
+            workspace_id: row.workspace_id,
+            tool_name: &action.tool_name,
+            arguments: &action.arguments,
+            run_id: row.run_id,
+            agent: crate::grants::agent_of_question(row.run_id, row.created_by, run_agent.as_deref()),
+        };
+        for grant in crate::grants::covering(self.store, &call, row.created_at).await? {
+            match self.record_granted(row, workspace, idempotency, &grant, &call).await {
+                // Revoked or expired since it was read: the next one may still cover the call.
+                Err(crate::store::StoreError::GrantNotLive) => continue,
+                recorded => return recorded,
+            }
+        }
+        self.record(row, workspace, idempotency).await
+    }
+
+    /// Stores `row` approved by `grant`, which covers its `call`.
+    async fn record_granted(
+        &self,
+        row: &QuestionRow,
+        workspace: &str,
+        idempotency: Option<&IdempotencyKey>,
+        grant: &crate::store::GrantRow,
+        call: &crate::grants::Call<'_>,
+    ) -> StoreResult<Asked> {
+        let (asked, with) = approved_by_grant(row, workspace, grant, call)?;
+        let created = self.store.create_question(row, &asked, idempotency, &with).await?;
+        let Some(approved) =
+            with.answered_by_grant.filter(|_| created.created).map(|granted| granted.transition.resolved)
+        else {
+            return Ok(Asked { question: created.value, json: None });
+        };
+        self.metrics.question_created(approved.kind.as_str());
+        self.metrics.question_resolved(approved.kind.as_str(), approved.status.as_str(), std::time::Duration::ZERO);
+        let json = crate::store::event_data(&approved.to_question(workspace)?)?;
+        Ok(Asked { question: approved, json: Some(json) })
+    }
+}
+
+/// What asking `row` (of workspace `workspace`) writes when `grant`, which covers its `call`, approves it as it is
+/// asked: its `question_asked` event, and with it the approval (its `question_answered` event and audit entry) and
+/// the grant's use.
+pub fn approved_by_grant(
+    row: &QuestionRow,
+    workspace: &str,
+    grant: &crate::store::GrantRow,
+    call: &crate::grants::Call<'_>,
+) -> StoreResult<(NewEvent, AskedWith)> {
+    let asked = NewEvent {
+        workspace_id: row.workspace_id,
+        event_type: app::types::EventType::QuestionAsked,
+        project: row.project.clone(),
+        run_id: row.run_id,
+        question_id: Some(row.id),
+        data: crate::store::question_event_data(&row.to_question(workspace)?)?,
+        created_at: row.created_at,
+    };
+    let approval = QuestionResolution {
+        status: QuestionStatus::Answered,
+        response: Some(AnswerBody {
+            value: Value::Bool(true),
+            comment: Some(format!("Covered by a grant from {}, so nobody was asked.", grant.created_by)),
+            edited_arguments: None,
+        }),
+        answered_by: Some(crate::grants::GRANT_DECIDER.to_owned()),
+        resolution: Some(Resolution::Policy),
+        at: row.created_at,
+        actor: crate::store::AuditActor::policy(crate::grants::GRANT_DECIDER, Some(grant.id.to_string())),
+    };
+    let transition = transition(row, &approval, workspace)?;
+    let used = crate::grants::use_entry(grant, call, serde_json::json!({ "question_id": row.id }), row.created_at);
+    let with = AskedWith {
+        answered_by_grant: Some(crate::store::AnsweredByGrant { grant_id: grant.id, transition, used }),
+        ..AskedWith::default()
+    };
+    Ok((asked, with))
 }
 
 impl Asking<'_> {
@@ -934,7 +1033,7 @@ async fn grant_with(
         Some(run_id) => store.run(row.workspace_id, run_id).await?.map(|run| run.agent.0.name.clone()),
         None => None,
     };
-    let agent = crate::grants::agent_of_question(question, row.created_by, run_agent.as_deref());
+    let agent = crate::grants::agent_of_question(row.run_id, row.created_by, run_agent.as_deref());
     let arguments = match (&answer.edited_arguments, &question.action) {
         (Some(edited), _) => edited.clone(),
         (None, Some(action)) => action.arguments.clone(),

@@ -17,6 +17,8 @@ on_both_backends!(
     a_run_scoped_prefix_grant_lets_matching_calls_through_and_nothing_else,
     a_revoked_or_expired_grant_lets_nothing_through,
     a_tokens_grant_lets_its_mcp_request_approval_through,
+    a_tokens_grant_approves_its_rest_approval_as_it_is_asked,
+    an_approval_by_a_grant_revoked_before_its_write_writes_nothing,
     grant_requests_are_checked_and_a_faulty_one_changes_nothing,
     the_same_call_approved_by_hand_is_counted_for_the_grant_offer,
 );
@@ -111,6 +113,8 @@ async fn a_run_scoped_prefix_grant_lets_matching_calls_through_and_nothing_else(
     let created = audit(&app, "grant.created").await;
     assert_eq!(created.len(), 1);
     assert_eq!(created[0]["actor"], "admin of default");
+    let grants = app.get("/api/v1/grants").await.json;
+    assert_eq!(grants["items"][0]["uses"], 1);
     let used = audit(&app, "grant.used").await;
     assert_eq!(used.len(), 1);
     assert_eq!(used[0]["subject_id"], listed["id"]);
@@ -210,16 +214,18 @@ async fn a_tokens_grant_lets_its_mcp_request_approval_through(backend: common::B
     let client = std::sync::Arc::new(
         ().serve(StreamableHttpClientTransport::from_config(config)).await.expect("the MCP client connects"),
     );
-    let ask = |command: &'static str| {
+    let ask_with = |command: &'static str, extra: Value| {
         let client = std::sync::Arc::clone(&client);
         tokio::spawn(async move {
-            let arguments = json!({ "tool_name": "shell", "input": { "command": command } });
+            let mut arguments = json!({ "tool_name": "shell", "input": { "command": command } });
+            arguments.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
             let params =
                 CallToolRequestParams::new("request_approval").with_arguments(arguments.as_object().unwrap().clone());
             let result = client.call_tool(params).await.unwrap();
             serde_json::from_str::<Value>(&result.content[0].as_text().unwrap().text).unwrap()
         })
     };
+    let ask = |command: &'static str| ask_with(command, json!({}));
     let asking = ask("npm test");
     let question = loop {
         let page = app.get("/api/v1/questions?status=pending").await.json;
@@ -239,12 +245,158 @@ async fn a_tokens_grant_lets_its_mcp_request_approval_through(backend: common::B
     assert_eq!(again, json!({ "behavior": "allow", "updatedInput": { "command": "npm test -- --watch=false" } }));
     let pending = app.get("/api/v1/questions?status=pending").await.json;
     assert_eq!(pending["items"], json!([]), "nobody was asked");
-    let other = ask("npm publish");
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(app.get("/api/v1/questions?status=pending").await.json["items"].as_array().unwrap().len(), 1);
-    other.abort();
+    // Another command is asked about, and so is a matching one that needs two people or names who may approve it.
+    let others = [
+        ask("npm publish"),
+        ask_with("npm test", json!({ "required_approvals": 2 })),
+        ask_with("npm test", json!({ "eligible": { "role": "admin" } })),
+    ];
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while app.get("/api/v1/questions?status=pending").await.json["items"].as_array().unwrap().len() < 3 {
+        assert!(tokio::time::Instant::now() < deadline, "the three are asked within 10 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    others.iter().for_each(tokio::task::JoinHandle::abort);
     let used = app.get("/api/v1/audit?action=grant.used").await.json;
     assert_eq!(used["items"][0]["after"]["source"], "mcp");
+}
+
+async fn a_tokens_grant_approves_its_rest_approval_as_it_is_asked(backend: common::Backend) {
+    let Some(app) = TestApp::start(backend).await else { return };
+    let base = app.serve().await;
+    let agent = app.create_token("default", app::types::Role::Agent).await;
+    let approval = |command: &str, extra: Value| {
+        let mut question = json!({
+            "kind": "approval",
+            "title": format!("Run {command}?"),
+            "project": "ci",
+            "action": { "tool_name": "shell", "arguments": { "command": command } },
+        });
+        question.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        question
+    };
+    let ask = |question: Value, key: Option<&'static str>| {
+        let mut request = axum::http::Request::builder()
+            .method(Method::POST)
+            .uri("/api/v1/questions")
+            .header("authorization", format!("Bearer {agent}"))
+            .header("content-type", "application/json");
+        if let Some(key) = key {
+            request = request.header("idempotency-key", key);
+        }
+        app.send(request.body(axum::body::Body::from(question.to_string())).unwrap())
+    };
+    let first = ask(approval("npm test", json!({})), None).await;
+    assert_eq!(first.status, StatusCode::CREATED, "{}", first.text);
+    assert_eq!(first.json["status"], "pending");
+    let id = first.json["id"].as_str().unwrap();
+    let grant = json!({ "scope": "agent", "matcher": { "command_prefix": "npm test" }, "expires_in_seconds": 3600 });
+    let approved = app.post(&format!("/api/v1/questions/{id}/answer"), json!({ "value": true, "grant": grant })).await;
+    assert_eq!(approved.status, StatusCode::OK, "{}", approved.text);
+    let events = common::connect_events(&base, &app.token, Some(0)).await;
+
+    // The same token's next matching call is approved as it is asked: by the grant, with nobody asked.
+    let granted = ask(approval("npm test -- --watch=false", json!({})), Some("granted-once")).await;
+    assert_eq!(granted.status, StatusCode::CREATED, "{}", granted.text);
+    assert_eq!(granted.json["status"], "answered");
+    assert_eq!(granted.json["response"]["value"], true);
+    assert_eq!(granted.json["resolution"], "policy");
+    assert_eq!(granted.json["answered_by"], "grant");
+    assert_eq!(granted.json["response"]["comment"], "Covered by a grant from admin of default, so nobody was asked.");
+    let granted_id = granted.json["id"].as_str().unwrap();
+    assert_eq!(app.get("/api/v1/questions?status=pending").await.json["items"], json!([]), "nobody was asked");
+    let waited =
+        app.call(Method::GET, &format!("/api/v1/questions/{granted_id}/wait?timeout=1"), Some(&agent), None).await;
+    assert_eq!(waited.json["status"], "answered", "{}", waited.text);
+    // Its stream says it was asked, then answered; its audit names the grant, its maker and the question.
+    let seen = common::read_events_until(events, |events| {
+        events.iter().filter(|(_, _, data)| data["question"]["id"] == granted_id).count() >= 2
+    })
+    .await;
+    let of_granted: Vec<&str> = seen
+        .iter()
+        .filter(|(_, _, data)| data["question"]["id"] == granted_id)
+        .map(|(_, kind, _)| kind.as_str())
+        .collect();
+    assert_eq!(of_granted, ["question_asked", "question_answered"]);
+    let grants = app.get("/api/v1/grants").await.json;
+    assert_eq!(grants["items"][0]["uses"], 1);
+    let used = audit(&app, "grant.used").await;
+    assert_eq!(used.len(), 1);
+    assert_eq!(used[0]["after"]["question_id"], granted_id);
+    assert_eq!(used[0]["after"]["arguments"]["command"], "npm test -- --watch=false");
+    assert_eq!((used[0]["actor_kind"].as_str(), used[0]["actor"].as_str()), (Some("policy"), Some("grant")));
+    let answered = audit(&app, "question.answered").await;
+    let by_grant = answered.iter().find(|entry| entry["subject_id"] == granted_id).expect("its answer is audited");
+    assert_eq!(by_grant["actor_id"], grants["items"][0]["id"]);
+
+    // A retry with the same key gets the same question and uses the grant no more.
+    let retried = ask(approval("npm test -- --watch=false", json!({})), Some("granted-once")).await;
+    assert_eq!(retried.status, StatusCode::OK, "{}", retried.text);
+    assert_eq!(retried.json["id"], granted_id);
+    assert_eq!(retried.json["status"], "answered");
+    assert_eq!(app.get("/api/v1/grants").await.json["items"][0]["uses"], 1);
+
+    // Another command, or one that needs two people or names who may approve it, is asked.
+    for (command, extra) in [
+        ("npm publish", json!({})),
+        ("npm test", json!({ "required_approvals": 2 })),
+        ("npm test", json!({ "eligible": { "role": "admin" } })),
+    ] {
+        let asked = ask(approval(command, extra.clone()), None).await;
+        assert_eq!(asked.status, StatusCode::CREATED, "{}", asked.text);
+        assert_eq!(asked.json["status"], "pending", "{command} {extra}");
+    }
+    // Another token's call is its own: the grant was scoped to the agent that asked.
+    let other = app.create_token("default", app::types::Role::Agent).await;
+    let asked = app.call(Method::POST, "/api/v1/questions", Some(&other), Some(approval("npm test", json!({})))).await;
+    assert_eq!(asked.json["status"], "pending", "{}", asked.text);
+    // Revoked, it lets nothing through.
+    let grant_id = grants["items"][0]["id"].as_str().unwrap();
+    let revoked = app.post(&format!("/api/v1/grants/{grant_id}/revoke"), json!({})).await;
+    assert_eq!(revoked.status, StatusCode::OK, "{}", revoked.text);
+    let after = ask(approval("npm test", json!({})), None).await;
+    assert_eq!(after.json["status"], "pending", "{}", after.text);
+    assert_eq!(audit(&app, "grant.used").await.len(), 1);
+}
+
+/// The store writes a question a grant approves only while the grant is live: one revoked after it was read (by a
+/// person, between the asking's read and its write) leaves nothing written, and the asking tries the next grant or
+/// asks a person.
+async fn an_approval_by_a_grant_revoked_before_its_write_writes_nothing(backend: common::Backend) {
+    let Some(app) = TestApp::start(backend).await else { return };
+    let agent = app.create_token("default", app::types::Role::Agent).await;
+    let action = json!({ "tool_name": "shell", "arguments": { "command": "npm test" } });
+    let question = json!({ "kind": "approval", "title": "Run the tests?", "action": action });
+    let asked = app.call(Method::POST, "/api/v1/questions", Some(&agent), Some(question)).await;
+    let id = asked.json["id"].as_str().unwrap();
+    let grant = json!({ "scope": "workspace", "matcher": { "equals": { "command": "npm test" } } });
+    let approved = app.post(&format!("/api/v1/questions/{id}/answer"), json!({ "value": true, "grant": grant })).await;
+    assert_eq!(approved.status, StatusCode::OK, "{}", approved.text);
+    let store = app.state.store.as_ref();
+    let workspace = store.ensure_workspace("default").await.unwrap();
+    let grant_id: uuid::Uuid =
+        app.get("/api/v1/grants").await.json["items"][0]["id"].as_str().unwrap().parse().unwrap();
+    let read = store.grant(workspace.id, grant_id).await.unwrap().unwrap();
+    let revoked = app.post(&format!("/api/v1/grants/{grant_id}/revoke"), json!({})).await;
+    assert_eq!(revoked.status, StatusCode::OK, "{}", revoked.text);
+
+    let input =
+        serde_json::from_value(json!({ "kind": "approval", "title": "Run the tests again?", "action": action }));
+    let row = app.state.asking().prepare(input.unwrap(), workspace.id, None).await.unwrap();
+    let call = holdpoint::grants::Call {
+        workspace_id: workspace.id,
+        tool_name: "shell",
+        arguments: &action["arguments"],
+        run_id: None,
+        agent: None,
+    };
+    let (event, with) = holdpoint::questions::approved_by_grant(&row, "default", &read, &call).unwrap();
+    let written = store.create_question(&row, &event, None, &with).await;
+    assert!(matches!(written, Err(holdpoint::store::StoreError::GrantNotLive)), "{written:?}");
+    assert!(store.question(workspace.id, row.id).await.unwrap().is_none(), "no question was written");
+    assert!(audit(&app, "grant.used").await.is_empty());
+    assert_eq!(app.get("/api/v1/grants?all=true").await.json["items"][0]["uses"], 0);
 }
 
 async fn grant_requests_are_checked_and_a_faulty_one_changes_nothing(backend: common::Backend) {

@@ -301,3 +301,26 @@ def test_an_approval_can_make_a_grant_which_is_listed_and_revoked(
     assert revoked.revoked_at is not None
     assert all(g.id != made.id for g in person.grants())
     assert any(g.id == made.id for g in person.grants(include_inactive=True))
+
+
+def test_a_call_a_grant_covers_is_approved_as_it_is_asked(hp: Holdpoint, person: Holdpoint, project: str) -> None:
+    question = hp.create_question(
+        "Run the linter?",
+        kind="approval",
+        action=Action(tool_name="shell", arguments={"command": "ruff check"}),
+        project=project,
+    )
+    grant = {"scope": "agent", "matcher": {"command_prefix": "ruff check"}, "expires_in_seconds": 3600}
+    person.answer(question.id, True, grant=grant)
+    made = next(g for g in person.grants() if g.question_id == question.id)
+    try:
+        # Nobody answers: the grant approves the matching call as it is asked, and a different one is asked.
+        result = hp.approve("shell", {"command": "ruff check src"}, project=project, wait_timeout=5)
+        assert (result.outcome, result.approved, result.arguments) == ("answered", True, {"command": "ruff check src"})
+        assert (result.answered_by, result.question.resolution) == ("grant", "policy")
+        other = hp.approve("shell", {"command": "ruff format"}, project=project, wait_timeout=0.5)
+        assert other.outcome == "pending"
+        hp.cancel(other.question.id)
+    finally:
+        person.revoke_grant(made.id)
+

@@ -285,7 +285,7 @@ describe('many hands', () => {
     assert.deepEqual(result.question.approvals?.map((a) => a.by), ['bootstrap', claimed.claimed_by]);
   });
 
-  test('an approval can make a grant, which is listed and revoked', async () => {
+  test('an approval can make a grant, which approves the next matching call as it is asked, and is revoked', async () => {
     const hp = await agentClient(server);
     const project = freshProject();
     const approving = hp.approve({ tool_name: 'shell', arguments: { command: 'npm test' }, project });
@@ -299,6 +299,11 @@ describe('many hands', () => {
     const grant = live.items.find((g) => g.question_id === pending.id);
     assert.ok(grant, JSON.stringify(live));
     assert.deepEqual([grant.scope, grant.tool_name, grant.matcher], ['agent', 'shell', { command_prefix: 'npm test' }]);
+    // Nobody answers this one: the grant does, as it is asked.
+    const again = await hp.approve({ tool_name: 'shell', arguments: { command: 'npm test -- --coverage' }, project });
+    assert.deepEqual([again.outcome, again.approved], ['answered', true]);
+    assert.deepEqual([again.question.answered_by, again.question.resolution], ['grant', 'policy']);
+    assert.equal(again.reason, 'Approved by grant: Covered by a grant from bootstrap, so nobody was asked.');
     const revoked = await person.revokeGrant(grant.id);
     assert.ok(revoked.revoked_at);
     assert.equal((await person.listGrants()).items.some((g) => g.id === grant.id), false);

@@ -55,11 +55,12 @@ pub const MAX_PAGE_SIZE: u32 = 200;
 const IDEMPOTENCY_HEADER: &str = "idempotency-key";
 const IDEMPOTENCY_KEY_MAX: usize = 255;
 
-/// `POST /questions`: 201 with the new question, or 200 with the first one for a repeated `Idempotency-Key`.
+/// `POST /questions`: 201 with the new question (already approved when it asks about a tool call a live grant
+/// covers), or 200 with the first one for a repeated `Idempotency-Key`.
 #[utoipa::path(post, path = "/questions", tag = "questions", request_body = NewQuestion,
     params(IdempotencyHeader),
     responses(
-        (status = 201, description = "Created", body = Question),
+        (status = 201, description = "Created: pending, or answered by a grant that covers its tool call", body = Question),
         (status = 200, description = "A retry with an Idempotency-Key seen before: the first question", body = Question),
         ErrorResponses,
     ))]
@@ -76,13 +77,15 @@ async fn create_question(
     let row = asking.prepare(input, caller.workspace_id(), Some(caller.principal.id)).await?;
     domain::check_run_of_new_question(state.store.as_ref(), &caller, &row).await?;
     let asked =
-        asking.record(&row, &caller.principal.workspace, idempotency.as_ref()).await.map_err(|err| match err {
-            // The client learns which question its key asked, to fetch it rather than guess.
-            StoreError::IdempotencyMismatch { resource_id } => AppError::Conflict {
-                message: err.to_string(),
-                details: Some(serde_json::json!({ "question_id": resource_id })),
-            },
-            other => other.into(),
+        asking.record_unless_granted(&row, &caller.principal.workspace, idempotency.as_ref()).await.map_err(|err| {
+            match err {
+                // The client learns which question its key asked, to fetch it rather than guess.
+                StoreError::IdempotencyMismatch { resource_id } => AppError::Conflict {
+                    message: err.to_string(),
+                    details: Some(serde_json::json!({ "question_id": resource_id })),
+                },
+                other => other.into(),
+            }
         })?;
     match asked.json {
         Some(question) => Ok((StatusCode::CREATED, ApiJson(QuestionBody::Serialized(question)))),

@@ -432,7 +432,9 @@ impl HoldpointMcp {
         if let Some(id) = &args.tool_use_id {
             question_context["tool_use_id"] = Value::String(id.clone());
         }
-        // A grant made earlier (for this token, or the workspace) lets the call through without asking.
+        // A grant made earlier (for this token, or the workspace) lets the call through without asking — unless
+        // the call needs several approvals or names who may give it: one person's grant does not stand for them.
+        let grantable = args.required_approvals.unwrap_or(1) <= 1 && args.eligible.is_none();
         let call = crate::grants::Call {
             workspace_id: caller.workspace_id(),
             tool_name: &args.tool_name,
@@ -441,10 +443,11 @@ impl HoldpointMcp {
             agent: Some(crate::grants::token_agent(caller.principal.id)),
         };
         let record = json!({ "source": "mcp", "tool_use_id": args.tool_use_id });
-        if crate::grants::let_through(self.state.store.as_ref(), &call, record)
-            .await
-            .map_err(|e| refusal(e.into()))?
-            .is_some()
+        if grantable
+            && crate::grants::let_through(self.state.store.as_ref(), &call, record)
+                .await
+                .map_err(|e| refusal(e.into()))?
+                .is_some()
         {
             let decision = json!({ "behavior": "allow", "updatedInput": arguments });
             return Ok(CallToolResult::success(vec![ContentBlock::text(decision.to_string())]));

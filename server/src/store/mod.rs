@@ -38,8 +38,8 @@ pub use audit_rows::*;
 pub use escalation::{EscalationPolicyRow, EscalationStore, EscalationTransition};
 pub use grants::{GrantRow, GrantStore};
 pub use outbox::{
-    AskedWith, ChannelSummary, DeliveryRow, ListedDelivery, ListedNotification, NotificationQuery, NotificationRow,
-    OutboxStore, PushSubscriptionRow, Reach,
+    AnsweredByGrant, AskedWith, ChannelSummary, DeliveryRow, ListedDelivery, ListedNotification, NotificationQuery,
+    NotificationRow, OutboxStore, PushSubscriptionRow, Reach,
 };
 pub use people::*;
 use postgres::PostgresStore;
@@ -86,6 +86,9 @@ pub enum StoreError {
     /// could not be read.
     #[error("the server is unreachable: {0}")]
     Unreachable(String),
+    /// The grant a new question was to be answered by was revoked or ran out before the question's write.
+    #[error("the grant is no longer live")]
+    GrantNotLive,
     /// The server keeping a run its client executes refused an operation of the worker protocol.
     #[error("the server refused a worker call ({status}): {message}")]
     Refused { status: u16, message: String },

@@ -177,21 +177,32 @@ impl Reach {
     }
 }
 
-/// What is written with a new question, in its transaction: the older questions of its run it supersedes, and who it
-/// reaches.
+/// What is written with a new question, in its transaction: the older questions of its run it supersedes, who it
+/// reaches, and the grant that answers it as it is asked.
 #[derive(Debug, Clone, Default)]
 pub struct AskedWith {
     pub supersedes: Vec<QuestionTransition>,
     pub reach: Reach,
     /// Audit entries of how the question was asked (its delegation to who stands in for its assignee).
     pub audit: Vec<NewAuditEntry>,
+    pub answered_by_grant: Option<AnsweredByGrant>,
 }
 
 impl AskedWith {
     /// Whether the question is written alone (what the backends' fast paths write).
     pub fn is_empty(&self) -> bool {
-        self.supersedes.is_empty() && self.reach.is_empty() && self.audit.is_empty()
+        self.supersedes.is_empty() && self.reach.is_empty() && self.audit.is_empty() && self.answered_by_grant.is_none()
     }
+}
+
+/// The approval of a tool call a grant gives as the question is asked (spec §14): the question's transition out of
+/// `pending`, and the grant's use with its audit entry. The store writes the question only if the grant is still
+/// live at the transition's time, and fails with [`StoreError::GrantNotLive`] (writing nothing) otherwise.
+#[derive(Debug, Clone)]
+pub struct AnsweredByGrant {
+    pub grant_id: Uuid,
+    pub transition: QuestionTransition,
+    pub used: NewAuditEntry,
 }
 
 /// A page of a person's notifications.

@@ -6,6 +6,7 @@ use sqlx::QueryBuilder;
 use uuid::Uuid;
 
 use super::*;
+use crate::store::grants::USE_GRANT;
 use crate::store::outbox::{INSERT_DELIVERY, INSERT_NOTIFICATION};
 use sqlx::Sqlite;
 
@@ -478,6 +479,19 @@ impl Store for SqliteStore {
             if let Some(id) = self.resolve_in(&mut tx, superseded, "").await? {
                 last = id;
             }
+        }
+        if let Some(granted) = &with.answered_by_grant {
+            let at = granted.transition.resolved.updated_at;
+            let used =
+                sqlx::query(USE_GRANT).bind(q.workspace_id).bind(granted.grant_id).bind(at).execute(&mut *tx).await?;
+            if used.rows_affected() == 0 {
+                return Err(StoreError::GrantNotLive);
+            }
+            self.append_audit_in(&mut tx, &granted.used).await?;
+            let Some(id) = self.resolve_in(&mut tx, &granted.transition, "").await? else {
+                return Err(StoreError::Corrupt("a question just inserted was not pending".into()));
+            };
+            last = id;
         }
         for notification in &with.reach.notifications {
             Bind::bind_notification(sqlx::query(INSERT_NOTIFICATION), notification).execute(&mut *tx).await?;
