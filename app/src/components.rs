@@ -5,7 +5,7 @@ use leptos::prelude::*;
 
 use crate::current_session;
 use crate::markdown::Markdown;
-use crate::types::{Question, QuestionStatus, Role};
+use crate::types::{Question, QuestionStatus, Resolution, Role};
 
 /// The bar on top of every signed-in page: where you are, who you are, and sign-out. On a phone, once the script
 /// runs, everything but the name folds into a menu behind one button (without the script the bar shows it all).
@@ -229,6 +229,9 @@ pub fn EscalationChain(question: Question, testid: &'static str) -> impl IntoVie
 pub fn describe_resolution(question: &Question) -> String {
     let value = question.response.as_ref().map(|r| answer_text(&r.value)).unwrap_or_default();
     match (question.status, &question.answered_by) {
+        (QuestionStatus::Answered, _) if question.resolution == Some(Resolution::Policy) => {
+            format!("answered by a grant, without asking anyone: {value}")
+        }
         (QuestionStatus::Answered, Some(by)) => format!("answered by {by}: {value}"),
         (QuestionStatus::Answered, None) => format!("answered: {value}"),
         (QuestionStatus::Defaulted, _) => format!("no answer in time; the default applied: {value}"),
@@ -292,6 +295,19 @@ mod tests {
             assert_eq!(short_id_text(&id.to_string()), short_id(id));
         }
         assert_eq!(short_id_text("bootstrap-token"), "bootstra");
+    }
+
+    #[test]
+    fn a_resolution_names_who_or_what_answered() {
+        let mut question = crate::types::sample_question("Run ruff check src?", QuestionStatus::Answered);
+        question.response =
+            Some(crate::types::AnswerBody { value: true.into(), comment: None, edited_arguments: None });
+        question.answered_by = Some("alice".into());
+        question.resolution = Some(Resolution::Human);
+        assert_eq!(describe_resolution(&question), "answered by alice: yes");
+        question.answered_by = Some("grant".into());
+        question.resolution = Some(Resolution::Policy);
+        assert_eq!(describe_resolution(&question), "answered by a grant, without asking anyone: yes");
     }
 
     #[test]

@@ -163,6 +163,64 @@ test('approving a shell call in the modal with "always allow" lets the next matc
   await page.close();
 });
 
+test('an approval an agent asks over REST that a grant covers is approved as it is asked, and no one is shown it', async () => {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+  await signIn(page, server, '/inbox');
+  await waitForLive(page);
+  const ask = (command) => api(server, 'POST', '/questions', {
+    kind: 'approval',
+    title: `Run ${command}?`,
+    action: { tool_name: 'shell', arguments: { command } },
+  });
+  const modal = page.getByTestId('live-modal');
+  /** Brings up the question titled `title` in the modal, putting off the others still pending from earlier tests. */
+  const shown = (title) => eventually(`the modal shows ${title}`, async () => {
+    if (!(await modal.isVisible())) return false;
+    if ((await page.getByTestId('modal-title').textContent()) === title) return true;
+    await page.getByTestId('modal-defer').click();
+    return false;
+  });
+
+  // The reviewer approves `make lint` and lets the agent's calls starting with it through.
+  const first = await ask('make lint');
+  assert.equal(first.status, 201, JSON.stringify(first.json));
+  await shown('Run make lint?');
+  await modal.getByTestId('modal-grant-chosen').check();
+  assert.equal(await modal.getByTestId('modal-grant-scope').inputValue(), 'agent');
+  await modal.getByTestId('modal-approve').click();
+  await eventually('the approval is stored', async () => (await api(server, 'GET', `/questions/${first.json.id}`)).json.status === 'answered');
+
+  // Every title the modal shows from now on.
+  await page.evaluate(() => {
+    window.modalTitles = [];
+    new MutationObserver(() => {
+      const title = document.querySelector('[data-testid="modal-title"]');
+      if (title) window.modalTitles.push(title.textContent);
+    }).observe(document.body, { subtree: true, childList: true, characterData: true });
+  });
+  const granted = await ask('make lint --fix');
+  assert.equal(granted.status, 201, JSON.stringify(granted.json));
+  assert.equal(granted.json.status, 'answered');
+  assert.equal(granted.json.answered_by, 'grant');
+  // A call the grant does not cover is asked; by the time the modal shows it, the page has had the granted one's events.
+  const deploy = await ask('make deploy');
+  await shown('Run make deploy?');
+  assert.deepEqual(await page.evaluate(() => window.modalTitles.filter((title) => title.includes('--fix'))), []);
+  await page.getByTestId('modal-defer').click();
+
+  // Its page says what answered it, and why.
+  await page.goto(`${server.baseUrl}/questions/${granted.json.id}`);
+  await waitForHydration(page);
+  assert.equal(await page.getByTestId('resolution').locator('p').textContent(), 'Answered by a grant, without asking anyone: yes');
+  assert.match(await page.getByTestId('resolution-comment').textContent(), /^Covered by a grant from .+, so nobody was asked\.$/);
+  await page.screenshot({ path: resultPath('granted-question.png') });
+
+  await api(server, 'POST', `/questions/${deploy.json.id}/cancel`, null);
+  const grant = (await api(server, 'GET', '/grants')).json.items.find((g) => g.question_id === first.json.id);
+  assert.equal((await api(server, 'POST', `/grants/${grant.id}/revoke`, {})).status, 200);
+  await page.close();
+});
+
 /** The reviewer is an admin, so the live modal brings up every question, whoever it is assigned to: later, each. */
 async function deferAll(page) {
   for (let shown = 0; shown < 5 && (await page.getByTestId('modal-defer').isVisible()); shown += 1) {

@@ -705,15 +705,6 @@ pub fn approved_by_grant(
     grant: &crate::store::GrantRow,
     call: &crate::grants::Call<'_>,
 ) -> StoreResult<(NewEvent, AskedWith)> {
-    let asked = NewEvent {
-        workspace_id: row.workspace_id,
-        event_type: app::types::EventType::QuestionAsked,
-        project: row.project.clone(),
-        run_id: row.run_id,
-        question_id: Some(row.id),
-        data: crate::store::question_event_data(&row.to_question(workspace)?)?,
-        created_at: row.created_at,
-    };
     let approval = QuestionResolution {
         status: QuestionStatus::Answered,
         response: Some(AnswerBody {
@@ -727,6 +718,16 @@ pub fn approved_by_grant(
         actor: crate::store::AuditActor::policy(crate::grants::GRANT_DECIDER, Some(grant.id.to_string())),
     };
     let transition = transition(row, &approval, workspace)?;
+    // The asked event carries the question as the write leaves it, answered: no page offers it to anyone.
+    let asked = NewEvent {
+        workspace_id: row.workspace_id,
+        event_type: app::types::EventType::QuestionAsked,
+        project: row.project.clone(),
+        run_id: row.run_id,
+        question_id: Some(row.id),
+        data: crate::store::question_event_data(&transition.resolved.to_question(workspace)?)?,
+        created_at: row.created_at,
+    };
     let used = crate::grants::use_entry(grant, call, serde_json::json!({ "question_id": row.id }), row.created_at);
     let with = AskedWith {
         answered_by_grant: Some(crate::store::AnsweredByGrant { grant_id: grant.id, transition, used }),

@@ -319,6 +319,9 @@ async fn a_tokens_grant_approves_its_rest_approval_as_it_is_asked(backend: commo
         .map(|(_, kind, _)| kind.as_str())
         .collect();
     assert_eq!(of_granted, ["question_asked", "question_answered"]);
+    // Even its asked event shows it answered: no page offers it to a person, not for a moment.
+    let asked = seen.iter().find(|(_, kind, data)| kind == "question_asked" && data["question"]["id"] == granted_id);
+    assert_eq!(asked.unwrap().2["question"]["status"], "answered");
     let grants = app.get("/api/v1/grants").await.json;
     assert_eq!(grants["items"][0]["uses"], 1);
     let used = audit(&app, "grant.used").await;

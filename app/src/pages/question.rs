@@ -51,6 +51,8 @@ fn QuestionView(question: Question, session: SessionInfo) -> impl IntoView {
     let action = question.action.clone();
     let pending = question.status == QuestionStatus::Pending;
     let resolution = (!pending).then(|| capitalise(&describe_resolution(&question)));
+    // Why it was answered so: a person's reason, or what decided for them.
+    let reason = question.response.as_ref().and_then(|response| response.comment.clone()).filter(|_| !pending);
     view! {
         <p><a href="/inbox">"← Inbox"</a></p>
         <h1 data-testid="question-title">{question.title.clone()}</h1>
@@ -75,7 +77,12 @@ fn QuestionView(question: Question, session: SessionInfo) -> impl IntoView {
         })}
         {context.map(|c| view! { <details class="context"><summary>"Context"</summary><pre tabindex="0">{c}</pre></details> })}
         {move || error().map(|e| view! { <p class="alert" role="alert" data-testid="answer-error">{e}</p> })}
-        {resolution.map(|text| view! { <p class="resolution" data-testid="resolution">{text}</p> })}
+        {resolution.map(|text| view! {
+            <div class="resolution" data-testid="resolution">
+                <p>{text}</p>
+                {reason.map(|reason| view! { <blockquote data-testid="resolution-comment">{reason}</blockquote> })}
+            </div>
+        })}
         {pending.then(|| view! { <AnswerForm question=question.clone() csrf=session.csrf_token.clone()/> })}
     }
 }
