@@ -48,21 +48,27 @@ impl From<ErrorDetail> for ApiError {
 
 #[cfg(feature = "hydrate")]
 thread_local! {
-    static CSRF: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+    static SESSION: std::cell::RefCell<Option<crate::types::SessionInfo>> = const { std::cell::RefCell::new(None) };
 }
 
+/// The page's session (its CSRF token, who is signed in with which role), read once per page load.
 #[cfg(feature = "hydrate")]
-async fn csrf_token() -> Result<String, ApiError> {
-    if let Some(token) = CSRF.with(|c| c.borrow().clone()) {
-        return Ok(token);
+pub async fn session() -> Result<crate::types::SessionInfo, ApiError> {
+    if let Some(session) = SESSION.with(|s| s.borrow().clone()) {
+        return Ok(session);
     }
     let session = crate::current_session().await.map_err(|e| ApiError {
         code: "unauthorized".into(),
         message: format!("Sign in again ({e})."),
         details: None,
     })?;
-    CSRF.with(|c| *c.borrow_mut() = Some(session.csrf_token.clone()));
-    Ok(session.csrf_token)
+    SESSION.with(|s| *s.borrow_mut() = Some(session.clone()));
+    Ok(session)
+}
+
+#[cfg(feature = "hydrate")]
+async fn csrf_token() -> Result<String, ApiError> {
+    Ok(session().await?.csrf_token)
 }
 
 /// `POST /api/v1{path}` with a JSON body; the JSON answer, or the API's error.

@@ -48,6 +48,14 @@ pub fn offers_grant(question: &Question) -> bool {
 pub fn GrantOfferView(question: Question, prefix: String, offer: GrantOffer) -> impl IntoView {
     let id = question.id.simple().to_string();
     let times_approved = RwSignal::new(0u32);
+    // Only an admin may make a grant for the whole workspace: the choice is offered once the page knows who it is.
+    let admin = RwSignal::new(false);
+    #[cfg(feature = "hydrate")]
+    leptos::task::spawn_local(async move {
+        if let Ok(session) = crate::api::session().await {
+            admin.set(session.role == crate::types::Role::Admin);
+        }
+    });
     #[cfg(feature = "hydrate")]
     {
         let question_id = question.id;
@@ -99,7 +107,9 @@ pub fn GrantOfferView(question: Question, prefix: String, offer: GrantOffer) -> 
                     }>
                     {has_run.then(|| view! { <option value="run" selected=move || offer.scope.get() == GrantScope::Run>"this run"</option> })}
                     <option value="agent" selected=move || offer.scope.get() == GrantScope::Agent>"this agent"</option>
-                    <option value="workspace" selected=move || offer.scope.get() == GrantScope::Workspace>"the whole workspace (admins)"</option>
+                    {move || admin.get().then(|| view! {
+                        <option value="workspace" selected=move || offer.scope.get() == GrantScope::Workspace>"the whole workspace"</option>
+                    })}
                 </select>
                 <label for=lifetime_id.clone()>"For how long"</label>
                 <select id=lifetime_id data-testid=tid("lifetime")

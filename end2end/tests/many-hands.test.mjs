@@ -163,6 +163,16 @@ test('approving a shell call in the modal with "always allow" lets the next matc
   await page.close();
 });
 
+/** Brings up the question titled `title` in the live modal, putting off the others still pending from earlier tests. */
+function showInModal(page, title) {
+  return eventually(`the modal shows ${title}`, async () => {
+    if (!(await page.getByTestId('live-modal').isVisible())) return false;
+    if ((await page.getByTestId('modal-title').textContent()) === title) return true;
+    await page.getByTestId('modal-defer').click();
+    return false;
+  });
+}
+
 test('an approval an agent asks over REST that a grant covers is approved as it is asked, and no one is shown it', async () => {
   const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
   await signIn(page, server, '/inbox');
@@ -173,13 +183,7 @@ test('an approval an agent asks over REST that a grant covers is approved as it 
     action: { tool_name: 'shell', arguments: { command } },
   });
   const modal = page.getByTestId('live-modal');
-  /** Brings up the question titled `title` in the modal, putting off the others still pending from earlier tests. */
-  const shown = (title) => eventually(`the modal shows ${title}`, async () => {
-    if (!(await modal.isVisible())) return false;
-    if ((await page.getByTestId('modal-title').textContent()) === title) return true;
-    await page.getByTestId('modal-defer').click();
-    return false;
-  });
+  const shown = (title) => showInModal(page, title);
 
   // The reviewer approves `make lint` and lets the agent's calls starting with it through.
   const first = await ask('make lint');
@@ -187,6 +191,9 @@ test('an approval an agent asks over REST that a grant covers is approved as it 
   await shown('Run make lint?');
   await modal.getByTestId('modal-grant-chosen').check();
   assert.equal(await modal.getByTestId('modal-grant-scope').inputValue(), 'agent');
+  // An admin may also let it through for the whole workspace.
+  const scopes = () => modal.getByTestId('modal-grant-scope').locator('option').evaluateAll((options) => options.map((o) => o.value));
+  await eventually('the workspace scope is offered to an admin', async () => (await scopes()).includes('workspace'));
   await modal.getByTestId('modal-approve').click();
   await eventually('the approval is stored', async () => (await api(server, 'GET', `/questions/${first.json.id}`)).json.status === 'answered');
 
@@ -219,6 +226,35 @@ test('an approval an agent asks over REST that a grant covers is approved as it 
   const grant = (await api(server, 'GET', '/grants')).json.items.find((g) => g.question_id === first.json.id);
   assert.equal((await api(server, 'POST', `/grants/${grant.id}/revoke`, {})).status, 200);
   await page.close();
+});
+
+test('an approver who is not an admin is not offered a grant for the whole workspace', async () => {
+  const added = await api(server, 'POST', '/members', { username: 'gil', password: 'pw-gil-0123456789', role: 'approver' });
+  assert.equal(added.status, 201, JSON.stringify(added.json));
+  const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+  const page = await context.newPage();
+  await page.goto(`${server.baseUrl}/inbox`);
+  await page.waitForURL(/\/signin/);
+  await page.getByTestId('signin-username').fill('gil');
+  await page.getByTestId('signin-password').fill('pw-gil-0123456789');
+  await page.getByTestId('signin-password-submit').click();
+  await page.waitForURL((url) => url.pathname === '/inbox');
+  await waitForLive(page);
+  const asked = await api(server, 'POST', '/questions', {
+    kind: 'approval',
+    title: 'Rotate the staging keys?',
+    action: { tool_name: 'shell', arguments: { command: 'vault rotate staging' } },
+    assignee: { user: 'gil' },
+  });
+  assert.equal(asked.status, 201, JSON.stringify(asked.json));
+  const modal = page.getByTestId('live-modal');
+  await showInModal(page, 'Rotate the staging keys?');
+  // The page has long known who it is by then (a local call); the offer still names only the agent.
+  await page.waitForTimeout(1000);
+  const scopes = await modal.getByTestId('modal-grant-scope').locator('option').evaluateAll((options) => options.map((o) => o.value));
+  assert.deepEqual(scopes, ['agent']);
+  await api(server, 'POST', `/questions/${asked.json.id}/cancel`, null);
+  await context.close();
 });
 
 /** The reviewer is an admin, so the live modal brings up every question, whoever it is assigned to: later, each. */
