@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use app::types::Role;
 use axum::http::{Method, StatusCode};
-use common::{TestApp, assert_error, connect_events, read_events};
+use common::{TestApp, assert_error, connect_events, read_events, read_events_until};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
@@ -87,7 +87,37 @@ async fn a_first_connection_replays_from_the_last_event_id_query_parameter(app: 
     assert_error(&negative, StatusCode::BAD_REQUEST, "bad_request");
 }
 
+/// A stream that names no last event starts with its position (an `id:` without data, which sets the client's last
+/// event id and dispatches nothing): dropped before its first event, the client resumes there and loses nothing.
+async fn a_stream_without_a_last_event_id_starts_by_naming_its_position(app: TestApp) {
+    use futures::StreamExt;
+    let base = app.serve().await;
+    let before = app.post("/api/v1/questions", json!({ "title": "Asked before the stream" })).await;
+    assert_eq!(before.status, StatusCode::CREATED);
+    let logged = read_events(connect_events(&base, &app.token, Some(0)).await, 1).await[0].0;
+
+    let mut stream = connect_events(&base, &app.token, None).await.bytes_stream();
+    let mut text = String::new();
+    while !text.contains("\n\n") {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), stream.next()).await.expect("its first frame");
+        text.push_str(&String::from_utf8_lossy(&chunk.unwrap().unwrap()));
+    }
+    // Where the stream goes on from: the event hub's position, which may not have reached the newest write yet
+    // (that one then comes live).
+    let position: i64 = text.strip_prefix("id: ").and_then(|rest| rest.strip_suffix("\n\n")).unwrap().parse().unwrap();
+    assert!((0..=logged).contains(&position), "{text:?} names a position up to {logged}");
+    drop(stream);
+
+    let missed = app.post("/api/v1/questions", json!({ "title": "Asked while the stream was down" })).await.json;
+    let resumed = read_events_until(connect_events(&base, &app.token, Some(position)).await, |events| {
+        events.iter().any(|event| event.2["question"]["id"] == missed["id"])
+    })
+    .await;
+    assert!(resumed.iter().all(|event| event.0 > position));
+}
+
 backend_tests!(
+    a_stream_without_a_last_event_id_starts_by_naming_its_position,
     a_first_connection_replays_from_the_last_event_id_query_parameter,
     an_agent_tokens_event_stream_carries_only_its_own_questions,
     a_new_blocking_question_on_a_run_supersedes_the_older_one,

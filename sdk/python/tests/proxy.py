@@ -18,6 +18,8 @@ class Proxy:
         self._open: list[socket.socket] = []
         self.sent: list[bytes] = []
         """Every chunk a client sent through the proxy, to check the headers it sent."""
+        self.received: list[bytes] = []
+        """Every chunk the server sent back through the proxy."""
         self.unreachable = False
         """While true, connections are closed as soon as they are accepted: the server is out of reach."""
         self.drop_responses_to = b""
@@ -36,6 +38,10 @@ class Proxy:
     def sent_text(self) -> str:
         with self._lock:
             return b"".join(self.sent).decode("latin-1")
+
+    def received_text(self) -> str:
+        with self._lock:
+            return b"".join(self.received).decode("latin-1")
 
     def close(self) -> None:
         _close(self._listener)
@@ -91,6 +97,8 @@ class Proxy:
                 _close(client)
                 _close(upstream)
                 return
+            with self._lock:
+                self.received.append(chunk)
             try:
                 client.sendall(chunk)
             except OSError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import threading
 from collections.abc import Iterator
 
@@ -71,6 +72,29 @@ def test_a_dropped_stream_resumes_with_last_event_id_and_loses_nothing(
             answered = collector.events[-1].question
             assert answered is not None and answered.response is not None
             assert (answered.status, answered.response.value) == ("answered", "done")
+            assert collector.error is None, collector.error
+            collector.stopping = True
+    finally:
+        proxy.close()
+
+
+def test_a_stream_dropped_before_its_first_event_resumes_where_it_started(
+    server: Server, hp: Holdpoint, project: str
+) -> None:
+    proxy = Proxy(server.url)
+    try:
+        with Holdpoint(proxy.url, server.admin_token, retry=PATIENT) as watcher:
+            collector = Collector(watcher.events(project=project))
+            # The server tells a stream without a last event id where it starts: an `id:` without data.
+            match = eventually("its position", lambda: re.search(r"\nid: (\d+)\n\n", proxy.received_text()))
+            proxy.unreachable = True
+            proxy.cut()
+            hp.create_question("asked while the stream was down", project=project)
+            proxy.unreachable = False
+
+            eventually("the missed event", lambda: len(collector.events) == 1)
+            assert collector.of("question_asked") == ["asked while the stream was down"]
+            assert f"last-event-id: {match.group(1)}" in proxy.sent_text().lower()
             assert collector.error is None, collector.error
             collector.stopping = True
     finally:

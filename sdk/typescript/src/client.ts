@@ -344,6 +344,12 @@ export class Holdpoint {
             lastEventId = event.id;
             yield event;
           }
+          // An `id:` without data dispatches nothing but moves the position: the server starts a stream that
+          // names no last event with one, so a stream dropped before its first event resumes where it started.
+          const position = Number(decoder.lastEventId);
+          if (!reconnect && decoder.lastEventId !== undefined && Number.isSafeInteger(position)) {
+            if (lastEventId === undefined || position > lastEventId) lastEventId = position;
+          }
         }
       } catch (error) {
         const failure = failureOf(error, connection.signal, signal, `GET ${url}`);

@@ -80,7 +80,8 @@ export class SseDecoder {
 
   private dispatch(): SseMessage | undefined {
     if (this.pendingId !== undefined) this.lastEventId = this.pendingId;
-    const hasData = this.data.length > 0;
+    // No data, no event (WHATWG): an `id:` alone only moves the position.
+    const hasData = this.data.join('\n') !== '';
     const message: SseMessage = { type: this.type || 'message', data: this.data.join('\n'), lastEventId: this.lastEventId };
     this.type = '';
     this.data = [];

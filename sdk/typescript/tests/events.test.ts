@@ -87,6 +87,33 @@ test('a dropped stream resumes with Last-Event-ID and loses nothing', async () =
   }
 });
 
+test('a stream dropped before its first event resumes where it started', async () => {
+  const proxy = await Proxy.start(server.url);
+  const project = freshProject();
+  const hp = await agentClient(server);
+  const watcher = new Holdpoint({ url: proxy.url, token: server.adminToken, retry: QUICK_RETRY });
+  const collector = new Collector(watcher, { project });
+  try {
+    // The server tells a stream without a last event id where it starts: an `id:` without data.
+    const position = () => /\nid: (\d+)\n\n/.exec(proxy.receivedText())?.[1];
+    await eventually("the stream's position", () => position() !== undefined);
+    const start = position();
+    proxy.unreachable = true;
+    proxy.cut();
+    await hp.createQuestion({ title: 'asked while the stream was down', project });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    proxy.unreachable = false;
+
+    await eventually('the missed event', () => collector.events.length === 1);
+    assert.deepEqual(collector.titles('question_asked'), ['asked while the stream was down']);
+    assert.match(proxy.sentText(), new RegExp(`last-event-id: ${start}\\r\\n`, 'i'));
+    assert.equal(collector.error, undefined);
+  } finally {
+    await collector.stop();
+    await proxy.close();
+  }
+});
+
 test('a stream started after a known event replays only what came after it', async () => {
   const project = freshProject();
   const hp = await agentClient(server);

@@ -10,6 +10,7 @@ export class Proxy {
   readonly #listener: Server;
   readonly #open = new Set<Socket>();
   readonly #sent: Buffer[] = [];
+  readonly #received: Buffer[] = [];
   #dropPrefix = '';
   #dropsLeft = 0;
 
@@ -44,6 +45,11 @@ export class Proxy {
   /** Everything clients sent through the proxy, to check the requests and headers that went out. */
   sentText(): string {
     return Buffer.concat(this.#sent).toString('latin1');
+  }
+
+  /** Everything the server sent back through the proxy. */
+  receivedText(): string {
+    return Buffer.concat(this.#received).toString('latin1');
   }
 
   /** How many requests starting with `prefix` went through. */
@@ -81,7 +87,10 @@ export class Proxy {
     });
     upstream.on('data', (chunk: Buffer) => {
       if (dropping) closeBoth();
-      else client.write(chunk);
+      else {
+        this.#received.push(chunk);
+        client.write(chunk);
+      }
     });
     client.on('close', closeBoth);
     upstream.on('close', closeBoth);

@@ -203,8 +203,13 @@ async fn stream_events(
         // Counted as open for as long as the stream lives.
         let _subscriber = subscriber;
         let _slot = slot;
-        // Without Last-Event-ID a client wants what happens from now on.
+        // Without Last-Event-ID a client wants what happens from now on. It is told where "now" is (an `id:`
+        // without data, which sets its last event id and dispatches nothing): dropped before any event reached it,
+        // it resumes from there and loses nothing that happened meanwhile.
         let mut last_sent = last_event_id.unwrap_or(position);
+        if last_event_id.is_none() {
+            yield Ok(Event::default().id(position.to_string()));
+        }
         if last_event_id.is_some() {
             loop {
                 // Only the caller's workspace: a replay from 0 reads what the caller may see, not every tenant's log.

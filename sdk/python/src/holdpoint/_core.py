@@ -280,7 +280,8 @@ class SseDecoder:
         self._type, self._data, self._id = "", [], None
         if event_id is not None and event_id.strip().isdigit():
             self.last_event_id = int(event_id)
-        if not data and event_id is None:
+        # No data, no event (WHATWG): an `id:` alone only moves the position a reconnect resumes from.
+        if not data:
             return None
         try:
             parsed = json.loads(data) if data else {}
