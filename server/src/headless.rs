@@ -318,7 +318,10 @@ async fn wait_for_answer(connection: &Connection, mut question: Value) -> CliRes
     let id = question["id"].as_str().unwrap_or_default().to_owned();
     let interactive = std::io::stderr().is_terminal();
     let deadline = question["timeout_at"].as_str().and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok());
-    eprintln!("Waiting for an answer: {}", connection.ui_link(&format!("/questions/{id}")));
+    // Already resolved when asked (a grant approved it): nothing to wait for, nothing to say.
+    if question["status"] == "pending" {
+        eprintln!("Waiting for an answer: {}", connection.ui_link(&format!("/questions/{id}")));
+    }
     let spinner = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
     let mut tick = 0;
     while question["status"] == "pending" {

@@ -140,6 +140,37 @@ async fn ask_pauses_with_10_then_answers_with_0_11_or_12() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ci_gate_a_grant_covers_passes_at_once_without_waiting() {
+    let app = TestApp::start_with(Backend::Sqlite, |c| c.run_workers = false).await.unwrap();
+    let server = app.spawn_process().await;
+    let dir = WorkDir::new();
+    let env = remote(&server, &app.create_token("default", app::types::Role::Agent).await);
+    let gate = |command: &str| {
+        let arguments = json!({ "command": command }).to_string();
+        ["ask", "Migrate the database?", "--type", "approval", "--tool", "shell", "--arguments"]
+            .into_iter()
+            .map(str::to_owned)
+            .chain([arguments])
+            .collect::<Vec<String>>()
+    };
+    let first = gate("make migrate");
+    let first: Vec<&str> = first.iter().map(String::as_str).chain(["--no-wait"]).collect();
+    let paused = holdpoint(&dir.0, &first, &env).await;
+    assert_eq!(paused.code, 10, "{}", paused.stderr);
+    let id = paused.json["question_ids"][0].as_str().unwrap().to_owned();
+    let grant = json!({ "scope": "agent", "matcher": { "command_prefix": "make migrate" } });
+    let body = json!({ "value": true, "grant": grant });
+    api(&server, &app.token, reqwest::Method::POST, &format!("/questions/{id}/answer"), Some(body)).await;
+
+    let next = gate("make migrate STEP=2");
+    let next: Vec<&str> = next.iter().map(String::as_str).collect();
+    let passed = holdpoint(&dir.0, &next, &env).await;
+    assert_eq!(passed.code, 0, "{}", passed.stderr);
+    assert_eq!((&passed.json["status"], &passed.json["answered_by"]), (&json!("answered"), &json!("grant")));
+    assert!(!passed.stderr.contains("Waiting for an answer"), "nothing to wait for: {}", passed.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cli_errors_are_one_line_with_a_non_zero_exit() {
     let app = TestApp::start_with(Backend::Sqlite, |c| c.run_workers = false).await.unwrap();
     let server = app.spawn_process().await;
