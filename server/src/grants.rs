@@ -191,20 +191,15 @@ pub fn covers(grant: &GrantRow, call: &Call<'_>) -> bool {
 /// maker) in one write; `None` when none covers it, and a person must be asked.
 pub async fn let_through(store: &dyn Store, call: &Call<'_>, extra: Value) -> StoreResult<Option<GrantRow>> {
     let now = crate::store::now();
-    for grant in covering(store, call, now).await? {
+    let covering =
+        store.live_grants(call.workspace_id, call.tool_name, now).await?.into_iter().filter(|g| covers(g, call));
+    for grant in covering {
         // Revoked or expired since it was read: the next one may still cover the call.
         if store.use_grant(call.workspace_id, grant.id, now, &use_entry(&grant, call, extra.clone(), now)).await? {
             return Ok(Some(grant));
         }
     }
     Ok(None)
-}
-
-/// The grants live at `at` that cover `call`, oldest first.
-pub async fn covering(store: &dyn Store, call: &Call<'_>, at: DateTime<Utc>) -> StoreResult<Vec<GrantRow>> {
-    let mut live = store.live_grants(call.workspace_id, call.tool_name, at).await?;
-    live.retain(|grant| covers(grant, call));
-    Ok(live)
 }
 
 /// The audit entry of a call `grant` let through at `at`: the call, the grant's maker and matcher, and `extra`.

@@ -652,6 +652,11 @@ impl Asking<'_> {
         let Some(action) = row.action.as_ref().filter(|_| grantable) else {
             return self.record(row, workspace, idempotency).await;
         };
+        // One indexed read when no grant of the tool is live; the run is read only when one is.
+        let live = self.store.live_grants(row.workspace_id, &action.tool_name, row.created_at).await?;
+        if live.is_empty() {
+            return self.record(row, workspace, idempotency).await;
+        }
         let run_agent = match row.run_id {
             Some(run_id) => self.store.run(row.workspace_id, run_id).await?.map(|run| run.agent.0.name.clone()),
             None => None,
@@ -663,8 +668,8 @@ impl Asking<'_> {
             run_id: row.run_id,
             agent: crate::grants::agent_of_question(row.run_id, row.created_by, run_agent.as_deref()),
         };
-        for grant in crate::grants::covering(self.store, &call, row.created_at).await? {
-            match self.record_granted(row, workspace, idempotency, &grant, &call).await {
+        for grant in live.iter().filter(|grant| crate::grants::covers(grant, &call)) {
+            match self.record_granted(row, workspace, idempotency, grant, &call).await {
                 // Revoked or expired since it was read: the next one may still cover the call.
                 Err(crate::store::StoreError::GrantNotLive) => continue,
                 recorded => return recorded,
