@@ -117,13 +117,14 @@ export async function api(server, method, path, body) {
 }
 
 /** Signs a fresh page in through the sign-in form, as a person would (with a token when the server has no test
- * person, like the demo), and lands on `next`. */
-export async function signIn(page, server, next = '/inbox') {
+ * person, like the demo), and lands on `next`. `person` ({username, password}) is the server's test person unless
+ * given. */
+export async function signIn(page, server, next = '/inbox', person = server) {
   await page.goto(`${server.baseUrl}${next}`);
   await page.waitForURL(/\/signin/);
-  if (server.username) {
-    await page.getByTestId('signin-username').fill(server.username);
-    await page.getByTestId('signin-password').fill(server.password);
+  if (person.username) {
+    await page.getByTestId('signin-username').fill(person.username);
+    await page.getByTestId('signin-password').fill(person.password);
     await page.getByTestId('signin-password-submit').click();
   } else {
     await page.getByTestId('signin-token-toggle').click();

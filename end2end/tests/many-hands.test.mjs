@@ -229,16 +229,12 @@ test('an approval an agent asks over REST that a grant covers is approved as it 
 });
 
 test('an approver who is not an admin is not offered a grant for the whole workspace', async () => {
-  const added = await api(server, 'POST', '/members', { username: 'gil', password: 'pw-gil-0123456789', role: 'approver' });
+  const gil = { username: 'gil', password: 'pw-gil-0123456789' };
+  const added = await api(server, 'POST', '/members', { ...gil, role: 'approver' });
   assert.equal(added.status, 201, JSON.stringify(added.json));
   const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
   const page = await context.newPage();
-  await page.goto(`${server.baseUrl}/inbox`);
-  await page.waitForURL(/\/signin/);
-  await page.getByTestId('signin-username').fill('gil');
-  await page.getByTestId('signin-password').fill('pw-gil-0123456789');
-  await page.getByTestId('signin-password-submit').click();
-  await page.waitForURL((url) => url.pathname === '/inbox');
+  await signIn(page, server, '/inbox', gil);
   await waitForLive(page);
   const asked = await api(server, 'POST', '/questions', {
     kind: 'approval',
