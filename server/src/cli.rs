@@ -7,7 +7,7 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use app::types::{ActorKind, Role};
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 use uuid::Uuid;
 
@@ -20,6 +20,11 @@ use crate::store::{self, AuditActor, TokenRow};
 #[derive(Debug, Parser)]
 #[command(name = "holdpoint", version, about)]
 struct Cli {
+    /// The configuration file (TOML): a key for every flag, e.g. `data_dir = "/var/lib/holdpoint"`. Flags and
+    /// environment variables win over it. Default: /etc/holdpoint/holdpoint.toml when it exists.
+    #[arg(long, env = "HOLDPOINT_CONFIG", global = true, value_name = "FILE")]
+    config: Option<std::path::PathBuf>,
+
     /// Log format on stderr: `text` or `json`.
     #[arg(long, env = "HOLDPOINT_LOG_FORMAT", default_value = "text", global = true)]
     log_format: LogFormat,
@@ -75,6 +80,43 @@ enum Command {
     /// Check the audit log.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Check the configuration.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Copy the embedded SQLite database to a file while the server runs (a consistent snapshot). For PostgreSQL
+    /// it says how to use pg_dump.
+    Backup {
+        /// The backup file to write; it must not exist.
+        #[arg(long, value_name = "FILE")]
+        to: std::path::PathBuf,
+        #[command(flatten)]
+        database: DatabaseLocation,
+    },
+    /// Put a backup in place as the database of an empty data directory (stop the server first).
+    Restore {
+        /// A file written by `holdpoint backup`.
+        file: std::path::PathBuf,
+        #[command(flatten)]
+        database: DatabaseLocation,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ConfigCommand {
+    /// Validate the configuration (file, environment and these flags, as `serve` would take them) and print the
+    /// effective settings with where each came from; secrets are redacted. Exits 0 when valid, 2 when not.
+    Check(Box<ServeConfig>),
+}
+
+/// The database of an administrative command, which creates none unless asked: run from the wrong directory, it
+/// would otherwise make a new empty database and hand out a token no server knows.
+#[derive(Debug, clap::Args)]
+struct AdminDatabase {
+    #[command(flatten)]
+    location: DatabaseLocation,
+    /// Create the database if there is none yet (otherwise the command refuses).
+    #[arg(long)]
+    create_database: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -97,7 +139,7 @@ enum UserCommand {
         #[arg(long)]
         password_stdin: bool,
         #[command(flatten)]
-        database: DatabaseLocation,
+        database: AdminDatabase,
     },
     /// Set a person's password: an operator's reset for someone who is locked out.
     SetPassword {
@@ -106,7 +148,7 @@ enum UserCommand {
         #[arg(long)]
         password_stdin: bool,
         #[command(flatten)]
-        database: DatabaseLocation,
+        database: AdminDatabase,
     },
 }
 
@@ -117,7 +159,7 @@ enum AuditCommand {
     /// entry.
     Verify {
         #[command(flatten)]
-        database: DatabaseLocation,
+        database: AdminDatabase,
     },
 }
 
@@ -135,7 +177,7 @@ enum TokenCommand {
         #[arg(long)]
         name: String,
         #[command(flatten)]
-        database: DatabaseLocation,
+        database: AdminDatabase,
     },
 }
 
@@ -156,10 +198,22 @@ fn init_tracing(format: LogFormat, default_filter: &str) {
 
 /// Parses the command line, runs the command, and maps its outcome to an exit code.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let (command, file) = match with_configuration_file(&args) {
+        Ok(parsed) => parsed,
+        Err(error) => {
+            eprintln!("holdpoint: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let matches = command.clone().get_matches_from(&args);
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
     if let Command::Completions { shell } = cli.command {
         clap_complete::generate(shell, &mut Cli::command(), "holdpoint", &mut std::io::stdout());
         return ExitCode::SUCCESS;
+    }
+    if let Command::Config(ConfigCommand::Check(config)) = &cli.command {
+        return check_configuration(&command, &matches, file.as_ref(), config);
     }
     // The commands for scripts and people talk on stderr; the server's logs would drown that out.
     let filter = match cli.command {
@@ -201,6 +255,26 @@ pub fn main() -> ExitCode {
             }
             Command::User(command) => user_command(command).await.map(|()| 0),
             Command::Audit(AuditCommand::Verify { database }) => verify_audit(&database).await.map_err(failed),
+            Command::Config(ConfigCommand::Check(_)) => Ok(0),
+            Command::Backup { to, database } => {
+                let copied = crate::backup::backup(&database, &to).await.map_err(failed)?;
+                eprintln!(
+                    "Backed up {} questions ({} bytes) to {}.",
+                    copied.questions,
+                    copied.bytes,
+                    copied.file.display()
+                );
+                Ok(0)
+            }
+            Command::Restore { file, database } => {
+                let copied = crate::backup::restore(&database, &file).await.map_err(failed)?;
+                eprintln!(
+                    "Restored {} questions into {}; `holdpoint serve` with the same data directory opens it.",
+                    copied.questions,
+                    copied.file.display()
+                );
+                Ok(0)
+            }
         }
     });
     // The embedded engine's tasks die with the runtime; do not wait for them.
@@ -223,6 +297,59 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// The command line's definition with the configuration file's values as its defaults, and the file.
+fn with_configuration_file(
+    args: &[std::ffi::OsString],
+) -> Result<(clap::Command, Option<crate::config_file::ConfigFile>), crate::config_file::ConfigFileError> {
+    let file = crate::config_file::ConfigFile::locate(args)?;
+    let command = match &file {
+        Some(file) => file.apply(Cli::command())?,
+        None => Cli::command(),
+    };
+    Ok((command, file))
+}
+
+/// `holdpoint config check`: the settings `serve` would run with, where each came from, and whether they hold
+/// together (the checks `serve` makes before it opens the database).
+fn check_configuration(
+    command: &clap::Command,
+    matches: &clap::ArgMatches,
+    file: Option<&crate::config_file::ConfigFile>,
+    config: &ServeConfig,
+) -> ExitCode {
+    let (Some(config_command), Some(config_matches)) =
+        (command.find_subcommand("config"), matches.subcommand_matches("config"))
+    else {
+        return ExitCode::from(2);
+    };
+    let (Some(check_command), Some(check_matches)) =
+        (config_command.find_subcommand("check"), config_matches.subcommand_matches("check"))
+    else {
+        return ExitCode::from(2);
+    };
+    let settings = crate::config_file::effective(check_command, check_matches, file);
+    print!("{}", crate::config_file::render(&settings, file));
+    // Building the email transport (to check its settings) needs a runtime, though it connects to nothing.
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("holdpoint: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let _entered = runtime.enter();
+    match crate::server::check_settings(config) {
+        Ok(()) => {
+            eprintln!("holdpoint: the configuration is valid");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("holdpoint: {error}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 /// Whether the command prints JSON on stdout, and if so whether its documents carry an `outcome` (`ask`, `run`,
 /// `resume`); `None` for text output.
 fn json_output(command: &Command) -> Option<bool> {
@@ -240,9 +367,8 @@ fn json_output(command: &Command) -> Option<bool> {
     }
 }
 
-async fn create_token(workspace: &str, role: Role, name: &str, database: &DatabaseLocation) -> Result<(), String> {
-    let url = database.prepare().map_err(|e| e.to_string())?;
-    let store = store::connect(&url).await.map_err(|e| e.to_string())?;
+async fn create_token(workspace: &str, role: Role, name: &str, database: &AdminDatabase) -> Result<(), String> {
+    let store = open_store(database).await?;
     let workspace_row = store.ensure_workspace(workspace).await.map_err(|e| e.to_string())?;
     let secret = new_token_secret();
     // Whoever runs the command on the server's machine, named by their login as far as the environment says.
@@ -364,9 +490,8 @@ async fn user_command(command: UserCommand) -> Result<(), CliError> {
 }
 
 /// `holdpoint audit verify`: 0 when every chain is intact, 1 (with the first break on stderr) when not.
-async fn verify_audit(database: &DatabaseLocation) -> Result<u8, String> {
-    let url = database.prepare().map_err(|e| e.to_string())?;
-    let store = store::connect(&url).await.map_err(|e| e.to_string())?;
+async fn verify_audit(database: &AdminDatabase) -> Result<u8, String> {
+    let store = open_store(database).await?;
     match crate::audit::verify(store.as_ref()).await.map_err(|e| e.to_string())? {
         Ok(verified) => {
             println!("audit log verified: {verified}");
@@ -402,8 +527,26 @@ fn operator_action(
     }
 }
 
-async fn open_store(database: &DatabaseLocation) -> Result<std::sync::Arc<dyn store::Store>, String> {
-    let url = database.prepare().map_err(|e| e.to_string())?;
+/// Opens the database of an administrative command, saying which one on stderr; refuses to create a SQLite file
+/// that does not exist unless `--create-database` asks for it.
+async fn open_store(database: &AdminDatabase) -> Result<std::sync::Arc<dyn store::Store>, String> {
+    let location = &database.location;
+    let shown = match location.sqlite_file() {
+        Some(file) => {
+            let file = std::path::absolute(&file).unwrap_or(file);
+            if !file.exists() && !database.create_database {
+                return Err(format!(
+                    "there is no database at {}: point this command at the server's database (--data-dir, \
+                     DATABASE_URL or the configuration file's data_dir), or pass --create-database to make a new one",
+                    file.display()
+                ));
+            }
+            file.display().to_string()
+        }
+        None => store::redacted_url(&location.url()),
+    };
+    eprintln!("holdpoint: using the database {shown}");
+    let url = location.prepare().map_err(|e| e.to_string())?;
     store::connect(&url).await.map_err(|e| e.to_string())
 }
 
@@ -414,5 +557,79 @@ mod tests {
     #[test]
     fn the_command_line_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    /// A value for `arg` that parses and differs from its default, so reading it proves it came from the file.
+    fn sample(arg: &clap::Arg) -> String {
+        let key = arg.get_long().unwrap().replace('-', "_");
+        if !arg.get_action().takes_values() {
+            return "true".into();
+        }
+        let default = arg.get_default_values().first().map(|value| value.to_string_lossy().into_owned());
+        let possible: Vec<String> = arg.get_possible_values().iter().map(|p| p.get_name().to_owned()).collect();
+        if let Some(other) = possible.iter().find(|name| Some(*name) != default.as_ref()) {
+            return other.clone();
+        }
+        if let Some(number) = default.as_deref().and_then(|d| d.parse::<u64>().ok()) {
+            return (number + 1).to_string();
+        }
+        let sample = match key.as_str() {
+            "addr" => "0.0.0.0:8080",
+            "data_dir" | "scripts_dir" | "site_root" => "/srv/holdpoint",
+            "database_url" => "postgres://holdpoint:pw@db.example/holdpoint",
+            "bootstrap_token" => "hp_0123456789abcdef0123456789abcdef01234567",
+            "public_url" | "oidc_issuer" => "https://holdpoint.example",
+            "oidc_client_id" | "oidc_client_secret" | "oidc_provision_workspace" | "oidc_display_name" => "ops",
+            "oidc_provision_role" => "viewer",
+            "smtp_url" => "smtp://mailer:pw@mail.example:587",
+            "email_from" => "Holdpoint <hp@example.com>",
+            "slack_bot_token" | "slack_signing_secret" | "slack_channel" => "xoxb-1",
+            "slack_api_url" => "https://slack.example/api/",
+            "vapid_private_key" => "pX6Be2-FxSAnzGJ3dbM2jWxDfV2TU1iFVd1N3lRWq5s",
+            "vapid_subject" => "mailto:ops@example.com",
+            "http_allowed_hosts" => "api.example.com",
+            "model_endpoints" | "openai_base_url" => "https://models.example/v1",
+            "openai_api_key" => "sk-0123",
+            "trusted_proxies" => "10.0.0.1",
+            other => panic!("`{other}` needs a sample value in this test (one that parses and is not its default)"),
+        };
+        sample.to_owned()
+    }
+
+    /// Every flag of `serve` is a key of the configuration file, and a value read from it is what `serve` gets.
+    #[test]
+    fn every_setting_of_serve_is_read_from_the_configuration_file() {
+        let serve = Cli::command().find_subcommand("serve").unwrap().clone();
+        let settable: Vec<&clap::Arg> =
+            serve.get_arguments().filter(|arg| arg.get_long().is_some() && arg.get_id() != "help").collect();
+        assert!(settable.len() > 40, "{} settings", settable.len());
+        let mut text = String::new();
+        for arg in &settable {
+            let key = arg.get_long().unwrap().replace('-', "_");
+            text.push_str(&format!("{key} = {}\n", toml::Value::String(sample(arg))));
+        }
+        let path = std::path::Path::new("holdpoint.toml");
+        let file = crate::config_file::ConfigFile::parse(path, &text).unwrap();
+        let command = file.apply(Cli::command()).unwrap();
+        let matches = command.clone().try_get_matches_from(["holdpoint", "serve"]).unwrap();
+        let serve_matches = matches.subcommand_matches("serve").unwrap();
+        let settings =
+            crate::config_file::effective(command.find_subcommand("serve").unwrap(), serve_matches, Some(&file));
+        for arg in settable {
+            let key = arg.get_long().unwrap().replace('-', "_");
+            let setting = settings.iter().find(|s| s.key == key).unwrap();
+            // A variable set in the test's own environment rightly wins over the file.
+            let from_environment = arg.get_env().is_some_and(|name| std::env::var_os(name).is_some());
+            if !from_environment {
+                assert_eq!(setting.source, "file", "{key}");
+                let raw: Vec<String> = serve_matches
+                    .get_raw(arg.get_id().as_str())
+                    .unwrap()
+                    .map(|v| v.to_string_lossy().into_owned())
+                    .collect();
+                assert_eq!(raw.join(","), sample(arg), "{key}");
+            }
+        }
+        Cli::from_arg_matches(&matches).expect("the file's values make a valid `serve`");
     }
 }

@@ -158,6 +158,12 @@ impl Connection {
 
     /// Starts the embedded engine on `.holdpoint/holdpoint.db` and serves it on a loopback port.
     async fn embedded(http: reqwest::Client, identity: LocalIdentity) -> CliResult<Self> {
+        // Said every time: a person who meant a server and forgot to name it would otherwise see an empty, private
+        // list of questions and think nobody asked anything.
+        eprintln!(
+            "holdpoint: no --server given (nor HOLDPOINT_SERVER): using the embedded engine in ./{LOCAL_DIR}/ \
+             (pass --server URL --token TOKEN to use a running Holdpoint)"
+        );
         let mut config = environment_config()?;
         config.database = DatabaseLocation { data_dir: PathBuf::from(LOCAL_DIR), database_url: None };
         config.addr = "127.0.0.1:0".parse().map_err(|_| CliError::Failed("bad loopback address".into()))?;

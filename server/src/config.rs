@@ -48,6 +48,14 @@ impl DatabaseLocation {
         self.database_url.as_deref().map(str::trim).filter(|url| !url.is_empty())
     }
 
+    /// The embedded SQLite database's file, or `None` for PostgreSQL (or an in-memory database).
+    pub fn sqlite_file(&self) -> Option<PathBuf> {
+        let url = self.url();
+        let options = <sqlx::sqlite::SqliteConnectOptions as std::str::FromStr>::from_str(&url).ok()?;
+        let file = options.get_filename();
+        (url.starts_with("sqlite:") && file != std::path::Path::new(":memory:")).then(|| file.to_owned())
+    }
+
     /// The URL to open, after creating the data directory when the embedded SQLite file lives there.
     pub fn prepare(&self) -> Result<String, std::io::Error> {
         if self.explicit_url().is_none() {

@@ -8,10 +8,12 @@
 pub mod act;
 pub mod audit;
 pub mod auth;
+pub mod backup;
 pub mod channels;
 pub mod cli;
 pub mod client;
 pub mod config;
+pub mod config_file;
 pub mod credentials;
 pub mod deadlines;
 pub mod demo;

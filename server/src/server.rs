@@ -46,12 +46,7 @@ pub const MIN_BOOTSTRAP_TOKEN_CHARS: usize = 32;
 
 /// Everything but the socket: what tests use to drive the router directly.
 pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
-    if let Some(secret) = &config.bootstrap_token {
-        let length = secret.expose().chars().count();
-        if length < MIN_BOOTSTRAP_TOKEN_CHARS {
-            return Err(ServerError::BootstrapTokenTooShort { length });
-        }
-    }
+    check_settings(&config)?;
     let url = config.database.prepare().map_err(ServerError::DataDir)?;
     let token_cache = std::time::Duration::from_secs(config.token_cache_seconds);
     let settings = store::StoreSettings { token_cache, postgres_connections: config.database_connections };
@@ -122,6 +117,19 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
         shutdown,
         leptos_options,
     })))
+}
+
+/// The checks of the settings that need no database and no network: what `holdpoint config check` runs too.
+pub fn check_settings(config: &ServeConfig) -> Result<(), ServerError> {
+    if let Some(secret) = &config.bootstrap_token {
+        let length = secret.expose().chars().count();
+        if length < MIN_BOOTSTRAP_TOKEN_CHARS {
+            return Err(ServerError::BootstrapTokenTooShort { length });
+        }
+    }
+    config.channels.email_sender().map_err(|e| ServerError::Channels(e.to_string()))?;
+    config.channels.slack().map_err(|e| ServerError::Channels(e.to_string()))?;
+    Ok(())
 }
 
 /// Serves until Ctrl-C or SIGTERM.

@@ -364,7 +364,8 @@ async fn user_create_reads_the_password_from_stdin_and_says_what_the_person_now_
         [("alice", "approver", "alice is now an approver"), ("bob", "viewer", "bob is now a viewer")]
     {
         let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_holdpoint"))
-            .args(["user", "create", username, "--role", role, "--password-stdin", "--database-url", &database])
+            .args(["user", "create", username, "--role", role, "--password-stdin", "--create-database"])
+            .args(["--database-url", &database])
             .current_dir(&dir.0)
             .stdin(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -632,4 +633,187 @@ async fn json_output_covers_errors_and_types_take_both_spellings() {
     }
     let out = holdpoint(&dir.0, &["ask", "Oops", "--type", "error-recovery", "--no-wait"], &env).await;
     assert_eq!(out.code, 10, "{}", out.stderr);
+}
+
+/// The configuration file: every setting a flag takes can be a key (`holdpoint config check` shows where each came
+/// from), the environment wins over it, secrets never show, and a wrong key or value is named.
+#[tokio::test]
+async fn config_check_takes_the_file_lets_the_environment_win_and_hides_secrets() {
+    let dir = WorkDir::new();
+    let file = dir.path("holdpoint.toml");
+    std::fs::write(
+        &file,
+        r#"
+addr = "127.0.0.1:4100"
+data_dir = "/srv/holdpoint"
+bootstrap_token = "hp_0123456789abcdef0123456789abcdef01234567"
+http_allowed_hosts = ["api.example.com", "b.example.com"]
+min_timeout_seconds = 60
+
+[smtp]
+url = "smtp://mailer:hunter2@127.0.0.1:2525"
+
+[email]
+from = "Holdpoint <hp@example.com>"
+"#,
+    )
+    .unwrap();
+    let environment = [("HOLDPOINT_ADDR", "127.0.0.1:4200".to_owned())];
+    let out = holdpoint(&dir.0, &["config", "check", "--config", "holdpoint.toml"], &environment).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for line in [
+        "addr = \"127.0.0.1:4200\"  # environment (HOLDPOINT_ADDR)",
+        "data_dir = \"/srv/holdpoint\"  # file",
+        "min_timeout_seconds = 60  # file",
+        "http_allowed_hosts = \"api.example.com,b.example.com\"  # file",
+        "bootstrap_token = \"[redacted]\"  # file",
+        "smtp_url = \"[redacted]\"  # file",
+        "email_from = \"Holdpoint <hp@example.com>\"  # file",
+        "max_timeout_seconds = 86400  # default",
+    ] {
+        assert!(out.stdout.lines().any(|l| l == line), "{line:?} missing from:\n{}", out.stdout);
+    }
+    assert!(!out.stdout.contains("hunter2") && !out.stdout.contains("0123456789abcdef"), "{}", out.stdout);
+
+    // The same file through HOLDPOINT_CONFIG, and a flag over both.
+    let environment = [("HOLDPOINT_CONFIG", file.display().to_string())];
+    let out = holdpoint(&dir.0, &["config", "check", "--data-dir", "/tmp/elsewhere"], &environment).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("data_dir = \"/tmp/elsewhere\"  # command line"), "{}", out.stdout);
+    assert!(out.stdout.contains("addr = \"127.0.0.1:4100\"  # file"), "{}", out.stdout);
+
+    for (text, named) in [
+        ("adr = \"127.0.0.1:1\"\n", "no setting `adr` (did you mean `addr`?)"),
+        ("min_timeout_seconds = \"soon\"\n", "`min_timeout_seconds`: invalid value 'soon'"),
+        ("secure_cookies = \"maybe\"\n", "`secure_cookies`: expected true or false"),
+        ("[smtp]\nurl = \"smtp://127.0.0.1:2525\"\n", "HOLDPOINT_EMAIL_FROM"),
+        ("addr = \n", "is not valid TOML"),
+    ] {
+        std::fs::write(dir.path("wrong.toml"), text).unwrap();
+        let out = holdpoint(&dir.0, &["config", "check", "--config", "wrong.toml"], &[]).await;
+        assert_eq!(out.code, 2, "{text}: {}", out.stderr);
+        assert!(out.stderr.contains(named), "{text}: {named:?} not in {}", out.stderr);
+    }
+    let out = holdpoint(&dir.0, &["config", "check", "--config", "missing.toml"], &[]).await;
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("cannot read the configuration file missing.toml"), "{}", out.stderr);
+}
+
+/// An administrative command says which database it opens and makes none where there is none, unless asked: run
+/// from another directory it would otherwise print a token of a new, empty database that no server knows.
+#[tokio::test]
+async fn admin_commands_name_their_database_and_create_none_unasked() {
+    let dir = WorkDir::new();
+    let data = dir.path("data");
+    std::fs::write(dir.path("holdpoint.toml"), format!("data_dir = {:?}\n", data.display().to_string())).unwrap();
+    let environment = [("HOLDPOINT_CONFIG", dir.path("holdpoint.toml").display().to_string())];
+    let create = ["token", "create", "--role", "agent", "--name", "ci"];
+    let out = holdpoint(&dir.0, &create, &environment).await;
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let database = data.join("holdpoint.db");
+    assert!(out.stderr.contains(&format!("there is no database at {}", database.display())), "{}", out.stderr);
+    assert!(!database.exists() && out.stdout.is_empty(), "nothing made, no token printed");
+    let out = holdpoint(&dir.0, &[&create[..], &["--create-database"]].concat(), &environment).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains(&format!("using the database {}", database.display())), "{}", out.stderr);
+    assert!(out.stdout.trim().starts_with("hp_"), "{}", out.stdout);
+    let out = holdpoint(&dir.0, &["audit", "verify"], &environment).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains(&format!("using the database {}", database.display())), "{}", out.stderr);
+}
+
+/// `holdpoint backup` copies the live database while answers are being written: the copy, restored into an empty
+/// data directory and served, holds every answer acknowledged before the backup began, and its audit chain is
+/// whole.
+#[tokio::test]
+async fn a_backup_taken_while_answers_are_written_holds_every_acknowledged_answer() {
+    let app = TestApp::start(Backend::Sqlite).await.unwrap();
+    let server = app.spawn_process().await;
+    let responder = app.create_token("default", app::types::Role::Responder).await;
+    let mut ids = Vec::new();
+    for i in 0..100 {
+        let asked =
+            api(&server, &app.token, reqwest::Method::POST, "/questions", Some(json!({"title": format!("Q{i}")})))
+                .await;
+        ids.push(asked["id"].as_str().unwrap().to_owned());
+    }
+    let acknowledged = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(String, std::time::Instant)>::new()));
+    let queue = std::sync::Arc::new(std::sync::Mutex::new(ids.clone()));
+    let mut answering = Vec::new();
+    for _ in 0..4 {
+        let (queue, acknowledged, base, token) =
+            (queue.clone(), acknowledged.clone(), server.base_url.clone(), responder.clone());
+        answering.push(tokio::spawn(async move {
+            let client = reqwest::Client::new();
+            loop {
+                let Some(id) = queue.lock().unwrap().pop() else { break };
+                let answered = client
+                    .post(format!("{base}/api/v1/questions/{id}/answer"))
+                    .bearer_auth(&token)
+                    .json(&json!({"value": "go ahead"}))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(answered.status(), reqwest::StatusCode::OK);
+                acknowledged.lock().unwrap().push((id, std::time::Instant::now()));
+            }
+        }));
+    }
+    while acknowledged.lock().unwrap().len() < 20 {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let dir = WorkDir::new();
+    let backup_file = dir.path("holdpoint-backup.db");
+    let began = std::time::Instant::now();
+    let out = holdpoint(
+        &dir.0,
+        &["backup", "--to", &backup_file.display().to_string(), "--database-url", &app.database_url],
+        &[],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("Backed up 100 questions"), "{}", out.stderr);
+    for task in answering {
+        task.await.unwrap();
+    }
+    let before: Vec<String> =
+        acknowledged.lock().unwrap().iter().filter(|(_, at)| *at < began).map(|(id, _)| id.clone()).collect();
+    assert!(before.len() >= 20, "answers were acknowledged before the backup began");
+
+    let out = holdpoint(
+        &dir.0,
+        &["backup", "--to", &backup_file.display().to_string(), "--database-url", &app.database_url],
+        &[],
+    )
+    .await;
+    assert_eq!(out.code, 1, "a backup never overwrites: {}", out.stderr);
+
+    let restored = dir.path("restored");
+    let restore = ["restore", &backup_file.display().to_string(), "--data-dir", &restored.display().to_string()];
+    let out = holdpoint(&dir.0, &restore, &[]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = holdpoint(&dir.0, &restore, &[]).await;
+    assert_eq!(out.code, 1, "a restore never replaces a database: {}", out.stderr);
+    assert!(out.stderr.contains("restore only into an empty data directory"), "{}", out.stderr);
+
+    let restored_url = format!("sqlite://{}", restored.join("holdpoint.db").display());
+    let out = holdpoint(&dir.0, &["audit", "verify", "--database-url", &restored_url], &[]).await;
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let copy = ServerProcess::spawn(&restored_url, &[]).await;
+    for id in &before {
+        let question = api(&copy, &app.token, reqwest::Method::GET, &format!("/questions/{id}"), None).await;
+        assert_eq!(question["status"], "answered", "{question}");
+        assert_eq!(question["response"]["value"], "go ahead", "{question}");
+    }
+}
+
+/// PostgreSQL is backed up with its own tools; the command says so instead of doing something else.
+#[tokio::test]
+async fn a_backup_of_postgresql_points_at_pg_dump() {
+    let dir = WorkDir::new();
+    let args = ["backup", "--to", "x.db", "--database-url", "postgres://postgres@127.0.0.1:9/none"];
+    let out = holdpoint(&dir.0, &args, &[]).await;
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains("pg_dump"), "{}", out.stderr);
+    assert!(!dir.path("x.db").exists());
 }

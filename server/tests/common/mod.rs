@@ -151,34 +151,7 @@ impl TestApp {
 
     /// [`Self::spawn_process`] with more environment variables.
     pub async fn spawn_process_with(&self, env: &[(&str, String)]) -> ServerProcess {
-        use tokio::io::AsyncBufReadExt;
-        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_holdpoint"));
-        command
-            .arg("serve")
-            .env("HOLDPOINT_ADDR", "127.0.0.1:0")
-            .env("DATABASE_URL", &self.database_url)
-            .env("HOLDPOINT_MIN_TIMEOUT_SECONDS", "1")
-            .env("RUST_LOG", "warn");
-        for (name, value) in env {
-            command.env(name, value);
-        }
-        let mut child = command
-            .stdout(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("the holdpoint binary starts");
-        let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-        let base_url = tokio::time::timeout(std::time::Duration::from_secs(30), async {
-            while let Some(line) = lines.next_line().await.unwrap() {
-                if let Some(url) = line.strip_prefix("holdpoint listening on ") {
-                    return url.to_owned();
-                }
-            }
-            panic!("the server exited before listening")
-        })
-        .await
-        .expect("the server listens within 30 s");
-        ServerProcess { base_url, _child: child }
+        ServerProcess::spawn(&self.database_url, env).await
     }
 
     /// A new token for `workspace` (created if missing) with `role`.
@@ -343,6 +316,39 @@ pub struct ServerProcess {
 }
 
 impl ServerProcess {
+    /// Starts the real `holdpoint` binary on `database_url` on a loopback port of its own; the process ends when
+    /// the handle drops.
+    pub async fn spawn(database_url: &str, env: &[(&str, String)]) -> ServerProcess {
+        use tokio::io::AsyncBufReadExt;
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_holdpoint"));
+        command
+            .arg("serve")
+            .env("HOLDPOINT_ADDR", "127.0.0.1:0")
+            .env("DATABASE_URL", database_url)
+            .env("HOLDPOINT_MIN_TIMEOUT_SECONDS", "1")
+            .env("RUST_LOG", "warn");
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let mut child = command
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("the holdpoint binary starts");
+        let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let base_url = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if let Some(url) = line.strip_prefix("holdpoint listening on ") {
+                    return url.to_owned();
+                }
+            }
+            panic!("the server exited before listening")
+        })
+        .await
+        .expect("the server listens within 30 s");
+        ServerProcess { base_url, _child: child }
+    }
+
     /// Asks the process to stop (SIGTERM, as a process supervisor does) and waits until it has exited; `false` if
     /// it is still running after `seconds`.
     pub async fn terminate(mut self, seconds: u64) -> bool {
