@@ -1,6 +1,9 @@
 // An accessibility audit with axe-core: every page, the live modal and the inbox's split view and shortcut list, in
 // the light and the dark theme, at a desktop and a phone width. A serious or critical violation fails the test,
 // named with the elements it was found on (axe's own rules, WCAG 2.1 A and AA and its best practices).
+// Each urgency is drawn in its own colours (a critical row is tinted, a high one outlined), so every list holds
+// questions of every urgency, of every kind and with every deadline colour, and each question page, split view and
+// modal is audited once per urgency: a contrast that fails only on a critical approval's row is found.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -19,10 +22,15 @@ const SCRIPT = `
 - content: Done.
 `;
 
+const URGENCIES = ['low', 'normal', 'high', 'critical'];
+
 let server;
 let browser;
 let runId;
-let approvalId;
+/** The pending approval of each urgency, by urgency. */
+const approvalIds = {};
+/** The pending yes/no question of each urgency, by urgency. */
+const booleanIds = {};
 
 before(async () => {
   server = await startServer({ scripts: { 'release.yaml': SCRIPT }, env: { HOLDPOINT_SHELL: 'dry-run' } });
@@ -31,24 +39,38 @@ before(async () => {
   runId = (await api(server, 'POST', '/runs', { agent, input: 'Cut release 2.4.0', project: 'desktop' })).json.id;
   await eventually('the run waits for approval', async () =>
     (await api(server, 'GET', `/runs/${runId}`)).json.status === 'waiting_for_approval', 20_000);
-  const urgencies = ['critical', 'high', 'normal', 'low'];
   const kinds = [
-    { response_type: 'boolean' },
-    { response_type: 'choice', options: [{ value: 'a', label: 'Alpha' }, { value: 'b', label: 'Beta' }] },
-    { response_type: 'text' },
-    { kind: 'approval', allow_edit: true, action: { tool_name: 'deploy', arguments: { env: 'prod', version: '2.4.0' } } },
+    ['boolean', { response_type: 'boolean' }],
+    ['choice', { response_type: 'choice', options: [{ value: 'a', label: 'Alpha' }, { value: 'b', label: 'Beta' }] }],
+    ['text', { response_type: 'text' }],
+    ['approval', { kind: 'approval', allow_edit: true, action: { tool_name: 'deploy', arguments: { env: 'prod', version: '2.4.0' } } }],
   ];
-  for (let i = 0; i < 8; i += 1) {
+  // Deadlines in under five minutes (red), under an hour (amber) and further off (plain), on rows of each urgency.
+  const timeouts = [120, 1800, 7200, 86_400];
+  for (const [u, urgency] of URGENCIES.entries()) {
+    // The approval queue lists approvals only: one per deadline colour there; the other kinds take turns.
+    const asked = [...kinds.slice(0, 3).map(([name, kind], k) => [name, kind, timeouts[(u + k) % 4]]),
+      ...timeouts.map((timeout) => ['approval', kinds[3][1], timeout])];
+    for (const [name, kind, timeout] of asked) {
+      const created = await api(server, 'POST', '/questions', {
+        title: `Audit ${urgency} ${name}`,
+        body: 'Some **context** for the question, with `code`.',
+        urgency,
+        timeout_seconds: timeout,
+        project: 'audit',
+        ...kind,
+      });
+      assert.equal(created.status, 201, JSON.stringify(created.json));
+      if (name === 'approval') approvalIds[urgency] ??= created.json.id;
+      if (name === 'boolean') booleanIds[urgency] = created.json.id;
+    }
+    // An answered question of each urgency, for the inbox's answered view.
     const created = await api(server, 'POST', '/questions', {
-      title: `Audit question ${i}`,
-      body: 'Some **context** for the question, with `code`.',
-      urgency: urgencies[i % 4],
-      timeout_seconds: i === 0 ? 120 : 1800 + i * 600,
-      project: 'audit',
-      ...kinds[i % 4],
+      title: `Answered ${urgency} yes/no`, response_type: 'boolean', urgency, project: 'audit',
     });
     assert.equal(created.status, 201, JSON.stringify(created.json));
-    if (i === 3) approvalId = created.json.id;
+    const answer = await api(server, 'POST', `/questions/${created.json.id}/answer`, { value: true });
+    assert.equal(answer.status, 200, JSON.stringify(answer.json));
   }
 });
 
@@ -77,7 +99,7 @@ async function audit(page, where) {
 const PAGES = () => [
   '/inbox',
   '/inbox?status=answered',
-  `/questions/${approvalId}`,
+  ...URGENCIES.flatMap((u) => [`/questions/${approvalIds[u]}`, `/questions/${booleanIds[u]}`]),
   '/approvals',
   '/runs',
   '/runs?status=cancelled',
@@ -109,10 +131,12 @@ for (const colorScheme of ['light', 'dark']) {
       await page.goto(`${server.baseUrl}/inbox`);
       await waitForLive(page);
       if (device === 'desktop') {
-        // The split view, with an approval in it, and the list of keys.
-        await page.locator(`[data-question-id="${approvalId}"] .row-times`).click();
-        await page.getByTestId('detail').waitFor();
-        found.push(...(await audit(page, '/inbox split view')));
+        // The split view, with an approval of each urgency in it, and the list of keys.
+        for (const urgency of URGENCIES) {
+          await page.locator(`[data-question-id="${approvalIds[urgency]}"] .row-times`).click();
+          await page.locator(`[data-testid="detail"][data-question-id="${approvalIds[urgency]}"]`).waitFor();
+          found.push(...(await audit(page, `/inbox split view, ${urgency} approval`)));
+        }
         await page.keyboard.press('?');
         await page.getByTestId('shortcuts').waitFor();
         found.push(...(await audit(page, '/inbox shortcuts')));
@@ -124,18 +148,21 @@ for (const colorScheme of ['light', 'dark']) {
         await page.getByTestId('menu-toggle').click();
       }
 
-      // The live modal, for an approval with editable arguments (the tallest) and a yes/no question.
-      for (const body of [
-        { title: 'Modal approval', kind: 'approval', allow_edit: true, urgency: 'critical', body: 'Check the **plan**.',
-          action: { tool_name: 'terraform', arguments: { command: 'apply', workspace: 'prod', targets: ['a', 'b'] } } },
-        { title: 'Modal yes/no', response_type: 'boolean', context: { ticket: 'OPS-1' } },
-      ]) {
-        const created = await api(server, 'POST', '/questions', body);
-        await page.locator(`[data-testid="live-modal"][data-question-id="${created.json.id}"]`).waitFor();
-        found.push(...(await audit(page, `modal: ${body.title}`)));
-        await page.keyboard.press('Escape');
-        await page.getByTestId('live-modal').waitFor({ state: 'detached' });
-        await api(server, 'POST', `/questions/${created.json.id}/cancel`, null);
+      // The live modal, for an approval with editable arguments (the tallest) and a yes/no question, of each urgency.
+      for (const urgency of URGENCIES) {
+        for (const body of [
+          { title: `Modal ${urgency} approval`, kind: 'approval', allow_edit: true, urgency, body: 'Check the **plan**.',
+            timeout_seconds: 120,
+            action: { tool_name: 'terraform', arguments: { command: 'apply', workspace: 'prod', targets: ['a', 'b'] } } },
+          { title: `Modal ${urgency} yes/no`, response_type: 'boolean', urgency, context: { ticket: 'OPS-1' } },
+        ]) {
+          const created = await api(server, 'POST', '/questions', body);
+          await page.locator(`[data-testid="live-modal"][data-question-id="${created.json.id}"]`).waitFor();
+          found.push(...(await audit(page, `modal: ${body.title}`)));
+          await page.keyboard.press('Escape');
+          await page.getByTestId('live-modal').waitFor({ state: 'detached' });
+          await api(server, 'POST', `/questions/${created.json.id}/cancel`, null);
+        }
       }
       await context.close();
       assert.deepEqual(found, [], `axe found:\n${found.join('\n')}`);

@@ -51,9 +51,19 @@ test('rows are dense and show type, preview, relative time, countdown, urgency a
   await waitForLive(page);
   const rows = page.getByTestId('question-item');
   assert.equal(await rows.count(), 26);
-  // At least 12 rows fit the first screen (the cards held about 8).
-  const visible = await rows.evaluateAll((items) => items.filter((i) => i.getBoundingClientRect().bottom <= innerHeight).length);
-  assert.ok(visible >= 12, `${visible} rows on the first screen`);
+  // As many rows as a mail client shows: at least 15 whole rows on the first screen beside the split view's detail
+  // pane, each with its title's letters whole (not clipped by a line height too small for them).
+  await page.getByTestId('detail-pane').waitFor();
+  const shown = await rows.evaluateAll((items) => items
+    .filter((i) => { const r = i.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight; })
+    .map((i) => {
+      const title = i.querySelector('[data-testid="question-link"]');
+      const box = title.getBoundingClientRect();
+      const row = i.getBoundingClientRect();
+      return { whole: title.scrollHeight <= title.clientHeight && box.top >= row.top && box.bottom <= row.bottom, text: title.textContent };
+    }));
+  assert.ok(shown.length >= 15, `${shown.length} whole rows on the first screen`);
+  assert.deepEqual(shown.filter((t) => !t.whole).map((t) => t.text), [], 'titles cut vertically');
 
   const assigned = rows.filter({ hasText: 'Riley, which region first?' });
   assert.equal((await assigned.getByTestId('row-assignee').textContent()).trim(), '→ reviewer');

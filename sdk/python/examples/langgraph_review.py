@@ -5,7 +5,7 @@
     # answer at http://127.0.0.1:3000/inbox, then
     python langgraph_review.py   # resumes the same thread with the answer and publishes
 
-Needs `pip install "holdpoint[langgraph]" langgraph-checkpoint-sqlite`.
+Needs `pip install "./sdk/python[langgraph]" langgraph-checkpoint-sqlite`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 
-from holdpoint import Holdpoint
-from holdpoint.langgraph import ask, pending_questions, resume
+from holdpoint_client import Holdpoint
+from holdpoint_client.langgraph import ask, pending_questions, resume
 
 
 class Reply(TypedDict, total=False):

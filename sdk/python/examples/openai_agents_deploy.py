@@ -5,7 +5,7 @@
     python openai_agents_deploy.py
 
 Stop it while it waits and start it again: it carries on with the same approval (the run state is in ./runs).
-Needs `pip install "holdpoint[openai-agents]"`.
+Needs `pip install "./sdk/python[openai-agents]"`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import asyncio
 
 from agents import Agent, function_tool
 
-from holdpoint import AsyncHoldpoint
-from holdpoint.openai_agents import HoldpointApprovals, run_with_approvals
+from holdpoint_client import AsyncHoldpoint
+from holdpoint_client.openai_agents import HoldpointApprovals, run_with_approvals
 
 
 @function_tool(needs_approval=True)

@@ -8,7 +8,7 @@ Answer the questions at http://127.0.0.1:3000/inbox as they arrive.
 
 from __future__ import annotations
 
-from holdpoint import ApprovalDenied, Holdpoint, requires_approval
+from holdpoint_client import ApprovalDenied, Holdpoint, requires_approval
 
 with Holdpoint() as hp:  # HOLDPOINT_SERVER and HOLDPOINT_TOKEN
     region = hp.ask(

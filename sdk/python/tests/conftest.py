@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
-from holdpoint import Holdpoint
+from holdpoint_client import Holdpoint
 
 STARTUP_SECONDS = 30
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from holdpoint import Holdpoint, JsonValue, Question
+from holdpoint_client import Holdpoint, JsonValue, Question
 
 T = TypeVar("T")
 

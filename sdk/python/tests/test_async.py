@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from holdpoint import AsyncHoldpoint, ConflictError, Holdpoint, NotFoundError
+from holdpoint_client import AsyncHoldpoint, ConflictError, Holdpoint, NotFoundError
 
 from .conftest import Server
 from .helpers import Answerer

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from holdpoint import (
+from holdpoint_client import (
     Action,
     Assignee,
     ConflictError,

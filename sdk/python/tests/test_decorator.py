@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from holdpoint import ApprovalDenied, AsyncHoldpoint, Holdpoint, requires_approval
+from holdpoint_client import ApprovalDenied, AsyncHoldpoint, Holdpoint, requires_approval
 
 from .conftest import Server
 from .helpers import Answerer

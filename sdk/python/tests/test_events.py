@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from holdpoint import AsyncHoldpoint, Event, Holdpoint, RateLimitedError, RetryPolicy
+from holdpoint_client import AsyncHoldpoint, Event, Holdpoint, RateLimitedError, RetryPolicy
 
 from .conftest import Server
 from .helpers import eventually

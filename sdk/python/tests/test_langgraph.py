@@ -1,4 +1,4 @@
-"""``holdpoint.langgraph`` with the real LangGraph and its SQLite checkpointer: the graph asks and its process
+"""``holdpoint_client.langgraph`` with the real LangGraph and its SQLite checkpointer: the graph asks and its process
 exits; the person answers through the REST API; a new process resumes the graph, which ends with the answer. Also
 the async helpers, approvals inside a node, and a graph without a checkpointer."""
 
@@ -15,8 +15,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, StateGraph
 
-from holdpoint import AsyncHoldpoint, Holdpoint
-from holdpoint.langgraph import aask, approve, aresume, ask, resume
+from holdpoint_client import AsyncHoldpoint, Holdpoint
+from holdpoint_client.langgraph import aask, approve, aresume, ask, resume
 
 from .conftest import Server
 from .helpers import pending_in, run_flow

@@ -1,4 +1,4 @@
-"""``holdpoint.openai_agents`` with the real OpenAI Agents SDK and a mock model on loopback: a tool with
+"""``holdpoint_client.openai_agents`` with the real OpenAI Agents SDK and a mock model on loopback: a tool with
 ``needs_approval`` becomes a Holdpoint approval; approving runs it, rejecting hands the comment to the model; the
 ``RunState`` is saved and the process replaced between the question and its answer."""
 

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_the_library_its_examples_and_its_tests_pass_mypy_strict() -> None:
     checked = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "src/holdpoint", "examples", "tests"],
+        [sys.executable, "-m", "mypy", "--strict", "src/holdpoint_client", "examples", "tests"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -7,7 +7,7 @@
  * Answer the questions at http://127.0.0.1:3000/inbox as they arrive.
  */
 
-import { Holdpoint } from '@holdpoint/client';
+import { Holdpoint } from 'holdpoint-client';
 
 const hp = new Holdpoint(); // HOLDPOINT_SERVER and HOLDPOINT_TOKEN
 

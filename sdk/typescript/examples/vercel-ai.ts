@@ -6,7 +6,7 @@
  *     node vercel-ai.ts
  *
  * Stop it while it waits and start it again: it carries on with the same approval (the conversation is kept in
- * deploy-conversation.json). Needs `npm install @holdpoint/client ai @ai-sdk/openai zod`.
+ * deploy-conversation.json). Needs `npm install ./sdk/typescript ai @ai-sdk/openai zod`.
  */
 
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,8 +15,8 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { type ModelMessage, generateText, stepCountIs, tool } from 'ai';
 import { z } from 'zod';
 
-import { Holdpoint } from '@holdpoint/client';
-import { runWithApprovals } from '@holdpoint/client/ai';
+import { Holdpoint } from 'holdpoint-client';
+import { runWithApprovals } from 'holdpoint-client/ai';
 
 const hp = new Holdpoint(); // HOLDPOINT_SERVER and HOLDPOINT_TOKEN
 const model = createOpenAI({ baseURL: process.env.OPENAI_BASE_URL }).chat(process.env.MODEL ?? 'gpt-4o-mini');

@@ -1,5 +1,5 @@
 /**
- * `@holdpoint/client/ai`: the Vercel AI SDK's tool approvals (AI SDK 6 and 7), decided by people through Holdpoint.
+ * `holdpoint-client/ai`: the Vercel AI SDK's tool approvals (AI SDK 6 and 7), decided by people through Holdpoint.
  *
  * A tool that needs approval (AI SDK 7: `toolApproval: { deploy: 'user-approval' }`; AI SDK 6: `needsApproval: true`
  * on the tool) ends `generateText` with a `tool-approval-request` part instead of running. `approveToolCalls` turns

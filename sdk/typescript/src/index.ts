@@ -1,15 +1,15 @@
 /**
- * `@holdpoint/client`: agents ask a person through Holdpoint and carry on with the answer.
+ * `holdpoint-client`: agents ask a person through Holdpoint and carry on with the answer.
  *
  * ```ts
- * import { Holdpoint } from '@holdpoint/client';
+ * import { Holdpoint } from 'holdpoint-client';
  *
  * const hp = new Holdpoint({ url: 'http://127.0.0.1:3000', token: process.env.HOLDPOINT_TOKEN });
  * const region = await hp.ask({ title: 'Which region?', response_type: 'choice', options: ['eu-west', 'us-east'] });
  * if (region.outcome === 'answered') console.log(region.value);
  * ```
  *
- * The Vercel AI SDK adapter is `@holdpoint/client/ai`.
+ * The Vercel AI SDK adapter is `holdpoint-client/ai`.
  */
 
 export { Holdpoint, VERSION, approvalResult, askResult } from './client.js';

@@ -12,7 +12,7 @@ import * as ai6 from 'ai-v6';
 import { MockLanguageModelV3 } from 'ai-v6/test';
 import { z } from 'zod';
 
-import { Holdpoint, type Question } from '@holdpoint/client';
+import { Holdpoint, type Question } from 'holdpoint-client';
 import {
   type GenerationResult,
   type MessageLike,
@@ -20,7 +20,7 @@ import {
   holdpointToolApproval,
   openApprovals,
   runWithApprovals,
-} from '@holdpoint/client/ai';
+} from 'holdpoint-client/ai';
 
 import { type TestServer, agentClient, freshProject, pendingQuestions, personClient, startServer } from './harness.js';
 

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { type FormField, Holdpoint, type JsonValue, type NewQuestion } from '@holdpoint/client';
+import { type FormField, Holdpoint, type JsonValue, type NewQuestion } from 'holdpoint-client';
 
 import { type TestServer, agentClient, freshProject, nextPending, personClient, startServer } from './harness.js';
 

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 
-import { Holdpoint, HoldpointError } from '@holdpoint/client';
+import { Holdpoint, HoldpointError } from 'holdpoint-client';
 
 import { Proxy } from './proxy.js';
 import { QUICK_RETRY, type TestServer, agentClient, freshProject, personClient, startServer } from './harness.js';

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { Holdpoint, type HoldpointEvent } from '@holdpoint/client';
+import { Holdpoint, type HoldpointEvent } from 'holdpoint-client';
 
 import { Proxy } from './proxy.js';
 import { QUICK_RETRY, type TestServer, agentClient, eventually, freshProject, personClient, startServer } from './harness.js';

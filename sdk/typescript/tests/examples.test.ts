@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 
-import type { Holdpoint } from '@holdpoint/client';
+import type { Holdpoint } from 'holdpoint-client';
 
 import { type TestServer, eventually, nextPending, personClient, startServer } from './harness.js';
 

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-import { Holdpoint, type Question, type RetryPolicy } from '@holdpoint/client';
+import { Holdpoint, type Question, type RetryPolicy } from 'holdpoint-client';
 
 const STARTUP_MS = 30_000;
 

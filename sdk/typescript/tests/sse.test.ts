@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { SseDecoder, type SseMessage } from '@holdpoint/client';
+import { SseDecoder, type SseMessage } from 'holdpoint-client';
 
 const STREAM =
   ': keep-alive\n\n' +

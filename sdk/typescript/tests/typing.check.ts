@@ -2,9 +2,9 @@
 // fails on any line below that stops holding) and never run. Each `@ts-expect-error` is a mistake the types must
 // refuse.
 
-import type { AnswerValue, ApprovalResult, AskResult, HoldpointError, Outcome } from '@holdpoint/client';
-import { Holdpoint } from '@holdpoint/client';
-import { holdpointToolApproval, type ToolApprovalMessage } from '@holdpoint/client/ai';
+import type { AnswerValue, ApprovalResult, AskResult, HoldpointError, Outcome } from 'holdpoint-client';
+import { Holdpoint } from 'holdpoint-client';
+import { holdpointToolApproval, type ToolApprovalMessage } from 'holdpoint-client/ai';
 import type { ModelMessage, ToolApprovalConfiguration, ToolSet } from 'ai';
 import type * as ai6 from 'ai-v6';
 

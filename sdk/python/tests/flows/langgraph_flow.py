@@ -17,8 +17,8 @@ from typing import Any, TypedDict
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 
-from holdpoint import Holdpoint
-from holdpoint.langgraph import ask, pending_questions, resume
+from holdpoint_client import Holdpoint
+from holdpoint_client.langgraph import ask, pending_questions, resume
 
 
 class Reply(TypedDict, total=False):

@@ -17,8 +17,8 @@ import sys
 from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
 from openai import AsyncOpenAI
 
-from holdpoint import AsyncHoldpoint
-from holdpoint.openai_agents import HoldpointApprovals, run_with_approvals
+from holdpoint_client import AsyncHoldpoint
+from holdpoint_client.openai_agents import HoldpointApprovals, run_with_approvals
 
 
 @function_tool(needs_approval=True)

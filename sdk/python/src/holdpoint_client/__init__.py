@@ -1,7 +1,7 @@
 """Holdpoint for Python: agents ask a person and carry on with the answer.
 
 ```python
-from holdpoint import Holdpoint
+from holdpoint_client import Holdpoint
 
 with Holdpoint("http://127.0.0.1:3000", token) as hp:
     result = hp.ask("Deploy release 1.4 to production?", response_type="boolean")
@@ -9,8 +9,8 @@ with Holdpoint("http://127.0.0.1:3000", token) as hp:
         deploy()
 ```
 
-``AsyncHoldpoint`` is the same for asyncio. The framework adapters are ``holdpoint.langgraph`` and
-``holdpoint.openai_agents``.
+``AsyncHoldpoint`` is the same for asyncio. The framework adapters are ``holdpoint_client.langgraph`` and
+``holdpoint_client.openai_agents``.
 """
 
 from ._async import AsyncHoldpoint

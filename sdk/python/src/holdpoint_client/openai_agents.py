@@ -3,8 +3,8 @@ or rejects the call in Holdpoint, and the run goes on, also after the process wa
 
 The whole loop::
 
-    from holdpoint import AsyncHoldpoint
-    from holdpoint.openai_agents import HoldpointApprovals, run_with_approvals
+    from holdpoint_client import AsyncHoldpoint
+    from holdpoint_client.openai_agents import HoldpointApprovals, run_with_approvals
 
     approvals = HoldpointApprovals(AsyncHoldpoint(url, token), state_dir=".holdpoint/runs")
     result = await run_with_approvals(agent, "Deploy the api service", approvals, run_key="deploy-api-1")
@@ -213,7 +213,7 @@ class HoldpointApprovals:
         except FileNotFoundError:
             raise LookupError(f"no saved run {run_key!r} in {self.state_dir}") from None
         if saved.get("version") != STATE_VERSION:
-            raise ValueError(f"{path} was written by another version of holdpoint.openai_agents")
+            raise ValueError(f"{path} was written by another version of holdpoint_client.openai_agents")
         return saved
 
 

@@ -3,7 +3,7 @@
 
 In a node::
 
-    from holdpoint.langgraph import ask
+    from holdpoint_client.langgraph import ask
 
     def review(state: State) -> dict[str, Any]:
         result = ask(hp, "Publish this draft?", response_type="boolean", body=state["draft"])
@@ -11,7 +11,7 @@ In a node::
 
 and to go on once the person answered (a cron job, a worker, the same script started again)::
 
-    from holdpoint.langgraph import resume
+    from holdpoint_client.langgraph import resume
 
     final_state = resume(graph, {"configurable": {"thread_id": "draft-42"}}, hp)
 
@@ -273,7 +273,7 @@ def _task_key(key: str) -> str:
     thread_id = configurable.get("thread_id")
     if thread_id is None:
         raise RuntimeError(
-            "holdpoint.langgraph.ask needs a graph compiled with a checkpointer and invoked with "
+            "holdpoint_client.langgraph.ask needs a graph compiled with a checkpointer and invoked with "
             '{"configurable": {"thread_id": ...}}: that is what lets the graph resume with the answer'
         )
     identity = "\0".join([str(thread_id), str(configurable.get("checkpoint_ns", "")), key])
