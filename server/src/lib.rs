@@ -15,6 +15,7 @@ pub mod config;
 pub mod credentials;
 pub mod deadlines;
 pub mod demo;
+pub mod egress;
 pub mod error;
 pub mod escalation;
 pub mod events;
