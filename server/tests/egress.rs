@@ -100,10 +100,10 @@ async fn a_push_to_a_loopback_endpoint_never_connects_when_private_addresses_are
 
     let body = json!({ "channel": "push" });
     let tested = app.session_call(&alice, Method::POST, "/api/v1/me/notifications/test", Some(body)).await;
+    assert!(!connected(&listener).await, "the loopback listener was connected to: {}", tested.text);
     assert_eq!(tested.status, StatusCode::OK, "{}", tested.text);
     assert_eq!(tested.json["sent"], false, "{}", tested.text);
     assert!(tested.json["error"].as_str().unwrap().contains("HOLDPOINT_PUSH_ALLOW_PRIVATE"), "{}", tested.text);
-    assert!(!connected(&listener).await, "the loopback listener was connected to");
 }
 
 async fn a_push_services_redirect_is_not_followed(backend: Backend) {
@@ -128,10 +128,10 @@ async fn a_push_services_redirect_is_not_followed(backend: Backend) {
 
     let body = json!({ "channel": "push" });
     let tested = app.session_call(&alice, Method::POST, "/api/v1/me/notifications/test", Some(body)).await;
+    assert!(!connected(&second).await, "the redirect was followed: {}", tested.text);
+    let request = tokio::time::timeout(Duration::from_secs(5), redirecting).await.unwrap().unwrap();
+    assert!(request.starts_with("POST /push/1 "), "the push went to the first listener: {request}");
     assert_eq!(tested.status, StatusCode::OK, "{}", tested.text);
     assert_eq!(tested.json["sent"], false, "{}", tested.text);
     assert!(tested.json["error"].as_str().unwrap().contains("302"), "{}", tested.text);
-    let request = tokio::time::timeout(Duration::from_secs(5), redirecting).await.unwrap().unwrap();
-    assert!(request.starts_with("POST /push/1 "), "the push went to the first listener: {request}");
-    assert!(!connected(&second).await, "the redirect was followed");
 }
