@@ -26,7 +26,11 @@ before(async () => {
   });
   await new Promise((resolve) => pushService.listen(0, '127.0.0.1', resolve));
   server = await startServer({
-    env: { HOLDPOINT_VAPID_SUBJECT: 'mailto:ops@example.com', HOLDPOINT_PUSH_ALLOW_HTTP: 'true' },
+    env: {
+      HOLDPOINT_VAPID_SUBJECT: 'mailto:ops@example.com',
+      HOLDPOINT_PUSH_ALLOW_HTTP: 'true',
+      HOLDPOINT_PUSH_ALLOW_PRIVATE: 'true',
+    },
   });
   browser = await launchBrowser();
 });

@@ -251,6 +251,12 @@ pub struct ChannelsConfig {
     #[arg(long, env = "HOLDPOINT_SLACK_API_URL", default_value = crate::channels::slack::DEFAULT_API_URL)]
     pub slack_api_url: String,
 
+    /// Whether the host of `HOLDPOINT_SLACK_API_URL` may resolve into private, loopback, link-local and other
+    /// special-purpose address ranges (a stand-in inside your network); an address written in the URL itself is
+    /// allowed whatever its range.
+    #[arg(long, env = "HOLDPOINT_SLACK_ALLOW_PRIVATE", default_value_t = false, action = clap::ArgAction::Set)]
+    pub slack_allow_private: bool,
+
     /// A Slack channel id to post questions in; without it, each person gets a direct message from the app.
     #[arg(long, env = "HOLDPOINT_SLACK_CHANNEL")]
     pub slack_channel: Option<String>,
@@ -269,6 +275,11 @@ pub struct ChannelsConfig {
     /// the machine itself (tests); browsers' own push services are all `https`.
     #[arg(long, env = "HOLDPOINT_PUSH_ALLOW_HTTP", default_value_t = false, hide = true)]
     pub push_allow_http: bool,
+
+    /// Whether browsers' push endpoints may be at private, loopback, link-local and other special-purpose addresses
+    /// (a push service inside your network); off, such endpoints are refused when subscribed and never sent to.
+    #[arg(long, env = "HOLDPOINT_PUSH_ALLOW_PRIVATE", default_value_t = false, action = clap::ArgAction::Set)]
+    pub push_allow_private: bool,
 
     /// Seconds before a failed delivery is tried again the first time; each next wait doubles, up to two hours.
     #[arg(long, env = "HOLDPOINT_DELIVERY_FIRST_RETRY_SECONDS", default_value_t = 10,
@@ -303,10 +314,12 @@ impl ChannelsConfig {
             slack_bot_token: None,
             slack_signing_secret: None,
             slack_api_url: crate::channels::slack::DEFAULT_API_URL.to_owned(),
+            slack_allow_private: false,
             slack_channel: None,
             vapid_private_key: None,
             vapid_subject: None,
             push_allow_http: false,
+            push_allow_private: false,
             delivery_first_retry_seconds: 10,
             webhook_allow_private: false,
         }
@@ -324,9 +337,18 @@ impl ChannelsConfig {
         match (&self.slack_bot_token, &self.slack_signing_secret) {
             (None, None) => Ok(None),
             (Some(token), Some(secret)) => {
-                Ok(Some((SlackClient::new(&self.slack_api_url, token.expose())?, secret.clone())))
+                let client = SlackClient::new(&self.slack_api_url, token.expose(), self.slack_allow_private)?;
+                Ok(Some((client, secret.clone())))
             }
             _ => Err(ChannelsConfigError::SlackHalfConfigured),
+        }
+    }
+
+    /// Which push endpoints browsers may subscribe and pushes are sent to.
+    pub fn push_endpoints(&self) -> crate::channels::web_push::PushEndpoints {
+        crate::channels::web_push::PushEndpoints {
+            allow_http: self.push_allow_http,
+            allow_private: self.push_allow_private,
         }
     }
 
@@ -482,6 +504,11 @@ pub struct RuntimeConfig {
     #[arg(long, env = "HOLDPOINT_HTTP_ALLOWED_HOSTS", value_delimiter = ',')]
     pub http_allowed_hosts: Vec<String>,
 
+    /// Whether the host names of `HOLDPOINT_HTTP_ALLOWED_HOSTS` may resolve into private, loopback, link-local and
+    /// other special-purpose address ranges; an address written in the list itself is allowed whatever its range.
+    #[arg(long, env = "HOLDPOINT_HTTP_ALLOW_PRIVATE", default_value_t = false, action = clap::ArgAction::Set)]
+    pub http_allow_private: bool,
+
     /// Base URL of the OpenAI-compatible API for `openai:` models.
     #[arg(long, env = "OPENAI_BASE_URL", default_value = "https://api.openai.com/v1")]
     pub openai_base_url: String,
@@ -496,6 +523,12 @@ pub struct RuntimeConfig {
     /// allowed; no other URL is, and no key goes anywhere but to its own endpoint.
     #[arg(long, env = "HOLDPOINT_MODEL_ENDPOINTS", value_delimiter = ',')]
     pub model_endpoints: Vec<ModelEndpoint>,
+
+    /// Whether the host names of `OPENAI_BASE_URL` and `HOLDPOINT_MODEL_ENDPOINTS` may resolve into private,
+    /// loopback, link-local and other special-purpose address ranges (`http://ollama.internal:11434/v1`); an
+    /// address written in the URL itself (`http://127.0.0.1:11434/v1`) is allowed whatever its range.
+    #[arg(long, env = "HOLDPOINT_MODEL_ALLOW_PRIVATE", default_value_t = false, action = clap::ArgAction::Set)]
+    pub model_allow_private: bool,
 
     /// How long one model request may take, in seconds.
     #[arg(long, env = "HOLDPOINT_MODEL_TIMEOUT_SECONDS", default_value_t = 120)]
@@ -556,9 +589,11 @@ impl RuntimeConfig {
             scripts_dir: None,
             shell: ShellMode::Off,
             http_allowed_hosts: Vec::new(),
+            http_allow_private: false,
             openai_base_url: "https://api.openai.com/v1".into(),
             openai_api_key: None,
             model_endpoints: Vec::new(),
+            model_allow_private: false,
             model_timeout_seconds: 120,
             model_retry_seconds: 600,
         }

@@ -470,9 +470,9 @@ fn local_executor(connection: &Connection, run_id: &str) -> CliResult<(Arc<Remot
     let runtime = Arc::new(Runtime {
         ledger: Arc::clone(&remote) as Arc<dyn crate::runtime::ledger::RunLedger>,
         metrics: Arc::new(crate::metrics::Metrics::new()),
+        http: crate::runtime::tools::http_client(&config.runtime),
         config: config.runtime,
         scripts_dir,
-        http: crate::runtime::tools::http_client(),
         instance: uuid::Uuid::now_v7(),
     });
     Ok((remote, runtime))

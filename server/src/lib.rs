@@ -17,6 +17,7 @@ pub mod config_file;
 pub mod credentials;
 pub mod deadlines;
 pub mod demo;
+pub mod egress;
 pub mod error;
 pub mod escalation;
 pub mod events;

@@ -499,7 +499,7 @@ pub async fn subscribe_browser(
     caller: &Caller,
     sends_on: &SendsOn,
     new: NewPushSubscription,
-    allow_http: bool,
+    endpoints: crate::channels::web_push::PushEndpoints,
 ) -> Result<PushSubscriptionInfo, AppError> {
     use crate::channels::web_push::{InvalidSubscription, PushSubscription, SubscriptionKeys};
     let user_id = person(caller)?;
@@ -515,9 +515,9 @@ pub async fn subscribe_browser(
         endpoint: new.endpoint.trim().to_owned(),
         keys: SubscriptionKeys { p256dh: new.keys.p256dh.trim().to_owned(), auth: new.keys.auth.trim().to_owned() },
     };
-    if let Err(invalid) = subscription.validate(allow_http) {
+    if let Err(invalid) = subscription.validate(endpoints) {
         let field = match invalid {
-            InvalidSubscription::Endpoint(_) => "endpoint",
+            InvalidSubscription::Endpoint(_) | InvalidSubscription::Destination(_) => "endpoint",
             InvalidSubscription::PublicKey => "keys.p256dh",
             InvalidSubscription::Auth => "keys.auth",
         };

@@ -75,7 +75,7 @@ impl Outbox {
         let email = config.email_sender().map_err(|e| e.to_string())?;
         let slack = config.slack().map_err(|e| e.to_string())?.map(|(client, _)| client);
         let push = match config.vapid_subject(Some(&public_url)) {
-            Some(subject) => Some(WebPushSender::new(keys.vapid.clone(), &subject, config.push_allow_http)?),
+            Some(subject) => Some(WebPushSender::new(keys.vapid.clone(), &subject, config.push_endpoints())?),
             None => None,
         };
         let first_wait = chrono::Duration::seconds(i64::from(config.delivery_first_retry_seconds));

@@ -835,6 +835,7 @@ async fn web_push_reaches_each_subscribed_browser_answers_through_its_actions_an
     let Some(app) = TestApp::start_with(backend, |config| {
         config.channels.vapid_subject = Some("mailto:ops@example.com".into());
         config.channels.push_allow_http = true;
+        config.channels.push_allow_private = true;
     })
     .await
     else {

@@ -28,6 +28,7 @@ use uuid::Uuid;
 use super::{
     AnswerStyle, DeliveryOutcome, QuickAnswer, deadline_text, pretty_arguments, quick_answers, truncate_chars,
 };
+use crate::egress::{EgressPolicy, GuardedClient};
 
 /// Slack's own Web API: the default of `HOLDPOINT_SLACK_API_URL`.
 pub const DEFAULT_API_URL: &str = "https://slack.com/api";
@@ -337,7 +338,7 @@ impl SlackError {
 /// A client of Slack's Web API with the bot token. Cheap to clone.
 #[derive(Clone)]
 pub struct SlackClient {
-    http: reqwest::Client,
+    http: GuardedClient,
     api_url: String,
     bot_token: String,
 }
@@ -360,26 +361,26 @@ struct ApiReply {
 }
 
 impl SlackClient {
-    /// A client of the Web API at `api_url` (Slack's is [`DEFAULT_API_URL`]) with `bot_token` (`xoxb-…`).
-    pub fn new(api_url: &str, bot_token: &str) -> Result<Self, SlackError> {
-        let http = reqwest::Client::builder()
-            .timeout(REQUEST_TIMEOUT)
-            .build()
+    /// A client of the Web API at `api_url` (Slack's is [`DEFAULT_API_URL`]) with `bot_token` (`xoxb-…`), through
+    /// the outbound guard: an address written in `api_url` is reached whatever its range (the operator wrote it), a
+    /// name only at public addresses unless `allow_private` (`HOLDPOINT_SLACK_ALLOW_PRIVATE`).
+    pub fn new(api_url: &str, bot_token: &str, allow_private: bool) -> Result<Self, SlackError> {
+        let http = EgressPolicy::new("HOLDPOINT_SLACK_ALLOW_PRIVATE", allow_private)
+            .naming([api_url])
+            .client(reqwest::Client::builder().timeout(REQUEST_TIMEOUT))
             .map_err(|e| SlackError::Network(format!("cannot make an HTTP client: {e}")))?;
         Ok(SlackClient { http, api_url: api_url.trim_end_matches('/').to_owned(), bot_token: bot_token.to_owned() })
     }
 
     async fn call(&self, method: &str, body: &Value) -> Result<ApiReply, SlackError> {
-        let response = self
+        let request = self
             .http
             .post(format!("{}/{method}", self.api_url))
             .bearer_auth(&self.bot_token)
             // Slack reads a JSON body only with this type, and warns (`missing_charset`) without the charset.
             .header(reqwest::header::CONTENT_TYPE, "application/json; charset=utf-8")
-            .body(body.to_string())
-            .send()
-            .await
-            .map_err(|e| SlackError::Network(e.to_string()))?;
+            .body(body.to_string());
+        let response = self.http.send(request).await.map_err(|e| SlackError::Network(e.to_string()))?;
         let status = response.status();
         if status == reqwest::StatusCode::TOO_MANY_REQUESTS {
             let retry_after = response
@@ -449,14 +450,12 @@ impl SlackClient {
         struct FoundUser {
             id: String,
         }
-        let response = self
+        let request = self
             .http
-            .get(format!("{}/users.lookupByEmail", self.api_url))
+            .request(reqwest::Method::GET, format!("{}/users.lookupByEmail", self.api_url))
             .bearer_auth(&self.bot_token)
-            .query(&[("email", email)])
-            .send()
-            .await
-            .map_err(|e| SlackError::Network(e.to_string()))?;
+            .query(&[("email", email)]);
+        let response = self.http.send(request).await.map_err(|e| SlackError::Network(e.to_string()))?;
         if !response.status().is_success() {
             return Err(SlackError::Status { status: response.status().as_u16() });
         }

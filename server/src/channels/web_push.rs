@@ -12,6 +12,9 @@
 //!   when it subscribed.
 //! - The service's answer decides the outcome: 201 is sent; 404 or 410 means the subscription is gone for good (the
 //!   outbox deletes it); 429 and 5xx are retried, as is a network error; any other 4xx is a failure.
+//! - Whoever signs in names their push endpoint, so it passes the outbound guard ([`crate::egress`]) when it is
+//!   subscribed and at every send: no private, loopback or other special-purpose address, no redirect followed,
+//!   unless `HOLDPOINT_PUSH_ALLOW_PRIVATE` says otherwise.
 
 use std::time::Duration;
 
@@ -26,6 +29,7 @@ use serde_json::{Value, json};
 
 use super::action_links::ActionLink;
 use super::{DeliveryOutcome, truncate_chars};
+use crate::egress::{EgressError, EgressPolicy, GuardedClient};
 
 /// How long a VAPID JWT is valid: RFC 8292 allows at most 24 hours; half leaves room for clocks that disagree.
 const JWT_VALIDITY: chrono::Duration = chrono::Duration::hours(12);
@@ -126,11 +130,30 @@ pub struct SubscriptionKeys {
     pub auth: String,
 }
 
+/// Which push endpoints may be sent to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PushEndpoints {
+    /// `http` endpoints too (`HOLDPOINT_PUSH_ALLOW_HTTP`): only for a push service on the machine itself.
+    pub allow_http: bool,
+    /// Endpoints at private, loopback, link-local and other special-purpose addresses
+    /// (`HOLDPOINT_PUSH_ALLOW_PRIVATE`): only for a push service inside the operator's own network.
+    pub allow_private: bool,
+}
+
+impl PushEndpoints {
+    /// The outbound guard of pushes.
+    pub fn egress(&self) -> EgressPolicy {
+        EgressPolicy::new("HOLDPOINT_PUSH_ALLOW_PRIVATE", self.allow_private)
+    }
+}
+
 /// A subscription that cannot be sent to.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InvalidSubscription {
     #[error("the endpoint is not an https URL: {0}")]
     Endpoint(String),
+    #[error("the endpoint may not be sent to: {0}")]
+    Destination(String),
     #[error("p256dh is not a P-256 public key in base64url")]
     PublicKey,
     #[error("auth is not 16 bytes in base64url")]
@@ -150,18 +173,22 @@ fn decode_base64url(text: &str) -> Option<Vec<u8>> {
 }
 
 impl PushSubscription {
-    /// Checks the subscription: an `https` endpoint (or `http` when `allow_http`, for a push service on the
-    /// machine itself), a P-256 point and a 16-byte secret.
-    pub fn validate(&self, allow_http: bool) -> Result<(), InvalidSubscription> {
-        self.target(allow_http).map(drop)
+    /// Checks the subscription: an `https` endpoint (or `http` when `endpoints` allows it, for a push service on
+    /// the machine itself) whose host as written the guard allows, a P-256 point and a 16-byte secret. A host name
+    /// is checked when it is resolved, at every send.
+    pub fn validate(&self, endpoints: PushEndpoints) -> Result<(), InvalidSubscription> {
+        self.target(endpoints).map(drop)
     }
 
-    fn target(&self, allow_http: bool) -> Result<Target, InvalidSubscription> {
+    fn target(&self, endpoints: PushEndpoints) -> Result<Target, InvalidSubscription> {
         let endpoint =
             url::Url::parse(&self.endpoint).map_err(|_| InvalidSubscription::Endpoint(self.endpoint.clone()))?;
-        let scheme_ok = endpoint.scheme() == "https" || (allow_http && endpoint.scheme() == "http");
+        let scheme_ok = endpoint.scheme() == "https" || (endpoints.allow_http && endpoint.scheme() == "http");
         if !scheme_ok || endpoint.host_str().is_none() {
             return Err(InvalidSubscription::Endpoint(self.endpoint.clone()));
+        }
+        if let Some(refusal) = endpoints.egress().refusal(&endpoint) {
+            return Err(InvalidSubscription::Destination(refusal));
         }
         let point = decode_base64url(&self.keys.p256dh).ok_or(InvalidSubscription::PublicKey)?;
         let public_key = p256::PublicKey::from_sec1_bytes(&point).map_err(|_| InvalidSubscription::PublicKey)?;
@@ -274,10 +301,10 @@ pub fn resolved_payload(question: &Question, open_url: &str) -> Value {
 /// Sends pushes signed with the server's VAPID key. Cheap to clone.
 #[derive(Clone)]
 pub struct WebPushSender {
-    http: reqwest::Client,
+    http: GuardedClient,
     key: VapidKey,
     subject: String,
-    allow_http: bool,
+    endpoints: PushEndpoints,
 }
 
 impl std::fmt::Debug for WebPushSender {
@@ -288,17 +315,16 @@ impl std::fmt::Debug for WebPushSender {
 
 impl WebPushSender {
     /// A sender signing with `key`, naming `subject` (`mailto:` or `https:`) as the contact push services may
-    /// write to about its traffic. With `allow_http`, `http` endpoints are accepted too: only for a push service
-    /// on the machine itself.
-    pub fn new(key: VapidKey, subject: &str, allow_http: bool) -> Result<Self, String> {
+    /// write to about its traffic, to the `endpoints` allowed.
+    pub fn new(key: VapidKey, subject: &str, endpoints: PushEndpoints) -> Result<Self, String> {
         if !(subject.starts_with("mailto:") || subject.starts_with("https://")) {
             return Err(format!("the VAPID subject must be a mailto: or https: URL, not {subject:?}"));
         }
-        let http = reqwest::Client::builder()
-            .timeout(REQUEST_TIMEOUT)
-            .build()
+        let http = endpoints
+            .egress()
+            .client(reqwest::Client::builder().timeout(REQUEST_TIMEOUT))
             .map_err(|e| format!("cannot make an HTTP client: {e}"))?;
-        Ok(WebPushSender { http, key, subject: subject.to_owned(), allow_http })
+        Ok(WebPushSender { http, key, subject: subject.to_owned(), endpoints })
     }
 
     /// The key the sender signs with.
@@ -308,7 +334,7 @@ impl WebPushSender {
 
     /// Encrypts `message` for `subscription`, posts it to the subscription's endpoint and says how it went.
     pub async fn send(&self, subscription: &PushSubscription, message: &PushMessage) -> DeliveryOutcome {
-        let target = match subscription.target(self.allow_http) {
+        let target = match subscription.target(self.endpoints) {
             Ok(target) => target,
             Err(error) => return DeliveryOutcome::Failed { reason: error.to_string(), address_gone: true },
         };
@@ -334,8 +360,9 @@ impl WebPushSender {
         if let Some(topic) = &message.topic {
             request = request.header("Topic", topic);
         }
-        let response = match request.send().await {
+        let response = match self.http.send(request).await {
             Ok(response) => response,
+            Err(EgressError::Refused(reason)) => return DeliveryOutcome::Failed { reason, address_gone: true },
             Err(error) => {
                 return DeliveryOutcome::retry(format!("the push service could not be reached: {error}"), None);
             }
@@ -419,20 +446,24 @@ mod tests {
 
     #[test]
     fn a_subscription_needs_an_https_endpoint_a_p256_key_and_a_16_byte_secret() {
+        let strict = PushEndpoints::default();
+        let local_service = PushEndpoints { allow_http: true, allow_private: true };
         let (good, _, _) = subscription("https://push.example.net/abc");
-        assert_eq!(good.validate(false), Ok(()));
+        assert_eq!(good.validate(strict), Ok(()));
         let (local, _, _) = subscription("http://127.0.0.1:9/abc");
-        assert!(matches!(local.validate(false), Err(InvalidSubscription::Endpoint(_))));
-        assert_eq!(local.validate(true), Ok(()));
+        assert!(matches!(local.validate(strict), Err(InvalidSubscription::Endpoint(_))));
+        assert_eq!(local.validate(local_service), Ok(()));
+        let (loopback, _, _) = subscription("https://127.0.0.1:9/abc");
+        assert!(matches!(loopback.validate(strict), Err(InvalidSubscription::Destination(_))));
         let mut bad_key = good.clone();
         bad_key.keys.p256dh = URL_SAFE_NO_PAD.encode([4u8; 65]);
-        assert_eq!(bad_key.validate(false), Err(InvalidSubscription::PublicKey));
+        assert_eq!(bad_key.validate(strict), Err(InvalidSubscription::PublicKey));
         let mut bad_auth = good.clone();
         bad_auth.keys.auth = URL_SAFE_NO_PAD.encode([1u8; 8]);
-        assert_eq!(bad_auth.validate(false), Err(InvalidSubscription::Auth));
+        assert_eq!(bad_auth.validate(strict), Err(InvalidSubscription::Auth));
         let mut padded = good.clone();
         padded.keys.auth.push_str("==");
-        assert_eq!(padded.validate(false), Ok(()));
+        assert_eq!(padded.validate(strict), Ok(()));
     }
 
     #[test]
@@ -476,7 +507,8 @@ mod tests {
     #[test]
     fn a_payload_too_large_for_every_push_service_is_refused_before_sending() {
         let (subscription, _, _) = subscription("https://push.example.net/abc");
-        let sender = WebPushSender::new(VapidKey::generate(), "mailto:ops@example.com", false).unwrap();
+        let sender =
+            WebPushSender::new(VapidKey::generate(), "mailto:ops@example.com", PushEndpoints::default()).unwrap();
         let message = PushMessage {
             payload: vec![b'x'; MAX_PAYLOAD_BYTES + 1],
             ttl: Duration::from_secs(60),
@@ -493,14 +525,14 @@ mod tests {
 
     #[test]
     fn the_subject_must_be_a_contact() {
-        assert!(WebPushSender::new(VapidKey::generate(), "ops@example.com", false).is_err());
-        assert!(WebPushSender::new(VapidKey::generate(), "https://hp.example.com", false).is_ok());
+        assert!(WebPushSender::new(VapidKey::generate(), "ops@example.com", PushEndpoints::default()).is_err());
+        assert!(WebPushSender::new(VapidKey::generate(), "https://hp.example.com", PushEndpoints::default()).is_ok());
     }
 
     #[test]
     fn encryption_round_trips_with_the_subscriptions_private_key() {
         let (subscription, secret, auth) = subscription("https://push.example.net/abc");
-        let target = subscription.target(false).unwrap();
+        let target = subscription.target(PushEndpoints::default()).unwrap();
         let body = web_push_native::encrypt(b"hello".to_vec(), &target.public_key, &target.auth).unwrap();
         let plain = web_push_native::decrypt(body, &secret, &web_push_native::Auth::clone_from_slice(&auth)).unwrap();
         assert_eq!(plain, b"hello");

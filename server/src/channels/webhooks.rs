@@ -1,13 +1,11 @@
 //! Webhooks on the wire (spec §12): Standard Webhooks signatures, which URLs may be sent to, and one attempt of a
 //! delivery over HTTP.
 //!
-//! A receiver's URL is checked twice against private ranges: when it is given (so a mistake is refused with a
-//! reason), and at every connection, by the HTTP client's own resolver ([`GuardedResolver`]), so a name that
-//! resolves to a public address when checked and to an internal one later (DNS rebinding) is still not reached.
-//! Redirects are not followed: a receiver answers for itself.
+//! A receiver's URL is checked twice by the outbound guard ([`crate::egress`]): when it is given (so a mistake is
+//! refused with a reason), and at every connection, so a name that resolves to a public address when checked and to
+//! an internal one later (DNS rebinding) is still not reached. Redirects are not followed: a receiver answers for
+//! itself.
 
-use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
@@ -16,6 +14,7 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 use super::DeliveryOutcome;
+use crate::egress::{EgressError, EgressPolicy, GuardedClient};
 
 /// The prefix of a Standard Webhooks secret.
 pub const SECRET_PREFIX: &str = "whsec_";
@@ -53,11 +52,17 @@ pub fn signature(key: &[u8], message_id: &str, timestamp: i64, body: &str) -> St
 /// Which receivers may be sent to.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct UrlPolicy {
-    /// Whether private, loopback and link-local addresses may be reached (`HOLDPOINT_WEBHOOK_ALLOW_PRIVATE`).
+    /// Whether private, loopback, link-local and other special-purpose addresses may be reached
+    /// (`HOLDPOINT_WEBHOOK_ALLOW_PRIVATE`).
     pub allow_private: bool,
 }
 
 impl UrlPolicy {
+    /// The outbound guard of webhooks and callbacks.
+    pub fn egress(&self) -> EgressPolicy {
+        EgressPolicy::new("HOLDPOINT_WEBHOOK_ALLOW_PRIVATE", self.allow_private)
+    }
+
     /// Checks a receiver's URL as it is given: `http` or `https`, a host, no credentials, and every address the host
     /// resolves to allowed. `Err` says what is wrong with it.
     pub async fn check(&self, url: &str) -> Result<url::Url, String> {
@@ -71,84 +76,8 @@ impl UrlPolicy {
         if !parsed.username().is_empty() || parsed.password().is_some() {
             return Err("no user name or password in the URL: the signature says who sends".into());
         }
-        let Some(host) = parsed.host() else { return Err("the URL has no host".into()) };
-        let port = parsed.port_or_known_default().unwrap_or(443);
-        let addresses: Vec<IpAddr> = match host {
-            url::Host::Ipv4(ip) => vec![IpAddr::V4(ip)],
-            url::Host::Ipv6(ip) => vec![IpAddr::V6(ip)],
-            url::Host::Domain(name) => tokio::net::lookup_host((name, port))
-                .await
-                .map_err(|e| format!("{name} could not be resolved: {e}"))?
-                .map(|address| address.ip())
-                .collect(),
-        };
-        if addresses.is_empty() {
-            return Err("its host resolves to no address".into());
-        }
-        if let Some(ip) = addresses.iter().find(|ip| !self.allows(**ip)) {
-            return Err(format!(
-                "{ip} is in a private, loopback or link-local range (allowed only with HOLDPOINT_WEBHOOK_ALLOW_PRIVATE)"
-            ));
-        }
+        self.egress().check_resolved(&parsed).await?;
         Ok(parsed)
-    }
-
-    /// Whether `ip` may be connected to.
-    pub fn allows(&self, ip: IpAddr) -> bool {
-        self.allow_private || is_public(ip)
-    }
-}
-
-/// Whether an address is on the public internet: not private, loopback, link-local, shared (CGNAT), unspecified,
-/// broadcast, multicast, documentation or benchmarking space, nor an IPv6 form of one (mapped, unique local).
-pub fn is_public(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => {
-            let [a, b, ..] = v4.octets();
-            !(v4.is_private()
-                || v4.is_loopback()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || v4.is_multicast()
-                || v4.is_documentation()
-                || a == 0
-                || (a == 100 && (64..128).contains(&b))
-                || (a == 198 && (b == 18 || b == 19))
-                || a >= 240)
-        }
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_public(IpAddr::V4(v4));
-            }
-            let first = v6.segments()[0];
-            !(v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || v6.is_unique_local()
-                || v6.is_unicast_link_local()
-                || first == 0x2001 && v6.segments()[1] == 0x0db8
-                || first == 0x0064 && v6.segments()[1] == 0xff9b)
-        }
-    }
-}
-
-/// The HTTP client's resolver: the system's, with every address the policy does not allow taken out (a host with
-/// none left cannot be reached).
-struct GuardedResolver(UrlPolicy);
-
-impl reqwest::dns::Resolve for GuardedResolver {
-    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
-        let policy = self.0;
-        let host = name.as_str().to_owned();
-        Box::pin(async move {
-            let addresses: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            let allowed: Vec<SocketAddr> = addresses.into_iter().filter(|a| policy.allows(a.ip())).collect();
-            if allowed.is_empty() {
-                return Err(format!("{host} resolves to no address webhooks may be sent to").into());
-            }
-            Ok(Box::new(allowed.into_iter()) as reqwest::dns::Addrs)
-        })
     }
 }
 
@@ -175,20 +104,16 @@ pub struct Attempt {
 /// Sends signed messages to receivers.
 #[derive(Clone)]
 pub struct WebhookSender {
-    http: reqwest::Client,
-    policy: UrlPolicy,
+    http: GuardedClient,
 }
 
 impl WebhookSender {
     pub fn new(policy: UrlPolicy) -> Result<Self, String> {
-        let http = reqwest::Client::builder()
+        let builder = reqwest::Client::builder()
             .timeout(ATTEMPT_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .dns_resolver(Arc::new(GuardedResolver(policy)))
-            .user_agent(concat!("Holdpoint-Webhooks/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| format!("cannot make an HTTP client: {e}"))?;
-        Ok(WebhookSender { http, policy })
+            .user_agent(concat!("Holdpoint-Webhooks/", env!("CARGO_PKG_VERSION")));
+        let http = policy.egress().client(builder).map_err(|e| format!("cannot make an HTTP client: {e}"))?;
+        Ok(WebhookSender { http })
     }
 
     /// Makes one attempt: a `2xx` is delivered; `410 Gone` is given up for good; any other answer or a network error
@@ -198,30 +123,18 @@ impl WebhookSender {
         let Ok(url) = url::Url::parse(message.url) else {
             return not_sent(DeliveryOutcome::failed("the URL is not valid"));
         };
-        // An address in the URL itself is never resolved, so the resolver cannot refuse it: it is checked here.
-        let literal = match url.host() {
-            Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
-            Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
-            _ => None,
-        };
-        if let Some(ip) = literal
-            && !self.policy.allows(ip)
-        {
-            return not_sent(DeliveryOutcome::failed(format!("{ip} is in a private range: not sent")));
-        }
-        let response = self
+        let request = self
             .http
             .post(url)
             .header("content-type", "application/json")
             .header("webhook-id", message.id)
             .header("webhook-timestamp", timestamp.to_string())
             .header("webhook-signature", signature(message.key, message.id, timestamp, message.body))
-            .body(message.body.to_owned())
-            .send()
-            .await;
-        let response = match response {
+            .body(message.body.to_owned());
+        let response = match self.http.send(request).await {
             Ok(response) => response,
-            Err(err) => return not_sent(DeliveryOutcome::retry(network_error(&err), None)),
+            Err(EgressError::Refused(reason)) => return not_sent(DeliveryOutcome::failed(reason)),
+            Err(EgressError::Http(err)) => return not_sent(DeliveryOutcome::retry(network_error(&err), None)),
         };
         let status = response.status();
         if status.is_success() {
@@ -284,31 +197,6 @@ mod tests {
         assert_ne!(secret, new_secret());
         assert!(secret_key("whsec_").is_none());
         assert!(secret_key("abc").is_none());
-    }
-
-    #[test]
-    fn private_loopback_and_link_local_addresses_are_not_public() {
-        for private in [
-            "10.1.2.3",
-            "172.16.0.1",
-            "192.168.1.1",
-            "127.0.0.1",
-            "169.254.169.254",
-            "100.64.0.1",
-            "0.0.0.0",
-            "255.255.255.255",
-            "::1",
-            "::",
-            "fd00::1",
-            "fe80::1",
-            "::ffff:10.0.0.1",
-            "::ffff:127.0.0.1",
-        ] {
-            assert!(!is_public(private.parse().unwrap()), "{private}");
-        }
-        for public in ["93.184.216.34", "1.1.1.1", "2606:4700:4700::1111", "::ffff:8.8.8.8"] {
-            assert!(is_public(public.parse().unwrap()), "{public}");
-        }
     }
 
     #[tokio::test]

@@ -140,7 +140,8 @@ async fn list_push_subscriptions(
 }
 
 /// `POST /me/push-subscriptions`: subscribes one of the caller's browsers, with what `PushSubscription.toJSON()`
-/// gives; the same browser again takes its new keys.
+/// gives; the same browser again takes its new keys. An endpoint at a private, loopback or other special-purpose
+/// address is refused (422) unless the server allows it (`HOLDPOINT_PUSH_ALLOW_PRIVATE`).
 #[utoipa::path(post, path = "/me/push-subscriptions", tag = "notifications", request_body = NewPushSubscription,
     responses((status = 201, description = "Subscribed", body = PushSubscriptionInfo), ErrorResponses))]
 async fn subscribe_browser(
@@ -148,9 +149,8 @@ async fn subscribe_browser(
     caller: Caller,
     ApiJson(new): ApiJson<NewPushSubscription>,
 ) -> ApiResult<(StatusCode, ApiJson<PushSubscriptionInfo>)> {
-    let allow_http = state.config.channels.push_allow_http;
-    let info =
-        notifications::subscribe_browser(state.store.as_ref(), &caller, &state.sends_on, new, allow_http).await?;
+    let endpoints = state.config.channels.push_endpoints();
+    let info = notifications::subscribe_browser(state.store.as_ref(), &caller, &state.sends_on, new, endpoints).await?;
     Ok((StatusCode::CREATED, ApiJson(info)))
 }
 

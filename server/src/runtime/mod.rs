@@ -42,7 +42,7 @@ pub struct Runtime {
     /// Where `script:` files are read from.
     pub scripts_dir: PathBuf,
     /// The client of the `http_request` tool ([`tools::http_client`]).
-    pub http: reqwest::Client,
+    pub http: crate::egress::GuardedClient,
     /// This instance's identity as a lease holder.
     pub instance: Uuid,
 }
@@ -61,7 +61,7 @@ impl Runtime {
             metrics,
             config: config.runtime.clone(),
             scripts_dir: config.scripts_dir(),
-            http: tools::http_client(),
+            http: tools::http_client(&config.runtime),
             instance: Uuid::now_v7(),
         })
     }

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::config::{RuntimeConfig, normalize_base_url};
+use crate::egress::{EgressError, EgressPolicy, GuardedClient};
 use crate::metrics::Metrics;
 
 /// Why a model could not answer.
@@ -140,10 +141,15 @@ impl OpenAiModel {
         // Checked again here, not only when the agent was saved: the operator may have narrowed the list since.
         let (base_url, api_key) = resolve_endpoint(&spec.model_settings, config)
             .map_err(|refused| ModelError::Provider(format!("{}: {}", refused.field, refused.reason)))?;
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .timeout(Duration::from_secs(config.model_timeout_seconds))
-            .build()
+        // Through the outbound guard: the endpoint's own address when the operator wrote one, public addresses of a
+        // name (any with HOLDPOINT_MODEL_ALLOW_PRIVATE), and no redirect, so a provider cannot send the request on.
+        let http = EgressPolicy::new("HOLDPOINT_MODEL_ALLOW_PRIVATE", config.model_allow_private)
+            .naming([base_url.as_str()])
+            .client(
+                reqwest::Client::builder()
+                    .connect_timeout(Duration::from_secs(10))
+                    .timeout(Duration::from_secs(config.model_timeout_seconds)),
+            )
             .map_err(|e| ModelError::Provider(e.to_string()))?;
         // No retry layer: the retries are `complete`'s, which are timed by a window rather than counted, and which
         // a run's cancellation or lost lease interrupts (the executor drops the call).
@@ -202,11 +208,13 @@ fn is_outage(status: StatusCode) -> bool {
 }
 
 /// Sends one model request; an outage comes back as an [`Outage`].
-async fn send(http: reqwest::Client, factory: HttpRequestFactory) -> Result<reqwest::Response, OpenAIError> {
+async fn send(http: GuardedClient, factory: HttpRequestFactory) -> Result<reqwest::Response, OpenAIError> {
     let request = factory.build().await?;
     let response = match http.execute(request).await {
         Ok(response) => response,
-        Err(error) => {
+        // Refused by the guard: no retry mends that.
+        Err(EgressError::Refused(reason)) => return Err(OpenAIError::Boxed(reason.into())),
+        Err(EgressError::Http(error)) => {
             let message = format!("the request did not get an answer: {}", crate::error::error_chain(&error));
             return Err(OpenAIError::Boxed(Box::new(Outage { message, retry_after: None, reason: "network" })));
         }

@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::config::{RuntimeConfig, ShellMode};
+use crate::egress::{EgressPolicy, GuardedClient};
 
 pub const ASK_USER: &str = "ask_user";
 pub const SPAWN_AGENTS: &str = "spawn_agents";
@@ -96,12 +97,14 @@ pub fn definition(name: &str) -> Option<Value> {
 }
 
 /// The client of the `http_request` tool, the one every executor uses (the server's workers and `holdpoint run`
-/// alike). It follows no redirects: the allow-list is checked on the URL the model asked for, and a redirect could
-/// lead anywhere; the model gets the redirect itself.
-pub fn http_client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
+/// alike), through the outbound guard. It follows no redirects: the allow-list is checked on the URL the model asked
+/// for, and a redirect could lead anywhere; the model gets the redirect itself. An address written in
+/// `HOLDPOINT_HTTP_ALLOWED_HOSTS` is reached whatever its range; a name only at public addresses unless
+/// `HOLDPOINT_HTTP_ALLOW_PRIVATE`.
+pub fn http_client(config: &RuntimeConfig) -> GuardedClient {
+    EgressPolicy::new("HOLDPOINT_HTTP_ALLOW_PRIVATE", config.http_allow_private)
+        .naming(config.http_allowed_hosts.iter().map(String::as_str))
+        .client(reqwest::Client::builder())
         .expect("an HTTP client without TLS settings of its own builds")
 }
 
@@ -200,7 +203,7 @@ fn host_allowed(url: &reqwest::Url, allowed: &[String]) -> bool {
     allowed.iter().map(|a| a.trim()).any(|a| a.eq_ignore_ascii_case(host) || Some(a.to_owned()) == with_port)
 }
 
-pub async fn http_request(http: &reqwest::Client, config: &RuntimeConfig, args: &Value) -> Result<Value, ToolError> {
+pub async fn http_request(http: &GuardedClient, config: &RuntimeConfig, args: &Value) -> Result<Value, ToolError> {
     let args: HttpArgs =
         serde_json::from_value(args.clone()).map_err(|e| ToolError(format!("invalid arguments: {e}")))?;
     let url = reqwest::Url::parse(&args.url).map_err(|e| ToolError(format!("invalid url {:?}: {e}", args.url)))?;
@@ -222,7 +225,7 @@ pub async fn http_request(http: &reqwest::Client, config: &RuntimeConfig, args: 
     if let Some(body) = args.body {
         request = request.body(body);
     }
-    let mut response = request.send().await.map_err(|e| ToolError(format!("request failed: {e}")))?;
+    let mut response = http.send(request).await.map_err(|e| ToolError(format!("request failed: {e}")))?;
     let status = response.status().as_u16();
     let content_type =
         response.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);

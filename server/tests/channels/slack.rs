@@ -44,7 +44,7 @@ fn choice(options: usize) -> Question {
 #[tokio::test]
 async fn a_question_is_posted_with_its_buttons_and_a_signed_click_reads_back_as_its_answer() {
     let (stand_in, url) = StandIn::start().await;
-    let client = SlackClient::new(&url, BOT_TOKEN).unwrap();
+    let client = SlackClient::new(&url, BOT_TOKEN, false).unwrap();
     let question = approval();
     let message = question_message(&question, &format!("https://hp.example.com/questions/{}", question.id));
 
@@ -86,7 +86,7 @@ async fn a_question_is_posted_with_its_buttons_and_a_signed_click_reads_back_as_
 #[tokio::test]
 async fn the_answer_button_opens_a_modal_slack_accepts() {
     let (stand_in, url) = StandIn::start().await;
-    let client = SlackClient::new(&url, BOT_TOKEN).unwrap();
+    let client = SlackClient::new(&url, BOT_TOKEN, false).unwrap();
     for question in [approval(), {
         let mut q = approval();
         q.response_type = app::types::ResponseType::Text;
@@ -104,7 +104,7 @@ async fn the_answer_button_opens_a_modal_slack_accepts() {
 #[tokio::test]
 async fn a_choice_of_twenty_options_stays_within_an_actions_blocks_limit() {
     let (stand_in, url) = StandIn::start().await;
-    let client = SlackClient::new(&url, BOT_TOKEN).unwrap();
+    let client = SlackClient::new(&url, BOT_TOKEN, false).unwrap();
     let question = choice(20);
     let message = question_message(&question, "https://hp.example.com/q");
     assert!(matches!(client.deliver("C0TEAM", &message).await, DeliveryOutcome::Sent { .. }));
@@ -116,7 +116,7 @@ async fn a_choice_of_twenty_options_stays_within_an_actions_blocks_limit() {
 #[tokio::test]
 async fn the_message_is_updated_without_buttons_once_the_question_is_resolved() {
     let (stand_in, url) = StandIn::start().await;
-    let client = SlackClient::new(&url, BOT_TOKEN).unwrap();
+    let client = SlackClient::new(&url, BOT_TOKEN, false).unwrap();
     let question = Question {
         status: QuestionStatus::Answered,
         answered_by: Some("alice".into()),
@@ -136,7 +136,7 @@ async fn the_message_is_updated_without_buttons_once_the_question_is_resolved() 
 #[tokio::test]
 async fn the_stand_in_refuses_what_slack_refuses_and_the_client_says_so() {
     let (stand_in, url) = StandIn::start().await;
-    let client = SlackClient::new(&url, BOT_TOKEN).unwrap();
+    let client = SlackClient::new(&url, BOT_TOKEN, false).unwrap();
     // 26 buttons in one actions block: Slack's limit is 25.
     let buttons: Vec<Value> = (0..26)
         .map(|i| json!({"type": "button", "text": {"type": "plain_text", "text": "b"}, "action_id": format!("a{i}")}))
@@ -157,7 +157,7 @@ async fn the_stand_in_refuses_what_slack_refuses_and_the_client_says_so() {
     let message = question_message(&approval(), "https://hp.example.com/q");
     let outcome = client.deliver("C_UNKNOWN", &message).await;
     assert!(matches!(&outcome, DeliveryOutcome::Failed { reason, .. } if reason.contains("channel_not_found")));
-    let wrong_token = SlackClient::new(&url, "xoxb-revoked").unwrap();
+    let wrong_token = SlackClient::new(&url, "xoxb-revoked", false).unwrap();
     let outcome = wrong_token.deliver("C0TEAM", &message).await;
     assert!(matches!(&outcome, DeliveryOutcome::Failed { reason, .. } if reason.contains("invalid_auth")));
 }
@@ -165,7 +165,7 @@ async fn the_stand_in_refuses_what_slack_refuses_and_the_client_says_so() {
 #[tokio::test]
 async fn rate_limits_outages_and_an_unreachable_api_are_retried() {
     let (_stand_in, url) = StandIn::start().await;
-    let client = SlackClient::new(&url, BOT_TOKEN).unwrap();
+    let client = SlackClient::new(&url, BOT_TOKEN, false).unwrap();
     let message = question_message(&approval(), "https://hp.example.com/q");
     assert_eq!(
         client.post_message("C_RATELIMITED", &message).await,
@@ -177,7 +177,7 @@ async fn rate_limits_outages_and_an_unreachable_api_are_retried() {
     ));
     assert!(matches!(client.deliver("C_BROKEN", &message).await, DeliveryOutcome::Retry { after: None, .. }));
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let unreachable = SlackClient::new(&format!("http://127.0.0.1:{port}/api"), BOT_TOKEN).unwrap();
+    let unreachable = SlackClient::new(&format!("http://127.0.0.1:{port}/api"), BOT_TOKEN, false).unwrap();
     assert!(matches!(unreachable.deliver("C0TEAM", &message).await, DeliveryOutcome::Retry { .. }));
 }
 
@@ -185,10 +185,10 @@ async fn rate_limits_outages_and_an_unreachable_api_are_retried() {
 async fn users_lookup_by_email_finds_a_member_and_says_when_there_is_none() {
     let (stand_in, url) = StandIn::start().await;
     stand_in.add_person("alice@example.com", "U0ALICE");
-    let client = SlackClient::new(&url, BOT_TOKEN).unwrap();
+    let client = SlackClient::new(&url, BOT_TOKEN, false).unwrap();
     assert_eq!(client.user_id_by_email("alice@example.com").await.unwrap().as_deref(), Some("U0ALICE"));
     assert_eq!(client.user_id_by_email("nobody@example.com").await.unwrap(), None);
-    let wrong_token = SlackClient::new(&url, "xoxb-wrong").unwrap();
+    let wrong_token = SlackClient::new(&url, "xoxb-wrong", false).unwrap();
     let refused = wrong_token.user_id_by_email("alice@example.com").await;
     assert!(matches!(&refused, Err(SlackError::Api { error, .. }) if error == "invalid_auth"), "{refused:?}");
 }

@@ -7,13 +7,17 @@ use std::time::Duration;
 use chrono::Utc;
 use holdpoint::channels::action_links::{ActionLinkKey, links_for};
 use holdpoint::channels::web_push::{
-    PushMessage, PushSubscription, PushUrgency, SubscriptionKeys, VapidKey, WebPushSender, notification_payload,
+    PushEndpoints, PushMessage, PushSubscription, PushUrgency, SubscriptionKeys, VapidKey, WebPushSender,
+    notification_payload,
 };
 use holdpoint::channels::{Channel, DeliveryOutcome, PUSH_MAX_CHOICES};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::push_service::{push_check, read_push, start_endpoint};
+
+/// The push service of these tests: on loopback, over plain HTTP.
+const LOCAL_SERVICE: PushEndpoints = PushEndpoints { allow_http: true, allow_private: true };
 
 fn question() -> app::types::Question {
     serde_json::from_value(json!({
@@ -41,7 +45,7 @@ async fn an_independent_implementation_decrypts_the_push_and_verifies_its_vapid_
         },
     };
     let vapid = VapidKey::generate();
-    let sender = WebPushSender::new(vapid.clone(), "mailto:ops@example.com", true).unwrap();
+    let sender = WebPushSender::new(vapid.clone(), "mailto:ops@example.com", LOCAL_SERVICE).unwrap();
     let question = question();
     let links = links_for(
         &ActionLinkKey::generate(),
@@ -84,7 +88,7 @@ async fn an_independent_implementation_decrypts_the_push_and_verifies_its_vapid_
 async fn the_push_services_answers_decide_the_outcome() {
     let (_endpoint, origin) = start_endpoint().await;
     let browser = push_check(&["subscribe"], None).await;
-    let sender = WebPushSender::new(VapidKey::generate(), "https://hp.example.com", true).unwrap();
+    let sender = WebPushSender::new(VapidKey::generate(), "https://hp.example.com", LOCAL_SERVICE).unwrap();
     let message =
         PushMessage { payload: b"{}".to_vec(), ttl: Duration::from_secs(60), urgency: PushUrgency::Low, topic: None };
     let to = |path: &str| PushSubscription {
@@ -105,6 +109,7 @@ async fn the_push_services_answers_decide_the_outcome() {
     unreachable.endpoint = format!("http://127.0.0.1:{port}/push/x");
     assert!(matches!(sender.send(&unreachable, &message).await, DeliveryOutcome::Retry { .. }));
     // Without `allow_http`, a plain-HTTP endpoint is no subscription at all.
-    let https_only = WebPushSender::new(VapidKey::generate(), "https://hp.example.com", false).unwrap();
+    let https_only = PushEndpoints { allow_http: false, ..LOCAL_SERVICE };
+    let https_only = WebPushSender::new(VapidKey::generate(), "https://hp.example.com", https_only).unwrap();
     assert!(matches!(https_only.send(&to("x"), &message).await, DeliveryOutcome::Failed { address_gone: true, .. }));
 }
