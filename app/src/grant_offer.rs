@@ -29,7 +29,8 @@ impl GrantOffer {
         if !self.chosen.get_untracked() {
             return None;
         }
-        let matcher = self.shell.then(|| ArgumentMatcher::CommandPrefix(self.prefix.get_untracked().trim().to_owned()));
+        // The server records the approved call's other arguments (`cwd`, …) in the grant.
+        let matcher = self.shell.then(|| ArgumentMatcher::command_prefix(self.prefix.get_untracked().trim()));
         Some(GrantRequest {
             scope: self.scope.get_untracked(),
             matcher,
@@ -96,6 +97,7 @@ pub fn GrantOfferView(question: Question, prefix: String, offer: GrantOffer) -> 
                     <input type="text" id=prefix_id class="mono" data-testid=tid("prefix")
                         prop:value=move || offer.prefix.get()
                         on:input=move |ev| offer.prefix.set(event_target_value(&ev))/>
+                    <p class="muted">"Any other argument (a working directory, a timeout) exactly as in this call."</p>
                 })}
                 {(!offer.shell).then(|| view! { <p class="muted">"With exactly these arguments."</p> })}
                 <label for=scope_id.clone()>"For"</label>

@@ -80,13 +80,30 @@ pub fn grant_from_answer(
         GrantScope::Agent if agent.is_none() => errors.add("grant.scope", "this approval has no agent to scope to"),
         _ => {}
     }
-    let matcher = request.matcher.clone().unwrap_or_else(|| ArgumentMatcher::Equals(arguments.clone()));
+    let matcher = match request.matcher.clone() {
+        None => ArgumentMatcher::Equals { equals: arguments.clone() },
+        // A prefix covers the command only: every other argument is recorded as the approved call has it, and a
+        // call with another (or an extra one) is asked about.
+        Some(ArgumentMatcher::CommandPrefix { command_prefix, other_arguments }) => {
+            let approved = app::types::other_arguments(arguments);
+            if !other_arguments.is_empty() && other_arguments != approved {
+                errors.add(
+                    "grant.matcher.other_arguments",
+                    "must be the arguments being approved besides command (or left out)",
+                );
+            }
+            ArgumentMatcher::CommandPrefix {
+                command_prefix: command_prefix.trim().to_owned(),
+                other_arguments: approved,
+            }
+        }
+        Some(matcher) => matcher,
+    };
     match &matcher {
-        ArgumentMatcher::CommandPrefix(_) if action.tool_name != SHELL => {
+        ArgumentMatcher::CommandPrefix { .. } if action.tool_name != SHELL => {
             errors.add("grant.matcher", format!("a command prefix matches shell calls, not {}", action.tool_name))
         }
-        ArgumentMatcher::CommandPrefix(prefix) => {
-            let prefix = prefix.trim();
+        ArgumentMatcher::CommandPrefix { command_prefix: prefix, .. } => {
             if prefix.is_empty() || prefix.chars().count() > PREFIX_MAX_CHARS {
                 errors.add("grant.matcher.command_prefix", format!("must have 1..={PREFIX_MAX_CHARS} characters"));
             } else if !prefix.chars().all(app::types::is_plain_command_char) {
@@ -98,10 +115,10 @@ pub fn grant_from_answer(
                 errors.add("grant.matcher.command_prefix", "must match the command being approved");
             }
         }
-        ArgumentMatcher::Equals(expected) if expected != arguments => {
+        ArgumentMatcher::Equals { equals } if equals != arguments => {
             errors.add("grant.matcher.equals", "must be the arguments being approved")
         }
-        ArgumentMatcher::Equals(_) => {}
+        ArgumentMatcher::Equals { .. } => {}
     }
     let lifetime = request.expires_in_seconds.unwrap_or(DEFAULT_LIFETIME_SECONDS);
     if !(MIN_LIFETIME_SECONDS..=MAX_LIFETIME_SECONDS).contains(&lifetime) {
@@ -111,10 +128,6 @@ pub fn grant_from_answer(
         );
     }
     errors.into_result("the grant")?;
-    let matcher = match matcher {
-        ArgumentMatcher::CommandPrefix(prefix) => ArgumentMatcher::CommandPrefix(prefix.trim().to_owned()),
-        other => other,
-    };
     Ok(GrantRow {
         id: Uuid::now_v7(),
         workspace_id: caller.workspace_id(),
@@ -303,3 +316,61 @@ pub async fn approved_before(
 
 /// The most earlier approvals `approved_before` counts: enough to say "many".
 const APPROVED_BEFORE_CAP: u32 = 100;
+
+#[cfg(test)]
+mod tests {
+    use app::types::{ArgumentMatcher, matcher_allows};
+    use serde_json::json;
+
+    /// A command prefix grant lets a call through only when the command has the prefix and every other argument is
+    /// the one the approved call had: a `cwd` elsewhere, or an argument the approved call did not have, is asked.
+    #[test]
+    fn a_command_prefix_covers_the_command_and_the_other_arguments_only_as_recorded() {
+        let bare = ArgumentMatcher::command_prefix("git status");
+        let in_repo: ArgumentMatcher =
+            serde_json::from_value(json!({ "command_prefix": "git status", "other_arguments": { "cwd": "/repo" } }))
+                .unwrap();
+        let table = [
+            (&bare, json!({ "command": "git status" }), true),
+            (&bare, json!({ "command": "git status -s" }), true),
+            (&bare, json!({ "command": "git status", "cwd": "/tmp/x" }), false),
+            (&bare, json!({ "command": "git status", "timeout_seconds": 1 }), false),
+            (&bare, json!({ "command": "git status", "cwd": null }), false),
+            (&bare, json!({ "command": "git push" }), false),
+            (&bare, json!(["git status"]), false),
+            (&in_repo, json!({ "command": "git status -s", "cwd": "/repo" }), true),
+            (&in_repo, json!({ "cwd": "/repo", "command": "git status" }), true),
+            (&in_repo, json!({ "command": "git status", "cwd": "/tmp/attacker-repo" }), false),
+            (&in_repo, json!({ "command": "git status", "cwd": "/repo/" }), false),
+            (&in_repo, json!({ "command": "git status" }), false),
+            (&in_repo, json!({ "command": "git status", "cwd": "/repo", "timeout_seconds": 1 }), false),
+            (&in_repo, json!({ "command": "git status; rm -rf /", "cwd": "/repo" }), false),
+        ];
+        for (matcher, arguments, allowed) in table {
+            assert_eq!(matcher_allows(matcher, &arguments), allowed, "{matcher:?} on {arguments}");
+        }
+    }
+
+    /// Grants stored as `{"command_prefix": …}` read as covering calls with no other argument; a matcher is one
+    /// kind or the other, never both, and nothing unknown.
+    #[test]
+    fn a_matcher_reads_and_writes_its_wire_form() {
+        let stored: ArgumentMatcher = serde_json::from_value(json!({ "command_prefix": "make" })).unwrap();
+        assert_eq!(stored, ArgumentMatcher::command_prefix("make"));
+        assert_eq!(serde_json::to_value(&stored).unwrap(), json!({ "command_prefix": "make" }));
+        let with_cwd = json!({ "command_prefix": "make", "other_arguments": { "cwd": "/src" } });
+        let read: ArgumentMatcher = serde_json::from_value(with_cwd.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&read).unwrap(), with_cwd);
+        let equals: ArgumentMatcher = serde_json::from_value(json!({ "equals": { "n": 1 } })).unwrap();
+        assert_eq!(equals, ArgumentMatcher::Equals { equals: json!({ "n": 1 }) });
+        for refused in [
+            json!({}),
+            json!({ "equals": {}, "command_prefix": "make" }),
+            json!({ "command_prefix": "make", "cwd": "/src" }),
+            json!({ "equals": {}, "other_arguments": {} }),
+            json!({ "command_prefix": ["make"] }),
+        ] {
+            assert!(serde_json::from_value::<ArgumentMatcher>(refused.clone()).is_err(), "{refused}");
+        }
+    }
+}

@@ -7,9 +7,10 @@
 //! that, and every other instance queueing the same events, change nothing. Events that go nowhere move the cursor
 //! only every few seconds, so a server without webhooks writes nothing for them.
 //!
-//! Sending claims the head of each endpoint's queue (see [`crate::store::WebhookStore::claim_webhook_heads`]); one
-//! task per endpoint sends its head and, once that is done with, claims the next, so a receiver sees its events one
-//! at a time, in order, and a slow or failing receiver holds up nobody else's.
+//! Sending claims the head of each queue — a workspace's endpoint (see
+//! [`crate::store::WebhookStore::claim_webhook_heads`]); one task per queue sends its head and, once that is done
+//! with, claims the next, so a receiver sees each workspace's events one at a time, in order, and a slow or failing
+//! receiver — or one refusing a workspace's signature — holds up no other queue.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +20,7 @@ use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use crate::channels::DeliveryOutcome;
 use crate::channels::webhooks::{Message, WebhookSender, secret_key};
 use crate::events::EventHub;
-use crate::store::{HubEvent, Store, StoreResult, WebhookDeliveryRow, now};
+use crate::store::{HubEvent, QueueKey, Store, StoreResult, WebhookDeliveryRow, now};
 use crate::webhooks::{after_attempt, deliveries_for, may_go_anywhere};
 
 /// How long a claimed delivery is a worker's: longer than an attempt may take (10 s); a worker that died leaves it to
@@ -182,7 +183,7 @@ impl WebhookWorker {
         Ok(true)
     }
 
-    /// Claims the heads of the queues as they fall due, and sends each endpoint its queue in a task of its own.
+    /// Claims the heads of the queues as they fall due, and sends each queue in a task of its own.
     async fn send_queues(self: Arc<Self>) {
         loop {
             let at = now();
@@ -210,10 +211,10 @@ impl WebhookWorker {
         }
     }
 
-    /// Sends an endpoint's head and, while each is done with (sent or given up), the next one of its queue.
+    /// Sends a queue's head and, while each is done with (sent or given up), the next one of the queue.
     async fn send_queue(self: Arc<Self>, mut head: WebhookDeliveryRow) {
         loop {
-            let endpoint = head.endpoint.clone();
+            let (workspace_id, endpoint) = (head.workspace_id, head.endpoint.clone());
             let done = self.attempt(head).await;
             if !done {
                 // Waiting for a retry (or its claim was lost): the claim loop finds it when it is due.
@@ -221,7 +222,8 @@ impl WebhookWorker {
                 return;
             }
             let at = now();
-            match self.store.claim_webhook_heads(at, at + CLAIM, 1, Some(&endpoint)).await {
+            let queue = QueueKey { workspace_id, endpoint: &endpoint };
+            match self.store.claim_webhook_heads(at, at + CLAIM, 1, Some(queue)).await {
                 Ok(mut next) if !next.is_empty() => head = next.swap_remove(0),
                 Ok(_) => return,
                 Err(err) => {
@@ -275,7 +277,7 @@ impl WebhookWorker {
         }
         if gone {
             let reason = finished.last_error.as_deref().unwrap_or("the receiver answered 410 Gone");
-            if let Err(err) = self.store.endpoint_gone(&finished.endpoint, finished.webhook_id, at, reason).await {
+            if let Err(err) = self.store.endpoint_gone(finished.queue(), finished.webhook_id, at, reason).await {
                 tracing::warn!(error = %err, "could not disable a webhook whose receiver is gone");
             }
         }

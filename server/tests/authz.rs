@@ -310,7 +310,7 @@ async fn made_grant(app: &TestApp) -> String {
         run_id: None,
         agent: None,
         tool_name: "shell".into(),
-        matcher: sqlx::types::Json(app::types::ArgumentMatcher::CommandPrefix("ls".into())),
+        matcher: sqlx::types::Json(app::types::ArgumentMatcher::command_prefix("ls")),
         created_by: "admin of default".into(),
         created_by_id: None,
         question_id: None,

@@ -21,6 +21,7 @@ on_both_backends!(
     an_approval_by_a_grant_revoked_before_its_write_writes_nothing,
     grant_requests_are_checked_and_a_faulty_one_changes_nothing,
     the_same_call_approved_by_hand_is_counted_for_the_grant_offer,
+    a_prefix_grant_covers_the_command_and_every_other_argument_only_as_approved,
 );
 
 async fn app_with_shell(backend: common::Backend, scripts: &Scripts) -> Option<TestApp> {
@@ -177,7 +178,7 @@ async fn a_revoked_or_expired_grant_lets_nothing_through(backend: common::Backen
         run_id: None,
         agent: None,
         tool_name: "shell".into(),
-        matcher: sqlx::types::Json(app::types::ArgumentMatcher::CommandPrefix("make".into())),
+        matcher: sqlx::types::Json(app::types::ArgumentMatcher::command_prefix("make")),
         created_by: "admin of default".into(),
         created_by_id: None,
         question_id: None,
@@ -501,4 +502,83 @@ async fn the_same_call_approved_by_hand_is_counted_for_the_grant_offer(backend: 
     assert_eq!(count(sixth).await, 4);
     let other = ask(json!({ "command": "cargo clippy --fix", "cwd": "/srv/app" })).await;
     assert_eq!(count(other).await, 0, "other arguments are another call");
+}
+
+/// A `shell` grant's prefix covers the command; every other argument is the approved call's. `git status` in
+/// another `cwd` runs that repository's hooks and configuration, so it is asked about, and so is an argument the
+/// approved call did not have.
+async fn a_prefix_grant_covers_the_command_and_every_other_argument_only_as_approved(backend: common::Backend) {
+    let Some(app) = TestApp::start(backend).await else { return };
+    let agent = app.create_token("default", app::types::Role::Agent).await;
+    let ask = |arguments: Value| {
+        let question = json!({
+            "kind": "approval",
+            "title": format!("Run {}?", arguments["command"]),
+            "action": { "tool_name": "shell", "arguments": arguments },
+        });
+        let (app, agent) = (&app, agent.clone());
+        async move {
+            let asked = app.call(Method::POST, "/api/v1/questions", Some(&agent), Some(question)).await;
+            assert_eq!(asked.status, StatusCode::CREATED, "{}", asked.text);
+            asked.json
+        }
+    };
+    let approve = |id: Value, grant: Value| {
+        let app = &app;
+        async move {
+            let answer = format!("/api/v1/questions/{}/answer", id.as_str().unwrap());
+            app.post(&answer, json!({ "value": true, "grant": grant })).await
+        }
+    };
+
+    let first = ask(json!({ "command": "git status" })).await;
+    let grant = json!({ "scope": "agent", "matcher": { "command_prefix": "git status" } });
+    let approved = approve(first["id"].clone(), grant).await;
+    assert_eq!(approved.status, StatusCode::OK, "{}", approved.text);
+    let listed = app.get("/api/v1/grants").await.json;
+    assert_eq!(listed["items"][0]["matcher"], json!({ "command_prefix": "git status" }), "no other arguments");
+
+    let covered = ask(json!({ "command": "git status -s" })).await;
+    assert_eq!((covered["status"].as_str(), covered["answered_by"].as_str()), (Some("answered"), Some("grant")));
+    for arguments in [
+        json!({ "command": "git status", "cwd": "/tmp/x" }),
+        json!({ "command": "git status", "timeout_seconds": 1 }),
+        json!({ "command": "git status -s", "cwd": "/tmp/attacker-repo" }),
+    ] {
+        let asked = ask(arguments.clone()).await;
+        assert_eq!(asked["status"], "pending", "{arguments} was let through by a grant of the command alone");
+    }
+
+    // Made while approving a call in a `cwd`, a grant records it: the same `cwd` only, and no other argument.
+    let in_repo = app.get("/api/v1/questions?status=pending").await.json["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["action"]["arguments"]["cwd"] == "/tmp/x")
+        .cloned()
+        .expect("the call in /tmp/x is pending");
+    let wrong = json!({ "scope": "agent", "matcher": { "command_prefix": "git", "other_arguments": { "cwd": "/" } } });
+    let refused = approve(in_repo["id"].clone(), wrong).await;
+    let error = assert_error(&refused, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+    assert!(error["details"]["fields"].get("grant.matcher.other_arguments").is_some(), "{error}");
+    let grant = json!({ "scope": "agent", "matcher": { "command_prefix": "git" } });
+    let approved = approve(in_repo["id"].clone(), grant).await;
+    assert_eq!(approved.status, StatusCode::OK, "{}", approved.text);
+    let listed = app.get("/api/v1/grants").await.json;
+    assert_eq!(
+        listed["items"][0]["matcher"],
+        json!({ "command_prefix": "git", "other_arguments": { "cwd": "/tmp/x" } })
+    );
+    let covered = ask(json!({ "command": "git log", "cwd": "/tmp/x" })).await;
+    assert_eq!((covered["status"].as_str(), covered["answered_by"].as_str()), (Some("answered"), Some("grant")));
+    for arguments in [
+        json!({ "command": "git log" }),
+        json!({ "command": "git log", "cwd": "/tmp/attacker-repo" }),
+        json!({ "command": "git log", "cwd": "/tmp/x", "timeout_seconds": 1 }),
+    ] {
+        let asked = ask(arguments.clone()).await;
+        assert_eq!(asked["status"], "pending", "{arguments} was let through");
+    }
+    let used = audit(&app, "grant.used").await;
+    assert_eq!(used.len(), 2, "two calls were let through: {used:?}");
 }

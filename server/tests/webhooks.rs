@@ -1,7 +1,9 @@
 //! Webhooks (spec §12): a workspace's events reach its subscriptions, and a question's own events its `callback_url`,
 //! signed per Standard Webhooks — every request checked by the `standardwebhooks` package in a receiver process —
 //! in event order, at least once: retried while the receiver fails, kept through a SIGKILL, given up on `410 Gone`
-//! (which disables the subscription), and never sent into private address ranges without the opt-in.
+//! (which disables the subscription), and never sent into private address ranges without the opt-in. Callbacks queue
+//! per workspace and URL, so one workspace's failing callbacks hold up no other's, and each names the URL it was sent
+//! to in what is signed.
 
 mod common;
 #[path = "channels/python.rs"]
@@ -11,6 +13,7 @@ mod receiver;
 
 use std::time::Duration;
 
+use app::types::Role;
 use axum::http::{Method, StatusCode};
 use common::{Backend, TestApp, assert_error};
 use receiver::Receiver;
@@ -20,6 +23,9 @@ on_both_backends!(
     deliveries_are_signed_retried_and_arrive_in_order,
     a_receiver_that_is_gone_disables_its_webhook_until_enabled,
     callbacks_carry_a_questions_own_events_signed_with_the_callback_secret,
+    another_workspaces_failing_callbacks_to_the_same_url_hold_up_nothing,
+    a_gone_answer_to_another_workspaces_callback_gives_up_nothing_of_ours,
+    a_callback_names_the_url_it_was_sent_to_so_a_replay_elsewhere_is_told_apart,
     deliveries_pending_at_a_sigkill_are_all_sent_after_a_restart,
     private_and_malformed_urls_are_refused_and_change_nothing,
 );
@@ -218,6 +224,153 @@ async fn callbacks_carry_a_questions_own_events_signed_with_the_callback_secret(
     let audit = app.get("/api/v1/audit?action=callback_secret.rotated").await;
     assert_eq!(audit.json["items"].as_array().unwrap().len(), 1, "{}", audit.text);
     assert!(!audit.text.contains(&new_secret), "the audit log shows no secret");
+}
+
+/// The `default` workspace's callback secret, trusted by `receiver`.
+async fn trust_callbacks(app: &TestApp, receiver: &mut Receiver) -> String {
+    let secret = app.get("/api/v1/webhooks/callback-secret").await;
+    assert_eq!(secret.status, StatusCode::OK, "{}", secret.text);
+    let secret = secret.json["secret"].as_str().unwrap().to_owned();
+    receiver.trust(&secret).await;
+    secret
+}
+
+/// Asks a question with `callback_url` as the holder of `token`; returns its id.
+async fn ask_with_callback(app: &TestApp, token: &str, title: &str, callback_url: &str) -> String {
+    let asked = app
+        .call(
+            Method::POST,
+            "/api/v1/questions",
+            Some(token),
+            Some(json!({ "title": title, "callback_url": callback_url })),
+        )
+        .await;
+    assert_eq!(asked.status, StatusCode::CREATED, "{}", asked.text);
+    asked.json["id"].as_str().unwrap().to_owned()
+}
+
+/// The next request about question `id` within `wait`, with the others the receiver got on the way.
+async fn request_about(receiver: &mut Receiver, id: &str, wait: Duration) -> (Option<Value>, Vec<Value>) {
+    let deadline = tokio::time::Instant::now() + wait;
+    let mut others = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let Some(request) = receiver.request_within(left).await else { return (None, others) };
+        if request["body"]["data"]["question"]["id"] == id {
+            return (Some(request), others);
+        }
+        others.push(request);
+    }
+}
+
+/// Workspace B names A's receiver as a callback: the receiver knows only A's secret, so it refuses B's messages
+/// and B's are retried for days. They are B's queue alone: A's callback to the same URL goes at once.
+async fn another_workspaces_failing_callbacks_to_the_same_url_hold_up_nothing(backend: Backend) {
+    let Some(app) = allowing_private(backend).await else { return };
+    let mut receiver = Receiver::start().await;
+    trust_callbacks(&app, &mut receiver).await;
+    let callback = receiver.url("/callback");
+    let other = app.create_token("other", Role::Admin).await;
+
+    let theirs = ask_with_callback(&app, &other, "Theirs?", &callback).await;
+    let refused = receiver.next_request().await;
+    assert_eq!((refused["verified"].as_bool(), refused["answered"].as_u64()), (Some(false), Some(401)), "{refused}");
+    assert_eq!(refused["body"]["data"]["question"]["id"], theirs.as_str());
+
+    let ours = ask_with_callback(&app, &app.token, "Ours?", &callback).await;
+    let (delivered, before) = request_about(&mut receiver, &ours, Duration::from_secs(5)).await;
+    let delivered =
+        delivered.unwrap_or_else(|| panic!("our callback waited behind theirs; the receiver got {before:?}"));
+    assert_eq!((delivered["verified"].as_bool(), delivered["answered"].as_u64()), (Some(true), Some(204)));
+    assert!(before.iter().all(|r| r["body"]["data"]["question"]["id"] == theirs.as_str()), "{before:?}");
+
+    // Theirs is still retried, with the same webhook-id, and still refused.
+    let (retried, _) = request_about(&mut receiver, &theirs, Duration::from_secs(10)).await;
+    let retried = retried.expect("their callback is retried");
+    assert_eq!((retried["id"].as_str(), retried["answered"].as_u64()), (refused["id"].as_str(), Some(401)));
+}
+
+/// A `410 Gone` answering workspace B's callback gives up B's queue for that URL, not A's: A's callback, failing
+/// for a moment when B's was refused, is delivered once the receiver takes it.
+async fn a_gone_answer_to_another_workspaces_callback_gives_up_nothing_of_ours(backend: Backend) {
+    let Some(app) = allowing_private(backend).await else { return };
+    let mut receiver = Receiver::start().await;
+    trust_callbacks(&app, &mut receiver).await;
+    let callback = receiver.url("/callback");
+    let other = app.create_token("other", Role::Admin).await;
+    receiver.command(json!({ "fail_all": 503 })).await;
+
+    let theirs = ask_with_callback(&app, &other, "Theirs?", &callback).await;
+    let refused = receiver.next_request().await;
+    assert_eq!((refused["verified"].as_bool(), refused["answered"].as_u64()), (Some(false), Some(401)), "{refused}");
+    let ours = ask_with_callback(&app, &app.token, "Ours?", &callback).await;
+    // Their retry (about a second after their first attempt) is told the URL is gone.
+    receiver.command(json!({ "unverified": 410 })).await;
+    let (gone, _) = request_about(&mut receiver, &theirs, Duration::from_secs(10)).await;
+    let gone = gone.expect("their callback is retried");
+    assert_eq!(gone["answered"], 410, "{gone}");
+    // Ours keeps failing a little longer: whatever attempt of ours races the giving up of theirs is refused too, so
+    // only a retry (one that was not given up) can deliver it.
+    let (none, ours_meanwhile) = request_about(&mut receiver, &theirs, Duration::from_secs(2)).await;
+    assert!(none.is_none(), "their callback was sent after the receiver said it is gone: {none:?}");
+    assert!(ours_meanwhile.iter().all(|r| r["answered"] == 503), "{ours_meanwhile:?}");
+
+    receiver.command(json!({ "fail_all": null })).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let delivered = loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let (request, others) = request_about(&mut receiver, &ours, left).await;
+        assert!(others.is_empty(), "their callback was sent after the receiver said it is gone: {others:?}");
+        let request = request.expect("our callback was given up with theirs");
+        if request["answered"] == 204 {
+            break request;
+        }
+        assert_eq!(request["answered"], 503, "{request}");
+    };
+    assert_eq!(delivered["verified"], true, "{delivered}");
+    assert_eq!(delivered["body"]["data"]["question"]["id"], ours.as_str());
+
+    // The URL still takes our callbacks; theirs is never sent again.
+    let next = ask_with_callback(&app, &app.token, "Ours again?", &callback).await;
+    let (again, others) = request_about(&mut receiver, &next, Duration::from_secs(10)).await;
+    assert_eq!(again.expect("our next callback is sent")["answered"], 204);
+    assert!(others.is_empty(), "{others:?}");
+    assert!(receiver.request_within(Duration::from_secs(2)).await.is_none(), "their callback was sent again");
+}
+
+/// Every callback of a workspace is signed with the same secret, so the signature alone does not say which receiver
+/// a message was for: what is signed names the callback URL and the question, and a receiver that checks them (as
+/// docs/webhooks.md asks) tells a replay from elsewhere apart.
+async fn a_callback_names_the_url_it_was_sent_to_so_a_replay_elsewhere_is_told_apart(backend: Backend) {
+    let Some(app) = allowing_private(backend).await else { return };
+    let mut first = Receiver::start().await;
+    let mut second = Receiver::start().await;
+    let secret = trust_callbacks(&app, &mut first).await;
+    second.trust(&secret).await;
+    let url = first.url("/callbacks/first");
+    let id = ask_with_callback(&app, &app.token, "Bound?", &url).await;
+    let sent = first.next_request().await;
+    assert_eq!((sent["verified"].as_bool(), sent["answered"].as_u64()), (Some(true), Some(204)), "{sent}");
+    assert_eq!(sent["body"]["data"]["question"]["callback_url"], url.as_str());
+    assert_eq!(sent["body"]["data"]["question"]["id"], id.as_str());
+    assert_eq!(sent["names_own_url"], true, "{sent}");
+
+    // The same request, replayed by whoever received it to another receiver of the workspace's callbacks: its
+    // signature verifies, and its body names another URL.
+    let replayed = reqwest::Client::new()
+        .post(second.url("/callbacks/second"))
+        .header("content-type", "application/json")
+        .header("webhook-id", sent["id"].as_str().unwrap())
+        .header("webhook-timestamp", sent["timestamp"].as_str().unwrap())
+        .header("webhook-signature", sent["signature"].as_str().unwrap())
+        .body(sent["raw"].as_str().unwrap().to_owned())
+        .send()
+        .await
+        .unwrap();
+    assert!(replayed.status().is_success(), "{}", replayed.status());
+    let seen = second.next_request().await;
+    assert_eq!(seen["verified"], true, "{seen}");
+    assert_eq!(seen["names_own_url"], false, "{seen}");
 }
 
 async fn deliveries_pending_at_a_sigkill_are_all_sent_after_a_restart(backend: Backend) {

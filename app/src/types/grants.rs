@@ -20,17 +20,33 @@ wire_enum! {
     }
 }
 
-/// What a call's arguments must be for a grant to let it through.
+/// What a call's arguments must be for a grant to let it through: `{"equals": …}` or `{"command_prefix": …,
+/// "other_arguments": {…}}`. Every argument is covered: no matcher leaves one free.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[serde(untagged, deny_unknown_fields)]
 pub enum ArgumentMatcher {
     /// Exactly these arguments (JSON equality).
-    Equals(Value),
+    Equals { equals: Value },
     /// For `shell`: a `command` that is this prefix, or this prefix followed by a space and more words, made only
     /// of characters that cannot chain or redirect commands (no `;`, `&`, `|`, `$`, backticks, `<`, `>`, newlines,
-    /// parentheses or backslashes).
-    CommandPrefix(String),
+    /// parentheses or backslashes); and every other argument exactly as in `other_arguments`.
+    CommandPrefix {
+        command_prefix: String,
+        /// The call's arguments besides `command`, exactly (a `cwd`, a `timeout_seconds`): one missing here must be
+        /// missing from the call. Recorded from the approved call when the grant is made, so a request may leave
+        /// it out; given, it must be the approved call's.
+        #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+        #[cfg_attr(feature = "ssr", schema(value_type = Object))]
+        other_arguments: serde_json::Map<String, Value>,
+    },
+}
+
+impl ArgumentMatcher {
+    /// `{"command_prefix": prefix}` with no other arguments.
+    pub fn command_prefix(prefix: impl Into<String>) -> Self {
+        ArgumentMatcher::CommandPrefix { command_prefix: prefix.into(), other_arguments: serde_json::Map::new() }
+    }
 }
 
 /// The `grant` of an approval's answer: make this call's kind a grant as it is approved.
@@ -98,21 +114,37 @@ impl Grant {
 /// What a grant's matcher makes of `arguments` (a call of its tool): whether it lets the call through.
 pub fn matcher_allows(matcher: &ArgumentMatcher, arguments: &Value) -> bool {
     match matcher {
-        ArgumentMatcher::Equals(expected) => expected == arguments,
-        ArgumentMatcher::CommandPrefix(prefix) => {
+        ArgumentMatcher::Equals { equals } => equals == arguments,
+        ArgumentMatcher::CommandPrefix { command_prefix, other_arguments } => {
+            let Some(arguments) = arguments.as_object() else { return false };
             let Some(command) = arguments.get("command").and_then(Value::as_str) else { return false };
-            let prefix = prefix.trim();
-            if prefix.is_empty() || !command.chars().all(is_plain_command_char) {
-                return false;
-            }
-            let command = command.trim();
-            match command.strip_prefix(prefix) {
-                Some("") => true,
-                Some(rest) => rest.starts_with([' ', '\t']),
-                None => false,
-            }
+            // Every argument but the command is the approved call's: a `cwd` elsewhere runs the same command on
+            // someone else's repository (its hooks, its configuration).
+            let others_match = arguments.len() == other_arguments.len() + 1
+                && other_arguments.iter().all(|(name, value)| name != "command" && arguments.get(name) == Some(value));
+            others_match && command_has_prefix(command, command_prefix)
         }
     }
+}
+
+/// Whether a shell `command` is `prefix` or `prefix` and more words, made only of plain characters.
+fn command_has_prefix(command: &str, prefix: &str) -> bool {
+    let prefix = prefix.trim();
+    if prefix.is_empty() || !command.chars().all(is_plain_command_char) {
+        return false;
+    }
+    match command.trim().strip_prefix(prefix) {
+        Some("") => true,
+        Some(rest) => rest.starts_with([' ', '\t']),
+        None => false,
+    }
+}
+
+/// The arguments of a `shell` call besides its `command`: what a command prefix grant records of the approved call.
+pub fn other_arguments(arguments: &Value) -> serde_json::Map<String, Value> {
+    let mut others = arguments.as_object().cloned().unwrap_or_default();
+    others.remove("command");
+    others
 }
 
 /// A character a command a prefix grant lets through may contain: nothing a shell reads as chaining, substituting
@@ -124,8 +156,13 @@ pub fn is_plain_command_char(c: char) -> bool {
 /// How a matcher reads for people: `git status …` or the arguments' JSON.
 pub fn describe_matcher(matcher: &ArgumentMatcher) -> String {
     match matcher {
-        ArgumentMatcher::Equals(value) => format!("exactly {value}"),
-        ArgumentMatcher::CommandPrefix(prefix) => format!("commands starting with “{prefix}”"),
+        ArgumentMatcher::Equals { equals } => format!("exactly {equals}"),
+        ArgumentMatcher::CommandPrefix { command_prefix, other_arguments } if other_arguments.is_empty() => {
+            format!("commands starting with “{command_prefix}”")
+        }
+        ArgumentMatcher::CommandPrefix { command_prefix, other_arguments } => {
+            format!("commands starting with “{command_prefix}” with exactly {}", Value::Object(other_arguments.clone()))
+        }
     }
 }
 
@@ -136,7 +173,7 @@ mod tests {
 
     #[test]
     fn a_command_prefix_never_widens_beyond_whole_words_of_plain_commands() {
-        let prefix = ArgumentMatcher::CommandPrefix("git status".into());
+        let prefix = ArgumentMatcher::command_prefix("git status");
         let allows = |command: &str| matcher_allows(&prefix, &json!({ "command": command }));
         assert!(allows("git status"));
         assert!(allows("git status --short"));
@@ -165,7 +202,7 @@ mod tests {
 
     #[test]
     fn an_equals_matcher_needs_the_same_json() {
-        let equals = ArgumentMatcher::Equals(json!({ "url": "https://example.com", "method": "GET" }));
+        let equals = ArgumentMatcher::Equals { equals: json!({ "url": "https://example.com", "method": "GET" }) };
         assert!(matcher_allows(&equals, &json!({ "method": "GET", "url": "https://example.com" })));
         assert!(!matcher_allows(&equals, &json!({ "method": "POST", "url": "https://example.com" })));
         assert!(!matcher_allows(&equals, &json!({ "method": "GET", "url": "https://example.com", "body": "x" })));

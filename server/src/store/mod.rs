@@ -49,7 +49,7 @@ pub use run_sql::{CascadeRecords, POLICY_DECIDER, RunStore};
 use sqlite::SqliteConnections;
 use sqlite::SqliteStore;
 use token_cache::TTL as TOKEN_CACHE_TTL;
-pub use webhooks::{CallbackSecretRow, WebhookDeliveryRow, WebhookRow, WebhookStore};
+pub use webhooks::{CallbackSecretRow, QueueKey, WebhookDeliveryRow, WebhookRow, WebhookStore};
 
 /// What can go wrong below the HTTP layer.
 #[derive(Debug, thiserror::Error)]

@@ -1,8 +1,11 @@
 //! Webhooks as stored (spec §12): each workspace's subscriptions, its callback secret, the deliveries of events to
 //! endpoints, and how far the event log has been queued; with the SQL both backends use.
 //!
-//! An endpoint's deliveries are sent one at a time, oldest first: only its head (the queued delivery with the lowest
-//! `sequence`) is ever claimed, so a receiver that fails holds its own queue back, in order, and nobody else's.
+//! A queue is a workspace's endpoint (`workspace_id`, `endpoint`): a subscription, or a URL the workspace's questions
+//! name as their callback. Its deliveries are sent one at a time, oldest first: only its head (the queued delivery
+//! with the lowest `sequence`) is ever claimed, so a receiver that fails holds its own queue back, in order, and
+//! nobody else's. Two workspaces naming the same callback URL have a queue each: the receiver may refuse one
+//! workspace's signature for days (or answer it `410 Gone`) and the other's callbacks still go.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -31,13 +34,14 @@ pub(super) const QUEUE_DELIVERY: &str = "INSERT INTO webhook_deliveries (id, wor
      sequence, message_id, event_type, body, status, attempts, next_attempt_at, claimed_until, last_error, \
      response_status, sent_at, created_at, updated_at, give_up_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
      $11, $12, $13, $14, $15, $16, $17, $18, $19) ON CONFLICT (endpoint, message_id) DO NOTHING";
-/// The heads of the endpoints' queues due at `$1` and not claimed by a live worker, soonest first (at most `$2`):
-/// the oldest delivery still to send of each endpoint, unless its subscription is disabled. `{endpoint}` is empty or
-/// narrows it to one endpoint (`$4`).
+/// The heads of the queues due at `$1` and not claimed by a live worker, soonest first (at most `$2`): the oldest
+/// delivery still to send of each workspace's endpoint, unless its subscription is disabled. `{queue}` is empty or
+/// narrows it to one queue (`$4` workspace, `$5` endpoint).
 const DUE_HEADS: &str = "SELECT d.id FROM webhook_deliveries d \
      WHERE (d.status = 'queued' OR d.status = 'retrying') AND d.next_attempt_at <= $1 \
-     AND (d.claimed_until IS NULL OR d.claimed_until <= $1){endpoint} \
-     AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.endpoint = d.endpoint \
+     AND (d.claimed_until IS NULL OR d.claimed_until <= $1){queue} \
+     AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e \
+         WHERE e.workspace_id = d.workspace_id AND e.endpoint = d.endpoint \
          AND (e.status = 'queued' OR e.status = 'retrying') \
          AND (e.sequence < d.sequence OR (e.sequence = d.sequence AND e.id < d.id))) \
      AND NOT EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook_id AND w.disabled_at IS NOT NULL) \
@@ -47,9 +51,11 @@ const DUE_HEADS: &str = "SELECT d.id FROM webhook_deliveries d \
 pub(super) const FINISH_DELIVERY: &str = "UPDATE webhook_deliveries SET status = $1, next_attempt_at = $2, \
      last_error = $3, response_status = $4, sent_at = $5, updated_at = $6, claimed_until = NULL \
      WHERE id = $7 AND claimed_until = $8";
-/// Gives up every delivery still to send to an endpoint that said it is gone (`$1` at, `$2` why, `$3` endpoint).
+/// Gives up every delivery still to send in the queue of an endpoint that said it is gone (`$1` at, `$2` why, `$3`
+/// workspace, `$4` endpoint).
 pub(super) const GIVE_UP_ENDPOINT: &str = "UPDATE webhook_deliveries SET status = 'failed', last_error = $2, \
-     updated_at = $1, claimed_until = NULL WHERE endpoint = $3 AND (status = 'queued' OR status = 'retrying')";
+     updated_at = $1, claimed_until = NULL \
+     WHERE workspace_id = $3 AND endpoint = $4 AND (status = 'queued' OR status = 'retrying')";
 /// When the soonest delivery still to send is due.
 pub(super) const NEXT_DUE: &str = "SELECT MIN(next_attempt_at) FROM webhook_deliveries \
      WHERE status = 'queued' OR status = 'retrying'";
@@ -62,9 +68,24 @@ pub(super) const REDELIVER: &str = "UPDATE webhook_deliveries SET status = 'queu
 pub(super) const ADVANCE_CURSOR: &str = "INSERT INTO webhook_cursor (id, event_id) VALUES (1, $1) \
      ON CONFLICT (id) DO UPDATE SET event_id = excluded.event_id WHERE webhook_cursor.event_id < excluded.event_id";
 
-/// [`DUE_HEADS`] for every endpoint, or for one (`$4`).
-pub(super) fn due_heads(one_endpoint: bool) -> String {
-    DUE_HEADS.replace("{endpoint}", if one_endpoint { " AND d.endpoint = $4" } else { "" })
+/// [`DUE_HEADS`] for every queue, or for one (`$4` workspace, `$5` endpoint).
+pub(super) fn due_heads(one_queue: bool) -> String {
+    DUE_HEADS.replace("{queue}", if one_queue { " AND d.workspace_id = $4 AND d.endpoint = $5" } else { "" })
+}
+
+/// One queue of deliveries: a workspace's endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueKey<'a> {
+    pub workspace_id: Uuid,
+    /// The subscription's id, or the callback URL.
+    pub endpoint: &'a str,
+}
+
+impl WebhookDeliveryRow {
+    /// The queue the delivery is in.
+    pub fn queue(&self) -> QueueKey<'_> {
+        QueueKey { workspace_id: self.workspace_id, endpoint: &self.endpoint }
+    }
 }
 
 /// A workspace's subscription.
@@ -98,7 +119,7 @@ pub struct WebhookDeliveryRow {
     pub workspace_id: Uuid,
     /// The subscription; `None` for a question's callback URL.
     pub webhook_id: Option<Uuid>,
-    /// Whose queue it is in: the subscription's id, or the callback URL.
+    /// Whose queue it is in, with `workspace_id`: the subscription's id, or the callback URL.
     pub endpoint: String,
     pub url: String,
     /// Its place in the endpoint's queue: the event's id.
@@ -154,23 +175,23 @@ pub trait WebhookStore: Send + Sync {
     -> StoreResult<()>;
     /// How far the event log has been queued, if it ever was.
     async fn webhook_cursor(&self) -> StoreResult<Option<i64>>;
-    /// Claims the heads of endpoints' queues due at `now` (of one endpoint, or of all), until `until`, counting the
-    /// attempt: each to one worker at a time, across instances.
+    /// Claims the heads of the queues due at `now` (of one queue, or of all), until `until`, counting the attempt:
+    /// each to one worker at a time, across instances.
     async fn claim_webhook_heads(
         &self,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
         limit: u32,
-        endpoint: Option<&str>,
+        queue: Option<QueueKey<'_>>,
     ) -> StoreResult<Vec<WebhookDeliveryRow>>;
     /// Writes an attempt's outcome (`status`, `next_attempt_at`, `last_error`, `response_status`, `sent_at`,
     /// `updated_at`) and releases the claim; `false` if the claim was lost meanwhile.
     async fn finish_webhook_delivery(&self, delivery: &WebhookDeliveryRow) -> StoreResult<bool>;
-    /// Gives up everything still to send to `endpoint` (it answered `410 Gone`), and disables its subscription if
-    /// it is one.
+    /// Gives up everything still to send in `queue` (its endpoint answered `410 Gone`), and disables its
+    /// subscription if it is one.
     async fn endpoint_gone(
         &self,
-        endpoint: &str,
+        queue: QueueKey<'_>,
         webhook_id: Option<Uuid>,
         at: DateTime<Utc>,
         reason: &str,

@@ -1,6 +1,7 @@
 //! A webhook receiver for the tests: `webhook_receiver.py` on loopback, which verifies each request with the
 //! `standardwebhooks` package and reports it, one JSON line per request.
 
+use std::collections::VecDeque;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -16,6 +17,9 @@ pub struct Receiver {
     stdin: ChildStdin,
     pub port: u16,
     lines: Lines<BufReader<ChildStdout>>,
+    /// Requests reported while a command waited for its acknowledgement: the next ones [`Receiver::request_within`]
+    /// returns.
+    early: VecDeque<Value>,
 }
 
 impl Receiver {
@@ -32,7 +36,7 @@ impl Receiver {
         let mut lines = BufReader::new(process.stdout.take().unwrap()).lines();
         let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await.unwrap().unwrap().unwrap();
         let port = first.strip_prefix("LISTENING ").unwrap_or_else(|| panic!("{first}")).parse().unwrap();
-        Receiver { _process: process, stdin, port, lines }
+        Receiver { _process: process, stdin, port, lines, early: VecDeque::new() }
     }
 
     /// The receiver's URL with `path`.
@@ -40,12 +44,19 @@ impl Receiver {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
-    /// Sends the receiver a command and waits until it has taken it.
+    /// Sends the receiver a command and waits until it has taken it; requests reported meanwhile are kept for
+    /// [`Receiver::request_within`], since a sender's retries come whenever they are due.
     pub async fn command(&mut self, command: Value) {
         self.stdin.write_all(format!("{command}\n").as_bytes()).await.unwrap();
         self.stdin.flush().await.unwrap();
-        let ack = self.next_line(Duration::from_secs(10)).await.expect("the receiver takes commands");
-        assert_eq!(ack["ack"], command, "{ack}");
+        loop {
+            let line = self.next_line(Duration::from_secs(10)).await.expect("the receiver takes commands");
+            if line.get("ack").is_some() {
+                assert_eq!(line["ack"], command, "{line}");
+                return;
+            }
+            self.early.push_back(line);
+        }
     }
 
     /// Verify with this secret too.
@@ -60,7 +71,10 @@ impl Receiver {
 
     /// The next request the receiver got within `wait`, if one came.
     pub async fn request_within(&mut self, wait: Duration) -> Option<Value> {
-        self.next_line(wait).await
+        match self.early.pop_front() {
+            Some(request) => Some(request),
+            None => self.next_line(wait).await,
+        }
     }
 
     /// The next request the receiver got.

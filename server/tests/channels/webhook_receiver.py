@@ -2,11 +2,14 @@
 package (the Standard Webhooks specification's own Python implementation), not with anything of Holdpoint's.
 
 Prints `LISTENING <port>`, then one JSON line per request it received: the path, the Standard Webhooks headers,
-whether a known secret verified it (and the error if none did), the parsed body, and the status it answered.
+whether a known secret verified it (and the error if none did), the body as received and parsed, whether the body
+names this receiver's own URL as the question's `callback_url` (the check docs/webhooks.md asks of a callback's
+receiver), and the status it answered.
 Reads commands from stdin, one JSON object per line:
   {"secret": "whsec_..."}        verify with this secret too
   {"fail": N, "status": 503}     answer the next N requests with this status
   {"fail_all": 503}              answer every request with this status until told otherwise ({"fail_all": null})
+  {"unverified": 410}            answer requests no known secret verifies with this status (401 until told)
 """
 
 import json
@@ -19,7 +22,7 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 lock = threading.Lock()
 secrets = []
-failing = {"next": 0, "status": 503, "all": None}
+failing = {"next": 0, "status": 503, "all": None, "unverified": 401}
 
 
 class Receiver(BaseHTTPRequestHandler):
@@ -37,6 +40,7 @@ class Receiver(BaseHTTPRequestHandler):
                 status = failing["status"]
             else:
                 status = 204
+            unverified_status = failing["unverified"]
         for secret in known:
             try:
                 Webhook(secret).verify(raw, headers)
@@ -45,20 +49,28 @@ class Receiver(BaseHTTPRequestHandler):
             except WebhookVerificationError as e:
                 error = str(e)
         if not verified:
-            status = 401
+            status = unverified_status
         try:
             body = json.loads(raw)
         except ValueError:
             body = raw
+        own_url = f"http://127.0.0.1:{self.server.server_address[1]}{self.path}"
+        try:
+            names_own_url = body["data"]["question"]["callback_url"] == own_url
+        except (TypeError, KeyError):
+            names_own_url = False
         line = {
             "path": self.path,
             "id": headers.get("webhook-id"),
             "timestamp": headers.get("webhook-timestamp"),
+            "signature": headers.get("webhook-signature"),
             "content_type": headers.get("content-type"),
             "verified": verified,
             "error": error,
             "answered": status,
             "body": body,
+            "raw": raw,
+            "names_own_url": names_own_url,
             "received_at": time.time(),
         }
         # Recorded before the answer goes out: the sender's next request may come the moment it has the answer, and
@@ -84,6 +96,8 @@ def commands():
                 failing["status"] = command.get("status", 503)
             if "fail_all" in command:
                 failing["all"] = command["fail_all"]
+            if "unverified" in command:
+                failing["unverified"] = command["unverified"]
         print(json.dumps({"ack": command}), flush=True)
 
 

@@ -178,16 +178,16 @@ impl WebhookStore for SqliteStore {
         now: DateTime<Utc>,
         until: DateTime<Utc>,
         limit: u32,
-        endpoint: Option<&str>,
+        queue: Option<QueueKey<'_>>,
     ) -> StoreResult<Vec<WebhookDeliveryRow>> {
         let sql = format!(
             "UPDATE webhook_deliveries SET claimed_until = $3, attempts = attempts + 1, updated_at = $1 \
              WHERE id IN ({}) RETURNING {DELIVERY_COLUMNS}",
-            due_heads(endpoint.is_some())
+            due_heads(queue.is_some())
         );
         let mut claim = sqlx::query_as(&sql).bind(now).bind(i64::from(limit)).bind(until);
-        if let Some(endpoint) = endpoint {
-            claim = claim.bind(endpoint);
+        if let Some(queue) = queue {
+            claim = claim.bind(queue.workspace_id).bind(queue.endpoint);
         }
         Ok(claim.fetch_all(&self.write).await?)
     }
@@ -209,13 +209,19 @@ impl WebhookStore for SqliteStore {
 
     async fn endpoint_gone(
         &self,
-        endpoint: &str,
+        queue: QueueKey<'_>,
         webhook_id: Option<Uuid>,
         at: DateTime<Utc>,
         reason: &str,
     ) -> StoreResult<()> {
         let mut tx = self.begin_write().await?;
-        sqlx::query(GIVE_UP_ENDPOINT).bind(at).bind(reason).bind(endpoint).execute(&mut *tx).await?;
+        sqlx::query(GIVE_UP_ENDPOINT)
+            .bind(at)
+            .bind(reason)
+            .bind(queue.workspace_id)
+            .bind(queue.endpoint)
+            .execute(&mut *tx)
+            .await?;
         let mut workspace = None;
         if let Some(id) = webhook_id {
             let disabled: Option<(Uuid,)> = sqlx::query_as(
