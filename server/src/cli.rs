@@ -18,7 +18,7 @@ use crate::store::{self, AuditActor, TokenRow};
 
 /// Holdpoint: a human-in-the-loop control plane for AI agents.
 #[derive(Debug, Parser)]
-#[command(name = "holdpoint", version, about)]
+#[command(name = "holdpoint", version = env!("HOLDPOINT_VERSION"), about)]
 struct Cli {
     /// Log format on stderr: `text` or `json`.
     #[arg(long, env = "HOLDPOINT_LOG_FORMAT", default_value = "text", global = true)]
