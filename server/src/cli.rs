@@ -18,7 +18,7 @@ use crate::store::{self, AuditActor, TokenRow};
 
 /// Holdpoint: a human-in-the-loop control plane for AI agents.
 #[derive(Debug, Parser)]
-#[command(name = "holdpoint", version, about)]
+#[command(name = "holdpoint", version = env!("HOLDPOINT_VERSION"), about)]
 struct Cli {
     /// The configuration file (TOML): a key for every flag, e.g. `data_dir = "/var/lib/holdpoint"`. Flags and
     /// environment variables win over it. Default: /etc/holdpoint/holdpoint.toml when it exists.

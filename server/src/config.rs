@@ -98,7 +98,8 @@ pub struct ServeConfig {
         value_parser = clap::value_parser!(i64).range(crate::hands::MIN_CLAIM_TTL_SECONDS..))]
     pub claim_ttl_seconds: i64,
 
-    /// The built site (`pkg/holdpoint.js`, `.wasm`, `.css`); found next to the executable or under
+    /// A directory of the built site (`pkg/holdpoint.js`, `.wasm`, `.css`), served instead of the one built into
+    /// the binary (`cargo xtask dist`); a binary without one finds it next to the executable or under
     /// `./target/site` when unset.
     #[arg(long, env = "HOLDPOINT_SITE_ROOT")]
     pub site_root: Option<PathBuf>,

@@ -35,6 +35,7 @@ pub mod responder;
 pub mod runs;
 pub mod runtime;
 pub mod server;
+pub mod site;
 pub mod slack_door;
 pub mod sso;
 pub mod state;

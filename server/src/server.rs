@@ -92,13 +92,18 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
         );
         Arc::new(worker).spawn(&hub);
     }
-    let site_root = config.site_root();
-    if !site_root.join("pkg").is_dir() {
-        tracing::warn!(site_root = %site_root.display(), "the built site is missing: pages will not hydrate (run `cargo xtask serve`)");
+    let site = crate::site::Site::choose(&config);
+    if !site.is_built() {
+        tracing::warn!(
+            ?site,
+            "the built site is missing: pages will not hydrate. Set HOLDPOINT_SITE_ROOT to the directory of a built \
+             site (`cargo xtask site` builds one into target/site), or run a binary with the site built in \
+             (`cargo xtask dist`)"
+        );
     }
     let leptos_options = LeptosOptions::builder()
         .output_name("holdpoint")
-        .site_root(site_root.display().to_string())
+        .site_root(site.leptos_site_root())
         .site_pkg_dir("pkg")
         .site_addr(config.addr)
         .build();
@@ -116,6 +121,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
         runtime,
         shutdown,
         leptos_options,
+        site,
     })))
 }
 

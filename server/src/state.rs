@@ -42,6 +42,8 @@ pub struct App {
     pub shutdown: tokio_util::sync::CancellationToken,
     /// Where the built site is and what its files are called.
     pub leptos_options: LeptosOptions,
+    /// Where the built site's files are served from: built into the binary, or a directory.
+    pub site: crate::site::Site,
 }
 
 impl App {

@@ -1,5 +1,6 @@
-//! The web UI's server side: Leptos pages (server-rendered, then hydrated), the built site's files, sign-in and
-//! sign-out. Every page needs a signed-in session; without one the browser is sent to `/signin`.
+//! The web UI's server side: Leptos pages (server-rendered, then hydrated), the built site's files (see
+//! [`crate::site`]), sign-in and sign-out. Every page needs a signed-in session; without one the browser is sent to
+//! `/signin`.
 
 use std::sync::Arc;
 
@@ -21,7 +22,6 @@ use chrono::Duration;
 use leptos::prelude::provide_context;
 use leptos_axum::{AxumRouteListing, LeptosRoutes, generate_route_list};
 use serde::Deserialize;
-use tower_http::services::ServeDir;
 
 use app::navigation::{safe_next, sign_in_error};
 
@@ -48,8 +48,10 @@ pub fn router(state: &AppState) -> Router<AppState> {
                 let sign_in_options = app::navigation::SignInOptions {
                     single_sign_on: state.sso.as_ref().map(|sso| sso.display_name.clone()),
                 };
+                let site = state.site.clone();
                 move || {
                     crate::http::security::provide_csp_nonce();
+                    site.provide_context();
                     provide_context(backend.clone());
                     provide_context(sign_in_options.clone());
                     // Read before the page loads its data: whatever happens after it reaches the page live.
@@ -62,8 +64,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
             },
         )
         .route_layer(middleware::from_fn_with_state(state.clone(), require_session));
-    let pkg_dir = format!("{}/{}", state.leptos_options.site_root, state.leptos_options.site_pkg_dir);
-    Router::new()
+    let router = Router::new()
         .merge(pages)
         .route("/auth/signin", post(sign_in))
         .route("/auth/signout", post(sign_out))
@@ -72,13 +73,9 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/ui/answer/{id}", post(answer_from_form))
         .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .route("/service-worker.js", get(|| async { script(SERVICE_WORKER) }))
-        .route("/push.js", get(|| async { script(PUSH_SCRIPT) }))
-        .nest_service("/pkg", ServeDir::new(pkg_dir).precompressed_gzip().precompressed_br())
-        // Any other path: the app's "Not found" page, with status 404, for people who follow a stale link.
-        .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(
-            crate::http::security::provide_csp_nonce,
-            app::shell,
-        ))
+        .route("/push.js", get(|| async { script(PUSH_SCRIPT) }));
+    // `/pkg/...` and, for any other path, the app's "Not found" page.
+    state.site.serve(router)
 }
 
 /// The service worker that shows pushed questions and answers from their actions. Served from the site's root, so

@@ -41,6 +41,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "http",
             "mcp",
             "web",
+            "site",
             "cli",
             "headless",
             "responder",

@@ -1,10 +1,12 @@
 //! `cargo xtask`: the README's commands. `serve` builds and runs Holdpoint, `demo` the same with the demo workspace
-//! loaded; `test` runs every test; `bench` runs the benchmark suite (never part of `test`).
+//! loaded; `test` runs every test; `dist` makes the release's downloads; `bench` runs the benchmark suite (never part
+//! of `test`).
 //!
 //! It does what cargo-leptos would (wasm build, wasm-bindgen, wasm-opt, CSS and assets into the site root, then the
 //! server) without needing cargo-leptos, which takes half an hour to compile. Every tool it needs is installed on
 //! first use and found again at once after that.
 
+mod dist;
 mod sdk_python;
 mod sdk_typescript;
 mod site;
@@ -21,6 +23,8 @@ commands:
   test                             run every test: unit, API (SQLite and PostgreSQL), browser (Playwright),
                                    the Python and TypeScript libraries' suites
   site [--release]                 build only the site (wasm, JS, CSS) into target/site
+  dist                             build the site and a release binary with it built in, then pack them into
+                                   target/dist: holdpoint-<version>-<target>.tar.gz and a Debian package
   bench [-- ARGS...]               build the site, run the benchmark suite (release build) and write
                                    docs/benchmarks.md; ARGS: --only hitl,delivery,webhooks,fanout,inbox,rebuild,site  --out PATH
 ";
@@ -35,6 +39,7 @@ fn main() -> ExitCode {
         Some("demo") => serve("demo", &args[1..]),
         Some("test") => test(&args[1..]),
         Some("site") => tools::ensure_site_tools().and_then(|tools| site::build(&tools)),
+        Some("dist") => dist::dist(&args[1..]),
         Some("bench") => bench(&args[1..]),
         _ => {
             eprint!("{USAGE}");
@@ -122,14 +127,29 @@ fn test(args: &[String]) -> Result {
     let tools = tools::ensure_site_tools()?;
     tools::ensure_browser_tools()?;
     site::build(&tools)?;
-    // One build of the server serves the API tests and the browser tests: `cargo test` builds `holdpoint` in the
-    // test profile, and the end-to-end tests start that very binary.
-    run(cargo().args(["test", "--workspace", "--exclude", "frontend", "--no-fail-fast"]))?;
+    // One build of the server serves the API tests, the browser tests and the packages' tests: `cargo test` builds
+    // `holdpoint` in the test profile with the site built in, as `cargo xtask dist` does in the release profile, and
+    // the end-to-end tests start that very binary. The browser tests give it the site's directory all the same (the
+    // site as `cargo xtask serve` serves it); `dist.test.mjs` runs it from the packages, on its embedded site.
+    run(cargo().args([
+        "test",
+        "--workspace",
+        "--exclude",
+        "frontend",
+        "--features",
+        "holdpoint-server/embed-site",
+        "--no-fail-fast",
+    ]))?;
     let binary = root().join("target/debug/holdpoint");
+    let packing = std::time::Instant::now();
+    let packages = dist::package(&binary, &root().join("target/dist-test"), dist::Compression::Fast)?;
+    eprintln!("xtask: packed the test build in {:.1} s", packing.elapsed().as_secs_f64());
     run(Command::new("node")
         .args(["--test", "--test-concurrency=1", "end2end/tests/"])
         .env("HOLDPOINT_BIN", &binary)
-        .env("HOLDPOINT_SITE_ROOT", site::site_root()))?;
+        .env("HOLDPOINT_SITE_ROOT", site::site_root())
+        .env("HOLDPOINT_DIST_TARBALL", &packages.tarball)
+        .env("HOLDPOINT_DIST_DEB", &packages.deb))?;
     sdk_python::test(&binary)?;
     sdk_typescript::test(&binary)
 }

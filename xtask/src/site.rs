@@ -147,8 +147,14 @@ fn is_newer(source: &Path, target: &Path) -> bool {
     }
 }
 
+/// Copies a file unless the target already holds the same bytes: the server built with `embed-site` includes the
+/// site's files, and a file written anew, even unchanged, would make cargo compile the server again.
 fn copy(from: &Path, to: &Path) -> Result {
-    std::fs::copy(from, to).map(|_| ()).map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))
+    let contents = std::fs::read(from).map_err(|e| format!("cannot read {}: {e}", from.display()))?;
+    if std::fs::read(to).is_ok_and(|existing| existing == contents) {
+        return Ok(());
+    }
+    std::fs::write(to, contents).map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))
 }
 
 fn copy_dir(from: &Path, to: &Path) -> Result {
