@@ -91,7 +91,9 @@ pub fn sign_in_error_message(code: &str, retry_after: Option<&str>) -> String {
             "Your identity provider has not verified your email address, so it cannot sign you in here.".into()
         }
         SSO_NO_MEMBER => {
-            "No member here has the email address you signed in with. Ask an admin to add you with that address.".into()
+            "No account here has confirmed the email address you signed in with. Sign in another way, set the address \
+             in Settings and open the link mailed to it; or ask an admin to add you."
+                .into()
         }
         SSO_AMBIGUOUS => {
             "More than one account here has the email address you signed in with. Ask an admin to fix that.".into()

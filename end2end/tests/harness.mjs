@@ -67,6 +67,8 @@ export async function startServer({ scripts = {}, env = {} } = {}) {
     token,
     username,
     password,
+    // For `holdpoint` commands on the same database (HOLDPOINT_DATA_DIR), as an operator runs them.
+    dataDir,
     async stop() {
       child.kill('SIGTERM');
       await new Promise((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', resolve)));

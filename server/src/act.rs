@@ -128,7 +128,7 @@ fn refusal(refused: LinkRefused) -> Response {
     }
 }
 
-fn page(status: StatusCode, title: &str, body: &str) -> Response {
+pub(crate) fn page(status: StatusCode, title: &str, body: &str) -> Response {
     let html = format!(
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" \
          content=\"width=device-width, initial-scale=1\"><meta name=\"color-scheme\" content=\"light dark\">\

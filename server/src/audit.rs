@@ -33,6 +33,14 @@ pub mod action {
     pub const MEMBER_REMOVED: &str = "member.removed";
     pub const ROLE_CHANGED: &str = "role.changed";
     pub const PASSWORD_CHANGED: &str = "password.changed";
+    /// An existing account was invited to a workspace (it joins only when its owner accepts).
+    pub const MEMBER_INVITED: &str = "member.invited";
+    /// An invitation's account accepted it and became a member.
+    pub const INVITATION_ACCEPTED: &str = "invitation.accepted";
+    /// An invitation's account declined it.
+    pub const INVITATION_DECLINED: &str = "invitation.declined";
+    /// An account confirmed an email address as its own (the address single sign-on matches).
+    pub const EMAIL_VERIFIED: &str = "email.verified";
     /// A member's email address or Slack user id changed.
     pub const ADDRESSES_CHANGED: &str = "addresses.changed";
     /// A person's channel thresholds changed.
@@ -73,6 +81,10 @@ pub mod action {
         MEMBER_REMOVED,
         ROLE_CHANGED,
         PASSWORD_CHANGED,
+        MEMBER_INVITED,
+        INVITATION_ACCEPTED,
+        INVITATION_DECLINED,
+        EMAIL_VERIFIED,
         ADDRESSES_CHANGED,
         NOTIFICATIONS_CHANGED,
         PUSH_SUBSCRIPTION_ADDED,

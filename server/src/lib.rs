@@ -40,6 +40,7 @@ pub mod slack_door;
 pub mod sso;
 pub mod state;
 pub mod store;
+pub mod verify_email;
 pub mod visibility;
 pub mod web;
 pub mod webhook_sender;

@@ -158,7 +158,9 @@ pub fn reach_because(
         if !preferences.slack.min_urgency.admits(question.urgency) {
             continue;
         }
-        match (&sends_on.slack, &member.slack_user_id) {
+        // An id the member set themselves could be a colleague's: messages go to proven ids only.
+        let slack_user_id = member.slack_user_id.as_ref().filter(|_| member.slack_user_id_proven);
+        match (&sends_on.slack, slack_user_id) {
             (Some(SlackTarget::DirectMessages), Some(slack_user)) => {
                 reach.deliveries.push(delivery(member, Channel::Slack, slack_user));
             }

@@ -2,7 +2,8 @@
 //! link a first start prints. HTTP lives in `http::people`; this is what it (and the CLI) call.
 
 use app::types::{
-    AddressUpdate, CreatedToken, Member, MemberUpdate, NewMember, NewToken, NotificationPreferences, Role, TokenInfo,
+    AddressUpdate, CreatedToken, Invitation, Member, MemberUpdate, NewMember, NewToken, NotificationPreferences, Role,
+    TokenInfo,
 };
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString, rand_core::OsRng};
@@ -16,8 +17,8 @@ use crate::error::AppError;
 use crate::events::EventHub;
 use crate::notifications::SendsOn;
 use crate::store::{
-    AuditActor, MemberRow, MemberSettings, MembershipChange, NewAuditEntry, Principal, SigninLinkRow, Store,
-    StoreError, TokenRow, UserRow, now,
+    AuditActor, EmailConfirmation, EmailVerificationRow, InvitationRow, MemberRow, MemberSettings, MembershipChange,
+    NewAuditEntry, Principal, SigninLinkRow, Store, StoreError, TokenRow, UserRow, now,
 };
 
 /// The audit entry of a security-relevant action by `caller` in its workspace.
@@ -145,8 +146,19 @@ pub fn require_admin(caller: &Caller) -> Result<(), AppError> {
     }
 }
 
-/// `POST /members`: adds a person, creating their account when the username is new.
-pub async fn add_member(store: &dyn Store, caller: &Caller, input: NewMember) -> Result<Member, AppError> {
+/// What `POST /members` did: a new account made a member, or an existing account invited.
+#[derive(Debug, Clone)]
+pub enum Joining {
+    /// A new account, a member at once.
+    Added(Member),
+    /// An account that exists already: it joins only when its owner accepts.
+    Invited(Invitation),
+}
+
+/// `POST /members`: adds a person whose username is new, creating their account with its password; invites an
+/// account that exists already, which becomes a member only when its owner accepts (an admin of one workspace
+/// holds no power over an account another workspace shares).
+pub async fn add_member(store: &dyn Store, caller: &Caller, input: NewMember) -> Result<Joining, AppError> {
     require_admin(caller)?;
     let mut errors = crate::questions::FieldErrors::default();
     let username = input.username.trim().to_owned();
@@ -173,7 +185,7 @@ pub async fn add_member(store: &dyn Store, caller: &Caller, input: NewMember) ->
                     "the account exists already; only its owner sets its password",
                 ));
             }
-            existing
+            return invite(store, caller, &existing, input.role).await.map(Joining::Invited);
         }
         None => {
             let Some(password) = input.password else {
@@ -202,7 +214,75 @@ pub async fn add_member(store: &dyn Store, caller: &Caller, input: NewMember) ->
         .map_err(conflict_on_duplicate)?;
     tracing::info!(username = %user.username, role = %input.role, workspace = %caller.principal.workspace, "member added");
     let row = store.member(caller.workspace_id(), user.id).await?.ok_or(AppError::NotFound("member"))?;
-    Ok(row.to_member()?)
+    Ok(Joining::Added(row.to_member()?))
+}
+
+/// Invites the existing account `user` to the caller's workspace with `role`: 409 if they are a member already or
+/// invited already.
+async fn invite(store: &dyn Store, caller: &Caller, user: &UserRow, role: Role) -> Result<Invitation, AppError> {
+    if store.member(caller.workspace_id(), user.id).await?.is_some() {
+        return Err(AppError::Conflict { message: "this membership exists already".into(), details: None });
+    }
+    let invitation = InvitationRow {
+        id: Uuid::now_v7(),
+        workspace_id: caller.workspace_id(),
+        workspace: caller.principal.workspace.clone(),
+        user_id: user.id,
+        role,
+        invited_by: caller.principal.name.clone(),
+        created_at: now(),
+    };
+    let after = serde_json::json!({ "username": user.username, "role": role, "invitation": invitation.id });
+    let invited = entry_by(caller, action::MEMBER_INVITED, ("user", user.id), None, Some(after));
+    store.insert_invitation(&invitation, &invited).await.map_err(conflict_on_duplicate)?;
+    tracing::info!(username = %user.username, %role, workspace = %caller.principal.workspace, "account invited");
+    Ok(invitation.to_invitation(&user.username))
+}
+
+/// The caller's own account: invitations, verified addresses and passwords are an account's, and tokens have none.
+fn my_account(caller: &Caller) -> Result<Uuid, AppError> {
+    if caller.principal.kind != crate::store::PrincipalKind::User {
+        return Err(AppError::Forbidden("tokens belong to no account; sign in with your account".into()));
+    }
+    Ok(caller.principal.id)
+}
+
+/// `GET /me/invitations`: the invitations of the caller's account, oldest first.
+pub async fn my_invitations(store: &dyn Store, caller: &Caller) -> Result<Vec<Invitation>, AppError> {
+    let user_id = my_account(caller)?;
+    let rows = store.invitations_of(user_id).await?;
+    Ok(rows.iter().map(|row| row.to_invitation(&caller.principal.name)).collect())
+}
+
+/// `POST /me/invitations/{id}/accept` (`accept`) or `/decline`: the caller answers an invitation of their own
+/// account, once. Accepting makes them a member of its workspace with its role. The audit entry goes to the
+/// inviting workspace's log. 404 if the account has no such invitation (answered already, or another's).
+pub async fn answer_invitation(
+    store: &dyn Store,
+    caller: &Caller,
+    id: Uuid,
+    accept: bool,
+) -> Result<Invitation, AppError> {
+    let user_id = my_account(caller)?;
+    let actor = AuditActor::from(caller);
+    let username = caller.principal.name.clone();
+    let audit = move |invitation: &InvitationRow| NewAuditEntry {
+        workspace_id: invitation.workspace_id,
+        actor: actor.clone(),
+        action: (if accept { action::INVITATION_ACCEPTED } else { action::INVITATION_DECLINED }).to_owned(),
+        subject_type: "user".into(),
+        subject_id: Some(user_id.to_string()),
+        before: None,
+        after: Some(serde_json::json!({
+            "username": username, "role": invitation.role, "invitation": invitation.id,
+        })),
+        diff: None,
+        created_at: now(),
+    };
+    let answered =
+        store.answer_invitation(user_id, id, accept, &audit).await?.ok_or(AppError::NotFound("invitation"))?;
+    tracing::info!(username = %caller.principal.name, workspace = %answered.workspace, accept, "invitation answered");
+    Ok(answered.to_invitation(&caller.principal.name))
 }
 
 /// `PATCH /members/{user_id}`: another role; never leaves the workspace without an admin.
@@ -250,7 +330,7 @@ pub async fn update_member(
     }
     if addresses.email.is_some() || addresses.slack_user_id.is_some() {
         let member = store.member(caller.workspace_id(), user_id).await?.ok_or(AppError::NotFound("member"))?;
-        set_addresses(store, slack, caller, &member, addresses).await?;
+        set_addresses(store, slack, caller, &member, addresses, Proof::Admin).await?;
     }
     if let Some(absence) = absence {
         let member = store.member(caller.workspace_id(), user_id).await?.ok_or(AppError::NotFound("member"))?;
@@ -260,10 +340,13 @@ pub async fn update_member(
     Ok(row.to_member()?)
 }
 
-/// `PATCH /me`: a person sets where they are reached.
+/// `PATCH /me`: a person sets where they are reached. A new email address is stored unverified and sent a
+/// verification link (through `mailer`, when email is configured); a Slack id they set is stored unproven.
+#[allow(clippy::too_many_arguments)]
 pub async fn update_my_addresses(
     store: &dyn Store,
     slack: Option<&SlackClient>,
+    mailer: &VerificationMailer,
     hub: &EventHub,
     sends_on: &SendsOn,
     caller: &Caller,
@@ -276,7 +359,10 @@ pub async fn update_my_addresses(
         false => None,
     };
     if update.email.is_some() || update.slack_user_id.is_some() {
-        set_addresses(store, slack, caller, &member, update).await?;
+        let changed = set_addresses(store, slack, caller, &member, update, Proof::Owner).await?;
+        if let Some(email) = changed.email_to_verify {
+            send_email_verification(store, mailer, member.user_id, &email).await?;
+        }
     }
     if let Some(absence) = absence {
         let member = my_membership(store, caller).await?;
@@ -463,36 +549,72 @@ async fn set_absence(
     Ok(())
 }
 
+/// Who sets a member's addresses, which decides what the change proves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Proof {
+    /// An admin of the workspace: the Slack id they set (or the one their address finds) is proven.
+    Admin,
+    /// The member themselves: a Slack id is only a claim (it could be a colleague's), and an address is theirs
+    /// only once they confirm a link sent there.
+    Owner,
+}
+
+/// What [`set_addresses`] changed that needs a next step.
+struct AddressesSet {
+    /// An address the member named themselves and has not verified: it is sent a verification link.
+    email_to_verify: Option<String>,
+}
+
 /// Writes the addresses `update` gives over those `member` has, with the audit entry of the change (nothing when
-/// nothing changes). A new email of a member without a Slack id, where this server sends on Slack, is looked up
-/// there (`users.lookupByEmail`) unless the update sets the Slack id itself: the member found is theirs.
+/// nothing changes). A Slack id set by an admin is proven, one the member sets is not. A new email of a member
+/// without a Slack id, where this server sends on Slack, is looked up there (`users.lookupByEmail`) unless the
+/// update sets the Slack id itself, when an admin set the address or the account verified it: the Slack user
+/// found is then proven theirs. An address a member typed is never looked up before they verify it: it could be
+/// a colleague's.
 async fn set_addresses(
     store: &dyn Store,
     slack: Option<&SlackClient>,
     caller: &Caller,
     member: &MemberRow,
     update: AddressUpdate,
-) -> Result<(), AppError> {
+    proof: Proof,
+) -> Result<AddressesSet, AppError> {
     let before = member.settings();
-    let sets_slack_id = update.slack_user_id.is_some();
-    let mut settings = MemberSettings {
-        email: update.email.unwrap_or_else(|| before.email.clone()),
-        slack_user_id: update.slack_user_id.unwrap_or_else(|| before.slack_user_id.clone()),
-        ..before.clone()
-    };
-    if let (Some(slack), Some(email), None, false) = (slack, &settings.email, &settings.slack_user_id, sets_slack_id)
+    // An address the member names, changed or not: while the account has not verified it, each time it is named
+    // a new link is sent (the first may have been lost, or the address typed by an admin before).
+    let named_email = update.email.clone().flatten();
+    let mut settings = MemberSettings { email: update.email.unwrap_or_else(|| before.email.clone()), ..before.clone() };
+    if let Some(slack_user_id) = update.slack_user_id {
+        settings.slack_user_id_proven = match slack_user_id == before.slack_user_id {
+            true => before.slack_user_id_proven || (proof == Proof::Admin && slack_user_id.is_some()),
+            false => proof == Proof::Admin && slack_user_id.is_some(),
+        };
+        settings.slack_user_id = slack_user_id;
+    } else if let (Some(slack), Some(email), None) = (slack, &settings.email, &settings.slack_user_id)
         && settings.email != before.email
+        && (proof == Proof::Admin || verified_by(store, email, member.user_id).await?)
     {
         match slack.user_id_by_email(email).await {
-            Ok(found) => settings.slack_user_id = found,
-            // The address is saved all the same; the Slack id can be set by hand.
+            Ok(found) => {
+                settings.slack_user_id_proven = found.is_some();
+                settings.slack_user_id = found;
+            }
+            // The address is saved all the same; an admin can set the Slack id by hand.
             Err(err) => tracing::warn!(user_id = %member.user_id, error = %err, "could not look the email up on Slack"),
         }
     }
+    let email_to_verify = match (named_email, proof) {
+        (Some(email), Proof::Owner) => (!verified_by(store, &email, member.user_id).await?).then_some(email),
+        _ => None,
+    };
     if settings == before {
-        return Ok(());
+        return Ok(AddressesSet { email_to_verify });
     }
-    let addresses = |s: &MemberSettings| serde_json::json!({ "email": s.email, "slack_user_id": s.slack_user_id });
+    let addresses = |s: &MemberSettings| {
+        serde_json::json!({
+            "email": s.email, "slack_user_id": s.slack_user_id, "slack_user_id_proven": s.slack_user_id_proven,
+        })
+    };
     let audit = entry_by(
         caller,
         action::ADDRESSES_CHANGED,
@@ -504,6 +626,154 @@ async fn set_addresses(
         return Err(AppError::NotFound("member"));
     }
     tracing::info!(user_id = %member.user_id, "addresses changed");
+    Ok(AddressesSet { email_to_verify })
+}
+
+/// Whether the account `user_id` verified `email`.
+async fn verified_by(store: &dyn Store, email: &str, user_id: Uuid) -> Result<bool, AppError> {
+    Ok(store.account_by_verified_email(email).await?.is_some_and(|account| account.user_id == user_id))
+}
+
+/// How long a verification link works.
+pub const EMAIL_VERIFICATION_HOURS: i64 = 24;
+/// The path of verification links, under the public URL: `/verify-email/{code}`.
+pub const EMAIL_VERIFICATION_PATH: &str = "/verify-email";
+
+/// What sends verification links: the email sender (none when email is not configured here) and the public URL
+/// the links point under.
+pub struct VerificationMailer {
+    pub sender: Option<crate::channels::email::EmailSender>,
+    pub public_url: String,
+}
+
+/// Sends `email` a link that, confirmed by the account `user_id` (signed in as itself), records the address as the
+/// account's. The code is stored only as its hash. Without email configured here nothing is sent: the address
+/// stays unverified.
+pub async fn send_email_verification(
+    store: &dyn Store,
+    mailer: &VerificationMailer,
+    user_id: Uuid,
+    email: &str,
+) -> Result<(), AppError> {
+    let Some(sender) = &mailer.sender else {
+        tracing::info!(%user_id, "email is not configured: the address is stored unverified");
+        return Ok(());
+    };
+    let Ok(to) = crate::channels::email::parse_mailbox(email) else {
+        return Ok(());
+    };
+    let code = random_secret(40);
+    let created_at = now();
+    store
+        .insert_email_verification(&EmailVerificationRow {
+            code_hash: hash_secret(&code),
+            user_id,
+            email: email.to_lowercase(),
+            created_at,
+            expires_at: created_at + Duration::hours(EMAIL_VERIFICATION_HOURS),
+        })
+        .await?;
+    let link = format!("{}{EMAIL_VERIFICATION_PATH}/{code}", mailer.public_url.trim_end_matches('/'));
+    let text = format!(
+        "Someone (we hope you) set this address on a Holdpoint account. To confirm that it is yours, open this link \
+         while signed in to Holdpoint, and confirm:\n\n{link}\n\nThe link works for {EMAIL_VERIFICATION_HOURS} hours. \
+         If you did not ask for this, ignore this message: nothing changes."
+    );
+    let html = format!(
+        "<p>Someone (we hope you) set this address on a Holdpoint account. To confirm that it is yours, open this \
+         link while signed in to Holdpoint, and confirm:</p><p><a href=\"{}\">Confirm this address</a></p>\
+         <p>The link works for {EMAIL_VERIFICATION_HOURS} hours. If you did not ask for this, ignore this message: \
+         nothing changes.</p>",
+        html_escape::encode_double_quoted_attribute(&link)
+    );
+    let message =
+        crate::channels::email::RenderedEmail { subject: "Holdpoint: confirm your email address".into(), text, html };
+    match sender.send(to, &message).await {
+        crate::channels::DeliveryOutcome::Sent { .. } => tracing::info!(%user_id, "verification link sent"),
+        outcome => tracing::warn!(%user_id, ?outcome, "the verification link could not be sent"),
+    }
+    Ok(())
+}
+
+/// A verification link opened: the address it verifies, for the account it was sent for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingVerification {
+    pub user_id: Uuid,
+    pub email: String,
+}
+
+/// Reads a verification link without using it (`GET`: mail scanners open links). `None` if unknown, used or
+/// expired.
+pub async fn open_email_verification(store: &dyn Store, code: &str) -> Result<Option<PendingVerification>, AppError> {
+    Ok(store
+        .email_verification(&hash_secret(code), now())
+        .await?
+        .map(|(user_id, email)| PendingVerification { user_id, email }))
+}
+
+/// Confirms a verification link (`POST`) as `caller`, who must be signed in as the account it was sent for: the
+/// link proves the mailbox, the session proves the account, and only both together make the address the account's.
+/// 404 when the link is unknown, used, expired or another account's; 409 when another account verified the
+/// address first.
+pub async fn confirm_email_verification(store: &dyn Store, caller: &Caller, code: &str) -> Result<String, AppError> {
+    let user_id = my_account(caller)?;
+    let actor = AuditActor::from(caller);
+    let workspace_id = caller.workspace_id();
+    let audit = move |email: &str| NewAuditEntry {
+        workspace_id,
+        actor: actor.clone(),
+        action: action::EMAIL_VERIFIED.to_owned(),
+        subject_type: "user".into(),
+        subject_id: Some(user_id.to_string()),
+        before: None,
+        after: Some(serde_json::json!({ "email": email })),
+        diff: None,
+        created_at: now(),
+    };
+    match store.confirm_email_verification(&hash_secret(code), user_id, now(), &audit).await? {
+        EmailConfirmation::Verified { email } => {
+            tracing::info!(%user_id, "email address verified");
+            Ok(email)
+        }
+        EmailConfirmation::Unknown => Err(AppError::NotFound("verification link")),
+        EmailConfirmation::TakenByAnother => Err(AppError::Conflict {
+            message: "another account has verified this address: an address signs in one account".into(),
+            details: None,
+        }),
+    }
+}
+
+/// After `caller`'s account verified `email`: where this server sends on Slack and the caller's membership here has
+/// that address and no proven Slack id, the Slack user with the address is looked up and linked, proven.
+pub async fn link_slack_by_verified_email(
+    store: &dyn Store,
+    slack: Option<&SlackClient>,
+    caller: &Caller,
+    email: &str,
+) -> Result<(), AppError> {
+    let Some(slack) = slack else { return Ok(()) };
+    let member = my_membership(store, caller).await?;
+    let same_address = member.email.as_deref().is_some_and(|own| own.eq_ignore_ascii_case(email));
+    if !same_address || member.slack_user_id_proven {
+        return Ok(());
+    }
+    let found = slack
+        .user_id_by_email(email)
+        .await
+        .map_err(|err| AppError::internal(std::io::Error::other(err.to_string())))?;
+    let Some(found) = found else { return Ok(()) };
+    let before = member.settings();
+    let settings = MemberSettings { slack_user_id: Some(found.clone()), slack_user_id_proven: true, ..before.clone() };
+    let audit = entry_by(
+        caller,
+        action::ADDRESSES_CHANGED,
+        ("user", member.user_id),
+        Some(
+            serde_json::json!({ "slack_user_id": before.slack_user_id, "slack_user_id_proven": before.slack_user_id_proven }),
+        ),
+        Some(serde_json::json!({ "slack_user_id": found, "slack_user_id_proven": true, "via": "verified email" })),
+    );
+    store.set_member_settings(caller.workspace_id(), member.user_id, &settings, &audit).await?;
     Ok(())
 }
 
@@ -577,10 +847,16 @@ pub async fn revoke_token(store: &dyn Store, caller: &Caller, id: Uuid) -> Resul
     Ok(row.to_token_info()?)
 }
 
-/// `POST /me/password`: a person sets or changes their own password. Once one is set, the current one is needed.
+/// How recent a sign-in must be for an account without a password to set its first one: a session opened long
+/// ago (a browser left signed in, a session taken over) must not silently give the account a password.
+pub const FRESH_SIGN_IN_MINUTES: i64 = 10;
+
+/// `POST /me/password`: a person sets or changes their own password. Once one is set, the current one is needed;
+/// a first password needs a session opened in the last [`FRESH_SIGN_IN_MINUTES`] (`signed_in_at`).
 pub async fn change_password(
     store: &dyn Store,
     caller: &Caller,
+    signed_in_at: Option<DateTime<Utc>>,
     current: Option<String>,
     new_password: String,
 ) -> Result<(), AppError> {
@@ -594,6 +870,11 @@ pub async fn change_password(
         if !verify_password(current, Some(stored)).await? {
             return Err(AppError::Forbidden("the current password is not right".into()));
         }
+    } else if !signed_in_at.is_some_and(|at| now() - at <= Duration::minutes(FRESH_SIGN_IN_MINUTES)) {
+        return Err(AppError::Forbidden(format!(
+            "a first password needs a fresh sign-in: sign in again (through single sign-on or a sign-in link) and \
+             set it within {FRESH_SIGN_IN_MINUTES} minutes"
+        )));
     }
     // Never the password or its hash: only that it changed.
     let changed = entry_by(caller, action::PASSWORD_CHANGED, ("user", user.id), None, None);

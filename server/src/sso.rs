@@ -1,6 +1,7 @@
 //! Single sign-on (spec §14): OpenID Connect's authorization code flow with PKCE, and who a signed-in identity is
-//! here. People are matched by the email address their provider has verified, against the addresses members have
-//! in their workspaces; with provisioning on, someone no member matches becomes a member with the configured role.
+//! here. People are matched by the email address their provider has verified, against the addresses accounts have
+//! verified themselves (never an address typed onto a membership); with provisioning on, someone no account matches
+//! becomes a member with the configured role, unless an admin removed them from that workspace.
 //!
 //! The flow's secrets (state, nonce, PKCE verifier) travel in an encrypted, authenticated cookie that only the
 //! callback reads, so any instance can finish a sign-in another one started and nothing is stored per attempt.
@@ -295,8 +296,11 @@ impl Sso {
         Ok(identity)
     }
 
-    /// Who `identity` is here: the member whose address it verified (in the workspace of their oldest membership
-    /// with that address), or a new member when provisioning is on. `Err` with the refusal the page shows.
+    /// Who `identity` is here: the account that verified the address the provider verified (in the workspace it
+    /// joined first), or a new member when provisioning is on and nobody has the address. An address is an
+    /// account's only once the account itself confirmed a link sent there, so neither a workspace admin who types
+    /// an address onto a membership nor a member who types one signs in as anyone. Someone an admin removed from
+    /// the provisioning workspace is not provisioned into it again. `Err` with the refusal the page shows.
     pub async fn principal_for(
         &self,
         store: &dyn Store,
@@ -306,27 +310,17 @@ impl Sso {
         let Some(email) = identity.email.as_deref().filter(|_| identity.email_verified) else {
             return Ok(Err(sign_in_error::SSO_UNVERIFIED));
         };
-        let matches = store.members_by_email(email).await?;
-        let mut people: Vec<Uuid> = matches.iter().map(|m| m.user_id).collect();
-        people.sort();
-        people.dedup();
-        match people.as_slice() {
-            [] => match &self.provision {
-                Some(provision) => provision_member(store, provision, identity, email).await.map(Ok),
-                None => Ok(Err(sign_in_error::SSO_NO_MEMBER)),
-            },
-            [_] => {
-                let first = &matches[0];
-                if first.disabled {
-                    return Ok(Err(sign_in_error::SSO_NO_MEMBER));
+        match store.account_by_verified_email(email).await? {
+            Some(account) if account.disabled => Ok(Err(sign_in_error::SSO_NO_MEMBER)),
+            // An account with no membership left (removed everywhere) signs in nowhere, and is not provisioned
+            // back: an admin adds it again.
+            Some(account) => Ok(store.user_principal(account.user_id, None).await?.ok_or(sign_in_error::SSO_NO_MEMBER)),
+            None => match &self.provision {
+                Some(provision) if !store.removed_from(provision.workspace_id, email).await? => {
+                    provision_member(store, provision, identity, email).await.map(Ok)
                 }
-                Ok(store
-                    .user_principal(first.user_id, Some(&first.workspace))
-                    .await?
-                    .ok_or(sign_in_error::SSO_NO_MEMBER))
-            }
-            // Two accounts claim the address: signing in as either could hand one person another's account.
-            _ => Ok(Err(sign_in_error::SSO_AMBIGUOUS)),
+                _ => Ok(Err(sign_in_error::SSO_NO_MEMBER)),
+            },
         }
     }
 }
@@ -384,7 +378,7 @@ async fn provision_member(
             user,
             workspace_id: provision.workspace_id,
             role: provision.role,
-            email: email.to_owned(),
+            email: email.to_lowercase(),
         };
         match store.provision_member(&member, &audit).await {
             Ok(()) => {

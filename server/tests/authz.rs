@@ -59,6 +59,10 @@ const MATRIX: &[Row] = &[
     row("patch", "/api/v1/me", Plain, [401, 403, 403, 403, 403, 403, 403]),
     row("get", "/api/v1/me/notifications", Plain, [401, 403, 403, 403, 403, 403, 403]),
     row("put", "/api/v1/me/notifications", Plain, [401, 403, 403, 403, 403, 403, 403]),
+    // Invitations are an account's: tokens have none (tested with people in people.rs).
+    row("get", "/api/v1/me/invitations", Plain, [401, 403, 403, 403, 403, 403, 403]),
+    row("post", "/api/v1/me/invitations/{id}/accept", Plain, [401, 403, 403, 403, 403, 403, 403]),
+    row("post", "/api/v1/me/invitations/{id}/decline", Plain, [401, 403, 403, 403, 403, 403, 403]),
     // The notification center is a person's: tokens have none (tested with people in outbox.rs).
     row("get", "/api/v1/notifications", Plain, [401, 403, 403, 403, 403, 403, 403]),
     row("post", "/api/v1/notifications/read-all", Plain, [401, 403, 403, 403, 403, 403, 403]),
@@ -378,7 +382,11 @@ fn request_for(row: &Row, fixture: &Fixture, n: usize) -> (String, Option<Value>
         (Plain, p) if p.starts_with("/api/v1/tokens") => fixture.token_id.clone(),
         (Plain, p) if p.starts_with("/api/v1/webhooks") => fixture.webhook_id.clone(),
         (Plain, p) if p.starts_with("/api/v1/grants") => fixture.grant_id.clone(),
-        (Plain, p) if p.starts_with("/api/v1/notifications") || p.starts_with("/api/v1/me/push-subscriptions") => {
+        (Plain, p)
+            if p.starts_with("/api/v1/notifications")
+                || p.starts_with("/api/v1/me/push-subscriptions")
+                || p.starts_with("/api/v1/me/invitations") =>
+        {
             uuid::Uuid::now_v7().to_string()
         }
         _ => String::new(),

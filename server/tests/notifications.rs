@@ -86,9 +86,13 @@ async fn an_admin_or_the_person_sets_their_addresses_on_the_record(app: TestApp)
     let items = audit.json["items"].as_array().unwrap();
     assert_eq!(items.len(), 2, "{}", audit.text);
     assert_eq!(items[0]["actor"], "alice", "{}", audit.text);
-    assert_eq!(items[0]["before"], json!({"email": "alice@example.com", "slack_user_id": "U012AB3CD"}));
-    assert_eq!(items[0]["after"], json!({"email": "a@example.org", "slack_user_id": null}));
-    assert_eq!(items[1]["after"], json!({"email": "alice@example.com", "slack_user_id": "U012AB3CD"}));
+    let proven = json!({"email": "alice@example.com", "slack_user_id": "U012AB3CD", "slack_user_id_proven": true});
+    assert_eq!(items[0]["before"], proven);
+    assert_eq!(
+        items[0]["after"],
+        json!({"email": "a@example.org", "slack_user_id": null, "slack_user_id_proven": false})
+    );
+    assert_eq!(items[1]["after"], proven, "an id an admin sets is proven");
 }
 
 async fn a_person_chooses_per_channel_the_lowest_urgency_that_reaches_them(app: TestApp) {

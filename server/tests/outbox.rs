@@ -39,6 +39,7 @@ on_both_backends!(
     web_push_reaches_each_subscribed_browser_answers_through_its_actions_and_is_replaced_once_resolved,
     a_person_sends_themselves_a_test_message_by_email,
     a_question_handed_to_a_delegate_reaches_them,
+    a_slack_id_a_member_claims_maps_nothing_until_an_admin_proves_it,
 );
 
 /// A server whose email goes to `smtp` (a URL).
@@ -582,9 +583,10 @@ async fn a_new_email_finds_the_members_slack_id(backend: Backend) {
     let carol = member_id("carol").await;
     let path = format!("/api/v1/members/{carol}");
 
-    // Carol has no Slack id: her new email finds it, and the audit entry records it.
+    // Carol has no Slack id: the new email an admin sets finds it, proven, and the audit entry records it.
     let set = app.call(Method::PATCH, &path, Some(&app.token), Some(json!({ "email": "carol@example.com" }))).await;
     assert_eq!((set.status, &set.json["slack_user_id"]), (StatusCode::OK, &json!("U0CAROL")), "{}", set.text);
+    assert_eq!(set.json["slack_user_id_proven"], true);
     let audit = app.get(&format!("/api/v1/audit?action=addresses.changed&subject_id={carol}")).await.json;
     assert_eq!(audit["items"][0]["after"]["slack_user_id"], "U0CAROL", "{audit}");
     // An email Slack does not know leaves the id as it was: unknown there is not an error here.
@@ -619,9 +621,10 @@ async fn a_new_email_finds_the_members_slack_id(backend: Backend) {
     let bob = app.sign_in_with(&form).await.expect("bob signs in");
     let cleared = app.session_call(&bob, Method::PATCH, "/api/v1/me", Some(json!({ "slack_user_id": null }))).await;
     assert_eq!(cleared.json["slack_user_id"], Value::Null, "{}", cleared.text);
+    // An address a person types is not looked up before they verify it: it could be a colleague's.
     stand_in.add_person("bob@example.com", "U0BOB2");
     let mine = app.session_call(&bob, Method::PATCH, "/api/v1/me", Some(json!({ "email": "bob@example.com" }))).await;
-    assert_eq!(mine.json["slack_user_id"], "U0BOB2", "{}", mine.text);
+    assert_eq!((mine.status, &mine.json["slack_user_id"]), (StatusCode::OK, &Value::Null), "{}", mine.text);
 }
 
 async fn slack_asks_with_buttons_answers_signed_clicks_as_the_mapped_member_and_updates_the_message(backend: Backend) {
@@ -1041,4 +1044,118 @@ async fn a_question_handed_to_a_delegate_reaches_them(backend: Backend) {
     let to_ben = listed["items"].as_array().unwrap().iter().find(|d| d["recipient"] == "ben").unwrap().clone();
     assert_eq!(to_ben["cause"], "escalated", "{to_ben}");
     assert_eq!(notified(&app, &ben, "").await.0, [id]);
+}
+
+/// Issue 51, finding 4: a Slack id is a member's only with proof. A member who claims a colleague's Slack id (or
+/// types the colleague's address, which Slack would map to the colleague) neither receives the colleague's clicks
+/// as their own nor anything else; an admin's setting proves an id, and a workspace holds each proven id once.
+async fn a_slack_id_a_member_claims_maps_nothing_until_an_admin_proves_it(backend: Backend) {
+    use holdpoint::channels::slack::MessageRef;
+    use slack_standin::{SIGNING_SECRET, click_body};
+
+    let Some((app, stand_in)) = start_with_slack(backend, None).await else { return };
+    stand_in.add_person("carol@example.com", "U0CAROL");
+    let carol = app.get("/api/v1/members").await.json["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["username"] == "carol")
+        .unwrap()["user_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.add_person("dan", PASSWORD, Role::Approver).await;
+    app.add_person("eve", PASSWORD, Role::Approver).await;
+    let sign_in = |name: &'static str| {
+        let app = &app;
+        async move {
+            let form = format!("username={name}&password={}&next=%2Finbox", PASSWORD.replace(' ', "+"));
+            app.sign_in_with(&form).await.expect("signs in")
+        }
+    };
+    let (dan, eve) = (sign_in("dan").await, sign_in("eve").await);
+
+    // Dan claims carol's Slack id; eve types carol's address. Neither is proven, and nothing is looked up for eve.
+    let lookups = || stand_in.calls().iter().filter(|(method, _)| method == "users.lookupByEmail").count();
+    let claimed =
+        app.session_call(&dan, Method::PATCH, "/api/v1/me", Some(json!({ "slack_user_id": "U0CAROL" }))).await;
+    assert_eq!(claimed.status, StatusCode::OK, "{}", claimed.text);
+    assert_eq!(
+        (&claimed.json["slack_user_id"], &claimed.json["slack_user_id_proven"]),
+        (&json!("U0CAROL"), &json!(false))
+    );
+    let before = lookups();
+    let typed =
+        app.session_call(&eve, Method::PATCH, "/api/v1/me", Some(json!({ "email": "carol@example.com" }))).await;
+    assert_eq!((typed.status, &typed.json["slack_user_id"]), (StatusCode::OK, &Value::Null), "{}", typed.text);
+    assert_eq!(lookups(), before, "an address eve typed is not looked up: {:?}", stand_in.calls());
+
+    // An approval reaches the proven ids only (not dan's claim), and carol's click on it is nobody's.
+    outbox(&app).spawn(&app.state.hub);
+    let approval = ask(
+        &app,
+        json!({ "kind": "approval", "title": "Drop the table?",
+                "action": { "tool_name": "sql", "arguments": { "statement": "DROP TABLE t" } } }),
+    )
+    .await;
+    let posted = slack_calls(&stand_in, "chat.postMessage", 2).await;
+    let mut to: Vec<&str> = posted.iter().map(|m| m["channel"].as_str().unwrap()).collect();
+    to.sort_unstable();
+    assert_eq!(to, ["U0ALICE", "U0BOB"], "an unproven id receives nothing");
+    let to_alice = posted.iter().find(|m| m["channel"] == "U0ALICE").unwrap();
+    let at = MessageRef {
+        channel: "D0APPDM01".into(),
+        ts: format!("1700000000.{:06}", 100 + posted.iter().position(|m| m["channel"] == "U0ALICE").unwrap()),
+    };
+    let now = chrono::Utc::now().timestamp();
+    let as_carol = click_body(button(to_alice, "Approve"), &at, "U0CAROL");
+    let clicked = interact(&app, &as_carol, SIGNING_SECRET, now).await;
+    assert_eq!(clicked.status, StatusCode::OK, "{}", clicked.text);
+    let question = app.get(&format!("/api/v1/questions/{approval}")).await.json;
+    assert_eq!(question["status"], "pending", "carol's click is not dan's answer: {question}");
+    let told = slack_calls(&stand_in, "chat.postEphemeral", 1).await;
+    assert!(told[0]["text"].as_str().unwrap().contains("not linked"), "{}", told[0]);
+
+    // An admin proves the id on carol: dan's claim goes, and carol's click is carol's.
+    let path = format!("/api/v1/members/{carol}");
+    let proven = app.call(Method::PATCH, &path, Some(&app.token), Some(json!({ "slack_user_id": "U0CAROL" }))).await;
+    assert_eq!(
+        (&proven.json["slack_user_id"], &proven.json["slack_user_id_proven"]),
+        (&json!("U0CAROL"), &json!(true))
+    );
+    let mine = app.session_call(&dan, Method::PATCH, "/api/v1/me", Some(json!({}))).await;
+    assert_eq!(mine.json["slack_user_id"], Value::Null, "{}", mine.text);
+    let clicked = interact(&app, &as_carol, SIGNING_SECRET, now).await;
+    assert_eq!(clicked.status, StatusCode::OK, "{}", clicked.text);
+    let question = app.get(&format!("/api/v1/questions/{approval}")).await.json;
+    assert_eq!((question["status"].as_str(), question["answered_by"].as_str()), (Some("answered"), Some("carol")));
+
+    // A proven id is held once per workspace: proving alice's id on bob takes it from alice.
+    let bob = app.get("/api/v1/members").await.json["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["username"] == "bob")
+        .unwrap()["user_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let moved = app
+        .call(
+            Method::PATCH,
+            &format!("/api/v1/members/{bob}"),
+            Some(&app.token),
+            Some(json!({ "slack_user_id": "U0ALICE" })),
+        )
+        .await;
+    assert_eq!(moved.status, StatusCode::OK, "{}", moved.text);
+    let members = app.get("/api/v1/members").await.json;
+    let holders: Vec<&str> = members["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["slack_user_id"] == "U0ALICE")
+        .map(|m| m["username"].as_str().unwrap())
+        .collect();
+    assert_eq!(holders, ["bob"], "{members}");
 }

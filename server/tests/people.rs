@@ -24,6 +24,8 @@ backend_tests!(
     a_password_change_needs_the_current_password,
     the_first_start_link_signs_in_once_and_stops_once_someone_has_a_password,
     a_people_change_commits_with_its_audit_entry_or_not_at_all,
+    an_existing_account_joins_another_workspace_only_by_accepting_an_invitation,
+    a_first_password_needs_a_fresh_sign_in,
 );
 
 const PASSWORD: &str = "correct horse battery staple";
@@ -605,4 +607,165 @@ async fn a_people_change_commits_with_its_audit_entry_or_not_at_all(app: TestApp
     let audit = app.get("/api/v1/audit?limit=200").await.json;
     assert_eq!(audit["items"][0]["action"], "role.changed", "{audit}");
     assert_eq!(audit["items"][0]["before"]["role"], "responder");
+}
+
+async fn invite(app: &TestApp, admin_token: &str, username: &str, role: &str) -> common::TestResponse {
+    app.call(Method::POST, "/api/v1/members", Some(admin_token), Some(json!({"username": username, "role": role})))
+        .await
+}
+
+async fn usernames(app: &TestApp, token: &str) -> Vec<String> {
+    let members = app.call(Method::GET, "/api/v1/members", Some(token), None).await.json;
+    members["items"].as_array().unwrap().iter().map(|m| m["username"].as_str().unwrap().to_owned()).collect()
+}
+
+async fn an_existing_account_joins_another_workspace_only_by_accepting_an_invitation(app: TestApp) {
+    app.add_person("vic", PASSWORD, Role::Approver).await;
+    app.add_person("bob", PASSWORD, Role::Viewer).await;
+    let other = app.create_token("other", Role::Admin).await;
+
+    // An admin of another workspace names vic's account: an invitation, no membership, nothing vic's.
+    let invited = invite(&app, &other, "vic", "admin").await;
+    assert_eq!(invited.status, StatusCode::ACCEPTED, "{}", invited.text);
+    let invitation = invited.json["invitation"].clone();
+    assert_eq!(
+        (invitation["workspace"].as_str(), invitation["username"].as_str(), invitation["role"].as_str()),
+        (Some("other"), Some("vic"), Some("admin")),
+        "{invitation}"
+    );
+    assert_eq!(invitation["invited_by"], "admin of other");
+    assert!(!usernames(&app, &other).await.contains(&"vic".to_owned()), "vic is no member of other yet");
+    let vic_id = app.get("/api/v1/members").await.json["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["username"] == "vic")
+        .unwrap()["user_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let patch = app
+        .call(Method::PATCH, &format!("/api/v1/members/{vic_id}"), Some(&other), Some(json!({"email": "x@evil.test"})))
+        .await;
+    assert_error(&patch, StatusCode::NOT_FOUND, "not_found");
+    assert_error(&invite(&app, &other, "vic", "viewer").await, StatusCode::CONFLICT, "conflict");
+    let audit = app.call(Method::GET, "/api/v1/audit?action=member.invited", Some(&other), None).await.json;
+    assert_eq!(audit["items"][0]["after"]["username"], "vic", "{audit}");
+
+    // Only vic sees and answers it; a token has no invitations.
+    let vic = sign_in_person(&app, "vic", PASSWORD).await.unwrap();
+    let bob = sign_in_person(&app, "bob", PASSWORD).await.unwrap();
+    let mine = app.session_call(&vic, Method::GET, "/api/v1/me/invitations", None).await;
+    assert_eq!(mine.json["items"].as_array().map(Vec::len), Some(1), "{}", mine.text);
+    assert_eq!(mine.json["items"][0]["id"], invitation["id"]);
+    let bobs = app.session_call(&bob, Method::GET, "/api/v1/me/invitations", None).await;
+    assert_eq!(bobs.json["items"], json!([]), "{}", bobs.text);
+    let id = invitation["id"].as_str().unwrap();
+    let accept = format!("/api/v1/me/invitations/{id}/accept");
+    assert_error(&app.session_call(&bob, Method::POST, &accept, None).await, StatusCode::NOT_FOUND, "not_found");
+    assert_error(&app.post(&accept, json!({})).await, StatusCode::FORBIDDEN, "forbidden");
+    assert!(!usernames(&app, &other).await.contains(&"vic".to_owned()));
+
+    // Vic accepts: a member of other with the role offered, on other's record; once.
+    let accepted = app.session_call(&vic, Method::POST, &accept, None).await;
+    assert_eq!(accepted.status, StatusCode::OK, "{}", accepted.text);
+    let members = app.call(Method::GET, "/api/v1/members", Some(&other), None).await.json;
+    let member = members["items"].as_array().unwrap().iter().find(|m| m["username"] == "vic").cloned();
+    assert_eq!(member.map(|m| m["role"].clone()), Some(json!("admin")), "{members}");
+    let audit = app.call(Method::GET, "/api/v1/audit?action=invitation.accepted", Some(&other), None).await.json;
+    assert_eq!(
+        (audit["items"][0]["actor"].as_str(), audit["items"][0]["subject_id"].as_str()),
+        (Some("vic"), Some(vic_id.as_str()))
+    );
+    assert_error(&app.session_call(&vic, Method::POST, &accept, None).await, StatusCode::NOT_FOUND, "not_found");
+    assert_error(&invite(&app, &other, "vic", "viewer").await, StatusCode::CONFLICT, "conflict");
+
+    // Declined: the invitation goes, and nothing else changes.
+    let third = app.create_token("third", Role::Admin).await;
+    let offered = invite(&app, &third, "bob", "responder").await;
+    assert_eq!(offered.status, StatusCode::ACCEPTED, "{}", offered.text);
+    let id = offered.json["invitation"]["id"].as_str().unwrap();
+    let declined = app.session_call(&bob, Method::POST, &format!("/api/v1/me/invitations/{id}/decline"), None).await;
+    assert_eq!(declined.status, StatusCode::OK, "{}", declined.text);
+    assert!(!usernames(&app, &third).await.contains(&"bob".to_owned()));
+    let audit = app.call(Method::GET, "/api/v1/audit?action=invitation.declined", Some(&third), None).await.json;
+    assert_eq!(audit["items"][0]["actor"], "bob", "{audit}");
+    let again = app.session_call(&bob, Method::POST, &format!("/api/v1/me/invitations/{id}/accept"), None).await;
+    assert_error(&again, StatusCode::NOT_FOUND, "not_found");
+    assert!(!usernames(&app, &third).await.contains(&"bob".to_owned()));
+
+    // A new username is still an account and a member at once.
+    let new = app
+        .call(
+            Method::POST,
+            "/api/v1/members",
+            Some(&third),
+            Some(json!({"username": "nia", "password": PASSWORD, "role": "viewer"})),
+        )
+        .await;
+    assert_eq!(new.status, StatusCode::CREATED, "{}", new.text);
+    assert_eq!(new.json["username"], "nia");
+}
+
+/// A session of `user_id` in `workspace_id` opened `minutes_ago`, as any sign-in stores one.
+async fn session_opened(
+    app: &TestApp,
+    user_id: uuid::Uuid,
+    workspace_id: uuid::Uuid,
+    minutes_ago: i64,
+) -> common::Session {
+    let secret = holdpoint::credentials::random_secret(48);
+    let csrf = holdpoint::credentials::random_secret(32);
+    let opened = chrono::Utc::now() - chrono::Duration::minutes(minutes_ago);
+    app.state
+        .store
+        .insert_session(&holdpoint::store::SessionRow {
+            id_hash: holdpoint::credentials::hash_secret(&secret),
+            workspace_id,
+            principal_id: user_id,
+            principal_kind: holdpoint::store::PrincipalKind::User,
+            csrf_token: csrf.clone(),
+            created_at: opened,
+            expires_at: opened + chrono::Duration::hours(12),
+        })
+        .await
+        .unwrap();
+    common::Session { cookie: format!("hp_session={secret}"), csrf }
+}
+
+async fn a_first_password_needs_a_fresh_sign_in(app: TestApp) {
+    // An account without a password, as single sign-on or the operator makes one.
+    let store = app.state.store.as_ref();
+    let workspace = store.ensure_workspace("default").await.unwrap();
+    let user = holdpoint::store::UserRow {
+        id: uuid::Uuid::now_v7(),
+        username: "sso-only".into(),
+        display_name: "SSO only".into(),
+        password_hash: None,
+        created_at: chrono::Utc::now(),
+        disabled_at: None,
+    };
+    store.insert_user(&user, &[]).await.unwrap();
+    store.insert_membership(workspace.id, user.id, Role::Responder, &[]).await.unwrap();
+    let first = json!({"new_password": "a brand new passphrase"});
+
+    // A session opened long ago (left signed in, or taken over) gives the account no password.
+    let stale = session_opened(&app, user.id, workspace.id, 11).await;
+    assert_eq!(app.session_call(&stale, Method::GET, "/api/v1/me", None).await.status, StatusCode::OK);
+    let refused = app.session_call(&stale, Method::POST, "/api/v1/me/password", Some(first.clone())).await;
+    let error = assert_error(&refused, StatusCode::FORBIDDEN, "forbidden");
+    assert!(error["message"].as_str().unwrap().contains("fresh sign-in"), "{error}");
+    assert!(sign_in_person(&app, "sso-only", "a brand new passphrase").await.is_none());
+    let audit = app.get("/api/v1/audit?action=password.changed").await.json;
+    assert_eq!(audit["items"], json!([]), "{audit}");
+
+    // Signed in a minute ago: the first password is set.
+    let fresh = session_opened(&app, user.id, workspace.id, 1).await;
+    let set = app.session_call(&fresh, Method::POST, "/api/v1/me/password", Some(first)).await;
+    assert_eq!(set.status, StatusCode::NO_CONTENT, "{}", set.text);
+    assert!(sign_in_person(&app, "sso-only", "a brand new passphrase").await.is_some());
+    // Once there is one, the current password is what counts, however old the session.
+    let change = json!({"current_password": "a brand new passphrase", "new_password": "another new passphrase"});
+    let changed = app.session_call(&stale, Method::POST, "/api/v1/me/password", Some(change)).await;
+    assert_eq!(changed.status, StatusCode::NO_CONTENT, "{}", changed.text);
 }

@@ -1,30 +1,51 @@
 //! Single sign-on (spec §14): who a verified identity is here, on both backends, and the settings it needs. The
 //! protocol itself (authorization code, PKCE, state, nonce) is exercised against a real OpenID provider by the
-//! browser test `end2end/tests/sso.test.mjs`.
+//! browser test `end2end/tests/sso.test.mjs`. Addresses are verified through a real SMTP server (`smtp_sink.py`):
+//! the verification link is read from the message that reached it.
 
 mod common;
+#[path = "channels/python.rs"]
+mod python;
+#[path = "channels/smtp.rs"]
+mod smtp;
 
 use app::navigation::sign_in_error;
 use app::types::Role;
-use axum::http::StatusCode;
-use common::{Backend, TestApp};
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode, header};
+use common::{Backend, Session, TestApp, assert_error};
 use holdpoint::config::ServeConfig;
 use holdpoint::sso::VerifiedIdentity;
-use serde_json::json;
+use serde_json::{Value, json};
 
 on_both_backends!(
     a_verified_email_signs_in_its_member_and_nothing_else_does,
     provisioning_makes_a_member_with_the_configured_role_once,
+    an_admin_of_another_workspace_cannot_take_over_an_account_through_single_sign_on,
+    an_address_is_verified_by_its_accounts_own_session_and_by_one_account_only,
+    a_removed_member_is_not_provisioned_again_by_signing_in,
 );
 
-/// Single sign-on with a provider that is never reached: matching people needs none.
-fn with_sso(provision: Option<Role>) -> impl FnOnce(&mut ServeConfig) {
+const PASSWORD: &str = "correct horse battery staple";
+const PUBLIC_URL: &str = "http://127.0.0.1:3000";
+
+/// Single sign-on with a provider that is never reached (matching people needs none), and email to `smtp` when
+/// given (verification links).
+fn with_sso_and_mail(provision: Option<Role>, smtp: Option<String>) -> impl FnOnce(&mut ServeConfig) {
     move |config| {
-        config.public_url = Some("http://127.0.0.1:3000".into());
+        config.public_url = Some(PUBLIC_URL.into());
         config.sso.oidc_issuer = Some("http://127.0.0.1:9/realms/test".into());
         config.sso.oidc_client_id = Some("holdpoint".into());
         config.sso.oidc_provision_role = provision;
+        if let Some(smtp) = smtp {
+            config.channels.smtp_url = Some(smtp.parse().unwrap());
+            config.channels.email_from = Some("Holdpoint <holdpoint@example.com>".parse().unwrap());
+        }
     }
+}
+
+fn with_sso(provision: Option<Role>) -> impl FnOnce(&mut ServeConfig) {
+    with_sso_and_mail(provision, None)
 }
 
 fn identity(email: &str, verified: bool) -> VerifiedIdentity {
@@ -37,28 +58,82 @@ fn identity(email: &str, verified: bool) -> VerifiedIdentity {
     }
 }
 
-async fn member_with_email(app: &TestApp, username: &str, email: &str) -> String {
-    let member = app.add_person(username, "correct horse battery staple", Role::Approver).await;
-    let user_id = member["user_id"].as_str().unwrap().to_owned();
-    let updated = app
-        .call(
-            axum::http::Method::PATCH,
-            &format!("/api/v1/members/{user_id}"),
-            Some(&app.token),
-            Some(json!({"email": email})),
-        )
-        .await;
+async fn sign_in(app: &TestApp, username: &str) -> Session {
+    let form = format!("username={username}&password={}&next=%2Finbox", PASSWORD.replace(' ', "+"));
+    app.sign_in_with(&form).await.expect("the person signs in")
+}
+
+/// The code of the verification link in the next message the sink accepts, sent to `to`.
+async fn verification_code(sink: &mut smtp::Sink, to: &str) -> String {
+    let message = sink.next_message().await;
+    assert_eq!(message["rcpt_tos"], json!([to]), "{message}");
+    let html = message["parts"].as_array().unwrap().iter().find(|p| p["content_type"] == "text/html").unwrap();
+    let href = html["links"][0]["href"].as_str().unwrap();
+    let prefix = format!("{PUBLIC_URL}/verify-email/");
+    href.strip_prefix(&prefix).unwrap_or_else(|| panic!("{href}")).to_owned()
+}
+
+/// Opens a verification link as a browser with `session` (or none).
+async fn open_link(app: &TestApp, code: &str, session: Option<&Session>) -> common::TestResponse {
+    let mut request = Request::get(format!("/verify-email/{code}"));
+    if let Some(session) = session {
+        request = request.header(header::COOKIE, &session.cookie);
+    }
+    app.send(request.body(Body::empty()).unwrap()).await
+}
+
+/// Confirms a verification link as the browser with `session`, as the page's form posts it.
+async fn confirm_link(app: &TestApp, code: &str, session: &Session) -> common::TestResponse {
+    let request = Request::post(format!("/verify-email/{code}"))
+        .header(header::COOKIE, &session.cookie)
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(Body::from(format!("csrf={}", session.csrf)))
+        .unwrap();
+    app.send(request).await
+}
+
+/// Sets `email` as `session`'s own address and confirms the link that reaches it: the address is the account's.
+async fn verify_own_email(app: &TestApp, sink: &mut smtp::Sink, session: &Session, email: &str) {
+    let set = app.session_call(session, Method::PATCH, "/api/v1/me", Some(json!({"email": email}))).await;
+    assert_eq!(set.status, StatusCode::OK, "{}", set.text);
+    assert_eq!(set.json["email_verified"], false, "{}", set.text);
+    let code = verification_code(sink, email).await;
+    let page = open_link(app, &code, Some(session)).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.text);
+    assert!(page.text.contains(&format!("value=\"{}\"", session.csrf)), "{}", page.text);
+    let confirmed = confirm_link(app, &code, session).await;
+    assert_eq!(confirmed.status, StatusCode::OK, "{}", confirmed.text);
+    let me = app.session_call(session, Method::PATCH, "/api/v1/me", Some(json!({}))).await;
+    assert_eq!(me.json["email_verified"], true, "{}", me.text);
+}
+
+async fn user_id_of(app: &TestApp, username: &str) -> String {
+    let members = app.get("/api/v1/members").await.json;
+    let member = members["items"].as_array().unwrap().iter().find(|m| m["username"] == username).cloned();
+    member.unwrap_or_else(|| panic!("{username} in {members}"))["user_id"].as_str().unwrap().to_owned()
+}
+
+async fn set_member_email(app: &TestApp, token: &str, user_id: &str, email: &str) -> Value {
+    let path = format!("/api/v1/members/{user_id}");
+    let updated = app.call(Method::PATCH, &path, Some(token), Some(json!({"email": email}))).await;
     assert_eq!(updated.status, StatusCode::OK, "{}", updated.text);
-    user_id
+    updated.json
 }
 
 async fn a_verified_email_signs_in_its_member_and_nothing_else_does(backend: Backend) {
-    let app = TestApp::start_with(backend, with_sso(None)).await;
-    let Some(app) = app else { return };
+    let mut sink = smtp::Sink::start().await;
+    let Some(app) = TestApp::start_with(backend, with_sso_and_mail(None, Some(sink.url()))).await else { return };
     let sso = app.state.sso.clone().expect("single sign-on is configured");
     let store = app.state.store.as_ref();
-    let ana = member_with_email(&app, "ana", "ana@example.com").await;
+    app.add_person("ana", PASSWORD, Role::Approver).await;
+    let ana = user_id_of(&app, "ana").await;
+    // An address an admin typed proves nothing about the account.
+    set_member_email(&app, &app.token, &ana, "ana@example.com").await;
+    let typed = sso.principal_for(store, &identity("ana@example.com", true)).await.unwrap();
+    assert_eq!(typed.unwrap_err(), sign_in_error::SSO_NO_MEMBER);
 
+    let session = sign_in(&app, "ana").await;
+    verify_own_email(&app, &mut sink, &session, "ana@example.com").await;
     let signed_in = sso.principal_for(store, &identity("ana@example.com", true)).await.unwrap().unwrap();
     assert_eq!((signed_in.id.to_string(), signed_in.name.as_str()), (ana.clone(), "ana"));
     assert_eq!((signed_in.role, signed_in.workspace.as_str()), (Role::Approver, "default"));
@@ -71,16 +146,19 @@ async fn a_verified_email_signs_in_its_member_and_nothing_else_does(backend: Bac
     assert_eq!(unverified.unwrap_err(), sign_in_error::SSO_UNVERIFIED);
     let no_address = VerifiedIdentity { email: None, ..identity("ana@example.com", true) };
     assert_eq!(sso.principal_for(store, &no_address).await.unwrap().unwrap_err(), sign_in_error::SSO_UNVERIFIED);
-    // Without provisioning, an address no member has signs nobody in.
+    // Without provisioning, an address no account verified signs nobody in.
     let stranger = sso.principal_for(store, &identity("mallory@example.com", true)).await.unwrap();
     assert_eq!(stranger.unwrap_err(), sign_in_error::SSO_NO_MEMBER);
     let members = app.get("/api/v1/members").await.json;
     assert!(!members.to_string().contains("mallory"), "{members}");
 
-    // Two accounts with one address: neither is signed in.
-    member_with_email(&app, "ana2", "ANA@example.com").await;
-    let ambiguous = sso.principal_for(store, &identity("ana@example.com", true)).await.unwrap();
-    assert_eq!(ambiguous.unwrap_err(), sign_in_error::SSO_AMBIGUOUS);
+    // Another member typing the same address onto their own membership changes nothing: ana still signs in.
+    app.add_person("ana2", PASSWORD, Role::Viewer).await;
+    let ana2 = sign_in(&app, "ana2").await;
+    let claimed = app.session_call(&ana2, Method::PATCH, "/api/v1/me", Some(json!({"email": "ANA@example.com"}))).await;
+    assert_eq!((claimed.status, &claimed.json["email_verified"]), (StatusCode::OK, &json!(false)), "{}", claimed.text);
+    let still = sso.principal_for(store, &identity("ana@example.com", true)).await.unwrap().unwrap();
+    assert_eq!(still.id.to_string(), ana);
 }
 
 async fn provisioning_makes_a_member_with_the_configured_role_once(backend: Backend) {
@@ -89,7 +167,7 @@ async fn provisioning_makes_a_member_with_the_configured_role_once(backend: Back
     let sso = app.state.sso.clone().expect("single sign-on is configured");
     let store = app.state.store.as_ref();
     // A member already has the username the provider suggests: the new one gets the next free name.
-    app.add_person("cyd", "correct horse battery staple", Role::Viewer).await;
+    app.add_person("cyd", PASSWORD, Role::Viewer).await;
 
     let new = VerifiedIdentity {
         preferred_username: Some("Cyd".into()),
@@ -102,10 +180,12 @@ async fn provisioning_makes_a_member_with_the_configured_role_once(backend: Back
     let member = members["items"].as_array().unwrap().iter().find(|m| m["username"] == "cyd-2").expect("a member");
     assert_eq!(member["user_id"], first.id.to_string());
     assert_eq!(member["email"], "cyd@example.com");
+    // The provider verified the address, and the account is new: it is the account's.
+    assert_eq!(member["email_verified"], true);
     assert_eq!(member["display_name"], "Cyd Charisse");
     assert_eq!(member["has_password"], false);
 
-    // The next sign-in finds the member by the address: no second account.
+    // The next sign-in finds the account by the address: no second account.
     let again = sso.principal_for(store, &new).await.unwrap().unwrap();
     assert_eq!(again.id, first.id);
     let created = app.get("/api/v1/audit?action=user.created&limit=100").await.json;
@@ -121,6 +201,125 @@ async fn provisioning_makes_a_member_with_the_configured_role_once(backend: Back
     // Provisioning never makes up for what the provider has not verified.
     let unverified = sso.principal_for(store, &identity("dee@example.com", false)).await.unwrap();
     assert_eq!(unverified.unwrap_err(), sign_in_error::SSO_UNVERIFIED);
+}
+
+/// The takeover of issue 51: an admin of workspace B names vic's account, puts an address they control on it, and
+/// signs in through the provider with that address. None of it reaches vic's account.
+async fn an_admin_of_another_workspace_cannot_take_over_an_account_through_single_sign_on(backend: Backend) {
+    let mut sink = smtp::Sink::start().await;
+    let Some(app) = TestApp::start_with(backend, with_sso_and_mail(None, Some(sink.url()))).await else { return };
+    let sso = app.state.sso.clone().expect("single sign-on is configured");
+    let store = app.state.store.as_ref();
+    app.add_person("vic", PASSWORD, Role::Admin).await;
+    let vic = user_id_of(&app, "vic").await;
+    let mallory = app.create_token("b", Role::Admin).await;
+
+    // Naming vic's account only invites it: no membership in B, so nothing of vic's to change there.
+    let added = app
+        .call(Method::POST, "/api/v1/members", Some(&mallory), Some(json!({"username": "vic", "role": "viewer"})))
+        .await;
+    assert_eq!(added.status, StatusCode::ACCEPTED, "{}", added.text);
+    let patch = app
+        .call(
+            Method::PATCH,
+            &format!("/api/v1/members/{vic}"),
+            Some(&mallory),
+            Some(json!({"email": "mallory@evil.test"})),
+        )
+        .await;
+    assert_error(&patch, StatusCode::NOT_FOUND, "not_found");
+
+    // Vic accepts (an invitation may look harmless), and mallory types her address onto vic's membership in B.
+    let session = sign_in(&app, "vic").await;
+    let id = added.json["invitation"]["id"].as_str().unwrap();
+    let accepted = app.session_call(&session, Method::POST, &format!("/api/v1/me/invitations/{id}/accept"), None).await;
+    assert_eq!(accepted.status, StatusCode::OK, "{}", accepted.text);
+    let typed = set_member_email(&app, &mallory, &vic, "mallory@evil.test").await;
+    assert_eq!(typed["email_verified"], false, "{typed}");
+    // Signing in through the provider with it signs in as nobody.
+    let takeover = sso.principal_for(store, &identity("mallory@evil.test", true)).await.unwrap();
+    assert_eq!(takeover.unwrap_err(), sign_in_error::SSO_NO_MEMBER);
+    // And no link reached mallory's mailbox that could make it vic's: an admin's typing sends none.
+    assert!(sink.message_within(std::time::Duration::from_millis(500)).await.is_none());
+
+    // The legitimate path: vic verifies their own address, then signs in through the provider with it.
+    verify_own_email(&app, &mut sink, &session, "vic@example.com").await;
+    let signed_in = sso.principal_for(store, &identity("vic@example.com", true)).await.unwrap().unwrap();
+    assert_eq!((signed_in.id.to_string(), signed_in.workspace.as_str()), (vic.clone(), "default"));
+    let takeover = sso.principal_for(store, &identity("mallory@evil.test", true)).await.unwrap();
+    assert_eq!(takeover.unwrap_err(), sign_in_error::SSO_NO_MEMBER);
+    let audit = app.get("/api/v1/audit?action=email.verified").await.json;
+    assert_eq!(audit["items"][0]["after"]["email"], "vic@example.com", "{audit}");
+}
+
+async fn an_address_is_verified_by_its_accounts_own_session_and_by_one_account_only(backend: Backend) {
+    let mut sink = smtp::Sink::start().await;
+    let Some(app) = TestApp::start_with(backend, with_sso_and_mail(None, Some(sink.url()))).await else { return };
+    let sso = app.state.sso.clone().expect("single sign-on is configured");
+    let store = app.state.store.as_ref();
+    app.add_person("vic", PASSWORD, Role::Responder).await;
+    app.add_person("eve", PASSWORD, Role::Responder).await;
+    let (vic, eve) = (sign_in(&app, "vic").await, sign_in(&app, "eve").await);
+
+    // Eve sets vic's address on herself; the link goes to vic's mailbox. Whoever holds it, only eve's own session
+    // could confirm it, and opening it confirms nothing.
+    let set = app.session_call(&eve, Method::PATCH, "/api/v1/me", Some(json!({"email": "vic@example.com"}))).await;
+    assert_eq!(set.status, StatusCode::OK, "{}", set.text);
+    let code = verification_code(&mut sink, "vic@example.com").await;
+    let anonymous = open_link(&app, &code, None).await;
+    assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED, "{}", anonymous.text);
+    let as_vic = open_link(&app, &code, Some(&vic)).await;
+    assert_eq!(as_vic.status, StatusCode::FORBIDDEN, "{}", as_vic.text);
+    assert_eq!(confirm_link(&app, &code, &vic).await.status, StatusCode::NOT_FOUND);
+    let forged = Session { cookie: eve.cookie.clone(), csrf: "not-the-token".into() };
+    assert_eq!(confirm_link(&app, &code, &forged).await.status, StatusCode::FORBIDDEN);
+    let nobody = sso.principal_for(store, &identity("vic@example.com", true)).await.unwrap();
+    assert_eq!(nobody.unwrap_err(), sign_in_error::SSO_NO_MEMBER);
+
+    // Vic verifies it first: it is vic's, and eve's link (even confirmed by eve) cannot take it.
+    verify_own_email(&app, &mut sink, &vic, "vic@example.com").await;
+    let taken = confirm_link(&app, &code, &eve).await;
+    assert_eq!(taken.status, StatusCode::CONFLICT, "{}", taken.text);
+    let signed_in = sso.principal_for(store, &identity("vic@example.com", true)).await.unwrap().unwrap();
+    assert_eq!(signed_in.name, "vic");
+    // A used link works once.
+    let again = app.session_call(&vic, Method::PATCH, "/api/v1/me", Some(json!({"email": "vic2@example.com"}))).await;
+    assert_eq!(again.status, StatusCode::OK);
+    let second = verification_code(&mut sink, "vic2@example.com").await;
+    assert_eq!(confirm_link(&app, &second, &vic).await.status, StatusCode::OK);
+    assert_eq!(confirm_link(&app, &second, &vic).await.status, StatusCode::NOT_FOUND);
+}
+
+async fn a_removed_member_is_not_provisioned_again_by_signing_in(backend: Backend) {
+    let Some(app) = TestApp::start_with(backend, with_sso(Some(Role::Responder))).await else { return };
+    let sso = app.state.sso.clone().expect("single sign-on is configured");
+    let store = app.state.store.as_ref();
+    let remove = |user_id: String| {
+        let app = &app;
+        async move {
+            let removed = app.call(Method::DELETE, &format!("/api/v1/members/{user_id}"), Some(&app.token), None).await;
+            assert_eq!(removed.status, StatusCode::NO_CONTENT, "{}", removed.text);
+        }
+    };
+
+    // Provisioned by signing in, then removed by an admin: signing in again brings nobody back.
+    let first = sso.principal_for(store, &identity("rex@example.com", true)).await.unwrap().unwrap();
+    remove(first.id.to_string()).await;
+    let again = sso.principal_for(store, &identity("rex@example.com", true)).await.unwrap();
+    assert_eq!(again.unwrap_err(), sign_in_error::SSO_NO_MEMBER);
+
+    // A member with a password whose address an admin typed, removed: not provisioned anew under that address.
+    app.add_person("sam", PASSWORD, Role::Approver).await;
+    let sam = user_id_of(&app, "sam").await;
+    set_member_email(&app, &app.token, &sam, "sam@example.com").await;
+    remove(sam).await;
+    let back = sso.principal_for(store, &identity("Sam@example.com", true)).await.unwrap();
+    assert_eq!(back.unwrap_err(), sign_in_error::SSO_NO_MEMBER);
+    let members = app.get("/api/v1/members").await.json;
+    assert_eq!(members["items"].as_array().unwrap().len(), 0, "{members}");
+    // Someone never removed is provisioned as before.
+    let new = sso.principal_for(store, &identity("tia@example.com", true)).await.unwrap().unwrap();
+    assert_eq!((new.name.as_str(), new.role), ("tia", Role::Responder));
 }
 
 /// What a case changes in otherwise working settings.

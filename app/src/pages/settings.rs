@@ -872,6 +872,14 @@ fn MemberTable(members: Vec<Member>, admin: bool, reload: impl Fn() + Clone + Se
     }
 }
 
+/// What `POST /members` answers: the invitation of an existing account, or the new member.
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum AddedOrInvited {
+    Invited { invitation: crate::types::Invitation },
+    Added(Member),
+}
+
 #[component]
 fn AddMemberForm(reload: impl Fn() + Clone + Send + Sync + 'static) -> impl IntoView {
     let username = RwSignal::new(String::new());
@@ -891,9 +899,18 @@ fn AddMemberForm(reload: impl Fn() + Clone + Send + Sync + 'static) -> impl Into
         };
         let reload = reload.clone();
         leptos::task::spawn_local(async move {
-            match send_json::<_, Member>("POST", "/members", Some(&input)).await {
-                Ok(member) => {
-                    message.set(Some(Ok(format!("{} joined with the role {}.", member.username, member.role))));
+            // A new account joins at once (201, the member); an existing one is invited (202, the invitation).
+            match send_json::<_, AddedOrInvited>("POST", "/members", Some(&input)).await {
+                Ok(joined) => {
+                    message.set(Some(Ok(match joined {
+                        AddedOrInvited::Invited { invitation } => format!(
+                            "{} has an account already: they are invited as {}, and join when they accept.",
+                            invitation.username, invitation.role
+                        ),
+                        AddedOrInvited::Added(member) => {
+                            format!("{} joined with the role {}.", member.username, member.role)
+                        }
+                    })));
                     username.set(String::new());
                     display_name.set(String::new());
                     password.set(String::new());

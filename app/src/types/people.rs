@@ -20,9 +20,17 @@ pub struct Member {
     /// Where email reaches them, if anywhere.
     #[serde(default)]
     pub email: Option<String>,
+    /// Whether the person confirmed that address themselves (a link sent there, opened while signed in as
+    /// them): only such an address signs them in through single sign-on.
+    #[serde(default)]
+    pub email_verified: bool,
     /// Their Slack user id (`U...` or `W...`), for direct messages and for answering from Slack as them.
     #[serde(default)]
     pub slack_user_id: Option<String>,
+    /// Whether the Slack id is proven (an admin set it, or an address the person verified found it). An id the
+    /// person set themselves is unproven: it neither receives their messages nor answers from Slack as them.
+    #[serde(default)]
+    pub slack_user_id_proven: bool,
     /// Until when they are away (spec §14): meanwhile the questions assigned to them go to `delegate`.
     #[serde(default, deserialize_with = "super::time::optional")]
     pub away_until: Option<DateTime<Utc>>,
@@ -31,6 +39,31 @@ pub struct Member {
     pub delegate: Option<String>,
     #[serde(deserialize_with = "super::time::required")]
     pub created_at: DateTime<Utc>,
+}
+
+/// An invitation of an existing account to a workspace (`POST /members` with the username of an account that
+/// exists): no access until the account's owner accepts it (`POST /me/invitations/{id}/accept`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct Invitation {
+    pub id: Uuid,
+    /// The workspace's name.
+    pub workspace: String,
+    /// The invited account.
+    pub username: String,
+    /// The role the membership will have.
+    pub role: Role,
+    /// Who invited them (a username or a token's name).
+    pub invited_by: String,
+    #[serde(deserialize_with = "super::time::required")]
+    pub created_at: DateTime<Utc>,
+}
+
+/// The answer of `POST /members` for an account that exists already: the invitation, pending its owner's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct InvitationCreated {
+    pub invitation: Invitation,
 }
 
 impl Member {

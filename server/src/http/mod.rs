@@ -69,6 +69,7 @@ pub fn router(state: AppState) -> Router {
         .layer(DefaultBodyLimit::max(API_BODY_LIMIT))
         .layer(middleware::map_response(error_shape_for_bare_statuses))
         .merge(crate::act::router())
+        .merge(crate::verify_email::router())
         .merge(crate::slack_door::router())
         .merge(crate::web::router(&state))
         .route_layer(middleware::from_fn_with_state(state.clone(), record_latency))

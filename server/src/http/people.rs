@@ -3,11 +3,12 @@
 //! (so an agent can assign a question to a person).
 
 use app::types::{
-    AddressUpdate, CreatedToken, Me, Member, MemberUpdate, NewMember, NewToken, NotificationPreferences, Page,
-    PasswordChange, TokenInfo,
+    AddressUpdate, CreatedToken, Invitation, InvitationCreated, Me, Member, MemberUpdate, NewMember, NewToken,
+    NotificationPreferences, Page, PasswordChange, TokenInfo,
 };
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -30,6 +31,9 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_me, update_me))
         .routes(routes!(get_my_notifications, set_my_notifications))
         .routes(routes!(change_password))
+        .routes(routes!(my_invitations))
+        .routes(routes!(accept_invitation))
+        .routes(routes!(decline_invitation))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -84,16 +88,61 @@ async fn list_members(
     Ok(ApiJson(Page { items, next_cursor }))
 }
 
-/// `POST /members` (admin): adds a person with a role, creating the account (with its password) if the username
-/// is new. 409 if they are a member already.
+/// `POST /members` (admin): a new username becomes an account (with its password) and a member at once (201). An
+/// account that exists already is invited (202): it joins only when its owner accepts, at
+/// `POST /me/invitations/{id}/accept`. 409 if they are a member, or invited, already.
 #[utoipa::path(post, path = "/members", tag = "people", request_body = NewMember,
-    responses((status = 201, description = "Added", body = Member), ErrorResponses))]
+    responses(
+        (status = 201, description = "A new account, added", body = Member),
+        (status = 202, description = "An existing account, invited: it joins when its owner accepts", body = InvitationCreated),
+        ErrorResponses))]
 async fn add_member(
     State(state): State<AppState>,
     caller: Caller,
     ApiJson(input): ApiJson<NewMember>,
-) -> ApiResult<(StatusCode, ApiJson<Member>)> {
-    Ok((StatusCode::CREATED, ApiJson(people::add_member(state.store.as_ref(), &caller, input).await?)))
+) -> ApiResult<Response> {
+    Ok(match people::add_member(state.store.as_ref(), &caller, input).await? {
+        people::Joining::Added(member) => (StatusCode::CREATED, ApiJson(member)).into_response(),
+        people::Joining::Invited(invitation) => {
+            (StatusCode::ACCEPTED, ApiJson(InvitationCreated { invitation })).into_response()
+        }
+    })
+}
+
+/// `GET /me/invitations`: the invitations of the caller's account to other workspaces, oldest first. People only.
+#[utoipa::path(get, path = "/me/invitations", tag = "people",
+    responses((status = 200, description = "The pending invitations", body = Page<Invitation>), ErrorResponses))]
+async fn my_invitations(State(state): State<AppState>, caller: Caller) -> ApiResult<ApiJson<Page<Invitation>>> {
+    let items = people::my_invitations(state.store.as_ref(), &caller).await?;
+    Ok(ApiJson(Page { items, next_cursor: None }))
+}
+
+/// `POST /me/invitations/{id}/accept`: the caller joins the invitation's workspace with its role. 404 if their
+/// account has no such pending invitation.
+#[utoipa::path(post, path = "/me/invitations/{id}/accept", tag = "people",
+    params(("id" = Uuid, Path, description = "The invitation's id")),
+    responses((status = 200, description = "Accepted: a member now", body = Invitation), ErrorResponses))]
+async fn accept_invitation(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<ApiJson<Invitation>> {
+    let id = path_id(&id, "invitation")?;
+    Ok(ApiJson(people::answer_invitation(state.store.as_ref(), &caller, id, true).await?))
+}
+
+/// `POST /me/invitations/{id}/decline`: the invitation goes, and nothing else changes. 404 if the caller's account
+/// has no such pending invitation.
+#[utoipa::path(post, path = "/me/invitations/{id}/decline", tag = "people",
+    params(("id" = Uuid, Path, description = "The invitation's id")),
+    responses((status = 200, description = "Declined", body = Invitation), ErrorResponses))]
+async fn decline_invitation(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<ApiJson<Invitation>> {
+    let id = path_id(&id, "invitation")?;
+    Ok(ApiJson(people::answer_invitation(state.store.as_ref(), &caller, id, false).await?))
 }
 
 /// `PATCH /members/{user_id}` (admin): another role (effective on the member's next request; 409 for the last
@@ -202,7 +251,8 @@ async fn get_me(caller: Caller) -> ApiJson<Me> {
     })
 }
 
-/// `PATCH /me`: a person sets where they are reached (email, Slack user id); `null` removes one.
+/// `PATCH /me`: a person sets where they are reached (email, Slack user id); `null` removes one. A new email
+/// address is stored unverified and sent a verification link; a Slack id set here is unproven (an admin proves it).
 #[utoipa::path(patch, path = "/me", tag = "people", request_body = AddressUpdate,
     responses((status = 200, description = "The caller as a member", body = Member), ErrorResponses))]
 async fn update_me(
@@ -210,10 +260,15 @@ async fn update_me(
     caller: Caller,
     ApiJson(update): ApiJson<AddressUpdate>,
 ) -> ApiResult<ApiJson<Member>> {
+    let mailer = people::VerificationMailer {
+        sender: state.config.channels.email_sender().ok().flatten(),
+        public_url: state.config.public_url.clone().unwrap_or_default(),
+    };
     Ok(ApiJson(
         people::update_my_addresses(
             state.store.as_ref(),
             state.slack_client(),
+            &mailer,
             &state.hub,
             &state.sends_on,
             &caller,
@@ -244,14 +299,21 @@ async fn set_my_notifications(
     Ok(ApiJson(people::set_my_notifications(state.store.as_ref(), &caller, preferences).await?))
 }
 
-/// `POST /me/password`: a signed-in person sets their password (the current one is needed once one is set).
+/// `POST /me/password`: a signed-in person sets their password (the current one is needed once one is set; a
+/// first one needs a session opened in the last 10 minutes).
 #[utoipa::path(post, path = "/me/password", tag = "people", request_body = PasswordChange,
     responses((status = 204, description = "Changed"), ErrorResponses))]
 async fn change_password(
     State(state): State<AppState>,
     caller: Caller,
+    headers: HeaderMap,
     ApiJson(change): ApiJson<PasswordChange>,
 ) -> ApiResult<StatusCode> {
-    people::change_password(state.store.as_ref(), &caller, change.current_password, change.new_password).await?;
+    let signed_in_at = match crate::auth::Proof::of(&headers) {
+        Some(crate::auth::Proof::Session(hash)) => state.store.session_opened_at(&hash).await?,
+        _ => None,
+    };
+    people::change_password(state.store.as_ref(), &caller, signed_in_at, change.current_password, change.new_password)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }

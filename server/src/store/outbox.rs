@@ -65,9 +65,10 @@ pub(super) const CHANNEL_SUMMARY: &str = "SELECT MAX(sent_at), \
 /// A workspace's last failed attempt on one channel (`$1` workspace, `$2` channel): when, and why.
 pub(super) const CHANNEL_LAST_FAILURE: &str = "SELECT updated_at, last_error FROM deliveries \
      WHERE workspace_id = $1 AND channel = $2 AND last_error IS NOT NULL ORDER BY updated_at DESC LIMIT 1";
-/// The memberships a Slack user id is mapped to: `(workspace_id, user_id)`.
-pub(super) const SLACK_MEMBERSHIPS: &str =
-    "SELECT workspace_id, user_id FROM memberships WHERE slack_user_id = $1 ORDER BY workspace_id";
+/// The memberships a Slack user id is proven to be (`(workspace_id, user_id)`): an id a member only claimed maps
+/// nobody's clicks.
+pub(super) const SLACK_MEMBERSHIPS: &str = "SELECT workspace_id, user_id FROM memberships \
+     WHERE slack_user_id = $1 AND slack_user_id_proven ORDER BY workspace_id";
 /// When the soonest delivery still to send is due.
 pub(super) const NEXT_DELIVERY_DUE: &str = "SELECT MIN(next_attempt_at) FROM deliveries \
      WHERE status = 'queued' OR status = 'retrying'";

@@ -44,6 +44,11 @@ pub struct MemberRow {
     pub created_at: DateTime<Utc>,
     pub email: Option<String>,
     pub slack_user_id: Option<String>,
+    /// Whether the Slack id is proven (an admin set it, or a verified address found it): only a proven id maps
+    /// Slack clicks to the member and receives their messages.
+    pub slack_user_id_proven: bool,
+    /// Whether the account has verified the membership's email address (confirmed a link sent there).
+    pub email_verified: bool,
     /// The channel thresholds as JSON (`app::types::NotificationPreferences`); `None` = the defaults.
     pub notifications: Option<String>,
     /// Until when they are away, handing their assigned questions to `delegate_id`.
@@ -73,6 +78,7 @@ impl MemberRow {
         MemberSettings {
             email: self.email.clone(),
             slack_user_id: self.slack_user_id.clone(),
+            slack_user_id_proven: self.slack_user_id_proven,
             notifications: self.notifications.clone(),
             away_until: self.away_until,
             delegate_id: self.delegate_id,
@@ -89,6 +95,8 @@ impl MemberRow {
             created_at: self.created_at,
             email: self.email.clone(),
             slack_user_id: self.slack_user_id.clone(),
+            slack_user_id_proven: self.slack_user_id_proven,
+            email_verified: self.email_verified,
             away_until: self.away_until,
             delegate: self.delegate.clone(),
         })
@@ -100,6 +108,8 @@ impl MemberRow {
 pub struct MemberSettings {
     pub email: Option<String>,
     pub slack_user_id: Option<String>,
+    /// Whether the Slack id is proven; setting a proven id takes it from any other member of the workspace.
+    pub slack_user_id_proven: bool,
     /// JSON of `app::types::NotificationPreferences`; `None` = the defaults.
     pub notifications: Option<String>,
     pub away_until: Option<DateTime<Utc>>,
@@ -140,13 +150,60 @@ pub struct SigninLinkRow {
     pub expires_at: DateTime<Utc>,
 }
 
-/// A membership whose email address matched a sign-in's: whose account, in which workspace.
+/// The account that verified an email address a sign-in names.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct MemberByEmail {
+pub struct AccountByEmail {
     pub user_id: Uuid,
-    pub workspace: String,
     /// Whether the account is disabled (it then signs in nowhere).
     pub disabled: bool,
+}
+
+/// An invitation of an existing account to a workspace, pending until its owner accepts or declines it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct InvitationRow {
+    pub id: Uuid,
+    pub workspace_id: Uuid,
+    /// The workspace's name (read with the row; ignored when inserting).
+    pub workspace: String,
+    pub user_id: Uuid,
+    pub role: Role,
+    pub invited_by: String,
+    pub created_at: DateTime<Utc>,
+}
+
+impl InvitationRow {
+    pub fn to_invitation(&self, username: &str) -> app::types::Invitation {
+        app::types::Invitation {
+            id: self.id,
+            workspace: self.workspace.clone(),
+            username: username.to_owned(),
+            role: self.role,
+            invited_by: self.invited_by.clone(),
+            created_at: self.created_at,
+        }
+    }
+}
+
+/// A verification link sent to an address: the code only as its hash.
+#[derive(Debug, Clone)]
+pub struct EmailVerificationRow {
+    pub code_hash: Vec<u8>,
+    pub user_id: Uuid,
+    /// Lower-cased.
+    pub email: String,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// What confirming a verification link did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EmailConfirmation {
+    /// The account verified the address.
+    Verified { email: String },
+    /// No such link for this account: unknown, used, expired, or sent to another account.
+    Unknown,
+    /// Another account verified the address first; it keeps it.
+    TakenByAnother,
 }
 
 /// A person single sign-on creates: their account, and their membership of one workspace with a role and the
@@ -156,6 +213,7 @@ pub struct ProvisionedMember {
     pub user: UserRow,
     pub workspace_id: Uuid,
     pub role: Role,
+    /// Lower-cased; the account is recorded as having verified it (the provider did, and the account is new).
     pub email: String,
 }
 
@@ -255,11 +313,44 @@ pub trait PeopleStore: Send + Sync {
     /// Whether anyone can sign in to the workspace other than by a sign-in link: a live token, or a member with
     /// a password.
     async fn has_credentials(&self, workspace_id: Uuid) -> StoreResult<bool>;
-    /// The memberships whose email address is `email` (compared without regard to ASCII case), the oldest first.
-    async fn members_by_email(&self, email: &str) -> StoreResult<Vec<MemberByEmail>>;
-    /// Stores a new account and its one membership with the audit entries that record them, in one transaction;
-    /// [`StoreError::Duplicate`] if the username is taken.
+    /// The account that verified `email` (compared lower-cased), if one did.
+    async fn account_by_verified_email(&self, email: &str) -> StoreResult<Option<AccountByEmail>>;
+    /// Whether an admin removed someone with the address `email` (lower-cased) from the workspace, and nobody added
+    /// them again since.
+    async fn removed_from(&self, workspace_id: Uuid, email: &str) -> StoreResult<bool>;
+    /// Stores a new account and its one membership, with its address recorded as verified, and the audit entries
+    /// that record them, in one transaction; [`StoreError::Duplicate`] if the username is taken.
     async fn provision_member(&self, member: &ProvisionedMember, audit: &[NewAuditEntry]) -> StoreResult<()>;
+    /// Stores an invitation with its audit entry, in one transaction; [`StoreError::Duplicate`] if the account has
+    /// a pending invitation to the workspace already.
+    async fn insert_invitation(&self, invitation: &InvitationRow, audit: &NewAuditEntry) -> StoreResult<()>;
+    /// The account's pending invitations, oldest first.
+    async fn invitations_of(&self, user_id: Uuid) -> StoreResult<Vec<InvitationRow>>;
+    /// Answers the account's pending invitation `id` once (of two answers, one wins): accepting makes the
+    /// membership (nothing if they are a member already), declining only drops it; with the audit entry `audit`
+    /// makes of it, in one transaction. `None` if the account has no such pending invitation.
+    async fn answer_invitation(
+        &self,
+        user_id: Uuid,
+        id: Uuid,
+        accept: bool,
+        audit: &(dyn for<'r> Fn(&'r InvitationRow) -> NewAuditEntry + Send + Sync),
+    ) -> StoreResult<Option<InvitationRow>>;
+    /// Stores a verification link sent to an address, dropping the account's expired ones.
+    async fn insert_email_verification(&self, verification: &EmailVerificationRow) -> StoreResult<()>;
+    /// The account and address of a live verification link, without using it.
+    async fn email_verification(&self, code_hash: &[u8], now: DateTime<Utc>) -> StoreResult<Option<(Uuid, String)>>;
+    /// Uses a verification link of `user_id` once and records its address as the account's, with the audit entry
+    /// `audit` makes of the address, in one transaction.
+    async fn confirm_email_verification(
+        &self,
+        code_hash: &[u8],
+        user_id: Uuid,
+        now: DateTime<Utc>,
+        audit: &(dyn for<'r> Fn(&'r str) -> NewAuditEntry + Send + Sync),
+    ) -> StoreResult<EmailConfirmation>;
+    /// When the session with this id hash was opened (by a sign-in of any kind), if it exists.
+    async fn session_opened_at(&self, id_hash: &[u8]) -> StoreResult<Option<DateTime<Utc>>>;
     /// Stores a new sign-in link and drops the workspace's unused ones (only the newest printed link works).
     async fn replace_signin_link(&self, link: &SigninLinkRow) -> StoreResult<()>;
     /// Uses a sign-in link once: the person it signs in, or `None` if the code is unknown, used or expired.
@@ -307,21 +398,84 @@ pub(super) const USER_PRINCIPAL: &str = "SELECT u.id, CAST('user' AS TEXT) AS ki
      w.name AS workspace, u.username AS name, m.role FROM users u JOIN memberships m ON m.user_id = u.id \
      JOIN workspaces w ON w.id = m.workspace_id";
 pub(super) const MEMBER_COLUMNS: &str = "u.id AS user_id, u.username, u.display_name, m.role, \
-     (u.password_hash IS NOT NULL) AS has_password, m.created_at, m.email, m.slack_user_id, m.notifications, \
+     (u.password_hash IS NOT NULL) AS has_password, m.created_at, m.email, m.slack_user_id, m.slack_user_id_proven, \
+     EXISTS (SELECT 1 FROM verified_emails v WHERE v.user_id = m.user_id AND v.email = lower(m.email)) \
+     AS email_verified, m.notifications, \
      m.away_until, m.delegate_id, (SELECT d.username FROM users d WHERE d.id = m.delegate_id) AS delegate";
 pub(super) const TOKEN_INFO_COLUMNS: &str = "id, name, role, created_by, created_at, revoked_at";
 pub(super) const USER_COLUMNS: &str = "id, username, display_name, password_hash, created_at, disabled_at";
 
-/// The memberships with an email address (`$1`), as [`PeopleStore::members_by_email`] returns them. SQLite's
+/// The account that verified an address (`$1`), as [`PeopleStore::account_by_verified_email`] returns it. SQLite's
 /// `lower` folds ASCII only: addresses differing in the case of other letters do not match there.
-pub(super) const MEMBERS_BY_EMAIL: &str = "SELECT m.user_id, w.name AS workspace, \
-     (u.disabled_at IS NOT NULL) AS disabled FROM memberships m JOIN users u ON u.id = m.user_id \
-     JOIN workspaces w ON w.id = m.workspace_id WHERE lower(m.email) = lower($1) ORDER BY m.created_at, w.name";
+pub(super) const ACCOUNT_BY_VERIFIED_EMAIL: &str = "SELECT v.user_id, (u.disabled_at IS NOT NULL) AS disabled \
+     FROM verified_emails v JOIN users u ON u.id = v.user_id WHERE v.email = lower($1)";
+/// Whether a removal from workspace `$1` names the address `$2`.
+pub(super) const REMOVED_FROM: &str =
+    "SELECT 1 FROM member_removals WHERE workspace_id = $1 AND email = lower($2) LIMIT 1";
+/// Records a removal (`$1` workspace, `$2` user, `$3` when) with the membership's address, before the membership
+/// goes.
+pub(super) const RECORD_REMOVAL: &str = "INSERT INTO member_removals (workspace_id, user_id, email, removed_at) \
+     SELECT workspace_id, user_id, lower(email), $3 FROM memberships WHERE workspace_id = $1 AND user_id = $2 \
+     ON CONFLICT (workspace_id, user_id) DO UPDATE SET email = excluded.email, removed_at = excluded.removed_at";
+/// Forgets a removal (`$1` workspace, `$2` user): the person was added again.
+pub(super) const FORGET_REMOVAL: &str = "DELETE FROM member_removals WHERE workspace_id = $1 AND user_id = $2";
+/// Records an address (`$1`, lower-cased) as verified by account `$2` at `$3`, unless an account verified it
+/// already.
+pub(super) const INSERT_VERIFIED_EMAIL: &str = "INSERT INTO verified_emails (email, user_id, verified_at) \
+     VALUES (lower($1), $2, $3) ON CONFLICT (email) DO NOTHING";
+/// The account holding a verified address (`$1`).
+pub(super) const VERIFIED_EMAIL_HOLDER: &str = "SELECT user_id FROM verified_emails WHERE email = lower($1)";
+/// Stores an invitation (`id`, `workspace_id`, `user_id`, `role`, `invited_by`, `created_at`).
+pub(super) const INSERT_INVITATION: &str = "INSERT INTO invitations (id, workspace_id, user_id, role, invited_by, \
+     created_at) VALUES ($1, $2, $3, $4, $5, $6)";
+/// The columns of an invitation with its workspace's name (`i` joined with `w`).
+pub(super) const INVITATION_COLUMNS: &str =
+    "i.id, i.workspace_id, w.name AS workspace, i.user_id, i.role, i.invited_by, i.created_at";
+/// Takes an account's (`$1`) pending invitation (`$2`) away, so only one answer gets it.
+pub(super) const TAKE_INVITATION: &str = "DELETE FROM invitations WHERE user_id = $1 AND id = $2 \
+     RETURNING id, workspace_id, user_id, role, invited_by, created_at";
+/// An invitation as [`TAKE_INVITATION`] returns it, before its workspace's name is read.
+pub(super) type TakenInvitation = (Uuid, Uuid, Uuid, Role, String, DateTime<Utc>);
+/// A workspace's name (`$1` its id).
+pub(super) const WORKSPACE_NAME: &str = "SELECT name FROM workspaces WHERE id = $1";
+
+impl InvitationRow {
+    /// The row of a taken invitation, with its workspace's name.
+    pub(super) fn taken(
+        (id, workspace_id, user_id, role, invited_by, created_at): TakenInvitation,
+        workspace: String,
+    ) -> Self {
+        InvitationRow { id, workspace_id, workspace, user_id, role, invited_by, created_at }
+    }
+}
+/// The membership an accepted invitation makes (`workspace_id`, `user_id`, `role`, `created_at`); nothing if it
+/// exists.
+pub(super) const INSERT_INVITED_MEMBER: &str = "INSERT INTO memberships (workspace_id, user_id, role, created_at) \
+     VALUES ($1, $2, $3, $4) ON CONFLICT (workspace_id, user_id) DO NOTHING";
+/// Stores a verification link (`code_hash`, `user_id`, `email`, `created_at`, `expires_at`).
+pub(super) const INSERT_EMAIL_VERIFICATION: &str = "INSERT INTO email_verifications (code_hash, user_id, email, \
+     created_at, expires_at) VALUES ($1, $2, $3, $4, $5)";
+/// Drops an account's (`$1`) expired links (`$2` is now).
+pub(super) const DROP_EXPIRED_VERIFICATIONS: &str =
+    "DELETE FROM email_verifications WHERE user_id = $1 AND expires_at <= $2";
+/// A live verification link (`$1` code hash, `$2` now).
+pub(super) const EMAIL_VERIFICATION: &str =
+    "SELECT user_id, email FROM email_verifications WHERE code_hash = $1 AND expires_at > $2";
+/// Uses an account's (`$2`) live verification link (`$1`, `$3` now) once.
+pub(super) const USE_EMAIL_VERIFICATION: &str = "DELETE FROM email_verifications WHERE code_hash = $1 \
+     AND user_id = $2 AND expires_at > $3 RETURNING email";
+/// When a session (`$1`) was opened.
+pub(super) const SESSION_OPENED_AT: &str = "SELECT created_at FROM sessions WHERE id_hash = $1";
+/// Takes a proven Slack id (`$2`) from every member of workspace `$1` but `$3`: a workspace holds each proven id
+/// once, and the latest proof wins.
+pub(super) const RELEASE_SLACK_ID: &str = "UPDATE memberships SET slack_user_id = NULL, slack_user_id_proven = \
+     FALSE WHERE workspace_id = $1 AND slack_user_id = $2 AND user_id <> $3";
 /// A new member with their email address (`workspace_id`, `user_id`, `role`, `created_at`, `email`).
 pub(super) const INSERT_MEMBER_WITH_EMAIL: &str =
     "INSERT INTO memberships (workspace_id, user_id, role, created_at, email) VALUES ($1, $2, $3, $4, $5)";
 
 /// Replaces a member's settings (`email`, `slack_user_id`, `notifications`, `workspace_id`, `user_id`,
-/// `away_until`, `delegate_id`).
+/// `away_until`, `delegate_id`, `slack_user_id_proven`).
 pub(super) const SET_MEMBER_SETTINGS: &str = "UPDATE memberships SET email = $1, slack_user_id = $2, \
-     notifications = $3, away_until = $6, delegate_id = $7 WHERE workspace_id = $4 AND user_id = $5";
+     notifications = $3, away_until = $6, delegate_id = $7, slack_user_id_proven = $8 \
+     WHERE workspace_id = $4 AND user_id = $5";

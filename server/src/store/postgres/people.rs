@@ -142,6 +142,7 @@ impl PeopleStore for PostgresStore {
             Err(err) if is_unique_violation(&err) => return Err(StoreError::Duplicate("membership")),
             Err(err) => return Err(err.into()),
         }
+        sqlx::query(FORGET_REMOVAL).bind(workspace_id).bind(user_id).execute(&mut *tx).await?;
         for entry in audit {
             self.append_audit_in(&mut tx, entry).await?;
         }
@@ -214,6 +215,14 @@ impl PeopleStore for PostgresStore {
         audit: &NewAuditEntry,
     ) -> StoreResult<bool> {
         let mut tx = self.pool.begin().await?;
+        if let (Some(slack_user_id), true) = (&settings.slack_user_id, settings.slack_user_id_proven) {
+            sqlx::query(RELEASE_SLACK_ID)
+                .bind(workspace_id)
+                .bind(slack_user_id)
+                .bind(user_id)
+                .execute(&mut *tx)
+                .await?;
+        }
         let updated = sqlx::query(SET_MEMBER_SETTINGS)
             .bind(settings.email.as_deref())
             .bind(settings.slack_user_id.as_deref())
@@ -222,6 +231,7 @@ impl PeopleStore for PostgresStore {
             .bind(user_id)
             .bind(settings.away_until)
             .bind(settings.delegate_id)
+            .bind(settings.slack_user_id_proven)
             .execute(&mut *tx)
             .await?
             .rows_affected();
@@ -249,6 +259,12 @@ impl PeopleStore for PostgresStore {
             tx.rollback().await?;
             return Ok(MembershipChange::LastAdmin);
         }
+        sqlx::query(RECORD_REMOVAL)
+            .bind(workspace_id)
+            .bind(user_id)
+            .bind(crate::store::now())
+            .execute(&mut *tx)
+            .await?;
         for statement in [
             "DELETE FROM sessions WHERE workspace_id = $1 AND user_id = $2",
             "DELETE FROM signin_links WHERE workspace_id = $1 AND user_id = $2",
@@ -352,8 +368,135 @@ impl PeopleStore for PostgresStore {
         Ok(found.is_some())
     }
 
-    async fn members_by_email(&self, email: &str) -> StoreResult<Vec<MemberByEmail>> {
-        Ok(sqlx::query_as(MEMBERS_BY_EMAIL).bind(email).fetch_all(&self.pool).await?)
+    async fn account_by_verified_email(&self, email: &str) -> StoreResult<Option<AccountByEmail>> {
+        Ok(sqlx::query_as(ACCOUNT_BY_VERIFIED_EMAIL).bind(email).fetch_optional(&self.pool).await?)
+    }
+
+    async fn removed_from(&self, workspace_id: Uuid, email: &str) -> StoreResult<bool> {
+        let found: Option<(i32,)> =
+            sqlx::query_as(REMOVED_FROM).bind(workspace_id).bind(email).fetch_optional(&self.pool).await?;
+        Ok(found.is_some())
+    }
+
+    async fn insert_invitation(&self, invitation: &InvitationRow, audit: &NewAuditEntry) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await?;
+        let result = sqlx::query(INSERT_INVITATION)
+            .bind(invitation.id)
+            .bind(invitation.workspace_id)
+            .bind(invitation.user_id)
+            .bind(invitation.role.as_str())
+            .bind(&invitation.invited_by)
+            .bind(invitation.created_at)
+            .execute(&mut *tx)
+            .await;
+        match result {
+            Ok(_) => {}
+            Err(err) if is_unique_violation(&err) => return Err(StoreError::Duplicate("invitation")),
+            Err(err) => return Err(err.into()),
+        }
+        self.append_audit_in(&mut tx, audit).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn invitations_of(&self, user_id: Uuid) -> StoreResult<Vec<InvitationRow>> {
+        Ok(sqlx::query_as(&format!(
+            "SELECT {INVITATION_COLUMNS} FROM invitations i JOIN workspaces w ON w.id = i.workspace_id \
+             WHERE i.user_id = $1 ORDER BY i.created_at, i.id"
+        ))
+        .bind(user_id)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    async fn answer_invitation(
+        &self,
+        user_id: Uuid,
+        id: Uuid,
+        accept: bool,
+        audit: &(dyn for<'r> Fn(&'r InvitationRow) -> NewAuditEntry + Send + Sync),
+    ) -> StoreResult<Option<InvitationRow>> {
+        let mut tx = self.pool.begin().await?;
+        let taken: Option<TakenInvitation> =
+            sqlx::query_as(TAKE_INVITATION).bind(user_id).bind(id).fetch_optional(&mut *tx).await?;
+        let Some(taken) = taken else {
+            tx.rollback().await?;
+            return Ok(None);
+        };
+        let (workspace,): (String,) = sqlx::query_as(WORKSPACE_NAME).bind(taken.1).fetch_one(&mut *tx).await?;
+        let invitation = InvitationRow::taken(taken, workspace);
+        if accept {
+            sqlx::query(INSERT_INVITED_MEMBER)
+                .bind(invitation.workspace_id)
+                .bind(user_id)
+                .bind(invitation.role.as_str())
+                .bind(crate::store::now())
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(FORGET_REMOVAL).bind(invitation.workspace_id).bind(user_id).execute(&mut *tx).await?;
+        }
+        self.append_audit_in(&mut tx, &audit(&invitation)).await?;
+        tx.commit().await?;
+        Ok(Some(invitation))
+    }
+
+    async fn insert_email_verification(&self, verification: &EmailVerificationRow) -> StoreResult<()> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(DROP_EXPIRED_VERIFICATIONS)
+            .bind(verification.user_id)
+            .bind(verification.created_at)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(INSERT_EMAIL_VERIFICATION)
+            .bind(&verification.code_hash)
+            .bind(verification.user_id)
+            .bind(&verification.email)
+            .bind(verification.created_at)
+            .bind(verification.expires_at)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn email_verification(&self, code_hash: &[u8], now: DateTime<Utc>) -> StoreResult<Option<(Uuid, String)>> {
+        Ok(sqlx::query_as(EMAIL_VERIFICATION).bind(code_hash).bind(now).fetch_optional(&self.pool).await?)
+    }
+
+    async fn confirm_email_verification(
+        &self,
+        code_hash: &[u8],
+        user_id: Uuid,
+        now: DateTime<Utc>,
+        audit: &(dyn for<'r> Fn(&'r str) -> NewAuditEntry + Send + Sync),
+    ) -> StoreResult<EmailConfirmation> {
+        let mut tx = self.pool.begin().await?;
+        let used: Option<(String,)> = sqlx::query_as(USE_EMAIL_VERIFICATION)
+            .bind(code_hash)
+            .bind(user_id)
+            .bind(now)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let Some((email,)) = used else {
+            tx.rollback().await?;
+            return Ok(EmailConfirmation::Unknown);
+        };
+        sqlx::query(INSERT_VERIFIED_EMAIL).bind(&email).bind(user_id).bind(now).execute(&mut *tx).await?;
+        let (holder,): (Uuid,) = sqlx::query_as(VERIFIED_EMAIL_HOLDER).bind(&email).fetch_one(&mut *tx).await?;
+        if holder != user_id {
+            // The link stays unused: the address is another account's.
+            tx.rollback().await?;
+            return Ok(EmailConfirmation::TakenByAnother);
+        }
+        self.append_audit_in(&mut tx, &audit(&email)).await?;
+        tx.commit().await?;
+        Ok(EmailConfirmation::Verified { email })
+    }
+
+    async fn session_opened_at(&self, id_hash: &[u8]) -> StoreResult<Option<DateTime<Utc>>> {
+        let found: Option<(DateTime<Utc>,)> =
+            sqlx::query_as(SESSION_OPENED_AT).bind(id_hash).fetch_optional(&self.pool).await?;
+        Ok(found.map(|(at,)| at))
     }
 
     async fn provision_member(&self, member: &ProvisionedMember, audit: &[NewAuditEntry]) -> StoreResult<()> {
@@ -366,6 +509,12 @@ impl PeopleStore for PostgresStore {
             .bind(member.role.as_str())
             .bind(user.created_at)
             .bind(&member.email)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(INSERT_VERIFIED_EMAIL)
+            .bind(&member.email)
+            .bind(user.id)
+            .bind(user.created_at)
             .execute(&mut *tx)
             .await?;
         for entry in audit {
