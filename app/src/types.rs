@@ -467,6 +467,10 @@ pub struct Approval {
     pub at: DateTime<Utc>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
+    /// The person it counts as: the approver's account, or the account that made the token that gave it. A quorum
+    /// counts distinct people, so two tokens of one person are one approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub person_id: Option<Uuid>,
 }
 
 /// Who a new question is for: `{"user": U}`, `{"role": R}`, or `{"role": R, "strategy": "round_robin"}`.

@@ -37,7 +37,7 @@ after(async () => {
   await server?.stop();
 });
 
-/** A token of its own name: approvals count people (and tokens) by name. */
+/** A token of its own name, made with the operator's token: a service identity, which stands for no person. */
 async function approverToken(name) {
   const created = await api(server, 'POST', '/tokens', { name, role: 'approver' });
   assert.equal(created.status, 201);
@@ -106,16 +106,25 @@ test('a two-person approval shows its progress everywhere, is claimed from the m
   await page.getByTestId('question-claim-button').waitFor();
   assert.equal((await api(server, 'GET', `/questions/${id}`)).json.claimed_by, undefined);
 
-  // The second approver, elsewhere, completes it.
-  const done = await answerAs(second, id, { value: true, comment: 'rotation window is open' });
-  assert.equal(done.status, 200);
-  assert.equal(done.json.status, 'answered');
-  assert.deepEqual(done.json.approvals.map((a) => a.by), [server.username, 'on-call lead']);
+  // A quorum counts people: the operator's token may not give the second approval; another person, elsewhere, does.
+  const byService = await answerAs(second, id, { value: true });
+  assert.equal(byService.status, 403);
+  const lead = { username: 'lead', password: 'pw-lead-0123456789' };
+  assert.equal((await api(server, 'POST', '/members', { ...lead, role: 'approver' })).status, 201);
+  const elsewhere = await browser.newPage();
+  await signIn(elsewhere, server, `/questions/${id}`, lead);
+  await waitForHydration(elsewhere);
+  await elsewhere.getByTestId('answer-approve').click();
+  await eventually('the second approval answers it', async () =>
+    (await api(server, 'GET', `/questions/${id}`)).json.status === 'answered');
+  const done = (await api(server, 'GET', `/questions/${id}`)).json;
+  assert.deepEqual(done.approvals.map((a) => a.by), [server.username, 'lead']);
+  await elsewhere.close();
   await eventually('the page shows the answer', async () => {
     await page.reload();
     return (await page.getByTestId('resolution').count()) === 1;
   });
-  assert.match(await page.getByTestId('resolution').textContent(), /on-call lead/);
+  assert.match(await page.getByTestId('resolution').textContent(), /lead/);
   await page.close();
 });
 

@@ -384,6 +384,7 @@ async fn create_token(workspace: &str, role: Role, name: &str, database: &AdminD
             secret_hash: hash_secret(&secret),
             created_at: crate::store::now(),
             created_by: Some("cli".into()),
+            maker_id: None,
         },
         &actor,
     )

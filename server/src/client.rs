@@ -287,6 +287,7 @@ async fn local_token(state: &crate::state::AppState, identity: LocalIdentity) ->
         secret_hash: hash_secret(&secret),
         created_at: crate::store::now(),
         created_by: Some("cli".into()),
+        maker_id: None,
     };
     let actor = crate::store::AuditActor::policy("embedded engine", None);
     crate::people::store_token(state.store.as_ref(), &row, &actor)

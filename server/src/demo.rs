@@ -114,6 +114,7 @@ async fn create_token(store: &dyn Store, workspace_id: Uuid) -> Result<(Uuid, St
         secret_hash: hash_secret(&secret),
         created_at: now(),
         created_by: Some("demo".into()),
+        maker_id: None,
     };
     let actor = AuditActor::policy("holdpoint demo", None);
     crate::people::store_token(store, &token, &actor)

@@ -37,22 +37,36 @@ pub struct Call<'a> {
     pub arguments: &'a Value,
     /// The run it belongs to, if any.
     pub run_id: Option<Uuid>,
-    /// Its agent: an agent's name, or `token:<id>` for a token asking directly.
+    /// Who is calling, as an `agent` grant is bound to it: see [`agent_of_run`] and [`agent_of_question`].
     pub agent: Option<String>,
 }
 
-/// The `agent` of a question: its run's agent, or the token that asked it directly.
-pub fn agent_of_question(run_id: Option<Uuid>, created_by: Option<Uuid>, run_agent: Option<&str>) -> Option<String> {
-    match (run_id, run_agent) {
-        (Some(_), Some(agent)) => Some(agent.to_owned()),
-        (Some(_), None) => None,
-        (None, _) => created_by.map(token_agent),
+/// The `agent` a call of `run` comes from, as an `agent` grant is bound to it: for a run the server executes, the
+/// agent definition it runs (`agent:<id>`), which only an admin can change; for a run a client executes, whoever
+/// started it (`token:<id>`), since that client decides its calls whatever agent the run names. Never an agent's
+/// name: any agent token may run any agent, and a name would let one token's grants cover another's calls. `None`
+/// for an inline definition the server executes (no agent to bind to).
+pub fn agent_of_run(run: &crate::store::RunRow) -> Option<String> {
+    match run.executor {
+        app::types::RunExecutor::Server => run.agent_id.map(|id| format!("agent:{id}")),
+        app::types::RunExecutor::Client => run.created_by.map(token_agent),
     }
 }
 
-/// The `agent` of the calls a token asks about directly (MCP's `request_approval`, `POST /questions`).
-pub fn token_agent(token_id: Uuid) -> String {
-    format!("token:{token_id}")
+/// The `agent` of a question, as an `agent` grant is bound to it: a tool-call approval of a run is its run's
+/// ([`agent_of_run`]); any other question comes from the token (or person) that asked it (`token:<id>`), naming a
+/// run or not: asking with a run's id does not make a caller that run's agent.
+pub fn agent_of_question(row: &crate::store::QuestionRow, run: Option<&crate::store::RunRow>) -> Option<String> {
+    match run {
+        Some(run) if row.tool_call_id.is_some() && row.run_id == Some(run.id) => agent_of_run(run),
+        _ => row.created_by.map(token_agent),
+    }
+}
+
+/// The `agent` of the calls a token (or person) asks about itself (MCP's `request_approval`, `POST /questions`, a
+/// run it executes as a client): its own id, which no other token shares.
+pub fn token_agent(principal_id: Uuid) -> String {
+    format!("token:{principal_id}")
 }
 
 /// Checks a grant request that comes with an approval of `question` (the answer approves it, with `arguments`
@@ -176,14 +190,14 @@ fn grant_json(grant: &GrantRow) -> Value {
     })
 }
 
-/// A tool call of a run, as the grants that may cover it see it: the run's agent is its agent.
+/// A tool call of a run, as the grants that may cover it see it: its agent is the run's ([`agent_of_run`]).
 pub fn call_of_run<'a>(run: &'a crate::store::RunRow, call: &'a crate::store::ToolCallRow) -> Call<'a> {
     Call {
         workspace_id: run.workspace_id,
         tool_name: &call.tool_name,
         arguments: &call.input.0,
         run_id: Some(run.id),
-        agent: Some(run.agent.0.name.clone()),
+        agent: agent_of_run(run),
     }
 }
 

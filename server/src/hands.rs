@@ -163,9 +163,10 @@ async fn hand_over(
         let Some(taker) = stand_in(reached.members, &away.username, row.kind, at) else { return Ok(false) };
         let mut after = row.clone();
         after.assignee = Some(Json(Assignee::User(taker.username.clone())));
-        if after.claimed_by.as_deref() == Some(away.username.as_str()) {
+        if after.claimed_by_id == Some(away.user_id) {
             after.claimed_by = None;
             after.claim_expires_at = None;
+            after.claimed_by_id = None;
         }
         after.revision += 1;
         after.updated_at = at;
@@ -203,23 +204,43 @@ pub const MIN_CLAIM_TTL_SECONDS: i64 = 1;
 /// is only spent by a question changing faster than anyone could act on it.
 const ATTEMPTS: usize = 64;
 
-/// Refuses with 409 an answer to a question someone else holds the claim of, unless the caller is an admin.
-pub fn require_claim(caller: &Caller, question: &Question, now: DateTime<Utc>) -> Result<(), AppError> {
-    match question.claim_holder(now) {
-        Some(holder) if holder != caller.principal.name && caller.role() != Role::Admin => Err(claimed_by(question)),
+/// Who holds `row`'s claim at `now`, as [`crate::store::Principal::counts_as`] says: a claim is held by a person
+/// (whichever of their tokens took it) or by a service token, never by a name.
+fn claim_holder(row: &QuestionRow, now: DateTime<Utc>) -> Option<Uuid> {
+    row.claimed_by_id.filter(|_| row.claim_expires_at.is_some_and(|until| until > now))
+}
+
+/// Refuses with 409 an answer to a question someone else holds the claim of, unless the caller is an admin. The
+/// holder's own tokens answer in their claim; a token that merely has their name does not.
+pub fn require_claim(caller: &Caller, row: &QuestionRow, now: DateTime<Utc>) -> Result<(), AppError> {
+    match claim_holder(row, now) {
+        Some(holder) if holder != caller.principal.counts_as() && caller.role() != Role::Admin => Err(claimed_by(row)),
         _ => Ok(()),
     }
 }
 
-fn claimed_by(question: &Question) -> AppError {
-    let holder = question.claimed_by.as_deref().unwrap_or_default();
+fn claimed_by(row: &QuestionRow) -> AppError {
+    let holder = row.claimed_by.as_deref().unwrap_or_default();
     AppError::Conflict {
         message: format!("question is claimed by {holder}"),
         details: Some(json!({
             "claimed_by": holder,
-            "claim_expires_at": question.claim_expires_at,
+            "claim_expires_at": row.claim_expires_at,
         })),
     }
+}
+
+/// Refuses with 403 a service token's approval of a question that needs several: a quorum counts people, and a
+/// token the operator made (not a person) stands for nobody.
+fn require_person(caller: &Caller) -> Result<(), AppError> {
+    if caller.principal.person.is_some() {
+        return Ok(());
+    }
+    Err(AppError::Forbidden(
+        "a service token (made by the operator, not by a person) cannot give one of several approvals: a quorum \
+         counts people; approve with your account or a token you made"
+            .into(),
+    ))
 }
 
 /// Refuses with 403 a caller the question's `eligible` does not name (a quorum's approvers).
@@ -269,19 +290,21 @@ pub async fn approve(
     channel: Option<app::types::Channel>,
 ) -> Result<Question, AppError> {
     let (store, workspace) = (answering.store, caller.principal.workspace.as_str());
+    require_person(caller)?;
     let by = caller.principal.name.clone();
     for _ in 0..ATTEMPTS {
         if row.status != QuestionStatus::Pending {
             return Err(not_pending(&row));
         }
         let question = row.to_question(workspace)?;
-        require_claim(caller, &question, crate::store::now())?;
-        if row.approvals.0.iter().any(|approval| approval.by == by) {
+        require_claim(caller, &row, crate::store::now())?;
+        if row.approvals.0.iter().any(|approval| same_person(approval, caller)) {
             return Ok(question);
         }
         let at = change_time(&row);
         let mut after = row.clone();
-        after.approvals.0.push(Approval { by: by.clone(), at, comment: answer.comment.clone() });
+        let person_id = caller.principal.person;
+        after.approvals.0.push(Approval { by: by.clone(), at, comment: answer.comment.clone(), person_id });
         after.revision += 1;
         after.updated_at = at;
         let given = after.approvals.0.len();
@@ -339,6 +362,15 @@ pub async fn approve(
         row = reread(store, &row).await?;
     }
     Err(still_changing())
+}
+
+/// Whether `approval` is the caller's person's: by the person it counts as, or by name for an approval that records
+/// no person.
+fn same_person(approval: &Approval, caller: &Caller) -> bool {
+    match approval.person_id {
+        Some(person) => caller.principal.person == Some(person),
+        None => approval.by == caller.principal.name,
+    }
 }
 
 async fn reread(store: &dyn Store, row: &QuestionRow) -> Result<QuestionRow, AppError> {
@@ -410,9 +442,10 @@ async fn change_claim(
         }
         let at = change_time(&row);
         let holder = question.claim_holder(at).map(str::to_owned);
-        let mine = holder.as_deref() == Some(caller.principal.name.as_str());
-        if holder.is_some() && !mine && caller.role() != Role::Admin {
-            return Err(claimed_by(&question));
+        let holder_id = claim_holder(&row, at);
+        let mine = holder_id.is_some() && holder_id == Some(caller.principal.counts_as());
+        if holder_id.is_some() && !mine && caller.role() != Role::Admin {
+            return Err(claimed_by(&row));
         }
         let mut after = row.clone();
         let (audit_action, audit_after) = match wanted {
@@ -420,16 +453,18 @@ async fn change_claim(
                 let until = at + Duration::seconds(ttl);
                 after.claimed_by = Some(caller.principal.name.clone());
                 after.claim_expires_at = Some(until);
+                after.claimed_by_id = Some(caller.principal.counts_as());
                 let taken_over = holder.filter(|_| !mine);
                 (
                     action::QUESTION_CLAIMED,
                     json!({ "claimed_by": caller.principal.name, "until": until, "taken_over_from": taken_over }),
                 )
             }
-            ClaimChange::Release if holder.is_none() => return Ok(question),
+            ClaimChange::Release if holder_id.is_none() => return Ok(question),
             ClaimChange::Release => {
                 after.claimed_by = None;
                 after.claim_expires_at = None;
+                after.claimed_by_id = None;
                 (action::QUESTION_UNCLAIMED, json!({ "released": holder }))
             }
         };

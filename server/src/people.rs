@@ -822,6 +822,8 @@ pub async fn create_token(store: &dyn Store, caller: &Caller, input: NewToken) -
         secret_hash: hash_secret(&secret),
         created_at: now(),
         created_by: Some(caller.principal.name.clone()),
+        // The token belongs to the person who made it (a token made by a token belongs to that token's person).
+        maker_id: caller.principal.person,
     };
     store_token(store, &row, &AuditActor::from(caller)).await?;
     tracing::info!(token = %row.id, name = %row.name, role = %row.role, by = %caller.principal.name, "token created");

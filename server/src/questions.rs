@@ -257,6 +257,7 @@ pub fn build_question(
         claimed_by: None,
         claim_expires_at: None,
         revision: 0,
+        claimed_by_id: None,
     })
 }
 
@@ -657,16 +658,16 @@ impl Asking<'_> {
         if live.is_empty() {
             return self.record(row, workspace, idempotency).await;
         }
-        let run_agent = match row.run_id {
-            Some(run_id) => self.store.run(row.workspace_id, run_id).await?.map(|run| run.agent.0.name.clone()),
-            None => None,
+        let run = match (row.run_id, &row.tool_call_id) {
+            (Some(run_id), Some(_)) => self.store.run(row.workspace_id, run_id).await?,
+            _ => None,
         };
         let call = crate::grants::Call {
             workspace_id: row.workspace_id,
             tool_name: &action.tool_name,
             arguments: &action.arguments,
             run_id: row.run_id,
-            agent: crate::grants::agent_of_question(row.run_id, row.created_by, run_agent.as_deref()),
+            agent: crate::grants::agent_of_question(row, run.as_ref()),
         };
         for grant in live.iter().filter(|grant| crate::grants::covers(grant, &call)) {
             match self.record_granted(row, workspace, idempotency, grant, &call).await {
@@ -814,24 +815,21 @@ pub fn require_answer_right(caller: &Caller, kind: QuestionKind) -> Result<(), A
 }
 
 /// Refuses with 403 unless the caller may give this answer to this question: the role rules, then the question's
-/// assignee, then separation of duties (when on, whoever asked for an approval directly may not approve it
-/// themselves; withdrawing it by rejecting stays possible).
+/// assignee, then separation of duties (when on, whoever requested an approval — see [`requester`] — may not
+/// approve it themselves; withdrawing it by rejecting stays possible).
 pub fn require_right_to_give(
     caller: &Caller,
     question: &Question,
-    created_by: Option<Uuid>,
+    requester: Option<Uuid>,
     answer: &AnswerBody,
     separation_of_duties: bool,
 ) -> Result<(), AppError> {
     require_answer_right(caller, question.kind)?;
     require_assignee(caller, question)?;
     crate::hands::require_eligible(caller, question)?;
-    // A run's tool-call approvals are requested by its agent, not by whoever started the run; the rule is about
-    // a token or person asking for permission directly (`POST /questions`, MCP, `holdpoint ask`).
     if separation_of_duties
         && question.kind == QuestionKind::Approval
-        && question.tool_call_id.is_none()
-        && created_by == Some(caller.principal.id)
+        && requester == Some(caller.principal.id)
         && answer.value == Value::Bool(true)
     {
         return Err(AppError::Forbidden(
@@ -839,6 +837,20 @@ pub fn require_right_to_give(
         ));
     }
     Ok(())
+}
+
+/// Who requested the approval `row`, for separation of duties: whoever created it, through whichever door — a token
+/// or person asking directly (`POST /questions`, MCP, `holdpoint ask`), or whoever started a run a client executes
+/// (its client decides every call it asks about, and names the tool call itself) — except the tool-call approvals
+/// of a run the server's own workers execute: its agent, as defined, requests those, not whoever started the run.
+/// Reads the run only for a tool-call approval of a run.
+pub async fn requester(store: &dyn Store, row: &QuestionRow) -> StoreResult<Option<Uuid>> {
+    let (Some(run_id), Some(_)) = (row.run_id, &row.tool_call_id) else { return Ok(row.created_by) };
+    let run = store.run(row.workspace_id, run_id).await?;
+    Ok(match run {
+        Some(run) if run.executor == app::types::RunExecutor::Server => None,
+        _ => row.created_by,
+    })
 }
 
 /// Refuses with 403 a caller the question's assignee does not name.
@@ -988,11 +1000,16 @@ pub async fn answer_granting(
         return Err(AppError::NotFound("question"));
     }
     let question = row.to_question(&caller.principal.workspace)?;
-    require_right_to_give(caller, &question, row.created_by, &answer, answering.separation_of_duties)?;
+    // Only a question the caller created can be the caller's request: for any other, nothing need be read.
+    let requester = match row.created_by {
+        Some(creator) if creator == caller.principal.id => requester(store, &row).await?,
+        other => other,
+    };
+    require_right_to_give(caller, &question, requester, &answer, answering.separation_of_duties)?;
     if question.status != QuestionStatus::Pending {
         return Err(not_pending(&row));
     }
-    crate::hands::require_claim(caller, &question, now)?;
+    crate::hands::require_claim(caller, &row, now)?;
     let mut errors = FieldErrors::default();
     check_answer(&AnswerShape::from(&question), &answer, "answer", &mut errors);
     errors.into_result("the answer")?;
@@ -1035,11 +1052,11 @@ async fn grant_with(
     if row.required_approvals > 1 {
         return Err(AppError::invalid_field("grant", "a question that needs several approvals cannot make a grant"));
     }
-    let run_agent = match row.run_id {
-        Some(run_id) => store.run(row.workspace_id, run_id).await?.map(|run| run.agent.0.name.clone()),
-        None => None,
+    let run = match (row.run_id, &row.tool_call_id) {
+        (Some(run_id), Some(_)) => store.run(row.workspace_id, run_id).await?,
+        _ => None,
     };
-    let agent = crate::grants::agent_of_question(row.run_id, row.created_by, run_agent.as_deref());
+    let agent = crate::grants::agent_of_question(row, run.as_ref());
     let arguments = match (&answer.edited_arguments, &question.action) {
         (Some(edited), _) => edited.clone(),
         (None, Some(action)) => action.arguments.clone(),

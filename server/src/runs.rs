@@ -264,8 +264,15 @@ pub async fn create_run(
 }
 
 /// `POST /runs/{id}/resume`: applies the decisions (undecided approvals are rejected), cancels unanswered
-/// questions, keeps the prompt for the next segment, and queues the run.
-pub async fn resume_run(store: &dyn Store, caller: &Caller, id: Uuid, request: ResumeRequest) -> Result<Run, AppError> {
+/// questions, keeps the prompt for the next segment, and queues the run. With `separation_of_duties`, a call whose
+/// approval the caller requested (see [`crate::questions::requester`]) is not theirs to approve (403).
+pub async fn resume_run(
+    store: &dyn Store,
+    caller: &Caller,
+    id: Uuid,
+    request: ResumeRequest,
+    separation_of_duties: bool,
+) -> Result<Run, AppError> {
     if !caller.role().may_answer() {
         return Err(AppError::Forbidden(format!("{} may not resume runs", caller.role().with_article())));
     }
@@ -308,6 +315,18 @@ pub async fn resume_run(store: &dyn Store, caller: &Caller, id: Uuid, request: R
     errors.into_result("the resume request")?;
     if decisions.iter().any(|(_, d)| d.approved) && !matches!(caller.role(), Role::Approver | Role::Admin) {
         return Err(AppError::Forbidden(format!("{} may not approve tool calls", caller.role().with_article())));
+    }
+    if separation_of_duties {
+        for question_id in decisions.iter().filter(|(_, d)| d.approved).filter_map(|(call, _)| call.question_id) {
+            let Some(question) = store.question(run.workspace_id, question_id).await? else { continue };
+            if question.created_by == Some(caller.principal.id)
+                && crate::questions::requester(store, &question).await? == Some(caller.principal.id)
+            {
+                return Err(AppError::Forbidden(
+                    "separation of duties: whoever requested an approval may not approve it themselves".into(),
+                ));
+            }
+        }
     }
     let now = crate::store::now();
     let accepted = match store.prepare_resume(run.workspace_id, run.id, request.prompt.as_deref(), now).await? {

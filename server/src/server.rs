@@ -63,6 +63,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
                 secret_hash: hash_secret(secret.expose()),
                 created_at: crate::store::now(),
                 created_by: Some("bootstrap".into()),
+                maker_id: None,
             },
             &AuditActor::policy("bootstrap token configuration", None),
         )

@@ -22,6 +22,7 @@ on_both_backends!(
     grant_requests_are_checked_and_a_faulty_one_changes_nothing,
     the_same_call_approved_by_hand_is_counted_for_the_grant_offer,
     a_prefix_grant_covers_the_command_and_every_other_argument_only_as_approved,
+    an_agent_grant_covers_the_token_that_asked_not_every_token_running_that_agent,
 );
 
 async fn app_with_shell(backend: common::Backend, scripts: &Scripts) -> Option<TestApp> {
@@ -148,7 +149,7 @@ async fn a_revoked_or_expired_grant_lets_nothing_through(backend: common::Backen
     app.wait_for_run(&run_id, "completed").await;
     let grant = app.get("/api/v1/grants").await.json["items"][0].clone();
     assert_eq!(grant["scope"], "agent");
-    assert_eq!(grant["agent"], "tester");
+    assert_eq!(grant["agent"], format!("agent:{}", agent["id"].as_str().unwrap()), "the definition, not a name");
     assert_eq!(grant["matcher"], json!({ "equals": { "command": "make test" } }));
 
     // While it lives, the agent's next run is let through.
@@ -581,4 +582,53 @@ async fn a_prefix_grant_covers_the_command_and_every_other_argument_only_as_appr
     }
     let used = audit(&app, "grant.used").await;
     assert_eq!(used.len(), 2, "two calls were let through: {used:?}");
+}
+
+/// Any agent token may run any agent, so an `agent` grant made on a token's question is bound to that token, not to
+/// the agent's name: another token running the same agent and asking the same call is asked.
+async fn an_agent_grant_covers_the_token_that_asked_not_every_token_running_that_agent(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let Some(app) = app_with_shell(backend, &scripts).await else { return };
+    let deployer = shell_agent(&app, &scripts, "deployer", &["make deploy"]).await;
+    let (first, second) = (
+        app.create_token("default", app::types::Role::Agent).await,
+        app.create_token("default", app::types::Role::Agent).await,
+    );
+    let run_of = |token: String| {
+        let body = json!({ "agent_id": deployer["id"], "input": "ship it", "executor": "client" });
+        let app = &app;
+        async move {
+            let run = app.call(Method::POST, "/api/v1/runs", Some(&token), Some(body)).await;
+            assert_eq!(run.status, StatusCode::CREATED, "{}", run.text);
+            run.json["id"].as_str().unwrap().to_owned()
+        }
+    };
+    let ask = |token: String, run_id: String| {
+        let question = json!({ "kind": "approval", "title": "Deploy?", "run_id": run_id,
+            "action": { "tool_name": "shell", "arguments": { "command": "make deploy" } } });
+        let app = &app;
+        async move {
+            let asked = app.call(Method::POST, "/api/v1/questions", Some(&token), Some(question)).await;
+            assert_eq!(asked.status, StatusCode::CREATED, "{}", asked.text);
+            asked.json
+        }
+    };
+
+    // The first token, running "deployer", is granted `make deploy` for its agent.
+    let asked = ask(first.clone(), run_of(first.clone()).await).await;
+    assert_eq!(asked["status"], "pending");
+    let answer = json!({ "value": true, "grant": { "scope": "agent" } });
+    let approved = app.post(&format!("/api/v1/questions/{}/answer", asked["id"].as_str().unwrap()), answer).await;
+    assert_eq!(approved.status, StatusCode::OK, "{}", approved.text);
+    let grant = app.get("/api/v1/grants").await.json["items"][0].clone();
+    assert!(grant["agent"].as_str().unwrap().starts_with("token:"), "bound to the token that asked: {grant}");
+
+    // Its next run asks nobody.
+    let again = ask(first.clone(), run_of(first.clone()).await).await;
+    assert_eq!(again["status"], "answered", "{again}");
+    assert_eq!(again["answered_by"], "grant");
+    // Another token running the same agent is asked.
+    let other = ask(second.clone(), run_of(second.clone()).await).await;
+    assert_eq!(other["status"], "pending", "another token does not borrow the grant: {other}");
+    assert_eq!(audit(&app, "grant.used").await.len(), 1);
 }

@@ -14,13 +14,53 @@ backend_tests!(
     a_claim_keeps_others_from_answering_until_it_ends_but_not_an_admin,
     quorum_and_claim_input_is_checked_and_nothing_is_stored,
     round_robin_gives_a_roles_questions_to_its_members_in_turn,
+    two_tokens_of_one_person_are_one_approval_and_a_service_token_gives_none,
+    a_token_named_like_a_person_does_not_answer_in_their_claim_but_their_own_token_does,
 );
 
-/// A token of its own name (approvals count people by name), with its secret.
+/// A token of its own name made by the operator's token: a service identity, no person's. Its secret.
 async fn named_token(app: &TestApp, name: &str, role: Role) -> String {
     let created = app.post("/api/v1/tokens", json!({"name": name, "role": role})).await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
     created.json["secret"].as_str().unwrap().to_owned()
+}
+
+/// A token named `name` that belongs to the person `username` (a member, made without a password if new), as one
+/// they made themselves. Its secret.
+async fn persons_token(app: &TestApp, username: &str, name: &str, role: Role) -> String {
+    let store = app.state.store.as_ref();
+    let workspace = store.ensure_workspace("default").await.unwrap();
+    let user = match store.user_by_username(username).await.unwrap() {
+        Some(user) => user,
+        None => {
+            let user = holdpoint::store::UserRow {
+                id: uuid::Uuid::now_v7(),
+                username: username.into(),
+                display_name: username.into(),
+                password_hash: None,
+                created_at: chrono::Utc::now(),
+                disabled_at: None,
+            };
+            store.insert_user(&user, &[]).await.unwrap();
+            let member_role = if role == Role::Agent { Role::Responder } else { role };
+            store.insert_membership(workspace.id, user.id, member_role, &[]).await.unwrap();
+            user
+        }
+    };
+    let secret = holdpoint::credentials::new_token_secret();
+    let token = holdpoint::store::TokenRow {
+        id: uuid::Uuid::now_v7(),
+        workspace_id: workspace.id,
+        name: name.into(),
+        role,
+        secret_hash: holdpoint::credentials::hash_secret(&secret),
+        created_at: chrono::Utc::now(),
+        created_by: Some(username.into()),
+        maker_id: Some(user.id),
+    };
+    let actor = holdpoint::store::AuditActor::policy("test harness", None);
+    holdpoint::people::store_token(store, &token, &actor).await.unwrap();
+    secret
 }
 
 fn quorum_approval(required: u8, eligible: Option<Value>) -> Value {
@@ -128,8 +168,8 @@ async fn two_of_three_waits_for_the_second_approval_and_counts_each_person_once(
 
 async fn one_rejection_answers_a_quorum_question_false_at_once(app: TestApp) {
     let agent = app.create_token("default", Role::Agent).await;
-    let ana = named_token(&app, "ana", Role::Approver).await;
-    let ben = named_token(&app, "ben", Role::Approver).await;
+    let ana = persons_token(&app, "ana", "ana", Role::Approver).await;
+    let ben = persons_token(&app, "ben", "ben", Role::Approver).await;
     let id = ask(&app, &agent, quorum_approval(3, None)).await;
     assert_eq!(answer(&app, &ana, &id, json!({"value": true})).await.json["status"], "pending");
     let rejected = answer(&app, &ben, &id, json!({"value": false, "comment": "not during the freeze"})).await;
@@ -146,8 +186,8 @@ async fn twenty_concurrent_approvers_on_two_instances_make_one_transition(app: T
     let agent = app.create_token("default", Role::Agent).await;
     let mut approvers = Vec::new();
     for n in 0..20 {
-        approvers
-            .push((format!("approver-{n:02}"), named_token(&app, &format!("approver-{n:02}"), Role::Approver).await));
+        let name = format!("approver-{n:02}");
+        approvers.push((name.clone(), persons_token(&app, &name, &name, Role::Approver).await));
     }
     let (second_state, second_router) = app.restart(|_| {}).await;
     for round in 0..3 {
@@ -367,4 +407,81 @@ async fn round_robin_gives_a_roles_questions_to_its_members_in_turn(app: TestApp
     assert!(response.status.is_client_error(), "{}", response.text);
     let after = app.get("/api/v1/questions?limit=200").await.json["items"].as_array().unwrap().len();
     assert_eq!(before, after);
+}
+
+async fn two_tokens_of_one_person_are_one_approval_and_a_service_token_gives_none(app: TestApp) {
+    let agent = app.create_token("default", Role::Agent).await;
+    // Ada, an admin, makes two approver tokens with her own account.
+    let ada = person(&app, "ada", Role::Admin).await;
+    let mut adas = Vec::new();
+    for name in ["ada's laptop", "ada's ci"] {
+        let body = json!({"name": name, "role": "approver"});
+        let created = app.session_call(&ada, Method::POST, "/api/v1/tokens", Some(body)).await;
+        assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+        adas.push(created.json["secret"].as_str().unwrap().to_owned());
+    }
+    let id = ask(&app, &agent, quorum_approval(2, None)).await;
+    let path = format!("/api/v1/questions/{id}/answer");
+
+    let first = answer(&app, &adas[0], &id, json!({"value": true})).await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.text);
+    assert_eq!(first.json["status"], "pending");
+    // Her second token is Ada again, and so is Ada signed in: one person, one approval.
+    for again in [
+        answer(&app, &adas[1], &id, json!({"value": true})).await,
+        app.session_call(&ada, Method::POST, &path, Some(json!({"value": true}))).await,
+    ] {
+        assert_eq!(again.status, StatusCode::OK, "{}", again.text);
+        assert_eq!(again.json["status"], "pending", "one person does not make a quorum of two: {}", again.text);
+        assert_eq!(again.json["approvals"].as_array().unwrap().len(), 1, "{}", again.text);
+    }
+    // A token the operator made stands for nobody: refused, and nothing changes.
+    let service = named_token(&app, "ops bot", Role::Approver).await;
+    let refused = answer(&app, &service, &id, json!({"value": true})).await;
+    let error = assert_error(&refused, StatusCode::FORBIDDEN, "forbidden");
+    assert!(error["message"].as_str().unwrap().contains("service token"), "{error}");
+    let unchanged = app.get(&format!("/api/v1/questions/{id}")).await.json;
+    assert_eq!(unchanged["status"], "pending");
+    assert_eq!(unchanged["approvals"].as_array().unwrap().len(), 1, "{unchanged}");
+
+    // Another person completes it.
+    let ben = person(&app, "ben", Role::Approver).await;
+    let second = app.session_call(&ben, Method::POST, &path, Some(json!({"value": true}))).await;
+    assert_eq!(second.status, StatusCode::OK, "{}", second.text);
+    assert_eq!(second.json["status"], "answered");
+    let by: Vec<&str> =
+        second.json["approvals"].as_array().unwrap().iter().map(|a| a["by"].as_str().unwrap()).collect();
+    assert_eq!(by, ["ada's laptop", "ben"]);
+}
+
+async fn a_token_named_like_a_person_does_not_answer_in_their_claim_but_their_own_token_does(app: TestApp) {
+    let agent = app.create_token("default", Role::Agent).await;
+    let alice = person(&app, "alice", Role::Responder).await;
+    let bob = person(&app, "bob", Role::Admin).await;
+    let id = ask(&app, &agent, json!({"title": "Which region?", "response_type": "text"})).await;
+    let claimed = app.session_call(&alice, Method::POST, &format!("/api/v1/questions/{id}/claim"), None).await;
+    assert_eq!(claimed.status, StatusCode::OK, "{}", claimed.text);
+    assert_eq!(claimed.json["claimed_by"], "alice");
+
+    // Bob makes a responder token and names it "alice": it is Bob's, not Alice's.
+    let body = json!({"name": "alice", "role": "responder"});
+    let created = app.session_call(&bob, Method::POST, "/api/v1/tokens", Some(body)).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    let namesake = created.json["secret"].as_str().unwrap().to_owned();
+    let refused = answer(&app, &namesake, &id, json!({"value": "eu-west-1"})).await;
+    let error = assert_error(&refused, StatusCode::CONFLICT, "conflict");
+    assert_eq!(error["details"]["claimed_by"], "alice", "{error}");
+    let taken = app.call(Method::POST, &format!("/api/v1/questions/{id}/claim"), Some(&namesake), None).await;
+    assert_error(&taken, StatusCode::CONFLICT, "conflict");
+    let released = app.call(Method::POST, &format!("/api/v1/questions/{id}/unclaim"), Some(&namesake), None).await;
+    assert_error(&released, StatusCode::CONFLICT, "conflict");
+    let unchanged = app.get(&format!("/api/v1/questions/{id}")).await.json;
+    assert_eq!(unchanged["status"], "pending", "{unchanged}");
+    assert_eq!(unchanged["claimed_by"], "alice", "{unchanged}");
+
+    // A token Alice made answers in her claim.
+    let hers = persons_token(&app, "alice", "alice's laptop", Role::Responder).await;
+    let answered = answer(&app, &hers, &id, json!({"value": "eu-west-1"})).await;
+    assert_eq!(answered.status, StatusCode::OK, "{}", answered.text);
+    assert_eq!(answered.json["answered_by"], "alice's laptop");
 }

@@ -1100,6 +1100,126 @@ async fn a_parent_resumes_its_paused_child(backend: common::Backend) {
     assert_eq!(child["step_count"], 2);
 }
 
+/// A client executes its run however it likes and names the tool calls it asks about: whoever started it requested
+/// every approval it asks for, and separation of duties bars them from approving one — by answering it or by
+/// resuming the run — while another approver may.
+async fn a_client_runs_starter_may_not_approve_what_it_asks_over_the_worker_protocol(backend: common::Backend) {
+    use app::types::Role;
+    use axum::http::Method;
+    let scripts = Scripts::new();
+    let Some(app) = start(backend, &scripts, None, 500).await else { return };
+    let model = scripts.write("quick.json", &json!([{ "content": "done" }]));
+    let agent_row = create_agent(&app, agent("quick", &model, &[], json!({}))).await;
+    let starter = app.create_token("default", Role::Approver).await;
+    let other = app.create_token("default", Role::Approver).await;
+    let body = json!({ "agent_id": agent_row["id"], "input": "Go", "executor": "client" });
+    let run = app.call(Method::POST, "/api/v1/runs", Some(&starter), Some(body)).await;
+    assert_eq!(run.status, StatusCode::CREATED, "{}", run.text);
+    let run_id: uuid::Uuid = run.json["id"].as_str().unwrap().parse().unwrap();
+    let worker = format!("/api/v1/runs/{run_id}/worker");
+
+    // The client asks to approve a tool call it made up.
+    let workspace_id = app.state.store.ensure_workspace("default").await.unwrap().id;
+    let input = app::types::NewQuestion {
+        kind: Some(app::types::QuestionKind::Approval),
+        title: "Deploy to production?".into(),
+        action: Some(app::types::ApprovalAction {
+            tool_name: "shell".into(),
+            arguments: json!({ "command": "deploy production" }),
+        }),
+        ..Default::default()
+    };
+    let bounds = holdpoint::questions::TimeoutBounds { min_seconds: 1, max_seconds: 86_400 };
+    let mut question = holdpoint::questions::build_question(input, workspace_id, None, bounds, chrono::Utc::now())
+        .expect("a valid question");
+    question.tool_call_id = Some("call_made_up".into());
+    let create = json!({ "op": "create_question", "question": question });
+    // Only its starter asks the run's questions.
+    let intruder = app.call(Method::POST, &worker, Some(&other), Some(create.clone())).await;
+    assert_error(&intruder, StatusCode::FORBIDDEN, "forbidden");
+    let asked = app.call(Method::POST, &worker, Some(&starter), Some(create)).await;
+    assert_eq!(asked.status, StatusCode::OK, "{}", asked.text);
+    let question_path = format!("/api/v1/questions/{}", question.id);
+    assert_eq!(app.get(&question_path).await.json["tool_call_id"], "call_made_up");
+
+    // Its call waits for that approval, as the client records it.
+    let owner = uuid::Uuid::now_v7();
+    let claimed = app
+        .call(
+            Method::POST,
+            &worker,
+            Some(&starter),
+            Some(json!({ "op": "claim", "owner": owner, "lease_seconds": 30 })),
+        )
+        .await;
+    assert_eq!(claimed.json["status"], "running", "{}", claimed.text);
+    let now = chrono::Utc::now();
+    let message = holdpoint::store::MessageRow {
+        id: uuid::Uuid::now_v7(),
+        run_id,
+        seq: 1,
+        step: 1,
+        role: "assistant".into(),
+        content: sqlx::types::Json(json!({ "role": "assistant", "content": "Deploying." })),
+        created_at: now,
+    };
+    let call = holdpoint::store::ToolCallRow {
+        id: uuid::Uuid::now_v7(),
+        run_id,
+        message_id: message.id,
+        call_id: "call_made_up".into(),
+        tool_name: "shell".into(),
+        input: sqlx::types::Json(json!({ "command": "deploy production" })),
+        edited_input: None,
+        output: None,
+        status: app::types::ToolCallStatus::PendingApproval,
+        duration_ms: None,
+        step: 1,
+        decided_by: None,
+        decision_comment: None,
+        question_id: Some(question.id),
+        child_run_ids: sqlx::types::Json(Vec::new()),
+        created_at: now,
+        updated_at: now,
+    };
+    let append =
+        json!({ "op": "append_messages", "owner": owner, "messages": [message], "tool_calls": [call], "step": 1 });
+    let appended = app.call(Method::POST, &worker, Some(&starter), Some(append)).await;
+    assert_eq!(appended.status, StatusCode::OK, "{}", appended.text);
+    let waiting = json!({ "status": "waiting_for_approval", "result": null, "error_message": null, "at": now });
+    let released = app.call(
+        Method::POST,
+        &worker,
+        Some(&starter),
+        Some(json!({ "op": "release", "owner": owner, "transition": waiting })),
+    );
+    let released = released.await;
+    assert_eq!(released.json["status"], "waiting_for_approval", "{}", released.text);
+
+    // The starter, an approver, may approve it neither by answering nor by resuming the run.
+    let answer_path = format!("{question_path}/answer");
+    let own = app.call(Method::POST, &answer_path, Some(&starter), Some(json!({ "value": true }))).await;
+    let error = assert_error(&own, StatusCode::FORBIDDEN, "forbidden");
+    assert!(error["message"].as_str().unwrap().contains("separation of duties"), "{error}");
+    let decisions = json!({ "tool_decisions": [{ "tool_call_id": "call_made_up", "approved": true }] });
+    let resume_path = format!("/api/v1/runs/{run_id}/resume");
+    let resumed = app.call(Method::POST, &resume_path, Some(&starter), Some(decisions)).await;
+    let error = assert_error(&resumed, StatusCode::FORBIDDEN, "forbidden");
+    assert!(error["message"].as_str().unwrap().contains("separation of duties"), "{error}");
+    let unchanged = app.get(&question_path).await.json;
+    assert_eq!(unchanged["status"], "pending", "{unchanged}");
+    assert!(unchanged["response"].is_null(), "{unchanged}");
+    let calls = tool_calls(&app, &run_id.to_string()).await;
+    assert_eq!(calls[0]["status"], "pending_approval", "{calls:?}");
+
+    // Another approver may.
+    let approved =
+        app.call(Method::POST, &format!("{question_path}/answer"), Some(&other), Some(json!({ "value": true }))).await;
+    assert_eq!(approved.status, StatusCode::OK, "{}", approved.text);
+    assert_eq!(approved.json["status"], "answered");
+    assert_eq!(approved.json["response"]["value"], true);
+}
+
 async fn the_worker_protocol_is_for_client_runs_only_and_fenced(backend: common::Backend) {
     let scripts = Scripts::new();
     let Some(app) = start(backend, &scripts, None, 500).await else { return };
@@ -1401,6 +1521,7 @@ on_both_backends!(
     an_unanswered_blocking_question_fails_its_run_clearly,
     a_parent_resumes_its_paused_child,
     the_worker_protocol_is_for_client_runs_only_and_fenced,
+    a_client_runs_starter_may_not_approve_what_it_asks_over_the_worker_protocol,
     a_run_taken_over_after_its_final_answer_completes_with_that_answer,
     a_running_tool_stops_when_its_worker_loses_the_lease,
     huge_tool_outputs_are_cut_while_they_are_read,

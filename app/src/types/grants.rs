@@ -73,7 +73,8 @@ pub struct Grant {
     /// The run a `run` grant covers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<Uuid>,
-    /// The agent an `agent` grant covers: an agent's name, or `token:<id>` for a token asking directly.
+    /// Who an `agent` grant covers: `agent:<id>`, an agent definition the server executes, or `token:<id>`, a token
+    /// (or person) asking about its own calls — directly, or in a run it executes as a client.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
     pub tool_name: String,

@@ -260,7 +260,7 @@ async fn resume_run(
         serde_json::from_slice(&body)
             .map_err(|err| AppError::Invalid { message: format!("the body does not fit: {err}"), details: None })?
     };
-    let run = domain::resume_run(state.store.as_ref(), &caller, id, request).await?;
+    let run = domain::resume_run(state.store.as_ref(), &caller, id, request, state.config.separation_of_duties).await?;
     Ok((StatusCode::ACCEPTED, ApiJson(run)))
 }
 

@@ -149,7 +149,7 @@ async fn worker_call(
             reply(ids)
         }
         WorkerCall::CreateQuestion { question } => {
-            create_question(&state, &run, question).await?;
+            create_question(&state, &caller, &run, question).await?;
             reply(Value::Null)
         }
         WorkerCall::AgentByName { name } => reply(store.agent_by_name(workspace_id, &name).await?),
@@ -216,8 +216,17 @@ async fn worker_call(
 }
 
 /// Asks a question for the client's run, validated as if it came through `POST /questions` (only its id, its
-/// tool call and the run's lineage are taken from the client's row).
-async fn create_question(state: &AppState, run: &RunRow, row: crate::store::QuestionRow) -> ApiResult<()> {
+/// tool call and the run's lineage are taken from the client's row). Only whoever started the run asks its
+/// questions (403 for anyone else): they are its requester, whom separation of duties bars from approving them.
+async fn create_question(
+    state: &AppState,
+    caller: &Caller,
+    run: &RunRow,
+    row: crate::store::QuestionRow,
+) -> ApiResult<()> {
+    if run.created_by != Some(caller.principal.id) {
+        return Err(AppError::Forbidden("only whoever started a run asks its questions".into()));
+    }
     let timeout_seconds = row.timeout_at.map(|at| (at - row.created_at).num_seconds().max(1));
     let input = NewQuestion {
         kind: Some(row.kind),
@@ -239,8 +248,8 @@ async fn create_question(state: &AppState, run: &RunRow, row: crate::store::Ques
         required_approvals: u8::try_from(row.required_approvals).ok(),
         eligible: row.eligible.map(|e| e.0),
     };
-    // Asked on behalf of the run, like the server's own executor does: the requester is whoever started the run if
-    // that was an agent token, else nobody (separation of duties then does not apply).
+    // Asked by whoever started the run: a client's run asks what its client decides to, tool calls included, so its
+    // starter is the requester of every approval it asks for (`crate::questions::requester`).
     let asking = state.asking();
     let mut question = asking.prepare(input, run.workspace_id, run.created_by).await?;
     question.id = row.id;

@@ -522,8 +522,15 @@ impl HoldpointMcp {
             .collect::<Result<_, _>>()
             .map_err(|e| refusal(AppError::invalid_field("tool_decisions", e.to_string())))?;
         let request = ResumeRequest { prompt: args.prompt, tool_decisions };
-        let run =
-            crate::runs::resume_run(self.state.store.as_ref(), &caller, run_id, request).await.map_err(refusal)?;
+        let run = crate::runs::resume_run(
+            self.state.store.as_ref(),
+            &caller,
+            run_id,
+            request,
+            self.state.config.separation_of_duties,
+        )
+        .await
+        .map_err(refusal)?;
         Ok(CallToolResult::success(vec![ContentBlock::text(serde_json::to_value(run).unwrap_or_default().to_string())]))
     }
 }

@@ -395,7 +395,7 @@ pub type AuditOfMembership<'a> = dyn Fn(Role) -> NewAuditEntry + Send + Sync + '
 
 /// Principals of people: a user in one of their workspaces, with the role of that membership.
 pub(super) const USER_PRINCIPAL: &str = "SELECT u.id, CAST('user' AS TEXT) AS kind, m.workspace_id, \
-     w.name AS workspace, u.username AS name, m.role FROM users u JOIN memberships m ON m.user_id = u.id \
+     w.name AS workspace, u.username AS name, m.role, u.id AS person FROM users u JOIN memberships m ON m.user_id = u.id \
      JOIN workspaces w ON w.id = m.workspace_id";
 pub(super) const MEMBER_COLUMNS: &str = "u.id AS user_id, u.username, u.display_name, m.role, \
      (u.password_hash IS NOT NULL) AS has_password, m.created_at, m.email, m.slack_user_id, m.slack_user_id_proven, \

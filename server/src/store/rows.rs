@@ -30,6 +30,9 @@ pub struct TokenRow {
     pub created_at: DateTime<Utc>,
     /// The name of who created it (`cli` for the command line, `bootstrap` for the configured token).
     pub created_by: Option<String>,
+    /// The person it belongs to: the account that made it, whose approvals and claims its own count as. `None` for
+    /// a token the operator made (bootstrap, command line, embedded engine): a service identity.
+    pub maker_id: Option<Uuid>,
 }
 
 /// Whether a principal is an API token or a person's account.
@@ -51,6 +54,17 @@ pub struct Principal {
     /// The token's name or the person's username: what `answered_by` shows.
     pub name: String,
     pub role: Role,
+    /// The person it acts for: a person's own account, or the account that made the token. `None` for a service
+    /// token, which acts for nobody.
+    pub person: Option<Uuid>,
+}
+
+impl Principal {
+    /// Who its approvals and claims count as: its person, or a service token itself. Two tokens one person made
+    /// are one person; a token that merely has someone's name is not them.
+    pub fn counts_as(&self) -> Uuid {
+        self.person.unwrap_or(self.id)
+    }
 }
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -61,6 +75,7 @@ pub(crate) struct PrincipalRecord {
     pub workspace: String,
     pub name: String,
     pub role: Role,
+    pub person: Option<Uuid>,
 }
 
 impl PrincipalRecord {
@@ -77,6 +92,7 @@ impl PrincipalRecord {
             workspace: self.workspace,
             name: self.name,
             role: self.role,
+            person: self.person,
         })
     }
 }
@@ -157,6 +173,9 @@ pub struct QuestionRow {
     pub claimed_by: Option<String>,
     #[serde(default)]
     pub claim_expires_at: Option<DateTime<Utc>>,
+    /// Who holds the claim, as [`Principal::counts_as`] says: the person, whichever of their tokens claimed.
+    #[serde(default)]
+    pub claimed_by_id: Option<Uuid>,
     /// How many changes it took while pending (see [`super::PendingQuestionChange`]).
     #[serde(default)]
     pub revision: i64,

@@ -17,7 +17,8 @@ use super::*;
 pub(super) const QUESTION_COLUMNS: &str = "id, workspace_id, project, run_id, tool_call_id, parent_run_ids, kind, response_type, \
      title, body, options, fields, action, allow_edit, context, urgency, timeout_at, default_response, status, \
      response, answered_by, resolution, created_by, created_at, updated_at, resolved_at, assignee, escalation, \
-     next_escalation_at, callback_url, required_approvals, eligible, approvals, claimed_by, claim_expires_at, revision";
+     next_escalation_at, callback_url, required_approvals, eligible, approvals, claimed_by, claim_expires_at, revision, \
+     claimed_by_id";
 
 /// The columns of `audit_log`, in the order of [`AuditRow`].
 pub(super) const AUDIT_COLUMNS: &str = "id, workspace_id, seq, prev_hash, hash, actor, actor_id, actor_kind, action, \
@@ -119,7 +120,7 @@ where
             .bind_arg(grant.last_used_at)
     }
 
-    /// Binds a pending question's change, `$1`..`$8` of [`CHANGE_PENDING_QUESTION`].
+    /// Binds a pending question's change, `$1`..`$9` of [`CHANGE_PENDING_QUESTION`].
     fn bind_pending_change(self, q: &'q QuestionRow) -> Self {
         self.bind_arg(&q.assignee)
             .bind_arg(&q.approvals)
@@ -129,6 +130,7 @@ where
             .bind_arg(q.updated_at)
             .bind_arg(q.workspace_id)
             .bind_arg(q.id)
+            .bind_arg(q.claimed_by_id)
     }
 
     /// Binds a question's columns, in the order of [`QUESTION_COLUMNS`], after what `query` has.
@@ -169,6 +171,7 @@ where
             .bind_arg(&q.claimed_by)
             .bind_arg(q.claim_expires_at)
             .bind_arg(q.revision)
+            .bind_arg(q.claimed_by_id)
     }
 
     /// Binds a draft's columns, in the order of [`INSERT_AUDIT_DRAFT`], after what `query` has.
@@ -282,10 +285,10 @@ pub(super) static RESOLVE_PENDING: std::sync::LazyLock<String> = std::sync::Lazy
     )
 });
 
-/// A pending question's change (see [`PendingQuestionChange`]): what it becomes (`$1`..`$6`, the new revision
-/// `$5`), which question it is (`$7`, `$8`), written only if it is still pending at the revision before `$5`.
+/// A pending question's change (see [`PendingQuestionChange`]): what it becomes (`$1`..`$6` and `$9`, the new
+/// revision `$5`), which question it is (`$7`, `$8`), written only if it is still pending at the revision before `$5`.
 pub(super) const CHANGE_PENDING_QUESTION: &str = "UPDATE questions SET assignee = $1, approvals = $2, claimed_by = $3, \
-     claim_expires_at = $4, revision = $5, updated_at = $6 \
+     claim_expires_at = $4, revision = $5, updated_at = $6, claimed_by_id = $9 \
      WHERE workspace_id = $7 AND id = $8 AND status = 'pending' AND revision = $5 - 1";
 
 /// Writes an entry as a draft, without its place in the chain, for the commit to seal (PostgreSQL, migration 0010).
@@ -313,7 +316,7 @@ pub(super) fn placeholder_count(sql: &str) -> usize {
 
 /// Principals of tokens.
 pub(super) const TOKEN_PRINCIPAL: &str = "SELECT t.id, CAST('token' AS TEXT) AS kind, t.workspace_id, w.name AS workspace, \
-     t.name, t.role FROM tokens t JOIN workspaces w ON w.id = t.workspace_id";
+     t.name, t.role, t.maker_id AS person FROM tokens t JOIN workspaces w ON w.id = t.workspace_id";
 
 pub(super) async fn last_event_id<'e, E>(executor: E) -> StoreResult<i64>
 where
@@ -368,8 +371,8 @@ pub(super) fn shift_placeholders(sql: &str, by: usize) -> String {
     shifted
 }
 
-/// `INSERT INTO questions` with one argument per column of [`QUESTION_COLUMNS`] (`$1`..`$36`), followed by what
-/// `(open, close)` needs to make it and the event's insert (`$37`..) one query.
+/// `INSERT INTO questions` with one argument per column of [`QUESTION_COLUMNS`] (`$1`..`$37`), followed by what
+/// `(open, close)` needs to make it and the event's insert (`$38`..) one query.
 pub(super) fn insert_question_then_event(open: &str, close: &str, insert_event: &str) -> String {
     let arguments = QUESTION_COLUMNS.split(',').count();
     let placeholders = (1..=arguments).map(|n| format!("${n}")).collect::<Vec<_>>().join(", ");
@@ -532,6 +535,7 @@ mod tests {
             workspace: "default".into(),
             name: "agent".into(),
             role: app::types::Role::Agent,
+            person: None,
         };
         let remembered = || {
             tokens.remember(b"secret", &principal, tokens.generation());
@@ -812,7 +816,7 @@ mod tests {
             "INSERT INTO events (a, b) VALUES ($1, $2) RETURNING id",
         );
         assert!(sql.starts_with("WITH asked AS (INSERT INTO questions (id, "), "{sql}");
-        assert!(sql.ends_with("$35, $36)) INSERT INTO events (a, b) VALUES ($37, $38) RETURNING id"), "{sql}");
+        assert!(sql.ends_with("$36, $37)) INSERT INTO events (a, b) VALUES ($38, $39) RETURNING id"), "{sql}");
     }
 
     /// How PostgreSQL's generic plan for `sql` (of `arguments` placeholders) reads `questions`: each scan's index.

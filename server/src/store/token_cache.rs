@@ -125,6 +125,7 @@ mod tests {
             workspace: "default".into(),
             name: name.into(),
             role: Role::Agent,
+            person: None,
         }
     }
 

@@ -168,6 +168,7 @@ impl TestApp {
                 secret_hash: hash_secret(&secret),
                 created_at: Utc::now(),
                 created_by: None,
+                maker_id: None,
             },
             &AuditActor::policy("test harness", None),
         )

@@ -188,7 +188,7 @@ impl PostgresStore {
 }
 
 /// How many values a question binds (`QUESTION_COLUMNS`).
-pub(in crate::store) const QUESTION_ARGUMENTS: usize = 36;
+pub(in crate::store) const QUESTION_ARGUMENTS: usize = 37;
 /// How many values an event binds (`INSERT_EVENT`).
 pub(in crate::store) const EVENT_ARGUMENTS: usize = 7;
 /// How many values an answer's hot write binds (`RESOLVE_AS_EXPRESSIONS`).

@@ -261,8 +261,8 @@ impl Store for PostgresStore {
     async fn insert_token(&self, token: &TokenRow, audit: &NewAuditEntry) -> StoreResult<bool> {
         let mut tx = self.pool.begin().await?;
         let result = sqlx::query(
-            "INSERT INTO tokens (id, workspace_id, name, role, secret_hash, created_at, created_by) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (secret_hash) DO NOTHING",
+            "INSERT INTO tokens (id, workspace_id, name, role, secret_hash, created_at, created_by, maker_id) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (secret_hash) DO NOTHING",
         )
         .bind(token.id)
         .bind(token.workspace_id)
@@ -271,6 +271,7 @@ impl Store for PostgresStore {
         .bind(&token.secret_hash)
         .bind(token.created_at)
         .bind(&token.created_by)
+        .bind(token.maker_id)
         .execute(&mut *tx)
         .await?;
         let created = result.rows_affected() == 1;
