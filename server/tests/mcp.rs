@@ -402,10 +402,38 @@ async fn get_question_reads_an_answer_given_later(backend: common::Backend) {
     assert_eq!(text_of(&hidden)["error"]["code"], "not_found");
 }
 
+/// `ask_user` takes a choice's options as plain strings, each its own value and label, as well as objects.
+async fn ask_user_takes_options_as_plain_strings(app: TestApp) {
+    let base = app.serve().await;
+    let client = connect(&base, &app.token).await;
+    let arguments = json!({ "title": "Deploy where?", "kind": "non_blocking", "response_type": "choice",
+        "options": ["staging", { "value": "production", "label": "Production", "description": "the real one" }] });
+    let asked = client.call_tool(call("ask_user", arguments)).await.unwrap();
+    assert_ne!(asked.is_error, Some(true), "plain strings are options: {:?}", asked.content);
+    let id = text_of(&asked)["question_id"].as_str().unwrap().to_owned();
+    let question = app.get(&format!("/api/v1/questions/{id}")).await.json;
+    assert_eq!(
+        question["options"],
+        json!([{ "value": "staging", "label": "staging" },
+            { "value": "production", "label": "Production", "description": "the real one" }])
+    );
+    let form = json!({ "title": "Ship it?", "kind": "non_blocking", "response_type": "form",
+        "fields": [{ "key": "env", "label": "Where", "response_type": "choice", "options": ["eu", "us"] }] });
+    let asked = client.call_tool(call("ask_user", form)).await.unwrap();
+    assert_ne!(asked.is_error, Some(true), "a form field's options too: {:?}", asked.content);
+    let id = text_of(&asked)["question_id"].as_str().unwrap().to_owned();
+    let question = app.get(&format!("/api/v1/questions/{id}")).await.json;
+    assert_eq!(
+        question["fields"][0]["options"],
+        json!([{ "value": "eu", "label": "eu" }, { "value": "us", "label": "us" }])
+    );
+}
+
 backend_tests!(
     an_mcp_client_lists_the_tools_and_asks_a_person,
     request_approval_answers_in_the_permission_prompt_format,
     mcp_refuses_requests_without_a_valid_token,
+    ask_user_takes_options_as_plain_strings,
 );
 
 /// The tests that start a server of their own (with their own limits), on both backends.

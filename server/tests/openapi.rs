@@ -204,3 +204,45 @@ async fn created_objects_link_to_the_operations_that_read_and_change_them() {
     }
     assert!(links >= 13, "{links}");
 }
+
+/// The operations `docs/api.md` describes: each heading that is `METHOD /path` (backticks aside).
+fn operations_in_the_reference(reference: &str) -> Vec<String> {
+    const METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
+    reference
+        .lines()
+        .filter(|line| line.starts_with('#'))
+        .map(|line| line.trim_start_matches('#').replace('`', ""))
+        .filter_map(|heading| {
+            let mut words = heading.split_whitespace();
+            let (method, path) = (words.next()?, words.next()?);
+            (METHODS.contains(&method) && path.starts_with('/')).then(|| format!("{method} {path}"))
+        })
+        .collect()
+}
+
+/// `docs/api.md`, the reference people read, names every operation of the OpenAPI document as a heading, once, and
+/// none the document lacks: a new or removed route fails here until the reference says so.
+#[tokio::test]
+async fn the_api_reference_names_exactly_the_documented_operations() {
+    let app = TestApp::start(Backend::Sqlite).await.unwrap();
+    let document = app.call(Method::GET, "/api/v1/openapi.json", None, None).await.json;
+    let mut documented: Vec<String> = document["paths"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .flat_map(|(path, item)| {
+            item.as_object().unwrap().keys().map(move |method| format!("{} {path}", method.to_uppercase()))
+        })
+        .collect();
+    documented.sort();
+    let reference = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/api.md")).unwrap();
+    let mut described = operations_in_the_reference(&reference);
+    described.sort();
+    let missing: Vec<&String> = documented.iter().filter(|op| !described.contains(op)).collect();
+    let unknown: Vec<&String> = described.iter().filter(|op| !documented.contains(op)).collect();
+    assert!(missing.is_empty(), "docs/api.md does not describe {missing:?}");
+    assert!(unknown.is_empty(), "docs/api.md describes operations the API does not have: {unknown:?}");
+    let mut once = described.clone();
+    once.dedup();
+    assert_eq!(once, described, "docs/api.md describes an operation twice");
+}

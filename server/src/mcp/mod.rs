@@ -15,7 +15,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use app::types::{
-    AnswerBody, ApprovalAction, NewQuestion, Question, QuestionKind, QuestionStatus, ResumeRequest, ToolDecision,
+    AnswerBody, ApprovalAction, NewQuestion, Question, QuestionKind, QuestionOption, QuestionStatus, ResumeRequest,
+    ToolDecision,
 };
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
@@ -110,15 +111,34 @@ pub enum AskUrgency {
     Critical,
 }
 
-/// One choice of a `choice`, `multi_choice` or `error_recovery` question or form field.
-#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
-pub struct OptionArg {
-    /// What the answer carries; unique within the question.
-    pub value: String,
-    /// What a person reads.
-    pub label: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
+/// One choice of a `choice`, `multi_choice` or `error_recovery` question or form field: a plain string, which is its
+/// own value and label (as the Python and TypeScript libraries take options), or an object.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum OptionArg {
+    /// The option's value, which is also what a person reads.
+    Plain(String),
+    /// An option whose label differs from its value.
+    Labelled {
+        /// What the answer carries; unique within the question.
+        value: String,
+        /// What a person reads.
+        label: String,
+        #[serde(default)]
+        description: Option<String>,
+    },
+}
+
+impl Serialize for OptionArg {
+    /// Always as the object of `POST /questions`, whichever spelling the caller used: `ask_user` hands its
+    /// arguments on to the same checks as REST.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let option = match self.clone() {
+            OptionArg::Plain(value) => QuestionOption { label: value.clone(), value, description: None },
+            OptionArg::Labelled { value, label, description } => QuestionOption { value, label, description },
+        };
+        option.serialize(serializer)
+    }
 }
 
 /// One field of a form.
@@ -148,7 +168,7 @@ pub struct AskUserArgs {
     /// `text` by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_type: Option<AskResponseType>,
-    /// For choices, 2..=20 with unique values.
+    /// For choices, 2..=20 with unique values: plain strings or `{"value", "label", "description"?}`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub options: Vec<OptionArg>,
     /// For forms, 1..=10 fields.
