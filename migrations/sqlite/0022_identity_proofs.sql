@@ -6,7 +6,7 @@ CREATE TABLE invitations (
     id            BLOB PRIMARY KEY NOT NULL,
     workspace_id  BLOB NOT NULL REFERENCES workspaces (id),
     user_id       BLOB NOT NULL REFERENCES users (id),
-    role          TEXT NOT NULL CHECK (role IN ('viewer', 'responder', 'approver', 'admin')),
+    role          TEXT NOT NULL CHECK (role = 'viewer' OR role = 'responder' OR role = 'approver' OR role = 'admin'),
     -- Who invited them (a username or a token's name), as the invited person is shown it.
     invited_by    TEXT NOT NULL,
     created_at    TEXT NOT NULL,

@@ -298,7 +298,15 @@ async fn run_and_resume_against_a_running_server() {
     let scripts = dir.path("scripts");
     std::fs::create_dir_all(&scripts).unwrap();
     // The server's shell stays off: the commands can only have run in the CLI process, which executes the loop.
-    let server = app.spawn_process_with(&[("HOLDPOINT_SCRIPTS_DIR", scripts.display().to_string())]).await;
+    // One operator both runs the gate and decides its calls with one token, so separation of duties is off, as it
+    // must be for such a setup: with it on, the run's starter may not decide what its run asks (runs.rs checks that
+    // refusal for every door, `resume` included).
+    let server = app
+        .spawn_process_with(&[
+            ("HOLDPOINT_SCRIPTS_DIR", scripts.display().to_string()),
+            ("HOLDPOINT_SEPARATION_OF_DUTIES", "false".into()),
+        ])
+        .await;
     let mut env = remote(&server, &app.token);
     env.push(("HOLDPOINT_SHELL", "on".into()));
     env.push(("HOLDPOINT_SCRIPTS_DIR", scripts.display().to_string()));
