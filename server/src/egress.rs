@@ -226,7 +226,7 @@ impl reqwest::dns::Resolve for GuardedResolver {
 pub enum EgressError {
     #[error("not sent: {0}")]
     Refused(String),
-    #[error("{}", crate::error::error_chain(.0))]
+    #[error("{}", crate::causes::error_chain(.0))]
     Http(#[from] reqwest::Error),
 }
 

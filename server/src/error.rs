@@ -171,15 +171,4 @@ impl<T: serde::Serialize> IntoResponse for ApiJson<T> {
 /// What every handler returns.
 pub type ApiResult<T> = Result<T, AppError>;
 
-/// An error with its causes, for messages and logs: a library's own message often leaves out why (reqwest's says a
-/// request failed, its source says the connection was refused).
-pub fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
+pub use crate::causes::error_chain;

@@ -9,6 +9,7 @@ pub mod act;
 pub mod audit;
 pub mod auth;
 pub mod backup;
+pub mod causes;
 pub mod channels;
 pub mod cli;
 pub mod client;
