@@ -210,6 +210,9 @@ pub struct MyReach {
     #[serde(default, deserialize_with = "crate::types::time::optional")]
     pub away_until: Option<chrono::DateTime<chrono::Utc>>,
     pub delegate: Option<String>,
+    /// Whether this server sends email, and so the verification link of an address a person sets.
+    #[serde(default)]
+    pub email_sends: bool,
 }
 
 /// What `/settings` shows: how questions reach the signed-in person (`None` for a token's session), and the

@@ -7,8 +7,10 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { promisify } from 'node:util';
 import { startServer, launchBrowser, api, signIn, waitForLive, waitForHydration, eventually } from './harness.mjs';
 
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
@@ -72,6 +74,19 @@ before(async () => {
     const answer = await api(server, 'POST', `/questions/${created.json.id}/answer`, { value: true });
     assert.equal(answer.status, 200, JSON.stringify(answer.json));
   }
+  // Settings with all it can show: an invitation to another workspace, and an address not yet confirmed.
+  const { DATABASE_URL: _ignored, ...inherited } = process.env;
+  const { stdout, stderr } = await promisify(execFile)(
+    process.env.HOLDPOINT_BIN,
+    ['token', 'create', '--workspace', 'partners', '--role', 'admin', '--name', 'pat'],
+    { env: { ...inherited, HOLDPOINT_DATA_DIR: server.dataDir } },
+  );
+  const partners = { ...server, token: `${stdout}${stderr}`.match(/hp_\w+/)[0] };
+  const invited = await api(partners, 'POST', '/members', { username: server.username, role: 'viewer' });
+  assert.equal(invited.status, 202, JSON.stringify(invited.json));
+  const me = (await api(server, 'GET', '/members')).json.items.find((m) => m.username === server.username);
+  const typed = await api(server, 'PATCH', `/members/${me.user_id}`, { email: 'riley@example.com', slack_user_id: 'U0RILEY1' });
+  assert.equal(typed.status, 200, JSON.stringify(typed.json));
 });
 
 after(async () => {
@@ -125,6 +140,8 @@ for (const colorScheme of ['light', 'dark']) {
       for (const path of PAGES()) {
         await page.goto(`${server.baseUrl}${path}`);
         await waitForHydration(page);
+        // The invitations are read once the page runs.
+        if (path === '/settings') await page.getByTestId('invitation').waitFor();
         found.push(...(await audit(page, path)));
       }
 

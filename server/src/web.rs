@@ -542,6 +542,7 @@ impl UiBackend for StoreUiBackend {
             preferences,
             away_until: member.away_until,
             delegate: member.delegate,
+            email_sends: self.sends_on.email,
         }))
     }
 

@@ -18,7 +18,7 @@ pub use not_found::NotFound;
 pub use notifications::NotificationsPage;
 pub use question::QuestionPage;
 pub use runs::{RunPage, RunsPage};
-pub(crate) use settings::{Absentee, absence_form};
+pub(crate) use settings::{Absentee, absence_form, invitations};
 pub use settings::{SettingsPage, WorkspaceSettingsPage};
 pub use signin::SignInPage;
 

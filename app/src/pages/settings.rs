@@ -13,7 +13,7 @@ use crate::codec::Json;
 use crate::components::date_time;
 use crate::types::{
     AddressUpdate, Assignee, Channel, ChannelHealth, ChannelPreference, CreatedToken, EscalationPolicies,
-    EscalationPolicy, Grant, GrantScope, Member, MemberUpdate, MinUrgency, NewMember, NewToken,
+    EscalationPolicy, Grant, GrantScope, Invitation, Member, MemberUpdate, MinUrgency, NewMember, NewToken,
     NotificationPreferences, PasswordChange, QuestionKind, Role, SessionInfo, TestMessageOutcome, TestMessageRequest,
     TokenInfo, Urgency,
 };
@@ -129,12 +129,20 @@ fn YourSettings(
             </p>
             {session.account.then(|| view! { <PasswordForm/> })}
         </section>
-        {settings.reach.clone().map(|reach| view! {
+        {session.account.then(|| {
+            // Read and answered only with the script: a part of the deferred module (see `crate::deferred`).
+            let loaded = crate::deferred::module_loaded();
+            move || crate::deferred::show(loaded, crate::deferred::Part::Invitations)
+        })}
+        {settings.reach.clone().map(|reach| {
+            let yours = settings.members.iter().find(|member| member.username == reach.username).cloned();
+            view! {
             <section class="card stack" aria-labelledby="reach-heading">
                 <h2 id="reach-heading">"How questions reach you"</h2>
-                <ReachForm reach/>
+                <ReachForm reach yours/>
                 <TestMessages/>
             </section>
+            }
         })}
         {settings.reach.clone().map(|reach| {
             let members = settings.members.clone();
@@ -238,20 +246,57 @@ fn threshold_of(preferences: &NotificationPreferences, channel: &str) -> MinUrge
     }
 }
 
+/// Of the member `PATCH /me` answers, what the reach form shows: the addresses and whether each counts yet. Only
+/// these fields, so that the settings page's wasm reads no whole member (with its dates) on its first load.
+#[derive(Clone, Default, serde::Deserialize)]
+struct AddressStatus {
+    email: Option<String>,
+    #[serde(default)]
+    email_verified: bool,
+    slack_user_id: Option<String>,
+    #[serde(default)]
+    slack_user_id_proven: bool,
+}
+
 /// The person's addresses and, per channel, the lowest urgency that reaches them (`PATCH /me`, then `PUT
-/// /me/notifications`).
+/// /me/notifications`), with whether each address counts yet: an email address counts once its owner opened the
+/// link mailed to it while signed in, a Slack id they typed once an admin confirms it or a verified address finds
+/// it. `yours` is the person's membership as listed, which says both.
 #[component]
-fn ReachForm(reach: MyReach) -> impl IntoView {
+fn ReachForm(reach: MyReach, yours: Option<Member>) -> impl IntoView {
     let email = RwSignal::new(reach.email.clone().unwrap_or_default());
     let slack = RwSignal::new(reach.slack_user_id.clone().unwrap_or_default());
+    // What the server holds, kept apart from the fields being typed in: the statuses speak of the saved addresses.
+    let saved = RwSignal::new(match yours {
+        Some(member) => AddressStatus {
+            email: member.email,
+            email_verified: member.email_verified,
+            slack_user_id: member.slack_user_id,
+            slack_user_id_proven: member.slack_user_id_proven,
+        },
+        None => AddressStatus {
+            email: reach.email.clone(),
+            slack_user_id: reach.slack_user_id.clone(),
+            ..Default::default()
+        },
+    });
     let thresholds = CHANNELS.map(|(channel, _)| RwSignal::new(threshold_of(&reach.preferences, channel).to_string()));
     let message = expect_context::<Outcomes>().reach;
+    let email_sends = reach.email_sends;
+    let sent_to = move |address: &str| match email_sends {
+        true => format!("We sent a link to {address}: open it while signed in to confirm it."),
+        false => format!("This server sends no email, so no link went to {address} to confirm it."),
+    };
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        let address = |text: String| Some(Some(text.trim().to_owned()).filter(|t| !t.is_empty()));
+        let address = |text: String| Some(text.trim().to_owned()).filter(|t| !t.is_empty());
+        let typed_email = address(email.get_untracked());
+        // Naming an unverified address mails it a new link: only a changed address is sent, so that saving the
+        // thresholds does not mail one each time ("Send the link again" is for that).
+        let email_changed = typed_email != saved.get_untracked().email;
         let addresses = AddressUpdate {
-            email: address(email.get_untracked()),
-            slack_user_id: address(slack.get_untracked()),
+            email: email_changed.then(|| typed_email.clone()),
+            slack_user_id: Some(address(slack.get_untracked())),
             ..AddressUpdate::default()
         };
         let chosen = |i: usize| ChannelPreference {
@@ -260,21 +305,74 @@ fn ReachForm(reach: MyReach) -> impl IntoView {
         let preferences =
             NotificationPreferences { web: chosen(0), push: chosen(1), email: chosen(2), slack: chosen(3) };
         leptos::task::spawn_local(async move {
-            let saved = match send_json::<_, serde_json::Value>("PATCH", "/me", Some(&addresses)).await {
-                Ok(_) => send_json::<_, serde_json::Value>("PUT", "/me/notifications", Some(&preferences)).await,
+            let outcome = match send_json::<_, AddressStatus>("PATCH", "/me", Some(&addresses)).await {
+                Ok(member) => {
+                    let to_confirm = (email_changed && !member.email_verified).then(|| member.email.clone()).flatten();
+                    saved.set(member);
+                    send_json::<_, serde_json::Value>("PUT", "/me/notifications", Some(&preferences)).await.map(|_| {
+                        to_confirm.map_or_else(|| "Saved.".to_owned(), |to| format!("Saved. {}", sent_to(&to)))
+                    })
+                }
                 Err(err) => Err(err),
             };
-            message.set(Some(saved.map(|_| "Saved.".to_owned()).map_err(|e| e.describe())));
+            message.set(Some(outcome.map_err(|e| e.describe())));
         });
+    };
+    // Naming the saved address again mails it a new link while it is unverified.
+    let send_again = move |_| {
+        let Some(address) = saved.get_untracked().email else { return };
+        let update = AddressUpdate { email: Some(Some(address.clone())), ..AddressUpdate::default() };
+        leptos::task::spawn_local(async move {
+            let outcome = send_json::<_, AddressStatus>("PATCH", "/me", Some(&update)).await;
+            message.set(Some(outcome.map(|_| sent_to(&address)).map_err(|e| e.describe())));
+        });
+    };
+    let email_status = move || {
+        let member = saved.get();
+        member.email.map(|address| match member.email_verified {
+            true => Either::Left(view! {
+                <p class="muted field-status" id="reach-email-status" data-testid="reach-email-status">
+                    {format!("{address} is confirmed: single sign-on signs you in by it.")}
+                </p>
+            }),
+            false => Either::Right(view! {
+                <p class="muted field-status" id="reach-email-status" data-testid="reach-email-status">
+                    {match email_sends {
+                        true => format!("{address} is not confirmed yet: open the link we sent to it while signed in. "),
+                        false => format!(
+                            "{address} is not confirmed: this server sends no email, so single sign-on does not sign you in by it."
+                        ),
+                    }}
+                    {email_sends.then(|| view! {
+                        <button type="button" class="link" on:click=send_again data-testid="reach-email-resend">
+                            "Send the link again"
+                        </button>
+                    })}
+                </p>
+            }),
+        })
+    };
+    let slack_unproven = move || saved.with(|m| m.slack_user_id.is_some() && !m.slack_user_id_proven);
+    let slack_status = move || {
+        slack_unproven().then(|| view! {
+            <p class="muted field-status" id="reach-slack-status" data-testid="reach-slack-status">
+                "Not confirmed yet: an admin must confirm it, or verify your email. Until then Slack neither brings you "
+                "questions nor answers as you."
+            </p>
+        })
     };
     view! {
         <form class="stack narrow-form" on:submit=submit data-testid="reach-form">
             <label for="reach-email">"Email"</label>
             <input id="reach-email" type="email" autocomplete="email" maxlength="254" bind:value=email
-                placeholder="you@example.com" data-testid="reach-email"/>
+                placeholder="you@example.com" data-testid="reach-email"
+                aria-describedby=move || saved.with(|m| m.email.is_some().then_some("reach-email-status"))/>
+            {email_status}
             <label for="reach-slack">"Slack member id"</label>
             <input id="reach-slack" type="text" pattern="[UW][A-Z0-9]{2,30}" bind:value=slack placeholder="U0123ABCD"
-                data-testid="reach-slack"/>
+                data-testid="reach-slack"
+                aria-describedby=move || slack_unproven().then_some("reach-slack-status")/>
+            {slack_status}
             <fieldset class="stack">
                 <legend>"The lowest urgency that reaches you"</legend>
                 {CHANNELS.iter().enumerate().map(|(i, (channel, label))| {
@@ -298,6 +396,94 @@ fn ReachForm(reach: MyReach) -> impl IntoView {
             <Outcome message/>
         </form>
     }
+}
+
+/// The invitations of the person's account to other workspaces (`GET /me/invitations`), read once the page runs,
+/// each with Accept and Decline. A session acts in one workspace, chosen at sign-in: after accepting, the person
+/// is pointed to the sign-in page with the new workspace chosen. Nothing shows while there is nothing to answer.
+/// Part of the deferred module.
+pub(crate) fn invitations() -> AnyView {
+    let invitations = RwSignal::new(None::<Result<Vec<Invitation>, String>>);
+    let message = RwSignal::new(None::<Result<String, String>>);
+    // The workspace joined last, for the way to it.
+    let joined = RwSignal::new(None::<String>);
+    let load = move || {
+        leptos::task::spawn_local(async move {
+            let page = crate::api::get_json::<crate::types::Page<Invitation>>("/me/invitations").await;
+            invitations.set(Some(page.map(|page| page.items).map_err(|e| e.describe())));
+        });
+    };
+    Effect::new(move |_| load());
+    let answer = move |invitation: Invitation, accept: bool| {
+        let verb = if accept { "accept" } else { "decline" };
+        leptos::task::spawn_local(async move {
+            let path = format!("/me/invitations/{}/{verb}", invitation.id);
+            match send_json::<(), Invitation>("POST", &path, None).await {
+                Ok(answered) if accept => {
+                    message.set(Some(Ok(format!(
+                        "You joined {} as {}. Each sign-in opens one workspace: sign in again choosing {} to work in it.",
+                        answered.workspace, answered.role, answered.workspace
+                    ))));
+                    joined.set(Some(answered.workspace));
+                }
+                Ok(answered) => {
+                    message.set(Some(Ok(format!("You declined the invitation to {}.", answered.workspace))));
+                    joined.set(None);
+                }
+                Err(err) => message.set(Some(Err(err.describe()))),
+            }
+            load();
+        });
+    };
+    let rows = move || match invitations.get() {
+        Some(Err(err)) => Some(Either::Left(view! { <p class="alert" role="alert">{err}</p> })),
+        Some(Ok(items)) if !items.is_empty() => Some(Either::Right(view! {
+            <ul class="invitations" data-testid="invitation-list">
+                {items.into_iter().map(|invitation| {
+                    let (to_accept, to_decline) = (invitation.clone(), invitation.clone());
+                    view! {
+                        <li class="invitation" data-testid="invitation">
+                            <p>
+                                <strong data-testid="invitation-workspace">{invitation.workspace.clone()}</strong>
+                                {format!(" — as {}, invited by {} on ", invitation.role, invitation.invited_by)}
+                                <time datetime=invitation.created_at.to_rfc3339()>{date_time(invitation.created_at, false)}</time>
+                            </p>
+                            <p class="invitation-actions">
+                                <button type="button" class="primary" on:click=move |_| answer(to_accept.clone(), true)
+                                    aria-label=format!("Accept the invitation to {}", invitation.workspace)
+                                    data-testid="invitation-accept">"Accept"</button>
+                                <button type="button" on:click=move |_| answer(to_decline.clone(), false)
+                                    aria-label=format!("Decline the invitation to {}", invitation.workspace)
+                                    data-testid="invitation-decline">"Decline"</button>
+                            </p>
+                        </li>
+                    }
+                }).collect_view()}
+            </ul>
+        })),
+        _ => None,
+    };
+    let shown = move || {
+        message.with(Option::is_some)
+            || invitations.with(|listed| matches!(listed, Some(Ok(items)) if !items.is_empty()))
+    };
+    view! {
+        <Show when=shown>
+            <section class="card stack" aria-labelledby="invitations-heading" data-testid="invitations">
+                <h2 id="invitations-heading">"Invitations"</h2>
+                <p>"Other workspaces that invited your account. You join one only if you accept."</p>
+                {rows}
+                <Outcome message/>
+                {move || joined.get().map(|workspace| {
+                    let href = format!("/signin?workspace={}", crate::navigation::query_value(&workspace));
+                    view! {
+                        <p><a href=href rel="external" data-testid="invitation-signin">{format!("Sign in to {workspace}")}</a></p>
+                    }
+                })}
+            </section>
+        </Show>
+    }
+    .into_any()
 }
 
 /// Whose absence an [`absence_form`] sets: the signed-in person's own, or a member's, set by an admin.

@@ -1,5 +1,6 @@
 //! Sign-in: a person's username and password, or an API token, or the one-time link a first start prints; each
-//! opens an `HttpOnly` session cookie. Plain forms, so it works without JavaScript.
+//! opens an `HttpOnly` session cookie, which acts in one workspace (for a password, `?workspace=` chooses which of
+//! the person's; their first one otherwise). Plain forms, so it works without JavaScript.
 
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
@@ -17,6 +18,8 @@ pub fn SignInPage() -> impl IntoView {
     let error =
         move || query.with(|q| q.get_str("error").map(|code| sign_in_error_message(code, q.get_str("retry_after"))));
     let code = move || query.with(|q| q.get("code").filter(|c| !c.is_empty()));
+    // Which of the person's workspaces the password opens (a session acts in one); their first one when absent.
+    let workspace = move || query.with(|q| q.get("workspace").filter(|w| !w.trim().is_empty()));
     // Known on the server; carried to the browser with the page, so hydration draws the same button.
     let single_sign_on =
         leptos::server::SharedValue::new(|| use_context::<SignInOptions>().unwrap_or_default().single_sign_on)
@@ -52,6 +55,10 @@ pub fn SignInPage() -> impl IntoView {
                     {sso_link.clone()}
                     <form method="post" action="/auth/signin" class="stack" data-testid="signin-password-form">
                         <input type="hidden" name="next" value=next/>
+                        {workspace().map(|workspace| view! {
+                            <p data-testid="signin-workspace">{format!("Into workspace {workspace}")}</p>
+                            <input type="hidden" name="workspace" value=workspace/>
+                        })}
                         <label for="username">"Username"</label>
                         <input id="username" name="username" type="text" autocomplete="username" autocapitalize="none"
                             spellcheck="false" required data-testid="signin-username"/>
