@@ -872,7 +872,7 @@ pub async fn change_password(
         if !verify_password(current, Some(stored)).await? {
             return Err(AppError::Forbidden("the current password is not right".into()));
         }
-    } else if !signed_in_at.is_some_and(|at| now() - at <= Duration::minutes(FRESH_SIGN_IN_MINUTES)) {
+    } else if signed_in_at.is_none_or(|at| now() - at > Duration::minutes(FRESH_SIGN_IN_MINUTES)) {
         return Err(AppError::Forbidden(format!(
             "a first password needs a fresh sign-in: sign in again (through single sign-on or a sign-in link) and \
              set it within {FRESH_SIGN_IN_MINUTES} minutes"

@@ -38,10 +38,36 @@ class Server:
         return httpx.request(method, f"{self.url}/api/v1{path}", headers=headers, timeout=30, **kwargs)  # type: ignore[arg-type]
 
     def create_token(self, role: str) -> str:
+        """A token the operator's bootstrap token makes: a service identity, never one of a quorum's people."""
         response = self.api("POST", "/tokens", json={"name": f"{role}-{uuid.uuid4().hex[:8]}", "role": role})
         assert response.status_code == 201, response.text
         secret: str = response.json()["secret"]
         return secret
+
+    def person_token(self, role: str) -> tuple[str, str]:
+        """A new person (an admin account) and a token they made themselves with ``role``: it counts as them, as a
+        quorum of people needs. Made as a person makes one: signed in, through the API with the session's CSRF
+        token. Returns the username and the token."""
+        username = f"p{uuid.uuid4().hex[:10]}"
+        password = secrets.token_hex(16)
+        added = self.api("POST", "/members", json={"username": username, "password": password, "role": "admin"})
+        assert added.status_code == 201, added.text
+        with httpx.Client(base_url=self.url, timeout=30) as browser:
+            signed_in = browser.post(
+                "/auth/signin", data={"username": username, "password": password}, headers={"Origin": self.url}
+            )
+            assert signed_in.status_code in (302, 303), signed_in.text
+            page = browser.get("/settings").text
+            csrf = re.search(r'name="csrf" value="([^"]+)"', page)
+            assert csrf is not None, "the signed-in page carries the session's CSRF token"
+            made = browser.post(
+                "/api/v1/tokens",
+                json={"name": f"{username}-{role}", "role": role},
+                headers={"X-CSRF-Token": csrf.group(1)},
+            )
+            assert made.status_code == 201, made.text
+            secret: str = made.json()["secret"]
+        return username, secret
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,13 @@ export interface TestServer {
   adminToken: string;
   /** What the server printed, for a failing test's message. */
   log: string[];
+  /** A token the bootstrap token makes: a service identity, never one of a quorum's people. */
   createToken(role: 'agent' | 'viewer' | 'responder' | 'approver' | 'admin'): Promise<string>;
+  /**
+   * A new person (an admin account) and a token they made themselves with `role`: it counts as them, as a quorum
+   * of people needs. Made as a person makes one: signed in, through the API with the session's CSRF token.
+   */
+  personToken(role: 'viewer' | 'responder' | 'approver' | 'admin'): Promise<{ username: string; token: string }>;
   /** A raw API call, as a tool outside the library makes it. */
   api(method: string, path: string, body?: unknown, token?: string): Promise<{ status: number; json: any }>;
   stop(): Promise<void>;
@@ -90,6 +96,31 @@ export async function startServer(env: Record<string, string> = {}): Promise<Tes
       const created = await api('POST', '/tokens', { name: `${role}-${randomUUID().slice(0, 8)}`, role });
       if (created.status !== 201) throw new Error(`creating a ${role} token failed: ${created.status} ${JSON.stringify(created.json)}`);
       return created.json.secret as string;
+    },
+    async personToken(role) {
+      const username = `p${randomUUID().replaceAll('-', '').slice(0, 10)}`;
+      const password = randomBytes(16).toString('hex');
+      const added = await api('POST', '/members', { username, password, role: 'admin' });
+      if (added.status !== 201) throw new Error(`adding ${username} failed: ${added.status} ${JSON.stringify(added.json)}`);
+      const signedIn = await fetch(`${url}/auth/signin`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', origin: url },
+        body: new URLSearchParams({ username, password }).toString(),
+      });
+      const cookie = signedIn.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+      if (!cookie) throw new Error(`signing in as ${username} set no cookie: ${signedIn.status}`);
+      const page = await (await fetch(`${url}/settings`, { headers: { cookie } })).text();
+      const csrf = /name="csrf" value="([^"]+)"/.exec(page)?.[1];
+      if (!csrf) throw new Error("the signed-in page carries no CSRF token");
+      const made = await fetch(`${url}/api/v1/tokens`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrf },
+        body: JSON.stringify({ name: `${username}-${role}`, role }),
+      });
+      const body = (await made.json()) as { secret?: string };
+      if (made.status !== 201 || !body.secret) throw new Error(`${username} could not make a token: ${made.status}`);
+      return { username, token: body.secret };
     },
     async stop() {
       process.removeListener('exit', killOnExit);
