@@ -173,7 +173,7 @@ pub fn time_until(at: chrono::DateTime<chrono::Utc>, now: chrono::DateTime<chron
     }
 }
 
-/// A pending question's escalation chain (spec §11): the reminder and the escalation its policy planned, each done
+/// A pending question's escalation chain: the reminder and the escalation its policy planned, each done
 /// (and when) or when it is due, the next one marked, then the question's own deadline.
 #[component]
 pub fn EscalationChain(question: Question, testid: &'static str) -> impl IntoView {
@@ -365,7 +365,7 @@ mod tests {
     }
 }
 
-/// A pending question's many hands (spec §14): how many of the approvals it needs it has and from whom, and who holds
+/// A pending question's many hands: how many of the approvals it needs it has and from whom, and who holds
 /// its claim, with the buttons to claim it or let the claim go. Live questions replace the question shown here, so
 /// an approval or a claim made elsewhere shows at once; the buttons show what the server answered.
 #[component]

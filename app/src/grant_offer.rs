@@ -1,4 +1,4 @@
-//! The offer to make a grant ("always allow", spec §14) while approving a tool call: which calls it covers (this
+//! The offer to make a grant ("always allow") while approving a tool call: which calls it covers (this
 //! run, this agent, or — for admins — the workspace), for `shell` a command prefix the person may shorten, and how
 //! long it lasts. Opened by itself once the person has approved the same call by hand five times.
 

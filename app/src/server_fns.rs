@@ -206,7 +206,7 @@ pub struct MyReach {
     pub email: Option<String>,
     pub slack_user_id: Option<String>,
     pub preferences: crate::types::NotificationPreferences,
-    /// Until when they are away, and who takes their questions meanwhile (spec §14).
+    /// Until when they are away, and who takes their questions meanwhile.
     #[serde(default, deserialize_with = "crate::types::time::optional")]
     pub away_until: Option<chrono::DateTime<chrono::Utc>>,
     pub delegate: Option<String>,

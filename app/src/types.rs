@@ -1,7 +1,7 @@
 //! Wire types shared by the browser, the server and the CLI.
 //!
-//! These are the JSON shapes of spec §3 and §4. They compile for `wasm32` as well as for the server, so nothing here
-//! may touch the database or the file system; rows stay server-side.
+//! These are the JSON shapes of the HTTP API (docs/api.md). They compile for `wasm32` as well as for the server, so
+//! nothing here may touch the database or the file system; rows stay server-side.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -147,7 +147,7 @@ impl Role {
 }
 
 wire_enum! {
-    /// What a question is for; decides the run status while pending and the default urgency and timeout (spec §3).
+    /// What a question is for; decides the run status while pending and the default urgency and timeout.
     QuestionKind {
         Blocking = "blocking",
         NonBlocking = "non_blocking",
@@ -177,7 +177,7 @@ impl QuestionKind {
 }
 
 wire_enum! {
-    /// The shape an answer's `value` must have (spec §3).
+    /// The shape an answer's `value` must have.
     ResponseType {
         Text = "text",
         Boolean = "boolean",
@@ -295,7 +295,7 @@ pub struct AnswerBody {
 }
 
 /// The body of `POST /questions/{id}/answer`: an answer, and for the approval of a tool call, optionally a grant
-/// that lets later calls like it through without asking (spec §14).
+/// that lets later calls like it through without asking.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct AnswerRequest {
@@ -305,7 +305,7 @@ pub struct AnswerRequest {
     pub grant: Option<GrantRequest>,
 }
 
-/// The answers every error-recovery question understands besides its own options (spec §3): `(value, label,
+/// The answers every error-recovery question understands besides its own options: `(value, label,
 /// what it does)`.
 pub const RECOVERY_ACTIONS: [(&str, &str, &str); 3] = [
     ("retry", "Retry", "Try the failed step again"),
@@ -346,7 +346,7 @@ wire_enum! {
     /// What became of one item of a batch.
     AnswerBatchStatus {
         Answered = "answered",
-        /// The approval was recorded; the question needs more before it is answered (spec §14).
+        /// The approval was recorded; the question needs more before it is answered.
         ApprovalAdded = "approval_added",
         /// The question had left `pending` (`error` says who answered it).
         Conflict = "conflict",
@@ -378,7 +378,7 @@ pub struct AnswerBatchResult {
     pub question: Option<Question>,
 }
 
-/// The body of `POST /questions`: the fields of spec §3 a caller may set.
+/// The body of `POST /questions`: the fields of a question a caller may set.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct NewQuestion {
@@ -422,11 +422,11 @@ pub struct NewQuestion {
     /// "strategy": "round_robin"}`), who becomes its assignee.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub assignee: Option<AssigneeRequest>,
-    /// Where the question's own events are sent (spec §12), signed with the workspace's callback secret: an `http`
+    /// Where the question's own events are sent, signed with the workspace's callback secret: an `http`
     /// or `https` URL, checked as a webhook's is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub callback_url: Option<String>,
-    /// How many distinct people must approve an approval question (1..=10, default 1; spec §14). Approvals short
+    /// How many distinct people must approve an approval question (1..=10, default 1). Approvals short
     /// of it leave the question pending; the first rejection answers it `false`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ssr", schema(minimum = 1, maximum = 10))]
@@ -457,7 +457,7 @@ impl std::fmt::Display for Eligible {
     }
 }
 
-/// One person's approval of a question that needs several (spec §14).
+/// One person's approval of a question that needs several.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Approval {
@@ -525,7 +525,7 @@ impl std::fmt::Display for Assignee {
     }
 }
 
-/// A question as the API returns it (spec §3).
+/// A question as the API returns it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Question {
@@ -563,7 +563,7 @@ pub struct Question {
     /// Who may answer besides the role rules; absent when anyone of a suitable role may.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub assignee: Option<Assignee>,
-    /// Its escalation plan (spec §11), absent when no policy applied when it was asked.
+    /// Its escalation plan, absent when no policy applied when it was asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub escalation: Option<Escalation>,
     /// Where its own events are sent besides the workspace's webhooks, if the asker named a URL.
@@ -731,7 +731,7 @@ pub struct Page<T> {
 }
 
 wire_enum! {
-    /// The `event:` names of the SSE stream (spec §4).
+    /// The `event:` names of the SSE stream.
     EventType {
         QuestionAsked = "question_asked",
         QuestionAnswered = "question_answered",
@@ -742,9 +742,9 @@ wire_enum! {
         QuestionReminded = "question_reminded",
         /// A pending question was handed to someone else by its escalation policy.
         QuestionEscalated = "question_escalated",
-        /// Someone claimed a pending question, or let their claim go (spec §14).
+        /// Someone claimed a pending question, or let their claim go.
         QuestionClaimed = "question_claimed",
-        /// Someone approved a question that needs more approvals than it has (spec §14).
+        /// Someone approved a question that needs more approvals than it has.
         QuestionApprovalAdded = "question_approval_added",
     }
 }

@@ -1,4 +1,4 @@
-//! `/act/{token}`: the door of action links (spec §11). Opening a link shows what it will do and changes nothing (mail
+//! `/act/{token}`: the door of action links. Opening a link shows what it will do and changes nothing (mail
 //! scanners and link previews open links); confirming answers as the link's person, through the answer use case.
 //! Every refusal is a page that says why, with the status that fits it.
 

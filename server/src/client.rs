@@ -47,7 +47,7 @@ pub enum CliError {
     /// Exit code 1.
     #[error("{0}")]
     Failed(String),
-    /// Exit code 1: the API refused the request with its error body (spec §4), whose stable `code` a script can
+    /// Exit code 1: the API refused the request with its error body, whose stable `code` a script can
     /// branch on.
     #[error("{}", api_error_line(*.status, .code, .message, .details))]
     Api { status: u16, code: String, message: String, details: Value },

@@ -93,7 +93,7 @@ pub struct ServeConfig {
     pub max_timeout_seconds: i64,
 
     /// The longest a claim of a question lasts, in seconds, and how long one lasts unless the claimer asks for
-    /// less (spec §14).
+    /// less.
     #[arg(long, env = "HOLDPOINT_CLAIM_TTL_SECONDS", default_value_t = crate::hands::DEFAULT_CLAIM_TTL_SECONDS,
         value_parser = clap::value_parser!(i64).range(crate::hands::MIN_CLAIM_TTL_SECONDS..))]
     pub claim_ttl_seconds: i64,
@@ -180,7 +180,7 @@ pub struct ServeConfig {
     pub sso: SsoConfig,
 }
 
-/// Single sign-on with an OpenID Connect provider (spec §14). Off until an issuer is given.
+/// Single sign-on with an OpenID Connect provider. Off until an issuer is given.
 #[derive(Debug, Clone, clap::Args)]
 pub struct SsoConfig {
     /// The OpenID provider's issuer URL (`https://id.example.com/realms/acme`); its discovery document is read
@@ -227,7 +227,7 @@ impl SsoConfig {
     }
 }
 
-/// The channels questions reach people on besides Holdpoint's own pages (spec §11). Each is off until its settings
+/// The channels questions reach people on besides Holdpoint's own pages. Each is off until its settings
 /// are given.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ChannelsConfig {

@@ -1,6 +1,6 @@
 //! The one error type at the HTTP boundary, and the JSON extractor that turns bad bodies into it.
 //!
-//! Every failure leaves the server as `{"error": {"code", "message", "details"}}` (spec §4). 5xx causes are logged
+//! Every failure leaves the server as `{"error": {"code", "message", "details"}}`. 5xx causes are logged
 //! by the tracing layer and never sent: the client sees only `internal`.
 
 use app::types::{ErrorBody, ErrorDetail};

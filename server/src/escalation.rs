@@ -1,4 +1,4 @@
-//! Escalation (spec §11): a workspace's policies per kind and urgency, the plan a question takes from its policy when
+//! Escalation: a workspace's policies per kind and urgency, the plan a question takes from its policy when
 //! it is asked, and the steps the deadline worker takes by that plan — remind the people the question reached, then
 //! hand it to `escalate_to`, who become its assignee and are notified. Each step is decided whole here (the question
 //! as it leaves the step, its event, its audit entry, who it reaches) and written by the store only if the question

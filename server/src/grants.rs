@@ -1,4 +1,4 @@
-//! Grants (spec §14): "always allow" rules an approver makes while approving a tool call. Which calls a grant
+//! Grants: "always allow" rules an approver makes while approving a tool call. Which calls a grant
 //! covers, checking a grant request against the question it comes with, consulting the live grants before a call
 //! is asked about (the executor, MCP's `request_approval`, `POST /questions`), listing and revoking.
 

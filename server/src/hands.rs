@@ -1,4 +1,4 @@
-//! Many hands (spec §14): approvals that need several people, and claims. Each use case here decides the whole
+//! Many hands: approvals that need several people, and claims. Each use case here decides the whole
 //! change of a pending question — the row as it leaves it, its event and its audit entry, or the transition out of
 //! `pending` the last approval completes — and hands it to the store, which writes it only if no other change of
 //! the question was written since it was read. A use case that finds itself second reads the question again and
@@ -47,7 +47,7 @@ pub fn delegate_role_for(role: Role) -> Role {
     if role.rank() >= Role::Approver.rank() { Role::Approver } else { Role::Responder }
 }
 
-/// Who answers in `username`'s stead at `now` (spec §14, delegation): following each away member's delegate, the
+/// Who answers in `username`'s stead at `now` (delegation): following each away member's delegate, the
 /// first member who is not away — as long as they may answer a question of `kind`. `None` when `username` is not
 /// away (or nobody in the chain may take it).
 pub fn stand_in<'a>(
@@ -194,7 +194,7 @@ async fn hand_over(
     Err(still_changing())
 }
 
-/// How long a claim lasts unless the claimer asks for less, and the most any claim lasts (spec §14).
+/// How long a claim lasts unless the claimer asks for less, and the most any claim lasts.
 pub const DEFAULT_CLAIM_TTL_SECONDS: i64 = 1800;
 /// The shortest claim worth taking.
 pub const MIN_CLAIM_TTL_SECONDS: i64 = 1;

@@ -1,4 +1,4 @@
-//! `holdpoint ask`, `run` and `resume`: Holdpoint for shell scripts, CI jobs and cron (spec §6).
+//! `holdpoint ask`, `run` and `resume`: Holdpoint for shell scripts, CI jobs and cron.
 //!
 //! For them the process exiting *is* the pause: it saves everything, writes `.holdpoint/pause.json`, prints the
 //! same JSON and exits 10; a later process picks up where it stopped. Exit codes: 0 completed / answered /
@@ -583,7 +583,7 @@ async fn show_progress(connection: &Connection, run_id: &str, after: u64) -> Cli
     Ok(last)
 }
 
-/// The manifest of spec §6 for a run waiting for a person.
+/// The pause manifest (docs/cli.md) of a run waiting for a person.
 async fn pause_manifest(connection: &Connection, run: &Value) -> CliResult<Value> {
     let run_id = run["id"].as_str().unwrap_or_default();
     let pending = connection.get(&format!("/runs/{run_id}/tool-calls?status=pending_approval&limit=200")).await?;

@@ -1,4 +1,4 @@
-//! How questions reach people (spec §11): who a question is for, on which channels, decided when it is asked; and the
+//! How questions reach people: who a question is for, on which channels, decided when it is asked; and the
 //! keys the channels sign with, shared by every instance through the store.
 
 use app::types::{
@@ -75,7 +75,7 @@ impl SendsOn {
 /// The address of a push delivery: it goes to every browser the person has subscribed when it is sent.
 pub const PUSH_ADDRESS: &str = "every subscribed browser";
 
-/// Whether `member` is among the people `question` is for (spec §11): its assignee (the user, or the members holding
+/// Whether `member` is among the people `question` is for: its assignee (the user, or the members holding
 /// at least the role), or, without one, every member whose role may answer it.
 pub fn is_for(question: &QuestionRow, member: &MemberRow) -> bool {
     let may_answer_kind = match question.kind {

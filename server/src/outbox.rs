@@ -1,4 +1,4 @@
-//! The outbox's worker (spec §11): sends the deliveries questions were asked with, on every instance.
+//! The outbox's worker: sends the deliveries questions were asked with, on every instance.
 //!
 //! It wakes when a question is asked (the event hub) and when the soonest delivery is due, claims what is due
 //! (exactly once across instances: see [`crate::store::OutboxStore::claim_deliveries`]) and sends each delivery in

@@ -1,4 +1,4 @@
-//! Questions: what a person must handle (spec §3). Turning a request into a valid question, and checking an
+//! Questions: what a person must handle. Turning a request into a valid question, and checking an
 //! answer against its question, live here; HTTP and SQL do not.
 
 use std::collections::{BTreeMap, HashSet};
@@ -282,7 +282,7 @@ fn assignee_of(requested: &app::types::AssigneeRequest, errors: &mut FieldErrors
     }
 }
 
-/// The most approvals a question may need, and the most people `eligible` may name (spec §14).
+/// The most approvals a question may need, and the most people `eligible` may name.
 pub const APPROVALS_MAX: u8 = 10;
 pub const ELIGIBLE_USERS_MAX: usize = 50;
 
@@ -640,7 +640,7 @@ impl Asking<'_> {
 
 impl Asking<'_> {
     /// Stores a prepared question as [`Asking::record`] does, unless it asks to approve a tool call a live grant
-    /// covers (spec §14): then it is stored approved by the grant, asked and answered in the write that counts and
+    /// covers: then it is stored approved by the grant, asked and answered in the write that counts and
     /// audits the grant's use, and reaches no one. A question that needs several approvals, or names who may give
     /// it, is always asked: one person's grant does not stand for them.
     pub async fn record_unless_granted(
@@ -978,7 +978,7 @@ pub async fn answer_through(
     answer_granting(answering, caller, id, answer, None, now, channel).await
 }
 
-/// [`answer_through`], making `grant` with the approval of a tool call (spec §14): the grant is checked before the
+/// [`answer_through`], making `grant` with the approval of a tool call: the grant is checked before the
 /// answer is written (a fault in it changes nothing) and stored once the answer is.
 pub async fn answer_granting(
     answering: &Answering<'_>,

@@ -1,4 +1,4 @@
-//! `holdpoint questions`, `show`, `answer`, `approve` and `reject`: answering from a terminal (spec §1, §6).
+//! `holdpoint questions`, `show`, `answer`, `approve` and `reject`: answering from a terminal.
 //!
 //! They speak the REST API like the headless commands ([`crate::client`]); with the embedded engine they act as the
 //! person at the terminal ([`LocalIdentity::Person`]). A value is parsed by the question's response type before

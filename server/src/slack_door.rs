@@ -1,4 +1,4 @@
-//! `POST /integrations/slack/interactions`: the door Slack's interactivity knocks on (spec §11) when a person clicks
+//! `POST /integrations/slack/interactions`: the door Slack's interactivity knocks on when a person clicks
 //! a button of a question's message or submits its modal.
 //!
 //! Only a request Slack signed is read ([`verify_request`]: the app's signing secret, a timestamp at most five

@@ -1,4 +1,4 @@
-//! Single sign-on (spec §14): OpenID Connect's authorization code flow with PKCE, and who a signed-in identity is
+//! Single sign-on: OpenID Connect's authorization code flow with PKCE, and who a signed-in identity is
 //! here. People are matched by the email address their provider has verified, against the addresses accounts have
 //! verified themselves (never an address typed onto a membership); with provisioning on, someone no account matches
 //! becomes a member with the configured role, unless an admin removed them from that workspace.

@@ -1,4 +1,4 @@
-//! The one rule of what a caller may see of its workspace (spec §2): people and tokens of human roles see every
+//! The one rule of what a caller may see of its workspace: people and tokens of human roles see every
 //! question and run in it; an `agent` token sees only the questions and runs it created ("agents read their own").
 //! Every door asks this module: REST, the event stream (live and replayed), the web UI, the worker protocol and MCP.
 

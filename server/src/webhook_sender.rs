@@ -1,4 +1,4 @@
-//! The webhooks' worker (spec §12), on every instance: queues each event for the endpoints it goes to, and sends each
+//! The webhooks' worker, on every instance: queues each event for the endpoints it goes to, and sends each
 //! endpoint its queue in order.
 //!
 //! Queueing follows the event hub, so an event is queued the moment this instance sees it committed, and records how

@@ -1,4 +1,4 @@
-//! Webhooks (spec §12): a workspace's subscriptions and its callback secret, which endpoints each event goes to, and
+//! Webhooks: a workspace's subscriptions and its callback secret, which endpoints each event goes to, and
 //! what becomes of a delivery after each attempt (sent, tried again later, given up; an endpoint that said it is gone
 //! disabled). The worker that follows the event log and sends is `webhook_sender.rs`.
 

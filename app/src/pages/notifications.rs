@@ -1,4 +1,4 @@
-//! `/notifications`: the signed-in person's notification center (spec §11): each question that was for them, newest
+//! `/notifications`: the signed-in person's notification center: each question that was for them, newest
 //! first, unread ones marked, with whether it still waits for an answer or was resolved (by anyone, anywhere). The
 //! list follows question events; opening a question marks its notification read.
 

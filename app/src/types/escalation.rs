@@ -1,4 +1,4 @@
-//! Wire types of escalation (spec §11): a workspace's policies, and the plan a question takes from them when it is
+//! Wire types of escalation: a workspace's policies, and the plan a question takes from them when it is
 //! asked.
 
 use chrono::{DateTime, Utc};

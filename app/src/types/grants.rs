@@ -1,4 +1,4 @@
-//! Wire types of grants (spec §14): "always allow" rules an approver makes while approving a tool call, which let
+//! Wire types of grants: "always allow" rules an approver makes while approving a tool call, which let
 //! later calls of the same tool with matching arguments through without asking, until they expire or are revoked.
 
 use chrono::{DateTime, Utc};

@@ -1,4 +1,4 @@
-//! Wire types of how questions reach people (spec §11): their notifications and the outbox's deliveries.
+//! Wire types of how questions reach people: their notifications and the outbox's deliveries.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

@@ -1,4 +1,4 @@
-//! Wire types of people and credentials (spec §2): workspace members, API tokens, and who the caller is.
+//! Wire types of people and credentials: workspace members, API tokens, and who the caller is.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -31,7 +31,7 @@ pub struct Member {
     /// person set themselves is unproven: it neither receives their messages nor answers from Slack as them.
     #[serde(default)]
     pub slack_user_id_proven: bool,
-    /// Until when they are away (spec §14): meanwhile the questions assigned to them go to `delegate`.
+    /// Until when they are away: meanwhile the questions assigned to them go to `delegate`.
     #[serde(default, deserialize_with = "super::time::optional")]
     pub away_until: Option<DateTime<Utc>>,
     /// Who takes their assigned questions while they are away (a username).
@@ -112,7 +112,7 @@ pub struct MemberUpdate {
     #[serde(default, deserialize_with = "given", skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ssr", schema(value_type = Option<String>, pattern = r"^[UW][A-Z0-9]{2,30}$"))]
     pub slack_user_id: Option<Option<String>>,
-    /// Away until this time (spec §14), handing assigned questions to `delegate` meanwhile; `null` ends the
+    /// Away until this time, handing assigned questions to `delegate` meanwhile; `null` ends the
     /// absence. Given together with `delegate`.
     #[serde(default, deserialize_with = "given", skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ssr", schema(value_type = Option<DateTime<Utc>>))]
@@ -151,7 +151,7 @@ pub struct AddressUpdate {
     #[serde(default, deserialize_with = "given", skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ssr", schema(value_type = Option<String>, pattern = r"^[UW][A-Z0-9]{2,30}$"))]
     pub slack_user_id: Option<Option<String>>,
-    /// Away until this time (spec §14), handing assigned questions to `delegate` meanwhile; `null` ends the
+    /// Away until this time, handing assigned questions to `delegate` meanwhile; `null` ends the
     /// absence. Given together with `delegate`.
     #[serde(default, deserialize_with = "given", skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ssr", schema(value_type = Option<DateTime<Utc>>))]

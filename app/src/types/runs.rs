@@ -1,4 +1,4 @@
-//! Wire types of agents and runs (spec §2, §4 "Runs and agents", §5).
+//! Wire types of agents and runs (§4 "Runs and agents", §5).
 
 use std::collections::BTreeMap;
 
@@ -59,7 +59,7 @@ impl ApprovalPolicy {
 wire_enum! {
     /// A tool the runtime provides to agents.
     BuiltInTool {
-        /// Asks a person a question (spec §3).
+        /// Asks a person a question.
         AskUser = "ask_user",
         /// Starts child runs of other agents.
         SpawnAgents = "spawn_agents",
@@ -269,7 +269,7 @@ pub struct Segment {
     pub end_status: Option<RunStatus>,
 }
 
-/// A run (spec §4): the stable handle of one task across every pause and resume.
+/// A run: the stable handle of one task across every pause and resume.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Run {

@@ -1,4 +1,4 @@
-//! Wire types of webhooks (spec §12): a workspace's subscriptions, the deliveries of its events to them, and the
+//! Wire types of webhooks: a workspace's subscriptions, the deliveries of its events to them, and the
 //! secret questions' own callbacks are signed with.
 
 use chrono::{DateTime, Utc};

@@ -1,4 +1,4 @@
-//! Action links (spec §11): the Approve / Reject / option links of an email or a push notification.
+//! Action links: the Approve / Reject / option links of an email or a push notification.
 //!
 //! A link carries a token that names what it does — which question, answered as whom, with which value, through
 //! which channel, until when — and a MAC (HMAC-SHA256 with a key only the server holds) over all of it, so nobody
@@ -23,7 +23,7 @@ use app::types::Question;
 
 use super::{Channel, QuickAnswer};
 
-/// The longest a link stays valid, however far off the question's deadline is (spec §11).
+/// The longest a link stays valid, however far off the question's deadline is.
 pub const MAX_VALIDITY: Duration = Duration::days(7);
 
 /// The length of a key, in bytes: HMAC-SHA256's block-sized security needs no more than the hash's 32.

@@ -1,4 +1,4 @@
-//! Email over SMTP (spec §11): a question as a multipart/alternative message, plain text first (readable as it is
+//! Email over SMTP: a question as a multipart/alternative message, plain text first (readable as it is
 //! in a plain-text client) and HTML second, with one action link per quick answer and a link that opens the
 //! question in Holdpoint; and the SMTP transport that sends it.
 //!

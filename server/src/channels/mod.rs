@@ -1,4 +1,4 @@
-//! The ways a question reaches a person outside Holdpoint's own pages (spec §11): email over SMTP, Slack, web push,
+//! The ways a question reaches a person outside Holdpoint's own pages: email over SMTP, Slack, web push,
 //! and the signed action links the first and last of them carry.
 //!
 //! Each channel turns a question into that channel's message and sends it, and says how the attempt went in the
@@ -122,7 +122,7 @@ pub struct QuickAnswer {
     pub style: AnswerStyle,
 }
 
-/// The most choices an email offers as links (spec §11); a longer list is answered in Holdpoint.
+/// The most choices an email offers as links; a longer list is answered in Holdpoint.
 pub const EMAIL_MAX_CHOICES: usize = 6;
 /// The most choices a push notification offers as actions: browsers show two actions beside "Open".
 pub const PUSH_MAX_CHOICES: usize = 2;

@@ -1,4 +1,4 @@
-//! Slack (spec §11): a question as a Block Kit message with buttons, the modal for text answers and comments, the
+//! Slack: a question as a Block Kit message with buttons, the modal for text answers and comments, the
 //! Web API calls that post, update and open them, and the checks and parsing of what Slack's interactivity sends
 //! back.
 //!

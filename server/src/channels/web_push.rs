@@ -1,4 +1,4 @@
-//! Web push (spec §11): a question sent to a browser's push subscription, as RFC 8030 describes, encrypted for that
+//! Web push: a question sent to a browser's push subscription, as RFC 8030 describes, encrypted for that
 //! browser with RFC 8291's `aes128gcm` and signed for the push service with RFC 8292's VAPID.
 //!
 //! - The payload is JSON for Holdpoint's service worker ([`notification_payload`]): the title, a short body, the

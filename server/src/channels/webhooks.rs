@@ -1,4 +1,4 @@
-//! Webhooks on the wire (spec §12): Standard Webhooks signatures, which URLs may be sent to, and one attempt of a
+//! Webhooks on the wire: Standard Webhooks signatures, which URLs may be sent to, and one attempt of a
 //! delivery over HTTP.
 //!
 //! A receiver's URL is checked twice by the outbound guard ([`crate::egress`]): when it is given (so a mistake is

@@ -1,4 +1,4 @@
-//! `/grants`: the workspace's "always allow" rules (spec §14), made with approvals; read by any member, revoked by
+//! `/grants`: the workspace's "always allow" rules, made with approvals; read by any member, revoked by
 //! their maker or an admin.
 
 use app::types::{Grant, Page};

@@ -1,4 +1,4 @@
-//! `/notifications`: a person's notification center (spec §11); `/questions/{id}/deliveries`: where the outbox is
+//! `/notifications`: a person's notification center; `/questions/{id}/deliveries`: where the outbox is
 //! with a question; `/me/push-subscriptions` and `/push/public-key`: the browsers a person subscribed to web pushes;
 //! `/escalation-policies`: when a workspace's unanswered questions are reminded and escalated.
 

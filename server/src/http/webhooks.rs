@@ -1,5 +1,5 @@
 //! `/webhooks`: a workspace's webhook subscriptions, their deliveries, and the secret questions' callbacks are signed
-//! with (spec §12). Admins only.
+//! with. Admins only.
 
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! `/mcp`: the Model Context Protocol over streamable HTTP (spec §7), so any MCP client can ask a person through
+//! `/mcp`: the Model Context Protocol over streamable HTTP, so any MCP client can ask a person through
 //! Holdpoint: `ask_user`, `request_approval` (shaped for Claude Code's `--permission-prompt-tool`), `get_question`
 //! and `resume_task`.
 //!

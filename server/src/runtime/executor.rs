@@ -1,4 +1,4 @@
-//! The executor loop (spec §5): build the conversation from the stored messages, call the model, persist its
+//! The executor loop: build the conversation from the stored messages, call the model, persist its
 //! answer and the tool calls it asks for, settle each call (run it, ask for approval, ask a person, start
 //! children), persist each result, and repeat until the model answers without tool calls, the step budget is
 //! spent, or something waits for a person.
@@ -473,7 +473,7 @@ async fn question_is_pending(rt: &Runtime, run: &RunRow, id: Uuid) -> StoreResul
     Ok(rt.ledger.question(run.workspace_id, id).await?.is_some_and(|q| q.status == QuestionStatus::Pending))
 }
 
-/// Approves a call a live grant covers (spec §14), without asking: the grant's use is counted and audited with the
+/// Approves a call a live grant covers, without asking: the grant's use is counted and audited with the
 /// grant and its maker, and the call records who let it through. `false` when no grant covers it.
 async fn let_through_by_grant(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow) -> StoreResult<bool> {
     let Some(grant) = rt.ledger.let_through(run, call).await? else { return Ok(false) };

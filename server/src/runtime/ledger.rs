@@ -73,7 +73,7 @@ pub trait RunLedger: Send + Sync {
     ) -> StoreResult<ResumeOutcome>;
     /// Runs by id (the children a `spawn_agents` call reports on).
     async fn child_run_status(&self, ids: &[Uuid]) -> StoreResult<Vec<RunRow>>;
-    /// The live grant (spec §14) that lets `call` of `run` through without asking, its use counted and audited;
+    /// The live grant that lets `call` of `run` through without asking, its use counted and audited;
     /// `None` when a person must be asked.
     async fn let_through(&self, run: &RunRow, call: &ToolCallRow) -> StoreResult<Option<GrantRow>>;
 }

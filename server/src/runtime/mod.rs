@@ -1,4 +1,4 @@
-//! The agent runtime (spec §5): workers that claim queued runs and execute them.
+//! The agent runtime: workers that claim queued runs and execute them.
 //!
 //! A run is executed by exactly one worker at a time: claiming is a conditional update (with
 //! `FOR UPDATE SKIP LOCKED` on PostgreSQL), and the claim is a lease the worker renews while it works. A run that

@@ -1,4 +1,4 @@
-//! Escalation as stored (spec §11): each workspace's policies, and the steps questions take by them, with the SQL
+//! Escalation as stored: each workspace's policies, and the steps questions take by them, with the SQL
 //! both backends use.
 
 use async_trait::async_trait;

@@ -1,4 +1,4 @@
-//! Grants as stored (spec §14): their rows, the SQL both backends use, and the [`GrantStore`] trait.
+//! Grants as stored: their rows, the SQL both backends use, and the [`GrantStore`] trait.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};

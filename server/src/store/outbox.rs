@@ -1,4 +1,4 @@
-//! How questions reach people (spec §11), as stored: each person's notifications and the outbox's deliveries, and the
+//! How questions reach people, as stored: each person's notifications and the outbox's deliveries, and the
 //! SQL both backends use for them.
 //!
 //! Both are written in the transaction of the question they come from (see [`Reach`]). A delivery is then claimed by
@@ -196,7 +196,7 @@ impl AskedWith {
     }
 }
 
-/// The approval of a tool call a grant gives as the question is asked (spec §14): the question's transition out of
+/// The approval of a tool call a grant gives as the question is asked: the question's transition out of
 /// `pending`, and the grant's use with its audit entry. The store writes the question only if the grant is still
 /// live at the transition's time, and fails with [`StoreError::GrantNotLive`] (writing nothing) otherwise.
 #[derive(Debug, Clone)]

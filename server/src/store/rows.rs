@@ -490,7 +490,7 @@ pub struct QuestionTransition {
     pub audit: super::NewAuditEntry,
 }
 
-/// A change to a pending question that is not its transition out of `pending` by itself (spec §14): a claim taken
+/// A change to a pending question that is not its transition out of `pending` by itself: a claim taken
 /// or let go, an approval short of the quorum — or the approval that reaches it, which resolves the question in the
 /// same write. Decided whole by the use case; the store writes it only if the question is still pending at the
 /// revision the use case read (`question.revision - 1`), so two changes never both build on the same state.

@@ -1,4 +1,4 @@
-//! Webhooks as stored (spec §12): each workspace's subscriptions, its callback secret, the deliveries of events to
+//! Webhooks as stored: each workspace's subscriptions, its callback secret, the deliveries of events to
 //! endpoints, and how far the event log has been queued; with the SQL both backends use.
 //!
 //! A queue is a workspace's endpoint (`workspace_id`, `endpoint`): a subscription, or a URL the workspace's questions
