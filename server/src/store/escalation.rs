@@ -8,6 +8,9 @@ use uuid::Uuid;
 
 use app::types::{Assignee, QuestionKind, Urgency};
 
+use super::backend::{Sql, SqlBackend, Statement};
+use super::outbox::INSERT_DELIVERY;
+use super::sql::{Bind, QUESTION_COLUMNS};
 use super::{NewAuditEntry, NewEvent, QuestionRow, Reach, StoreResult};
 
 pub(super) const POLICY_COLUMNS: &str =
@@ -34,7 +37,7 @@ pub(super) static DUE_ESCALATIONS: std::sync::LazyLock<String> = std::sync::Lazy
     format!(
         "SELECT {} FROM questions WHERE status = 'pending' AND next_escalation_at IS NOT NULL \
          AND next_escalation_at <= $1 ORDER BY next_escalation_at LIMIT $2",
-        super::sql::QUESTION_COLUMNS
+        QUESTION_COLUMNS
     )
 });
 /// When the soonest escalation step of a pending question is due.
@@ -99,4 +102,97 @@ pub trait EscalationStore: Send + Sync {
     /// Writes a step with its event, audit entry, notifications and deliveries, in one transaction; `false` (and
     /// nothing written) if the question left `pending` or another instance took the step first.
     async fn take_escalation_step(&self, step: &EscalationTransition) -> StoreResult<bool>;
+}
+
+#[async_trait]
+impl<B: SqlBackend> EscalationStore for B {
+    async fn escalation_policies(&self, workspace_id: Uuid) -> StoreResult<Vec<EscalationPolicyRow>> {
+        self.read()
+            .fetch_all(
+                Statement::new(format!(
+                    "SELECT {POLICY_COLUMNS} FROM escalation_policies WHERE workspace_id = $1 ORDER BY kind, urgency"
+                ))
+                .bind(workspace_id),
+            )
+            .await
+    }
+
+    fn policy_cache(&self) -> &super::ReadCache<Vec<EscalationPolicyRow>> {
+        &self.caches().escalation_policies
+    }
+
+    async fn replace_escalation_policies(
+        &self,
+        workspace_id: Uuid,
+        policies: &[EscalationPolicyRow],
+        audit: &NewAuditEntry,
+    ) -> StoreResult<()> {
+        let mut write = self.begin_write().await?;
+        write
+            .execute(Statement::new("DELETE FROM escalation_policies WHERE workspace_id = $1").bind(workspace_id))
+            .await?;
+        for policy in policies {
+            write
+                .execute(
+                    Statement::new(INSERT_POLICY)
+                        .bind(policy.workspace_id)
+                        .bind(policy.kind)
+                        .bind(policy.urgency)
+                        .bind(policy.remind_after_seconds)
+                        .bind(policy.escalate_after_seconds)
+                        .bind(&policy.escalate_to)
+                        .bind(policy.updated_at),
+                )
+                .await?;
+        }
+        self.append_audit_in(&mut write, audit).await?;
+        self.commit_write(write, None).await?;
+        self.caches().escalation_policies.forget(workspace_id);
+        Ok(())
+    }
+
+    async fn due_escalations(&self, now: DateTime<Utc>, limit: i64) -> StoreResult<Vec<QuestionRow>> {
+        self.read().fetch_all(Statement::new(&**DUE_ESCALATIONS).bind(now).bind(limit)).await
+    }
+
+    async fn next_escalation_due(&self) -> StoreResult<Option<DateTime<Utc>>> {
+        let (next,): (Option<DateTime<Utc>>,) = self.read().fetch_one(Statement::new(NEXT_ESCALATION_DUE)).await?;
+        Ok(next)
+    }
+
+    async fn take_escalation_step(&self, step: &EscalationTransition) -> StoreResult<bool> {
+        let question = &step.question;
+        let mut write = self.begin_write().await?;
+        let taken: Option<(Uuid,)> = write
+            .fetch_optional(
+                Statement::new(TAKE_ESCALATION_STEP)
+                    .bind(&question.assignee)
+                    .bind(&question.escalation)
+                    .bind(question.next_escalation_at)
+                    .bind(question.updated_at)
+                    .bind(question.workspace_id)
+                    .bind(question.id)
+                    .bind(step.due_at),
+            )
+            .await?;
+        if taken.is_none() {
+            return Ok(false);
+        }
+        let event_id = self.append_event_and_audit_in(&mut write, &step.event, &step.audit).await?;
+        write_reach(&mut write, &step.reach).await?;
+        self.commit_write(write, Some(event_id)).await?;
+        Ok(true)
+    }
+}
+
+/// Writes whom a change reaches, in the change's write: their notifications (marked unread again where they had
+/// one) and its deliveries.
+pub(super) async fn write_reach(write: &mut impl Sql, reach: &Reach) -> StoreResult<()> {
+    for notification in &reach.notifications {
+        write.execute(Bind::bind_notification(Statement::new(NOTIFY_AGAIN), notification)).await?;
+    }
+    for delivery in &reach.deliveries {
+        write.execute(Bind::bind_delivery(Statement::new(INSERT_DELIVERY), delivery)).await?;
+    }
+    Ok(())
 }

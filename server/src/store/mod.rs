@@ -6,6 +6,7 @@
 //! which the event hub follows.
 
 mod audit_rows;
+mod backend;
 mod escalation;
 mod grants;
 mod outbox;
@@ -125,6 +126,19 @@ impl WorkspaceNames {
     pub(crate) fn remember(&self, id: Uuid, name: &str) {
         self.0.write().unwrap_or_else(std::sync::PoisonError::into_inner).insert(id, name.to_owned());
     }
+}
+
+/// What a store keeps in memory of each workspace, whichever database it stores in.
+#[derive(Debug, Default)]
+pub(crate) struct Caches {
+    /// The names of the workspaces this store has read.
+    pub(crate) workspace_names: WorkspaceNames,
+    /// Each workspace's escalation policies, as last read.
+    pub(crate) escalation_policies: ReadCache<Vec<EscalationPolicyRow>>,
+    /// Each workspace's members with a subscribed browser, as last read.
+    pub(crate) push_subscribers: ReadCache<Vec<Uuid>>,
+    /// Each workspace's webhook subscriptions, as last read.
+    pub(crate) webhooks: ReadCache<Vec<WebhookRow>>,
 }
 
 /// How long what a [`ReadCache`] read is trusted without reading it again.

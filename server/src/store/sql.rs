@@ -2,15 +2,13 @@
 //! bookkeeping of committed events. Each backend (`sqlite`, `postgres`) writes its own queries with these; where
 //! the dialects differ, the backend says so in its own code.
 
-use app::types::{AnswerBody, QuestionKind, QuestionStatus, Resolution};
-use chrono::{DateTime, Utc};
 use sqlx::postgres::PgArguments;
 use sqlx::sqlite::SqliteArguments;
 use sqlx::types::Json;
 use sqlx::{Postgres, Sqlite};
 use tokio::sync::watch;
-use uuid::Uuid;
 
+use super::backend::{Both, Statement};
 use super::*;
 
 /// The columns of `questions`, in the order of [`QuestionRow`].
@@ -38,44 +36,10 @@ pub(super) static APPEND_AUDIT: std::sync::LazyLock<String> = std::sync::LazyLoc
     )
 });
 
-/// `bind`, which `sqlx::query`, `sqlx::query_as` and the SQLite direct connection's arguments each have, and the
-/// binding of whole rows with it, written once for both databases. The bounds say that every column type a row
-/// binds is one the database encodes; each implementation is for one database, where they hold.
-pub(super) trait Bind<'q, DB: sqlx::Database>: Sized
-where
-    Uuid: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    Option<Uuid>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    i64: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    bool: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    &'q str: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    &'q String: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    &'q Option<String>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    DateTime<Utc>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    Option<DateTime<Utc>>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    Json<&'q Box<serde_json::value::RawValue>>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    &'q Json<Vec<Uuid>>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    &'q Json<Vec<app::types::QuestionOption>>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    &'q Json<Vec<app::types::FormField>>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    &'q Option<Json<app::types::ApprovalAction>>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    &'q Json<serde_json::Value>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    &'q Option<Json<AnswerBody>>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    &'q Option<Json<app::types::Assignee>>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    &'q QuestionKind: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    &'q app::types::ResponseType: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    &'q app::types::Urgency: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    &'q QuestionStatus: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    &'q Option<Resolution>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    i32: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    &'q app::types::Channel: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    &'q app::types::DeliveryStatus: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    &'q app::types::DeliveryCause: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    &'q Option<Json<app::types::Escalation>>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    &'q Option<Json<app::types::Eligible>>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    &'q Json<Vec<app::types::Approval>>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    app::types::GrantScope: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-    &'q Json<app::types::ArgumentMatcher>: sqlx::Encode<'q, DB> + sqlx::Type<DB>,
-{
-    fn bind_arg<T: 'q + sqlx::Encode<'q, DB> + sqlx::Type<DB>>(self, value: T) -> Self;
+/// `bind`, which `sqlx::query`, `sqlx::query_as`, the SQLite direct connection's arguments and a [`Statement`]
+/// each have, and the binding of whole rows with it, written once for both databases.
+pub(super) trait Bind<'q>: Sized {
+    fn bind_arg<T: Both<'q>>(self, value: T) -> Self;
 
     /// Binds an event's values, in the order of `INSERT_EVENT`'s placeholders, after what `query` has.
     fn bind_event(self, event: &'q NewEvent) -> Self {
@@ -236,33 +200,39 @@ where
     }
 }
 
-impl<'q> Bind<'q, Sqlite> for sqlx::query::Query<'q, Sqlite, SqliteArguments<'q>> {
-    fn bind_arg<T: 'q + sqlx::Encode<'q, Sqlite> + sqlx::Type<Sqlite>>(self, value: T) -> Self {
+impl<'q> Bind<'q> for sqlx::query::Query<'q, Sqlite, SqliteArguments<'q>> {
+    fn bind_arg<T: Both<'q>>(self, value: T) -> Self {
         self.bind(value)
     }
 }
 
-impl<'q, O> Bind<'q, Sqlite> for sqlx::query::QueryAs<'q, Sqlite, O, SqliteArguments<'q>> {
-    fn bind_arg<T: 'q + sqlx::Encode<'q, Sqlite> + sqlx::Type<Sqlite>>(self, value: T) -> Self {
+impl<'q, O> Bind<'q> for sqlx::query::QueryAs<'q, Sqlite, O, SqliteArguments<'q>> {
+    fn bind_arg<T: Both<'q>>(self, value: T) -> Self {
         self.bind(value)
     }
 }
 
-impl<'q> Bind<'q, Sqlite> for super::sqlite::DirectArguments<'q> {
-    fn bind_arg<T: 'q + sqlx::Encode<'q, Sqlite> + sqlx::Type<Sqlite>>(mut self, value: T) -> Self {
+impl<'q> Bind<'q> for super::sqlite::DirectArguments<'q> {
+    fn bind_arg<T: Both<'q>>(mut self, value: T) -> Self {
         self.add(value);
         self
     }
 }
 
-impl<'q> Bind<'q, Postgres> for sqlx::query::Query<'q, Postgres, PgArguments> {
-    fn bind_arg<T: 'q + sqlx::Encode<'q, Postgres> + sqlx::Type<Postgres>>(self, value: T) -> Self {
+impl<'q> Bind<'q> for sqlx::query::Query<'q, Postgres, PgArguments> {
+    fn bind_arg<T: Both<'q>>(self, value: T) -> Self {
         self.bind(value)
     }
 }
 
-impl<'q, O> Bind<'q, Postgres> for sqlx::query::QueryAs<'q, Postgres, O, PgArguments> {
-    fn bind_arg<T: 'q + sqlx::Encode<'q, Postgres> + sqlx::Type<Postgres>>(self, value: T) -> Self {
+impl<'q, O> Bind<'q> for sqlx::query::QueryAs<'q, Postgres, O, PgArguments> {
+    fn bind_arg<T: Both<'q>>(self, value: T) -> Self {
+        self.bind(value)
+    }
+}
+
+impl<'q> Bind<'q> for Statement<'q> {
+    fn bind_arg<T: Both<'q>>(self, value: T) -> Self {
         self.bind(value)
     }
 }

@@ -1,7 +1,7 @@
 //! The PostgreSQL store, for several instances over one database: the hot writes of a HITL cycle commit in
 //! batches (`write_batch`), event ids are drawn at commit and announced to the other instances by notification.
 
-mod escalation;
+mod backend;
 mod grants;
 mod outbox;
 mod people;
@@ -34,14 +34,8 @@ pub struct PostgresStore {
     _stop_listening: Arc<tokio_util::sync::DropGuard>,
     /// Where asking and resolving run, committed in batches.
     batches: WriteBatches,
-    /// The names of the workspaces this store has read.
-    pub(in crate::store) workspace_names: Arc<super::WorkspaceNames>,
-    /// Each workspace's escalation policies, as last read.
-    pub(in crate::store) escalation_policies: Arc<super::ReadCache<Vec<super::EscalationPolicyRow>>>,
-    /// Each workspace's members with a subscribed browser, as last read.
-    pub(in crate::store) push_subscribers: Arc<super::ReadCache<Vec<Uuid>>>,
-    /// Each workspace's webhook subscriptions, as last read.
-    pub(in crate::store) webhooks: Arc<super::ReadCache<Vec<super::WebhookRow>>>,
+    /// What this store keeps in memory of each workspace.
+    pub(in crate::store) caches: Arc<super::Caches>,
 }
 
 impl PostgresStore {
@@ -80,10 +74,7 @@ impl PostgresStore {
             tokens,
             _stop_listening: Arc::new(stop.drop_guard()),
             batches,
-            workspace_names: Arc::default(),
-            escalation_policies: Arc::default(),
-            push_subscribers: Arc::default(),
-            webhooks: Arc::default(),
+            caches: Arc::default(),
         })
     }
 }

@@ -277,7 +277,7 @@ impl PeopleStore for PostgresStore {
         self.append_audit_in(&mut tx, &audit(before)).await?;
         sqlx::query(Self::TELL_OTHERS_OF_A_REVOCATION).execute(&mut *tx).await?;
         tx.commit().await?;
-        self.push_subscribers.forget(workspace_id);
+        self.caches.push_subscribers.forget(workspace_id);
         // Long requests of the member (event streams, MCP sessions) check their caller again.
         self.tokens.forget_all();
         Ok(MembershipChange::Changed { before })

@@ -484,7 +484,7 @@ impl Store for PostgresStore {
         match &change.effect {
             PendingEffect::Recorded { event, audit, reach } => {
                 self.append_event_and_audit(&mut tx, event, audit).await?;
-                super::escalation::write_reach(&mut tx, reach).await?;
+                crate::store::escalation::write_reach(&mut tx, reach).await?;
             }
             PendingEffect::Resolves(transition) => {
                 static RESOLVE: std::sync::LazyLock<String> =

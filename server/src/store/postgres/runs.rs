@@ -168,12 +168,12 @@ impl PostgresStore {
         tx: &mut sqlx::Transaction<'static, Postgres>,
         workspace_id: Uuid,
     ) -> StoreResult<String> {
-        if let Some(name) = self.workspace_names.get(workspace_id) {
+        if let Some(name) = self.caches.workspace_names.get(workspace_id) {
             return Ok(name);
         }
         let (name,): (String,) =
             sqlx::query_as("SELECT name FROM workspaces WHERE id = $1").bind(workspace_id).fetch_one(&mut **tx).await?;
-        self.workspace_names.remember(workspace_id, &name);
+        self.caches.workspace_names.remember(workspace_id, &name);
         Ok(name)
     }
 
@@ -482,14 +482,14 @@ impl RunStore for PostgresStore {
     }
 
     async fn workspace_name(&self, workspace_id: Uuid) -> StoreResult<String> {
-        if let Some(name) = self.workspace_names.get(workspace_id) {
+        if let Some(name) = self.caches.workspace_names.get(workspace_id) {
             return Ok(name);
         }
         let (name,): (String,) = sqlx::query_as("SELECT name FROM workspaces WHERE id = $1")
             .bind(workspace_id)
             .fetch_one(&self.pool)
             .await?;
-        self.workspace_names.remember(workspace_id, &name);
+        self.caches.workspace_names.remember(workspace_id, &name);
         Ok(name)
     }
 

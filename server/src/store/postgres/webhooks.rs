@@ -20,7 +20,7 @@ impl WebhookStore for PostgresStore {
     }
 
     fn webhook_cache(&self) -> &ReadCache<Vec<WebhookRow>> {
-        &self.webhooks
+        &self.caches.webhooks
     }
 
     async fn webhook(&self, workspace_id: Uuid, id: Uuid) -> StoreResult<Option<WebhookRow>> {
@@ -48,7 +48,7 @@ impl WebhookStore for PostgresStore {
             .await?;
         self.append_audit_in(&mut tx, audit).await?;
         tx.commit().await?;
-        self.webhooks.forget(row.workspace_id);
+        self.caches.webhooks.forget(row.workspace_id);
         Ok(())
     }
 
@@ -72,7 +72,7 @@ impl WebhookStore for PostgresStore {
             self.append_audit_in(&mut tx, audit).await?;
         }
         tx.commit().await?;
-        self.webhooks.forget(row.workspace_id);
+        self.caches.webhooks.forget(row.workspace_id);
         Ok(true)
     }
 
@@ -93,7 +93,7 @@ impl WebhookStore for PostgresStore {
         }
         self.append_audit_in(&mut tx, audit).await?;
         tx.commit().await?;
-        self.webhooks.forget(workspace_id);
+        self.caches.webhooks.forget(workspace_id);
         Ok(true)
     }
 
@@ -239,7 +239,7 @@ impl WebhookStore for PostgresStore {
         }
         tx.commit().await?;
         if let Some(workspace_id) = workspace {
-            self.webhooks.forget(workspace_id);
+            self.caches.webhooks.forget(workspace_id);
         }
         Ok(())
     }

@@ -1,9 +1,9 @@
 //! The SQLite store: one writer connection whose write transactions commit in batches (`group_commit`), a
 //! direct connection for the two hot writes of a HITL cycle (`direct`), and a pool of read-only connections.
 
+mod backend;
 mod connections;
 mod direct;
-mod escalation;
 mod grants;
 mod group_commit;
 mod outbox;
@@ -36,16 +36,10 @@ pub struct SqliteStore {
     committed: watch::Sender<Committed>,
     pub(in crate::store) tokens: Arc<TokenCache>,
     writer_thread: WriterThread,
-    /// The names of the workspaces this store has read.
-    pub(in crate::store) workspace_names: Arc<super::WorkspaceNames>,
+    /// What this store keeps in memory of each workspace.
+    pub(in crate::store) caches: Arc<super::Caches>,
     /// Where this store last saw each workspace's audit chain end.
     pub(in crate::store) audit_heads: Arc<super::AuditHeads>,
-    /// Each workspace's escalation policies, as last read.
-    pub(in crate::store) escalation_policies: Arc<super::ReadCache<Vec<super::EscalationPolicyRow>>>,
-    /// Each workspace's members with a subscribed browser, as last read.
-    pub(in crate::store) push_subscribers: Arc<super::ReadCache<Vec<Uuid>>>,
-    /// Each workspace's webhook subscriptions, as last read.
-    pub(in crate::store) webhooks: Arc<super::ReadCache<Vec<super::WebhookRow>>>,
 }
 
 /// A runtime of its own, on a thread of its own, for the two writes of a HITL cycle (asking and resolving a
@@ -132,11 +126,8 @@ impl SqliteStore {
             committed,
             tokens,
             writer_thread: WriterThread::start()?,
-            workspace_names: Arc::default(),
+            caches: Arc::default(),
             audit_heads: Arc::default(),
-            escalation_policies: Arc::default(),
-            push_subscribers: Arc::default(),
-            webhooks: Arc::default(),
         })
     }
 

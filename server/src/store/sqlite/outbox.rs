@@ -91,7 +91,7 @@ impl OutboxStore for SqliteStore {
             .await?;
         self.append_audit_in(&mut tx, audit).await?;
         tx.commit().await?;
-        self.push_subscribers.forget(row.workspace_id);
+        self.caches.push_subscribers.forget(row.workspace_id);
         Ok(saved)
     }
 
@@ -114,13 +114,13 @@ impl OutboxStore for SqliteStore {
         }
         self.append_audit_in(&mut tx, audit).await?;
         tx.commit().await?;
-        self.push_subscribers.forget(workspace_id);
+        self.caches.push_subscribers.forget(workspace_id);
         Ok(true)
     }
 
     async fn forget_push_endpoint(&self, workspace_id: Uuid, user_id: Uuid, endpoint: &str) -> StoreResult<()> {
         sqlx::query(FORGET_PUSH_ENDPOINT).bind(workspace_id).bind(user_id).bind(endpoint).execute(&self.write).await?;
-        self.push_subscribers.forget(workspace_id);
+        self.caches.push_subscribers.forget(workspace_id);
         Ok(())
     }
 
@@ -134,12 +134,12 @@ impl OutboxStore for SqliteStore {
     }
 
     async fn push_subscribers(&self, workspace_id: Uuid) -> StoreResult<Vec<Uuid>> {
-        if let Some(subscribers) = self.push_subscribers.fresh(workspace_id) {
+        if let Some(subscribers) = self.caches.push_subscribers.fresh(workspace_id) {
             return Ok(subscribers.as_ref().clone());
         }
         let rows: Vec<(Uuid,)> = sqlx::query_as(PUSH_SUBSCRIBERS).bind(workspace_id).fetch_all(&self.read).await?;
         let subscribers = rows.into_iter().map(|(user_id,)| user_id).collect();
-        Ok(self.push_subscribers.remember(workspace_id, subscribers).as_ref().clone())
+        Ok(self.caches.push_subscribers.remember(workspace_id, subscribers).as_ref().clone())
     }
 
     async fn next_delivery_due(&self) -> StoreResult<Option<DateTime<Utc>>> {

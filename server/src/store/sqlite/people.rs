@@ -274,7 +274,7 @@ impl PeopleStore for SqliteStore {
         }
         self.append_audit_in(&mut tx, &audit(before)).await?;
         tx.commit().await?;
-        self.push_subscribers.forget(workspace_id);
+        self.caches.push_subscribers.forget(workspace_id);
         // Long requests of the member (event streams, MCP sessions) check their caller again.
         self.tokens.forget_all();
         Ok(MembershipChange::Changed { before })

@@ -579,7 +579,7 @@ impl Store for SqliteStore {
         match &change.effect {
             PendingEffect::Recorded { event, audit, reach } => {
                 let event_id = self.append_event_and_audit(&mut tx, event, audit).await?;
-                super::escalation::write_reach(&mut tx, reach).await?;
+                crate::store::escalation::write_reach(&mut tx, reach).await?;
                 self.commit_one_event(tx, event_id, event).await?;
             }
             PendingEffect::Resolves(transition) => {

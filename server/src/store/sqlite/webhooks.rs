@@ -19,7 +19,7 @@ impl WebhookStore for SqliteStore {
     }
 
     fn webhook_cache(&self) -> &ReadCache<Vec<WebhookRow>> {
-        &self.webhooks
+        &self.caches.webhooks
     }
 
     async fn webhook(&self, workspace_id: Uuid, id: Uuid) -> StoreResult<Option<WebhookRow>> {
@@ -47,7 +47,7 @@ impl WebhookStore for SqliteStore {
             .await?;
         self.append_audit_in(&mut tx, audit).await?;
         tx.commit().await?;
-        self.webhooks.forget(row.workspace_id);
+        self.caches.webhooks.forget(row.workspace_id);
         Ok(())
     }
 
@@ -71,7 +71,7 @@ impl WebhookStore for SqliteStore {
             self.append_audit_in(&mut tx, audit).await?;
         }
         tx.commit().await?;
-        self.webhooks.forget(row.workspace_id);
+        self.caches.webhooks.forget(row.workspace_id);
         Ok(true)
     }
 
@@ -92,7 +92,7 @@ impl WebhookStore for SqliteStore {
         }
         self.append_audit_in(&mut tx, audit).await?;
         tx.commit().await?;
-        self.webhooks.forget(workspace_id);
+        self.caches.webhooks.forget(workspace_id);
         Ok(true)
     }
 
@@ -237,7 +237,7 @@ impl WebhookStore for SqliteStore {
         }
         tx.commit().await?;
         if let Some(workspace_id) = workspace {
-            self.webhooks.forget(workspace_id);
+            self.caches.webhooks.forget(workspace_id);
         }
         Ok(())
     }

@@ -1,0 +1,259 @@
+//! What the two databases do differently, as one trait, so that each domain area's store is written once, generic
+//! over it.
+//!
+//! A domain area's statements are [`Statement`]s: SQL with `$N` placeholders (both databases read them) and the
+//! values bound to them, each of a type both databases encode. They run on the backend's read connections
+//! ([`SqlBackend::read`]) or inside a write ([`SqlBackend::begin_write`], [`SqlBackend::commit_write`]), through
+//! [`Sql`]. What really differs stays behind the trait: how a write opens and commits (SQLite's group commit on one
+//! writer, PostgreSQL's transaction whose events get their ids at commit), how an event and its audit entry are
+//! appended, and the dialect's few words ([`SqlBackend::FOR_UPDATE`], [`SqlBackend::SKIP_LOCKED`]). The hot paths of a
+//! HITL cycle (asking and resolving a question) stay each backend's own code.
+
+use std::borrow::Cow;
+
+use async_trait::async_trait;
+use sqlx::error::BoxDynError;
+use sqlx::postgres::{PgArguments, PgRow};
+use sqlx::sqlite::{SqliteArguments, SqliteRow};
+use sqlx::{Arguments, Executor, FromRow, Postgres, Sqlite};
+
+use super::{AuditRow, NewAuditEntry, NewEvent, StoreError, StoreResult};
+
+/// A value bound to a statement: of a type both databases encode.
+pub(in crate::store) trait Both<'q>:
+    'q + sqlx::Encode<'q, Sqlite> + sqlx::Type<Sqlite> + sqlx::Encode<'q, Postgres> + sqlx::Type<Postgres> + Send
+{
+}
+
+impl<'q, T> Both<'q> for T where
+    T: 'q + sqlx::Encode<'q, Sqlite> + sqlx::Type<Sqlite> + sqlx::Encode<'q, Postgres> + sqlx::Type<Postgres> + Send
+{
+}
+
+/// A bound value, kept until the statement runs on one database or the other.
+trait Argument<'q>: Send {
+    fn add_to_sqlite(self: Box<Self>, arguments: &mut SqliteArguments<'q>) -> Result<(), BoxDynError>;
+    fn add_to_postgres(self: Box<Self>, arguments: &mut PgArguments) -> Result<(), BoxDynError>;
+}
+
+impl<'q, T: Both<'q>> Argument<'q> for T {
+    fn add_to_sqlite(self: Box<Self>, arguments: &mut SqliteArguments<'q>) -> Result<(), BoxDynError> {
+        arguments.add(*self)
+    }
+
+    fn add_to_postgres(self: Box<Self>, arguments: &mut PgArguments) -> Result<(), BoxDynError> {
+        arguments.add(*self)
+    }
+}
+
+/// A row type both databases decode (every `#[derive(sqlx::FromRow)]` row, and tuples of column types).
+pub(in crate::store) trait FromBoth:
+    for<'r> FromRow<'r, SqliteRow> + for<'r> FromRow<'r, PgRow> + Send + Unpin
+{
+}
+
+impl<T> FromBoth for T where T: for<'r> FromRow<'r, SqliteRow> + for<'r> FromRow<'r, PgRow> + Send + Unpin {}
+
+/// A statement written once for both databases: its SQL, with `$N` placeholders, and the values bound to them.
+#[must_use]
+pub(in crate::store) struct Statement<'q> {
+    sql: Cow<'static, str>,
+    arguments: Vec<Box<dyn Argument<'q> + 'q>>,
+}
+
+impl<'q> Statement<'q> {
+    pub(in crate::store) fn new(sql: impl Into<Cow<'static, str>>) -> Self {
+        Self { sql: sql.into(), arguments: Vec::new() }
+    }
+
+    /// Binds the next placeholder.
+    pub(in crate::store) fn bind(mut self, value: impl Both<'q>) -> Self {
+        self.arguments.push(Box::new(value));
+        self
+    }
+
+    /// Appends SQL text, for a statement built piece by piece.
+    pub(in crate::store) fn push(&mut self, sql: &str) -> &mut Self {
+        self.sql.to_mut().push_str(sql);
+        self
+    }
+
+    /// Appends the next placeholder (`$N`) and binds it.
+    pub(in crate::store) fn push_bind(&mut self, value: impl Both<'q>) -> &mut Self {
+        self.arguments.push(Box::new(value));
+        let placeholder = format!("${}", self.arguments.len());
+        self.sql.to_mut().push_str(&placeholder);
+        self
+    }
+
+    /// How many values are bound: the number of the last placeholder.
+    pub(in crate::store) fn bound(&self) -> usize {
+        self.arguments.len()
+    }
+
+    fn for_sqlite(self) -> StoreResult<(Cow<'static, str>, SqliteArguments<'q>)> {
+        let mut arguments = SqliteArguments::default();
+        for argument in self.arguments {
+            argument.add_to_sqlite(&mut arguments).map_err(encoding_failed)?;
+        }
+        Ok((self.sql, arguments))
+    }
+
+    fn for_postgres(self) -> StoreResult<(Cow<'static, str>, PgArguments)> {
+        let mut arguments = PgArguments::default();
+        for argument in self.arguments {
+            argument.add_to_postgres(&mut arguments).map_err(encoding_failed)?;
+        }
+        Ok((self.sql, arguments))
+    }
+}
+
+impl std::fmt::Debug for Statement<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Statement").field("sql", &self.sql).field("bound", &self.arguments.len()).finish()
+    }
+}
+
+fn encoding_failed(err: BoxDynError) -> StoreError {
+    StoreError::Database(sqlx::Error::Encode(err))
+}
+
+/// Where statements run: a backend's read connections, or a write in progress.
+#[async_trait]
+pub(in crate::store) trait Sql: Send {
+    async fn fetch_all<R: FromBoth>(&mut self, statement: Statement<'_>) -> StoreResult<Vec<R>>;
+    async fn fetch_optional<R: FromBoth>(&mut self, statement: Statement<'_>) -> StoreResult<Option<R>>;
+    /// The one row; an error if there is none.
+    async fn fetch_one<R: FromBoth>(&mut self, statement: Statement<'_>) -> StoreResult<R>;
+    /// How many rows the statement changed.
+    async fn execute(&mut self, statement: Statement<'_>) -> StoreResult<u64>;
+}
+
+/// The statements of [`Sql`] on any SQLite executor.
+pub(in crate::store) mod on_sqlite {
+    use super::*;
+
+    pub(in crate::store) async fn fetch_all<'e, E, R>(executor: E, statement: Statement<'_>) -> StoreResult<Vec<R>>
+    where
+        E: Executor<'e, Database = Sqlite>,
+        R: FromBoth,
+    {
+        let (sql, arguments) = statement.for_sqlite()?;
+        Ok(sqlx::query_as_with::<Sqlite, R, _>(&sql, arguments).fetch_all(executor).await?)
+    }
+
+    pub(in crate::store) async fn fetch_optional<'e, E, R>(
+        executor: E,
+        statement: Statement<'_>,
+    ) -> StoreResult<Option<R>>
+    where
+        E: Executor<'e, Database = Sqlite>,
+        R: FromBoth,
+    {
+        let (sql, arguments) = statement.for_sqlite()?;
+        Ok(sqlx::query_as_with::<Sqlite, R, _>(&sql, arguments).fetch_optional(executor).await?)
+    }
+
+    pub(in crate::store) async fn fetch_one<'e, E, R>(executor: E, statement: Statement<'_>) -> StoreResult<R>
+    where
+        E: Executor<'e, Database = Sqlite>,
+        R: FromBoth,
+    {
+        let (sql, arguments) = statement.for_sqlite()?;
+        Ok(sqlx::query_as_with::<Sqlite, R, _>(&sql, arguments).fetch_one(executor).await?)
+    }
+
+    pub(in crate::store) async fn execute<'e, E>(executor: E, statement: Statement<'_>) -> StoreResult<u64>
+    where
+        E: Executor<'e, Database = Sqlite>,
+    {
+        let (sql, arguments) = statement.for_sqlite()?;
+        Ok(sqlx::query_with::<Sqlite, _>(&sql, arguments).execute(executor).await?.rows_affected())
+    }
+}
+
+/// The statements of [`Sql`] on any PostgreSQL executor.
+pub(in crate::store) mod on_postgres {
+    use super::*;
+
+    pub(in crate::store) async fn fetch_all<'e, E, R>(executor: E, statement: Statement<'_>) -> StoreResult<Vec<R>>
+    where
+        E: Executor<'e, Database = Postgres>,
+        R: FromBoth,
+    {
+        let (sql, arguments) = statement.for_postgres()?;
+        Ok(sqlx::query_as_with::<Postgres, R, _>(&sql, arguments).fetch_all(executor).await?)
+    }
+
+    pub(in crate::store) async fn fetch_optional<'e, E, R>(
+        executor: E,
+        statement: Statement<'_>,
+    ) -> StoreResult<Option<R>>
+    where
+        E: Executor<'e, Database = Postgres>,
+        R: FromBoth,
+    {
+        let (sql, arguments) = statement.for_postgres()?;
+        Ok(sqlx::query_as_with::<Postgres, R, _>(&sql, arguments).fetch_optional(executor).await?)
+    }
+
+    pub(in crate::store) async fn fetch_one<'e, E, R>(executor: E, statement: Statement<'_>) -> StoreResult<R>
+    where
+        E: Executor<'e, Database = Postgres>,
+        R: FromBoth,
+    {
+        let (sql, arguments) = statement.for_postgres()?;
+        Ok(sqlx::query_as_with::<Postgres, R, _>(&sql, arguments).fetch_one(executor).await?)
+    }
+
+    pub(in crate::store) async fn execute<'e, E>(executor: E, statement: Statement<'_>) -> StoreResult<u64>
+    where
+        E: Executor<'e, Database = Postgres>,
+    {
+        let (sql, arguments) = statement.for_postgres()?;
+        Ok(sqlx::query_with::<Postgres, _>(&sql, arguments).execute(executor).await?.rows_affected())
+    }
+}
+
+/// What a database does its own way, under the domain areas written once. Implemented by the SQLite and the
+/// PostgreSQL store.
+#[async_trait]
+pub(in crate::store) trait SqlBackend: Send + Sync + 'static {
+    /// A write in progress: its statements commit together or not at all.
+    type Write: Sql;
+    /// The read connections.
+    type Read<'a>: Sql
+    where
+        Self: 'a;
+
+    /// Locks the rows a `SELECT` read for the rest of the write (nothing on SQLite, whose one writer holds the
+    /// whole database).
+    const FOR_UPDATE: &'static str;
+    /// Locks the rows a `SELECT` read, passing over those another instance holds (nothing on SQLite).
+    const FOR_UPDATE_SKIP_LOCKED: &'static str;
+
+    fn read(&self) -> Self::Read<'_>;
+
+    /// What this store keeps in memory of each workspace.
+    fn caches(&self) -> &super::Caches;
+
+    async fn begin_write(&self) -> StoreResult<Self::Write>;
+
+    /// Commits the write, and tells the event hub of `last_event`, the newest event it appended, if any.
+    async fn commit_write(&self, write: Self::Write, last_event: Option<i64>) -> StoreResult<()>;
+
+    /// Appends an event inside the write; its id.
+    async fn append_event_in(&self, write: &mut Self::Write, event: &NewEvent) -> StoreResult<i64>;
+
+    /// Appends an audit entry to its workspace's chain inside the write, so it commits if and only if the change it
+    /// records does.
+    async fn append_audit_in(&self, write: &mut Self::Write, entry: &NewAuditEntry) -> StoreResult<AuditRow>;
+
+    /// Appends an event and then an audit entry inside the write; the event's id.
+    async fn append_event_and_audit_in(
+        &self,
+        write: &mut Self::Write,
+        event: &NewEvent,
+        entry: &NewAuditEntry,
+    ) -> StoreResult<i64>;
+}

@@ -1,0 +1,97 @@
+//! The PostgreSQL store under the domain areas written once: a write is a transaction on the pool, whose events
+//! get their ids at commit and are announced to every instance, this one included, by notification.
+
+use async_trait::async_trait;
+use sqlx::{PgPool, Postgres, Transaction};
+
+use super::PostgresStore;
+use crate::store::backend::{FromBoth, Sql, SqlBackend, Statement, on_postgres};
+use crate::store::{AuditRow, Caches, NewAuditEntry, NewEvent, StoreResult};
+
+/// The pool, as [`Sql`].
+pub(in crate::store) struct Reads<'a>(&'a PgPool);
+
+#[async_trait]
+impl Sql for Reads<'_> {
+    async fn fetch_all<R: FromBoth>(&mut self, statement: Statement<'_>) -> StoreResult<Vec<R>> {
+        on_postgres::fetch_all(self.0, statement).await
+    }
+
+    async fn fetch_optional<R: FromBoth>(&mut self, statement: Statement<'_>) -> StoreResult<Option<R>> {
+        on_postgres::fetch_optional(self.0, statement).await
+    }
+
+    async fn fetch_one<R: FromBoth>(&mut self, statement: Statement<'_>) -> StoreResult<R> {
+        on_postgres::fetch_one(self.0, statement).await
+    }
+
+    async fn execute(&mut self, statement: Statement<'_>) -> StoreResult<u64> {
+        on_postgres::execute(self.0, statement).await
+    }
+}
+
+#[async_trait]
+impl Sql for Transaction<'static, Postgres> {
+    async fn fetch_all<R: FromBoth>(&mut self, statement: Statement<'_>) -> StoreResult<Vec<R>> {
+        on_postgres::fetch_all(&mut **self, statement).await
+    }
+
+    async fn fetch_optional<R: FromBoth>(&mut self, statement: Statement<'_>) -> StoreResult<Option<R>> {
+        on_postgres::fetch_optional(&mut **self, statement).await
+    }
+
+    async fn fetch_one<R: FromBoth>(&mut self, statement: Statement<'_>) -> StoreResult<R> {
+        on_postgres::fetch_one(&mut **self, statement).await
+    }
+
+    async fn execute(&mut self, statement: Statement<'_>) -> StoreResult<u64> {
+        on_postgres::execute(&mut **self, statement).await
+    }
+}
+
+#[async_trait]
+impl SqlBackend for PostgresStore {
+    type Write = Transaction<'static, Postgres>;
+    type Read<'a> = Reads<'a>;
+
+    const FOR_UPDATE: &'static str = " FOR UPDATE";
+    const FOR_UPDATE_SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
+
+    fn read(&self) -> Reads<'_> {
+        Reads(&self.pool)
+    }
+
+    fn caches(&self) -> &Caches {
+        &self.caches
+    }
+
+    async fn begin_write(&self) -> StoreResult<Transaction<'static, Postgres>> {
+        Ok(self.pool.begin().await?)
+    }
+
+    /// The commit's notification tells every instance's hub, this one's too, of the events it appended.
+    async fn commit_write(&self, write: Transaction<'static, Postgres>, _last_event: Option<i64>) -> StoreResult<()> {
+        Ok(write.commit().await?)
+    }
+
+    async fn append_event_in(&self, write: &mut Transaction<'static, Postgres>, event: &NewEvent) -> StoreResult<i64> {
+        Self::append_event(write, event).await
+    }
+
+    async fn append_audit_in(
+        &self,
+        write: &mut Transaction<'static, Postgres>,
+        entry: &NewAuditEntry,
+    ) -> StoreResult<AuditRow> {
+        PostgresStore::append_audit_in(self, write, entry).await
+    }
+
+    async fn append_event_and_audit_in(
+        &self,
+        write: &mut Transaction<'static, Postgres>,
+        event: &NewEvent,
+        entry: &NewAuditEntry,
+    ) -> StoreResult<i64> {
+        self.append_event_and_audit(write, event, entry).await
+    }
+}
