@@ -9,104 +9,12 @@ use app::types::{ActorKind, QuestionStatus, ToolCallStatus};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
+use crate::actions;
 use crate::credentials::{Caller, Credential};
 use crate::store::{
     AuditActor, NewAuditEntry, Principal, QuestionRow, RunRow, Store, StoreResult, TokenRow, ToolCallRow,
 };
 pub use crate::store::{GENESIS_HASH, HASH_FORMAT, entry_hash, hashed_time, preimage};
-
-/// The actions the server records. Others may be added (the column is free text); these are the ones it writes.
-pub mod action {
-    pub const QUESTION_ANSWERED: &str = "question.answered";
-    pub const QUESTION_DEFAULTED: &str = "question.defaulted";
-    pub const QUESTION_EXPIRED: &str = "question.expired";
-    pub const QUESTION_CANCELLED: &str = "question.cancelled";
-    /// A tool call approved or rejected by an agent's approval policy (people decide through the approval question).
-    pub const TOOL_CALL_DECIDED: &str = "tool_call.decided";
-    pub const RUN_CANCELLED: &str = "run.cancelled";
-    pub const SIGNIN: &str = "signin";
-    pub const SIGNOUT: &str = "signout";
-    pub const TOKEN_CREATED: &str = "token.created";
-    pub const TOKEN_REVOKED: &str = "token.revoked";
-    pub const USER_CREATED: &str = "user.created";
-    pub const MEMBER_ADDED: &str = "member.added";
-    pub const MEMBER_REMOVED: &str = "member.removed";
-    pub const ROLE_CHANGED: &str = "role.changed";
-    pub const PASSWORD_CHANGED: &str = "password.changed";
-    /// An existing account was invited to a workspace (it joins only when its owner accepts).
-    pub const MEMBER_INVITED: &str = "member.invited";
-    /// An invitation's account accepted it and became a member.
-    pub const INVITATION_ACCEPTED: &str = "invitation.accepted";
-    /// An invitation's account declined it.
-    pub const INVITATION_DECLINED: &str = "invitation.declined";
-    /// An account confirmed an email address as its own (the address single sign-on matches).
-    pub const EMAIL_VERIFIED: &str = "email.verified";
-    /// A member's email address or Slack user id changed.
-    pub const ADDRESSES_CHANGED: &str = "addresses.changed";
-    /// A person's channel thresholds changed.
-    pub const NOTIFICATIONS_CHANGED: &str = "notifications.changed";
-    /// A pending question's people were notified again by its escalation policy.
-    pub const QUESTION_REMINDED: &str = "question.reminded";
-    /// A pending question was handed to someone else by its escalation policy.
-    pub const QUESTION_ESCALATED: &str = "question.escalated";
-    /// A person subscribed a browser to web pushes (or subscribed it again, with new keys).
-    pub const PUSH_SUBSCRIPTION_ADDED: &str = "push_subscription.added";
-    /// A person removed one of their browsers' push subscriptions.
-    pub const PUSH_SUBSCRIPTION_REMOVED: &str = "push_subscription.removed";
-    /// A workspace's escalation policies were replaced.
-    pub const ESCALATION_POLICIES_CHANGED: &str = "escalation_policies.changed";
-    /// A webhook subscription was created, changed (disabled and enabled included) or deleted.
-    pub const WEBHOOK_CREATED: &str = "webhook.created";
-    pub const WEBHOOK_CHANGED: &str = "webhook.changed";
-    pub const WEBHOOK_DELETED: &str = "webhook.deleted";
-    /// A webhook delivery was queued again by hand.
-    pub const WEBHOOK_REDELIVERED: &str = "webhook.redelivered";
-    /// A workspace's callback secret was replaced.
-    pub const CALLBACK_SECRET_ROTATED: &str = "callback_secret.rotated";
-
-    /// Every action above, for the audit page's filter.
-    pub const ALL: &[&str] = &[
-        QUESTION_ANSWERED,
-        QUESTION_DEFAULTED,
-        QUESTION_EXPIRED,
-        QUESTION_CANCELLED,
-        TOOL_CALL_DECIDED,
-        RUN_CANCELLED,
-        SIGNIN,
-        SIGNOUT,
-        TOKEN_CREATED,
-        TOKEN_REVOKED,
-        USER_CREATED,
-        MEMBER_ADDED,
-        MEMBER_REMOVED,
-        ROLE_CHANGED,
-        PASSWORD_CHANGED,
-        MEMBER_INVITED,
-        INVITATION_ACCEPTED,
-        INVITATION_DECLINED,
-        EMAIL_VERIFIED,
-        ADDRESSES_CHANGED,
-        NOTIFICATIONS_CHANGED,
-        PUSH_SUBSCRIPTION_ADDED,
-        PUSH_SUBSCRIPTION_REMOVED,
-        QUESTION_REMINDED,
-        QUESTION_ESCALATED,
-        ESCALATION_POLICIES_CHANGED,
-        WEBHOOK_CREATED,
-        WEBHOOK_CHANGED,
-        WEBHOOK_DELETED,
-        WEBHOOK_REDELIVERED,
-        CALLBACK_SECRET_ROTATED,
-        crate::hands::action::QUESTION_APPROVAL_ADDED,
-        crate::hands::action::QUESTION_CLAIMED,
-        crate::hands::action::QUESTION_UNCLAIMED,
-        crate::hands::action::QUESTION_DELEGATED,
-        crate::hands::action::ABSENCE_CHANGED,
-        crate::grants::action::GRANT_CREATED,
-        crate::grants::action::GRANT_USED,
-        crate::grants::action::GRANT_REVOKED,
-    ];
-}
 
 impl From<&Caller> for AuditActor {
     /// A browser session is a person (`human`); a bearer token is `token`. The id is the account's or the token's.
@@ -163,7 +71,7 @@ pub fn token_created(token: &TokenRow, actor: &AuditActor) -> NewAuditEntry {
     NewAuditEntry {
         workspace_id: token.workspace_id,
         actor: actor.clone(),
-        action: action::TOKEN_CREATED.into(),
+        action: actions::TOKEN_CREATED.into(),
         subject_type: "token".into(),
         subject_id: Some(token.id.to_string()),
         before: None,
@@ -190,7 +98,7 @@ pub fn tool_call_decided(workspace_id: Uuid, agent: &str, agent_id: Option<Uuid>
     NewAuditEntry {
         workspace_id,
         actor: AuditActor::policy(APPROVAL_POLICY, agent_id.map(|id| id.to_string())),
-        action: action::TOOL_CALL_DECIDED.into(),
+        action: actions::TOOL_CALL_DECIDED.into(),
         subject_type: "tool_call".into(),
         subject_id: Some(call.id.to_string()),
         before: None,
@@ -205,7 +113,7 @@ pub fn run_cancelled(run: &RunRow, previous_status: &str, actor: &AuditActor) ->
     NewAuditEntry {
         workspace_id: run.workspace_id,
         actor: actor.clone(),
-        action: action::RUN_CANCELLED.into(),
+        action: actions::RUN_CANCELLED.into(),
         subject_type: "run".into(),
         subject_id: Some(run.id.to_string()),
         before: Some(json!({ "status": previous_status })),
@@ -280,10 +188,10 @@ pub async fn record_session(
 /// The action that records a question's move to `status`.
 fn question_action(status: QuestionStatus) -> &'static str {
     match status {
-        QuestionStatus::Answered => action::QUESTION_ANSWERED,
-        QuestionStatus::Defaulted => action::QUESTION_DEFAULTED,
-        QuestionStatus::Expired => action::QUESTION_EXPIRED,
-        QuestionStatus::Cancelled | QuestionStatus::Pending => action::QUESTION_CANCELLED,
+        QuestionStatus::Answered => actions::QUESTION_ANSWERED,
+        QuestionStatus::Defaulted => actions::QUESTION_DEFAULTED,
+        QuestionStatus::Expired => actions::QUESTION_EXPIRED,
+        QuestionStatus::Cancelled | QuestionStatus::Pending => actions::QUESTION_CANCELLED,
     }
 }
 

@@ -444,7 +444,7 @@ async fn user_command(command: UserCommand) -> Result<(), CliError> {
             };
             let added = operator_action(
                 workspace_row.id,
-                crate::audit::action::MEMBER_ADDED,
+                crate::actions::MEMBER_ADDED,
                 user.id,
                 serde_json::json!({ "username": username, "role": role }),
                 "holdpoint user create",
@@ -476,7 +476,7 @@ async fn user_command(command: UserCommand) -> Result<(), CliError> {
                 .map(|workspace_id| {
                     operator_action(
                         workspace_id,
-                        crate::audit::action::PASSWORD_CHANGED,
+                        crate::actions::PASSWORD_CHANGED,
                         user.id,
                         serde_json::json!({ "username": username }),
                         "holdpoint user set-password",

@@ -10,7 +10,7 @@ use sqlx::types::Json;
 
 use app::types::{DeliveryCause, Escalation, EscalationPolicies, EscalationPolicy, EscalationStep, EventType};
 
-use crate::audit::action;
+use crate::actions;
 use crate::credentials::Caller;
 use crate::error::AppError;
 use crate::events::EventHub;
@@ -110,7 +110,7 @@ pub async fn replace_policies(
     let audit = NewAuditEntry {
         workspace_id,
         actor: AuditActor::from(caller),
-        action: action::ESCALATION_POLICIES_CHANGED.into(),
+        action: actions::ESCALATION_POLICIES_CHANGED.into(),
         subject_type: "workspace".into(),
         subject_id: Some(workspace_id.to_string()),
         before: Some(json!(before.items)),
@@ -152,9 +152,9 @@ pub fn plan_by(row: &mut QuestionRow, policy: &EscalationPolicyRow) {
 /// Why a step reaches people, and the event and audit action that record it.
 fn recorded_as(step: EscalationStep) -> (DeliveryCause, EventType, &'static str) {
     match step {
-        EscalationStep::Remind => (DeliveryCause::Reminded, EventType::QuestionReminded, action::QUESTION_REMINDED),
+        EscalationStep::Remind => (DeliveryCause::Reminded, EventType::QuestionReminded, actions::QUESTION_REMINDED),
         EscalationStep::Escalate => {
-            (DeliveryCause::Escalated, EventType::QuestionEscalated, action::QUESTION_ESCALATED)
+            (DeliveryCause::Escalated, EventType::QuestionEscalated, actions::QUESTION_ESCALATED)
         }
     }
 }

@@ -8,18 +8,11 @@ use serde_json::{Value, json};
 use sqlx::types::Json;
 use uuid::Uuid;
 
+use crate::actions;
 use crate::credentials::Caller;
 use crate::error::AppError;
 use crate::questions::FieldErrors;
 use crate::store::{AuditActor, GrantRow, NewAuditEntry, Store, StoreResult};
-
-/// The audit actions of grants.
-pub mod action {
-    pub const GRANT_CREATED: &str = "grant.created";
-    pub const GRANT_REVOKED: &str = "grant.revoked";
-    /// A call a grant let through without asking.
-    pub const GRANT_USED: &str = "grant.used";
-}
 
 /// How long a grant lasts unless its maker says otherwise, and the bounds of what they may say.
 pub const DEFAULT_LIFETIME_SECONDS: i64 = 24 * 3600;
@@ -167,7 +160,7 @@ pub async fn record(store: &dyn Store, caller: &Caller, grant: &GrantRow) -> Sto
     let audit = NewAuditEntry {
         workspace_id: grant.workspace_id,
         actor: caller.into(),
-        action: action::GRANT_CREATED.into(),
+        action: actions::GRANT_CREATED.into(),
         subject_type: "grant".into(),
         subject_id: Some(grant.id.to_string()),
         before: None,
@@ -245,7 +238,7 @@ pub fn use_entry(grant: &GrantRow, call: &Call<'_>, extra: Value, at: DateTime<U
     NewAuditEntry {
         workspace_id: call.workspace_id,
         actor: AuditActor::policy(GRANT_DECIDER, Some(grant.id.to_string())),
-        action: action::GRANT_USED.into(),
+        action: actions::GRANT_USED.into(),
         subject_type: "grant".into(),
         subject_id: Some(grant.id.to_string()),
         before: None,
@@ -294,7 +287,7 @@ pub async fn revoke(store: &dyn Store, caller: &Caller, id: Uuid) -> Result<Gran
     let audit = NewAuditEntry {
         workspace_id: grant.workspace_id,
         actor: caller.into(),
-        action: action::GRANT_REVOKED.into(),
+        action: actions::GRANT_REVOKED.into(),
         subject_type: "grant".into(),
         subject_id: Some(grant.id.to_string()),
         before: Some(grant_json(&grant)),

@@ -12,6 +12,7 @@ use chrono::{DateTime, Duration, SubsecRound, Utc};
 use serde_json::json;
 use uuid::Uuid;
 
+use crate::actions;
 use crate::credentials::Caller;
 use crate::error::AppError;
 use crate::questions::{Answering, not_pending, pending_for, transition};
@@ -22,20 +23,6 @@ use crate::store::{
     AuditActor, MemberRow, NewAuditEntry, NewEvent, PendingEffect, PendingQuestionChange, QuestionResolution,
     QuestionRow, Reach, Store,
 };
-
-/// The audit actions of this module's changes.
-pub mod action {
-    /// One approval of a question that needs several, short of the quorum.
-    pub const QUESTION_APPROVAL_ADDED: &str = "question.approval_added";
-    /// Someone claimed a question (or took over another's claim, as an admin).
-    pub const QUESTION_CLAIMED: &str = "question.claimed";
-    /// A claim was let go before it ran out.
-    pub const QUESTION_UNCLAIMED: &str = "question.unclaimed";
-    /// A question assigned to someone away went to the member standing in for them.
-    pub const QUESTION_DELEGATED: &str = "question.delegated";
-    /// A member set, changed or ended an absence (and who stands in for them).
-    pub const ABSENCE_CHANGED: &str = "absence.changed";
-}
 
 /// The longest a delegation chain is followed (ana away to ben, ben away to cyd, …): far more than any team's
 /// holiday plan, and a bound on a loop the members' settings could make.
@@ -97,7 +84,7 @@ fn delegation_entry(
     NewAuditEntry {
         workspace_id: row.workspace_id,
         actor: actor.clone(),
-        action: action::QUESTION_DELEGATED.into(),
+        action: actions::QUESTION_DELEGATED.into(),
         subject_type: "question".into(),
         subject_id: Some(row.id.to_string()),
         before: Some(json!({ "title": row.title, "assignee": { "user": away.username } })),
@@ -328,7 +315,7 @@ pub async fn approve(
             let audit = NewAuditEntry {
                 workspace_id: row.workspace_id,
                 actor: caller.into(),
-                action: action::QUESTION_APPROVAL_ADDED.into(),
+                action: actions::QUESTION_APPROVAL_ADDED.into(),
                 subject_type: "question".into(),
                 subject_id: Some(row.id.to_string()),
                 before: Some(json!({ "title": row.title, "approvals": row.approvals.0.len() })),
@@ -456,7 +443,7 @@ async fn change_claim(
                 after.claimed_by_id = Some(caller.principal.counts_as());
                 let taken_over = holder.filter(|_| !mine);
                 (
-                    action::QUESTION_CLAIMED,
+                    actions::QUESTION_CLAIMED,
                     json!({ "claimed_by": caller.principal.name, "until": until, "taken_over_from": taken_over }),
                 )
             }
@@ -465,7 +452,7 @@ async fn change_claim(
                 after.claimed_by = None;
                 after.claim_expires_at = None;
                 after.claimed_by_id = None;
-                (action::QUESTION_UNCLAIMED, json!({ "released": holder }))
+                (actions::QUESTION_UNCLAIMED, json!({ "released": holder }))
             }
         };
         after.revision += 1;

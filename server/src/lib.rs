@@ -6,6 +6,7 @@
 //! outside Holdpoint's pages (email, Slack, web push) through the [`channels`].
 
 pub mod act;
+pub mod actions;
 pub mod audit;
 pub mod auth;
 pub mod backup;

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::audit::action;
+use crate::actions;
 use crate::channels::ChannelKeys;
 use crate::channels::action_links::ActionLinkError;
 use crate::config::ChannelsConfig;
@@ -547,7 +547,7 @@ pub async fn subscribe_browser(
     // Whoever subscribes a browser reads the questions pushed to it: recorded, with the push service, never the
     // endpoint (which lets whoever knows it push to the browser).
     let after = serde_json::json!({ "push_service": info.push_service, "again": known });
-    let audit = push_subscription_entry(caller, action::PUSH_SUBSCRIPTION_ADDED, &info, None, Some(after));
+    let audit = push_subscription_entry(caller, actions::PUSH_SUBSCRIPTION_ADDED, &info, None, Some(after));
     Ok(subscription_info(&store.save_push_subscription(&row, &audit).await?))
 }
 
@@ -580,7 +580,7 @@ pub async fn unsubscribe_browser(store: &dyn Store, caller: &Caller, id: Uuid) -
     };
     let info = subscription_info(subscription);
     let before = serde_json::json!({ "push_service": info.push_service });
-    let audit = push_subscription_entry(caller, action::PUSH_SUBSCRIPTION_REMOVED, &info, Some(before), None);
+    let audit = push_subscription_entry(caller, actions::PUSH_SUBSCRIPTION_REMOVED, &info, Some(before), None);
     if store.delete_push_subscription(caller.workspace_id(), user_id, id, &audit).await? {
         Ok(())
     } else {

@@ -10,7 +10,7 @@ use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, Salt
 use chrono::{DateTime, Duration, Utc};
 use uuid::Uuid;
 
-use crate::audit::action;
+use crate::actions;
 use crate::channels::slack::SlackClient;
 use crate::credentials::{Caller, hash_secret, new_token_secret, random_secret};
 use crate::error::AppError;
@@ -200,14 +200,14 @@ pub async fn add_member(store: &dyn Store, caller: &Caller, input: NewMember) ->
                 disabled_at: None,
             };
             let after = serde_json::json!({ "username": user.username, "display_name": user.display_name });
-            let created = entry_by(caller, action::USER_CREATED, ("user", user.id), None, Some(after));
+            let created = entry_by(caller, actions::USER_CREATED, ("user", user.id), None, Some(after));
             store.insert_user(&user, &[created]).await.map_err(conflict_on_duplicate)?;
             tracing::info!(username = %user.username, "account created");
             user
         }
     };
     let after = serde_json::json!({ "username": user.username, "role": input.role });
-    let added = entry_by(caller, action::MEMBER_ADDED, ("user", user.id), None, Some(after));
+    let added = entry_by(caller, actions::MEMBER_ADDED, ("user", user.id), None, Some(after));
     store
         .insert_membership(caller.workspace_id(), user.id, input.role, &[added])
         .await
@@ -233,7 +233,7 @@ async fn invite(store: &dyn Store, caller: &Caller, user: &UserRow, role: Role) 
         created_at: now(),
     };
     let after = serde_json::json!({ "username": user.username, "role": role, "invitation": invitation.id });
-    let invited = entry_by(caller, action::MEMBER_INVITED, ("user", user.id), None, Some(after));
+    let invited = entry_by(caller, actions::MEMBER_INVITED, ("user", user.id), None, Some(after));
     store.insert_invitation(&invitation, &invited).await.map_err(conflict_on_duplicate)?;
     tracing::info!(username = %user.username, %role, workspace = %caller.principal.workspace, "account invited");
     Ok(invitation.to_invitation(&user.username))
@@ -269,7 +269,7 @@ pub async fn answer_invitation(
     let audit = move |invitation: &InvitationRow| NewAuditEntry {
         workspace_id: invitation.workspace_id,
         actor: actor.clone(),
-        action: (if accept { action::INVITATION_ACCEPTED } else { action::INVITATION_DECLINED }).to_owned(),
+        action: (if accept { actions::INVITATION_ACCEPTED } else { actions::INVITATION_DECLINED }).to_owned(),
         subject_type: "user".into(),
         subject_id: Some(user_id.to_string()),
         before: None,
@@ -293,7 +293,7 @@ pub async fn change_role(store: &dyn Store, caller: &Caller, user_id: Uuid, role
     }
     let changed = move |before: Role| {
         let (before, after) = (serde_json::json!({ "role": before }), serde_json::json!({ "role": role }));
-        entry_by(caller, action::ROLE_CHANGED, ("user", user_id), Some(before), Some(after))
+        entry_by(caller, actions::ROLE_CHANGED, ("user", user_id), Some(before), Some(after))
     };
     match store.change_role(caller.workspace_id(), user_id, role, &changed).await? {
         MembershipChange::Changed { before } => tracing::info!(%user_id, %before, after = %role, "role changed"),
@@ -392,7 +392,7 @@ pub async fn set_my_notifications(
     let settings = MemberSettings { notifications: Some(json.to_string()), ..member.settings() };
     let audit = entry_by(
         caller,
-        action::NOTIFICATIONS_CHANGED,
+        actions::NOTIFICATIONS_CHANGED,
         ("user", member.user_id),
         serde_json::to_value(before).ok(),
         Some(json),
@@ -517,7 +517,7 @@ async fn set_absence(
     }
     let audit = entry_by(
         caller,
-        crate::hands::action::ABSENCE_CHANGED,
+        crate::actions::ABSENCE_CHANGED,
         ("user", member.user_id),
         Some(
             serde_json::json!({ "username": member.username, "away_until": member.away_until, "delegate": member.delegate }),
@@ -617,7 +617,7 @@ async fn set_addresses(
     };
     let audit = entry_by(
         caller,
-        action::ADDRESSES_CHANGED,
+        actions::ADDRESSES_CHANGED,
         ("user", member.user_id),
         Some(addresses(&before)),
         Some(addresses(&settings)),
@@ -722,7 +722,7 @@ pub async fn confirm_email_verification(store: &dyn Store, caller: &Caller, code
     let audit = move |email: &str| NewAuditEntry {
         workspace_id,
         actor: actor.clone(),
-        action: action::EMAIL_VERIFIED.to_owned(),
+        action: actions::EMAIL_VERIFIED.to_owned(),
         subject_type: "user".into(),
         subject_id: Some(user_id.to_string()),
         before: None,
@@ -766,7 +766,7 @@ pub async fn link_slack_by_verified_email(
     let settings = MemberSettings { slack_user_id: Some(found.clone()), slack_user_id_proven: true, ..before.clone() };
     let audit = entry_by(
         caller,
-        action::ADDRESSES_CHANGED,
+        actions::ADDRESSES_CHANGED,
         ("user", member.user_id),
         Some(
             serde_json::json!({ "slack_user_id": before.slack_user_id, "slack_user_id_proven": before.slack_user_id_proven }),
@@ -781,7 +781,7 @@ pub async fn link_slack_by_verified_email(
 pub async fn remove_member(store: &dyn Store, caller: &Caller, user_id: Uuid) -> Result<(), AppError> {
     require_admin(caller)?;
     let removed = move |before: Role| {
-        entry_by(caller, action::MEMBER_REMOVED, ("user", user_id), Some(serde_json::json!({ "role": before })), None)
+        entry_by(caller, actions::MEMBER_REMOVED, ("user", user_id), Some(serde_json::json!({ "role": before })), None)
     };
     match store.remove_member(caller.workspace_id(), user_id, &removed).await? {
         MembershipChange::Changed { before } => {
@@ -837,7 +837,7 @@ pub async fn revoke_token(store: &dyn Store, caller: &Caller, id: Uuid) -> Resul
     require_admin(caller)?;
     let at = now();
     let (before, after) = (serde_json::json!({ "revoked_at": null }), serde_json::json!({ "revoked_at": at }));
-    let revoked = entry_by(caller, action::TOKEN_REVOKED, ("token", id), Some(before), Some(after));
+    let revoked = entry_by(caller, actions::TOKEN_REVOKED, ("token", id), Some(before), Some(after));
     let row = store.revoke_token(caller.workspace_id(), id, at, &revoked).await?.ok_or(AppError::NotFound("token"))?;
     if row.revoked_at != Some(at) {
         return Err(AppError::Conflict {
@@ -879,7 +879,7 @@ pub async fn change_password(
         )));
     }
     // Never the password or its hash: only that it changed.
-    let changed = entry_by(caller, action::PASSWORD_CHANGED, ("user", user.id), None, None);
+    let changed = entry_by(caller, actions::PASSWORD_CHANGED, ("user", user.id), None, None);
     store.set_password(user.id, &hash_password(new_password).await?, &[changed]).await?;
     tracing::info!(username = %user.username, "password changed");
     Ok(())

@@ -20,7 +20,7 @@ use openidconnect::{
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::audit::action;
+use crate::actions;
 use crate::config::ServeConfig;
 use crate::store::{AuditActor, NewAuditEntry, Principal, ProvisionedMember, Store, StoreError, UserRow};
 
@@ -366,11 +366,11 @@ async fn provision_member(
         };
         let audit = [
             entry(
-                action::USER_CREATED,
+                actions::USER_CREATED,
                 serde_json::json!({ "username": username, "display_name": display_name, "via": "oidc" }),
             ),
             entry(
-                action::MEMBER_ADDED,
+                actions::MEMBER_ADDED,
                 serde_json::json!({ "username": username, "role": provision.role, "email": email }),
             ),
         ];

@@ -248,7 +248,7 @@ async fn open_session(
             expires_at: now + lifetime,
         })
         .await?;
-    crate::audit::record_session(state.store.as_ref(), principal, crate::audit::action::SIGNIN, Some(method)).await?;
+    crate::audit::record_session(state.store.as_ref(), principal, crate::actions::SIGNIN, Some(method)).await?;
     tracing::info!(workspace = %principal.workspace, name = %principal.name, kind = ?principal.kind, method, "signed in");
     let cookie = Cookie::build((SESSION_COOKIE, session_secret))
         .path("/")
@@ -362,7 +362,7 @@ async fn sign_out(
             state.store.delete_session(&hash_secret(cookie.value())).await?;
         }
         if let Some(caller) = &caller {
-            crate::audit::record_session(state.store.as_ref(), &caller.principal, crate::audit::action::SIGNOUT, None)
+            crate::audit::record_session(state.store.as_ref(), &caller.principal, crate::actions::SIGNOUT, None)
                 .await?;
         }
     }

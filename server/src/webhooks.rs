@@ -14,7 +14,7 @@ use app::types::{
     WebhookDeliveryPage, WebhookList, WebhookPatch,
 };
 
-use crate::audit::action;
+use crate::actions;
 use crate::channels::DeliveryOutcome;
 use crate::channels::webhooks::{Attempt, UrlPolicy, new_secret};
 use crate::credentials::Caller;
@@ -185,7 +185,7 @@ pub async fn create(
     };
     let webhook = wire(&row);
     let audit =
-        audit_entry(caller, action::WEBHOOK_CREATED, "webhook", row.id.to_string(), None, Some(json!(webhook)), at);
+        audit_entry(caller, actions::WEBHOOK_CREATED, "webhook", row.id.to_string(), None, Some(json!(webhook)), at);
     store.create_webhook(&row, &audit).await?;
     Ok(CreatedWebhook { webhook, secret: row.secret })
 }
@@ -229,7 +229,7 @@ pub async fn update(
     row.updated_at = at;
     let audit = audit_entry(
         caller,
-        action::WEBHOOK_CHANGED,
+        actions::WEBHOOK_CHANGED,
         "webhook",
         id.to_string(),
         Some(json!(wire(&before))),
@@ -248,7 +248,7 @@ pub async fn delete(store: &dyn Store, caller: &Caller, id: Uuid) -> Result<(), 
     let before = find(store, caller, id).await?;
     let at = now();
     let audit =
-        audit_entry(caller, action::WEBHOOK_DELETED, "webhook", id.to_string(), Some(json!(wire(&before))), None, at);
+        audit_entry(caller, actions::WEBHOOK_DELETED, "webhook", id.to_string(), Some(json!(wire(&before))), None, at);
     if !store.delete_webhook(caller.workspace_id(), id, &audit).await? {
         return Err(AppError::NotFound("webhook"));
     }
@@ -330,7 +330,7 @@ pub async fn redeliver(
     let at = now();
     let audit = audit_entry(
         caller,
-        action::WEBHOOK_REDELIVERED,
+        actions::WEBHOOK_REDELIVERED,
         "webhook_delivery",
         id.to_string(),
         Some(json!({ "status": before.status, "attempts": before.attempts, "message_id": before.message_id })),
@@ -370,7 +370,7 @@ pub async fn rotate_callback_secret(store: &dyn Store, caller: &Caller) -> Resul
     let row = CallbackSecretRow { workspace_id: caller.workspace_id(), secret: new_secret(), created_at: at };
     let audit = audit_entry(
         caller,
-        action::CALLBACK_SECRET_ROTATED,
+        actions::CALLBACK_SECRET_ROTATED,
         "workspace",
         caller.workspace_id().to_string(),
         None,

@@ -26,6 +26,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             "escalation",
             "webhooks",
             "audit",
+            // The audit log's vocabulary, which the audit log and every use case name.
+            "actions",
             "events",
             "visibility",
             "metrics",
