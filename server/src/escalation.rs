@@ -15,10 +15,11 @@ use crate::credentials::Caller;
 use crate::error::AppError;
 use crate::events::EventHub;
 use crate::notifications::SendsOn;
-use crate::questions::{FieldErrors, TimeoutBounds};
+use crate::questions::TimeoutBounds;
 use crate::store::{
     AuditActor, EscalationPolicyRow, EscalationTransition, NewAuditEntry, NewEvent, QuestionRow, Store, StoreResult,
 };
+use crate::validation::FieldErrors;
 
 /// The escalation policies as an actor in the audit log.
 pub const ESCALATION_POLICY: &str = "escalation policy";

@@ -11,8 +11,8 @@ use uuid::Uuid;
 use crate::actions;
 use crate::credentials::Caller;
 use crate::error::AppError;
-use crate::questions::FieldErrors;
 use crate::store::{AuditActor, GrantRow, NewAuditEntry, Store, StoreResult};
+use crate::validation::FieldErrors;
 
 /// How long a grant lasts unless its maker says otherwise, and the bounds of what they may say.
 pub const DEFAULT_LIFETIME_SECONDS: i64 = 24 * 3600;

@@ -42,6 +42,7 @@ pub mod slack_door;
 pub mod sso;
 pub mod state;
 pub mod store;
+pub mod validation;
 pub mod verify_email;
 pub mod visibility;
 pub mod web;

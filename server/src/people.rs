@@ -160,7 +160,7 @@ pub enum Joining {
 /// holds no power over an account another workspace shares).
 pub async fn add_member(store: &dyn Store, caller: &Caller, input: NewMember) -> Result<Joining, AppError> {
     require_admin(caller)?;
-    let mut errors = crate::questions::FieldErrors::default();
+    let mut errors = crate::validation::FieldErrors::default();
     let username = input.username.trim().to_owned();
     if let Err(problem) = check_username(&username) {
         errors.add("username", problem);
@@ -459,7 +459,7 @@ async fn absence_of(
     }
     let away_until = update.away_until.flatten().or(member.away_until);
     let delegate = update.delegate.clone().flatten().or_else(|| member.delegate.clone());
-    let mut errors = crate::questions::FieldErrors::default();
+    let mut errors = crate::validation::FieldErrors::default();
     match away_until {
         None => errors.add("away_until", "an absence needs an end: when you are back"),
         Some(until) if until <= now => errors.add("away_until", "must be in the future"),

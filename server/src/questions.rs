@@ -1,7 +1,7 @@
 //! Questions: what a person must handle. Turning a request into a valid question, and checking an
 //! answer against its question, live here; HTTP and SQL do not.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 use app::types::{
     AnswerBody, Assignee, FormField, NewQuestion, Question, QuestionKind, QuestionOption, QuestionStatus, Resolution,
@@ -20,45 +20,18 @@ use crate::store::{
     AskedWith, IdempotencyKey, NewEvent, PrincipalKind, QuestionResolution, QuestionRow, QuestionTransition,
     ResolveOutcome, Store, StoreResult,
 };
+use crate::validation::{COMMENT_MAX_CHARS, FieldErrors, PROJECT_MAX_CHARS};
 
 pub const TITLE_MAX_CHARS: usize = 300;
 pub const BODY_MAX_BYTES: usize = 32 * 1024;
 pub const CONTEXT_MAX_BYTES: usize = 16 * 1024;
 pub const TEXT_ANSWER_MAX_CHARS: usize = 10_000;
-pub const COMMENT_MAX_CHARS: usize = 10_000;
-pub const PROJECT_MAX_CHARS: usize = 100;
 /// The longest text a search (`q`) takes: any phrase fits, and matching it stays cheap. The UI's search fields
 /// share it.
 pub const SEARCH_MAX_CHARS: usize = app::SEARCH_MAX_CHARS;
 const OPTIONS_MIN: usize = 2;
 const OPTIONS_MAX: usize = 20;
 const FIELDS_MAX: usize = 10;
-
-/// Field-level validation errors, collected so a caller learns of all of them at once.
-#[derive(Debug, Default)]
-pub struct FieldErrors(BTreeMap<String, String>);
-
-impl FieldErrors {
-    pub fn add(&mut self, field: impl Into<String>, message: impl Into<String>) {
-        self.0.entry(field.into()).or_insert_with(|| message.into());
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// `Ok` if nothing was wrong, else a 422 whose `details.fields` maps each field to what is wrong with it.
-    pub fn into_result(self, what: &str) -> Result<(), AppError> {
-        if self.0.is_empty() {
-            return Ok(());
-        }
-        let summary = self.0.iter().map(|(field, message)| format!("{field}: {message}")).collect::<Vec<_>>();
-        Err(AppError::Invalid {
-            message: format!("{what} is not valid: {}", summary.join("; ")),
-            details: Some(serde_json::json!({ "fields": self.0 })),
-        })
-    }
-}
 
 /// The timeouts a question may have, as the operator configured them (`HOLDPOINT_MIN_TIMEOUT_SECONDS`,
 /// `HOLDPOINT_MAX_TIMEOUT_SECONDS`).

@@ -13,7 +13,6 @@ use uuid::Uuid;
 
 use crate::credentials::Caller;
 use crate::error::AppError;
-use crate::questions::{COMMENT_MAX_CHARS, FieldErrors, PROJECT_MAX_CHARS};
 use crate::runtime::Runtime;
 use crate::runtime::model::script_path;
 use crate::runtime::tools::BUILT_IN;
@@ -21,6 +20,7 @@ use crate::store::{
     DEFAULT_MAX_STEPS, IdempotencyKey, QuestionResolution, ResumeOutcome, RunRow, SegmentRow, Store, StoreError,
     ToolCallFilter,
 };
+use crate::validation::{COMMENT_MAX_CHARS, FieldErrors, PROJECT_MAX_CHARS};
 
 pub const AGENT_NAME_MAX_CHARS: usize = 100;
 pub const SYSTEM_PROMPT_MAX_BYTES: usize = 64 * 1024;

@@ -19,10 +19,10 @@ use crate::channels::DeliveryOutcome;
 use crate::channels::webhooks::{Attempt, UrlPolicy, new_secret};
 use crate::credentials::Caller;
 use crate::error::AppError;
-use crate::questions::FieldErrors;
 use crate::store::{
     AuditActor, CallbackSecretRow, HubEvent, NewAuditEntry, Store, WebhookDeliveryRow, WebhookRow, now,
 };
+use crate::validation::FieldErrors;
 
 /// How long a delivery is tried before it is given up.
 pub const GIVE_UP_AFTER: Duration = Duration::days(3);

@@ -33,6 +33,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             "metrics",
             "config",
             "error",
+            // The faults of a request's fields, and the limits several use cases share.
+            "validation",
             "credentials",
             // Executing runs is a use case: the executor decides each step's transition through its ledger.
             "runtime",

@@ -1,0 +1,37 @@
+//! Checking what a caller sent: the faults found in a request's fields, and the limits several use cases hold the
+//! same kind of field to.
+
+use std::collections::BTreeMap;
+
+use crate::error::AppError;
+
+/// The longest comment a person may leave with an answer or a decision.
+pub const COMMENT_MAX_CHARS: usize = 10_000;
+/// The longest project name a question or a run may carry.
+pub const PROJECT_MAX_CHARS: usize = 100;
+
+/// Field-level validation errors, collected so a caller learns of all of them at once.
+#[derive(Debug, Default)]
+pub struct FieldErrors(BTreeMap<String, String>);
+
+impl FieldErrors {
+    pub fn add(&mut self, field: impl Into<String>, message: impl Into<String>) {
+        self.0.entry(field.into()).or_insert_with(|| message.into());
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// `Ok` if nothing was wrong, else a 422 whose `details.fields` maps each field to what is wrong with it.
+    pub fn into_result(self, what: &str) -> Result<(), AppError> {
+        if self.0.is_empty() {
+            return Ok(());
+        }
+        let summary = self.0.iter().map(|(field, message)| format!("{field}: {message}")).collect::<Vec<_>>();
+        Err(AppError::Invalid {
+            message: format!("{what} is not valid: {}", summary.join("; ")),
+            details: Some(serde_json::json!({ "fields": self.0 })),
+        })
+    }
+}
