@@ -103,6 +103,16 @@ impl Caller {
         }
     }
 
+    /// Refuses with 403 unless the caller is an admin of its workspace; `to` says what only an admin may do
+    /// ("manage webhooks").
+    pub fn require_admin(&self, to: &str) -> Result<(), AppError> {
+        if self.role() == Role::Admin {
+            Ok(())
+        } else {
+            Err(AppError::Forbidden(format!("only an admin may {to}, not a {}", self.role())))
+        }
+    }
+
     /// What a page needs to know about a browser session.
     pub fn session_info(&self) -> Option<SessionInfo> {
         match &self.credential {

@@ -49,7 +49,7 @@ pub async fn replace_policies(
     bounds: TimeoutBounds,
     new: EscalationPolicies,
 ) -> Result<EscalationPolicies, AppError> {
-    crate::people::require_admin(caller)?;
+    caller.require_admin("manage people and tokens")?;
     let workspace_id = caller.workspace_id();
     let mut errors = FieldErrors::default();
     let mut seen = std::collections::HashSet::new();

@@ -595,7 +595,7 @@ pub async fn channel_health(
     caller: &Caller,
     sends_on: &SendsOn,
 ) -> Result<ChannelHealthList, AppError> {
-    crate::people::require_admin(caller)?;
+    caller.require_admin("manage people and tokens")?;
     Ok(ChannelHealthList { items: channel_health_of(store, caller.workspace_id(), sends_on).await? })
 }
 

@@ -48,6 +48,9 @@ pub async fn store_token(store: &dyn Store, token: &TokenRow, actor: &AuditActor
     store.insert_token(token, &crate::audit::token_created(token, actor)).await
 }
 
+/// What only an admin may do with the people of a workspace, as a refusal says it.
+pub const MANAGE_PEOPLE: &str = "manage people and tokens";
+
 pub const USERNAME_MAX_CHARS: usize = 64;
 pub const PASSWORD_MIN_CHARS: usize = 10;
 /// Long enough for any passphrase; short enough that hashing it is no denial of service.
@@ -137,15 +140,6 @@ pub async fn authenticate(
     Ok(store.user_principal(user.id, workspace).await?)
 }
 
-/// Refuses with 403 unless the caller is an admin of its workspace.
-pub fn require_admin(caller: &Caller) -> Result<(), AppError> {
-    if caller.role() == Role::Admin {
-        Ok(())
-    } else {
-        Err(AppError::Forbidden(format!("only an admin may manage people and tokens, not a {}", caller.role())))
-    }
-}
-
 /// What `POST /members` did: a new account made a member, or an existing account invited.
 #[derive(Debug, Clone)]
 pub enum Joining {
@@ -159,7 +153,7 @@ pub enum Joining {
 /// account that exists already, which becomes a member only when its owner accepts (an admin of one workspace
 /// holds no power over an account another workspace shares).
 pub async fn add_member(store: &dyn Store, caller: &Caller, input: NewMember) -> Result<Joining, AppError> {
-    require_admin(caller)?;
+    caller.require_admin(MANAGE_PEOPLE)?;
     let mut errors = crate::validation::FieldErrors::default();
     let username = input.username.trim().to_owned();
     if let Err(problem) = check_username(&username) {
@@ -287,7 +281,7 @@ pub async fn answer_invitation(
 
 /// `PATCH /members/{user_id}`: another role; never leaves the workspace without an admin.
 pub async fn change_role(store: &dyn Store, caller: &Caller, user_id: Uuid, role: Role) -> Result<Member, AppError> {
-    require_admin(caller)?;
+    caller.require_admin(MANAGE_PEOPLE)?;
     if role == Role::Agent {
         return Err(AppError::invalid_field("role", "people hold human roles: viewer, responder, approver or admin"));
     }
@@ -315,7 +309,7 @@ pub async fn update_member(
     user_id: Uuid,
     update: MemberUpdate,
 ) -> Result<Member, AppError> {
-    require_admin(caller)?;
+    caller.require_admin(MANAGE_PEOPLE)?;
     let addresses = update.addresses();
     check_addresses(&addresses)?;
     let absence = match addresses.changes_absence() {
@@ -779,7 +773,7 @@ pub async fn link_slack_by_verified_email(
 
 /// `DELETE /members/{user_id}`: the person loses access to the workspace at once (their sessions there end).
 pub async fn remove_member(store: &dyn Store, caller: &Caller, user_id: Uuid) -> Result<(), AppError> {
-    require_admin(caller)?;
+    caller.require_admin(MANAGE_PEOPLE)?;
     let removed = move |before: Role| {
         entry_by(caller, actions::MEMBER_REMOVED, ("user", user_id), Some(serde_json::json!({ "role": before })), None)
     };
@@ -808,7 +802,7 @@ fn conflict_on_duplicate(err: StoreError) -> AppError {
 
 /// `POST /tokens`: a new token of the caller's workspace; its secret is in the answer and nowhere else.
 pub async fn create_token(store: &dyn Store, caller: &Caller, input: NewToken) -> Result<CreatedToken, AppError> {
-    require_admin(caller)?;
+    caller.require_admin(MANAGE_PEOPLE)?;
     let name = input.name.trim().to_owned();
     if name.is_empty() || name.chars().count() > TOKEN_NAME_MAX_CHARS {
         return Err(AppError::invalid_field("name", format!("must have 1..={TOKEN_NAME_MAX_CHARS} characters")));
@@ -834,7 +828,7 @@ pub async fn create_token(store: &dyn Store, caller: &Caller, input: NewToken) -
 /// `POST /tokens/{id}/revoke`: the token stops working at once, and so do the sessions opened with it. 409 if it
 /// was revoked already.
 pub async fn revoke_token(store: &dyn Store, caller: &Caller, id: Uuid) -> Result<TokenInfo, AppError> {
-    require_admin(caller)?;
+    caller.require_admin(MANAGE_PEOPLE)?;
     let at = now();
     let (before, after) = (serde_json::json!({ "revoked_at": null }), serde_json::json!({ "revoked_at": at }));
     let revoked = entry_by(caller, actions::TOKEN_REVOKED, ("token", id), Some(before), Some(after));

@@ -36,6 +36,8 @@ const WEBHOOKS_MAX: usize = 50;
 pub const MAX_DELIVERY_PAGE: u32 = 200;
 /// The `type` of a test message.
 pub const TEST_EVENT: &str = "webhook_test";
+/// What only an admin may do with webhooks, as a refusal says it.
+const MANAGE_WEBHOOKS: &str = "manage webhooks";
 
 /// The wait after attempt `attempts` failed: about 1 s, 5 s, 30 s, then doubling, up to an hour.
 pub fn backoff(attempts: i32) -> Duration {
@@ -103,14 +105,6 @@ fn audit_entry(
     }
 }
 
-fn require_admin(caller: &Caller) -> Result<(), AppError> {
-    if caller.role() == app::types::Role::Admin {
-        Ok(())
-    } else {
-        Err(AppError::Forbidden(format!("only an admin may manage webhooks, not a {}", caller.role())))
-    }
-}
-
 /// Checks the fields a subscription is made of.
 async fn check_fields(
     policy: UrlPolicy,
@@ -141,14 +135,14 @@ async fn check_fields(
 
 /// A workspace's subscriptions (admins).
 pub async fn list(store: &dyn Store, caller: &Caller) -> Result<WebhookList, AppError> {
-    require_admin(caller)?;
+    caller.require_admin(MANAGE_WEBHOOKS)?;
     let rows = store.webhooks(caller.workspace_id()).await?;
     Ok(WebhookList { items: rows.iter().map(wire).collect() })
 }
 
 /// One subscription (admins); 404 if it is not the caller's workspace's.
 pub async fn get(store: &dyn Store, caller: &Caller, id: Uuid) -> Result<Webhook, AppError> {
-    require_admin(caller)?;
+    caller.require_admin(MANAGE_WEBHOOKS)?;
     Ok(wire(&find(store, caller, id).await?))
 }
 
@@ -163,7 +157,7 @@ pub async fn create(
     policy: UrlPolicy,
     input: NewWebhook,
 ) -> Result<CreatedWebhook, AppError> {
-    require_admin(caller)?;
+    caller.require_admin(MANAGE_WEBHOOKS)?;
     let mut errors = FieldErrors::default();
     check_fields(policy, Some(&input.url), Some(&input.events), Some(&input.description), &mut errors).await;
     if store.webhooks(caller.workspace_id()).await?.len() >= WEBHOOKS_MAX {
@@ -198,7 +192,7 @@ pub async fn update(
     id: Uuid,
     patch: WebhookPatch,
 ) -> Result<Webhook, AppError> {
-    require_admin(caller)?;
+    caller.require_admin(MANAGE_WEBHOOKS)?;
     let before = find(store, caller, id).await?;
     let mut errors = FieldErrors::default();
     check_fields(policy, patch.url.as_deref(), patch.events.as_deref(), patch.description.as_deref(), &mut errors)
@@ -244,7 +238,7 @@ pub async fn update(
 
 /// Removes a subscription with everything queued for it (admins).
 pub async fn delete(store: &dyn Store, caller: &Caller, id: Uuid) -> Result<(), AppError> {
-    require_admin(caller)?;
+    caller.require_admin(MANAGE_WEBHOOKS)?;
     let before = find(store, caller, id).await?;
     let at = now();
     let audit =
@@ -257,7 +251,7 @@ pub async fn delete(store: &dyn Store, caller: &Caller, id: Uuid) -> Result<(), 
 
 /// Queues a test message to a subscription (admins), behind what its queue holds already; returns the delivery.
 pub async fn queue_test(store: &dyn Store, caller: &Caller, id: Uuid) -> Result<WebhookDeliveryRow, AppError> {
-    require_admin(caller)?;
+    caller.require_admin(MANAGE_WEBHOOKS)?;
     let webhook = find(store, caller, id).await?;
     if webhook.disabled_at.is_some() {
         return Err(AppError::Conflict {
@@ -293,7 +287,7 @@ pub async fn deliveries(
     cursor: Option<&str>,
     limit: u32,
 ) -> Result<WebhookDeliveryPage, AppError> {
-    require_admin(caller)?;
+    caller.require_admin(MANAGE_WEBHOOKS)?;
     find(store, caller, id).await?;
     let before = cursor.map(crate::notifications::parse_cursor).transpose()?;
     let mut rows = store.webhook_deliveries(caller.workspace_id(), id, before, limit + 1).await?;
@@ -311,7 +305,7 @@ pub async fn delivery(
     webhook_id: Uuid,
     id: Uuid,
 ) -> Result<WebhookDeliveryRow, AppError> {
-    require_admin(caller)?;
+    caller.require_admin(MANAGE_WEBHOOKS)?;
     store
         .webhook_delivery(caller.workspace_id(), id)
         .await?
@@ -349,7 +343,7 @@ pub async fn redeliver(
 
 /// The workspace's callback secret (admins), made on first use.
 pub async fn callback_secret(store: &dyn Store, caller: &Caller) -> Result<CallbackSecret, AppError> {
-    require_admin(caller)?;
+    caller.require_admin(MANAGE_WEBHOOKS)?;
     let row = callback_secret_of(store, caller.workspace_id()).await?;
     Ok(CallbackSecret { secret: row.secret, created_at: row.created_at })
 }
@@ -365,7 +359,7 @@ pub async fn callback_secret_of(store: &dyn Store, workspace_id: Uuid) -> Result
 
 /// Replaces the workspace's callback secret with a new one (admins): what is sent from now on is signed with it.
 pub async fn rotate_callback_secret(store: &dyn Store, caller: &Caller) -> Result<CallbackSecret, AppError> {
-    require_admin(caller)?;
+    caller.require_admin(MANAGE_WEBHOOKS)?;
     let at = now();
     let row = CallbackSecretRow { workspace_id: caller.workspace_id(), secret: new_secret(), created_at: at };
     let audit = audit_entry(

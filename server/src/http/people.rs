@@ -191,7 +191,7 @@ async fn list_tokens(
     caller: Caller,
     query: Result<Query<TokenListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> ApiResult<ApiJson<Page<TokenInfo>>> {
-    people::require_admin(&caller)?;
+    caller.require_admin(people::MANAGE_PEOPLE)?;
     let query = parse_query(query)?;
     let limit = page_limit(query.limit)?;
     let before = match query.cursor.as_deref().filter(|c| !c.is_empty()) {
