@@ -2,21 +2,102 @@
 //! scanners and link previews open links); confirming answers as the link's person, through the answer use case.
 //! Every refusal is a page that says why, with the status that fits it.
 
+use app::types::{AnswerBody, Question, QuestionStatus};
 use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
+use chrono::{DateTime, Utc};
 use html_escape::{encode_double_quoted_attribute as attribute, encode_text as text};
+use serde_json::Value;
 
 use crate::channels::action_links::ActionLinkError;
-use crate::channels::{AnswerStyle, quick_answers};
-use crate::notifications::{LinkOffer, LinkRefused, follow_link, open_link};
+use crate::channels::{AnswerStyle, ChannelKeys, quick_answers};
+use crate::credentials::{Caller, Credential};
+use crate::error::AppError;
+use crate::questions::{Answering, answer_through};
 use crate::state::AppState;
-use crate::store::now;
+use crate::store::{Store, now};
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/act/{token}", get(confirm).post(answer))
+}
+
+/// Why an action link cannot answer.
+#[derive(Debug)]
+enum LinkRefused {
+    /// Not a link this Holdpoint issued, or one past its expiry.
+    Invalid(ActionLinkError),
+    /// Its question is gone, or its person is no longer a member of the question's workspace.
+    Gone,
+    /// Its question was resolved already (by this link or anyone).
+    Resolved(Box<Question>),
+    /// Answering is refused by a rule of §3 (the person's role, the assignee, separation of duties) or the answer
+    /// does not fit.
+    Refused(AppError),
+}
+
+/// What a link offers: its question (pending), the person it answers as, and the answer it gives.
+struct LinkOffer {
+    question: Question,
+    recipient: Caller,
+    value: Value,
+}
+
+/// Reads an action link without changing anything (`GET /act/{token}`: mail scanners open links).
+async fn open_link(
+    store: &dyn Store,
+    keys: &ChannelKeys,
+    token: &str,
+    now: DateTime<Utc>,
+) -> Result<LinkOffer, LinkRefused> {
+    let claims = keys.action_links.verify(token, now).map_err(LinkRefused::Invalid)?;
+    let gone = |_| LinkRefused::Gone;
+    let mut found = None;
+    for workspace_id in store.workspaces_of(claims.recipient_id).await.map_err(gone)? {
+        if let Some(row) = store.question(workspace_id, claims.question_id).await.map_err(gone)? {
+            found = Some(row);
+            break;
+        }
+    }
+    let row = found.ok_or(LinkRefused::Gone)?;
+    let workspace = store.workspace_name(row.workspace_id).await.map_err(gone)?;
+    let principal = store.user_principal(claims.recipient_id, Some(&workspace)).await.map_err(gone)?;
+    let principal = principal.ok_or(LinkRefused::Gone)?;
+    let question = row.to_question(&workspace).map_err(gone)?;
+    if question.status != QuestionStatus::Pending {
+        return Err(LinkRefused::Resolved(Box::new(question)));
+    }
+    let recipient = Caller { principal, credential: Credential::Channel(claims.channel) };
+    Ok(LinkOffer { question, recipient, value: claims.value })
+}
+
+/// Answers with an action link (`POST /act/{token}`), as its person, with every rule an answer in Holdpoint has; the
+/// audit entry names the channel. A link answers only a pending question, and a question leaves `pending` once, so
+/// each link answers at most once.
+async fn follow_link(
+    answering: &Answering<'_>,
+    keys: &ChannelKeys,
+    token: &str,
+    now: DateTime<Utc>,
+) -> Result<Question, LinkRefused> {
+    let offer = open_link(answering.store, keys, token, now).await?;
+    let Credential::Channel(channel) = offer.recipient.credential else { return Err(LinkRefused::Gone) };
+    let answer = AnswerBody { value: offer.value, comment: None, edited_arguments: None };
+    match answer_through(answering, &offer.recipient, offer.question.id, answer, now, Some(channel)).await {
+        Ok(question) => Ok(question),
+        Err(AppError::Conflict { .. }) => {
+            let row = answering.store.question(offer.recipient.workspace_id(), offer.question.id).await;
+            match row {
+                Ok(Some(row)) => Err(LinkRefused::Resolved(Box::new(
+                    row.to_question(&offer.recipient.principal.workspace).map_err(|_| LinkRefused::Gone)?,
+                ))),
+                _ => Err(LinkRefused::Gone),
+            }
+        }
+        Err(refused) => Err(LinkRefused::Refused(refused)),
+    }
 }
 
 /// `GET /act/{token}`: the question and the answer the link gives, with a button to confirm.

@@ -2,9 +2,9 @@
 //! keys the channels sign with, shared by every instance through the store.
 
 use app::types::{
-    ActionStatus, AnswerBody, Assignee, Channel, ChannelHealth, ChannelHealthList, Delivery, DeliveryCause,
-    DeliveryPage, DeliveryStatus, NewPushSubscription, Notification, NotificationPage, PushPublicKey,
-    PushSubscriptionInfo, PushSubscriptionList, Question, QuestionKind, QuestionStatus, Role,
+    ActionStatus, Assignee, Channel, ChannelHealth, ChannelHealthList, Delivery, DeliveryCause, DeliveryPage,
+    DeliveryStatus, NewPushSubscription, Notification, NotificationPage, PushPublicKey, PushSubscriptionInfo,
+    PushSubscriptionList, QuestionKind, QuestionStatus, Role,
 };
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -12,11 +12,9 @@ use uuid::Uuid;
 
 use crate::actions;
 use crate::channels::ChannelKeys;
-use crate::channels::action_links::ActionLinkError;
 use crate::config::ChannelsConfig;
-use crate::credentials::{Caller, Credential};
+use crate::credentials::Caller;
 use crate::error::AppError;
-use crate::questions::{Answering, answer_through};
 use crate::store::{
     DeliveryRow, ListedDelivery, ListedNotification, MemberRow, NotificationQuery, NotificationRow, PrincipalKind,
     PushSubscriptionRow, QuestionRow, Reach, Store, StoreError, StoreResult,
@@ -318,158 +316,6 @@ pub async fn mark_read(store: &dyn Store, caller: &Caller, id: Uuid) -> Result<(
 pub async fn mark_all_read(store: &dyn Store, caller: &Caller) -> Result<u64, AppError> {
     let user_id = person(caller)?;
     Ok(store.mark_all_notifications_read(caller.workspace_id(), user_id, crate::store::now()).await?)
-}
-
-/// Why an action link cannot answer.
-#[derive(Debug)]
-pub enum LinkRefused {
-    /// Not a link this Holdpoint issued, or one past its expiry.
-    Invalid(ActionLinkError),
-    /// Its question is gone, or its person is no longer a member of the question's workspace.
-    Gone,
-    /// Its question was resolved already (by this link or anyone).
-    Resolved(Box<Question>),
-    /// Answering is refused by a rule of §3 (the person's role, the assignee, separation of duties) or the answer
-    /// does not fit.
-    Refused(AppError),
-}
-
-/// What a link offers: its question (pending), the person it answers as, and the answer it gives.
-pub struct LinkOffer {
-    pub question: Question,
-    pub recipient: Caller,
-    pub value: Value,
-}
-
-/// Reads an action link without changing anything (`GET /act/{token}`: mail scanners open links).
-pub async fn open_link(
-    store: &dyn Store,
-    keys: &ChannelKeys,
-    token: &str,
-    now: DateTime<Utc>,
-) -> Result<LinkOffer, LinkRefused> {
-    let claims = keys.action_links.verify(token, now).map_err(LinkRefused::Invalid)?;
-    let gone = |_| LinkRefused::Gone;
-    let mut found = None;
-    for workspace_id in store.workspaces_of(claims.recipient_id).await.map_err(gone)? {
-        if let Some(row) = store.question(workspace_id, claims.question_id).await.map_err(gone)? {
-            found = Some(row);
-            break;
-        }
-    }
-    let row = found.ok_or(LinkRefused::Gone)?;
-    let workspace = store.workspace_name(row.workspace_id).await.map_err(gone)?;
-    let principal = store.user_principal(claims.recipient_id, Some(&workspace)).await.map_err(gone)?;
-    let principal = principal.ok_or(LinkRefused::Gone)?;
-    let question = row.to_question(&workspace).map_err(gone)?;
-    if question.status != QuestionStatus::Pending {
-        return Err(LinkRefused::Resolved(Box::new(question)));
-    }
-    let recipient = Caller { principal, credential: Credential::Channel(claims.channel) };
-    Ok(LinkOffer { question, recipient, value: claims.value })
-}
-
-/// Answers with an action link (`POST /act/{token}`), as its person, with every rule an answer in Holdpoint has; the
-/// audit entry names the channel. A link answers only a pending question, and a question leaves `pending` once, so
-/// each link answers at most once.
-pub async fn follow_link(
-    answering: &Answering<'_>,
-    keys: &ChannelKeys,
-    token: &str,
-    now: DateTime<Utc>,
-) -> Result<Question, LinkRefused> {
-    let offer = open_link(answering.store, keys, token, now).await?;
-    let Credential::Channel(channel) = offer.recipient.credential else { return Err(LinkRefused::Gone) };
-    let answer = AnswerBody { value: offer.value, comment: None, edited_arguments: None };
-    match answer_through(answering, &offer.recipient, offer.question.id, answer, now, Some(channel)).await {
-        Ok(question) => Ok(question),
-        Err(AppError::Conflict { .. }) => {
-            let row = answering.store.question(offer.recipient.workspace_id(), offer.question.id).await;
-            match row {
-                Ok(Some(row)) => Err(LinkRefused::Resolved(Box::new(
-                    row.to_question(&offer.recipient.principal.workspace).map_err(|_| LinkRefused::Gone)?,
-                ))),
-                _ => Err(LinkRefused::Gone),
-            }
-        }
-        Err(refused) => Err(LinkRefused::Refused(refused)),
-    }
-}
-
-/// Why a Slack interaction answers nothing.
-#[derive(Debug)]
-pub enum SlackRefused {
-    /// The Slack user is mapped to no member of a workspace that has the question.
-    Unmapped,
-    /// The question was resolved already (by anyone, anywhere).
-    Resolved(Box<Question>),
-    /// Answering is refused by a rule of §3 (the member's role, the assignee, separation of duties) or the answer
-    /// does not fit.
-    Refused(AppError),
-    /// The store could not be read.
-    Unavailable(StoreError),
-}
-
-impl From<StoreError> for SlackRefused {
-    fn from(error: StoreError) -> Self {
-        SlackRefused::Unavailable(error)
-    }
-}
-
-impl SlackRefused {
-    /// The refusal in words, for the person who clicked.
-    pub fn explain(&self) -> String {
-        match self {
-            SlackRefused::Unmapped => "Your Slack account is not linked to a Holdpoint member who can see this \
-                question: ask an admin to set your Slack user id on your membership."
-                .to_owned(),
-            SlackRefused::Resolved(question) => match (&question.answered_by, question.status) {
-                (Some(by), QuestionStatus::Answered) => format!("This question was already answered by {by}."),
-                (_, status) => format!("This question is no longer open: it was {status}."),
-            },
-            SlackRefused::Refused(error) => format!("Holdpoint refused this answer: {error}"),
-            SlackRefused::Unavailable(_) => "Holdpoint could not record this answer just now; try again.".to_owned(),
-        }
-    }
-}
-
-/// The member a Slack user acts as on a question, and the question: found through the memberships mapped to the
-/// Slack user, in the workspace that has the question. The member acts through the Slack channel (audited so).
-pub async fn slack_member(
-    store: &dyn Store,
-    slack_user_id: &str,
-    question_id: Uuid,
-) -> Result<(Caller, Question), SlackRefused> {
-    for (workspace_id, user_id) in store.slack_memberships(slack_user_id).await? {
-        let Some(row) = store.question(workspace_id, question_id).await? else { continue };
-        let workspace = store.workspace_name(workspace_id).await?;
-        let Some(principal) = store.user_principal(user_id, Some(&workspace)).await? else { continue };
-        let question = row.to_question(&workspace)?;
-        return Ok((Caller { principal, credential: Credential::Channel(Channel::Slack) }, question));
-    }
-    Err(SlackRefused::Unmapped)
-}
-
-/// Answers `question` from Slack as `member` (see [`slack_member`]), with every rule an answer in Holdpoint has; the
-/// audit entry names the channel.
-pub async fn answer_from_slack(
-    answering: &Answering<'_>,
-    member: &Caller,
-    question: &Question,
-    answer: AnswerBody,
-    now: DateTime<Utc>,
-) -> Result<Question, SlackRefused> {
-    if question.status != QuestionStatus::Pending {
-        return Err(SlackRefused::Resolved(Box::new(question.clone())));
-    }
-    match answer_through(answering, member, question.id, answer, now, Some(Channel::Slack)).await {
-        Ok(answered) => Ok(answered),
-        Err(AppError::Conflict { .. }) => match answering.store.question(member.workspace_id(), question.id).await? {
-            Some(row) => Err(SlackRefused::Resolved(Box::new(row.to_question(&member.principal.workspace)?))),
-            None => Err(SlackRefused::Unmapped),
-        },
-        Err(refused) => Err(SlackRefused::Refused(refused)),
-    }
 }
 
 /// The most browsers one person may subscribe in a workspace: each push to them is sent to every one.

@@ -9,19 +9,23 @@
 //! refused modal in the modal itself (`response_action: errors`), and an "Answer…" click on a question that cannot
 //! be answered opens a modal that says why.
 
+use app::types::{AnswerBody, Channel, Question, QuestionStatus};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use chrono::{DateTime, Utc};
 use serde_json::json;
+use uuid::Uuid;
 
 use crate::channels::slack::{Interaction, answer_modal, notice_modal, parse_interaction, verify_request};
+use crate::credentials::{Caller, Credential};
 use crate::error::AppError;
-use crate::notifications::{SlackRefused, answer_from_slack, slack_member};
+use crate::questions::{Answering, answer_through};
 use crate::state::AppState;
-use crate::store::now;
+use crate::store::{Store, StoreError, now};
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/integrations/slack/interactions", post(interactions))
@@ -95,5 +99,81 @@ fn log_refusal(slack_user: &str, refused: &SlackRefused) {
     match refused {
         SlackRefused::Unavailable(error) => tracing::warn!(error = %error, "a Slack answer could not be recorded"),
         other => tracing::info!(slack_user, reason = %other.explain(), "a Slack interaction answered nothing"),
+    }
+}
+
+/// Why a Slack interaction answers nothing.
+#[derive(Debug)]
+enum SlackRefused {
+    /// The Slack user is mapped to no member of a workspace that has the question.
+    Unmapped,
+    /// The question was resolved already (by anyone, anywhere).
+    Resolved(Box<Question>),
+    /// Answering is refused by a rule of §3 (the member's role, the assignee, separation of duties) or the answer
+    /// does not fit.
+    Refused(AppError),
+    /// The store could not be read.
+    Unavailable(StoreError),
+}
+
+impl From<StoreError> for SlackRefused {
+    fn from(error: StoreError) -> Self {
+        SlackRefused::Unavailable(error)
+    }
+}
+
+impl SlackRefused {
+    /// The refusal in words, for the person who clicked.
+    fn explain(&self) -> String {
+        match self {
+            SlackRefused::Unmapped => "Your Slack account is not linked to a Holdpoint member who can see this \
+                question: ask an admin to set your Slack user id on your membership."
+                .to_owned(),
+            SlackRefused::Resolved(question) => match (&question.answered_by, question.status) {
+                (Some(by), QuestionStatus::Answered) => format!("This question was already answered by {by}."),
+                (_, status) => format!("This question is no longer open: it was {status}."),
+            },
+            SlackRefused::Refused(error) => format!("Holdpoint refused this answer: {error}"),
+            SlackRefused::Unavailable(_) => "Holdpoint could not record this answer just now; try again.".to_owned(),
+        }
+    }
+}
+
+/// The member a Slack user acts as on a question, and the question: found through the memberships mapped to the
+/// Slack user, in the workspace that has the question. The member acts through the Slack channel (audited so).
+async fn slack_member(
+    store: &dyn Store,
+    slack_user_id: &str,
+    question_id: Uuid,
+) -> Result<(Caller, Question), SlackRefused> {
+    for (workspace_id, user_id) in store.slack_memberships(slack_user_id).await? {
+        let Some(row) = store.question(workspace_id, question_id).await? else { continue };
+        let workspace = store.workspace_name(workspace_id).await?;
+        let Some(principal) = store.user_principal(user_id, Some(&workspace)).await? else { continue };
+        let question = row.to_question(&workspace)?;
+        return Ok((Caller { principal, credential: Credential::Channel(Channel::Slack) }, question));
+    }
+    Err(SlackRefused::Unmapped)
+}
+
+/// Answers `question` from Slack as `member` (see [`slack_member`]), with every rule an answer in Holdpoint has; the
+/// audit entry names the channel.
+async fn answer_from_slack(
+    answering: &Answering<'_>,
+    member: &Caller,
+    question: &Question,
+    answer: AnswerBody,
+    now: DateTime<Utc>,
+) -> Result<Question, SlackRefused> {
+    if question.status != QuestionStatus::Pending {
+        return Err(SlackRefused::Resolved(Box::new(question.clone())));
+    }
+    match answer_through(answering, member, question.id, answer, now, Some(Channel::Slack)).await {
+        Ok(answered) => Ok(answered),
+        Err(AppError::Conflict { .. }) => match answering.store.question(member.workspace_id(), question.id).await? {
+            Some(row) => Err(SlackRefused::Resolved(Box::new(row.to_question(&member.principal.workspace)?))),
+            None => Err(SlackRefused::Unmapped),
+        },
+        Err(refused) => Err(SlackRefused::Refused(refused)),
     }
 }
