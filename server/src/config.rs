@@ -1,4 +1,7 @@
 //! Configuration of `holdpoint serve`: every setting is a flag and an environment variable (see `.env.example`).
+//! The server's wiring ([`crate::server`], [`crate::state`]) reads the values here and hands each use case those it
+//! needs; a use case with settings of its own (the runtime, single sign-on) defines them, and [`ServeConfig`] gathers
+//! them, so no use case reads the configuration itself.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -7,10 +10,12 @@ use crate::channels::email::{EmailSender, Mailbox, SmtpUrl};
 use crate::channels::slack::SlackClient;
 use crate::channels::web_push::VapidKey;
 use crate::credentials::Secret;
+use crate::hands::{DEFAULT_CLAIM_TTL_SECONDS, MIN_CLAIM_TTL_SECONDS};
+use crate::notifications::{SendsOn, SlackTarget};
+use crate::questions::TimeoutBounds;
+use crate::runtime::settings::RuntimeConfig;
+use crate::sso::SsoConfig;
 use crate::store::redacted_url;
-
-/// The workspace every installation starts with.
-pub const DEFAULT_WORKSPACE: &str = "default";
 
 /// Where the database is: shared by `serve` and the commands that open the database directly.
 #[derive(Clone, clap::Args)]
@@ -94,8 +99,8 @@ pub struct ServeConfig {
 
     /// The longest a claim of a question lasts, in seconds, and how long one lasts unless the claimer asks for
     /// less.
-    #[arg(long, env = "HOLDPOINT_CLAIM_TTL_SECONDS", default_value_t = crate::hands::DEFAULT_CLAIM_TTL_SECONDS,
-        value_parser = clap::value_parser!(i64).range(crate::hands::MIN_CLAIM_TTL_SECONDS..))]
+    #[arg(long, env = "HOLDPOINT_CLAIM_TTL_SECONDS", default_value_t = DEFAULT_CLAIM_TTL_SECONDS,
+        value_parser = clap::value_parser!(i64).range(MIN_CLAIM_TTL_SECONDS..))]
     pub claim_ttl_seconds: i64,
 
     /// A directory of the built site (`pkg/holdpoint.js`, `.wasm`, `.css`), served instead of the one built into
@@ -178,53 +183,6 @@ pub struct ServeConfig {
 
     #[command(flatten)]
     pub sso: SsoConfig,
-}
-
-/// Single sign-on with an OpenID Connect provider. Off until an issuer is given.
-#[derive(Debug, Clone, clap::Args)]
-pub struct SsoConfig {
-    /// The OpenID provider's issuer URL (`https://id.example.com/realms/acme`); its discovery document is read
-    /// from `<issuer>/.well-known/openid-configuration`. `http` only for a provider on this machine.
-    #[arg(long, env = "HOLDPOINT_OIDC_ISSUER")]
-    pub oidc_issuer: Option<String>,
-
-    /// The client id Holdpoint is registered with at the provider; its redirect URI is
-    /// `<HOLDPOINT_PUBLIC_URL>/auth/oidc/callback`.
-    #[arg(long, env = "HOLDPOINT_OIDC_CLIENT_ID")]
-    pub oidc_client_id: Option<String>,
-
-    /// The client's secret (sent with HTTP Basic authentication); without one, Holdpoint signs in as a public
-    /// client, which PKCE protects.
-    #[arg(long, env = "HOLDPOINT_OIDC_CLIENT_SECRET", hide_env_values = true)]
-    pub oidc_client_secret: Option<Secret>,
-
-    /// Give people who sign in with a verified email address no member has an account and this role
-    /// (`viewer`, `responder`, `approver`); without it, they are refused until an admin adds them with that
-    /// address.
-    #[arg(long, env = "HOLDPOINT_OIDC_PROVISION_ROLE")]
-    pub oidc_provision_role: Option<app::types::Role>,
-
-    /// The workspace people created by single sign-on join.
-    #[arg(long, env = "HOLDPOINT_OIDC_PROVISION_WORKSPACE", default_value = DEFAULT_WORKSPACE)]
-    pub oidc_provision_workspace: String,
-
-    /// What the sign-in page's button calls the provider ("Sign in with …").
-    #[arg(long, env = "HOLDPOINT_OIDC_DISPLAY_NAME", default_value = "single sign-on")]
-    pub oidc_display_name: String,
-}
-
-impl SsoConfig {
-    /// Single sign-on off, for tests and embedded use.
-    pub fn defaults() -> Self {
-        SsoConfig {
-            oidc_issuer: None,
-            oidc_client_id: None,
-            oidc_client_secret: None,
-            oidc_provision_role: None,
-            oidc_provision_workspace: DEFAULT_WORKSPACE.to_owned(),
-            oidc_display_name: "single sign-on".to_owned(),
-        }
-    }
 }
 
 /// The channels questions reach people on besides Holdpoint's own pages. Each is off until its settings
@@ -466,142 +424,25 @@ impl LimitsConfig {
     }
 }
 
-/// What `shell` tool calls do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ShellMode {
-    /// The tool is refused.
-    Off,
-    /// Commands run on the server (after approval, unless an agent's policy says otherwise).
-    On,
-    /// Commands are reported, not run: for demos.
-    DryRun,
-}
-
-/// Settings of the agent runtime.
-#[derive(Debug, Clone, clap::Args)]
-pub struct RuntimeConfig {
-    /// The cap on a run's cumulative steps across all its segments; resume is refused once it is reached.
-    #[arg(long, env = "HOLDPOINT_MAX_TOTAL_STEPS", default_value_t = 500)]
-    pub max_total_steps: u32,
-
-    /// How many runs this instance executes at once.
-    #[arg(long, env = "HOLDPOINT_RUN_CONCURRENCY", default_value_t = 8)]
-    pub run_concurrency: usize,
-
-    /// How long a worker holds a run without renewing; another instance takes over a run whose worker died
-    /// once this has passed.
-    #[arg(long, env = "HOLDPOINT_RUN_LEASE_SECONDS", default_value_t = 30)]
-    pub run_lease_seconds: u32,
-
-    /// Where `script:<file>` models are read from; file names may not leave it. Default: `<data dir>/scripts`.
-    #[arg(long, env = "HOLDPOINT_SCRIPTS_DIR")]
-    pub scripts_dir: Option<PathBuf>,
-
-    /// The `shell` tool: `off`, `on` or `dry-run`.
-    #[arg(long, env = "HOLDPOINT_SHELL", value_enum, default_value = "off")]
-    pub shell: ShellMode,
-
-    /// Hosts the `http_request` tool may reach, comma-separated (`api.example.com`, `127.0.0.1:8080`).
-    #[arg(long, env = "HOLDPOINT_HTTP_ALLOWED_HOSTS", value_delimiter = ',')]
-    pub http_allowed_hosts: Vec<String>,
-
-    /// Whether the host names of `HOLDPOINT_HTTP_ALLOWED_HOSTS` may resolve into private, loopback, link-local and
-    /// other special-purpose address ranges; an address written in the list itself is allowed whatever its range.
-    #[arg(long, env = "HOLDPOINT_HTTP_ALLOW_PRIVATE", default_value_t = false, action = clap::ArgAction::Set)]
-    pub http_allow_private: bool,
-
-    /// Base URL of the OpenAI-compatible API for `openai:` models.
-    #[arg(long, env = "OPENAI_BASE_URL", default_value = "https://api.openai.com/v1")]
-    pub openai_base_url: String,
-
-    /// API key for `openai:` models, sent only to `OPENAI_BASE_URL`.
-    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true)]
-    pub openai_api_key: Option<Secret>,
-
-    /// Further model endpoints agents may name in `model_settings.base_url`, comma-separated, each `URL` or
-    /// `URL=VARIABLE` with the environment variable (in capitals) that holds that endpoint's API key
-    /// (`http://127.0.0.1:11434/v1,https://api.groq.com/openai/v1=GROQ_API_KEY`). `OPENAI_BASE_URL` is always
-    /// allowed; no other URL is, and no key goes anywhere but to its own endpoint.
-    #[arg(long, env = "HOLDPOINT_MODEL_ENDPOINTS", value_delimiter = ',')]
-    pub model_endpoints: Vec<ModelEndpoint>,
-
-    /// Whether the host names of `OPENAI_BASE_URL` and `HOLDPOINT_MODEL_ENDPOINTS` may resolve into private,
-    /// loopback, link-local and other special-purpose address ranges (`http://ollama.internal:11434/v1`); an
-    /// address written in the URL itself (`http://127.0.0.1:11434/v1`) is allowed whatever its range.
-    #[arg(long, env = "HOLDPOINT_MODEL_ALLOW_PRIVATE", default_value_t = false, action = clap::ArgAction::Set)]
-    pub model_allow_private: bool,
-
-    /// How long one model request may take, in seconds.
-    #[arg(long, env = "HOLDPOINT_MODEL_TIMEOUT_SECONDS", default_value_t = 120)]
-    pub model_timeout_seconds: u64,
-
-    /// For how long a model call that meets an outage (a network error, a timeout, 408, 429 or 5xx) is retried, in
-    /// seconds, with exponential backoff or as the provider's `Retry-After` says; after that the run is paused with
-    /// the error, and resuming it retries the same call.
-    #[arg(long, env = "HOLDPOINT_MODEL_RETRY_SECONDS", default_value_t = 600)]
-    pub model_retry_seconds: u64,
-}
-
-/// A model endpoint the operator lets agents use, with the server's environment variable holding its key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ModelEndpoint {
-    /// The base URL, without a trailing `/`.
-    pub base_url: String,
-    pub api_key_env: Option<String>,
-}
-
-impl std::str::FromStr for ModelEndpoint {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let text = text.trim();
-        let (url, variable) = match text.rsplit_once('=') {
-            Some((url, variable)) if is_variable_name(variable) => (url, Some(variable.to_owned())),
-            _ => (text, None),
-        };
-        let parsed = reqwest::Url::parse(url).map_err(|e| format!("{url:?} is not a URL: {e}"))?;
-        if !matches!(parsed.scheme(), "http" | "https") {
-            return Err(format!("{url:?} is not an http or https URL"));
-        }
-        Ok(ModelEndpoint { base_url: normalize_base_url(url), api_key_env: variable })
-    }
-}
-
-/// A base URL as endpoints are compared: without the trailing slashes that make no difference to the requests.
-pub fn normalize_base_url(url: &str) -> String {
-    url.trim().trim_end_matches('/').to_owned()
-}
-
-/// An environment variable's name as keys are conventionally named (capitals, digits, `_`): what tells
-/// `URL=VARIABLE` from a URL whose query has a `=`.
-fn is_variable_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars.next().is_some_and(|c| c.is_ascii_uppercase() || c == '_')
-        && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
-}
-
-impl RuntimeConfig {
-    /// The defaults, for tests and embedded use.
-    pub fn defaults() -> Self {
-        RuntimeConfig {
-            max_total_steps: 500,
-            run_concurrency: 8,
-            run_lease_seconds: 30,
-            scripts_dir: None,
-            shell: ShellMode::Off,
-            http_allowed_hosts: Vec::new(),
-            http_allow_private: false,
-            openai_base_url: "https://api.openai.com/v1".into(),
-            openai_api_key: None,
-            model_endpoints: Vec::new(),
-            model_allow_private: false,
-            model_timeout_seconds: 120,
-            model_retry_seconds: 600,
-        }
-    }
-}
-
 impl ServeConfig {
+    /// The timeouts the questions asked through any door may have.
+    pub fn timeout_bounds(&self) -> TimeoutBounds {
+        TimeoutBounds { min_seconds: self.min_timeout_seconds, max_seconds: self.max_timeout_seconds }
+    }
+
+    /// The channels outside Holdpoint's pages this server sends on: those configured.
+    pub fn sends_on(&self) -> SendsOn {
+        let push = self.channels.vapid_subject(self.public_url.as_deref()).is_some();
+        let channels = &self.channels;
+        let slack = (channels.slack_bot_token.is_some() && channels.slack_signing_secret.is_some()).then(|| {
+            match &channels.slack_channel {
+                Some(channel) => SlackTarget::Channel(channel.clone()),
+                None => SlackTarget::DirectMessages,
+            }
+        });
+        SendsOn { email: channels.smtp_url.is_some() && channels.email_from.is_some(), slack, push }
+    }
+
     /// Where `script:` files are read from.
     pub fn scripts_dir(&self) -> PathBuf {
         self.runtime.scripts_dir.clone().unwrap_or_else(|| self.database.data_dir.join("scripts"))
@@ -634,7 +475,7 @@ impl ServeConfig {
             bootstrap_token: None,
             min_timeout_seconds: 1,
             max_timeout_seconds: 86_400,
-            claim_ttl_seconds: crate::hands::DEFAULT_CLAIM_TTL_SECONDS,
+            claim_ttl_seconds: DEFAULT_CLAIM_TTL_SECONDS,
             site_root: None,
             secure_cookies: false,
             run_workers: true,

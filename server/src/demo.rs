@@ -17,9 +17,10 @@ use serde::Deserialize;
 use sqlx::types::Json;
 use uuid::Uuid;
 
-use crate::config::{ServeConfig, ShellMode};
+use crate::config::ServeConfig;
 use crate::credentials::{hash_secret, new_token_secret};
 use crate::runtime::Runtime;
+use crate::runtime::settings::ShellMode;
 use crate::server::{self, DEFAULT_WORKSPACE};
 use crate::store::{AgentRow, AuditActor, RunFilter, Store, TokenRow, now};
 

@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use crate::actions;
 use crate::channels::ChannelKeys;
-use crate::config::ChannelsConfig;
+use crate::channels::web_push::VapidKey;
 use crate::credentials::Caller;
 use crate::error::AppError;
 use crate::store::{
@@ -25,11 +25,12 @@ const CHANNEL_KEYS: &str = "channel_keys";
 
 /// The keys action links and web pushes are signed with: those stored, or new ones stored now when none are, so
 /// every instance and every restart signs with the same keys (a link sent by one instance is honoured by another; a
-/// browser subscribed once stays subscribed). A VAPID key given in the configuration takes the stored one's place.
-pub async fn channel_keys(store: &dyn Store, config: &ChannelsConfig) -> StoreResult<ChannelKeys> {
+/// browser subscribed once stays subscribed). A VAPID key the operator configured (`vapid`) takes the stored one's
+/// place.
+pub async fn channel_keys(store: &dyn Store, vapid: Option<&VapidKey>) -> StoreResult<ChannelKeys> {
     let stored = store.server_secret(CHANNEL_KEYS, &ChannelKeys::generate().to_stored()).await?;
     let mut keys = ChannelKeys::from_stored(&stored).map_err(StoreError::Corrupt)?;
-    if let Some(vapid) = &config.vapid_private_key {
+    if let Some(vapid) = vapid {
         keys.vapid = vapid.clone();
     }
     Ok(keys)
@@ -53,21 +54,6 @@ pub enum SlackTarget {
     DirectMessages,
     /// One post in this channel (its id) per question, which anyone mapped may answer.
     Channel(String),
-}
-
-impl SendsOn {
-    /// The channels `config` sets up.
-    pub fn configured(config: &crate::config::ServeConfig) -> Self {
-        let push = config.channels.vapid_subject(config.public_url.as_deref()).is_some();
-        let config = &config.channels;
-        let slack = (config.slack_bot_token.is_some() && config.slack_signing_secret.is_some()).then(|| match &config
-            .slack_channel
-        {
-            Some(channel) => SlackTarget::Channel(channel.clone()),
-            None => SlackTarget::DirectMessages,
-        });
-        SendsOn { email: config.smtp_url.is_some() && config.email_from.is_some(), slack, push }
-    }
 }
 
 /// The address of a push delivery: it goes to every browser the person has subscribed when it is sent.

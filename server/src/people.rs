@@ -59,6 +59,9 @@ pub const DISPLAY_NAME_MAX_CHARS: usize = 100;
 pub const TOKEN_NAME_MAX_CHARS: usize = 100;
 /// How long a printed sign-in link works.
 pub const SIGNIN_LINK_HOURS: i64 = 24;
+/// The workspace every installation starts with.
+pub const DEFAULT_WORKSPACE: &str = "default";
+
 /// The account a first start creates for the person who started the server.
 pub const FIRST_ADMIN: &str = "admin";
 

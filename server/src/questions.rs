@@ -41,13 +41,6 @@ pub struct TimeoutBounds {
     pub max_seconds: i64,
 }
 
-impl TimeoutBounds {
-    /// The bounds every door applies to the questions it asks.
-    pub fn configured(config: &crate::config::ServeConfig) -> Self {
-        TimeoutBounds { min_seconds: config.min_timeout_seconds, max_seconds: config.max_timeout_seconds }
-    }
-}
-
 /// The parts of a question an answer is checked against.
 pub struct AnswerShape<'a> {
     pub response_type: ResponseType,

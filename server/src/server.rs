@@ -16,7 +16,7 @@ use crate::events::EventHub;
 use crate::state::{App, AppState};
 use crate::store::{self, AuditActor, StoreError, TokenRow};
 
-pub use crate::config::DEFAULT_WORKSPACE;
+pub use crate::people::DEFAULT_WORKSPACE;
 
 /// Why the server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -72,13 +72,23 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
             tracing::info!("created the bootstrap admin token for workspace {DEFAULT_WORKSPACE:?}");
         }
     }
-    let channel_keys = crate::notifications::channel_keys(store.as_ref(), &config.channels).await?;
+    let channel_keys =
+        crate::notifications::channel_keys(store.as_ref(), config.channels.vapid_private_key.as_ref()).await?;
     let slack = config.channels.slack().map_err(|e| ServerError::Channels(e.to_string()))?;
-    let sends_on = crate::notifications::SendsOn::configured(&config);
-    let sso = crate::sso::Sso::configure(&config, store.as_ref()).await?.map(Arc::new);
+    let sends_on = config.sends_on();
+    let sso =
+        crate::sso::Sso::configure(&config.sso, config.public_url.as_deref(), store.as_ref()).await?.map(Arc::new);
     let hub = EventHub::start(Arc::clone(&store), config.sse_buffer).await?;
     let metrics = Arc::new(crate::metrics::Metrics::new());
-    let runtime = crate::runtime::Runtime::new(Arc::clone(&store), Arc::clone(&metrics), hub.clone(), &config);
+    let runtime = crate::runtime::Runtime::new(
+        Arc::clone(&store),
+        Arc::clone(&metrics),
+        hub.clone(),
+        config.runtime.clone(),
+        config.scripts_dir(),
+        config.timeout_bounds(),
+        sends_on.clone(),
+    );
     let webhooks_queued = Arc::new(tokio::sync::Notify::new());
     if config.run_workers {
         crate::deadlines::spawn(Arc::clone(&store), Arc::clone(&metrics), hub.clone(), sends_on.clone());

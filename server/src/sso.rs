@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::actions;
-use crate::config::ServeConfig;
+use crate::credentials::Secret;
 use crate::store::{AuditActor, NewAuditEntry, Principal, ProvisionedMember, Store, StoreError, UserRow};
 
 /// Where the provider sends people back to, under the public URL.
@@ -40,6 +40,53 @@ const MAX_PROVIDER_RESPONSE_BYTES: usize = 1 << 20;
 const COOKIE_KEY_SECRET: &str = "sso_cookie_key";
 /// How many usernames are tried for a new person before provisioning gives up (`ana`, `ana-2`, …).
 const USERNAME_ATTEMPTS: usize = 20;
+
+/// Single sign-on with an OpenID Connect provider. Off until an issuer is given.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SsoConfig {
+    /// The OpenID provider's issuer URL (`https://id.example.com/realms/acme`); its discovery document is read
+    /// from `<issuer>/.well-known/openid-configuration`. `http` only for a provider on this machine.
+    #[arg(long, env = "HOLDPOINT_OIDC_ISSUER")]
+    pub oidc_issuer: Option<String>,
+
+    /// The client id Holdpoint is registered with at the provider; its redirect URI is
+    /// `<HOLDPOINT_PUBLIC_URL>/auth/oidc/callback`.
+    #[arg(long, env = "HOLDPOINT_OIDC_CLIENT_ID")]
+    pub oidc_client_id: Option<String>,
+
+    /// The client's secret (sent with HTTP Basic authentication); without one, Holdpoint signs in as a public
+    /// client, which PKCE protects.
+    #[arg(long, env = "HOLDPOINT_OIDC_CLIENT_SECRET", hide_env_values = true)]
+    pub oidc_client_secret: Option<Secret>,
+
+    /// Give people who sign in with a verified email address no member has an account and this role
+    /// (`viewer`, `responder`, `approver`); without it, they are refused until an admin adds them with that
+    /// address.
+    #[arg(long, env = "HOLDPOINT_OIDC_PROVISION_ROLE")]
+    pub oidc_provision_role: Option<app::types::Role>,
+
+    /// The workspace people created by single sign-on join.
+    #[arg(long, env = "HOLDPOINT_OIDC_PROVISION_WORKSPACE", default_value = crate::people::DEFAULT_WORKSPACE)]
+    pub oidc_provision_workspace: String,
+
+    /// What the sign-in page's button calls the provider ("Sign in with …").
+    #[arg(long, env = "HOLDPOINT_OIDC_DISPLAY_NAME", default_value = "single sign-on")]
+    pub oidc_display_name: String,
+}
+
+impl SsoConfig {
+    /// Single sign-on off, for tests and embedded use.
+    pub fn defaults() -> Self {
+        SsoConfig {
+            oidc_issuer: None,
+            oidc_client_id: None,
+            oidc_client_secret: None,
+            oidc_provision_role: None,
+            oidc_provision_workspace: crate::people::DEFAULT_WORKSPACE.to_owned(),
+            oidc_display_name: "single sign-on".to_owned(),
+        }
+    }
+}
 
 /// Why single sign-on could not be set up: settings that cannot work together, or the store.
 #[derive(Debug, thiserror::Error)]
@@ -138,11 +185,15 @@ fn acceptable_issuer(url: &url::Url) -> bool {
 }
 
 impl Sso {
-    /// Single sign-on as `config` sets it up: `None` when no issuer is configured. Reads (or makes) the cookie key
-    /// every instance shares, and the workspace new people join. The provider itself is first asked at the first
-    /// sign-in, so a provider that is down does not keep Holdpoint from starting.
-    pub async fn configure(config: &ServeConfig, store: &dyn Store) -> Result<Option<Sso>, SsoSetupError> {
-        let sso = &config.sso;
+    /// Single sign-on as `sso` sets it up, with Holdpoint reached at `public_url`: `None` when no issuer is
+    /// configured. Reads (or makes) the cookie key every instance shares, and the workspace new people join. The
+    /// provider itself is first asked at the first sign-in, so a provider that is down does not keep Holdpoint from
+    /// starting.
+    pub async fn configure(
+        sso: &SsoConfig,
+        public_url: Option<&str>,
+        store: &dyn Store,
+    ) -> Result<Option<Sso>, SsoSetupError> {
         let (issuer, client_id) = match (&sso.oidc_issuer, &sso.oidc_client_id) {
             (None, None) => return Ok(None),
             (Some(issuer), Some(client_id)) => (issuer, client_id),
@@ -152,7 +203,7 @@ impl Sso {
             .ok()
             .filter(acceptable_issuer)
             .ok_or_else(|| SsoSetupError::Issuer(issuer.clone()))?;
-        let public_url = config.public_url.as_deref().ok_or(SsoSetupError::NoPublicUrl)?;
+        let public_url = public_url.ok_or(SsoSetupError::NoPublicUrl)?;
         let redirect = url::Url::parse(public_url)
             .ok()
             .filter(|url| matches!(url.scheme(), "http" | "https"))

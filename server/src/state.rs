@@ -58,7 +58,7 @@ impl App {
             store: self.store.as_ref(),
             metrics: &self.metrics,
             hub: Some(&self.hub),
-            bounds: crate::questions::TimeoutBounds::configured(&self.config),
+            bounds: self.config.timeout_bounds(),
             sends_on: &self.sends_on,
             callbacks: self.config.channels.webhook_urls(),
         }

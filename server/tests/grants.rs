@@ -29,7 +29,7 @@ async fn app_with_shell(backend: common::Backend, scripts: &Scripts) -> Option<T
     let dir = scripts.dir.clone();
     TestApp::start_with(backend, move |config| {
         config.runtime.scripts_dir = Some(dir);
-        config.runtime.shell = holdpoint::config::ShellMode::DryRun;
+        config.runtime.shell = holdpoint::runtime::settings::ShellMode::DryRun;
     })
     .await
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use axum::http::StatusCode;
 use common::{Scripts, TestApp, assert_error};
-use holdpoint::config::ModelEndpoint;
+use holdpoint::runtime::settings::ModelEndpoint;
 use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -936,7 +936,7 @@ async fn a_batch_waits_whole_while_any_call_needs_approval(backend: common::Back
     let Some(app) = TestApp::start_with(backend, move |config| {
         config.runtime.scripts_dir = Some(dir);
         config.runtime.http_allowed_hosts = vec![host];
-        config.runtime.shell = holdpoint::config::ShellMode::DryRun;
+        config.runtime.shell = holdpoint::runtime::settings::ShellMode::DryRun;
     })
     .await
     else {
@@ -989,7 +989,7 @@ async fn the_shell_tool_runs_only_when_enabled_and_approved(backend: common::Bac
     let dir = scripts.dir.clone();
     let Some(app) = TestApp::start_with(backend, move |config| {
         config.runtime.scripts_dir = Some(dir);
-        config.runtime.shell = holdpoint::config::ShellMode::On;
+        config.runtime.shell = holdpoint::runtime::settings::ShellMode::On;
     })
     .await
     else {
@@ -1338,7 +1338,7 @@ async fn a_running_tool_stops_when_its_worker_loses_the_lease(backend: common::B
     let dir = scripts.dir.clone();
     let Some(app) = TestApp::start_with(backend, move |config| {
         config.runtime.scripts_dir = Some(dir);
-        config.runtime.shell = holdpoint::config::ShellMode::On;
+        config.runtime.shell = holdpoint::runtime::settings::ShellMode::On;
         config.runtime.run_lease_seconds = 3;
     })
     .await
@@ -1429,7 +1429,7 @@ async fn huge_tool_outputs_are_cut_while_they_are_read(backend: common::Backend)
     let endless = endless_body_server().await;
     let Some(app) = TestApp::start_with(backend, move |config| {
         config.runtime.scripts_dir = Some(dir);
-        config.runtime.shell = holdpoint::config::ShellMode::On;
+        config.runtime.shell = holdpoint::runtime::settings::ShellMode::On;
         config.runtime.http_allowed_hosts = vec![endless.to_string()];
     })
     .await

@@ -49,7 +49,7 @@ async fn replace_escalation_policies(
     caller: Caller,
     ApiJson(policies): ApiJson<EscalationPolicies>,
 ) -> ApiResult<ApiJson<EscalationPolicies>> {
-    let bounds = crate::questions::TimeoutBounds::configured(&state.config);
+    let bounds = state.config.timeout_bounds();
     Ok(ApiJson(crate::escalation::replace_policies(state.store.as_ref(), &caller, bounds, policies).await?))
 }
 

@@ -51,7 +51,7 @@ pub fn served_document(document: &utoipa::openapi::OpenApi, config: &crate::conf
     let mut document = serde_json::to_value(document).unwrap_or_default();
     link_created_to_their_operations(&mut document);
     spell_out_uuids(&mut document);
-    bound_timeouts(&mut document, crate::questions::TimeoutBounds::configured(config));
+    bound_timeouts(&mut document, config.timeout_bounds());
     describe_model_endpoints(&mut document, &config.runtime);
     document
 }
@@ -140,9 +140,9 @@ fn spell_out_uuids(value: &mut serde_json::Value) {
 /// Narrows `ModelSettings` in the document to what this server allows: its default endpoint (`OPENAI_BASE_URL`,
 /// also when `base_url` is absent) with `OPENAI_API_KEY`, or one of the operator's `HOLDPOINT_MODEL_ENDPOINTS` with
 /// the variable configured for it. An agent naming anything else is refused, so the document served says so.
-fn describe_model_endpoints(document: &mut serde_json::Value, config: &crate::config::RuntimeConfig) {
+fn describe_model_endpoints(document: &mut serde_json::Value, config: &crate::runtime::settings::RuntimeConfig) {
     use serde_json::json;
-    let default_url = crate::config::normalize_base_url(&config.openai_base_url);
+    let default_url = crate::runtime::settings::normalize_base_url(&config.openai_base_url);
     let mut choices = vec![json!({
         "type": "object",
         "description": "The server's default endpoint",

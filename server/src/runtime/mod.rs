@@ -10,6 +10,7 @@ pub mod executor;
 pub mod ledger;
 pub mod model;
 pub mod remote;
+pub mod settings;
 pub mod tools;
 
 use std::path::PathBuf;
@@ -20,12 +21,13 @@ use app::types::EventType;
 use tokio::sync::{Semaphore, watch};
 use uuid::Uuid;
 
-use crate::config::{RuntimeConfig, ServeConfig};
 use crate::events::{EventHub, HubEvent};
 use crate::metrics::Metrics;
+use crate::notifications::SendsOn;
 use crate::questions::TimeoutBounds;
 use crate::store::{Store, now};
 use ledger::{LocalLedger, RunLedger};
+use settings::RuntimeConfig;
 
 /// How often a worker looks for claimable runs when no event told it of one (runs queued by other instances
 /// are announced through the shared event log too; this is the safety net).
@@ -48,20 +50,25 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    pub fn new(store: Arc<dyn Store>, metrics: Arc<Metrics>, hub: EventHub, config: &ServeConfig) -> Arc<Self> {
-        let ledger = LocalLedger {
-            store,
-            metrics: Arc::clone(&metrics),
-            hub: Some(hub),
-            bounds: TimeoutBounds::configured(config),
-            sends_on: crate::notifications::SendsOn::configured(config),
-        };
+    /// A runtime that keeps its runs in `store`, with what the server's configuration says: the runtime's own
+    /// settings, where `script:` files are read from, the timeouts the runs' questions may have and the channels
+    /// those questions are sent on.
+    pub fn new(
+        store: Arc<dyn Store>,
+        metrics: Arc<Metrics>,
+        hub: EventHub,
+        config: RuntimeConfig,
+        scripts_dir: PathBuf,
+        bounds: TimeoutBounds,
+        sends_on: SendsOn,
+    ) -> Arc<Self> {
+        let ledger = LocalLedger { store, metrics: Arc::clone(&metrics), hub: Some(hub), bounds, sends_on };
         Arc::new(Runtime {
             ledger: Arc::new(ledger),
             metrics,
-            config: config.runtime.clone(),
-            scripts_dir: config.scripts_dir(),
-            http: tools::http_client(&config.runtime),
+            http: tools::http_client(&config),
+            config,
+            scripts_dir,
             instance: Uuid::now_v7(),
         })
     }

@@ -24,7 +24,7 @@ use reqwest::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::config::{RuntimeConfig, normalize_base_url};
+use super::settings::{RuntimeConfig, normalize_base_url};
 use crate::egress::{EgressError, EgressPolicy, GuardedClient};
 use crate::metrics::Metrics;
 
@@ -524,15 +524,16 @@ mod tests {
 
     #[test]
     fn model_endpoints_parse_with_or_without_their_key_variable() {
-        let plain: crate::config::ModelEndpoint = "http://127.0.0.1:11434/v1/".parse().unwrap();
+        let plain: crate::runtime::settings::ModelEndpoint = "http://127.0.0.1:11434/v1/".parse().unwrap();
         assert_eq!((plain.base_url.as_str(), plain.api_key_env), ("http://127.0.0.1:11434/v1", None));
-        let keyed: crate::config::ModelEndpoint = "https://api.groq.com/openai/v1=GROQ_API_KEY".parse().unwrap();
+        let keyed: crate::runtime::settings::ModelEndpoint =
+            "https://api.groq.com/openai/v1=GROQ_API_KEY".parse().unwrap();
         assert_eq!(keyed.base_url, "https://api.groq.com/openai/v1");
         assert_eq!(keyed.api_key_env.as_deref(), Some("GROQ_API_KEY"));
-        let query: crate::config::ModelEndpoint = "https://x.example/v1?a=b".parse().unwrap();
+        let query: crate::runtime::settings::ModelEndpoint = "https://x.example/v1?a=b".parse().unwrap();
         assert_eq!((query.base_url.as_str(), query.api_key_env), ("https://x.example/v1?a=b", None));
-        assert!("ftp://x.example".parse::<crate::config::ModelEndpoint>().is_err());
-        assert!("not a url".parse::<crate::config::ModelEndpoint>().is_err());
+        assert!("ftp://x.example".parse::<crate::runtime::settings::ModelEndpoint>().is_err());
+        assert!("not a url".parse::<crate::runtime::settings::ModelEndpoint>().is_err());
     }
 
     #[test]

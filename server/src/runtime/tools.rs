@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::config::{RuntimeConfig, ShellMode};
+use super::settings::{RuntimeConfig, ShellMode};
 use crate::egress::{EgressPolicy, GuardedClient};
 
 pub const ASK_USER: &str = "ask_user";
