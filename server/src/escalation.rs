@@ -1,14 +1,14 @@
-//! Escalation: a workspace's policies per kind and urgency, the plan a question takes from its policy when
-//! it is asked, and the steps the deadline worker takes by that plan — remind the people the question reached, then
-//! hand it to `escalate_to`, who become its assignee and are notified. Each step is decided whole here (the question
+//! Escalation: a workspace's policies per kind and urgency, and the steps the deadline worker takes by the plan a
+//! question took from its policy when it was asked ([`crate::questions`]) — remind the people the question reached,
+//! then hand it to `escalate_to`, who become its assignee and are notified. Each step is decided whole here (the question
 //! as it leaves the step, its event, its audit entry, who it reaches) and written by the store only if the question
 //! is still pending and the step still due, so across instances each step happens once.
 
-use chrono::{DateTime, Duration, SubsecRound, Utc};
+use chrono::{DateTime, SubsecRound, Utc};
 use serde_json::json;
 use sqlx::types::Json;
 
-use app::types::{DeliveryCause, Escalation, EscalationPolicies, EscalationPolicy, EscalationStep, EventType};
+use app::types::{DeliveryCause, EscalationPolicies, EscalationPolicy, EscalationStep, EventType};
 
 use crate::actions;
 use crate::credentials::Caller;
@@ -121,33 +121,6 @@ pub async fn replace_policies(
     };
     store.replace_escalation_policies(workspace_id, &rows, &audit).await?;
     policies(store, caller).await
-}
-
-/// Gives a new question the plan of its workspace's policy for its kind and urgency, if there is one.
-pub async fn plan(store: &dyn Store, row: &mut QuestionRow) -> StoreResult<()> {
-    if store.relays_to_server() {
-        return Ok(());
-    }
-    let policy = store.escalation_policy(row.workspace_id, row.kind, row.urgency).await?;
-    if let Some(policy) = policy {
-        plan_by(row, &policy);
-    }
-    Ok(())
-}
-
-/// Sets the plan `policy` gives `row`: each step's time counted from its asking.
-pub fn plan_by(row: &mut QuestionRow, policy: &EscalationPolicyRow) {
-    // At the precision the databases keep, so the step's condition finds the time it was given.
-    let after = |seconds: Option<i64>| seconds.map(|s| (row.created_at + Duration::seconds(s)).trunc_subsecs(6));
-    let escalation = Escalation {
-        remind_at: after(policy.remind_after_seconds),
-        reminded_at: None,
-        escalate_at: after(policy.escalate_after_seconds),
-        escalate_to: policy.escalate_to.as_ref().map(|to| to.0.clone()),
-        escalated_at: None,
-    };
-    row.next_escalation_at = escalation.next_step().map(|(_, at)| at);
-    row.escalation = Some(Json(escalation));
 }
 
 /// Why a step reaches people, and the event and audit action that record it.

@@ -4,10 +4,10 @@
 use std::collections::HashSet;
 
 use app::types::{
-    AnswerBody, Assignee, FormField, NewQuestion, Question, QuestionKind, QuestionOption, QuestionStatus, Resolution,
-    ResponseType, Role,
+    AnswerBody, Assignee, Escalation, FormField, NewQuestion, Question, QuestionKind, QuestionOption, QuestionStatus,
+    Resolution, ResponseType, Role,
 };
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Duration, SubsecRound, Utc};
 use serde_json::Value;
 use sqlx::types::Json;
 use uuid::Uuid;
@@ -17,8 +17,8 @@ use crate::error::AppError;
 use crate::events::EventHub;
 use crate::metrics::Metrics;
 use crate::store::{
-    AskedWith, IdempotencyKey, NewEvent, PrincipalKind, QuestionResolution, QuestionRow, QuestionTransition,
-    ResolveOutcome, Store, StoreResult,
+    AskedWith, EscalationPolicyRow, IdempotencyKey, NewEvent, PrincipalKind, QuestionResolution, QuestionRow,
+    QuestionTransition, ResolveOutcome, Store, StoreResult,
 };
 use crate::validation::{COMMENT_MAX_CHARS, FieldErrors, PROJECT_MAX_CHARS};
 
@@ -504,6 +504,33 @@ pub struct Asking<'a> {
     pub callbacks: crate::channels::webhooks::UrlPolicy,
 }
 
+/// Gives a new question the plan of its workspace's policy for its kind and urgency, if there is one.
+async fn plan_escalation(store: &dyn Store, row: &mut QuestionRow) -> StoreResult<()> {
+    if store.relays_to_server() {
+        return Ok(());
+    }
+    let policy = store.escalation_policy(row.workspace_id, row.kind, row.urgency).await?;
+    if let Some(policy) = policy {
+        plan_by(row, &policy);
+    }
+    Ok(())
+}
+
+/// Sets the plan `policy` gives `row`: each step's time counted from its asking.
+fn plan_by(row: &mut QuestionRow, policy: &EscalationPolicyRow) {
+    // At the precision the databases keep, so the step's condition finds the time it was given.
+    let after = |seconds: Option<i64>| seconds.map(|s| (row.created_at + Duration::seconds(s)).trunc_subsecs(6));
+    let escalation = Escalation {
+        remind_at: after(policy.remind_after_seconds),
+        reminded_at: None,
+        escalate_at: after(policy.escalate_after_seconds),
+        escalate_to: policy.escalate_to.as_ref().map(|to| to.0.clone()),
+        escalated_at: None,
+    };
+    row.next_escalation_at = escalation.next_step().map(|(_, at)| at);
+    row.escalation = Some(Json(escalation));
+}
+
 /// A recorded question: the stored one (the first one, for a repeated idempotency key) and, when this call created
 /// it, its JSON as its event carries it.
 pub struct Asked {
@@ -535,7 +562,7 @@ impl Asking<'_> {
         if let Some(role) = round_robin {
             row.assignee = Some(Json(Assignee::User(take_turn(self.store, &row, role).await?)));
         }
-        crate::escalation::plan(self.store, &mut row).await?;
+        plan_escalation(self.store, &mut row).await?;
         Ok(row)
     }
 
@@ -831,20 +858,6 @@ pub fn require_assignee(caller: &Caller, question: &Question) -> Result<(), AppE
             Err(AppError::Forbidden(format!("this question is assigned to {}s and above", role)))
         }
         _ => Ok(()),
-    }
-}
-
-/// Refuses (422) a new question that names a run the caller may not act for: a run of another workspace, or for an
-/// `agent` token a run it did not start. A run's question can supersede the run's blocking question and resume the
-/// run with its answer, so naming a run is acting for it.
-pub async fn check_run_of_new_question(store: &dyn Store, caller: &Caller, row: &QuestionRow) -> Result<(), AppError> {
-    let Some(run_id) = row.run_id else {
-        return Ok(());
-    };
-    match crate::runs::load_run(store, caller, run_id).await {
-        Ok(_) => Ok(()),
-        Err(AppError::NotFound(_)) => Err(AppError::invalid_field("run_id", "is not a run you may act for")),
-        Err(other) => Err(other),
     }
 }
 

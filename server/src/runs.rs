@@ -17,8 +17,8 @@ use crate::runtime::Runtime;
 use crate::runtime::model::script_path;
 use crate::runtime::tools::BUILT_IN;
 use crate::store::{
-    DEFAULT_MAX_STEPS, IdempotencyKey, QuestionResolution, ResumeOutcome, RunRow, SegmentRow, Store, StoreError,
-    ToolCallFilter,
+    DEFAULT_MAX_STEPS, IdempotencyKey, QuestionResolution, QuestionRow, ResumeOutcome, RunRow, SegmentRow, Store,
+    StoreError, ToolCallFilter,
 };
 use crate::validation::{COMMENT_MAX_CHARS, FieldErrors, PROJECT_MAX_CHARS};
 
@@ -159,6 +159,20 @@ pub async fn load_run(store: &dyn Store, caller: &Caller, id: Uuid) -> Result<Ru
         return Err(AppError::NotFound("run"));
     }
     Ok(row)
+}
+
+/// Refuses (422) a new question that names a run the caller may not act for: a run of another workspace, or for an
+/// `agent` token a run it did not start. A run's question can supersede the run's blocking question and resume the
+/// run with its answer, so naming a run is acting for it.
+pub async fn check_run_of_new_question(store: &dyn Store, caller: &Caller, row: &QuestionRow) -> Result<(), AppError> {
+    let Some(run_id) = row.run_id else {
+        return Ok(());
+    };
+    match load_run(store, caller, run_id).await {
+        Ok(_) => Ok(()),
+        Err(AppError::NotFound(_)) => Err(AppError::invalid_field("run_id", "is not a run you may act for")),
+        Err(other) => Err(other),
+    }
 }
 
 /// `POST /runs`: validates and queues a run. Returns the run and whether this call created it.

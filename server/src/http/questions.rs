@@ -75,7 +75,7 @@ async fn create_question(
     let idempotency = idempotency_key(&headers, &caller, "questions", &input)?;
     let asking = state.asking();
     let row = asking.prepare(input, caller.workspace_id(), Some(caller.principal.id)).await?;
-    domain::check_run_of_new_question(state.store.as_ref(), &caller, &row).await?;
+    crate::runs::check_run_of_new_question(state.store.as_ref(), &caller, &row).await?;
     let asked =
         asking.record_unless_granted(&row, &caller.principal.workspace, idempotency.as_ref()).await.map_err(|err| {
             match err {
