@@ -152,7 +152,7 @@ pub async fn load(store: &dyn Store, runtime: &Runtime, created_by: Option<Uuid>
             tracing::info!(agent = %agent.name, "the demo agent already has an open run; not starting another");
             continue;
         }
-        let new = crate::runs::new_run_row(
+        let new = crate::runtime::queued::new_run_row(
             workspace.id,
             Some(agent.id),
             agent.spec.0.clone(),

@@ -134,7 +134,7 @@ async fn measure_on(store: &dyn Store, ledger: &dyn RunLedger) -> Result<Samples
     }))
     .map_err(|e| e.to_string())?;
     let now = holdpoint::store::now();
-    let new = holdpoint::runs::new_run_row(
+    let new = holdpoint::runtime::queued::new_run_row(
         workspace,
         None,
         spec,

@@ -168,7 +168,7 @@ async fn worker_call(
             let agent = store.agent(workspace_id, agent_id).await?.ok_or(AppError::NotFound("agent"))?;
             // Everything but the task and the ids comes from the server: a client cannot pick another workspace,
             // another parent or another agent definition.
-            let new = crate::runs::new_run_row(
+            let new = crate::runtime::queued::new_run_row(
                 workspace_id,
                 Some(agent.id),
                 agent.spec.0,

@@ -89,7 +89,7 @@ pub async fn spawn(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow) -> StoreR
             if item.input.trim().is_empty() {
                 return fail(rt, run, call, format!("agents[{n}].input must not be empty")).await;
             }
-            let new = crate::runs::new_run_row(
+            let new = super::queued::new_run_row(
                 run.workspace_id,
                 Some(agent.id),
                 agent.spec.0.clone(),

@@ -9,6 +9,7 @@ pub mod children;
 pub mod executor;
 pub mod ledger;
 pub mod model;
+pub mod queued;
 pub mod remote;
 pub mod settings;
 pub mod tools;
