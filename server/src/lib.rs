@@ -24,7 +24,6 @@ pub mod error;
 pub mod escalation;
 pub mod events;
 pub mod grants;
-pub mod hands;
 pub mod headless;
 pub mod http;
 pub mod mcp;

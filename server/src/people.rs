@@ -470,7 +470,7 @@ async fn absence_of(
         None => errors.add("delegate", "an absence needs someone to take your questions"),
         Some(name) if name.eq_ignore_ascii_case(&member.username) => errors.add("delegate", "must be someone else"),
         Some(name) => {
-            let needed = crate::hands::delegate_role_for(member.role);
+            let needed = crate::questions::delegation::delegate_role_for(member.role);
             let user = store.user_by_username(&name.to_lowercase()).await?.filter(|user| user.disabled_at.is_none());
             let found = match &user {
                 Some(user) => store.member(workspace_id, user.id).await?,
@@ -531,7 +531,7 @@ async fn set_absence(
     let now = crate::store::now();
     let away = store.member(caller.workspace_id(), member.user_id).await?.ok_or(AppError::NotFound("member"))?;
     if away.is_away(now) {
-        let handed = crate::hands::hand_over_assigned(
+        let handed = crate::questions::delegation::hand_over_assigned(
             store,
             hub,
             sends_on,

@@ -17,7 +17,6 @@ const LAYERS: &[(&str, &[&str])] = &[
         "the use cases and what they share",
         &[
             "questions",
-            "hands",
             "grants",
             "runs",
             "people",

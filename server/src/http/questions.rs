@@ -367,7 +367,7 @@ async fn claim_question(
     let id = question_id(&id)?;
     let body: ClaimBody = optional_body(&body, "a claim request")?;
     let max = state.config.claim_ttl_seconds;
-    Ok(ApiJson(crate::hands::claim(&state.answering(), &caller, id, body.ttl_seconds, max).await?))
+    Ok(ApiJson(crate::questions::claims::claim(&state.answering(), &caller, id, body.ttl_seconds, max).await?))
 }
 
 /// `POST /questions/{id}/unclaim`: the caller's claim ends (an admin may end anyone's).
@@ -379,7 +379,7 @@ async fn unclaim_question(
     Path(id): Path<String>,
 ) -> ApiResult<ApiJson<Question>> {
     let id = question_id(&id)?;
-    Ok(ApiJson(crate::hands::unclaim(&state.answering(), &caller, id).await?))
+    Ok(ApiJson(crate::questions::claims::unclaim(&state.answering(), &caller, id).await?))
 }
 
 /// `GET /questions/{id}/approved-before`: how often a person approved exactly this call (tool and arguments) in the

@@ -1,5 +1,11 @@
 //! Questions: what a person must handle. Turning a request into a valid question, and checking an
-//! answer against its question, live here; HTTP and SQL do not.
+//! answer against its question, live here; HTTP and SQL do not. So does what answering may take: several approvals
+//! ([`quorum`]), a claim ([`claims`]), and who stands in for someone away ([`delegation`]).
+
+pub mod claims;
+pub mod delegation;
+mod pending;
+pub mod quorum;
 
 use std::collections::HashSet;
 
@@ -576,7 +582,7 @@ impl Asking<'_> {
     ) -> StoreResult<Asked> {
         let members = crate::notifications::members(self.store, row.workspace_id).await?;
         // Assigned to someone away: it goes to who stands in for them, and the audit says so, in the same write.
-        let (delegated, audit) = match crate::hands::delegated(row, &members, row.created_at) {
+        let (delegated, audit) = match delegation::delegated(row, &members, row.created_at) {
             Some((delegated, entry)) => (Some(delegated), vec![entry]),
             None => (None, Vec::new()),
         };
@@ -819,7 +825,7 @@ pub fn require_right_to_give(
 ) -> Result<(), AppError> {
     require_answer_right(caller, question.kind)?;
     require_assignee(caller, question)?;
-    crate::hands::require_eligible(caller, question)?;
+    quorum::require_eligible(caller, question)?;
     if separation_of_duties
         && question.kind == QuestionKind::Approval
         && requester == Some(caller.principal.id)
@@ -988,7 +994,7 @@ pub async fn answer_granting(
     if question.status != QuestionStatus::Pending {
         return Err(not_pending(&row));
     }
-    crate::hands::require_claim(caller, &row, now)?;
+    claims::require_claim(caller, &row, now)?;
     let mut errors = FieldErrors::default();
     check_answer(&AnswerShape::from(&question), &answer, "answer", &mut errors);
     errors.into_result("the answer")?;
@@ -997,7 +1003,7 @@ pub async fn answer_granting(
         None => None,
     };
     if row.required_approvals > 1 && answer.value == Value::Bool(true) {
-        return crate::hands::approve(answering, caller, row, answer, channel).await;
+        return quorum::approve(answering, caller, row, answer, channel).await;
     }
     let change = QuestionResolution {
         status: QuestionStatus::Answered,
