@@ -1,9 +1,11 @@
 //! Data flows one way inside the server (spec §10): a door calls a use case, which hands the store what to persist.
 //! This test reads the server's sources and fails when a module imports one of a layer above it: the store
 //! importing a use case or a door, or a use case importing a door. An import from above to below is the normal
-//! direction, so no upward import means no cycle between the doors, the use cases and the store.
+//! direction, so no upward import means no cycle between the doors, the use cases and the store. Inside the layer of
+//! the use cases, modules import each other; a second test fails when those imports go round in a circle, so that
+//! each use case can be read, tested and changed with only the ones below it in mind.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 
 /// The server's top-level modules by layer, lowest first. The channels (email, Slack, web push) talk to services
@@ -30,7 +32,6 @@ const LAYERS: &[(&str, &[&str])] = &[
             "events",
             "visibility",
             "metrics",
-            "config",
             "error",
             // The faults of a request's fields, and the limits several use cases share.
             "validation",
@@ -61,6 +62,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             "act",
             "slack_door",
             "verify_email",
+            // The configuration is read where the server is wired, which hands each use case the values it needs.
+            "config",
             "config_file",
             "backup",
         ],
@@ -176,4 +179,123 @@ fn the_check_catches_a_store_module_that_imports_a_use_case_or_a_door() {
     assert_eq!(upward_imports(&channel).unwrap(), expected, "a channel may not reach into the store");
     let unplaced = vec![("newdoor.rs".to_owned(), String::new())];
     assert!(upward_imports(&unplaced).is_err(), "a new module must be placed in a layer");
+}
+
+/// The layer whose modules may import each other, as long as they form no cycle.
+const USE_CASES: &str = "the use cases and what they share";
+
+/// Who imports whom among the modules of the use cases' layer: each module's imports of another module of the layer,
+/// with the files that make them.
+type ImportGraph = BTreeMap<String, BTreeMap<String, BTreeSet<String>>>;
+
+/// The import graph between the modules of the use cases' layer among `files` (path under server/src, source).
+fn use_case_imports(files: &[(String, String)]) -> ImportGraph {
+    let (_, use_cases) = LAYERS.iter().find(|(name, _)| *name == USE_CASES).expect("the use cases' layer");
+    let mut graph = ImportGraph::new();
+    for (file, source) in files {
+        let module = file.split('/').next().unwrap_or_default().trim_end_matches(".rs");
+        if !use_cases.contains(&module) {
+            continue;
+        }
+        let imports = graph.entry(module.to_owned()).or_default();
+        for named in crate_modules_named(source) {
+            if named != module && use_cases.contains(&named.as_str()) {
+                imports.entry(named).or_default().insert(file.clone());
+            }
+        }
+    }
+    graph
+}
+
+/// The shortest path of imports from `from` to `to` (both included), if there is one.
+fn shortest_path(graph: &ImportGraph, from: &str, to: &str) -> Option<Vec<String>> {
+    let mut came_from: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut queue = VecDeque::from([from]);
+    while let Some(module) = queue.pop_front() {
+        for next in graph.get(module).into_iter().flat_map(BTreeMap::keys) {
+            if next == to {
+                let mut path = vec![to.to_owned(), module.to_owned()];
+                let mut at = module;
+                while at != from {
+                    at = came_from[at];
+                    path.push(at.to_owned());
+                }
+                path.reverse();
+                return Some(path);
+            }
+            if next != from && !came_from.contains_key(next.as_str()) {
+                came_from.insert(next, module);
+                queue.push_back(next);
+            }
+        }
+    }
+    None
+}
+
+/// Every import that closes a cycle, as the shortest cycle through it (`a -> b -> ... -> a`), each cycle once.
+fn import_cycles(graph: &ImportGraph) -> BTreeSet<Vec<String>> {
+    let mut cycles = BTreeSet::new();
+    for (module, imports) in graph {
+        for imported in imports.keys() {
+            let Some(mut back) = shortest_path(graph, imported, module) else { continue };
+            let mut cycle = vec![module.clone()];
+            cycle.append(&mut back);
+            // The same cycle found from another of its modules: start every cycle at its smallest module.
+            cycle.pop();
+            let first = (0..cycle.len()).min_by_key(|&at| &cycle[at]).unwrap_or(0);
+            cycle.rotate_left(first);
+            cycle.push(cycle[0].clone());
+            cycles.insert(cycle);
+        }
+    }
+    cycles
+}
+
+/// A cycle in words, each import with the files that make it.
+fn describe(cycle: &[String], graph: &ImportGraph) -> String {
+    let mut text = cycle.join(" -> ");
+    for pair in cycle.windows(2) {
+        let files = graph[&pair[0]][&pair[1]].iter().cloned().collect::<Vec<_>>().join(", ");
+        text.push_str(&format!("\n    {} -> {}: {files}", pair[0], pair[1]));
+    }
+    text
+}
+
+#[test]
+fn the_use_cases_import_each_other_without_a_cycle() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&root, &root, &mut files);
+    let graph = use_case_imports(&files);
+    let cycles = import_cycles(&graph);
+    let described: Vec<String> = cycles.iter().map(|cycle| describe(cycle, &graph)).collect();
+    assert!(cycles.is_empty(), "the use cases import each other in {} cycles:\n{}", cycles.len(), described.join("\n"));
+}
+
+#[test]
+fn the_cycle_check_finds_every_circle_of_imports_and_nothing_else() {
+    let files = vec![
+        ("questions/mod.rs".to_owned(), "use crate::notifications::reach;\nuse crate::store::Store;\n".to_owned()),
+        ("notifications.rs".to_owned(), "fn f() { crate::audit::entry(); }\n".to_owned()),
+        ("audit.rs".to_owned(), "// crate::questions is only mentioned in a comment\nuse crate::actions;\n".to_owned()),
+        (
+            "runs.rs".to_owned(),
+            "use crate::runtime::Runtime;\n#[cfg(test)]\nmod tests {\n    use crate::questions;\n}\n".to_owned(),
+        ),
+        ("runtime/mod.rs".to_owned(), "use crate::questions::Asking;\n".to_owned()),
+        ("http/mod.rs".to_owned(), "use crate::runs;\nuse crate::questions;\n".to_owned()),
+    ];
+    assert!(import_cycles(&use_case_imports(&files)).is_empty(), "imports that go down only make no cycle");
+
+    let mut circled = files;
+    circled.push(("audit.rs".to_owned(), "use crate::questions::transition;\n".to_owned()));
+    circled.push(("runtime/children.rs".to_owned(), "fn g() { crate::runs::new_run_row(); }\n".to_owned()));
+    let graph = use_case_imports(&circled);
+    let cycles: Vec<String> = import_cycles(&graph).iter().map(|cycle| cycle.join(" -> ")).collect();
+    assert_eq!(cycles, ["audit -> questions -> notifications -> audit", "runs -> runtime -> runs"]);
+    let described = describe(&import_cycles(&graph).into_iter().nth(1).unwrap(), &graph);
+    assert_eq!(
+        described,
+        "runs -> runtime -> runs\n    runs -> runtime: runs.rs\n    runtime -> runs: runtime/children.rs"
+    );
 }
