@@ -1275,7 +1275,13 @@ mod tests {
         let check = |value: Value| {
             let mut errors = FieldErrors::default();
             check_answer(&shape, &AnswerBody { value, comment: None, edited_arguments: None }, "answer", &mut errors);
-            errors.0.into_keys().collect::<Vec<_>>()
+            match errors.into_result("the answer") {
+                Ok(()) => Vec::new(),
+                Err(AppError::Invalid { details: Some(details), .. }) => {
+                    details["fields"].as_object().unwrap().keys().cloned().collect::<Vec<_>>()
+                }
+                Err(other) => panic!("{other:?}"),
+            }
         };
         assert!(check(json!({"env": "prod", "replicas": 3})).is_empty());
         assert_eq!(check(json!({"replicas": "three"})), ["answer.value.env", "answer.value.replicas"]);
