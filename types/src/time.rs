@@ -132,18 +132,18 @@ pub fn parse_rfc3339(text: &str) -> Option<DateTime<Utc>> {
 }
 
 /// A time from the wire, or the deserializer's error.
-#[cfg(feature = "hydrate")]
+#[cfg(feature = "browser")]
 fn read<E: serde::de::Error>(text: &str) -> Result<DateTime<Utc>, E> {
     parse_rfc3339(text).ok_or_else(|| E::custom("expected an RFC 3339 time"))
 }
 
 /// `deserialize_with` for a time.
 pub fn required<'de, D: Deserializer<'de>>(deserializer: D) -> Result<DateTime<Utc>, D::Error> {
-    #[cfg(feature = "hydrate")]
+    #[cfg(feature = "browser")]
     {
         read(&<String as serde::Deserialize>::deserialize(deserializer)?)
     }
-    #[cfg(not(feature = "hydrate"))]
+    #[cfg(not(feature = "browser"))]
     {
         serde::Deserialize::deserialize(deserializer)
     }
@@ -151,11 +151,11 @@ pub fn required<'de, D: Deserializer<'de>>(deserializer: D) -> Result<DateTime<U
 
 /// `deserialize_with` for an optional time (with `#[serde(default)]`, so that a missing field is `None`).
 pub fn optional<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<DateTime<Utc>>, D::Error> {
-    #[cfg(feature = "hydrate")]
+    #[cfg(feature = "browser")]
     {
         <Option<String> as serde::Deserialize>::deserialize(deserializer)?.map(|text| read(&text)).transpose()
     }
-    #[cfg(not(feature = "hydrate"))]
+    #[cfg(not(feature = "browser"))]
     {
         serde::Deserialize::deserialize(deserializer)
     }
