@@ -225,6 +225,7 @@ wire_enum! {
 mod audit;
 mod escalation;
 mod grants;
+pub mod markdown;
 mod notifications;
 mod people;
 mod runs;
