@@ -364,6 +364,8 @@ pub(super) const SERVER_SECRET: &str = "SELECT value FROM server_secrets WHERE n
 
 #[cfg(test)]
 mod tests {
+    use app::types::{AnswerBody, Resolution};
+
     use super::*;
     use crate::store::postgres::*;
     use crate::store::sqlite::*;
@@ -581,9 +583,9 @@ mod tests {
         let workspace = first.ensure_workspace("mine").await.unwrap();
         first.append_audit(&entry(workspace.id, 1)).await.unwrap();
         assert_eq!(first.workspace_name(workspace.id).await.unwrap(), "mine");
-        assert_eq!(first.workspace_names.get(workspace.id).as_deref(), Some("mine"));
+        assert_eq!(first.caches.workspace_names.get(workspace.id).as_deref(), Some("mine"));
         assert!(first.audit_heads.guess(workspace.id).is_some(), "the first store guesses its chain's head");
-        assert_eq!(second_store.workspace_names.get(workspace.id), None);
+        assert_eq!(second_store.caches.workspace_names.get(workspace.id), None);
         assert_eq!(second_store.audit_heads.guess(workspace.id), None);
     }
 
@@ -850,7 +852,7 @@ mod tests {
         let Some(schema) = PostgresSchema::new().await else { return };
         let store = super::super::connect_postgres(&schema.url, StoreSettings::defaults()).await.unwrap();
         let workspace = store.ensure_workspace("batched").await.unwrap();
-        store.workspace_names.remember(workspace.id, "batched");
+        store.caches.workspace_names.remember(workspace.id, "batched");
         let question = |n: usize| {
             question_and_event(
                 workspace.id,
