@@ -256,4 +256,9 @@ pub(in crate::store) trait SqlBackend: Send + Sync + 'static {
         event: &NewEvent,
         entry: &NewAuditEntry,
     ) -> StoreResult<i64>;
+
+    // Grants: the dialect's JSON operators.
+    /// The condition, beginning with its own ` AND `, that an approval question's `action` called tool `$2` with
+    /// the arguments `$3` (bound as `sqlx::types::Json`) and its `response` approved it.
+    const APPROVED_CALL: &'static str;
 }

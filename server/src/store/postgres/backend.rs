@@ -56,6 +56,9 @@ impl SqlBackend for PostgresStore {
 
     const FOR_UPDATE: &'static str = " FOR UPDATE";
     const FOR_UPDATE_SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
+    /// jsonb compares objects by their contents.
+    const APPROVED_CALL: &'static str =
+        " AND action->>'tool_name' = $2 AND action->'arguments' = $3 AND response->'value' = 'true'::jsonb";
 
     fn read(&self) -> Reads<'_> {
         Reads(&self.pool)

@@ -56,6 +56,9 @@ impl SqlBackend for SqliteStore {
 
     const FOR_UPDATE: &'static str = "";
     const FOR_UPDATE_SKIP_LOCKED: &'static str = "";
+    /// The bound arguments are serde's compact JSON text, as `json_extract` writes an object back (keys in one order).
+    const APPROVED_CALL: &'static str = " AND json_extract(action, '$.tool_name') = $2 \
+         AND json_extract(action, '$.arguments') = $3 AND json_extract(response, '$.value') = 1";
 
     fn read(&self) -> Reads<'_> {
         Reads(&self.read)

@@ -4,7 +4,6 @@
 mod backend;
 mod connections;
 mod direct;
-mod grants;
 mod group_commit;
 mod outbox;
 mod people;
