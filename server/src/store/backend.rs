@@ -261,4 +261,18 @@ pub(in crate::store) trait SqlBackend: Send + Sync + 'static {
     /// The condition, beginning with its own ` AND `, that an approval question's `action` called tool `$2` with
     /// the arguments `$3` (bound as `sqlx::types::Json`) and its `response` approved it.
     const APPROVED_CALL: &'static str;
+
+    // Outbox and webhooks: writes of one statement, and claims across instances.
+    /// Connections where a write of one statement runs on its own, committed when it returns.
+    type Alone<'a>: Sql
+    where
+        Self: 'a;
+
+    /// Where a write of one statement runs on its own, outside any write in progress.
+    fn write_alone(&self) -> Self::Alone<'_>;
+
+    /// The condition of a claim's `UPDATE`: its `id` is one of those `due` selects (a `SELECT` of ids, of rows due and
+    /// not claimed at `$1`; `of`, the alias of the table whose rows it claims, where it names one). Each row is
+    /// claimed by one claimer, across instances.
+    fn claimable(due: &str, of: Option<&str>) -> String;
 }

@@ -2,7 +2,6 @@
 //! batches (`write_batch`), event ids are drawn at commit and announced to the other instances by notification.
 
 mod backend;
-mod outbox;
 mod people;
 mod questions;
 mod runs;
