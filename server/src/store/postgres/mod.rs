@@ -5,7 +5,6 @@ mod backend;
 mod people;
 mod questions;
 mod runs;
-mod webhooks;
 mod write_batch;
 
 use std::sync::Arc;

@@ -8,7 +8,6 @@ mod group_commit;
 mod people;
 mod questions;
 mod runs;
-mod webhooks;
 
 use std::sync::Arc;
 
