@@ -12,17 +12,17 @@ use super::backend::{Sql, SqlBackend, Statement};
 use super::sql::Bind;
 use super::{NewAuditEntry, StoreResult};
 
-pub(super) const GRANT_COLUMNS: &str = "id, workspace_id, scope, run_id, agent, tool_name, matcher, created_by, \
+const GRANT_COLUMNS: &str = "id, workspace_id, scope, run_id, agent, tool_name, matcher, created_by, \
      created_by_id, question_id, created_at, expires_at, revoked_at, revoked_by, uses, last_used_at";
 /// Inserts a grant (`$1`..`$16` in [`GRANT_COLUMNS`]' order).
-pub(super) const INSERT_GRANT: &str = "INSERT INTO grants (id, workspace_id, scope, run_id, agent, tool_name, \
+const INSERT_GRANT: &str = "INSERT INTO grants (id, workspace_id, scope, run_id, agent, tool_name, \
      matcher, created_by, created_by_id, question_id, created_at, expires_at, revoked_at, revoked_by, uses, \
      last_used_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
 /// Counts a use of a grant (`$1` workspace, `$2` id) at `$3`, if it is still live then.
 pub(super) const USE_GRANT: &str = "UPDATE grants SET uses = uses + 1, last_used_at = $3 \
      WHERE workspace_id = $1 AND id = $2 AND revoked_at IS NULL AND expires_at > $3";
 /// Revokes a live grant (`$1` workspace, `$2` id) at `$3` by `$4`.
-pub(super) const REVOKE_GRANT: &str = "UPDATE grants SET revoked_at = $3, revoked_by = $4 \
+const REVOKE_GRANT: &str = "UPDATE grants SET revoked_at = $3, revoked_by = $4 \
      WHERE workspace_id = $1 AND id = $2 AND revoked_at IS NULL";
 
 /// A grant as stored (and as the worker protocol carries it).
