@@ -271,8 +271,8 @@ pub(in crate::store) trait SqlBackend: Send + Sync + 'static {
     /// Where a write of one statement runs on its own, outside any write in progress.
     fn write_alone(&self) -> Self::Alone<'_>;
 
-    /// The condition of a claim's `UPDATE`: its `id` is one of those `due` selects (a `SELECT` of ids, of rows due and
-    /// not claimed at `$1`; `of`, the alias of the table whose rows it claims, where it names one). Each row is
-    /// claimed by one claimer, across instances.
+    /// The condition of a claim's `UPDATE` of a table with `claimed_until`: its `id` is one of those `due` selects (a
+    /// `SELECT` of the ids of rows due and not claimed at `$1`; `of`, the claimed table's alias in it, where it joins
+    /// others). Each row goes to one claimer, across instances.
     fn claimable(due: &str, of: Option<&str>) -> String;
 }
