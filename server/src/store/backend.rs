@@ -256,4 +256,23 @@ pub(in crate::store) trait SqlBackend: Send + Sync + 'static {
         event: &NewEvent,
         entry: &NewAuditEntry,
     ) -> StoreResult<i64>;
+
+    // Grants: the dialect's JSON operators.
+    /// The condition, beginning with its own ` AND `, that an approval question's `action` called tool `$2` with
+    /// the arguments `$3` (bound as `sqlx::types::Json`) and its `response` approved it.
+    const APPROVED_CALL: &'static str;
+
+    // Outbox and webhooks: writes of one statement, and claims across instances.
+    /// Connections where a write of one statement runs on its own, committed when it returns.
+    type Alone<'a>: Sql
+    where
+        Self: 'a;
+
+    /// Where a write of one statement runs on its own, outside any write in progress.
+    fn write_alone(&self) -> Self::Alone<'_>;
+
+    /// The condition of a claim's `UPDATE` of a table with `claimed_until`: its `id` is one of those `due` selects (a
+    /// `SELECT` of the ids of rows due and not claimed at `$1`; `of`, the claimed table's alias in it, where it joins
+    /// others). Each row goes to one claimer, across instances.
+    fn claimable(due: &str, of: Option<&str>) -> String;
 }

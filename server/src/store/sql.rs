@@ -364,6 +364,8 @@ pub(super) const SERVER_SECRET: &str = "SELECT value FROM server_secrets WHERE n
 
 #[cfg(test)]
 mod tests {
+    use app::types::{AnswerBody, Resolution};
+
     use super::*;
     use crate::store::postgres::*;
     use crate::store::sqlite::*;

@@ -9,10 +9,10 @@ use crate::store::backend::{FromBoth, Sql, SqlBackend, Statement, on_postgres};
 use crate::store::{AuditRow, Caches, NewAuditEntry, NewEvent, StoreResult};
 
 /// The pool, as [`Sql`].
-pub(in crate::store) struct Reads<'a>(&'a PgPool);
+pub(in crate::store) struct Pool<'a>(&'a PgPool);
 
 #[async_trait]
-impl Sql for Reads<'_> {
+impl Sql for Pool<'_> {
     async fn fetch_all<R: FromBoth>(&mut self, statement: Statement<'_>) -> StoreResult<Vec<R>> {
         on_postgres::fetch_all(self.0, statement).await
     }
@@ -52,13 +52,16 @@ impl Sql for Transaction<'static, Postgres> {
 #[async_trait]
 impl SqlBackend for PostgresStore {
     type Write = Transaction<'static, Postgres>;
-    type Read<'a> = Reads<'a>;
+    type Read<'a> = Pool<'a>;
 
     const FOR_UPDATE: &'static str = " FOR UPDATE";
     const FOR_UPDATE_SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
+    /// jsonb compares objects by their contents.
+    const APPROVED_CALL: &'static str =
+        " AND action->>'tool_name' = $2 AND action->'arguments' = $3 AND response->'value' = 'true'::jsonb";
 
-    fn read(&self) -> Reads<'_> {
-        Reads(&self.pool)
+    fn read(&self) -> Pool<'_> {
+        Pool(&self.pool)
     }
 
     fn caches(&self) -> &Caches {
@@ -93,5 +96,18 @@ impl SqlBackend for PostgresStore {
         entry: &NewAuditEntry,
     ) -> StoreResult<i64> {
         self.append_event_and_audit(write, event, entry).await
+    }
+
+    type Alone<'a> = Pool<'a>;
+
+    fn write_alone(&self) -> Pool<'_> {
+        Pool(&self.pool)
+    }
+
+    /// Concurrent claimers, on any instance, skip the rows another is claiming instead of queueing behind them, and
+    /// the claim checks again, holding the row, that no other claim took it meanwhile.
+    fn claimable(due: &str, of: Option<&str>) -> String {
+        let of = of.map(|alias| format!(" OF {alias}")).unwrap_or_default();
+        format!("id IN ({due} FOR UPDATE{of} SKIP LOCKED) AND (claimed_until IS NULL OR claimed_until <= $1)")
     }
 }

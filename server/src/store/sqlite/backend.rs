@@ -8,11 +8,11 @@ use super::{SqliteConnections, SqliteStore};
 use crate::store::backend::{FromBoth, Sql, SqlBackend, Statement, on_sqlite};
 use crate::store::{AuditRow, Caches, NewAuditEntry, NewEvent, StoreResult};
 
-/// The read-only connections, as [`Sql`].
-pub(in crate::store) struct Reads<'a>(&'a SqliteConnections);
+/// A pool of connections (the read-only ones, or the writer's), as [`Sql`].
+pub(in crate::store) struct Connections<'a>(&'a SqliteConnections);
 
 #[async_trait]
-impl Sql for Reads<'_> {
+impl Sql for Connections<'_> {
     async fn fetch_all<R: FromBoth>(&mut self, statement: Statement<'_>) -> StoreResult<Vec<R>> {
         on_sqlite::fetch_all(self.0, statement).await
     }
@@ -52,13 +52,16 @@ impl Sql for BatchedWrite {
 #[async_trait]
 impl SqlBackend for SqliteStore {
     type Write = BatchedWrite;
-    type Read<'a> = Reads<'a>;
+    type Read<'a> = Connections<'a>;
 
     const FOR_UPDATE: &'static str = "";
     const FOR_UPDATE_SKIP_LOCKED: &'static str = "";
+    /// The bound arguments are serde's compact JSON text, as `json_extract` writes an object back (keys in one order).
+    const APPROVED_CALL: &'static str = " AND json_extract(action, '$.tool_name') = $2 \
+         AND json_extract(action, '$.arguments') = $3 AND json_extract(response, '$.value') = 1";
 
-    fn read(&self) -> Reads<'_> {
-        Reads(&self.read)
+    fn read(&self) -> Connections<'_> {
+        Connections(&self.read)
     }
 
     fn caches(&self) -> &Caches {
@@ -88,5 +91,17 @@ impl SqlBackend for SqliteStore {
         entry: &NewAuditEntry,
     ) -> StoreResult<i64> {
         self.append_event_and_audit(write, event, entry).await
+    }
+
+    type Alone<'a> = Connections<'a>;
+
+    /// The writer's connection, between the group commit's batches.
+    fn write_alone(&self) -> Connections<'_> {
+        Connections(&self.write)
+    }
+
+    /// Every write goes through the one writer, so a claim is exactly once: what `due` read still holds.
+    fn claimable(due: &str, _of: Option<&str>) -> String {
+        format!("id IN ({due})")
     }
 }

@@ -4,13 +4,10 @@
 mod backend;
 mod connections;
 mod direct;
-mod grants;
 mod group_commit;
-mod outbox;
 mod people;
 mod questions;
 mod runs;
-mod webhooks;
 
 use std::sync::Arc;
 
