@@ -17,6 +17,7 @@ use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::sqlite::{SqliteArguments, SqliteRow};
 use sqlx::{Arguments, Executor, FromRow, Postgres, Sqlite};
 
+use super::token_cache::TokenCache;
 use super::{AuditRow, NewAuditEntry, NewEvent, StoreError, StoreResult};
 
 /// A value bound to a statement: of a type both databases encode.
@@ -256,4 +257,21 @@ pub(in crate::store) trait SqlBackend: Send + Sync + 'static {
         event: &NewEvent,
         entry: &NewAuditEntry,
     ) -> StoreResult<i64>;
+
+    /// Ends a write without storing anything of it, before the caller goes on: a dropped PostgreSQL transaction
+    /// would keep its row locks until its connection is next used.
+    async fn rollback_write(&self, write: Self::Write) -> StoreResult<()>;
+
+    // People: credentials, memberships and round-robin turns.
+
+    /// The tokens this instance has recently seen valid (see `token_cache`).
+    fn token_cache(&self) -> &TokenCache;
+
+    /// Has the other instances forget the tokens they trust once the write commits (nothing on SQLite, where no
+    /// other instance trusts any).
+    async fn tell_others_of_a_revocation(&self, write: &mut Self::Write) -> StoreResult<()>;
+
+    /// Locks, for the rest of the write, the rows of `table` (a table or alias of its `FROM`) that a `SELECT` read
+    /// (nothing on SQLite, whose one writer holds the whole database).
+    fn for_update_of(table: &str) -> String;
 }

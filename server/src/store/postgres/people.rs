@@ -7,6 +7,7 @@ use uuid::Uuid;
 use app::types::Role;
 
 use super::*;
+use crate::store::backend::SqlBackend;
 use crate::store::people::*;
 use sqlx::Postgres;
 
@@ -67,7 +68,7 @@ impl PostgresStore {
 #[async_trait]
 impl PeopleStore for PostgresStore {
     fn credential_changes(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.tokens.changes()
+        self.token_cache().changes()
     }
 
     async fn insert_user(&self, user: &UserRow, audit: &[NewAuditEntry]) -> StoreResult<()> {
@@ -182,7 +183,7 @@ impl PeopleStore for PostgresStore {
     ) -> StoreResult<MembershipChange> {
         let mut tx = self.pool.begin().await?;
         let Some(before) = Self::member_role(&mut tx, workspace_id, user_id).await? else {
-            tx.rollback().await?;
+            self.rollback_write(tx).await?;
             return Ok(MembershipChange::NotMember);
         };
         if before == Role::Admin
@@ -190,7 +191,7 @@ impl PeopleStore for PostgresStore {
             && Self::other_admins(&mut tx, workspace_id, user_id).await? == 0
         {
             // Explicitly: a dropped transaction keeps the admins' row locks until its connection is reused.
-            tx.rollback().await?;
+            self.rollback_write(tx).await?;
             return Ok(MembershipChange::LastAdmin);
         }
         sqlx::query("UPDATE memberships SET role = $1 WHERE workspace_id = $2 AND user_id = $3")
@@ -200,10 +201,10 @@ impl PeopleStore for PostgresStore {
             .execute(&mut *tx)
             .await?;
         self.append_audit_in(&mut tx, &audit(before)).await?;
-        sqlx::query(Self::TELL_OTHERS_OF_A_REVOCATION).execute(&mut *tx).await?;
+        self.tell_others_of_a_revocation(&mut tx).await?;
         tx.commit().await?;
         // Long requests of the member (event streams, MCP sessions) check their caller again.
-        self.tokens.forget_all();
+        self.token_cache().forget_all();
         Ok(MembershipChange::Changed { before })
     }
 
@@ -236,7 +237,7 @@ impl PeopleStore for PostgresStore {
             .await?
             .rows_affected();
         if updated == 0 {
-            tx.rollback().await?;
+            self.rollback_write(tx).await?;
             return Ok(false);
         }
         self.append_audit_in(&mut tx, audit).await?;
@@ -252,11 +253,11 @@ impl PeopleStore for PostgresStore {
     ) -> StoreResult<MembershipChange> {
         let mut tx = self.pool.begin().await?;
         let Some(before) = Self::member_role(&mut tx, workspace_id, user_id).await? else {
-            tx.rollback().await?;
+            self.rollback_write(tx).await?;
             return Ok(MembershipChange::NotMember);
         };
         if before == Role::Admin && Self::other_admins(&mut tx, workspace_id, user_id).await? == 0 {
-            tx.rollback().await?;
+            self.rollback_write(tx).await?;
             return Ok(MembershipChange::LastAdmin);
         }
         sqlx::query(RECORD_REMOVAL)
@@ -275,11 +276,11 @@ impl PeopleStore for PostgresStore {
             sqlx::query(statement).bind(workspace_id).bind(user_id).execute(&mut *tx).await?;
         }
         self.append_audit_in(&mut tx, &audit(before)).await?;
-        sqlx::query(Self::TELL_OTHERS_OF_A_REVOCATION).execute(&mut *tx).await?;
+        self.tell_others_of_a_revocation(&mut tx).await?;
         tx.commit().await?;
         self.caches.push_subscribers.forget(workspace_id);
         // Long requests of the member (event streams, MCP sessions) check their caller again.
-        self.tokens.forget_all();
+        self.token_cache().forget_all();
         Ok(MembershipChange::Changed { before })
     }
 
@@ -329,10 +330,10 @@ impl PeopleStore for PostgresStore {
                 .bind(id)
                 .fetch_optional(&mut *tx)
                 .await?;
-        sqlx::query(Self::TELL_OTHERS_OF_A_REVOCATION).execute(&mut *tx).await?;
+        self.tell_others_of_a_revocation(&mut tx).await?;
         tx.commit().await?;
         // Before the caller hears that the token is revoked, this instance has stopped trusting it.
-        self.tokens.forget_all();
+        self.token_cache().forget_all();
         Ok(row)
     }
 
@@ -345,7 +346,7 @@ impl PeopleStore for PostgresStore {
         // The role's members stay locked until the turn is marked: concurrent turns of the role take theirs one
         // after the other, each seeing the marks before it.
         let mut tx = self.pool.begin().await?;
-        let members: Vec<InTurn> = sqlx::query_as(&format!("{IN_TURN} FOR UPDATE OF m"))
+        let members: Vec<InTurn> = sqlx::query_as(&format!("{IN_TURN}{}", Self::for_update_of("m")))
             .bind(workspace_id)
             .bind(role)
             .fetch_all(&mut *tx)
@@ -420,7 +421,7 @@ impl PeopleStore for PostgresStore {
         let taken: Option<TakenInvitation> =
             sqlx::query_as(TAKE_INVITATION).bind(user_id).bind(id).fetch_optional(&mut *tx).await?;
         let Some(taken) = taken else {
-            tx.rollback().await?;
+            self.rollback_write(tx).await?;
             return Ok(None);
         };
         let (workspace,): (String,) = sqlx::query_as(WORKSPACE_NAME).bind(taken.1).fetch_one(&mut *tx).await?;
@@ -478,14 +479,14 @@ impl PeopleStore for PostgresStore {
             .fetch_optional(&mut *tx)
             .await?;
         let Some((email,)) = used else {
-            tx.rollback().await?;
+            self.rollback_write(tx).await?;
             return Ok(EmailConfirmation::Unknown);
         };
         sqlx::query(INSERT_VERIFIED_EMAIL).bind(&email).bind(user_id).bind(now).execute(&mut *tx).await?;
         let (holder,): (Uuid,) = sqlx::query_as(VERIFIED_EMAIL_HOLDER).bind(&email).fetch_one(&mut *tx).await?;
         if holder != user_id {
             // The link stays unused: the address is another account's.
-            tx.rollback().await?;
+            self.rollback_write(tx).await?;
             return Ok(EmailConfirmation::TakenByAnother);
         }
         self.append_audit_in(&mut tx, &audit(&email)).await?;

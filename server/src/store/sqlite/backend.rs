@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use super::group_commit::BatchedWrite;
 use super::{SqliteConnections, SqliteStore};
 use crate::store::backend::{FromBoth, Sql, SqlBackend, Statement, on_sqlite};
+use crate::store::token_cache::TokenCache;
 use crate::store::{AuditRow, Caches, NewAuditEntry, NewEvent, StoreResult};
 
 /// The read-only connections, as [`Sql`].
@@ -88,5 +89,22 @@ impl SqlBackend for SqliteStore {
         entry: &NewAuditEntry,
     ) -> StoreResult<i64> {
         self.append_event_and_audit(write, event, entry).await
+    }
+
+    async fn rollback_write(&self, write: BatchedWrite) -> StoreResult<()> {
+        Ok(write.rollback().await?)
+    }
+
+    fn token_cache(&self) -> &TokenCache {
+        &self.tokens
+    }
+
+    /// Nobody else trusts this database's tokens.
+    async fn tell_others_of_a_revocation(&self, _write: &mut BatchedWrite) -> StoreResult<()> {
+        Ok(())
+    }
+
+    fn for_update_of(_table: &str) -> String {
+        String::new()
     }
 }

@@ -7,6 +7,7 @@ use uuid::Uuid;
 use app::types::Role;
 
 use super::*;
+use crate::store::backend::SqlBackend;
 use crate::store::people::*;
 
 impl SqliteStore {
@@ -66,7 +67,7 @@ impl SqliteStore {
 #[async_trait]
 impl PeopleStore for SqliteStore {
     fn credential_changes(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.tokens.changes()
+        self.token_cache().changes()
     }
 
     async fn insert_user(&self, user: &UserRow, audit: &[NewAuditEntry]) -> StoreResult<()> {
@@ -181,7 +182,7 @@ impl PeopleStore for SqliteStore {
     ) -> StoreResult<MembershipChange> {
         let mut tx = self.begin_write().await?;
         let Some(before) = Self::member_role(&mut tx, workspace_id, user_id).await? else {
-            tx.rollback().await?;
+            self.rollback_write(tx).await?;
             return Ok(MembershipChange::NotMember);
         };
         if before == Role::Admin
@@ -189,7 +190,7 @@ impl PeopleStore for SqliteStore {
             && Self::other_admins(&mut tx, workspace_id, user_id).await? == 0
         {
             // Explicitly: a dropped transaction keeps the admins' row locks until its connection is reused.
-            tx.rollback().await?;
+            self.rollback_write(tx).await?;
             return Ok(MembershipChange::LastAdmin);
         }
         sqlx::query("UPDATE memberships SET role = $1 WHERE workspace_id = $2 AND user_id = $3")
@@ -201,7 +202,7 @@ impl PeopleStore for SqliteStore {
         self.append_audit_in(&mut tx, &audit(before)).await?;
         tx.commit().await?;
         // Long requests of the member (event streams, MCP sessions) check their caller again.
-        self.tokens.forget_all();
+        self.token_cache().forget_all();
         Ok(MembershipChange::Changed { before })
     }
 
@@ -234,7 +235,7 @@ impl PeopleStore for SqliteStore {
             .await?
             .rows_affected();
         if updated == 0 {
-            tx.rollback().await?;
+            self.rollback_write(tx).await?;
             return Ok(false);
         }
         self.append_audit_in(&mut tx, audit).await?;
@@ -250,11 +251,11 @@ impl PeopleStore for SqliteStore {
     ) -> StoreResult<MembershipChange> {
         let mut tx = self.begin_write().await?;
         let Some(before) = Self::member_role(&mut tx, workspace_id, user_id).await? else {
-            tx.rollback().await?;
+            self.rollback_write(tx).await?;
             return Ok(MembershipChange::NotMember);
         };
         if before == Role::Admin && Self::other_admins(&mut tx, workspace_id, user_id).await? == 0 {
-            tx.rollback().await?;
+            self.rollback_write(tx).await?;
             return Ok(MembershipChange::LastAdmin);
         }
         sqlx::query(RECORD_REMOVAL)
@@ -276,7 +277,7 @@ impl PeopleStore for SqliteStore {
         tx.commit().await?;
         self.caches.push_subscribers.forget(workspace_id);
         // Long requests of the member (event streams, MCP sessions) check their caller again.
-        self.tokens.forget_all();
+        self.token_cache().forget_all();
         Ok(MembershipChange::Changed { before })
     }
 
@@ -328,7 +329,7 @@ impl PeopleStore for SqliteStore {
                 .await?;
         tx.commit().await?;
         // Before the caller hears that the token is revoked, this instance has stopped trusting it.
-        self.tokens.forget_all();
+        self.token_cache().forget_all();
         Ok(row)
     }
 
@@ -411,7 +412,7 @@ impl PeopleStore for SqliteStore {
         let taken: Option<TakenInvitation> =
             sqlx::query_as(TAKE_INVITATION).bind(user_id).bind(id).fetch_optional(&mut *tx).await?;
         let Some(taken) = taken else {
-            tx.rollback().await?;
+            self.rollback_write(tx).await?;
             return Ok(None);
         };
         let (workspace,): (String,) = sqlx::query_as(WORKSPACE_NAME).bind(taken.1).fetch_one(&mut *tx).await?;
@@ -469,14 +470,14 @@ impl PeopleStore for SqliteStore {
             .fetch_optional(&mut *tx)
             .await?;
         let Some((email,)) = used else {
-            tx.rollback().await?;
+            self.rollback_write(tx).await?;
             return Ok(EmailConfirmation::Unknown);
         };
         sqlx::query(INSERT_VERIFIED_EMAIL).bind(&email).bind(user_id).bind(now).execute(&mut *tx).await?;
         let (holder,): (Uuid,) = sqlx::query_as(VERIFIED_EMAIL_HOLDER).bind(&email).fetch_one(&mut *tx).await?;
         if holder != user_id {
             // The link stays unused: the address is another account's.
-            tx.rollback().await?;
+            self.rollback_write(tx).await?;
             return Ok(EmailConfirmation::TakenByAnother);
         }
         self.append_audit_in(&mut tx, &audit(&email)).await?;
