@@ -264,6 +264,10 @@ pub(in crate::store) trait SqlBackend: Send + Sync + 'static {
 
     // People: credentials, memberships and round-robin turns.
 
+    /// The connections for a read that comes after the writes begun before it: SQLite's writer connection, where
+    /// the read waits for the write batch in progress to commit; PostgreSQL's pool, as [`SqlBackend::read`].
+    fn read_after_writes(&self) -> Self::Read<'_>;
+
     /// The tokens this instance has recently seen valid (see `token_cache`).
     fn token_cache(&self) -> &TokenCache;
 

@@ -100,6 +100,10 @@ impl SqlBackend for PostgresStore {
         Ok(write.rollback().await?)
     }
 
+    fn read_after_writes(&self) -> Reads<'_> {
+        Reads(&self.pool)
+    }
+
     fn token_cache(&self) -> &TokenCache {
         &self.tokens
     }

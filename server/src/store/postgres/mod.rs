@@ -4,7 +4,6 @@
 mod backend;
 mod grants;
 mod outbox;
-mod people;
 mod questions;
 mod runs;
 mod webhooks;

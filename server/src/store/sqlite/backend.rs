@@ -95,6 +95,10 @@ impl SqlBackend for SqliteStore {
         Ok(write.rollback().await?)
     }
 
+    fn read_after_writes(&self) -> Reads<'_> {
+        Reads(&self.write)
+    }
+
     fn token_cache(&self) -> &TokenCache {
         &self.tokens
     }

@@ -7,7 +7,6 @@ mod direct;
 mod grants;
 mod group_commit;
 mod outbox;
-mod people;
 mod questions;
 mod runs;
 mod webhooks;
