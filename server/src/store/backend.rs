@@ -17,6 +17,7 @@ use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::sqlite::{SqliteArguments, SqliteRow};
 use sqlx::{Arguments, Executor, FromRow, Postgres, Sqlite};
 
+use super::token_cache::TokenCache;
 use super::{AuditRow, NewAuditEntry, NewEvent, StoreError, StoreResult};
 
 /// A value bound to a statement: of a type both databases encode.
@@ -268,11 +269,30 @@ pub(in crate::store) trait SqlBackend: Send + Sync + 'static {
     where
         Self: 'a;
 
-    /// Where a write of one statement runs on its own, outside any write in progress.
+    /// Where a write of one statement runs on its own, outside any write in progress, committed when it returns;
+    /// and where a read runs that must see the writes begun before it (SQLite's writer connection, where it waits
+    /// for the batch in progress to commit; PostgreSQL's pool).
     fn write_alone(&self) -> Self::Alone<'_>;
 
     /// The condition of a claim's `UPDATE` of a table with `claimed_until`: its `id` is one of those `due` selects (a
     /// `SELECT` of the ids of rows due and not claimed at `$1`; `of`, the claimed table's alias in it, where it joins
     /// others). Each row goes to one claimer, across instances.
     fn claimable(due: &str, of: Option<&str>) -> String;
+
+    /// Ends a write without storing anything of it, before the caller goes on: a dropped PostgreSQL transaction
+    /// would keep its row locks until its connection is next used.
+    async fn rollback_write(&self, write: Self::Write) -> StoreResult<()>;
+
+    // People: credentials, memberships and round-robin turns.
+
+    /// The tokens this instance has recently seen valid (see `token_cache`).
+    fn token_cache(&self) -> &TokenCache;
+
+    /// Has the other instances forget the tokens they trust once the write commits (nothing on SQLite, where no
+    /// other instance trusts any).
+    async fn tell_others_of_a_revocation(&self, write: &mut Self::Write) -> StoreResult<()>;
+
+    /// Locks, for the rest of the write, the rows of `table` (a table or alias of its `FROM`) that a `SELECT` read
+    /// (nothing on SQLite, whose one writer holds the whole database).
+    fn for_update_of(table: &str) -> String;
 }

@@ -6,6 +6,7 @@ use sqlx::{PgPool, Postgres, Transaction};
 
 use super::PostgresStore;
 use crate::store::backend::{FromBoth, Sql, SqlBackend, Statement, on_postgres};
+use crate::store::token_cache::TokenCache;
 use crate::store::{AuditRow, Caches, NewAuditEntry, NewEvent, StoreResult};
 
 /// The pool, as [`Sql`].
@@ -109,5 +110,22 @@ impl SqlBackend for PostgresStore {
     fn claimable(due: &str, of: Option<&str>) -> String {
         let of = of.map(|alias| format!(" OF {alias}")).unwrap_or_default();
         format!("id IN ({due} FOR UPDATE{of} SKIP LOCKED) AND (claimed_until IS NULL OR claimed_until <= $1)")
+    }
+
+    async fn rollback_write(&self, write: Transaction<'static, Postgres>) -> StoreResult<()> {
+        Ok(write.rollback().await?)
+    }
+
+    fn token_cache(&self) -> &TokenCache {
+        &self.tokens
+    }
+
+    async fn tell_others_of_a_revocation(&self, write: &mut Transaction<'static, Postgres>) -> StoreResult<()> {
+        sqlx::query(Self::TELL_OTHERS_OF_A_REVOCATION).execute(&mut **write).await?;
+        Ok(())
+    }
+
+    fn for_update_of(table: &str) -> String {
+        format!(" FOR UPDATE OF {table}")
     }
 }

@@ -2,7 +2,6 @@
 //! batches (`write_batch`), event ids are drawn at commit and announced to the other instances by notification.
 
 mod backend;
-mod people;
 mod questions;
 mod runs;
 mod write_batch;

@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use super::group_commit::BatchedWrite;
 use super::{SqliteConnections, SqliteStore};
 use crate::store::backend::{FromBoth, Sql, SqlBackend, Statement, on_sqlite};
+use crate::store::token_cache::TokenCache;
 use crate::store::{AuditRow, Caches, NewAuditEntry, NewEvent, StoreResult};
 
 /// A pool of connections (the read-only ones, or the writer's), as [`Sql`].
@@ -103,5 +104,22 @@ impl SqlBackend for SqliteStore {
     /// Every write goes through the one writer, so a claim is exactly once: what `due` read still holds.
     fn claimable(due: &str, _of: Option<&str>) -> String {
         format!("id IN ({due})")
+    }
+
+    async fn rollback_write(&self, write: BatchedWrite) -> StoreResult<()> {
+        Ok(write.rollback().await?)
+    }
+
+    fn token_cache(&self) -> &TokenCache {
+        &self.tokens
+    }
+
+    /// Nobody else trusts this database's tokens.
+    async fn tell_others_of_a_revocation(&self, _write: &mut BatchedWrite) -> StoreResult<()> {
+        Ok(())
+    }
+
+    fn for_update_of(_table: &str) -> String {
+        String::new()
     }
 }

@@ -5,7 +5,6 @@ mod backend;
 mod connections;
 mod direct;
 mod group_commit;
-mod people;
 mod questions;
 mod runs;
 
