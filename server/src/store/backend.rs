@@ -16,6 +16,7 @@ use sqlx::error::BoxDynError;
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::sqlite::{SqliteArguments, SqliteRow};
 use sqlx::{Arguments, Executor, FromRow, Postgres, Sqlite};
+use uuid::Uuid;
 
 use super::{AuditRow, NewAuditEntry, NewEvent, StoreError, StoreResult};
 
@@ -221,7 +222,8 @@ pub(in crate::store) mod on_postgres {
 pub(in crate::store) trait SqlBackend: Send + Sync + 'static {
     /// A write in progress: its statements commit together or not at all.
     type Write: Sql;
-    /// The read connections.
+    /// Connections a statement runs on by itself: the read connections ([`SqlBackend::read`]) or the write
+    /// connection ([`SqlBackend::write_connection`]).
     type Read<'a>: Sql
     where
         Self: 'a;
@@ -256,4 +258,19 @@ pub(in crate::store) trait SqlBackend: Send + Sync + 'static {
         event: &NewEvent,
         entry: &NewAuditEntry,
     ) -> StoreResult<i64>;
+
+    // Runs: a statement that writes by itself, and what a write that changes several runs locks first, so that two
+    // such writes never wait for each other.
+
+    /// Where a statement runs by itself, outside any write, committed as it returns: SQLite's one write connection,
+    /// between the group commit's batches; PostgreSQL's pool.
+    fn write_connection(&self) -> Self::Read<'_>;
+
+    /// Before a run's worker releases it, as the write's first statements: locks the run and its parent (which its
+    /// ending may requeue), before the write touches any question or the audit chain.
+    async fn lock_run_and_parent(&self, write: &mut Self::Write, run_id: Uuid) -> StoreResult<()>;
+
+    /// Before cancelling `root`: locks it, every run below it and its parent (which cancelling may requeue), before
+    /// the write touches any question or the audit chain.
+    async fn lock_run_tree(&self, write: &mut Self::Write, root: Uuid) -> StoreResult<()>;
 }

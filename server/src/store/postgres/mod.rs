@@ -6,7 +6,6 @@ mod grants;
 mod outbox;
 mod people;
 mod questions;
-mod runs;
 mod webhooks;
 mod write_batch;
 

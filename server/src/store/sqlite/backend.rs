@@ -2,13 +2,14 @@
 //! `group_commit`), reads on the read-only connections.
 
 use async_trait::async_trait;
+use uuid::Uuid;
 
 use super::group_commit::BatchedWrite;
 use super::{SqliteConnections, SqliteStore};
 use crate::store::backend::{FromBoth, Sql, SqlBackend, Statement, on_sqlite};
 use crate::store::{AuditRow, Caches, NewAuditEntry, NewEvent, StoreResult};
 
-/// The read-only connections, as [`Sql`].
+/// The read-only connections, or the write connection, as [`Sql`].
 pub(in crate::store) struct Reads<'a>(&'a SqliteConnections);
 
 #[async_trait]
@@ -88,5 +89,19 @@ impl SqlBackend for SqliteStore {
         entry: &NewAuditEntry,
     ) -> StoreResult<i64> {
         self.append_event_and_audit(write, event, entry).await
+    }
+
+    fn write_connection(&self) -> Reads<'_> {
+        Reads(&self.write)
+    }
+
+    /// Nothing to lock: `BEGIN IMMEDIATE` on the one writer runs write transactions one at a time.
+    async fn lock_run_and_parent(&self, _write: &mut BatchedWrite, _run_id: Uuid) -> StoreResult<()> {
+        Ok(())
+    }
+
+    /// Nothing to lock: `BEGIN IMMEDIATE` on the one writer runs write transactions one at a time.
+    async fn lock_run_tree(&self, _write: &mut BatchedWrite, _root: Uuid) -> StoreResult<()> {
+        Ok(())
     }
 }

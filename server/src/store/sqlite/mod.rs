@@ -9,7 +9,6 @@ mod group_commit;
 mod outbox;
 mod people;
 mod questions;
-mod runs;
 mod webhooks;
 
 use std::sync::Arc;
