@@ -16,6 +16,7 @@ use sqlx::error::BoxDynError;
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::sqlite::{SqliteArguments, SqliteRow};
 use sqlx::{Arguments, Executor, FromRow, Postgres, Sqlite};
+use uuid::Uuid;
 
 use super::token_cache::TokenCache;
 use super::{AuditRow, NewAuditEntry, NewEvent, StoreError, StoreResult};
@@ -222,7 +223,8 @@ pub(in crate::store) mod on_postgres {
 pub(in crate::store) trait SqlBackend: Send + Sync + 'static {
     /// A write in progress: its statements commit together or not at all.
     type Write: Sql;
-    /// The read connections.
+    /// Connections a statement runs on by itself: the read connections ([`SqlBackend::read`]) or the write
+    /// connection ([`SqlBackend::write_connection`]).
     type Read<'a>: Sql
     where
         Self: 'a;
@@ -295,4 +297,14 @@ pub(in crate::store) trait SqlBackend: Send + Sync + 'static {
     /// Locks, for the rest of the write, the rows of `table` (a table or alias of its `FROM`) that a `SELECT` read
     /// (nothing on SQLite, whose one writer holds the whole database).
     fn for_update_of(table: &str) -> String;
+    // Runs: a statement that writes by itself, and what a write that changes several runs locks first, so that two
+    // such writes never wait for each other.
+
+    /// Before a run's worker releases it, as the write's first statements: locks the run and its parent (which its
+    /// ending may requeue), before the write touches any question or the audit chain.
+    async fn lock_run_and_parent(&self, write: &mut Self::Write, run_id: Uuid) -> StoreResult<()>;
+
+    /// Before cancelling `root`: locks it, every run below it and its parent (which cancelling may requeue), before
+    /// the write touches any question or the audit chain.
+    async fn lock_run_tree(&self, write: &mut Self::Write, root: Uuid) -> StoreResult<()>;
 }

@@ -3,6 +3,7 @@
 
 use async_trait::async_trait;
 use sqlx::{PgPool, Postgres, Transaction};
+use uuid::Uuid;
 
 use super::PostgresStore;
 use crate::store::backend::{FromBoth, Sql, SqlBackend, Statement, on_postgres};
@@ -128,4 +129,48 @@ impl SqlBackend for PostgresStore {
     fn for_update_of(table: &str) -> String {
         format!(" FOR UPDATE OF {table}")
     }
+
+    async fn lock_run_and_parent(&self, write: &mut Transaction<'static, Postgres>, run_id: Uuid) -> StoreResult<()> {
+        match parent_of(write, run_id).await? {
+            Some(parent) => lock_runs(write, &[run_id, parent]).await,
+            // One run: the release's update of it locks it, before any of its questions.
+            None => Ok(()),
+        }
+    }
+
+    async fn lock_run_tree(&self, write: &mut Transaction<'static, Postgres>, root: Uuid) -> StoreResult<()> {
+        let mut tree = vec![root];
+        let mut level = vec![root];
+        while !level.is_empty() {
+            let children: Vec<(Uuid,)> = sqlx::query_as("SELECT id FROM runs WHERE parent_run_id = ANY($1)")
+                .bind(&level)
+                .fetch_all(&mut **write)
+                .await?;
+            level = children.into_iter().map(|(id,)| id).collect();
+            tree.extend_from_slice(&level);
+        }
+        tree.extend(parent_of(write, root).await?);
+        lock_runs(write, &tree).await
+    }
+}
+
+/// Every transaction that changes several runs locks them first, all in one statement and in id order, and only then
+/// touches questions and the audit chain, as an answer does after locking its question's run (`resolve_question`).
+/// Taken as the work reached them instead (a child after its parent's audit entry, a parent after its child's
+/// questions), two such transactions could each hold what the other waits for, and PostgreSQL would abort one of
+/// them.
+async fn lock_runs(write: &mut Transaction<'static, Postgres>, ids: &[Uuid]) -> StoreResult<()> {
+    sqlx::query("SELECT id FROM runs WHERE id = ANY($1) ORDER BY id FOR UPDATE")
+        .bind(ids)
+        .execute(&mut **write)
+        .await?;
+    Ok(())
+}
+
+async fn parent_of(write: &mut Transaction<'static, Postgres>, run_id: Uuid) -> StoreResult<Option<Uuid>> {
+    let parent: Option<(Option<Uuid>,)> = sqlx::query_as("SELECT parent_run_id FROM runs WHERE id = $1")
+        .bind(run_id)
+        .fetch_optional(&mut **write)
+        .await?;
+    Ok(parent.and_then(|(parent,)| parent))
 }

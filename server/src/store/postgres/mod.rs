@@ -3,7 +3,6 @@
 
 mod backend;
 mod questions;
-mod runs;
 mod write_batch;
 
 use std::sync::Arc;

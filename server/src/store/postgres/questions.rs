@@ -8,6 +8,7 @@ use uuid::Uuid;
 use super::*;
 use crate::store::grants::USE_GRANT;
 use crate::store::outbox::{INSERT_DELIVERY, INSERT_NOTIFICATION};
+use crate::store::runs::requeue_if_unheld;
 use sqlx::Postgres;
 
 impl PostgresStore {
@@ -456,7 +457,7 @@ impl Store for PostgresStore {
         // In the same transaction: a run whose last holding question this was goes back to the queue, so
         // an answer can never be acknowledged without its run being picked up.
         if let Some(run_id) = resolved.run_id {
-            Self::requeue_if_unheld(&mut tx, resolved.workspace_id, run_id, resolved.updated_at).await?;
+            requeue_if_unheld(self, &mut tx, resolved.workspace_id, run_id, resolved.updated_at).await?;
         }
         tx.commit().await?;
         Ok(ResolveOutcome::Resolved(resolved))
@@ -495,7 +496,7 @@ impl Store for PostgresStore {
                 }
                 let resolved = &transition.resolved;
                 if let Some(run_id) = resolved.run_id {
-                    Self::requeue_if_unheld(&mut tx, resolved.workspace_id, run_id, resolved.updated_at).await?;
+                    requeue_if_unheld(self, &mut tx, resolved.workspace_id, run_id, resolved.updated_at).await?;
                 }
             }
         }

@@ -2,6 +2,7 @@
 //! `group_commit`), reads on the read-only connections.
 
 use async_trait::async_trait;
+use uuid::Uuid;
 
 use super::group_commit::BatchedWrite;
 use super::{SqliteConnections, SqliteStore};
@@ -121,5 +122,15 @@ impl SqlBackend for SqliteStore {
 
     fn for_update_of(_table: &str) -> String {
         String::new()
+    }
+
+    /// Nothing to lock: `BEGIN IMMEDIATE` on the one writer runs write transactions one at a time.
+    async fn lock_run_and_parent(&self, _write: &mut BatchedWrite, _run_id: Uuid) -> StoreResult<()> {
+        Ok(())
+    }
+
+    /// Nothing to lock: `BEGIN IMMEDIATE` on the one writer runs write transactions one at a time.
+    async fn lock_run_tree(&self, _write: &mut BatchedWrite, _root: Uuid) -> StoreResult<()> {
+        Ok(())
     }
 }

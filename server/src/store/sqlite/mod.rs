@@ -6,7 +6,6 @@ mod connections;
 mod direct;
 mod group_commit;
 mod questions;
-mod runs;
 
 use std::sync::Arc;
 

@@ -8,6 +8,7 @@ use uuid::Uuid;
 use super::*;
 use crate::store::grants::USE_GRANT;
 use crate::store::outbox::{INSERT_DELIVERY, INSERT_NOTIFICATION};
+use crate::store::runs::requeue_if_unheld;
 use sqlx::Sqlite;
 
 impl SqliteStore {
@@ -182,7 +183,7 @@ impl SqliteStore {
         let resolved = &transition.resolved;
         let requeued = match resolved.run_id {
             Some(run_id) => {
-                Self::requeue_if_unheld(&mut tx, resolved.workspace_id, run_id, resolved.updated_at).await?
+                requeue_if_unheld(self, &mut tx, resolved.workspace_id, run_id, resolved.updated_at).await?
             }
             None => None,
         };
