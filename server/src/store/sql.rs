@@ -369,6 +369,7 @@ mod tests {
     use crate::store::sqlite::*;
     use crate::store::test_postgres::PostgresSchema;
     use crate::store::token_cache::TokenCache;
+    use app::types::{AnswerBody, Resolution};
     use sqlx::PgPool;
 
     /// A SQLite database file of one test's own, removed with its WAL when the test ends.
@@ -581,9 +582,9 @@ mod tests {
         let workspace = first.ensure_workspace("mine").await.unwrap();
         first.append_audit(&entry(workspace.id, 1)).await.unwrap();
         assert_eq!(first.workspace_name(workspace.id).await.unwrap(), "mine");
-        assert_eq!(first.workspace_names.get(workspace.id).as_deref(), Some("mine"));
+        assert_eq!(first.caches.workspace_names.get(workspace.id).as_deref(), Some("mine"));
         assert!(first.audit_heads.guess(workspace.id).is_some(), "the first store guesses its chain's head");
-        assert_eq!(second_store.workspace_names.get(workspace.id), None);
+        assert_eq!(second_store.caches.workspace_names.get(workspace.id), None);
         assert_eq!(second_store.audit_heads.guess(workspace.id), None);
     }
 
@@ -850,7 +851,7 @@ mod tests {
         let Some(schema) = PostgresSchema::new().await else { return };
         let store = super::super::connect_postgres(&schema.url, StoreSettings::defaults()).await.unwrap();
         let workspace = store.ensure_workspace("batched").await.unwrap();
-        store.workspace_names.remember(workspace.id, "batched");
+        store.caches.workspace_names.remember(workspace.id, "batched");
         let question = |n: usize| {
             question_and_event(
                 workspace.id,
