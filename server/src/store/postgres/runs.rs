@@ -9,6 +9,7 @@ use uuid::Uuid;
 use app::types::{AgentSpec, EventType, RunStatus};
 
 use super::*;
+use crate::store::questions::{claim_idempotency_key, idempotent_resource, is_unique_violation_of};
 use crate::store::run_sql::*;
 use sqlx::Postgres;
 
@@ -216,7 +217,7 @@ impl PostgresStore {
     }
 
     pub(in crate::store) async fn run_by_idempotency_key(&self, key: &IdempotencyKey) -> StoreResult<Option<RunRow>> {
-        match self.idempotent_resource(key).await? {
+        match idempotent_resource(self, key).await? {
             Some(id) => RunStore::run(self, key.workspace_id, id).await,
             None => Ok(None),
         }
@@ -331,15 +332,15 @@ impl RunStore for PostgresStore {
         }
         let mut tx = self.pool.begin().await?;
         if let Some(key) = idempotency {
-            let claimed = Self::claim_idempotency_key(&mut tx, key, run.id, run.created_at).await;
+            let claimed = claim_idempotency_key(&mut tx, key, run.id, run.created_at).await;
             if let Err(err) = claimed {
-                if is_unique_violation(&err) {
+                if is_unique_violation_of(&err) {
                     drop(tx);
                     if let Some(existing) = self.run_by_idempotency_key(key).await? {
                         return Ok(Created { value: existing, created: false });
                     }
                 }
-                return Err(err.into());
+                return Err(err);
             }
         }
         sqlx::query(&format!(
