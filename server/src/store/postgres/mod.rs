@@ -2,10 +2,10 @@
 //! batches (`write_batch`), event ids are drawn at commit and announced to the other instances by notification.
 
 mod backend;
+mod events;
 mod grants;
 mod outbox;
 mod people;
-mod questions;
 mod runs;
 mod webhooks;
 mod write_batch;

@@ -4,11 +4,11 @@
 mod backend;
 mod connections;
 mod direct;
+mod events;
 mod grants;
 mod group_commit;
 mod outbox;
 mod people;
-mod questions;
 mod runs;
 mod webhooks;
 

@@ -1,5 +1,5 @@
-//! What PostgreSQL does its own way under `store::questions`: appending events and audit entries (as drafts the
-//! commit seals), and the insert of a question with its event off the hot path.
+//! Events and audit entries as PostgreSQL appends them (audit entries as drafts the commit seals), and a question's
+//! insert with its event off the hot path: what `SqlBackend` runs for the areas written once.
 
 use super::*;
 

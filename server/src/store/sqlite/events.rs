@@ -1,5 +1,5 @@
-//! What SQLite does its own way under `store::questions`: appending events and audit entries (on its guess of the
-//! chain's head), committing them, and the insert of a question with its event off the hot path.
+//! Events and audit entries as SQLite appends and commits them (audit entries on its guess of the chain's head),
+//! and a question's insert with its event off the hot path: what `SqlBackend` runs for the areas written once.
 
 use super::*;
 
