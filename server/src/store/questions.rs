@@ -18,9 +18,6 @@ use super::*;
 /// The columns of `events`, in the order of [`EventRow`].
 const EVENT_COLUMNS: &str = "id, workspace_id, event_type, project, run_id, question_id, data, created_at";
 
-/// The id of the newest event, or 0.
-pub(super) const LAST_EVENT_ID: &str = "SELECT COALESCE(MAX(id), 0) FROM events";
-
 #[async_trait]
 impl<B> Store for B
 where
@@ -590,8 +587,8 @@ pub(super) async fn idempotent_resource<B: SqlBackend>(backend: &B, key: &Idempo
     Ok(Some(resource_id))
 }
 
-/// Records the key for `resource_id` inside the creating write; a unique violation (see
-/// [`is_unique_violation_of`]) means a concurrent request with the same key won the race.
+/// Records the key for `resource_id` inside the creating write; a unique violation ([`is_unique_violation_of`])
+/// means a concurrent request with the same key won the race.
 pub(super) async fn claim_idempotency_key(
     write: &mut impl Sql,
     key: &IdempotencyKey,
@@ -613,11 +610,6 @@ pub(super) async fn claim_idempotency_key(
         )
         .await?;
     Ok(())
-}
-
-/// Whether the database refused a statement for a unique constraint.
-pub(super) fn is_unique_violation_of(err: &StoreError) -> bool {
-    matches!(err, StoreError::Database(err) if is_unique_violation(err))
 }
 
 async fn question_by_idempotency_key<B: SqlBackend + Store>(

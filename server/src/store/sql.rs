@@ -363,6 +363,11 @@ pub(super) fn is_unique_violation(err: &sqlx::Error) -> bool {
     matches!(err, sqlx::Error::Database(db) if db.is_unique_violation())
 }
 
+/// Whether the database refused a statement for a unique constraint.
+pub(super) fn is_unique_violation_of(err: &StoreError) -> bool {
+    matches!(err, StoreError::Database(err) if is_unique_violation(err))
+}
+
 /// Inserts a server secret unless one of that name is stored (`name`, `value`, `created_at`).
 pub(super) const INSERT_SERVER_SECRET: &str =
     "INSERT INTO server_secrets (name, value, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING";

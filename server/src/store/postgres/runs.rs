@@ -9,7 +9,7 @@ use uuid::Uuid;
 use app::types::{AgentSpec, EventType, RunStatus};
 
 use super::*;
-use crate::store::questions::{claim_idempotency_key, idempotent_resource, is_unique_violation_of};
+use crate::store::questions::{claim_idempotency_key, idempotent_resource};
 use crate::store::run_sql::*;
 use sqlx::Postgres;
 
