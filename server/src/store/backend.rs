@@ -16,10 +16,15 @@ use sqlx::error::BoxDynError;
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::sqlite::{SqliteArguments, SqliteRow};
 use sqlx::{Arguments, Executor, FromRow, Postgres, Sqlite};
+use tokio::sync::watch;
 use uuid::Uuid;
 
+use super::sqlite::WriterThread;
 use super::token_cache::TokenCache;
-use super::{AuditRow, NewAuditEntry, NewEvent, StoreError, StoreResult};
+use super::{
+    AuditRow, Backend, Committed, Created, NewAuditEntry, NewEvent, QuestionRow, QuestionTransition, StoreError,
+    StoreResult,
+};
 
 /// A value bound to a statement: of a type both databases encode.
 pub(in crate::store) trait Both<'q>:
@@ -86,11 +91,6 @@ impl<'q> Statement<'q> {
         let placeholder = format!("${}", self.arguments.len());
         self.sql.to_mut().push_str(&placeholder);
         self
-    }
-
-    /// How many values are bound: the number of the last placeholder.
-    pub(in crate::store) fn bound(&self) -> usize {
-        self.arguments.len()
     }
 
     fn for_sqlite(self) -> StoreResult<(Cow<'static, str>, SqliteArguments<'q>)> {
@@ -220,11 +220,11 @@ pub(in crate::store) mod on_postgres {
 /// What a database does its own way, under the domain areas written once. Implemented by the SQLite and the
 /// PostgreSQL store.
 #[async_trait]
-pub(in crate::store) trait SqlBackend: Send + Sync + 'static {
+pub(in crate::store) trait SqlBackend: Clone + Send + Sync + 'static {
     /// A write in progress: its statements commit together or not at all.
     type Write: Sql;
     /// Connections a statement runs on by itself: the read connections ([`SqlBackend::read`]) or the write
-    /// connection ([`SqlBackend::write_connection`]).
+    /// connection ([`SqlBackend::write_alone`]).
     type Read<'a>: Sql
     where
         Self: 'a;
@@ -307,4 +307,62 @@ pub(in crate::store) trait SqlBackend: Send + Sync + 'static {
     /// Before cancelling `root`: locks it, every run below it and its parent (which cancelling may requeue), before
     /// the write touches any question or the audit chain.
     async fn lock_run_tree(&self, write: &mut Self::Write, root: Uuid) -> StoreResult<()>;
+
+    // Questions, events, the audit log, workspaces, tokens and sessions (`store::questions`).
+
+    /// Which database this is.
+    const BACKEND: Backend;
+
+    /// Whether an audit entry takes its place in its chain only when its write commits (PostgreSQL's drafts), so
+    /// that what [`SqlBackend::append_audit_in`] returned is not yet the entry as stored.
+    const SEALS_AUDIT_AT_COMMIT: bool;
+
+    /// Where this store announces the events it committed, for the event hub.
+    fn committed(&self) -> &watch::Sender<Committed>;
+
+    /// The thread the writes of a question run on (asking, resolving, changing it while pending), when the caller
+    /// runs on another: SQLite's writer has one of its own; PostgreSQL's writes run anywhere.
+    fn writer_elsewhere(&self) -> Option<&WriterThread>;
+
+    /// Appends the text search's condition (on a question's title and body) to `statement`.
+    fn push_text_match(statement: &mut Statement<'_>, text: &str);
+
+    /// Asks a question of no run, without an idempotency key and with nothing else to write, on this backend's hot
+    /// path (SQLite's direct connection, PostgreSQL's write batches); `None` if that path did not write it.
+    async fn ask_on_hot_path(
+        &self,
+        question: &QuestionRow,
+        event: &NewEvent,
+    ) -> StoreResult<Option<Created<QuestionRow>>>;
+
+    /// Resolves a pending question of no run on this backend's hot path: whether it did, or `None` where that path
+    /// cannot tell and the general one is to find out (SQLite, whose guess of the audit chain's head may be wrong).
+    async fn resolve_on_hot_path(&self, transition: &QuestionTransition) -> StoreResult<Option<bool>>;
+
+    /// Opens the write that asks a question off the hot path; `claims_key`: its first statement claims an
+    /// idempotency key.
+    async fn begin_asking(&self, claims_key: bool) -> StoreResult<Self::Write>;
+
+    /// Inserts a question and appends its `question_asked` event inside the write, in one query; the event's id.
+    /// `more_follow`: the write runs more statements after it.
+    async fn insert_question_in(
+        &self,
+        write: &mut Self::Write,
+        question: &QuestionRow,
+        event: &NewEvent,
+        more_follow: bool,
+    ) -> StoreResult<i64>;
+
+    /// Opens the write that resolves a question off the hot path, with the update that resolves it there (`$1`..`$7`
+    /// as `Bind::bind_resolved` binds them, returning the question's id if it changed the row).
+    async fn begin_resolving(&self) -> StoreResult<(Self::Write, Cow<'static, str>)>;
+
+    /// Locks a run for the rest of the write, before one of its questions changes in a way that may resolve it:
+    /// every resolving write of a run's question locks the run first (nothing on SQLite, whose one writer holds the
+    /// whole database).
+    async fn lock_run_in(&self, write: &mut Self::Write, workspace_id: Uuid, run_id: Uuid) -> StoreResult<()>;
+
+    /// Commits a write that appended exactly one event, `event` with id `id` (SQLite hands it to the event hub, which
+    /// passes it on without reading it back).
+    async fn commit_one_event(&self, write: Self::Write, id: i64, event: &NewEvent) -> StoreResult<()>;
 }

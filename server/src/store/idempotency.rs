@@ -15,7 +15,8 @@ const CLAIM_IDEMPOTENCY_KEY: &str = "INSERT INTO idempotency_keys (workspace_id,
      VALUES ($1, $2, $3, $4, $5, $6)";
 
 /// The id of what a creation with this key made before; [`StoreError::IdempotencyMismatch`] if the key came with
-/// another request then. Read on the write connection ([`SqlBackend::write_connection`]).
+/// another request then. Read on the writer's connections ([`SqlBackend::write_alone`]): the creation a concurrent
+/// request's key claim lost to may be in a batch not yet committed.
 pub(super) async fn idempotent_resource<B: SqlBackend>(backend: &B, key: &IdempotencyKey) -> StoreResult<Option<Uuid>> {
     let found: Option<(Uuid, Vec<u8>)> = backend
         .write_alone()

@@ -1,14 +1,21 @@
 //! The SQLite store under the domain areas written once: writes run in the writer's open batch (see
 //! `group_commit`), reads on the read-only connections.
 
+use std::borrow::Cow;
+
 use async_trait::async_trait;
+use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::group_commit::BatchedWrite;
-use super::{SqliteConnections, SqliteStore};
+use super::{SqliteConnections, SqliteStore, WriterThread};
 use crate::store::backend::{FromBoth, Sql, SqlBackend, Statement, on_sqlite};
+use crate::store::sql::RESOLVE_PENDING_RETURNING;
 use crate::store::token_cache::TokenCache;
-use crate::store::{AuditRow, Caches, NewAuditEntry, NewEvent, StoreResult};
+use crate::store::{
+    AuditRow, Backend, Caches, Committed, Created, NewAuditEntry, NewEvent, QuestionRow, QuestionTransition,
+    StoreResult,
+};
 
 /// A pool of connections (the read-only ones, or the writer's), as [`Sql`].
 pub(in crate::store) struct Connections<'a>(&'a SqliteConnections);
@@ -132,5 +139,75 @@ impl SqlBackend for SqliteStore {
     /// Nothing to lock: `BEGIN IMMEDIATE` on the one writer runs write transactions one at a time.
     async fn lock_run_tree(&self, _write: &mut BatchedWrite, _root: Uuid) -> StoreResult<()> {
         Ok(())
+    }
+
+    // Questions, events, the audit log, workspaces, tokens and sessions (`store::questions`).
+
+    const BACKEND: Backend = Backend::Sqlite;
+    /// The one writer seals an entry as it appends it.
+    const SEALS_AUDIT_AT_COMMIT: bool = false;
+
+    fn committed(&self) -> &watch::Sender<Committed> {
+        &self.committed
+    }
+
+    fn writer_elsewhere(&self) -> Option<&WriterThread> {
+        self.writer_thread.elsewhere()
+    }
+
+    /// The `regex` crate's case-insensitive match (Unicode's case folding), which sqlx registers as SQLite's
+    /// `REGEXP`. SQLite's own `LOWER` and `LIKE` fold ASCII letters only, so `überweisung` would never find
+    /// `Überweisung`.
+    fn push_text_match(statement: &mut Statement<'_>, text: &str) {
+        let pattern = format!("(?i){}", regex::escape(text));
+        statement.push(" AND (title REGEXP ").push_bind(pattern.clone());
+        statement.push(" OR body REGEXP ").push_bind(pattern);
+        statement.push(")");
+    }
+
+    async fn ask_on_hot_path(
+        &self,
+        question: &QuestionRow,
+        event: &NewEvent,
+    ) -> StoreResult<Option<Created<QuestionRow>>> {
+        self.insert_question_directly(question, event).await
+    }
+
+    /// `false` from the one query (someone was first, or the guess of the chain's head was wrong) leaves it to the
+    /// general path.
+    async fn resolve_on_hot_path(&self, transition: &QuestionTransition) -> StoreResult<Option<bool>> {
+        Ok(self.resolve_in_one_query(transition).await?.then_some(true))
+    }
+
+    /// Inline (see `GroupCommit::begin_inline`), unless the key's claim runs before the question's insert: such a
+    /// write opens its savepoint apart.
+    async fn begin_asking(&self, claims_key: bool) -> StoreResult<BatchedWrite> {
+        Ok(if claims_key { SqliteStore::begin_write(self).await? } else { self.begin_write_inline().await? })
+    }
+
+    async fn insert_question_in(
+        &self,
+        write: &mut BatchedWrite,
+        question: &QuestionRow,
+        event: &NewEvent,
+        more_follow: bool,
+    ) -> StoreResult<i64> {
+        Self::insert_question_then_event(write, question, event, more_follow).await
+    }
+
+    /// An inline write, whose update opens its savepoint. Nothing to lock before it: `BEGIN IMMEDIATE` on the one
+    /// writer already runs write transactions one at a time.
+    async fn begin_resolving(&self) -> StoreResult<(BatchedWrite, Cow<'static, str>)> {
+        let mut write = self.begin_write_inline().await?;
+        let update = format!("{}{}", write.savepoint(), *RESOLVE_PENDING_RETURNING);
+        Ok((write, update.into()))
+    }
+
+    async fn lock_run_in(&self, _write: &mut BatchedWrite, _workspace_id: Uuid, _run_id: Uuid) -> StoreResult<()> {
+        Ok(())
+    }
+
+    async fn commit_one_event(&self, write: BatchedWrite, id: i64, event: &NewEvent) -> StoreResult<()> {
+        SqliteStore::commit_one_event(self, write, id, event).await
     }
 }
