@@ -3,7 +3,7 @@
 //! The same components render on the server (feature `ssr`) and hydrate in the browser (feature `hydrate`). Server
 //! functions serve only this UI; agents and the CLI use the versioned REST API under `/api/v1`.
 
-pub mod types;
+pub use holdpoint_types as types;
 
 mod answer;
 mod api;

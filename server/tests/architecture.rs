@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 /// The server's top-level modules by layer, lowest first. The channels (email, Slack, web push) talk to services
 /// outside and know nothing else of the server: below the store, so that they import neither it nor anything above.
 const LAYERS: &[(&str, &[&str])] = &[
-    // The outbound guard and the error chain know nothing of the server: the channels and the runtime both send
-    // through the guard.
+    // The crate holdpoint-channels (the channels, the outbound guard, the error chain), which the server re-exports
+    // under these names: it depends on the wire types alone, so the compiler keeps it from reaching above.
     ("the channels", &["channels", "egress", "causes"]),
     ("the store", &["store"]),
     (

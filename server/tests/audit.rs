@@ -2,7 +2,7 @@
 //! per workspace that `holdpoint audit verify` checks (and that fails, naming the entry, once a row is edited or
 //! removed in the database); the admin-only API pages, filters and exports it.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 //! Each request gets fresh objects to act on, so a request that changes something (an answer, a revocation) never
 //! changes what the next one sees.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

@@ -2,7 +2,7 @@
 //! pausing with exit code 10, and the responder commands (`questions`, `show`, `answer`, `approve`, `reject`),
 //! against a running server and against the embedded engine; and the shell completions.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Delegation while away (spec §14): a member away hands the questions assigned to them to their delegate — those
 //! pending when the absence starts and those asked meanwhile — audited, on both backends.
 
-mod common;
+use crate::common;
 
 use app::types::Role;
 use axum::http::{Method, StatusCode};

@@ -1,7 +1,7 @@
 //! Runs survive the server: a `holdpoint serve` process killed while a run waits, and two processes on one
 //! PostgreSQL racing for the same resumed runs.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

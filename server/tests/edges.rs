@@ -2,7 +2,7 @@
 //! may post it, what `?error=` may say), failed authentication, the metrics' labels, caching of private
 //! responses, the bootstrap token's length, and the connection limits of the socket itself.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};

@@ -2,9 +2,8 @@
 //! push to one stored under another setting is never attempted, and a redirect is never followed. Every listener is
 //! a real socket on loopback, and the tests assert what reached it.
 
-mod common;
-#[path = "channels/mailing.rs"]
-mod mailing;
+use crate::channels::mailing;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,13 +2,9 @@
 //! else, who become its assignee and are notified — each step an event, an audit entry and a round of deliveries,
 //! taken once however many instances run the worker, and the mail of each step reaching a real SMTP server in order.
 
-mod common;
-#[path = "channels/mailing.rs"]
-mod mailing;
-#[path = "channels/python.rs"]
-mod python;
-#[path = "channels/smtp.rs"]
-mod smtp;
+use crate::channels::mailing;
+use crate::channels::smtp;
+use crate::common;
 
 use std::time::Duration;
 

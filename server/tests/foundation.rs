@@ -1,7 +1,7 @@
 //! The foundation's contract: authentication, workspace isolation, the error shape, creating and reading
 //! questions, browser sessions with CSRF, and the event stream over a real socket.
 
-mod common;
+use crate::common;
 
 use app::types::Role;
 use axum::body::Body;

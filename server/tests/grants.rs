@@ -1,7 +1,7 @@
 //! Grants (spec §14): "always allow" rules made with an approval, consulted by the executor and by MCP's
 //! `request_approval` before a person is asked, audited with each call they let through, listed and revoked.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! Many hands (spec §14): approvals that need several people and claims, on both backends.
 
-mod common;
+use crate::common;
 
 use app::types::Role;
 use axum::http::{Method, StatusCode};

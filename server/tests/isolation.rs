@@ -2,7 +2,7 @@
 //! replayed idempotency keys, questions and runs through the worker protocol, event streams that outlive their
 //! credential, and batch answers that fail part-way.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

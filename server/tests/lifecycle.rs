@@ -1,7 +1,7 @@
 //! The question lifecycle (spec §3, §4): every response type, first writer wins, cancel, batches, long-polls,
 //! deadlines (also across a restart), and an event stream that loses nothing.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

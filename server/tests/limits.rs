@@ -1,7 +1,7 @@
 //! Abuse and bad input: rate limits on creation and sign-in (429 with `Retry-After`, per token, per client address,
 //! per account), body size limits (413), security headers and cookie flags.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 

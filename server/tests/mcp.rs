@@ -1,6 +1,6 @@
 //! `/mcp` through rmcp's own client: tools are listed, and a tool that asks a person completes when they answer.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

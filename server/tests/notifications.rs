@@ -1,7 +1,7 @@
 //! Reaching people outside Holdpoint's pages (spec §11): the keys every instance signs with, and people's
 //! addresses and channel thresholds.
 
-mod common;
+use crate::common;
 
 use app::types::Role;
 use axum::http::{Method, StatusCode};

@@ -1,7 +1,7 @@
 //! The OpenAPI document is served, public, and matches the router: every documented operation is routed, every
 //! endpoint of the spec is documented, and what an operation answers is among its documented responses.
 
-mod common;
+use crate::common;
 
 use axum::http::{Method, StatusCode};
 use common::{Backend, TestApp};

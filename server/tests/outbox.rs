@@ -3,17 +3,11 @@
 //! real SMTP server to the `holdpoint` binary's outbox, and Slack through a stand-in of its Web API with clicks signed
 //! as Slack signs them.
 
-mod common;
-#[path = "channels/mailing.rs"]
-mod mailing;
-#[path = "channels/push_service.rs"]
-mod push_service;
-#[path = "channels/python.rs"]
-mod python;
-#[path = "channels/slack_standin.rs"]
-mod slack_standin;
-#[path = "channels/smtp.rs"]
-mod smtp;
+use crate::channels::mailing;
+use crate::channels::push_service;
+use crate::channels::slack_standin;
+use crate::channels::smtp;
+use crate::common;
 
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! People and who may answer: accounts with passwords, membership roles that take effect at once, token
 //! management with immediate revocation, assignees, separation of duties, and the first start's one-time link.
 
-mod common;
+use crate::common;
 
 use app::types::Role;
 use axum::http::{Method, StatusCode};

@@ -1,6 +1,6 @@
 //! The agent runtime through the API: runs that pause for a person and resume exactly where they stopped.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -3,11 +3,8 @@
 //! browser test `end2end/tests/sso.test.mjs`. Addresses are verified through a real SMTP server (`smtp_sink.py`):
 //! the verification link is read from the message that reached it.
 
-mod common;
-#[path = "channels/python.rs"]
-mod python;
-#[path = "channels/smtp.rs"]
-mod smtp;
+use crate::channels::smtp;
+use crate::common;
 
 use app::navigation::sign_in_error;
 use app::types::Role;

@@ -5,11 +5,8 @@
 //! per workspace and URL, so one workspace's failing callbacks hold up no other's, and each names the URL it was sent
 //! to in what is signed.
 
-mod common;
-#[path = "channels/python.rs"]
-mod python;
-#[path = "channels/receiver.rs"]
-mod receiver;
+use crate::channels::receiver;
+use crate::common;
 
 use std::time::Duration;
 

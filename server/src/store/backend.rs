@@ -16,8 +16,15 @@ use sqlx::error::BoxDynError;
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::sqlite::{SqliteArguments, SqliteRow};
 use sqlx::{Arguments, Executor, FromRow, Postgres, Sqlite};
+use tokio::sync::watch;
+use uuid::Uuid;
 
-use super::{AuditRow, NewAuditEntry, NewEvent, StoreError, StoreResult};
+use super::sqlite::WriterThread;
+use super::token_cache::TokenCache;
+use super::{
+    AuditRow, Backend, Committed, Created, NewAuditEntry, NewEvent, QuestionRow, QuestionTransition, StoreError,
+    StoreResult,
+};
 
 /// A value bound to a statement: of a type both databases encode.
 pub(in crate::store) trait Both<'q>:
@@ -84,11 +91,6 @@ impl<'q> Statement<'q> {
         let placeholder = format!("${}", self.arguments.len());
         self.sql.to_mut().push_str(&placeholder);
         self
-    }
-
-    /// How many values are bound: the number of the last placeholder.
-    pub(in crate::store) fn bound(&self) -> usize {
-        self.arguments.len()
     }
 
     fn for_sqlite(self) -> StoreResult<(Cow<'static, str>, SqliteArguments<'q>)> {
@@ -218,10 +220,11 @@ pub(in crate::store) mod on_postgres {
 /// What a database does its own way, under the domain areas written once. Implemented by the SQLite and the
 /// PostgreSQL store.
 #[async_trait]
-pub(in crate::store) trait SqlBackend: Send + Sync + 'static {
+pub(in crate::store) trait SqlBackend: Clone + Send + Sync + 'static {
     /// A write in progress: its statements commit together or not at all.
     type Write: Sql;
-    /// The read connections.
+    /// Connections a statement runs on by itself: the read connections ([`SqlBackend::read`]) or the write
+    /// connection ([`SqlBackend::write_alone`]).
     type Read<'a>: Sql
     where
         Self: 'a;
@@ -256,4 +259,110 @@ pub(in crate::store) trait SqlBackend: Send + Sync + 'static {
         event: &NewEvent,
         entry: &NewAuditEntry,
     ) -> StoreResult<i64>;
+
+    // Grants: the dialect's JSON operators.
+    /// The condition, beginning with its own ` AND `, that an approval question's `action` called tool `$2` with
+    /// the arguments `$3` (bound as `sqlx::types::Json`) and its `response` approved it.
+    const APPROVED_CALL: &'static str;
+
+    // Outbox and webhooks: writes of one statement, and claims across instances.
+    /// Connections where a write of one statement runs on its own, committed when it returns.
+    type Alone<'a>: Sql
+    where
+        Self: 'a;
+
+    /// Where a write of one statement runs on its own, outside any write in progress, committed when it returns;
+    /// and where a read runs that must see the writes begun before it (SQLite's writer connection, where it waits
+    /// for the batch in progress to commit; PostgreSQL's pool).
+    fn write_alone(&self) -> Self::Alone<'_>;
+
+    /// The condition of a claim's `UPDATE` of a table with `claimed_until`: its `id` is one of those `due` selects (a
+    /// `SELECT` of the ids of rows due and not claimed at `$1`; `of`, the claimed table's alias in it, where it joins
+    /// others). Each row goes to one claimer, across instances.
+    fn claimable(due: &str, of: Option<&str>) -> String;
+
+    /// Ends a write without storing anything of it, before the caller goes on: a dropped PostgreSQL transaction
+    /// would keep its row locks until its connection is next used.
+    async fn rollback_write(&self, write: Self::Write) -> StoreResult<()>;
+
+    // People: credentials, memberships and round-robin turns.
+
+    /// The tokens this instance has recently seen valid (see `token_cache`).
+    fn token_cache(&self) -> &TokenCache;
+
+    /// Has the other instances forget the tokens they trust once the write commits (nothing on SQLite, where no
+    /// other instance trusts any).
+    async fn tell_others_of_a_revocation(&self, write: &mut Self::Write) -> StoreResult<()>;
+
+    /// Locks, for the rest of the write, the rows of `table` (a table or alias of its `FROM`) that a `SELECT` read
+    /// (nothing on SQLite, whose one writer holds the whole database).
+    fn for_update_of(table: &str) -> String;
+    // Runs: a statement that writes by itself, and what a write that changes several runs locks first, so that two
+    // such writes never wait for each other.
+
+    /// Before a run's worker releases it, as the write's first statements: locks the run and its parent (which its
+    /// ending may requeue), before the write touches any question or the audit chain.
+    async fn lock_run_and_parent(&self, write: &mut Self::Write, run_id: Uuid) -> StoreResult<()>;
+
+    /// Before cancelling `root`: locks it, every run below it and its parent (which cancelling may requeue), before
+    /// the write touches any question or the audit chain.
+    async fn lock_run_tree(&self, write: &mut Self::Write, root: Uuid) -> StoreResult<()>;
+
+    // Questions, events, the audit log, workspaces, tokens and sessions (`store::questions`).
+
+    /// Which database this is.
+    const BACKEND: Backend;
+
+    /// Whether an audit entry takes its place in its chain only when its write commits (PostgreSQL's drafts), so
+    /// that what [`SqlBackend::append_audit_in`] returned is not yet the entry as stored.
+    const SEALS_AUDIT_AT_COMMIT: bool;
+
+    /// Where this store announces the events it committed, for the event hub.
+    fn committed(&self) -> &watch::Sender<Committed>;
+
+    /// The thread the writes of a question run on (asking, resolving, changing it while pending), when the caller
+    /// runs on another: SQLite's writer has one of its own; PostgreSQL's writes run anywhere.
+    fn writer_elsewhere(&self) -> Option<&WriterThread>;
+
+    /// Appends the text search's condition (on a question's title and body) to `statement`.
+    fn push_text_match(statement: &mut Statement<'_>, text: &str);
+
+    /// Asks a question of no run, without an idempotency key and with nothing else to write, on this backend's hot
+    /// path (SQLite's direct connection, PostgreSQL's write batches); `None` if that path did not write it.
+    async fn ask_on_hot_path(
+        &self,
+        question: &QuestionRow,
+        event: &NewEvent,
+    ) -> StoreResult<Option<Created<QuestionRow>>>;
+
+    /// Resolves a pending question of no run on this backend's hot path: whether it did, or `None` where that path
+    /// cannot tell and the general one is to find out (SQLite, whose guess of the audit chain's head may be wrong).
+    async fn resolve_on_hot_path(&self, transition: &QuestionTransition) -> StoreResult<Option<bool>>;
+
+    /// Opens the write that asks a question off the hot path; `claims_key`: its first statement claims an
+    /// idempotency key.
+    async fn begin_asking(&self, claims_key: bool) -> StoreResult<Self::Write>;
+
+    /// Inserts a question and appends its `question_asked` event inside the write, in one query; the event's id.
+    /// `more_follow`: the write runs more statements after it.
+    async fn insert_question_in(
+        &self,
+        write: &mut Self::Write,
+        question: &QuestionRow,
+        event: &NewEvent,
+        more_follow: bool,
+    ) -> StoreResult<i64>;
+
+    /// Opens the write that resolves a question off the hot path, with the update that resolves it there (`$1`..`$7`
+    /// as `Bind::bind_resolved` binds them, returning the question's id if it changed the row).
+    async fn begin_resolving(&self) -> StoreResult<(Self::Write, Cow<'static, str>)>;
+
+    /// Locks a run for the rest of the write, before one of its questions changes in a way that may resolve it:
+    /// every resolving write of a run's question locks the run first (nothing on SQLite, whose one writer holds the
+    /// whole database).
+    async fn lock_run_in(&self, write: &mut Self::Write, workspace_id: Uuid, run_id: Uuid) -> StoreResult<()>;
+
+    /// Commits a write that appended exactly one event, `event` with id `id` (SQLite hands it to the event hub, which
+    /// passes it on without reading it back).
+    async fn commit_one_event(&self, write: Self::Write, id: i64, event: &NewEvent) -> StoreResult<()>;
 }

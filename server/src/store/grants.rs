@@ -1,4 +1,5 @@
-//! Grants as stored: their rows, the SQL both backends use, and the [`GrantStore`] trait.
+//! Grants as stored: their rows, the SQL both backends use, and the [`GrantStore`] trait with its one
+//! implementation for both.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -7,19 +8,21 @@ use uuid::Uuid;
 
 use app::types::{ArgumentMatcher, Grant, GrantScope};
 
+use super::backend::{Sql, SqlBackend, Statement};
+use super::sql::Bind;
 use super::{NewAuditEntry, StoreResult};
 
-pub(super) const GRANT_COLUMNS: &str = "id, workspace_id, scope, run_id, agent, tool_name, matcher, created_by, \
+const GRANT_COLUMNS: &str = "id, workspace_id, scope, run_id, agent, tool_name, matcher, created_by, \
      created_by_id, question_id, created_at, expires_at, revoked_at, revoked_by, uses, last_used_at";
 /// Inserts a grant (`$1`..`$16` in [`GRANT_COLUMNS`]' order).
-pub(super) const INSERT_GRANT: &str = "INSERT INTO grants (id, workspace_id, scope, run_id, agent, tool_name, \
+const INSERT_GRANT: &str = "INSERT INTO grants (id, workspace_id, scope, run_id, agent, tool_name, \
      matcher, created_by, created_by_id, question_id, created_at, expires_at, revoked_at, revoked_by, uses, \
      last_used_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
 /// Counts a use of a grant (`$1` workspace, `$2` id) at `$3`, if it is still live then.
 pub(super) const USE_GRANT: &str = "UPDATE grants SET uses = uses + 1, last_used_at = $3 \
      WHERE workspace_id = $1 AND id = $2 AND revoked_at IS NULL AND expires_at > $3";
 /// Revokes a live grant (`$1` workspace, `$2` id) at `$3` by `$4`.
-pub(super) const REVOKE_GRANT: &str = "UPDATE grants SET revoked_at = $3, revoked_by = $4 \
+const REVOKE_GRANT: &str = "UPDATE grants SET revoked_at = $3, revoked_by = $4 \
      WHERE workspace_id = $1 AND id = $2 AND revoked_at IS NULL";
 
 /// A grant as stored (and as the worker protocol carries it).
@@ -109,4 +112,123 @@ pub trait GrantStore: Send + Sync {
         by: &str,
         audit: &NewAuditEntry,
     ) -> StoreResult<bool>;
+}
+
+#[async_trait]
+impl<B: SqlBackend> GrantStore for B {
+    async fn insert_grant(&self, grant: &GrantRow, audit: &NewAuditEntry) -> StoreResult<()> {
+        let mut write = self.begin_write().await?;
+        write.execute(Bind::bind_grant(Statement::new(INSERT_GRANT), grant)).await?;
+        self.append_audit_in(&mut write, audit).await?;
+        self.commit_write(write, None).await?;
+        Ok(())
+    }
+
+    async fn grant(&self, workspace_id: Uuid, id: Uuid) -> StoreResult<Option<GrantRow>> {
+        self.read()
+            .fetch_optional(
+                Statement::new(format!("SELECT {GRANT_COLUMNS} FROM grants WHERE workspace_id = $1 AND id = $2"))
+                    .bind(workspace_id)
+                    .bind(id),
+            )
+            .await
+    }
+
+    async fn grants(
+        &self,
+        workspace_id: Uuid,
+        live_at: Option<DateTime<Utc>>,
+        before: Option<Uuid>,
+        limit: u32,
+    ) -> StoreResult<Vec<GrantRow>> {
+        // Ids are v7 UUIDs: newest first is descending id.
+        self.read()
+            .fetch_all(
+                Statement::new(format!(
+                    "SELECT {GRANT_COLUMNS} FROM grants WHERE workspace_id = $1 \
+                     AND ($2 IS NULL OR (revoked_at IS NULL AND expires_at > $2)) AND ($3 IS NULL OR id < $3) \
+                     ORDER BY id DESC LIMIT $4"
+                ))
+                .bind(workspace_id)
+                .bind(live_at)
+                .bind(before)
+                .bind(i64::from(limit)),
+            )
+            .await
+    }
+
+    async fn live_grants(&self, workspace_id: Uuid, tool_name: &str, at: DateTime<Utc>) -> StoreResult<Vec<GrantRow>> {
+        self.read()
+            .fetch_all(
+                Statement::new(format!(
+                    "SELECT {GRANT_COLUMNS} FROM grants WHERE workspace_id = $1 AND tool_name = $2 \
+                     AND revoked_at IS NULL AND expires_at > $3 ORDER BY id"
+                ))
+                .bind(workspace_id)
+                .bind(tool_name)
+                .bind(at),
+            )
+            .await
+    }
+
+    async fn use_grant(
+        &self,
+        workspace_id: Uuid,
+        id: Uuid,
+        at: DateTime<Utc>,
+        audit: &NewAuditEntry,
+    ) -> StoreResult<bool> {
+        let mut write = self.begin_write().await?;
+        let used = write.execute(Statement::new(USE_GRANT).bind(workspace_id).bind(id).bind(at)).await?;
+        if used == 0 {
+            return Ok(false);
+        }
+        self.append_audit_in(&mut write, audit).await?;
+        self.commit_write(write, None).await?;
+        Ok(true)
+    }
+
+    async fn approved_by_hand(
+        &self,
+        workspace_id: Uuid,
+        tool_name: &str,
+        arguments: &serde_json::Value,
+        since: DateTime<Utc>,
+        cap: u32,
+    ) -> StoreResult<u32> {
+        let (count,): (i64,) = self
+            .read()
+            .fetch_one(
+                Statement::new(format!(
+                    "SELECT COUNT(*) FROM (SELECT 1 FROM questions WHERE workspace_id = $1 AND kind = 'approval' \
+                     AND status = 'answered' AND resolution = 'human' AND created_at >= $4{} LIMIT $5) AS capped",
+                    B::APPROVED_CALL
+                ))
+                .bind(workspace_id)
+                .bind(tool_name)
+                .bind(Json(arguments))
+                .bind(since)
+                .bind(i64::from(cap)),
+            )
+            .await?;
+        Ok(u32::try_from(count).unwrap_or(u32::MAX))
+    }
+
+    async fn revoke_grant(
+        &self,
+        workspace_id: Uuid,
+        id: Uuid,
+        at: DateTime<Utc>,
+        by: &str,
+        audit: &NewAuditEntry,
+    ) -> StoreResult<bool> {
+        let mut write = self.begin_write().await?;
+        let revoked = write.execute(Statement::new(REVOKE_GRANT).bind(workspace_id).bind(id).bind(at).bind(by)).await?;
+        if revoked == 0 {
+            return Ok(false);
+        }
+        self.append_audit_in(&mut write, audit).await?;
+        self.commit_write(write, None).await?;
+        Ok(true)
+    }
 }

@@ -9,12 +9,14 @@ mod audit_rows;
 mod backend;
 mod escalation;
 mod grants;
+mod idempotency;
 mod outbox;
 mod people;
 mod postgres;
+mod questions;
 mod rows;
 mod run_rows;
-mod run_sql;
+mod runs;
 mod sql;
 mod sqlite;
 #[cfg(test)]
@@ -46,7 +48,7 @@ pub use people::*;
 use postgres::PostgresStore;
 pub use rows::*;
 pub use run_rows::*;
-pub use run_sql::{CascadeRecords, POLICY_DECIDER, RunStore};
+pub use runs::{CascadeRecords, POLICY_DECIDER, RunStore};
 use sqlite::SqliteConnections;
 use sqlite::SqliteStore;
 use token_cache::TTL as TOKEN_CACHE_TTL;
@@ -495,7 +497,7 @@ async fn connect_sqlite(url: &str, settings: StoreSettings) -> StoreResult<Sqlit
         .page_size(SQLITE_PAGE_SIZE)
         .foreign_keys(true)
         .busy_timeout(SQLITE_BUSY_TIMEOUT)
-        // The text search's matcher (see `SqliteStore::push_text_match`).
+        // The text search's matcher (see `SqlBackend::push_text_match` on SQLite).
         .with_regexp();
     // SQLite creates the file but not its directory, and says only "unable to open database file".
     if let Some(directory) = options.get_filename().parent().filter(|dir| !dir.as_os_str().is_empty())

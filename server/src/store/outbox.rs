@@ -1,5 +1,5 @@
-//! How questions reach people, as stored: each person's notifications and the outbox's deliveries, and the
-//! SQL both backends use for them.
+//! How questions reach people, as stored: each person's notifications and the outbox's deliveries, the SQL both
+//! backends use for them, and the [`OutboxStore`] trait with its one implementation for both.
 //!
 //! Both are written in the transaction of the question they come from (see [`Reach`]). A delivery is then claimed by
 //! one worker at a time: the claim sets `claimed_until` and counts the attempt, so a worker that dies mid-send leaves
@@ -11,10 +11,11 @@ use uuid::Uuid;
 
 use app::types::{Channel, DeliveryCause, DeliveryStatus};
 
+use super::backend::{Sql, SqlBackend, Statement};
 use super::sql::QUESTION_COLUMNS;
 use super::*;
 
-pub(super) const DELIVERY_COLUMNS: &str = "id, workspace_id, question_id, user_id, channel, address, status, attempts, \
+const DELIVERY_COLUMNS: &str = "id, workspace_id, question_id, user_id, channel, address, status, attempts, \
      next_attempt_at, claimed_until, last_error, sent_at, created_at, updated_at, reference, followed_up_at, cause";
 
 /// Inserts a notification ([`Bind::bind_notification`]'s order).
@@ -26,65 +27,65 @@ pub(super) const INSERT_DELIVERY: &str = "INSERT INTO deliveries (id, workspace_
      reference, followed_up_at, cause) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
      $17)";
 /// Deliveries to send at `$1`, soonest first (at most `$2`): not sent, not given up, not claimed by a live worker.
-pub(super) const DUE_DELIVERIES: &str = "SELECT id FROM deliveries WHERE (status = 'queued' OR status = 'retrying') \
+const DUE_DELIVERIES: &str = "SELECT id FROM deliveries WHERE (status = 'queued' OR status = 'retrying') \
      AND next_attempt_at <= $1 AND (claimed_until IS NULL OR claimed_until <= $1) ORDER BY next_attempt_at LIMIT $2";
 /// Writes an attempt's outcome and releases the claim (`$1` status .. `$5` updated_at, `$6` reference, `$7`
 /// followed_up_at, `$8` id, `$9` the claim). A follow-up's outcome is written the same way.
-pub(super) const FINISH_DELIVERY: &str = "UPDATE deliveries SET status = $1, next_attempt_at = $2, last_error = $3, \
+const FINISH_DELIVERY: &str = "UPDATE deliveries SET status = $1, next_attempt_at = $2, last_error = $3, \
      sent_at = $4, updated_at = $5, reference = $6, followed_up_at = $7, claimed_until = NULL \
      WHERE id = $8 AND claimed_until = $9";
 /// Sent messages of resolved questions still to bring up to date at `$1` (at most `$2`), soonest first, not claimed
 /// by a live worker.
-pub(super) const DUE_FOLLOW_UPS: &str = "SELECT d.id FROM deliveries d JOIN questions q ON q.id = d.question_id \
+const DUE_FOLLOW_UPS: &str = "SELECT d.id FROM deliveries d JOIN questions q ON q.id = d.question_id \
      WHERE d.status = 'sent' AND d.followed_up_at IS NULL AND d.channel <> 'email' AND q.status <> 'pending' \
      AND d.next_attempt_at <= $1 AND (d.claimed_until IS NULL OR d.claimed_until <= $1) \
      ORDER BY d.next_attempt_at LIMIT $2";
 /// Saves a browser's subscription (`$1` id .. `$7` created_at, in the table's order), replacing the keys of one
 /// already saved for the same endpoint.
-pub(super) const SAVE_PUSH_SUBSCRIPTION: &str = "INSERT INTO push_subscriptions (id, workspace_id, user_id, \
+const SAVE_PUSH_SUBSCRIPTION: &str = "INSERT INTO push_subscriptions (id, workspace_id, user_id, \
      endpoint, p256dh, auth, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
      ON CONFLICT (workspace_id, user_id, endpoint) DO UPDATE SET p256dh = excluded.p256dh, auth = excluded.auth \
      RETURNING id, workspace_id, user_id, endpoint, p256dh, auth, created_at";
 /// A member's subscribed browsers, oldest first (`$1` workspace, `$2` person).
-pub(super) const PUSH_SUBSCRIPTIONS: &str = "SELECT id, workspace_id, user_id, endpoint, p256dh, auth, created_at \
+const PUSH_SUBSCRIPTIONS: &str = "SELECT id, workspace_id, user_id, endpoint, p256dh, auth, created_at \
      FROM push_subscriptions WHERE workspace_id = $1 AND user_id = $2 ORDER BY created_at, id";
 /// The members of a workspace with at least one subscribed browser (`$1` workspace).
-pub(super) const PUSH_SUBSCRIBERS: &str = "SELECT DISTINCT user_id FROM push_subscriptions WHERE workspace_id = $1";
+const PUSH_SUBSCRIBERS: &str = "SELECT DISTINCT user_id FROM push_subscriptions WHERE workspace_id = $1";
 /// Removes one of a member's subscriptions (`$1` workspace, `$2` person, `$3` id).
-pub(super) const DELETE_PUSH_SUBSCRIPTION: &str =
+const DELETE_PUSH_SUBSCRIPTION: &str =
     "DELETE FROM push_subscriptions WHERE workspace_id = $1 AND user_id = $2 AND id = $3";
 /// Removes a member's subscription by its endpoint (`$1` workspace, `$2` person, `$3` endpoint): one the push
 /// service says is gone.
-pub(super) const FORGET_PUSH_ENDPOINT: &str =
+const FORGET_PUSH_ENDPOINT: &str =
     "DELETE FROM push_subscriptions WHERE workspace_id = $1 AND user_id = $2 AND endpoint = $3";
 /// A workspace's deliveries on one channel, summed up (`$1` workspace, `$2` channel): when the last went out, and
 /// how many wait for an attempt.
-pub(super) const CHANNEL_SUMMARY: &str = "SELECT MAX(sent_at), \
+const CHANNEL_SUMMARY: &str = "SELECT MAX(sent_at), \
      COUNT(CASE WHEN status = 'queued' OR status = 'retrying' THEN 1 END) FROM deliveries \
      WHERE workspace_id = $1 AND channel = $2";
 /// A workspace's last failed attempt on one channel (`$1` workspace, `$2` channel): when, and why.
-pub(super) const CHANNEL_LAST_FAILURE: &str = "SELECT updated_at, last_error FROM deliveries \
+const CHANNEL_LAST_FAILURE: &str = "SELECT updated_at, last_error FROM deliveries \
      WHERE workspace_id = $1 AND channel = $2 AND last_error IS NOT NULL ORDER BY updated_at DESC LIMIT 1";
 /// The memberships a Slack user id is proven to be (`(workspace_id, user_id)`): an id a member only claimed maps
 /// nobody's clicks.
-pub(super) const SLACK_MEMBERSHIPS: &str = "SELECT workspace_id, user_id FROM memberships \
+const SLACK_MEMBERSHIPS: &str = "SELECT workspace_id, user_id FROM memberships \
      WHERE slack_user_id = $1 AND slack_user_id_proven ORDER BY workspace_id";
 /// When the soonest delivery still to send is due.
-pub(super) const NEXT_DELIVERY_DUE: &str = "SELECT MIN(next_attempt_at) FROM deliveries \
+const NEXT_DELIVERY_DUE: &str = "SELECT MIN(next_attempt_at) FROM deliveries \
      WHERE status = 'queued' OR status = 'retrying'";
 /// A question's deliveries with their recipients' usernames (`$1` workspace, `$2` question).
-pub(super) const DELIVERIES_OF_QUESTION: &str = "SELECT d.id, d.workspace_id, d.question_id, d.user_id, d.channel, \
+const DELIVERIES_OF_QUESTION: &str = "SELECT d.id, d.workspace_id, d.question_id, d.user_id, d.channel, \
      d.address, d.status, d.attempts, d.next_attempt_at, d.claimed_until, d.last_error, d.sent_at, d.created_at, \
      d.updated_at, d.reference, d.followed_up_at, d.cause, u.username FROM deliveries d JOIN users u ON u.id = d.user_id \
      WHERE d.workspace_id = $1 AND d.question_id = $2 ORDER BY d.created_at, d.channel";
 /// Marks one of a person's notifications read (`$1` at, `$2` workspace, `$3` person, `$4` id).
-pub(super) const MARK_READ: &str = "UPDATE notifications SET read_at = COALESCE(read_at, $1) \
+const MARK_READ: &str = "UPDATE notifications SET read_at = COALESCE(read_at, $1) \
      WHERE workspace_id = $2 AND user_id = $3 AND id = $4";
 /// Marks every unread notification of a person read (`$1` at, `$2` workspace, `$3` person).
-pub(super) const MARK_ALL_READ: &str =
+const MARK_ALL_READ: &str =
     "UPDATE notifications SET read_at = $1 WHERE workspace_id = $2 AND user_id = $3 AND read_at IS NULL";
 /// How many of a person's notifications are unread (`$1` workspace, `$2` person).
-pub(super) const UNREAD_COUNT: &str =
+const UNREAD_COUNT: &str =
     "SELECT COUNT(*) FROM notifications WHERE workspace_id = $1 AND user_id = $2 AND read_at IS NULL";
 
 /// A person's notification of a question.
@@ -295,9 +296,207 @@ pub trait OutboxStore: Send + Sync {
     ) -> StoreResult<u64>;
 }
 
+#[async_trait]
+impl<B: SqlBackend> OutboxStore for B {
+    async fn claim_deliveries(
+        &self,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+        limit: u32,
+    ) -> StoreResult<Vec<DeliveryRow>> {
+        self.write_alone()
+            .fetch_all(
+                Statement::new(format!(
+                    "UPDATE deliveries SET claimed_until = $3, attempts = attempts + 1, updated_at = $1 \
+                     WHERE {} RETURNING {DELIVERY_COLUMNS}",
+                    B::claimable(DUE_DELIVERIES, None)
+                ))
+                .bind(now)
+                .bind(i64::from(limit))
+                .bind(until),
+            )
+            .await
+    }
+
+    async fn finish_delivery(&self, d: &DeliveryRow) -> StoreResult<bool> {
+        let finished = self
+            .write_alone()
+            .execute(
+                Statement::new(FINISH_DELIVERY)
+                    .bind(d.status)
+                    .bind(d.next_attempt_at)
+                    .bind(&d.last_error)
+                    .bind(d.sent_at)
+                    .bind(d.updated_at)
+                    .bind(&d.reference)
+                    .bind(d.followed_up_at)
+                    .bind(d.id)
+                    .bind(d.claimed_until),
+            )
+            .await?;
+        Ok(finished == 1)
+    }
+
+    async fn claim_follow_ups(
+        &self,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+        limit: u32,
+    ) -> StoreResult<Vec<DeliveryRow>> {
+        self.write_alone()
+            .fetch_all(
+                Statement::new(format!(
+                    "UPDATE deliveries SET claimed_until = $3 WHERE {} RETURNING {DELIVERY_COLUMNS}",
+                    B::claimable(DUE_FOLLOW_UPS, Some("d"))
+                ))
+                .bind(now)
+                .bind(i64::from(limit))
+                .bind(until),
+            )
+            .await
+    }
+
+    async fn follow_ups_due(&self, now: DateTime<Utc>) -> StoreResult<bool> {
+        let due: Option<(Uuid,)> =
+            self.read().fetch_optional(Statement::new(DUE_FOLLOW_UPS).bind(now).bind(1_i64)).await?;
+        Ok(due.is_some())
+    }
+
+    async fn slack_memberships(&self, slack_user_id: &str) -> StoreResult<Vec<(Uuid, Uuid)>> {
+        self.read().fetch_all(Statement::new(SLACK_MEMBERSHIPS).bind(slack_user_id)).await
+    }
+
+    async fn save_push_subscription(
+        &self,
+        row: &PushSubscriptionRow,
+        audit: &NewAuditEntry,
+    ) -> StoreResult<PushSubscriptionRow> {
+        let mut write = self.begin_write().await?;
+        let saved = write
+            .fetch_one(
+                Statement::new(SAVE_PUSH_SUBSCRIPTION)
+                    .bind(row.id)
+                    .bind(row.workspace_id)
+                    .bind(row.user_id)
+                    .bind(&row.endpoint)
+                    .bind(&row.p256dh)
+                    .bind(&row.auth)
+                    .bind(row.created_at),
+            )
+            .await?;
+        self.append_audit_in(&mut write, audit).await?;
+        self.commit_write(write, None).await?;
+        self.caches().push_subscribers.forget(row.workspace_id);
+        Ok(saved)
+    }
+
+    async fn push_subscriptions(&self, workspace_id: Uuid, user_id: Uuid) -> StoreResult<Vec<PushSubscriptionRow>> {
+        self.read().fetch_all(Statement::new(PUSH_SUBSCRIPTIONS).bind(workspace_id).bind(user_id)).await
+    }
+
+    async fn delete_push_subscription(
+        &self,
+        workspace_id: Uuid,
+        user_id: Uuid,
+        id: Uuid,
+        audit: &NewAuditEntry,
+    ) -> StoreResult<bool> {
+        let mut write = self.begin_write().await?;
+        let deleted =
+            write.execute(Statement::new(DELETE_PUSH_SUBSCRIPTION).bind(workspace_id).bind(user_id).bind(id)).await?;
+        if deleted != 1 {
+            return Ok(false);
+        }
+        self.append_audit_in(&mut write, audit).await?;
+        self.commit_write(write, None).await?;
+        self.caches().push_subscribers.forget(workspace_id);
+        Ok(true)
+    }
+
+    async fn forget_push_endpoint(&self, workspace_id: Uuid, user_id: Uuid, endpoint: &str) -> StoreResult<()> {
+        self.write_alone()
+            .execute(Statement::new(FORGET_PUSH_ENDPOINT).bind(workspace_id).bind(user_id).bind(endpoint))
+            .await?;
+        self.caches().push_subscribers.forget(workspace_id);
+        Ok(())
+    }
+
+    async fn channel_summary(&self, workspace_id: Uuid, channel: Channel) -> StoreResult<ChannelSummary> {
+        let (last_sent_at, waiting): (Option<DateTime<Utc>>, i64) =
+            self.read().fetch_one(Statement::new(CHANNEL_SUMMARY).bind(workspace_id).bind(channel)).await?;
+        let failure: Option<(DateTime<Utc>, Option<String>)> =
+            self.read().fetch_optional(Statement::new(CHANNEL_LAST_FAILURE).bind(workspace_id).bind(channel)).await?;
+        let (last_failure_at, last_error) = failure.map_or((None, None), |(at, error)| (Some(at), error));
+        Ok(ChannelSummary { last_sent_at, last_failure_at, last_error, waiting })
+    }
+
+    async fn push_subscribers(&self, workspace_id: Uuid) -> StoreResult<Vec<Uuid>> {
+        let cache = &self.caches().push_subscribers;
+        if let Some(subscribers) = cache.fresh(workspace_id) {
+            return Ok(subscribers.as_ref().clone());
+        }
+        let rows: Vec<(Uuid,)> = self.read().fetch_all(Statement::new(PUSH_SUBSCRIBERS).bind(workspace_id)).await?;
+        let subscribers = rows.into_iter().map(|(user_id,)| user_id).collect();
+        Ok(cache.remember(workspace_id, subscribers).as_ref().clone())
+    }
+
+    async fn next_delivery_due(&self) -> StoreResult<Option<DateTime<Utc>>> {
+        let (next,): (Option<DateTime<Utc>>,) = self.read().fetch_one(Statement::new(NEXT_DELIVERY_DUE)).await?;
+        Ok(next)
+    }
+
+    async fn deliveries_of_question(&self, workspace_id: Uuid, question_id: Uuid) -> StoreResult<Vec<ListedDelivery>> {
+        self.read().fetch_all(Statement::new(DELIVERIES_OF_QUESTION).bind(workspace_id).bind(question_id)).await
+    }
+
+    async fn notifications(
+        &self,
+        workspace_id: Uuid,
+        user_id: Uuid,
+        query: &NotificationQuery,
+    ) -> StoreResult<Vec<ListedNotification>> {
+        let mut select =
+            Statement::new(notifications_sql(query)).bind(workspace_id).bind(user_id).bind(i64::from(query.limit));
+        if let Some((at, id)) = query.before {
+            select = select.bind(at).bind(id);
+        }
+        let rows: Vec<NotificationWithQuestion> = self.read().fetch_all(select).await?;
+        Ok(rows.into_iter().map(|row| row.listed(user_id)).collect())
+    }
+
+    async fn unread_notifications(&self, workspace_id: Uuid, user_id: Uuid) -> StoreResult<u32> {
+        let (count,): (i64,) =
+            self.read().fetch_one(Statement::new(UNREAD_COUNT).bind(workspace_id).bind(user_id)).await?;
+        Ok(u32::try_from(count).unwrap_or(u32::MAX))
+    }
+
+    async fn mark_notification_read(
+        &self,
+        workspace_id: Uuid,
+        user_id: Uuid,
+        id: Uuid,
+        at: DateTime<Utc>,
+    ) -> StoreResult<bool> {
+        let marked = self
+            .write_alone()
+            .execute(Statement::new(MARK_READ).bind(at).bind(workspace_id).bind(user_id).bind(id))
+            .await?;
+        Ok(marked == 1)
+    }
+
+    async fn mark_all_notifications_read(
+        &self,
+        workspace_id: Uuid,
+        user_id: Uuid,
+        at: DateTime<Utc>,
+    ) -> StoreResult<u64> {
+        self.write_alone().execute(Statement::new(MARK_ALL_READ).bind(at).bind(workspace_id).bind(user_id)).await
+    }
+}
+
 /// The `SELECT` of a person's notifications with their questions (`$1` workspace, `$2` person, `$3` limit, then
 /// `$4`/`$5` the cursor when `before`), newest first.
-pub(super) fn notifications_sql(query: &NotificationQuery) -> String {
+fn notifications_sql(query: &NotificationQuery) -> String {
     let mut sql = format!(
         "SELECT n.id AS n_id, n.created_at AS n_created_at, n.read_at AS n_read_at, {} FROM notifications n \
          JOIN questions q ON q.id = n.question_id WHERE n.workspace_id = $1 AND n.user_id = $2",
@@ -315,16 +514,16 @@ pub(super) fn notifications_sql(query: &NotificationQuery) -> String {
 
 /// A row of [`notifications_sql`]: the notification's own columns, then the question's.
 #[derive(sqlx::FromRow)]
-pub(super) struct NotificationWithQuestion {
-    pub n_id: Uuid,
-    pub n_created_at: DateTime<Utc>,
-    pub n_read_at: Option<DateTime<Utc>>,
+struct NotificationWithQuestion {
+    n_id: Uuid,
+    n_created_at: DateTime<Utc>,
+    n_read_at: Option<DateTime<Utc>>,
     #[sqlx(flatten)]
-    pub question: QuestionRow,
+    question: QuestionRow,
 }
 
 impl NotificationWithQuestion {
-    pub(super) fn listed(self, user_id: Uuid) -> ListedNotification {
+    fn listed(self, user_id: Uuid) -> ListedNotification {
         ListedNotification {
             notification: NotificationRow {
                 id: self.n_id,

@@ -1,5 +1,5 @@
-//! The store of people and credentials, and the SQL both backends use for it: user accounts, their
-//! memberships, API token management and one-time sign-in links.
+//! The store of people and credentials, written once for both backends: user accounts, their memberships, API
+//! token management and one-time sign-in links.
 //!
 //! Role changes and removals that could leave a workspace without an admin are refused inside the transaction
 //! that would make them, so two admins demoting each other at once cannot both succeed.
@@ -10,6 +10,8 @@ use uuid::Uuid;
 
 use app::types::Role;
 
+use super::backend::{Sql, SqlBackend, Statement};
+use super::sql::is_unique_violation;
 use super::*;
 
 /// A person's account. The password only as its argon2id hash.
@@ -364,6 +366,589 @@ pub trait PeopleStore: Send + Sync {
         role: Role,
         at: DateTime<Utc>,
     ) -> StoreResult<Option<String>>;
+}
+
+#[async_trait]
+impl<B: SqlBackend> PeopleStore for B {
+    fn credential_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.token_cache().changes()
+    }
+
+    async fn insert_user(&self, user: &UserRow, audit: &[NewAuditEntry]) -> StoreResult<()> {
+        let mut write = self.begin_write().await?;
+        insert_user_in(&mut write, user).await?;
+        for entry in audit {
+            self.append_audit_in(&mut write, entry).await?;
+        }
+        self.commit_write(write, None).await
+    }
+
+    async fn user_by_username(&self, username: &str) -> StoreResult<Option<UserRow>> {
+        self.write_alone()
+            .fetch_optional(
+                Statement::new(format!("SELECT {USER_COLUMNS} FROM users WHERE username = $1")).bind(username),
+            )
+            .await
+    }
+
+    async fn set_password(&self, user_id: Uuid, password_hash: &str, audit: &[NewAuditEntry]) -> StoreResult<()> {
+        let mut write = self.begin_write().await?;
+        write
+            .execute(
+                Statement::new("UPDATE users SET password_hash = $1 WHERE id = $2").bind(password_hash).bind(user_id),
+            )
+            .await?;
+        for entry in audit {
+            self.append_audit_in(&mut write, entry).await?;
+        }
+        self.commit_write(write, None).await
+    }
+
+    async fn user_principal(&self, user_id: Uuid, workspace: Option<&str>) -> StoreResult<Option<Principal>> {
+        let record: Option<PrincipalRecord> = self
+            .write_alone()
+            .fetch_optional(
+                Statement::new(format!(
+                    "{USER_PRINCIPAL} WHERE u.id = $1 AND u.disabled_at IS NULL AND ($2 IS NULL OR w.name = $2) \
+                     ORDER BY m.created_at, w.name LIMIT 1"
+                ))
+                .bind(user_id)
+                .bind(workspace),
+            )
+            .await?;
+        record.map(PrincipalRecord::into_principal).transpose()
+    }
+
+    async fn workspaces_of(&self, user_id: Uuid) -> StoreResult<Vec<Uuid>> {
+        let rows: Vec<(Uuid,)> = self
+            .write_alone()
+            .fetch_all(Statement::new("SELECT workspace_id FROM memberships WHERE user_id = $1").bind(user_id))
+            .await?;
+        Ok(rows.into_iter().map(|(id,)| id).collect())
+    }
+
+    async fn insert_membership(
+        &self,
+        workspace_id: Uuid,
+        user_id: Uuid,
+        role: Role,
+        audit: &[NewAuditEntry],
+    ) -> StoreResult<()> {
+        let mut write = self.begin_write().await?;
+        let inserted = write
+            .execute(
+                Statement::new(
+                    "INSERT INTO memberships (workspace_id, user_id, role, created_at) VALUES ($1, $2, $3, $4)",
+                )
+                .bind(workspace_id)
+                .bind(user_id)
+                .bind(role.as_str())
+                .bind(crate::store::now()),
+            )
+            .await;
+        duplicate_as(inserted, "membership")?;
+        write.execute(Statement::new(FORGET_REMOVAL).bind(workspace_id).bind(user_id)).await?;
+        for entry in audit {
+            self.append_audit_in(&mut write, entry).await?;
+        }
+        self.commit_write(write, None).await
+    }
+
+    async fn member(&self, workspace_id: Uuid, user_id: Uuid) -> StoreResult<Option<MemberRow>> {
+        self.write_alone()
+            .fetch_optional(
+                Statement::new(format!(
+                    "SELECT {MEMBER_COLUMNS} FROM memberships m JOIN users u ON u.id = m.user_id \
+                     WHERE m.workspace_id = $1 AND m.user_id = $2"
+                ))
+                .bind(workspace_id)
+                .bind(user_id),
+            )
+            .await
+    }
+
+    async fn members(&self, workspace_id: Uuid, after: Option<&str>, limit: u32) -> StoreResult<Vec<MemberRow>> {
+        self.read()
+            .fetch_all(
+                Statement::new(format!(
+                    "SELECT {MEMBER_COLUMNS} FROM memberships m JOIN users u ON u.id = m.user_id \
+                     WHERE m.workspace_id = $1 AND ($2 IS NULL OR u.username > $2) ORDER BY u.username LIMIT $3"
+                ))
+                .bind(workspace_id)
+                .bind(after)
+                .bind(i64::from(limit)),
+            )
+            .await
+    }
+
+    async fn change_role(
+        &self,
+        workspace_id: Uuid,
+        user_id: Uuid,
+        role: Role,
+        audit: &AuditOfMembership<'_>,
+    ) -> StoreResult<MembershipChange> {
+        let mut write = self.begin_write().await?;
+        let before = match role_before::<B>(&mut write, workspace_id, user_id, role != Role::Admin).await? {
+            Ok(before) => before,
+            Err(refused) => {
+                // Explicitly: a dropped transaction keeps the admins' row locks until its connection is reused.
+                self.rollback_write(write).await?;
+                return Ok(refused);
+            }
+        };
+        write
+            .execute(
+                Statement::new("UPDATE memberships SET role = $1 WHERE workspace_id = $2 AND user_id = $3")
+                    .bind(role.as_str())
+                    .bind(workspace_id)
+                    .bind(user_id),
+            )
+            .await?;
+        self.append_audit_in(&mut write, &audit(before)).await?;
+        self.tell_others_of_a_revocation(&mut write).await?;
+        self.commit_write(write, None).await?;
+        // Long requests of the member (event streams, MCP sessions) check their caller again.
+        self.token_cache().forget_all();
+        Ok(MembershipChange::Changed { before })
+    }
+
+    async fn set_member_settings(
+        &self,
+        workspace_id: Uuid,
+        user_id: Uuid,
+        settings: &MemberSettings,
+        audit: &NewAuditEntry,
+    ) -> StoreResult<bool> {
+        let mut write = self.begin_write().await?;
+        if let (Some(slack_user_id), true) = (&settings.slack_user_id, settings.slack_user_id_proven) {
+            write
+                .execute(Statement::new(RELEASE_SLACK_ID).bind(workspace_id).bind(slack_user_id).bind(user_id))
+                .await?;
+        }
+        let updated = write
+            .execute(
+                Statement::new(SET_MEMBER_SETTINGS)
+                    .bind(settings.email.as_deref())
+                    .bind(settings.slack_user_id.as_deref())
+                    .bind(settings.notifications.as_deref())
+                    .bind(workspace_id)
+                    .bind(user_id)
+                    .bind(settings.away_until)
+                    .bind(settings.delegate_id)
+                    .bind(settings.slack_user_id_proven),
+            )
+            .await?;
+        if updated == 0 {
+            self.rollback_write(write).await?;
+            return Ok(false);
+        }
+        self.append_audit_in(&mut write, audit).await?;
+        self.commit_write(write, None).await?;
+        Ok(true)
+    }
+
+    async fn remove_member(
+        &self,
+        workspace_id: Uuid,
+        user_id: Uuid,
+        audit: &AuditOfMembership<'_>,
+    ) -> StoreResult<MembershipChange> {
+        let mut write = self.begin_write().await?;
+        let before = match role_before::<B>(&mut write, workspace_id, user_id, true).await? {
+            Ok(before) => before,
+            Err(refused) => {
+                self.rollback_write(write).await?;
+                return Ok(refused);
+            }
+        };
+        write
+            .execute(Statement::new(RECORD_REMOVAL).bind(workspace_id).bind(user_id).bind(crate::store::now()))
+            .await?;
+        for statement in [
+            "DELETE FROM sessions WHERE workspace_id = $1 AND user_id = $2",
+            "DELETE FROM signin_links WHERE workspace_id = $1 AND user_id = $2",
+            // The browsers subscribed to pushes go with the membership, like its other addresses.
+            "DELETE FROM push_subscriptions WHERE workspace_id = $1 AND user_id = $2",
+            "DELETE FROM memberships WHERE workspace_id = $1 AND user_id = $2",
+        ] {
+            write.execute(Statement::new(statement).bind(workspace_id).bind(user_id)).await?;
+        }
+        self.append_audit_in(&mut write, &audit(before)).await?;
+        self.tell_others_of_a_revocation(&mut write).await?;
+        self.commit_write(write, None).await?;
+        self.caches().push_subscribers.forget(workspace_id);
+        // Long requests of the member (event streams, MCP sessions) check their caller again.
+        self.token_cache().forget_all();
+        Ok(MembershipChange::Changed { before })
+    }
+
+    async fn tokens(&self, workspace_id: Uuid, before: Option<Uuid>, limit: u32) -> StoreResult<Vec<TokenInfoRow>> {
+        self.read()
+            .fetch_all(
+                Statement::new(format!(
+                    "SELECT {TOKEN_INFO_COLUMNS} FROM tokens WHERE workspace_id = $1 AND ($2 IS NULL OR id < $2) \
+                     ORDER BY id DESC LIMIT $3"
+                ))
+                .bind(workspace_id)
+                .bind(before)
+                .bind(i64::from(limit)),
+            )
+            .await
+    }
+
+    async fn token_info(&self, workspace_id: Uuid, id: Uuid) -> StoreResult<Option<TokenInfoRow>> {
+        self.write_alone().fetch_optional(token_info(workspace_id, id)).await
+    }
+
+    async fn revoke_token(
+        &self,
+        workspace_id: Uuid,
+        id: Uuid,
+        at: DateTime<Utc>,
+        audit: &NewAuditEntry,
+    ) -> StoreResult<Option<TokenInfoRow>> {
+        let mut write = self.begin_write().await?;
+        let revoked = write
+            .execute(
+                Statement::new(
+                    "UPDATE tokens SET revoked_at = $1 WHERE workspace_id = $2 AND id = $3 AND revoked_at IS NULL",
+                )
+                .bind(at)
+                .bind(workspace_id)
+                .bind(id),
+            )
+            .await?;
+        if revoked == 1 {
+            self.append_audit_in(&mut write, audit).await?;
+        }
+        write.execute(Statement::new("DELETE FROM sessions WHERE token_id = $1").bind(id)).await?;
+        let row: Option<TokenInfoRow> = write.fetch_optional(token_info(workspace_id, id)).await?;
+        self.tell_others_of_a_revocation(&mut write).await?;
+        self.commit_write(write, None).await?;
+        // Before the caller hears that the token is revoked, this instance has stopped trusting it.
+        self.token_cache().forget_all();
+        Ok(row)
+    }
+
+    async fn take_assignment_turn(
+        &self,
+        workspace_id: Uuid,
+        role: Role,
+        at: DateTime<Utc>,
+    ) -> StoreResult<Option<String>> {
+        // The role's members stay locked until the turn is marked (on SQLite the one writer holds the whole
+        // database): concurrent turns of the role take theirs one after the other, each seeing the marks before it.
+        let mut write = self.begin_write().await?;
+        let members: Vec<InTurn> = write
+            .fetch_all(Statement::new(format!("{IN_TURN}{}", B::for_update_of("m"))).bind(workspace_id).bind(role))
+            .await?;
+        let Some((user_id, username, mark)) = next_turn(&members, at) else { return Ok(None) };
+        write.execute(Statement::new(MARK_ASSIGNED).bind(workspace_id).bind(user_id).bind(mark)).await?;
+        self.commit_write(write, None).await?;
+        Ok(Some(username))
+    }
+
+    async fn has_credentials(&self, workspace_id: Uuid) -> StoreResult<bool> {
+        let found: Option<(i32,)> = self
+            .write_alone()
+            .fetch_optional(
+                Statement::new(
+                    "SELECT 1 FROM tokens WHERE workspace_id = $1 AND revoked_at IS NULL \
+                     UNION ALL SELECT 1 FROM memberships m JOIN users u ON u.id = m.user_id \
+                     WHERE m.workspace_id = $1 AND u.password_hash IS NOT NULL LIMIT 1",
+                )
+                .bind(workspace_id),
+            )
+            .await?;
+        Ok(found.is_some())
+    }
+
+    async fn account_by_verified_email(&self, email: &str) -> StoreResult<Option<AccountByEmail>> {
+        self.write_alone().fetch_optional(Statement::new(ACCOUNT_BY_VERIFIED_EMAIL).bind(email)).await
+    }
+
+    async fn removed_from(&self, workspace_id: Uuid, email: &str) -> StoreResult<bool> {
+        let found: Option<(i32,)> =
+            self.write_alone().fetch_optional(Statement::new(REMOVED_FROM).bind(workspace_id).bind(email)).await?;
+        Ok(found.is_some())
+    }
+
+    async fn insert_invitation(&self, invitation: &InvitationRow, audit: &NewAuditEntry) -> StoreResult<()> {
+        let mut write = self.begin_write().await?;
+        let inserted = write
+            .execute(
+                Statement::new(INSERT_INVITATION)
+                    .bind(invitation.id)
+                    .bind(invitation.workspace_id)
+                    .bind(invitation.user_id)
+                    .bind(invitation.role.as_str())
+                    .bind(&invitation.invited_by)
+                    .bind(invitation.created_at),
+            )
+            .await;
+        duplicate_as(inserted, "invitation")?;
+        self.append_audit_in(&mut write, audit).await?;
+        self.commit_write(write, None).await
+    }
+
+    async fn invitations_of(&self, user_id: Uuid) -> StoreResult<Vec<InvitationRow>> {
+        self.write_alone()
+            .fetch_all(
+                Statement::new(format!(
+                    "SELECT {INVITATION_COLUMNS} FROM invitations i JOIN workspaces w ON w.id = i.workspace_id \
+                     WHERE i.user_id = $1 ORDER BY i.created_at, i.id"
+                ))
+                .bind(user_id),
+            )
+            .await
+    }
+
+    async fn answer_invitation(
+        &self,
+        user_id: Uuid,
+        id: Uuid,
+        accept: bool,
+        audit: &(dyn for<'r> Fn(&'r InvitationRow) -> NewAuditEntry + Send + Sync),
+    ) -> StoreResult<Option<InvitationRow>> {
+        let mut write = self.begin_write().await?;
+        let taken: Option<TakenInvitation> =
+            write.fetch_optional(Statement::new(TAKE_INVITATION).bind(user_id).bind(id)).await?;
+        let Some(taken) = taken else {
+            self.rollback_write(write).await?;
+            return Ok(None);
+        };
+        let (workspace,): (String,) = write.fetch_one(Statement::new(WORKSPACE_NAME).bind(taken.1)).await?;
+        let invitation = InvitationRow::taken(taken, workspace);
+        if accept {
+            write
+                .execute(
+                    Statement::new(INSERT_INVITED_MEMBER)
+                        .bind(invitation.workspace_id)
+                        .bind(user_id)
+                        .bind(invitation.role.as_str())
+                        .bind(crate::store::now()),
+                )
+                .await?;
+            write.execute(Statement::new(FORGET_REMOVAL).bind(invitation.workspace_id).bind(user_id)).await?;
+        }
+        self.append_audit_in(&mut write, &audit(&invitation)).await?;
+        self.commit_write(write, None).await?;
+        Ok(Some(invitation))
+    }
+
+    async fn insert_email_verification(&self, verification: &EmailVerificationRow) -> StoreResult<()> {
+        let mut write = self.begin_write().await?;
+        write
+            .execute(
+                Statement::new(DROP_EXPIRED_VERIFICATIONS).bind(verification.user_id).bind(verification.created_at),
+            )
+            .await?;
+        write
+            .execute(
+                Statement::new(INSERT_EMAIL_VERIFICATION)
+                    .bind(&verification.code_hash)
+                    .bind(verification.user_id)
+                    .bind(&verification.email)
+                    .bind(verification.created_at)
+                    .bind(verification.expires_at),
+            )
+            .await?;
+        self.commit_write(write, None).await
+    }
+
+    async fn email_verification(&self, code_hash: &[u8], now: DateTime<Utc>) -> StoreResult<Option<(Uuid, String)>> {
+        self.write_alone().fetch_optional(Statement::new(EMAIL_VERIFICATION).bind(code_hash).bind(now)).await
+    }
+
+    async fn confirm_email_verification(
+        &self,
+        code_hash: &[u8],
+        user_id: Uuid,
+        now: DateTime<Utc>,
+        audit: &(dyn for<'r> Fn(&'r str) -> NewAuditEntry + Send + Sync),
+    ) -> StoreResult<EmailConfirmation> {
+        let mut write = self.begin_write().await?;
+        let used: Option<(String,)> = write
+            .fetch_optional(Statement::new(USE_EMAIL_VERIFICATION).bind(code_hash).bind(user_id).bind(now))
+            .await?;
+        let Some((email,)) = used else {
+            self.rollback_write(write).await?;
+            return Ok(EmailConfirmation::Unknown);
+        };
+        write.execute(Statement::new(INSERT_VERIFIED_EMAIL).bind(&email).bind(user_id).bind(now)).await?;
+        let (holder,): (Uuid,) = write.fetch_one(Statement::new(VERIFIED_EMAIL_HOLDER).bind(&email)).await?;
+        if holder != user_id {
+            // The link stays unused: the address is another account's.
+            self.rollback_write(write).await?;
+            return Ok(EmailConfirmation::TakenByAnother);
+        }
+        self.append_audit_in(&mut write, &audit(&email)).await?;
+        self.commit_write(write, None).await?;
+        Ok(EmailConfirmation::Verified { email })
+    }
+
+    async fn session_opened_at(&self, id_hash: &[u8]) -> StoreResult<Option<DateTime<Utc>>> {
+        let found: Option<(DateTime<Utc>,)> =
+            self.write_alone().fetch_optional(Statement::new(SESSION_OPENED_AT).bind(id_hash)).await?;
+        Ok(found.map(|(at,)| at))
+    }
+
+    async fn provision_member(&self, member: &ProvisionedMember, audit: &[NewAuditEntry]) -> StoreResult<()> {
+        let mut write = self.begin_write().await?;
+        let user = &member.user;
+        insert_user_in(&mut write, user).await?;
+        write
+            .execute(
+                Statement::new(INSERT_MEMBER_WITH_EMAIL)
+                    .bind(member.workspace_id)
+                    .bind(user.id)
+                    .bind(member.role.as_str())
+                    .bind(user.created_at)
+                    .bind(&member.email),
+            )
+            .await?;
+        write
+            .execute(Statement::new(INSERT_VERIFIED_EMAIL).bind(&member.email).bind(user.id).bind(user.created_at))
+            .await?;
+        for entry in audit {
+            self.append_audit_in(&mut write, entry).await?;
+        }
+        self.commit_write(write, None).await
+    }
+
+    async fn replace_signin_link(&self, link: &SigninLinkRow) -> StoreResult<()> {
+        let mut write = self.begin_write().await?;
+        write
+            .execute(
+                Statement::new("DELETE FROM signin_links WHERE workspace_id = $1 AND used_at IS NULL")
+                    .bind(link.workspace_id),
+            )
+            .await?;
+        write
+            .execute(
+                Statement::new(
+                    "INSERT INTO signin_links (code_hash, workspace_id, user_id, created_at, expires_at) \
+                     VALUES ($1, $2, $3, $4, $5)",
+                )
+                .bind(&link.code_hash)
+                .bind(link.workspace_id)
+                .bind(link.user_id)
+                .bind(link.created_at)
+                .bind(link.expires_at),
+            )
+            .await?;
+        self.commit_write(write, None).await
+    }
+
+    async fn use_signin_link(&self, code_hash: &[u8], now: DateTime<Utc>) -> StoreResult<Option<Principal>> {
+        let mut write = self.begin_write().await?;
+        // Conditional on `used_at IS NULL`: of two concurrent uses, one wins.
+        let used: Option<(Uuid, Uuid)> = write
+            .fetch_optional(
+                Statement::new(
+                    "UPDATE signin_links SET used_at = $1 WHERE code_hash = $2 AND used_at IS NULL AND expires_at > $1 \
+                     RETURNING user_id, workspace_id",
+                )
+                .bind(now)
+                .bind(code_hash),
+            )
+            .await?;
+        let Some((user_id, workspace_id)) = used else {
+            return Ok(None);
+        };
+        let record: Option<PrincipalRecord> = write
+            .fetch_optional(
+                Statement::new(format!(
+                    "{USER_PRINCIPAL} WHERE u.id = $1 AND m.workspace_id = $2 AND u.disabled_at IS NULL"
+                ))
+                .bind(user_id)
+                .bind(workspace_id),
+            )
+            .await?;
+        self.commit_write(write, None).await?;
+        record.map(PrincipalRecord::into_principal).transpose()
+    }
+}
+
+/// A token's row as listed (`$1` workspace, `$2` id).
+fn token_info<'q>(workspace_id: Uuid, id: Uuid) -> Statement<'q> {
+    Statement::new(format!("SELECT {TOKEN_INFO_COLUMNS} FROM tokens WHERE workspace_id = $1 AND id = $2"))
+        .bind(workspace_id)
+        .bind(id)
+}
+
+/// The role a member has before a change of their membership, read inside the write, or why the change is refused:
+/// they are not a member, or they are an admin, the change takes that role from them (`unmakes_admin`), and the
+/// workspace has no other admin.
+async fn role_before<B: SqlBackend>(
+    write: &mut B::Write,
+    workspace_id: Uuid,
+    user_id: Uuid,
+    unmakes_admin: bool,
+) -> StoreResult<Result<Role, MembershipChange>> {
+    let Some(before) = member_role(write, workspace_id, user_id).await? else {
+        return Ok(Err(MembershipChange::NotMember));
+    };
+    if before == Role::Admin && unmakes_admin && other_admins::<B>(write, workspace_id, user_id).await? == 0 {
+        return Ok(Err(MembershipChange::LastAdmin));
+    }
+    Ok(Ok(before))
+}
+
+/// A member's role, read inside the write; `None` if they are not a member.
+async fn member_role(write: &mut impl Sql, workspace_id: Uuid, user_id: Uuid) -> StoreResult<Option<Role>> {
+    let current: Option<(String,)> = write
+        .fetch_optional(
+            Statement::new("SELECT role FROM memberships WHERE workspace_id = $1 AND user_id = $2")
+                .bind(workspace_id)
+                .bind(user_id),
+        )
+        .await?;
+    current
+        .map(|(role,)| role.parse().map_err(|e: app::types::UnknownVariant| StoreError::Corrupt(e.to_string())))
+        .transpose()
+}
+
+/// The workspace's admins other than `user_id`, counted inside the write with their rows locked (SQLite's one
+/// writer holds the whole database), so the "last admin" check and the change it guards happen together.
+async fn other_admins<B: SqlBackend>(write: &mut B::Write, workspace_id: Uuid, user_id: Uuid) -> StoreResult<i64> {
+    let admins: Vec<(Uuid,)> = write
+        .fetch_all(
+            Statement::new(format!(
+                "SELECT user_id FROM memberships WHERE workspace_id = $1 AND role = 'admin' AND user_id <> $2{}",
+                B::FOR_UPDATE
+            ))
+            .bind(workspace_id)
+            .bind(user_id),
+        )
+        .await?;
+    Ok(admins.len() as i64)
+}
+
+/// Stores a new account inside the write; [`StoreError::Duplicate`] if the username is taken.
+async fn insert_user_in(write: &mut impl Sql, user: &UserRow) -> StoreResult<()> {
+    let inserted = write
+        .execute(
+            Statement::new(format!("INSERT INTO users ({USER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)"))
+                .bind(user.id)
+                .bind(&user.username)
+                .bind(&user.display_name)
+                .bind(&user.password_hash)
+                .bind(user.created_at)
+                .bind(user.disabled_at),
+        )
+        .await;
+    duplicate_as(inserted, "account with that username")
+}
+
+/// An insert's outcome, with a unique key's violation as [`StoreError::Duplicate`] of `what`.
+fn duplicate_as(inserted: StoreResult<u64>, what: &'static str) -> StoreResult<()> {
+    match inserted {
+        Ok(_) => Ok(()),
+        Err(StoreError::Database(err)) if is_unique_violation(&err) => Err(StoreError::Duplicate(what)),
+        Err(err) => Err(err),
+    }
 }
 
 /// The members a role's round-robin turn goes between (`$1` workspace, `$2` role), in the order their rows are locked

@@ -255,6 +255,10 @@ pub(super) static RESOLVE_PENDING: std::sync::LazyLock<String> = std::sync::Lazy
     )
 });
 
+/// [`RESOLVE_PENDING`], returning the id of the question it resolved.
+pub(super) static RESOLVE_PENDING_RETURNING: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!("{} RETURNING id", *RESOLVE_PENDING));
+
 /// A pending question's change (see [`PendingQuestionChange`]): what it becomes (`$1`..`$6` and `$9`, the new
 /// revision `$5`), which question it is (`$7`, `$8`), written only if it is still pending at the revision before `$5`.
 pub(super) const CHANGE_PENDING_QUESTION: &str = "UPDATE questions SET assignee = $1, approvals = $2, claimed_by = $3, \
@@ -288,6 +292,9 @@ pub(super) fn placeholder_count(sql: &str) -> usize {
 pub(super) const TOKEN_PRINCIPAL: &str = "SELECT t.id, CAST('token' AS TEXT) AS kind, t.workspace_id, w.name AS workspace, \
      t.name, t.role, t.maker_id AS person FROM tokens t JOIN workspaces w ON w.id = t.workspace_id";
 
+/// The id of the newest event, or 0.
+pub(super) const LAST_EVENT_ID: &str = "SELECT COALESCE(MAX(id), 0) FROM events";
+
 pub(super) async fn last_event_id<'e, E>(executor: E) -> StoreResult<i64>
 where
     E: sqlx::Executor<'e>,
@@ -295,7 +302,7 @@ where
     for<'q> <E::Database as sqlx::Database>::Arguments<'q>: sqlx::IntoArguments<'q, E::Database>,
     usize: sqlx::ColumnIndex<<E::Database as sqlx::Database>::Row>,
 {
-    let (id,): (i64,) = sqlx::query_as("SELECT COALESCE(MAX(id), 0) FROM events").fetch_one(executor).await?;
+    let (id,): (i64,) = sqlx::query_as(LAST_EVENT_ID).fetch_one(executor).await?;
     Ok(id)
 }
 
@@ -356,6 +363,11 @@ pub(super) fn is_unique_violation(err: &sqlx::Error) -> bool {
     matches!(err, sqlx::Error::Database(db) if db.is_unique_violation())
 }
 
+/// Whether the database refused a statement for a unique constraint.
+pub(super) fn is_unique_violation_of(err: &StoreError) -> bool {
+    matches!(err, StoreError::Database(err) if is_unique_violation(err))
+}
+
 /// Inserts a server secret unless one of that name is stored (`name`, `value`, `created_at`).
 pub(super) const INSERT_SERVER_SECRET: &str =
     "INSERT INTO server_secrets (name, value, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING";
@@ -364,11 +376,14 @@ pub(super) const SERVER_SECRET: &str = "SELECT value FROM server_secrets WHERE n
 
 #[cfg(test)]
 mod tests {
+    use app::types::{AnswerBody, Resolution};
+
     use super::*;
     use crate::store::postgres::*;
     use crate::store::sqlite::*;
     use crate::store::test_postgres::PostgresSchema;
     use crate::store::token_cache::TokenCache;
+    use app::types::{AnswerBody, Resolution};
     use sqlx::PgPool;
 
     /// A SQLite database file of one test's own, removed with its WAL when the test ends.
@@ -581,9 +596,9 @@ mod tests {
         let workspace = first.ensure_workspace("mine").await.unwrap();
         first.append_audit(&entry(workspace.id, 1)).await.unwrap();
         assert_eq!(first.workspace_name(workspace.id).await.unwrap(), "mine");
-        assert_eq!(first.workspace_names.get(workspace.id).as_deref(), Some("mine"));
+        assert_eq!(first.caches.workspace_names.get(workspace.id).as_deref(), Some("mine"));
         assert!(first.audit_heads.guess(workspace.id).is_some(), "the first store guesses its chain's head");
-        assert_eq!(second_store.workspace_names.get(workspace.id), None);
+        assert_eq!(second_store.caches.workspace_names.get(workspace.id), None);
         assert_eq!(second_store.audit_heads.guess(workspace.id), None);
     }
 
@@ -850,7 +865,7 @@ mod tests {
         let Some(schema) = PostgresSchema::new().await else { return };
         let store = super::super::connect_postgres(&schema.url, StoreSettings::defaults()).await.unwrap();
         let workspace = store.ensure_workspace("batched").await.unwrap();
-        store.workspace_names.remember(workspace.id, "batched");
+        store.caches.workspace_names.remember(workspace.id, "batched");
         let question = |n: usize| {
             question_and_event(
                 workspace.id,

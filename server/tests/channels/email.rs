@@ -8,7 +8,7 @@ use holdpoint::channels::email::{EmailSender, Mailbox, RenderedEmail, SmtpUrl, r
 use holdpoint::channels::{Channel, DeliveryOutcome, EMAIL_MAX_CHOICES};
 use uuid::Uuid;
 
-use crate::smtp::Sink;
+use super::smtp::Sink;
 
 fn sender(sink: &Sink) -> EmailSender {
     let url: SmtpUrl = sink.url().parse().unwrap();

@@ -1,4 +1,4 @@
-//! Web push checked by an independent implementation ([`crate::push_service`]): a browser's keys made by Python's
+//! Web push checked by an independent implementation ([`super::push_service`]): a browser's keys made by Python's
 //! `cryptography`, a push endpoint on loopback that records what it receives, and http_ece (RFC 8291) and py_vapid
 //! (RFC 8292) reading it.
 
@@ -14,7 +14,7 @@ use holdpoint::channels::{Channel, DeliveryOutcome, PUSH_MAX_CHOICES};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::push_service::{push_check, read_push, start_endpoint};
+use super::push_service::{push_check, read_push, start_endpoint};
 
 /// The push service of these tests: on loopback, over plain HTTP.
 const LOCAL_SERVICE: PushEndpoints = PushEndpoints { allow_http: true, allow_private: true };

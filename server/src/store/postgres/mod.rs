@@ -2,17 +2,12 @@
 //! batches (`write_batch`), event ids are drawn at commit and announced to the other instances by notification.
 
 mod backend;
-mod grants;
-mod outbox;
-mod people;
-mod questions;
-mod runs;
-mod webhooks;
+mod events;
 mod write_batch;
 
 use std::sync::Arc;
 
-use sqlx::{PgPool, Postgres, QueryBuilder};
+use sqlx::{PgPool, Postgres};
 use tokio::sync::watch;
 
 use write_batch::{BatchQuery, BatchableWrite, WriteBatches};
@@ -48,15 +43,6 @@ impl PostgresStore {
     /// The other instances forget the tokens they trusted (see `token_cache`); delivered when the revocation commits.
     pub(in crate::store) const TELL_OTHERS_OF_A_REVOCATION: &'static str =
         "SELECT pg_notify('holdpoint_credentials', '')";
-
-    /// The text search's condition: the pattern lowered as the columns are, by the database's `LOWER` (its locale's
-    /// case mapping: every letter under a UTF-8 locale); `%`, `_` and `\` match themselves.
-    pub(in crate::store) fn push_text_match(query: &mut QueryBuilder<'static, Postgres>, text: &str) {
-        let pattern = format!("%{}%", text.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
-        query.push(" AND (LOWER(title) LIKE LOWER(").push_bind(pattern.clone());
-        query.push(") ESCAPE '\\' OR LOWER(body) LIKE LOWER(").push_bind(pattern);
-        query.push(") ESCAPE '\\')");
-    }
 
     pub async fn new(pool: PgPool, token_cache: std::time::Duration) -> StoreResult<Self> {
         let last = last_event_id(&pool).await?;
@@ -238,10 +224,6 @@ impl BatchableWrite for ResolveWrite {
         1
     }
 }
-
-/// [`RESOLVE_PENDING`], returning the id of the question it resolved.
-pub(in crate::store) static RESOLVE_PENDING_RETURNING: std::sync::LazyLock<String> =
-    std::sync::LazyLock::new(|| format!("{} RETURNING id", *RESOLVE_PENDING));
 
 /// Resolves a pending question, locking its run first (`$6` the workspace, `$7` the question). Resolving a run's
 /// question ends by requeueing the run, and cancelling a run cancels its questions: locking the run first, as

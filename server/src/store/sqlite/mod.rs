@@ -4,17 +4,11 @@
 mod backend;
 mod connections;
 mod direct;
-mod grants;
+mod events;
 mod group_commit;
-mod outbox;
-mod people;
-mod questions;
-mod runs;
-mod webhooks;
 
 use std::sync::Arc;
 
-use sqlx::{QueryBuilder, Sqlite};
 use tokio::sync::watch;
 
 pub(in crate::store) use connections::SqliteConnections;
@@ -49,7 +43,7 @@ pub struct SqliteStore {
 /// even if its caller goes away (a client that disconnects), as one that committed just before would have. The
 /// thread stops once the last clone of its store is dropped.
 #[derive(Clone)]
-struct WriterThread {
+pub(in crate::store) struct WriterThread {
     handle: tokio::runtime::Handle,
     _stop: Arc<tokio::sync::oneshot::Sender<()>>,
 }
@@ -94,16 +88,6 @@ impl SqliteStore {
     pub(in crate::store) const INSERT_EVENT: &'static str = "INSERT INTO events (workspace_id, event_type, project, run_id, question_id, data, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id";
 
-    /// The text search's condition: the `regex` crate's case-insensitive match (Unicode's case folding), which sqlx
-    /// registers as SQLite's `REGEXP`. SQLite's own `LOWER` and `LIKE` fold ASCII letters only, so `überweisung`
-    /// would never find `Überweisung`.
-    pub(in crate::store) fn push_text_match(query: &mut QueryBuilder<'static, Sqlite>, text: &str) {
-        let pattern = format!("(?i){}", regex::escape(text));
-        query.push(" AND (title REGEXP ").push_bind(pattern.clone());
-        query.push(" OR body REGEXP ").push_bind(pattern);
-        query.push(")");
-    }
-
     pub(in crate::store) async fn new(
         read: SqliteConnections,
         write: SqliteConnections,
@@ -136,11 +120,6 @@ impl SqliteStore {
     /// fail with `SQLITE_BUSY` half-way when another process writes too.
     pub(in crate::store) async fn begin_write(&self) -> Result<BatchedWrite, sqlx::Error> {
         self.writer.begin().await
-    }
-
-    /// The writer's thread, when the caller runs elsewhere: the hot writes move there.
-    fn writer_elsewhere(&self) -> Option<&WriterThread> {
-        self.writer_thread.elsewhere()
     }
 
     /// A write transaction whose queries open (and may release) its savepoint themselves (see `GroupCommit::begin_inline`): this spares the hot writes a trip to the connection's

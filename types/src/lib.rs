@@ -15,7 +15,7 @@ macro_rules! wire_enum {
         // Every wire name is the variant's name in snake_case (checked by a unit test), which serde and the
         // OpenAPI schema derive both understand.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-        #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+        #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
         #[serde(rename_all = "snake_case")]
         pub enum $name {
             $($(#[$vmeta])* $variant),+
@@ -48,7 +48,7 @@ macro_rules! wire_enum {
         }
 
         // Stored as its wire name in a text column, exactly as a `&str` is: the same type, the same bytes.
-        #[cfg(feature = "ssr")]
+        #[cfg(feature = "server")]
         impl<DB: sqlx::Database> sqlx::Type<DB> for $name
         where
             str: sqlx::Type<DB>,
@@ -62,7 +62,7 @@ macro_rules! wire_enum {
             }
         }
 
-        #[cfg(feature = "ssr")]
+        #[cfg(feature = "server")]
         impl<'q, DB: sqlx::Database> sqlx::Encode<'q, DB> for $name
         where
             &'q str: sqlx::Encode<'q, DB>,
@@ -75,7 +75,7 @@ macro_rules! wire_enum {
             }
         }
 
-        #[cfg(feature = "ssr")]
+        #[cfg(feature = "server")]
         impl<'r, DB: sqlx::Database> sqlx::Decode<'r, DB> for $name
         where
             &'r str: sqlx::Decode<'r, DB>,
@@ -225,6 +225,7 @@ wire_enum! {
 mod audit;
 mod escalation;
 mod grants;
+pub mod markdown;
 mod notifications;
 mod people;
 mod runs;
@@ -240,7 +241,7 @@ pub use webhooks::*;
 
 /// One choice of a `choice`, `multi_choice` or `error_recovery` question.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct QuestionOption {
     /// What an answer sends.
     pub value: String,
@@ -253,7 +254,7 @@ pub struct QuestionOption {
 
 /// One field of a `form` question.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct FormField {
     /// The key of this field in the answer object.
     pub key: String,
@@ -271,7 +272,7 @@ pub struct FormField {
 
 /// The action an `approval` question asks permission for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct ApprovalAction {
     /// The tool the agent wants to call.
     pub tool_name: String,
@@ -282,7 +283,7 @@ pub struct ApprovalAction {
 
 /// An answer body: `POST /questions/{id}/answer`, and the shape of `default_response`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct AnswerBody {
     /// The answer; its shape depends on the question's `response_type`.
     pub value: Value,
@@ -297,7 +298,7 @@ pub struct AnswerBody {
 /// The body of `POST /questions/{id}/answer`: an answer, and for the approval of a tool call, optionally a grant
 /// that lets later calls like it through without asking.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct AnswerRequest {
     #[serde(flatten)]
     pub answer: AnswerBody,
@@ -320,15 +321,15 @@ pub fn is_recovery_action(value: &str) -> bool {
 
 /// The body of `POST /questions/answer-batch`: 1..=200 answers, each applied on its own.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct AnswerBatch {
-    #[cfg_attr(feature = "ssr", schema(min_items = 1, max_items = 200))]
+    #[cfg_attr(feature = "server", schema(min_items = 1, max_items = 200))]
     pub items: Vec<AnswerBatchItem>,
 }
 
 /// One answer of a batch: the question's id and an [`AnswerBody`]'s fields.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct AnswerBatchItem {
     /// The question's id; one that is not a UUID is reported as `not_found` on its item.
     pub id: String,
@@ -361,13 +362,13 @@ wire_enum! {
 
 /// The answer of `POST /questions/answer-batch`: one result per item, in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct AnswerBatchResults {
     pub results: Vec<AnswerBatchResult>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct AnswerBatchResult {
     pub id: String,
     pub status: AnswerBatchStatus,
@@ -380,7 +381,7 @@ pub struct AnswerBatchResult {
 
 /// The body of `POST /questions`: the fields of a question a caller may set.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct NewQuestion {
     /// Defaults to `blocking`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -389,7 +390,7 @@ pub struct NewQuestion {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_type: Option<ResponseType>,
     /// 1..=300 characters.
-    #[cfg_attr(feature = "ssr", schema(min_length = 1, max_length = 300))]
+    #[cfg_attr(feature = "server", schema(min_length = 1, max_length = 300))]
     pub title: String,
     /// Markdown, at most 32 KiB.
     #[serde(default)]
@@ -407,7 +408,7 @@ pub struct NewQuestion {
     pub context: Option<Value>,
     /// 1..=100 characters, not only spaces.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ssr", schema(min_length = 1, max_length = 100, pattern = r"\S"))]
+    #[cfg_attr(feature = "server", schema(min_length = 1, max_length = 100, pattern = r"\S"))]
     pub project: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<Uuid>,
@@ -429,7 +430,7 @@ pub struct NewQuestion {
     /// How many distinct people must approve an approval question (1..=10, default 1). Approvals short
     /// of it leave the question pending; the first rejection answers it `false`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ssr", schema(minimum = 1, maximum = 10))]
+    #[cfg_attr(feature = "server", schema(minimum = 1, maximum = 10))]
     pub required_approvals: Option<u8>,
     /// Who may give those approvals, on top of the role rules: `{"role": R}` (that role and above) or
     /// `{"users": [...]}` (those people).
@@ -439,7 +440,7 @@ pub struct NewQuestion {
 
 /// Who may approve a question that needs several approvals.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Eligible {
     /// Anyone whose role is at least this one (`approver` or `admin`).
@@ -459,7 +460,7 @@ impl std::fmt::Display for Eligible {
 
 /// One person's approval of a question that needs several.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct Approval {
     /// Their username (or token name).
     pub by: String,
@@ -475,7 +476,7 @@ pub struct Approval {
 
 /// Who a new question is for: `{"user": U}`, `{"role": R}`, or `{"role": R, "strategy": "round_robin"}`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct AssigneeRequest {
     /// One person, by username.
@@ -507,7 +508,7 @@ impl From<Assignee> for AssigneeRequest {
 
 /// Who may answer a question with an assignee.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Assignee {
     /// Only this person (by username), signed in with their own account.
@@ -527,7 +528,7 @@ impl std::fmt::Display for Assignee {
 
 /// A question as the API returns it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct Question {
     pub id: Uuid,
     /// The workspace's name.
@@ -723,7 +724,7 @@ impl From<&Question> for QuestionSummary {
 
 /// A page of a cursor-paginated list.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct Page<T> {
     pub items: Vec<T>,
     /// Pass as `cursor` to get the next page; `null` on the last one.
@@ -751,21 +752,21 @@ wire_enum! {
 
 /// The `data:` of every question event: the question as it is after the change.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct QuestionEventData {
     pub question: Question,
 }
 
 /// The error body every failing endpoint returns: `{"error": {"code", "message", "details"}}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct ErrorBody {
     pub error: ErrorDetail,
 }
 
 /// The inside of [`ErrorBody`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct ErrorDetail {
     /// A stable machine code: `bad_request`, `unauthorized`, `forbidden`, `not_found`, `conflict`, `gone`,
     /// `too_large`, `invalid`, `rate_limited`, `internal`.
@@ -780,7 +781,7 @@ pub struct ErrorDetail {
 /// Who a browser session acts as. Set by the server's session layer; read by pages and server functions.
 /// `Debug` redacts the CSRF token.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct SessionInfo {
     pub workspace_id: Uuid,
     /// The workspace's name.
@@ -854,8 +855,8 @@ pub(crate) fn sample_question(title: &str, status: QuestionStatus) -> Question {
 }
 
 /// The OpenAPI schema of a role a person may hold: [`Role`] without `agent`.
-#[cfg(feature = "ssr")]
-pub(crate) fn human_role_schema() -> utoipa::openapi::schema::Object {
+#[cfg(feature = "server")]
+pub fn human_role_schema() -> utoipa::openapi::schema::Object {
     utoipa::openapi::schema::ObjectBuilder::new()
         .schema_type(utoipa::openapi::schema::Type::String)
         .enum_values(Some(Role::HUMAN.iter().map(|role| role.as_str())))

@@ -18,10 +18,10 @@
 
 use std::time::Duration;
 
-use app::types::{Question, Urgency};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::{DateTime, Utc};
+use holdpoint_types::{Question, Urgency};
 use p256::ecdsa::signature::Signer as _;
 use p256::ecdsa::{Signature, SigningKey};
 use serde::{Deserialize, Serialize};
@@ -282,7 +282,7 @@ pub fn notification_payload(question: &Question, links: &[ActionLink], open_url:
 /// The payload that replaces the notification of a resolved question (same `tag`).
 pub fn resolved_payload(question: &Question, open_url: &str) -> Value {
     let how = match (question.status, &question.answered_by) {
-        (app::types::QuestionStatus::Answered, Some(by)) => format!("Answered by {by}"),
+        (holdpoint_types::QuestionStatus::Answered, Some(by)) => format!("Answered by {by}"),
         (status, _) => format!("No longer waiting ({status})"),
     };
     json!({
@@ -387,7 +387,7 @@ impl WebPushSender {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::channels::test_questions::*;
+    use crate::test_questions::*;
     use chrono::TimeZone;
     use p256::ecdsa::signature::Verifier as _;
     use p256::elliptic_curve::sec1::ToEncodedPoint as _;
@@ -469,14 +469,14 @@ mod tests {
     #[test]
     fn the_payload_carries_the_actions_with_their_links_and_the_question_as_tag() {
         let question = approval();
-        let key = crate::channels::action_links::ActionLinkKey::generate();
+        let key = crate::action_links::ActionLinkKey::generate();
         let now = Utc.with_ymd_and_hms(2026, 11, 27, 12, 0, 0).unwrap();
-        let links = crate::channels::action_links::links_for(
+        let links = crate::action_links::links_for(
             &key,
             &question,
             uuid::Uuid::now_v7(),
-            crate::channels::Channel::Push,
-            crate::channels::PUSH_MAX_CHOICES,
+            crate::Channel::Push,
+            crate::PUSH_MAX_CHOICES,
             "https://hp.example.com",
             now,
         );
@@ -492,7 +492,7 @@ mod tests {
         assert_eq!(message.topic.as_deref().map(str::len), Some(32));
         let resolved = resolved_payload(
             &Question {
-                status: app::types::QuestionStatus::Answered,
+                status: holdpoint_types::QuestionStatus::Answered,
                 answered_by: Some("alice".into()),
                 ..question.clone()
             },

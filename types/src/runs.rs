@@ -23,14 +23,14 @@ wire_enum! {
 
 /// An agent's approval policy: `{"default": "auto", "tools": {"shell": "prompt"}}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct ApprovalPolicy {
     /// The policy of every tool not named in `tools`.
     #[serde(default = "default_policy")]
     pub default: ToolPolicy,
     /// Per-tool policies, by the name of a built-in tool.
     #[serde(default)]
-    #[cfg_attr(feature = "ssr", schema(schema_with = tool_policies_schema))]
+    #[cfg_attr(feature = "server", schema(schema_with = tool_policies_schema))]
     pub tools: BTreeMap<String, ToolPolicy>,
 }
 
@@ -71,7 +71,7 @@ wire_enum! {
 }
 
 /// The schema of an agent's `tools`: built-in tools, each at most once.
-#[cfg(feature = "ssr")]
+#[cfg(feature = "server")]
 fn tool_list_schema() -> utoipa::openapi::schema::Array {
     use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
     let tool = ObjectBuilder::new()
@@ -85,7 +85,7 @@ fn tool_list_schema() -> utoipa::openapi::schema::Array {
 }
 
 /// The schema of a policy's per-tool policies: keys are built-in tools.
-#[cfg(feature = "ssr")]
+#[cfg(feature = "server")]
 fn tool_policies_schema() -> utoipa::openapi::schema::Object {
     use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, Type};
     use utoipa::openapi::{Ref, RefOr};
@@ -101,12 +101,12 @@ fn tool_policies_schema() -> utoipa::openapi::schema::Object {
 
 /// Per-agent settings of its model provider; the conventional `OPENAI_BASE_URL` / `OPENAI_API_KEY` apply otherwise.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct ModelSettings {
     /// Base URL of an OpenAI-compatible API, e.g. `http://127.0.0.1:11434/v1` for Ollama: `OPENAI_BASE_URL` or one
     /// of the endpoints the operator allows (`HOLDPOINT_MODEL_ENDPOINTS`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ssr", schema(format = "uri"))]
+    #[cfg_attr(feature = "server", schema(format = "uri"))]
     pub base_url: Option<String>,
     /// The server's variable holding that endpoint's key, as the operator configured it (`OPENAI_API_KEY` for
     /// `OPENAI_BASE_URL`); any other is refused. Keys themselves are never stored.
@@ -122,31 +122,31 @@ impl ModelSettings {
 
 /// An agent definition as a caller writes it: `POST /agents`, `PUT /agents/{id}`, or inline in `POST /runs`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct AgentSpec {
     /// Unique within the workspace; `spawn_agents` and the CLI name agents by it. 1..=100 characters, not only
     /// spaces (it is trimmed).
-    #[cfg_attr(feature = "ssr", schema(min_length = 1, max_length = 100, pattern = r"\S"))]
+    #[cfg_attr(feature = "server", schema(min_length = 1, max_length = 100, pattern = r"\S"))]
     pub name: String,
     #[serde(default)]
     pub description: String,
     /// At most 64 KiB of UTF-8 (the schema's limit in characters is one any such text meets).
     #[serde(default)]
-    #[cfg_attr(feature = "ssr", schema(max_length = 16384))]
+    #[cfg_attr(feature = "server", schema(max_length = 16384))]
     pub system_prompt: String,
     /// `provider:model`: `openai:<model>` or `script:<file>` (a scripted list of model turns, a file in the server's
     /// scripts directory).
-    #[cfg_attr(feature = "ssr", schema(pattern = r"^(openai|script):.*\S"))]
+    #[cfg_attr(feature = "server", schema(pattern = r"^(openai|script):.*\S"))]
     pub model: String,
     /// The tools the agent may call, each once.
     #[serde(default)]
-    #[cfg_attr(feature = "ssr", schema(schema_with = tool_list_schema))]
+    #[cfg_attr(feature = "server", schema(schema_with = tool_list_schema))]
     pub tools: Vec<String>,
     #[serde(default)]
     pub approval_policy: ApprovalPolicy,
     /// The step budget of each segment (default 50).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ssr", schema(minimum = 1, maximum = 500))]
+    #[cfg_attr(feature = "server", schema(minimum = 1, maximum = 500))]
     pub max_steps: Option<u32>,
     #[serde(default, skip_serializing_if = "ModelSettings::is_empty")]
     pub model_settings: ModelSettings,
@@ -154,7 +154,7 @@ pub struct AgentSpec {
 
 /// A stored agent definition.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct Agent {
     pub id: Uuid,
     pub name: String,
@@ -215,7 +215,7 @@ wire_enum! {
 
 /// The body of `POST /runs`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct NewRun {
     /// A stored agent; or give `agent` inline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -225,17 +225,17 @@ pub struct NewRun {
     pub agent: Option<AgentSpec>,
     /// The task, as the first user message, not empty: at most 64 KiB of UTF-8 (the schema's limit in characters is one any
     /// such text meets).
-    #[cfg_attr(feature = "ssr", schema(min_length = 1, max_length = 16384, pattern = r"\S"))]
+    #[cfg_attr(feature = "server", schema(min_length = 1, max_length = 16384, pattern = r"\S"))]
     pub input: String,
     /// 1..=100 characters, not only spaces.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ssr", schema(min_length = 1, max_length = 100, pattern = r"\S"))]
+    #[cfg_attr(feature = "server", schema(min_length = 1, max_length = 100, pattern = r"\S"))]
     pub project: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_run_id: Option<Uuid>,
     /// The step budget of each segment; defaults to the agent's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ssr", schema(minimum = 1, maximum = 500))]
+    #[cfg_attr(feature = "server", schema(minimum = 1, maximum = 500))]
     pub max_steps: Option<u32>,
     /// `server` (default) or `client`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -248,7 +248,7 @@ pub struct NewRun {
 
 /// One stretch of execution: the first, and one more per resume, each with its own step budget.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct Segment {
     pub id: Uuid,
     /// 1 for the first segment.
@@ -271,7 +271,7 @@ pub struct Segment {
 
 /// A run: the stable handle of one task across every pause and resume.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct Run {
     pub id: Uuid,
     pub workspace: String,
@@ -310,7 +310,7 @@ pub struct Run {
 
 /// One LLM message of a run, exactly as the model saw or said it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct RunMessage {
     pub id: Uuid,
     pub run_id: Uuid,
@@ -340,7 +340,7 @@ wire_enum! {
 
 /// One tool invocation requested by an assistant message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct ToolCall {
     pub id: Uuid,
     pub run_id: Uuid,
@@ -371,7 +371,7 @@ pub struct ToolCall {
 
 /// One decision of `POST /runs/{id}/resume`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct ToolDecision {
     /// The tool call's `id`, or its model `call_id`.
     pub tool_call_id: String,
@@ -384,11 +384,11 @@ pub struct ToolDecision {
 
 /// The body of `POST /runs/{id}/resume`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct ResumeRequest {
     /// A user message added after the answers, e.g. guidance for the next segment. At most 10 000 characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ssr", schema(max_length = 10000))]
+    #[cfg_attr(feature = "server", schema(max_length = 10000))]
     pub prompt: Option<String>,
     /// Decisions on tool calls pending approval; the ones left undecided are rejected.
     #[serde(default)]
@@ -397,7 +397,7 @@ pub struct ResumeRequest {
 
 /// The `data:` of a `run_status` event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct RunStatusEventData {
     pub run_id: Uuid,
     pub status: RunStatus,

@@ -46,7 +46,7 @@ wire_enum! {
 
 /// One message of a question to one person on one channel (`GET /api/v1/questions/{id}/deliveries`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct Delivery {
     pub id: Uuid,
     pub channel: Channel,
@@ -68,14 +68,14 @@ pub struct Delivery {
 
 /// A page of deliveries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct DeliveryPage {
     pub items: Vec<Delivery>,
 }
 
 /// A person's notification of a question (`GET /api/v1/notifications`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct Notification {
     pub id: Uuid,
     pub question: Question,
@@ -89,7 +89,7 @@ pub struct Notification {
 
 /// A page of a person's notifications, newest first, with how many are unread in all.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct NotificationPage {
     pub items: Vec<Notification>,
     pub unread: u32,
@@ -99,7 +99,7 @@ pub struct NotificationPage {
 
 /// A browser's push subscription as `PushSubscription.toJSON()` gives it (`POST /api/v1/me/push-subscriptions`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NewPushSubscription {
     /// The push service's URL for this browser (`https`).
@@ -112,7 +112,7 @@ pub struct NewPushSubscription {
 
 /// The browser's keys: its P-256 public key and its authentication secret, both base64url.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct PushSubscriptionKeys {
     pub p256dh: String,
@@ -121,7 +121,7 @@ pub struct PushSubscriptionKeys {
 
 /// A subscribed browser as listed: never its endpoint, which lets whoever knows it push to the browser.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct PushSubscriptionInfo {
     pub id: Uuid,
     /// The host of the browser's push service (`fcm.googleapis.com`, `updates.push.services.mozilla.com`, ...).
@@ -132,7 +132,7 @@ pub struct PushSubscriptionInfo {
 
 /// The browsers a person subscribed (`GET /api/v1/me/push-subscriptions`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct PushSubscriptionList {
     pub items: Vec<PushSubscriptionInfo>,
 }
@@ -140,7 +140,7 @@ pub struct PushSubscriptionList {
 /// The key browsers subscribe with (`applicationServerKey`): the server's VAPID public key, base64url
 /// (`GET /api/v1/push/public-key`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct PushPublicKey {
     pub public_key: String,
     /// Whether this server sends pushes (a VAPID subject is configured or derived); without it subscribing is
@@ -151,7 +151,7 @@ pub struct PushPublicKey {
 /// How one channel is doing in a workspace (`GET /api/v1/channels`, admins): whether this server sends on it, its
 /// last delivery that went out and its last failure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct ChannelHealth {
     pub channel: Channel,
     /// Whether this server sends on the channel (it is configured).
@@ -169,14 +169,14 @@ pub struct ChannelHealth {
 
 /// Every channel's health (`GET /api/v1/channels`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct ChannelHealthList {
     pub items: Vec<ChannelHealth>,
 }
 
 /// `POST /api/v1/me/notifications/test`: which channel to send the caller a test message on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct TestMessageRequest {
     pub channel: Channel,
@@ -184,7 +184,7 @@ pub struct TestMessageRequest {
 
 /// How a test message went: `sent` (the channel's service took it) or `failed`, with why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct TestMessageOutcome {
     pub channel: Channel,
     pub sent: bool,

@@ -18,8 +18,8 @@
 
 use std::time::Duration;
 
-use app::types::{AnswerBody, Question, QuestionKind, QuestionStatus, ResponseType};
 use hmac::{Hmac, Mac};
+use holdpoint_types::{AnswerBody, Question, QuestionKind, QuestionStatus, ResponseType};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::Sha256;
@@ -718,7 +718,7 @@ pub fn parse_interaction(body: &[u8]) -> Result<Interaction, InteractionError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::channels::test_questions::*;
+    use crate::test_questions::*;
 
     /// The example of Slack's "Verifying requests from Slack": its signing secret, timestamp, body and signature.
     const DOC_SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
@@ -958,7 +958,7 @@ mod tests {
         let question = Question {
             title: "t".repeat(400),
             body: "b".repeat(5000),
-            action: Some(app::types::ApprovalAction {
+            action: Some(holdpoint_types::ApprovalAction {
                 tool_name: "shell".into(),
                 arguments: json!({"command": "x".repeat(5000)}),
             }),

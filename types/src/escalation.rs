@@ -11,7 +11,7 @@ use super::{Assignee, QuestionKind, UnknownVariant, Urgency, time};
 /// `escalate_after_seconds` it is handed to `escalate_to`, who become its assignee and are notified. Both count from
 /// when the question was asked; the question's own deadline still applies.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct EscalationPolicy {
     pub kind: QuestionKind,
@@ -27,7 +27,7 @@ pub struct EscalationPolicy {
 
 /// A workspace's escalation policies, at most one per kind and urgency; `PUT` replaces them all.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct EscalationPolicies {
     pub items: Vec<EscalationPolicy>,
@@ -46,7 +46,7 @@ wire_enum! {
 /// A question's escalation plan, taken from its workspace's policy when it was asked: each step's time, and when
 /// it was taken.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct Escalation {
     #[serde(default, deserialize_with = "time::optional", serialize_with = "time::write_optional")]
     pub remind_at: Option<DateTime<Utc>>,
@@ -78,7 +78,7 @@ mod tests {
     use chrono::TimeZone;
 
     use super::*;
-    use crate::types::Role;
+    use crate::Role;
 
     #[test]
     fn the_next_step_is_the_soonest_one_not_taken() {

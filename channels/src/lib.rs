@@ -9,6 +9,8 @@
 //! server, and any use case or door may use it.
 
 pub mod action_links;
+pub mod causes;
+pub mod egress;
 pub mod email;
 pub mod slack;
 pub mod web_push;
@@ -16,12 +18,12 @@ pub mod webhooks;
 
 use std::time::Duration;
 
-use app::types::{Question, ResponseType};
+use holdpoint_types::{Question, ResponseType};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-pub use app::types::Channel;
+pub use holdpoint_types::Channel;
 
 /// How one attempt to deliver went: what the outbox worker records, and whether it tries again.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,7 +134,7 @@ pub const PUSH_MAX_CHOICES: usize = 2;
 /// multi-choice, forms, error recovery) need more than one click and are answered in Holdpoint or in a Slack modal.
 /// A question that is not pending offers none.
 pub fn quick_answers(question: &Question, max_choices: usize) -> Vec<QuickAnswer> {
-    if question.status != app::types::QuestionStatus::Pending {
+    if question.status != holdpoint_types::QuestionStatus::Pending {
         return Vec::new();
     }
     let answer = |value: Value, label: &str, style| QuickAnswer { value, label: label.to_owned(), style };
@@ -188,8 +190,8 @@ pub fn deadline_text(question: &Question) -> Option<String> {
 pub(crate) mod test_questions {
     //! Questions for the channels' tests, shaped as the API returns them.
 
-    use app::types::{ApprovalAction, QuestionKind, QuestionOption, QuestionStatus, ResponseType, Urgency};
     use chrono::{TimeZone, Utc};
+    use holdpoint_types::{ApprovalAction, QuestionKind, QuestionOption, QuestionStatus, ResponseType, Urgency};
     use serde_json::json;
 
     use super::*;
@@ -269,7 +271,7 @@ pub(crate) mod test_questions {
 mod tests {
     use super::test_questions::*;
     use super::*;
-    use app::types::QuestionStatus;
+    use holdpoint_types::QuestionStatus;
     use serde_json::json;
 
     #[test]
@@ -323,7 +325,7 @@ mod tests {
     fn the_deadline_says_what_happens_when_it_passes() {
         assert_eq!(deadline_text(&approval()).unwrap(), "2026-11-27 14:05 UTC (then it expires)");
         let with_default = Question {
-            default_response: Some(app::types::AnswerBody {
+            default_response: Some(holdpoint_types::AnswerBody {
                 value: json!(false),
                 comment: None,
                 edited_arguments: None,
@@ -358,7 +360,7 @@ mod tests {
             body: "Staging has run **2.4.0** for 24 hours with an error rate of 0.02 %.\n\nThe plan resizes the API \
                    group from 6 to 8 instances."
                 .into(),
-            action: Some(app::types::ApprovalAction {
+            action: Some(holdpoint_types::ApprovalAction {
                 tool_name: "shell".into(),
                 arguments: json!({"command": "terraform apply -auto-approve", "workdir": "infra/prod"}),
             }),

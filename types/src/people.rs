@@ -8,7 +8,7 @@ use super::{Role, UnknownVariant, Urgency};
 
 /// A person's membership of the caller's workspace (`GET /members`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct Member {
     pub user_id: Uuid,
     pub username: String,
@@ -44,7 +44,7 @@ pub struct Member {
 /// An invitation of an existing account to a workspace (`POST /members` with the username of an account that
 /// exists): no access until the account's owner accepts it (`POST /me/invitations/{id}/accept`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct Invitation {
     pub id: Uuid,
     /// The workspace's name.
@@ -61,7 +61,7 @@ pub struct Invitation {
 
 /// The answer of `POST /members` for an account that exists already: the invitation, pending its owner's answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct InvitationCreated {
     pub invitation: Invitation,
 }
@@ -76,51 +76,51 @@ impl Member {
 /// The body of `POST /members`: adds a person to the workspace, creating their account if the username is new.
 /// `Debug` leaves the password out.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NewMember {
     /// 1..=64 characters: lower-case letters, digits, `.`, `_` and `-`, starting with a letter or digit.
-    #[cfg_attr(feature = "ssr", schema(min_length = 1, max_length = 64, pattern = r"^[a-z0-9][a-z0-9._-]*$"))]
+    #[cfg_attr(feature = "server", schema(min_length = 1, max_length = 64, pattern = r"^[a-z0-9][a-z0-9._-]*$"))]
     pub username: String,
     /// Defaults to the username. 1..=100 characters, not only spaces.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ssr", schema(min_length = 1, max_length = 100, pattern = r"\S"))]
+    #[cfg_attr(feature = "server", schema(min_length = 1, max_length = 100, pattern = r"\S"))]
     pub display_name: Option<String>,
     /// Required for a new account (10..=256 characters); must be absent when the account exists already.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ssr", schema(min_length = 10, max_length = 256))]
+    #[cfg_attr(feature = "server", schema(min_length = 10, max_length = 256))]
     pub password: Option<String>,
     /// A human role: `viewer`, `responder`, `approver` or `admin`.
-    #[cfg_attr(feature = "ssr", schema(schema_with = super::human_role_schema))]
+    #[cfg_attr(feature = "server", schema(schema_with = super::human_role_schema))]
     pub role: Role,
 }
 
 /// The body of `PATCH /members/{user_id}`: each field given is changed, each absent one kept.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct MemberUpdate {
     /// A human role: `viewer`, `responder`, `approver` or `admin`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ssr", schema(schema_with = super::human_role_schema))]
+    #[cfg_attr(feature = "server", schema(schema_with = super::human_role_schema))]
     pub role: Option<Role>,
     /// As in [`AddressUpdate`].
     #[serde(default, deserialize_with = "given", skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ssr", schema(value_type = Option<String>, max_length = 254))]
+    #[cfg_attr(feature = "server", schema(value_type = Option<String>, max_length = 254))]
     pub email: Option<Option<String>>,
     /// As in [`AddressUpdate`].
     #[serde(default, deserialize_with = "given", skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ssr", schema(value_type = Option<String>, pattern = r"^[UW][A-Z0-9]{2,30}$"))]
+    #[cfg_attr(feature = "server", schema(value_type = Option<String>, pattern = r"^[UW][A-Z0-9]{2,30}$"))]
     pub slack_user_id: Option<Option<String>>,
     /// Away until this time, handing assigned questions to `delegate` meanwhile; `null` ends the
     /// absence. Given together with `delegate`.
     #[serde(default, deserialize_with = "given", skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ssr", schema(value_type = Option<DateTime<Utc>>))]
+    #[cfg_attr(feature = "server", schema(value_type = Option<DateTime<Utc>>))]
     pub away_until: Option<Option<DateTime<Utc>>>,
     /// The member (a username) who takes the questions assigned to this person while they are away: someone who
     /// may answer questions (responder, approver or admin), not themselves.
     #[serde(default, deserialize_with = "given", skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ssr", schema(value_type = Option<String>))]
+    #[cfg_attr(feature = "server", schema(value_type = Option<String>))]
     pub delegate: Option<Option<String>>,
 }
 
@@ -140,26 +140,26 @@ impl MemberUpdate {
 /// for them while they are away. A field given as `null` removes the address (or ends the absence); an absent one
 /// keeps it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct AddressUpdate {
     /// An email address (`alice@example.com`), at most 254 characters.
     #[serde(default, deserialize_with = "given", skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ssr", schema(value_type = Option<String>, max_length = 254))]
+    #[cfg_attr(feature = "server", schema(value_type = Option<String>, max_length = 254))]
     pub email: Option<Option<String>>,
     /// A Slack user id: `U` or `W` and 2..=30 upper-case letters or digits.
     #[serde(default, deserialize_with = "given", skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ssr", schema(value_type = Option<String>, pattern = r"^[UW][A-Z0-9]{2,30}$"))]
+    #[cfg_attr(feature = "server", schema(value_type = Option<String>, pattern = r"^[UW][A-Z0-9]{2,30}$"))]
     pub slack_user_id: Option<Option<String>>,
     /// Away until this time, handing assigned questions to `delegate` meanwhile; `null` ends the
     /// absence. Given together with `delegate`.
     #[serde(default, deserialize_with = "given", skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ssr", schema(value_type = Option<DateTime<Utc>>))]
+    #[cfg_attr(feature = "server", schema(value_type = Option<DateTime<Utc>>))]
     pub away_until: Option<Option<DateTime<Utc>>>,
     /// The member (a username) who takes the questions assigned to this person while they are away: someone who
     /// may answer questions (responder, approver or admin), not themselves.
     #[serde(default, deserialize_with = "given", skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ssr", schema(value_type = Option<String>))]
+    #[cfg_attr(feature = "server", schema(value_type = Option<String>))]
     pub delegate: Option<Option<String>>,
 }
 
@@ -212,7 +212,7 @@ impl MinUrgency {
 
 /// One channel's threshold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ChannelPreference {
     pub min_urgency: MinUrgency,
@@ -221,7 +221,7 @@ pub struct ChannelPreference {
 /// `GET` and `PUT /me/notifications`: per channel, the lowest urgency that reaches the person. A channel left out
 /// of a `PUT` takes its default: web UI and push for all, email and Slack for `high` and above.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NotificationPreferences {
     #[serde(default = "low")]
@@ -250,7 +250,7 @@ impl Default for NotificationPreferences {
 
 /// An API token as listed (`GET /tokens`): never its secret.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct TokenInfo {
     pub id: Uuid,
     pub name: String,
@@ -266,18 +266,18 @@ pub struct TokenInfo {
 
 /// The body of `POST /tokens`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NewToken {
     /// 1..=100 characters, not only spaces, for people to recognise it by.
-    #[cfg_attr(feature = "ssr", schema(min_length = 1, max_length = 100, pattern = r"\S"))]
+    #[cfg_attr(feature = "server", schema(min_length = 1, max_length = 100, pattern = r"\S"))]
     pub name: String,
     pub role: Role,
 }
 
 /// The answer of `POST /tokens`: the only time the secret is ever shown. `Debug` leaves the secret out.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct CreatedToken {
     pub token: TokenInfo,
     /// `hp_` followed by 40 characters. Only its hash is kept: copy it now.
@@ -286,20 +286,20 @@ pub struct CreatedToken {
 
 /// The body of `POST /me/password`. `Debug` leaves the passwords out.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct PasswordChange {
     /// Required once a password is set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_password: Option<String>,
     /// 10..=256 characters.
-    #[cfg_attr(feature = "ssr", schema(min_length = 10, max_length = 256))]
+    #[cfg_attr(feature = "server", schema(min_length = 10, max_length = 256))]
     pub new_password: String,
 }
 
 /// `GET /me`: who the caller is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct Me {
     pub id: Uuid,
     /// `user` for a person's account, `token` for an API token.

@@ -9,7 +9,7 @@ use super::{DeliveryStatus, EventType};
 
 /// The body of `POST /api/v1/webhooks`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NewWebhook {
     /// Where events are sent: an `http` or `https` URL of at most 2 000 characters, not into a private, loopback or
@@ -24,7 +24,7 @@ pub struct NewWebhook {
 
 /// The body of `PATCH /api/v1/webhooks/{id}`: what is given changes, the rest stays.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct WebhookPatch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -40,7 +40,7 @@ pub struct WebhookPatch {
 
 /// A webhook subscription as the API shows it (its secret only once, when it is created).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct Webhook {
     pub id: Uuid,
     pub url: String,
@@ -58,7 +58,7 @@ pub struct Webhook {
 
 /// A new subscription with the secret its deliveries are signed with, shown this once.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct CreatedWebhook {
     #[serde(flatten)]
     pub webhook: Webhook,
@@ -68,14 +68,14 @@ pub struct CreatedWebhook {
 
 /// A workspace's subscriptions, oldest first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct WebhookList {
     pub items: Vec<Webhook>,
 }
 
 /// One event (or test message) sent, or to be sent, to one endpoint.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct WebhookDelivery {
     pub id: Uuid,
     /// The subscription it goes to; `null` for a question's `callback_url`.
@@ -105,7 +105,7 @@ pub struct WebhookDelivery {
 
 /// A page of deliveries, newest first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct WebhookDeliveryPage {
     pub items: Vec<WebhookDelivery>,
     pub next_cursor: Option<String>,
@@ -114,7 +114,7 @@ pub struct WebhookDeliveryPage {
 /// The secret the events sent to questions' `callback_url`s are signed with (`GET`/`POST
 /// /api/v1/webhooks/callback-secret`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct CallbackSecret {
     /// `whsec_` + base64 of the key.
     pub secret: String,

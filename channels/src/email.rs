@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use app::types::{Question, QuestionKind, ResponseType};
+use holdpoint_types::{Question, QuestionKind, ResponseType};
 pub use lettre::message::Mailbox;
 use lettre::message::MultiPart;
 use lettre::message::header::{HeaderName, HeaderValue};
@@ -168,11 +168,11 @@ fn classify(error: &SmtpError) -> DeliveryOutcome {
 
 /// A question's subject as a delivery of `cause` says it: a reminder and an escalation say so first, so the second
 /// message about a question is not mistaken for the first.
-pub fn subject_for(cause: app::types::DeliveryCause, subject: &str) -> String {
+pub fn subject_for(cause: holdpoint_types::DeliveryCause, subject: &str) -> String {
     match cause {
-        app::types::DeliveryCause::Asked => subject.to_owned(),
-        app::types::DeliveryCause::Reminded => format!("Reminder: {subject}"),
-        app::types::DeliveryCause::Escalated => format!("Escalated to you: {subject}"),
+        holdpoint_types::DeliveryCause::Asked => subject.to_owned(),
+        holdpoint_types::DeliveryCause::Reminded => format!("Reminder: {subject}"),
+        holdpoint_types::DeliveryCause::Escalated => format!("Escalated to you: {subject}"),
     }
 }
 
@@ -232,7 +232,7 @@ pub fn render_question(question: &Question, links: &[ActionLink], open_url: &str
 
 fn render_text(
     question: &Question,
-    action: Option<&app::types::ApprovalAction>,
+    action: Option<&holdpoint_types::ApprovalAction>,
     links: &[ActionLink],
     open_url: &str,
 ) -> String {
@@ -285,7 +285,7 @@ fn escape_attribute(text: &str) -> String {
 
 fn render_html(
     question: &Question,
-    action: Option<&app::types::ApprovalAction>,
+    action: Option<&holdpoint_types::ApprovalAction>,
     links: &[ActionLink],
     open_url: &str,
 ) -> String {
@@ -306,7 +306,7 @@ fn render_html(
     }
     out.push_str("</table>\n");
     if !question.body.trim().is_empty() {
-        out.push_str(&format!("<div>{}</div>\n", app::markdown::to_html(&question.body)));
+        out.push_str(&format!("<div>{}</div>\n", holdpoint_types::markdown::to_html(&question.body)));
     }
     let pre = "background:#f4f4f5;padding:8px;border-radius:4px;white-space:pre-wrap;font-size:13px";
     if let Some(action) = action {
@@ -350,8 +350,8 @@ fn render_html(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::channels::test_questions::*;
-    use crate::channels::{EMAIL_MAX_CHOICES, quick_answers};
+    use crate::test_questions::*;
+    use crate::{EMAIL_MAX_CHOICES, quick_answers};
 
     fn links(question: &Question) -> Vec<ActionLink> {
         quick_answers(question, EMAIL_MAX_CHOICES)

@@ -26,7 +26,7 @@ wire_enum! {
 /// `hash` is SHA-256 over `prev_hash` and the entry's fields (docs/decisions.md, "Audit log", says exactly how), so
 /// an auditor can check a JSONL export without the database.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct AuditEntry {
     pub id: Uuid,
     pub workspace_id: Uuid,

@@ -2,10 +2,12 @@
 //! calls to a local stand-in that checks them against Slack's documented shapes and Block Kit's limits, and web
 //! pushes decrypted and verified by an independent implementation of RFC 8291 and RFC 8292.
 
-mod email;
-mod push_service;
-mod python;
-mod slack;
-mod slack_standin;
-mod smtp;
-mod web_push;
+pub mod email;
+pub mod mailing;
+pub mod push_service;
+pub mod python;
+pub mod receiver;
+pub mod slack;
+pub mod slack_standin;
+pub mod smtp;
+pub mod web_push;

@@ -19,7 +19,7 @@ use serde_json::Value;
 use sha2::Sha256;
 use uuid::Uuid;
 
-use app::types::Question;
+use holdpoint_types::Question;
 
 use super::{Channel, QuickAnswer};
 
@@ -390,7 +390,7 @@ mod tests {
     #[test]
     fn an_approval_gets_an_approve_and_a_reject_link_for_its_recipient() {
         let key = ActionLinkKey::generate();
-        let question = crate::channels::test_questions::approval();
+        let question = crate::test_questions::approval();
         let recipient = Uuid::now_v7();
         let links = links_for(&key, &question, recipient, Channel::Email, 6, "https://hp.example.com", now());
         assert_eq!(links.len(), 2);

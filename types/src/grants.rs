@@ -23,7 +23,7 @@ wire_enum! {
 /// What a call's arguments must be for a grant to let it through: `{"equals": …}` or `{"command_prefix": …,
 /// "other_arguments": {…}}`. Every argument is covered: no matcher leaves one free.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(untagged, deny_unknown_fields)]
 pub enum ArgumentMatcher {
     /// Exactly these arguments (JSON equality).
@@ -37,7 +37,7 @@ pub enum ArgumentMatcher {
         /// missing from the call. Recorded from the approved call when the grant is made, so a request may leave
         /// it out; given, it must be the approved call's.
         #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
-        #[cfg_attr(feature = "ssr", schema(value_type = Object))]
+        #[cfg_attr(feature = "server", schema(value_type = Object))]
         other_arguments: serde_json::Map<String, Value>,
     },
 }
@@ -51,7 +51,7 @@ impl ArgumentMatcher {
 
 /// The `grant` of an approval's answer: make this call's kind a grant as it is approved.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct GrantRequest {
     pub scope: GrantScope,
@@ -60,13 +60,13 @@ pub struct GrantRequest {
     pub matcher: Option<ArgumentMatcher>,
     /// How long it lasts: 60 s ..= 30 days, default 24 h.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ssr", schema(minimum = 60, maximum = 2_592_000))]
+    #[cfg_attr(feature = "server", schema(minimum = 60, maximum = 2_592_000))]
     pub expires_in_seconds: Option<i64>,
 }
 
 /// A grant as the API shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct Grant {
     pub id: Uuid,
     pub scope: GrantScope,
@@ -100,7 +100,7 @@ pub struct Grant {
 /// `GET /questions/{id}/approved-before`: how often the same call (tool and arguments) was approved by a person
 /// in the last 30 days, for the offer to make it a grant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct ApprovedBefore {
     pub approved_by_hand: u32,
 }
