@@ -383,7 +383,6 @@ mod tests {
     use crate::store::sqlite::*;
     use crate::store::test_postgres::PostgresSchema;
     use crate::store::token_cache::TokenCache;
-    use app::types::{AnswerBody, Resolution};
     use sqlx::PgPool;
 
     /// A SQLite database file of one test's own, removed with its WAL when the test ends.
