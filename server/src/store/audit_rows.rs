@@ -94,7 +94,7 @@ impl AuditActor {
 pub struct NewAuditEntry {
     pub workspace_id: Uuid,
     pub actor: AuditActor,
-    /// e.g. `question.answered` (see [`crate::audit::action`]).
+    /// e.g. `question.answered` (see [`crate::actions`]).
     pub action: String,
     /// e.g. `question`, `tool_call`, `run`, `token`, `session`, `user`.
     pub subject_type: String,

@@ -6,8 +6,9 @@
 //! ([`SqlBackend::read`]) or inside a write ([`SqlBackend::begin_write`], [`SqlBackend::commit_write`]), through
 //! [`Sql`]. What really differs stays behind the trait: how a write opens and commits (SQLite's group commit on one
 //! writer, PostgreSQL's transaction whose events get their ids at commit), how an event and its audit entry are
-//! appended, and the dialect's few words ([`SqlBackend::FOR_UPDATE`], [`SqlBackend::SKIP_LOCKED`]). The hot paths of a
-//! HITL cycle (asking and resolving a question) stay each backend's own code.
+//! appended, and the dialect's few words ([`SqlBackend::FOR_UPDATE`], [`SqlBackend::FOR_UPDATE_SKIP_LOCKED`]). The
+//! hot paths of a HITL cycle (asking and resolving a question) stay each backend's own code, behind
+//! [`SqlBackend::ask_on_hot_path`] and [`SqlBackend::resolve_on_hot_path`].
 
 use std::borrow::Cow;
 

@@ -1,9 +1,10 @@
 //! Persistence: one [`Store`] trait with a SQLite and a PostgreSQL implementation, chosen by the URL scheme.
 //!
-//! Each backend is plain code of its own (`sqlite`, `postgres`); the SQL they agree on (column lists, statements
-//! with `$N` placeholders, binding rows) is written once in [`sql`], and each states its dialect's differences and
-//! its fast paths in its own code. Every state change appends its event to the log in the same transaction, and every commit that appended events announces the newest event id on a watch channel,
-//! which the event hub follows.
+//! Each domain area (questions, runs, people, outbox, escalation, grants, webhooks) is written once, generic over
+//! [`backend::SqlBackend`], which holds what the two databases do differently: opening and committing a write, appending
+//! events and audit entries, the dialect's few words, and the entry points of each backend's own hot paths (`sqlite`,
+//! `postgres`). Every state change appends its event to the log in the same transaction, and every commit that
+//! appended events announces the newest event id on a watch channel, which the event hub follows.
 
 mod audit_rows;
 mod backend;
