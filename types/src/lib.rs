@@ -813,9 +813,10 @@ impl std::fmt::Debug for SessionInfo {
     }
 }
 
-/// A plain pending-style question for unit tests of the pages and components.
-#[cfg(test)]
-pub(crate) fn sample_question(title: &str, status: QuestionStatus) -> Question {
+/// A plain pending-style question for unit tests of the pages and components (in the UI crate, so not behind
+/// `cfg(test)` of this one; nothing else calls it, and the linker leaves it out of every binary).
+#[doc(hidden)]
+pub fn sample_question(title: &str, status: QuestionStatus) -> Question {
     let now = Utc::now();
     Question {
         id: Uuid::now_v7(),
