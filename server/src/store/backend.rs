@@ -296,8 +296,11 @@ pub(in crate::store) trait SqlBackend: Clone + Send + Sync + 'static {
     async fn tell_others_of_a_revocation(&self, write: &mut Self::Write) -> StoreResult<()>;
 
     /// Locks, for the rest of the write, the rows of `table` (a table or alias of its `FROM`) that a `SELECT` read
-    /// (nothing on SQLite, whose one writer holds the whole database).
-    fn for_update_of(table: &str) -> String;
+    /// ([`SqlBackend::FOR_UPDATE`] narrowed to it; nothing on SQLite, whose one writer holds the whole database).
+    fn for_update_of(table: &str) -> String {
+        if Self::FOR_UPDATE.is_empty() { String::new() } else { format!("{} OF {table}", Self::FOR_UPDATE) }
+    }
+
     // Runs: a statement that writes by itself, and what a write that changes several runs locks first, so that two
     // such writes never wait for each other.
 

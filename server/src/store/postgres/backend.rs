@@ -133,10 +133,6 @@ impl SqlBackend for PostgresStore {
         Ok(())
     }
 
-    fn for_update_of(table: &str) -> String {
-        format!(" FOR UPDATE OF {table}")
-    }
-
     async fn lock_run_and_parent(&self, write: &mut Transaction<'static, Postgres>, run_id: Uuid) -> StoreResult<()> {
         match parent_of(write, run_id).await? {
             Some(parent) => lock_runs(write, &[run_id, parent]).await,

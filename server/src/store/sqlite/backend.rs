@@ -127,10 +127,6 @@ impl SqlBackend for SqliteStore {
         Ok(())
     }
 
-    fn for_update_of(_table: &str) -> String {
-        String::new()
-    }
-
     /// Nothing to lock: `BEGIN IMMEDIATE` on the one writer runs write transactions one at a time.
     async fn lock_run_and_parent(&self, _write: &mut BatchedWrite, _run_id: Uuid) -> StoreResult<()> {
         Ok(())
