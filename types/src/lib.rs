@@ -228,6 +228,7 @@ mod grants;
 pub mod markdown;
 mod notifications;
 mod people;
+mod rules;
 mod runs;
 pub mod time;
 mod webhooks;
@@ -236,6 +237,7 @@ pub use escalation::*;
 pub use grants::*;
 pub use notifications::*;
 pub use people::*;
+pub use rules::*;
 pub use runs::*;
 pub use webhooks::*;
 
