@@ -65,6 +65,12 @@ pub const GRANT_CREATED: &str = "grant.created";
 pub const GRANT_REVOKED: &str = "grant.revoked";
 /// A call a grant let through without asking.
 pub const GRANT_USED: &str = "grant.used";
+/// A workspace's approval rules were saved (with the change).
+pub const RULES_UPDATED: &str = "rules.updated";
+/// A call a dry-run rule would have decided (it decided nothing).
+pub const RULE_DRY_RUN: &str = "rule.dry_run";
+/// A call decided through `POST /decide`.
+pub const RULES_DECIDED: &str = "rules.decided";
 
 /// Every action above, for the audit page's filter.
 pub const ALL: &[&str] = &[
@@ -107,4 +113,7 @@ pub const ALL: &[&str] = &[
     GRANT_CREATED,
     GRANT_USED,
     GRANT_REVOKED,
+    RULES_UPDATED,
+    RULE_DRY_RUN,
+    RULES_DECIDED,
 ];

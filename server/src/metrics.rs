@@ -114,6 +114,14 @@ struct ToolCallLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RuleMatchLabels {
+    /// A rule's name: the workspace admins' document bounds the values.
+    rule: String,
+    /// `enforce` or `dry_run`.
+    mode: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct BuildLabels {
     version: &'static str,
 }
@@ -179,6 +187,7 @@ pub struct Metrics {
     delivery_latency: HistogramFamily<DeliveryChannelLabel>,
     webhook_attempts: Family<WebhookLabels, Counter>,
     webhook_latency: Histogram,
+    rule_matches: Family<RuleMatchLabels, Counter>,
     process: ProcessFigures,
 }
 
@@ -380,7 +389,14 @@ impl Metrics {
             "From an event being queued for an endpoint to the endpoint taking it",
             webhook_latency.clone(),
         );
+        let rule_matches = Family::<RuleMatchLabels, Counter>::default();
+        registry.register(
+            "rule_matches",
+            "Calls an approval rule matched, by rule and mode (enforce, dry_run)",
+            rule_matches.clone(),
+        );
         Metrics {
+            rule_matches,
             deliveries,
             delivery_latency,
             webhook_attempts,
@@ -401,6 +417,11 @@ impl Metrics {
             sse_subscribers,
             http_latency,
         }
+    }
+
+    /// Counts a call approval rule `rule` matched; `mode` is `enforce` or `dry_run`.
+    pub fn rule_matched(&self, rule: &str, mode: &'static str) {
+        self.rule_matches.get_or_create(&RuleMatchLabels { rule: rule.to_owned(), mode }).inc();
     }
 
     /// Counts a run leaving its worker in `status`.

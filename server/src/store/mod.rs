@@ -1,6 +1,6 @@
 //! Persistence: one [`Store`] trait with a SQLite and a PostgreSQL implementation, chosen by the URL scheme.
 //!
-//! Each domain area (questions, runs, people, outbox, escalation, grants, webhooks) is written once, generic over
+//! Each domain area (questions, runs, people, outbox, escalation, grants, webhooks, rules) is written once, generic over
 //! [`backend::SqlBackend`], which holds what the two databases do differently: opening and committing a write, appending
 //! events and audit entries, the dialect's few words, and the entry points of each backend's own hot paths (`sqlite`,
 //! `postgres`). Every state change appends its event to the log in the same transaction, and every commit that
@@ -16,6 +16,7 @@ mod people;
 mod postgres;
 mod questions;
 mod rows;
+mod rules;
 mod run_rows;
 mod runs;
 mod sql;
@@ -48,6 +49,7 @@ pub use outbox::{
 pub use people::*;
 use postgres::PostgresStore;
 pub use rows::*;
+pub use rules::{RulesRow, RulesStore};
 pub use run_rows::*;
 pub use runs::{CascadeRecords, POLICY_DECIDER, RunStore};
 use sqlite::SqliteConnections;
@@ -257,7 +259,7 @@ pub enum Backend {
 /// Everything Holdpoint keeps. Methods that change state append their events in the same transaction.
 #[async_trait]
 pub trait Store:
-    RunStore + PeopleStore + OutboxStore + EscalationStore + WebhookStore + GrantStore + Send + Sync + 'static
+    RunStore + PeopleStore + OutboxStore + EscalationStore + WebhookStore + GrantStore + RulesStore + Send + Sync + 'static
 {
     fn backend(&self) -> Backend;
 
