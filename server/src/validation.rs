@@ -23,6 +23,13 @@ impl FieldErrors {
         self.0.is_empty()
     }
 
+    /// Adds `other`'s errors to these (a field named in both keeps its first message).
+    pub fn merge(&mut self, other: FieldErrors) {
+        for (field, message) in other.0 {
+            self.add(field, message);
+        }
+    }
+
     /// `Ok` if nothing was wrong, else a 422 whose `details.fields` maps each field to what is wrong with it.
     pub fn into_result(self, what: &str) -> Result<(), AppError> {
         if self.0.is_empty() {

@@ -77,6 +77,13 @@ pub enum WorkerCall {
     LetThrough {
         call: ToolCallRow,
     },
+    /// Reply: what the workspace's approval rules decide about a call of this run (`rules::Verdict`), audited and
+    /// counted when `record`.
+    RulesVerdict {
+        tool: String,
+        arguments: serde_json::Value,
+        record: bool,
+    },
     /// Starts a child run of this run (executed by the server). Reply: `Created<RunRow>`.
     CreateRun {
         run: RunRow,

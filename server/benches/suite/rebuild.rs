@@ -117,6 +117,7 @@ async fn measure(db: &FreshDb) -> Result<Samples, String> {
         hub: None,
         bounds: holdpoint::questions::TimeoutBounds { min_seconds: 1, max_seconds: 86_400 },
         sends_on: holdpoint::notifications::SendsOn::default(),
+        rules_cache: Default::default(),
     };
     let result = measure_on(store.as_ref(), &ledger).await;
     drop(ledger);

@@ -11,6 +11,7 @@ mod notifications;
 pub mod openapi;
 mod people;
 mod questions;
+mod rules;
 mod runs;
 pub mod security;
 mod webhooks;
@@ -43,7 +44,8 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(events::router())
         .merge(audit::router())
         .merge(webhooks::router())
-        .merge(grants::router());
+        .merge(grants::router())
+        .merge(rules::router());
     OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .nest("/api/v1", api)
         .merge(health::router())

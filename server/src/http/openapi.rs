@@ -25,6 +25,7 @@ use utoipa::{IntoResponses, Modify, OpenApi};
         (name = "notifications", description = "A person's notification center, and the deliveries of each question"),
         (name = "events", description = "The event log as Server-Sent Events"),
         (name = "grants", description = "\"Always allow\" rules made with approvals, which let matching tool calls through without asking"),
+        (name = "rules", description = "Approval rules: which tool calls run, wait for a person or are refused; and the decision an agent asks for"),
         (name = "webhooks", description = "Events sent to other systems, signed (Standard Webhooks), in order, at least once (admins)"),
         (name = "audit", description = "The hash-chained audit log of decisions and security-relevant actions (admins)"),
         (name = "health", description = "Probes"),

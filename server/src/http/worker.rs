@@ -47,6 +47,7 @@ enum WorkerOp {
     CreateQuestion,
     AgentByName,
     LetThrough,
+    RulesVerdict,
     CreateRun,
     PrepareResume,
     Runs,
@@ -160,6 +161,9 @@ async fn worker_call(
             // The call as stored: the client names which one, the server's copy says what it is.
             let stored = store.tool_call(run.id, call.id).await?.ok_or_else(|| not_this_run("call"))?;
             reply(ledger.let_through(&run, &stored).await?)
+        }
+        WorkerCall::RulesVerdict { tool, arguments, record } => {
+            reply(ledger.rules_verdict(&run, &tool, &arguments, record).await?)
         }
         WorkerCall::CreateRun { run: child, segment, key } => {
             let Some(agent_id) = child.agent_id else {

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use app::types::{
     AnswerBody, ApprovalAction, NewQuestion, Question, QuestionKind, QuestionOption, QuestionStatus, ResumeRequest,
-    ToolDecision,
+    RuleDecision, ToolDecision,
 };
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
@@ -452,9 +452,41 @@ impl HoldpointMcp {
         if let Some(id) = &args.tool_use_id {
             question_context["tool_use_id"] = Value::String(id.clone());
         }
+        // The workspace's approval rules first: a deny refuses at once, an allow lets the call through unasked,
+        // an ask is asked as the rule says (its settings over the caller's: the rule is the admins').
+        let rule_call = crate::rules::ToolCall {
+            tool: &args.tool_name,
+            arguments: &arguments,
+            agent: Some(&caller.principal.name),
+            run: None,
+        };
+        let verdict = self.state.rules().decide(caller.workspace_id(), &rule_call).await.map_err(refusal)?;
+        match verdict.decision {
+            RuleDecision::Deny => {
+                let message = match (&verdict.rule, &verdict.reason) {
+                    (Some(rule), Some(reason)) => format!("Denied by rule {rule}: {reason}"),
+                    (Some(rule), None) => format!("Denied by rule {rule}."),
+                    (None, _) => "Denied by the workspace's approval rules.".to_owned(),
+                };
+                let decision = json!({ "behavior": "deny", "message": message });
+                return Ok(CallToolResult::success(vec![ContentBlock::text(decision.to_string())]));
+            }
+            RuleDecision::Allow => {
+                let decision = json!({ "behavior": "allow", "updatedInput": arguments });
+                return Ok(CallToolResult::success(vec![ContentBlock::text(decision.to_string())]));
+            }
+            RuleDecision::Ask => {}
+        }
+        let ask = verdict.ask;
+        let required_approvals = ask.required_approvals.or(args.required_approvals);
+        let eligible = ask.eligible.or_else(|| args.eligible.clone());
+        let body = match (&verdict.rule, &verdict.reason) {
+            (Some(rule), Some(reason)) => format!("{body}\nRule `{rule}`: {reason}\n"),
+            _ => body,
+        };
         // A grant made earlier (for this token, or the workspace) lets the call through without asking — unless
         // the call needs several approvals or names who may give it: one person's grant does not stand for them.
-        let grantable = args.required_approvals.unwrap_or(1) <= 1 && args.eligible.is_none();
+        let grantable = required_approvals.unwrap_or(1) <= 1 && eligible.is_none();
         let call = crate::grants::Call {
             workspace_id: caller.workspace_id(),
             tool_name: &args.tool_name,
@@ -478,12 +510,14 @@ impl HoldpointMcp {
             body,
             action: Some(ApprovalAction { tool_name: args.tool_name.clone(), arguments: arguments.clone() }),
             // Several people cannot each edit what they all allow.
-            allow_edit: arguments.is_object() && args.required_approvals.unwrap_or(1) <= 1,
+            allow_edit: arguments.is_object() && required_approvals.unwrap_or(1) <= 1 && ask.allow_edit != Some(false),
             context: Some(question_context),
             project: args.project.clone(),
-            timeout_seconds: args.timeout_seconds,
-            required_approvals: args.required_approvals,
-            eligible: args.eligible.clone(),
+            timeout_seconds: ask.timeout_seconds.or(args.timeout_seconds),
+            urgency: ask.urgency,
+            assignee: ask.assignee,
+            required_approvals,
+            eligible,
             ..Default::default()
         };
         let question = self.ask_and_wait(&parts, &context, &caller, input).await?;

@@ -8,6 +8,7 @@
 //! is how a call decided `ask` is asked. Grants are the caller's step, after [`Rules::decide`], and only for `ask`.
 
 pub mod engine;
+pub mod service;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -47,8 +48,9 @@ pub struct RunRef {
     pub project: Option<String>,
 }
 
-/// What the rules decided about a call.
-#[derive(Debug, Clone, PartialEq)]
+/// What the rules decided about a call (serialised for the worker protocol, where a client-executed run asks the
+/// server).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Verdict {
     /// Allow | Ask | Deny.
     pub decision: RuleDecision,
@@ -96,6 +98,24 @@ impl crate::state::App {
 }
 
 impl Rules<'_> {
+    /// The verdict on a tool call of `run` (its agent's name and its project are what the rules see), audited and
+    /// counted when `record`, else only evaluated (to read a decision already recorded, such as its ask settings).
+    pub async fn decide_for_run(
+        &self,
+        run: &crate::store::RunRow,
+        tool: &str,
+        arguments: &serde_json::Value,
+        record: bool,
+    ) -> Result<Verdict, AppError> {
+        let call = ToolCall {
+            tool,
+            arguments,
+            agent: Some(&run.agent.0.name),
+            run: Some(RunRef { id: run.id, project: run.project.clone() }),
+        };
+        if record { self.decide(run.workspace_id, &call).await } else { self.test(run.workspace_id, &call).await }
+    }
+
     /// The workspace's rules, compiled: from memory when the stored version is the one compiled, else read and
     /// compiled once. A stored document that no longer compiles is an error: nothing is decided without it.
     pub async fn compiled(&self, workspace_id: Uuid) -> Result<Arc<CompiledRules>, AppError> {

@@ -7,7 +7,8 @@
 //! it next rebuilds the conversation from the database and goes on from the first tool call that has no result.
 
 use app::types::{
-    AgentSpec, NewQuestion, QuestionKind, QuestionStatus, Resolution, RunStatus, ToolCallStatus, ToolPolicy,
+    AgentSpec, NewQuestion, QuestionKind, QuestionStatus, Resolution, RuleDecision, RunStatus, ToolCallStatus,
+    ToolPolicy,
 };
 use serde_json::{Value, json};
 use sqlx::types::Json;
@@ -214,7 +215,8 @@ async fn advance(rt: &Runtime, run: &RunRow) -> StoreResult<()> {
         step += 1;
         segment_steps += 1;
         let assistant = message(run.id, conversation.next_seq(), step, "assistant", reply);
-        let calls = tool_calls_of(spec, &assistant);
+        let mut calls = tool_calls_of(spec, &assistant);
+        apply_rules(rt, run, &mut calls).await?;
         rt.ledger.append_messages(run, rt.instance, std::slice::from_ref(&assistant), &calls, Some(step)).await?;
         if calls.is_empty() {
             return end_on_answer(rt, run, &assistant).await;
@@ -312,6 +314,46 @@ fn tool_calls_of(spec: &AgentSpec, assistant: &MessageRow) -> Vec<ToolCallRow> {
             }
         })
         .collect()
+}
+
+/// Who decided a call the workspace's approval rules decided, as its tool call records it.
+pub const RULES_DECIDER: &str = crate::rules::RULES_DECIDER;
+
+/// Applies the workspace's approval rules to the calls the agent's policy decided: the stricter of the two
+/// stands (deny > ask > allow), so a rule can make an `auto` call ask or refuse it, and never lets a call the
+/// policy prompts for or never allows run unasked. A call no rule matches keeps the policy's decision — the
+/// policy is the agent's own default — unless the document's default is `deny`: a workspace closed by default
+/// stays closed.
+async fn apply_rules(rt: &Runtime, run: &RunRow, calls: &mut [ToolCallRow]) -> StoreResult<()> {
+    for call in calls.iter_mut() {
+        let decided_by_policy = matches!(
+            call.status,
+            ToolCallStatus::Approved | ToolCallStatus::PendingApproval | ToolCallStatus::Rejected
+        );
+        if !decided_by_policy {
+            continue;
+        }
+        let verdict = rt.ledger.rules_verdict(run, &call.tool_name, &call.input.0, true).await?;
+        let counts = verdict.rule.is_some() || verdict.decision == RuleDecision::Deny;
+        match verdict.decision {
+            _ if !counts || call.status == ToolCallStatus::Rejected => {}
+            RuleDecision::Deny => {
+                call.status = ToolCallStatus::Rejected;
+                call.decided_by = Some(RULES_DECIDER.to_owned());
+                call.decision_comment = Some(match (&verdict.rule, &verdict.reason) {
+                    (Some(rule), Some(reason)) => format!("denied by rule {rule}: {reason}"),
+                    (Some(rule), None) => format!("denied by rule {rule}"),
+                    (None, _) => "denied by the workspace's default rule".to_owned(),
+                });
+            }
+            RuleDecision::Ask if call.status == ToolCallStatus::Approved => {
+                call.status = ToolCallStatus::PendingApproval;
+                call.decided_by = None;
+            }
+            RuleDecision::Ask | RuleDecision::Allow => {}
+        }
+    }
+    Ok(())
 }
 
 async fn settle_open_calls(rt: &Runtime, run: &RunRow, conversation: &Conversation) -> StoreResult<Settled> {
@@ -501,15 +543,34 @@ async fn ask_approval(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow, assist
     if let Some(reasoning) = assistant.content.0["content"].as_str().filter(|t| !t.trim().is_empty()) {
         body.push_str(&format!("\nThe agent said:\n\n> {}\n", reasoning.replace('\n', "\n> ")));
     }
+    // A call a rule asks about is asked as that rule says (who, how many, how soon), with its reason.
+    let verdict = rt.ledger.rules_verdict(run, &call.tool_name, &call.input.0, false).await?;
+    let ask = match (&verdict.rule, verdict.decision) {
+        (Some(rule), RuleDecision::Ask) => {
+            match &verdict.reason {
+                Some(reason) => body.push_str(&format!("\nRule `{rule}`: {reason}\n")),
+                None => body.push_str(&format!("\nAsked by rule `{rule}`.\n")),
+            }
+            verdict.ask
+        }
+        _ => app::types::RuleAsk::default(),
+    };
+    let several = ask.required_approvals.unwrap_or(1) > 1;
     let input = NewQuestion {
         kind: Some(QuestionKind::Approval),
         title: clip(&format!("{}: {summary}", spec.name), 300),
         body: clip(&body, crate::questions::BODY_MAX_BYTES / 2),
         action: Some(app::types::ApprovalAction { tool_name: call.tool_name.clone(), arguments: call.input.0.clone() }),
-        allow_edit: true,
+        // Several people cannot each edit what they all allow.
+        allow_edit: ask.allow_edit.unwrap_or(true) && !several,
         context: Some(json!({ "run_id": run.id, "agent": spec.name, "step": call.step, "call_id": call.call_id })),
         project: run.project.clone(),
         run_id: Some(run.id),
+        urgency: ask.urgency,
+        timeout_seconds: ask.timeout_seconds,
+        assignee: ask.assignee,
+        required_approvals: ask.required_approvals,
+        eligible: ask.eligible,
         ..Default::default()
     };
     let question = match new_question_for(rt, run, call, input).await {

@@ -15,7 +15,7 @@ use crate::metrics::Metrics;
 use crate::questions::{Asking, TimeoutBounds};
 use crate::store::{
     AgentRow, Created, GrantRow, IdempotencyKey, MessageRow, QuestionRow, ResumeOutcome, RunRow, RunTransition,
-    SegmentRow, Store, StoreResult, ToolCallFilter, ToolCallRow,
+    SegmentRow, Store, StoreError, StoreResult, ToolCallFilter, ToolCallRow,
 };
 
 /// A run's state as its executor reads and writes it. Every write is fenced on `owner`'s lease.
@@ -76,6 +76,15 @@ pub trait RunLedger: Send + Sync {
     /// The live grant that lets `call` of `run` through without asking, its use counted and audited;
     /// `None` when a person must be asked.
     async fn let_through(&self, run: &RunRow, call: &ToolCallRow) -> StoreResult<Option<GrantRow>>;
+    /// What the workspace's approval rules decide about a call of `run` of `tool` with `arguments`: audited and
+    /// counted when `record`, else only evaluated.
+    async fn rules_verdict(
+        &self,
+        run: &RunRow,
+        tool: &str,
+        arguments: &serde_json::Value,
+        record: bool,
+    ) -> StoreResult<crate::rules::Verdict>;
 }
 
 /// A run kept in this server's store: the ledger of the server's own workers, and what the worker protocol's
@@ -89,6 +98,8 @@ pub struct LocalLedger {
     pub bounds: TimeoutBounds,
     /// The channels outside Holdpoint's pages questions are delivered on.
     pub sends_on: crate::notifications::SendsOn,
+    /// The workspaces' approval rules, compiled once per saved version for this ledger's runs.
+    pub rules_cache: crate::rules::RulesCache,
 }
 
 impl LocalLedger {
@@ -193,6 +204,20 @@ impl RunLedger for LocalLedger {
     }
     async fn let_through(&self, run: &RunRow, call: &ToolCallRow) -> StoreResult<Option<GrantRow>> {
         crate::grants::let_through(self.store.as_ref(), &crate::grants::call_of_run(run, call), call_record(call)).await
+    }
+    async fn rules_verdict(
+        &self,
+        run: &RunRow,
+        tool: &str,
+        arguments: &serde_json::Value,
+        record: bool,
+    ) -> StoreResult<crate::rules::Verdict> {
+        let rules =
+            crate::rules::Rules { store: self.store.as_ref(), metrics: &self.metrics, cache: &self.rules_cache };
+        rules.decide_for_run(run, tool, arguments, record).await.map_err(|err| match err {
+            AppError::Internal(cause) => StoreError::Corrupt(format!("the approval rules: {cause}")),
+            other => StoreError::Corrupt(format!("the approval rules: {other}")),
+        })
     }
 }
 

@@ -63,7 +63,14 @@ impl Runtime {
         bounds: TimeoutBounds,
         sends_on: SendsOn,
     ) -> Arc<Self> {
-        let ledger = LocalLedger { store, metrics: Arc::clone(&metrics), hub: Some(hub), bounds, sends_on };
+        let ledger = LocalLedger {
+            store,
+            metrics: Arc::clone(&metrics),
+            hub: Some(hub),
+            bounds,
+            sends_on,
+            rules_cache: Default::default(),
+        };
         Arc::new(Runtime {
             ledger: Arc::new(ledger),
             metrics,

@@ -128,6 +128,15 @@ impl RunLedger for RemoteRun {
     async fn let_through(&self, _: &RunRow, call: &ToolCallRow) -> StoreResult<Option<GrantRow>> {
         self.call(WorkerCall::LetThrough { call: call.clone() }).await
     }
+    async fn rules_verdict(
+        &self,
+        _: &RunRow,
+        tool: &str,
+        arguments: &serde_json::Value,
+        record: bool,
+    ) -> StoreResult<crate::rules::Verdict> {
+        self.call(WorkerCall::RulesVerdict { tool: tool.to_owned(), arguments: arguments.clone(), record }).await
+    }
     async fn create_run(
         &self,
         run: &RunRow,
