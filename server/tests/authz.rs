@@ -130,6 +130,13 @@ const MATRIX: &[Row] = &[
     // admin (the fixture's grant was made by the admin: another workspace does not see it).
     row("get", "/api/v1/grants", Plain, [401, 200, 200, 200, 200, 403, 200]),
     row("post", "/api/v1/grants/{id}/revoke", Plain, [401, 403, 403, 403, 200, 403, 404]),
+    // Any member reads the approval rules, checks a document and tries a call; admins save them; whoever may ask
+    // asks for a decision (with no rules saved, `ask` asks an approval question).
+    row("get", "/api/v1/rules", Plain, [401, 200, 200, 200, 200, 200, 200]),
+    row("put", "/api/v1/rules", Plain, [401, 403, 403, 403, 200, 403, 200]),
+    row("post", "/api/v1/rules/check", Plain, [401, 200, 200, 200, 200, 200, 200]),
+    row("post", "/api/v1/rules/test", Plain, [401, 200, 200, 200, 200, 200, 200]),
+    row("post", "/api/v1/decide", Plain, [401, 403, 200, 200, 200, 200, 200]),
     row("get", "/api/v1/runs", Plain, [401, 200, 200, 200, 200, 200, 200]),
     // The other workspace's admin names an agent it cannot see: refused like any unknown agent.
     row("post", "/api/v1/runs", Plain, [401, 403, 201, 201, 201, 201, 422]),
@@ -414,6 +421,11 @@ fn request_for(row: &Row, fixture: &Fixture, n: usize) -> (String, Option<Value>
                      "auth": "tBHItJI5svbpez7KI4CCXg"}})),
         ("put", "/api/v1/escalation-policies", _) => Some(json!({"items": [
             {"kind": "approval", "urgency": "high", "remind_after_seconds": 300}]})),
+        ("put", "/api/v1/rules", _) | ("post", "/api/v1/rules/check", _) => {
+            Some(json!({"rules": [{"name": "shell", "tools": ["shell"], "decision": "ask"}]}))
+        }
+        ("post", "/api/v1/rules/test", _) => Some(json!({"tool": "shell", "arguments": {"command": "ls"}})),
+        ("post", "/api/v1/decide", _) => Some(json!({"tool": "shell", "arguments": {"command": "ls"}})),
         ("post", "/api/v1/webhooks", _) => Some(json!({"url": format!("https://93.184.216.34/hook/{n}"),
             "events": ["question_expired"]})),
         ("patch", "/api/v1/webhooks/{id}", _) => Some(json!({"description": "changed"})),

@@ -25,6 +25,7 @@ mod notifications;
 mod openapi;
 mod outbox;
 mod people;
+mod rules;
 mod runs;
 mod sso;
 mod webhooks;
