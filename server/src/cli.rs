@@ -71,6 +71,9 @@ enum Command {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
     },
+    /// Keep the workspace's approval rules in a file: get (as YAML), apply FILE [--check], test a call.
+    #[command(subcommand)]
+    Rules(crate::rules::cli::RulesCommand),
     /// Manage API tokens.
     #[command(subcommand)]
     Token(TokenCommand),
@@ -224,7 +227,8 @@ pub fn main() -> ExitCode {
         | Command::Show(_)
         | Command::Answer(_)
         | Command::Approve(_)
-        | Command::Reject(_) => "warn,sqlx=error",
+        | Command::Reject(_)
+        | Command::Rules(_) => "warn,sqlx=error",
         _ => "info,sqlx=warn,tower_http=info,leptos=warn",
     };
     init_tracing(cli.log_format, filter);
@@ -249,6 +253,7 @@ pub fn main() -> ExitCode {
             Command::Answer(args) => crate::responder::answer(*args).await,
             Command::Approve(args) => crate::responder::approve(*args).await,
             Command::Reject(args) => crate::responder::reject(*args).await,
+            Command::Rules(command) => crate::rules::cli::run(command).await,
             Command::Completions { .. } => Ok(0),
             Command::Token(TokenCommand::Create { workspace, role, name, database }) => {
                 create_token(&workspace, role, &name, &database).await.map(|()| 0).map_err(failed)

@@ -7,6 +7,7 @@
 //! save on another instance is seen at the next call), audits and counts dry-run matches, and [`approval_question`]
 //! is how a call decided `ask` is asked. Grants are the caller's step, after [`Rules::decide`], and only for `ask`.
 
+pub mod cli;
 pub mod engine;
 pub mod service;
 
