@@ -10,11 +10,13 @@ use super::{AssigneeRequest, Eligible, Question, UnknownVariant, Urgency};
 
 wire_enum! {
     /// What a rule (or the document's default) decides about a call. Ordered by strictness: `deny` > `ask` >
-    /// `allow`, and the strictest decision of the rules that match wins.
+    /// `allow`, and the strictest decision of the rules that match wins. A call no rule decides is asked about.
+    #[derive(Default)]
     RuleDecision {
         /// The call runs without asking.
         Allow = "allow",
         /// A person is asked to approve the call first.
+        #[default]
         Ask = "ask",
         /// The call is refused, with the rule's reason.
         Deny = "deny",
@@ -32,26 +34,15 @@ impl RuleDecision {
     }
 }
 
-impl Default for RuleDecision {
-    /// A call no rule decides is asked about.
-    fn default() -> Self {
-        RuleDecision::Ask
-    }
-}
-
 wire_enum! {
     /// Whether a rule decides calls or only records that it would have.
+    #[derive(Default)]
     RuleMode {
         /// The rule decides the calls it matches.
+        #[default]
         Enforce = "enforce",
         /// The rule never decides: each call it would have matched is audited (`rule.dry_run`) and counted.
         DryRun = "dry_run",
-    }
-}
-
-impl Default for RuleMode {
-    fn default() -> Self {
-        RuleMode::Enforce
     }
 }
 

@@ -414,7 +414,7 @@ mod tests {
     }
 
     fn errors(value: Value) -> String {
-        let err = compile(&document(value), 1).err().expect("the document is refused");
+        let err = compile(&document(value), 1).expect_err("the document is refused");
         format!("{err:?}")
     }
 
