@@ -17,6 +17,7 @@ mod postgres;
 mod questions;
 mod rows;
 mod run_rows;
+mod run_steps;
 mod runs;
 mod sql;
 mod sqlite;
