@@ -13,6 +13,7 @@ mod grants;
 mod idempotency;
 mod outbox;
 mod people;
+mod people_rows;
 mod postgres;
 mod questions;
 mod rows;
@@ -47,6 +48,7 @@ pub use outbox::{
     NotificationRow, OutboxStore, PushSubscriptionRow, Reach,
 };
 pub use people::*;
+pub use people_rows::*;
 use postgres::PostgresStore;
 pub use rows::*;
 pub use run_rows::*;
