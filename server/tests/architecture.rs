@@ -3,7 +3,9 @@
 //! importing a use case or a door, or a use case importing a door. An import from above to below is the normal
 //! direction, so no upward import means no cycle between the doors, the use cases and the store. Inside the layer of
 //! the use cases, modules import each other; a second test fails when those imports go round in a circle, so that
-//! each use case can be read, tested and changed with only the ones below it in mind.
+//! each use case can be read, tested and changed with only the ones below it in mind. A third test holds the store
+//! to what a crate of its own would be held to: no file under store/ names a module above it, not in its unit tests
+//! nor in a doc link.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -75,25 +77,29 @@ fn layer_of(module: &str) -> Option<usize> {
 }
 
 /// A file's code without its unit-test module (`#[cfg(test)] mod tests`, last in a file by convention): tests are
-/// built into no binary, and a store test may check what the store wrote with a use case's own verifier.
+/// built into no binary. The store is held to more (see [`store_names_above_it`]).
 fn without_test_module(source: &str) -> &str {
     source.find("#[cfg(test)]\nmod tests").map_or(source, |at| &source[..at])
+}
+
+/// The top-level modules `text` names as `crate::<module>`, wherever it names them.
+fn crate_paths_in(text: &str, named: &mut BTreeSet<String>) {
+    let mut rest = text;
+    while let Some(at) = rest.find("crate::") {
+        let after = &rest[at + "crate::".len()..];
+        let name: String = after.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        if !name.is_empty() {
+            named.insert(name);
+        }
+        rest = after;
+    }
 }
 
 /// The top-level modules `source` names as `crate::<module>`, outside comments and the unit-test module.
 fn crate_modules_named(source: &str) -> BTreeSet<String> {
     let mut named = BTreeSet::new();
     for line in without_test_module(source).lines() {
-        let code = line.split("//").next().unwrap_or_default();
-        let mut rest = code;
-        while let Some(at) = rest.find("crate::") {
-            let after = &rest[at + "crate::".len()..];
-            let name: String = after.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-            if !name.is_empty() {
-                named.insert(name);
-            }
-            rest = after;
-        }
+        crate_paths_in(line.split("//").next().unwrap_or_default(), &mut named);
     }
     named
 }
@@ -179,6 +185,55 @@ fn the_check_catches_a_store_module_that_imports_a_use_case_or_a_door() {
     assert_eq!(upward_imports(&channel).unwrap(), expected, "a channel may not reach into the store");
     let unplaced = vec![("newdoor.rs".to_owned(), String::new())];
     assert!(upward_imports(&unplaced).is_err(), "a new module must be placed in a layer");
+}
+
+/// `(file, named module)` of every module outside the store and the layers below it that a file under store/ names,
+/// among `files` (path under server/src, source): in its code, its unit tests and its doc comments alike. The store
+/// is to be a crate of its own, which could not name the use cases or the doors at all: a test that needs a use case
+/// belongs to the API tests, and an intra-doc link to a use case would point nowhere.
+fn store_names_above_it(files: &[(String, String)]) -> BTreeSet<(String, String)> {
+    let store = layer_of("store").expect("the store's layer");
+    let mut above = BTreeSet::new();
+    for (file, source) in files.iter().filter(|(file, _)| file.starts_with("store/")) {
+        let mut named = BTreeSet::new();
+        crate_paths_in(source, &mut named);
+        for module in named {
+            if layer_of(&module).is_none_or(|layer| layer > store) {
+                above.insert((file.clone(), module));
+            }
+        }
+    }
+    above
+}
+
+#[test]
+fn the_store_names_no_module_above_it_not_even_in_its_tests() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&root, &root, &mut files);
+    assert!(files.iter().filter(|(file, _)| file.starts_with("store/")).count() > 10, "the store's files are read");
+    let found = store_names_above_it(&files);
+    assert!(found.is_empty(), "the store names modules above it (in code, tests or doc links): {found:?}");
+}
+
+#[test]
+fn the_store_check_catches_a_name_in_tests_and_doc_links_and_nothing_below() {
+    let files = vec![
+        ("store/rows.rs".to_owned(), "//! Checked with [`crate::audit::verify`].\nuse crate::store::now;\n".to_owned()),
+        (
+            "store/sql.rs".to_owned(),
+            "use crate::egress;\n#[cfg(test)]\nmod tests {\n    fn f() { crate::questions::transition(); }\n}\n"
+                .to_owned(),
+        ),
+        ("store/sqlite/mod.rs".to_owned(), "fn g() { crate::newthing::h(); }\n".to_owned()),
+        ("questions/mod.rs".to_owned(), "use crate::http::limits;\n".to_owned()),
+    ];
+    let expected: BTreeSet<(String, String)> =
+        [("store/rows.rs", "audit"), ("store/sql.rs", "questions"), ("store/sqlite/mod.rs", "newthing")]
+            .into_iter()
+            .map(|(file, module)| (file.to_owned(), module.to_owned()))
+            .collect();
+    assert_eq!(store_names_above_it(&files), expected);
 }
 
 /// The layer whose modules may import each other, as long as they form no cycle.

@@ -1,6 +1,6 @@
 //! Audit log rows, the inputs of the audit store methods, and the chain's format: how an entry is sealed with the
 //! hash of the one before it. The store appends and seals entries (see `append_audit_in` in [`super::sql`]);
-//! what each action records is the use cases' ([`crate::audit`] builds and verifies).
+//! what each action records, and verifying the chains, are the use cases'.
 
 use std::fmt::Write as _;
 
@@ -94,7 +94,7 @@ impl AuditActor {
 pub struct NewAuditEntry {
     pub workspace_id: Uuid,
     pub actor: AuditActor,
-    /// e.g. `question.answered` (see [`crate::actions`]).
+    /// e.g. `question.answered`, one of the names of the use cases' vocabulary of actions.
     pub action: String,
     /// e.g. `question`, `tool_call`, `run`, `token`, `session`, `user`.
     pub subject_type: String,

@@ -222,78 +222,64 @@ pub(in crate::store) mod on_postgres {
 /// PostgreSQL store.
 #[async_trait]
 pub(in crate::store) trait SqlBackend: Clone + Send + Sync + 'static {
+    // The backend itself: which database, and what it keeps in memory of the workspaces and of the tokens it saw.
+
+    /// Which database this is.
+    const BACKEND: Backend;
+
+    /// What this store keeps in memory of each workspace.
+    fn caches(&self) -> &super::Caches;
+
+    /// The tokens this instance has recently seen valid (see `token_cache`).
+    fn token_cache(&self) -> &TokenCache;
+
+    // Connections, and opening and committing writes: a write commits whole or not at all (SQLite's batches on its
+    // one writer, PostgreSQL's transactions).
+
     /// A write in progress: its statements commit together or not at all.
     type Write: Sql;
+
     /// Connections a statement runs on by itself: the read connections ([`SqlBackend::read`]) or the write
     /// connection ([`SqlBackend::write_alone`]).
     type Read<'a>: Sql
     where
         Self: 'a;
 
-    /// Locks the rows a `SELECT` read for the rest of the write (nothing on SQLite, whose one writer holds the
-    /// whole database).
-    const FOR_UPDATE: &'static str;
-    /// Locks the rows a `SELECT` read, passing over those another instance holds (nothing on SQLite).
-    const FOR_UPDATE_SKIP_LOCKED: &'static str;
-
-    fn read(&self) -> Self::Read<'_>;
-
-    /// What this store keeps in memory of each workspace.
-    fn caches(&self) -> &super::Caches;
-
-    async fn begin_write(&self) -> StoreResult<Self::Write>;
-
-    /// Commits the write, and tells the event hub of `last_event`, the newest event it appended, if any.
-    async fn commit_write(&self, write: Self::Write, last_event: Option<i64>) -> StoreResult<()>;
-
-    /// Appends an event inside the write; its id.
-    async fn append_event_in(&self, write: &mut Self::Write, event: &NewEvent) -> StoreResult<i64>;
-
-    /// Appends an audit entry to its workspace's chain inside the write, so it commits if and only if the change it
-    /// records does.
-    async fn append_audit_in(&self, write: &mut Self::Write, entry: &NewAuditEntry) -> StoreResult<AuditRow>;
-
-    /// Appends an event and then an audit entry inside the write; the event's id.
-    async fn append_event_and_audit_in(
-        &self,
-        write: &mut Self::Write,
-        event: &NewEvent,
-        entry: &NewAuditEntry,
-    ) -> StoreResult<i64>;
-
-    // Grants: the dialect's JSON operators.
-    /// The condition, beginning with its own ` AND `, that an approval question's `action` called tool `$2` with
-    /// the arguments `$3` (bound as `sqlx::types::Json`) and its `response` approved it.
-    const APPROVED_CALL: &'static str;
-
-    // Outbox and webhooks: writes of one statement, and claims across instances.
     /// Connections where a write of one statement runs on its own, committed when it returns.
     type Alone<'a>: Sql
     where
         Self: 'a;
+
+    fn read(&self) -> Self::Read<'_>;
 
     /// Where a write of one statement runs on its own, outside any write in progress, committed when it returns;
     /// and where a read runs that must see the writes begun before it (SQLite's writer connection, where it waits
     /// for the batch in progress to commit; PostgreSQL's pool).
     fn write_alone(&self) -> Self::Alone<'_>;
 
-    /// The condition of a claim's `UPDATE` of a table with `claimed_until`: its `id` is one of those `due` selects (a
-    /// `SELECT` of the ids of rows due and not claimed at `$1`; `of`, the claimed table's alias in it, where it joins
-    /// others). Each row goes to one claimer, across instances.
-    fn claimable(due: &str, of: Option<&str>) -> String;
+    async fn begin_write(&self) -> StoreResult<Self::Write>;
+
+    /// Commits the write, and tells the event hub of `last_event`, the newest event it appended, if any.
+    async fn commit_write(&self, write: Self::Write, last_event: Option<i64>) -> StoreResult<()>;
+
+    /// Commits a write that appended exactly one event, `event` with id `id` (SQLite hands it to the event hub, which
+    /// passes it on without reading it back).
+    async fn commit_one_event(&self, write: Self::Write, id: i64, event: &NewEvent) -> StoreResult<()>;
 
     /// Ends a write without storing anything of it, before the caller goes on: a dropped PostgreSQL transaction
     /// would keep its row locks until its connection is next used.
     async fn rollback_write(&self, write: Self::Write) -> StoreResult<()>;
 
-    // People: credentials, memberships and round-robin turns.
+    // Locking clauses and locks: what a write locks of the rows it reads to change them, each claim going to one
+    // claimer across instances, and the runs a write that changes several of them locks first, so that two such
+    // writes never wait for each other.
 
-    /// The tokens this instance has recently seen valid (see `token_cache`).
-    fn token_cache(&self) -> &TokenCache;
+    /// Locks the rows a `SELECT` read for the rest of the write (nothing on SQLite, whose one writer holds the
+    /// whole database).
+    const FOR_UPDATE: &'static str;
 
-    /// Has the other instances forget the tokens they trust once the write commits (nothing on SQLite, where no
-    /// other instance trusts any).
-    async fn tell_others_of_a_revocation(&self, write: &mut Self::Write) -> StoreResult<()>;
+    /// Locks the rows a `SELECT` read, passing over those another instance holds (nothing on SQLite).
+    const FOR_UPDATE_SKIP_LOCKED: &'static str;
 
     /// Locks, for the rest of the write, the rows of `table` (a table or alias of its `FROM`) that a `SELECT` read
     /// ([`SqlBackend::FOR_UPDATE`] narrowed to it; nothing on SQLite, whose one writer holds the whole database).
@@ -301,8 +287,15 @@ pub(in crate::store) trait SqlBackend: Clone + Send + Sync + 'static {
         if Self::FOR_UPDATE.is_empty() { String::new() } else { format!("{} OF {table}", Self::FOR_UPDATE) }
     }
 
-    // Runs: a statement that writes by itself, and what a write that changes several runs locks first, so that two
-    // such writes never wait for each other.
+    /// The condition of a claim's `UPDATE` of a table with `claimed_until`: its `id` is one of those `due` selects (a
+    /// `SELECT` of the ids of rows due and not claimed at `$1`; `of`, the claimed table's alias in it, where it joins
+    /// others). Each row goes to one claimer, across instances.
+    fn claimable(due: &str, of: Option<&str>) -> String;
+
+    /// Locks a run for the rest of the write, before one of its questions changes in a way that may resolve it:
+    /// every resolving write of a run's question locks the run first (nothing on SQLite, whose one writer holds the
+    /// whole database).
+    async fn lock_run_in(&self, write: &mut Self::Write, workspace_id: Uuid, run_id: Uuid) -> StoreResult<()>;
 
     /// Before a run's worker releases it, as the write's first statements: locks the run and its parent (which its
     /// ending may requeue), before the write touches any question or the audit chain.
@@ -312,24 +305,21 @@ pub(in crate::store) trait SqlBackend: Clone + Send + Sync + 'static {
     /// the write touches any question or the audit chain.
     async fn lock_run_tree(&self, write: &mut Self::Write, root: Uuid) -> StoreResult<()>;
 
-    // Questions, events, the audit log, workspaces, tokens and sessions (`store::questions`).
+    // SQL dialect pieces: the operators that differ between the databases (JSON, text search).
 
-    /// Which database this is.
-    const BACKEND: Backend;
+    /// The condition, beginning with its own ` AND `, that an approval question's `action` called tool `$2` with
+    /// the arguments `$3` (bound as `sqlx::types::Json`) and its `response` approved it.
+    const APPROVED_CALL: &'static str;
 
-    /// Whether an audit entry takes its place in its chain only when its write commits (PostgreSQL's drafts), so
-    /// that what [`SqlBackend::append_audit_in`] returned is not yet the entry as stored.
-    const SEALS_AUDIT_AT_COMMIT: bool;
+    /// Appends the text search's condition (on a question's title and body) to `statement`.
+    fn push_text_match(statement: &mut Statement<'_>, text: &str);
 
-    /// Where this store announces the events it committed, for the event hub.
-    fn committed(&self) -> &watch::Sender<Committed>;
+    // Asking and resolving a question: the hot paths' entry points, and the general path's steps that differ per
+    // database.
 
     /// The thread the writes of a question run on (asking, resolving, changing it while pending), when the caller
     /// runs on another: SQLite's writer has one of its own; PostgreSQL's writes run anywhere.
     fn writer_elsewhere(&self) -> Option<&WriterThread>;
-
-    /// Appends the text search's condition (on a question's title and body) to `statement`.
-    fn push_text_match(statement: &mut Statement<'_>, text: &str);
 
     /// Asks a question of no run, without an idempotency key and with nothing else to write, on this backend's hot
     /// path (SQLite's direct connection, PostgreSQL's write batches); `None` if that path did not write it.
@@ -361,12 +351,34 @@ pub(in crate::store) trait SqlBackend: Clone + Send + Sync + 'static {
     /// as `Bind::bind_resolved` binds them, returning the question's id if it changed the row).
     async fn begin_resolving(&self) -> StoreResult<(Self::Write, Cow<'static, str>)>;
 
-    /// Locks a run for the rest of the write, before one of its questions changes in a way that may resolve it:
-    /// every resolving write of a run's question locks the run first (nothing on SQLite, whose one writer holds the
-    /// whole database).
-    async fn lock_run_in(&self, write: &mut Self::Write, workspace_id: Uuid, run_id: Uuid) -> StoreResult<()>;
+    // Events and audit entries, appended inside a write so that they commit if and only if the change they record
+    // does.
 
-    /// Commits a write that appended exactly one event, `event` with id `id` (SQLite hands it to the event hub, which
-    /// passes it on without reading it back).
-    async fn commit_one_event(&self, write: Self::Write, id: i64, event: &NewEvent) -> StoreResult<()>;
+    /// Whether an audit entry takes its place in its chain only when its write commits (PostgreSQL's drafts), so
+    /// that what [`SqlBackend::append_audit_in`] returned is not yet the entry as stored.
+    const SEALS_AUDIT_AT_COMMIT: bool;
+
+    /// Appends an event inside the write; its id.
+    async fn append_event_in(&self, write: &mut Self::Write, event: &NewEvent) -> StoreResult<i64>;
+
+    /// Appends an audit entry to its workspace's chain inside the write, so it commits if and only if the change it
+    /// records does.
+    async fn append_audit_in(&self, write: &mut Self::Write, entry: &NewAuditEntry) -> StoreResult<AuditRow>;
+
+    /// Appends an event and then an audit entry inside the write; the event's id.
+    async fn append_event_and_audit_in(
+        &self,
+        write: &mut Self::Write,
+        event: &NewEvent,
+        entry: &NewAuditEntry,
+    ) -> StoreResult<i64>;
+
+    // Notifications: telling this instance's event hub of committed events, and the other instances of revocations.
+
+    /// Where this store announces the events it committed, for the event hub.
+    fn committed(&self) -> &watch::Sender<Committed>;
+
+    /// Has the other instances forget the tokens they trust once the write commits (nothing on SQLite, where no
+    /// other instance trusts any).
+    async fn tell_others_of_a_revocation(&self, write: &mut Self::Write) -> StoreResult<()>;
 }

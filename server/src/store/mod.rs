@@ -13,11 +13,13 @@ mod grants;
 mod idempotency;
 mod outbox;
 mod people;
+mod people_rows;
 mod postgres;
 mod questions;
 mod rows;
 mod rules;
 mod run_rows;
+mod run_steps;
 mod runs;
 mod sql;
 mod sqlite;
@@ -47,6 +49,7 @@ pub use outbox::{
     NotificationRow, OutboxStore, PushSubscriptionRow, Reach,
 };
 pub use people::*;
+pub use people_rows::*;
 use postgres::PostgresStore;
 pub use rows::*;
 pub use rules::{RulesRow, RulesStore};

@@ -555,7 +555,7 @@ async fn requeue_and_commit<B: SqlBackend>(
     let resolved = &transition.resolved;
     let requeued = match resolved.run_id {
         Some(run_id) => {
-            super::runs::requeue_if_unheld(backend, &mut write, resolved.workspace_id, run_id, resolved.updated_at)
+            super::run_steps::requeue_if_unheld(backend, &mut write, resolved.workspace_id, run_id, resolved.updated_at)
                 .await?
         }
         None => None,
