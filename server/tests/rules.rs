@@ -22,6 +22,7 @@ on_both_backends!(
     a_dry_run_rule_is_audited_and_counted_but_decides_nothing,
     a_condition_that_fails_to_evaluate_fails_closed,
     decide_asks_and_with_wait_answers_once_a_person_decides,
+    decide_asks_as_the_caller_wishes_where_the_rule_is_silent_and_returns_the_edited_arguments,
     a_grant_lets_an_ask_through_but_never_a_deny,
     the_executor_obeys_the_rules_over_the_agents_own_policy,
     mcp_request_approval_obeys_the_rules,
@@ -285,6 +286,85 @@ async fn decide_asks_and_with_wait_answers_once_a_person_decides(backend: common
     let entries = audit(&app, "rules.decided").await;
     assert_eq!(entries.len(), 2, "every decide is audited");
     assert!(entries.iter().any(|e| e["after"]["decision"] == "allow" && e["after"]["rule"] == "deploys"));
+}
+
+async fn decide_with_key(app: &TestApp, token: &str, key: &str, body: Value) -> common::TestResponse {
+    let request = axum::http::Request::post("/api/v1/decide")
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", "application/json")
+        .header("idempotency-key", key)
+        .body(axum::body::Body::from(body.to_string()))
+        .unwrap();
+    app.send(request).await
+}
+
+async fn decide_asks_as_the_caller_wishes_where_the_rule_is_silent_and_returns_the_edited_arguments(
+    backend: common::Backend,
+) {
+    let Some(app) = TestApp::start(backend).await else { return };
+    save(
+        &app,
+        json!({ "rules": [
+            { "name": "payments", "tools": ["pay"], "decision": "ask", "ask": { "urgency": "high" } },
+            { "name": "allowed", "tools": ["read"], "decision": "allow" },
+        ], "default": "ask" }),
+    )
+    .await;
+    let agent = app.create_token("default", Role::Agent).await;
+    let wishes = json!({ "title": "Pay the invoice?", "body": "Invoice 7", "urgency": "low", "allow_edit": true,
+        "project": "books", "context": { "invoice": 7, "source": "mine" },
+        "default_response": { "value": true }, "timeout_seconds": 600 });
+    let call = json!({ "tool": "pay", "arguments": { "amount": 1500 }, "question": wishes });
+    let asked = decide_with_key(&app, &agent, "pay-7", call.clone()).await;
+    assert_eq!(asked.status, StatusCode::OK, "{}", asked.text);
+    let question = &asked.json["question"];
+    assert_eq!(question["title"], "Pay the invoice?");
+    assert!(question["body"].as_str().unwrap().starts_with("Invoice 7\n\n"), "{question}");
+    assert_eq!(question["urgency"], "high", "the rule's own setting wins over the caller's");
+    assert_eq!((question["allow_edit"].clone(), question["project"].clone()), (json!(true), json!("books")));
+    assert_eq!(question["context"], json!({ "invoice": 7, "source": "mine", "rule": "payments" }));
+    assert_eq!(question["default_response"], Value::Null, "a rule that asks wants a person, never the agent's default");
+    assert!(asked.json.get("arguments").is_none(), "nothing to call with before it is allowed: {}", asked.json);
+
+    // The same key asks once: a retry (here one that waits) gets the first question, and its outcome once decided.
+    let id = question["id"].as_str().unwrap().to_owned();
+    let edited = app
+        .post(
+            &format!("/api/v1/questions/{id}/answer"),
+            json!({ "value": true, "comment": "half now", "edited_arguments": { "amount": 750 } }),
+        )
+        .await;
+    assert_eq!(edited.status, StatusCode::OK, "{}", edited.text);
+    let mut waiting = call.clone();
+    waiting["wait"] = json!(true);
+    let again = decide_with_key(&app, &agent, "pay-7", waiting).await;
+    assert_eq!(again.status, StatusCode::OK, "{}", again.text);
+    assert_eq!(again.json["question"]["id"], id.as_str());
+    assert_eq!(again.json["decision"], "allow", "{}", again.json);
+    assert_eq!(again.json["arguments"], json!({ "amount": 750 }), "the approver's edit is what to call with");
+    assert_eq!(again.json["question"]["response"]["comment"], "half now");
+    let other = decide_with_key(&app, &agent, "pay-7", json!({ "tool": "pay", "arguments": { "amount": 1 } })).await;
+    assert_error(&other, StatusCode::CONFLICT, "conflict");
+
+    // An allow carries the arguments as asked; the document's default may take the caller's default response.
+    let read = decide(&app, &agent, json!({ "tool": "read", "arguments": { "path": "/etc" } })).await;
+    assert_eq!((read["decision"].clone(), read["arguments"].clone()), (json!("allow"), json!({ "path": "/etc" })));
+    let unruled = decide(
+        &app,
+        &agent,
+        json!({ "tool": "restart", "arguments": {}, "question": { "default_response": { "value": true } } }),
+    )
+    .await;
+    assert_eq!(unruled["question"]["default_response"]["value"], true, "{unruled}");
+    let bad = app
+        .call(
+            Method::POST,
+            "/api/v1/decide",
+            Some(&agent),
+            Some(json!({ "tool": "pay", "arguments": {}, "question": { "titel": "x" } })),
+        )
+        .await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", bad.text);
 }
 
 async fn a_grant_lets_an_ask_through_but_never_a_deny(backend: common::Backend) {

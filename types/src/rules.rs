@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::{AssigneeRequest, Eligible, Question, UnknownVariant, Urgency};
+use super::{AnswerBody, AssigneeRequest, Eligible, Question, UnknownVariant, Urgency};
 
 wire_enum! {
     /// What a rule (or the document's default) decides about a call. Ordered by strictness: `deny` > `ask` >
@@ -178,6 +178,50 @@ pub struct DecideRequest {
     /// With `ask`, wait (up to the server's long-poll bound) until a person decides, then answer `allow` or `deny`.
     #[serde(default)]
     pub wait: bool,
+    /// How the caller would have the approval question asked, should the rules say `ask`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<DecideQuestion>,
+}
+
+/// The caller's wishes for the approval question `POST /decide` asks: each field the deciding rule's `ask` leaves
+/// unset. The rule's own settings always win, so an agent never asks more leniently than its rules say.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct DecideQuestion {
+    /// Instead of "Allow <tool>?".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "server", schema(min_length = 1, max_length = 300))]
+    pub title: Option<String>,
+    /// Shown above the description of the call and the rule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+    /// Merged over the server's own `{"source": "rules", "rule"}`, except `rule`, which always names the asking rule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<Value>,
+    /// The question's project when the call names no run (a run's project wins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub urgency: Option<Urgency>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<i64>,
+    /// What applies when nobody decides in time; honoured only when the document's default, not a rule, asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_response: Option<AnswerBody>,
+    /// Whether the approver may edit the call's arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_edit: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assignee: Option<AssigneeRequest>,
+    /// Where the question's own events are sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callback_url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "server", schema(minimum = 1, maximum = 10))]
+    pub required_approvals: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eligible: Option<Eligible>,
 }
 
 /// What `POST /decide` decided.
@@ -197,6 +241,10 @@ pub struct DecideResponse {
     /// The grant that let an `ask` through without asking.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grant_id: Option<Uuid>,
+    /// With `allow`, what to call the tool with: the approver's edit when they made one, else the arguments asked
+    /// about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
 }
 
 fn empty_object() -> Value {

@@ -80,7 +80,7 @@ def test_an_approver_may_edit_the_arguments_when_allowed(hp: Holdpoint, person: 
     answerer.join()
     assert result.approved
     assert result.arguments == {"service": "api", "environment": "staging"}
-    assert result.question.action is not None
+    assert result.question is not None and result.question.action is not None
     assert result.question.action.arguments == {"service": "api", "environment": "production"}
     assert result.question.urgency == "critical"
     assert result.question.allow_edit
@@ -318,12 +318,16 @@ def test_a_call_a_grant_covers_is_approved_as_it_is_asked(hp: Holdpoint, person:
     person.answer(question.id, True, grant=grant)
     made = next(g for g in person.grants() if g.question_id == question.id)
     try:
-        # Nobody answers: the grant approves the matching call as it is asked, and a different one is asked.
+        # Nobody is asked: the grant lets the matching call through at once, and a different one is asked.
         result = hp.approve("shell", {"command": "ruff check src"}, project=project, wait_timeout=5)
-        assert (result.outcome, result.approved, result.arguments) == ("answered", True, {"command": "ruff check src"})
-        assert (result.answered_by, result.question.resolution) == ("grant", "policy")
+        assert (result.outcome, result.approved, result.arguments) == (
+            "allowed_by_grant",
+            True,
+            {"command": "ruff check src"},
+        )
+        assert (result.grant_id, result.question) == (made.id, None)
         other = hp.approve("shell", {"command": "ruff format"}, project=project, wait_timeout=0.5)
-        assert other.outcome == "pending"
+        assert other.outcome == "pending" and other.question is not None
         hp.cancel(other.question.id)
     finally:
         person.revoke_grant(made.id)

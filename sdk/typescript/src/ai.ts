@@ -2,13 +2,14 @@
  * `holdpoint-client/ai`: the Vercel AI SDK's tool approvals (AI SDK 6 and 7), decided by people through Holdpoint.
  *
  * A tool that needs approval (AI SDK 7: `toolApproval: { deploy: 'user-approval' }`; AI SDK 6: `needsApproval: true`
- * on the tool) ends `generateText` with a `tool-approval-request` part instead of running. `approveToolCalls` turns
- * each open request of the conversation into a Holdpoint approval (the tool's name and input as the action), waits
- * for the decisions and returns the `tool-approval-response` message to append: the next `generateText` runs the
- * approved calls and tells the model why the others were not run (a rejection's comment, or that nobody decided in
- * time). `runWithApprovals` is that loop in one call.
+ * on the tool) ends `generateText` with a `tool-approval-request` part instead of running. `approveToolCalls` puts
+ * each open request of the conversation to the workspace's approval rules (`hp.approve`, `POST /decide`): a call
+ * they allow or deny is decided at once, the others become Holdpoint approvals (the tool's name and input as the
+ * action). It waits for the decisions and returns the `tool-approval-response` message to append: the next
+ * `generateText` runs the approved calls and tells the model why the others were not run (a rule's reason, a
+ * rejection's comment, or that nobody decided in time). `runWithApprovals` is that loop in one call.
  *
- * Each approval request is asked once: its question's `Idempotency-Key` is made of the request's `approvalId`, so a
+ * Each approval request is asked once: its `Idempotency-Key` is made of the request's `approvalId`, so a
  * process that stopped while waiting and is started again with the same messages finds the same questions (and
  * their answers) instead of asking again.
  *
@@ -16,8 +17,8 @@
  * adapter working with both majors.
  */
 
-import { type Holdpoint, approvalResult } from './client.js';
-import type { ApprovalResult, Assignee, JsonObject, JsonValue, NewQuestion, Question, Urgency } from './types.js';
+import { type AskOptions, type Holdpoint, approvalResult } from './client.js';
+import type { ApprovalRequest, ApprovalResult, Assignee, JsonObject, JsonValue, NewQuestion, Urgency } from './types.js';
 
 /** A message of the conversation as the AI SDK keeps it (`ModelMessage`); only the parts below are read. */
 export interface MessageLike {
@@ -76,6 +77,8 @@ export interface ToolApprovalOptions {
   title?: (call: ApprovalCall) => string;
   /** The question's Markdown body; default the tool's input as JSON and the approval's reason. */
   body?: (call: ApprovalCall) => string;
+  /** The name the approval rules' `agents` globs match; default the token's name. */
+  agent?: string;
   /** Aborts the asking and waiting; the questions stay pending (cancel them with `hp.cancel`). */
   signal?: AbortSignal;
 }
@@ -181,6 +184,32 @@ export function approvalQuestion(call: ApprovalCall, options: ToolApprovalOption
   return question;
 }
 
+/**
+ * The request `approve()` sends for a tool call: the call, and the question `approvalQuestion` describes for a person
+ * should the rules ask one. A tool input that is no JSON object is sent as `{"input": ...}`, the rules' `args`.
+ */
+export function approvalRequest(call: ApprovalCall, options: ToolApprovalOptions = {}): ApprovalRequest {
+  const question = approvalQuestion(call, options);
+  const input = jsonOf(call.input);
+  const request: ApprovalRequest = {
+    tool_name: call.toolName,
+    arguments: isRecord(input) ? (input as JsonObject) : { input },
+    title: question.title,
+  };
+  // The server describes the call itself: only a body of the caller's own, or the approval's reason, is added.
+  const body = options.body?.(call) ?? call.reason;
+  if (body !== undefined) request.body = body;
+  if (question.context !== undefined) request.context = question.context;
+  if (question.project !== undefined) request.project = question.project;
+  if (question.run_id !== undefined) request.run_id = question.run_id;
+  if (question.urgency !== undefined) request.urgency = question.urgency;
+  if (question.timeout_seconds !== undefined) request.timeout_seconds = question.timeout_seconds;
+  if (question.assignee !== undefined) request.assignee = question.assignee;
+  if (options.default !== undefined) request.default = options.default;
+  if (options.agent !== undefined) request.agent = options.agent;
+  return request;
+}
+
 function responseFor(call: OpenApproval, result: ApprovalResult): ToolApprovalResponsePart | undefined {
   if (result.outcome === 'pending') return undefined;
   const response: ToolApprovalResponsePart = {
@@ -204,24 +233,24 @@ export async function approveToolCalls(
   options: ApproveToolCallsOptions = {},
 ): Promise<ToolApprovals> {
   const open = openApprovals(messages);
-  const asked: Question[] = [];
+  const asked: ApprovalResult[] = [];
   for (const call of open) {
-    const create: { idempotencyKey: string; signal?: AbortSignal } = { idempotencyKey: IDEMPOTENCY_PREFIX + call.approvalId };
+    const create: AskOptions = { idempotencyKey: IDEMPOTENCY_PREFIX + call.approvalId, wait: false };
     if (options.signal) create.signal = options.signal;
-    asked.push(await hp.createQuestion(approvalQuestion(call, options), create));
+    asked.push(await hp.approve(approvalRequest(call, options), create));
   }
   const wait = options.wait ?? true;
   const settled = await Promise.all(
-    asked.map(async (question) => {
-      if (!wait || question.status !== 'pending') return question;
+    asked.map(async (result) => {
+      if (!wait || result.question === undefined || result.question.status !== 'pending') return result;
       const waitOptions: { timeoutMs?: number; signal?: AbortSignal } = {};
       if (options.waitTimeoutMs !== undefined) waitOptions.timeoutMs = options.waitTimeoutMs;
       if (options.signal) waitOptions.signal = options.signal;
-      return (await hp.wait(question.id, waitOptions)).question;
+      return approvalResult((await hp.wait(result.question.id, waitOptions)).question);
     }),
   );
   const decisions = open.map((approval, index): ToolApprovalDecision => {
-    const result = approvalResult(settled[index] as Question);
+    const result = settled[index] as ApprovalResult;
     return { approval, result, response: responseFor(approval, result) };
   });
   const responses = decisions.flatMap((decision) => (decision.response ? [decision.response] : []));
@@ -328,10 +357,7 @@ export function holdpointToolApproval(
     if (approvalOptions.signal) waitOptions.signal = approvalOptions.signal;
     // No idempotency key of the call's own: model call ids repeat across conversations with some providers, and
     // a decision of another conversation must never be taken for this one.
-    const question = await hp.createQuestion(approvalQuestion(call, approvalOptions), waitOptions);
-    const result = approvalResult(
-      question.status === 'pending' ? (await hp.wait(question.id, waitOptions)).question : question,
-    );
+    const result = await hp.approve(approvalRequest(call, approvalOptions), waitOptions);
     return { type: result.approved ? 'approved' : 'denied', reason: result.reason };
   };
 }

@@ -1,7 +1,8 @@
 /**
- * `Holdpoint`: the client. Every call maps to one endpoint of `/api/v1` except `ask` and `approve`, which create a
- * question and wait for its outcome through the server's long-poll (`GET /questions/{id}/wait`, woken by the
- * resolution itself, so an answer arrives at once and a wait holds no more than one request at a time).
+ * `Holdpoint`: the client. Every call maps to one endpoint of `/api/v1` except `ask` and `approve`, which wait for
+ * the outcome through the server's long-poll (`GET /questions/{id}/wait`, woken by the resolution itself, so an
+ * answer arrives at once and a wait holds no more than one request at a time). `approve` asks through the
+ * workspace's approval rules (`POST /decide`), which may allow or deny the call without asking anyone.
  */
 
 import { HoldpointError, errorFromResponse } from './errors.js';
@@ -19,9 +20,11 @@ import { SseDecoder } from './sse.js';
 import type {
   AnswerRequest,
   AnswerValue,
+  ApprovalOutcome,
   ApprovalRequest,
   ApprovalResult,
   AskResult,
+  DecideResponse,
   FormField,
   Grant,
   HoldpointEvent,
@@ -152,23 +155,39 @@ export class Holdpoint {
   }
 
   /**
-   * Asks permission for one tool call and waits for the decision. `approved` says whether to run it, with
-   * `arguments` (the approver's edit when `allow_edit` let them make one); `reason` is what to tell a model that
-   * may not. Without a `default`, an approval nobody decides expires: not approved, and `outcome: 'expired'`
-   * rather than a person's "no".
+   * Asks the workspace's approval rules for permission to make one tool call (`POST /decide`) and waits for the
+   * decision. A call the rules allow comes back at once (`outcome: 'allowed_by_rule'`, or `'allowed_by_grant'`), one
+   * they deny too (`'denied_by_rule'`, with `rule` and `ruleReason`); neither asks anyone. Otherwise a person is
+   * asked, the request's other fields shaping the question wherever the deciding rule's `ask` is silent. `approved`
+   * says whether to run the call, with `arguments` (the approver's edit when `allow_edit` let them make one);
+   * `reason` is what to tell a model that may not. Without a `default`, an approval nobody decides expires: not
+   * approved, and `outcome: 'expired'` rather than a person's "no". The same `idempotencyKey` asks once.
    */
   async approve(request: ApprovalRequest, options: AskOptions = {}): Promise<ApprovalResult> {
-    const { tool_name, arguments: args, title, default: fallback, ...rest } = request;
-    const question: NewQuestion = {
-      ...rest,
-      title: title ?? approvalTitle(tool_name),
-      kind: 'approval',
-      response_type: 'approval',
-      action: { tool_name, arguments: args ?? {} },
+    const { tool_name, arguments: args, title, default: fallback, agent, run_id, ...rest } = request;
+    const wishes: Record<string, unknown> = { ...rest, title: title ?? approvalTitle(tool_name) };
+    if (fallback !== undefined) wishes['default_response'] = { value: fallback };
+    const wait = options.wait ?? true;
+    const deadline = options.waitTimeoutMs === undefined ? undefined : Date.now() + options.waitTimeoutMs;
+    // The server holds one request for at most its long-poll bound: a shorter limit is kept by `wait` instead.
+    const holds = wait && (options.waitTimeoutMs === undefined || options.waitTimeoutMs >= MAX_WAIT_SECONDS * 1000);
+    const asked: JsonObject = args ?? {};
+    const body: Record<string, unknown> = { tool: tool_name, arguments: asked, wait: holds, question: wishes };
+    if (agent !== undefined) body['agent'] = agent;
+    if (run_id !== undefined) body['run_id'] = run_id;
+    const call: { body: unknown; idempotencyKey: string; signal?: AbortSignal; timeoutMs?: number } = {
+      body,
+      idempotencyKey: options.idempotencyKey ?? `hp-ts-${globalThis.crypto.randomUUID()}`,
     };
-    if (fallback !== undefined) question.default_response = { value: fallback };
-    const result = await this.ask(question, { ...options, wait: options.wait ?? true });
-    return approvalResult(result.question);
+    if (options.signal) call.signal = options.signal;
+    if (holds) call.timeoutMs = MAX_WAIT_SECONDS * 1000 + LONG_POLL_GRACE_MS;
+    const decided = (await this.#call('POST', '/decide', call)) as DecideResponse;
+    const question = decided.question;
+    if (!wait || question === undefined || question.status !== 'pending') return approvalResult(question, decided, asked);
+    const waitOptions: WaitOptions = {};
+    if (options.signal) waitOptions.signal = options.signal;
+    if (deadline !== undefined) waitOptions.timeoutMs = Math.max(0, deadline - Date.now());
+    return approvalResult((await this.wait<boolean>(question.id, waitOptions)).question, decided, asked);
   }
 
   /** `POST /questions` without waiting; retried safely under an `Idempotency-Key` (see `CreateOptions`). */
@@ -451,20 +470,65 @@ export function askResult<V = JsonValue>(question: Question): AskResult<V> {
   };
 }
 
-/** The result of an approval, read off the question as the server returned it. */
-export function approvalResult(question: Question): ApprovalResult {
+/**
+ * The result of an approval: read off the approval question when a person was asked (its outcome decides), else off
+ * the rules' decision (`POST /decide`) and the arguments asked about.
+ */
+export function approvalResult(question: Question | undefined, decided?: DecideResponse, asked?: JsonValue): ApprovalResult {
+  const rule = decided?.rule ?? undefined;
+  const ruleReason = decided?.reason;
+  const grantId = decided?.grant_id;
+  if (question === undefined) {
+    const allowed = decided?.decision === 'allow';
+    const outcome = allowed ? (grantId === undefined ? 'allowed_by_rule' : 'allowed_by_grant') : 'denied_by_rule';
+    return {
+      outcome,
+      decision: allowed ? 'allow' : 'deny',
+      rule,
+      ruleReason,
+      grantId,
+      value: undefined,
+      comment: undefined,
+      editedArguments: undefined,
+      answeredBy: undefined,
+      question: undefined,
+      approved: allowed,
+      rejected: false,
+      deniedByRule: !allowed,
+      arguments: decided?.arguments ?? asked ?? {},
+      reason: ruledReason(outcome, rule, ruleReason),
+    };
+  }
   const result = askResult<boolean>(question);
-  const decided = result.outcome === 'answered' || result.outcome === 'defaulted';
-  const approved = decided && result.value === true;
-  const rejected = decided && result.value === false;
-  const asked = question.action?.arguments ?? {};
+  const decidedByPerson = result.outcome === 'answered' || result.outcome === 'defaulted';
+  const approved = decidedByPerson && result.value === true;
+  const rejected = decidedByPerson && result.value === false;
   return {
     ...result,
+    decision: result.outcome === 'pending' ? 'ask' : approved ? 'allow' : 'deny',
+    rule,
+    ruleReason,
+    grantId,
     approved,
     rejected,
-    arguments: result.editedArguments ?? asked,
+    deniedByRule: false,
+    arguments: result.editedArguments ?? question.action?.arguments ?? asked ?? {},
     reason: approvalReason(result, approved, rejected),
   };
+}
+
+function ruledReason(outcome: ApprovalOutcome, rule: string | undefined, reason: string | undefined): string {
+  const because = reason ? `: ${sentence(reason)}` : '.';
+  switch (outcome) {
+    case 'allowed_by_grant':
+      return 'Allowed by a grant from an earlier approval, so nobody was asked.';
+    case 'allowed_by_rule':
+      return rule ? `Allowed by the approval rule ${rule}${because}` : `Allowed by the approval rules' default${because}`;
+    default: {
+      const by = rule ? `Denied by the approval rule ${rule}` : "Denied by the approval rules' default";
+      return `${by}${reason ? because : ' without a reason.'} Do not retry the same call unchanged.`;
+    }
+  }
 }
 
 function sentence(text: string): string {

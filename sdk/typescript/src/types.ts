@@ -296,21 +296,77 @@ export interface AskResult<V = JsonValue> {
   readonly question: Question;
 }
 
+/** What the workspace's approval rules decided about a call (`POST /decide`). */
+export type Decision = 'allow' | 'ask' | 'deny';
+
 /**
- * What became of an approval. `approved` is true only for a yes (a person's, or a default that approves); an
- * expired or cancelled approval is not approved either, and `outcome` says that nobody decided, which is not a "no".
+ * What became of an approval: a question's outcome when a person was asked; `allowed_by_rule` or `allowed_by_grant`
+ * when the call may run without asking; `denied_by_rule` when a rule refuses it.
  */
-export interface ApprovalResult extends AskResult<boolean> {
+export type ApprovalOutcome = Outcome | 'allowed_by_rule' | 'allowed_by_grant' | 'denied_by_rule';
+
+/** The answer of `POST /decide`. */
+export interface DecideResponse {
+  /** `ask` only while the approval question is pending. */
+  decision: Decision;
+  /** The deciding rule's name; null when the document's default decided. */
+  rule: string | null;
+  /** The rule's reason; for a call a person rejected, who and their comment. */
+  reason?: string;
+  /** The approval question asked, when the rules asked a person. */
+  question?: Question;
+  /** The grant that let the call through without asking. */
+  grant_id?: string;
+  /** With `allow`: what to call the tool with (the approver's edit, else the arguments asked about). */
+  arguments?: JsonValue;
+}
+
+/**
+ * What became of a request to make one tool call, as the workspace's approval rules decided it (`POST /decide`).
+ * A rule may allow the call (`allowed_by_rule`, or `allowed_by_grant` when an earlier approval's grant covers it) or
+ * refuse it (`denied_by_rule`, with `rule` and `ruleReason`) without asking anyone: then `question` is undefined.
+ * Otherwise a person was asked and `outcome` is the question's: `approved` is true only for a yes (a person's, or a
+ * default that approves); an expired or cancelled approval is not approved either, and `outcome` says that nobody
+ * decided, which is not a "no".
+ */
+export interface ApprovalResult {
+  readonly outcome: ApprovalOutcome;
+  /** The rules' decision: `ask` while a person has not decided. */
+  readonly decision: Decision;
+  /** The deciding rule's name; undefined when the document's default decided. */
+  readonly rule: string | undefined;
+  /** The server's reason: the rule's (always given with `denied_by_rule`), or why a person's decision went against
+   * the call. */
+  readonly ruleReason: string | undefined;
+  /** The grant that let the call through without asking (`allowed_by_grant`). */
+  readonly grantId: string | undefined;
+  /** The person's (or the default's) answer; undefined when nobody was asked or nobody answered. */
+  readonly value: boolean | undefined;
+  readonly comment: string | undefined;
+  /** The arguments an approver edited, for approvals asked with `allow_edit`. */
+  readonly editedArguments: JsonObject | undefined;
+  /** Who answered (a username or a token's name); undefined unless a person answered. */
+  readonly answeredBy: string | undefined;
+  /** The approval question as the server last returned it; undefined when the rules decided without asking. */
+  readonly question: Question | undefined;
   readonly approved: boolean;
-  /** A decision against the call: a person's "no", or a default of `false`; not an expiry or a cancellation. */
+  /** A person's decision against the call: their "no", or a default of `false`; not an expiry, a cancellation or a
+   * rule's refusal. */
   readonly rejected: boolean;
+  /** Whether a rule refused the call without asking anyone. */
+  readonly deniedByRule: boolean;
   /** What to call the tool with: the approver's edit if there is one, else the arguments asked about. */
   readonly arguments: JsonValue;
-  /** One sentence for a model or a log: why the call may run, or why not (the rejection's comment). */
+  /** One sentence for a model or a log: why the call may run, or why not (the rule's reason, the rejection's
+   * comment). */
   readonly reason: string;
 }
 
-/** The body of an approval request made with `approve()`: the tool call, and the question's other fields. */
+/**
+ * The body of an approval request made with `approve()`: the tool call, and how to ask a person about it should the
+ * rules say `ask` (the deciding rule's own `ask` settings win; `default` applies only when no rule, but the
+ * document's default, asked).
+ */
 export interface ApprovalRequest extends Omit<NewQuestion, 'title' | 'kind' | 'response_type' | 'action' | 'options' | 'fields' | 'default_response'> {
   tool_name: string;
   arguments?: JsonObject;
@@ -318,6 +374,8 @@ export interface ApprovalRequest extends Omit<NewQuestion, 'title' | 'kind' | 'r
   title?: string;
   /** What applies when nobody decides before the deadline; without it the approval expires unapproved. */
   default?: boolean;
+  /** The name the rules' `agents` globs match; default the token's name. */
+  agent?: string;
 }
 
 /** The `event:` types the server sends; others may be added, so events of unknown types come through as well. */

@@ -137,7 +137,7 @@ describe('approve', () => {
     const hp = await agentClient(server);
     const result = await hp.approve({ tool_name: 'restart', timeout_seconds: 1, default: true });
     assert.deepEqual([result.outcome, result.approved], ['defaulted', true]);
-    assert.equal(result.question.resolution, 'default_on_timeout');
+    assert.equal(result.question?.resolution, 'default_on_timeout');
     assert.match(result.reason, /^Approved by default/);
   });
 });
@@ -157,7 +157,7 @@ describe('outcomes', () => {
     assert.equal(result.value, 'eu-west');
     assert.equal(result.comment, 'the usual');
     assert.equal(result.answeredBy, undefined);
-    assert.equal(result.question.resolution, 'default_on_timeout');
+    assert.equal(result.question?.resolution, 'default_on_timeout');
     assert.ok(Date.now() - started < 10_000, 'resolved within seconds of its deadline');
   });
 
@@ -285,7 +285,7 @@ describe('many hands', () => {
     await second.answer(pending.id, { value: true });
     const result = await approving;
     assert.equal(result.approved, true);
-    assert.deepEqual(result.question.approvals?.map((a) => a.by), [`${ada.username}-approver`, claimed.claimed_by]);
+    assert.deepEqual(result.question?.approvals?.map((a) => a.by), [`${ada.username}-approver`, claimed.claimed_by]);
   });
 
   test('an approval can make a grant, which approves the next matching call as it is asked, and is revoked', async () => {
@@ -302,11 +302,11 @@ describe('many hands', () => {
     const grant = live.items.find((g) => g.question_id === pending.id);
     assert.ok(grant, JSON.stringify(live));
     assert.deepEqual([grant.scope, grant.tool_name, grant.matcher], ['agent', 'shell', { command_prefix: 'npm test' }]);
-    // Nobody answers this one: the grant does, as it is asked.
+    // Nobody is asked about this one: the grant lets it through at once.
     const again = await hp.approve({ tool_name: 'shell', arguments: { command: 'npm test -- --coverage' }, project });
-    assert.deepEqual([again.outcome, again.approved], ['answered', true]);
-    assert.deepEqual([again.question.answered_by, again.question.resolution], ['grant', 'policy']);
-    assert.equal(again.reason, 'Approved by grant: Covered by a grant from bootstrap, so nobody was asked.');
+    assert.deepEqual([again.outcome, again.approved, again.grantId, again.question], ['allowed_by_grant', true, grant.id, undefined]);
+    assert.deepEqual(again.arguments, { command: 'npm test -- --coverage' });
+    assert.equal(again.reason, 'Allowed by a grant from an earlier approval, so nobody was asked.');
     const revoked = await person.revokeGrant(grant.id);
     assert.ok(revoked.revoked_at);
     assert.equal((await person.listGrants()).items.some((g) => g.id === grant.id), false);

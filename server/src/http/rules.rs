@@ -5,13 +5,14 @@ use app::types::{
     DecideRequest, DecideResponse, RuleTestRequest, RuleTestResult, RulesCheck, RulesDocument, StoredRules,
 };
 use axum::extract::State;
+use axum::http::HeaderMap;
 use serde_json::Value;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::credentials::Caller;
 use crate::error::{ApiJson, ApiResult};
-use crate::http::openapi::ErrorResponses;
-use crate::http::questions::MAX_WAIT_SECONDS;
+use crate::http::openapi::{ErrorResponses, IdempotencyHeader};
+use crate::http::questions::{MAX_WAIT_SECONDS, idempotency_key};
 use crate::rules::service;
 use crate::state::AppState;
 
@@ -72,15 +73,22 @@ async fn test_rules(
 /// `POST /decide` (agent tokens and above): the rules' decision about a call the caller is about to make. `ask`
 /// lets a live grant through (`allow`), else asks the approval question; with `"wait": true` it waits (up to 60 s)
 /// for a person and answers `allow` or `deny` — or `ask` with the still pending question, to wait on with
-/// `GET /questions/{id}/wait`. Audited (`rules.decided`).
+/// `GET /questions/{id}/wait`. With an `Idempotency-Key`, the question is asked once per key (the `wait` flag
+/// aside): a retried or restarted caller gets the first question back, and its decision once made. Audited
+/// (`rules.decided`).
 #[utoipa::path(post, path = "/decide", tag = "rules", request_body = DecideRequest,
+    params(IdempotencyHeader),
     responses((status = 200, description = "The decision", body = DecideResponse), ErrorResponses))]
 #[tracing::instrument(skip_all, fields(workspace = %caller.principal.workspace))]
 async fn decide_call(
     State(state): State<AppState>,
     caller: Caller,
+    headers: HeaderMap,
     ApiJson(request): ApiJson<DecideRequest>,
 ) -> ApiResult<ApiJson<DecideResponse>> {
+    // Whether the caller waits changes nothing that is asked: a call that first looked and then waits is the same.
+    let asked = DecideRequest { wait: false, ..request.clone() };
+    let idempotency = idempotency_key(&headers, &caller, "decide", &asked)?;
     let max_wait = std::time::Duration::from_secs(MAX_WAIT_SECONDS);
-    Ok(ApiJson(service::decide(&state, &caller, &request, max_wait).await?))
+    Ok(ApiJson(service::decide(&state, &caller, &request, idempotency.as_ref(), max_wait).await?))
 }

@@ -2,8 +2,8 @@
 //! call for an agent that asks before it acts (asking a person when the rules say `ask`).
 
 use app::types::{
-    AnswerBody, DecideRequest, DecideResponse, Question, QuestionStatus, RuleDecision, RulesCheck, RulesDocument,
-    StoredRules,
+    AnswerBody, DecideQuestion, DecideRequest, DecideResponse, NewQuestion, Question, QuestionStatus, RuleDecision,
+    RulesCheck, RulesDocument, StoredRules,
 };
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -14,7 +14,7 @@ use crate::credentials::Caller;
 use crate::error::AppError;
 use crate::questions::TimeoutBounds;
 use crate::state::App;
-use crate::store::{AuditActor, NewAuditEntry, RulesRow, Store};
+use crate::store::{AuditActor, IdempotencyKey, NewAuditEntry, RulesRow, Store, StoreError};
 use crate::validation::FieldErrors;
 
 /// How many times a save is tried again when another save of the same workspace came between its read and its
@@ -228,6 +228,7 @@ pub async fn decide(
     app: &App,
     caller: &Caller,
     request: &DecideRequest,
+    idempotency: Option<&IdempotencyKey>,
     max_wait: std::time::Duration,
 ) -> Result<DecideResponse, AppError> {
     caller.require_ask()?;
@@ -250,29 +251,42 @@ pub async fn decide(
         reason: verdict.reason.clone(),
         question: None,
         grant_id: None,
+        arguments: None,
     };
     if verdict.decision == RuleDecision::Ask {
-        ask(app, caller, &call, &verdict, request.wait, max_wait, &mut response).await?;
+        let wishes = request.question.clone().unwrap_or_default();
+        let asking =
+            Asking { call: &call, verdict: &verdict, wishes: &wishes, wait: request.wait, max_wait, idempotency };
+        ask(app, caller, asking, &mut response).await?;
+    }
+    if response.decision == RuleDecision::Allow {
+        let edited =
+            response.question.as_ref().and_then(|q| q.response.as_ref()).and_then(|r| r.edited_arguments.clone());
+        response.arguments = Some(edited.unwrap_or_else(|| request.arguments.clone()));
     }
     store.append_audit(&decided_entry(caller, &call, &verdict, &response)).await?;
     Ok(response)
 }
 
-/// The `ask` of a decision: a grant that covers the call, else the approval question (and with `wait`, its
-/// outcome).
-async fn ask(
-    app: &App,
-    caller: &Caller,
-    call: &ToolCall<'_>,
-    verdict: &Verdict,
+/// What the `ask` of a decision works from.
+struct Asking<'a> {
+    call: &'a ToolCall<'a>,
+    verdict: &'a Verdict,
+    wishes: &'a DecideQuestion,
     wait: bool,
     max_wait: std::time::Duration,
-    response: &mut DecideResponse,
-) -> Result<(), AppError> {
+    idempotency: Option<&'a IdempotencyKey>,
+}
+
+/// The `ask` of a decision: a grant that covers the call, else the approval question (and with `wait`, its
+/// outcome).
+async fn ask(app: &App, caller: &Caller, asking: Asking<'_>, response: &mut DecideResponse) -> Result<(), AppError> {
+    let Asking { call, verdict, wishes, wait, max_wait, idempotency } = asking;
     let store = app.store.as_ref();
+    let question = with_wishes(approval_question(call, verdict, None), call, verdict, wishes);
     // One person's grant does not stand for a quorum, nor for the people a rule names as the only ones who may
     // approve.
-    let grantable = verdict.ask.required_approvals.unwrap_or(1) <= 1 && verdict.ask.eligible.is_none();
+    let grantable = question.required_approvals.unwrap_or(1) <= 1 && question.eligible.is_none();
     let grant_call = crate::grants::Call {
         workspace_id: caller.workspace_id(),
         tool_name: call.tool,
@@ -286,15 +300,28 @@ async fn ask(
         response.grant_id = Some(grant.id);
         return Ok(());
     }
-    let asking = app.asking();
-    let row = asking
-        .prepare(approval_question(call, verdict, None), caller.workspace_id(), Some(caller.principal.id))
-        .await?;
+    let questions = app.asking();
+    let row = questions.prepare(question, caller.workspace_id(), Some(caller.principal.id)).await?;
     crate::runs::check_run_of_new_question(store, caller, &row).await?;
     // Watch before asking, so an answer that comes before the wait begins still wakes it.
     let mut watch = wait.then(|| app.hub.watch_question(row.id));
-    let asked = asking.record(&row, &caller.principal.workspace, None).await?;
+    let asked = questions.record(&row, &caller.principal.workspace, idempotency).await.map_err(|err| match err {
+        // The client learns which question its key asked, to fetch it rather than guess.
+        StoreError::IdempotencyMismatch { resource_id } => {
+            AppError::Conflict { message: err.to_string(), details: Some(json!({ "question_id": resource_id })) }
+        }
+        other => other.into(),
+    })?;
+    // A repeated key answers with the question the first request asked, which is the one to wait on.
+    let asked_id = asked.question.id;
     let mut question = asked.question.to_question(&caller.principal.workspace)?;
+    if asked_id != row.id && wait {
+        watch = Some(app.hub.watch_question(asked_id));
+        // Read again once watched: an answer between the first read and the watch would otherwise be missed.
+        if let Some(row) = store.question(caller.workspace_id(), asked_id).await? {
+            question = row.to_question(&caller.principal.workspace)?;
+        }
+    }
     if let Some(watch) = watch.as_mut()
         && question.status == QuestionStatus::Pending
     {
@@ -303,11 +330,12 @@ async fn ask(
             _ = tokio::time::timeout_at(deadline, watch.next_event()) => {}
             () = app.shutdown.cancelled() => {}
         }
-        if let Some(row) = store.question(caller.workspace_id(), row.id).await? {
+        if let Some(row) = store.question(caller.workspace_id(), asked_id).await? {
             question = row.to_question(&caller.principal.workspace)?;
         }
     }
-    if wait && let Some((decision, reason)) = outcome(&question) {
+    if let Some((decision, reason)) = outcome(&question).filter(|_| wait || question.status != QuestionStatus::Pending)
+    {
         response.decision = decision;
         if reason.is_some() {
             response.reason = reason;
@@ -315,6 +343,51 @@ async fn ask(
     }
     response.question = Some(question);
     Ok(())
+}
+
+/// The approval question a rule asks, completed with the caller's wishes wherever the rule's `ask` is silent.
+fn with_wishes(
+    mut question: NewQuestion,
+    call: &ToolCall<'_>,
+    verdict: &Verdict,
+    wishes: &DecideQuestion,
+) -> NewQuestion {
+    let ask = &verdict.ask;
+    if let Some(title) = &wishes.title {
+        question.title = title.clone();
+    }
+    if let Some(body) = wishes.body.as_deref().filter(|body| !body.trim().is_empty()) {
+        question.body = format!("{body}\n\n{}", question.body);
+    }
+    // The caller's context may say where the call comes from (`source`); which rule asked is the server's to say.
+    if let Some(Value::Object(theirs)) = &wishes.context {
+        let mut merged = match question.context.take() {
+            Some(Value::Object(ours)) => ours,
+            _ => serde_json::Map::new(),
+        };
+        let rule = merged.remove("rule");
+        merged.extend(theirs.clone());
+        merged.insert("rule".into(), rule.unwrap_or(Value::Null));
+        question.context = Some(Value::Object(merged));
+    }
+    if question.project.is_none() {
+        question.project = wishes.project.clone();
+    }
+    question.urgency = ask.urgency.or(wishes.urgency);
+    question.timeout_seconds = ask.timeout_seconds.or(wishes.timeout_seconds);
+    question.assignee = ask.assignee.clone().or_else(|| wishes.assignee.clone());
+    question.required_approvals = ask.required_approvals.or(wishes.required_approvals);
+    question.eligible = ask.eligible.clone().or_else(|| wishes.eligible.clone());
+    question.callback_url = wishes.callback_url.clone();
+    // A rule that asks wants a person to decide: only a call no rule named may fall back to the caller's default.
+    if verdict.rule.is_none() {
+        question.default_response = wishes.default_response.clone();
+    }
+    // Several people cannot each edit what they all allow; arguments that are no object cannot be edited.
+    let several = question.required_approvals.unwrap_or(1) > 1;
+    question.allow_edit =
+        ask.allow_edit.or(wishes.allow_edit).unwrap_or(false) && !several && call.arguments.is_object();
+    question
 }
 
 /// What a decided approval question means for its call: `allow`, or `deny` with why; `None` while pending.

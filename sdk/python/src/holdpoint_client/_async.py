@@ -202,36 +202,51 @@ class AsyncHoldpoint:
         idempotency_key: str | None = None,
         wait: bool = True,
         wait_timeout: float | timedelta | None = None,
+        agent: str | None = None,
     ) -> ApprovalResult:
-        """Asks for permission to call one tool and waits for the decision.
+        """Asks the workspace's approval rules for permission to call one tool (``POST /decide``) and waits for the
+        decision.
 
-        ``result.approved`` says whether to run it, with ``result.arguments`` (the approver's edit when
-        ``allow_edit`` let them make one); ``result.reason()`` is what to tell a model that may not. ``default`` is
-        what applies when nobody decides before the deadline; without one the approval expires (not approved, and
-        ``outcome == "expired"`` rather than a person's "no").
+        A call the rules allow comes back at once (``outcome == "allowed_by_rule"``, or ``"allowed_by_grant"``), one
+        they deny too (``"denied_by_rule"``, with ``result.rule`` and ``result.rule_reason``); neither asks anyone.
+        Otherwise a person is asked: the other fields shape that question wherever the deciding rule's ``ask`` is
+        silent (the rule's settings win; ``default`` applies only when no rule, but the document's default, asked).
+        ``result.approved`` says whether to run the call, with ``result.arguments`` (the approver's edit when
+        ``allow_edit`` let them make one); ``result.reason()`` is what to tell a model that may not. Without a
+        ``default`` an approval nobody decides expires (not approved, and ``outcome == "expired"`` rather than a
+        person's "no"). ``agent`` is the name the rules' ``agents`` globs match (the token's name by default); the
+        same ``idempotency_key`` asks once, however often it is called.
         """
-        result = await self.ask(
-            title or _core.approval_title(tool_name),
-            kind="approval",
-            response_type="approval",
+        limit = timeout_to_seconds(wait_timeout)
+        deadline = None if limit is None else time.monotonic() + limit
+        payload = _core.decide_body(
+            tool_name,
+            arguments,
+            agent=agent,
+            run_id=run_id,
+            wait=_core.decide_waits(wait, limit),
+            title=title,
             body=body,
-            action=Action(tool_name=tool_name, arguments=dict(arguments or {})),
             allow_edit=allow_edit,
             context=context,
             project=project,
-            run_id=run_id,
             urgency=urgency,
             timeout_seconds=timeout_seconds,
-            default_response=None if default is None else Response(value=default),
+            default=default,
             assignee=assignee,
             callback_url=callback_url,
             required_approvals=required_approvals,
             eligible=eligible,
-            idempotency_key=idempotency_key,
-            wait=wait,
-            wait_timeout=wait_timeout,
         )
-        return ApprovalResult(result.question)
+        key = idempotency_key or _core.new_idempotency_key()
+        held = _core.MAX_WAIT_SECONDS + 15.0 if payload["wait"] else None
+        data = await self._call("POST", "/decide", json=payload, idempotency_key=key, read_timeout=held)
+        result = ApprovalResult.from_decision(data, payload["arguments"])
+        if not wait or result.question is None or not result.question.pending:
+            return result
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        waited = await self.wait(result.question.id, timeout=remaining)
+        return result.waited(waited.question)
 
     async def wait(self, question_id: str, *, timeout: float | timedelta | None = None) -> AskResult:
         """Waits until the question is no longer pending, or for at most ``timeout`` seconds; each round trip is

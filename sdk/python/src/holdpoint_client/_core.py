@@ -145,6 +145,63 @@ def question_body(
     return payload
 
 
+def decide_body(
+    tool_name: str,
+    arguments: Mapping[str, JsonValue] | None,
+    *,
+    agent: str | None,
+    run_id: str | None,
+    wait: bool,
+    title: str | None,
+    body: str | None,
+    allow_edit: bool,
+    context: Mapping[str, JsonValue] | None,
+    project: str | None,
+    urgency: Urgency | None,
+    timeout_seconds: float | timedelta | None,
+    default: bool | None,
+    assignee: Assignee | None,
+    callback_url: str | None,
+    required_approvals: int | None,
+    eligible: Mapping[str, JsonValue] | None,
+) -> JsonObject:
+    """The JSON of ``POST /decide``: the call, and how to ask about it should the rules say ``ask`` (a rule's own
+    ``ask`` settings win over these)."""
+    wishes = question_body(
+        title or approval_title(tool_name),
+        kind=None,
+        response_type=None,
+        body=body,
+        options=None,
+        fields=None,
+        action=None,
+        allow_edit=allow_edit,
+        context=context,
+        project=project,
+        run_id=None,
+        urgency=urgency,
+        timeout_seconds=timeout_seconds,
+        default_response=None if default is None else Response(value=default),
+        assignee=assignee,
+        callback_url=callback_url,
+        extra=None,
+        required_approvals=required_approvals,
+        eligible=eligible,
+    )
+    payload: JsonObject = {"tool": tool_name, "arguments": dict(arguments or {}), "wait": wait, "question": wishes}
+    if agent is not None:
+        payload["agent"] = agent
+    if run_id is not None:
+        payload["run_id"] = str(run_id)
+    return payload
+
+
+def decide_waits(wait: bool, limit: float | None) -> bool:
+    """Whether ``POST /decide`` itself should hold for a person: only when the caller would wait at least as long as
+    the server holds one request, so a shorter limit is kept to the second by ``/questions/{id}/wait``."""
+    return wait and (limit is None or limit >= MAX_WAIT_SECONDS)
+
+
 def approval_title(tool_name: str) -> str:
     title = f"Allow {tool_name}?"
     return title if len(title) <= 300 else title[:299] + "…"

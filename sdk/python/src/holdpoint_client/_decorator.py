@@ -35,14 +35,17 @@ def requires_approval(
     default: bool | None = None,
     assignee: Assignee | None = None,
     callback_url: str | None = None,
+    agent: str | None = None,
     on_denied: Callable[[ApprovalResult], Any] | None = None,
 ) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Guards a function (sync or async) with an approval: each call asks Holdpoint first, with the function's name
     as the tool and its bound arguments as the action, and runs the function only once approved.
 
-    With ``allow_edit`` the approver may change the arguments, and the function runs with theirs. When the call is
-    not approved (rejected, expired or cancelled), ``ApprovalDenied`` is raised with the result, or ``on_denied``'s
-    return value is returned instead. ``title`` is a string or a function of the arguments. An async function may
+    The workspace's approval rules decide first (``POST /decide``): a call they allow runs at once, one they deny
+    never asks anyone. With ``allow_edit`` the approver may change the arguments, and the function runs with theirs.
+    When the call is not approved (denied by a rule, rejected, expired or cancelled), ``ApprovalDenied`` is raised
+    with the result, or ``on_denied``'s return value is returned instead. ``agent`` is the name the rules' ``agents``
+    globs match (the token's name by default). ``title`` is a string or a function of the arguments. An async function may
     use either client (a sync one runs in a thread); a sync function needs the sync ``Holdpoint``.
     """
 
@@ -65,13 +68,14 @@ def requires_approval(
                 default=default,
                 assignee=assignee,
                 callback_url=callback_url,
+                agent=agent,
             )
 
         def outcome(result: ApprovalResult, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
             if not result.approved:
                 if on_denied is not None:
                     return on_denied(result)
-                raise ApprovalDenied(result)
+                raise ApprovalDenied(result, name)
             if result.edited_arguments is None:
                 return func(*args, **kwargs)
             call_args, call_kwargs = apply_edit(signature, name, args, kwargs, result.edited_arguments)

@@ -116,14 +116,15 @@ class InternalServerError(ApiError):
 
 
 class ApprovalDenied(HoldpointError):
-    """A function guarded by ``@requires_approval`` was not run: rejected, expired or cancelled.
+    """A function guarded by ``@requires_approval`` was not run: denied by a rule, rejected, expired or cancelled.
 
-    ``result.outcome`` tells which (an expiry is nobody deciding, not a "no"), ``result.comment`` the reason given.
+    ``result.outcome`` tells which (an expiry is nobody deciding, not a "no"; ``denied_by_rule`` a rule's refusal,
+    named by ``result.rule``), ``result.reason()`` why.
     """
 
-    def __init__(self, result: ApprovalResult) -> None:
+    def __init__(self, result: ApprovalResult, tool_name: str | None = None) -> None:
         self.result = result
-        tool = result.question.action.tool_name if result.question.action else "the call"
+        tool = tool_name or result.tool_name or "the call"
         super().__init__(f"{tool} was not approved ({result.outcome}): {result.reason()}")
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal, TypeAlias, cast
 
@@ -398,34 +398,145 @@ class AskResult:
         return self.question.id
 
 
-@dataclass(frozen=True)
-class ApprovalResult(AskResult):
-    """What became of an approval question.
+Decision: TypeAlias = Literal["allow", "ask", "deny"]
+"""What the workspace's approval rules decided about a call (``POST /decide``)."""
 
-    ``approved`` is true only when the answer (a person's, or a default that approves) was yes: an expired or
-    cancelled approval is not approved, and ``outcome`` says that nobody decided, which is not the same as a "no".
+ApprovalOutcome: TypeAlias = Literal[
+    "answered",
+    "defaulted",
+    "expired",
+    "cancelled",
+    "pending",
+    "allowed_by_rule",
+    "allowed_by_grant",
+    "denied_by_rule",
+]
+"""What became of an approval: a question's outcome when a person was asked; ``allowed_by_rule`` or
+``allowed_by_grant`` when the call may run without asking; ``denied_by_rule`` when a rule refuses it."""
+
+
+@dataclass(frozen=True)
+class ApprovalResult:
+    """What became of a request to make one tool call, as the workspace's approval rules decided it (``POST
+    /decide``).
+
+    A rule may allow the call (``outcome == "allowed_by_rule"``, or ``"allowed_by_grant"`` when an earlier approval's
+    grant covers it) or refuse it (``"denied_by_rule"``, with ``rule`` and ``rule_reason``) without asking anyone:
+    then ``question`` is ``None``. Otherwise a person was asked and ``outcome`` is the question's: ``approved`` is
+    true only when the answer (a person's, or a default that approves) was yes; an expired or cancelled approval is
+    not approved, and ``outcome`` says that nobody decided, which is not the same as a "no".
     """
+
+    question: Question | None
+    """The approval question asked; ``None`` when the rules decided without asking."""
+    decision: Decision = "ask"
+    """The rules' decision as the server last gave it: ``ask`` while a person has not decided."""
+    rule: str | None = None
+    """The deciding rule's name; ``None`` when the document's default decided."""
+    rule_reason: str | None = None
+    """The server's reason: the rule's (always given with ``denied_by_rule``), or why a person's decision went
+    against the call."""
+    grant_id: str | None = None
+    """The grant that let the call through without asking (``allowed_by_grant``)."""
+    call_arguments: JsonValue = None
+    """The arguments the call was asked about."""
+
+    @classmethod
+    def from_decision(cls, data: Mapping[str, JsonValue], arguments: JsonValue) -> ApprovalResult:
+        """Reads the answer of ``POST /decide``."""
+        question = data.get("question")
+        return cls(
+            question=Question.from_json(question) if isinstance(question, dict) else None,
+            decision=cast(Decision, data.get("decision", "ask")),
+            rule=data.get("rule"),
+            rule_reason=data.get("reason"),
+            grant_id=data.get("grant_id"),
+            call_arguments=arguments,
+        )
+
+    def waited(self, question: Question) -> ApprovalResult:
+        """This result once its question was waited on: the decision follows the question's outcome."""
+        approved = question.status in ("answered", "defaulted") and (
+            question.response is not None and question.response.value is True
+        )
+        decision: Decision = "ask" if question.pending else ("allow" if approved else "deny")
+        return replace(self, question=question, decision=decision)
+
+    @property
+    def outcome(self) -> ApprovalOutcome:
+        if self.question is not None:
+            return self.question.status
+        if self.decision == "deny":
+            return "denied_by_rule"
+        return "allowed_by_grant" if self.grant_id is not None else "allowed_by_rule"
+
+    @property
+    def resolved(self) -> bool:
+        """Whether the approval is settled for good (every outcome but ``pending``)."""
+        return self.outcome != "pending"
+
+    @property
+    def value(self) -> JsonValue:
+        """The person's (or the default's) answer; ``None`` when nobody was asked or nobody answered."""
+        response = self.question.response if self.question else None
+        return response.value if response else None
+
+    @property
+    def comment(self) -> str | None:
+        response = self.question.response if self.question else None
+        return response.comment if response else None
+
+    @property
+    def edited_arguments(self) -> JsonObject | None:
+        response = self.question.response if self.question else None
+        return response.edited_arguments if response else None
+
+    @property
+    def answered_by(self) -> str | None:
+        return self.question.answered_by if self.question else None
+
+    @property
+    def question_id(self) -> str | None:
+        return self.question.id if self.question else None
+
+    @property
+    def tool_name(self) -> str | None:
+        return self.question.action.tool_name if self.question and self.question.action else None
 
     @property
     def approved(self) -> bool:
+        if self.question is None:
+            return self.decision == "allow"
         return self.outcome in ("answered", "defaulted") and self.value is True
 
     @property
     def rejected(self) -> bool:
-        """A decision against the call (a person's "no", or a default of ``false``): not an expiry or a cancel."""
+        """A person's decision against the call (their "no", or a default of ``false``): not an expiry, a cancel or
+        a rule's refusal."""
         return self.outcome in ("answered", "defaulted") and self.value is False
+
+    @property
+    def denied_by_rule(self) -> bool:
+        """Whether a rule refused the call without asking anyone (``rule`` names it, ``rule_reason`` says why)."""
+        return self.outcome == "denied_by_rule"
 
     @property
     def arguments(self) -> JsonValue:
         """The arguments to call the tool with: the approver's edit if there is one, else those asked about."""
         if self.edited_arguments is not None:
             return self.edited_arguments
-        return self.question.action.arguments if self.question.action else None
+        if self.question is not None and self.question.action is not None:
+            return self.question.action.arguments
+        return self.call_arguments
 
     def reason(self) -> str:
-        """A sentence for a model that may not run the call: the rejection's comment, or why nobody decided."""
+        """A sentence for a model that may not run the call: the rule's reason, the rejection's comment, or why
+        nobody decided."""
         if self.approved:
             return "approved"
+        if self.denied_by_rule:
+            why = self.rule_reason or "no reason given"
+            return f"denied by rule {self.rule}: {why}" if self.rule else f"denied by the approval rules: {why}"
         if self.rejected:
             return self.comment or "rejected without a comment"
         if self.outcome == "expired":

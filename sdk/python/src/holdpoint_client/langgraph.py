@@ -27,6 +27,8 @@ How it holds together:
   ``Command(resume=...)``; the node's ``ask`` returns the outcome without another request.
 - Work done *before* the ask in the same node runs again on resume (that is how LangGraph resumes): put side
   effects in an earlier node, which the checkpoint marks as done, or after the ask.
+- ``approve`` asks the workspace's approval rules first (``POST /decide``): a call they allow or deny returns at
+  once, and only one they ask about interrupts the graph.
 """
 
 from __future__ import annotations
@@ -189,27 +191,39 @@ def approve(
     timeout_seconds: float | timedelta | None = None,
     default: bool | None = None,
     assignee: Assignee | None = None,
+    agent: str | None = None,
 ) -> ApprovalResult:
-    """Asks for permission to call one tool from inside a node (see ``ask``); ``result.approved`` and
-    ``result.arguments`` say whether and how to call it."""
-    result = ask(
-        client,
-        title or _core.approval_title(tool_name),
-        key=key or f"approve:{tool_name}",
-        kind="approval",
-        response_type="approval",
+    """Asks for permission to call one tool from inside a node; ``result.approved`` and ``result.arguments`` say
+    whether and how to call it.
+
+    The workspace's approval rules decide first (``POST /decide``, under the task's ``Idempotency-Key`` as ``ask``
+    uses): a call they allow or deny returns at once, without an interrupt. When they ask a person, the node
+    interrupts on the question as ``ask`` does, and the resumed run returns the person's decision.
+    """
+    result = client.approve(
+        tool_name,
+        arguments,
+        title=title,
         body=body,
-        action=Action(tool_name=tool_name, arguments=dict(arguments or {})),
         allow_edit=allow_edit,
         context=context,
         project=project,
         run_id=run_id,
         urgency=urgency,
         timeout_seconds=timeout_seconds,
-        default_response=None if default is None else Response(value=default),
+        default=default,
         assignee=assignee,
+        agent=agent,
+        idempotency_key=_task_key(key or f"approve:{tool_name}"),
+        wait=False,
     )
-    return ApprovalResult(result.question)
+    if result.question is None:
+        return result
+    resumed = interrupt(_interrupt_value(client.url, result.question))
+    answered = _question_of_resume_value(resumed, result.question.id)
+    if answered is not None:
+        return result.waited(answered)
+    return result.waited(client.wait(result.question.id).question)
 
 
 def pending_questions(graph: _Graph, config: Any) -> list[str]:

@@ -9,8 +9,10 @@ The whole loop::
     approvals = HoldpointApprovals(AsyncHoldpoint(url, token), state_dir=".holdpoint/runs")
     result = await run_with_approvals(agent, "Deploy the api service", approvals, run_key="deploy-api-1")
 
-Each interruption of the run (``RunResult.interruptions``) becomes one Holdpoint approval whose action is the tool's
-name and arguments. The run's ``RunState`` is written to ``state_dir`` before anybody is asked, so a process that
+Each interruption of the run (``RunResult.interruptions``) is put to the workspace's approval rules (``POST
+/decide``, with the agent's name): a call they allow runs and one they deny goes back to the model with the rule's
+reason, without asking anyone; the others become one Holdpoint approval each, whose action is the tool's name and
+arguments. The run's ``RunState`` is written to ``state_dir`` before anybody is asked, so a process that
 dies while it waits is started again with the same ``run_key`` and carries on with the same questions (their
 ``Idempotency-Key`` is the run key and the tool call's id). An approval runs the tool; a rejection goes back to the
 model with the person's comment as the reason; an approval nobody decided in time (expired or cancelled) is not a
@@ -35,9 +37,11 @@ from agents import Agent, FunctionTool, Runner, RunResult, RunResultStreaming, R
 from agents.tool_context import ToolContext
 
 from ._async import AsyncHoldpoint
-from ._types import Action, ApprovalResult, Assignee, JsonObject, Question, Response, Urgency
+from ._types import ApprovalResult, Assignee, JsonObject, Question, Urgency
 
-STATE_VERSION = 1
+STATE_VERSION = 2
+"""Version 2 saves a call the rules decided without asking as its decision instead of a question id."""
+READABLE_VERSIONS = (1, 2)
 
 ContextSerializer = Callable[[Any], Any]
 ContextDeserializer = Callable[[Any], Any]
@@ -98,8 +102,10 @@ class HoldpointApprovals:
     # Asking ----------------------------------------------------------------------------------------------------
 
     async def request(self, result: RunResult | RunResultStreaming, *, run_key: str) -> list[Question]:
-        """Saves the run's state, then asks one approval per interruption; returns the questions.
+        """Saves the run's state, then asks the workspace's approval rules about each interruption (``POST /decide``,
+        the agent's name as the rules' ``agent``); returns the questions asked of people.
 
+        A call the rules allow or deny is decided at once and asks nobody; the others become approval questions.
         Safe to call again for the same run (after a restart): the same calls get the same questions back.
         """
         state = result.to_state()
@@ -114,22 +120,32 @@ class HoldpointApprovals:
         questions = []
         for item in items:
             call_id = _call_id(item)
-            question = await self.client.create_question(
-                _title(item),
-                kind="approval",
-                response_type="approval",
-                action=Action(tool_name=item.name or "tool", arguments=_arguments(item)),
+            decided = await self.client.approve(
+                item.name or "tool",
+                _arguments(item),
+                title=_title(item),
                 allow_edit=(item.name or "") in self._editable,
                 context={"agent": item.agent.name, "call_id": call_id, "run_key": run_key},
                 project=self.project,
                 urgency=self.urgency,
                 timeout_seconds=self.timeout_seconds,
-                default_response=None if self.default is None else Response(value=self.default),
+                default=self.default,
                 assignee=self.assignee,
+                agent=item.agent.name,
                 idempotency_key=_idempotency_key(run_key, call_id),
+                wait=False,
             )
-            saved["approvals"][call_id] = question.id
-            questions.append(question)
+            if decided.question is None:
+                saved["approvals"][call_id] = {
+                    "decision": decided.decision,
+                    "rule": decided.rule,
+                    "reason": decided.rule_reason,
+                    "grant_id": decided.grant_id,
+                    "arguments": decided.call_arguments,
+                }
+                continue
+            saved["approvals"][call_id] = decided.question.id
+            questions.append(decided.question)
         self._write(run_key, saved)
         return questions
 
@@ -143,13 +159,17 @@ class HoldpointApprovals:
         saved = self._read(run_key)
         results: dict[str, ApprovalResult] = {}
         for call_id, question_id in saved["approvals"].items():
+            if isinstance(question_id, dict):
+                # Decided by the rules when asked: nobody to wait for.
+                results[call_id] = ApprovalResult.from_decision(question_id, question_id.get("arguments"))
+                continue
             if wait:
-                outcome = await self.client.wait(question_id, timeout=timeout)
+                question = (await self.client.wait(question_id, timeout=timeout)).question
             else:
-                outcome = await self._current(question_id)
-            if not outcome.resolved:
+                question = await self.client.get_question(question_id)
+            if question.pending:
                 return None
-            results[call_id] = ApprovalResult(outcome.question)
+            results[call_id] = ApprovalResult(question).waited(question)
         return results
 
     async def resume(
@@ -187,9 +207,6 @@ class HoldpointApprovals:
 
     # Plumbing --------------------------------------------------------------------------------------------------
 
-    async def _current(self, question_id: str) -> ApprovalResult:
-        return ApprovalResult(await self.client.get_question(question_id))
-
     def _path(self, run_key: str) -> Path:
         safe = re.sub(r"[^A-Za-z0-9_.-]", "_", run_key).strip(".") or "run"
         if safe != run_key:
@@ -212,7 +229,7 @@ class HoldpointApprovals:
             saved: JsonObject = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise LookupError(f"no saved run {run_key!r} in {self.state_dir}") from None
-        if saved.get("version") != STATE_VERSION:
+        if saved.get("version") not in READABLE_VERSIONS:
             raise ValueError(f"{path} was written by another version of holdpoint_client.openai_agents")
         return saved
 
@@ -249,7 +266,12 @@ async def run_with_approvals(
 
 
 def rejection_message(result: ApprovalResult) -> str:
-    """What the model reads for a call that was not approved: the person's reason, or that nobody decided."""
+    """What the model reads for a call that was not approved: the rule's or the person's reason, or that nobody
+    decided."""
+    if result.denied_by_rule:
+        rule = f"The approval rule {result.rule}" if result.rule else "The approval rules"
+        reason = result.rule_reason or "no reason given"
+        return f"{rule} refused this call: {reason}. Do not retry the same call unchanged."
     if result.rejected:
         who = "A person" if result.outcome == "answered" else "The approval's default"
         reason = result.comment or "no reason given"

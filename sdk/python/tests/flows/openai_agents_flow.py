@@ -4,7 +4,8 @@
     python openai_agents_flow.py ask   # run until the approval is needed, ask, save the state and exit
 
 The model is the test's OpenAI-compatible mock ($MODEL_URL); every deployment the tool makes is appended to
-$TOOL_LOG; the run's state lives in $STATE_DIR under $RUN_KEY.
+$TOOL_LOG; the run's state lives in $STATE_DIR under $RUN_KEY. $AGENT_NAME names the agent (default "deployer"),
+which the approval rules' ``agents`` globs match.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ async def main(command: str) -> None:
         model = OpenAIChatCompletionsModel(
             model="mock", openai_client=AsyncOpenAI(base_url=os.environ["MODEL_URL"], api_key="test", max_retries=0)
         )
-        agent = Agent(name="deployer", instructions="Deploy what you are asked to.", tools=[tool], model=model)
+        agent = Agent(name=os.environ.get("AGENT_NAME", "deployer"), instructions="Deploy what you are asked to.", tools=[tool], model=model)
         run_key = os.environ["RUN_KEY"]
         if command == "ask":
             result = await Runner.run(agent, "Deploy the api service to production")
