@@ -65,6 +65,12 @@ pub const GRANT_CREATED: &str = "grant.created";
 pub const GRANT_REVOKED: &str = "grant.revoked";
 /// A call a grant let through without asking.
 pub const GRANT_USED: &str = "grant.used";
+/// An upstream MCP server of the gateway was registered, changed or removed.
+pub const UPSTREAM_CREATED: &str = "upstream.created";
+pub const UPSTREAM_CHANGED: &str = "upstream.changed";
+pub const UPSTREAM_DELETED: &str = "upstream.deleted";
+/// A tool call through the MCP gateway, whatever became of it.
+pub const GATEWAY_CALL: &str = "gateway.call";
 
 /// Every action above, for the audit page's filter.
 pub const ALL: &[&str] = &[
@@ -107,4 +113,8 @@ pub const ALL: &[&str] = &[
     GRANT_CREATED,
     GRANT_USED,
     GRANT_REVOKED,
+    UPSTREAM_CREATED,
+    UPSTREAM_CHANGED,
+    UPSTREAM_DELETED,
+    GATEWAY_CALL,
 ];

@@ -46,6 +46,9 @@ const LAYERS: &[(&str, &[&str])] = &[
         &[
             "http",
             "mcp",
+            // The MCP gateway: a door (`/mcp/gateway`) with its client of the upstreams, and the upstreams'
+            // registration the API's door shares.
+            "gateway",
             "web",
             "site",
             "cli",

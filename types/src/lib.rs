@@ -230,6 +230,7 @@ mod notifications;
 mod people;
 mod runs;
 pub mod time;
+mod upstreams;
 mod webhooks;
 pub use audit::*;
 pub use escalation::*;
@@ -237,6 +238,7 @@ pub use grants::*;
 pub use notifications::*;
 pub use people::*;
 pub use runs::*;
+pub use upstreams::*;
 pub use webhooks::*;
 
 /// One choice of a `choice`, `multi_choice` or `error_recovery` question.

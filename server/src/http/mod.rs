@@ -13,6 +13,7 @@ mod people;
 mod questions;
 mod runs;
 pub mod security;
+mod upstreams;
 mod webhooks;
 mod worker;
 
@@ -43,7 +44,8 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(events::router())
         .merge(audit::router())
         .merge(webhooks::router())
-        .merge(grants::router());
+        .merge(grants::router())
+        .merge(upstreams::router());
     OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .nest("/api/v1", api)
         .merge(health::router())

@@ -1,6 +1,6 @@
 //! Persistence: one [`Store`] trait with a SQLite and a PostgreSQL implementation, chosen by the URL scheme.
 //!
-//! Each domain area (questions, runs, people, outbox, escalation, grants, webhooks) is written once, generic over
+//! Each domain area (questions, runs, people, outbox, escalation, grants, webhooks, upstreams) is written once, generic over
 //! [`backend::SqlBackend`], which holds what the two databases do differently: opening and committing a write, appending
 //! events and audit entries, the dialect's few words, and the entry points of each backend's own hot paths (`sqlite`,
 //! `postgres`). Every state change appends its event to the log in the same transaction, and every commit that
@@ -23,6 +23,7 @@ mod sqlite;
 #[cfg(test)]
 mod test_postgres;
 mod token_cache;
+mod upstreams;
 mod webhooks;
 
 use std::str::FromStr;
@@ -53,6 +54,7 @@ pub use runs::{CascadeRecords, POLICY_DECIDER, RunStore};
 use sqlite::SqliteConnections;
 use sqlite::SqliteStore;
 use token_cache::TTL as TOKEN_CACHE_TTL;
+pub use upstreams::{UpstreamRow, UpstreamStore};
 pub use webhooks::{CallbackSecretRow, QueueKey, WebhookDeliveryRow, WebhookRow, WebhookStore};
 
 /// What can go wrong below the HTTP layer.
@@ -142,6 +144,8 @@ pub(crate) struct Caches {
     pub(crate) push_subscribers: ReadCache<Vec<Uuid>>,
     /// Each workspace's webhook subscriptions, as last read.
     pub(crate) webhooks: ReadCache<Vec<WebhookRow>>,
+    /// Each workspace's upstreams of the MCP gateway, as last read.
+    pub(crate) upstreams: ReadCache<Vec<UpstreamRow>>,
 }
 
 /// How long what a [`ReadCache`] read is trusted without reading it again.
@@ -257,7 +261,16 @@ pub enum Backend {
 /// Everything Holdpoint keeps. Methods that change state append their events in the same transaction.
 #[async_trait]
 pub trait Store:
-    RunStore + PeopleStore + OutboxStore + EscalationStore + WebhookStore + GrantStore + Send + Sync + 'static
+    RunStore
+    + PeopleStore
+    + OutboxStore
+    + EscalationStore
+    + WebhookStore
+    + GrantStore
+    + UpstreamStore
+    + Send
+    + Sync
+    + 'static
 {
     fn backend(&self) -> Backend;
 
