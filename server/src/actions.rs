@@ -71,6 +71,12 @@ pub const UPSTREAM_CHANGED: &str = "upstream.changed";
 pub const UPSTREAM_DELETED: &str = "upstream.deleted";
 /// A tool call through the MCP gateway, whatever became of it.
 pub const GATEWAY_CALL: &str = "gateway.call";
+/// A workspace's approval rules were saved (with the change).
+pub const RULES_UPDATED: &str = "rules.updated";
+/// A call a dry-run rule would have decided (it decided nothing).
+pub const RULE_DRY_RUN: &str = "rule.dry_run";
+/// A call decided through `POST /decide`.
+pub const RULES_DECIDED: &str = "rules.decided";
 
 /// Every action above, for the audit page's filter.
 pub const ALL: &[&str] = &[
@@ -117,4 +123,7 @@ pub const ALL: &[&str] = &[
     UPSTREAM_CHANGED,
     UPSTREAM_DELETED,
     GATEWAY_CALL,
+    RULES_UPDATED,
+    RULE_DRY_RUN,
+    RULES_DECIDED,
 ];

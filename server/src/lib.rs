@@ -34,6 +34,7 @@ pub mod outbox;
 pub mod people;
 pub mod questions;
 pub mod responder;
+pub mod rules;
 pub mod runs;
 pub mod runtime;
 pub mod server;

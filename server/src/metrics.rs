@@ -127,6 +127,14 @@ struct ToolCallLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RuleMatchLabels {
+    /// A rule's name: the workspace admins' document bounds the values.
+    rule: String,
+    /// `enforce` or `dry_run`.
+    mode: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct BuildLabels {
     version: &'static str,
 }
@@ -194,6 +202,7 @@ pub struct Metrics {
     webhook_latency: Histogram,
     gateway_calls: Family<GatewayCallLabels, Counter>,
     gateway_upstream_duration: HistogramFamily<UpstreamLabel>,
+    rule_matches: Family<RuleMatchLabels, Counter>,
     process: ProcessFigures,
 }
 
@@ -408,9 +417,16 @@ impl Metrics {
             "Time upstream MCP servers took to answer the calls the gateway forwarded, by upstream",
             gateway_upstream_duration.clone(),
         );
+        let rule_matches = Family::<RuleMatchLabels, Counter>::default();
+        registry.register(
+            "rule_matches",
+            "Calls an approval rule matched, by rule and mode (enforce, dry_run)",
+            rule_matches.clone(),
+        );
         Metrics {
             gateway_calls,
             gateway_upstream_duration,
+            rule_matches,
             deliveries,
             delivery_latency,
             webhook_attempts,
@@ -431,6 +447,11 @@ impl Metrics {
             sse_subscribers,
             http_latency,
         }
+    }
+
+    /// Counts a call approval rule `rule` matched; `mode` is `enforce` or `dry_run`.
+    pub fn rule_matched(&self, rule: &str, mode: &'static str) {
+        self.rule_matches.get_or_create(&RuleMatchLabels { rule: rule.to_owned(), mode }).inc();
     }
 
     /// Counts a run leaving its worker in `status`.

@@ -133,6 +133,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
         shutdown,
         leptos_options,
         site,
+        rules_cache: Default::default(),
     })))
 }
 

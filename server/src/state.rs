@@ -44,6 +44,8 @@ pub struct App {
     pub leptos_options: LeptosOptions,
     /// Where the built site's files are served from: built into the binary, or a directory.
     pub site: crate::site::Site,
+    /// Each workspace's approval rules, compiled once per saved version.
+    pub rules_cache: crate::rules::RulesCache,
 }
 
 impl App {

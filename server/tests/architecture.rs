@@ -26,6 +26,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             "notifications",
             "escalation",
             "webhooks",
+            // The approval rules, which every door that decides a tool call asks.
+            "rules",
             "audit",
             // The audit log's vocabulary, which the audit log and every use case name.
             "actions",

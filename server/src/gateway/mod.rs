@@ -7,6 +7,7 @@
 //! - [`door`]: the MCP server at `/mcp/gateway` that lists the upstreams' tools and decides and forwards their calls.
 
 pub mod connections;
+pub mod door;
 
 use std::collections::BTreeMap;
 

@@ -1,9 +1,9 @@
 //! Persistence: one [`Store`] trait with a SQLite and a PostgreSQL implementation, chosen by the URL scheme.
 //!
-//! Each domain area (questions, runs, people, outbox, escalation, grants, webhooks, upstreams) is written once, generic over
-//! [`backend::SqlBackend`], which holds what the two databases do differently: opening and committing a write, appending
-//! events and audit entries, the dialect's few words, and the entry points of each backend's own hot paths (`sqlite`,
-//! `postgres`). Every state change appends its event to the log in the same transaction, and every commit that
+//! Each domain area (questions, runs, people, outbox, escalation, grants, webhooks, rules, upstreams) is written
+//! once, generic over [`backend::SqlBackend`], which holds what the two databases do differently: opening and
+//! committing a write, appending events and audit entries, the dialect's few words, and the entry points of each
+//! backend's own hot paths (`sqlite`, `postgres`). Every state change appends its event to the log in the same transaction, and every commit that
 //! appended events announces the newest event id on a watch channel, which the event hub follows.
 
 mod audit_rows;
@@ -16,6 +16,7 @@ mod people;
 mod postgres;
 mod questions;
 mod rows;
+mod rules;
 mod run_rows;
 mod runs;
 mod sql;
@@ -49,6 +50,7 @@ pub use outbox::{
 pub use people::*;
 use postgres::PostgresStore;
 pub use rows::*;
+pub use rules::{RulesRow, RulesStore};
 pub use run_rows::*;
 pub use runs::{CascadeRecords, POLICY_DECIDER, RunStore};
 use sqlite::SqliteConnections;
@@ -267,6 +269,7 @@ pub trait Store:
     + EscalationStore
     + WebhookStore
     + GrantStore
+    + RulesStore
     + UpstreamStore
     + Send
     + Sync
