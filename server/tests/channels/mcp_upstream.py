@@ -15,7 +15,7 @@ import uvicorn
 from mcp.server.fastmcp import Context, FastMCP
 from pydantic import BaseModel, Field
 
-server = FastMCP(sys.argv[1] if len(sys.argv) > 1 else "files")
+server = FastMCP(sys.argv[1] if len(sys.argv) > 1 else "files", log_level="WARNING")
 
 
 def record(tool, arguments):
@@ -63,6 +63,8 @@ async def main():
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", 0))
+    # Listening before the port is told: a client that connects at once waits in the backlog, never refused.
+    listener.listen(128)
     port = listener.getsockname()[1]
     config = uvicorn.Config(server.streamable_http_app(), log_level="warning")
     print(f"LISTENING {port}", flush=True)
