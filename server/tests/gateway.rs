@@ -24,6 +24,7 @@ on_both_backends!(
     private_upstream_urls_are_refused,
     allowed_calls_are_forwarded_unchanged_and_denied_ones_never_reach_the_upstream,
     asked_calls_wait_for_a_person_who_may_edit_or_reject_them,
+    a_client_cancelling_an_asked_call_cancels_its_question,
     a_condition_splits_one_tools_calls_between_allow_and_ask,
     an_elicitation_becomes_a_form_question_and_its_outcome_the_answer,
     an_upstream_down_answers_at_once_and_hides_only_its_own_tools,
@@ -509,4 +510,32 @@ async fn unknown_upstreams_and_tools_are_mcp_errors_naming_them(backend: Backend
         assert!(error.message.contains(named), "{name}: {}", error.message);
     }
     assert!(upstream.calls().is_empty());
+}
+
+async fn a_client_cancelling_an_asked_call_cancels_its_question(backend: Backend) {
+    let Some(gateway) = Gateway::start(backend).await else { return };
+    let upstream = McpUpstream::start("files").await;
+    gateway.register("files", &upstream.url()).await;
+    gateway.rules(json!({ "default": "ask" })).await;
+    let client = gateway.client().await;
+    let request = rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(call(
+        "files__delete_file",
+        json!({ "path": "/srv" }),
+    )));
+    let handle =
+        client.peer().send_cancellable_request(request, rmcp::service::PeerRequestOptions::no_options()).await.unwrap();
+    let question = gateway.pending_question().await;
+    let id = question["id"].as_str().unwrap();
+    handle.cancel(Some("the user pressed Esc".into())).await.unwrap();
+    let deadline = tokio::time::Instant::now() + WITHIN;
+    let question = loop {
+        let question = gateway.app.get(&format!("/api/v1/questions/{id}")).await.json;
+        if question["status"] != "pending" {
+            break question;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the question was never cancelled");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(question["status"], "cancelled", "{question}");
+    assert!(upstream.calls().is_empty(), "a cancelled call never reaches the upstream");
 }

@@ -332,6 +332,8 @@ impl ServerHandler for Gateway {
         });
         let mut question = None;
         let mut forwarded_arguments = request.arguments.clone();
+        // One person's grant does not stand for an approval that needs several people, or named ones.
+        let grantable = verdict.ask.required_approvals.unwrap_or(1) <= 1 && verdict.ask.eligible.is_none();
         if verdict.decision == RuleDecision::Ask {
             let grant_call = crate::grants::Call {
                 workspace_id: caller.workspace_id(),
@@ -340,13 +342,17 @@ impl ServerHandler for Gateway {
                 run_id: None,
                 agent: Some(crate::grants::token_agent(caller.principal.id)),
             };
-            let granted = crate::grants::let_through(
-                self.state.store.as_ref(),
-                &grant_call,
-                json!({ "source": "mcp_gateway", "upstream": upstream, "tool": tool }),
-            )
-            .await
-            .map_err(internal)?;
+            let granted = if grantable {
+                crate::grants::let_through(
+                    self.state.store.as_ref(),
+                    &grant_call,
+                    json!({ "source": "mcp_gateway", "upstream": upstream, "tool": tool }),
+                )
+                .await
+                .map_err(internal)?
+            } else {
+                None
+            };
             if granted.is_none() {
                 let title = format!("Allow {tool} on {upstream}?");
                 let input = crate::rules::approval_question(&call, &verdict, Some(title));
