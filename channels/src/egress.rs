@@ -1,5 +1,5 @@
 //! The guard of every request the server makes to an address it is given: web pushes, webhooks and questions'
-//! callbacks, model endpoints, the `http_request` tool and Slack's Web API.
+//! callbacks, model endpoints, the `http_request` tool, Slack's Web API and the MCP gateway's upstream servers.
 //!
 //! Whoever can name a destination could otherwise point the server at what only it can reach: its own loopback
 //! listeners, the cloud's metadata service, the private network behind it. So the guard refuses every address of the
@@ -252,6 +252,18 @@ impl GuardedClient {
     /// A `POST` to build; send it with [`GuardedClient::send`].
     pub fn post(&self, url: impl reqwest::IntoUrl) -> reqwest::RequestBuilder {
         self.http.post(url)
+    }
+
+    /// The HTTP client underneath, for a library that sends its own requests through it (the MCP gateway's
+    /// upstream transport). Its resolver checks names only: whoever uses it checks the URL's written host with
+    /// [`GuardedClient::refusal`] before its first request, as [`GuardedClient::execute`] does for each of its own.
+    pub fn inner(&self) -> &reqwest::Client {
+        &self.http
+    }
+
+    /// Why `url`'s host, as written, may not be reached (see [`EgressPolicy::refusal`]).
+    pub fn refusal(&self, url: &url::Url) -> Option<String> {
+        self.policy.refusal(url)
     }
 
     /// Sends a request built from this client.

@@ -65,6 +65,12 @@ pub const GRANT_CREATED: &str = "grant.created";
 pub const GRANT_REVOKED: &str = "grant.revoked";
 /// A call a grant let through without asking.
 pub const GRANT_USED: &str = "grant.used";
+/// An upstream MCP server of the gateway was registered, changed or removed.
+pub const UPSTREAM_CREATED: &str = "upstream.created";
+pub const UPSTREAM_CHANGED: &str = "upstream.changed";
+pub const UPSTREAM_DELETED: &str = "upstream.deleted";
+/// A tool call through the MCP gateway, whatever became of it.
+pub const GATEWAY_CALL: &str = "gateway.call";
 /// A workspace's approval rules were saved (with the change).
 pub const RULES_UPDATED: &str = "rules.updated";
 /// A call a dry-run rule would have decided (it decided nothing).
@@ -113,6 +119,10 @@ pub const ALL: &[&str] = &[
     GRANT_CREATED,
     GRANT_USED,
     GRANT_REVOKED,
+    UPSTREAM_CREATED,
+    UPSTREAM_CHANGED,
+    UPSTREAM_DELETED,
+    GATEWAY_CALL,
     RULES_UPDATED,
     RULE_DRY_RUN,
     RULES_DECIDED,

@@ -142,6 +142,12 @@ pub struct ServeConfig {
     #[arg(long, env = "HOLDPOINT_MCP_PROGRESS_SECONDS", default_value_t = 5)]
     pub mcp_progress_seconds: u64,
 
+    /// Whether the MCP gateway's upstream servers may be at private, loopback, link-local and other special-purpose
+    /// addresses (an MCP server inside your network, or on this machine); off, such URLs are refused when an
+    /// upstream is registered (422) and never connected to.
+    #[arg(long, env = "HOLDPOINT_UPSTREAM_ALLOW_PRIVATE", default_value_t = false, action = clap::ArgAction::Set)]
+    pub upstream_allow_private: bool,
+
     /// How long a browser session lasts, in hours.
     #[arg(long, env = "HOLDPOINT_SESSION_HOURS", default_value_t = 24 * 7)]
     pub session_hours: i64,
@@ -484,6 +490,7 @@ impl ServeConfig {
             mcp_sessions_per_caller: 16,
             mcp_session_idle_seconds: 3600,
             mcp_progress_seconds: 5,
+            upstream_allow_private: false,
             session_hours: 1,
             token_cache_seconds: 5,
             database_connections: crate::store::default_postgres_connections(),

@@ -92,6 +92,19 @@ struct WebhookLabels {
     outcome: &'static str,
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GatewayCallLabels {
+    /// The upstream's name (admins register a bounded number of them).
+    upstream: String,
+    /// What the rules decided: `allow`, `ask` or `deny`.
+    decision: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct UpstreamLabel {
+    upstream: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DeliveryLabels {
     /// `email`, `slack` or `push`.
@@ -187,6 +200,8 @@ pub struct Metrics {
     delivery_latency: HistogramFamily<DeliveryChannelLabel>,
     webhook_attempts: Family<WebhookLabels, Counter>,
     webhook_latency: Histogram,
+    gateway_calls: Family<GatewayCallLabels, Counter>,
+    gateway_upstream_duration: HistogramFamily<UpstreamLabel>,
     rule_matches: Family<RuleMatchLabels, Counter>,
     process: ProcessFigures,
 }
@@ -389,6 +404,19 @@ impl Metrics {
             "From an event being queued for an endpoint to the endpoint taking it",
             webhook_latency.clone(),
         );
+        let gateway_calls = Family::<GatewayCallLabels, Counter>::default();
+        registry.register(
+            "gateway_calls",
+            "Tool calls through the MCP gateway, by upstream and the rules' decision (allow, ask, deny)",
+            gateway_calls.clone(),
+        );
+        let gateway_upstream_duration: HistogramFamily<UpstreamLabel> =
+            Family::new_with_constructor(tool_call_histogram);
+        registry.register(
+            "gateway_upstream_duration_seconds",
+            "Time upstream MCP servers took to answer the calls the gateway forwarded, by upstream",
+            gateway_upstream_duration.clone(),
+        );
         let rule_matches = Family::<RuleMatchLabels, Counter>::default();
         registry.register(
             "rule_matches",
@@ -396,6 +424,8 @@ impl Metrics {
             rule_matches.clone(),
         );
         Metrics {
+            gateway_calls,
+            gateway_upstream_duration,
             rule_matches,
             deliveries,
             delivery_latency,
@@ -486,6 +516,18 @@ impl Metrics {
         if let Some(latency) = since_queued {
             self.webhook_latency.observe(latency.as_secs_f64());
         }
+    }
+
+    /// Counts one tool call through the MCP gateway with what the rules decided about it.
+    pub fn gateway_call(&self, upstream: &str, decision: &'static str) {
+        self.gateway_calls.get_or_create(&GatewayCallLabels { upstream: upstream.to_owned(), decision }).inc();
+    }
+
+    /// Observes how long an upstream took to answer a forwarded call.
+    pub fn gateway_upstream(&self, upstream: &str, elapsed: Duration) {
+        self.gateway_upstream_duration
+            .get_or_create(&UpstreamLabel { upstream: upstream.to_owned() })
+            .observe(elapsed.as_secs_f64());
     }
 
     /// Observes one tool call that ran; `completed` tells `completed` from `error`.

@@ -28,6 +28,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             "notifications",
             "escalation",
             "webhooks",
+            // The approval rules, which every door that decides a tool call asks.
+            "rules",
             "audit",
             // The audit log's vocabulary, which the audit log and every use case name.
             "actions",
@@ -48,6 +50,9 @@ const LAYERS: &[(&str, &[&str])] = &[
         &[
             "http",
             "mcp",
+            // The MCP gateway: a door (`/mcp/gateway`) with its client of the upstreams, and the upstreams'
+            // registration the API's door shares.
+            "gateway",
             "web",
             "site",
             "cli",

@@ -15,6 +15,7 @@ mod edges;
 mod egress;
 mod escalation;
 mod foundation;
+mod gateway;
 mod grants;
 mod hands;
 mod isolation;

@@ -231,6 +231,7 @@ mod people;
 mod rules;
 mod runs;
 pub mod time;
+mod upstreams;
 mod webhooks;
 pub use audit::*;
 pub use escalation::*;
@@ -239,6 +240,7 @@ pub use notifications::*;
 pub use people::*;
 pub use rules::*;
 pub use runs::*;
+pub use upstreams::*;
 pub use webhooks::*;
 
 /// One choice of a `choice`, `multi_choice` or `error_recovery` question.

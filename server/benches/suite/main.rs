@@ -6,7 +6,7 @@
 //! Every part is bounded in time. The suite prints a table and writes `docs/benchmarks.md`: the machine, every
 //! figure next to its target with a pass/miss mark, and how each was measured.
 //!
-//! Flags: `--only hitl,delivery,webhooks,fanout,inbox,rebuild,site` runs some parts (then nothing is written unless
+//! Flags: `--only hitl,delivery,webhooks,fanout,inbox,rebuild,site,gateway` runs some parts (then nothing is written unless
 //! `--out` is given); `--out PATH` writes the report there instead of `docs/benchmarks.md`. `HOLDPOINT_BENCH_HITL` (see
 //! `hitl.rs`) runs one configuration of the HITL part, for profiling and A/B runs.
 
@@ -18,6 +18,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod delivery;
 mod fanout;
+mod gateway;
 mod hitl;
 mod inbox;
 mod machine;
@@ -33,7 +34,7 @@ use std::time::{Duration, Instant};
 use report::{Figure, Section};
 
 /// The parts of the suite, in the order they run.
-const PARTS: [&str; 7] = ["hitl", "delivery", "webhooks", "fanout", "inbox", "rebuild", "site"];
+const PARTS: [&str; 8] = ["hitl", "delivery", "webhooks", "fanout", "inbox", "rebuild", "site", "gateway"];
 
 struct Options {
     parts: Vec<String>,
@@ -104,6 +105,7 @@ async fn run(options: Options) -> Result<(), String> {
             "inbox" => inbox::run(postgres.as_ref().ok()).await?,
             "rebuild" => rebuild::run(postgres.as_ref().ok()).await?,
             "site" => site::run().await?,
+            "gateway" => gateway::run().await?,
             _ => unreachable!("parts are checked when the flags are read"),
         };
         eprintln!("bench: {part} took {:.1} s", part_started.elapsed().as_secs_f64());

@@ -14,6 +14,7 @@ mod questions;
 mod rules;
 mod runs;
 pub mod security;
+mod upstreams;
 mod webhooks;
 mod worker;
 
@@ -45,7 +46,8 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(audit::router())
         .merge(webhooks::router())
         .merge(grants::router())
-        .merge(rules::router());
+        .merge(rules::router())
+        .merge(upstreams::router());
     OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .nest("/api/v1", api)
         .merge(health::router())
@@ -63,11 +65,18 @@ pub fn router(state: AppState) -> Router {
     let mcp = Router::new()
         .nest_service("/mcp", mcp_service)
         .layer(middleware::from_fn_with_state((state.clone(), mcp_sessions), crate::mcp::authenticate));
+    // The gateway's sessions are its own book, authenticated as `/mcp`'s are.
+    let (gateway_service, gateway_sessions) =
+        crate::gateway::door::service(state.clone()).expect("the gateway's HTTP client is built");
+    let gateway = Router::new()
+        .nest_service("/mcp/gateway", gateway_service)
+        .layer(middleware::from_fn_with_state((state.clone(), gateway_sessions), crate::mcp::authenticate));
     let rate_limits = limits::RateLimits::new(&state.config.limits);
     Router::new()
         .merge(routes)
         .merge(api_fallback)
         .merge(mcp)
+        .merge(gateway)
         .layer(DefaultBodyLimit::max(API_BODY_LIMIT))
         .layer(middleware::map_response(error_shape_for_bare_statuses))
         .merge(crate::act::router())

@@ -304,7 +304,7 @@ impl From<&Question> for QuestionOutcome {
 
 /// A refusal or an invalid request as a tool result: `isError`, with the API's error object as its text, so that
 /// the agent reads why and can correct itself.
-fn refusal(err: AppError) -> CallToolResult {
+pub(crate) fn refusal(err: AppError) -> CallToolResult {
     if let AppError::Internal(cause) = &err {
         tracing::error!(error = %cause, "internal error in an MCP tool");
     }
@@ -312,7 +312,7 @@ fn refusal(err: AppError) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(body.to_string())])
 }
 
-fn caller_of(parts: &http::request::Parts) -> Result<Caller, CallToolResult> {
+pub(crate) fn caller_of(parts: &http::request::Parts) -> Result<Caller, CallToolResult> {
     parts.extensions.get::<Caller>().cloned().ok_or_else(|| refusal(AppError::Unauthorized("not authenticated".into())))
 }
 
@@ -323,7 +323,6 @@ fn session_of(parts: &http::request::Parts) -> Option<&str> {
 type ToolResult<T> = Result<T, CallToolResult>;
 
 impl HoldpointMcp {
-    /// Creates the question and, unless it is non-blocking, waits until it is no longer pending.
     async fn ask_and_wait(
         &self,
         parts: &http::request::Parts,
@@ -331,82 +330,93 @@ impl HoldpointMcp {
         caller: &Caller,
         input: NewQuestion,
     ) -> ToolResult<Question> {
-        caller.require_ask().map_err(refusal)?;
-        // Counted as `POST /questions` is: a question asked over MCP is no cheaper to store or to answer.
-        crate::http::limits::check_creation_in(parts).map_err(refusal)?;
-        let asking = self.state.asking();
-        let row = asking.prepare(input, caller.workspace_id(), Some(caller.principal.id)).await.map_err(refusal)?;
-        // Watch first: the answer may come before we start waiting.
-        let mut watch = self.state.hub.watch_question(row.id);
-        asking.record(&row, &caller.principal.workspace, None).await.map_err(|e| refusal(e.into()))?;
-        let workspace = &caller.principal.workspace;
-        if row.kind == QuestionKind::NonBlocking {
-            return row.to_question(workspace).map_err(|e| refusal(e.into()));
+        ask_and_wait(&self.state, &self.owners, parts, context, caller, input).await
+    }
+}
+
+/// Creates the question and, unless it is non-blocking, waits until it is no longer pending, sending progress
+/// notifications to the calling client meanwhile; the client's cancellation of the call cancels the question.
+/// `/mcp`'s tools and the gateway's calls (its approvals and elicitations) ask through here.
+pub(crate) async fn ask_and_wait(
+    state: &AppState,
+    owners: &Arc<SessionOwners>,
+    parts: &http::request::Parts,
+    context: &RequestContext<RoleServer>,
+    caller: &Caller,
+    input: NewQuestion,
+) -> ToolResult<Question> {
+    caller.require_ask().map_err(refusal)?;
+    // Counted as `POST /questions` is: a question asked over MCP is no cheaper to store or to answer.
+    crate::http::limits::check_creation_in(parts).map_err(refusal)?;
+    let asking = state.asking();
+    let row = asking.prepare(input, caller.workspace_id(), Some(caller.principal.id)).await.map_err(refusal)?;
+    // Watch first: the answer may come before we start waiting.
+    let mut watch = state.hub.watch_question(row.id);
+    asking.record(&row, &caller.principal.workspace, None).await.map_err(|e| refusal(e.into()))?;
+    let workspace = &caller.principal.workspace;
+    if row.kind == QuestionKind::NonBlocking {
+        return row.to_question(workspace).map_err(|e| refusal(e.into()));
+    }
+    let _waiting = owners.waiting(session_of(parts));
+    let progress_token = context.meta.get_progress_token();
+    let progress_every = Duration::from_secs(state.config.mcp_progress_seconds.max(1));
+    let mut next_progress = tokio::time::Instant::now() + progress_every;
+    let mut progress = 0.0;
+    loop {
+        let current = state
+            .store
+            .question(row.workspace_id, row.id)
+            .await
+            .map_err(|e| refusal(e.into()))?
+            .ok_or_else(|| refusal(AppError::NotFound("question")))?;
+        let question = current.to_question(workspace).map_err(|e| refusal(e.into()))?;
+        if question.status != QuestionStatus::Pending {
+            return Ok(question);
         }
-        let _waiting = self.owners.waiting(session_of(parts));
-        let progress_token = context.meta.get_progress_token();
-        let progress_every = Duration::from_secs(self.state.config.mcp_progress_seconds.max(1));
-        let mut next_progress = tokio::time::Instant::now() + progress_every;
-        let mut progress = 0.0;
-        loop {
-            let current = self
-                .state
-                .store
-                .question(row.workspace_id, row.id)
-                .await
-                .map_err(|e| refusal(e.into()))?
-                .ok_or_else(|| refusal(AppError::NotFound("question")))?;
-            let question = current.to_question(workspace).map_err(|e| refusal(e.into()))?;
-            if question.status != QuestionStatus::Pending {
-                return Ok(question);
+        let recheck = tokio::time::Instant::now() + RECHECK;
+        tokio::select! {
+            _ = watch.next_event() => {
+                // A fired watch is used up: the next one is registered before the question is read again.
+                watch = state.hub.watch_question(row.id);
             }
-            let recheck = tokio::time::Instant::now() + RECHECK;
-            tokio::select! {
-                _ = watch.next_event() => {
-                    // A fired watch is used up: the next one is registered before the question is read again.
-                    watch = self.state.hub.watch_question(row.id);
+            () = tokio::time::sleep_until(recheck.min(next_progress)) => {}
+            () = context.ct.cancelled() => {
+                // A server that stops ends its calls too, but their questions outlive it: only a client's
+                // cancellation (or the end of its session) withdraws the question.
+                if !state.shutdown.is_cancelled() {
+                    withdraw(state, caller, row.id).await;
                 }
-                () = tokio::time::sleep_until(recheck.min(next_progress)) => {}
-                () = context.ct.cancelled() => {
-                    // A server that stops ends its calls too, but their questions outlive it: only a client's
-                    // cancellation (or the end of its session) withdraws the question.
-                    if !self.state.shutdown.is_cancelled() {
-                        self.withdraw(caller, row.id).await;
-                    }
-                    return Err(refusal(AppError::Conflict {
-                        message: "the call was cancelled; its question is cancelled".into(),
-                        details: None,
-                    }));
-                }
+                return Err(refusal(AppError::Conflict {
+                    message: "the call was cancelled; its question is cancelled".into(),
+                    details: None,
+                }));
             }
-            if let Some(token) = &progress_token
-                && tokio::time::Instant::now() >= next_progress
-            {
-                progress += 1.0;
-                let left = question.timeout_at.map(|at| (at - crate::store::now()).num_seconds().max(0));
-                let message = match left {
-                    Some(seconds) => format!("waiting for a person: question {} is pending, {seconds} s left", row.id),
-                    None => format!("waiting for a person: question {} is pending", row.id),
-                };
-                let mut notice = ProgressNotificationParam::new(token.clone(), progress);
-                notice.message = Some(message);
-                // A client that cannot take the notice any more will cancel or close: nothing to do here.
-                let _ = context.peer.notify_progress(notice).await;
-                next_progress = tokio::time::Instant::now() + progress_every;
-            }
+        }
+        if let Some(token) = &progress_token
+            && tokio::time::Instant::now() >= next_progress
+        {
+            progress += 1.0;
+            let left = question.timeout_at.map(|at| (at - crate::store::now()).num_seconds().max(0));
+            let message = match left {
+                Some(seconds) => format!("waiting for a person: question {} is pending, {seconds} s left", row.id),
+                None => format!("waiting for a person: question {} is pending", row.id),
+            };
+            let mut notice = ProgressNotificationParam::new(token.clone(), progress);
+            notice.message = Some(message);
+            // A client that cannot take the notice any more will cancel or close: nothing to do here.
+            let _ = context.peer.notify_progress(notice).await;
+            next_progress = tokio::time::Instant::now() + progress_every;
         }
     }
+}
 
-    /// Cancels a question whose asking call was cancelled; a question resolved meanwhile stays as it is.
-    async fn withdraw(&self, caller: &Caller, id: Uuid) {
-        let store = self.state.store.as_ref();
-        let reason = Some(CANCELLED_BY_CLIENT.to_owned());
-        match crate::questions::cancel_question(store, &self.state.metrics, caller, id, reason, crate::store::now())
-            .await
-        {
-            Ok(_) | Err(AppError::Conflict { .. }) => {}
-            Err(err) => tracing::warn!(error = %err, question = %id, "could not cancel a cancelled call's question"),
-        }
+/// Cancels a question whose asking call was cancelled; a question resolved meanwhile stays as it is.
+async fn withdraw(state: &AppState, caller: &Caller, id: Uuid) {
+    let store = state.store.as_ref();
+    let reason = Some(CANCELLED_BY_CLIENT.to_owned());
+    match crate::questions::cancel_question(store, &state.metrics, caller, id, reason, crate::store::now()).await {
+        Ok(_) | Err(AppError::Conflict { .. }) => {}
+        Err(err) => tracing::warn!(error = %err, question = %id, "could not cancel a cancelled call's question"),
     }
 }
 

@@ -1,9 +1,9 @@
 //! Persistence: one [`Store`] trait with a SQLite and a PostgreSQL implementation, chosen by the URL scheme.
 //!
-//! Each domain area (questions, runs, people, outbox, escalation, grants, webhooks, rules) is written once, generic over
-//! [`backend::SqlBackend`], which holds what the two databases do differently: opening and committing a write, appending
-//! events and audit entries, the dialect's few words, and the entry points of each backend's own hot paths (`sqlite`,
-//! `postgres`). Every state change appends its event to the log in the same transaction, and every commit that
+//! Each domain area (questions, runs, people, outbox, escalation, grants, webhooks, rules, upstreams) is written
+//! once, generic over [`backend::SqlBackend`], which holds what the two databases do differently: opening and
+//! committing a write, appending events and audit entries, the dialect's few words, and the entry points of each
+//! backend's own hot paths (`sqlite`, `postgres`). Every state change appends its event to the log in the same transaction, and every commit that
 //! appended events announces the newest event id on a watch channel, which the event hub follows.
 
 mod audit_rows;
@@ -26,6 +26,7 @@ mod sqlite;
 #[cfg(test)]
 mod test_postgres;
 mod token_cache;
+mod upstreams;
 mod webhooks;
 
 use std::str::FromStr;
@@ -58,6 +59,7 @@ pub use runs::{CascadeRecords, POLICY_DECIDER, RunStore};
 use sqlite::SqliteConnections;
 use sqlite::SqliteStore;
 use token_cache::TTL as TOKEN_CACHE_TTL;
+pub use upstreams::{UpstreamRow, UpstreamStore};
 pub use webhooks::{CallbackSecretRow, QueueKey, WebhookDeliveryRow, WebhookRow, WebhookStore};
 
 /// What can go wrong below the HTTP layer.
@@ -147,6 +149,8 @@ pub(crate) struct Caches {
     pub(crate) push_subscribers: ReadCache<Vec<Uuid>>,
     /// Each workspace's webhook subscriptions, as last read.
     pub(crate) webhooks: ReadCache<Vec<WebhookRow>>,
+    /// Each workspace's upstreams of the MCP gateway, as last read.
+    pub(crate) upstreams: ReadCache<Vec<UpstreamRow>>,
 }
 
 /// How long what a [`ReadCache`] read is trusted without reading it again.
@@ -262,7 +266,17 @@ pub enum Backend {
 /// Everything Holdpoint keeps. Methods that change state append their events in the same transaction.
 #[async_trait]
 pub trait Store:
-    RunStore + PeopleStore + OutboxStore + EscalationStore + WebhookStore + GrantStore + RulesStore + Send + Sync + 'static
+    RunStore
+    + PeopleStore
+    + OutboxStore
+    + EscalationStore
+    + WebhookStore
+    + GrantStore
+    + RulesStore
+    + UpstreamStore
+    + Send
+    + Sync
+    + 'static
 {
     fn backend(&self) -> Backend;
 

@@ -4,6 +4,7 @@
 
 pub mod email;
 pub mod mailing;
+pub mod mcp_upstream;
 pub mod push_service;
 pub mod python;
 pub mod receiver;

@@ -1,0 +1,414 @@
+//! `/mcp/gateway`: one MCP server (streamable HTTP) in front of a workspace's upstreams. `tools/list` lists every
+//! upstream's tools as `<upstream>__<tool>`; each `tools/call` is decided by the approval rules, with the tool named
+//! `mcp:<upstream>/<tool>`, before anything reaches the upstream:
+//!
+//! - `allow`: forwarded, and the upstream's result returned as it is;
+//! - `deny`: a result with `isError` naming the rule and its reason; the upstream is never called;
+//! - `ask`: a live grant lets the call through; otherwise an approval question is asked and the call waits for it
+//!   (with progress notifications, like `/mcp`'s tools). Approved, the call is forwarded, with the approver's edited
+//!   arguments if any; rejected, expired or cancelled, it ends `isError` saying so. A client that cancels the call
+//!   cancels the question.
+//!
+//! Every call is audited (`gateway.call`, with a SHA-256 digest of the arguments rather than the arguments) and
+//! counted. An upstream that cannot be reached answers `isError` at once; one that is down or slow never hides the
+//! others' tools: each is listed concurrently, within [`LIST_TIMEOUT`].
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use app::types::{QuestionStatus, RuleDecision};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam,
+    ClientRequest, ContentBlock, ErrorData, Implementation, JsonObject, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, ServerResult,
+};
+use rmcp::service::{PeerRequestOptions, RequestContext};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{RoleServer, ServerHandler};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use super::connections::{CallScope, Connection, Connections};
+use crate::credentials::Caller;
+use crate::error::AppError;
+use crate::mcp::SessionOwners;
+use crate::rules::{ToolCall, Verdict};
+use crate::state::AppState;
+use crate::store::{AuditActor, NewAuditEntry, UpstreamRow};
+
+/// How long listing one upstream's tools may take (connecting included) before it is left out of the list.
+pub const LIST_TIMEOUT: Duration = Duration::from_secs(3);
+/// What separates the upstream's name from its tool's in the gateway's tool names.
+pub const SEPARATOR: &str = "__";
+
+/// The gateway's MCP service, mounted at `/mcp/gateway` behind `/mcp`'s authentication, and the book of its
+/// sessions.
+pub fn service(
+    state: AppState,
+) -> Result<(StreamableHttpService<Gateway, LocalSessionManager>, Arc<SessionOwners>), reqwest::Error> {
+    let mut manager = LocalSessionManager::default();
+    // As at `/mcp`: sessions idle out by Holdpoint's own rule, which knows when a call waits for a person.
+    manager.session_config.keep_alive = None;
+    let manager = Arc::new(manager);
+    let owners = SessionOwners::start(&state, Arc::clone(&manager));
+    let config = StreamableHttpServerConfig::default()
+        .disable_allowed_hosts()
+        .with_sse_keep_alive(Some(Duration::from_secs(15)))
+        .with_cancellation_token(state.shutdown.child_token());
+    let connections = Arc::new(Connections::new(state.config.upstream_allow_private)?);
+    let gateway = Gateway { state, owners: Arc::clone(&owners), connections };
+    let service = StreamableHttpService::new(move || Ok(gateway.clone()), manager, config);
+    Ok((service, owners))
+}
+
+/// The gateway's MCP server.
+#[derive(Clone)]
+pub struct Gateway {
+    state: AppState,
+    owners: Arc<SessionOwners>,
+    connections: Arc<Connections>,
+}
+
+fn parts_of(context: &RequestContext<RoleServer>) -> Result<&http::request::Parts, ErrorData> {
+    context.extensions.get::<http::request::Parts>().ok_or_else(|| ErrorData::internal_error("no HTTP request", None))
+}
+
+fn caller_of(parts: &http::request::Parts) -> Result<Caller, ErrorData> {
+    parts.extensions.get::<Caller>().cloned().ok_or_else(|| ErrorData::invalid_request("not authenticated", None))
+}
+
+fn internal(err: impl std::fmt::Display) -> ErrorData {
+    tracing::error!(error = %err, "internal error in the MCP gateway");
+    ErrorData::internal_error("internal error", None)
+}
+
+/// A tool result with `isError` and this text.
+fn failed(text: String) -> CallToolResponse {
+    CallToolResponse::Complete(CallToolResult::error(vec![ContentBlock::text(text)]))
+}
+
+/// The hex SHA-256 of the arguments' JSON: what the audit keeps of them.
+fn digest(arguments: &Value) -> String {
+    hex::encode(Sha256::digest(serde_json::to_vec(arguments).unwrap_or_default()))
+}
+
+/// What became of one call, for its audit entry.
+struct Record<'a> {
+    caller: &'a Caller,
+    upstream: &'a str,
+    tool: &'a str,
+    arguments: &'a Value,
+    verdict: Option<&'a Verdict>,
+    outcome: &'static str,
+    started: Instant,
+    question: Option<uuid::Uuid>,
+}
+
+impl Gateway {
+    /// Audits and counts a call, off its path: the caller does not wait for the audit's write.
+    fn record(&self, record: Record<'_>) {
+        let decision = record.verdict.map(|v| v.decision.as_str());
+        if let Some(decision) = decision {
+            self.state.metrics.gateway_call(record.upstream, decision);
+        }
+        let entry = NewAuditEntry {
+            workspace_id: record.caller.workspace_id(),
+            actor: AuditActor::from(record.caller),
+            action: crate::actions::GATEWAY_CALL.into(),
+            subject_type: "tool_call".into(),
+            subject_id: Some(format!("mcp:{}/{}", record.upstream, record.tool)),
+            before: None,
+            after: Some(json!({
+                "upstream": record.upstream,
+                "tool": record.tool,
+                "decision": decision,
+                "rule": record.verdict.and_then(|v| v.rule.clone()),
+                "outcome": record.outcome,
+                "arguments_sha256": digest(record.arguments),
+                "duration_ms": u64::try_from(record.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                "question_id": record.question,
+            })),
+            diff: None,
+            created_at: crate::store::now(),
+        };
+        let store = Arc::clone(&self.state.store);
+        tokio::spawn(async move {
+            if let Err(err) = store.append_audit(&entry).await {
+                tracing::error!(error = %err, "could not audit a gateway call");
+            }
+        });
+    }
+
+    /// The upstream of this name in the caller's workspace.
+    async fn upstream(&self, caller: &Caller, name: &str) -> Result<Option<UpstreamRow>, ErrorData> {
+        let rows = self.state.store.upstreams_cached(caller.workspace_id()).await.map_err(internal)?;
+        Ok(rows.iter().find(|row| row.name == name).cloned())
+    }
+
+    /// Sends the call to the upstream and returns its answer as it is; `isError` at once when the upstream cannot
+    /// be reached. The calling client's cancellation is passed on.
+    async fn forward(
+        &self,
+        connection: &Arc<Connection>,
+        row: &UpstreamRow,
+        scope: Arc<CallScope>,
+        arguments: Option<JsonObject>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let mut params = CallToolRequestParams::new(scope.tool.clone());
+        params.arguments = arguments;
+        let started = Instant::now();
+        let peer = connection.service.peer();
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = match peer.send_request_with_option(request, PeerRequestOptions::no_options()).await {
+            Ok(handle) => handle,
+            Err(err) => {
+                let problem = format!("unreachable: {err}");
+                self.connections.drop_connection(&self.state, row, &problem);
+                return Ok(failed(format!("The upstream {} is {problem}", row.name)));
+            }
+        };
+        let id = handle.id.clone();
+        let _registered = connection.calls.register(id.clone(), Arc::clone(&scope));
+        let answer = tokio::select! {
+            answer = handle.await_response() => answer,
+            () = scope.context.ct.cancelled() => {
+                let cancel = CancelledNotificationParam::new(Some(id), Some("the gateway's client cancelled".into()));
+                let _ = peer.notify_cancelled(cancel).await;
+                return Err(ErrorData::internal_error("cancelled by the client", None));
+            }
+        };
+        self.state.metrics.gateway_upstream(&row.name, started.elapsed());
+        match answer {
+            Ok(ServerResult::CallToolResult(result)) => {
+                self.connections.healthy(&self.state, row);
+                Ok(CallToolResponse::Complete(result))
+            }
+            Ok(ServerResult::InputRequiredResult(result)) => {
+                self.connections.healthy(&self.state, row);
+                Ok(CallToolResponse::InputRequired(result))
+            }
+            Ok(_) => {
+                Ok(failed(format!("The upstream {} answered the call with something else than a result", row.name)))
+            }
+            Err(rmcp::ServiceError::McpError(error)) => {
+                // The upstream refused the call itself (bad arguments, say): its error, as it said it.
+                self.connections.healthy(&self.state, row);
+                Err(error)
+            }
+            Err(err) => {
+                let problem = format!("unreachable: {err}");
+                self.connections.drop_connection(&self.state, row, &problem);
+                Ok(failed(format!("The upstream {} is {problem}", row.name)))
+            }
+        }
+    }
+}
+
+impl ServerHandler for Gateway {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("holdpoint-gateway", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Holdpoint's MCP gateway: the tools of the workspace's MCP servers, named <server>__<tool>. Each \
+                 call is decided by the workspace's approval rules: it runs, waits for a person's approval, or is \
+                 refused with the reason.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let caller = caller_of(parts_of(&context)?)?;
+        let rows = self.state.store.upstreams_cached(caller.workspace_id()).await.map_err(internal)?;
+        let listed = futures::future::join_all(rows.iter().map(|row| async move {
+            let listing = async {
+                let connection = self.connections.connect(&self.state, row).await?;
+                connection.list_tools(LIST_TIMEOUT).await
+            };
+            match tokio::time::timeout(LIST_TIMEOUT, listing).await {
+                Ok(Ok(tools)) => Some((row, tools)),
+                Ok(Err(problem)) => {
+                    self.connections.failed(&self.state, row, &problem);
+                    None
+                }
+                Err(_) => {
+                    let problem = format!("did not list its tools within {} ms", LIST_TIMEOUT.as_millis());
+                    self.connections.failed(&self.state, row, &problem);
+                    None
+                }
+            }
+        }))
+        .await;
+        let mut tools = Vec::new();
+        for (row, upstream_tools) in listed.into_iter().flatten() {
+            for tool in upstream_tools.iter() {
+                let mut tool = tool.clone();
+                tool.name = format!("{}{SEPARATOR}{}", row.name, tool.name).into();
+                tools.push(tool);
+            }
+        }
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let started = Instant::now();
+        let parts = parts_of(&context)?.clone();
+        let caller = caller_of(&parts)?;
+        let Some((upstream, tool)) = request.name.split_once(SEPARATOR) else {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool {:?}: gateway tools are named <upstream>{SEPARATOR}<tool>", request.name),
+                None,
+            ));
+        };
+        let Some(row) = self.upstream(&caller, upstream).await? else {
+            return Err(ErrorData::invalid_params(
+                format!("unknown upstream {upstream:?} (tool {:?})", request.name),
+                None,
+            ));
+        };
+        let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+        let rule_tool = format!("mcp:{upstream}/{tool}");
+        let call = ToolCall { tool: &rule_tool, arguments: &arguments, agent: Some(&caller.principal.name), run: None };
+        let verdict = self.state.rules().decide(caller.workspace_id(), &call).await.map_err(|err| match err {
+            AppError::Internal(cause) => internal(cause),
+            other => ErrorData::invalid_request(other.to_string(), None),
+        })?;
+        let record = |outcome: &'static str, question: Option<uuid::Uuid>| Record {
+            caller: &caller,
+            upstream,
+            tool,
+            arguments: &arguments,
+            verdict: Some(&verdict),
+            outcome,
+            started,
+            question,
+        };
+        if verdict.decision == RuleDecision::Deny {
+            self.record(record("denied", None));
+            let rule =
+                verdict.rule.as_deref().map_or_else(|| "the rules' default".to_owned(), |r| format!("rule {r:?}"));
+            let reason = verdict.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
+            return Ok(failed(format!("Denied by {rule}{reason}. The call {rule_tool} was not made.")));
+        }
+        let connection = match self.connections.connect(&self.state, &row).await {
+            Ok(connection) => connection,
+            Err(problem) => {
+                self.record(record("unreachable", None));
+                return Ok(failed(format!("The upstream {upstream} is {problem}")));
+            }
+        };
+        match connection.has_tool(tool, LIST_TIMEOUT).await {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err(ErrorData::invalid_params(
+                    format!("unknown tool {tool:?} of upstream {upstream:?} (tool {:?})", request.name),
+                    None,
+                ));
+            }
+            Err(problem) => {
+                self.connections.drop_connection(&self.state, &row, &problem);
+                self.record(record("unreachable", None));
+                return Ok(failed(format!("The upstream {upstream} {problem}")));
+            }
+        }
+        let scope = Arc::new(CallScope {
+            state: self.state.clone(),
+            owners: Arc::clone(&self.owners),
+            parts: parts.clone(),
+            context: context.clone(),
+            caller: caller.clone(),
+            upstream: upstream.to_owned(),
+            tool: tool.to_owned(),
+            assignee: verdict.ask.assignee.clone(),
+            urgency: verdict.ask.urgency,
+            timeout_seconds: verdict.ask.timeout_seconds,
+        });
+        let mut question = None;
+        let mut forwarded_arguments = request.arguments.clone();
+        // One person's grant does not stand for an approval that needs several people, or named ones.
+        let grantable = verdict.ask.required_approvals.unwrap_or(1) <= 1 && verdict.ask.eligible.is_none();
+        if verdict.decision == RuleDecision::Ask {
+            let grant_call = crate::grants::Call {
+                workspace_id: caller.workspace_id(),
+                tool_name: &rule_tool,
+                arguments: &arguments,
+                run_id: None,
+                agent: Some(crate::grants::token_agent(caller.principal.id)),
+            };
+            let granted = if grantable {
+                crate::grants::let_through(
+                    self.state.store.as_ref(),
+                    &grant_call,
+                    json!({ "source": "mcp_gateway", "upstream": upstream, "tool": tool }),
+                )
+                .await
+                .map_err(internal)?
+            } else {
+                None
+            };
+            if granted.is_none() {
+                let title = format!("Allow {tool} on {upstream}?");
+                let input = crate::rules::approval_question(&call, &verdict, Some(title));
+                let asked = crate::mcp::ask_and_wait(&self.state, &self.owners, &parts, &context, &caller, input).await;
+                let asked = match asked {
+                    Ok(asked) => asked,
+                    Err(refused) => {
+                        self.record(record("cancelled", None));
+                        return Ok(CallToolResponse::Complete(refused));
+                    }
+                };
+                question = Some(asked.id);
+                let response = asked.response.as_ref();
+                match asked.status {
+                    QuestionStatus::Answered | QuestionStatus::Defaulted
+                        if response.is_some_and(|r| r.value == Value::Bool(true)) =>
+                    {
+                        if let Some(Value::Object(edited)) = response.and_then(|r| r.edited_arguments.clone()) {
+                            forwarded_arguments = Some(edited);
+                        }
+                    }
+                    QuestionStatus::Answered | QuestionStatus::Defaulted => {
+                        self.record(record("rejected", question));
+                        let by = asked.answered_by.clone().unwrap_or_else(|| "the default".into());
+                        let comment = response.and_then(|r| r.comment.clone());
+                        let comment = comment.map(|c| format!(": {c}")).unwrap_or_default();
+                        return Ok(failed(format!(
+                            "Rejected by {by}{comment}. The call {rule_tool} was not made; do not retry it \
+                             unchanged."
+                        )));
+                    }
+                    QuestionStatus::Expired => {
+                        self.record(record("expired", question));
+                        return Ok(failed(format!(
+                            "The approval of {rule_tool} expired: nobody decided before its deadline (question {}). \
+                             The call was not made.",
+                            asked.id
+                        )));
+                    }
+                    QuestionStatus::Cancelled | QuestionStatus::Pending => {
+                        self.record(record("cancelled", question));
+                        return Ok(failed(format!(
+                            "The approval of {rule_tool} was cancelled (question {}). The call was not made.",
+                            asked.id
+                        )));
+                    }
+                }
+            }
+        }
+        let forwarded = self.forward(&connection, &row, scope, forwarded_arguments).await;
+        let outcome = match &forwarded {
+            Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => "error",
+            Ok(_) => "forwarded",
+            Err(_) => "error",
+        };
+        self.record(record(outcome, question));
+        forwarded
+    }
+}

@@ -1,0 +1,188 @@
+//! The MCP gateway's upstreams as stored: their rows, the SQL both backends use, and the [`UpstreamStore`] trait with
+//! its one implementation for both.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::types::Json;
+use uuid::Uuid;
+
+use super::backend::{Sql, SqlBackend, Statement};
+use super::sql::is_unique_violation_of;
+use super::{NewAuditEntry, ReadCache, StoreError, StoreResult};
+
+const UPSTREAM_COLUMNS: &str =
+    "id, workspace_id, name, url, headers, created_at, updated_at, last_success_at, last_error_at, last_error";
+/// Inserts an upstream (`$1`..`$10` in [`UPSTREAM_COLUMNS`]' order).
+const INSERT_UPSTREAM: &str = "INSERT INTO upstreams (id, workspace_id, name, url, headers, created_at, updated_at, \
+     last_success_at, last_error_at, last_error) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+/// Writes an upstream's changeable columns (`$1` url, `$2` headers, `$3` updated_at; `$4` workspace, `$5` id).
+/// Its health starts over: it is another server now, or the same one reached otherwise.
+const UPDATE_UPSTREAM: &str = "UPDATE upstreams SET url = $1, headers = $2, updated_at = $3, \
+     last_success_at = NULL, last_error_at = NULL, last_error = NULL WHERE workspace_id = $4 AND id = $5";
+/// Records that an upstream answered at `$3` (`$1` workspace, `$2` id).
+const UPSTREAM_SUCCEEDED: &str = "UPDATE upstreams SET last_success_at = $3 WHERE workspace_id = $1 AND id = $2";
+/// Records that an upstream failed at `$3` with `$4` (`$1` workspace, `$2` id).
+const UPSTREAM_FAILED: &str =
+    "UPDATE upstreams SET last_error_at = $3, last_error = $4 WHERE workspace_id = $1 AND id = $2";
+
+/// An upstream MCP server of a workspace.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct UpstreamRow {
+    pub id: Uuid,
+    pub workspace_id: Uuid,
+    pub name: String,
+    pub url: String,
+    /// Sent with every request to it; the values are secrets, kept because every request needs them.
+    pub headers: Json<BTreeMap<String, String>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub last_success_at: Option<DateTime<Utc>>,
+    pub last_error_at: Option<DateTime<Utc>>,
+    pub last_error: Option<String>,
+}
+
+/// The gateway's upstreams. Implemented by both stores.
+#[async_trait]
+pub trait UpstreamStore: Send + Sync {
+    /// A workspace's upstreams, by name.
+    async fn upstreams(&self, workspace_id: Uuid) -> StoreResult<Vec<UpstreamRow>>;
+    /// What this store last read of each workspace's upstreams.
+    fn upstream_cache(&self) -> &ReadCache<Vec<UpstreamRow>>;
+    /// A workspace's upstreams as read within the read cache's TTL: what each gateway request is served from.
+    async fn upstreams_cached(&self, workspace_id: Uuid) -> StoreResult<std::sync::Arc<Vec<UpstreamRow>>> {
+        match self.upstream_cache().fresh(workspace_id) {
+            Some(upstreams) => Ok(upstreams),
+            None => Ok(self.upstream_cache().remember(workspace_id, self.upstreams(workspace_id).await?)),
+        }
+    }
+    async fn upstream(&self, workspace_id: Uuid, name: &str) -> StoreResult<Option<UpstreamRow>>;
+    /// Stores a new upstream with the audit entry recording it; [`StoreError::Duplicate`] if the workspace has one
+    /// of that name.
+    async fn create_upstream(&self, row: &UpstreamRow, audit: &NewAuditEntry) -> StoreResult<()>;
+    /// Writes an upstream's URL and headers with the audit entry; `false` (nothing written) if it is gone.
+    async fn update_upstream(&self, row: &UpstreamRow, audit: &NewAuditEntry) -> StoreResult<bool>;
+    /// Removes an upstream with the audit entry; `false` (nothing written) if it is gone.
+    async fn delete_upstream(&self, workspace_id: Uuid, id: Uuid, audit: &NewAuditEntry) -> StoreResult<bool>;
+    /// Records how the gateway found an upstream at `at`: it answered (`error` none), or it failed with `error`.
+    async fn record_upstream_health(
+        &self,
+        workspace_id: Uuid,
+        id: Uuid,
+        at: DateTime<Utc>,
+        error: Option<&str>,
+    ) -> StoreResult<()>;
+}
+
+#[async_trait]
+impl<B: SqlBackend> UpstreamStore for B {
+    async fn upstreams(&self, workspace_id: Uuid) -> StoreResult<Vec<UpstreamRow>> {
+        self.read()
+            .fetch_all(
+                Statement::new(format!(
+                    "SELECT {UPSTREAM_COLUMNS} FROM upstreams WHERE workspace_id = $1 ORDER BY name"
+                ))
+                .bind(workspace_id),
+            )
+            .await
+    }
+
+    fn upstream_cache(&self) -> &ReadCache<Vec<UpstreamRow>> {
+        &self.caches().upstreams
+    }
+
+    async fn upstream(&self, workspace_id: Uuid, name: &str) -> StoreResult<Option<UpstreamRow>> {
+        self.read()
+            .fetch_optional(
+                Statement::new(format!(
+                    "SELECT {UPSTREAM_COLUMNS} FROM upstreams WHERE workspace_id = $1 AND name = $2"
+                ))
+                .bind(workspace_id)
+                .bind(name),
+            )
+            .await
+    }
+
+    async fn create_upstream(&self, row: &UpstreamRow, audit: &NewAuditEntry) -> StoreResult<()> {
+        let mut write = self.begin_write().await?;
+        let inserted = write
+            .execute(
+                Statement::new(INSERT_UPSTREAM)
+                    .bind(row.id)
+                    .bind(row.workspace_id)
+                    .bind(&row.name)
+                    .bind(&row.url)
+                    .bind(&row.headers)
+                    .bind(row.created_at)
+                    .bind(row.updated_at)
+                    .bind(row.last_success_at)
+                    .bind(row.last_error_at)
+                    .bind(&row.last_error),
+            )
+            .await;
+        match inserted {
+            Err(err) if is_unique_violation_of(&err) => return Err(StoreError::Duplicate("upstream of that name")),
+            other => other?,
+        };
+        self.append_audit_in(&mut write, audit).await?;
+        self.commit_write(write, None).await?;
+        self.caches().upstreams.forget(row.workspace_id);
+        Ok(())
+    }
+
+    async fn update_upstream(&self, row: &UpstreamRow, audit: &NewAuditEntry) -> StoreResult<bool> {
+        let mut write = self.begin_write().await?;
+        let updated = write
+            .execute(
+                Statement::new(UPDATE_UPSTREAM)
+                    .bind(&row.url)
+                    .bind(&row.headers)
+                    .bind(row.updated_at)
+                    .bind(row.workspace_id)
+                    .bind(row.id),
+            )
+            .await?;
+        if updated != 1 {
+            return Ok(false);
+        }
+        self.append_audit_in(&mut write, audit).await?;
+        self.commit_write(write, None).await?;
+        self.caches().upstreams.forget(row.workspace_id);
+        Ok(true)
+    }
+
+    async fn delete_upstream(&self, workspace_id: Uuid, id: Uuid, audit: &NewAuditEntry) -> StoreResult<bool> {
+        let mut write = self.begin_write().await?;
+        let deleted = write
+            .execute(
+                Statement::new("DELETE FROM upstreams WHERE workspace_id = $1 AND id = $2").bind(workspace_id).bind(id),
+            )
+            .await?;
+        if deleted != 1 {
+            return Ok(false);
+        }
+        self.append_audit_in(&mut write, audit).await?;
+        self.commit_write(write, None).await?;
+        self.caches().upstreams.forget(workspace_id);
+        Ok(true)
+    }
+
+    async fn record_upstream_health(
+        &self,
+        workspace_id: Uuid,
+        id: Uuid,
+        at: DateTime<Utc>,
+        error: Option<&str>,
+    ) -> StoreResult<()> {
+        let statement = match error {
+            None => Statement::new(UPSTREAM_SUCCEEDED).bind(workspace_id).bind(id).bind(at),
+            Some(error) => Statement::new(UPSTREAM_FAILED).bind(workspace_id).bind(id).bind(at).bind(error.to_owned()),
+        };
+        let mut write = self.begin_write().await?;
+        write.execute(statement).await?;
+        self.commit_write(write, None).await?;
+        self.caches().upstreams.forget(workspace_id);
+        Ok(())
+    }
+}

@@ -1,0 +1,541 @@
+//! The MCP gateway (spec §16): upstream MCP servers registered per workspace, and `/mcp/gateway`, where each tool
+//! call is decided by the approval rules before it reaches its upstream. The upstreams are real MCP servers (the
+//! official Python SDK's FastMCP, which report each call they receive) and the gateway's client is rmcp's.
+
+use crate::channels::mcp_upstream::McpUpstream;
+use crate::common;
+
+use std::time::Duration;
+
+use app::types::{Role, RulesDocument};
+use axum::http::{Method, StatusCode};
+use chrono::Utc;
+use common::{Backend, TestApp, assert_error};
+use holdpoint::store::{AuditActor, NewAuditEntry, RulesRow};
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+
+on_both_backends!(
+    upstreams_are_registered_listed_changed_and_removed_by_admins,
+    private_upstream_urls_are_refused,
+    allowed_calls_are_forwarded_unchanged_and_denied_ones_never_reach_the_upstream,
+    asked_calls_wait_for_a_person_who_may_edit_or_reject_them,
+    a_client_cancelling_an_asked_call_cancels_its_question,
+    a_condition_splits_one_tools_calls_between_allow_and_ask,
+    an_elicitation_becomes_a_form_question_and_its_outcome_the_answer,
+    an_upstream_down_answers_at_once_and_hides_only_its_own_tools,
+    unknown_upstreams_and_tools_are_mcp_errors_naming_them,
+);
+
+type Client = RunningService<RoleClient, ()>;
+
+/// Bounds every wait of these tests.
+const WITHIN: Duration = Duration::from_secs(20);
+
+async fn connect(url: String, token: Option<&str>) -> Client {
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    if let Some(token) = token {
+        config = config.auth_header(token.to_owned());
+    }
+    let connecting = ().serve(StreamableHttpClientTransport::from_config(config));
+    tokio::time::timeout(WITHIN, connecting).await.expect("connects in time").expect("the MCP client connects")
+}
+
+fn call(name: &str, arguments: Value) -> CallToolRequestParams {
+    CallToolRequestParams::new(name.to_owned()).with_arguments(arguments.as_object().unwrap().clone())
+}
+
+fn text_of(result: &CallToolResult) -> String {
+    result.content.iter().filter_map(|c| c.as_text()).map(|t| t.text.clone()).collect::<Vec<_>>().join("\n")
+}
+
+/// A gateway with its upstreams on loopback, and an agent token to call it with (the admin answers).
+struct Gateway {
+    app: TestApp,
+    base: String,
+    agent: String,
+}
+
+impl Gateway {
+    async fn start(backend: Backend) -> Option<Gateway> {
+        let app = allowing_private(backend).await?;
+        let base = app.serve().await;
+        let agent = app.create_token("default", Role::Agent).await;
+        Some(Gateway { app, base, agent })
+    }
+
+    async fn register(&self, name: &str, url: &str) {
+        let created = self.app.post("/api/v1/upstreams", json!({ "name": name, "url": url })).await;
+        assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    }
+
+    async fn client(&self) -> Client {
+        connect(format!("{}/mcp/gateway", self.base), Some(&self.agent)).await
+    }
+
+    /// Saves the workspace's rules document, as `PUT /rules` does.
+    async fn rules(&self, document: Value) {
+        let store = &self.app.state.store;
+        let workspace = store.ensure_workspace("default").await.unwrap();
+        let version = store.rules_version(workspace.id).await.unwrap();
+        let document: RulesDocument = serde_json::from_value(document).unwrap();
+        holdpoint::rules::engine::compile(&document, version + 1).expect("the rules compile");
+        let row = RulesRow {
+            workspace_id: workspace.id,
+            version: version + 1,
+            document: sqlx::types::Json(document),
+            updated_at: Utc::now(),
+            updated_by: "test".into(),
+        };
+        let audit = NewAuditEntry {
+            workspace_id: workspace.id,
+            actor: AuditActor::policy("test harness", None),
+            action: "rules.updated".into(),
+            subject_type: "rules".into(),
+            subject_id: None,
+            before: None,
+            after: None,
+            diff: None,
+            created_at: holdpoint::store::now(),
+        };
+        assert!(store.save_rules(&row, version, &audit).await.unwrap());
+    }
+
+    /// The one pending question, once there is one.
+    async fn pending_question(&self) -> Value {
+        let deadline = tokio::time::Instant::now() + WITHIN;
+        loop {
+            let page = self.app.get("/api/v1/questions?status=pending").await.json;
+            if let Some(question) = page["items"].as_array().and_then(|items| items.first()) {
+                return self.app.get(&format!("/api/v1/questions/{}", question["id"].as_str().unwrap())).await.json;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "no question was asked");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn answer(&self, question: &Value, body: Value) {
+        let id = question["id"].as_str().unwrap();
+        let answered = self.app.post(&format!("/api/v1/questions/{id}/answer"), body).await;
+        assert_eq!(answered.status, StatusCode::OK, "{}", answered.text);
+    }
+
+    /// The audit's `gateway.call` entries, once there are `count` (they are written off the call's path).
+    async fn audited_calls(&self, count: usize) -> Vec<Value> {
+        let deadline = tokio::time::Instant::now() + WITHIN;
+        loop {
+            let audit = self.app.get("/api/v1/audit?action=gateway.call").await.json;
+            let items = audit["items"].as_array().cloned().unwrap_or_default();
+            if items.len() >= count {
+                return items;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "{} gateway calls audited, not {count}", items.len());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+async fn allowing_private(backend: Backend) -> Option<TestApp> {
+    TestApp::start_with(backend, |config| config.upstream_allow_private = true).await
+}
+
+async fn upstreams_are_registered_listed_changed_and_removed_by_admins(backend: Backend) {
+    let Some(app) = allowing_private(backend).await else { return };
+    // Registering does not need the server up: nothing listens on this port.
+    let created = app
+        .post(
+            "/api/v1/upstreams",
+            json!({ "name": "files", "url": "http://127.0.0.1:9/mcp",
+                    "headers": { "Authorization": "Bearer upstream-secret-1", "X-Team": "ops" } }),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    assert_eq!(created.json["name"], "files");
+    assert_eq!(created.json["headers"], json!(["Authorization", "X-Team"]), "names only");
+    assert_eq!(created.json["health"], json!({ "last_success_at": null, "last_error_at": null, "last_error": null }));
+    assert!(!created.text.contains("upstream-secret-1"), "a header value is never returned: {}", created.text);
+
+    let again = app.post("/api/v1/upstreams", json!({ "name": "files", "url": "http://127.0.0.1:10/mcp" })).await;
+    assert_error(&again, StatusCode::CONFLICT, "conflict");
+    for (body, field) in [
+        (json!({ "name": "Files!", "url": "http://127.0.0.1:9/mcp" }), "name"),
+        (json!({ "name": "a".repeat(33), "url": "http://127.0.0.1:9/mcp" }), "name"),
+        (json!({ "name": "ftp", "url": "ftp://127.0.0.1/mcp" }), "url"),
+        (json!({ "name": "creds", "url": "http://u:p@127.0.0.1:9/mcp" }), "url"),
+        (json!({ "name": "hdr", "url": "http://127.0.0.1:9/mcp", "headers": { "Accept": "x" } }), "headers.Accept"),
+        (json!({ "name": "hdr", "url": "http://127.0.0.1:9/mcp", "headers": { "X-A": "line\nbreak" } }), "headers.X-A"),
+    ] {
+        let refused = app.post("/api/v1/upstreams", body.clone()).await;
+        let error = assert_error(&refused, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+        assert!(error["details"]["fields"][field].is_string(), "{body} names {field}: {error}");
+    }
+
+    let listed = app.get("/api/v1/upstreams").await;
+    assert_eq!(listed.status, StatusCode::OK);
+    assert_eq!(listed.json["items"].as_array().unwrap().len(), 1, "nothing refused was stored: {}", listed.text);
+    assert!(!listed.text.contains("upstream-secret-1"));
+    let one = app.get("/api/v1/upstreams/files").await;
+    assert_eq!(one.json, created.json);
+
+    let patched = app
+        .call(
+            Method::PATCH,
+            "/api/v1/upstreams/files",
+            Some(&app.token),
+            Some(json!({ "url": "http://127.0.0.1:11/mcp", "headers": { "X-Api-Key": "upstream-secret-2" } })),
+        )
+        .await;
+    assert_eq!(patched.status, StatusCode::OK, "{}", patched.text);
+    assert_eq!(patched.json["url"], "http://127.0.0.1:11/mcp");
+    assert_eq!(patched.json["headers"], json!(["X-Api-Key"]));
+    assert!(!patched.text.contains("upstream-secret-2"));
+
+    // Admins only; another workspace sees none of it.
+    let approver = app.create_token("default", Role::Approver).await;
+    let refused = app.call(Method::GET, "/api/v1/upstreams", Some(&approver), None).await;
+    assert_error(&refused, StatusCode::FORBIDDEN, "forbidden");
+    let other = app.create_token("other", Role::Admin).await;
+    let hidden = app.call(Method::GET, "/api/v1/upstreams/files", Some(&other), None).await;
+    assert_error(&hidden, StatusCode::NOT_FOUND, "not_found");
+
+    let deleted = app.call(Method::DELETE, "/api/v1/upstreams/files", Some(&app.token), None).await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+    assert_error(&app.get("/api/v1/upstreams/files").await, StatusCode::NOT_FOUND, "not_found");
+
+    for action in ["upstream.created", "upstream.changed", "upstream.deleted"] {
+        let audit = app.get(&format!("/api/v1/audit?action={action}")).await;
+        assert_eq!(audit.json["items"].as_array().unwrap().len(), 1, "{action}: {}", audit.text);
+        assert!(!audit.text.contains("upstream-secret"), "the audit keeps header names only: {}", audit.text);
+    }
+}
+
+async fn private_upstream_urls_are_refused(backend: Backend) {
+    let Some(app) = TestApp::start(backend).await else { return };
+    for url in [
+        "http://127.0.0.1:9/mcp",
+        "http://localhost:9/mcp",
+        "http://LOCALHOST./mcp",
+        "http://api.localhost:9/mcp",
+        "http://[::1]:9/mcp",
+        "http://[::ffff:127.0.0.1]:9/mcp",
+        "http://2130706433:9/mcp",
+        "http://0x7f.1:9/mcp",
+        "http://0177.0.0.1:9/mcp",
+        "http://127.1:9/mcp",
+        "http://0.0.0.0:9/mcp",
+        "http://169.254.169.254/mcp",
+        "http://10.0.0.1/mcp",
+    ] {
+        let refused = app.post("/api/v1/upstreams", json!({ "name": "local", "url": url })).await;
+        let error = assert_error(&refused, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+        let why = error["details"]["fields"]["url"].as_str().unwrap_or_else(|| panic!("{url}: {error}"));
+        assert!(why.contains("HOLDPOINT_UPSTREAM_ALLOW_PRIVATE"), "{url}: {why}");
+    }
+    let listed = app.get("/api/v1/upstreams").await;
+    assert_eq!(listed.json["items"], json!([]), "nothing stored");
+    // A change to such a URL is refused the same way, and changes nothing.
+    let public = app.post("/api/v1/upstreams", json!({ "name": "public", "url": "http://93.184.216.34/mcp" })).await;
+    assert_eq!(public.status, StatusCode::CREATED, "{}", public.text);
+    let patch = json!({ "url": "http://[::1]:9/mcp" });
+    let refused = app.call(Method::PATCH, "/api/v1/upstreams/public", Some(&app.token), Some(patch)).await;
+    let error = assert_error(&refused, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+    assert!(error["details"]["fields"]["url"].is_string(), "{error}");
+    assert_eq!(app.get("/api/v1/upstreams/public").await.json["url"], "http://93.184.216.34/mcp");
+}
+
+async fn allowed_calls_are_forwarded_unchanged_and_denied_ones_never_reach_the_upstream(backend: Backend) {
+    let Some(gateway) = Gateway::start(backend).await else { return };
+    let upstream = McpUpstream::start("files").await;
+    gateway.register("files", &upstream.url()).await;
+    gateway
+        .rules(json!({ "default": "allow", "rules": [
+            { "name": "no-deletes", "tools": ["mcp:files/delete_file"], "decision": "deny",
+              "reason": "deleting needs a ticket" } ] }))
+        .await;
+    let client = gateway.client().await;
+    let direct = connect(upstream.url(), None).await;
+
+    let listed = client.list_all_tools().await.unwrap();
+    let upstream_tools = direct.list_all_tools().await.unwrap();
+    let mut names: Vec<String> = listed.iter().map(|t| t.name.to_string()).collect();
+    names.sort();
+    assert_eq!(names, ["files__delete_file", "files__pay", "files__read_file", "files__ship"]);
+    for tool in &upstream_tools {
+        let through = listed.iter().find(|t| t.name == format!("files__{}", tool.name)).unwrap();
+        assert_eq!(through.input_schema, tool.input_schema, "{} keeps its schema", tool.name);
+        assert_eq!(through.description, tool.description);
+    }
+
+    let arguments = json!({ "path": "/etc/motd" });
+    let through = client.call_tool(call("files__read_file", arguments.clone())).await.unwrap();
+    let straight = direct.call_tool(call("read_file", arguments.clone())).await.unwrap();
+    assert_eq!(
+        serde_json::to_value(&through).unwrap(),
+        serde_json::to_value(&straight).unwrap(),
+        "the upstream's result, unchanged"
+    );
+    assert_eq!(upstream.calls_within(2).await[0], json!({ "tool": "read_file", "arguments": arguments }));
+
+    let denied = client.call_tool(call("files__delete_file", json!({ "path": "/etc/motd" }))).await.unwrap();
+    assert_eq!(denied.is_error, Some(true));
+    let why = text_of(&denied);
+    assert!(why.contains("no-deletes") && why.contains("deleting needs a ticket"), "{why}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        upstream.calls().iter().all(|c| c["tool"] != "delete_file"),
+        "a denied call never reaches the upstream: {:?}",
+        upstream.calls()
+    );
+
+    let audited = gateway.audited_calls(2).await;
+    let denial = audited.iter().find(|e| e["after"]["decision"] == "deny").expect("the denial is audited");
+    assert_eq!(denial["after"]["rule"], "no-deletes");
+    assert_eq!(denial["after"]["tool"], "delete_file");
+    assert_eq!(denial["after"]["upstream"], "files");
+    let digest = denial["after"]["arguments_sha256"].as_str().unwrap();
+    assert_eq!(digest.len(), 64, "a SHA-256 of the arguments, not the arguments: {denial}");
+    assert!(denial["after"]["duration_ms"].is_u64());
+    let allowed = audited.iter().find(|e| e["after"]["decision"] == "allow").expect("the allowed call is audited");
+    assert_eq!(allowed["after"]["outcome"], "forwarded");
+    assert_eq!(allowed["after"]["rule"], Value::Null, "the default decided");
+
+    let metrics = gateway.app.call(Method::GET, "/metrics", None, None).await.text;
+    for series in [
+        r#"holdpoint_gateway_calls_total{upstream="files",decision="allow"} 1"#,
+        r#"holdpoint_gateway_calls_total{upstream="files",decision="deny"} 1"#,
+        r#"holdpoint_gateway_upstream_duration_seconds_count{upstream="files"} 1"#,
+    ] {
+        assert!(metrics.contains(series), "{series} in {metrics}");
+    }
+    let deadline = tokio::time::Instant::now() + WITHIN;
+    loop {
+        let files = gateway.app.get("/api/v1/upstreams/files").await.json;
+        if files["health"]["last_success_at"].is_string() {
+            assert_eq!(files["health"]["last_error"], Value::Null, "{files}");
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "its success never showed in its health: {files}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn asked_calls_wait_for_a_person_who_may_edit_or_reject_them(backend: Backend) {
+    let Some(gateway) = Gateway::start(backend).await else { return };
+    let upstream = McpUpstream::start("files").await;
+    gateway.register("files", &upstream.url()).await;
+    gateway
+        .rules(json!({ "default": "allow", "rules": [
+            { "name": "confirm-deletes", "tools": ["mcp:files/delete_*"], "decision": "ask",
+              "reason": "deletes cannot be undone", "ask": { "allow_edit": true } } ] }))
+        .await;
+    let client = std::sync::Arc::new(gateway.client().await);
+    let ask = |path: &'static str| {
+        let client = std::sync::Arc::clone(&client);
+        tokio::spawn(async move { client.call_tool(call("files__delete_file", json!({ "path": path }))).await })
+    };
+
+    let approving = ask("/srv/data");
+    let question = gateway.pending_question().await;
+    assert_eq!(question["kind"], "approval");
+    assert_eq!(
+        question["action"],
+        json!({ "tool_name": "mcp:files/delete_file", "arguments": { "path": "/srv/data" } })
+    );
+    assert!(question["body"].as_str().unwrap().contains("deletes cannot be undone"), "{question}");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!approving.is_finished(), "the call waits for the person");
+    assert!(upstream.calls().is_empty(), "nothing reached the upstream while it waits");
+    gateway.answer(&question, json!({ "value": true, "edited_arguments": { "path": "/srv/data/tmp" } })).await;
+    let approved = tokio::time::timeout(WITHIN, approving).await.unwrap().unwrap().unwrap();
+    assert_ne!(approved.is_error, Some(true), "{approved:?}");
+    assert_eq!(text_of(&approved), "deleted /srv/data/tmp");
+    assert_eq!(
+        upstream.calls_within(1).await,
+        [json!({ "tool": "delete_file", "arguments": { "path": "/srv/data/tmp" } })],
+        "the upstream received the edited arguments"
+    );
+
+    let rejecting = ask("/srv/backups");
+    let question = gateway.pending_question().await;
+    gateway.answer(&question, json!({ "value": false, "comment": "the backups stay" })).await;
+    let rejected = tokio::time::timeout(WITHIN, rejecting).await.unwrap().unwrap().unwrap();
+    assert_eq!(rejected.is_error, Some(true));
+    let why = text_of(&rejected);
+    assert!(why.contains("the backups stay") && why.contains("do not retry it unchanged"), "{why}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(upstream.calls().len(), 1, "a rejected call never reaches the upstream");
+    let audited = gateway.audited_calls(2).await;
+    let outcomes: Vec<&Value> = audited.iter().map(|e| &e["after"]["outcome"]).collect();
+    assert!(outcomes.contains(&&json!("rejected")) && outcomes.contains(&&json!("forwarded")), "{outcomes:?}");
+}
+
+async fn a_condition_splits_one_tools_calls_between_allow_and_ask(backend: Backend) {
+    let Some(gateway) = Gateway::start(backend).await else { return };
+    let upstream = McpUpstream::start("bank").await;
+    gateway.register("bank", &upstream.url()).await;
+    gateway
+        .rules(json!({ "default": "deny", "rules": [
+            { "name": "small-payments", "tools": ["mcp:bank/pay"], "when": "args.amount <= 1000",
+              "decision": "allow" },
+            { "name": "large-payments", "tools": ["mcp:bank/pay"], "when": "args.amount > 1000",
+              "decision": "ask", "reason": "over 1000" } ] }))
+        .await;
+    let client = std::sync::Arc::new(gateway.client().await);
+    let small = tokio::time::timeout(WITHIN, client.call_tool(call("bank__pay", json!({ "amount": 900 }))))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(text_of(&small), "paid 900 to acme");
+    let empty = gateway.app.get("/api/v1/questions?status=pending").await.json;
+    assert_eq!(empty["items"], json!([]), "900 was allowed without asking");
+
+    let paying = std::sync::Arc::clone(&client);
+    let large = tokio::spawn(async move { paying.call_tool(call("bank__pay", json!({ "amount": 1500 }))).await });
+    let question = gateway.pending_question().await;
+    assert_eq!(question["action"]["arguments"], json!({ "amount": 1500 }));
+    assert_eq!(upstream.calls().len(), 1, "1500 waits for a person");
+    gateway.answer(&question, json!({ "value": true })).await;
+    let paid = tokio::time::timeout(WITHIN, large).await.unwrap().unwrap().unwrap();
+    assert_eq!(text_of(&paid), "paid 1500 to acme");
+}
+
+async fn an_elicitation_becomes_a_form_question_and_its_outcome_the_answer(backend: Backend) {
+    let Some(gateway) = Gateway::start(backend).await else { return };
+    let upstream = McpUpstream::start("shop").await;
+    gateway.register("shop", &upstream.url()).await;
+    gateway.rules(json!({ "default": "allow" })).await;
+    let client = std::sync::Arc::new(gateway.client().await);
+    let ship = |item: &'static str| {
+        let client = std::sync::Arc::clone(&client);
+        tokio::spawn(async move { client.call_tool(call("shop__ship", json!({ "item": item }))).await })
+    };
+
+    let shipping = ship("a book");
+    let question = gateway.pending_question().await;
+    assert_eq!(question["response_type"], "form");
+    assert_eq!(question["title"], "Where should a book go?");
+    let fields: Vec<(String, String, bool)> = question["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (f["key"].as_str().unwrap().into(), f["response_type"].as_str().unwrap().into(), f["required"] == true)
+        })
+        .collect();
+    assert!(fields.contains(&("address".into(), "text".into(), true)), "{fields:?}");
+    assert!(fields.contains(&("express".into(), "boolean".into(), false)), "{fields:?}");
+    assert!(fields.contains(&("copies".into(), "number".into(), false)), "{fields:?}");
+    gateway.answer(&question, json!({ "value": { "address": "1 Quay Street", "express": true, "copies": 2 } })).await;
+    let shipped = tokio::time::timeout(WITHIN, shipping).await.unwrap().unwrap().unwrap();
+    let outcome: Value = serde_json::from_str(&text_of(&shipped)).unwrap();
+    assert_eq!(
+        outcome,
+        json!({ "action": "accept", "content": { "address": "1 Quay Street", "express": true, "copies": 2 } })
+    );
+
+    let declining = ship("a lamp");
+    let question = gateway.pending_question().await;
+    let id = question["id"].as_str().unwrap();
+    let cancelled = gateway.app.post(&format!("/api/v1/questions/{id}/cancel"), json!({})).await;
+    assert_eq!(cancelled.status, StatusCode::OK, "{}", cancelled.text);
+    let declined = tokio::time::timeout(WITHIN, declining).await.unwrap().unwrap().unwrap();
+    let outcome: Value = serde_json::from_str(&text_of(&declined)).unwrap();
+    assert_eq!(outcome, json!({ "action": "decline" }), "a cancelled question declines");
+}
+
+async fn an_upstream_down_answers_at_once_and_hides_only_its_own_tools(backend: Backend) {
+    let Some(gateway) = Gateway::start(backend).await else { return };
+    let files = McpUpstream::start("files").await;
+    let shop = McpUpstream::start("shop").await;
+    gateway.register("files", &files.url()).await;
+    gateway.register("shop", &shop.url()).await;
+    // Registered, never up: nothing listens on a port just released.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    gateway.register("gone", &format!("http://127.0.0.1:{closed}/mcp")).await;
+    gateway.rules(json!({ "default": "allow" })).await;
+    let client = gateway.client().await;
+
+    let names = |tools: Vec<rmcp::model::Tool>| {
+        let mut names: Vec<String> = tools.into_iter().map(|t| t.name.to_string()).collect();
+        names.sort();
+        names
+    };
+    let listed = names(client.list_all_tools().await.unwrap());
+    assert_eq!(listed.len(), 8, "both live upstreams' tools, none of the one down: {listed:?}");
+    assert!(listed.iter().all(|name| !name.starts_with("gone__")));
+
+    let started = std::time::Instant::now();
+    let down = client.call_tool(call("gone__read_file", json!({ "path": "/x" }))).await.unwrap();
+    assert_eq!(down.is_error, Some(true));
+    assert!(text_of(&down).contains("gone"), "{}", text_of(&down));
+    assert!(started.elapsed() < Duration::from_secs(3), "answered at once, not after {:?}", started.elapsed());
+
+    shop.stop().await;
+    let started = std::time::Instant::now();
+    let stopped = client.call_tool(call("shop__read_file", json!({ "path": "/x" }))).await.unwrap();
+    assert_eq!(stopped.is_error, Some(true), "{stopped:?}");
+    assert!(started.elapsed() < Duration::from_secs(3), "answered at once, not after {:?}", started.elapsed());
+    let listed = names(client.list_all_tools().await.unwrap());
+    assert_eq!(listed, ["files__delete_file", "files__pay", "files__read_file", "files__ship"]);
+    let still = client.call_tool(call("files__read_file", json!({ "path": "/x" }))).await.unwrap();
+    assert_eq!(text_of(&still), "contents of /x");
+
+    let deadline = tokio::time::Instant::now() + WITHIN;
+    loop {
+        let gone = gateway.app.get("/api/v1/upstreams/gone").await.json;
+        if gone["health"]["last_error"].is_string() {
+            assert!(gone["health"]["last_error_at"].is_string());
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the failure never showed in its health: {gone}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn unknown_upstreams_and_tools_are_mcp_errors_naming_them(backend: Backend) {
+    let Some(gateway) = Gateway::start(backend).await else { return };
+    let upstream = McpUpstream::start("files").await;
+    gateway.register("files", &upstream.url()).await;
+    gateway.rules(json!({ "default": "allow" })).await;
+    let client = gateway.client().await;
+    for (name, named) in
+        [("nowhere__read_file", "nowhere"), ("files__format_disk", "format_disk"), ("read_file", "read_file")]
+    {
+        let error = client.call_tool(call(name, json!({}))).await.expect_err(name);
+        let rmcp::ServiceError::McpError(error) = error else { panic!("{name}: not an MCP error: {error}") };
+        assert!(error.message.contains(named), "{name}: {}", error.message);
+    }
+    assert!(upstream.calls().is_empty());
+}
+
+async fn a_client_cancelling_an_asked_call_cancels_its_question(backend: Backend) {
+    let Some(gateway) = Gateway::start(backend).await else { return };
+    let upstream = McpUpstream::start("files").await;
+    gateway.register("files", &upstream.url()).await;
+    gateway.rules(json!({ "default": "ask" })).await;
+    let client = gateway.client().await;
+    let request = rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(call(
+        "files__delete_file",
+        json!({ "path": "/srv" }),
+    )));
+    let handle =
+        client.peer().send_cancellable_request(request, rmcp::service::PeerRequestOptions::no_options()).await.unwrap();
+    let question = gateway.pending_question().await;
+    let id = question["id"].as_str().unwrap();
+    handle.cancel(Some("the user pressed Esc".into())).await.unwrap();
+    let deadline = tokio::time::Instant::now() + WITHIN;
+    let question = loop {
+        let question = gateway.app.get(&format!("/api/v1/questions/{id}")).await.json;
+        if question["status"] != "pending" {
+            break question;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the question was never cancelled");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(question["status"], "cancelled", "{question}");
+    assert!(upstream.calls().is_empty(), "a cancelled call never reaches the upstream");
+}
