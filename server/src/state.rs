@@ -79,6 +79,13 @@ impl App {
     }
 }
 
+impl App {
+    /// The workspaces' approval rules.
+    pub fn rules(&self) -> crate::rules::Rules<'_> {
+        crate::rules::Rules { store: self.store.as_ref(), metrics: &self.metrics, cache: &self.rules_cache }
+    }
+}
+
 impl Deref for AppState {
     type Target = App;
     fn deref(&self) -> &App {

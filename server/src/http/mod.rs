@@ -3,6 +3,7 @@
 
 mod agents;
 mod audit;
+mod decide;
 mod events;
 mod grants;
 mod health;

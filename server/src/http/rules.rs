@@ -42,7 +42,7 @@ async fn put_rules(
     caller: Caller,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<ApiJson<StoredRules>> {
-    Ok(ApiJson(service::save(&state, &caller, &body).await?))
+    Ok(ApiJson(service::save(state.store.as_ref(), state.config.timeout_bounds(), &caller, &body).await?))
 }
 
 /// `POST /rules/check`: checks a document as `PUT /rules` would, without storing it (what `holdpoint rules apply
@@ -54,7 +54,7 @@ async fn check_rules(
     caller: Caller,
     ApiJson(body): ApiJson<Value>,
 ) -> ApiResult<ApiJson<RulesCheck>> {
-    Ok(ApiJson(service::check_only(&state, &caller, &body).await?))
+    Ok(ApiJson(service::check_only(state.store.as_ref(), state.config.timeout_bounds(), &caller, &body).await?))
 }
 
 /// `POST /rules/test`: what the stored rules decide about a call — the decision, the deciding rule (null when the
@@ -90,5 +90,5 @@ async fn decide_call(
     let asked = DecideRequest { wait: false, ..request.clone() };
     let idempotency = idempotency_key(&headers, &caller, "decide", &asked)?;
     let max_wait = std::time::Duration::from_secs(MAX_WAIT_SECONDS);
-    Ok(ApiJson(service::decide(&state, &caller, &request, idempotency.as_ref(), max_wait).await?))
+    Ok(ApiJson(super::decide::decide(&state, &caller, &request, idempotency.as_ref(), max_wait).await?))
 }

@@ -7,7 +7,6 @@
 //! save on another instance is seen at the next call), audits and counts dry-run matches, and [`approval_question`]
 //! is how a call decided `ask` is asked. Grants are the caller's step, after [`Rules::decide`], and only for `ask`.
 
-pub mod cli;
 pub mod engine;
 pub mod service;
 
@@ -84,18 +83,11 @@ impl RulesCache {
     }
 }
 
-/// The rules as a server's doors use them: [`crate::state::App::rules`].
+/// The rules as a server's doors use them (the wiring hands them out: `App::rules`).
 pub struct Rules<'a> {
     pub store: &'a dyn Store,
     pub metrics: &'a Metrics,
     pub cache: &'a RulesCache,
-}
-
-impl crate::state::App {
-    /// The workspaces' approval rules.
-    pub fn rules(&self) -> Rules<'_> {
-        Rules { store: self.store.as_ref(), metrics: &self.metrics, cache: &self.rules_cache }
-    }
 }
 
 impl Rules<'_> {

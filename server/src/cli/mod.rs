@@ -3,6 +3,8 @@
 //! and `reject` are for people answering from a terminal ([`crate::responder`]); `token`, `user` and `audit`
 //! administer it; `completions` prints shell completions.
 
+mod rules;
+
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
@@ -73,7 +75,7 @@ enum Command {
     },
     /// Keep the workspace's approval rules in a file: get (as YAML), apply FILE [--check], test a call.
     #[command(subcommand)]
-    Rules(crate::rules::cli::RulesCommand),
+    Rules(rules::RulesCommand),
     /// Manage API tokens.
     #[command(subcommand)]
     Token(TokenCommand),
@@ -253,7 +255,7 @@ pub fn main() -> ExitCode {
             Command::Answer(args) => crate::responder::answer(*args).await,
             Command::Approve(args) => crate::responder::approve(*args).await,
             Command::Reject(args) => crate::responder::reject(*args).await,
-            Command::Rules(command) => crate::rules::cli::run(command).await,
+            Command::Rules(command) => rules::run(command).await,
             Command::Completions { .. } => Ok(0),
             Command::Token(TokenCommand::Create { workspace, role, name, database }) => {
                 create_token(&workspace, role, &name, &database).await.map(|()| 0).map_err(failed)
