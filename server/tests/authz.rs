@@ -75,6 +75,11 @@ const MATRIX: &[Row] = &[
     row("get", "/api/v1/escalation-policies", Plain, [401, 200, 200, 200, 200, 200, 200]),
     row("put", "/api/v1/escalation-policies", Plain, [401, 403, 403, 403, 200, 403, 200]),
     // Webhooks and the callback secret are for admins (another workspace's admin has its own).
+    row("get", "/api/v1/upstreams", Plain, [401, 403, 403, 403, 200, 403, 200]),
+    row("post", "/api/v1/upstreams", Plain, [401, 403, 403, 403, 201, 403, 201]),
+    row("get", "/api/v1/upstreams/{name}", Plain, [401, 403, 403, 403, 200, 403, 404]),
+    row("patch", "/api/v1/upstreams/{name}", Plain, [401, 403, 403, 403, 200, 403, 404]),
+    row("delete", "/api/v1/upstreams/{name}", Plain, [401, 403, 403, 403, 204, 403, 404]),
     row("get", "/api/v1/webhooks", Plain, [401, 403, 403, 403, 200, 403, 200]),
     row("post", "/api/v1/webhooks", Plain, [401, 403, 403, 403, 201, 403, 201]),
     row("get", "/api/v1/webhooks/{id}", Plain, [401, 403, 403, 403, 200, 403, 404]),
@@ -157,6 +162,7 @@ const MATRIX: &[Row] = &[
 
 /// The objects one request acts on, all in the `default` workspace, made by its admin.
 struct Fixture {
+    upstream_name: String,
     text_question: String,
     approval_question: String,
     agent_id: String,
@@ -274,7 +280,20 @@ async fn fixture(app: &TestApp, requester: &str, n: usize, row: &Row) -> Fixture
         (String::new(), String::new())
     };
     let grant_id = if row.path.starts_with("/api/v1/grants/{id}") { made_grant(app).await } else { String::new() };
+    // For the upstreams' rows only: registered at a public address (never connected to: nothing here lists or calls
+    // the gateway's tools).
+    let upstream_name = if row.path.starts_with("/api/v1/upstreams/{name}") {
+        let upstream = created(
+            app,
+            "/api/v1/upstreams",
+            json!({"name": format!("fixture-{n}"), "url": "https://93.184.216.34/mcp"}),
+        );
+        upstream.await["name"].as_str().unwrap().to_owned()
+    } else {
+        String::new()
+    };
     Fixture {
+        upstream_name,
         grant_id,
         webhook_id,
         webhook_delivery_id,
@@ -402,6 +421,7 @@ fn request_for(row: &Row, fixture: &Fixture, n: usize) -> (String, Option<Value>
         .path
         .replace("{id}", &id)
         .replace("{user_id}", &fixture.member_id)
+        .replace("{name}", &fixture.upstream_name)
         .replace("{delivery_id}", &fixture.webhook_delivery_id)
         .replace("{mid}", &run.map(|r| r.message_id.clone()).unwrap_or_default())
         .replace("{cid}", &run.map(|r| r.call_id.clone()).unwrap_or_default());
@@ -429,6 +449,10 @@ fn request_for(row: &Row, fixture: &Fixture, n: usize) -> (String, Option<Value>
         ("post", "/api/v1/webhooks", _) => Some(json!({"url": format!("https://93.184.216.34/hook/{n}"),
             "events": ["question_expired"]})),
         ("patch", "/api/v1/webhooks/{id}", _) => Some(json!({"description": "changed"})),
+        ("post", "/api/v1/upstreams", _) => {
+            Some(json!({"name": format!("new-{n}"), "url": "https://93.184.216.34/mcp"}))
+        }
+        ("patch", "/api/v1/upstreams/{name}", _) => Some(json!({"url": "https://93.184.216.34/mcp/v2"})),
         ("patch", _, _) => Some(json!({"role": "approver"})),
         ("post", "/api/v1/tokens", _) => Some(json!({"name": format!("new {n}"), "role": "viewer"})),
         ("post", "/api/v1/agents", _) | ("put", _, _) => {
