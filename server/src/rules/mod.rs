@@ -10,6 +10,7 @@
 pub mod cli;
 pub mod engine;
 pub mod service;
+pub mod text;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
