@@ -53,6 +53,8 @@ fn RulesEditor(session: SessionInfo, data: RulesPageData) -> impl IntoView {
     let csrf = StoredValue::new(session.csrf_token);
     let check = move |_| {
         busy.set(true);
+        // Cleared at once, so what shows next is this answer's.
+        outcome.set(None);
         leptos::task::spawn_local(async move {
             let result = check_rules(yaml.get_untracked()).await;
             outcome.set(Some(match result {
@@ -65,6 +67,8 @@ fn RulesEditor(session: SessionInfo, data: RulesPageData) -> impl IntoView {
     };
     let save = move |_| {
         busy.set(true);
+        // Cleared at once, so what shows next is this answer's.
+        outcome.set(None);
         leptos::task::spawn_local(async move {
             let result = save_rules(yaml.get_untracked(), csrf.get_value()).await;
             outcome.set(Some(match result {
