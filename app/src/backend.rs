@@ -82,6 +82,37 @@ pub trait UiBackend: Send + Sync + 'static {
         cursor: Option<String>,
         limit: u32,
     ) -> Result<Page<AuditEntry>, String>;
+
+    /// The workspace's approval rules as the Settings → Rules page edits them: the document in YAML, its version,
+    /// who saved it and when.
+    async fn rules_text(&self, session: &SessionInfo) -> Result<crate::RulesText, String>;
+
+    /// Checks a rules document written in YAML as saving it would (`POST /rules/check`'s use case): its number of
+    /// rules, or each fault by field.
+    async fn check_rules_text(
+        &self,
+        session: &SessionInfo,
+        yaml: &str,
+    ) -> Result<Result<usize, crate::RulesRefusal>, String>;
+
+    /// Saves a rules document written in YAML (`PUT /rules`' use case; admins): the stored document, or each fault
+    /// by field with nothing stored. `csrf` must be the session's CSRF token (compared in constant time).
+    async fn save_rules_text(
+        &self,
+        session: &SessionInfo,
+        csrf: &str,
+        yaml: &str,
+    ) -> Result<Result<crate::RulesText, crate::RulesRefusal>, String>;
+
+    /// What the stored rules decide about a call (`POST /rules/test`'s use case); `arguments` is the call's
+    /// arguments as the person typed them (a JSON object).
+    async fn test_rules_call(
+        &self,
+        session: &SessionInfo,
+        tool: &str,
+        arguments: &str,
+        agent: Option<&str>,
+    ) -> Result<Result<crate::types::RuleTestResult, crate::RulesRefusal>, String>;
 }
 
 /// The context value the server provides to every page render and server function call.

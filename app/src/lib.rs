@@ -91,6 +91,11 @@ pub fn App() -> impl IntoView {
                         view={Lazy::<pages::WorkspaceSettingsRoute>::new()}
                         ssr=SsrMode::Async
                     />
+                    <Route
+                        path=(StaticSegment("settings"), StaticSegment("rules"))
+                        view={Lazy::<pages::RulesSettingsRoute>::new()}
+                        ssr=SsrMode::Async
+                    />
                     <Route path=StaticSegment("audit") view={Lazy::<pages::AuditRoute>::new()} ssr=SsrMode::Async/>
                     <Route
                         path=StaticSegment("notifications")

@@ -277,3 +277,74 @@ pub async fn notification_list(
     let session = request_session()?;
     backend()?.0.notifications(&session, unread_only, cursor, 50).await.map_err(ServerFnError::new)
 }
+
+/// The workspace's approval rules as Settings → Rules edits them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RulesText {
+    /// The document (`rules` and `default`) in YAML.
+    pub yaml: String,
+    /// Bumped by every save; 0 before the first.
+    pub version: i64,
+    /// When and by whom it was last saved; `None` before the first save.
+    #[serde(default, deserialize_with = "crate::types::time::optional")]
+    pub updated_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub updated_by: Option<String>,
+}
+
+/// Why the server refused a rules document or a call to test: its message and each fault by field
+/// (`rules[2].when`, `yaml`, `arguments`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RulesRefusal {
+    pub message: String,
+    pub faults: Vec<RuleFault>,
+}
+
+/// One fault of a refused rules document: the field's path and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuleFault {
+    pub field: String,
+    pub message: String,
+}
+
+/// `/settings/rules`' data: the document, and whether the session may save it (admins).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RulesPageData {
+    pub rules: RulesText,
+    pub admin: bool,
+}
+
+/// `/settings/rules`' data.
+#[server(prefix = "/ui/fn")]
+pub async fn rules_page() -> Result<RulesPageData, ServerFnError> {
+    let session = request_session()?;
+    let rules = backend()?.0.rules_text(&session).await.map_err(ServerFnError::new)?;
+    Ok(RulesPageData { rules, admin: session.role == crate::types::Role::Admin })
+}
+
+/// Checks the rules document as typed (YAML), as saving would, without saving it: the number of rules, or the
+/// faults.
+#[server(prefix = "/ui/fn")]
+pub async fn check_rules(yaml: String) -> Result<Result<usize, RulesRefusal>, ServerFnError> {
+    let session = request_session()?;
+    backend()?.0.check_rules_text(&session, &yaml).await.map_err(ServerFnError::new)
+}
+
+/// Saves the rules document as typed (YAML; admins): the stored document with its new version, or the faults with
+/// nothing stored. `csrf` is the session's CSRF token, as every state-changing request of a session sends it.
+#[server(prefix = "/ui/fn")]
+pub async fn save_rules(yaml: String, csrf: String) -> Result<Result<RulesText, RulesRefusal>, ServerFnError> {
+    let session = request_session()?;
+    backend()?.0.save_rules_text(&session, &csrf, &yaml).await.map_err(ServerFnError::new)
+}
+
+/// What the stored rules decide about a call: `arguments` as typed (a JSON object), `agent` optional.
+#[server(prefix = "/ui/fn")]
+pub async fn test_rules(
+    tool: String,
+    arguments: String,
+    agent: Option<String>,
+) -> Result<Result<crate::types::RuleTestResult, RulesRefusal>, ServerFnError> {
+    let session = request_session()?;
+    let agent = agent.filter(|agent| !agent.trim().is_empty());
+    backend()?.0.test_rules_call(&session, &tool, &arguments, agent.as_deref()).await.map_err(ServerFnError::new)
+}

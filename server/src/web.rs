@@ -28,6 +28,7 @@ use app::navigation::{safe_next, sign_in_error};
 use crate::auth::{SESSION_COOKIE, csrf_matches, session_caller};
 use crate::credentials::{Caller, Credential, hash_secret, random_secret};
 use crate::error::AppError;
+use crate::rules;
 use crate::state::AppState;
 use crate::store::{
     AuditQuery, QuestionFilter, QuestionSort, QuestionSummaryRow, RunFilter, SessionRow, Store, ToolCallFilter,
@@ -37,8 +38,11 @@ use crate::visibility::Visibility;
 /// Pages and server functions, behind the session check; the sign-in page, the auth endpoints and the site's
 /// static files are open.
 pub fn router(state: &AppState) -> Router<AppState> {
-    let backend =
-        UiBackendHandle(Arc::new(StoreUiBackend { store: Arc::clone(&state.store), sends_on: state.sends_on.clone() }));
+    let backend = UiBackendHandle(Arc::new(StoreUiBackend {
+        store: Arc::clone(&state.store),
+        sends_on: state.sends_on.clone(),
+        app: state.clone(),
+    }));
     let pages = Router::new()
         .leptos_routes_with_context(
             state,
@@ -100,7 +104,8 @@ fn page_routes() -> Vec<AxumRouteListing> {
 }
 
 /// Lets a request through only with a live session (except the sign-in page itself), and hands the session to
-/// pages and server functions as a request extension.
+/// pages and server functions as a request extension, with its [`Caller`] for the use cases they share with the
+/// REST API.
 async fn require_session(State(state): State<AppState>, jar: CookieJar, mut request: Request, next: Next) -> Response {
     let path = request.uri().path().to_owned();
     if path == "/signin" {
@@ -111,6 +116,7 @@ async fn require_session(State(state): State<AppState>, jar: CookieJar, mut requ
             if let Some(info) = caller.session_info() {
                 request.extensions_mut().insert(info);
             }
+            request.extensions_mut().insert(caller);
             next.run(request).await
         }
         Ok(None) if path.starts_with(app::SERVER_FN_PREFIX) => {
@@ -413,6 +419,20 @@ struct StoreUiBackend {
     store: Arc<dyn Store>,
     /// The channels this server sends on, for the channels' health.
     sends_on: crate::notifications::SendsOn,
+    /// The server, for the use cases the UI shares with the REST API (the approval rules).
+    app: AppState,
+}
+
+/// The caller of the server function being run, as `require_session` found it: what the REST API's use cases are
+/// handed. It must be the session's own.
+fn ui_caller(session: &SessionInfo) -> Result<Caller, String> {
+    let caller = leptos::prelude::use_context::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Caller>().cloned())
+        .ok_or("not signed in")?;
+    if caller.principal.id != session.principal_id {
+        return Err("the request's caller is not the session's".into());
+    }
+    Ok(caller)
 }
 
 /// What the session may see: the same rule as the REST API's (an `agent` token's session sees only what it
@@ -633,6 +653,73 @@ impl UiBackend for StoreUiBackend {
         let items =
             rows.iter().map(|r| r.to_entry(&session.workspace)).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
         Ok(Page { items, next_cursor })
+    }
+
+    async fn rules_text(&self, session: &SessionInfo) -> Result<app::RulesText, String> {
+        let caller = ui_caller(session)?;
+        let stored = rules::service::get(self.store.as_ref(), &caller).await.map_err(|e| e.to_string())?;
+        rules::text::rules_text(stored).map_err(|e| e.to_string())
+    }
+
+    async fn check_rules_text(
+        &self,
+        session: &SessionInfo,
+        yaml: &str,
+    ) -> Result<Result<usize, app::RulesRefusal>, String> {
+        let caller = ui_caller(session)?;
+        let checked = match rules::text::parse_yaml(yaml) {
+            Ok(body) => {
+                rules::service::check_only(self.app.store.as_ref(), self.app.config.timeout_bounds(), &caller, &body)
+                    .await
+                    .map(|check| check.rules)
+            }
+            Err(err) => Err(err),
+        };
+        rules::text::refusal_or(checked)
+    }
+
+    async fn save_rules_text(
+        &self,
+        session: &SessionInfo,
+        csrf: &str,
+        yaml: &str,
+    ) -> Result<Result<app::RulesText, app::RulesRefusal>, String> {
+        let caller = ui_caller(session)?;
+        if !csrf_matches(&session.csrf_token, Some(csrf)) {
+            return Err("the page's CSRF token is not this session's: reload the page".into());
+        }
+        let saved = match rules::text::parse_yaml(yaml) {
+            Ok(body) => rules::service::save(self.app.store.as_ref(), self.app.config.timeout_bounds(), &caller, &body)
+                .await
+                .and_then(rules::text::rules_text),
+            Err(err) => Err(err),
+        };
+        rules::text::refusal_or(saved)
+    }
+
+    async fn test_rules_call(
+        &self,
+        session: &SessionInfo,
+        tool: &str,
+        arguments: &str,
+        agent: Option<&str>,
+    ) -> Result<Result<app::types::RuleTestResult, app::RulesRefusal>, String> {
+        let caller = ui_caller(session)?;
+        let tested = match rules::text::parse_arguments(arguments) {
+            Ok(arguments) => {
+                let request =
+                    app::types::RuleTestRequest { tool: tool.to_owned(), arguments, agent: agent.map(str::to_owned) };
+                rules::service::test(&self.app.rules(), &caller, &request).await.map(|verdict| {
+                    app::types::RuleTestResult {
+                        decision: verdict.decision,
+                        rule: verdict.rule,
+                        matched: verdict.matched,
+                    }
+                })
+            }
+            Err(err) => Err(err),
+        };
+        rules::text::refusal_or(tested)
     }
 }
 

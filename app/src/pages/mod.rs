@@ -6,6 +6,7 @@ mod inbox;
 mod not_found;
 mod notifications;
 mod question;
+mod rules;
 mod runs;
 mod settings;
 mod signin;
@@ -17,6 +18,7 @@ pub(crate) use inbox::{Inbox, inbox_pane, install_inbox_keys, send_row_answers};
 pub use not_found::NotFound;
 pub use notifications::NotificationsPage;
 pub use question::QuestionPage;
+pub use rules::RulesSettingsPage;
 pub use runs::{RunPage, RunsPage};
 pub(crate) use settings::{Absentee, absence_form, invitations};
 pub use settings::{SettingsPage, WorkspaceSettingsPage};
@@ -54,6 +56,7 @@ lazy_page! {
     RunRoute => RunPage,
     SettingsRoute => SettingsPage,
     WorkspaceSettingsRoute => WorkspaceSettingsPage,
+    RulesSettingsRoute => RulesSettingsPage,
     AuditRoute => AuditPage,
     NotificationsRoute => NotificationsPage,
     SignInRoute => SignInPage,

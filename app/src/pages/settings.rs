@@ -1,4 +1,4 @@
-//! The settings, in two pages with tabs on top. `/settings`, yours: your account (set or change your password), how
+//! The settings, in pages with tabs on top (the third, Settings → Rules, is [`super::rules`]). `/settings`, yours: your account (set or change your password), how
 //! questions reach you (your email and Slack addresses and, per channel, the lowest urgency that reaches you; a test
 //! message), your absence and who stands in, push on this browser. `/settings/workspace`: the workspace's people
 //! and their roles, its channels' health, its escalation policies, the grants that let tool calls through without
@@ -38,13 +38,15 @@ struct Outcomes {
     created_token: RwSignal<Option<CreatedToken>>,
 }
 
-/// The two halves of the settings, each a page (and a wasm module) of its own, with tabs on top of both.
+/// The parts of the settings, each a page (and a wasm module) of its own, with tabs on top of all.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Tab {
+pub(super) enum Tab {
     /// `/settings`: what concerns the person signed in.
     You,
     /// `/settings/workspace`: the workspace's people, channels, escalation, grants and tokens.
     Workspace,
+    /// `/settings/rules`: the workspace's approval rules.
+    Rules,
 }
 
 /// `/settings`: your account, how questions reach you, your absence and push on this browser.
@@ -68,7 +70,7 @@ pub fn WorkspaceSettingsPage() -> impl IntoView {
 /// What both halves have: the heading, the tabs, the forms' outcomes, and `content` (the half's sections, from the
 /// session, the half's `data` and a way to read it again) once the data is in. Generic, so that each half's page
 /// reads only its own data's types.
-fn settings_frame<D>(
+pub(super) fn settings_frame<D>(
     tab: Tab,
     data: Resource<Result<D, ServerFnError>, Json>,
     content: fn(SessionInfo, D, Callback<()>) -> AnyView,
@@ -100,6 +102,7 @@ where
                 <a href="/settings/workspace" aria-current=current(Tab::Workspace) data-testid="settings-tab-workspace">
                     "Workspace"
                 </a>
+                <a href="/settings/rules" aria-current=current(Tab::Rules) data-testid="settings-tab-rules">"Rules"</a>
             </nav>
             // A transition, not a suspense: after a change the lists reload in place instead of flashing "Loading…".
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>

@@ -6,7 +6,7 @@
 //! Every part is bounded in time. The suite prints a table and writes `docs/benchmarks.md`: the machine, every
 //! figure next to its target with a pass/miss mark, and how each was measured.
 //!
-//! Flags: `--only hitl,delivery,webhooks,fanout,inbox,rebuild,site,gateway` runs some parts (then nothing is written unless
+//! Flags: `--only hitl,delivery,webhooks,fanout,inbox,rebuild,rules,site,gateway` runs some parts (then nothing is written unless
 //! `--out` is given); `--out PATH` writes the report there instead of `docs/benchmarks.md`. `HOLDPOINT_BENCH_HITL` (see
 //! `hitl.rs`) runs one configuration of the HITL part, for profiling and A/B runs.
 
@@ -24,6 +24,7 @@ mod inbox;
 mod machine;
 mod rebuild;
 mod report;
+mod rules;
 mod server;
 mod site;
 mod webhooks;
@@ -34,7 +35,7 @@ use std::time::{Duration, Instant};
 use report::{Figure, Section};
 
 /// The parts of the suite, in the order they run.
-const PARTS: [&str; 8] = ["hitl", "delivery", "webhooks", "fanout", "inbox", "rebuild", "site", "gateway"];
+const PARTS: [&str; 9] = ["hitl", "delivery", "webhooks", "fanout", "inbox", "rebuild", "rules", "site", "gateway"];
 
 struct Options {
     parts: Vec<String>,
@@ -104,6 +105,7 @@ async fn run(options: Options) -> Result<(), String> {
             "fanout" => fanout::run().await?,
             "inbox" => inbox::run(postgres.as_ref().ok()).await?,
             "rebuild" => rebuild::run(postgres.as_ref().ok()).await?,
+            "rules" => rules::run(postgres.as_ref().ok()).await?,
             "site" => site::run().await?,
             "gateway" => gateway::run().await?,
             _ => unreachable!("parts are checked when the flags are read"),

@@ -9,6 +9,7 @@
 
 pub mod engine;
 pub mod service;
+pub mod text;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
