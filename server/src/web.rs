@@ -709,13 +709,7 @@ impl UiBackend for StoreUiBackend {
             Ok(arguments) => {
                 let request =
                     app::types::RuleTestRequest { tool: tool.to_owned(), arguments, agent: agent.map(str::to_owned) };
-                rules::service::test(&self.app.rules(), &caller, &request).await.map(|verdict| {
-                    app::types::RuleTestResult {
-                        decision: verdict.decision,
-                        rule: verdict.rule,
-                        matched: verdict.matched,
-                    }
-                })
+                rules::service::test(&self.app.rules(), &caller, &request).await
             }
             Err(err) => Err(err),
         };

@@ -66,8 +66,7 @@ async fn test_rules(
     caller: Caller,
     ApiJson(request): ApiJson<RuleTestRequest>,
 ) -> ApiResult<ApiJson<RuleTestResult>> {
-    let verdict = service::test(&state.rules(), &caller, &request).await?;
-    Ok(ApiJson(RuleTestResult { decision: verdict.decision, rule: verdict.rule, matched: verdict.matched }))
+    Ok(ApiJson(service::test(&state.rules(), &caller, &request).await?))
 }
 
 /// `POST /decide` (agent tokens and above): the rules' decision about a call the caller is about to make. `ask`

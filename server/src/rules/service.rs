@@ -207,11 +207,12 @@ pub async fn test(
     rules: &Rules<'_>,
     caller: &Caller,
     request: &app::types::RuleTestRequest,
-) -> Result<Verdict, AppError> {
+) -> Result<app::types::RuleTestResult, AppError> {
     check_call(&request.tool, &request.arguments)?;
     let call =
         ToolCall { tool: &request.tool, arguments: &request.arguments, agent: request.agent.as_deref(), run: None };
-    rules.test(caller.workspace_id(), &call).await
+    let verdict = rules.test(caller.workspace_id(), &call).await?;
+    Ok(app::types::RuleTestResult { decision: verdict.decision, rule: verdict.rule, matched: verdict.matched })
 }
 
 pub fn check_call(tool: &str, arguments: &Value) -> Result<(), AppError> {
