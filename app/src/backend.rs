@@ -104,6 +104,9 @@ pub trait UiBackend: Send + Sync + 'static {
         yaml: &str,
     ) -> Result<Result<crate::RulesText, crate::RulesRefusal>, String>;
 
+    /// The workspace's upstream MCP servers with their health (`GET /upstreams`' use case; admins).
+    async fn upstreams(&self, session: &SessionInfo) -> Result<Vec<crate::types::Upstream>, String>;
+
     /// What the stored rules decide about a call (`POST /rules/test`'s use case); `arguments` is the call's
     /// arguments as the person typed them (a JSON object).
     async fn test_rules_call(

@@ -96,6 +96,11 @@ pub fn App() -> impl IntoView {
                         view={Lazy::<pages::RulesSettingsRoute>::new()}
                         ssr=SsrMode::Async
                     />
+                    <Route
+                        path=(StaticSegment("settings"), StaticSegment("gateway"))
+                        view={Lazy::<pages::GatewaySettingsRoute>::new()}
+                        ssr=SsrMode::Async
+                    />
                     <Route path=StaticSegment("audit") view={Lazy::<pages::AuditRoute>::new()} ssr=SsrMode::Async/>
                     <Route
                         path=StaticSegment("notifications")

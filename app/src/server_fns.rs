@@ -321,6 +321,24 @@ pub async fn rules_page() -> Result<RulesPageData, ServerFnError> {
     Ok(RulesPageData { rules, admin: session.role == crate::types::Role::Admin })
 }
 
+/// `/settings/gateway`'s data: the workspace's upstream MCP servers with their health, for an admin; `None` for
+/// anyone else (only admins see them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GatewayPageData {
+    pub upstreams: Option<Vec<crate::types::Upstream>>,
+}
+
+/// `/settings/gateway`'s data.
+#[server(prefix = "/ui/fn")]
+pub async fn gateway_page() -> Result<GatewayPageData, ServerFnError> {
+    let session = request_session()?;
+    if session.role != crate::types::Role::Admin {
+        return Ok(GatewayPageData { upstreams: None });
+    }
+    let upstreams = backend()?.0.upstreams(&session).await.map_err(ServerFnError::new)?;
+    Ok(GatewayPageData { upstreams: Some(upstreams) })
+}
+
 /// Checks the rules document as typed (YAML), as saving would, without saving it: the number of rules, or the
 /// faults.
 #[server(prefix = "/ui/fn")]

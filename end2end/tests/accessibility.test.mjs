@@ -121,6 +121,8 @@ const PAGES = () => [
   `/runs/${runId}`,
   '/settings',
   '/settings/workspace',
+  '/settings/rules',
+  '/settings/gateway',
   '/audit',
   '/notifications',
   '/no-such-page',

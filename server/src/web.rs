@@ -655,6 +655,12 @@ impl UiBackend for StoreUiBackend {
         Ok(Page { items, next_cursor })
     }
 
+    async fn upstreams(&self, session: &SessionInfo) -> Result<Vec<app::types::Upstream>, String> {
+        let caller = ui_caller(session)?;
+        let listed = crate::gateway::list(self.app.store.as_ref(), &caller).await.map_err(|e| e.to_string())?;
+        Ok(listed.items)
+    }
+
     async fn rules_text(&self, session: &SessionInfo) -> Result<app::RulesText, String> {
         let caller = ui_caller(session)?;
         let stored = rules::service::get(self.store.as_ref(), &caller).await.map_err(|e| e.to_string())?;

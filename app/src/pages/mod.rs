@@ -2,6 +2,7 @@
 
 mod approvals;
 mod audit;
+mod gateway;
 mod inbox;
 mod not_found;
 mod notifications;
@@ -13,6 +14,7 @@ mod signin;
 
 pub use approvals::ApprovalsPage;
 pub use audit::AuditPage;
+pub use gateway::GatewaySettingsPage;
 pub use inbox::InboxPage;
 pub(crate) use inbox::{Inbox, inbox_pane, install_inbox_keys, send_row_answers};
 pub use not_found::NotFound;
@@ -57,6 +59,7 @@ lazy_page! {
     SettingsRoute => SettingsPage,
     WorkspaceSettingsRoute => WorkspaceSettingsPage,
     RulesSettingsRoute => RulesSettingsPage,
+    GatewaySettingsRoute => GatewaySettingsPage,
     AuditRoute => AuditPage,
     NotificationsRoute => NotificationsPage,
     SignInRoute => SignInPage,

@@ -1,4 +1,5 @@
-//! The settings, in pages with tabs on top (the third, Settings → Rules, is [`super::rules`]). `/settings`, yours: your account (set or change your password), how
+//! The settings, in pages with tabs on top (Settings → Rules is [`super::rules`], Settings → Gateway
+//! [`super::gateway`]). `/settings`, yours: your account (set or change your password), how
 //! questions reach you (your email and Slack addresses and, per channel, the lowest urgency that reaches you; a test
 //! message), your absence and who stands in, push on this browser. `/settings/workspace`: the workspace's people
 //! and their roles, its channels' health, its escalation policies, the grants that let tool calls through without
@@ -47,6 +48,8 @@ pub(super) enum Tab {
     Workspace,
     /// `/settings/rules`: the workspace's approval rules.
     Rules,
+    /// `/settings/gateway`: the MCP servers the workspace's agents reach through the gateway.
+    Gateway,
 }
 
 /// `/settings`: your account, how questions reach you, your absence and push on this browser.
@@ -103,6 +106,9 @@ where
                     "Workspace"
                 </a>
                 <a href="/settings/rules" aria-current=current(Tab::Rules) data-testid="settings-tab-rules">"Rules"</a>
+                <a href="/settings/gateway" aria-current=current(Tab::Gateway) data-testid="settings-tab-gateway">
+                    "Gateway"
+                </a>
             </nav>
             // A transition, not a suspense: after a change the lists reload in place instead of flashing "Loading…".
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>

@@ -384,7 +384,7 @@ impl Connections {
         let service = tokio::time::timeout(OPEN_TIMEOUT, handler.serve(transport))
             .await
             .map_err(|_| format!("did not answer within {} s", OPEN_TIMEOUT.as_secs()))?
-            .map_err(|e| format!("unreachable: {}", crate::error::error_chain(&e)))?;
+            .map_err(|e| unreachable(&e))?;
         Ok(Connection { version: row.updated_at, service, calls, tools: Mutex::new(None) })
     }
 
@@ -430,5 +430,49 @@ impl Connections {
                 tracing::warn!(error = %err, upstream = %id, "could not record an upstream's health");
             }
         });
+    }
+}
+
+/// Why an upstream could not be reached, for its health and the caller's result, in words a person reads: the
+/// innermost cause (the outbound guard's refusal, say), without the Rust type names rmcp's transport errors print
+/// in brackets (`[rmcp::transport::worker::WorkerTransport<…>]`).
+pub fn unreachable(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut root = error;
+    while let Some(cause) = root.source() {
+        root = cause;
+    }
+    let said = root.to_string();
+    let mut readable = String::with_capacity(said.len());
+    let mut rest = said.as_str();
+    while let Some(open) = rest.find('[') {
+        let Some(close) = rest[open..].find(']').map(|close| open + close) else { break };
+        readable.push_str(&rest[..open]);
+        if !rest[open..close].contains("::") {
+            readable.push_str(&rest[open..=close]);
+        }
+        rest = &rest[close + 1..];
+    }
+    readable.push_str(rest);
+    format!("unreachable: {}", readable.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unreachable;
+
+    #[test]
+    fn an_unreachable_upstream_is_described_without_rust_type_names() {
+        let said = std::io::Error::other(
+            "Send message error Transport [rmcp::transport::worker::WorkerTransport<rmcp::X<reqwest::Client>>] \
+             error: Client error: error sending request for url (http://127.0.0.1:9/mcp)",
+        );
+        assert_eq!(
+            unreachable(&said),
+            "unreachable: Send message error Transport error: Client error: error sending request for url \
+             (http://127.0.0.1:9/mcp)"
+        );
+        // Brackets that are no type name stay, and so does everything else.
+        let plain = std::io::Error::other("refused [by policy] at 10:00");
+        assert_eq!(unreachable(&plain), "unreachable: refused [by policy] at 10:00");
     }
 }

@@ -163,7 +163,7 @@ impl Gateway {
         let handle = match peer.send_request_with_option(request, PeerRequestOptions::no_options()).await {
             Ok(handle) => handle,
             Err(err) => {
-                let problem = format!("unreachable: {err}");
+                let problem = super::connections::unreachable(&err);
                 self.connections.drop_connection(&self.state, row, &problem);
                 return Ok(failed(format!("The upstream {} is {problem}", row.name)));
             }
@@ -197,7 +197,7 @@ impl Gateway {
                 Err(error)
             }
             Err(err) => {
-                let problem = format!("unreachable: {err}");
+                let problem = super::connections::unreachable(&err);
                 self.connections.drop_connection(&self.state, row, &problem);
                 Ok(failed(format!("The upstream {} is {problem}", row.name)))
             }
