@@ -1,0 +1,121 @@
+"""``holdpoint_client.ag_ui`` with the real ``ag-ui-protocol`` package: the example agent (served with the package's
+own event encoder) ends its run with three interrupts; the adapter asks them in Holdpoint, and the next run acts on
+the answers — after the adapter's process was killed and started again, and when nobody answers in time."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+from ag_ui.core import RunAgentInput, UserMessage
+
+from holdpoint_client import AsyncHoldpoint
+from holdpoint_client.ag_ui import HoldpointInterrupts, idempotency_key, run_agent
+
+from .conftest import Server
+from .helpers import eventually, example_module, kill, serving, start_example
+
+AGENT = example_module("ag_ui_agent")
+
+
+def asked_for(server: Server, project: str, thread_id: str, status: str | None = None) -> list[dict[str, Any]]:
+    """The questions of one AG-UI thread, oldest first."""
+    query = f"/questions?project={project}&limit=200" + (f"&status={status}" if status else "")
+    items: list[dict[str, Any]] = server.api("GET", query).json()["items"]
+    mine = [q for q in items if q["context"].get("ag_ui", {}).get("thread_id") == thread_id]
+    return sorted(mine, key=lambda q: q["context"]["ag_ui"]["interrupt_id"])
+
+
+def three(questions: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    return questions if len(questions) == 3 else None
+
+
+def test_the_example_asks_each_interrupt_once_across_a_restart_and_the_next_run_acts_on_the_answers(
+    server: Server, agent_token: str, tmp_path: Path
+) -> None:
+    thread_id = f"deploy-{uuid.uuid4().hex[:8]}"
+    with serving(lambda url: AGENT.create_app(1800)) as agent_url:
+        env = {
+            "HOLDPOINT_SERVER": server.url,
+            "HOLDPOINT_TOKEN": agent_token,
+            "AG_UI_URL": agent_url,
+            "THREAD_ID": thread_id,
+        }
+        first = start_example("ag_ui_deploy.py", tmp_path, env)
+        try:
+            questions = eventually("three questions", lambda: three(asked_for(server, "ag-ui-demo", thread_id)), 60)
+        finally:
+            kill(first)  # the adapter dies while people decide
+        assert list((tmp_path / "ag-ui-runs").glob("*.json")), "the interrupted run was kept before anyone was asked"
+
+        approval, confirmation, notes = questions  # by interrupt id: approve-deploy, page-on-call, release-notes
+        assert approval["kind"] == "approval" and approval["allow_edit"] is True
+        assert approval["title"] == "Deploy the api service to production?"
+        assert approval["action"] == {"tool_name": "deploy", "arguments": {"service": "api", "environment": "production"}}
+        assert notes["response_type"] == "form"
+        assert [(f["key"], f["response_type"], f["required"]) for f in notes["fields"]] == [
+            ("summary", "text", True),
+            ("notify", "boolean", False),
+        ]
+        assert confirmation["response_type"] == "boolean" and confirmation["title"] == "Page the on-call engineer?"
+        run_id = approval["context"]["ag_ui"]["run_id"]
+        assert all(q["timeout_at"] is not None for q in questions), "the interrupts' expiresAt is each deadline"
+
+        second = start_example("ag_ui_deploy.py", tmp_path, env)
+        edit = {"service": "api", "environment": "staging"}
+        answers = [
+            (approval, {"value": True, "edited_arguments": edit}),
+            (notes, {"value": {"summary": "Faster logins", "notify": False}}),
+            (confirmation, {"value": False, "comment": "not at night"}),
+        ]
+        for question, answer in answers:
+            answered = server.api("POST", f"/questions/{question['id']}/answer", json=answer)
+            assert answered.status_code == 200, answered.text
+        out, err = second.communicate(timeout=60)
+        assert second.returncode == 0, err
+
+    assert json.loads(out) == {
+        "cancelled": [],
+        "deployed": {"environment": "staging", "service": "api"},
+        "notes": {"notify": False, "summary": "Faster logins"},
+        "paged": False,
+    }
+    assert len(asked_for(server, "ag-ui-demo", thread_id)) == 3, "the restarted adapter found the same questions"
+    assert approval["context"]["ag_ui"]["interrupt_id"] == "approve-deploy"
+    assert idempotency_key(thread_id, run_id, "approve-deploy").startswith("ag-ui:")
+    assert not list((tmp_path / "ag-ui-runs").glob("*.json")), "a finished thread leaves nothing behind"
+
+
+def test_interrupts_nobody_answers_before_they_expire_are_resumed_as_cancelled(
+    server: Server, agent_token: str, project: str
+) -> None:
+    thread_id = f"late-{uuid.uuid4().hex[:8]}"
+
+    async def go(agent_url: str) -> Any:
+        async with AsyncHoldpoint(server.url, agent_token) as hp:
+            first = RunAgentInput(
+                thread_id=thread_id, run_id=str(uuid.uuid4()), messages=[UserMessage(id="u1", content="Deploy api")]
+            )
+            return await run_agent(agent_url, first, HoldpointInterrupts(hp, project=project))
+
+    with serving(lambda url: AGENT.create_app(3)) as agent_url:
+        run = asyncio.run(go(agent_url))
+
+    assert run.result == {
+        "cancelled": ["approve-deploy", "page-on-call", "release-notes"],
+        "deployed": None,
+        "notes": None,
+        "paged": None,
+    }
+    [entries] = run.resumed
+    assert [(e.interrupt_id, e.status, e.payload) for e in entries] == [
+        ("approve-deploy", "cancelled", None),
+        ("release-notes", "cancelled", None),
+        ("page-on-call", "cancelled", None),
+    ]
+    questions = asked_for(server, project, thread_id)
+    assert len(questions) == 3 and {q["status"] for q in questions} == {"expired"}
+    assert {e.metadata["holdpoint"]["outcome"] for e in entries if e.metadata} == {"expired"}
