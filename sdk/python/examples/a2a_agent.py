@@ -36,7 +36,8 @@ class Deployer(AgentExecutor):
             return
         environment = context.get_user_input().strip()
         await updater.add_artifact([new_text_artifact("deployment", f"deployed api to {environment}").parts[0]])
-        await updater.complete(new_text_message(f"Deployed api to {environment}.", context_id=task.context_id, task_id=task.id))
+        done = new_text_message(f"Deployed api to {environment}.", context_id=task.context_id, task_id=task.id)
+        await updater.complete(done)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         task = context.current_task

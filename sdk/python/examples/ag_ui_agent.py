@@ -82,8 +82,10 @@ class Deployer:
         answers = {entry.interrupt_id: entry for entry in input.resume or ()}
         if set(answers) != set(pending["interrupts"]):
             missing = sorted(set(pending["interrupts"]) - set(answers))
-            return [started, RunErrorEvent(message=f"the thread has open interrupts: {missing}", code="RESUME_REQUIRED")]
-        late = [i for i, e in answers.items() if e.status == "resolved" and datetime.now(timezone.utc) > pending["expires"]]
+            error = RunErrorEvent(message=f"the thread has open interrupts: {missing}", code="RESUME_REQUIRED")
+            return [started, error]
+        expired = datetime.now(timezone.utc) > pending["expires"]
+        late = [i for i, e in answers.items() if e.status == "resolved" and expired]
         if late:
             return [started, RunErrorEvent(message=f"resumed after the interrupts expired: {late}", code="EXPIRED")]
         del self.open[input.thread_id]

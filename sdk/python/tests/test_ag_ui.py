@@ -54,7 +54,8 @@ def test_the_example_asks_each_interrupt_once_across_a_restart_and_the_next_run_
         approval, confirmation, notes = questions  # by interrupt id: approve-deploy, page-on-call, release-notes
         assert approval["kind"] == "approval" and approval["allow_edit"] is True
         assert approval["title"] == "Deploy the api service to production?"
-        assert approval["action"] == {"tool_name": "deploy", "arguments": {"service": "api", "environment": "production"}}
+        proposed = {"service": "api", "environment": "production"}
+        assert approval["action"] == {"tool_name": "deploy", "arguments": proposed}
         assert notes["response_type"] == "form"
         assert [(f["key"], f["response_type"], f["required"]) for f in notes["fields"]] == [
             ("summary", "text", True),

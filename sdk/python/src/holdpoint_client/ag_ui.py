@@ -564,12 +564,14 @@ def _field(name: str, prop: JsonObject, required: bool) -> FormField:
     label = str(prop.get("title") or prop.get("description") or name)[:200]
     kind = prop.get("type")
     if isinstance(prop.get("enum"), list) and len(prop["enum"]) >= 2:
-        return FormField(key=name, label=label, response_type="choice", options=_options(prop["enum"]), required=required)
+        options = _options(prop["enum"])
+        return FormField(key=name, label=label, response_type="choice", options=options, required=required)
     one_of = prop.get("oneOf")
     if isinstance(one_of, list) and len(one_of) >= 2 and all(isinstance(o, dict) and "const" in o for o in one_of):
         values = [o["const"] for o in one_of]
         titles = [str(o.get("title") or o["const"]) for o in one_of]
-        return FormField(key=name, label=label, response_type="choice", options=_options(values, titles), required=required)
+        options = _options(values, titles)
+        return FormField(key=name, label=label, response_type="choice", options=options, required=required)
     items = prop.get("items")
     if kind == "array" and isinstance(items, dict) and isinstance(items.get("enum"), list) and len(items["enum"]) >= 2:
         return FormField(
