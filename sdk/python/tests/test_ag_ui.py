@@ -10,9 +10,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from ag_ui.core import RunAgentInput, UserMessage
+from ag_ui.core import Interrupt, ResumeEntry, RunAgentInput, UserMessage
 
-from holdpoint_client import AsyncHoldpoint
+from holdpoint_client import AsyncHoldpoint, Option
 from holdpoint_client.ag_ui import HoldpointInterrupts, idempotency_key, run_agent
 
 from .conftest import Server
@@ -120,3 +120,52 @@ def test_interrupts_nobody_answers_before_they_expire_are_resumed_as_cancelled(
     questions = asked_for(server, project, thread_id)
     assert len(questions) == 3 and {q["status"] for q in questions} == {"expired"}
     assert {e.metadata["holdpoint"]["outcome"] for e in entries if e.metadata} == {"expired"}
+
+
+def test_a_response_schema_becomes_a_form_and_the_answer_comes_back_as_the_schema_types_it(
+    server: Server, agent_token: str, project: str
+) -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "region": {"type": "string", "enum": ["eu-west", "us-east"]},
+            "size": {"oneOf": [{"const": "s", "title": "Small"}, {"const": "l", "title": "Large"}]},
+            "zones": {"type": "array", "items": {"enum": ["a", "b", "c"]}},
+            "nodes": {"type": "integer", "title": "Nodes"},
+            "labels": {"type": "object", "description": "Labels"},
+        },
+        "required": ["region", "nodes"],
+    }
+    interrupt = Interrupt(
+        id="cluster", reason="input_required", message="Shape the new cluster", response_schema=schema
+    )
+    thread_id = f"form-{uuid.uuid4().hex[:8]}"
+
+    async def answer_and_resume() -> list[ResumeEntry] | None:
+        async with AsyncHoldpoint(server.url, agent_token) as hp:
+            interrupts = HoldpointInterrupts(hp, project=project)
+            [asked] = await interrupts.ask(thread_id, "run-1", [interrupt])
+            assert asked.question is not None
+            fields = [(f.key, f.label, f.response_type, f.required) for f in asked.question.fields]
+            assert fields == [
+                ("region", "region", "choice", True),
+                ("size", "size", "choice", False),
+                ("zones", "zones", "multi_choice", False),
+                ("nodes", "Nodes", "number", True),
+                ("labels", "Labels (JSON)", "text", False),
+            ]
+            assert [Option.of(o).label for o in asked.question.fields[1].options] == ["Small", "Large"]
+            value = {"region": "us-east", "size": "l", "zones": ["a", "c"], "nodes": 3, "labels": '{"team": "core"}'}
+            answered = server.api("POST", f"/questions/{asked.question.id}/answer", json={"value": value})
+            assert answered.status_code == 200, answered.text
+            return await interrupts.resume(thread_id, "run-1", [interrupt])
+
+    entries = asyncio.run(answer_and_resume())
+    assert entries is not None
+    [entry] = entries
+    assert (entry.interrupt_id, entry.status) == ("cluster", "resolved")
+    typed = {"region": "us-east", "size": "l", "zones": ["a", "c"], "nodes": 3, "labels": {"team": "core"}}
+    assert entry.payload == typed
+    assert isinstance(entry.payload["nodes"], int)
+    assert entry.metadata is not None and entry.metadata["holdpoint"]["answered_by"]
+    assert len(asked_for(server, project, thread_id)) == 1, "asking again for the interrupt found the same question"
