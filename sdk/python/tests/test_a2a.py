@@ -9,14 +9,20 @@ from pathlib import Path
 from typing import Any
 
 from a2a.client import ClientConfig, create_client
-from a2a.helpers import new_text_message
-from a2a.types import GetTaskRequest, Role, Task, TaskState
+from a2a.helpers import get_message_text, new_task_from_user_message, new_text_message
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, GetTaskRequest, Role, Task, TaskState
+from starlette.applications import Starlette
 
-from holdpoint_client import AsyncHoldpoint
+from holdpoint_client import AsyncHoldpoint, Holdpoint
 from holdpoint_client.a2a import TaskWatcher
 
 from .conftest import Server
-from .helpers import eventually, example_module, kill, serving, start_example
+from .helpers import Answerer, eventually, example_module, kill, serving, start_example
 
 AGENT = example_module("a2a_agent")
 
@@ -90,3 +96,60 @@ def test_a_request_for_input_nobody_answers_in_time_cancels_the_task(
         assert asyncio.run(task_of(agent_url, task.id)).status.state == TaskState.TASK_STATE_CANCELED
     [asked] = watcher.asked
     assert asked.outcome == "expired"
+
+
+class NeedsAuthorization(AgentExecutor):
+    """An agent whose task first needs a credential (``auth-required``), then completes with what it was given."""
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.message is not None
+        task = context.current_task
+        if task is None:
+            task = new_task_from_user_message(context.message)
+            await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        if task.status.state != TaskState.TASK_STATE_AUTH_REQUIRED:
+            asking = "Paste a deploy token for the api service."
+            await updater.requires_auth(new_text_message(asking, task_id=task.id, context_id=task.context_id))
+            return
+        token = context.get_user_input()
+        done = new_text_message(f"authorized with {token}", task_id=task.id, context_id=task.context_id)
+        await updater.complete(done)
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        raise NotImplementedError
+
+
+def authorizing_agent(url: str) -> Starlette:
+    card = AgentCard(
+        name="authorizer",
+        description="Needs a credential first.",
+        version="1.0.0",
+        supported_interfaces=[AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")],
+        capabilities=AgentCapabilities(streaming=True),
+    )
+    handler = DefaultRequestHandler(
+        agent_executor=NeedsAuthorization(), task_store=InMemoryTaskStore(), agent_card=card
+    )
+    return Starlette(routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/")])
+
+
+def test_an_auth_required_task_gets_the_persons_answer_as_its_next_message(
+    server: Server, agent_token: str, project: str
+) -> None:
+    async def run(agent_url: str) -> Task:
+        agent = await create_client(agent_url, ClientConfig(streaming=True))
+        async with AsyncHoldpoint(server.url, agent_token) as hp:
+            watcher = TaskWatcher(agent, hp, project=project)
+            task = await watcher.send(new_text_message("Deploy the api service.", role=Role.ROLE_USER))
+        await agent.close()
+        return task
+
+    with serving(authorizing_agent) as agent_url:
+        answerer = Answerer(Holdpoint(server.url, server.admin_token), project, "tok-123")
+        task = asyncio.run(run(agent_url))
+    question = answerer.join()
+    assert question.title == "Paste a deploy token for the api service."
+    assert question.context["a2a"]["state"] == "auth-required"
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    assert get_message_text(task.status.message) == "authorized with tok-123"
