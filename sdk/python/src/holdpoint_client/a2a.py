@@ -32,7 +32,7 @@ import uuid
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from a2a.client import Client
+from a2a.client import A2AClientTimeoutError, Client
 from a2a.helpers import get_data_parts
 from a2a.types import (
     CancelTaskRequest,
@@ -127,21 +127,29 @@ class TaskWatcher:
             await self._consume(self.agent.subscribe(SubscribeToTaskRequest(id=task_id)))
         except NotImplementedError:
             await asyncio.sleep(self.poll_seconds)
-        except UnsupportedOperationError:
-            # The task stopped or ended between reading it and subscribing: read it again.
+        except (UnsupportedOperationError, A2AClientTimeoutError):
+            # The task ended between reading it and subscribing, or the stream went quiet: read it again.
             pass
 
     async def _consume(self, stream: AsyncIterator[StreamResponse]) -> str | None:
-        """Reads a response stream to its end (the agent ends it when the task stops or ends); returns the task's
-        id."""
+        """Reads a response stream until the task stops for input or ends (a subscription stays open while the task
+        waits); returns the task's id."""
         task_id: str | None = None
-        async for response in stream:
-            if response.HasField("task"):
-                task_id = response.task.id
-            elif response.HasField("status_update"):
-                task_id = response.status_update.task_id
-            elif response.HasField("artifact_update"):
-                task_id = response.artifact_update.task_id
+        try:
+            async for response in stream:
+                state = None
+                if response.HasField("task"):
+                    task_id, state = response.task.id, response.task.status.state
+                elif response.HasField("status_update"):
+                    task_id, state = response.status_update.task_id, response.status_update.status.state
+                elif response.HasField("artifact_update"):
+                    task_id = response.artifact_update.task_id
+                if state in ASKING_STATES or state in TERMINAL_STATES:
+                    break
+        finally:
+            close = getattr(stream, "aclose", None)
+            if close is not None:
+                await close()
         return task_id
 
     async def _ask(self, task: Task) -> Message | None:
