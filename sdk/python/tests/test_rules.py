@@ -1,6 +1,6 @@
-"""``approve()``, ``@requires_approval``, the OpenAI Agents and the AG-UI adapters ask through the workspace's approval rules
-(``POST /decide``): a call a rule allows runs at once without a question, one a rule denies is refused naming the
-rule, and one a rule asks about waits for a person, whose edited arguments come back.
+"""``approve()``, ``@requires_approval``, the OpenAI Agents and the AG-UI adapters ask through the workspace's
+approval rules (``POST /decide``): a call a rule allows runs at once without a question, one a rule denies is refused
+naming the rule, and one a rule asks about waits for a person, whose edited arguments come back.
 
 The rules name tools (and an agent) of this module's own, so the document leaves every other test's calls to its
 default, ``ask``.
