@@ -12,11 +12,20 @@
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 
-import { type BaseEvent, EventType, type Interrupt, type Message, type ResumeEntry, type RunAgentInput } from '@ag-ui/core';
+import {
+  type BaseEvent,
+  EventType,
+  type Interrupt,
+  type Message,
+  type ResumeEntry,
+  type RunAgentInput,
+} from '@ag-ui/core';
 import { EventEncoder } from '@ag-ui/encoder';
 
 const ttlMs = Number(process.env.INTERRUPT_TTL_SECONDS ?? '1800') * 1000;
-const open = new Map<string, { ids: string[]; callId: string; args: { service: string; environment: string }; expires: number }>();
+type Deploy = { service: string; environment: string };
+/** Each thread's open interrupts and the call they are about, until a run resumes them. */
+const open = new Map<string, { ids: string[]; callId: string; args: Deploy; expires: number }>();
 
 function text(messageId: string, content: string): BaseEvent[] {
   return [
@@ -74,7 +83,12 @@ function propose(input: RunAgentInput): BaseEvent[] {
     { type: EventType.TOOL_CALL_ARGS, toolCallId: callId, delta: JSON.stringify(args) },
     { type: EventType.TOOL_CALL_END, toolCallId: callId },
     { type: EventType.MESSAGES_SNAPSHOT, messages: [...input.messages, reply] },
-    { type: EventType.RUN_FINISHED, threadId: input.threadId, runId: input.runId, outcome: { type: 'interrupt', interrupts } },
+    {
+      type: EventType.RUN_FINISHED,
+      threadId: input.threadId,
+      runId: input.runId,
+      outcome: { type: 'interrupt', interrupts },
+    },
   ] as BaseEvent[];
 }
 
@@ -85,16 +99,18 @@ function run(input: RunAgentInput): BaseEvent[] {
   const answers = new Map<string, ResumeEntry>((input.resume ?? []).map((entry) => [entry.interruptId, entry]));
   const missing = pending.ids.filter((id) => !answers.has(id));
   if (missing.length > 0) {
-    return [started, { type: EventType.RUN_ERROR, message: `the thread has open interrupts: ${missing}`, code: 'RESUME_REQUIRED' } as BaseEvent];
+    const message = `the thread has open interrupts: ${missing}`;
+    return [started, { type: EventType.RUN_ERROR, message, code: 'RESUME_REQUIRED' } as BaseEvent];
   }
   if (Date.now() > pending.expires && [...answers.values()].some((entry) => entry.status === 'resolved')) {
-    return [started, { type: EventType.RUN_ERROR, message: 'resumed after the interrupts expired', code: 'EXPIRED' } as BaseEvent];
+    const message = 'resumed after the interrupts expired';
+    return [started, { type: EventType.RUN_ERROR, message, code: 'EXPIRED' } as BaseEvent];
   }
   open.delete(input.threadId);
   const approval = answers.get('approve-deploy') as ResumeEntry;
   const notes = answers.get('release-notes') as ResumeEntry;
   const page = answers.get('page-on-call') as ResumeEntry;
-  let deployed: { service: string; environment: string } | null = null;
+  let deployed: Deploy | null = null;
   let outcome = 'not deployed: nobody decided in time';
   if (approval.status === 'resolved' && approval.payload?.approved) {
     deployed = approval.payload.editedArgs ?? pending.args;
@@ -106,13 +122,27 @@ function run(input: RunAgentInput): BaseEvent[] {
     deployed,
     notes: notes.status === 'resolved' ? notes.payload : null,
     paged: page.status === 'resolved' ? page.payload : null,
-    cancelled: [...answers.values()].filter((entry) => entry.status === 'cancelled').map((entry) => entry.interruptId).sort(),
+    cancelled: [...answers.values()]
+      .filter((entry) => entry.status === 'cancelled')
+      .map((entry) => entry.interruptId)
+      .sort(),
   };
   return [
     started,
-    { type: EventType.TOOL_CALL_RESULT, messageId: `msg-${randomUUID().slice(0, 8)}`, toolCallId: pending.callId, content: outcome },
+    {
+      type: EventType.TOOL_CALL_RESULT,
+      messageId: `msg-${randomUUID().slice(0, 8)}`,
+      toolCallId: pending.callId,
+      content: outcome,
+    },
     ...text(`msg-${randomUUID().slice(0, 8)}`, `${outcome}.`),
-    { type: EventType.RUN_FINISHED, threadId: input.threadId, runId: input.runId, result, outcome: { type: 'success' } },
+    {
+      type: EventType.RUN_FINISHED,
+      threadId: input.threadId,
+      runId: input.runId,
+      result,
+      outcome: { type: 'success' },
+    },
   ] as BaseEvent[];
 }
 

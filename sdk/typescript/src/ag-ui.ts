@@ -33,7 +33,16 @@
 import type { Interrupt, Message, ResumeEntry, RunFinishedEvent, State } from '@ag-ui/core';
 
 import { type Holdpoint, approvalResult, askResult } from './client.js';
-import type { ApprovalResult, Assignee, FormField, JsonObject, JsonValue, NewQuestion, Question, Urgency } from './types.js';
+import type {
+  ApprovalResult,
+  Assignee,
+  FormField,
+  JsonObject,
+  JsonValue,
+  NewQuestion,
+  Question,
+  Urgency,
+} from './types.js';
 
 /** The key of a resume entry's `metadata` under which Holdpoint says how its interrupt was answered. */
 export const METADATA_KEY = 'holdpoint';
@@ -215,7 +224,8 @@ export async function runWithInterrupts(
     if (interrupted !== undefined) {
       resume = await resumeInterrupts(hp, interrupted, options);
       if (resume === undefined) {
-        throw new Error(`the interrupts of run ${interrupted.runId} were not all decided within ${options.waitTimeoutMs} ms`);
+        const runId = interrupted.runId;
+        throw new Error(`the interrupts of run ${runId} were not all decided within ${options.waitTimeoutMs} ms`);
       }
       resumed.push(resume);
     }
@@ -322,16 +332,16 @@ function titleAndBody(interrupt: Interrupt): { title: string; body?: string } {
 function allowsEdit(schema: JsonObject | undefined): boolean {
   if (schema === undefined) return true;
   const properties = schema['properties'];
-  return typeof properties === 'object' && properties !== null && !Array.isArray(properties) && 'editedArgs' in properties;
+  return isObject(properties) && 'editedArgs' in properties;
 }
 
 /** The properties of an object schema, in order, when it has 1..=10 of them. */
 function formProperties(schema: JsonObject | undefined): Array<[string, JsonObject]> {
   if (schema === undefined || (schema['type'] ?? 'object') !== 'object') return [];
   const properties = schema['properties'];
-  if (typeof properties !== 'object' || properties === null || Array.isArray(properties)) return [];
+  if (!isObject(properties)) return [];
   const entries = Object.entries(properties).map(
-    ([key, value]): [string, JsonObject] => [key, typeof value === 'object' && value !== null && !Array.isArray(value) ? value : {}],
+    ([key, value]): [string, JsonObject] => [key, isObject(value) ? value : {}],
   );
   return entries.length >= 1 && entries.length <= 10 ? entries : [];
 }
@@ -344,17 +354,22 @@ function field(key: string, property: JsonObject, required: boolean): FormField 
     return { key, label, response_type: 'choice', options: enumValues.map(String), required };
   }
   const oneOf = property['oneOf'];
-  if (Array.isArray(oneOf) && oneOf.length >= 2 && oneOf.every((o) => typeof o === 'object' && o !== null && 'const' in o)) {
-    const options = (oneOf as JsonObject[]).map((o) => ({ value: String(o['const']), label: String(o['title'] ?? o['const']) }));
+  if (Array.isArray(oneOf) && oneOf.length >= 2 && oneOf.every((o) => isObject(o) && 'const' in o)) {
+    const options = (oneOf as JsonObject[]).map((o) => ({
+      value: String(o['const']),
+      label: String(o['title'] ?? o['const']),
+    }));
     return { key, label, response_type: 'choice', options, required };
   }
   const items = property['items'];
-  if (type === 'array' && typeof items === 'object' && items !== null && !Array.isArray(items) && Array.isArray(items['enum'])) {
+  if (type === 'array' && isObject(items) && Array.isArray(items['enum'])) {
     return { key, label, response_type: 'multi_choice', options: items['enum'].map(String), required };
   }
   if (type === 'boolean') return { key, label, response_type: 'boolean', required };
   if (type === 'number' || type === 'integer') return { key, label, response_type: 'number', required };
-  if (type !== undefined && type !== 'string') return { key, label: `${label} (JSON)`, response_type: 'text', required };
+  if (type !== undefined && type !== 'string') {
+    return { key, label: `${label} (JSON)`, response_type: 'text', required };
+  }
   return { key, label, response_type: 'text', required };
 }
 
@@ -385,14 +400,21 @@ function typed(property: JsonObject, value: JsonValue): JsonValue {
   return value;
 }
 
-function decideOf(result: ApprovalResult): { decision: ApprovalResult['decision']; rule: string | null; reason?: string; grant_id?: string } {
-  const decided: { decision: ApprovalResult['decision']; rule: string | null; reason?: string; grant_id?: string } = {
+/** The `POST /decide` answer an approval result was read from, to read it again once its question is settled. */
+type Decided = { decision: ApprovalResult['decision']; rule: string | null; reason?: string; grant_id?: string };
+
+function decideOf(result: ApprovalResult): Decided {
+  const decided: Decided = {
     decision: result.decision,
     rule: result.rule ?? null,
   };
   if (result.ruleReason !== undefined) decided.reason = result.ruleReason;
   if (result.grantId !== undefined) decided.grant_id = result.grantId;
   return decided;
+}
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function parseArguments(raw: string): JsonObject {

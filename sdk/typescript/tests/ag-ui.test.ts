@@ -14,7 +14,7 @@ import { after, before, test } from 'node:test';
 
 import { HttpAgent } from '@ag-ui/client';
 import type { Holdpoint, Question } from 'holdpoint-client';
-import { idempotencyKey, runWithInterrupts } from 'holdpoint-client/ag-ui';
+import { askInterrupts, idempotencyKey, resumeInterrupts, runWithInterrupts } from 'holdpoint-client/ag-ui';
 
 import { type TestServer, agentClient, eventually, freshProject, personClient, startServer } from './harness.js';
 
@@ -172,5 +172,103 @@ test('interrupts nobody answers before they expire are resumed as cancelled', as
     );
   } finally {
     await agent.kill();
+  }
+});
+
+test('a response schema becomes a form, and the answer comes back as the schema types it', async () => {
+  const hp = await agentClient(server);
+  const project = freshProject();
+  const run = {
+    threadId: `form-${randomUUID().slice(0, 8)}`,
+    runId: 'run-1',
+    toolCalls: {},
+    interrupts: [
+      {
+        id: 'cluster',
+        reason: 'input_required',
+        message: 'Shape the new cluster',
+        responseSchema: {
+          type: 'object',
+          properties: {
+            region: { type: 'string', enum: ['eu-west', 'us-east'] },
+            size: { oneOf: [{ const: 's', title: 'Small' }, { const: 'l', title: 'Large' }] },
+            zones: { type: 'array', items: { enum: ['a', 'b', 'c'] } },
+            nodes: { type: 'integer', title: 'Nodes' },
+            labels: { type: 'object', description: 'Labels' },
+          },
+          required: ['region', 'nodes'],
+        },
+      },
+    ],
+  };
+  const [asked] = await askInterrupts(hp, run, { project });
+  const question = asked?.question as Question;
+  assert.deepEqual(
+    question.fields.map((f) => [f.key, f.label, f.response_type, f.required]),
+    [
+      ['region', 'region', 'choice', true],
+      ['size', 'size', 'choice', false],
+      ['zones', 'zones', 'multi_choice', false],
+      ['nodes', 'Nodes', 'number', true],
+      ['labels', 'Labels (JSON)', 'text', false],
+    ],
+  );
+  await person.answer(question.id, {
+    value: { region: 'us-east', size: 'l', zones: ['a', 'c'], nodes: 3, labels: '{"team": "core"}' },
+  });
+  const entries = await resumeInterrupts(hp, run, { project });
+  assert.equal(entries?.length, 1);
+  assert.equal(entries?.[0]?.status, 'resolved');
+  assert.deepEqual(entries?.[0]?.payload, { region: 'us-east', size: 'l', zones: ['a', 'c'], nodes: 3, labels: { team: 'core' } });
+  assert.equal((await askedFor(project, run.threadId)).length, 1, 'asking again for the interrupt found the same question');
+});
+
+test('tool_call interrupts the approval rules decide are resumed at once, naming the rule, without a question', async () => {
+  const saved = await server.api('PUT', '/rules', {
+    default: 'ask',
+    rules: [
+      { name: 'no-wipes', tools: ['wipe'], decision: 'deny', reason: 'restore from the backups instead' },
+      { name: 'reads', tools: ['read'], decision: 'allow' },
+    ],
+  });
+  assert.equal(saved.status, 200, JSON.stringify(saved.json));
+  try {
+    const hp = await agentClient(server);
+    const project = freshProject();
+    const entries = await resumeInterrupts(
+      hp,
+      {
+        threadId: 'thread-rules',
+        runId: 'run-1',
+        interrupts: [
+          { id: 'wipe', reason: 'tool_call', toolCallId: 'call-wipe' },
+          { id: 'read', reason: 'tool_call', toolCallId: 'call-read' },
+        ],
+        toolCalls: {
+          'call-wipe': { name: 'wipe', arguments: { path: '/srv' } },
+          'call-read': { name: 'read', arguments: { path: '/etc/hosts' } },
+        },
+      },
+      { project },
+    );
+    assert.deepEqual(entries, [
+      {
+        interruptId: 'wipe',
+        status: 'resolved',
+        payload: { approved: false },
+        metadata: {
+          holdpoint: { outcome: 'denied_by_rule', question_id: null, comment: 'restore from the backups instead', rule: 'no-wipes' },
+        },
+      },
+      {
+        interruptId: 'read',
+        status: 'resolved',
+        payload: { approved: true },
+        metadata: { holdpoint: { outcome: 'allowed_by_rule', question_id: null, rule: 'reads' } },
+      },
+    ]);
+    assert.deepEqual((await person.listQuestions({ project })).items, [], 'nobody was asked');
+  } finally {
+    await server.api('PUT', '/rules', { rules: [], default: 'ask' });
   }
 });
