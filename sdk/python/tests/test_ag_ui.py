@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 from ag_ui.core import Interrupt, ResumeEntry, RunAgentInput, UserMessage
 
-from holdpoint_client import AsyncHoldpoint, Option
+from holdpoint_client import AsyncHoldpoint, Option, Question
 from holdpoint_client.ag_ui import HoldpointInterrupts, idempotency_key, run_agent
 
 from .conftest import Server
@@ -65,6 +66,9 @@ def test_the_example_asks_each_interrupt_once_across_a_restart_and_the_next_run_
         run_id = approval["context"]["ag_ui"]["run_id"]
         assert all(q["timeout_at"] is not None for q in questions), "the interrupts' expiresAt is each deadline"
 
+        # A second later, a deadline counted from the restart would differ from the first request's: the adapter
+        # must send the same request again for the server to answer with the same questions.
+        time.sleep(1.1)
         second = start_example("ag_ui_deploy.py", tmp_path, env)
         edit = {"service": "api", "environment": "staging"}
         answers = [
@@ -169,3 +173,21 @@ def test_a_response_schema_becomes_a_form_and_the_answer_comes_back_as_the_schem
     assert isinstance(entry.payload["nodes"], int)
     assert entry.metadata is not None and entry.metadata["holdpoint"]["answered_by"]
     assert len(asked_for(server, project, thread_id)) == 1, "asking again for the interrupt found the same question"
+
+
+def test_a_long_message_is_the_title_by_its_first_line_and_the_body_cut_to_what_the_server_takes(
+    server: Server, agent_token: str, project: str
+) -> None:
+    message = "Restart the fleet?\n" + "The plan:\n" + "- restart one node\n" * 3000
+    interrupt = Interrupt(id="restart", reason="confirmation", message=message)
+
+    async def ask() -> Question | None:
+        async with AsyncHoldpoint(server.url, agent_token) as hp:
+            [asked] = await HoldpointInterrupts(hp, project=project).ask("thread-long", "run-1", [interrupt])
+        return asked.question
+
+    question = asyncio.run(ask())
+    assert question is not None
+    assert (question.title, question.response_type) == ("Restart the fleet?", "boolean")
+    assert question.body.startswith(message[:1000]) and question.body.endswith("[…]")
+    assert len(question.body.encode()) <= 32 * 1024

@@ -63,6 +63,12 @@ export interface InterruptedRun {
   /** The thread's messages and state when the run ended: what the next run starts from after a restart. */
   messages?: Message[];
   state?: State;
+  /**
+   * When the interrupts were first asked about (ISO 8601; default: now). Each deadline is `expiresAt` counted from
+   * it, so a process asking again after a restart sends the very request it sent before, and the server answers
+   * with the question it made then (an `Idempotency-Key` used again with another request is refused).
+   */
+  askedAt?: string;
 }
 
 /** How the questions are asked: these apply to every interrupt's question. */
@@ -109,7 +115,8 @@ export async function askInterrupts(
   options: InterruptOptions = {},
 ): Promise<AskedInterrupt[]> {
   const asked: AskedInterrupt[] = [];
-  for (const interrupt of run.interrupts) asked.push(await askOne(hp, run, interrupt, options));
+  const reference = run.askedAt === undefined ? Date.now() : Date.parse(run.askedAt);
+  for (const interrupt of run.interrupts) asked.push(await askOne(hp, run, interrupt, options, reference));
   return asked;
 }
 
@@ -151,7 +158,8 @@ export function resumeEntry(asked: AskedInterrupt): ResumeEntry {
     const decided = asked.approval;
     const result = question === undefined ? decided : approvalResult(question, decideOf(decided), decided.arguments);
     const meta: JsonObject = { outcome: result.outcome, question_id: result.question?.id ?? null };
-    if (result.outcome === 'expired' || result.outcome === 'cancelled') {
+    const late = question !== undefined && tooLate(interrupt, question);
+    if (result.outcome === 'expired' || result.outcome === 'cancelled' || late) {
       return { interruptId: interrupt.id, status: 'cancelled', metadata: { [METADATA_KEY]: meta } };
     }
     const payload: JsonObject = { approved: result.approved };
@@ -164,7 +172,7 @@ export function resumeEntry(asked: AskedInterrupt): ResumeEntry {
   }
   const result = askResult(question as Question);
   const meta: JsonObject = { outcome: result.outcome, question_id: result.question.id };
-  if (result.outcome !== 'answered' && result.outcome !== 'defaulted') {
+  if ((result.outcome !== 'answered' && result.outcome !== 'defaulted') || tooLate(interrupt, result.question)) {
     return { interruptId: interrupt.id, status: 'cancelled', metadata: { [METADATA_KEY]: meta } };
   }
   if (result.answeredBy !== undefined) meta['answered_by'] = result.answeredBy;
@@ -245,6 +253,7 @@ export async function runWithInterrupts(
       toolCalls: toolCallsOf(agent.messages),
       messages: agent.messages,
       state: agent.state,
+      askedAt: new Date().toISOString(),
     };
     await options.onInterrupted?.(interrupted);
   }
@@ -257,8 +266,9 @@ async function askOne(
   run: InterruptedRun,
   interrupt: Interrupt,
   options: InterruptOptions,
+  askedAt: number,
 ): Promise<AskedInterrupt> {
-  const timeout = timeoutOf(interrupt, options.timeout_seconds);
+  const timeout = timeoutOf(interrupt, options.timeout_seconds, askedAt);
   if (timeout !== undefined && timeout <= 0) return { interrupt, question: undefined, approval: undefined };
   const idempotency = { idempotencyKey: idempotencyKey(run.threadId, run.runId, interrupt.id), ...signalOf(options) };
   const context: JsonObject = { ag_ui: { thread_id: run.threadId, run_id: run.runId, interrupt_id: interrupt.id } };
@@ -302,15 +312,28 @@ function signalOf(options: InterruptOptions): { signal?: AbortSignal } {
   return options.signal ? { signal: options.signal } : {};
 }
 
-/** Whole seconds until the interrupt expires (rounded down, so Holdpoint's deadline is never the later one), or the
- * configured default; the earlier of the two. */
-function timeoutOf(interrupt: Interrupt, fallback: number | undefined): number | undefined {
+/** Whole seconds from `askedAt` until the interrupt expires (rounded down, so Holdpoint's deadline is not the
+ * later one), or the configured default; the earlier of the two. Zero once it has expired. */
+function timeoutOf(interrupt: Interrupt, fallback: number | undefined, askedAt: number): number | undefined {
   const limits = fallback === undefined ? [] : [fallback];
-  if (interrupt.expiresAt) {
-    const at = Date.parse(interrupt.expiresAt);
-    if (!Number.isNaN(at)) limits.push(Math.floor((at - Date.now()) / 1000));
+  const expires = expiresOf(interrupt);
+  if (expires !== undefined) {
+    if (Date.now() >= expires) return 0;
+    limits.push(Math.floor((expires - askedAt) / 1000));
   }
   return limits.length === 0 ? undefined : Math.min(...limits);
+}
+
+function expiresOf(interrupt: Interrupt): number | undefined {
+  const at = interrupt.expiresAt ? Date.parse(interrupt.expiresAt) : Number.NaN;
+  return Number.isNaN(at) ? undefined : at;
+}
+
+/** Whether the question was settled after the interrupt expired: the agent would refuse that answer as stale (it
+ * can happen only when the question was first asked after a restart, with a deadline counted from before). */
+function tooLate(interrupt: Interrupt, question: Question): boolean {
+  const expires = expiresOf(interrupt);
+  return expires !== undefined && question.resolved_at != null && Date.parse(question.resolved_at) > expires;
 }
 
 function titleAndBody(interrupt: Interrupt): { title: string; body?: string } {
@@ -325,7 +348,7 @@ function titleAndBody(interrupt: Interrupt): { title: string; body?: string } {
   }
   const first = message.split('\n')[0] ?? message;
   const title = first.length <= 300 ? first : `${first.slice(0, 299)}…`;
-  return title === message ? { title } : { title, body: message };
+  return title === message ? { title } : { title, body: clipBody(message) };
 }
 
 /** Edits are offered unless a response schema leaves `editedArgs` out (AG-UI's signal for approve-with-edits). */
@@ -411,6 +434,16 @@ function decideOf(result: ApprovalResult): Decided {
   if (result.ruleReason !== undefined) decided.reason = result.ruleReason;
   if (result.grantId !== undefined) decided.grant_id = result.grantId;
   return decided;
+}
+
+/** The longest question body the server takes, in UTF-8 bytes. */
+const MAX_BODY_BYTES = 32 * 1024;
+
+/** A message as a question's body: cut to what the server takes (on a character boundary) and marked as cut. */
+function clipBody(text: string): string {
+  const encoded = new TextEncoder().encode(text);
+  if (encoded.length <= MAX_BODY_BYTES) return text;
+  return `${new TextDecoder().decode(encoded.slice(0, MAX_BODY_BYTES - 8)).replace(/\uFFFD$/, '')}\n\n[…]`;
 }
 
 function isObject(value: unknown): value is JsonObject {

@@ -119,6 +119,9 @@ test('the example asks each interrupt once across a restart, and the next run ac
     assert.ok(questions.every((q) => q.timeout_at !== null), "each interrupt's expiresAt is its question's deadline");
     const runId = (approval.context['ag_ui'] as Record<string, string>)['run_id'] as string;
 
+    // A second later, a deadline counted from the restart would differ from the first request's: the adapter must
+    // send the same request again for the server to answer with the same questions.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
     const second = new Example('ag-ui', cwd, env);
     await person.answer(approval.id, { value: true, edited_arguments: { service: 'api', environment: 'staging' } });
     await person.answer(notes.id, { value: { summary: 'Faster logins', notify: true } });

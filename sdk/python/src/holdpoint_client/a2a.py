@@ -48,6 +48,7 @@ from a2a.types import (
 )
 from a2a.utils.errors import UnsupportedOperationError
 
+from . import _core
 from ._async import AsyncHoldpoint
 from ._types import AskResult, Assignee, JsonObject, Urgency
 
@@ -167,7 +168,7 @@ class TaskWatcher:
             title,
             kind="blocking",
             response_type="text",
-            body=text if text.strip() != title else None,
+            body=_core.clip_body(text) if text.strip() != title else None,
             context=context,
             project=self.project,
             urgency=self.urgency,

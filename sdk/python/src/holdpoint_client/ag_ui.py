@@ -67,6 +67,7 @@ from ag_ui.core import (
 )
 from pydantic import TypeAdapter
 
+from . import _core
 from ._async import AsyncHoldpoint
 from ._types import (
     ApprovalResult,
@@ -141,15 +142,22 @@ class HoldpointInterrupts:
         interrupts: Sequence[Interrupt],
         *,
         tool_calls: Mapping[str, ToolCall] | None = None,
+        asked_at: datetime | None = None,
     ) -> list[Asked]:
         """Asks about each interrupt (once per interrupt, however often it is called) without waiting.
 
         ``tool_calls`` maps the run's tool call ids to their calls (``tool_calls_of`` reads them from its events or
         messages), for the approvals of ``tool_call`` interrupts. An interrupt whose ``expiresAt`` has passed is
         not asked about: it is resumed as ``cancelled``.
+
+        ``asked_at`` is when the interrupts were first asked about (default: now): each deadline is ``expiresAt``
+        counted from it, so a process asking again after a restart, with the same ``asked_at``, sends the very
+        request it sent before and the server answers with the question it made then (an ``Idempotency-Key`` used
+        again with another request is refused).
         """
         calls = tool_calls or {}
-        return [await self._ask_one(thread_id, run_id, interrupt, calls) for interrupt in interrupts]
+        reference = asked_at or datetime.now(timezone.utc)
+        return [await self._ask_one(thread_id, run_id, interrupt, calls, reference) for interrupt in interrupts]
 
     async def resume(
         self,
@@ -160,10 +168,11 @@ class HoldpointInterrupts:
         tool_calls: Mapping[str, ToolCall] | None = None,
         wait: bool = True,
         timeout: float | None = None,
+        asked_at: datetime | None = None,
     ) -> list[ResumeEntry] | None:
         """Asks (see ``ask``), waits for every outcome, and returns the resume entries for the next run, one per
         interrupt in order; ``None`` while one is still pending (``wait=False``, or ``timeout`` ended the wait)."""
-        asked = await self.ask(thread_id, run_id, interrupts, tool_calls=tool_calls)
+        asked = await self.ask(thread_id, run_id, interrupts, tool_calls=tool_calls, asked_at=asked_at)
         entries = []
         for item in asked:
             if item.question is not None and item.question.pending:
@@ -177,9 +186,9 @@ class HoldpointInterrupts:
         return entries
 
     async def _ask_one(
-        self, thread_id: str, run_id: str, interrupt: Interrupt, calls: Mapping[str, ToolCall]
+        self, thread_id: str, run_id: str, interrupt: Interrupt, calls: Mapping[str, ToolCall], asked_at: datetime
     ) -> Asked:
-        timeout = self._timeout(interrupt)
+        timeout = self._timeout(interrupt, asked_at)
         if timeout is not None and timeout <= 0:
             return Asked(interrupt)
         key = idempotency_key(thread_id, run_id, interrupt.id)
@@ -236,17 +245,15 @@ class HoldpointInterrupts:
             "wait": False,
         }
 
-    def _timeout(self, interrupt: Interrupt) -> float | None:
-        """Seconds until the interrupt expires (whole seconds, rounded down so Holdpoint's deadline is never later
-        than the agent's), or the configured default; the earlier of the two."""
+    def _timeout(self, interrupt: Interrupt, asked_at: datetime) -> float | None:
+        """Seconds from ``asked_at`` until the interrupt expires (whole seconds, rounded down so Holdpoint's deadline
+        is not the later one), or the configured default; the earlier of the two. Zero once it has expired."""
         limits = [self.timeout_seconds] if self.timeout_seconds is not None else []
-        if interrupt.expires_at:
-            try:
-                expires = parse_time(interrupt.expires_at)
-            except ValueError:
-                expires = None
-            if expires is not None:
-                limits.append(math.floor((expires - datetime.now(timezone.utc)).total_seconds()))
+        expires = _expires(interrupt)
+        if expires is not None:
+            if datetime.now(timezone.utc) >= expires:
+                return 0
+            limits.append(math.floor((expires - asked_at).total_seconds()))
         return min(limits) if limits else None
 
 
@@ -263,7 +270,7 @@ def resume_entry(asked: Asked) -> ResumeEntry:
         result = asked.decision.waited(question) if asked.decision and question else asked.decision
         assert result is not None
         meta: JsonObject = {"outcome": result.outcome, "question_id": result.question_id}
-        if result.outcome in ("expired", "cancelled"):
+        if result.outcome in ("expired", "cancelled") or (question is not None and _too_late(interrupt, question)):
             return ResumeEntry(interrupt_id=interrupt.id, status="cancelled", metadata={METADATA_KEY: meta})
         payload: JsonObject = {"approved": result.approved}
         if result.approved and result.edited_arguments is not None:
@@ -278,7 +285,7 @@ def resume_entry(asked: Asked) -> ResumeEntry:
     assert question is not None
     outcome = AskResult(question)
     meta = {"outcome": outcome.outcome, "question_id": question.id}
-    if outcome.outcome not in ("answered", "defaulted"):
+    if outcome.outcome not in ("answered", "defaulted") or _too_late(interrupt, question):
         return ResumeEntry(interrupt_id=interrupt.id, status="cancelled", metadata={METADATA_KEY: meta})
     if outcome.answered_by:
         meta["answered_by"] = outcome.answered_by
@@ -290,6 +297,22 @@ def resume_entry(asked: Asked) -> ResumeEntry:
         payload=_payload(interrupt, asked.schema, question, outcome.value),
         metadata={METADATA_KEY: meta},
     )
+
+
+def _expires(interrupt: Interrupt) -> datetime | None:
+    if not interrupt.expires_at:
+        return None
+    try:
+        return parse_time(interrupt.expires_at)
+    except ValueError:
+        return None
+
+
+def _too_late(interrupt: Interrupt, question: Question) -> bool:
+    """Whether the question was settled after the interrupt expired: the agent would refuse that answer as stale
+    (it can happen only when the question was first asked after a restart, with a deadline counted from before)."""
+    expires = _expires(interrupt)
+    return expires is not None and question.resolved_at is not None and question.resolved_at > expires
 
 
 def idempotency_key(thread_id: str, run_id: str, interrupt_id: str) -> str:
@@ -418,6 +441,7 @@ async def run_agent(
             interrupts=list(finished.outcome.interrupts),
             tool_calls=tool_calls_of(events, next_input.messages),
             next_input=_continued(next_input, events),
+            asked_at=datetime.now(timezone.utc),
         )
         if store:
             store.write(saved)
@@ -432,13 +456,20 @@ class _Saved:
     tool_calls: dict[str, ToolCall]
     next_input: RunAgentInput
     """The input the next run starts from, before its run id and resume entries are set."""
+    asked_at: datetime
+    """When the interrupts were first asked about: the deadlines are counted from it, also after a restart."""
 
 
 async def _answer(
     interrupts: HoldpointInterrupts, saved: _Saved, wait_timeout: float | None
 ) -> tuple[RunAgentInput, list[ResumeEntry]]:
     entries = await interrupts.resume(
-        saved.thread_id, saved.run_id, saved.interrupts, tool_calls=saved.tool_calls, timeout=wait_timeout
+        saved.thread_id,
+        saved.run_id,
+        saved.interrupts,
+        tool_calls=saved.tool_calls,
+        timeout=wait_timeout,
+        asked_at=saved.asked_at,
     )
     if entries is None:
         raise TimeoutError(f"the interrupts of run {saved.run_id} were not all decided within {wait_timeout} s")
@@ -485,6 +516,7 @@ class _Store:
             "interrupts": [i.model_dump(mode="json", by_alias=True) for i in saved.interrupts],
             "tool_calls": {k: {"name": c.name, "arguments": c.arguments} for k, c in saved.tool_calls.items()},
             "next_input": saved.next_input.model_dump(mode="json", by_alias=True),
+            "asked_at": saved.asked_at.isoformat(),
         }
         path = self._path(saved.thread_id)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -509,6 +541,7 @@ class _Store:
             interrupts=[Interrupt.model_validate(i) for i in data["interrupts"]],
             tool_calls={k: ToolCall(c["name"], c["arguments"]) for k, c in data["tool_calls"].items()},
             next_input=RunAgentInput.model_validate(data["next_input"]),
+            asked_at=parse_time(data["asked_at"]),
         )
 
     def forget(self, thread_id: str) -> None:
@@ -530,7 +563,7 @@ def _title_and_body(interrupt: Interrupt) -> tuple[str, str | None]:
     first = message.splitlines()[0]
     if len(first) <= 300 and first == message:
         return first, None
-    return (first if len(first) <= 300 else first[:299] + "…"), message
+    return (first if len(first) <= 300 else first[:299] + "…"), _core.clip_body(message)
 
 
 def _allows_edit(schema: JsonObject | None) -> bool:
