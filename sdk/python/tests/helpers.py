@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import Any, TypeVar
+
+import uvicorn
 
 from holdpoint_client import Holdpoint, JsonValue, Question
 
@@ -78,3 +85,56 @@ def run_flow(script: str, *args: str, env: dict[str, str], timeout: float = 120)
         check=False,
     )
     return completed
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def example_module(name: str) -> ModuleType:
+    """An example file imported as a module (for the agents the examples serve: their ``create_app``)."""
+    spec = importlib.util.spec_from_file_location(f"examples_{name}", EXAMPLES / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+@contextmanager
+def serving(make_app: Callable[[str], Any]) -> Iterator[str]:
+    """Serves the ASGI app ``make_app(url)`` with uvicorn on a loopback port, in a thread, for as long as the
+    block runs; yields its URL (ending in ``/``)."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    server = uvicorn.Server(uvicorn.Config(make_app(url), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    eventually("the agent to listen", lambda: server.started)
+    try:
+        yield url
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def start_example(script: str, cwd: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    """An example running as a Python process of its own, as its user would run it."""
+    return subprocess.Popen(
+        [sys.executable, str(EXAMPLES / script)],
+        cwd=cwd,
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def kill(process: subprocess.Popen[str]) -> None:
+    process.send_signal(signal.SIGKILL)
+    process.communicate(timeout=30)

@@ -1,6 +1,6 @@
-"""``approve()``, ``@requires_approval`` and the OpenAI Agents adapter ask through the workspace's approval rules
-(``POST /decide``): a call a rule allows runs at once without a question, one a rule denies is refused naming the
-rule, and one a rule asks about waits for a person, whose edited arguments come back.
+"""``approve()``, ``@requires_approval``, the OpenAI Agents and the AG-UI adapters ask through the workspace's
+approval rules (``POST /decide``): a call a rule allows runs at once without a question, one a rule denies is refused
+naming the rule, and one a rule asks about waits for a person, whose edited arguments come back.
 
 The rules name tools (and an agent) of this module's own, so the document leaves every other test's calls to its
 default, ``ask``.
@@ -16,8 +16,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from ag_ui.core import Interrupt
 
 from holdpoint_client import ApprovalDenied, AsyncHoldpoint, Holdpoint, requires_approval
+from holdpoint_client.ag_ui import HoldpointInterrupts, ToolCall
 
 from .conftest import Server
 from .helpers import Answerer, pending_in, run_flow
@@ -148,3 +150,37 @@ def test_the_openai_agents_adapter_obeys_a_deny(
         assert server.api("GET", f"/questions?project={project}").json()["items"] == [], "nobody was asked"
     finally:
         model.close()
+
+
+def test_ag_ui_tool_call_interrupts_the_rules_decide_are_resumed_at_once_without_a_question(
+    server: Server, agent_token: str, project: str
+) -> None:
+    interrupts = [
+        Interrupt(id="wipe", reason="tool_call", tool_call_id="call-wipe"),
+        Interrupt(id="read", reason="tool_call", tool_call_id="call-read"),
+    ]
+    calls = {"call-wipe": ToolCall(WIPE, {"path": "/srv"}), "call-read": ToolCall(READ, {"path": "/etc/hosts"})}
+
+    async def resume() -> list[tuple[str, str, object, object]]:
+        async with AsyncHoldpoint(server.url, agent_token) as client:
+            entries = await HoldpointInterrupts(client, project=project).resume(
+                "thread-rules", "run-1", interrupts, tool_calls=calls
+            )
+        assert entries is not None
+        return [(e.interrupt_id, e.status, e.payload, (e.metadata or {})["holdpoint"]) for e in entries]
+
+    assert asyncio.run(resume()) == [
+        (
+            "wipe",
+            "resolved",
+            {"approved": False},
+            {
+                "outcome": "denied_by_rule",
+                "question_id": None,
+                "comment": "restore from the backups instead",
+                "rule": "no-wipes",
+            },
+        ),
+        ("read", "resolved", {"approved": True}, {"outcome": "allowed_by_rule", "question_id": None, "rule": "reads"}),
+    ]
+    assert server.api("GET", f"/questions?project={project}").json()["items"] == [], "nobody was asked"

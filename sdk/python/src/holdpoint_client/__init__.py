@@ -10,7 +10,8 @@ with Holdpoint("http://127.0.0.1:3000", token) as hp:
 ```
 
 ``AsyncHoldpoint`` is the same for asyncio. The framework adapters are ``holdpoint_client.langgraph`` and
-``holdpoint_client.openai_agents``.
+``holdpoint_client.openai_agents``; the protocol adapters ``holdpoint_client.ag_ui`` (AG-UI interrupts) and
+``holdpoint_client.a2a`` (A2A tasks that need input).
 """
 
 from ._async import AsyncHoldpoint

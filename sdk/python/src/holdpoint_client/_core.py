@@ -202,6 +202,18 @@ def decide_waits(wait: bool, limit: float | None) -> bool:
     return wait and (limit is None or limit >= MAX_WAIT_SECONDS)
 
 
+MAX_BODY_BYTES = 32 * 1024
+"""The longest question body the server takes, in UTF-8 bytes."""
+
+
+def clip_body(text: str) -> str:
+    """A message as a question's body: cut to what the server takes (on a character boundary) and marked as cut."""
+    encoded = text.encode("utf-8")
+    if len(encoded) <= MAX_BODY_BYTES:
+        return text
+    return encoded[: MAX_BODY_BYTES - 8].decode("utf-8", errors="ignore") + "\n\n[…]"
+
+
 def approval_title(tool_name: str) -> str:
     title = f"Allow {tool_name}?"
     return title if len(title) <= 300 else title[:299] + "…"

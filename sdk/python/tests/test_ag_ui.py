@@ -1,0 +1,193 @@
+"""``holdpoint_client.ag_ui`` with the real ``ag-ui-protocol`` package: the example agent (served with the package's
+own event encoder) ends its run with three interrupts; the adapter asks them in Holdpoint, and the next run acts on
+the answers — after the adapter's process was killed and started again, and when nobody answers in time."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from ag_ui.core import Interrupt, ResumeEntry, RunAgentInput, UserMessage
+
+from holdpoint_client import AsyncHoldpoint, Option, Question
+from holdpoint_client.ag_ui import HoldpointInterrupts, idempotency_key, run_agent
+
+from .conftest import Server
+from .helpers import eventually, example_module, kill, serving, start_example
+
+AGENT = example_module("ag_ui_agent")
+
+
+def asked_for(server: Server, project: str, thread_id: str, status: str | None = None) -> list[dict[str, Any]]:
+    """The questions of one AG-UI thread, oldest first."""
+    query = f"/questions?project={project}&limit=200" + (f"&status={status}" if status else "")
+    items: list[dict[str, Any]] = server.api("GET", query).json()["items"]
+    mine = [q for q in items if q["context"].get("ag_ui", {}).get("thread_id") == thread_id]
+    return sorted(mine, key=lambda q: q["context"]["ag_ui"]["interrupt_id"])
+
+
+def three(questions: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    return questions if len(questions) == 3 else None
+
+
+def test_the_example_asks_each_interrupt_once_across_a_restart_and_the_next_run_acts_on_the_answers(
+    server: Server, agent_token: str, tmp_path: Path
+) -> None:
+    thread_id = f"deploy-{uuid.uuid4().hex[:8]}"
+    with serving(lambda url: AGENT.create_app(1800)) as agent_url:
+        env = {
+            "HOLDPOINT_SERVER": server.url,
+            "HOLDPOINT_TOKEN": agent_token,
+            "AG_UI_URL": agent_url,
+            "THREAD_ID": thread_id,
+        }
+        first = start_example("ag_ui_deploy.py", tmp_path, env)
+        try:
+            questions = eventually("three questions", lambda: three(asked_for(server, "ag-ui-demo", thread_id)), 60)
+        finally:
+            kill(first)  # the adapter dies while people decide
+        assert list((tmp_path / "ag-ui-runs").glob("*.json")), "the interrupted run was kept before anyone was asked"
+
+        approval, confirmation, notes = questions  # by interrupt id: approve-deploy, page-on-call, release-notes
+        assert approval["kind"] == "approval" and approval["allow_edit"] is True
+        assert approval["title"] == "Deploy the api service to production?"
+        proposed = {"service": "api", "environment": "production"}
+        assert approval["action"] == {"tool_name": "deploy", "arguments": proposed}
+        assert notes["response_type"] == "form"
+        assert [(f["key"], f["response_type"], f["required"]) for f in notes["fields"]] == [
+            ("summary", "text", True),
+            ("notify", "boolean", False),
+        ]
+        assert confirmation["response_type"] == "boolean" and confirmation["title"] == "Page the on-call engineer?"
+        run_id = approval["context"]["ag_ui"]["run_id"]
+        assert all(q["timeout_at"] is not None for q in questions), "the interrupts' expiresAt is each deadline"
+
+        # A second later, a deadline counted from the restart would differ from the first request's: the adapter
+        # must send the same request again for the server to answer with the same questions.
+        time.sleep(1.1)
+        second = start_example("ag_ui_deploy.py", tmp_path, env)
+        edit = {"service": "api", "environment": "staging"}
+        answers = [
+            (approval, {"value": True, "edited_arguments": edit}),
+            (notes, {"value": {"summary": "Faster logins", "notify": False}}),
+            (confirmation, {"value": False, "comment": "not at night"}),
+        ]
+        for question, answer in answers:
+            answered = server.api("POST", f"/questions/{question['id']}/answer", json=answer)
+            assert answered.status_code == 200, answered.text
+        out, err = second.communicate(timeout=60)
+        assert second.returncode == 0, err
+
+    assert json.loads(out) == {
+        "cancelled": [],
+        "deployed": {"environment": "staging", "service": "api"},
+        "notes": {"notify": False, "summary": "Faster logins"},
+        "paged": False,
+    }
+    assert len(asked_for(server, "ag-ui-demo", thread_id)) == 3, "the restarted adapter found the same questions"
+    assert approval["context"]["ag_ui"]["interrupt_id"] == "approve-deploy"
+    assert idempotency_key(thread_id, run_id, "approve-deploy").startswith("ag-ui:")
+    assert not list((tmp_path / "ag-ui-runs").glob("*.json")), "a finished thread leaves nothing behind"
+
+
+def test_interrupts_nobody_answers_before_they_expire_are_resumed_as_cancelled(
+    server: Server, agent_token: str, project: str
+) -> None:
+    thread_id = f"late-{uuid.uuid4().hex[:8]}"
+
+    async def go(agent_url: str) -> Any:
+        async with AsyncHoldpoint(server.url, agent_token) as hp:
+            first = RunAgentInput(
+                thread_id=thread_id, run_id=str(uuid.uuid4()), messages=[UserMessage(id="u1", content="Deploy api")]
+            )
+            return await run_agent(agent_url, first, HoldpointInterrupts(hp, project=project))
+
+    with serving(lambda url: AGENT.create_app(3)) as agent_url:
+        run = asyncio.run(go(agent_url))
+
+    assert run.result == {
+        "cancelled": ["approve-deploy", "page-on-call", "release-notes"],
+        "deployed": None,
+        "notes": None,
+        "paged": None,
+    }
+    [entries] = run.resumed
+    assert [(e.interrupt_id, e.status, e.payload) for e in entries] == [
+        ("approve-deploy", "cancelled", None),
+        ("release-notes", "cancelled", None),
+        ("page-on-call", "cancelled", None),
+    ]
+    questions = asked_for(server, project, thread_id)
+    assert len(questions) == 3 and {q["status"] for q in questions} == {"expired"}
+    assert {e.metadata["holdpoint"]["outcome"] for e in entries if e.metadata} == {"expired"}
+
+
+def test_a_response_schema_becomes_a_form_and_the_answer_comes_back_as_the_schema_types_it(
+    server: Server, agent_token: str, project: str
+) -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "region": {"type": "string", "enum": ["eu-west", "us-east"]},
+            "size": {"oneOf": [{"const": "s", "title": "Small"}, {"const": "l", "title": "Large"}]},
+            "zones": {"type": "array", "items": {"enum": ["a", "b", "c"]}},
+            "nodes": {"type": "integer", "title": "Nodes"},
+            "labels": {"type": "object", "description": "Labels"},
+        },
+        "required": ["region", "nodes"],
+    }
+    interrupt = Interrupt(
+        id="cluster", reason="input_required", message="Shape the new cluster", response_schema=schema
+    )
+    thread_id = f"form-{uuid.uuid4().hex[:8]}"
+
+    async def answer_and_resume() -> list[ResumeEntry] | None:
+        async with AsyncHoldpoint(server.url, agent_token) as hp:
+            interrupts = HoldpointInterrupts(hp, project=project)
+            [asked] = await interrupts.ask(thread_id, "run-1", [interrupt])
+            assert asked.question is not None
+            fields = [(f.key, f.label, f.response_type, f.required) for f in asked.question.fields]
+            assert fields == [
+                ("region", "region", "choice", True),
+                ("size", "size", "choice", False),
+                ("zones", "zones", "multi_choice", False),
+                ("nodes", "Nodes", "number", True),
+                ("labels", "Labels (JSON)", "text", False),
+            ]
+            assert [Option.of(o).label for o in asked.question.fields[1].options] == ["Small", "Large"]
+            value = {"region": "us-east", "size": "l", "zones": ["a", "c"], "nodes": 3, "labels": '{"team": "core"}'}
+            answered = server.api("POST", f"/questions/{asked.question.id}/answer", json={"value": value})
+            assert answered.status_code == 200, answered.text
+            return await interrupts.resume(thread_id, "run-1", [interrupt])
+
+    entries = asyncio.run(answer_and_resume())
+    assert entries is not None
+    [entry] = entries
+    assert (entry.interrupt_id, entry.status) == ("cluster", "resolved")
+    typed = {"region": "us-east", "size": "l", "zones": ["a", "c"], "nodes": 3, "labels": {"team": "core"}}
+    assert entry.payload == typed
+    assert isinstance(entry.payload["nodes"], int)
+    assert entry.metadata is not None and entry.metadata["holdpoint"]["answered_by"]
+    assert len(asked_for(server, project, thread_id)) == 1, "asking again for the interrupt found the same question"
+
+
+def test_a_long_message_is_the_title_by_its_first_line_and_the_body_cut_to_what_the_server_takes(
+    server: Server, agent_token: str, project: str
+) -> None:
+    message = "Restart the fleet?\n" + "The plan:\n" + "- restart one node\n" * 3000
+    interrupt = Interrupt(id="restart", reason="confirmation", message=message)
+
+    async def ask() -> Question | None:
+        async with AsyncHoldpoint(server.url, agent_token) as hp:
+            [asked] = await HoldpointInterrupts(hp, project=project).ask("thread-long", "run-1", [interrupt])
+        return asked.question
+
+    question = asyncio.run(ask())
+    assert question is not None
+    assert (question.title, question.response_type) == ("Restart the fleet?", "boolean")
+    assert question.body.startswith(message[:1000]) and question.body.endswith("[…]")
+    assert len(question.body.encode()) <= 32 * 1024

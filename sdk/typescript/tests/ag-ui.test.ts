@@ -1,0 +1,277 @@
+// `holdpoint-client/ag-ui` with the real AG-UI packages: the example agent (served with `@ag-ui/encoder`) ends its
+// run with three interrupts; `@ag-ui/client`'s HttpAgent, through the adapter, has people answer them in Holdpoint
+// and the next run acts on the answers — after the adapter's process was killed and started again, and when nobody
+// answers before the interrupts expire.
+
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { after, before, test } from 'node:test';
+
+import { HttpAgent } from '@ag-ui/client';
+import type { Holdpoint, Question } from 'holdpoint-client';
+import { askInterrupts, idempotencyKey, resumeInterrupts, runWithInterrupts } from 'holdpoint-client/ag-ui';
+
+import { type TestServer, agentClient, eventually, freshProject, personClient, startServer } from './harness.js';
+
+const COMPILED_EXAMPLES = fileURLToPath(new URL('../examples/', import.meta.url));
+
+let server: TestServer;
+let person: Holdpoint;
+
+before(async () => {
+  server = await startServer();
+  person = personClient(server);
+});
+
+after(async () => {
+  await server?.stop();
+});
+
+/** A compiled example running as a node process of its own. */
+class Example {
+  readonly stdout: string[] = [];
+  readonly stderr: string[] = [];
+  readonly exited: Promise<number | null>;
+  readonly #child: ChildProcess;
+
+  constructor(name: string, cwd: string, env: Record<string, string>) {
+    this.#child = spawn(process.execPath, [join(COMPILED_EXAMPLES, `${name}.js`)], {
+      cwd,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.#child.stdout?.on('data', (chunk: Buffer) => this.stdout.push(chunk.toString()));
+    this.#child.stderr?.on('data', (chunk: Buffer) => this.stderr.push(chunk.toString()));
+    this.exited = new Promise((resolve) => this.#child.once('exit', (code) => resolve(code)));
+  }
+
+  async finish(ms = 60_000): Promise<number | null> {
+    const timer = setTimeout(() => this.#child.kill('SIGKILL'), ms);
+    const code = await this.exited;
+    clearTimeout(timer);
+    return code;
+  }
+
+  kill(): Promise<number | null> {
+    this.#child.kill('SIGKILL');
+    return this.exited;
+  }
+
+  output(): string {
+    return `stdout:\n${this.stdout.join('')}\nstderr:\n${this.stderr.join('')}`;
+  }
+}
+
+/** The example agent on a free loopback port; resolves with it and its URL. */
+async function startAgent(ttlSeconds: number): Promise<{ agent: Example; url: string }> {
+  const agent = new Example('ag-ui-agent', tmpdir(), { AG_UI_PORT: '0', INTERRUPT_TTL_SECONDS: String(ttlSeconds) });
+  const url = await eventually('the agent to listen', () => /listening on (\S+)/.exec(agent.stdout.join(''))?.[1]);
+  return { agent, url };
+}
+
+/** The questions asked about one AG-UI thread, by interrupt id. */
+async function askedFor(project: string, threadId: string): Promise<Question[]> {
+  const page = await person.listQuestions({ project, limit: 200 });
+  const context = (q: Question): Record<string, string> => (q.context['ag_ui'] ?? {}) as Record<string, string>;
+  return page.items
+    .filter((q) => context(q)['thread_id'] === threadId)
+    .sort((a, b) => (context(a)['interrupt_id'] ?? '').localeCompare(context(b)['interrupt_id'] ?? ''));
+}
+
+test('the example asks each interrupt once across a restart, and the next run acts on the answers', async () => {
+  const { agent, url } = await startAgent(1800);
+  const cwd = mkdtempSync(join(tmpdir(), 'holdpoint-ag-ui-'));
+  const threadId = `deploy-${randomUUID().slice(0, 8)}`;
+  const env = {
+    HOLDPOINT_SERVER: server.url,
+    HOLDPOINT_TOKEN: await server.createToken('agent'),
+    AG_UI_URL: url,
+    THREAD_ID: threadId,
+  };
+  try {
+    const first = new Example('ag-ui', cwd, env);
+    const questions = await eventually('three questions', async () => {
+      const asked = await askedFor('ag-ui-demo', threadId);
+      return asked.length === 3 ? asked : undefined;
+    }, 30_000);
+    await first.kill(); // the adapter dies while people decide
+    assert.ok(existsSync(join(cwd, 'ag-ui-run.json')), 'the interrupted run was kept before anybody was asked');
+
+    const [approval, confirmation, notes] = questions as [Question, Question, Question];
+    assert.equal(approval.kind, 'approval');
+    assert.equal(approval.allow_edit, true);
+    assert.equal(approval.title, 'Deploy the api service to production?');
+    assert.deepEqual(approval.action, { tool_name: 'deploy', arguments: { service: 'api', environment: 'production' } });
+    assert.equal(notes.response_type, 'form');
+    assert.deepEqual(
+      notes.fields.map((f) => [f.key, f.response_type, f.required]),
+      [
+        ['summary', 'text', true],
+        ['notify', 'boolean', false],
+      ],
+    );
+    assert.equal(confirmation.response_type, 'boolean');
+    assert.ok(questions.every((q) => q.timeout_at !== null), "each interrupt's expiresAt is its question's deadline");
+    const runId = (approval.context['ag_ui'] as Record<string, string>)['run_id'] as string;
+
+    // A second later, a deadline counted from the restart would differ from the first request's: the adapter must
+    // send the same request again for the server to answer with the same questions.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const second = new Example('ag-ui', cwd, env);
+    await person.answer(approval.id, { value: true, edited_arguments: { service: 'api', environment: 'staging' } });
+    await person.answer(notes.id, { value: { summary: 'Faster logins', notify: true } });
+    await person.answer(confirmation.id, { value: true });
+    assert.equal(await second.finish(), 0, second.output());
+    assert.deepEqual(JSON.parse(second.stdout.join('')), {
+      deployed: { service: 'api', environment: 'staging' },
+      notes: { summary: 'Faster logins', notify: true },
+      paged: true,
+      cancelled: [],
+    });
+    assert.equal((await askedFor('ag-ui-demo', threadId)).length, 3, 'the restarted adapter found the same questions');
+    assert.equal(existsSync(join(cwd, 'ag-ui-run.json')), false);
+    assert.equal(idempotencyKey(threadId, runId, 'approve-deploy'), `ag-ui:${threadId}:${runId}:approve-deploy`);
+  } finally {
+    await agent.kill();
+    rmSync(cwd, { recursive: true, force: true });
+  }
+});
+
+test('interrupts nobody answers before they expire are resumed as cancelled', async () => {
+  const { agent, url } = await startAgent(3);
+  const project = freshProject();
+  const threadId = `late-${randomUUID().slice(0, 8)}`;
+  try {
+    const hp = await agentClient(server);
+    const client = new HttpAgent({
+      url,
+      threadId,
+      initialMessages: [{ id: 'user-1', role: 'user', content: 'Deploy the api service.' }],
+    });
+    const { result, resumed } = await runWithInterrupts(hp, client, { project });
+    assert.deepEqual(result, {
+      deployed: null,
+      notes: null,
+      paged: null,
+      cancelled: ['approve-deploy', 'page-on-call', 'release-notes'],
+    });
+    assert.deepEqual(
+      resumed[0]?.map((entry) => [entry.interruptId, entry.status, entry.payload]),
+      [
+        ['approve-deploy', 'cancelled', undefined],
+        ['release-notes', 'cancelled', undefined],
+        ['page-on-call', 'cancelled', undefined],
+      ],
+    );
+    const questions = await askedFor(project, threadId);
+    assert.deepEqual(
+      questions.map((q) => q.status),
+      ['expired', 'expired', 'expired'],
+    );
+  } finally {
+    await agent.kill();
+  }
+});
+
+test('a response schema becomes a form, and the answer comes back as the schema types it', async () => {
+  const hp = await agentClient(server);
+  const project = freshProject();
+  const run = {
+    threadId: `form-${randomUUID().slice(0, 8)}`,
+    runId: 'run-1',
+    toolCalls: {},
+    interrupts: [
+      {
+        id: 'cluster',
+        reason: 'input_required',
+        message: 'Shape the new cluster',
+        responseSchema: {
+          type: 'object',
+          properties: {
+            region: { type: 'string', enum: ['eu-west', 'us-east'] },
+            size: { oneOf: [{ const: 's', title: 'Small' }, { const: 'l', title: 'Large' }] },
+            zones: { type: 'array', items: { enum: ['a', 'b', 'c'] } },
+            nodes: { type: 'integer', title: 'Nodes' },
+            labels: { type: 'object', description: 'Labels' },
+          },
+          required: ['region', 'nodes'],
+        },
+      },
+    ],
+  };
+  const [asked] = await askInterrupts(hp, run, { project });
+  const question = asked?.question as Question;
+  assert.deepEqual(
+    question.fields.map((f) => [f.key, f.label, f.response_type, f.required]),
+    [
+      ['region', 'region', 'choice', true],
+      ['size', 'size', 'choice', false],
+      ['zones', 'zones', 'multi_choice', false],
+      ['nodes', 'Nodes', 'number', true],
+      ['labels', 'Labels (JSON)', 'text', false],
+    ],
+  );
+  await person.answer(question.id, {
+    value: { region: 'us-east', size: 'l', zones: ['a', 'c'], nodes: 3, labels: '{"team": "core"}' },
+  });
+  const entries = await resumeInterrupts(hp, run, { project });
+  assert.equal(entries?.length, 1);
+  assert.equal(entries?.[0]?.status, 'resolved');
+  assert.deepEqual(entries?.[0]?.payload, { region: 'us-east', size: 'l', zones: ['a', 'c'], nodes: 3, labels: { team: 'core' } });
+  assert.equal((await askedFor(project, run.threadId)).length, 1, 'asking again for the interrupt found the same question');
+});
+
+test('tool_call interrupts the approval rules decide are resumed at once, naming the rule, without a question', async () => {
+  const saved = await server.api('PUT', '/rules', {
+    default: 'ask',
+    rules: [
+      { name: 'no-wipes', tools: ['wipe'], decision: 'deny', reason: 'restore from the backups instead' },
+      { name: 'reads', tools: ['read'], decision: 'allow' },
+    ],
+  });
+  assert.equal(saved.status, 200, JSON.stringify(saved.json));
+  try {
+    const hp = await agentClient(server);
+    const project = freshProject();
+    const entries = await resumeInterrupts(
+      hp,
+      {
+        threadId: 'thread-rules',
+        runId: 'run-1',
+        interrupts: [
+          { id: 'wipe', reason: 'tool_call', toolCallId: 'call-wipe' },
+          { id: 'read', reason: 'tool_call', toolCallId: 'call-read' },
+        ],
+        toolCalls: {
+          'call-wipe': { name: 'wipe', arguments: { path: '/srv' } },
+          'call-read': { name: 'read', arguments: { path: '/etc/hosts' } },
+        },
+      },
+      { project },
+    );
+    assert.deepEqual(entries, [
+      {
+        interruptId: 'wipe',
+        status: 'resolved',
+        payload: { approved: false },
+        metadata: {
+          holdpoint: { outcome: 'denied_by_rule', question_id: null, comment: 'restore from the backups instead', rule: 'no-wipes' },
+        },
+      },
+      {
+        interruptId: 'read',
+        status: 'resolved',
+        payload: { approved: true },
+        metadata: { holdpoint: { outcome: 'allowed_by_rule', question_id: null, rule: 'reads' } },
+      },
+    ]);
+    assert.deepEqual((await person.listQuestions({ project })).items, [], 'nobody was asked');
+  } finally {
+    await server.api('PUT', '/rules', { rules: [], default: 'ask' });
+  }
+});
