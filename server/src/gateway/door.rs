@@ -29,13 +29,13 @@ use rmcp::{RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::connections::{CallScope, Connection, Connections};
+use super::connections::{CallScope, Connection, Connections, Target};
 use crate::credentials::Caller;
 use crate::error::AppError;
 use crate::mcp::SessionOwners;
 use crate::rules::{ToolCall, Verdict};
 use crate::state::AppState;
-use crate::store::{AuditActor, NewAuditEntry, UpstreamRow};
+use crate::store::{AuditActor, NewAuditEntry};
 
 /// How long listing one upstream's tools may take (connecting included) before it is left out of the list.
 pub const LIST_TIMEOUT: Duration = Duration::from_secs(3);
@@ -57,6 +57,12 @@ pub fn service(
         .with_sse_keep_alive(Some(Duration::from_secs(15)))
         .with_cancellation_token(state.shutdown.child_token());
     let connections = Arc::new(Connections::new(state.config.upstream_allow_private)?);
+    // The configured upstreams' processes end with the server.
+    let (closing, shutdown) = (Arc::clone(&connections), state.shutdown.clone());
+    tokio::spawn(async move {
+        shutdown.cancelled().await;
+        closing.close_all();
+    });
     let gateway = Gateway { state, owners: Arc::clone(&owners), connections };
     let service = StreamableHttpService::new(move || Ok(gateway.clone()), manager, config);
     Ok((service, owners))
@@ -140,10 +146,22 @@ impl Gateway {
         });
     }
 
-    /// The upstream of this name in the caller's workspace.
-    async fn upstream(&self, caller: &Caller, name: &str) -> Result<Option<UpstreamRow>, ErrorData> {
+    /// The upstream of this name in the caller's workspace: the configuration file's, or the API's.
+    async fn upstream(&self, caller: &Caller, name: &str) -> Result<Option<Target>, ErrorData> {
+        if let Some(upstream) = self.state.configured_upstreams.find(caller.workspace_id(), name) {
+            return Ok(Some(Target::Stdio(upstream)));
+        }
         let rows = self.state.store.upstreams_cached(caller.workspace_id()).await.map_err(internal)?;
-        Ok(rows.iter().find(|row| row.name == name).cloned())
+        Ok(rows.iter().find(|row| row.name == name).cloned().map(Target::Http))
+    }
+
+    /// Every upstream of the caller's workspace: the configuration file's, then the API's.
+    async fn upstreams(&self, caller: &Caller) -> Result<Vec<Target>, ErrorData> {
+        let mut targets: Vec<Target> =
+            self.state.configured_upstreams.of(caller.workspace_id()).into_iter().map(Target::Stdio).collect();
+        let rows = self.state.store.upstreams_cached(caller.workspace_id()).await.map_err(internal)?;
+        targets.extend(rows.iter().cloned().map(Target::Http));
+        Ok(targets)
     }
 
     /// Sends the call to the upstream and returns its answer as it is; `isError` at once when the upstream cannot
@@ -151,7 +169,7 @@ impl Gateway {
     async fn forward(
         &self,
         connection: &Arc<Connection>,
-        row: &UpstreamRow,
+        row: &Target,
         scope: Arc<CallScope>,
         arguments: Option<JsonObject>,
     ) -> Result<CallToolResponse, ErrorData> {
@@ -165,7 +183,7 @@ impl Gateway {
             Err(err) => {
                 let problem = format!("unreachable: {err}");
                 self.connections.drop_connection(&self.state, row, &problem);
-                return Ok(failed(format!("The upstream {} is {problem}", row.name)));
+                return Ok(failed(format!("The upstream {} is {problem}", row.name())));
             }
         };
         let id = handle.id.clone();
@@ -178,7 +196,7 @@ impl Gateway {
                 return Err(ErrorData::internal_error("cancelled by the client", None));
             }
         };
-        self.state.metrics.gateway_upstream(&row.name, started.elapsed());
+        self.state.metrics.gateway_upstream(row.name(), started.elapsed());
         match answer {
             Ok(ServerResult::CallToolResult(result)) => {
                 self.connections.healthy(&self.state, row);
@@ -189,7 +207,7 @@ impl Gateway {
                 Ok(CallToolResponse::InputRequired(result))
             }
             Ok(_) => {
-                Ok(failed(format!("The upstream {} answered the call with something else than a result", row.name)))
+                Ok(failed(format!("The upstream {} answered the call with something else than a result", row.name())))
             }
             Err(rmcp::ServiceError::McpError(error)) => {
                 // The upstream refused the call itself (bad arguments, say): its error, as it said it.
@@ -199,7 +217,7 @@ impl Gateway {
             Err(err) => {
                 let problem = format!("unreachable: {err}");
                 self.connections.drop_connection(&self.state, row, &problem);
-                Ok(failed(format!("The upstream {} is {problem}", row.name)))
+                Ok(failed(format!("The upstream {} is {problem}", row.name())))
             }
         }
     }
@@ -222,10 +240,14 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let caller = caller_of(parts_of(&context)?)?;
-        let rows = self.state.store.upstreams_cached(caller.workspace_id()).await.map_err(internal)?;
-        let listed = futures::future::join_all(rows.iter().map(|row| async move {
+        let targets = self.upstreams(&caller).await?;
+        let listed = futures::future::join_all(targets.iter().map(|row| async move {
+            // The opening goes on when the list stops waiting for it: a process still starting is there for the
+            // next list.
+            let (connections, state, target) = (Arc::clone(&self.connections), self.state.clone(), row.clone());
+            let opening = tokio::spawn(async move { connections.connect(&state, &target).await });
             let listing = async {
-                let connection = self.connections.connect(&self.state, row).await?;
+                let connection = opening.await.map_err(|e| format!("could not be connected: {e}"))??;
                 connection.list_tools(LIST_TIMEOUT).await
             };
             match tokio::time::timeout(LIST_TIMEOUT, listing).await {
@@ -246,7 +268,7 @@ impl ServerHandler for Gateway {
         for (row, upstream_tools) in listed.into_iter().flatten() {
             for tool in upstream_tools.iter() {
                 let mut tool = tool.clone();
-                tool.name = format!("{}{SEPARATOR}{}", row.name, tool.name).into();
+                tool.name = format!("{}{SEPARATOR}{}", row.name(), tool.name).into();
                 tools.push(tool);
             }
         }
