@@ -32,6 +32,7 @@ on_both_backends!(
     configured_processes_are_listed_and_called_like_registered_upstreams_but_not_changed_through_the_api,
     a_configured_process_is_started_again_after_it_dies_and_killed_at_shutdown,
     a_configured_name_taken_by_a_registered_upstream_stops_the_server,
+    input_required_answers_are_asked_as_forms_and_the_call_retried_with_the_answers,
 );
 
 type Client = RunningService<RoleClient, ()>;
@@ -704,4 +705,83 @@ async fn a_configured_name_taken_by_a_registered_upstream_stops_the_server(backe
     let ops = state.store.ensure_workspace("ops").await.unwrap();
     assert!(state.configured_upstreams.find(ops.id, "files").is_some());
     assert_eq!(process.pids(), Vec::<u32>::new(), "nothing was started");
+}
+
+async fn input_required_answers_are_asked_as_forms_and_the_call_retried_with_the_answers(backend: Backend) {
+    let Some(gateway) = Gateway::start(backend).await else { return };
+    // The official Python SDK 2.x: a tool that asks with multi round-trip requests (MCP 2026-07-28).
+    let upstream = McpUpstream::start_mrtr("travel").await;
+    gateway.register("travel", &upstream.url()).await;
+    gateway.rules(json!({ "default": "allow" })).await;
+    let client = std::sync::Arc::new(gateway.client().await);
+    let book = |destination: &'static str| {
+        let client = std::sync::Arc::clone(&client);
+        tokio::spawn(async move { client.call_tool(call("travel__book", json!({ "destination": destination }))).await })
+    };
+
+    let booking = book("Oslo");
+    let dates = gateway.pending_question().await;
+    assert_eq!(dates["response_type"], "form");
+    assert_eq!(dates["title"], "When do you travel to Oslo?");
+    let fields: Vec<(String, String, bool)> = dates["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (f["key"].as_str().unwrap().into(), f["response_type"].as_str().unwrap().into(), f["required"] == true)
+        })
+        .collect();
+    assert!(fields.contains(&("depart".into(), "text".into(), true)), "{fields:?}");
+    assert!(fields.contains(&("nights".into(), "number".into(), false)), "{fields:?}");
+    gateway.answer(&dates, json!({ "value": { "depart": "2026-12-01", "nights": 3 } })).await;
+
+    // The call is sent again with the answer; the upstream's second round asks the next question.
+    let seat = gateway.pending_question().await;
+    assert_ne!(seat["id"], dates["id"]);
+    assert_eq!(seat["title"], "Window or aisle?");
+    assert_eq!(seat["fields"][0]["response_type"], "choice", "{seat}");
+    gateway.answer(&seat, json!({ "value": { "seat": "aisle" } })).await;
+    let booked = tokio::time::timeout(WITHIN, booking).await.unwrap().unwrap().unwrap();
+    assert_ne!(booked.is_error, Some(true), "{booked:?}");
+    let outcome: Value = serde_json::from_str(&text_of(&booked)).unwrap();
+    assert_eq!(
+        outcome,
+        json!({ "action": "accept", "dates": { "depart": "2026-12-01", "nights": 3 }, "seat": "aisle" })
+    );
+
+    // What each round carried: the answers under the requests' keys, and the upstream's state echoed as it was
+    // (the SDK seals it; it shows what it sealed only when the token came back unchanged).
+    let rounds = upstream.calls_within(3).await;
+    assert_eq!(rounds.len(), 3, "{rounds:?}");
+    assert!(rounds.iter().all(|r| r["tool"] == "book" && r["arguments"] == json!({ "destination": "Oslo" })));
+    assert_eq!((&rounds[0]["request_state"], &rounds[0]["input_responses"]), (&Value::Null, &json!({})));
+    assert_eq!(rounds[1]["request_state"], r#"{"round": 1}"#);
+    assert_eq!(
+        rounds[1]["input_responses"],
+        json!({ "dates": { "action": "accept", "content": { "depart": "2026-12-01", "nights": 3 } } })
+    );
+    assert_eq!(rounds[2]["input_responses"], json!({ "seat": { "action": "accept", "content": { "seat": "aisle" } } }));
+
+    // A cancelled question declines, as for an elicitation during a call.
+    let declining = book("Rome");
+    let question = gateway.pending_question().await;
+    let id = question["id"].as_str().unwrap();
+    let cancelled = gateway.app.post(&format!("/api/v1/questions/{id}/cancel"), json!({})).await;
+    assert_eq!(cancelled.status, StatusCode::OK, "{}", cancelled.text);
+    let declined = tokio::time::timeout(WITHIN, declining).await.unwrap().unwrap().unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&text_of(&declined)).unwrap(), json!({ "action": "decline" }));
+    let rounds = upstream.calls_within(5).await;
+    assert_eq!(rounds[4]["input_responses"], json!({ "dates": { "action": "decline" } }));
+
+    // An upstream that keeps asking gets a bounded number of rounds.
+    let spun = client.call_tool(call("travel__spin", json!({}))).await.unwrap();
+    assert_eq!(spun.is_error, Some(true));
+    assert!(text_of(&spun).contains("after 8 rounds"), "{}", text_of(&spun));
+    let spins = upstream.calls_within(13).await.into_iter().filter(|r| r["tool"] == "spin").count();
+    assert_eq!(spins, 8);
+
+    let audited = gateway.audited_calls(3).await;
+    let outcomes: Vec<&Value> = audited.iter().map(|e| &e["after"]["outcome"]).collect();
+    assert_eq!(outcomes.iter().filter(|o| **o == "forwarded").count(), 2, "{outcomes:?}");
+    assert_eq!(outcomes.iter().filter(|o| **o == "error").count(), 1, "{outcomes:?}");
 }

@@ -6,6 +6,9 @@
 //!
 //! - An upstream that cannot be reached fails at once: the TCP connect gives up after [`CONNECT_TIMEOUT`] and the
 //!   whole opening (the `initialize` exchange) after [`OPEN_TIMEOUT`]; a call or a list never waits on a dead host.
+//! - An HTTP connection is opened with MCP 2026-07-28's `server/discover` (the version whose servers ask for input
+//!   with multi round-trip requests, answered in [`answer_input_requests`]), and with `initialize` for servers that
+//!   do not know it.
 //! - A connection is for one version of the upstream's row (its `updated_at`): a changed URL or headers opens a new
 //!   one.
 //! - An upstream may ask for input during a call (`elicitation/create`): the request arrives on the call's own
@@ -27,12 +30,12 @@ use app::types::{
 use chrono::{DateTime, Utc};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction, ErrorData, Implementation,
-    ProtocolVersion, RequestId, Tool,
+    InputRequest, InputRequests, InputResponses, ProtocolVersion, RequestId, Tool,
 };
 use rmcp::service::{InboundStreamOrigin, RequestContext, RoleClient, RoleServer, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, ServiceExt};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, ServiceExt};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
@@ -267,6 +270,42 @@ async fn elicit(scope: &CallScope, message: &str, schema: &Value) -> ElicitResul
         QuestionStatus::Cancelled => ElicitResult::new(ElicitationAction::Decline),
         QuestionStatus::Expired | QuestionStatus::Pending => ElicitResult::new(ElicitationAction::Cancel),
     }
+}
+
+/// Answers one round of an upstream's multi round-trip request (`input_required`): each elicitation is asked as a
+/// `form` question as [`elicit`] asks an `elicitation/create` (all of the round's at once), its outcome the response
+/// under the request's key; `roots/list` is answered with no roots (the gateway has none to offer). `Err` says what
+/// the gateway cannot answer: a request to sample a language model, or a kind it does not know.
+pub async fn answer_input_requests(scope: &CallScope, requests: InputRequests) -> Result<InputResponses, String> {
+    let mut responses = InputResponses::new();
+    let mut elicitations = Vec::new();
+    for (key, request) in requests {
+        match request {
+            InputRequest::Elicitation(request) => elicitations.push((key, request.params)),
+            InputRequest::ListRoots(_) => {
+                responses.insert(key, json!({ "roots": [] }));
+            }
+            InputRequest::CreateMessage(_) => {
+                return Err(format!("asked to sample a language model ({key:?}), which the gateway does not do"));
+            }
+            // rmcp's enum is non-exhaustive: a kind added later.
+            _ => return Err(format!("asked for input of a kind the gateway does not answer ({key:?})")),
+        }
+    }
+    let answered = futures::future::join_all(elicitations.into_iter().map(|(key, params)| async move {
+        let result = match params {
+            ElicitRequestParams::FormElicitationParams { message, requested_schema, .. } => {
+                let schema = serde_json::to_value(&requested_schema).unwrap_or(Value::Null);
+                elicit(scope, &message, &schema).await
+            }
+            // A URL elicitation sends a person to a page the gateway cannot show in a question.
+            _ => ElicitResult::new(ElicitationAction::Decline),
+        };
+        (key, serde_json::to_value(result).unwrap_or(Value::Null))
+    }))
+    .await;
+    responses.extend(answered);
+    Ok(responses)
 }
 
 /// The form fields of an elicitation's `requestedSchema`, as far as the question's field types go: strings are
@@ -517,10 +556,27 @@ impl Connections {
         let config = StreamableHttpClientTransportConfig::with_uri(row.url.clone())
             .custom_headers(headers)
             .reinit_on_expired_session(true);
-        let transport = StreamableHttpClientTransport::with_client(self.http.inner().clone(), config);
+        let transport = || StreamableHttpClientTransport::with_client(self.http.inner().clone(), config.clone());
         let calls = Arc::new(Calls::default());
         let handler = UpstreamClient { calls: Arc::clone(&calls), single_stream: false };
-        let service = tokio::time::timeout(OPEN_TIMEOUT, handler.serve(transport))
+        let opening = async {
+            // MCP 2026-07-28 first (`server/discover`, then self-contained requests): the version whose servers ask
+            // for input with multi round-trip requests. A server that does not know it and says so with a JSON-RPC
+            // error gets `initialize` on the same connection; one that refuses otherwise (an HTTP 400 without a
+            // session) is opened again the older way.
+            let lifecycle = ClientLifecycleMode::Auto {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                legacy_version: Some(ProtocolVersion::V_2025_06_18),
+            };
+            match handler.clone().serve_with_lifecycle(transport(), lifecycle).await {
+                Ok(service) => Ok(service),
+                Err(modern) => {
+                    tracing::debug!(upstream = %row.name, error = %modern, "server/discover refused; initialize");
+                    handler.serve(transport()).await
+                }
+            }
+        };
+        let service = tokio::time::timeout(OPEN_TIMEOUT, opening)
             .await
             .map_err(|_| format!("did not answer within {} s", OPEN_TIMEOUT.as_secs()))?
             .map_err(|e| format!("unreachable: {}", crate::error::error_chain(&e)))?;

@@ -9,6 +9,10 @@
 //!   arguments if any; rejected, expired or cancelled, it ends `isError` saying so. A client that cancels the call
 //!   cancels the question.
 //!
+//! An upstream that answers a call `input_required` (MCP 2026-07-28's multi round-trip requests) has its
+//! elicitations asked as `form` questions and the call sent again with the answers, at most [`MRTR_ROUNDS_MAX`]
+//! rounds; the caller sees one call and its final result.
+//!
 //! Every call is audited (`gateway.call`, with a SHA-256 digest of the arguments rather than the arguments) and
 //! counted. An upstream that cannot be reached answers `isError` at once; one that is down or slow never hides the
 //! others' tools: each is listed concurrently, within [`LIST_TIMEOUT`].
@@ -19,8 +23,8 @@ use std::time::{Duration, Instant};
 use app::types::{QuestionStatus, RuleDecision};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam,
-    ClientRequest, ContentBlock, ErrorData, Implementation, JsonObject, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, ServerResult,
+    ClientRequest, ContentBlock, ErrorData, Implementation, InputRequiredResult, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, RequestContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -41,6 +45,17 @@ use crate::store::{AuditActor, NewAuditEntry};
 pub const LIST_TIMEOUT: Duration = Duration::from_secs(3);
 /// What separates the upstream's name from its tool's in the gateway's tool names.
 pub const SEPARATOR: &str = "__";
+/// The most rounds of a multi round-trip request (an upstream answering `input_required`) the gateway goes through
+/// for one call; an upstream that still wants more input after them gets no more, and the call ends `isError`.
+pub const MRTR_ROUNDS_MAX: usize = 8;
+
+/// How one round of a forwarded call ended.
+enum Round {
+    /// With the call's answer, for the caller as it is.
+    Done(CallToolResponse),
+    /// With the upstream asking for input before it answers (MCP's multi round-trip requests).
+    InputRequired(InputRequiredResult),
+}
 
 /// The gateway's MCP service, mounted at `/mcp/gateway` behind `/mcp`'s authentication, and the book of its
 /// sessions.
@@ -166,6 +181,11 @@ impl Gateway {
 
     /// Sends the call to the upstream and returns its answer as it is; `isError` at once when the upstream cannot
     /// be reached. The calling client's cancellation is passed on.
+    ///
+    /// An upstream may answer `input_required` (MCP 2026-07-28's multi round-trip requests): each elicitation it
+    /// asks for becomes a `form` question, as an `elicitation/create` during a call does, and the call is sent
+    /// again with the answers (`inputResponses`, under the same keys) and the upstream's `requestState` as it
+    /// was, round after round, at most [`MRTR_ROUNDS_MAX`] times.
     async fn forward(
         &self,
         connection: &Arc<Connection>,
@@ -175,6 +195,42 @@ impl Gateway {
     ) -> Result<CallToolResponse, ErrorData> {
         let mut params = CallToolRequestParams::new(scope.tool.clone());
         params.arguments = arguments;
+        for round in 1..=MRTR_ROUNDS_MAX {
+            let asked = match self.round(connection, row, &scope, params.clone()).await? {
+                Round::Done(response) => return Ok(response),
+                Round::InputRequired(asked) => asked,
+            };
+            if round == MRTR_ROUNDS_MAX {
+                break;
+            }
+            let requests = asked.input_requests.unwrap_or_default();
+            let responses = match super::connections::answer_input_requests(&scope, requests).await {
+                Ok(responses) => responses,
+                Err(problem) => {
+                    return Ok(failed(format!("The upstream {} {problem}; the call was not completed.", row.name())));
+                }
+            };
+            if scope.context.ct.is_cancelled() {
+                // The calling client gave up while its questions waited: no further round for nobody.
+                return Err(ErrorData::internal_error("cancelled by the client", None));
+            }
+            params.input_responses = (!responses.is_empty()).then_some(responses);
+            params.request_state = asked.request_state;
+        }
+        Ok(failed(format!(
+            "The upstream {} still asked for input after {MRTR_ROUNDS_MAX} rounds; the gateway gave the call up.",
+            row.name()
+        )))
+    }
+
+    /// One round of a forwarded call.
+    async fn round(
+        &self,
+        connection: &Arc<Connection>,
+        row: &Target,
+        scope: &Arc<CallScope>,
+        params: CallToolRequestParams,
+    ) -> Result<Round, ErrorData> {
         let started = Instant::now();
         let peer = connection.service.peer();
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
@@ -183,11 +239,11 @@ impl Gateway {
             Err(err) => {
                 let problem = format!("unreachable: {err}");
                 self.connections.drop_connection(&self.state, row, &problem);
-                return Ok(failed(format!("The upstream {} is {problem}", row.name())));
+                return Ok(Round::Done(failed(format!("The upstream {} is {problem}", row.name()))));
             }
         };
         let id = handle.id.clone();
-        let _registered = connection.calls.register(id.clone(), Arc::clone(&scope));
+        let _registered = connection.calls.register(id.clone(), Arc::clone(scope));
         let answer = tokio::select! {
             answer = handle.await_response() => answer,
             () = scope.context.ct.cancelled() => {
@@ -200,15 +256,16 @@ impl Gateway {
         match answer {
             Ok(ServerResult::CallToolResult(result)) => {
                 self.connections.healthy(&self.state, row);
-                Ok(CallToolResponse::Complete(result))
+                Ok(Round::Done(CallToolResponse::Complete(result)))
             }
             Ok(ServerResult::InputRequiredResult(result)) => {
                 self.connections.healthy(&self.state, row);
-                Ok(CallToolResponse::InputRequired(result))
+                Ok(Round::InputRequired(result))
             }
-            Ok(_) => {
-                Ok(failed(format!("The upstream {} answered the call with something else than a result", row.name())))
-            }
+            Ok(_) => Ok(Round::Done(failed(format!(
+                "The upstream {} answered the call with something else than a result",
+                row.name()
+            )))),
             Err(rmcp::ServiceError::McpError(error)) => {
                 // The upstream refused the call itself (bad arguments, say): its error, as it said it.
                 self.connections.healthy(&self.state, row);
@@ -217,7 +274,7 @@ impl Gateway {
             Err(err) => {
                 let problem = format!("unreachable: {err}");
                 self.connections.drop_connection(&self.state, row, &problem);
-                Ok(failed(format!("The upstream {} is {problem}", row.name())))
+                Ok(Round::Done(failed(format!("The upstream {} is {problem}", row.name()))))
             }
         }
     }

@@ -9,7 +9,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-use super::python::{here, python};
+use super::python::{here, python, python_mcp2};
 
 /// The server process, ended with the test (or by [`McpUpstream::stop`]).
 pub struct McpUpstream {
@@ -23,6 +23,12 @@ impl McpUpstream {
     pub async fn start(name: &str) -> McpUpstream {
         let python = tokio::task::spawn_blocking(python).await.unwrap();
         McpUpstream::start_script(python, "mcp_upstream.py", name).await
+    }
+
+    /// Starts `mcp_mrtr_upstream.py` (the SDK 2.x server that asks with multi round-trip requests) as `name`.
+    pub async fn start_mrtr(name: &str) -> McpUpstream {
+        let python = tokio::task::spawn_blocking(python_mcp2).await.unwrap();
+        McpUpstream::start_script(python, "mcp_mrtr_upstream.py", name).await
     }
 
     async fn start_script(python: std::path::PathBuf, script: &str, name: &str) -> McpUpstream {

@@ -31,6 +31,14 @@ pub fn python() -> PathBuf {
     PYTHON.get_or_init(|| virtualenv("requirements.txt", "channels-venv")).clone()
 }
 
+/// The interpreter of a second virtualenv, with the official MCP Python SDK 2.x (`requirements-mcp2.txt`): the
+/// servers that speak MCP 2026-07-28 (multi round-trip requests). The others stay on 1.x, whose servers still send
+/// `elicitation/create` during a call, the older way the gateway must keep answering.
+pub fn python_mcp2() -> PathBuf {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON.get_or_init(|| virtualenv("requirements-mcp2.txt", "channels-venv-mcp2")).clone()
+}
+
 fn virtualenv(requirements: &str, name: &str) -> PathBuf {
     let target = target_dir();
     std::fs::create_dir_all(&target).unwrap();
