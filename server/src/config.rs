@@ -148,6 +148,11 @@ pub struct ServeConfig {
     #[arg(long, env = "HOLDPOINT_UPSTREAM_ALLOW_PRIVATE", default_value_t = false, action = clap::ArgAction::Set)]
     pub upstream_allow_private: bool,
 
+    /// The MCP gateway's upstreams started as local processes: the configuration file's `[[gateway.upstreams]]`
+    /// only (a list of tables has no flag or variable; and whoever may set one may run programs on the server).
+    #[arg(skip)]
+    pub gateway_upstreams: Vec<crate::gateway::stdio::StdioUpstream>,
+
     /// How long a browser session lasts, in hours.
     #[arg(long, env = "HOLDPOINT_SESSION_HOURS", default_value_t = 24 * 7)]
     pub session_hours: i64,
@@ -491,6 +496,7 @@ impl ServeConfig {
             mcp_session_idle_seconds: 3600,
             mcp_progress_seconds: 5,
             upstream_allow_private: false,
+            gateway_upstreams: Vec::new(),
             session_hours: 1,
             token_cache_seconds: 5,
             database_connections: crate::store::default_postgres_connections(),

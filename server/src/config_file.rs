@@ -8,6 +8,10 @@
 //!
 //! The file is `--config FILE` or `HOLDPOINT_CONFIG`, else [`DEFAULT_PATH`] when it exists. It is looked for before
 //! the command line is parsed, since it changes what the parse yields.
+//!
+//! One part of the file is no flag's: `[[gateway.upstreams]]`, the MCP servers the gateway starts as local
+//! processes, a list of tables that only the file can hold (see [`crate::gateway::stdio`]). It is read apart from the
+//! flags' keys, checked as strictly, and handed to `serve` whole.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
@@ -15,6 +19,8 @@ use std::path::{Path, PathBuf};
 
 use clap::parser::ValueSource;
 use clap::{Arg, ArgMatches, Command};
+
+use crate::gateway::stdio::{self, StdioUpstream};
 
 /// Where an installed Holdpoint keeps its configuration (the Debian package's conffile).
 pub const DEFAULT_PATH: &str = "/etc/holdpoint/holdpoint.toml";
@@ -44,6 +50,8 @@ pub enum ConfigFileError {
 pub struct ConfigFile {
     pub path: PathBuf,
     values: BTreeMap<String, String>,
+    /// `[[gateway.upstreams]]`: the gateway's upstreams started as local processes.
+    gateway_upstreams: Vec<StdioUpstream>,
 }
 
 impl ConfigFile {
@@ -71,9 +79,16 @@ impl ConfigFile {
         let table: toml::Table = toml::from_str(text)
             .map_err(|e| ConfigFileError::Syntax { path: path.to_owned(), message: e.to_string() })?;
         let mut values = BTreeMap::new();
+        let mut gateway_upstreams = Vec::new();
         for (key, value) in table {
             match value {
-                toml::Value::Table(group) => {
+                toml::Value::Table(mut group) => {
+                    if key == "gateway"
+                        && let Some(upstreams) = group.remove("upstreams")
+                    {
+                        gateway_upstreams = stdio::parse_entries(upstreams)
+                            .map_err(|(key, message)| ConfigFileError::Value { path: path.to_owned(), key, message })?;
+                    }
                     for (inner, value) in group {
                         let key = normalize(&format!("{key}_{inner}"));
                         let value = scalar(path, &key, value)?;
@@ -87,7 +102,12 @@ impl ConfigFile {
                 }
             }
         }
-        Ok(ConfigFile { path: path.to_owned(), values })
+        Ok(ConfigFile { path: path.to_owned(), values, gateway_upstreams })
+    }
+
+    /// The file's `[[gateway.upstreams]]`, checked.
+    pub fn gateway_upstreams(&self) -> &[StdioUpstream] {
+        &self.gateway_upstreams
     }
 
     /// Whether the file sets `key`.
@@ -230,6 +250,24 @@ pub fn render(settings: &[Effective], file: Option<&ConfigFile>) -> String {
                 out.push_str(&format!("{} = {written}  # {}\n", setting.key, setting.source));
             }
             None => out.push_str(&format!("# {} is not set\n", setting.key)),
+        }
+    }
+    for upstream in file.map(ConfigFile::gateway_upstreams).unwrap_or_default() {
+        let text = |value: &str| toml::Value::String(value.to_owned()).to_string();
+        out.push_str("\n[[gateway.upstreams]]  # file\n");
+        out.push_str(&format!(
+            "workspace = {}\nname = {}\ncommand = {}\n",
+            text(&upstream.workspace),
+            text(&upstream.name),
+            text(&upstream.command)
+        ));
+        let args: Vec<String> = upstream.args.iter().map(|arg| text(arg)).collect();
+        out.push_str(&format!("args = [{}]\n", args.join(", ")));
+        // The variables' values are often credentials.
+        let env: Vec<String> = upstream.env.keys().map(|name| format!("{} = {}", text(name), text(REDACTED))).collect();
+        out.push_str(&format!("env = {{ {} }}\n", env.join(", ")));
+        if let Some(cwd) = &upstream.cwd {
+            out.push_str(&format!("cwd = {}\n", text(&cwd.display().to_string())));
         }
     }
     out
@@ -426,6 +464,26 @@ mod tests {
         assert!(!text.contains("hp_secret_value"), "{text}");
         assert!(text.contains("addr = \"0.0.0.0:8080\"  # file"), "{text}");
         assert!(text.contains("secure_cookies = false  # default"), "{text}");
+    }
+
+    #[test]
+    fn gateway_upstreams_are_read_apart_from_the_flags_and_shown_without_their_variables_values() {
+        let text = "addr = \"0.0.0.0:8080\"\n[[gateway.upstreams]]\nname = \"files\"\ncommand = \"mcp-files\"\n\
+                    args = [\"--root\", \"/srv\"]\nenv = { API_KEY = \"k-123\" }\n";
+        let file = file(text).unwrap();
+        assert_eq!(file.gateway_upstreams().len(), 1);
+        assert_eq!(file.gateway_upstreams()[0].args, ["--root", "/srv"]);
+        let command = file.apply(demo_command()).unwrap();
+        let matches = command.clone().try_get_matches_from(["holdpoint", "serve"]).unwrap();
+        let serve = command.find_subcommand("serve").unwrap();
+        let settings = effective(serve, matches.subcommand_matches("serve").unwrap(), Some(&file));
+        let shown = render(&settings, Some(&file));
+        assert!(shown.contains("[[gateway.upstreams]]") && shown.contains("name = \"files\""), "{shown}");
+        assert!(shown.contains("API_KEY") && !shown.contains("k-123"), "{shown}");
+        let error = ConfigFile::parse(Path::new("holdpoint.toml"), "[[gateway.upstreams]]\nname = \"x\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("`gateway.upstreams[0]`") && error.contains("command"), "{error}");
     }
 
     #[test]

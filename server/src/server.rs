@@ -38,6 +38,8 @@ pub enum ServerError {
     Channels(String),
     #[error("single sign-on: {0}")]
     Sso(#[from] crate::sso::SsoSetupError),
+    #[error("the MCP gateway's configured upstreams: {0}")]
+    Upstreams(String),
 }
 
 /// The shortest bootstrap token taken: it is an admin credential that anyone who can reach the server may guess
@@ -72,6 +74,9 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
             tracing::info!("created the bootstrap admin token for workspace {DEFAULT_WORKSPACE:?}");
         }
     }
+    let configured_upstreams = crate::gateway::stdio::Configured::resolve(store.as_ref(), &config.gateway_upstreams)
+        .await
+        .map_err(ServerError::Upstreams)?;
     let channel_keys =
         crate::notifications::channel_keys(store.as_ref(), config.channels.vapid_private_key.as_ref()).await?;
     let slack = config.channels.slack().map_err(|e| ServerError::Channels(e.to_string()))?;
@@ -134,6 +139,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
         leptos_options,
         site,
         rules_cache: Default::default(),
+        configured_upstreams: Arc::new(configured_upstreams),
     })))
 }
 

@@ -46,6 +46,8 @@ pub struct App {
     pub site: crate::site::Site,
     /// Each workspace's approval rules, compiled once per saved version.
     pub rules_cache: crate::rules::RulesCache,
+    /// The MCP gateway's upstreams started as local processes, from the configuration file.
+    pub configured_upstreams: Arc<crate::gateway::stdio::Configured>,
 }
 
 impl App {

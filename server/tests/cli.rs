@@ -663,6 +663,12 @@ url = "smtp://mailer:hunter2@127.0.0.1:2525"
 
 [email]
 from = "Holdpoint <hp@example.com>"
+
+[[gateway.upstreams]]
+name = "files"
+command = "mcp-files"
+args = ["--root", "/srv"]
+env = { FILES_TOKEN = "tok-secret-99" }
 "#,
     )
     .unwrap();
@@ -682,6 +688,11 @@ from = "Holdpoint <hp@example.com>"
         assert!(out.stdout.lines().any(|l| l == line), "{line:?} missing from:\n{}", out.stdout);
     }
     assert!(!out.stdout.contains("hunter2") && !out.stdout.contains("0123456789abcdef"), "{}", out.stdout);
+    // The gateway's upstreams started as processes: the file's only, shown without their variables' values.
+    for line in ["[[gateway.upstreams]]  # file", "name = \"files\"", "args = [\"--root\", \"/srv\"]"] {
+        assert!(out.stdout.lines().any(|l| l == line), "{line:?} missing from:\n{}", out.stdout);
+    }
+    assert!(out.stdout.contains("FILES_TOKEN") && !out.stdout.contains("tok-secret-99"), "{}", out.stdout);
 
     // The same file through HOLDPOINT_CONFIG, and a flag over both.
     let environment = [("HOLDPOINT_CONFIG", file.display().to_string())];
@@ -696,6 +707,8 @@ from = "Holdpoint <hp@example.com>"
         ("secure_cookies = \"maybe\"\n", "`secure_cookies`: expected true or false"),
         ("[smtp]\nurl = \"smtp://127.0.0.1:2525\"\n", "HOLDPOINT_EMAIL_FROM"),
         ("addr = \n", "is not valid TOML"),
+        ("[[gateway.upstreams]]\nname = \"Files\"\ncommand = \"x\"\n", "`gateway.upstreams[0].name`"),
+        ("[[gateway.upstreams]]\nname = \"files\"\n", "`gateway.upstreams[0]`: missing field `command`"),
     ] {
         std::fs::write(dir.path("wrong.toml"), text).unwrap();
         let out = holdpoint(&dir.0, &["config", "check", "--config", "wrong.toml"], &[]).await;

@@ -2,7 +2,7 @@
 //! call is decided by the approval rules before it reaches its upstream. The upstreams are real MCP servers (the
 //! official Python SDK's FastMCP, which report each call they receive) and the gateway's client is rmcp's.
 
-use crate::channels::mcp_upstream::McpUpstream;
+use crate::channels::mcp_upstream::{McpUpstream, StdioUpstream, running};
 use crate::common;
 
 use std::time::Duration;
@@ -29,6 +29,10 @@ on_both_backends!(
     an_elicitation_becomes_a_form_question_and_its_outcome_the_answer,
     an_upstream_down_answers_at_once_and_hides_only_its_own_tools,
     unknown_upstreams_and_tools_are_mcp_errors_naming_them,
+    configured_processes_are_listed_and_called_like_registered_upstreams_but_not_changed_through_the_api,
+    a_configured_process_is_started_again_after_it_dies_and_killed_at_shutdown,
+    a_configured_name_taken_by_a_registered_upstream_stops_the_server,
+    input_required_answers_are_asked_as_forms_and_the_call_retried_with_the_answers,
 );
 
 type Client = RunningService<RoleClient, ()>;
@@ -62,7 +66,19 @@ struct Gateway {
 
 impl Gateway {
     async fn start(backend: Backend) -> Option<Gateway> {
-        let app = allowing_private(backend).await?;
+        Gateway::start_with(backend, Vec::new()).await
+    }
+
+    /// A gateway whose configuration file starts these upstreams as local processes.
+    async fn start_with(
+        backend: Backend,
+        configured: Vec<holdpoint::gateway::stdio::StdioUpstream>,
+    ) -> Option<Gateway> {
+        let app = TestApp::start_with(backend, |config| {
+            config.upstream_allow_private = true;
+            config.gateway_upstreams = configured;
+        })
+        .await?;
         let base = app.serve().await;
         let agent = app.create_token("default", Role::Agent).await;
         Some(Gateway { app, base, agent })
@@ -544,4 +560,234 @@ async fn a_client_cancelling_an_asked_call_cancels_its_question(backend: Backend
     };
     assert_eq!(question["status"], "cancelled", "{question}");
     assert!(upstream.calls().is_empty(), "a cancelled call never reaches the upstream");
+}
+
+async fn configured_processes_are_listed_and_called_like_registered_upstreams_but_not_changed_through_the_api(
+    backend: Backend,
+) {
+    let process = StdioUpstream::new();
+    let entry = process.entry("default", "files").await;
+    let Some(gateway) = Gateway::start_with(backend, vec![entry.clone()]).await else { return };
+    let app = &gateway.app;
+    let http = McpUpstream::start("shop").await;
+    gateway.register("shop", &http.url()).await;
+
+    let listed = app.get("/api/v1/upstreams").await;
+    assert_eq!(listed.status, StatusCode::OK, "{}", listed.text);
+    let names: Vec<&str> =
+        listed.json["items"].as_array().unwrap().iter().map(|u| u["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["files", "shop"], "both kinds, by name");
+    let files = app.get("/api/v1/upstreams/files").await.json;
+    assert_eq!(files["transport"], "stdio");
+    assert_eq!(files["configured"], true);
+    assert_eq!(files["url"], Value::Null);
+    assert_eq!(files["process"]["command"], entry.command);
+    assert_eq!(files["process"]["args"], json!(entry.args));
+    assert_eq!(files["process"]["env"], json!(["MCP_UPSTREAM_RECORD"]), "the variables' names only");
+    assert!(!listed.text.contains("holdpoint-stdio-upstream-"), "a variable's value is never shown: {}", listed.text);
+    let shop = app.get("/api/v1/upstreams/shop").await.json;
+    assert_eq!((&shop["transport"], &shop["configured"]), (&json!("http"), &json!(false)));
+    assert_eq!(process.pids(), Vec::<u32>::new(), "started when the gateway first needs it, not before");
+
+    // The API neither changes nor removes it, nor registers another of its name: 409, nothing changed.
+    let patch = json!({ "url": "http://127.0.0.1:9/mcp" });
+    let refused = app.call(Method::PATCH, "/api/v1/upstreams/files", Some(&app.token), Some(patch)).await;
+    let error = assert_error(&refused, StatusCode::CONFLICT, "conflict");
+    assert_eq!(error["details"], json!({ "name": "files", "configured": true }), "{error}");
+    let refused = app.call(Method::DELETE, "/api/v1/upstreams/files", Some(&app.token), None).await;
+    assert_error(&refused, StatusCode::CONFLICT, "conflict");
+    let taken = app.post("/api/v1/upstreams", json!({ "name": "files", "url": "http://127.0.0.1:9/mcp" })).await;
+    let error = assert_error(&taken, StatusCode::CONFLICT, "conflict");
+    assert!(error["message"].as_str().unwrap().contains("configuration file"), "{error}");
+    assert_eq!(app.get("/api/v1/upstreams/files").await.json["transport"], "stdio");
+    assert_eq!(app.get("/api/v1/upstreams").await.json["items"].as_array().unwrap().len(), 2);
+    let audit = app.get("/api/v1/audit?action=upstream.created").await;
+    assert_eq!(audit.json["items"].as_array().unwrap().len(), 1, "only shop's registration: {}", audit.text);
+    // Another workspace has no such upstream.
+    let other = app.create_token("other", Role::Admin).await;
+    let hidden = app.call(Method::GET, "/api/v1/upstreams/files", Some(&other), None).await;
+    assert_error(&hidden, StatusCode::NOT_FOUND, "not_found");
+
+    gateway
+        .rules(json!({ "default": "allow", "rules": [
+            { "name": "no-deletes", "tools": ["mcp:files/delete_file"], "decision": "deny", "reason": "not here" } ] }))
+        .await;
+    let client = std::sync::Arc::new(gateway.client().await);
+    // A call waits for the process to start (a list would leave an upstream still starting out).
+    let read = client.call_tool(call("files__read_file", json!({ "path": "/etc/motd" }))).await.unwrap();
+    assert_eq!(text_of(&read), "contents of /etc/motd");
+    let mut tools: Vec<String> = client.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
+    tools.sort();
+    assert_eq!(tools.len(), 8, "{tools:?}");
+    assert!(tools.contains(&"files__read_file".to_owned()) && tools.contains(&"shop__read_file".to_owned()));
+    let denied = client.call_tool(call("files__delete_file", json!({ "path": "/etc/motd" }))).await.unwrap();
+    assert_eq!(denied.is_error, Some(true));
+    assert!(text_of(&denied).contains("no-deletes"), "{}", text_of(&denied));
+    assert_eq!(process.calls(), [json!({ "tool": "read_file", "arguments": { "path": "/etc/motd" } })]);
+    assert_eq!(process.pids().len(), 1, "one process serves the list and the calls");
+
+    // An elicitation over its one stream belongs to the one call in flight.
+    let shipping = {
+        let client = std::sync::Arc::clone(&client);
+        tokio::spawn(async move { client.call_tool(call("files__ship", json!({ "item": "a book" }))).await })
+    };
+    let question = gateway.pending_question().await;
+    assert_eq!(question["response_type"], "form");
+    assert_eq!(question["title"], "Where should a book go?");
+    gateway.answer(&question, json!({ "value": { "address": "1 Quay Street" } })).await;
+    let shipped = tokio::time::timeout(WITHIN, shipping).await.unwrap().unwrap().unwrap();
+    let outcome: Value = serde_json::from_str(&text_of(&shipped)).unwrap();
+    assert_eq!(outcome["action"], "accept", "{outcome}");
+    assert_eq!(outcome["content"]["address"], "1 Quay Street");
+
+    let audited = gateway.audited_calls(3).await;
+    assert!(audited.iter().all(|e| e["after"]["upstream"] == "files"), "{audited:?}");
+    assert!(audited.iter().any(|e| e["after"]["decision"] == "deny" && e["after"]["rule"] == "no-deletes"));
+    let metrics = app.call(Method::GET, "/metrics", None, None).await.text;
+    for series in [
+        r#"holdpoint_gateway_calls_total{upstream="files",decision="allow"} 2"#,
+        r#"holdpoint_gateway_calls_total{upstream="files",decision="deny"} 1"#,
+    ] {
+        assert!(metrics.contains(series), "{series} in {metrics}");
+    }
+    let health = app.get("/api/v1/upstreams/files").await.json["health"].clone();
+    assert!(health["last_success_at"].is_string(), "{health}");
+    assert_eq!(health["last_error"], Value::Null, "{health}");
+}
+
+async fn a_configured_process_is_started_again_after_it_dies_and_killed_at_shutdown(backend: Backend) {
+    let process = StdioUpstream::new();
+    let entry = process.entry("default", "files").await;
+    let Some(gateway) = Gateway::start_with(backend, vec![entry]).await else { return };
+    gateway.rules(json!({ "default": "allow" })).await;
+    let client = gateway.client().await;
+    let read = client.call_tool(call("files__read_file", json!({ "path": "/a" }))).await.unwrap();
+    assert_eq!(text_of(&read), "contents of /a");
+    let first = process.pids();
+    assert_eq!(first.len(), 1);
+    assert!(running(first[0]));
+
+    // It dies (as a crash would): the next use starts it again.
+    let killed = std::process::Command::new("kill").args(["-9", &first[0].to_string()]).status().unwrap();
+    assert!(killed.success());
+    let deadline = tokio::time::Instant::now() + WITHIN;
+    let answered = loop {
+        // A call made before the gateway saw the process end answers isError at once; the next one starts it.
+        let result = client.call_tool(call("files__read_file", json!({ "path": "/b" }))).await.unwrap();
+        if result.is_error != Some(true) {
+            break result;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never started again: {}", text_of(&result));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(text_of(&answered), "contents of /b");
+    let pids = process.pids();
+    assert_eq!(pids.len(), 2, "started once more: {pids:?}");
+    assert!(!running(pids[0]) && running(pids[1]), "{pids:?}");
+
+    // The server shuts down: the process ends with it.
+    gateway.app.state.shutdown.cancel();
+    let deadline = tokio::time::Instant::now() + WITHIN;
+    while running(pids[1]) {
+        assert!(tokio::time::Instant::now() < deadline, "the process outlived the server");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn a_configured_name_taken_by_a_registered_upstream_stops_the_server(backend: Backend) {
+    let Some(app) = allowing_private(backend).await else { return };
+    let created = app.post("/api/v1/upstreams", json!({ "name": "files", "url": "http://127.0.0.1:9/mcp" })).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    let process = StdioUpstream::new();
+    let mut config = holdpoint::config::ServeConfig::for_tests(app.database_url.clone());
+    config.gateway_upstreams = vec![process.entry("default", "files").await];
+    let Err(error) = holdpoint::server::build_state(config).await else { panic!("the server started") };
+    let error = error.to_string();
+    assert!(error.contains("gateway.upstreams[0]") && error.contains("\"files\""), "{error}");
+    // In another workspace the name is free.
+    let mut config = holdpoint::config::ServeConfig::for_tests(app.database_url.clone());
+    config.gateway_upstreams = vec![process.entry("ops", "files").await];
+    let state = holdpoint::server::build_state(config).await.expect("starts");
+    let ops = state.store.ensure_workspace("ops").await.unwrap();
+    assert!(state.configured_upstreams.find(ops.id, "files").is_some());
+    assert_eq!(process.pids(), Vec::<u32>::new(), "nothing was started");
+}
+
+async fn input_required_answers_are_asked_as_forms_and_the_call_retried_with_the_answers(backend: Backend) {
+    let Some(gateway) = Gateway::start(backend).await else { return };
+    // The official Python SDK 2.x: a tool that asks with multi round-trip requests (MCP 2026-07-28).
+    let upstream = McpUpstream::start_mrtr("travel").await;
+    gateway.register("travel", &upstream.url()).await;
+    gateway.rules(json!({ "default": "allow" })).await;
+    let client = std::sync::Arc::new(gateway.client().await);
+    let book = |destination: &'static str| {
+        let client = std::sync::Arc::clone(&client);
+        tokio::spawn(async move { client.call_tool(call("travel__book", json!({ "destination": destination }))).await })
+    };
+
+    let booking = book("Oslo");
+    let dates = gateway.pending_question().await;
+    assert_eq!(dates["response_type"], "form");
+    assert_eq!(dates["title"], "When do you travel to Oslo?");
+    let fields: Vec<(String, String, bool)> = dates["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (f["key"].as_str().unwrap().into(), f["response_type"].as_str().unwrap().into(), f["required"] == true)
+        })
+        .collect();
+    assert!(fields.contains(&("depart".into(), "text".into(), true)), "{fields:?}");
+    assert!(fields.contains(&("nights".into(), "number".into(), false)), "{fields:?}");
+    gateway.answer(&dates, json!({ "value": { "depart": "2026-12-01", "nights": 3 } })).await;
+
+    // The call is sent again with the answer; the upstream's second round asks the next question.
+    let seat = gateway.pending_question().await;
+    assert_ne!(seat["id"], dates["id"]);
+    assert_eq!(seat["title"], "Window or aisle?");
+    assert_eq!(seat["fields"][0]["response_type"], "choice", "{seat}");
+    gateway.answer(&seat, json!({ "value": { "seat": "aisle" } })).await;
+    let booked = tokio::time::timeout(WITHIN, booking).await.unwrap().unwrap().unwrap();
+    assert_ne!(booked.is_error, Some(true), "{booked:?}");
+    let outcome: Value = serde_json::from_str(&text_of(&booked)).unwrap();
+    assert_eq!(
+        outcome,
+        json!({ "action": "accept", "dates": { "depart": "2026-12-01", "nights": 3 }, "seat": "aisle" })
+    );
+
+    // What each round carried: the answers under the requests' keys, and the upstream's state echoed as it was
+    // (the SDK seals it; it shows what it sealed only when the token came back unchanged).
+    let rounds = upstream.calls_within(3).await;
+    assert_eq!(rounds.len(), 3, "{rounds:?}");
+    assert!(rounds.iter().all(|r| r["tool"] == "book" && r["arguments"] == json!({ "destination": "Oslo" })));
+    assert_eq!((&rounds[0]["request_state"], &rounds[0]["input_responses"]), (&Value::Null, &json!({})));
+    assert_eq!(rounds[1]["request_state"], r#"{"round": 1}"#);
+    assert_eq!(
+        rounds[1]["input_responses"],
+        json!({ "dates": { "action": "accept", "content": { "depart": "2026-12-01", "nights": 3 } } })
+    );
+    assert_eq!(rounds[2]["input_responses"], json!({ "seat": { "action": "accept", "content": { "seat": "aisle" } } }));
+
+    // A cancelled question declines, as for an elicitation during a call.
+    let declining = book("Rome");
+    let question = gateway.pending_question().await;
+    let id = question["id"].as_str().unwrap();
+    let cancelled = gateway.app.post(&format!("/api/v1/questions/{id}/cancel"), json!({})).await;
+    assert_eq!(cancelled.status, StatusCode::OK, "{}", cancelled.text);
+    let declined = tokio::time::timeout(WITHIN, declining).await.unwrap().unwrap().unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&text_of(&declined)).unwrap(), json!({ "action": "decline" }));
+    let rounds = upstream.calls_within(5).await;
+    assert_eq!(rounds[4]["input_responses"], json!({ "dates": { "action": "decline" } }));
+
+    // An upstream that keeps asking gets a bounded number of rounds.
+    let spun = client.call_tool(call("travel__spin", json!({}))).await.unwrap();
+    assert_eq!(spun.is_error, Some(true));
+    assert!(text_of(&spun).contains("after 8 rounds"), "{}", text_of(&spun));
+    let spins = upstream.calls_within(13).await.into_iter().filter(|r| r["tool"] == "spin").count();
+    assert_eq!(spins, 8);
+
+    let audited = gateway.audited_calls(3).await;
+    let outcomes: Vec<&Value> = audited.iter().map(|e| &e["after"]["outcome"]).collect();
+    assert_eq!(outcomes.iter().filter(|o| **o == "forwarded").count(), 2, "{outcomes:?}");
+    assert_eq!(outcomes.iter().filter(|o| **o == "error").count(), 1, "{outcomes:?}");
 }

@@ -35,13 +35,22 @@ pub struct UpstreamPatch {
     pub headers: Option<BTreeMap<String, String>>,
 }
 
-/// An upstream as the API shows it: the names of its headers, never their values.
+/// An upstream as the API shows it: the names of its headers and variables, never their values.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct Upstream {
     pub id: Uuid,
     pub name: String,
-    pub url: String,
+    /// Its streamable HTTP endpoint; null for a process started from the server's configuration file.
+    pub url: Option<String>,
+    /// How the gateway reaches it.
+    pub transport: UpstreamTransport,
+    /// Whether it comes from the server's configuration file (`[[gateway.upstreams]]`): the operator's, which the
+    /// API shows but does not change or remove (409).
+    pub configured: bool,
+    /// The process a `stdio` upstream is started as.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<UpstreamProcess>,
     /// The names of the headers sent to it.
     pub headers: Vec<String>,
     #[serde(deserialize_with = "super::time::required")]
@@ -49,6 +58,28 @@ pub struct Upstream {
     #[serde(deserialize_with = "super::time::required")]
     pub updated_at: DateTime<Utc>,
     pub health: UpstreamHealth,
+}
+
+/// How the gateway reaches an upstream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum UpstreamTransport {
+    /// MCP's streamable HTTP, at the upstream's URL (registered through the API).
+    Http,
+    /// MCP over the standard input and output of a local process (from the server's configuration file).
+    Stdio,
+}
+
+/// The local process a `stdio` upstream is started as: its variables' names, never their values.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct UpstreamProcess {
+    pub command: String,
+    pub args: Vec<String>,
+    /// The names of the variables set for it.
+    pub env: Vec<String>,
+    pub cwd: Option<String>,
 }
 
 /// How the gateway last found an upstream.

@@ -212,7 +212,15 @@ pub fn main() -> ExitCode {
         }
     };
     let matches = command.clone().get_matches_from(&args);
-    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
+    // `[[gateway.upstreams]]` is no flag's: the file hands it to the commands that serve (or check what they would).
+    if let (
+        Some(file),
+        Command::Serve(config) | Command::Demo(config) | Command::Config(ConfigCommand::Check(config)),
+    ) = (&file, &mut cli.command)
+    {
+        config.gateway_upstreams = file.gateway_upstreams().to_vec();
+    }
     if let Command::Completions { shell } = cli.command {
         clap_complete::generate(shell, &mut Cli::command(), "holdpoint", &mut std::io::stdout());
         return ExitCode::SUCCESS;

@@ -9,6 +9,10 @@
 //!   arguments if any; rejected, expired or cancelled, it ends `isError` saying so. A client that cancels the call
 //!   cancels the question.
 //!
+//! An upstream that answers a call `input_required` (MCP 2026-07-28's multi round-trip requests) has its
+//! elicitations asked as `form` questions and the call sent again with the answers, at most [`MRTR_ROUNDS_MAX`]
+//! rounds; the caller sees one call and its final result.
+//!
 //! Every call is audited (`gateway.call`, with a SHA-256 digest of the arguments rather than the arguments) and
 //! counted. An upstream that cannot be reached answers `isError` at once; one that is down or slow never hides the
 //! others' tools: each is listed concurrently, within [`LIST_TIMEOUT`].
@@ -19,8 +23,8 @@ use std::time::{Duration, Instant};
 use app::types::{QuestionStatus, RuleDecision};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam,
-    ClientRequest, ContentBlock, ErrorData, Implementation, JsonObject, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, ServerResult,
+    ClientRequest, ContentBlock, ErrorData, Implementation, InputRequiredResult, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, RequestContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -29,18 +33,29 @@ use rmcp::{RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::connections::{CallScope, Connection, Connections};
+use super::connections::{CallScope, Connection, Connections, Target};
 use crate::credentials::Caller;
 use crate::error::AppError;
 use crate::mcp::SessionOwners;
 use crate::rules::{ToolCall, Verdict};
 use crate::state::AppState;
-use crate::store::{AuditActor, NewAuditEntry, UpstreamRow};
+use crate::store::{AuditActor, NewAuditEntry};
 
 /// How long listing one upstream's tools may take (connecting included) before it is left out of the list.
 pub const LIST_TIMEOUT: Duration = Duration::from_secs(3);
 /// What separates the upstream's name from its tool's in the gateway's tool names.
 pub const SEPARATOR: &str = "__";
+/// The most rounds of a multi round-trip request (an upstream answering `input_required`) the gateway goes through
+/// for one call; an upstream that still wants more input after them gets no more, and the call ends `isError`.
+pub const MRTR_ROUNDS_MAX: usize = 8;
+
+/// How one round of a forwarded call ended.
+enum Round {
+    /// With the call's answer, for the caller as it is.
+    Done(CallToolResponse),
+    /// With the upstream asking for input before it answers (MCP's multi round-trip requests).
+    InputRequired(InputRequiredResult),
+}
 
 /// The gateway's MCP service, mounted at `/mcp/gateway` behind `/mcp`'s authentication, and the book of its
 /// sessions.
@@ -57,6 +72,12 @@ pub fn service(
         .with_sse_keep_alive(Some(Duration::from_secs(15)))
         .with_cancellation_token(state.shutdown.child_token());
     let connections = Arc::new(Connections::new(state.config.upstream_allow_private)?);
+    // The configured upstreams' processes end with the server.
+    let (closing, shutdown) = (Arc::clone(&connections), state.shutdown.clone());
+    tokio::spawn(async move {
+        shutdown.cancelled().await;
+        closing.close_all();
+    });
     let gateway = Gateway { state, owners: Arc::clone(&owners), connections };
     let service = StreamableHttpService::new(move || Ok(gateway.clone()), manager, config);
     Ok((service, owners))
@@ -140,23 +161,76 @@ impl Gateway {
         });
     }
 
-    /// The upstream of this name in the caller's workspace.
-    async fn upstream(&self, caller: &Caller, name: &str) -> Result<Option<UpstreamRow>, ErrorData> {
+    /// The upstream of this name in the caller's workspace: the configuration file's, or the API's.
+    async fn upstream(&self, caller: &Caller, name: &str) -> Result<Option<Target>, ErrorData> {
+        if let Some(upstream) = self.state.configured_upstreams.find(caller.workspace_id(), name) {
+            return Ok(Some(Target::Stdio(upstream)));
+        }
         let rows = self.state.store.upstreams_cached(caller.workspace_id()).await.map_err(internal)?;
-        Ok(rows.iter().find(|row| row.name == name).cloned())
+        Ok(rows.iter().find(|row| row.name == name).cloned().map(Target::Http))
+    }
+
+    /// Every upstream of the caller's workspace: the configuration file's, then the API's.
+    async fn upstreams(&self, caller: &Caller) -> Result<Vec<Target>, ErrorData> {
+        let mut targets: Vec<Target> =
+            self.state.configured_upstreams.of(caller.workspace_id()).into_iter().map(Target::Stdio).collect();
+        let rows = self.state.store.upstreams_cached(caller.workspace_id()).await.map_err(internal)?;
+        targets.extend(rows.iter().cloned().map(Target::Http));
+        Ok(targets)
     }
 
     /// Sends the call to the upstream and returns its answer as it is; `isError` at once when the upstream cannot
     /// be reached. The calling client's cancellation is passed on.
+    ///
+    /// An upstream may answer `input_required` (MCP 2026-07-28's multi round-trip requests): each elicitation it
+    /// asks for becomes a `form` question, as an `elicitation/create` during a call does, and the call is sent
+    /// again with the answers (`inputResponses`, under the same keys) and the upstream's `requestState` as it
+    /// was, round after round, at most [`MRTR_ROUNDS_MAX`] times.
     async fn forward(
         &self,
         connection: &Arc<Connection>,
-        row: &UpstreamRow,
+        row: &Target,
         scope: Arc<CallScope>,
         arguments: Option<JsonObject>,
     ) -> Result<CallToolResponse, ErrorData> {
         let mut params = CallToolRequestParams::new(scope.tool.clone());
         params.arguments = arguments;
+        for round in 1..=MRTR_ROUNDS_MAX {
+            let asked = match self.round(connection, row, &scope, params.clone()).await? {
+                Round::Done(response) => return Ok(response),
+                Round::InputRequired(asked) => asked,
+            };
+            if round == MRTR_ROUNDS_MAX {
+                break;
+            }
+            let requests = asked.input_requests.unwrap_or_default();
+            let responses = match super::connections::answer_input_requests(&scope, requests).await {
+                Ok(responses) => responses,
+                Err(problem) => {
+                    return Ok(failed(format!("The upstream {} {problem}; the call was not completed.", row.name())));
+                }
+            };
+            if scope.context.ct.is_cancelled() {
+                // The calling client gave up while its questions waited: no further round for nobody.
+                return Err(ErrorData::internal_error("cancelled by the client", None));
+            }
+            params.input_responses = (!responses.is_empty()).then_some(responses);
+            params.request_state = asked.request_state;
+        }
+        Ok(failed(format!(
+            "The upstream {} still asked for input after {MRTR_ROUNDS_MAX} rounds; the gateway gave the call up.",
+            row.name()
+        )))
+    }
+
+    /// One round of a forwarded call.
+    async fn round(
+        &self,
+        connection: &Arc<Connection>,
+        row: &Target,
+        scope: &Arc<CallScope>,
+        params: CallToolRequestParams,
+    ) -> Result<Round, ErrorData> {
         let started = Instant::now();
         let peer = connection.service.peer();
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
@@ -165,11 +239,11 @@ impl Gateway {
             Err(err) => {
                 let problem = super::connections::unreachable(&err);
                 self.connections.drop_connection(&self.state, row, &problem);
-                return Ok(failed(format!("The upstream {} is {problem}", row.name)));
+                return Ok(Round::Done(failed(format!("The upstream {} is {problem}", row.name()))));
             }
         };
         let id = handle.id.clone();
-        let _registered = connection.calls.register(id.clone(), Arc::clone(&scope));
+        let _registered = connection.calls.register(id.clone(), Arc::clone(scope));
         let answer = tokio::select! {
             answer = handle.await_response() => answer,
             () = scope.context.ct.cancelled() => {
@@ -178,19 +252,20 @@ impl Gateway {
                 return Err(ErrorData::internal_error("cancelled by the client", None));
             }
         };
-        self.state.metrics.gateway_upstream(&row.name, started.elapsed());
+        self.state.metrics.gateway_upstream(row.name(), started.elapsed());
         match answer {
             Ok(ServerResult::CallToolResult(result)) => {
                 self.connections.healthy(&self.state, row);
-                Ok(CallToolResponse::Complete(result))
+                Ok(Round::Done(CallToolResponse::Complete(result)))
             }
             Ok(ServerResult::InputRequiredResult(result)) => {
                 self.connections.healthy(&self.state, row);
-                Ok(CallToolResponse::InputRequired(result))
+                Ok(Round::InputRequired(result))
             }
-            Ok(_) => {
-                Ok(failed(format!("The upstream {} answered the call with something else than a result", row.name)))
-            }
+            Ok(_) => Ok(Round::Done(failed(format!(
+                "The upstream {} answered the call with something else than a result",
+                row.name()
+            )))),
             Err(rmcp::ServiceError::McpError(error)) => {
                 // The upstream refused the call itself (bad arguments, say): its error, as it said it.
                 self.connections.healthy(&self.state, row);
@@ -199,7 +274,7 @@ impl Gateway {
             Err(err) => {
                 let problem = super::connections::unreachable(&err);
                 self.connections.drop_connection(&self.state, row, &problem);
-                Ok(failed(format!("The upstream {} is {problem}", row.name)))
+                Ok(Round::Done(failed(format!("The upstream {} is {problem}", row.name()))))
             }
         }
     }
@@ -222,10 +297,14 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let caller = caller_of(parts_of(&context)?)?;
-        let rows = self.state.store.upstreams_cached(caller.workspace_id()).await.map_err(internal)?;
-        let listed = futures::future::join_all(rows.iter().map(|row| async move {
+        let targets = self.upstreams(&caller).await?;
+        let listed = futures::future::join_all(targets.iter().map(|row| async move {
+            // The opening goes on when the list stops waiting for it: a process still starting is there for the
+            // next list.
+            let (connections, state, target) = (Arc::clone(&self.connections), self.state.clone(), row.clone());
+            let opening = tokio::spawn(async move { connections.connect(&state, &target).await });
             let listing = async {
-                let connection = self.connections.connect(&self.state, row).await?;
+                let connection = opening.await.map_err(|e| format!("could not be connected: {e}"))??;
                 connection.list_tools(LIST_TIMEOUT).await
             };
             match tokio::time::timeout(LIST_TIMEOUT, listing).await {
@@ -246,7 +325,7 @@ impl ServerHandler for Gateway {
         for (row, upstream_tools) in listed.into_iter().flatten() {
             for tool in upstream_tools.iter() {
                 let mut tool = tool.clone();
-                tool.name = format!("{}{SEPARATOR}{}", row.name, tool.name).into();
+                tool.name = format!("{}{SEPARATOR}{}", row.name(), tool.name).into();
                 tools.push(tool);
             }
         }

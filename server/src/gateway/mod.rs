@@ -5,13 +5,18 @@
 //! - [`connections`]: the gateway's MCP client, one connection per upstream, kept and opened again after a failure;
 //!   an upstream's elicitations during a call become questions.
 //! - [`door`]: the MCP server at `/mcp/gateway` that lists the upstreams' tools and decides and forwards their calls.
+//! - [`stdio`]: the upstreams the operator starts as local processes, from the configuration file only. The API
+//!   lists them among the others, marked `configured`, and refuses to change or remove them (409: the request is
+//!   valid, but the upstream is in a state the API cannot change, owned by the file) or to register another of the
+//!   same name (409, as for any name taken).
 
 pub mod connections;
 pub mod door;
+pub mod stdio;
 
 use std::collections::BTreeMap;
 
-use app::types::{NewUpstream, Upstream, UpstreamHealth, UpstreamList, UpstreamPatch};
+use app::types::{NewUpstream, Upstream, UpstreamHealth, UpstreamList, UpstreamPatch, UpstreamTransport};
 use serde_json::json;
 use sqlx::types::Json;
 use uuid::Uuid;
@@ -22,6 +27,7 @@ use crate::egress::EgressPolicy;
 use crate::error::AppError;
 use crate::store::{AuditActor, NewAuditEntry, Store, StoreError, UpstreamRow, now};
 use crate::validation::FieldErrors;
+use stdio::Configured;
 
 /// The setting that lets upstreams be at private addresses, named in refusals.
 pub const ALLOW_PRIVATE_SETTING: &str = "HOLDPOINT_UPSTREAM_ALLOW_PRIVATE";
@@ -59,7 +65,10 @@ pub fn wire(row: &UpstreamRow) -> Upstream {
     Upstream {
         id: row.id,
         name: row.name.clone(),
-        url: row.url.clone(),
+        url: Some(row.url.clone()),
+        transport: UpstreamTransport::Http,
+        configured: false,
+        process: None,
         headers: row.headers.0.keys().cloned().collect(),
         created_at: row.created_at,
         updated_at: row.updated_at,
@@ -134,17 +143,43 @@ fn audit_entry(
     }
 }
 
-/// A workspace's upstreams with their health (admins).
-pub async fn list(store: &dyn Store, caller: &Caller) -> Result<UpstreamList, AppError> {
+/// A workspace's upstreams with their health, the configuration file's and the API's, by name (admins).
+pub async fn list(store: &dyn Store, configured: &Configured, caller: &Caller) -> Result<UpstreamList, AppError> {
     caller.require_admin(MANAGE_UPSTREAMS)?;
     let rows = store.upstreams(caller.workspace_id()).await?;
-    Ok(UpstreamList { items: rows.iter().map(wire).collect() })
+    let mut items: Vec<Upstream> = configured.of(caller.workspace_id()).iter().map(|u| u.wire()).collect();
+    items.extend(rows.iter().map(wire));
+    items.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(UpstreamList { items })
 }
 
 /// One upstream (admins); 404 if the caller's workspace has none of that name.
-pub async fn get(store: &dyn Store, caller: &Caller, name: &str) -> Result<Upstream, AppError> {
+pub async fn get(
+    store: &dyn Store,
+    configured: &Configured,
+    caller: &Caller,
+    name: &str,
+) -> Result<Upstream, AppError> {
     caller.require_admin(MANAGE_UPSTREAMS)?;
+    if let Some(upstream) = configured.find(caller.workspace_id(), name) {
+        return Ok(upstream.wire());
+    }
     Ok(wire(&find(store, caller, name).await?))
+}
+
+/// The refusal to change an upstream of the configuration file through the API: 409, since the request may be
+/// valid, but the upstream is the operator's, and only the file (and a restart) changes it.
+fn refuse_configured(configured: &Configured, caller: &Caller, name: &str, doing: &str) -> Result<(), AppError> {
+    match configured.find(caller.workspace_id(), name) {
+        Some(_) => Err(AppError::Conflict {
+            message: format!(
+                "the upstream {name:?} is started from the server's configuration file; the API cannot {doing} it \
+                 (its operator changes the file's [[gateway.upstreams]] and restarts the server)"
+            ),
+            details: Some(json!({ "name": name, "configured": true })),
+        }),
+        None => Ok(()),
+    }
 }
 
 async fn find(store: &dyn Store, caller: &Caller, name: &str) -> Result<UpstreamRow, AppError> {
@@ -154,6 +189,7 @@ async fn find(store: &dyn Store, caller: &Caller, name: &str) -> Result<Upstream
 /// Registers an upstream (admins). It need not be up: the gateway connects when a call or a list needs it.
 pub async fn create(
     store: &dyn Store,
+    configured: &Configured,
     caller: &Caller,
     allow_private: bool,
     input: NewUpstream,
@@ -171,6 +207,15 @@ pub async fn create(
         errors.add("name", format!("a workspace has at most {UPSTREAMS_MAX} upstreams"));
     }
     errors.into_result("the upstream")?;
+    if configured.find(caller.workspace_id(), &input.name).is_some() {
+        return Err(AppError::Conflict {
+            message: format!(
+                "an upstream named {:?} is started from the server's configuration file; choose another name",
+                input.name
+            ),
+            details: Some(json!({ "name": input.name, "configured": true })),
+        });
+    }
     let at = now();
     let row = UpstreamRow {
         id: Uuid::now_v7(),
@@ -200,12 +245,14 @@ pub async fn create(
 /// Changes an upstream's URL or headers (admins); the gateway's connection to it is opened again.
 pub async fn update(
     store: &dyn Store,
+    configured: &Configured,
     caller: &Caller,
     allow_private: bool,
     name: &str,
     patch: UpstreamPatch,
 ) -> Result<Upstream, AppError> {
     caller.require_admin(MANAGE_UPSTREAMS)?;
+    refuse_configured(configured, caller, name, "change")?;
     let before = find(store, caller, name).await?;
     let mut errors = FieldErrors::default();
     if let Some(url) = &patch.url
@@ -236,8 +283,9 @@ pub async fn update(
 }
 
 /// Removes an upstream (admins): its tools leave the gateway's list.
-pub async fn delete(store: &dyn Store, caller: &Caller, name: &str) -> Result<(), AppError> {
+pub async fn delete(store: &dyn Store, configured: &Configured, caller: &Caller, name: &str) -> Result<(), AppError> {
     caller.require_admin(MANAGE_UPSTREAMS)?;
+    refuse_configured(configured, caller, name, "remove")?;
     let row = find(store, caller, name).await?;
     let audit = audit_entry(caller, actions::UPSTREAM_DELETED, row.id, Some(&row), None);
     if !store.delete_upstream(caller.workspace_id(), row.id, &audit).await? {

@@ -24,7 +24,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[utoipa::path(get, path = "/upstreams", tag = "upstreams",
     responses((status = 200, description = "The upstreams", body = UpstreamList), ErrorResponses))]
 async fn list_upstreams(State(state): State<AppState>, caller: Caller) -> ApiResult<ApiJson<UpstreamList>> {
-    Ok(ApiJson(gateway::list(state.store.as_ref(), &caller).await?))
+    Ok(ApiJson(gateway::list(state.store.as_ref(), &state.configured_upstreams, &caller).await?))
 }
 
 /// `POST /upstreams`: registers an MCP server (streamable HTTP) whose tools the gateway at `/mcp/gateway` lists as
@@ -36,7 +36,14 @@ async fn create_upstream(
     caller: Caller,
     ApiJson(input): ApiJson<NewUpstream>,
 ) -> ApiResult<(StatusCode, ApiJson<Upstream>)> {
-    let created = gateway::create(state.store.as_ref(), &caller, state.config.upstream_allow_private, input).await?;
+    let created = gateway::create(
+        state.store.as_ref(),
+        &state.configured_upstreams,
+        &caller,
+        state.config.upstream_allow_private,
+        input,
+    )
+    .await?;
     Ok((StatusCode::CREATED, ApiJson(created)))
 }
 
@@ -49,10 +56,11 @@ async fn get_upstream(
     caller: Caller,
     Path(name): Path<String>,
 ) -> ApiResult<ApiJson<Upstream>> {
-    Ok(ApiJson(gateway::get(state.store.as_ref(), &caller, &name).await?))
+    Ok(ApiJson(gateway::get(state.store.as_ref(), &state.configured_upstreams, &caller, &name).await?))
 }
 
-/// `PATCH /upstreams/{name}`: changes its URL or replaces its headers; the gateway connects to it anew.
+/// `PATCH /upstreams/{name}`: changes its URL or replaces its headers; the gateway connects to it anew. An upstream
+/// of the server's configuration file is not changed here (409).
 #[utoipa::path(patch, path = "/upstreams/{name}", tag = "upstreams", request_body = UpstreamPatch,
     params(("name" = String, Path, description = "The upstream's name")),
     responses((status = 200, description = "The upstream as changed", body = Upstream), ErrorResponses))]
@@ -63,10 +71,14 @@ async fn update_upstream(
     ApiJson(patch): ApiJson<UpstreamPatch>,
 ) -> ApiResult<ApiJson<Upstream>> {
     let allow_private = state.config.upstream_allow_private;
-    Ok(ApiJson(gateway::update(state.store.as_ref(), &caller, allow_private, &name, patch).await?))
+    Ok(ApiJson(
+        gateway::update(state.store.as_ref(), &state.configured_upstreams, &caller, allow_private, &name, patch)
+            .await?,
+    ))
 }
 
-/// `DELETE /upstreams/{name}`: removes it; its tools leave the gateway.
+/// `DELETE /upstreams/{name}`: removes it; its tools leave the gateway. An upstream of the server's configuration
+/// file is not removed here (409).
 #[utoipa::path(delete, path = "/upstreams/{name}", tag = "upstreams",
     params(("name" = String, Path, description = "The upstream's name")),
     responses((status = 204, description = "Removed"), ErrorResponses))]
@@ -75,6 +87,6 @@ async fn delete_upstream(
     caller: Caller,
     Path(name): Path<String>,
 ) -> ApiResult<StatusCode> {
-    gateway::delete(state.store.as_ref(), &caller, &name).await?;
+    gateway::delete(state.store.as_ref(), &state.configured_upstreams, &caller, &name).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -1,13 +1,15 @@
 """An upstream MCP server for the gateway's tests, made with the official Python SDK's FastMCP and served over
-streamable HTTP on loopback.
+streamable HTTP on loopback, or over stdio with `--stdio` (as the gateway starts the configuration file's upstreams).
 
 Prints `LISTENING <port>` once it listens, then one JSON line per tool call it receives
-(`{"tool": ..., "arguments": {...}}`), so the test sees exactly what reached it. Its tools: `read_file`,
+(`{"tool": ..., "arguments": {...}}`), so the test sees exactly what reached it. Over stdio, where stdout is MCP's,
+the lines go to the file named by `MCP_UPSTREAM_RECORD`, after a first `{"pid": ...}` line. Its tools: `read_file`,
 `delete_file`, `pay(amount)` and `ship(item)`, which asks its client for the delivery through an elicitation.
 """
 
 import asyncio
 import json
+import os
 import socket
 import sys
 
@@ -18,8 +20,16 @@ from pydantic import BaseModel, Field
 server = FastMCP(sys.argv[1] if len(sys.argv) > 1 else "files", log_level="WARNING")
 
 
+RECORD = os.environ.get("MCP_UPSTREAM_RECORD")
+
+
 def record(tool, arguments):
-    print(json.dumps({"tool": tool, "arguments": arguments}), flush=True)
+    line = json.dumps({"tool": tool, "arguments": arguments})
+    if RECORD:
+        with open(RECORD, "a", encoding="utf-8") as file:
+            file.write(line + "\n")
+    else:
+        print(line, flush=True)
 
 
 @server.tool()
@@ -71,4 +81,10 @@ async def main():
     await uvicorn.Server(config).serve(sockets=[listener])
 
 
-asyncio.run(main())
+if "--stdio" in sys.argv:
+    if RECORD:
+        with open(RECORD, "a", encoding="utf-8") as file:
+            file.write(json.dumps({"pid": os.getpid()}) + "\n")
+    server.run(transport="stdio")
+else:
+    asyncio.run(main())
