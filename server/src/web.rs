@@ -657,7 +657,9 @@ impl UiBackend for StoreUiBackend {
 
     async fn upstreams(&self, session: &SessionInfo) -> Result<Vec<app::types::Upstream>, String> {
         let caller = ui_caller(session)?;
-        let listed = crate::gateway::list(self.app.store.as_ref(), &caller).await.map_err(|e| e.to_string())?;
+        let listed = crate::gateway::list(self.app.store.as_ref(), &self.app.configured_upstreams, &caller)
+            .await
+            .map_err(|e| e.to_string())?;
         Ok(listed.items)
     }
 

@@ -1,7 +1,8 @@
 //! `/settings/gateway`, Settings → Gateway: the MCP servers the workspace's agents reach through Holdpoint's gateway
 //! (`/mcp/gateway`), each with how the gateway last found it — when it last answered, when it last failed and why —
 //! so an admin sees a broken upstream before an agent reports it. Admins register an upstream (name, URL, headers
-//! whose values are never shown again) and remove one; anyone else is told that only admins manage them. The list is
+//! whose values are never shown again) and remove one; the processes the server's configuration file starts are
+//! shown but changed only there. Anyone else is told that only admins manage upstreams. The list is
 //! the REST API's `GET /upstreams` use case; adding and removing call `POST` and `DELETE /upstreams`.
 
 use leptos::either::Either;
@@ -100,10 +101,22 @@ fn UpstreamTable(
                 (false, None) => "not reached yet",
             };
             let headers = if upstream.headers.is_empty() { "none".to_owned() } else { upstream.headers.join(", ") };
+            // Where it is: a URL, or the command line of a process the operator's configuration file starts.
+            let endpoint = match (&upstream.url, &upstream.process) {
+                (Some(url), _) => url.clone(),
+                (None, Some(process)) => {
+                    std::iter::once(process.command.as_str()).chain(process.args.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")
+                }
+                (None, None) => String::new(),
+            };
+            let configured = upstream.configured;
             view! {
                 <tr data-testid="upstream-row" data-name=upstream.name.clone() class:failing=failing>
                     <td><code>{upstream.name.clone()}</code></td>
-                    <td class="wrap-anywhere">{upstream.url.clone()}</td>
+                    <td class="wrap-anywhere" data-testid="upstream-endpoint">
+                        {if configured { Either::Left(view! { <code>{endpoint}</code> }) } else { Either::Right(endpoint) }}
+                        {configured.then(|| view! { <div class="muted">"a process from the server's configuration file"</div> })}
+                    </td>
                     <td>{headers}</td>
                     <td data-testid="upstream-state">
                         <span class=if failing { "badge decision-deny" } else { "badge" }>{state}</span>
@@ -114,8 +127,11 @@ fn UpstreamTable(
                         {health.last_error.map(|error| view! { <div class="muted">{error}</div> })}
                     </td>
                     <td>
-                        <button type="button" class="link danger-text" on:click=remove data-testid="upstream-remove"
-                            aria-label=format!("Remove {}", upstream.name)>"Remove"</button>
+                        // The operator's upstreams change only in the configuration file.
+                        {(!configured).then(|| view! {
+                            <button type="button" class="link danger-text" on:click=remove data-testid="upstream-remove"
+                                aria-label=format!("Remove {}", upstream.name)>"Remove"</button>
+                        })}
                     </td>
                 </tr>
             }
@@ -126,7 +142,7 @@ fn UpstreamTable(
             <table class="data" data-testid="upstream-table">
                 <thead>
                     <tr>
-                        <th>"Name"</th><th>"URL"</th><th>"Headers"</th><th>"State"</th><th>"Last answered"</th>
+                        <th>"Name"</th><th>"URL or process"</th><th>"Headers"</th><th>"State"</th><th>"Last answered"</th>
                         <th>"Last failure"</th><th></th>
                     </tr>
                 </thead>
