@@ -41,6 +41,7 @@ from ._types import (
     AskResult,
     Assignee,
     Decision,
+    ColumnType,
     Escalation,
     Event,
     FormField,
@@ -57,7 +58,9 @@ from ._types import (
     Response,
     ResponseType,
     Role,
+    TableColumn,
     Urgency,
+    Widget,
 )
 
 __all__ = [
@@ -71,6 +74,7 @@ __all__ = [
     "Assignee",
     "AsyncHoldpoint",
     "BadRequestError",
+    "ColumnType",
     "ConflictError",
     "Decision",
     "Escalation",
@@ -98,10 +102,12 @@ __all__ = [
     "ResponseType",
     "RetryPolicy",
     "Role",
+    "TableColumn",
     "TooLargeError",
     "TransportError",
     "UnauthorizedError",
     "Urgency",
+    "Widget",
     "__version__",
     "requires_approval",
 ]
