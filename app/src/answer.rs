@@ -60,6 +60,15 @@ pub fn parse_arguments(text: &str) -> Result<Value, String> {
     }
 }
 
+/// A typed number, or a sentence naming the field.
+fn number_of(raw: &str, label: &str) -> Result<Value, String> {
+    raw.parse::<i64>()
+        .map(Value::from)
+        .ok()
+        .or_else(|| raw.parse::<f64>().ok().and_then(|n| serde_json::Number::from_f64(n).map(Value::Number)))
+        .ok_or_else(|| format!("{label}: enter a number"))
+}
+
 /// Builds a form answer from the inputs' text; a sentence for the first field that does not fit.
 pub fn form_value(
     fields: &[FormField],
@@ -79,11 +88,9 @@ pub fn form_value(
                     None
                 } else {
                     Some(match field.response_type {
-                        ResponseType::Number => raw
-                            .parse::<f64>()
-                            .ok()
-                            .and_then(|n| serde_json::Number::from_f64(n).map(Value::Number))
-                            .ok_or_else(|| format!("{}: enter a number", field.label))?,
+                        ResponseType::Number | ResponseType::Integer | ResponseType::Rating => {
+                            number_of(raw, &field.label)?
+                        }
                         ResponseType::Boolean => Value::Bool(raw == "true"),
                         _ => Value::String(raw.to_owned()),
                     })
@@ -207,8 +214,19 @@ pub fn AnswerWidget(
         }
     };
 
+    let response_type = question.response_type;
     let (inputs, buttons) = match question.response_type {
-        ResponseType::Text => {
+        // The rich single-value types are typed as text until they get inputs of their own; a number is sent as one.
+        ResponseType::Text
+        | ResponseType::Markdown
+        | ResponseType::Email
+        | ResponseType::Url
+        | ResponseType::Date
+        | ResponseType::Datetime
+        | ResponseType::Time
+        | ResponseType::Number
+        | ResponseType::Integer
+        | ResponseType::Rating => {
             let input_id = format!("{}-text-{}", prefix, id.simple());
             (
                 EitherOf6::A(view! {
@@ -220,6 +238,11 @@ pub fn AnswerWidget(
                         let value = text.get_untracked();
                         if value.trim().is_empty() {
                             error.set(Some("Write an answer first.".into()));
+                        } else if response_type.is_numeric() {
+                            match number_of(value.trim(), "Your answer") {
+                                Ok(number) => send(number, None),
+                                Err(err) => error.set(Some(err)),
+                            }
                         } else {
                             send(Value::String(value), None);
                         }
@@ -347,7 +370,7 @@ pub fn AnswerWidget(
                 }),
             )
         }
-        ResponseType::Number => {
+        ResponseType::Table => {
             (EitherOf6::F(view! { <p class="alert">"This question cannot be answered here."</p> }), EitherOf4::D(()))
         }
     };
@@ -393,7 +416,7 @@ fn FormFieldEditor(
         }
     };
     let input = match field.response_type {
-        ResponseType::Number => view! {
+        ResponseType::Number | ResponseType::Integer | ResponseType::Rating => view! {
             <input type="number" step="any" id=input_id.clone() data-testid=testid on:input=set_scalar/>
         }
         .into_any(),
@@ -463,13 +486,8 @@ mod tests {
 
     #[test]
     fn a_form_answer_has_each_field_in_its_type_and_required_fields_are_checked() {
-        let field = |key: &str, response_type, required| FormField {
-            key: key.into(),
-            label: key.into(),
-            response_type,
-            options: vec![],
-            required,
-        };
+        let field =
+            |key: &str, response_type, required| FormField { required, ..FormField::new(key, key, response_type) };
         let fields = vec![
             field("users", ResponseType::Number, true),
             field("urgent", ResponseType::Boolean, false),
@@ -480,7 +498,7 @@ mod tests {
         let multi = HashMap::from([("tags".to_owned(), vec!["a".to_owned()])]);
         assert_eq!(
             form_value(&fields, &scalars, &multi).unwrap(),
-            serde_json::json!({"users": 12.0, "urgent": true, "tags": ["a"]})
+            serde_json::json!({"users": 12, "urgent": true, "tags": ["a"]})
         );
         assert!(form_value(&fields, &HashMap::new(), &multi).unwrap_err().contains("required"));
     }

@@ -210,6 +210,8 @@ pub(crate) mod test_questions {
             body: "The agent wants to **clean** the build directory.\n\nIt says: \"safe\".".into(),
             options: vec![],
             fields: vec![],
+            response_schema: None,
+            rules: Default::default(),
             action: Some(ApprovalAction {
                 tool_name: "shell".into(),
                 arguments: json!({"command": "rm -rf /tmp/build && echo '<done>'"}),

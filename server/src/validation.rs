@@ -23,6 +23,11 @@ impl FieldErrors {
         self.0.is_empty()
     }
 
+    /// The fields named, in order.
+    pub fn fields(&self) -> Vec<String> {
+        self.0.keys().cloned().collect()
+    }
+
     /// Adds `other`'s errors to these (a field named in both keeps its first message).
     pub fn merge(&mut self, other: FieldErrors) {
         for (field, message) in other.0 {

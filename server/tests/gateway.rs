@@ -444,7 +444,7 @@ async fn an_elicitation_becomes_a_form_question_and_its_outcome_the_answer(backe
         .collect();
     assert!(fields.contains(&("address".into(), "text".into(), true)), "{fields:?}");
     assert!(fields.contains(&("express".into(), "boolean".into(), false)), "{fields:?}");
-    assert!(fields.contains(&("copies".into(), "number".into(), false)), "{fields:?}");
+    assert!(fields.contains(&("copies".into(), "integer".into(), false)), "{fields:?}");
     gateway.answer(&question, json!({ "value": { "address": "1 Quay Street", "express": true, "copies": 2 } })).await;
     let shipped = tokio::time::timeout(WITHIN, shipping).await.unwrap().unwrap().unwrap();
     let outcome: Value = serde_json::from_str(&text_of(&shipped)).unwrap();

@@ -26,6 +26,7 @@ mod notifications;
 mod openapi;
 mod outbox;
 mod people;
+mod questions;
 mod rules;
 mod runs;
 mod sso;

@@ -429,11 +429,68 @@ async fn ask_user_takes_options_as_plain_strings(app: TestApp) {
     );
 }
 
+/// `ask_user` takes rich fields with their bounds, or a `response_schema` instead of fields (spec §17), and refuses a
+/// schema keyword it cannot ask for by name, asking nothing.
+async fn ask_user_takes_rich_fields_or_a_response_schema(app: TestApp) {
+    let base = app.serve().await;
+    let client = connect(&base, &app.token).await;
+    let form = json!({ "title": "Capacity?", "kind": "non_blocking", "response_type": "form",
+        "fields": [
+            { "key": "nodes", "label": "Nodes", "response_type": "integer", "min": 1, "max": 9, "widget": "slider",
+              "default": 3, "description": "Worker nodes" },
+            { "key": "from", "label": "From", "response_type": "date", "required": true },
+            { "key": "disks", "label": "Disks", "response_type": "table", "max_rows": 4,
+              "columns": [{ "key": "size", "label": "Size (GiB)", "response_type": "integer", "required": true }] }
+        ] });
+    let asked = client.call_tool(call("ask_user", form)).await.unwrap();
+    assert_ne!(asked.is_error, Some(true), "{:?}", asked.content);
+    let id = text_of(&asked)["question_id"].as_str().unwrap().to_owned();
+    let question = app.get(&format!("/api/v1/questions/{id}")).await.json;
+    assert_eq!(question["fields"][0]["max"], 9);
+    assert_eq!(question["fields"][0]["widget"], "slider");
+    assert_eq!(question["fields"][2]["columns"][0]["key"], "size");
+
+    let rating = json!({ "title": "How was it?", "kind": "non_blocking", "response_type": "rating", "max": 10 });
+    let asked = client.call_tool(call("ask_user", rating)).await.unwrap();
+    assert_ne!(asked.is_error, Some(true), "{:?}", asked.content);
+    let id = text_of(&asked)["question_id"].as_str().unwrap().to_owned();
+    assert_eq!(app.get(&format!("/api/v1/questions/{id}")).await.json["max"], 10);
+
+    let schema = json!({ "type": "object",
+        "properties": { "name": { "type": "string", "description": "Your full name" },
+                        "email": { "type": "string", "format": "email" } },
+        "required": ["name"] });
+    let asked = client
+        .call_tool(call("ask_user", json!({ "title": "Who?", "kind": "non_blocking", "response_schema": schema })))
+        .await
+        .unwrap();
+    assert_ne!(asked.is_error, Some(true), "{:?}", asked.content);
+    let id = text_of(&asked)["question_id"].as_str().unwrap().to_owned();
+    let question = app.get(&format!("/api/v1/questions/{id}")).await.json;
+    assert_eq!(question["response_type"], "form");
+    assert_eq!(question["response_schema"], schema, "kept as given");
+    assert_eq!(question["fields"][0]["response_type"], "email", "fields in the order of their keys");
+
+    let before = app.get("/api/v1/questions").await.json["items"].as_array().unwrap().len();
+    let pattern = json!({ "type": "object", "properties": { "code": { "type": "string", "pattern": "^[A-Z]+$" } } });
+    let refused = client
+        .call_tool(call("ask_user", json!({ "title": "Code?", "kind": "non_blocking", "response_schema": pattern })))
+        .await
+        .unwrap();
+    assert_eq!(refused.is_error, Some(true));
+    let error = text_of(&refused)["error"].clone();
+    assert_eq!(error["code"], "invalid");
+    assert!(error["details"]["fields"]["response_schema.properties.code.pattern"].is_string(), "{error}");
+    let after = app.get("/api/v1/questions").await.json["items"].as_array().unwrap().len();
+    assert_eq!(after, before, "nothing was asked");
+}
+
 backend_tests!(
     an_mcp_client_lists_the_tools_and_asks_a_person,
     request_approval_answers_in_the_permission_prompt_format,
     mcp_refuses_requests_without_a_valid_token,
     ask_user_takes_options_as_plain_strings,
+    ask_user_takes_rich_fields_or_a_response_schema,
 );
 
 /// The tests that start a server of their own (with their own limits), on both backends.

@@ -104,6 +104,22 @@ fn resolve<'a>(document: &'a Value, schema: &'a Value) -> &'a Value {
     schema
 }
 
+/// A schema's property `name`: among its own properties, or those of the schemas it is `allOf` (a type with a
+/// flattened part, such as `NewQuestion` with its `FieldRules`).
+fn property_of<'a>(document: &'a Value, schema: &'a Value, name: &str) -> &'a Value {
+    let schema = if schema["$ref"].is_string() { resolve(document, schema) } else { schema };
+    if !schema["properties"][name].is_null() {
+        return resolve(document, &schema["properties"][name]);
+    }
+    schema["allOf"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|part| property_of(document, part, name))
+        .find(|found| !found.is_null())
+        .unwrap_or(&Value::Null)
+}
+
 fn parameter<'a>(document: &'a Value, path: &str, method: &str, name: &str) -> &'a Value {
     let parameters = document["paths"][path][method]["parameters"].as_array().unwrap();
     let parameter = parameters.iter().find(|p| p["name"] == name).unwrap_or_else(|| panic!("{method} {path}: {name}"));
@@ -116,7 +132,7 @@ async fn the_document_states_the_constraints_the_server_checks() {
     let app = TestApp::start(Backend::Sqlite).await.unwrap();
     let document = app.call(Method::GET, "/api/v1/openapi.json", None, None).await.json;
     let schemas = &document["components"]["schemas"];
-    let property = |schema: &str, name: &str| resolve(&document, &schemas[schema]["properties"][name]).clone();
+    let property = |schema: &str, name: &str| property_of(&document, &schemas[schema], name).clone();
 
     let max_steps = property("AgentSpec", "max_steps");
     assert_eq!((max_steps["minimum"].as_f64(), max_steps["maximum"].as_f64()), (Some(1.0), Some(500.0)));

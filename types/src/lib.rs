@@ -186,8 +186,25 @@ wire_enum! {
         Approval = "approval",
         ErrorRecovery = "error_recovery",
         Form = "form",
-        /// Only inside a form field.
         Number = "number",
+        // Rich fields (spec §17), as form fields and as single-value questions; their attributes are `FieldRules`.
+        /// A whole number, with `min`, `max` and `step`.
+        Integer = "integer",
+        /// `YYYY-MM-DD`.
+        Date = "date",
+        /// RFC 3339 with an offset: `2026-03-01T09:30:00+01:00`.
+        Datetime = "datetime",
+        /// `HH:MM`, 24-hour.
+        Time = "time",
+        /// A whole number of stars, 1..=`max` (3..=10, default 5).
+        Rating = "rating",
+        Email = "email",
+        /// An absolute `http` or `https` URL.
+        Url = "url",
+        /// Markdown, at most 10 000 characters.
+        Markdown = "markdown",
+        /// An array of row objects, one value per column.
+        Table = "table",
     }
 }
 
@@ -224,6 +241,7 @@ wire_enum! {
 
 mod audit;
 mod escalation;
+mod fields;
 mod grants;
 pub mod markdown;
 mod notifications;
@@ -235,6 +253,7 @@ mod upstreams;
 mod webhooks;
 pub use audit::*;
 pub use escalation::*;
+pub use fields::*;
 pub use grants::*;
 pub use notifications::*;
 pub use people::*;
@@ -264,7 +283,7 @@ pub struct FormField {
     pub key: String,
     /// What a person reads.
     pub label: String,
-    /// `text`, `choice`, `multi_choice`, `boolean` or `number`.
+    /// Any type but `approval`, `error_recovery` and `form`.
     pub response_type: ResponseType,
     /// Choices, for `choice` and `multi_choice` fields.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -272,6 +291,37 @@ pub struct FormField {
     /// Whether an answer must contain this field.
     #[serde(default)]
     pub required: bool,
+    // Rich fields (spec §17).
+    /// A line of help shown under the label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// What an empty input shows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placeholder: Option<String>,
+    /// What the input starts with; a value that fits the field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<Value>,
+    /// The bounds of its type: `min`, `max`, `step`, `widget`, `min_items`, `max_items`, `columns`, `min_rows`,
+    /// `max_rows`.
+    #[serde(flatten)]
+    pub rules: FieldRules,
+}
+
+impl FormField {
+    /// A field with only its key, label and type.
+    pub fn new(key: impl Into<String>, label: impl Into<String>, response_type: ResponseType) -> Self {
+        FormField {
+            key: key.into(),
+            label: label.into(),
+            response_type,
+            options: Vec::new(),
+            required: false,
+            description: None,
+            placeholder: None,
+            default: None,
+            rules: FieldRules::default(),
+        }
+    }
 }
 
 /// The action an `approval` question asks permission for.
@@ -401,8 +451,17 @@ pub struct NewQuestion {
     pub body: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub options: Vec<QuestionOption>,
+    /// A form's fields, 1..=30.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fields: Vec<FormField>,
+    /// Instead of `fields`: a JSON Schema object whose properties are MCP elicitation's primitives, turned into
+    /// fields; answers are also validated against it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "server", schema(value_type = Option<Object>))]
+    pub response_schema: Option<Value>,
+    /// A single-value question's bounds, named as a form field's (`min`, `max`, `columns`, ...).
+    #[serde(flatten)]
+    pub rules: FieldRules,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action: Option<ApprovalAction>,
     #[serde(default)]
@@ -548,6 +607,13 @@ pub struct Question {
     pub body: String,
     pub options: Vec<QuestionOption>,
     pub fields: Vec<FormField>,
+    /// The JSON Schema the question was asked with, as given (its `fields` were made from it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "server", schema(value_type = Option<Object>))]
+    pub response_schema: Option<Value>,
+    /// A single-value question's bounds, named as a form field's.
+    #[serde(flatten)]
+    pub rules: FieldRules,
     pub action: Option<ApprovalAction>,
     pub allow_edit: bool,
     pub context: Value,
@@ -835,6 +901,8 @@ pub fn sample_question(title: &str, status: QuestionStatus) -> Question {
         body: String::new(),
         options: vec![],
         fields: vec![],
+        response_schema: None,
+        rules: FieldRules::default(),
         action: None,
         allow_edit: false,
         context: serde_json::json!({}),
@@ -920,6 +988,7 @@ mod tests {
         check(EventType::ALL);
         check(ActorKind::ALL);
         check(MinUrgency::ALL);
+        check(FieldWidget::ALL);
     }
 
     #[test]
@@ -948,6 +1017,26 @@ mod tests {
         assert!(Role::Responder.may_answer());
         assert!(Role::Admin.may_answer());
         assert!(!Role::Viewer.may_ask());
+    }
+
+    #[test]
+    fn a_single_value_questions_bounds_sit_at_its_top_level_as_a_fields_do() {
+        let asked: NewQuestion =
+            serde_json::from_str(r#"{"title": "How was it?", "response_type": "rating", "max": 10}"#).unwrap();
+        assert_eq!(asked.response_type, Some(ResponseType::Rating));
+        assert_eq!(asked.rules.max, Some(10.into()));
+        let field: FormField = serde_json::from_value(serde_json::json!({
+            "key": "n", "label": "N", "response_type": "integer", "min": 1, "max": 9, "widget": "slider", "default": 3
+        }))
+        .unwrap();
+        assert_eq!(field.rules.widget, Some(FieldWidget::Slider));
+        assert_eq!(field.default, Some(serde_json::json!(3)));
+        let mut question = sample_question("How was it?", QuestionStatus::Pending);
+        question.rules = asked.rules;
+        let written = serde_json::to_value(&question).unwrap();
+        assert_eq!(written["max"], 10);
+        assert!(written.get("response_schema").is_none(), "absent, not null");
+        assert_eq!(serde_json::from_value::<Question>(written).unwrap(), question);
     }
 
     #[test]

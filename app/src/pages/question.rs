@@ -157,9 +157,42 @@ fn AnswerForm(question: Question, csrf: String) -> impl IntoView {
             }),
             EitherOf4::A(send("Send answers")),
         ),
-        ResponseType::Number => {
-            (EitherOf6::F(view! { <p class="alert">"This question cannot be answered here."</p> }), EitherOf4::D(()))
+        // The rich single-value types: a plain input of the nearest HTML type, read by the server as its type.
+        ResponseType::Number
+        | ResponseType::Integer
+        | ResponseType::Rating
+        | ResponseType::Date
+        | ResponseType::Datetime
+        | ResponseType::Time
+        | ResponseType::Email
+        | ResponseType::Url
+        | ResponseType::Markdown => {
+            let kind = match question.response_type {
+                ResponseType::Number => "number",
+                ResponseType::Integer | ResponseType::Rating => "number",
+                ResponseType::Date => "date",
+                ResponseType::Time => "time",
+                ResponseType::Email => "email",
+                ResponseType::Url => "url",
+                _ => "text",
+            };
+            let step = if question.response_type == ResponseType::Number { "any" } else { "1" };
+            (
+                EitherOf6::F(
+                    view! {
+                        <label for="answer-value">"Your answer"</label>
+                        <input type=kind step=step id="answer-value" name="value" required data-testid="answer-input"/>
+                    }
+                    .into_any(),
+                ),
+                EitherOf4::A(send("Send answer")),
+            )
         }
+        // The plain form has no table editor yet.
+        ResponseType::Table => (
+            EitherOf6::F(view! { <p class="alert">"This question cannot be answered here."</p> }.into_any()),
+            EitherOf4::D(()),
+        ),
     };
     let comment_label = match question.response_type {
         ResponseType::ErrorRecovery => "Guidance (optional)",
@@ -202,7 +235,7 @@ fn FormFieldInput(field: FormField) -> impl IntoView {
     let id = format!("field-{}", field.key);
     let label = if field.required { format!("{} *", field.label) } else { field.label.clone() };
     let input = match field.response_type {
-        ResponseType::Number => {
+        ResponseType::Number | ResponseType::Integer | ResponseType::Rating => {
             EitherOf5::A(view! { <input type="number" step="any" id=id.clone() name=name required=field.required/> })
         }
         ResponseType::Boolean => EitherOf5::B(view! {

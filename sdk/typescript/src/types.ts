@@ -19,7 +19,22 @@ export type ResponseType =
   | 'approval'
   | 'error_recovery'
   | 'form'
-  | 'number';
+  | 'number'
+  | 'integer'
+  | 'date'
+  | 'datetime'
+  | 'time'
+  | 'rating'
+  | 'email'
+  | 'url'
+  | 'markdown'
+  | 'table';
+
+/** The response types a form field may have. */
+export type FieldResponseType = Exclude<ResponseType, 'approval' | 'error_recovery' | 'form'>;
+
+/** The response types a `table` column may have. */
+export type ColumnResponseType = 'text' | 'number' | 'integer' | 'boolean' | 'date' | 'choice';
 
 export type Urgency = 'low' | 'normal' | 'high' | 'critical';
 
@@ -39,14 +54,53 @@ export interface QuestionOption {
   description?: string;
 }
 
-/** One field of a `form` question; the answer maps each field's `key` to its value. */
-export interface FormField {
+/** One column of a `table`: each row of the answer has a value of `response_type` under `key`. */
+export interface TableColumn {
   key: string;
   label: string;
-  response_type: 'text' | 'choice' | 'multi_choice' | 'boolean' | 'number';
+  response_type: ColumnResponseType;
+  /** The choices of a `choice` column; a plain string is its own value and label. */
+  options?: Array<QuestionOption | string>;
+  required?: boolean;
+}
+
+/**
+ * The bounds of a field's type (spec §17), which a single-value question carries at its top level too. Each belongs
+ * to some types only; the server refuses one given to another type (422 naming it).
+ */
+export interface FieldRules {
+  /** The least value of an `integer` or `number`. */
+  min?: number;
+  /** The greatest value of an `integer` or `number`; a `rating`'s stars (3..=10, default 5). */
+  max?: number;
+  /** The increment of an `integer` or `number`, from `min` (or 0). */
+  step?: number;
+  /** A slider, for an `integer` or `number` with both `min` and `max`. */
+  widget?: 'slider';
+  /** How many choices a `multi_choice` takes. */
+  min_items?: number;
+  max_items?: number;
+  /** A `table`'s columns, 1..=20. */
+  columns?: TableColumn[];
+  /** How many rows a `table` takes (at most 200). */
+  min_rows?: number;
+  max_rows?: number;
+}
+
+/** One field of a `form` question; the answer maps each field's `key` to its value. */
+export interface FormField extends FieldRules {
+  key: string;
+  label: string;
+  response_type: FieldResponseType;
   /** For `choice` and `multi_choice` fields; a plain string is its own value and label. */
   options?: Array<QuestionOption | string>;
   required?: boolean;
+  /** Help shown under the label. */
+  description?: string;
+  /** What an empty input shows. */
+  placeholder?: string;
+  /** What the input starts with; must fit the field. */
+  default?: JsonValue;
 }
 
 /** What an `approval` question asks permission for: one tool call. */
@@ -123,7 +177,7 @@ export interface Grant {
  * The body of `POST /questions`: every field a caller may set. What is left out gets the server's default for the
  * question's `kind` (spec §3): `blocking`, `text`, urgency `high`, a 30-minute deadline.
  */
-export interface NewQuestion {
+export interface NewQuestion extends FieldRules {
   /** 1..=300 characters. */
   title: string;
   /** Defaults to `blocking`. */
@@ -134,8 +188,13 @@ export interface NewQuestion {
   body?: string;
   /** 2..=20 choices with unique values; a plain string is its own value and label. */
   options?: Array<QuestionOption | string>;
-  /** 1..=10 fields of a `form`. */
+  /** 1..=30 fields of a `form`. */
   fields?: FormField[];
+  /**
+   * Instead of `fields`: a JSON Schema object whose properties are MCP elicitation's primitives; it becomes the
+   * form's fields, and answers are validated against it too. Implies `response_type: 'form'`.
+   */
+  response_schema?: JsonObject;
   /** The tool call an `approval` question is about. */
   action?: ApprovalAction;
   /** Whether the approver may send `edited_arguments` for the agent to call the tool with instead. */
@@ -159,7 +218,7 @@ export interface NewQuestion {
 }
 
 /** A question as the server returns it (spec §3). Times are RFC 3339 strings. */
-export interface Question {
+export interface Question extends FieldRules {
   id: string;
   /** The workspace's name. */
   workspace: string;
@@ -174,6 +233,8 @@ export interface Question {
   body: string;
   options: QuestionOption[];
   fields: Array<Omit<FormField, 'options'> & { options?: QuestionOption[] }>;
+  /** The JSON Schema it was asked with, as given (its `fields` were made from it). */
+  response_schema?: JsonObject;
   action: ApprovalAction | null;
   allow_edit: boolean;
   context: JsonObject;
@@ -231,8 +292,11 @@ export interface QuestionFilter {
   cursor?: string;
 }
 
+/** One row of a `table` answer: a value per column key. */
+export type TableRow = { [column: string]: string | boolean | number | null };
+
 /** What a value of a form answer may be. */
-export type FormValue = { [key: string]: string | string[] | boolean | number };
+export type FormValue = { [key: string]: string | string[] | boolean | number | TableRow[] };
 
 /** The shape of an answer's `value` for each response type (spec §3). */
 export interface ValueByResponseType {
@@ -245,6 +309,19 @@ export interface ValueByResponseType {
   error_recovery: string;
   form: FormValue;
   number: number;
+  integer: number;
+  /** `YYYY-MM-DD`. */
+  date: string;
+  /** RFC 3339 with an offset. */
+  datetime: string;
+  /** `HH:MM`. */
+  time: string;
+  /** 1..=`max` stars. */
+  rating: number;
+  email: string;
+  url: string;
+  markdown: string;
+  table: TableRow[];
 }
 
 /** The type of a property of `Q` as given: `undefined` when it is left out. */
@@ -260,13 +337,18 @@ type DefaultResponseType<Kind> = IsUnset<Kind> extends true
         ? 'text'
         : 'text' | 'approval' | 'error_recovery';
 
-/** The response type a question gets: the one it names, else its kind's default. */
+/**
+ * The response type a question gets: the one it names, else `form` with a `response_schema`, else its kind's
+ * default.
+ */
 export type ResponseTypeOf<Q> =
   Given<Q, 'response_type'> extends infer T
     ? [T] extends [ResponseType]
       ? T
       : IsUnset<T> extends true
-        ? DefaultResponseType<Given<Q, 'kind'>>
+        ? IsUnset<Given<Q, 'response_schema'>> extends true
+          ? DefaultResponseType<Given<Q, 'kind'>>
+          : 'form'
         : ResponseType
     : never;
 

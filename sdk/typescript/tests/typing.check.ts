@@ -2,7 +2,16 @@
 // fails on any line below that stops holding) and never run. Each `@ts-expect-error` is a mistake the types must
 // refuse.
 
-import type { AnswerValue, ApprovalResult, AskResult, HoldpointError, Outcome } from 'holdpoint-client';
+import type {
+  AnswerValue,
+  ApprovalResult,
+  AskResult,
+  FormValue,
+  HoldpointError,
+  JsonObject,
+  Outcome,
+  TableRow,
+} from 'holdpoint-client';
 import { Holdpoint } from 'holdpoint-client';
 import { holdpointToolApproval, type ToolApprovalMessage } from 'holdpoint-client/ai';
 import type { ModelMessage, ToolApprovalConfiguration, ToolSet } from 'ai';
@@ -19,7 +28,10 @@ expectType<Equal<AnswerValue<{ title: string; response_type: 'boolean' }>, boole
 expectType<Equal<AnswerValue<{ title: string; response_type: 'multi_choice' }>, string[]>>();
 expectType<Equal<AnswerValue<{ title: string; kind: 'approval' }>, boolean>>();
 expectType<Equal<AnswerValue<{ title: string; kind: 'error_recovery' }>, string>>();
-expectType<Equal<AnswerValue<{ title: string; response_type: 'form' }>, { [key: string]: string | string[] | boolean | number }>>();
+expectType<Equal<AnswerValue<{ title: string; response_type: 'form' }>, FormValue>>();
+expectType<Equal<AnswerValue<{ title: string; response_type: 'rating'; max: 10 }>, number>>();
+expectType<Equal<AnswerValue<{ title: string; response_type: 'date' }>, string>>();
+expectType<Equal<AnswerValue<{ title: string; response_type: 'table' }>, TableRow[]>>();
 expectType<Equal<AskResult<number>['value'], number | undefined>>();
 expectType<Equal<Outcome, 'pending' | 'answered' | 'defaulted' | 'expired' | 'cancelled'>>();
 
@@ -32,7 +44,12 @@ export async function inference(hp: Holdpoint): Promise<void> {
   expectType<Equal<typeof approval.approved, boolean>>();
 
   // @ts-expect-error: a response type the API does not have
-  await hp.ask({ title: 'x', response_type: 'date' });
+  await hp.ask({ title: 'x', response_type: 'colour' });
+  // @ts-expect-error: a table column is not of every type
+  await hp.ask({ title: 'x', response_type: 'table', columns: [{ key: 'k', label: 'K', response_type: 'rating' }] });
+  const schema = await hp.ask({ title: 'Who?', response_schema: { type: 'object', properties: {} } });
+  expectType<Equal<typeof schema.question.response_schema, JsonObject | undefined>>();
+  expectType<Equal<typeof schema.value, FormValue | undefined>>();
   // @ts-expect-error: `title` is required
   await hp.ask({ response_type: 'text' });
   // @ts-expect-error: a default is an answer body, not a bare value

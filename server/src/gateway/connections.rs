@@ -24,9 +24,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use app::types::{
-    AssigneeRequest, FormField, NewQuestion, QuestionKind, QuestionOption, QuestionStatus, ResponseType, Urgency,
-};
+use app::types::{AssigneeRequest, NewQuestion, QuestionKind, QuestionStatus, ResponseType, Urgency};
 use chrono::{DateTime, Utc};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction, ErrorData, Implementation,
@@ -223,10 +221,14 @@ impl ClientHandler for UpstreamClient {
 
 /// Asks the elicitation as a `form` question and turns its outcome into the elicitation's result.
 async fn elicit(scope: &CallScope, message: &str, schema: &Value) -> ElicitResult {
-    let Some(fields) = form_fields(schema) else {
-        tracing::info!(upstream = %scope.upstream, "an elicitation's schema has no form equivalent; declined");
+    // The schema becomes the question's fields as any question's `response_schema` does; one that cannot (a keyword
+    // outside elicitation's primitives) is declined here rather than asked as something else.
+    let mut faults = crate::validation::FieldErrors::default();
+    crate::questions::response_schema::fields_from_schema(schema, "requestedSchema", &mut faults);
+    if !faults.is_empty() {
+        tracing::info!(upstream = %scope.upstream, faults = ?faults.fields(), "an elicitation's schema has no form equivalent; declined");
         return ElicitResult::new(ElicitationAction::Decline);
-    };
+    }
     let mut title: String = message.chars().take(300).collect();
     if title.trim().is_empty() {
         title = format!("{} asks for input", scope.upstream);
@@ -246,7 +248,7 @@ async fn elicit(scope: &CallScope, message: &str, schema: &Value) -> ElicitResul
             "The MCP server **{}** asks this during a call of its tool `{}`:\n\n{message}\n",
             scope.upstream, scope.tool
         ),
-        fields: fields.clone(),
+        response_schema: Some(schema.clone()),
         context: Some(json!({ "source": "mcp_gateway", "upstream": scope.upstream, "tool": scope.tool })),
         assignee,
         urgency: scope.urgency,
@@ -306,69 +308,6 @@ pub async fn answer_input_requests(scope: &CallScope, requests: InputRequests) -
     .await;
     responses.extend(answered);
     Ok(responses)
-}
-
-/// The form fields of an elicitation's `requestedSchema`, as far as the question's field types go: strings are
-/// `text` (or `choice` with `enum` or `oneOf` consts), numbers and integers `number`, booleans `boolean`, arrays of
-/// enumerated strings `multi_choice`. `None` when a property has none of these shapes or there are too many.
-pub fn form_fields(schema: &Value) -> Option<Vec<FormField>> {
-    let properties = schema.get("properties")?.as_object()?;
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|names| names.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    if properties.is_empty() || properties.len() > 10 {
-        return None;
-    }
-    let mut fields = Vec::with_capacity(properties.len());
-    for (key, property) in properties {
-        let label = ["title", "description"]
-            .iter()
-            .find_map(|word| property.get(*word).and_then(Value::as_str))
-            .unwrap_or(key)
-            .chars()
-            .take(200)
-            .collect();
-        let (response_type, options) = match property.get("type").and_then(Value::as_str) {
-            Some("string") => match choices(property) {
-                Some(options) => (ResponseType::Choice, options),
-                None => (ResponseType::Text, Vec::new()),
-            },
-            Some("number" | "integer") => (ResponseType::Number, Vec::new()),
-            Some("boolean") => (ResponseType::Boolean, Vec::new()),
-            Some("array") => (ResponseType::MultiChoice, choices(property.get("items")?)?),
-            _ => return None,
-        };
-        let required = required.contains(&key.as_str());
-        fields.push(FormField { key: key.clone(), label, response_type, options, required });
-    }
-    Some(fields)
-}
-
-/// A property's choices: `enum` (with `enumNames` as labels when given), or `oneOf`/`anyOf` of titled consts.
-fn choices(property: &Value) -> Option<Vec<QuestionOption>> {
-    if let Some(values) = property.get("enum").and_then(Value::as_array) {
-        let names = property.get("enumNames").and_then(Value::as_array);
-        return values
-            .iter()
-            .enumerate()
-            .map(|(i, value)| {
-                let value = value.as_str()?.to_owned();
-                let label = names.and_then(|n| n.get(i)).and_then(Value::as_str).unwrap_or(&value).to_owned();
-                Some(QuestionOption { value, label, description: None })
-            })
-            .collect();
-    }
-    let consts = property.get("oneOf").or_else(|| property.get("anyOf"))?.as_array()?;
-    consts
-        .iter()
-        .map(|choice| {
-            let value = choice.get("const")?.as_str()?.to_owned();
-            let label = choice.get("title").and_then(Value::as_str).unwrap_or(&value).to_owned();
-            Some(QuestionOption { value, label, description: None })
-        })
-        .collect()
 }
 
 /// A form answer as the elicitation's content: each value as its property's type has it (an `integer` property

@@ -232,13 +232,17 @@ async fn create_question(
         return Err(AppError::Forbidden("only whoever started a run asks its questions".into()));
     }
     let timeout_seconds = row.timeout_at.map(|at| (at - row.created_at).num_seconds().max(1));
+    // A question asked with a schema is checked again from its schema, which its fields were made from.
+    let response_schema = row.response_schema.map(|s| s.0);
     let input = NewQuestion {
         kind: Some(row.kind),
         response_type: Some(row.response_type),
         title: row.title,
         body: row.body,
         options: row.options.0,
-        fields: row.fields.0,
+        fields: if response_schema.is_some() { Vec::new() } else { row.fields.0 },
+        response_schema,
+        rules: row.field_rules.map(|r| *r.0).unwrap_or_default(),
         action: row.action.map(|a| a.0),
         allow_edit: row.allow_edit,
         assignee: row.assignee.map(|a| a.0.into()),

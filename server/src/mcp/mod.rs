@@ -89,6 +89,22 @@ pub enum AskResponseType {
     MultiChoice,
     ErrorRecovery,
     Form,
+    Number,
+    Integer,
+    /// `YYYY-MM-DD`.
+    Date,
+    /// RFC 3339 with an offset.
+    Datetime,
+    /// `HH:MM`.
+    Time,
+    /// 1..=`max` stars (`max` 3..=10, default 5).
+    Rating,
+    Email,
+    /// An absolute http or https URL.
+    Url,
+    Markdown,
+    /// An array of row objects; needs `columns`.
+    Table,
 }
 
 /// How a form field is answered.
@@ -100,6 +116,81 @@ pub enum FieldResponseType {
     Choice,
     MultiChoice,
     Number,
+    Integer,
+    Date,
+    Datetime,
+    Time,
+    Rating,
+    Email,
+    Url,
+    Markdown,
+    Table,
+}
+
+/// How a table's column is answered.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ColumnResponseType {
+    Text,
+    Number,
+    Integer,
+    Boolean,
+    Date,
+    Choice,
+}
+
+/// One column of a table.
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
+pub struct ColumnArg {
+    /// The column's key in each row object.
+    pub key: String,
+    pub label: String,
+    pub response_type: ColumnResponseType,
+    /// For `choice` columns, 2..=20.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<OptionArg>,
+    #[serde(default)]
+    pub required: bool,
+}
+
+/// The bounds of a field's (or a single-value question's) type, as `POST /questions` names them.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, schemars::JsonSchema)]
+pub struct RulesArg {
+    /// The least value of an integer or number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<f64>")]
+    pub min: Option<serde_json::Number>,
+    /// The greatest value of an integer or number; a rating's stars (3..=10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<f64>")]
+    pub max: Option<serde_json::Number>,
+    /// The increment of an integer or number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<f64>")]
+    pub step: Option<serde_json::Number>,
+    /// `slider`, for an integer or number with min and max.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub widget: Option<WidgetArg>,
+    /// The fewest choices of a multi_choice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_items: Option<u32>,
+    /// The most choices of a multi_choice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_items: Option<u32>,
+    /// A table's columns, 1..=20.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub columns: Vec<ColumnArg>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_rows: Option<u32>,
+    /// At most 200.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_rows: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WidgetArg {
+    Slider,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, schemars::JsonSchema)]
@@ -153,6 +244,16 @@ pub struct FieldArg {
     pub options: Vec<OptionArg>,
     #[serde(default)]
     pub required: bool,
+    /// Help shown under the label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placeholder: Option<String>,
+    /// What the input starts with; must fit the field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<Value>,
+    #[serde(flatten)]
+    pub rules: RulesArg,
 }
 
 /// The arguments of `ask_user`: the `POST /questions` body.
@@ -171,9 +272,17 @@ pub struct AskUserArgs {
     /// For choices, 2..=20 with unique values: plain strings or `{"value", "label", "description"?}`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub options: Vec<OptionArg>,
-    /// For forms, 1..=10 fields.
+    /// For forms, 1..=30 fields.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fields: Vec<FieldArg>,
+    /// Instead of `fields`: a JSON Schema object as MCP elicitation's `requestedSchema` (properties of type string
+    /// with minLength, maxLength and format email, uri, date or date-time; number and integer with minimum and
+    /// maximum; boolean; enum or oneOf of {const, title}; arrays of those with minItems and maxItems; required).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_schema: Option<Value>,
+    /// A single-value question's bounds (`min`, `max`, `columns`, ...), as a field's.
+    #[serde(flatten)]
+    pub rules: RulesArg,
     /// A free label for grouping.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project: Option<String>,

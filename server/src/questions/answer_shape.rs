@@ -1,97 +1,45 @@
 //! What an answer may be: checked against the shape of its question (its response type, options, form fields and
 //! whether its arguments may be edited), and read from the fields of the UI's plain HTML answer form.
 
-use std::collections::HashSet;
-
-use app::types::{AnswerBody, FormField, Question, QuestionOption, ResponseType};
+use app::types::{AnswerBody, FieldRules, FormField, Question, QuestionOption, ResponseType};
 use serde_json::Value;
 
+use super::fields::{FieldDef, at, check_value};
+use super::response_schema::check_against_schema;
 use crate::error::AppError;
 use crate::validation::{COMMENT_MAX_CHARS, FieldErrors};
 
-pub const TEXT_ANSWER_MAX_CHARS: usize = 10_000;
+pub use super::fields::TEXT_ANSWER_MAX_CHARS;
 
 /// The parts of a question an answer is checked against.
 pub struct AnswerShape<'a> {
     pub response_type: ResponseType,
     pub options: &'a [QuestionOption],
     pub fields: &'a [FormField],
+    /// A single-value question's bounds.
+    pub rules: &'a FieldRules,
+    /// The JSON Schema the question was asked with, which a form answer must also satisfy.
+    pub response_schema: Option<&'a Value>,
     pub allow_edit: bool,
 }
 
 impl<'a> From<&'a Question> for AnswerShape<'a> {
     fn from(q: &'a Question) -> Self {
-        AnswerShape { response_type: q.response_type, options: &q.options, fields: &q.fields, allow_edit: q.allow_edit }
-    }
-}
-
-fn check_text(value: &Value, field: &str, errors: &mut FieldErrors) {
-    match value.as_str() {
-        Some(text) if !text.trim().is_empty() && text.chars().count() <= TEXT_ANSWER_MAX_CHARS => {}
-        Some(_) => errors.add(field, format!("must have 1..={TEXT_ANSWER_MAX_CHARS} characters")),
-        None => errors.add(field, "must be a string"),
-    }
-}
-
-fn check_choice(value: &Value, options: &[QuestionOption], field: &str, errors: &mut FieldErrors) {
-    match value.as_str() {
-        Some(choice) if options.iter().any(|o| o.value == choice) => {}
-        Some(choice) => errors.add(field, format!("{choice:?} is not one of the options")),
-        None => errors.add(field, "must be one option value (a string)"),
-    }
-}
-
-fn check_multi_choice(value: &Value, options: &[QuestionOption], field: &str, errors: &mut FieldErrors) {
-    let Some(items) = value.as_array() else {
-        return errors.add(field, "must be an array of option values");
-    };
-    let mut seen = HashSet::new();
-    for item in items {
-        match item.as_str() {
-            Some(choice) if !options.iter().any(|o| o.value == choice) => {
-                return errors.add(field, format!("{choice:?} is not one of the options"));
-            }
-            Some(choice) if !seen.insert(choice) => {
-                return errors.add(field, format!("{choice:?} is chosen twice"));
-            }
-            Some(_) => {}
-            None => return errors.add(field, "must contain only option values (strings)"),
+        AnswerShape {
+            response_type: q.response_type,
+            options: &q.options,
+            fields: &q.fields,
+            rules: &q.rules,
+            response_schema: q.response_schema.as_ref(),
+            allow_edit: q.allow_edit,
         }
     }
 }
 
-fn check_value_of_type(
-    response_type: ResponseType,
-    options: &[QuestionOption],
-    value: &Value,
-    field: &str,
-    errors: &mut FieldErrors,
-) {
-    match response_type {
-        ResponseType::Text => check_text(value, field, errors),
-        ResponseType::Boolean | ResponseType::Approval => {
-            if !value.is_boolean() {
-                errors.add(field, "must be true or false");
-            }
-        }
-        ResponseType::Number => {
-            if !value.is_number() {
-                errors.add(field, "must be a number");
-            }
-        }
-        ResponseType::Choice => check_choice(value, options, field, errors),
-        ResponseType::MultiChoice => check_multi_choice(value, options, field, errors),
-        ResponseType::ErrorRecovery => match value.as_str() {
-            Some(action) if app::types::is_recovery_action(action) || options.iter().any(|o| o.value == action) => {}
-            _ => errors.add(field, "must be retry, skip, abort or one of the options"),
-        },
-        ResponseType::Form => errors.add(field, "forms cannot nest"),
-    }
-}
-
-/// Checks an answer (or a default response) against the question's shape; problems go to `errors` under `prefix`.
+/// Checks an answer (or a default response) against the question's shape; problems go to `errors` under `prefix`
+/// (`value`, `value.<key>`, `value.<key>[row].<column>`, `comment`; with a prefix, `default_response.value`, ...).
 pub fn check_answer(shape: &AnswerShape<'_>, answer: &AnswerBody, prefix: &str, errors: &mut FieldErrors) {
-    let value_field = format!("{prefix}.value");
+    let value_field = at(prefix, "value");
     if shape.response_type == ResponseType::Form {
         match answer.value.as_object() {
             None => errors.add(&value_field, "must be an object with one entry per form field"),
@@ -101,33 +49,52 @@ pub fn check_answer(shape: &AnswerShape<'_>, answer: &AnswerBody, prefix: &str, 
                         errors.add(format!("{value_field}.{key}"), "is not a field of this form");
                     }
                 }
+                let before = errors.fields().len();
                 for field in shape.fields {
                     let name = format!("{value_field}.{}", field.key);
                     match entries.get(&field.key) {
                         None | Some(Value::Null) if field.required => errors.add(name, "is required"),
                         None | Some(Value::Null) => {}
-                        Some(value) => check_value_of_type(field.response_type, &field.options, value, &name, errors),
+                        Some(value) => check_value(&FieldDef::of_field(field), value, &name, errors),
                     }
+                }
+                // The schema's own checks, for what the fields cannot say (`minLength`, say); a value the fields
+                // already refused would only be refused twice.
+                if let Some(schema) = shape.response_schema
+                    && errors.fields().len() == before
+                {
+                    check_against_schema(schema, &answer.value, &value_field, errors);
                 }
             }
         }
     } else {
-        check_value_of_type(shape.response_type, shape.options, &answer.value, &value_field, errors);
+        let def = FieldDef { response_type: shape.response_type, options: shape.options, rules: shape.rules };
+        check_value(&def, &answer.value, &value_field, errors);
     }
     if let Some(comment) = &answer.comment
         && comment.chars().count() > COMMENT_MAX_CHARS
     {
-        errors.add(format!("{prefix}.comment"), format!("must have at most {COMMENT_MAX_CHARS} characters"));
+        errors.add(at(prefix, "comment"), format!("must have at most {COMMENT_MAX_CHARS} characters"));
     }
     if let Some(edited) = &answer.edited_arguments {
+        let field = at(prefix, "edited_arguments");
         if !shape.allow_edit {
-            errors.add(format!("{prefix}.edited_arguments"), "this approval does not allow edited arguments");
+            errors.add(field, "this approval does not allow edited arguments");
         } else if !edited.is_object() {
-            errors.add(format!("{prefix}.edited_arguments"), "must be a JSON object");
+            errors.add(field, "must be a JSON object");
         } else if answer.value != Value::Bool(true) {
-            errors.add(format!("{prefix}.edited_arguments"), "only an approval can carry edited arguments");
+            errors.add(field, "only an approval can carry edited arguments");
         }
     }
+}
+
+/// A number typed into a plain form's input, or the text as typed when it is not one (so the usual checks name it).
+fn typed_number(text: &str) -> Value {
+    text.parse::<i64>()
+        .map(Value::from)
+        .ok()
+        .or_else(|| text.parse::<f64>().ok().and_then(serde_json::Number::from_f64).map(Value::Number))
+        .unwrap_or_else(|| Value::String(text.to_owned()))
 }
 
 /// Turns the fields of the UI's plain HTML answer form into an answer body: `value` (repeated for several
@@ -144,7 +111,18 @@ pub fn answer_from_form_fields(question: &Question, fields: &[(String, String)])
         None => Value::Null,
     };
     let value = match question.response_type {
-        ResponseType::Text => Value::String(values("value").first().copied().unwrap_or_default().to_owned()),
+        ResponseType::Text | ResponseType::Markdown => {
+            Value::String(values("value").first().copied().unwrap_or_default().to_owned())
+        }
+        ResponseType::Email | ResponseType::Url | ResponseType::Date | ResponseType::Datetime | ResponseType::Time => {
+            first("value").map_or(Value::Null, |v| Value::String(v.into()))
+        }
+        ResponseType::Number | ResponseType::Integer | ResponseType::Rating => {
+            first("value").map_or(Value::Null, typed_number)
+        }
+        // A table is answered as JSON text of its rows until the plain form has a table editor.
+        ResponseType::Table => first("value")
+            .map_or(Value::Null, |v| serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.to_owned()))),
         ResponseType::Boolean | ResponseType::Approval => boolean(first("value")),
         ResponseType::Choice | ResponseType::ErrorRecovery => {
             first("value").map_or(Value::Null, |v| Value::String(v.into()))
@@ -161,12 +139,16 @@ pub fn answer_from_form_fields(question: &Question, fields: &[(String, String)])
                         (!chosen.is_empty()).then_some(Value::Array(chosen))
                     }
                     ResponseType::Boolean => first(&name).map(|v| boolean(Some(v))),
-                    ResponseType::Number => first(&name).map(|v| {
-                        v.parse::<f64>()
-                            .ok()
-                            .and_then(serde_json::Number::from_f64)
-                            .map_or_else(|| Value::String(v.to_owned()), Value::Number)
-                    }),
+                    ResponseType::Number | ResponseType::Integer | ResponseType::Rating => {
+                        first(&name).map(typed_number)
+                    }
+                    ResponseType::Table => {
+                        first(&name).map(|v| serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.to_owned())))
+                    }
+                    // Markdown keeps its spaces and lines as typed.
+                    ResponseType::Markdown => {
+                        values(&name).first().filter(|v| !v.trim().is_empty()).map(|v| Value::String((*v).to_owned()))
+                    }
                     _ => first(&name).map(|v| Value::String(v.to_owned())),
                 };
                 if let Some(entry) = entry {
@@ -175,7 +157,6 @@ pub fn answer_from_form_fields(question: &Question, fields: &[(String, String)])
             }
             Value::Object(object)
         }
-        ResponseType::Number => first("value").map_or(Value::Null, |v| Value::String(v.into())),
     };
     let edited_arguments = match (first("edited_arguments"), &question.action) {
         (Some(text), Some(action)) if question.allow_edit && value == Value::Bool(true) => {
@@ -217,21 +198,20 @@ mod tests {
     fn form_answers_need_required_fields_of_the_right_type() {
         let fields = vec![
             FormField {
-                key: "env".into(),
-                label: "Env".into(),
-                response_type: ResponseType::Choice,
                 options: vec![option("dev"), option("prod")],
                 required: true,
+                ..FormField::new("env", "Env", ResponseType::Choice)
             },
-            FormField {
-                key: "replicas".into(),
-                label: "Replicas".into(),
-                response_type: ResponseType::Number,
-                options: vec![],
-                required: false,
-            },
+            FormField::new("replicas", "Replicas", ResponseType::Number),
         ];
-        let shape = AnswerShape { response_type: ResponseType::Form, options: &[], fields: &fields, allow_edit: false };
+        let shape = AnswerShape {
+            response_type: ResponseType::Form,
+            options: &[],
+            fields: &fields,
+            rules: &FieldRules::default(),
+            response_schema: None,
+            allow_edit: false,
+        };
         let check = |value: Value| {
             let mut errors = FieldErrors::default();
             check_answer(&shape, &AnswerBody { value, comment: None, edited_arguments: None }, "answer", &mut errors);
@@ -251,8 +231,14 @@ mod tests {
     #[test]
     fn multi_choice_answers_must_be_distinct_option_values() {
         let options = [option("a"), option("b")];
-        let shape =
-            AnswerShape { response_type: ResponseType::MultiChoice, options: &options, fields: &[], allow_edit: false };
+        let shape = AnswerShape {
+            response_type: ResponseType::MultiChoice,
+            options: &options,
+            fields: &[],
+            rules: &FieldRules::default(),
+            response_schema: None,
+            allow_edit: false,
+        };
         let errors_for = |value: Value| {
             let mut errors = FieldErrors::default();
             check_answer(&shape, &AnswerBody { value, comment: None, edited_arguments: None }, "a", &mut errors);
@@ -290,27 +276,9 @@ mod tests {
         let form = wire(NewQuestion {
             response_type: Some(ResponseType::Form),
             fields: vec![
-                FormField {
-                    key: "n".into(),
-                    label: "N".into(),
-                    response_type: ResponseType::Number,
-                    options: vec![],
-                    required: true,
-                },
-                FormField {
-                    key: "ok".into(),
-                    label: "Ok".into(),
-                    response_type: ResponseType::Boolean,
-                    options: vec![],
-                    required: false,
-                },
-                FormField {
-                    key: "note".into(),
-                    label: "Note".into(),
-                    response_type: ResponseType::Text,
-                    options: vec![],
-                    required: false,
-                },
+                FormField { required: true, ..FormField::new("n", "N", ResponseType::Number) },
+                FormField::new("ok", "Ok", ResponseType::Boolean),
+                FormField::new("note", "Note", ResponseType::Text),
             ],
             ..new("t")
         });

@@ -181,7 +181,7 @@ pub async fn answer_granting(
     }
     claims::require_claim(caller, &row, now)?;
     let mut errors = FieldErrors::default();
-    check_answer(&AnswerShape::from(&question), &answer, "answer", &mut errors);
+    check_answer(&AnswerShape::from(&question), &answer, "", &mut errors);
     errors.into_result("the answer")?;
     let grant = match grant {
         Some(request) => Some(grant_with(store, caller, &question, &row, &answer, request, now).await?),

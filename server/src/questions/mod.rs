@@ -1,6 +1,7 @@
 //! Questions: what a person must handle. Turning a request into a valid question (`new_question`), asking it
 //! (`asking`), checking an answer against its question (`answer_shape`) and the one transition out of `pending`
-//! (`answering`) live here; HTTP and SQL do not. So does what answering may take: several approvals ([`quorum`]), a
+//! (`answering`) live here, with the rich fields' checks (`fields`) and the JSON Schema a question may be asked with
+//! (`response_schema`); HTTP and SQL do not. So does what answering may take: several approvals ([`quorum`]), a
 //! claim ([`claims`]), and who stands in for someone away ([`delegation`]).
 
 mod answer_shape;
@@ -8,9 +9,11 @@ mod answering;
 mod asking;
 pub mod claims;
 pub mod delegation;
+pub mod fields;
 mod new_question;
 mod pending;
 pub mod quorum;
+pub mod response_schema;
 
 use crate::error::AppError;
 

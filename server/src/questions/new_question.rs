@@ -4,13 +4,18 @@
 
 use std::collections::HashSet;
 
-use app::types::{Assignee, FormField, NewQuestion, QuestionKind, QuestionOption, QuestionStatus, ResponseType, Role};
+use app::types::{Assignee, FormField, NewQuestion, QuestionKind, QuestionStatus, ResponseType, Role};
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::answer_shape::{AnswerShape, check_answer};
+use super::fields::{
+    DESCRIPTION_MAX_CHARS, FieldDef, PLACEHOLDER_MAX_CHARS, at, check_field_options, check_options, check_rules,
+    check_value,
+};
+use super::response_schema::{SCHEMA_PATH, fields_from_schema, validator};
 use crate::error::AppError;
 use crate::store::QuestionRow;
 use crate::validation::{FieldErrors, PROJECT_MAX_CHARS};
@@ -23,9 +28,7 @@ pub const CONTEXT_MAX_BYTES: usize = 16 * 1024;
 
 const OPTIONS_MIN: usize = 2;
 
-const OPTIONS_MAX: usize = 20;
-
-const FIELDS_MAX: usize = 10;
+const FIELDS_MAX: usize = app::types::FORM_FIELDS_MAX;
 
 /// The timeouts a question may have, as the operator configured them (`HOLDPOINT_MIN_TIMEOUT_SECONDS`,
 /// `HOLDPOINT_MAX_TIMEOUT_SECONDS`).
@@ -35,30 +38,13 @@ pub struct TimeoutBounds {
     pub max_seconds: i64,
 }
 
-/// The response type a question gets when the caller names none.
-fn default_response_type(kind: QuestionKind) -> ResponseType {
+/// The response type a question gets when the caller names none: `form` with a `response_schema`, else by kind.
+fn default_response_type(kind: QuestionKind, schema: bool) -> ResponseType {
     match kind {
+        _ if schema => ResponseType::Form,
         QuestionKind::Approval => ResponseType::Approval,
         QuestionKind::ErrorRecovery => ResponseType::ErrorRecovery,
         QuestionKind::Blocking | QuestionKind::NonBlocking => ResponseType::Text,
-    }
-}
-
-fn check_options(options: &[QuestionOption], prefix: &str, min: usize, errors: &mut FieldErrors) {
-    if options.len() < min || options.len() > OPTIONS_MAX {
-        errors.add(prefix, format!("needs {min}..={OPTIONS_MAX} options, got {}", options.len()));
-    }
-    let mut seen = HashSet::new();
-    for (i, option) in options.iter().enumerate() {
-        if option.value.trim().is_empty() {
-            errors.add(format!("{prefix}[{i}].value"), "must not be empty");
-        }
-        if option.label.trim().is_empty() {
-            errors.add(format!("{prefix}[{i}].label"), "must not be empty");
-        }
-        if !seen.insert(option.value.as_str()) {
-            errors.add(format!("{prefix}[{i}].value"), format!("{:?} appears more than once", option.value));
-        }
     }
 }
 
@@ -80,7 +66,27 @@ pub fn build_question(
 
     let mut errors = FieldErrors::default();
     let kind = input.kind.unwrap_or(QuestionKind::Blocking);
-    let response_type = input.response_type.unwrap_or_else(|| default_response_type(kind));
+    let response_type =
+        input.response_type.unwrap_or_else(|| default_response_type(kind, input.response_schema.is_some()));
+    // A schema becomes the form's fields; the question keeps it as given, to validate answers against it too.
+    let mut fields = input.fields;
+    // Fields made from a schema with faults are partial: their faults would only echo the schema's.
+    let mut schema_faulty = false;
+    if let Some(schema) = &input.response_schema {
+        if response_type != ResponseType::Form {
+            errors.add("response_type", format!("a question with a response_schema is a form, not {response_type}"));
+        }
+        if !fields.is_empty() {
+            errors.add("fields", "give fields or a response_schema, not both");
+        }
+        let mut schema_errors = FieldErrors::default();
+        fields = fields_from_schema(schema, SCHEMA_PATH, &mut schema_errors);
+        if schema_errors.is_empty() {
+            validator(schema, SCHEMA_PATH, &mut schema_errors);
+        }
+        schema_faulty = !schema_errors.is_empty();
+        errors.merge(schema_errors);
+    }
     let title = input.title.trim().to_owned();
     let title_chars = title.chars().count();
     if title_chars == 0 || title_chars > TITLE_MAX_CHARS {
@@ -109,9 +115,21 @@ pub fn build_question(
                 }
             }
         }
-        ResponseType::Form => check_form_fields(&input.fields, &mut errors),
-        ResponseType::Number => errors.add("response_type", "number is only for form fields"),
-        ResponseType::Text | ResponseType::Boolean | ResponseType::Approval => {}
+        ResponseType::Form if schema_faulty => {}
+        ResponseType::Form if input.response_schema.is_some() => {
+            let properties = format!("{SCHEMA_PATH}.properties");
+            check_form_fields(&fields, &properties, |_, field| format!("{properties}.{}", field.key), &mut errors)
+        }
+        ResponseType::Form => check_form_fields(&fields, "fields", |i, _| format!("fields[{i}]"), &mut errors),
+        _ => {}
+    }
+    // A single-value question's bounds, named as a form field's but at the top (`max`, `columns[0].key`).
+    if response_type == ResponseType::Form {
+        if !input.rules.is_empty() {
+            errors.add("response_type", "a form's bounds belong to its fields");
+        }
+    } else {
+        check_rules(&FieldDef { response_type, options: &input.options, rules: &input.rules }, "", &mut errors);
     }
     if !matches!(response_type, ResponseType::Choice | ResponseType::MultiChoice | ResponseType::ErrorRecovery)
         && !input.options.is_empty()
@@ -121,7 +139,7 @@ pub fn build_question(
             format!("only choice, multi_choice and error_recovery questions have options, not {response_type}"),
         );
     }
-    if response_type != ResponseType::Form && !input.fields.is_empty() {
+    if response_type != ResponseType::Form && input.response_schema.is_none() && !fields.is_empty() {
         errors.add("fields", "only form questions have fields");
     }
     match (kind, response_type) {
@@ -160,9 +178,18 @@ pub fn build_question(
         None => kind.default_timeout_seconds(),
     };
     if let Some(default) = &input.default_response {
-        let shape =
-            AnswerShape { response_type, options: &input.options, fields: &input.fields, allow_edit: input.allow_edit };
-        check_answer(&shape, default, "default_response", &mut errors);
+        let shape = AnswerShape {
+            response_type,
+            options: &input.options,
+            fields: &fields,
+            rules: &input.rules,
+            response_schema: input.response_schema.as_ref(),
+            allow_edit: input.allow_edit,
+        };
+        // A schema that could not become fields has nothing to check a default against.
+        if errors.is_empty() || input.response_schema.is_none() {
+            check_answer(&shape, default, "default_response", &mut errors);
+        }
     }
     errors.into_result("the question")?;
 
@@ -178,7 +205,7 @@ pub fn build_question(
         title,
         body: input.body,
         options: Json(input.options),
-        fields: Json(input.fields),
+        fields: Json(fields),
         action: input.action.map(Json),
         allow_edit: input.allow_edit,
         context: Json(context),
@@ -204,6 +231,8 @@ pub fn build_question(
         claim_expires_at: None,
         revision: 0,
         claimed_by_id: None,
+        field_rules: (!input.rules.is_empty()).then(|| Json(Box::new(input.rules))),
+        response_schema: input.response_schema.map(Json),
     })
 }
 
@@ -276,31 +305,49 @@ fn check_quorum(
     }
 }
 
-fn check_form_fields(fields: &[FormField], errors: &mut FieldErrors) {
+/// Checks a form's fields: 1..=30 of them with distinct keys and labels, each of a field type with the options and
+/// bounds of its type, a description and a placeholder of sensible length, and a default that fits. `list` names
+/// the list in errors (`fields`, or the schema's properties) and `path_of` a field: `fields[2]`, or the schema
+/// property it was made from.
+fn check_form_fields(
+    fields: &[FormField],
+    list: &str,
+    path_of: impl Fn(usize, &FormField) -> String,
+    errors: &mut FieldErrors,
+) {
     if fields.is_empty() || fields.len() > FIELDS_MAX {
-        errors.add("fields", format!("a form needs 1..={FIELDS_MAX} fields, got {}", fields.len()));
+        errors.add(list, format!("a form needs 1..={FIELDS_MAX} fields, got {}", fields.len()));
     }
     let mut keys = HashSet::new();
     for (i, field) in fields.iter().enumerate() {
+        let path = path_of(i, field);
         if field.key.trim().is_empty() {
-            errors.add(format!("fields[{i}].key"), "must not be empty");
+            errors.add(at(&path, "key"), "must not be empty");
         }
         if !keys.insert(field.key.as_str()) {
-            errors.add(format!("fields[{i}].key"), format!("{:?} appears more than once", field.key));
+            errors.add(at(&path, "key"), format!("{:?} appears more than once", field.key));
         }
         if field.label.trim().is_empty() {
-            errors.add(format!("fields[{i}].label"), "must not be empty");
+            errors.add(at(&path, "label"), "must not be empty");
         }
-        match field.response_type {
-            ResponseType::Choice | ResponseType::MultiChoice => {
-                check_options(&field.options, &format!("fields[{i}].options"), OPTIONS_MIN, errors)
-            }
-            ResponseType::Text | ResponseType::Boolean | ResponseType::Number => {
-                if !field.options.is_empty() {
-                    errors.add(format!("fields[{i}].options"), "only choice fields have options");
-                }
-            }
-            other => errors.add(format!("fields[{i}].response_type"), format!("{other} cannot be a form field")),
+        if !field.response_type.is_field_type() {
+            errors.add(at(&path, "response_type"), format!("{} cannot be a form field", field.response_type));
+            continue;
+        }
+        if field.description.as_ref().is_some_and(|d| d.chars().count() > DESCRIPTION_MAX_CHARS) {
+            errors.add(at(&path, "description"), format!("must have at most {DESCRIPTION_MAX_CHARS} characters"));
+        }
+        if field.placeholder.as_ref().is_some_and(|p| p.chars().count() > PLACEHOLDER_MAX_CHARS) {
+            errors.add(at(&path, "placeholder"), format!("must have at most {PLACEHOLDER_MAX_CHARS} characters"));
+        }
+        let before = errors.fields().len();
+        check_field_options(field.response_type, &field.options, &path, errors);
+        check_rules(&FieldDef::of_field(field), &path, errors);
+        // A default is checked against a definition that holds together; else its faults would only echo those.
+        if let Some(default) = field.default.as_ref().filter(|d| !d.is_null())
+            && errors.fields().len() == before
+        {
+            check_value(&FieldDef::of_field(field), default, &at(&path, "default"), errors);
         }
     }
 }
@@ -308,7 +355,7 @@ fn check_form_fields(fields: &[FormField], errors: &mut FieldErrors) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use app::types::{AnswerBody, ApprovalAction, Urgency};
+    use app::types::{AnswerBody, ApprovalAction, QuestionOption, Urgency};
     use serde_json::json;
 
     const BOUNDS: TimeoutBounds = TimeoutBounds { min_seconds: 300, max_seconds: 86_400 };

@@ -1,8 +1,8 @@
 //! Rows as stored, and the inputs of store methods. Server-side only: the API speaks the wire types of `app::types`.
 
 use app::types::{
-    AnswerBody, Approval, ApprovalAction, Assignee, Eligible, Escalation, FormField, Question, QuestionKind,
-    QuestionOption, QuestionStatus, QuestionSummary, Resolution, ResponseType, Role, Urgency,
+    AnswerBody, Approval, ApprovalAction, Assignee, Eligible, Escalation, FieldRules, FormField, Question,
+    QuestionKind, QuestionOption, QuestionStatus, QuestionSummary, Resolution, ResponseType, Role, Urgency,
 };
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -179,6 +179,12 @@ pub struct QuestionRow {
     /// How many changes it took while pending (see [`super::PendingQuestionChange`]).
     #[serde(default)]
     pub revision: i64,
+    /// A single-value question's bounds (`None` when it has none); boxed, as most questions have none.
+    #[serde(default)]
+    pub field_rules: Option<Json<Box<FieldRules>>>,
+    /// The JSON Schema it was asked with, as given.
+    #[serde(default)]
+    pub response_schema: Option<Json<Value>>,
 }
 
 fn one() -> i32 {
@@ -219,6 +225,8 @@ impl QuestionRow {
             body: self.body.clone(),
             options: self.options.0.clone(),
             fields: self.fields.0.clone(),
+            response_schema: self.response_schema.as_ref().map(|s| s.0.clone()),
+            rules: self.field_rules.as_ref().map(|r| FieldRules::clone(&r.0)).unwrap_or_default(),
             action: self.action.as_ref().map(|a| a.0.clone()),
             allow_edit: self.allow_edit,
             context: self.context.0.clone(),

@@ -16,7 +16,7 @@ pub(super) const QUESTION_COLUMNS: &str = "id, workspace_id, project, run_id, to
      title, body, options, fields, action, allow_edit, context, urgency, timeout_at, default_response, status, \
      response, answered_by, resolution, created_by, created_at, updated_at, resolved_at, assignee, escalation, \
      next_escalation_at, callback_url, required_approvals, eligible, approvals, claimed_by, claim_expires_at, revision, \
-     claimed_by_id";
+     claimed_by_id, field_rules, response_schema";
 
 /// The columns of `audit_log`, in the order of [`AuditRow`].
 pub(super) const AUDIT_COLUMNS: &str = "id, workspace_id, seq, prev_hash, hash, actor, actor_id, actor_kind, action, \
@@ -136,6 +136,8 @@ pub(super) trait Bind<'q>: Sized {
             .bind_arg(q.claim_expires_at)
             .bind_arg(q.revision)
             .bind_arg(q.claimed_by_id)
+            .bind_arg(&q.field_rules)
+            .bind_arg(&q.response_schema)
     }
 
     /// Binds a draft's columns, in the order of [`INSERT_AUDIT_DRAFT`], after what `query` has.
@@ -348,7 +350,7 @@ pub(super) fn shift_placeholders(sql: &str, by: usize) -> String {
     shifted
 }
 
-/// `INSERT INTO questions` with one argument per column of [`QUESTION_COLUMNS`] (`$1`..`$37`), followed by what
+/// `INSERT INTO questions` with one argument per column of [`QUESTION_COLUMNS`] (`$1`..`$39`), followed by what
 /// `(open, close)` needs to make it and the event's insert (`$38`..) one query.
 pub(super) fn insert_question_then_event(open: &str, close: &str, insert_event: &str) -> String {
     let arguments = QUESTION_COLUMNS.split(',').count();
@@ -608,6 +610,8 @@ mod tests {
             claimed_by: None,
             claim_expires_at: None,
             claimed_by_id: None,
+            field_rules: None,
+            response_schema: None,
             revision: 0,
         };
         let asked = NewEvent {
@@ -865,7 +869,7 @@ mod tests {
             "INSERT INTO events (a, b) VALUES ($1, $2) RETURNING id",
         );
         assert!(sql.starts_with("WITH asked AS (INSERT INTO questions (id, "), "{sql}");
-        assert!(sql.ends_with("$36, $37)) INSERT INTO events (a, b) VALUES ($38, $39) RETURNING id"), "{sql}");
+        assert!(sql.ends_with("$38, $39)) INSERT INTO events (a, b) VALUES ($40, $41) RETURNING id"), "{sql}");
     }
 
     /// How PostgreSQL's generic plan for `sql` (of `arguments` placeholders) reads `questions`: each scan's index.

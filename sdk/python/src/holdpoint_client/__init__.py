@@ -42,6 +42,7 @@ from ._types import (
     AskResult,
     Assignee,
     Decision,
+    ColumnType,
     Escalation,
     Event,
     FormField,
@@ -58,7 +59,9 @@ from ._types import (
     Response,
     ResponseType,
     Role,
+    TableColumn,
     Urgency,
+    Widget,
 )
 
 __all__ = [
@@ -72,6 +75,7 @@ __all__ = [
     "Assignee",
     "AsyncHoldpoint",
     "BadRequestError",
+    "ColumnType",
     "ConflictError",
     "Decision",
     "Escalation",
@@ -99,10 +103,12 @@ __all__ = [
     "ResponseType",
     "RetryPolicy",
     "Role",
+    "TableColumn",
     "TooLargeError",
     "TransportError",
     "UnauthorizedError",
     "Urgency",
+    "Widget",
     "__version__",
     "requires_approval",
 ]

@@ -101,8 +101,12 @@ def question_body(
     extra: Mapping[str, JsonValue] | None,
     required_approvals: int | None = None,
     eligible: Mapping[str, JsonValue] | None = None,
+    response_schema: Mapping[str, JsonValue] | None = None,
 ) -> JsonObject:
-    """The JSON of ``POST /questions``; what is left ``None`` is left to the server's defaults (spec §3)."""
+    """The JSON of ``POST /questions``; what is left ``None`` is left to the server's defaults (spec §3).
+
+    ``response_schema`` (a JSON Schema of MCP elicitation's primitives) is asked instead of ``fields`` (spec §17).
+    """
     payload: JsonObject = {"title": title}
     if kind is not None:
         payload["kind"] = kind
@@ -114,6 +118,8 @@ def question_body(
         payload["options"] = [Option.of(o).to_json() for o in options]
     if fields:
         payload["fields"] = [f.to_json() for f in fields]
+    if response_schema is not None:
+        payload["response_schema"] = dict(response_schema)
     if action is not None:
         payload["action"] = action.to_json()
     if allow_edit:

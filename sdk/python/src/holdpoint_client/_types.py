@@ -19,8 +19,27 @@ JsonObject: TypeAlias = dict[str, Any]
 
 QuestionKind: TypeAlias = Literal["blocking", "non_blocking", "approval", "error_recovery"]
 ResponseType: TypeAlias = Literal[
-    "text", "boolean", "choice", "multi_choice", "approval", "error_recovery", "form", "number"
+    "text",
+    "boolean",
+    "choice",
+    "multi_choice",
+    "approval",
+    "error_recovery",
+    "form",
+    "number",
+    "integer",
+    "date",
+    "datetime",
+    "time",
+    "rating",
+    "email",
+    "url",
+    "markdown",
+    "table",
 ]
+ColumnType: TypeAlias = Literal["text", "number", "integer", "boolean", "date", "choice"]
+"""The response types a ``table`` column may have."""
+Widget: TypeAlias = Literal["slider"]
 Urgency: TypeAlias = Literal["low", "normal", "high", "critical"]
 QuestionStatus: TypeAlias = Literal["pending", "answered", "defaulted", "expired", "cancelled"]
 Resolution: TypeAlias = Literal["human", "default_on_timeout", "policy", "cancelled"]
@@ -74,14 +93,66 @@ class Option:
 
 
 @dataclass(frozen=True)
+class TableColumn:
+    """One column of a ``table`` field: each row of the answer has a value of ``response_type`` under ``key``."""
+
+    key: str
+    label: str
+    response_type: ColumnType = "text"
+    options: Sequence[Option | str] = ()
+    """The choices of a ``choice`` column."""
+    required: bool = False
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, JsonValue]) -> TableColumn:
+        return cls(
+            key=str(data["key"]),
+            label=str(data["label"]),
+            response_type=cast(ColumnType, data["response_type"]),
+            options=tuple(Option.from_json(o) for o in data.get("options") or ()),
+            required=bool(data.get("required", False)),
+        )
+
+    def to_json(self) -> JsonObject:
+        body: JsonObject = {"key": self.key, "label": self.label, "response_type": self.response_type}
+        if self.options:
+            body["options"] = [Option.of(o).to_json() for o in self.options]
+        if self.required:
+            body["required"] = True
+        return body
+
+
+_RULES = ("min", "max", "step", "widget", "min_items", "max_items", "min_rows", "max_rows")
+"""The bounds a field (or a single-value question) may carry besides ``columns``, by their wire names."""
+
+
+@dataclass(frozen=True)
 class FormField:
-    """One field of a ``form`` question; the answer maps each field's ``key`` to its value."""
+    """One field of a ``form`` question; the answer maps each field's ``key`` to its value.
+
+    Besides its type, a field may carry a ``description``, a ``placeholder`` and a ``default`` (which must fit it),
+    and the bounds of its type: ``min``/``max``/``step`` (``integer``, ``number``; ``widget="slider"`` with both
+    bounds), ``max`` (a ``rating``'s stars, 3..10), ``min_items``/``max_items`` (``multi_choice``), ``columns`` and
+    ``min_rows``/``max_rows`` (``table``).
+    """
 
     key: str
     label: str
     response_type: ResponseType = "text"
     options: Sequence[Option | str] = ()
     required: bool = False
+    description: str | None = None
+    placeholder: str | None = None
+    default: JsonValue = None
+    min: float | None = None
+    max: float | None = None
+    step: float | None = None
+    widget: Widget | None = None
+    min_items: int | None = None
+    max_items: int | None = None
+    columns: Sequence[TableColumn] = ()
+    min_rows: int | None = None
+    max_rows: int | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, JsonValue]) -> FormField:
@@ -91,6 +162,18 @@ class FormField:
             response_type=cast(ResponseType, data["response_type"]),
             options=tuple(Option.from_json(o) for o in data.get("options") or ()),
             required=bool(data.get("required", False)),
+            description=data.get("description"),
+            placeholder=data.get("placeholder"),
+            default=data.get("default"),
+            min=data.get("min"),
+            max=data.get("max"),
+            step=data.get("step"),
+            widget=data.get("widget"),
+            min_items=data.get("min_items"),
+            max_items=data.get("max_items"),
+            columns=tuple(TableColumn.from_json(c) for c in data.get("columns") or ()),
+            min_rows=data.get("min_rows"),
+            max_rows=data.get("max_rows"),
         )
 
     def to_json(self) -> JsonObject:
@@ -102,6 +185,12 @@ class FormField:
         }
         if self.options:
             body["options"] = [Option.of(o).to_json() for o in self.options]
+        for name in ("description", "placeholder", "default", *_RULES):
+            value = getattr(self, name)
+            if value is not None:
+                body[name] = value
+        if self.columns:
+            body["columns"] = [c.to_json() for c in self.columns]
         return body
 
 
@@ -297,6 +386,11 @@ class Question:
     claim_expires_at: datetime | None
     raw: JsonObject = field(repr=False, compare=False)
     """The question's JSON exactly as received, including fields this version of the client does not know."""
+    response_schema: JsonObject | None = None
+    """The JSON Schema it was asked with instead of fields, as given (its ``fields`` were made from it)."""
+    rules: JsonObject = field(default_factory=dict)
+    """A single-value question's bounds (``min``, ``max``, ``step``, ``widget``, ``min_items``, ``max_items``,
+    ``columns``, ``min_rows``, ``max_rows``), as its JSON has them."""
 
     @property
     def pending(self) -> bool:
@@ -344,6 +438,8 @@ class Question:
             claimed_by=data.get("claimed_by"),
             claim_expires_at=_optional_time(data.get("claim_expires_at")),
             raw=dict(data),
+            response_schema=dict(data["response_schema"]) if isinstance(data.get("response_schema"), dict) else None,
+            rules={name: data[name] for name in (*_RULES, "columns") if data.get(name) is not None},
         )
 
 

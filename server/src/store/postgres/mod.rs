@@ -165,7 +165,7 @@ impl PostgresStore {
 }
 
 /// How many values a question binds (`QUESTION_COLUMNS`).
-pub(in crate::store) const QUESTION_ARGUMENTS: usize = 37;
+pub(in crate::store) const QUESTION_ARGUMENTS: usize = 39;
 /// How many values an event binds (`INSERT_EVENT`).
 pub(in crate::store) const EVENT_ARGUMENTS: usize = 7;
 /// How many values an answer's hot write binds (`RESOLVE_AS_EXPRESSIONS`).
