@@ -347,7 +347,7 @@ pub fn AnswerWidget(
                 }),
             )
         }
-        ResponseType::Number => {
+        ResponseType::Number | ResponseType::File => {
             (EitherOf6::F(view! { <p class="alert">"This question cannot be answered here."</p> }), EitherOf4::D(()))
         }
     };
@@ -469,6 +469,8 @@ mod tests {
             response_type,
             options: vec![],
             required,
+            accept: vec![],
+            max_bytes: None,
         };
         let fields = vec![
             field("users", ResponseType::Number, true),

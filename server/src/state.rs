@@ -46,6 +46,8 @@ pub struct App {
     pub site: crate::site::Site,
     /// Each workspace's approval rules, compiled once per saved version.
     pub rules_cache: crate::rules::RulesCache,
+    /// Where uploaded files' bytes are kept.
+    pub files: crate::files::FileStorage,
 }
 
 impl App {
@@ -63,6 +65,7 @@ impl App {
             bounds: self.config.timeout_bounds(),
             sends_on: &self.sends_on,
             callbacks: self.config.channels.webhook_urls(),
+            max_upload_bytes: self.config.files.max_upload_bytes,
         }
     }
 }
@@ -75,6 +78,15 @@ impl App {
             metrics: &self.metrics,
             hub: &self.hub,
             separation_of_duties: self.config.separation_of_duties,
+        }
+    }
+
+    /// How this server takes uploads.
+    pub fn uploading(&self) -> crate::files::Uploading<'_> {
+        crate::files::Uploading {
+            store: self.store.as_ref(),
+            storage: &self.files,
+            max_bytes: self.config.files.max_upload_bytes,
         }
     }
 }

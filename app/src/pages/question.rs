@@ -157,7 +157,7 @@ fn AnswerForm(question: Question, csrf: String) -> impl IntoView {
             }),
             EitherOf4::A(send("Send answers")),
         ),
-        ResponseType::Number => {
+        ResponseType::Number | ResponseType::File => {
             (EitherOf6::F(view! { <p class="alert">"This question cannot be answered here."</p> }), EitherOf4::D(()))
         }
     };
@@ -202,7 +202,7 @@ fn FormFieldInput(field: FormField) -> impl IntoView {
     let id = format!("field-{}", field.key);
     let label = if field.required { format!("{} *", field.label) } else { field.label.clone() };
     let input = match field.response_type {
-        ResponseType::Number => {
+        ResponseType::Number | ResponseType::File => {
             EitherOf5::A(view! { <input type="number" step="any" id=id.clone() name=name required=field.required/> })
         }
         ResponseType::Boolean => EitherOf5::B(view! {

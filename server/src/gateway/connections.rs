@@ -231,7 +231,15 @@ pub fn form_fields(schema: &Value) -> Option<Vec<FormField>> {
             _ => return None,
         };
         let required = required.contains(&key.as_str());
-        fields.push(FormField { key: key.clone(), label, response_type, options, required });
+        fields.push(FormField {
+            key: key.clone(),
+            label,
+            response_type,
+            options,
+            required,
+            accept: Vec::new(),
+            max_bytes: None,
+        });
     }
     Some(fields)
 }

@@ -86,7 +86,18 @@ fn check_value_of_type(
             _ => errors.add(field, "must be retry, skip, abort or one of the options"),
         },
         ResponseType::Form => errors.add(field, "forms cannot nest"),
+        // Its shape only: what it references is checked against the uploads by `answering` (see `files_of`).
+        ResponseType::File => {
+            if file_id_of(value).is_none() {
+                errors.add(field, "must be an uploaded file: {\"file_id\": ...} as POST /files returned it");
+            }
+        }
     }
+}
+
+/// The id of the upload a `file` value references: `{"file_id": "<uuid>", ...}`.
+pub fn file_id_of(value: &Value) -> Option<uuid::Uuid> {
+    value.as_object()?.get("file_id")?.as_str()?.parse().ok()
 }
 
 /// Checks an answer (or a default response) against the question's shape; problems go to `errors` under `prefix`.
@@ -161,6 +172,8 @@ pub fn answer_from_form_fields(question: &Question, fields: &[(String, String)])
                         (!chosen.is_empty()).then_some(Value::Array(chosen))
                     }
                     ResponseType::Boolean => first(&name).map(|v| boolean(Some(v))),
+                    // The id of a file uploaded beforehand; the answer's check fills in the rest.
+                    ResponseType::File => first(&name).map(|v| serde_json::json!({ "file_id": v })),
                     ResponseType::Number => first(&name).map(|v| {
                         v.parse::<f64>()
                             .ok()
@@ -175,7 +188,7 @@ pub fn answer_from_form_fields(question: &Question, fields: &[(String, String)])
             }
             Value::Object(object)
         }
-        ResponseType::Number => first("value").map_or(Value::Null, |v| Value::String(v.into())),
+        ResponseType::Number | ResponseType::File => first("value").map_or(Value::Null, |v| Value::String(v.into())),
     };
     let edited_arguments = match (first("edited_arguments"), &question.action) {
         (Some(text), Some(action)) if question.allow_edit && value == Value::Bool(true) => {
@@ -222,6 +235,8 @@ mod tests {
                 response_type: ResponseType::Choice,
                 options: vec![option("dev"), option("prod")],
                 required: true,
+                accept: vec![],
+                max_bytes: None,
             },
             FormField {
                 key: "replicas".into(),
@@ -229,6 +244,8 @@ mod tests {
                 response_type: ResponseType::Number,
                 options: vec![],
                 required: false,
+                accept: vec![],
+                max_bytes: None,
             },
         ];
         let shape = AnswerShape { response_type: ResponseType::Form, options: &[], fields: &fields, allow_edit: false };
@@ -296,6 +313,8 @@ mod tests {
                     response_type: ResponseType::Number,
                     options: vec![],
                     required: true,
+                    accept: vec![],
+                    max_bytes: None,
                 },
                 FormField {
                     key: "ok".into(),
@@ -303,6 +322,8 @@ mod tests {
                     response_type: ResponseType::Boolean,
                     options: vec![],
                     required: false,
+                    accept: vec![],
+                    max_bytes: None,
                 },
                 FormField {
                     key: "note".into(),
@@ -310,6 +331,8 @@ mod tests {
                     response_type: ResponseType::Text,
                     options: vec![],
                     required: false,
+                    accept: vec![],
+                    max_bytes: None,
                 },
             ],
             ..new("t")

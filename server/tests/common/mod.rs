@@ -327,6 +327,14 @@ impl ServerProcess {
             .env("HOLDPOINT_ADDR", "127.0.0.1:0")
             .env("DATABASE_URL", database_url)
             .env("HOLDPOINT_MIN_TIMEOUT_SECONDS", "1")
+            // Uploads in a directory of the process's own, not `./data/files` beside the sources.
+            .env(
+                "HOLDPOINT_FILES_URL",
+                format!(
+                    "file://{}",
+                    std::env::temp_dir().join("holdpoint-test-files").join(Uuid::now_v7().to_string()).display()
+                ),
+            )
             .env("RUST_LOG", "warn");
         for (name, value) in env {
             command.env(name, value);
