@@ -1,5 +1,5 @@
 //! Files (spec §17): uploads, the `file` form field that references them, downloads by whoever sees the question,
-//! and the removal of uploads no answer took.
+//! the removal of uploads no answer took, and the storage on an S3-compatible server (moto's, on loopback).
 
 use crate::common;
 
@@ -367,3 +367,70 @@ backend_tests!(
     an_answer_whose_file_cannot_be_taken_writes_nothing,
     uploads_no_answer_took_are_removed_after_a_day_and_answered_ones_stay,
 );
+
+/// Storage on an S3-compatible bucket: the real `holdpoint serve` with `HOLDPOINT_FILES_URL=s3://...` and the
+/// usual `AWS_*` variables, against moto's server on loopback. The file's bytes are in the bucket under the prefix,
+/// and the agent that asked downloads them whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_are_kept_in_an_s3_compatible_bucket() {
+    let s3 = crate::channels::s3::S3Server::start("hp-files").await;
+    let app = TestApp::start(common::Backend::Sqlite).await.unwrap();
+    let agent = app.create_token("default", Role::Agent).await;
+    let responder = app.create_token("default", Role::Responder).await;
+    let server = app
+        .spawn_process_with(&[
+            ("HOLDPOINT_FILES_URL", "s3://hp-files/uploads".to_owned()),
+            ("AWS_ENDPOINT", s3.endpoint()),
+            ("AWS_ALLOW_HTTP", "true".to_owned()),
+            ("AWS_REGION", "us-east-1".to_owned()),
+            ("AWS_ACCESS_KEY_ID", "test".to_owned()),
+            ("AWS_SECRET_ACCESS_KEY", "test".to_owned()),
+        ])
+        .await;
+    let client = reqwest::Client::new();
+    let base = &server.base_url;
+    let question: Value = client
+        .post(format!("{base}/api/v1/questions"))
+        .bearer_auth(&agent)
+        .json(&json!({"title": "The report", "response_type": "form",
+            "fields": [{"key": "doc", "label": "Report", "response_type": "file", "accept": ["application/pdf"]}]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let bytes = bytes_of(3 * MIB + 5);
+    let response = client
+        .post(format!("{base}/api/v1/files?name=report.pdf"))
+        .bearer_auth(&responder)
+        .header(header::CONTENT_TYPE, "application/pdf")
+        .body(bytes.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let file: Value = response.json().await.unwrap();
+    assert_eq!(file["sha256"], sha256_hex(&bytes));
+    let workspace = app.state.store.ensure_workspace("default").await.unwrap();
+    let key = format!("uploads/{}/{}", workspace.id, file["file_id"].as_str().unwrap());
+    assert!(s3.keys().await.contains(&key), "{key} is not in the bucket: {:?}", s3.keys().await);
+
+    let answered = client
+        .post(format!("{base}/api/v1/questions/{}/answer", question["id"].as_str().unwrap()))
+        .bearer_auth(&responder)
+        .json(&json!({"value": {"doc": {"file_id": file["file_id"]}}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), 200, "{}", answered.text().await.unwrap());
+    let downloaded = client
+        .get(format!("{base}/api/v1/files/{}", file["file_id"].as_str().unwrap()))
+        .bearer_auth(&agent)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(downloaded.status(), 200);
+    assert_eq!(downloaded.headers()[header::CONTENT_TYPE], "application/pdf");
+    assert_eq!(sha256_hex(&downloaded.bytes().await.unwrap()), sha256_hex(&bytes));
+}
