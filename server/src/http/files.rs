@@ -24,6 +24,34 @@ pub const UPLOAD_PATH: &str = "/api/v1/files";
 /// What a multipart upload may carry besides its file's bytes: part headers, boundaries, a CSRF field.
 const MULTIPART_OVERHEAD: u64 = 64 * 1024;
 
+/// How much of a refused upload's body is still read, and thrown away, before the 413 is sent: a client that writes
+/// its whole body before it reads the response (Node's `fetch`) sees only a broken pipe if the server stops reading
+/// and closes first. Twice the limit; a body larger still is cut off at once.
+fn drain_limit(max: u64) -> u64 {
+    max.saturating_mul(2).saturating_add(MULTIPART_OVERHEAD)
+}
+
+/// The 413 of a body whose declared `length` is over the limit `max`, sent once the body is read (and dropped) if it
+/// is within [`drain_limit`], at once otherwise.
+async fn refused<E>(body: impl futures::Stream<Item = Result<bytes::Bytes, E>>, length: u64, max: u64) -> AppError {
+    if length <= drain_limit(max) {
+        drain(body, drain_limit(max)).await;
+    }
+    files::too_large(max)
+}
+
+/// Reads and drops what is left of `body`, up to `limit` bytes, so the refusal that follows reaches the client.
+async fn drain<E>(body: impl futures::Stream<Item = Result<bytes::Bytes, E>>, limit: u64) {
+    let mut body = std::pin::pin!(body);
+    let mut read = 0u64;
+    while let Some(Ok(chunk)) = body.next().await {
+        read += chunk.len() as u64;
+        if read > limit {
+            return;
+        }
+    }
+}
+
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(upload_file)).routes(routes!(download_file))
 }
@@ -59,21 +87,27 @@ async fn upload_file(
         .get(header::CONTENT_LENGTH)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.parse::<u64>().ok());
-    let body = request.into_body().into_data_stream();
+    let mut body = request.into_body().into_data_stream();
     let uploading = state.uploading();
     let multipart = content_type.as_deref().filter(|ct| ct.to_ascii_lowercase().starts_with("multipart/form-data"));
     let uploaded = match multipart {
         None => {
-            if declared.is_some_and(|length| length > max) {
-                return Err(files::too_large(max));
+            if let Some(length) = declared.filter(|length| *length > max) {
+                return Err(refused(body, length, max).await);
             }
             let meta = UploadMeta { name: query.name, media_type: content_type };
-            let body = body.map(|chunk| chunk.map_err(unreadable));
-            uploading.upload(&caller, meta, body).await?
+            let mut chunks = body.by_ref().map(|chunk| chunk.map_err(unreadable));
+            match uploading.upload(&caller, meta, &mut chunks).await {
+                Err(AppError::TooLarge(message)) => {
+                    drain(chunks, drain_limit(max)).await;
+                    return Err(AppError::TooLarge(message));
+                }
+                other => other?,
+            }
         }
         Some(content_type) => {
-            if declared.is_some_and(|length| length > max + MULTIPART_OVERHEAD) {
-                return Err(files::too_large(max));
+            if let Some(length) = declared.filter(|length| *length > max + MULTIPART_OVERHEAD) {
+                return Err(refused(body, length, max).await);
             }
             let boundary = multer::parse_boundary(content_type)
                 .map_err(|err| AppError::BadRequest(format!("the multipart body has no boundary: {err}")))?;
@@ -92,7 +126,14 @@ async fn upload_file(
                     media_type: part.content_type().map(ToString::to_string),
                 };
                 let bytes = part.map(|chunk| chunk.map_err(|err| multipart_error(err, max)));
-                break uploading.upload(&caller, meta, bytes).await?;
+                match uploading.upload(&caller, meta, bytes).await {
+                    Err(AppError::TooLarge(message)) => {
+                        // Read on to the form's own bound (a little past the limit), so the 413 reaches most clients.
+                        while let Ok(Some(_)) = form.next_field().await {}
+                        return Err(AppError::TooLarge(message));
+                    }
+                    other => break other?,
+                }
             }
         }
     };
