@@ -57,6 +57,7 @@ from ._types import (
     Response,
     ResponseType,
     Role,
+    UploadedFile,
     Urgency,
 )
 
@@ -101,6 +102,7 @@ __all__ = [
     "TooLargeError",
     "TransportError",
     "UnauthorizedError",
+    "UploadedFile",
     "Urgency",
     "__version__",
     "requires_approval",

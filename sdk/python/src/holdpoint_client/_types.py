@@ -19,7 +19,7 @@ JsonObject: TypeAlias = dict[str, Any]
 
 QuestionKind: TypeAlias = Literal["blocking", "non_blocking", "approval", "error_recovery"]
 ResponseType: TypeAlias = Literal[
-    "text", "boolean", "choice", "multi_choice", "approval", "error_recovery", "form", "number"
+    "text", "boolean", "choice", "multi_choice", "approval", "error_recovery", "form", "number", "file"
 ]
 Urgency: TypeAlias = Literal["low", "normal", "high", "critical"]
 QuestionStatus: TypeAlias = Literal["pending", "answered", "defaulted", "expired", "cancelled"]
@@ -82,15 +82,22 @@ class FormField:
     response_type: ResponseType = "text"
     options: Sequence[Option | str] = ()
     required: bool = False
+    accept: Sequence[str] = ()
+    """``file`` fields: the media types a file may have (``application/pdf``, or ``image/*``); any when empty."""
+    max_bytes: int | None = None
+    """``file`` fields: the largest file, in bytes (at most the server's upload limit, 10 MiB by default)."""
 
     @classmethod
     def from_json(cls, data: Mapping[str, JsonValue]) -> FormField:
+        max_bytes = data.get("max_bytes")
         return cls(
             key=str(data["key"]),
             label=str(data["label"]),
             response_type=cast(ResponseType, data["response_type"]),
             options=tuple(Option.from_json(o) for o in data.get("options") or ()),
             required=bool(data.get("required", False)),
+            accept=tuple(str(a) for a in data.get("accept") or ()),
+            max_bytes=int(max_bytes) if max_bytes is not None else None,
         )
 
     def to_json(self) -> JsonObject:
@@ -102,7 +109,46 @@ class FormField:
         }
         if self.options:
             body["options"] = [Option.of(o).to_json() for o in self.options]
+        if self.accept:
+            body["accept"] = list(self.accept)
+        if self.max_bytes is not None:
+            body["max_bytes"] = self.max_bytes
         return body
+
+
+@dataclass(frozen=True)
+class UploadedFile:
+    """A file uploaded with ``upload_file``: what an answer's ``file`` field references (``file.reference()``), and
+    what such a field's value is once answered (the server's record of it, whatever the answer said)."""
+
+    file_id: str
+    name: str
+    size: int
+    media_type: str
+    sha256: str
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, JsonValue]) -> UploadedFile:
+        return cls(
+            file_id=str(data["file_id"]),
+            name=str(data["name"]),
+            size=int(data["size"]),
+            media_type=str(data["media_type"]),
+            sha256=str(data["sha256"]),
+        )
+
+    def to_json(self) -> JsonObject:
+        return {
+            "file_id": self.file_id,
+            "name": self.name,
+            "size": self.size,
+            "media_type": self.media_type,
+            "sha256": self.sha256,
+        }
+
+    def reference(self) -> JsonObject:
+        """The value of a ``file`` field in an answer: ``{"file_id": ...}``."""
+        return {"file_id": self.file_id}
 
 
 @dataclass(frozen=True)
