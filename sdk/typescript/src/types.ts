@@ -19,7 +19,8 @@ export type ResponseType =
   | 'approval'
   | 'error_recovery'
   | 'form'
-  | 'number';
+  | 'number'
+  | 'file';
 
 export type Urgency = 'low' | 'normal' | 'high' | 'critical';
 
@@ -43,10 +44,28 @@ export interface QuestionOption {
 export interface FormField {
   key: string;
   label: string;
-  response_type: 'text' | 'choice' | 'multi_choice' | 'boolean' | 'number';
+  response_type: 'text' | 'choice' | 'multi_choice' | 'boolean' | 'number' | 'file';
   /** For `choice` and `multi_choice` fields; a plain string is its own value and label. */
   options?: Array<QuestionOption | string>;
   required?: boolean;
+  /** `file` fields: the media types a file may have (`application/pdf`, or `image/*`); any when absent. */
+  accept?: string[];
+  /** `file` fields: the largest file, in bytes (at most the server's upload limit, 10 MiB by default). */
+  max_bytes?: number;
+}
+
+/**
+ * A file uploaded with `uploadFile`: what an answer's `file` field references (`{ file_id }`), and that field's
+ * value once answered (the server's record of it, whatever the answer said).
+ */
+export interface UploadedFile {
+  file_id: string;
+  name: string;
+  /** Its length in bytes. */
+  size: number;
+  media_type: string;
+  /** The SHA-256 of its bytes, lowercase hex. */
+  sha256: string;
 }
 
 /** What an `approval` question asks permission for: one tool call. */
@@ -232,7 +251,7 @@ export interface QuestionFilter {
 }
 
 /** What a value of a form answer may be. */
-export type FormValue = { [key: string]: string | string[] | boolean | number };
+export type FormValue = { [key: string]: string | string[] | boolean | number | UploadedFile };
 
 /** The shape of an answer's `value` for each response type (spec §3). */
 export interface ValueByResponseType {
@@ -245,6 +264,8 @@ export interface ValueByResponseType {
   error_recovery: string;
   form: FormValue;
   number: number;
+  /** Only inside a form: the stored file's record. */
+  file: UploadedFile;
 }
 
 /** The type of a property of `Q` as given: `undefined` when it is left out. */

@@ -2,7 +2,7 @@
 // fails on any line below that stops holding) and never run. Each `@ts-expect-error` is a mistake the types must
 // refuse.
 
-import type { AnswerValue, ApprovalResult, AskResult, HoldpointError, Outcome } from 'holdpoint-client';
+import type { AnswerValue, ApprovalResult, AskResult, HoldpointError, Outcome, UploadedFile } from 'holdpoint-client';
 import { Holdpoint } from 'holdpoint-client';
 import { holdpointToolApproval, type ToolApprovalMessage } from 'holdpoint-client/ai';
 import type { ModelMessage, ToolApprovalConfiguration, ToolSet } from 'ai';
@@ -19,7 +19,9 @@ expectType<Equal<AnswerValue<{ title: string; response_type: 'boolean' }>, boole
 expectType<Equal<AnswerValue<{ title: string; response_type: 'multi_choice' }>, string[]>>();
 expectType<Equal<AnswerValue<{ title: string; kind: 'approval' }>, boolean>>();
 expectType<Equal<AnswerValue<{ title: string; kind: 'error_recovery' }>, string>>();
-expectType<Equal<AnswerValue<{ title: string; response_type: 'form' }>, { [key: string]: string | string[] | boolean | number }>>();
+expectType<
+  Equal<AnswerValue<{ title: string; response_type: 'form' }>, { [key: string]: string | string[] | boolean | number | UploadedFile }>
+>();
 expectType<Equal<AskResult<number>['value'], number | undefined>>();
 expectType<Equal<Outcome, 'pending' | 'answered' | 'defaulted' | 'expired' | 'cancelled'>>();
 
