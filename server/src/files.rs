@@ -97,18 +97,31 @@ impl FileStorage {
         }
     }
 
+    /// Checks `config`'s URL without touching the directory or the bucket (what `holdpoint config check` runs).
+    pub fn check(config: &FilesConfig) -> Result<(), FilesSetupError> {
+        match config.files_url.as_deref().map(str::trim).filter(|url| !url.is_empty()) {
+            Some(url) => Self::target(url).map(|_| ()),
+            None => Ok(()),
+        }
+    }
+
     /// The storage at `url`: `file://` (a local directory) or `s3://` (a bucket, with an optional prefix).
     pub fn open_url(url: &str) -> Result<Self, FilesSetupError> {
+        match Self::target(url)? {
+            Target::Directory(directory) => Self::open_directory(&directory),
+            Target::Bucket(bucket) => Ok(bucket),
+        }
+    }
+
+    /// What `url` names (an `s3://` bucket's client is made without network access).
+    fn target(url: &str) -> Result<Target, FilesSetupError> {
         let parsed = url::Url::parse(url)
             .map_err(|err| FilesSetupError::NotAUrl { url: url.to_owned(), reason: err.to_string() })?;
         match parsed.scheme() {
-            "file" => {
-                let directory = parsed.to_file_path().map_err(|()| FilesSetupError::NotAUrl {
-                    url: url.to_owned(),
-                    reason: "a file URL names an absolute path (file:///var/lib/holdpoint/files)".into(),
-                })?;
-                Self::open_directory(&directory)
-            }
+            "file" => parsed.to_file_path().map(Target::Directory).map_err(|()| FilesSetupError::NotAUrl {
+                url: url.to_owned(),
+                reason: "a file URL names an absolute path (file:///var/lib/holdpoint/files)".into(),
+            }),
             "s3" | "s3a" => {
                 let store_error = |source| FilesSetupError::Store { url: url.to_owned(), source };
                 let bucket =
@@ -120,7 +133,7 @@ impl FileStorage {
                     let prefix = ObjectPath::parse(prefix).map_err(|err| store_error(err.into()))?;
                     Arc::new(object_store::prefix::PrefixStore::new(bucket, prefix))
                 };
-                Ok(FileStorage { objects, location: url.to_owned() })
+                Ok(Target::Bucket(FileStorage { objects, location: url.to_owned() }))
             }
             _ => Err(FilesSetupError::UnsupportedScheme(url.to_owned())),
         }
@@ -168,6 +181,13 @@ impl FileStorage {
             other => other,
         }
     }
+}
+
+/// What a files URL names.
+enum Target {
+    /// A local directory, to be created if missing.
+    Directory(std::path::PathBuf),
+    Bucket(FileStorage),
 }
 
 /// What an upload says of itself besides its bytes.
@@ -423,5 +443,11 @@ mod tests {
     fn files_urls_of_other_schemes_or_relative_paths_are_refused() {
         assert!(matches!(FileStorage::open_url("ftp://host/x"), Err(FilesSetupError::UnsupportedScheme(_))));
         assert!(matches!(FileStorage::open_url("files"), Err(FilesSetupError::NotAUrl { .. })));
+        let config = |url: &str| FilesConfig { files_url: Some(url.to_owned()), ..FilesConfig::defaults() };
+        assert!(FileStorage::check(&config("ftp://host/x")).is_err());
+        assert!(FileStorage::check(&config("s3://bucket/prefix")).is_ok());
+        let missing = std::env::temp_dir().join(format!("holdpoint-never-made-{}", Uuid::now_v7()));
+        assert!(FileStorage::check(&config(&format!("file://{}", missing.display()))).is_ok());
+        assert!(!missing.exists(), "a check makes no directory");
     }
 }

@@ -152,6 +152,7 @@ pub fn check_settings(config: &ServeConfig) -> Result<(), ServerError> {
     }
     config.channels.email_sender().map_err(|e| ServerError::Channels(e.to_string()))?;
     config.channels.slack().map_err(|e| ServerError::Channels(e.to_string()))?;
+    crate::files::FileStorage::check(&config.files)?;
     Ok(())
 }
 
