@@ -1,4 +1,4 @@
-//! Uploaded files as stored: their rows (the bytes live in the object store, see `crate::files`), the SQL both
+//! Uploaded files as stored: their rows (the bytes live in an object store, apart), the SQL both
 //! backends use, and the [`FileStore`] trait with its one implementation for both. A file is taken by the question
 //! whose answer references it inside the answer's own write ([`attach_files_in`]), so an answer is never stored
 //! referencing a file the worker may still remove.
