@@ -370,7 +370,7 @@ pub fn AnswerWidget(
                 }),
             )
         }
-        ResponseType::Table => {
+        ResponseType::Table | ResponseType::File => {
             (EitherOf6::F(view! { <p class="alert">"This question cannot be answered here."</p> }), EitherOf4::D(()))
         }
     };

@@ -194,6 +194,9 @@ pub struct ServeConfig {
 
     #[command(flatten)]
     pub sso: SsoConfig,
+
+    #[command(flatten)]
+    pub files: crate::files::FilesConfig,
 }
 
 /// The channels questions reach people on besides Holdpoint's own pages. Each is off until its settings
@@ -515,6 +518,14 @@ impl ServeConfig {
             connections: ConnectionConfig::defaults(),
             channels: ChannelsConfig::defaults(),
             sso: SsoConfig::defaults(),
+            // A directory of the test's own: `./data` is shared by every test of the run.
+            files: crate::files::FilesConfig {
+                files_url: Some(format!(
+                    "file://{}",
+                    std::env::temp_dir().join("holdpoint-test-files").join(uuid::Uuid::now_v7().to_string()).display()
+                )),
+                ..crate::files::FilesConfig::defaults()
+            },
         }
     }
 }

@@ -23,6 +23,7 @@ pub use holdpoint_channels::egress;
 pub mod error;
 pub mod escalation;
 pub mod events;
+pub mod files;
 pub mod gateway;
 pub mod grants;
 pub mod headless;

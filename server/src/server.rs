@@ -40,6 +40,8 @@ pub enum ServerError {
     Sso(#[from] crate::sso::SsoSetupError),
     #[error("the MCP gateway's configured upstreams: {0}")]
     Upstreams(String),
+    #[error("file storage: {0}")]
+    Files(#[from] crate::files::FilesSetupError),
 }
 
 /// The shortest bootstrap token taken: it is an admin credential that anyone who can reach the server may guess
@@ -83,6 +85,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
     let sends_on = config.sends_on();
     let sso =
         crate::sso::Sso::configure(&config.sso, config.public_url.as_deref(), store.as_ref()).await?.map(Arc::new);
+    let files = crate::files::FileStorage::open(&config.files, &config.database.data_dir)?;
     let hub = EventHub::start(Arc::clone(&store), config.sse_buffer).await?;
     let metrics = Arc::new(crate::metrics::Metrics::new());
     let runtime = crate::runtime::Runtime::new(
@@ -98,6 +101,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
     if config.run_workers {
         crate::deadlines::spawn(Arc::clone(&store), Arc::clone(&metrics), hub.clone(), sends_on.clone());
         crate::runtime::spawn_workers(Arc::clone(&runtime), Arc::clone(&store), hub.clone());
+        crate::files::spawn_sweeper(Arc::clone(&store), files.clone());
         let sender = crate::channels::webhooks::WebhookSender::new(config.channels.webhook_urls())
             .map_err(ServerError::Channels)?;
         let worker = crate::webhook_sender::WebhookWorker::new(
@@ -140,6 +144,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
         site,
         rules_cache: Default::default(),
         configured_upstreams: Arc::new(configured_upstreams),
+        files,
     })))
 }
 
@@ -153,6 +158,7 @@ pub fn check_settings(config: &ServeConfig) -> Result<(), ServerError> {
     }
     config.channels.email_sender().map_err(|e| ServerError::Channels(e.to_string()))?;
     config.channels.slack().map_err(|e| ServerError::Channels(e.to_string()))?;
+    crate::files::FileStorage::check(&config.files)?;
     Ok(())
 }
 

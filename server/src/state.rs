@@ -48,6 +48,8 @@ pub struct App {
     pub rules_cache: crate::rules::RulesCache,
     /// The MCP gateway's upstreams started as local processes, from the configuration file.
     pub configured_upstreams: Arc<crate::gateway::stdio::Configured>,
+    /// Where uploaded files' bytes are kept.
+    pub files: crate::files::FileStorage,
 }
 
 impl App {
@@ -65,6 +67,7 @@ impl App {
             bounds: self.config.timeout_bounds(),
             sends_on: &self.sends_on,
             callbacks: self.config.channels.webhook_urls(),
+            max_upload_bytes: self.config.files.max_upload_bytes,
         }
     }
 }
@@ -77,6 +80,15 @@ impl App {
             metrics: &self.metrics,
             hub: &self.hub,
             separation_of_duties: self.config.separation_of_duties,
+        }
+    }
+
+    /// How this server takes uploads.
+    pub fn uploading(&self) -> crate::files::Uploading<'_> {
+        crate::files::Uploading {
+            store: self.store.as_ref(),
+            storage: &self.files,
+            max_bytes: self.config.files.max_upload_bytes,
         }
     }
 }

@@ -43,6 +43,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             // Executing runs is a use case: the executor decides each step's transition through its ledger.
             "runtime",
             "worker_api",
+            // Uploads for answers' file fields, their downloads and the removal of those no answer took.
+            "files",
         ],
     ),
     (

@@ -39,6 +39,8 @@ enum Variant {
     Run,
     /// A queued run that a client executes (`executor: client`).
     ClientRun,
+    /// A file the admin uploaded and answered its own form question with.
+    AnsweredFile,
 }
 
 const fn row(method: &'static str, path: &'static str, variant: Variant, expect: [u16; 7]) -> Row {
@@ -142,6 +144,11 @@ const MATRIX: &[Row] = &[
     row("post", "/api/v1/rules/check", Plain, [401, 200, 200, 200, 200, 200, 200]),
     row("post", "/api/v1/rules/test", Plain, [401, 200, 200, 200, 200, 200, 200]),
     row("post", "/api/v1/decide", Plain, [401, 403, 200, 200, 200, 200, 200]),
+    // Whoever may answer uploads; a file is downloaded by its uploader until an answer references it (the admin's,
+    // here), then by whoever sees that question (the admin asked this one: agent tokens see only their own).
+    row("post", "/api/v1/files", Plain, [401, 403, 201, 201, 201, 403, 201]),
+    row("get", "/api/v1/files/{id}", Plain, [401, 404, 404, 404, 200, 404, 404]),
+    row("get", "/api/v1/files/{id}", AnsweredFile, [401, 200, 200, 200, 200, 404, 404]),
     row("get", "/api/v1/runs", Plain, [401, 200, 200, 200, 200, 200, 200]),
     // The other workspace's admin names an agent it cannot see: refused like any unknown agent.
     row("post", "/api/v1/runs", Plain, [401, 403, 201, 201, 201, 201, 422]),
@@ -162,6 +169,7 @@ const MATRIX: &[Row] = &[
 
 /// The objects one request acts on, all in the `default` workspace, made by its admin.
 struct Fixture {
+    file_id: String,
     upstream_name: String,
     text_question: String,
     approval_question: String,
@@ -292,7 +300,15 @@ async fn fixture(app: &TestApp, requester: &str, n: usize, row: &Row) -> Fixture
     } else {
         String::new()
     };
+    // For the files' rows only: an upload of the admin's, referenced by the admin's answer to its own form question
+    // for the `AnsweredFile` variant.
+    let file_id = if row.path.starts_with("/api/v1/files/{id}") {
+        upload_as_admin(app, n, matches!(variant, AnsweredFile)).await
+    } else {
+        String::new()
+    };
     Fixture {
+        file_id,
         upstream_name,
         grant_id,
         webhook_id,
@@ -305,6 +321,30 @@ async fn fixture(app: &TestApp, requester: &str, n: usize, row: &Row) -> Fixture
         run,
         client_run,
     }
+}
+
+/// A file the admin uploads; `answered`: referenced by the admin's answer to a form question it asked.
+async fn upload_as_admin(app: &TestApp, n: usize, answered: bool) -> String {
+    let request = Request::post(format!("/api/v1/files?name=fixture-{n}.txt"))
+        .header(header::AUTHORIZATION, format!("Bearer {}", app.token))
+        .header(header::CONTENT_TYPE, "text/plain")
+        .body(Body::from(format!("file {n}")))
+        .unwrap();
+    let uploaded = app.send(request).await;
+    assert_eq!(uploaded.status, StatusCode::CREATED, "{}", uploaded.text);
+    let file_id = uploaded.json["file_id"].as_str().unwrap().to_owned();
+    if answered {
+        let question = created(
+            app,
+            "/api/v1/questions",
+            json!({"title": format!("Files {n}"), "response_type": "form",
+                "fields": [{"key": "doc", "label": "Doc", "response_type": "file", "required": true}]}),
+        )
+        .await;
+        let path = format!("/api/v1/questions/{}/answer", question["id"].as_str().unwrap());
+        created(app, &path, json!({"value": {"doc": {"file_id": file_id}}})).await;
+    }
+    file_id
 }
 
 /// A run of the scripted agent, once it waits for approval of its tool call.
@@ -408,6 +448,7 @@ fn request_for(row: &Row, fixture: &Fixture, n: usize) -> (String, Option<Value>
         (Plain, p) if p.starts_with("/api/v1/tokens") => fixture.token_id.clone(),
         (Plain, p) if p.starts_with("/api/v1/webhooks") => fixture.webhook_id.clone(),
         (Plain, p) if p.starts_with("/api/v1/grants") => fixture.grant_id.clone(),
+        (Plain | AnsweredFile, p) if p.starts_with("/api/v1/files") => fixture.file_id.clone(),
         (Plain, p)
             if p.starts_with("/api/v1/notifications")
                 || p.starts_with("/api/v1/me/push-subscriptions")
@@ -427,6 +468,9 @@ fn request_for(row: &Row, fixture: &Fixture, n: usize) -> (String, Option<Value>
         .replace("{cid}", &run.map(|r| r.call_id.clone()).unwrap_or_default());
     if uri.ends_with("/wait") {
         uri.push_str("?timeout_seconds=1");
+    }
+    if uri == "/api/v1/files" {
+        uri.push_str("?name=matrix.json");
     }
     let body = match (row.method, row.path, row.variant) {
         ("post", "/api/v1/me/password", _) => Some(json!({"new_password": "a new long password"})),
@@ -460,6 +504,8 @@ fn request_for(row: &Row, fixture: &Fixture, n: usize) -> (String, Option<Value>
         }
         ("post", "/api/v1/questions", Run) => Some(json!({"title": "New question", "run_id": run.unwrap().id})),
         ("post", "/api/v1/questions", _) => Some(json!({"title": "New question"})),
+        // An upload of JSON bytes (the body's Content-Type is the file's).
+        ("post", "/api/v1/files", _) => Some(json!({"uploaded": n})),
         ("post", "/api/v1/questions/answer-batch", _) => {
             Some(json!({"items": [{"id": fixture.text_question, "value": "an answer"}]}))
         }

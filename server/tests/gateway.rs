@@ -738,7 +738,7 @@ async fn input_required_answers_are_asked_as_forms_and_the_call_retried_with_the
         })
         .collect();
     assert!(fields.contains(&("depart".into(), "text".into(), true)), "{fields:?}");
-    assert!(fields.contains(&("nights".into(), "number".into(), false)), "{fields:?}");
+    assert!(fields.contains(&("nights".into(), "integer".into(), false)), "{fields:?}");
     gateway.answer(&dates, json!({ "value": { "depart": "2026-12-01", "nights": 3 } })).await;
 
     // The call is sent again with the answer; the upstream's second round asks the next question.

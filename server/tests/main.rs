@@ -14,6 +14,7 @@ mod durability;
 mod edges;
 mod egress;
 mod escalation;
+mod files;
 mod foundation;
 mod gateway;
 mod grants;

@@ -205,6 +205,8 @@ wire_enum! {
         Markdown = "markdown",
         /// An array of row objects, one value per column.
         Table = "table",
+        /// Only inside a form field: an uploaded file (`POST /files`), its value an [`UploadedFile`].
+        File = "file",
     }
 }
 
@@ -305,6 +307,14 @@ pub struct FormField {
     /// `max_rows`.
     #[serde(flatten)]
     pub rules: FieldRules,
+    /// `file` fields: the media types a file may have (`application/pdf`, or `image/*` for every image); any
+    /// when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accept: Vec<String>,
+    /// `file` fields: the largest file, in bytes (at most the server's `HOLDPOINT_MAX_UPLOAD_BYTES`, its limit
+    /// when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<u64>,
 }
 
 impl FormField {
@@ -320,8 +330,40 @@ impl FormField {
             placeholder: None,
             default: None,
             rules: FieldRules::default(),
+            accept: Vec::new(),
+            max_bytes: None,
         }
     }
+}
+
+/// A file uploaded with `POST /files`: the upload's response, and the value of a `file` field in an answer (whose
+/// metadata the server replaces with what it stored).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct UploadedFile {
+    /// What an answer references it by; `GET /files/{file_id}` downloads it.
+    pub file_id: Uuid,
+    /// Its name, as the uploader gave it.
+    pub name: String,
+    /// Its length in bytes.
+    pub size: u64,
+    /// Its media type, as the uploader sent it.
+    pub media_type: String,
+    /// The SHA-256 of its bytes, in lowercase hex.
+    pub sha256: String,
+}
+
+/// Whether `media_type` (`image/png; charset=...` included) is one of `accept`'s media types or patterns
+/// (`image/*`, `*/*`); compared without case and without parameters. An empty `accept` takes any.
+pub fn media_type_accepted(accept: &[String], media_type: &str) -> bool {
+    let essence = |text: &str| text.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    let media_type = essence(media_type);
+    accept.is_empty()
+        || accept.iter().map(|pattern| essence(pattern)).any(|pattern| match pattern.strip_suffix("/*") {
+            Some("*") => true,
+            Some(kind) => media_type.split_once('/').is_some_and(|(of, _)| of == kind),
+            None => pattern == media_type,
+        })
 }
 
 /// The action an `approval` question asks permission for.
@@ -1044,5 +1086,30 @@ mod tests {
         let q: NewQuestion = serde_json::from_str(r#"{"title":"Deploy?"}"#).unwrap();
         assert_eq!(q.title, "Deploy?");
         assert_eq!(q.kind, None);
+    }
+
+    #[test]
+    fn a_file_fields_accept_list_takes_exact_types_and_wildcards_without_case_or_parameters() {
+        let accept = |list: &[&str]| list.iter().map(|item| (*item).to_owned()).collect::<Vec<_>>();
+        assert!(media_type_accepted(&[], "application/x-anything"));
+        assert!(media_type_accepted(&accept(&["image/*"]), "image/png"));
+        assert!(media_type_accepted(&accept(&["image/*"]), "IMAGE/JPEG"));
+        assert!(!media_type_accepted(&accept(&["image/*"]), "text/plain"));
+        assert!(!media_type_accepted(&accept(&["image/*"]), "imagefoo"));
+        assert!(media_type_accepted(&accept(&["application/pdf"]), "application/pdf; name=a.pdf"));
+        assert!(!media_type_accepted(&accept(&["application/pdf"]), "application/pdfx"));
+        assert!(media_type_accepted(&accept(&["text/plain", "*/*"]), "video/mp4"));
+    }
+
+    #[test]
+    fn a_form_field_without_file_attributes_reads_and_writes_as_before() {
+        let field: FormField =
+            serde_json::from_str(r#"{"key":"doc","label":"Doc","response_type":"file","accept":["image/*"]}"#).unwrap();
+        assert_eq!(field.response_type, ResponseType::File);
+        assert_eq!(field.accept, ["image/*"]);
+        assert_eq!(field.max_bytes, None);
+        let plain: FormField = serde_json::from_str(r#"{"key":"n","label":"N","response_type":"number"}"#).unwrap();
+        let written = serde_json::to_value(&plain).unwrap();
+        assert!(written.get("accept").is_none() && written.get("max_bytes").is_none(), "{written}");
     }
 }

@@ -188,8 +188,8 @@ fn AnswerForm(question: Question, csrf: String) -> impl IntoView {
                 EitherOf4::A(send("Send answer")),
             )
         }
-        // The plain form has no table editor yet.
-        ResponseType::Table => (
+        // The plain form has no table editor yet, and a file is uploaded first, which takes the page's script.
+        ResponseType::Table | ResponseType::File => (
             EitherOf6::F(view! { <p class="alert">"This question cannot be answered here."</p> }.into_any()),
             EitherOf4::D(()),
         ),

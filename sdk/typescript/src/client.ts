@@ -35,6 +35,7 @@ import type {
   Question,
   QuestionFilter,
   QuestionOption,
+  UploadedFile,
 } from './types.js';
 
 export const VERSION = '0.1.0';
@@ -258,6 +259,33 @@ export class Holdpoint {
   }
 
   /**
+   * Uploads a file to answer a form's `file` field with (`responder` and up; at most the server's limit, 10 MiB by
+   * default, else `too_large`). Answer with `{ [key]: { file_id: uploaded.file_id } }`; an upload no answer
+   * references is removed after a day. From a path in Node: `uploadFile(await readFile(path), { name })`.
+   */
+  async uploadFile(
+    data: Uint8Array | ArrayBuffer | Blob,
+    file: { name: string; mediaType?: string },
+    options: CallOptions = {},
+  ): Promise<UploadedFile> {
+    const bytes = data instanceof ArrayBuffer ? new Uint8Array(data) : data;
+    const mediaType = file.mediaType ?? (data instanceof Blob && data.type !== '' ? data.type : 'application/octet-stream');
+    return (await this.#call('POST', '/files', {
+      query: { name: file.name },
+      rawBody: { data: bytes, mediaType },
+      signal: options.signal,
+    })) as UploadedFile;
+  }
+
+  /**
+   * The bytes of an uploaded file: for whoever sees the question whose answer references it (the agent that asked
+   * included), or its uploader before an answer does.
+   */
+  async downloadFile(fileId: string, options: CallOptions = {}): Promise<Uint8Array> {
+    return (await this.#call('GET', `/files/${encodeURIComponent(fileId)}`, { bytes: true, signal: options.signal })) as Uint8Array;
+  }
+
+  /**
    * Claims a pending question for this token's person: while the claim lasts (`ttl_seconds`, at most the server's
    * longest, 30 minutes by default) only they or an admin may answer; anyone else gets `conflict` naming them.
    */
@@ -406,19 +434,24 @@ export class Holdpoint {
     options: {
       query?: Record<string, string>;
       body?: unknown;
+      rawBody?: { data: Uint8Array | Blob; mediaType: string };
+      bytes?: boolean;
       idempotencyKey?: string;
       signal?: AbortSignal | undefined;
       timeoutMs?: number;
     },
   ): Promise<unknown> {
-    const headers: Record<string, string> = { ...this.#headers(), accept: 'application/json' };
+    const headers: Record<string, string> = { ...this.#headers(), accept: options.bytes ? '*/*' : 'application/json' };
     if (options.body !== undefined) headers['content-type'] = 'application/json';
+    if (options.rawBody !== undefined) headers['content-type'] = options.rawBody.mediaType;
     if (options.idempotencyKey !== undefined) headers['idempotency-key'] = options.idempotencyKey;
     return requestJson(this.#fetch, this.#retry, {
       method,
       url: this.#url(path, options.query),
       headers,
       body: options.body,
+      ...(options.rawBody !== undefined ? { rawBody: options.rawBody.data } : {}),
+      ...(options.bytes === true ? { bytes: true } : {}),
       signal: options.signal,
       timeoutMs: options.timeoutMs ?? this.#timeoutMs,
       idempotent: method === 'GET' || options.idempotencyKey !== undefined,

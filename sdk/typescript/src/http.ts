@@ -127,6 +127,10 @@ export interface JsonRequest {
   url: string;
   headers: Record<string, string>;
   body?: unknown;
+  /** Sent as it is instead of `body`'s JSON (an upload). */
+  rawBody?: Uint8Array | Blob;
+  /** Resolve to the response's bytes instead of its JSON (a download). */
+  bytes?: boolean;
   signal?: AbortSignal | undefined;
   timeoutMs: number;
   /** Whether sending it twice does nothing twice: reads, and creations with an `Idempotency-Key`. */
@@ -141,8 +145,10 @@ export async function requestJson(fetchImpl: typeof fetch, policy: RetryPolicy, 
     let failure: HoldpointError;
     try {
       const init: RequestInit = { method: request.method, headers: request.headers, signal: linked.signal };
-      if (request.body !== undefined) init.body = JSON.stringify(request.body);
+      if (request.rawBody !== undefined) init.body = request.rawBody as BodyInit;
+      else if (request.body !== undefined) init.body = JSON.stringify(request.body);
       const response = await fetchImpl(request.url, init);
+      if (response.ok && request.bytes === true) return new Uint8Array(await response.arrayBuffer());
       const text = await response.text();
       if (response.ok) return parseJson(text, what);
       failure = errorFromResponse(response.status, response.headers, text);

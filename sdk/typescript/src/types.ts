@@ -28,7 +28,8 @@ export type ResponseType =
   | 'email'
   | 'url'
   | 'markdown'
-  | 'table';
+  | 'table'
+  | 'file';
 
 /** The response types a form field may have. */
 export type FieldResponseType = Exclude<ResponseType, 'approval' | 'error_recovery' | 'form'>;
@@ -101,6 +102,24 @@ export interface FormField extends FieldRules {
   placeholder?: string;
   /** What the input starts with; must fit the field. */
   default?: JsonValue;
+  /** `file` fields: the media types a file may have (`application/pdf`, or `image/*`); any when absent. */
+  accept?: string[];
+  /** `file` fields: the largest file, in bytes (at most the server's upload limit, 10 MiB by default). */
+  max_bytes?: number;
+}
+
+/**
+ * A file uploaded with `uploadFile`: what an answer's `file` field references (`{ file_id }`), and that field's
+ * value once answered (the server's record of it, whatever the answer said).
+ */
+export interface UploadedFile {
+  file_id: string;
+  name: string;
+  /** Its length in bytes. */
+  size: number;
+  media_type: string;
+  /** The SHA-256 of its bytes, lowercase hex. */
+  sha256: string;
 }
 
 /** What an `approval` question asks permission for: one tool call. */
@@ -296,7 +315,7 @@ export interface QuestionFilter {
 export type TableRow = { [column: string]: string | boolean | number | null };
 
 /** What a value of a form answer may be. */
-export type FormValue = { [key: string]: string | string[] | boolean | number | TableRow[] };
+export type FormValue = { [key: string]: string | string[] | boolean | number | TableRow[] | UploadedFile };
 
 /** The shape of an answer's `value` for each response type (spec §3). */
 export interface ValueByResponseType {
@@ -322,6 +341,8 @@ export interface ValueByResponseType {
   url: string;
   markdown: string;
   table: TableRow[];
+  /** Only inside a form: the stored file's record. */
+  file: UploadedFile;
 }
 
 /** The type of a property of `Q` as given: `undefined` when it is left out. */

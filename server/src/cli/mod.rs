@@ -607,6 +607,7 @@ mod tests {
             "model_endpoints" | "openai_base_url" => "https://models.example/v1",
             "openai_api_key" => "sk-0123",
             "trusted_proxies" => "10.0.0.1",
+            "files_url" => "s3://holdpoint-files/uploads",
             other => panic!("`{other}` needs a sample value in this test (one that parses and is not its default)"),
         };
         sample.to_owned()

@@ -41,8 +41,13 @@ use crate::error::AppError;
 pub const AUTH_BODY_LIMIT: usize = 16 * 1024;
 
 /// The `POST` endpoints that create something, limited per token and per client address.
-const CREATION_PATHS: [&str; 4] =
-    ["/api/v1/questions", "/api/v1/questions/answer-batch", "/api/v1/runs", "/api/v1/agents"];
+const CREATION_PATHS: [&str; 5] = [
+    "/api/v1/questions",
+    "/api/v1/questions/answer-batch",
+    "/api/v1/runs",
+    "/api/v1/agents",
+    super::files::UPLOAD_PATH,
+];
 
 /// How often idle keys are dropped from the limiters.
 const SWEEP_EVERY: Duration = Duration::from_secs(60);
@@ -377,12 +382,16 @@ impl<S: Send + Sync> FromRequestParts<S> for RequestLimits {
     }
 }
 
-/// Bounds every request body: `/auth/*` to [`AUTH_BODY_LIMIT`], everything else to [`super::API_BODY_LIMIT`], so no
+/// Bounds every request body but an upload's: `/auth/*` to [`AUTH_BODY_LIMIT`], everything else to [`super::API_BODY_LIMIT`], so no
 /// route reads more, not even one that reads its body without an axum extractor (server functions, MCP). A declared
 /// length over the limit is refused at once (hyper never delivers more than a declared length); a body of
 /// undeclared length (chunked) is read here, up to the limit, so that an overflow is refused the same way instead of
 /// surfacing as whatever error the route's reader makes of it.
 pub async fn limit_body(request: Request, next: Next) -> Response {
+    // An upload's handler reads its body as a stream, up to `HOLDPOINT_MAX_UPLOAD_BYTES` (see `http::files`).
+    if request.method() == Method::POST && request.uri().path() == super::files::UPLOAD_PATH {
+        return next.run(request).await;
+    }
     let limit = if request.uri().path().starts_with("/auth/") { AUTH_BODY_LIMIT } else { super::API_BODY_LIMIT };
     let too_large = || AppError::TooLarge(format!("request body is larger than {limit} bytes")).into_response();
     let declared = request

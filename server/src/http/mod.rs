@@ -5,6 +5,7 @@ mod agents;
 mod audit;
 mod decide;
 mod events;
+pub mod files;
 mod grants;
 mod health;
 pub mod limits;
@@ -48,7 +49,8 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(webhooks::router())
         .merge(grants::router())
         .merge(rules::router())
-        .merge(upstreams::router());
+        .merge(upstreams::router())
+        .merge(files::router());
     OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .nest("/api/v1", api)
         .merge(health::router())

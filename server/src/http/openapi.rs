@@ -28,6 +28,7 @@ use utoipa::{IntoResponses, Modify, OpenApi};
         (name = "rules", description = "Approval rules: which tool calls run, wait for a person or are refused; and the decision an agent asks for"),
         (name = "webhooks", description = "Events sent to other systems, signed (Standard Webhooks), in order, at least once (admins)"),
         (name = "upstreams", description = "The MCP servers the gateway at /mcp/gateway reaches, each tool call decided by the approval rules (admins)"),
+        (name = "files", description = "Files uploaded for answers' file fields, and their downloads"),
         (name = "audit", description = "The hash-chained audit log of decisions and security-relevant actions (admins)"),
         (name = "health", description = "Probes"),
     ),

@@ -36,6 +36,11 @@ impl<'a> From<&'a Question> for AnswerShape<'a> {
     }
 }
 
+/// The id of the upload a `file` value references: `{"file_id": "<uuid>", ...}`.
+pub fn file_id_of(value: &Value) -> Option<uuid::Uuid> {
+    value.as_object()?.get("file_id")?.as_str()?.parse().ok()
+}
+
 /// Checks an answer (or a default response) against the question's shape; problems go to `errors` under `prefix`
 /// (`value`, `value.<key>`, `value.<key>[row].<column>`, `comment`; with a prefix, `default_response.value`, ...).
 pub fn check_answer(shape: &AnswerShape<'_>, answer: &AnswerBody, prefix: &str, errors: &mut FieldErrors) {
@@ -149,6 +154,8 @@ pub fn answer_from_form_fields(question: &Question, fields: &[(String, String)])
                     ResponseType::Markdown => {
                         values(&name).first().filter(|v| !v.trim().is_empty()).map(|v| Value::String((*v).to_owned()))
                     }
+                    // The id of a file uploaded beforehand; the answer's check fills in the rest.
+                    ResponseType::File => first(&name).map(|v| serde_json::json!({ "file_id": v })),
                     _ => first(&name).map(|v| Value::String(v.to_owned())),
                 };
                 if let Some(entry) = entry {
@@ -157,6 +164,8 @@ pub fn answer_from_form_fields(question: &Question, fields: &[(String, String)])
             }
             Value::Object(object)
         }
+        // A file is a form's field only (`new_question` refuses it as a question's type); the check names it.
+        ResponseType::File => first("value").map_or(Value::Null, |v| serde_json::json!({ "file_id": v })),
     };
     let edited_arguments = match (first("edited_arguments"), &question.action) {
         (Some(text), Some(action)) if question.allow_edit && value == Value::Bool(true) => {

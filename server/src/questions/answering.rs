@@ -2,18 +2,19 @@
 //! the answer checked against its question, and the one transition out of `pending` — the row as it leaves, its
 //! event and its audit entry — that the store writes only while the question is still pending.
 
-use app::types::{AnswerBody, Assignee, Question, QuestionKind, QuestionStatus, Resolution, Role};
+use app::types::{AnswerBody, Assignee, Question, QuestionKind, QuestionStatus, Resolution, ResponseType, Role};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::{AnswerShape, check_answer, claims, quorum};
+use super::{AnswerShape, check_answer, claims, file_id_of, quorum};
 use crate::credentials::Caller;
 use crate::error::AppError;
 use crate::events::EventHub;
 use crate::metrics::Metrics;
 use crate::store::{
-    PrincipalKind, QuestionResolution, QuestionRow, QuestionTransition, ResolveOutcome, Store, StoreResult,
+    FileClaim, PrincipalKind, QuestionResolution, QuestionRow, QuestionTransition, ResolveOutcome, Store, StoreError,
+    StoreResult,
 };
 use crate::validation::{COMMENT_MAX_CHARS, FieldErrors};
 
@@ -183,6 +184,8 @@ pub async fn answer_granting(
     let mut errors = FieldErrors::default();
     check_answer(&AnswerShape::from(&question), &answer, "", &mut errors);
     errors.into_result("the answer")?;
+    let mut answer = answer;
+    let files = files_of(store, caller, &question, &mut answer).await?;
     let grant = match grant {
         Some(request) => Some(grant_with(store, caller, &question, &row, &answer, request, now).await?),
         None => None,
@@ -198,7 +201,7 @@ pub async fn answer_granting(
         at: now,
         actor: caller.into(),
     };
-    let answered = resolve_as_caller(store, metrics, caller, &row, &change, channel).await?;
+    let answered = resolve_as_caller(store, metrics, caller, &row, &change, channel, files).await?;
     if let Some(grant) = grant {
         crate::grants::record(store, caller, &grant).await?;
     }
@@ -235,8 +238,64 @@ async fn grant_with(
     crate::grants::grant_from_answer(caller, question, agent, &arguments, request, now)
 }
 
-/// Makes a caller's transition out of `pending` of the question the caller read as `row`: the question as it is
-/// now, or 409 if someone was first.
+/// The uploads a form answer's `file` fields reference, checked and taken: each must be a file of the workspace
+/// that the caller uploaded and no question has taken, of a media type the field accepts and within its
+/// `max_bytes`, and answer one field only. Each value becomes the stored file's metadata (whatever the answer said
+/// of it); the claims returned are written with the answer, which takes the files for its question. A reference
+/// that does not fit is a 422 naming `value.<key>`.
+async fn files_of(
+    store: &dyn Store,
+    caller: &Caller,
+    question: &Question,
+    answer: &mut AnswerBody,
+) -> Result<Vec<FileClaim>, AppError> {
+    let mut claims: Vec<(String, FileClaim)> = Vec::new();
+    let mut errors = FieldErrors::default();
+    let Some(values) = answer.value.as_object_mut() else { return Ok(Vec::new()) };
+    for field in question.fields.iter().filter(|field| field.response_type == ResponseType::File) {
+        let Some(value) = values.get_mut(&field.key).filter(|value| !value.is_null()) else { continue };
+        let name = format!("value.{}", field.key);
+        let Some(file_id) = file_id_of(value) else { continue };
+        let file = store.file(caller.workspace_id(), file_id).await?;
+        let problem = match &file {
+            None => Some("no such file was uploaded in this workspace".to_owned()),
+            Some(file) if file.uploaded_by != caller.principal.id => {
+                Some("only the one who uploaded a file may answer with it".to_owned())
+            }
+            Some(file) if file.question_id.is_some() => Some("the file already answers another question".to_owned()),
+            Some(_) if claims.iter().any(|(_, claim)| claim.file_id == file_id) => {
+                Some("the file already answers another field".to_owned())
+            }
+            Some(file) if !app::types::media_type_accepted(&field.accept, &file.media_type) => Some(format!(
+                "a file of type {} is not accepted (accepted: {})",
+                file.media_type,
+                field.accept.join(", ")
+            )),
+            Some(file) if field.max_bytes.is_some_and(|max| u64::try_from(file.size).unwrap_or(u64::MAX) > max) => {
+                Some(format!(
+                    "the file has {} bytes, more than the {} allowed",
+                    file.size,
+                    field.max_bytes.unwrap_or(0)
+                ))
+            }
+            Some(_) => None,
+        };
+        match (problem, file) {
+            (Some(problem), _) => errors.add(name, problem),
+            (None, Some(file)) => {
+                *value = serde_json::to_value(crate::files::uploaded(&file)).map_err(AppError::internal)?;
+                claims.push((field.key.clone(), FileClaim { file_id, uploaded_by: caller.principal.id }));
+            }
+            (None, None) => {}
+        }
+    }
+    errors.into_result("the answer")?;
+    Ok(claims.into_iter().map(|(_, claim)| claim).collect())
+}
+
+/// Makes a caller's transition out of `pending` of the question the caller read as `row`, taking `files` for it:
+/// the question as it is now, 409 if someone was first, or 422 naming the field of a file that was taken or removed
+/// since it was checked (and then nothing is written).
 async fn resolve_as_caller(
     store: &dyn Store,
     metrics: &Metrics,
@@ -244,16 +303,32 @@ async fn resolve_as_caller(
     row: &QuestionRow,
     change: &QuestionResolution,
     channel: Option<app::types::Channel>,
+    files: Vec<FileClaim>,
 ) -> Result<Question, AppError> {
-    let outcome = match channel {
-        None => resolve(store, row, change, &caller.principal.workspace).await?,
-        Some(channel) => {
-            let mut through = transition(row, change, &caller.principal.workspace)?;
-            if let Some(after) = through.audit.after.as_mut() {
-                after["channel"] = serde_json::json!(channel);
-            }
-            store.resolve_question(through).await?
+    if row.status != QuestionStatus::Pending {
+        return Err(not_pending(row));
+    }
+    let mut through = transition(row, change, &caller.principal.workspace)?;
+    if let Some(channel) = channel
+        && let Some(after) = through.audit.after.as_mut()
+    {
+        after["channel"] = serde_json::json!(channel);
+    }
+    through.files = files;
+    let outcome = match store.resolve_question(through).await {
+        Err(StoreError::FileUnavailable(file_id)) => {
+            let key = change
+                .response
+                .as_ref()
+                .and_then(|answer| answer.value.as_object())
+                .and_then(|values| values.iter().find(|(_, value)| file_id_of(value) == Some(file_id)))
+                .map_or_else(String::new, |(key, _)| key.clone());
+            return Err(AppError::invalid_field(
+                &format!("value.{key}"),
+                "the file was taken by another question or removed meanwhile",
+            ));
         }
+        other => other?,
     };
     match outcome {
         ResolveOutcome::Resolved(row) => {
@@ -286,7 +361,7 @@ pub fn transition(row: &QuestionRow, change: &QuestionResolution, workspace: &st
     let resolved = row.resolved_with(change);
     let event = change.event(&resolved, workspace)?;
     let audit = crate::audit::question_resolved(&resolved, &change.actor);
-    Ok(QuestionTransition { resolved, event, audit })
+    Ok(QuestionTransition { resolved, event, audit, files: Vec::new() })
 }
 
 /// Cancels a pending question; the reason, if any, is kept as the response's comment.
@@ -321,5 +396,5 @@ pub async fn cancel_question(
         at: now,
         actor: caller.into(),
     };
-    resolve_as_caller(store, metrics, caller, &row, &change, None).await
+    resolve_as_caller(store, metrics, caller, &row, &change, None, Vec::new()).await
 }

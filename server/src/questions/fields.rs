@@ -250,6 +250,12 @@ pub fn check_value(def: &FieldDef<'_>, value: &Value, path: &str, errors: &mut F
         },
         ResponseType::Table => check_table(value, def.rules, path, errors),
         ResponseType::Form => errors.add(path, "forms cannot nest"),
+        // Its shape only: what it references is checked against the uploads by `answering` (see `files_of`).
+        ResponseType::File => {
+            if super::answer_shape::file_id_of(value).is_none() {
+                errors.add(path, "must be an uploaded file: {\"file_id\": ...} as POST /files returned it");
+            }
+        }
     }
 }
 

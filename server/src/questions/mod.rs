@@ -17,7 +17,7 @@ pub mod response_schema;
 
 use crate::error::AppError;
 
-pub use answer_shape::{AnswerShape, TEXT_ANSWER_MAX_CHARS, answer_from_form_fields, check_answer};
+pub use answer_shape::{AnswerShape, TEXT_ANSWER_MAX_CHARS, answer_from_form_fields, check_answer, file_id_of};
 pub use answering::{
     Answering, answer_granting, answer_question, answer_through, cancel_question, not_pending, pending_for, requester,
     require_answer_right, require_assignee, require_right_to_give, resolve, transition,

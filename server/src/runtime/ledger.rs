@@ -112,6 +112,8 @@ impl LocalLedger {
             sends_on: &self.sends_on,
             // The executor's questions name no callback URL.
             callbacks: crate::channels::webhooks::UrlPolicy::default(),
+            // Uploads are refused beyond the server's own limit whatever a field promises.
+            max_upload_bytes: crate::files::MAX_UPLOAD_BYTES_LIMIT,
         }
     }
 }

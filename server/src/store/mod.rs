@@ -1,6 +1,6 @@
 //! Persistence: one [`Store`] trait with a SQLite and a PostgreSQL implementation, chosen by the URL scheme.
 //!
-//! Each domain area (questions, runs, people, outbox, escalation, grants, webhooks, rules, upstreams) is written
+//! Each domain area (questions, runs, people, outbox, escalation, grants, webhooks, rules, upstreams, files) is written
 //! once, generic over [`backend::SqlBackend`], which holds what the two databases do differently: opening and
 //! committing a write, appending events and audit entries, the dialect's few words, and the entry points of each
 //! backend's own hot paths (`sqlite`, `postgres`). Every state change appends its event to the log in the same transaction, and every commit that
@@ -9,6 +9,7 @@
 mod audit_rows;
 mod backend;
 mod escalation;
+mod files;
 mod grants;
 mod idempotency;
 mod outbox;
@@ -44,6 +45,7 @@ use uuid::Uuid;
 
 pub use audit_rows::*;
 pub use escalation::{EscalationPolicyRow, EscalationStore, EscalationTransition};
+pub use files::{FileClaim, FileRow, FileStore};
 pub use grants::{GrantRow, GrantStore};
 pub use outbox::{
     AnsweredByGrant, AskedWith, ChannelSummary, DeliveryRow, ListedDelivery, ListedNotification, NotificationQuery,
@@ -100,6 +102,10 @@ pub enum StoreError {
     /// The grant a new question was to be answered by was revoked or ran out before the question's write.
     #[error("the grant is no longer live")]
     GrantNotLive,
+    /// A file an answer references could not be taken by its question in the answer's write: it is gone, another
+    /// question took it, or someone else uploaded it. Nothing of the write is stored.
+    #[error("the file {0} is not available to this answer")]
+    FileUnavailable(Uuid),
     /// The server keeping a run its client executes refused an operation of the worker protocol.
     #[error("the server refused a worker call ({status}): {message}")]
     Refused { status: u16, message: String },
@@ -274,6 +280,7 @@ pub trait Store:
     + GrantStore
     + RulesStore
     + UpstreamStore
+    + FileStore
     + Send
     + Sync
     + 'static

@@ -267,8 +267,8 @@ where
             let store = self.clone();
             return writer.run(async move { store.resolve_question(transition).await }).await;
         }
-        // A question of a run may requeue it, which takes statements of its own.
-        if transition.resolved.run_id.is_none() {
+        // A question of a run may requeue it, and an answer may take files: statements of their own.
+        if transition.resolved.run_id.is_none() && transition.files.is_empty() {
             match self.resolve_on_hot_path(&transition).await? {
                 Some(true) => return Ok(ResolveOutcome::Resolved(transition.resolved)),
                 Some(false) => {
@@ -540,6 +540,8 @@ async fn resolve_in<B: SqlBackend>(
     if updated.is_empty() {
         return Ok(None);
     }
+    let resolved = &transition.resolved;
+    super::files::attach_files_in(write, resolved.workspace_id, resolved.id, &transition.files).await?;
     Ok(Some(backend.append_event_and_audit_in(write, &transition.event, &transition.audit).await?))
 }
 

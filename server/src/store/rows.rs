@@ -496,6 +496,9 @@ pub struct QuestionTransition {
     pub resolved: QuestionRow,
     pub event: NewEvent,
     pub audit: super::NewAuditEntry,
+    /// The uploaded files the answer references, taken by the question in the same write (none, mostly): if one
+    /// cannot be, nothing is written ([`super::StoreError::FileUnavailable`]).
+    pub files: Vec<super::FileClaim>,
 }
 
 /// A change to a pending question that is not its transition out of `pending` by itself: a claim taken

@@ -644,7 +644,7 @@ mod tests {
             diff: None,
             created_at: change.at,
         };
-        QuestionTransition { resolved, event, audit }
+        QuestionTransition { resolved, event, audit, files: Vec::new() }
     }
 
     /// How many audit entries the store holds, after checking every workspace's chain whole: `seq` 1, 2, 3...

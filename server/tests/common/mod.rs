@@ -107,6 +107,26 @@ pub struct TestApp {
     /// An admin token of the `default` workspace.
     pub token: String,
     _cleanup: Cleanup,
+    _files: FilesDirectory,
+}
+
+/// Removes the test's uploads directory (see `ServeConfig::for_tests`) when the test ends.
+struct FilesDirectory(Option<PathBuf>);
+
+impl FilesDirectory {
+    fn of(config: &ServeConfig) -> Self {
+        let directory =
+            config.files.files_url.as_deref().and_then(|url| url.strip_prefix("file://")).map(PathBuf::from);
+        FilesDirectory(directory.filter(|dir| dir.starts_with(std::env::temp_dir().join("holdpoint-test-files"))))
+    }
+}
+
+impl Drop for FilesDirectory {
+    fn drop(&mut self) {
+        if let Some(directory) = &self.0 {
+            let _ = std::fs::remove_dir_all(directory);
+        }
+    }
 }
 
 /// A response, its body parsed as JSON when it is JSON.
@@ -128,9 +148,10 @@ impl TestApp {
         let (database_url, cleanup) = fresh_database(backend).await?;
         let mut config = ServeConfig::for_tests(database_url.clone());
         configure(&mut config);
+        let files = FilesDirectory::of(&config);
         let state = holdpoint::server::build_state(config).await.expect("the test server starts");
         let router = holdpoint::http::router(state.clone());
-        let mut app = TestApp { state, router, database_url, token: String::new(), _cleanup: cleanup };
+        let mut app = TestApp { state, router, database_url, token: String::new(), _cleanup: cleanup, _files: files };
         app.token = app.create_token("default", Role::Admin).await;
         Some(app)
     }
@@ -314,6 +335,7 @@ impl TestApp {
 pub struct ServerProcess {
     pub base_url: String,
     _child: tokio::process::Child,
+    _files: FilesDirectory,
 }
 
 impl ServerProcess {
@@ -321,12 +343,15 @@ impl ServerProcess {
     /// the handle drops.
     pub async fn spawn(database_url: &str, env: &[(&str, String)]) -> ServerProcess {
         use tokio::io::AsyncBufReadExt;
+        let files = std::env::temp_dir().join("holdpoint-test-files").join(Uuid::now_v7().to_string());
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_holdpoint"));
         command
             .arg("serve")
             .env("HOLDPOINT_ADDR", "127.0.0.1:0")
             .env("DATABASE_URL", database_url)
             .env("HOLDPOINT_MIN_TIMEOUT_SECONDS", "1")
+            // Uploads in a directory of the process's own, not `./data/files` beside the sources.
+            .env("HOLDPOINT_FILES_URL", format!("file://{}", files.display()))
             .env("RUST_LOG", "warn");
         for (name, value) in env {
             command.env(name, value);
@@ -347,7 +372,7 @@ impl ServerProcess {
         })
         .await
         .expect("the server listens within 30 s");
-        ServerProcess { base_url, _child: child }
+        ServerProcess { base_url, _child: child, _files: FilesDirectory(Some(files)) }
     }
 
     /// Asks the process to stop (SIGTERM, as a process supervisor does) and waits until it has exited; `false` if

@@ -60,6 +60,7 @@ from ._types import (
     ResponseType,
     Role,
     TableColumn,
+    UploadedFile,
     Urgency,
     Widget,
 )
@@ -104,6 +105,7 @@ __all__ = [
     "RetryPolicy",
     "Role",
     "TableColumn",
+    "UploadedFile",
     "TooLargeError",
     "TransportError",
     "UnauthorizedError",

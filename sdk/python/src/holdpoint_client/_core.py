@@ -7,6 +7,7 @@ to read the stream) is made here once.
 from __future__ import annotations
 
 import json
+import mimetypes
 import os
 import random
 import uuid
@@ -74,6 +75,26 @@ def default_headers(token: str) -> dict[str, str]:
 
 def path_segment(value: str) -> str:
     return quote(str(value), safe="")
+
+
+def upload_request(
+    data: bytes | str | os.PathLike[str], name: str | None, media_type: str | None
+) -> tuple[bytes, dict[str, str], dict[str, str]]:
+    """The body, query and headers of ``POST /files`` for ``data``: a file's path (read whole; its name and a media
+    type guessed from it unless given) or its bytes (``name`` then required)."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        content = bytes(data)
+        if not name:
+            raise HoldpointError("uploading bytes needs a name: upload_file(data, name=...)")
+    else:
+        path = os.fspath(data)
+        with open(path, "rb") as file:
+            content = file.read()
+        name = name or os.path.basename(path)
+        if media_type is None:
+            media_type = mimetypes.guess_type(path)[0]
+    headers = {"Content-Type": media_type or "application/octet-stream"}
+    return content, {"name": name}, headers
 
 
 def new_idempotency_key() -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import timedelta
@@ -28,6 +29,7 @@ from ._types import (
     QuestionKind,
     Response,
     ResponseType,
+    UploadedFile,
     Urgency,
     timeout_to_seconds,
 )
@@ -349,6 +351,27 @@ class Holdpoint:
         """Ends a grant at once (its maker or an admin)."""
         return Grant.from_json(self._call("POST", f"/grants/{_core.path_segment(grant_id)}/revoke", json={}))
 
+    def upload_file(
+        self,
+        data: bytes | str | os.PathLike[str],
+        name: str | None = None,
+        media_type: str | None = None,
+    ) -> UploadedFile:
+        """Uploads a file to answer a form's ``file`` field with (``responder`` and up; at most the server's limit,
+        10 MiB by default, else ``TooLargeError``). ``data`` is a path (its name, and a media type guessed from it,
+        unless given) or the bytes themselves (``name`` required). Answer with ``{"<key>": file.reference()}``;
+        an upload no answer references is removed after a day."""
+        content, params, headers = _core.upload_request(data, name, media_type)
+        return UploadedFile.from_json(
+            self._call("POST", "/files", content=content, params=params, content_headers=headers)
+        )
+
+    def download_file(self, file_id: str) -> bytes:
+        """The bytes of an uploaded file: for whoever sees the question whose answer references it (the agent that
+        asked included), or its uploader before an answer does."""
+        data: bytes = self._call("GET", f"/files/{_core.path_segment(file_id)}", raw=True)
+        return data
+
     def cancel(self, question_id: str, *, reason: str | None = None) -> Question:
         payload = {"reason": reason} if reason is not None else {}
         return Question.from_json(
@@ -413,9 +436,12 @@ class Holdpoint:
         params: Mapping[str, str] | None = None,
         idempotency_key: str | None = None,
         read_timeout: float | None = None,
+        content: bytes | None = None,
+        content_headers: Mapping[str, str] | None = None,
+        raw: bool = False,
     ) -> Any:
         url = self.url + _core.API_PREFIX + path
-        headers = dict(self._headers)
+        headers = {**self._headers, **(content_headers or {})}
         if idempotency_key is not None:
             headers["Idempotency-Key"] = idempotency_key
         idempotent = method == "GET" or idempotency_key is not None
@@ -426,12 +452,13 @@ class Holdpoint:
                     method,
                     url,
                     json=json,
+                    content=content,
                     params=params,
                     headers=headers,
                     timeout=_core.http_timeout(read_timeout or self._timeout),
                 )
                 _core.raise_for_response(response, response.content)
-                return _core.decode_json(response.content)
+                return response.content if raw else _core.decode_json(response.content)
             except (httpx.TransportError, ApiError) as error:
                 if not self._retry.should_retry(attempt, error, idempotent=idempotent):
                     if isinstance(error, ApiError):

@@ -36,6 +36,7 @@ ResponseType: TypeAlias = Literal[
     "url",
     "markdown",
     "table",
+    "file",
 ]
 ColumnType: TypeAlias = Literal["text", "number", "integer", "boolean", "date", "choice"]
 """The response types a ``table`` column may have."""
@@ -153,9 +154,14 @@ class FormField:
     columns: Sequence[TableColumn] = ()
     min_rows: int | None = None
     max_rows: int | None = None
+    accept: Sequence[str] = ()
+    """``file`` fields: the media types a file may have (``application/pdf``, or ``image/*``); any when empty."""
+    max_bytes: int | None = None
+    """``file`` fields: the largest file, in bytes (at most the server's upload limit, 10 MiB by default)."""
 
     @classmethod
     def from_json(cls, data: Mapping[str, JsonValue]) -> FormField:
+        max_bytes = data.get("max_bytes")
         return cls(
             key=str(data["key"]),
             label=str(data["label"]),
@@ -174,6 +180,8 @@ class FormField:
             columns=tuple(TableColumn.from_json(c) for c in data.get("columns") or ()),
             min_rows=data.get("min_rows"),
             max_rows=data.get("max_rows"),
+            accept=tuple(str(a) for a in data.get("accept") or ()),
+            max_bytes=int(max_bytes) if max_bytes is not None else None,
         )
 
     def to_json(self) -> JsonObject:
@@ -191,7 +199,46 @@ class FormField:
                 body[name] = value
         if self.columns:
             body["columns"] = [c.to_json() for c in self.columns]
+        if self.accept:
+            body["accept"] = list(self.accept)
+        if self.max_bytes is not None:
+            body["max_bytes"] = self.max_bytes
         return body
+
+
+@dataclass(frozen=True)
+class UploadedFile:
+    """A file uploaded with ``upload_file``: what an answer's ``file`` field references (``file.reference()``), and
+    what such a field's value is once answered (the server's record of it, whatever the answer said)."""
+
+    file_id: str
+    name: str
+    size: int
+    media_type: str
+    sha256: str
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, JsonValue]) -> UploadedFile:
+        return cls(
+            file_id=str(data["file_id"]),
+            name=str(data["name"]),
+            size=int(data["size"]),
+            media_type=str(data["media_type"]),
+            sha256=str(data["sha256"]),
+        )
+
+    def to_json(self) -> JsonObject:
+        return {
+            "file_id": self.file_id,
+            "name": self.name,
+            "size": self.size,
+            "media_type": self.media_type,
+            "sha256": self.sha256,
+        }
+
+    def reference(self) -> JsonObject:
+        """The value of a ``file`` field in an answer: ``{"file_id": ...}``."""
+        return {"file_id": self.file_id}
 
 
 @dataclass(frozen=True)
