@@ -72,12 +72,15 @@ pub fn service(
         .with_sse_keep_alive(Some(Duration::from_secs(15)))
         .with_cancellation_token(state.shutdown.child_token());
     let connections = Arc::new(Connections::new(state.config.upstream_allow_private)?);
-    // The configured upstreams' processes end with the server.
-    let (closing, shutdown) = (Arc::clone(&connections), state.shutdown.clone());
-    tokio::spawn(async move {
-        shutdown.cancelled().await;
-        closing.close_all();
-    });
+    // The configured upstreams' processes end with the server. A router built outside a runtime (a test builds
+    // routers on a plain thread) serves nothing, so has nothing to close.
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        let (closing, shutdown) = (Arc::clone(&connections), state.shutdown.clone());
+        runtime.spawn(async move {
+            shutdown.cancelled().await;
+            closing.close_all();
+        });
+    }
     let gateway = Gateway { state, owners: Arc::clone(&owners), connections };
     let service = StreamableHttpService::new(move || Ok(gateway.clone()), manager, config);
     Ok((service, owners))
