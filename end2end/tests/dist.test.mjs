@@ -92,9 +92,15 @@ describe('the tarball', { skip: skipped('HOLDPOINT_DIST_TARBALL') }, () => {
   test('every key of the example configuration is a flag of `holdpoint serve`', () => {
     const [top] = readdirSync(unpacked);
     const help = execFileSync(join(unpacked, top, 'holdpoint'), ['serve', '--help'], { encoding: 'utf8' });
-    const example = readFileSync(join(unpacked, top, 'holdpoint.toml.example'), 'utf8');
+    const whole = readFileSync(join(unpacked, top, 'holdpoint.toml.example'), 'utf8');
+    // The gateway's process upstreams are a table of their own, whose keys are no flags: the rest of the file is.
+    const [example, upstreams = ''] = whole.split(/^# ?\[\[gateway\.upstreams\]\]$/m);
     const keys = [...example.matchAll(/^#? ?([a-z_]+) = /gm)].map((match) => match[1]);
     assert.ok(keys.length >= 5, `the example shows settings: ${keys}`);
+    const upstreamKeys = [...upstreams.matchAll(/^#? ?([a-z_]+) = /gm)].map((match) => match[1]);
+    for (const key of upstreamKeys) {
+      assert.ok(['workspace', 'name', 'command', 'args', 'env', 'cwd'].includes(key), `${key} is no upstream key`);
+    }
     for (const key of keys) {
       const flag = new RegExp(`--${key.replaceAll('_', '-')}(\\s|$)`, 'm');
       assert.match(help, flag, `${key} is no flag of \`holdpoint serve\``);
