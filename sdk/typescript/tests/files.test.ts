@@ -65,6 +65,6 @@ test('refused uploads and references are typed errors', async () => {
   const text = await person.uploadFile(new Blob(['not a pdf'], { type: 'text/plain' }), { name: 'notes.txt' });
   assert.equal(text.media_type, 'text/plain');
   await assert.rejects(person.answer(asked.id, { value: { report: { file_id: text.file_id } } }), (error: unknown) => {
-    return error instanceof HoldpointError && error.code === 'invalid' && JSON.stringify(error.details).includes('answer.value.report');
+    return error instanceof HoldpointError && error.code === 'invalid' && JSON.stringify(error.details).includes('"value.report"');
   });
 });
