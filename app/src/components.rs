@@ -106,6 +106,11 @@ pub fn date_time(t: chrono::DateTime<chrono::Utc>, seconds: bool) -> String {
     if seconds { format!("{minutes}:{:02}", t.second()) } else { minutes }
 }
 
+/// When something last happened, as [`date_time`] writes it, or `never`: a health table's cells.
+pub fn date_time_or_never(t: Option<chrono::DateTime<chrono::Utc>>) -> String {
+    t.map_or_else(|| "never".to_owned(), |t| date_time(t, false))
+}
+
 /// `14:05:09`, UTC: the time of day alone (see [`date_time`]).
 pub fn clock(t: chrono::DateTime<chrono::Utc>) -> String {
     use chrono::Timelike;

@@ -10,7 +10,7 @@ use leptos::prelude::*;
 
 use super::settings::{Tab, settings_frame};
 use crate::api::send_json;
-use crate::components::date_time;
+use crate::components::date_time_or_never as when;
 use crate::types::{NewUpstream, Upstream};
 use crate::{GatewayPageData, gateway_page};
 
@@ -56,11 +56,6 @@ fn GatewaySettings(data: GatewayPageData, reload: impl Fn() + Clone + Send + Syn
             }}
         </section>
     }
-}
-
-/// When something last happened, or "never".
-fn when(at: Option<chrono::DateTime<chrono::Utc>>) -> String {
-    at.map_or_else(|| "never".to_owned(), |at| date_time(at, false))
 }
 
 /// The upstreams with their health: a last error newer than the last success marks the row as failing.

@@ -692,8 +692,7 @@ fn local_time_to_utc(value: &str) -> Option<chrono::DateTime<chrono::Utc>> {
 /// failure and why, and how many deliveries wait.
 #[component]
 fn ChannelTable(channels: Vec<ChannelHealth>) -> impl IntoView {
-    let when =
-        |at: Option<chrono::DateTime<chrono::Utc>>| at.map_or_else(|| "never".to_owned(), |at| date_time(at, false));
+    let when = crate::components::date_time_or_never;
     view! {
         <table class="data" data-testid="channel-table">
             <thead>
