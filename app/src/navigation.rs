@@ -25,30 +25,7 @@ fn is_local_path(path: &str) -> bool {
         && !path.chars().any(|c| c.is_control() || c.is_whitespace())
 }
 
-/// Why a sign-in was refused: the code `POST /auth/signin` puts in `?error=`.
-pub mod sign_in_error {
-    /// The username or password is wrong.
-    pub const WRONG_PASSWORD: &str = "wrong_password";
-    /// The token is not valid.
-    pub const WRONG_TOKEN: &str = "wrong_token";
-    /// The one-time link was used or has expired.
-    pub const LINK_SPENT: &str = "link_spent";
-    /// The form named no credential.
-    pub const MISSING: &str = "missing";
-    /// Too many attempts; `?retry_after=` says in how many seconds to try again.
-    pub const RATE_LIMITED: &str = "rate_limited";
-    /// Single sign-on did not complete: the provider refused, the sign-in took too long, or what came back did not
-    /// check out (state, nonce, signature).
-    pub const SSO_FAILED: &str = "sso_failed";
-    /// The identity provider could not be reached.
-    pub const SSO_UNAVAILABLE: &str = "sso_unavailable";
-    /// The provider has not verified the person's email address.
-    pub const SSO_UNVERIFIED: &str = "sso_unverified";
-    /// No member has the verified address (and provisioning is off), or their account is disabled.
-    pub const SSO_NO_MEMBER: &str = "sso_no_member";
-    /// More than one account has the verified address.
-    pub const SSO_AMBIGUOUS: &str = "sso_ambiguous";
-}
+pub use crate::types::sign_in_error;
 
 /// Percent-encodes a query value (everything but RFC 3986's unreserved characters).
 pub fn query_value(value: &str) -> String {

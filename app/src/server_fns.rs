@@ -25,8 +25,7 @@ pub struct InboxFilter {
     pub by_deadline: bool,
 }
 
-/// The longest search text (`q`) the server takes; the search fields stop there.
-pub const SEARCH_MAX_CHARS: usize = 200;
+pub use crate::types::SEARCH_MAX_CHARS;
 
 impl InboxFilter {
     /// Reads the filters from query parameters; values that name nothing are ignored.
@@ -278,33 +277,7 @@ pub async fn notification_list(
     backend()?.0.notifications(&session, unread_only, cursor, 50).await.map_err(ServerFnError::new)
 }
 
-/// The workspace's approval rules as Settings → Rules edits them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RulesText {
-    /// The document (`rules` and `default`) in YAML.
-    pub yaml: String,
-    /// Bumped by every save; 0 before the first.
-    pub version: i64,
-    /// When and by whom it was last saved; `None` before the first save.
-    #[serde(default, deserialize_with = "crate::types::time::optional")]
-    pub updated_at: Option<chrono::DateTime<chrono::Utc>>,
-    pub updated_by: Option<String>,
-}
-
-/// Why the server refused a rules document or a call to test: its message and each fault by field
-/// (`rules[2].when`, `yaml`, `arguments`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RulesRefusal {
-    pub message: String,
-    pub faults: Vec<RuleFault>,
-}
-
-/// One fault of a refused rules document: the field's path and what is wrong with it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RuleFault {
-    pub field: String,
-    pub message: String,
-}
+pub use crate::types::{RuleFault, RulesRefusal, RulesText};
 
 /// `/settings/rules`' data: the document, and whether the session may save it (admins).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

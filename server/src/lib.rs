@@ -5,9 +5,11 @@
 //! reach the domain logic in [`questions`] and [`runs`]; agent runs execute in [`runtime`]. Questions reach people
 //! outside Holdpoint's pages (email, Slack, web push) through the [`channels`].
 
+pub use holdpoint_core::{
+    actions, audit, credentials, error, escalation, events, files, grants, metrics, notifications, people, questions,
+    rules, runs, runtime, sso, validation, visibility, webhooks, worker_api,
+};
 pub mod act;
-pub mod actions;
-pub mod audit;
 pub mod auth;
 pub mod backup;
 pub use holdpoint_channels as channels;
@@ -16,38 +18,20 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod config_file;
-pub mod credentials;
 pub mod deadlines;
 pub mod demo;
 pub use holdpoint_channels::egress;
-pub mod error;
-pub mod escalation;
-pub mod events;
-pub mod files;
 pub mod gateway;
-pub mod grants;
 pub mod headless;
 pub mod http;
 pub mod mcp;
-pub mod metrics;
-pub mod notifications;
 pub mod outbox;
-pub mod people;
-pub mod questions;
 pub mod responder;
-pub mod rules;
-pub mod runs;
-pub mod runtime;
 pub mod server;
 pub mod site;
 pub mod slack_door;
-pub mod sso;
 pub mod state;
-pub mod store;
-pub mod validation;
+pub use holdpoint_store as store;
 pub mod verify_email;
-pub mod visibility;
 pub mod web;
 pub mod webhook_sender;
-pub mod webhooks;
-pub mod worker_api;

@@ -1,135 +1,33 @@
-//! Data flows one way inside the server (spec §10): a door calls a use case, which hands the store what to persist.
-//! This test reads the server's sources and fails when a module imports one of a layer above it: the store
-//! importing a use case or a door, or a use case importing a door. An import from above to below is the normal
-//! direction, so no upward import means no cycle between the doors, the use cases and the store. Inside the layer of
-//! the use cases, modules import each other; a second test fails when those imports go round in a circle, so that
-//! each use case can be read, tested and changed with only the ones below it in mind. A third test holds the store
-//! to what a crate of its own would be held to: no file under store/ names a module above it, not in its unit tests
-//! nor in a doc link.
+//! Data flows one way (spec §10): the crates are the layers — the wire types, the channels, the store
+//! (`holdpoint-store`), the use cases (`holdpoint-core`) and the doors with their wiring (`holdpoint-server`) — and
+//! the compiler refuses an import from a layer above. What crates cannot say is how the use cases import each other
+//! inside theirs: this test fails when those imports go round in a circle, so that each use case can be read, tested
+//! and changed with only the ones below it in mind.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 
-/// The server's top-level modules by layer, lowest first. The channels (email, Slack, web push) talk to services
-/// outside and know nothing else of the server: below the store, so that they import neither it nor anything above.
-const LAYERS: &[(&str, &[&str])] = &[
-    // The crate holdpoint-channels (the channels, the outbound guard, the error chain), which the server re-exports
-    // under these names: it depends on the wire types alone, so the compiler keeps it from reaching above.
-    ("the channels", &["channels", "egress", "causes"]),
-    ("the store", &["store"]),
-    (
-        "the use cases and what they share",
-        &[
-            "questions",
-            "grants",
-            "runs",
-            "people",
-            "sso",
-            "notifications",
-            "escalation",
-            "webhooks",
-            // The approval rules, which every door that decides a tool call asks.
-            "rules",
-            "audit",
-            // The audit log's vocabulary, which the audit log and every use case name.
-            "actions",
-            "events",
-            "visibility",
-            "metrics",
-            "error",
-            // The faults of a request's fields, and the limits several use cases share.
-            "validation",
-            "credentials",
-            // Executing runs is a use case: the executor decides each step's transition through its ledger.
-            "runtime",
-            "worker_api",
-            // Uploads for answers' file fields, their downloads and the removal of those no answer took.
-            "files",
-        ],
-    ),
-    (
-        "the doors and their wiring",
-        &[
-            "http",
-            "mcp",
-            // The MCP gateway: a door (`/mcp/gateway`) with its client of the upstreams, and the upstreams'
-            // registration the API's door shares.
-            "gateway",
-            "web",
-            "site",
-            "cli",
-            "headless",
-            "responder",
-            "client",
-            "server",
-            "demo",
-            "state",
-            "auth",
-            "deadlines",
-            "outbox",
-            "webhook_sender",
-            "act",
-            "slack_door",
-            "verify_email",
-            // The configuration is read where the server is wired, which hands each use case the values it needs.
-            "config",
-            "config_file",
-            "backup",
-        ],
-    ),
-];
-
-fn layer_of(module: &str) -> Option<usize> {
-    LAYERS.iter().position(|(_, modules)| modules.contains(&module))
-}
-
 /// A file's code without its unit-test module (`#[cfg(test)] mod tests`, last in a file by convention): tests are
-/// built into no binary. The store is held to more (see [`store_names_above_it`]).
+/// built into no binary.
 fn without_test_module(source: &str) -> &str {
     source.find("#[cfg(test)]\nmod tests").map_or(source, |at| &source[..at])
-}
-
-/// The top-level modules `text` names as `crate::<module>`, wherever it names them.
-fn crate_paths_in(text: &str, named: &mut BTreeSet<String>) {
-    let mut rest = text;
-    while let Some(at) = rest.find("crate::") {
-        let after = &rest[at + "crate::".len()..];
-        let name: String = after.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-        if !name.is_empty() {
-            named.insert(name);
-        }
-        rest = after;
-    }
 }
 
 /// The top-level modules `source` names as `crate::<module>`, outside comments and the unit-test module.
 fn crate_modules_named(source: &str) -> BTreeSet<String> {
     let mut named = BTreeSet::new();
     for line in without_test_module(source).lines() {
-        crate_paths_in(line.split("//").next().unwrap_or_default(), &mut named);
+        let mut rest = line.split("//").next().unwrap_or_default();
+        while let Some(at) = rest.find("crate::") {
+            let after = &rest[at + "crate::".len()..];
+            let name: String = after.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            if !name.is_empty() {
+                named.insert(name);
+            }
+            rest = after;
+        }
     }
     named
-}
-
-/// `(file, imported module)` of every import of a module from a higher layer, among `files` (path under
-/// server/src, source).
-fn upward_imports(files: &[(String, String)]) -> Result<BTreeSet<(String, String)>, String> {
-    let mut upward = BTreeSet::new();
-    for (file, source) in files {
-        let module = file.split('/').next().unwrap_or_default().trim_end_matches(".rs");
-        if module == "lib" || module == "main" {
-            continue;
-        }
-        let own = layer_of(module).ok_or_else(|| format!("{file}: the module {module} is in no layer of LAYERS"))?;
-        for named in crate_modules_named(source) {
-            let theirs =
-                layer_of(&named).ok_or_else(|| format!("{file} names crate::{named}, which is in no layer"))?;
-            if theirs > own {
-                upward.insert((file.clone(), named));
-            }
-        }
-    }
-    Ok(upward)
 }
 
 fn rust_files(dir: &Path, root: &Path, out: &mut Vec<(String, String)>) {
@@ -144,124 +42,31 @@ fn rust_files(dir: &Path, root: &Path, out: &mut Vec<(String, String)>) {
     }
 }
 
-#[test]
-fn no_module_imports_one_of_a_layer_above_it() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&root, &root, &mut files);
-    let found = upward_imports(&files).unwrap();
-    assert!(found.is_empty(), "imports from a layer above (data must flow down): {found:?}");
+/// The use cases' modules: the top-level modules of the files (path under core/src), `lib.rs` aside.
+fn modules_of(files: &[(String, String)]) -> BTreeSet<String> {
+    files
+        .iter()
+        .map(|(file, _)| file.split('/').next().unwrap_or_default().trim_end_matches(".rs").to_owned())
+        .filter(|module| module != "lib")
+        .collect()
 }
 
-#[test]
-fn every_module_of_the_server_is_in_a_layer() {
-    let lib = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
-    let modules: Vec<&str> = lib
-        .lines()
-        .filter_map(|line| line.trim().strip_prefix("pub mod ").or_else(|| line.trim().strip_prefix("mod ")))
-        .map(|rest| rest.trim_end_matches(';'))
-        .collect();
-    assert!(modules.len() > 20, "{modules:?}");
-    for module in modules {
-        assert!(layer_of(module).is_some(), "the module {module} is in no layer of LAYERS");
-    }
-}
-
-#[test]
-fn the_check_catches_a_store_module_that_imports_a_use_case_or_a_door() {
-    let files = vec![
-        ("store/rows.rs".to_owned(), "use crate::store::now;\nuse crate::questions::build_question;\n".to_owned()),
-        ("store/mod.rs".to_owned(), "// crate::http is only mentioned in a comment\nfn f() {}\n".to_owned()),
-        ("questions.rs".to_owned(), "fn g() { crate::http::limits::check(); crate::store::now(); }\n".to_owned()),
-        ("http/mod.rs".to_owned(), "use crate::questions;\nuse crate::store::Store;\n".to_owned()),
-        (
-            "store/sql.rs".to_owned(),
-            "use crate::audit::verify;\n#[cfg(test)]\nmod tests {\n    use crate::questions::transition;\n}\n"
-                .to_owned(),
-        ),
-    ];
-    let found = upward_imports(&files).unwrap();
-    let expected: BTreeSet<(String, String)> =
-        [("store/rows.rs", "questions"), ("questions.rs", "http"), ("store/sql.rs", "audit")]
-            .into_iter()
-            .map(|(file, module)| (file.to_owned(), module.to_owned()))
-            .collect();
-    assert_eq!(found, expected);
-    let channel = vec![("channels/email.rs".to_owned(), "use crate::store::Store;\n".to_owned())];
-    let expected: BTreeSet<(String, String)> = [("channels/email.rs".to_owned(), "store".to_owned())].into();
-    assert_eq!(upward_imports(&channel).unwrap(), expected, "a channel may not reach into the store");
-    let unplaced = vec![("newdoor.rs".to_owned(), String::new())];
-    assert!(upward_imports(&unplaced).is_err(), "a new module must be placed in a layer");
-}
-
-/// `(file, named module)` of every module outside the store and the layers below it that a file under store/ names,
-/// among `files` (path under server/src, source): in its code, its unit tests and its doc comments alike. The store
-/// is to be a crate of its own, which could not name the use cases or the doors at all: a test that needs a use case
-/// belongs to the API tests, and an intra-doc link to a use case would point nowhere.
-fn store_names_above_it(files: &[(String, String)]) -> BTreeSet<(String, String)> {
-    let store = layer_of("store").expect("the store's layer");
-    let mut above = BTreeSet::new();
-    for (file, source) in files.iter().filter(|(file, _)| file.starts_with("store/")) {
-        let mut named = BTreeSet::new();
-        crate_paths_in(source, &mut named);
-        for module in named {
-            if layer_of(&module).is_none_or(|layer| layer > store) {
-                above.insert((file.clone(), module));
-            }
-        }
-    }
-    above
-}
-
-#[test]
-fn the_store_names_no_module_above_it_not_even_in_its_tests() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&root, &root, &mut files);
-    assert!(files.iter().filter(|(file, _)| file.starts_with("store/")).count() > 10, "the store's files are read");
-    let found = store_names_above_it(&files);
-    assert!(found.is_empty(), "the store names modules above it (in code, tests or doc links): {found:?}");
-}
-
-#[test]
-fn the_store_check_catches_a_name_in_tests_and_doc_links_and_nothing_below() {
-    let files = vec![
-        ("store/rows.rs".to_owned(), "//! Checked with [`crate::audit::verify`].\nuse crate::store::now;\n".to_owned()),
-        (
-            "store/sql.rs".to_owned(),
-            "use crate::egress;\n#[cfg(test)]\nmod tests {\n    fn f() { crate::questions::transition(); }\n}\n"
-                .to_owned(),
-        ),
-        ("store/sqlite/mod.rs".to_owned(), "fn g() { crate::newthing::h(); }\n".to_owned()),
-        ("questions/mod.rs".to_owned(), "use crate::http::limits;\n".to_owned()),
-    ];
-    let expected: BTreeSet<(String, String)> =
-        [("store/rows.rs", "audit"), ("store/sql.rs", "questions"), ("store/sqlite/mod.rs", "newthing")]
-            .into_iter()
-            .map(|(file, module)| (file.to_owned(), module.to_owned()))
-            .collect();
-    assert_eq!(store_names_above_it(&files), expected);
-}
-
-/// The layer whose modules may import each other, as long as they form no cycle.
-const USE_CASES: &str = "the use cases and what they share";
-
-/// Who imports whom among the modules of the use cases' layer: each module's imports of another module of the layer,
-/// with the files that make them.
+/// Who imports whom among the use cases' modules: each module's imports of another, with the files that make them.
+/// What the crate re-exports from below (`crate::store`, `crate::channels`) is no module of its own.
 type ImportGraph = BTreeMap<String, BTreeMap<String, BTreeSet<String>>>;
 
-/// The import graph between the modules of the use cases' layer among `files` (path under server/src, source).
+/// The import graph between the use cases' modules among `files` (path under core/src, source).
 fn use_case_imports(files: &[(String, String)]) -> ImportGraph {
-    let (_, use_cases) = LAYERS.iter().find(|(name, _)| *name == USE_CASES).expect("the use cases' layer");
+    let use_cases = modules_of(files);
     let mut graph = ImportGraph::new();
     for (file, source) in files {
         let module = file.split('/').next().unwrap_or_default().trim_end_matches(".rs");
-        if !use_cases.contains(&module) {
+        if !use_cases.contains(module) {
             continue;
         }
         let imports = graph.entry(module.to_owned()).or_default();
         for named in crate_modules_named(source) {
-            if named != module && use_cases.contains(&named.as_str()) {
+            if named != module && use_cases.contains(&named) {
                 imports.entry(named).or_default().insert(file.clone());
             }
         }
@@ -325,9 +130,10 @@ fn describe(cycle: &[String], graph: &ImportGraph) -> String {
 
 #[test]
 fn the_use_cases_import_each_other_without_a_cycle() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/src");
     let mut files = Vec::new();
     rust_files(&root, &root, &mut files);
+    assert!(modules_of(&files).len() > 15, "the use cases' modules are read: {:?}", modules_of(&files));
     let graph = use_case_imports(&files);
     let cycles = import_cycles(&graph);
     let described: Vec<String> = cycles.iter().map(|cycle| describe(cycle, &graph)).collect();
@@ -345,7 +151,6 @@ fn the_cycle_check_finds_every_circle_of_imports_and_nothing_else() {
             "use crate::runtime::Runtime;\n#[cfg(test)]\nmod tests {\n    use crate::questions;\n}\n".to_owned(),
         ),
         ("runtime/mod.rs".to_owned(), "use crate::questions::Asking;\n".to_owned()),
-        ("http/mod.rs".to_owned(), "use crate::runs;\nuse crate::questions;\n".to_owned()),
     ];
     assert!(import_cycles(&use_case_imports(&files)).is_empty(), "imports that go down only make no cycle");
 

@@ -264,6 +264,9 @@ pub use runs::*;
 pub use upstreams::*;
 pub use webhooks::*;
 
+/// The longest search text (`q`) the server takes; the search fields stop there.
+pub const SEARCH_MAX_CHARS: usize = 200;
+
 /// One choice of a `choice`, `multi_choice` or `error_recovery` question.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]

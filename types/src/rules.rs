@@ -251,6 +251,34 @@ fn empty_object() -> Value {
     Value::Object(serde_json::Map::new())
 }
 
+/// The workspace's approval rules as Settings → Rules edits them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RulesText {
+    /// The document (`rules` and `default`) in YAML.
+    pub yaml: String,
+    /// Bumped by every save; 0 before the first.
+    pub version: i64,
+    /// When and by whom it was last saved; `None` before the first save.
+    #[serde(default, deserialize_with = "crate::time::optional")]
+    pub updated_at: Option<DateTime<Utc>>,
+    pub updated_by: Option<String>,
+}
+
+/// Why the server refused a rules document or a call to test: its message and each fault by field
+/// (`rules[2].when`, `yaml`, `arguments`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RulesRefusal {
+    pub message: String,
+    pub faults: Vec<RuleFault>,
+}
+
+/// One fault of a refused rules document: the field's path and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuleFault {
+    pub field: String,
+    pub message: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,400 @@
+//! Answering and cancelling a pending question: who may give which answer (role, assignee, separation of duties),
+//! the answer checked against its question, and the one transition out of `pending` — the row as it leaves, its
+//! event and its audit entry — that the store writes only while the question is still pending.
+
+use chrono::{DateTime, Utc};
+use holdpoint_types::{AnswerBody, Assignee, Question, QuestionKind, QuestionStatus, Resolution, ResponseType, Role};
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::{AnswerShape, check_answer, claims, file_id_of, quorum};
+use crate::credentials::Caller;
+use crate::error::AppError;
+use crate::events::EventHub;
+use crate::metrics::Metrics;
+use crate::store::{
+    FileClaim, PrincipalKind, QuestionResolution, QuestionRow, QuestionTransition, ResolveOutcome, Store, StoreError,
+    StoreResult,
+};
+use crate::validation::{COMMENT_MAX_CHARS, FieldErrors};
+
+/// How long a resolved question was pending.
+pub fn pending_for(row: &QuestionRow) -> std::time::Duration {
+    let resolved = row.resolved_at.unwrap_or(row.updated_at);
+    (resolved - row.created_at).to_std().unwrap_or_default()
+}
+
+/// The 409 for a question that is no longer pending: `details` say its status and, if answered, by whom.
+pub fn not_pending(question: &QuestionRow) -> AppError {
+    let message = match (&question.answered_by, question.status) {
+        (Some(by), QuestionStatus::Answered) => format!("question is already answered by {by}"),
+        (_, status) => format!("question is already {}", status.as_str()),
+    };
+    AppError::Conflict {
+        message,
+        details: Some(serde_json::json!({
+            "status": question.status,
+            "answered_by": question.answered_by,
+            "resolution": question.resolution,
+            "resolved_at": question.resolved_at,
+        })),
+    }
+}
+
+/// Refuses with 403 unless the caller's role may answer this kind of question: approvals need `approver` or
+/// `admin`; other questions `responder` and up; `viewer` and `agent` never answer.
+pub fn require_answer_right(caller: &Caller, kind: QuestionKind) -> Result<(), AppError> {
+    let role = caller.role();
+    let allowed = match kind {
+        QuestionKind::Approval => matches!(role, Role::Approver | Role::Admin),
+        _ => role.may_answer(),
+    };
+    if allowed {
+        Ok(())
+    } else {
+        Err(AppError::Forbidden(format!(
+            "{} may not answer {} questions",
+            role.with_article(),
+            kind.as_str().replace('_', " ")
+        )))
+    }
+}
+
+/// Refuses with 403 unless the caller may give this answer to this question: the role rules, then the question's
+/// assignee, then separation of duties (when on, whoever requested an approval — see [`requester`] — may not
+/// approve it themselves; withdrawing it by rejecting stays possible).
+pub fn require_right_to_give(
+    caller: &Caller,
+    question: &Question,
+    requester: Option<Uuid>,
+    answer: &AnswerBody,
+    separation_of_duties: bool,
+) -> Result<(), AppError> {
+    require_answer_right(caller, question.kind)?;
+    require_assignee(caller, question)?;
+    quorum::require_eligible(caller, question)?;
+    if separation_of_duties
+        && question.kind == QuestionKind::Approval
+        && requester == Some(caller.principal.id)
+        && answer.value == Value::Bool(true)
+    {
+        return Err(AppError::Forbidden(
+            "separation of duties: whoever requested an approval may not approve it themselves".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Who requested the approval `row`, for separation of duties: whoever created it, through whichever door — a token
+/// or person asking directly (`POST /questions`, MCP, `holdpoint ask`), or whoever started a run a client executes
+/// (its client decides every call it asks about, and names the tool call itself) — except the tool-call approvals
+/// of a run the server's own workers execute: its agent, as defined, requests those, not whoever started the run.
+/// Reads the run only for a tool-call approval of a run.
+pub async fn requester(store: &dyn Store, row: &QuestionRow) -> StoreResult<Option<Uuid>> {
+    let (Some(run_id), Some(_)) = (row.run_id, &row.tool_call_id) else { return Ok(row.created_by) };
+    let run = store.run(row.workspace_id, run_id).await?;
+    Ok(match run {
+        Some(run) if run.executor == holdpoint_types::RunExecutor::Server => None,
+        _ => row.created_by,
+    })
+}
+
+/// Refuses with 403 a caller the question's assignee does not name.
+pub fn require_assignee(caller: &Caller, question: &Question) -> Result<(), AppError> {
+    match &question.assignee {
+        Some(Assignee::User(username))
+            if !(caller.principal.kind == PrincipalKind::User && caller.principal.name == *username) =>
+        {
+            Err(AppError::Forbidden(format!("this question is assigned to {username}")))
+        }
+        Some(Assignee::Role(role)) if caller.role().rank() < role.rank() => {
+            Err(AppError::Forbidden(format!("this question is assigned to {}s and above", role)))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// What answering a question needs: where it is kept, the counters, this instance's cache of pending questions and
+/// whether separation of duties is on.
+pub struct Answering<'a> {
+    pub store: &'a dyn Store,
+    pub metrics: &'a Metrics,
+    pub hub: &'a EventHub,
+    pub separation_of_duties: bool,
+}
+
+/// Answers a pending question: checks the caller's right and the answer's shape, then makes the one transition.
+/// Returns the answered question; 404 outside the caller's workspace, 409 if someone was first, 422 if the answer
+/// does not fit (and then nothing is stored).
+pub async fn answer_question(
+    answering: &Answering<'_>,
+    caller: &Caller,
+    id: Uuid,
+    answer: AnswerBody,
+    now: DateTime<Utc>,
+) -> Result<Question, AppError> {
+    answer_through(answering, caller, id, answer, now, None).await
+}
+
+/// [`answer_question`], for an answer given through a channel outside Holdpoint's pages (an action link in an
+/// email or a push, a Slack button): the audit entry names the channel.
+pub async fn answer_through(
+    answering: &Answering<'_>,
+    caller: &Caller,
+    id: Uuid,
+    answer: AnswerBody,
+    now: DateTime<Utc>,
+    channel: Option<holdpoint_types::Channel>,
+) -> Result<Question, AppError> {
+    answer_granting(answering, caller, id, answer, None, now, channel).await
+}
+
+/// [`answer_through`], making `grant` with the approval of a tool call: the grant is checked before the
+/// answer is written (a fault in it changes nothing) and stored once the answer is.
+pub async fn answer_granting(
+    answering: &Answering<'_>,
+    caller: &Caller,
+    id: Uuid,
+    answer: AnswerBody,
+    grant: Option<&holdpoint_types::GrantRequest>,
+    now: DateTime<Utc>,
+    channel: Option<holdpoint_types::Channel>,
+) -> Result<Question, AppError> {
+    let (store, metrics) = (answering.store, answering.metrics);
+    // A question remembered as pending may have just been answered: the resolving write finds out (409).
+    let row = match answering.hub.asked_and_pending(caller.workspace_id(), id) {
+        Some(row) => QuestionRow::clone(&row),
+        None => store.question(caller.workspace_id(), id).await?.ok_or(AppError::NotFound("question"))?,
+    };
+    // Before any other refusal: what the caller may not see is missing, not forbidden.
+    if !caller.visibility().sees(row.created_by) {
+        return Err(AppError::NotFound("question"));
+    }
+    let question = row.to_question(&caller.principal.workspace)?;
+    // Only a question the caller created can be the caller's request: for any other, nothing need be read.
+    let requester = match row.created_by {
+        Some(creator) if creator == caller.principal.id => requester(store, &row).await?,
+        other => other,
+    };
+    require_right_to_give(caller, &question, requester, &answer, answering.separation_of_duties)?;
+    if question.status != QuestionStatus::Pending {
+        return Err(not_pending(&row));
+    }
+    claims::require_claim(caller, &row, now)?;
+    let mut errors = FieldErrors::default();
+    check_answer(&AnswerShape::from(&question), &answer, "", &mut errors);
+    errors.into_result("the answer")?;
+    let mut answer = answer;
+    let files = files_of(store, caller, &question, &mut answer).await?;
+    let grant = match grant {
+        Some(request) => Some(grant_with(store, caller, &question, &row, &answer, request, now).await?),
+        None => None,
+    };
+    if row.required_approvals > 1 && answer.value == Value::Bool(true) {
+        return quorum::approve(answering, caller, row, answer, channel).await;
+    }
+    let change = QuestionResolution {
+        status: QuestionStatus::Answered,
+        response: Some(answer),
+        answered_by: Some(caller.principal.name.clone()),
+        resolution: Some(Resolution::Human),
+        at: now,
+        actor: caller.into(),
+    };
+    let answered = resolve_as_caller(store, metrics, caller, &row, &change, channel, files).await?;
+    if let Some(grant) = grant {
+        crate::grants::record(store, caller, &grant).await?;
+    }
+    Ok(answered)
+}
+
+/// The grant an approval makes, checked against its question: only the approval of a tool call by one person
+/// (a quorum's grant would let later calls through on one approval).
+async fn grant_with(
+    store: &dyn Store,
+    caller: &Caller,
+    question: &Question,
+    row: &QuestionRow,
+    answer: &AnswerBody,
+    request: &holdpoint_types::GrantRequest,
+    now: DateTime<Utc>,
+) -> Result<crate::store::GrantRow, AppError> {
+    if answer.value != Value::Bool(true) {
+        return Err(AppError::invalid_field("grant", "only an approval makes a grant"));
+    }
+    if row.required_approvals > 1 {
+        return Err(AppError::invalid_field("grant", "a question that needs several approvals cannot make a grant"));
+    }
+    let run = match (row.run_id, &row.tool_call_id) {
+        (Some(run_id), Some(_)) => store.run(row.workspace_id, run_id).await?,
+        _ => None,
+    };
+    let agent = crate::grants::agent_of_question(row, run.as_ref());
+    let arguments = match (&answer.edited_arguments, &question.action) {
+        (Some(edited), _) => edited.clone(),
+        (None, Some(action)) => action.arguments.clone(),
+        (None, None) => Value::Null,
+    };
+    crate::grants::grant_from_answer(caller, question, agent, &arguments, request, now)
+}
+
+/// The uploads a form answer's `file` fields reference, checked and taken: each must be a file of the workspace
+/// that the caller uploaded and no question has taken, of a media type the field accepts and within its
+/// `max_bytes`, and answer one field only. Each value becomes the stored file's metadata (whatever the answer said
+/// of it); the claims returned are written with the answer, which takes the files for its question. A reference
+/// that does not fit is a 422 naming `value.<key>`.
+async fn files_of(
+    store: &dyn Store,
+    caller: &Caller,
+    question: &Question,
+    answer: &mut AnswerBody,
+) -> Result<Vec<FileClaim>, AppError> {
+    let mut claims: Vec<(String, FileClaim)> = Vec::new();
+    let mut errors = FieldErrors::default();
+    let Some(values) = answer.value.as_object_mut() else { return Ok(Vec::new()) };
+    for field in question.fields.iter().filter(|field| field.response_type == ResponseType::File) {
+        let Some(value) = values.get_mut(&field.key).filter(|value| !value.is_null()) else { continue };
+        let name = format!("value.{}", field.key);
+        let Some(file_id) = file_id_of(value) else { continue };
+        let file = store.file(caller.workspace_id(), file_id).await?;
+        let problem = match &file {
+            None => Some("no such file was uploaded in this workspace".to_owned()),
+            Some(file) if file.uploaded_by != caller.principal.id => {
+                Some("only the one who uploaded a file may answer with it".to_owned())
+            }
+            Some(file) if file.question_id.is_some() => Some("the file already answers another question".to_owned()),
+            Some(_) if claims.iter().any(|(_, claim)| claim.file_id == file_id) => {
+                Some("the file already answers another field".to_owned())
+            }
+            Some(file) if !holdpoint_types::media_type_accepted(&field.accept, &file.media_type) => Some(format!(
+                "a file of type {} is not accepted (accepted: {})",
+                file.media_type,
+                field.accept.join(", ")
+            )),
+            Some(file) if field.max_bytes.is_some_and(|max| u64::try_from(file.size).unwrap_or(u64::MAX) > max) => {
+                Some(format!(
+                    "the file has {} bytes, more than the {} allowed",
+                    file.size,
+                    field.max_bytes.unwrap_or(0)
+                ))
+            }
+            Some(_) => None,
+        };
+        match (problem, file) {
+            (Some(problem), _) => errors.add(name, problem),
+            (None, Some(file)) => {
+                *value = serde_json::to_value(crate::files::uploaded(&file)).map_err(AppError::internal)?;
+                claims.push((field.key.clone(), FileClaim { file_id, uploaded_by: caller.principal.id }));
+            }
+            (None, None) => {}
+        }
+    }
+    errors.into_result("the answer")?;
+    Ok(claims.into_iter().map(|(_, claim)| claim).collect())
+}
+
+/// Makes a caller's transition out of `pending` of the question the caller read as `row`, taking `files` for it:
+/// the question as it is now, 409 if someone was first, or 422 naming the field of a file that was taken or removed
+/// since it was checked (and then nothing is written).
+async fn resolve_as_caller(
+    store: &dyn Store,
+    metrics: &Metrics,
+    caller: &Caller,
+    row: &QuestionRow,
+    change: &QuestionResolution,
+    channel: Option<holdpoint_types::Channel>,
+    files: Vec<FileClaim>,
+) -> Result<Question, AppError> {
+    if row.status != QuestionStatus::Pending {
+        return Err(not_pending(row));
+    }
+    let mut through = transition(row, change, &caller.principal.workspace)?;
+    if let Some(channel) = channel
+        && let Some(after) = through.audit.after.as_mut()
+    {
+        after["channel"] = serde_json::json!(channel);
+    }
+    through.files = files;
+    let outcome = match store.resolve_question(through).await {
+        Err(StoreError::FileUnavailable(file_id)) => {
+            let key = change
+                .response
+                .as_ref()
+                .and_then(|answer| answer.value.as_object())
+                .and_then(|values| values.iter().find(|(_, value)| file_id_of(value) == Some(file_id)))
+                .map_or_else(String::new, |(key, _)| key.clone());
+            return Err(AppError::invalid_field(
+                &format!("value.{key}"),
+                "the file was taken by another question or removed meanwhile",
+            ));
+        }
+        other => other?,
+    };
+    match outcome {
+        ResolveOutcome::Resolved(row) => {
+            metrics.question_resolved(row.kind.as_str(), row.status.as_str(), pending_for(&row));
+            Ok(row.to_question(&caller.principal.workspace)?)
+        }
+        ResolveOutcome::NotPending(row) => Err(not_pending(&row)),
+        ResolveOutcome::NotFound => Err(AppError::NotFound("question")),
+    }
+}
+
+/// Makes the transition of `row` (a question of workspace `workspace`, as just read) out of `pending` by `change`:
+/// the row as it leaves, its event and its audit entry, decided here and written together by the store if the
+/// question is still pending. A pending question changes only by leaving `pending`, so what `row` shows is what
+/// the store would find.
+pub async fn resolve(
+    store: &dyn Store,
+    row: &QuestionRow,
+    change: &QuestionResolution,
+    workspace: &str,
+) -> StoreResult<ResolveOutcome> {
+    if row.status != QuestionStatus::Pending {
+        return Ok(ResolveOutcome::NotPending(row.clone()));
+    }
+    store.resolve_question(transition(row, change, workspace)?).await
+}
+
+/// The transition of `row` (pending, of workspace `workspace`) out of `pending` by `change`.
+pub fn transition(row: &QuestionRow, change: &QuestionResolution, workspace: &str) -> StoreResult<QuestionTransition> {
+    let resolved = row.resolved_with(change);
+    let event = change.event(&resolved, workspace)?;
+    let audit = crate::audit::question_resolved(&resolved, &change.actor);
+    Ok(QuestionTransition { resolved, event, audit, files: Vec::new() })
+}
+
+/// Cancels a pending question; the reason, if any, is kept as the response's comment.
+pub async fn cancel_question(
+    store: &dyn Store,
+    metrics: &Metrics,
+    caller: &Caller,
+    id: Uuid,
+    reason: Option<String>,
+    now: DateTime<Utc>,
+) -> Result<Question, AppError> {
+    if !caller.role().may_ask() {
+        return Err(AppError::Forbidden(format!("{} may not cancel questions", caller.role().with_article())));
+    }
+    let row = store.question(caller.workspace_id(), id).await?.ok_or(AppError::NotFound("question"))?;
+    if !caller.visibility().sees(row.created_by) {
+        return Err(AppError::NotFound("question"));
+    }
+    // Whoever asked may withdraw the question; anyone else ends it for the asker, as an answer would, and needs the
+    // right to answer it (a responder cannot turn down an approval by cancelling it).
+    if row.created_by != Some(caller.principal.id) {
+        require_answer_right(caller, row.kind)?;
+    }
+    if reason.as_ref().is_some_and(|r| r.chars().count() > COMMENT_MAX_CHARS) {
+        return Err(AppError::invalid_field("reason", format!("must have at most {COMMENT_MAX_CHARS} characters")));
+    }
+    let change = QuestionResolution {
+        status: QuestionStatus::Cancelled,
+        response: reason.map(|r| AnswerBody { value: Value::Null, comment: Some(r), edited_arguments: None }),
+        answered_by: Some(caller.principal.name.clone()),
+        resolution: Some(Resolution::Cancelled),
+        at: now,
+        actor: caller.into(),
+    };
+    resolve_as_caller(store, metrics, caller, &row, &change, None, Vec::new()).await
+}

@@ -1,0 +1,160 @@
+//! Claims: a person takes a pending question for a while, and only they (or an admin) may answer it until the claim
+//! runs out or is let go. Taking and letting go of a claim are changes of the pending question as
+//! [`super::pending`] describes.
+
+use chrono::{DateTime, Duration, Utc};
+use holdpoint_types::{EventType, Question, QuestionStatus, Role};
+use serde_json::json;
+use uuid::Uuid;
+
+use super::pending::{ATTEMPTS, change_time, pending_event, reread, still_changing};
+use super::quorum::require_eligible;
+use super::{Answering, not_pending, require_answer_right, require_assignee};
+use crate::actions;
+use crate::credentials::Caller;
+use crate::error::AppError;
+use crate::store::{AuditActor, NewAuditEntry, PendingEffect, PendingQuestionChange, QuestionRow, Reach};
+
+/// How long a claim lasts unless the claimer asks for less, and the most any claim lasts.
+pub const DEFAULT_CLAIM_TTL_SECONDS: i64 = 1800;
+/// The shortest claim worth taking.
+pub const MIN_CLAIM_TTL_SECONDS: i64 = 1;
+
+/// Who holds `row`'s claim at `now`, as [`crate::store::Principal::counts_as`] says: a claim is held by a person
+/// (whichever of their tokens took it) or by a service token, never by a name.
+fn claim_holder(row: &QuestionRow, now: DateTime<Utc>) -> Option<Uuid> {
+    row.claimed_by_id.filter(|_| row.claim_expires_at.is_some_and(|until| until > now))
+}
+
+/// Refuses with 409 an answer to a question someone else holds the claim of, unless the caller is an admin. The
+/// holder's own tokens answer in their claim; a token that merely has their name does not.
+pub fn require_claim(caller: &Caller, row: &QuestionRow, now: DateTime<Utc>) -> Result<(), AppError> {
+    match claim_holder(row, now) {
+        Some(holder) if holder != caller.principal.counts_as() && caller.role() != Role::Admin => Err(claimed_by(row)),
+        _ => Ok(()),
+    }
+}
+
+fn claimed_by(row: &QuestionRow) -> AppError {
+    let holder = row.claimed_by.as_deref().unwrap_or_default();
+    AppError::Conflict {
+        message: format!("question is claimed by {holder}"),
+        details: Some(json!({
+            "claimed_by": holder,
+            "claim_expires_at": row.claim_expires_at,
+        })),
+    }
+}
+
+/// Who may claim a question: whoever may answer it (role, assignee, eligibility), as for an answer.
+fn require_right_to_claim(caller: &Caller, question: &Question) -> Result<(), AppError> {
+    require_answer_right(caller, question.kind)?;
+    require_assignee(caller, question)?;
+    require_eligible(caller, question)
+}
+
+/// Claims a pending question for the caller for `ttl_seconds` (default and at most `max_ttl_seconds`): while the
+/// claim lasts only they, or an admin, may answer. Claiming again extends one's own claim; an admin may take over
+/// another's; anyone else gets 409 naming who holds it.
+pub async fn claim(
+    answering: &Answering<'_>,
+    caller: &Caller,
+    id: Uuid,
+    ttl_seconds: Option<i64>,
+    max_ttl_seconds: i64,
+) -> Result<Question, AppError> {
+    let ttl = ttl_seconds.unwrap_or(max_ttl_seconds);
+    if !(MIN_CLAIM_TTL_SECONDS..=max_ttl_seconds).contains(&ttl) {
+        return Err(AppError::invalid_field(
+            "ttl_seconds",
+            format!("must be within {MIN_CLAIM_TTL_SECONDS}..={max_ttl_seconds}"),
+        ));
+    }
+    change_claim(answering, caller, id, ClaimChange::Take { ttl }).await
+}
+
+/// Lets the caller's claim of a question go (an admin may end anyone's); a question nobody holds is returned as it
+/// is.
+pub async fn unclaim(answering: &Answering<'_>, caller: &Caller, id: Uuid) -> Result<Question, AppError> {
+    change_claim(answering, caller, id, ClaimChange::Release).await
+}
+
+#[derive(Clone, Copy)]
+enum ClaimChange {
+    Take { ttl: i64 },
+    Release,
+}
+
+async fn change_claim(
+    answering: &Answering<'_>,
+    caller: &Caller,
+    id: Uuid,
+    wanted: ClaimChange,
+) -> Result<Question, AppError> {
+    let (store, workspace) = (answering.store, caller.principal.workspace.as_str());
+    let mut row = store.question(caller.workspace_id(), id).await?.ok_or(AppError::NotFound("question"))?;
+    if !caller.visibility().sees(row.created_by) {
+        return Err(AppError::NotFound("question"));
+    }
+    for _ in 0..ATTEMPTS {
+        let question = row.to_question(workspace)?;
+        require_right_to_claim(caller, &question)?;
+        if row.status != QuestionStatus::Pending {
+            return Err(not_pending(&row));
+        }
+        let at = change_time(&row);
+        let holder = question.claim_holder(at).map(str::to_owned);
+        let holder_id = claim_holder(&row, at);
+        let mine = holder_id.is_some() && holder_id == Some(caller.principal.counts_as());
+        if holder_id.is_some() && !mine && caller.role() != Role::Admin {
+            return Err(claimed_by(&row));
+        }
+        let mut after = row.clone();
+        let (audit_action, audit_after) = match wanted {
+            ClaimChange::Take { ttl } => {
+                let until = at + Duration::seconds(ttl);
+                after.claimed_by = Some(caller.principal.name.clone());
+                after.claim_expires_at = Some(until);
+                after.claimed_by_id = Some(caller.principal.counts_as());
+                let taken_over = holder.filter(|_| !mine);
+                (
+                    actions::QUESTION_CLAIMED,
+                    json!({ "claimed_by": caller.principal.name, "until": until, "taken_over_from": taken_over }),
+                )
+            }
+            ClaimChange::Release if holder_id.is_none() => return Ok(question),
+            ClaimChange::Release => {
+                after.claimed_by = None;
+                after.claim_expires_at = None;
+                after.claimed_by_id = None;
+                (actions::QUESTION_UNCLAIMED, json!({ "released": holder }))
+            }
+        };
+        after.revision += 1;
+        after.updated_at = at;
+        let event = pending_event(&after, EventType::QuestionClaimed, workspace)?;
+        let audit = NewAuditEntry {
+            workspace_id: row.workspace_id,
+            actor: AuditActor::from(caller),
+            action: audit_action.into(),
+            subject_type: "question".into(),
+            subject_id: Some(row.id.to_string()),
+            before: Some(json!({
+                "title": row.title,
+                "claimed_by": question.claimed_by,
+                "claim_expires_at": question.claim_expires_at,
+            })),
+            after: Some(audit_after),
+            diff: None,
+            created_at: at,
+        };
+        let effect = PendingEffect::Recorded { event, audit, reach: Reach::default() };
+        let change = PendingQuestionChange { question: after, effect };
+        if store.change_pending_question(&change).await? {
+            answering.hub.forget_asked(row.id);
+            return Ok(change.question.to_question(workspace)?);
+        }
+        row = reread(store, &row).await?;
+    }
+    Err(still_changing())
+}

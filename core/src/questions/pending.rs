@@ -1,0 +1,47 @@
+//! Changes of a pending question that leave it pending or complete it — an approval of a quorum, a claim, a hand-over
+//! to a stand-in. Each is decided whole (the row as it leaves the change, its event and its audit entry, or the
+//! transition out of `pending` the last approval completes) and handed to the store, which writes it only if no other
+//! change of the question was written since it was read. A change that finds itself second reads the question again
+//! and decides again: another approver's approval may have made this one the last, or the question may have left
+//! `pending`.
+
+use chrono::{DateTime, SubsecRound, Utc};
+use holdpoint_types::EventType;
+
+use crate::error::AppError;
+use crate::store::{NewEvent, QuestionRow, Store};
+
+/// How many times a change is decided again after another change of the same question was written first. Each
+/// retry means another person's change was stored, so with at most ten approvals needed, a retry budget this size
+/// is only spent by a question changing faster than anyone could act on it.
+pub(super) const ATTEMPTS: usize = 64;
+
+/// The event of a change that leaves `after` (of workspace `workspace`) pending.
+pub(super) fn pending_event(after: &QuestionRow, event_type: EventType, workspace: &str) -> Result<NewEvent, AppError> {
+    let question = crate::store::event_data(&after.to_question(workspace)?)?;
+    Ok(NewEvent {
+        workspace_id: after.workspace_id,
+        event_type,
+        project: after.project.clone(),
+        run_id: after.run_id,
+        question_id: Some(after.id),
+        data: crate::store::question_event_data_around(&question)?,
+        created_at: after.updated_at,
+    })
+}
+
+/// The time a change of `row` is stamped with: now, at the databases' precision, never before its last change.
+pub(super) fn change_time(row: &QuestionRow) -> DateTime<Utc> {
+    crate::store::now().max(row.updated_at).trunc_subsecs(6)
+}
+
+pub(super) async fn reread(store: &dyn Store, row: &QuestionRow) -> Result<QuestionRow, AppError> {
+    store.question(row.workspace_id, row.id).await?.ok_or(AppError::NotFound("question"))
+}
+
+pub(super) fn still_changing() -> AppError {
+    AppError::Conflict {
+        message: "the question kept changing while this change was being recorded; try again".into(),
+        details: None,
+    }
+}

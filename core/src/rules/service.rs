@@ -1,0 +1,227 @@
+//! The use cases of `/rules`: reading, checking, testing and saving a workspace's document. Deciding a call for an
+//! agent that asks before it acts (`/decide`) is the door's HTTP (`http::decide`) flow over them, since it waits for people.
+
+use holdpoint_types::{RuleDecision, RulesCheck, RulesDocument, StoredRules};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::{Rules, ToolCall, Verdict, approval_question, engine, stored_view};
+use crate::actions;
+use crate::credentials::Caller;
+use crate::error::AppError;
+use crate::questions::TimeoutBounds;
+use crate::store::{AuditActor, NewAuditEntry, RulesRow, Store};
+use crate::validation::FieldErrors;
+
+/// How many times a save is tried again when another save of the same workspace came between its read and its
+/// write.
+const SAVE_ATTEMPTS: usize = 5;
+
+/// Reads a document from JSON, naming the field of each fault: an unknown or misspelt key, a decision or mode
+/// that is none of the allowed words, a value of the wrong type.
+pub fn parse_document(value: &Value) -> Result<RulesDocument, AppError> {
+    let mut errors = FieldErrors::default();
+    let Some(object) = value.as_object() else {
+        return Err(AppError::invalid_field("body", "must be a JSON object {\"rules\": [...], \"default\": ...}"));
+    };
+    for key in object.keys().filter(|key| !["rules", "default"].contains(&key.as_str())) {
+        errors.add(key.clone(), "is not a field of a rules document (rules, default)");
+    }
+    if let Some(default) = object.get("default")
+        && serde_json::from_value::<RuleDecision>(default.clone()).is_err()
+    {
+        errors.add("default", "must be allow, ask or deny");
+    }
+    match object.get("rules") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(rules)) => {
+            for (i, rule) in rules.iter().enumerate() {
+                rule_shape(rule, i, &mut errors);
+            }
+        }
+        Some(_) => errors.add("rules", "must be a list of rules"),
+    }
+    errors.into_result("the rules document")?;
+    serde_json::from_value(value.clone())
+        .map_err(|err| AppError::Invalid { message: format!("the rules document is not valid: {err}"), details: None })
+}
+
+/// The faults of rule `i`'s shape, each under its field.
+fn rule_shape(rule: &Value, i: usize, errors: &mut FieldErrors) {
+    const FIELDS: [&str; 8] = ["name", "tools", "agents", "when", "decision", "reason", "ask", "mode"];
+    let at = |field: &str| format!("rules[{i}].{field}");
+    let Some(fields) = rule.as_object() else {
+        return errors.add(format!("rules[{i}]"), "must be an object");
+    };
+    for key in fields.keys().filter(|key| !FIELDS.contains(&key.as_str())) {
+        errors.add(at(key), format!("is not a field of a rule ({})", FIELDS.join(", ")));
+    }
+    for required in ["name", "tools", "decision"] {
+        if !fields.contains_key(required) {
+            errors.add(at(required), "is required");
+        }
+    }
+    let fits = |field: &str, check: fn(Value) -> bool| fields.get(field).is_none_or(|v| check(v.clone()));
+    if !fits("name", |v| v.is_string()) {
+        errors.add(at("name"), "must be a string");
+    }
+    for list in ["tools", "agents"] {
+        if !fits(list, |v| serde_json::from_value::<Vec<String>>(v).is_ok()) {
+            errors.add(at(list), "must be a list of glob strings");
+        }
+    }
+    for text in ["when", "reason"] {
+        if !fits(text, |v| v.is_string() || v.is_null()) {
+            errors.add(at(text), "must be a string");
+        }
+    }
+    if !fits("decision", |v| serde_json::from_value::<RuleDecision>(v).is_ok()) {
+        errors.add(at("decision"), "must be allow, ask or deny");
+    }
+    if !fits("mode", |v| serde_json::from_value::<holdpoint_types::RuleMode>(v).is_ok()) {
+        errors.add(at("mode"), "must be enforce or dry_run");
+    }
+    if let Some(ask) = fields.get("ask")
+        && let Err(err) = serde_json::from_value::<holdpoint_types::RuleAsk>(ask.clone())
+    {
+        errors.add(at("ask"), err.to_string());
+    }
+}
+
+/// Checks a document whole: the engine's checks, and each rule's `ask` settings as the approval question they
+/// would ask (its timeout within the server's bounds, its assignee a member who may approve, its quorum). Every
+/// fault is named with its field; the compiled document on success.
+pub async fn check(
+    store: &dyn Store,
+    bounds: TimeoutBounds,
+    workspace_id: Uuid,
+    document: &RulesDocument,
+) -> Result<engine::CompiledRules, AppError> {
+    let compiled = engine::compile(document, 0);
+    let mut errors = FieldErrors::default();
+    let sample = json!({});
+    for (i, rule) in document.rules.iter().enumerate() {
+        let Some(ask) = &rule.ask else { continue };
+        let call = ToolCall { tool: "tool", arguments: &sample, agent: None, run: None };
+        let verdict = Verdict {
+            decision: RuleDecision::Ask,
+            rule: Some(rule.name.clone()),
+            reason: rule.reason.clone(),
+            ask: ask.clone(),
+            matched: Vec::new(),
+        };
+        let question = approval_question(&call, &verdict, None);
+        let problem = match crate::questions::build_question(question, workspace_id, None, bounds, crate::store::now())
+        {
+            Ok(row) => crate::questions::check_assignee(store, &row).await.err(),
+            Err(err) => Some(err),
+        };
+        if let Some(AppError::Invalid { message, details }) = problem {
+            match details.as_ref().and_then(|d| d.get("fields")).and_then(Value::as_object) {
+                Some(fields) => {
+                    for (field, message) in fields {
+                        errors.add(format!("rules[{i}].ask.{field}"), message.as_str().unwrap_or_default());
+                    }
+                }
+                None => errors.add(format!("rules[{i}].ask"), message),
+            }
+        } else if let Some(other) = problem {
+            return Err(other);
+        }
+    }
+    match compiled {
+        Ok(compiled) => errors.into_result("the rules document").map(|()| compiled),
+        Err(mut faults) => {
+            faults.merge(errors);
+            Err(faults
+                .into_result("the rules document")
+                .err()
+                .unwrap_or_else(|| AppError::invalid_field("rules", "does not compile")))
+        }
+    }
+}
+
+/// `GET /rules`: the workspace's document as stored (version 0 and no rules before the first save).
+pub async fn get(store: &dyn Store, caller: &Caller) -> Result<StoredRules, AppError> {
+    Ok(stored_view(store.rules_document(caller.workspace_id()).await?))
+}
+
+/// `POST /rules/check`: whether a document would be saved, without saving it.
+pub async fn check_only(
+    store: &dyn Store,
+    bounds: TimeoutBounds,
+    caller: &Caller,
+    body: &Value,
+) -> Result<RulesCheck, AppError> {
+    let document = parse_document(body)?;
+    check(store, bounds, caller.workspace_id(), &document).await?;
+    Ok(RulesCheck { valid: true, rules: document.rules.len() })
+}
+
+/// `PUT /rules` (admins): replaces the workspace's document, its version one more than the one replaced, audited
+/// (`rules.updated`, with the documents before and after and the change). A document with any fault is refused
+/// whole (422 naming each field) and nothing is stored.
+pub async fn save(
+    store: &dyn Store,
+    bounds: TimeoutBounds,
+    caller: &Caller,
+    body: &Value,
+) -> Result<StoredRules, AppError> {
+    caller.require_admin("change the approval rules")?;
+    let document = parse_document(body)?;
+    let workspace_id = caller.workspace_id();
+    check(store, bounds, workspace_id, &document).await?;
+    for _ in 0..SAVE_ATTEMPTS {
+        let previous = store.rules_document(workspace_id).await?;
+        let previous_version = previous.as_ref().map_or(0, |row| row.version);
+        let before = serde_json::to_value(previous.as_ref().map(|row| &row.document.0)).map_err(AppError::internal)?;
+        let now = crate::store::now();
+        let row = RulesRow {
+            workspace_id,
+            version: previous_version + 1,
+            document: crate::store::Json(document.clone()),
+            updated_at: now,
+            updated_by: caller.principal.name.clone(),
+        };
+        let after = serde_json::to_value(&document).map_err(AppError::internal)?;
+        let audit = NewAuditEntry {
+            workspace_id,
+            actor: AuditActor::from(caller),
+            action: actions::RULES_UPDATED.into(),
+            subject_type: "rules".into(),
+            subject_id: Some(row.version.to_string()),
+            diff: Some(Value::Array(crate::audit::json_diff(&before, &after))),
+            before: Some(json!({ "version": previous_version, "document": before })),
+            after: Some(json!({ "version": row.version, "document": after })),
+            created_at: now,
+        };
+        if store.save_rules(&row, previous_version, &audit).await? {
+            return Ok(stored_view(Some(row)));
+        }
+    }
+    Err(AppError::Conflict { message: "the rules were being saved by someone else; try again".into(), details: None })
+}
+
+/// `POST /rules/test`: what the stored rules decide about a call, without asking, auditing or counting.
+pub async fn test(
+    rules: &Rules<'_>,
+    caller: &Caller,
+    request: &holdpoint_types::RuleTestRequest,
+) -> Result<holdpoint_types::RuleTestResult, AppError> {
+    check_call(&request.tool, &request.arguments)?;
+    let call =
+        ToolCall { tool: &request.tool, arguments: &request.arguments, agent: request.agent.as_deref(), run: None };
+    let verdict = rules.test(caller.workspace_id(), &call).await?;
+    Ok(holdpoint_types::RuleTestResult { decision: verdict.decision, rule: verdict.rule, matched: verdict.matched })
+}
+
+pub fn check_call(tool: &str, arguments: &Value) -> Result<(), AppError> {
+    let mut errors = FieldErrors::default();
+    if tool.trim().is_empty() || tool.chars().count() > 200 {
+        errors.add("tool", "must have 1..=200 characters");
+    }
+    if !arguments.is_object() {
+        errors.add("arguments", "must be a JSON object");
+    }
+    errors.into_result("the call")
+}

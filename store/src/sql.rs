@@ -1,0 +1,993 @@
+//! The SQL both backends agree on: column lists, statements, the binding of rows to statements, and the
+//! bookkeeping of committed events. Each backend (`sqlite`, `postgres`) writes its own queries with these; where
+//! the dialects differ, the backend says so in its own code.
+
+use sqlx::postgres::PgArguments;
+use sqlx::sqlite::SqliteArguments;
+use sqlx::types::Json;
+use sqlx::{Postgres, Sqlite};
+use tokio::sync::watch;
+
+use super::backend::{Both, Statement};
+use super::*;
+
+/// The columns of `questions`, in the order of [`QuestionRow`].
+pub(super) const QUESTION_COLUMNS: &str = "id, workspace_id, project, run_id, tool_call_id, parent_run_ids, kind, response_type, \
+     title, body, options, fields, action, allow_edit, context, urgency, timeout_at, default_response, status, \
+     response, answered_by, resolution, created_by, created_at, updated_at, resolved_at, assignee, escalation, \
+     next_escalation_at, callback_url, required_approvals, eligible, approvals, claimed_by, claim_expires_at, revision, \
+     claimed_by_id, field_rules, response_schema";
+
+/// The columns of `audit_log`, in the order of [`AuditRow`].
+pub(super) const AUDIT_COLUMNS: &str = "id, workspace_id, seq, prev_hash, hash, actor, actor_id, actor_kind, action, \
+     subject_type, subject_id, before, after, diff, created_at";
+
+/// Claims a workspace's audit chain head, creating it at `seq` 0 on the first entry (SQLite, when its guess of the
+/// head was wrong; SQLite's one writer serialises appends by itself). PostgreSQL claims the head in the trigger that
+/// seals an entry at commit (migration 0010), under the event log's lock.
+pub(super) const CLAIM_AUDIT_HEAD: &str = "INSERT INTO audit_heads (workspace_id, seq, hash) VALUES ($1, 0, $2) \
+     ON CONFLICT (workspace_id) DO UPDATE SET seq = audit_heads.seq RETURNING seq, hash";
+
+/// Appends an audit entry whose `seq` and `prev_hash` were taken from the claimed head; returns its `seq`.
+pub(super) static APPEND_AUDIT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "INSERT INTO audit_log ({AUDIT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
+         RETURNING seq"
+    )
+});
+
+/// `bind`, which `sqlx::query`, `sqlx::query_as`, the SQLite direct connection's arguments and a [`Statement`]
+/// each have, and the binding of whole rows with it, written once for both databases.
+pub(super) trait Bind<'q>: Sized {
+    fn bind_arg<T: Both<'q>>(self, value: T) -> Self;
+
+    /// Binds an event's values, in the order of `INSERT_EVENT`'s placeholders, after what `query` has.
+    fn bind_event(self, event: &'q NewEvent) -> Self {
+        self.bind_arg(event.workspace_id)
+            .bind_arg(event.event_type.as_str())
+            .bind_arg(&event.project)
+            .bind_arg(event.run_id)
+            .bind_arg(event.question_id)
+            .bind_arg(Json(&event.data))
+            .bind_arg(event.created_at)
+    }
+
+    /// Binds what resolving a question writes and which question it is, `resolved` being the row as it
+    /// leaves `pending`: `$1`..`$7` of the stores' one-query resolving writes.
+    fn bind_resolved(self, resolved: &'q QuestionRow) -> Self {
+        self.bind_arg(resolved.status)
+            .bind_arg(&resolved.response)
+            .bind_arg(&resolved.answered_by)
+            .bind_arg(resolved.resolution)
+            .bind_arg(resolved.updated_at)
+            .bind_arg(resolved.workspace_id)
+            .bind_arg(resolved.id)
+    }
+
+    /// Binds a grant's columns, in the order of `GRANT_COLUMNS`, after what `query` has.
+    fn bind_grant(self, grant: &'q GrantRow) -> Self {
+        self.bind_arg(grant.id)
+            .bind_arg(grant.workspace_id)
+            .bind_arg(grant.scope)
+            .bind_arg(grant.run_id)
+            .bind_arg(&grant.agent)
+            .bind_arg(&grant.tool_name)
+            .bind_arg(&grant.matcher)
+            .bind_arg(&grant.created_by)
+            .bind_arg(grant.created_by_id)
+            .bind_arg(grant.question_id)
+            .bind_arg(grant.created_at)
+            .bind_arg(grant.expires_at)
+            .bind_arg(grant.revoked_at)
+            .bind_arg(&grant.revoked_by)
+            .bind_arg(grant.uses)
+            .bind_arg(grant.last_used_at)
+    }
+
+    /// Binds a pending question's change, `$1`..`$9` of [`CHANGE_PENDING_QUESTION`].
+    fn bind_pending_change(self, q: &'q QuestionRow) -> Self {
+        self.bind_arg(&q.assignee)
+            .bind_arg(&q.approvals)
+            .bind_arg(&q.claimed_by)
+            .bind_arg(q.claim_expires_at)
+            .bind_arg(q.revision)
+            .bind_arg(q.updated_at)
+            .bind_arg(q.workspace_id)
+            .bind_arg(q.id)
+            .bind_arg(q.claimed_by_id)
+    }
+
+    /// Binds a question's columns, in the order of [`QUESTION_COLUMNS`], after what `query` has.
+    fn bind_question(self, q: &'q QuestionRow) -> Self {
+        self.bind_arg(q.id)
+            .bind_arg(q.workspace_id)
+            .bind_arg(&q.project)
+            .bind_arg(q.run_id)
+            .bind_arg(&q.tool_call_id)
+            .bind_arg(&q.parent_run_ids)
+            .bind_arg(q.kind)
+            .bind_arg(q.response_type)
+            .bind_arg(&q.title)
+            .bind_arg(&q.body)
+            .bind_arg(&q.options)
+            .bind_arg(&q.fields)
+            .bind_arg(&q.action)
+            .bind_arg(q.allow_edit)
+            .bind_arg(&q.context)
+            .bind_arg(q.urgency)
+            .bind_arg(q.timeout_at)
+            .bind_arg(&q.default_response)
+            .bind_arg(q.status)
+            .bind_arg(&q.response)
+            .bind_arg(&q.answered_by)
+            .bind_arg(q.resolution)
+            .bind_arg(q.created_by)
+            .bind_arg(q.created_at)
+            .bind_arg(q.updated_at)
+            .bind_arg(q.resolved_at)
+            .bind_arg(&q.assignee)
+            .bind_arg(&q.escalation)
+            .bind_arg(q.next_escalation_at)
+            .bind_arg(&q.callback_url)
+            .bind_arg(q.required_approvals)
+            .bind_arg(&q.eligible)
+            .bind_arg(&q.approvals)
+            .bind_arg(&q.claimed_by)
+            .bind_arg(q.claim_expires_at)
+            .bind_arg(q.revision)
+            .bind_arg(q.claimed_by_id)
+            .bind_arg(&q.field_rules)
+            .bind_arg(&q.response_schema)
+    }
+
+    /// Binds a draft's columns, in the order of [`INSERT_AUDIT_DRAFT`], after what `query` has.
+    fn bind_audit_draft(self, row: &'q AuditRow) -> Self {
+        Bind::bind_audited(self.bind_arg(row.id).bind_arg(row.workspace_id), row)
+    }
+
+    /// Binds what an entry records, `actor` to `created_at`, the columns a draft and a sealed entry share.
+    fn bind_audited(self, row: &'q AuditRow) -> Self {
+        self.bind_arg(&row.actor)
+            .bind_arg(&row.actor_id)
+            .bind_arg(&row.actor_kind)
+            .bind_arg(&row.action)
+            .bind_arg(&row.subject_type)
+            .bind_arg(&row.subject_id)
+            .bind_arg(&row.before)
+            .bind_arg(&row.after)
+            .bind_arg(&row.diff)
+            .bind_arg(row.created_at)
+    }
+
+    /// Binds a notification's columns, in the order of [`super::outbox::INSERT_NOTIFICATION`].
+    fn bind_notification(self, row: &'q super::outbox::NotificationRow) -> Self {
+        self.bind_arg(row.id)
+            .bind_arg(row.workspace_id)
+            .bind_arg(row.question_id)
+            .bind_arg(row.user_id)
+            .bind_arg(row.created_at)
+            .bind_arg(row.read_at)
+    }
+
+    /// Binds a delivery's columns, in the order of [`super::outbox::INSERT_DELIVERY`].
+    fn bind_delivery(self, row: &'q super::outbox::DeliveryRow) -> Self {
+        self.bind_arg(row.id)
+            .bind_arg(row.workspace_id)
+            .bind_arg(row.question_id)
+            .bind_arg(row.user_id)
+            .bind_arg(row.channel)
+            .bind_arg(&row.address)
+            .bind_arg(row.status)
+            .bind_arg(row.attempts)
+            .bind_arg(row.next_attempt_at)
+            .bind_arg(row.claimed_until)
+            .bind_arg(&row.last_error)
+            .bind_arg(row.sent_at)
+            .bind_arg(row.created_at)
+            .bind_arg(row.updated_at)
+            .bind_arg(&row.reference)
+            .bind_arg(row.followed_up_at)
+            .bind_arg(row.cause)
+    }
+
+    /// Binds an audit entry's columns, in the order of [`AUDIT_COLUMNS`], after what `query` has.
+    fn bind_audit_row(self, row: &'q AuditRow) -> Self {
+        let sealed = self
+            .bind_arg(row.id)
+            .bind_arg(row.workspace_id)
+            .bind_arg(row.seq)
+            .bind_arg(&row.prev_hash)
+            .bind_arg(&row.hash);
+        Bind::bind_audited(sealed, row)
+    }
+}
+
+impl<'q> Bind<'q> for sqlx::query::Query<'q, Sqlite, SqliteArguments<'q>> {
+    fn bind_arg<T: Both<'q>>(self, value: T) -> Self {
+        self.bind(value)
+    }
+}
+
+impl<'q, O> Bind<'q> for sqlx::query::QueryAs<'q, Sqlite, O, SqliteArguments<'q>> {
+    fn bind_arg<T: Both<'q>>(self, value: T) -> Self {
+        self.bind(value)
+    }
+}
+
+impl<'q> Bind<'q> for super::sqlite::DirectArguments<'q> {
+    fn bind_arg<T: Both<'q>>(mut self, value: T) -> Self {
+        self.add(value);
+        self
+    }
+}
+
+impl<'q> Bind<'q> for sqlx::query::Query<'q, Postgres, PgArguments> {
+    fn bind_arg<T: Both<'q>>(self, value: T) -> Self {
+        self.bind(value)
+    }
+}
+
+impl<'q, O> Bind<'q> for sqlx::query::QueryAs<'q, Postgres, O, PgArguments> {
+    fn bind_arg<T: Both<'q>>(self, value: T) -> Self {
+        self.bind(value)
+    }
+}
+
+impl<'q> Bind<'q> for Statement<'q> {
+    fn bind_arg<T: Both<'q>>(self, value: T) -> Self {
+        self.bind(value)
+    }
+}
+
+/// The test that a question named by its id is still pending, in an `UPDATE` that resolves it. Written plainly,
+/// `workspace_id = .. AND id = .. AND status = 'pending'`, PostgreSQL's planner, on a table autovacuum has not
+/// analyzed yet (a new database, or one that grew fast), rates `questions_status_deadline` (workspace, status,
+/// deadline, id, ...) as good as the primary key and takes it, then walks the workspace's pending entries, the
+/// dead ones of questions resolved since the last vacuum included, to find the id: 40 buffers and ~0.2 ms a resolve
+/// in the HITL benchmark, against 3 through the key. A test on an expression cannot come from that index.
+pub(super) const STILL_PENDING: &str = "status || '' = 'pending'";
+
+/// A question leaving `pending`: what it becomes (`$1`..`$5`) and which question it is (`$6`, `$7`), as
+/// [`Bind::bind_resolved`] binds them. Every way of resolving a question, on either database, writes with this;
+/// each adds what it needs around it (its event, its audit entry, a lock on the question's run).
+pub(super) static RESOLVE_PENDING: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "UPDATE questions SET status = $1, response = $2, answered_by = $3, resolution = $4, resolved_at = $5, \
+         updated_at = $5 WHERE workspace_id = $6 AND id = $7 AND {STILL_PENDING}"
+    )
+});
+
+/// [`RESOLVE_PENDING`], returning the id of the question it resolved.
+pub(super) static RESOLVE_PENDING_RETURNING: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!("{} RETURNING id", *RESOLVE_PENDING));
+
+/// A pending question's change (see [`PendingQuestionChange`]): what it becomes (`$1`..`$6` and `$9`, the new
+/// revision `$5`), which question it is (`$7`, `$8`), written only if it is still pending at the revision before `$5`.
+pub(super) const CHANGE_PENDING_QUESTION: &str = "UPDATE questions SET assignee = $1, approvals = $2, claimed_by = $3, \
+     claim_expires_at = $4, revision = $5, updated_at = $6, claimed_by_id = $9 \
+     WHERE workspace_id = $7 AND id = $8 AND status = 'pending' AND revision = $5 - 1";
+
+/// Writes an entry as a draft, without its place in the chain, for the commit to seal (PostgreSQL, migration 0010).
+pub(super) const INSERT_AUDIT_DRAFT: &str = "INSERT INTO audit_drafts (id, workspace_id, actor, actor_id, actor_kind, action, \
+     subject_type, subject_id, before, after, diff, created_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
+
+/// Appends an audit entry only if the stored head is the one its `seq` (`$3`) and `prev_hash` (`$4`) follow; returns
+/// its `seq` if it did.
+pub(super) static APPEND_AUDIT_IF_HEAD: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "INSERT INTO audit_log ({AUDIT_COLUMNS}) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15 \
+         WHERE EXISTS (SELECT 1 FROM audit_heads WHERE workspace_id = $2 AND seq = $3 - 1 AND hash = $4) RETURNING seq"
+    )
+});
+
+/// The highest `$N` placeholder of `sql`: how many arguments it takes.
+pub(super) fn placeholder_count(sql: &str) -> usize {
+    sql.split('$')
+        .skip(1)
+        .filter_map(|rest| rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
+        .max()
+        .unwrap_or(0)
+}
+
+/// Principals of tokens.
+pub(super) const TOKEN_PRINCIPAL: &str = "SELECT t.id, CAST('token' AS TEXT) AS kind, t.workspace_id, w.name AS workspace, \
+     t.name, t.role, t.maker_id AS person FROM tokens t JOIN workspaces w ON w.id = t.workspace_id";
+
+/// The id of the newest event, or 0.
+pub(super) const LAST_EVENT_ID: &str = "SELECT COALESCE(MAX(id), 0) FROM events";
+
+pub(super) async fn last_event_id<'e, E>(executor: E) -> StoreResult<i64>
+where
+    E: sqlx::Executor<'e>,
+    i64: for<'r> sqlx::Decode<'r, E::Database> + sqlx::Type<E::Database>,
+    for<'q> <E::Database as sqlx::Database>::Arguments<'q>: sqlx::IntoArguments<'q, E::Database>,
+    usize: sqlx::ColumnIndex<<E::Database as sqlx::Database>::Row>,
+{
+    let (id,): (i64,) = sqlx::query_as(LAST_EVENT_ID).fetch_one(executor).await?;
+    Ok(id)
+}
+
+/// Tells the hub that the event with id `last` is committed, handing it over if given (then the hub is woken even
+/// when a later event's commit was told first: it may be the one the hub waits for).
+pub(super) fn announce(committed: &watch::Sender<Committed>, last: i64, event: Option<HubEvent>) {
+    committed.send_if_modified(|current| {
+        let mut changed = false;
+        match event {
+            Some(event) => {
+                current.handed_over.insert(event);
+                changed = true;
+            }
+            None if last > current.read_through => {
+                current.read_through = last;
+                changed = true;
+            }
+            None => {}
+        }
+        if last > current.last {
+            current.last = last;
+            changed = true;
+        }
+        changed
+    });
+}
+
+/// `sql` with each `$N` placeholder raised by `by`, so it can follow a statement that takes `$1`..`$by`.
+pub(super) fn shift_placeholders(sql: &str, by: usize) -> String {
+    let mut shifted = String::with_capacity(sql.len() + 8);
+    let mut rest = sql;
+    while let Some(at) = rest.find('$') {
+        shifted.push_str(&rest[..=at]);
+        rest = &rest[at + 1..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        match rest[..digits].parse::<usize>() {
+            Ok(n) => shifted.push_str(&(n + by).to_string()),
+            Err(_) => shifted.push_str(&rest[..digits]),
+        }
+        rest = &rest[digits..];
+    }
+    shifted.push_str(rest);
+    shifted
+}
+
+/// `INSERT INTO questions` with one argument per column of [`QUESTION_COLUMNS`] (`$1`..`$39`), followed by what
+/// `(open, close)` needs to make it and the event's insert (`$38`..) one query.
+pub(super) fn insert_question_then_event(open: &str, close: &str, insert_event: &str) -> String {
+    let arguments = QUESTION_COLUMNS.split(',').count();
+    let placeholders = (1..=arguments).map(|n| format!("${n}")).collect::<Vec<_>>().join(", ");
+    format!(
+        "{open}INSERT INTO questions ({QUESTION_COLUMNS}) VALUES ({placeholders}){close}{}",
+        shift_placeholders(insert_event, arguments)
+    )
+}
+
+pub(super) fn is_unique_violation(err: &sqlx::Error) -> bool {
+    matches!(err, sqlx::Error::Database(db) if db.is_unique_violation())
+}
+
+/// Whether the database refused a statement for a unique constraint.
+pub(super) fn is_unique_violation_of(err: &StoreError) -> bool {
+    matches!(err, StoreError::Database(err) if is_unique_violation(err))
+}
+
+/// Inserts a server secret unless one of that name is stored (`name`, `value`, `created_at`).
+pub(super) const INSERT_SERVER_SECRET: &str =
+    "INSERT INTO server_secrets (name, value, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING";
+/// The stored value of a server secret (`name`).
+pub(super) const SERVER_SECRET: &str = "SELECT value FROM server_secrets WHERE name = $1";
+
+#[cfg(test)]
+mod tests {
+    use holdpoint_types::{AnswerBody, QuestionKind, Resolution, ResponseType};
+
+    use super::*;
+    use crate::postgres::*;
+    use crate::sqlite::*;
+    use crate::test_postgres::PostgresSchema;
+    use crate::token_cache::TokenCache;
+    use sqlx::PgPool;
+
+    /// A SQLite database file of one test's own, removed with its WAL when the test ends.
+    struct TestDatabase(std::path::PathBuf);
+
+    impl TestDatabase {
+        fn new(name: &str) -> Self {
+            Self(std::env::temp_dir().join(format!("holdpoint-{name}-{}.db", Uuid::now_v7())))
+        }
+
+        fn url(&self) -> String {
+            format!("sqlite://{}", self.0.display())
+        }
+    }
+
+    impl Drop for TestDatabase {
+        fn drop(&mut self) {
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{}{suffix}", self.0.display()));
+            }
+        }
+    }
+
+    /// The ops of SQLite's plan for each statement of `sql`, on the store's schema.
+    async fn sqlite_plans(database: &TestDatabase, sql: &Statements) -> Vec<Vec<String>> {
+        super::super::connect_sqlite(&database.url(), StoreSettings::defaults()).await.unwrap();
+        let connection = rusqlite::Connection::open(&database.0).unwrap();
+        sql.iter()
+            .map(|statement| {
+                let mut plan = connection.prepare(&format!("EXPLAIN {statement}")).unwrap();
+                plan.raw_query().mapped(|op| op.get::<_, String>(1)).map(Result::unwrap).collect()
+            })
+            .collect()
+    }
+
+    /// SQLite builds a temporary b-tree for every run of a statement that returns rows (`RETURNING`) or checks a
+    /// `CHECK (x IN (3 or more values))`; the hot writes ran seven of them per HITL cycle (migration 0010).
+    #[tokio::test]
+    async fn sqlite_asks_and_answers_without_building_temporary_tables() {
+        let database = TestDatabase::new("no-temporary-tables");
+        for sql in [&*INSERT_QUESTION_THEN_EVENT_DIRECTLY, &*RESOLVE_PENDING_WITH_EVENT_AND_AUDIT] {
+            for (plan, statement) in sqlite_plans(&database, sql).await.iter().zip(sql.iter()) {
+                assert!(!plan.iter().any(|op| op == "OpenEphemeral"), "{statement}: {plan:?}");
+            }
+        }
+    }
+
+    /// Migration 0010's comparisons refuse what the IN lists refused, let a NULL through as they did, and leave no
+    /// IN list of three or more values in any table's CHECK.
+    #[tokio::test]
+    async fn sqlite_checks_refuse_the_values_they_refused_before_migration_0010() {
+        let database = TestDatabase::new("checks");
+        let store = super::super::connect_sqlite(&database.url(), StoreSettings::defaults()).await.unwrap();
+        let workspace = store.ensure_workspace("checks").await.unwrap();
+        let (row, asked) = question_and_event(workspace.id, "checked", ResponseType::Boolean);
+        store.create_question(&row, &asked, None, &AskedWith::default()).await.unwrap();
+        let connection = rusqlite::Connection::open(&database.0).unwrap();
+        for change in [
+            "UPDATE questions SET status = 'answred'",
+            "UPDATE questions SET kind = 'Blocking'",
+            "UPDATE questions SET urgency = ''",
+            "UPDATE questions SET resolution = 'person'",
+        ] {
+            let err = connection.execute(change, []).unwrap_err();
+            assert!(err.to_string().contains("CHECK constraint failed"), "{change}: {err}");
+        }
+        assert_eq!(connection.execute("UPDATE questions SET resolution = NULL, status = 'expired'", []).unwrap(), 1);
+        let tables: Vec<String> = connection
+            .prepare("SELECT sql FROM sqlite_schema WHERE type = 'table'")
+            .unwrap()
+            .query_map([], |table| table.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert!(
+            tables.iter().any(|sql| sql.contains("CHECK (kind = 'blocking' OR kind = 'non_blocking'")),
+            "{tables:?}"
+        );
+        for sql in &tables {
+            for (at, _) in sql.match_indices(" IN (") {
+                let list = &sql[at + 5..at + 5 + sql[at + 5..].find(')').unwrap()];
+                assert!(list.matches(',').count() < 2, "an IN list of three or more values is left: {sql}");
+            }
+        }
+        assert_eq!(connection.query_row("PRAGMA integrity_check", [], |ok| ok.get::<_, String>(0)).unwrap(), "ok");
+    }
+
+    /// A person's answer `value`, as the answering use case makes it.
+    fn answered_with(value: serde_json::Value) -> QuestionResolution {
+        QuestionResolution {
+            status: holdpoint_types::QuestionStatus::Answered,
+            response: Some(AnswerBody { value, comment: None, edited_arguments: None }),
+            answered_by: Some("tester".into()),
+            resolution: Some(Resolution::Human),
+            at: crate::now(),
+            actor: AuditActor::policy("test", None),
+        }
+    }
+
+    #[test]
+    fn a_postgres_revocation_notifies_on_the_channel_the_instances_listen_to() {
+        let notify = PostgresStore::TELL_OTHERS_OF_A_REVOCATION;
+        assert_eq!(notify, format!("SELECT pg_notify('{CREDENTIALS_CHANNEL}', '')"));
+    }
+
+    /// A notification that comes before any event hub follows the store (at start, while the hub's task has not
+    /// run yet) must not stop the listener: stopped, it would leave the token cache serving without hearing the
+    /// other instances' revocations, and their events reaching this one only by the hub's poll.
+    #[tokio::test]
+    async fn the_listener_keeps_listening_through_a_notification_that_comes_before_the_hub() {
+        let url = std::env::var("HOLDPOINT_TEST_POSTGRES_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+        let pool = match PgPool::connect(&url).await {
+            Ok(pool) => pool,
+            Err(err) if std::env::var("CI").as_deref() == Ok("true") => panic!("PostgreSQL is required in CI: {err}"),
+            Err(err) => return eprintln!("SKIPPED: PostgreSQL at {url} is unreachable ({err})"),
+        };
+        let committed = watch::channel(Committed::default()).0;
+        let tokens = Arc::new(TokenCache::new(false, std::time::Duration::from_secs(600)));
+        let stop = tokio_util::sync::CancellationToken::new();
+        let listening = Listening {
+            pool: pool.clone(),
+            schema: "public".into(),
+            committed: committed.clone(),
+            tokens: Arc::clone(&tokens),
+        };
+        tokio::spawn(listen_to_other_instances(listening, stop.clone()));
+        let _stop_when_done = stop.drop_guard();
+        let principal = Principal {
+            id: Uuid::now_v7(),
+            kind: PrincipalKind::Token,
+            workspace_id: Uuid::now_v7(),
+            workspace: "default".into(),
+            name: "agent".into(),
+            role: holdpoint_types::Role::Agent,
+            person: None,
+        };
+        let remembered = || {
+            tokens.remember(b"secret", &principal, tokens.generation());
+            tokens.get(b"secret").is_some()
+        };
+        eventually(remembered, "the cache serves once the listener listens").await;
+        let notify = |channel: &'static str| {
+            let pool = pool.clone();
+            async move { sqlx::query("SELECT pg_notify($1, '0')").bind(channel).execute(&pool).await.unwrap() }
+        };
+        // Nobody follows the events yet: no hub has subscribed to the store's commits.
+        notify(EVENTS_CHANNEL).await;
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        notify(CREDENTIALS_CHANNEL).await;
+        eventually(|| tokens.get(b"secret").is_none(), "the revocation is heard").await;
+    }
+
+    #[test]
+    fn a_store_follows_the_ids_of_its_own_schemas_log_only() {
+        assert_eq!(event_of_this_log("holdpoint_a:42", "holdpoint_a"), Some(42));
+        assert_eq!(event_of_this_log("holdpoint_b:42", "holdpoint_a"), None, "another schema's log");
+        assert_eq!(event_of_this_log("odd:name:7", "odd:name"), Some(7));
+        assert_eq!(event_of_this_log("42", "holdpoint_a"), None);
+        assert_eq!(event_of_this_log("holdpoint_a:x", "holdpoint_a"), None);
+    }
+
+    async fn eventually(condition: impl Fn() -> bool, what: &str) {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !condition() {
+            assert!(tokio::time::Instant::now() < deadline, "not within 10 s: {what}");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
+    fn entry(workspace_id: Uuid, n: usize) -> NewAuditEntry {
+        NewAuditEntry {
+            workspace_id,
+            actor: AuditActor::policy("test", None),
+            action: "test.appended".into(),
+            subject_type: "test".into(),
+            subject_id: Some(n.to_string()),
+            before: None,
+            after: Some(serde_json::json!({ "n": n })),
+            diff: None,
+            created_at: crate::now(),
+        }
+    }
+
+    /// A pending blocking question titled `title`, answered with `response_type`, with its `question_asked` event:
+    /// the row the asking use case stores for a request that names only these two.
+    fn question_and_event(workspace_id: Uuid, title: &str, response_type: ResponseType) -> (QuestionRow, NewEvent) {
+        let (kind, now) = (QuestionKind::Blocking, crate::now());
+        let row = QuestionRow {
+            id: Uuid::now_v7(),
+            workspace_id,
+            project: None,
+            run_id: None,
+            tool_call_id: None,
+            parent_run_ids: Json(Vec::new()),
+            kind,
+            response_type,
+            title: title.to_owned(),
+            body: String::new(),
+            options: Json(Vec::new()),
+            fields: Json(Vec::new()),
+            action: None,
+            allow_edit: false,
+            context: Json(serde_json::json!({})),
+            urgency: kind.default_urgency(),
+            timeout_at: kind.default_timeout_seconds().map(|seconds| now + chrono::Duration::seconds(seconds)),
+            default_response: None,
+            status: holdpoint_types::QuestionStatus::Pending,
+            response: None,
+            answered_by: None,
+            resolution: None,
+            created_by: None,
+            created_at: now,
+            updated_at: now,
+            resolved_at: None,
+            assignee: None,
+            escalation: None,
+            next_escalation_at: None,
+            callback_url: None,
+            required_approvals: 1,
+            eligible: None,
+            approvals: Json(Vec::new()),
+            claimed_by: None,
+            claim_expires_at: None,
+            claimed_by_id: None,
+            field_rules: None,
+            response_schema: None,
+            revision: 0,
+        };
+        let asked = NewEvent {
+            workspace_id,
+            event_type: holdpoint_types::EventType::QuestionAsked,
+            project: None,
+            run_id: None,
+            question_id: Some(row.id),
+            data: event_data(&serde_json::json!({})).unwrap(),
+            created_at: row.created_at,
+        };
+        (row, asked)
+    }
+
+    /// `row` leaving `pending` with `change`: the question after it, its event and an audit entry recording it, as
+    /// the use case hands them to the store.
+    fn transition(row: &QuestionRow, change: &QuestionResolution, workspace: &str) -> QuestionTransition {
+        let resolved = row.resolved_with(change);
+        let event = change.event(&resolved, workspace).unwrap();
+        let audit = NewAuditEntry {
+            workspace_id: resolved.workspace_id,
+            actor: change.actor.clone(),
+            action: format!("question.{}", resolved.status.as_str()),
+            subject_type: "question".into(),
+            subject_id: Some(resolved.id.to_string()),
+            before: Some(serde_json::json!({ "status": "pending" })),
+            after: Some(
+                serde_json::json!({ "status": resolved.status, "value": change.response.as_ref().map(|r| &r.value) }),
+            ),
+            diff: None,
+            created_at: change.at,
+        };
+        QuestionTransition { resolved, event, audit, files: Vec::new() }
+    }
+
+    /// How many audit entries the store holds, after checking every workspace's chain whole: `seq` 1, 2, 3...
+    /// without gaps, each hash recomputed from its entry, each `prev_hash` the previous entry's hash, and the chain
+    /// ending where its head row says.
+    async fn unbroken_chain_entries(store: &dyn Store) -> u64 {
+        let mut entries = 0;
+        for head in store.audit_heads().await.unwrap() {
+            let (mut last_seq, mut last_hash) = (0_i64, GENESIS_HASH.to_owned());
+            for row in store.audit_chain(head.workspace_id, 0, u32::MAX).await.unwrap() {
+                assert_eq!(row.seq, last_seq + 1, "{}: the chain's entries follow each other", head.workspace);
+                assert_eq!(entry_hash(&row), row.hash, "{}: entry {} is as it was hashed", head.workspace, row.seq);
+                assert_eq!(row.prev_hash, last_hash, "{}: entry {} links to the one before", head.workspace, row.seq);
+                (last_seq, last_hash) = (row.seq, row.hash);
+                entries += 1;
+            }
+            assert_eq!((head.seq, head.hash), (Some(last_seq), Some(last_hash)), "{}: the head", head.workspace);
+        }
+        entries
+    }
+
+    /// What a store remembers is its own: two stores in one process (two servers in one test process) share no
+    /// workspace names and no audit chain heads.
+    #[tokio::test]
+    async fn two_stores_in_one_process_share_no_workspace_names_and_no_audit_heads() {
+        let (first, second) = (TestDatabase::new("own-caches-a"), TestDatabase::new("own-caches-b"));
+        let first = super::super::connect_sqlite(&first.url(), StoreSettings::defaults()).await.unwrap();
+        let second_store = super::super::connect_sqlite(&second.url(), StoreSettings::defaults()).await.unwrap();
+        let workspace = first.ensure_workspace("mine").await.unwrap();
+        first.append_audit(&entry(workspace.id, 1)).await.unwrap();
+        assert_eq!(first.workspace_name(workspace.id).await.unwrap(), "mine");
+        assert_eq!(first.caches.workspace_names.get(workspace.id).as_deref(), Some("mine"));
+        assert!(first.audit_heads.guess(workspace.id).is_some(), "the first store guesses its chain's head");
+        assert_eq!(second_store.caches.workspace_names.get(workspace.id), None);
+        assert_eq!(second_store.audit_heads.guess(workspace.id), None);
+    }
+
+    /// An answer's event and audit entry go in with one query while SQLite's guess of the chain's head holds; when
+    /// it does not (ahead of the head, as after a rolled-back append, or behind it, as after another process's), the
+    /// event still goes in and the entry follows the stored head.
+    #[tokio::test]
+    async fn an_answer_stores_its_event_and_its_audit_entry_whatever_the_guess_of_the_head() {
+        let database = TestDatabase::new("answer-guess");
+        let store = super::super::connect_sqlite(&database.url(), StoreSettings::defaults()).await.unwrap();
+        let workspace = store.ensure_workspace("answers").await.unwrap();
+        for n in 0..4 {
+            let (row, asked) = question_and_event(workspace.id, &format!("q{n}"), ResponseType::Boolean);
+            store.create_question(&row, &asked, None, &AskedWith::default()).await.unwrap();
+            // The first answer finds no guess, the second one ahead, the third one behind, the fourth the right one.
+            match n {
+                1 => store.audit_heads.remember(workspace.id, 50, "not-the-head"),
+                2 => store.audit_heads.remember(workspace.id, 0, "not-the-head"),
+                _ => {}
+            }
+            let change = answered_with(serde_json::json!(true));
+            let outcome = store.resolve_question(transition(&row, &change, "answers")).await.unwrap();
+            assert!(matches!(outcome, ResolveOutcome::Resolved(_)), "answer {n}");
+        }
+        let events = store.events_after(0, 100).await.unwrap();
+        assert_eq!(events.iter().filter(|event| event.event_type == "question_answered").count(), 4);
+        assert_eq!(unbroken_chain_entries(&store).await, 4, "one entry per answer");
+    }
+
+    /// SQLite resolves a pending question in one query only on a right guess of the audit chain's head: with none,
+    /// or one ahead of the head (as after a rolled-back append) or behind it (as after another process's append),
+    /// the database refuses the entry, the query stops before it releases its savepoint, and nothing of it is
+    /// stored. The general path then answers with the entry on the stored head; a question no longer pending
+    /// writes nothing either way.
+    #[tokio::test]
+    async fn on_sqlite_the_one_query_answer_stores_nothing_unless_its_guess_of_the_head_holds() {
+        let database = TestDatabase::new("one-query-answer");
+        let store = super::super::connect_sqlite(&database.url(), StoreSettings::defaults()).await.unwrap();
+        let workspace = store.ensure_workspace("one-query").await.unwrap();
+        let answer = |value: bool| answered_with(serde_json::json!(value));
+        let stored = |id: Uuid| {
+            let store = store.clone();
+            async move {
+                let question = store.question(workspace.id, id).await.unwrap().unwrap();
+                let events = store.events_after(0, 100).await.unwrap();
+                let answered = events.iter().filter(|e| e.event_type == "question_answered").count();
+                let entries = unbroken_chain_entries(&store).await;
+                let entries = usize::try_from(entries).unwrap();
+                (question.status.as_str().to_owned(), answered, entries)
+            }
+        };
+        let ask = |n: usize| {
+            let store = store.clone();
+            async move {
+                let (row, asked) = question_and_event(workspace.id, &format!("q{n}"), ResponseType::Boolean);
+                store.create_question(&row, &asked, None, &AskedWith::default()).await.unwrap();
+                row
+            }
+        };
+
+        let first = ask(0).await;
+        assert!(
+            !store.resolve_in_one_query(&transition(&first, &answer(true), "one-query")).await.unwrap(),
+            "no guess"
+        );
+        assert_eq!(stored(first.id).await, ("pending".to_owned(), 0, 0), "nothing stored without a guess");
+        let ResolveOutcome::Resolved(_) =
+            store.resolve_question(transition(&first, &answer(true), "one-query")).await.unwrap()
+        else {
+            panic!("the general path answers");
+        };
+        assert_eq!(stored(first.id).await, ("answered".to_owned(), 1, 1));
+
+        for (n, (seq, hash)) in [(50, "ahead"), (0, "behind")].into_iter().enumerate() {
+            let question = ask(n + 1).await;
+            store.audit_heads.remember(workspace.id, seq, hash);
+            let answering = transition(&question, &answer(false), "one-query");
+            assert!(!store.resolve_in_one_query(&answering).await.unwrap(), "a guess {hash} of the head");
+            assert_eq!(stored(question.id).await, ("pending".to_owned(), n + 1, n + 1), "nothing stored, {hash}");
+            let ResolveOutcome::Resolved(_) = store.resolve_question(answering).await.unwrap() else {
+                panic!("the general path answers after a guess {hash} of the head");
+            };
+            assert_eq!(stored(question.id).await, ("answered".to_owned(), n + 2, n + 2));
+        }
+
+        // The general path left the right guess: the one query stores the answer, its event and its entry.
+        let question = ask(3).await;
+        let answering = transition(&question, &answer(true), "one-query");
+        assert!(store.resolve_in_one_query(&answering).await.unwrap(), "a right guess resolves in one query");
+        let resolved = answering.resolved;
+        let read_back = store.question(workspace.id, question.id).await.unwrap().unwrap();
+        assert_eq!(read_back.to_question("one-query").unwrap(), resolved.to_question("one-query").unwrap());
+        assert_eq!(stored(question.id).await, ("answered".to_owned(), 4, 4));
+        // Once answered, the same read resolves nothing more.
+        let again = transition(&question, &answer(false), "one-query");
+        assert!(!store.resolve_in_one_query(&again).await.unwrap());
+        let ResolveOutcome::NotPending(current) = store.resolve_question(again).await.unwrap() else {
+            panic!("a second answer finds the question answered");
+        };
+        assert_eq!(current.to_question("one-query").unwrap(), resolved.to_question("one-query").unwrap());
+        assert_eq!(stored(question.id).await, ("answered".to_owned(), 4, 4));
+    }
+
+    /// The trigger that refuses an audit entry off its chain's head (migration 0009) says what
+    /// `AUDIT_ENTRY_OFF_ITS_HEAD` looks for.
+    #[tokio::test]
+    async fn on_sqlite_an_audit_entry_off_its_head_is_refused_with_the_message_the_store_looks_for() {
+        let database = TestDatabase::new("off-head");
+        let store = super::super::connect_sqlite(&database.url(), StoreSettings::defaults()).await.unwrap();
+        let workspace = store.ensure_workspace("off-head").await.unwrap();
+        let first = store.append_audit(&entry(workspace.id, 1)).await.unwrap();
+        for (seq, prev_hash) in [(first.seq + 2, first.hash.clone()), (first.seq + 1, "0".repeat(64))] {
+            let row = AuditRow::seal(&entry(workspace.id, 2), seq, prev_hash);
+            let err = Bind::bind_audit_row(sqlx::query_as::<_, (i64,)>(&APPEND_AUDIT), &row)
+                .fetch_one(&store.write)
+                .await
+                .expect_err("an entry off its head");
+            let sqlx::Error::Database(err) = err else { panic!("not the database's refusal: {err}") };
+            assert!(err.message().contains(AUDIT_ENTRY_OFF_ITS_HEAD), "{}", err.message());
+        }
+        let row = AuditRow::seal(&entry(workspace.id, 2), first.seq + 1, first.hash.clone());
+        Bind::bind_audit_row(sqlx::query_as::<_, (i64,)>(&APPEND_AUDIT), &row).fetch_one(&store.write).await.unwrap();
+    }
+
+    /// On SQLite, asking runs on the writer's own thread: a caller that goes away once the write was handed over
+    /// (a client that disconnected) does not cut it short, and the question is stored whole, with its event.
+    #[tokio::test]
+    async fn on_sqlite_a_question_whose_caller_goes_away_is_still_stored_whole() {
+        let database = TestDatabase::new("writer-thread");
+        let store = connect(&database.url()).await.unwrap();
+        let workspace = store.ensure_workspace("abandoned").await.unwrap();
+        let (row, asked) = question_and_event(workspace.id, "Still there?", ResponseType::Text);
+        // Polled once (which hands the write over), then dropped: a write takes trips to SQLite's thread, so it
+        // cannot have ended within that one poll.
+        let abandoned =
+            futures::FutureExt::now_or_never(store.create_question(&row, &asked, None, &AskedWith::default()));
+        assert!(abandoned.is_none(), "the caller gave up before the write ended");
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        while store.question(workspace.id, row.id).await.unwrap().is_none() {
+            assert!(tokio::time::Instant::now() < deadline, "the question was not stored within 10 s");
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        let events = store.events_after(0, 100).await.unwrap();
+        assert!(events.iter().any(|event| event.question_id == Some(row.id) && event.event_type == "question_asked"));
+    }
+
+    #[test]
+    fn the_batched_writes_bind_as_many_values_as_their_statements_name() {
+        assert_eq!(QUESTION_ARGUMENTS, QUESTION_COLUMNS.split(',').count());
+        assert_eq!(EVENT_ARGUMENTS, placeholder_count(PostgresStore::INSERT_EVENT));
+        assert_eq!(RESOLVE_ARGUMENTS, placeholder_count(&RESOLVE_AS_EXPRESSIONS));
+    }
+
+    #[test]
+    fn placeholder_count_is_the_highest_placeholder() {
+        assert_eq!(placeholder_count(SqliteStore::INSERT_EVENT), 7);
+        assert_eq!(placeholder_count(&APPEND_AUDIT_IF_HEAD), 15);
+        assert_eq!(placeholder_count("SELECT 1"), 0);
+    }
+
+    /// The SQLite store appends on its guess of the chain's head; a wrong guess (another process appended, or an
+    /// append was rolled back after the guess moved) must fall back to the stored head, never fork the chain.
+    #[tokio::test]
+    async fn a_wrong_guess_of_the_audit_head_still_links_each_entry_to_the_stored_head() {
+        let database = TestDatabase::new("audit-guess");
+        let store = super::super::connect_sqlite(&database.url(), StoreSettings::defaults()).await.unwrap();
+        let workspace = store.ensure_workspace("guess").await.unwrap();
+        for n in 1..=3 {
+            assert_eq!(store.append_audit(&entry(workspace.id, n)).await.unwrap().seq, n as i64);
+        }
+        // Ahead of the stored head, as after a rolled-back append; then behind it, as after another process's.
+        store.audit_heads.remember(workspace.id, 7, "not-the-head");
+        assert_eq!(store.append_audit(&entry(workspace.id, 4)).await.unwrap().seq, 4);
+        store.audit_heads.remember(workspace.id, 2, "not-the-head");
+        let fifth = store.append_audit(&entry(workspace.id, 5)).await.unwrap();
+        assert_eq!(fifth.seq, 5);
+        assert_eq!(store.append_audit(&entry(workspace.id, 6)).await.unwrap().prev_hash, fifth.hash);
+        assert_eq!(unbroken_chain_entries(&store).await, 6);
+    }
+
+    #[test]
+    fn placeholders_shift_past_the_question_arguments_and_nothing_else_changes() {
+        assert_eq!(shift_placeholders("VALUES ($1, $2, $10) RETURNING id", 27), "VALUES ($28, $29, $37) RETURNING id");
+        assert_eq!(shift_placeholders("a '$' b $x", 5), "a '$' b $x");
+        let sql = insert_question_then_event(
+            "WITH asked AS (",
+            ") ",
+            "INSERT INTO events (a, b) VALUES ($1, $2) RETURNING id",
+        );
+        assert!(sql.starts_with("WITH asked AS (INSERT INTO questions (id, "), "{sql}");
+        assert!(sql.ends_with("$38, $39)) INSERT INTO events (a, b) VALUES ($40, $41) RETURNING id"), "{sql}");
+    }
+
+    /// How PostgreSQL's generic plan for `sql` (of `arguments` placeholders) reads `questions`: each scan's index.
+    async fn question_indexes_planned(connection: &mut sqlx::PgConnection, sql: &str, arguments: usize) -> Vec<String> {
+        sqlx::query(&format!("PREPARE planned AS {sql}")).execute(&mut *connection).await.unwrap();
+        sqlx::query("SET plan_cache_mode = force_generic_plan").execute(&mut *connection).await.unwrap();
+        let nulls = vec!["NULL"; arguments].join(", ");
+        let (plan,): (serde_json::Value,) = sqlx::query_as(&format!("EXPLAIN (FORMAT JSON) EXECUTE planned({nulls})"))
+            .fetch_one(&mut *connection)
+            .await
+            .unwrap();
+        sqlx::query("DEALLOCATE planned").execute(&mut *connection).await.unwrap();
+        fn walk(node: &serde_json::Value, found: &mut Vec<String>) {
+            let scan = node["Node Type"].as_str().is_some_and(|kind| kind.ends_with("Scan"));
+            if scan && node["Relation Name"] == "questions" {
+                found.push(node["Index Name"].as_str().unwrap_or("(a sequential scan)").to_owned());
+            }
+            for child in node["Plans"].as_array().into_iter().flatten() {
+                walk(child, found);
+            }
+        }
+        let mut found = Vec::new();
+        walk(&plan[0]["Plan"], &mut found);
+        found
+    }
+
+    /// Before autovacuum had analyzed `questions` (a new database, as in the HITL benchmark), PostgreSQL planned the
+    /// resolving statement through `questions_status_deadline` and walked every pending entry, dead ones included,
+    /// to find the question (see `STILL_PENDING`); it must find it by its id.
+    #[tokio::test]
+    async fn postgres_resolves_a_question_found_by_its_id() {
+        let Some(schema) = PostgresSchema::new().await else { return };
+        let url = schema.url.clone();
+        let store = connect(&url).await.unwrap();
+        let workspace = store.ensure_workspace("busy").await.unwrap();
+        let mut connection = <sqlx::PgConnection as sqlx::Connection>::connect(&url).await.unwrap();
+        sqlx::query(
+            "INSERT INTO questions (id, workspace_id, kind, response_type, title, urgency, status, created_at, \
+             updated_at) SELECT gen_random_uuid(), $1, 'blocking', 'text', 'q', 'normal', \
+             CASE WHEN n % 500 = 0 THEN 'pending' ELSE 'answered' END, now(), now() \
+             FROM generate_series(1, 3000) AS n",
+        )
+        .bind(workspace.id)
+        .execute(&mut connection)
+        .await
+        .unwrap();
+
+        // The statement of a batch that holds one resolve (`write_batch`).
+        let resolve_alone = format!("WITH {} SELECT 0, id FROM w0", RESOLVE_AS_EXPRESSIONS.replace("NAME", "w0"));
+        let resolving = question_indexes_planned(&mut connection, &resolve_alone, RESOLVE_ARGUMENTS).await;
+        let by_id = ["questions_pkey", "questions_workspace_created"];
+        assert!(resolving.iter().all(|index| by_id.contains(&index.as_str())), "{resolving:?}");
+        assert_eq!(resolving.len(), 1, "{resolving:?}");
+    }
+
+    /// Asks and answers that reach PostgreSQL together go in as one statement (`write_batch`), each stored once
+    /// with its event and, for an answer, its audit entry. Of two answers to one question in one batch, one
+    /// resolves it and the other finds it resolved.
+    #[tokio::test]
+    async fn on_postgres_asks_and_answers_queued_together_are_each_stored_once() {
+        let Some(schema) = PostgresSchema::new().await else { return };
+        let store = super::super::connect_postgres(&schema.url, StoreSettings::defaults()).await.unwrap();
+        let workspace = store.ensure_workspace("batched").await.unwrap();
+        store.caches.workspace_names.remember(workspace.id, "batched");
+        let question = |n: usize| question_and_event(workspace.id, &format!("q{n}"), ResponseType::Boolean);
+        let transactions = |ids: Vec<Uuid>| {
+            let url = schema.url.clone();
+            async move {
+                let pool = PgPool::connect(&url).await.unwrap();
+                let (count,): (i64,) =
+                    sqlx::query_as("SELECT count(DISTINCT xmin::text) FROM questions WHERE id = ANY($1)")
+                        .bind(ids)
+                        .fetch_one(&pool)
+                        .await
+                        .unwrap();
+                count
+            }
+        };
+        // The test's runtime has one thread: every write below is queued before the batch's worker runs.
+        let first: Vec<(QuestionRow, NewEvent)> = (0..5).map(question).collect();
+        let alone = AskedWith::default();
+        let created =
+            futures::future::join_all(first.iter().map(|(row, event)| store.create_question(row, event, None, &alone)));
+        assert!(created.await.iter().all(Result::is_ok));
+        assert_eq!(transactions(first.iter().map(|(row, _)| row.id).collect()).await, 1, "one statement");
+
+        let second: Vec<(QuestionRow, NewEvent)> = (5..7).map(question).collect();
+        let asks = futures::future::join_all(
+            second.iter().map(|(row, event)| store.create_question(row, event, None, &alone)),
+        );
+        let answer = answered_with(serde_json::json!(true));
+        let answered = [0, 1, 2, 0].map(|n| &first[n].0);
+        let answers = futures::future::join_all(
+            answered.iter().map(|row| store.resolve_question(transition(row, &answer, "batched"))),
+        );
+        let (asks, answers) = tokio::join!(asks, answers);
+        assert!(asks.iter().all(Result::is_ok));
+        let outcomes: Vec<&str> = answers
+            .iter()
+            .map(|outcome| match outcome.as_ref().unwrap() {
+                ResolveOutcome::Resolved(_) => "resolved",
+                ResolveOutcome::NotPending(_) => "not pending",
+                ResolveOutcome::NotFound => "not found",
+            })
+            .collect();
+        assert_eq!(outcomes.iter().filter(|o| **o == "resolved").count(), 3, "{outcomes:?}");
+        assert_eq!(outcomes.iter().filter(|o| **o == "not pending").count(), 1, "{outcomes:?}");
+        let together = [&second[0].0, &second[1].0, &first[1].0, &first[2].0].map(|row| row.id);
+        assert_eq!(transactions(together.to_vec()).await, 1, "the second batch is one statement too");
+
+        let events = store.events_after(0, 100).await.unwrap();
+        assert!(events.windows(2).all(|pair| pair[0].id < pair[1].id));
+        let count = |kind: &str| events.iter().filter(|event| event.event_type == kind).count();
+        assert_eq!((count("question_asked"), count("question_answered")), (7, 3));
+        assert_eq!(unbroken_chain_entries(&store).await, 3, "one entry per answer");
+        for (n, (row, _)) in first.iter().chain(&second).enumerate() {
+            let status = store.question(workspace.id, row.id).await.unwrap().unwrap().status;
+            assert_eq!(status.as_str(), if n < 3 { "answered" } else { "pending" }, "q{n}");
+        }
+    }
+}
