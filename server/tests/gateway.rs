@@ -13,7 +13,10 @@ use chrono::Utc;
 use common::{Backend, TestApp, assert_error};
 use holdpoint::store::{AuditActor, NewAuditEntry, RulesRow};
 use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities, ClientConfig,
+    GetTaskParams, Implementation, TaskPayload, TaskStatus,
+};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -33,6 +36,7 @@ on_both_backends!(
     a_configured_process_is_started_again_after_it_dies_and_killed_at_shutdown,
     a_configured_name_taken_by_a_registered_upstream_stops_the_server,
     input_required_answers_are_asked_as_forms_and_the_call_retried_with_the_answers,
+    an_asked_call_as_a_task_reaches_the_upstream_only_after_approval,
 );
 
 type Client = RunningService<RoleClient, ()>;
@@ -387,6 +391,73 @@ async fn asked_calls_wait_for_a_person_who_may_edit_or_reject_them(backend: Back
     let audited = gateway.audited_calls(2).await;
     let outcomes: Vec<&Value> = audited.iter().map(|e| &e["after"]["outcome"]).collect();
     assert!(outcomes.contains(&&json!("rejected")) && outcomes.contains(&&json!("forwarded")), "{outcomes:?}");
+}
+
+/// Polls `tasks/get` until the task has ended.
+async fn ended_task(client: &RunningService<RoleClient, ClientConfig>, id: &str) -> rmcp::model::GetTaskResult {
+    let deadline = tokio::time::Instant::now() + WITHIN;
+    loop {
+        let got = client.get_task(GetTaskParams::new(id)).await.expect("tasks/get answers");
+        if got.task.status().is_terminal() {
+            return got;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the task {id} never ended: {got:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A client that declares MCP's tasks extension gets a task for a call that needs an approval: `tasks/get` shows
+/// it waiting for the person while nothing reaches the upstream; approved, the call is forwarded and the task
+/// completes with the upstream's result. A cancelled task's question is cancelled and its call never made.
+async fn an_asked_call_as_a_task_reaches_the_upstream_only_after_approval(backend: Backend) {
+    let Some(gateway) = Gateway::start(backend).await else { return };
+    let upstream = McpUpstream::start("files").await;
+    gateway.register("files", &upstream.url()).await;
+    gateway
+        .rules(json!({ "default": "allow", "rules": [
+            { "name": "confirm-deletes", "tools": ["mcp:files/delete_*"], "decision": "ask" } ] }))
+        .await;
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp/gateway", gateway.base))
+        .auth_header(gateway.agent.clone());
+    let info = ClientConfig::new(ClientCapabilities::builder().enable_tasks().build(), Implementation::new("t", "1"));
+    let client = info.serve(StreamableHttpClientTransport::from_config(config)).await.expect("connects");
+    let task_of = |response: CallToolResponse| match response {
+        CallToolResponse::Task(created) => created.task.task_id,
+        other => panic!("a task was expected, not {other:?}"),
+    };
+
+    let allowed = client.call_tool_once(call("files__read_file", json!({ "path": "/etc/motd" }))).await.unwrap();
+    assert!(matches!(allowed, CallToolResponse::Complete(_)), "a call that asks nobody answers at once: {allowed:?}");
+    let id = task_of(client.call_tool_once(call("files__delete_file", json!({ "path": "/srv/data" }))).await.unwrap());
+    let question = gateway.pending_question().await;
+    assert_eq!(question["id"], id.as_str(), "the task is named after its approval");
+    let waiting = client.get_task(GetTaskParams::new(&id)).await.unwrap();
+    assert_eq!(waiting.task.status(), TaskStatus::InputRequired, "{waiting:?}");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(upstream.calls().len(), 1, "only the allowed call reached the upstream while the task waits");
+    gateway.answer(&question, json!({ "value": true })).await;
+    let done = ended_task(&client, &id).await;
+    let TaskPayload::Completed { result } = &done.task.payload else { panic!("completed, not {done:?}") };
+    let result: CallToolResult = serde_json::from_value(Value::Object(result.clone())).unwrap();
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(text_of(&result), "deleted /srv/data");
+    assert_eq!(
+        upstream.calls_within(2).await[1],
+        json!({ "tool": "delete_file", "arguments": { "path": "/srv/data" } })
+    );
+
+    let id =
+        task_of(client.call_tool_once(call("files__delete_file", json!({ "path": "/srv/backups" }))).await.unwrap());
+    gateway.pending_question().await;
+    client.cancel_task(CancelTaskParams::new(&id)).await.expect("tasks/cancel is acknowledged");
+    let question = gateway.app.get(&format!("/api/v1/questions/{id}")).await.json;
+    assert_eq!(question["status"], "cancelled", "{question}");
+    assert_eq!(ended_task(&client, &id).await.task.status(), TaskStatus::Cancelled);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(upstream.calls().len(), 2, "the cancelled call never reached the upstream");
+    let audited = gateway.audited_calls(3).await;
+    let outcomes: Vec<&Value> = audited.iter().map(|e| &e["after"]["outcome"]).collect();
+    assert!(outcomes.contains(&&json!("cancelled")), "the cancelled call is audited: {outcomes:?}");
 }
 
 async fn a_condition_splits_one_tools_calls_between_allow_and_ask(backend: Backend) {

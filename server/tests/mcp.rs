@@ -7,7 +7,10 @@ use std::time::Duration;
 use axum::http::StatusCode;
 use common::TestApp;
 use rmcp::ServiceExt;
-use rmcp::model::CallToolRequestParams;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig, GetTaskParams,
+    GetTaskResult, Implementation, TaskPayload, TaskStatus, UpdateTaskParams,
+};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -485,12 +488,156 @@ async fn ask_user_takes_rich_fields_or_a_response_schema(app: TestApp) {
     assert_eq!(after, before, "nothing was asked");
 }
 
+/// A client that declares MCP's tasks extension (`io.modelcontextprotocol/tasks`), as rmcp's own client does it.
+async fn connect_with_tasks(base: &str, token: &str) -> RunningService<RoleClient, ClientConfig> {
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp")).auth_header(token.to_owned());
+    let info = ClientConfig::new(ClientCapabilities::builder().enable_tasks().build(), Implementation::new("t", "1"));
+    info.serve(StreamableHttpClientTransport::from_config(config)).await.expect("the MCP client connects")
+}
+
+/// Calls a tool that must answer with a task; returns the task's id.
+async fn call_as_task(client: &RunningService<RoleClient, ClientConfig>, params: CallToolRequestParams) -> String {
+    match client.call_tool_once(params).await.expect("the call answers") {
+        CallToolResponse::Task(created) => {
+            assert_eq!(created.task.status, TaskStatus::Working, "a task starts working");
+            assert!(created.task.poll_interval_ms.is_some() && created.task.ttl_ms.is_some(), "{created:?}");
+            created.task.task_id
+        }
+        other => panic!("a task was expected, not {other:?}"),
+    }
+}
+
+/// Polls `tasks/get` until the task leaves `working`/`input_required`.
+async fn settled_task(client: &RunningService<RoleClient, ClientConfig>, id: &str) -> GetTaskResult {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let got = client.get_task(GetTaskParams::new(id)).await.expect("tasks/get answers");
+        if got.task.status().is_terminal() {
+            return got;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the task {id} never ended: {got:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The final result of a completed task.
+fn completed_result(got: &GetTaskResult) -> Value {
+    match &got.task.payload {
+        TaskPayload::Completed { result } => Value::Object(result.clone()),
+        other => panic!("a completed task was expected, not {other:?}"),
+    }
+}
+
+/// `ask_user` from a client with tasks: the call answers at once with a task named after its question, `tasks/get`
+/// shows it waiting for the person (with where to answer), and after the answer, the outcome. The task outlives
+/// the session: another session of the same caller reads it; another caller cannot.
+async fn ask_user_as_a_task_waits_in_tasks_get_and_completes_with_the_answer(app: TestApp) {
+    let base = app.serve().await;
+    let client = connect_with_tasks(&base, &app.token).await;
+    let capabilities = &client.peer_info().unwrap().capabilities;
+    assert!(capabilities.supports_tasks(), "the server declares the extension: {capabilities:?}");
+    let id = call_as_task(&client, call("ask_user", json!({ "title": "Ship it?", "response_type": "boolean" }))).await;
+    let question = pending_question(&app).await;
+    assert_eq!(question["id"], id.as_str(), "the task's id is its question's");
+
+    let waiting = client.get_task(GetTaskParams::new(&id)).await.unwrap();
+    assert_eq!(waiting.task.status(), TaskStatus::InputRequired);
+    let wire = serde_json::to_value(&waiting).unwrap();
+    let url = format!("/questions/{id}");
+    assert_eq!(wire["inputRequests"]["question"]["method"], "elicitation/create", "{wire}");
+    assert_eq!(wire["inputRequests"]["question"]["params"]["mode"], "url", "{wire}");
+    assert!(wire["inputRequests"]["question"]["params"]["url"].as_str().unwrap().ends_with(&url), "{wire}");
+    assert!(wire["statusMessage"].as_str().unwrap().contains("Ship it?"), "{wire}");
+    assert_eq!(wire["_meta"]["holdpoint/question"]["id"], id.as_str(), "{wire}");
+    assert_eq!(wire["_meta"]["holdpoint/question"]["status"], "pending", "{wire}");
+    // Responding to the input request changes nothing: the input is the person's answer.
+    let update = UpdateTaskParams::new(&id, [("question".to_owned(), json!({ "action": "accept" }))].into());
+    client.update_task(update).await.expect("tasks/update is acknowledged");
+    assert_eq!(client.get_task(GetTaskParams::new(&id)).await.unwrap().task.status(), TaskStatus::InputRequired);
+
+    let answered = app.post(&format!("/api/v1/questions/{id}/answer"), json!({ "value": true, "comment": "go" })).await;
+    assert_eq!(answered.status, StatusCode::OK, "{}", answered.text);
+    // Read from a new session, as a client that reconnected would.
+    let reconnected = connect_with_tasks(&base, &app.token).await;
+    let done = settled_task(&reconnected, &id).await;
+    assert_eq!(done.task.status(), TaskStatus::Completed);
+    let result = completed_result(&done);
+    assert_eq!(result["isError"], false, "{result}");
+    let outcome = &result["structuredContent"];
+    assert_eq!(outcome["outcome"], "answered", "{result}");
+    assert_eq!(outcome["value"], true);
+    assert_eq!(outcome["comment"], "go");
+
+    let other = app.create_token("default", app::types::Role::Admin).await;
+    let stranger = connect_with_tasks(&base, &other).await;
+    let refused = stranger.get_task(GetTaskParams::new(&id)).await.expect_err("another caller's task is not found");
+    assert!(refused.to_string().contains("no task"), "{refused}");
+    assert!(stranger.get_task(GetTaskParams::new("not-a-task")).await.is_err(), "an unknown id is an error");
+    // A client without the extension is still answered as before: the call waits and returns the outcome.
+    let plain = connect(&base, &app.token).await;
+    let asking = tokio::spawn(async move { plain.call_tool(call("ask_user", json!({ "title": "Plain?" }))).await });
+    let question = pending_question(&app).await;
+    let id = question["id"].as_str().unwrap();
+    app.post(&format!("/api/v1/questions/{id}/answer"), json!({ "value": "yes" })).await;
+    let result = tokio::time::timeout(Duration::from_secs(20), asking).await.unwrap().unwrap().unwrap();
+    assert_eq!(text_of(&result)["outcome"], "answered");
+}
+
+/// `request_approval` as a task: a person's rejection completes it with Claude Code's deny decision.
+async fn request_approval_as_a_task_completes_with_the_decision(app: TestApp) {
+    let base = app.serve().await;
+    let agent = app.create_token("default", app::types::Role::Agent).await;
+    let client = connect_with_tasks(&base, &agent).await;
+    let arguments = json!({ "tool_name": "Bash", "input": { "command": "rm -rf /srv" } });
+    let id = call_as_task(&client, call("request_approval", arguments)).await;
+    let question = pending_question(&app).await;
+    assert_eq!(question["id"], id.as_str());
+    assert_eq!(question["kind"], "approval");
+    assert_eq!(client.get_task(GetTaskParams::new(&id)).await.unwrap().task.status(), TaskStatus::InputRequired);
+    let rejected =
+        app.post(&format!("/api/v1/questions/{id}/answer"), json!({ "value": false, "comment": "not the root" })).await;
+    assert_eq!(rejected.status, StatusCode::OK, "{}", rejected.text);
+    let done = settled_task(&client, &id).await;
+    assert_eq!(done.task.status(), TaskStatus::Completed);
+    let result = completed_result(&done);
+    let decision: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(decision["behavior"], "deny", "{decision}");
+    assert!(decision["message"].as_str().unwrap().contains("not the root"), "{decision}");
+}
+
+/// `tasks/cancel` cancels the task's question, audited as the caller; the task ends `cancelled`.
+async fn cancelling_a_task_cancels_its_question(app: TestApp) {
+    let base = app.serve().await;
+    let agent = app.create_token("default", app::types::Role::Agent).await;
+    let client = connect_with_tasks(&base, &agent).await;
+    let id = call_as_task(&client, call("ask_user", json!({ "title": "Rotate the keys?" }))).await;
+    pending_question(&app).await;
+    client.cancel_task(CancelTaskParams::new(&id)).await.expect("tasks/cancel is acknowledged");
+    let question = app.get(&format!("/api/v1/questions/{id}")).await.json;
+    assert_eq!(question["status"], "cancelled", "{question}");
+    assert!(question["response"]["comment"].as_str().unwrap().contains("cancelled the task"), "{question}");
+    let got = client.get_task(GetTaskParams::new(&id)).await.unwrap();
+    assert_eq!(got.task.status(), TaskStatus::Cancelled);
+    let audit = app.get("/api/v1/audit?action=question.cancelled").await.json;
+    let entry = audit["items"].as_array().unwrap().iter().find(|e| e["subject_id"] == id.as_str()).cloned();
+    let entry = entry.expect("the cancellation is audited");
+    assert_eq!(entry["actor_kind"], "token", "the agent's token cancelled it, not the system: {entry}");
+    // Cancelling again changes nothing; the answer to a cancelled question is refused as before.
+    client.cancel_task(CancelTaskParams::new(&id)).await.expect("a second cancel is acknowledged");
+    assert_eq!(client.get_task(GetTaskParams::new(&id)).await.unwrap().task.status(), TaskStatus::Cancelled);
+    let late = app.post(&format!("/api/v1/questions/{id}/answer"), json!({ "value": "yes" })).await;
+    assert_eq!(late.status, StatusCode::CONFLICT, "{}", late.text);
+}
+
 backend_tests!(
     an_mcp_client_lists_the_tools_and_asks_a_person,
     request_approval_answers_in_the_permission_prompt_format,
     mcp_refuses_requests_without_a_valid_token,
     ask_user_takes_options_as_plain_strings,
     ask_user_takes_rich_fields_or_a_response_schema,
+    ask_user_as_a_task_waits_in_tasks_get_and_completes_with_the_answer,
+    request_approval_as_a_task_completes_with_the_decision,
+    cancelling_a_task_cancels_its_question,
 );
 
 /// The tests that start a server of their own (with their own limits), on both backends.

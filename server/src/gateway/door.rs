@@ -22,9 +22,10 @@ use std::time::{Duration, Instant};
 
 use app::types::{QuestionStatus, RuleDecision};
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam,
-    ClientRequest, ContentBlock, ErrorData, Implementation, InputRequiredResult, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, ServerResult,
+    CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+    CancelledNotificationParam, ClientRequest, ContentBlock, ErrorData, GetTaskParams, GetTaskResult, Implementation,
+    InputRequiredResult, JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    ServerResult, UpdateTaskParams,
 };
 use rmcp::service::{PeerRequestOptions, RequestContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -37,6 +38,7 @@ use super::connections::{CallScope, Connection, Connections, Target};
 use crate::credentials::Caller;
 use crate::error::AppError;
 use crate::mcp::SessionOwners;
+use crate::mcp::tasks::{self, Done, Tasks};
 use crate::rules::{ToolCall, Verdict};
 use crate::state::AppState;
 use crate::store::{AuditActor, NewAuditEntry};
@@ -81,7 +83,7 @@ pub fn service(
             closing.close_all();
         });
     }
-    let gateway = Gateway { state, owners: Arc::clone(&owners), connections };
+    let gateway = Gateway { state, owners: Arc::clone(&owners), connections, tasks: Arc::default() };
     let service = StreamableHttpService::new(move || Ok(gateway.clone()), manager, config);
     Ok((service, owners))
 }
@@ -92,6 +94,8 @@ pub struct Gateway {
     state: AppState,
     owners: Arc<SessionOwners>,
     connections: Arc<Connections>,
+    /// The tasks of the clients that declared MCP's tasks extension.
+    tasks: Arc<Tasks>,
 }
 
 fn parts_of(context: &RequestContext<RoleServer>) -> Result<&http::request::Parts, ErrorData> {
@@ -129,6 +133,39 @@ struct Record<'a> {
     question: Option<uuid::Uuid>,
 }
 
+/// A call the rules let through or ask about, with what finishing it needs: owned, as a task finishes it in the
+/// background.
+struct Pending {
+    caller: Caller,
+    upstream: String,
+    tool: String,
+    /// The tool as the rules name it, `mcp:<upstream>/<tool>`.
+    rule_tool: String,
+    arguments: Value,
+    /// The arguments as the upstream gets them, unless an approver edits them.
+    forwarded_arguments: Option<JsonObject>,
+    verdict: Verdict,
+    started: Instant,
+    connection: Arc<Connection>,
+    target: Target,
+    parts: http::request::Parts,
+}
+
+impl Pending {
+    fn record(&self, outcome: &'static str, question: Option<uuid::Uuid>) -> Record<'_> {
+        Record {
+            caller: &self.caller,
+            upstream: &self.upstream,
+            tool: &self.tool,
+            arguments: &self.arguments,
+            verdict: Some(&self.verdict),
+            outcome,
+            started: self.started,
+            question,
+        }
+    }
+}
+
 impl Gateway {
     /// Audits and counts a call, off its path: the caller does not wait for the audit's write.
     fn record(&self, record: Record<'_>) {
@@ -162,6 +199,132 @@ impl Gateway {
                 tracing::error!(error = %err, "could not audit a gateway call");
             }
         });
+    }
+
+    /// What an elicitation during the forwarded call needs; `context` is the calling request's, or a task's.
+    fn scope(&self, call: &Pending, context: RequestContext<RoleServer>) -> Arc<CallScope> {
+        Arc::new(CallScope {
+            state: self.state.clone(),
+            owners: Arc::clone(&self.owners),
+            parts: call.parts.clone(),
+            context,
+            caller: call.caller.clone(),
+            upstream: call.upstream.clone(),
+            tool: call.tool.clone(),
+            assignee: call.verdict.ask.assignee.clone(),
+            urgency: call.verdict.ask.urgency,
+            timeout_seconds: call.verdict.ask.timeout_seconds,
+        })
+    }
+
+    /// Ends a call once it may go on: reads the approval's decision, if it was asked, forwards an approved call
+    /// (with the approver's edits), and audits it.
+    async fn finish(
+        &self,
+        call: &Pending,
+        scope: Arc<CallScope>,
+        asked: Option<app::types::Question>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let rule_tool = &call.rule_tool;
+        let mut forwarded_arguments = call.forwarded_arguments.clone();
+        let question = asked.as_ref().map(|asked| asked.id);
+        if let Some(asked) = &asked {
+            let response = asked.response.as_ref();
+            match asked.status {
+                QuestionStatus::Answered | QuestionStatus::Defaulted
+                    if response.is_some_and(|r| r.value == Value::Bool(true)) =>
+                {
+                    if let Some(Value::Object(edited)) = response.and_then(|r| r.edited_arguments.clone()) {
+                        forwarded_arguments = Some(edited);
+                    }
+                }
+                QuestionStatus::Answered | QuestionStatus::Defaulted => {
+                    self.record(call.record("rejected", question));
+                    let by = asked.answered_by.clone().unwrap_or_else(|| "the default".into());
+                    let comment = response.and_then(|r| r.comment.clone());
+                    let comment = comment.map(|c| format!(": {c}")).unwrap_or_default();
+                    return Ok(failed(format!(
+                        "Rejected by {by}{comment}. The call {rule_tool} was not made; do not retry it unchanged."
+                    )));
+                }
+                QuestionStatus::Expired => {
+                    self.record(call.record("expired", question));
+                    return Ok(failed(format!(
+                        "The approval of {rule_tool} expired: nobody decided before its deadline (question {}). \
+                         The call was not made.",
+                        asked.id
+                    )));
+                }
+                QuestionStatus::Cancelled | QuestionStatus::Pending => {
+                    self.record(call.record("cancelled", question));
+                    return Ok(failed(format!(
+                        "The approval of {rule_tool} was cancelled (question {}). The call was not made.",
+                        asked.id
+                    )));
+                }
+            }
+        }
+        let forwarded = self.forward(&call.connection, &call.target, scope, forwarded_arguments).await;
+        let outcome = match &forwarded {
+            Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => "error",
+            Ok(_) => "forwarded",
+            Err(_) => "error",
+        };
+        self.record(call.record(outcome, question));
+        forwarded
+    }
+
+    /// For a client that declared MCP's tasks extension: asks the approval and answers with a task at once; the
+    /// task waits for the decision and then finishes the call as [`Self::finish`] does, so the upstream is reached
+    /// only once someone approved. Cancelling the task cancels the question, or the forwarded call.
+    async fn call_as_task(
+        &self,
+        call: Pending,
+        context: RequestContext<RoleServer>,
+        input: app::types::NewQuestion,
+    ) -> CallToolResponse {
+        let asked = match crate::mcp::ask(&self.state, &call.parts, &call.caller, input).await {
+            Ok(asked) => asked,
+            Err(refused) => {
+                self.record(call.record("cancelled", None));
+                return CallToolResponse::Complete(refused);
+            }
+        };
+        let question = asked.row.clone();
+        let gateway = self.clone();
+        let caller = call.caller.clone();
+        let task = self.tasks.start(&self.state, &caller, &question, move |stop| {
+            // The forwarded call (and any elicitation it leads to) stops with the task, not with the request that
+            // created it, which has been answered.
+            let mut context = context;
+            context.ct = stop;
+            async move {
+                let decided = crate::mcp::settle(&gateway.state, &call.caller, asked).await;
+                let asked = match decided {
+                    Ok(asked) => asked,
+                    Err(refused) => {
+                        gateway.record(call.record("cancelled", None));
+                        return Done::Finished(Ok(refused));
+                    }
+                };
+                let cancelled = asked.status == QuestionStatus::Cancelled;
+                let id = asked.id;
+                let scope = gateway.scope(&call, context);
+                let result = gateway.finish(&call, scope, Some(asked)).await;
+                if cancelled {
+                    return Done::Cancelled(format!(
+                        "The approval of {} was cancelled (question {id}). The call was not made.",
+                        call.rule_tool
+                    ));
+                }
+                Done::Finished(result.and_then(|response| match response {
+                    CallToolResponse::Complete(result) => Ok(result),
+                    // `forward` goes through the upstream's rounds of input itself: what it returns is final.
+                    _ => Err(ErrorData::internal_error("the upstream's call did not end with a result", None)),
+                }))
+            }
+        });
+        CallToolResponse::Task(task)
     }
 
     /// The upstream of this name in the caller's workspace: the configuration file's, or the API's.
@@ -285,13 +448,40 @@ impl Gateway {
 
 impl ServerHandler for Gateway {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tasks().build())
             .with_server_info(Implementation::new("holdpoint-gateway", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "Holdpoint's MCP gateway: the tools of the workspace's MCP servers, named <server>__<tool>. Each \
                  call is decided by the workspace's approval rules: it runs, waits for a person's approval, or is \
                  refused with the reason.",
             )
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let (caller, base_url) = tasks::caller_of(&self.state, &context)?;
+        self.tasks.get(&self.state, &caller, &base_url, &request.task_id).await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let (caller, _) = tasks::caller_of(&self.state, &context)?;
+        self.tasks.update(&caller, &request.task_id)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let (caller, _) = tasks::caller_of(&self.state, &context)?;
+        self.tasks.cancel(&self.state, &caller, &request.task_id).await
     }
 
     async fn list_tools(
@@ -357,8 +547,9 @@ impl ServerHandler for Gateway {
         };
         let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
         let rule_tool = format!("mcp:{upstream}/{tool}");
-        let call = ToolCall { tool: &rule_tool, arguments: &arguments, agent: Some(&caller.principal.name), run: None };
-        let verdict = self.state.rules().decide(caller.workspace_id(), &call).await.map_err(|err| match err {
+        let rule_call =
+            ToolCall { tool: &rule_tool, arguments: &arguments, agent: Some(&caller.principal.name), run: None };
+        let verdict = self.state.rules().decide(caller.workspace_id(), &rule_call).await.map_err(|err| match err {
             AppError::Internal(cause) => internal(cause),
             other => ErrorData::invalid_request(other.to_string(), None),
         })?;
@@ -400,20 +591,19 @@ impl ServerHandler for Gateway {
                 return Ok(failed(format!("The upstream {upstream} {problem}")));
             }
         }
-        let scope = Arc::new(CallScope {
-            state: self.state.clone(),
-            owners: Arc::clone(&self.owners),
-            parts: parts.clone(),
-            context: context.clone(),
+        let call = Pending {
             caller: caller.clone(),
             upstream: upstream.to_owned(),
             tool: tool.to_owned(),
-            assignee: verdict.ask.assignee.clone(),
-            urgency: verdict.ask.urgency,
-            timeout_seconds: verdict.ask.timeout_seconds,
-        });
-        let mut question = None;
-        let mut forwarded_arguments = request.arguments.clone();
+            rule_tool: rule_tool.clone(),
+            arguments: arguments.clone(),
+            forwarded_arguments: request.arguments.clone(),
+            verdict: verdict.clone(),
+            started,
+            connection,
+            target: row,
+            parts: parts.clone(),
+        };
         // One person's grant does not stand for an approval that needs several people, or named ones.
         let grantable = verdict.ask.required_approvals.unwrap_or(1) <= 1 && verdict.ask.eligible.is_none();
         if verdict.decision == RuleDecision::Ask {
@@ -437,7 +627,10 @@ impl ServerHandler for Gateway {
             };
             if granted.is_none() {
                 let title = format!("Allow {tool} on {upstream}?");
-                let input = crate::rules::approval_question(&call, &verdict, Some(title));
+                let input = crate::rules::approval_question(&rule_call, &verdict, Some(title));
+                if crate::mcp::tasks::wanted(&context) {
+                    return Ok(self.call_as_task(call, context, input).await);
+                }
                 let asked = crate::mcp::ask_and_wait(&self.state, &self.owners, &parts, &context, &caller, input).await;
                 let asked = match asked {
                     Ok(asked) => asked,
@@ -446,51 +639,11 @@ impl ServerHandler for Gateway {
                         return Ok(CallToolResponse::Complete(refused));
                     }
                 };
-                question = Some(asked.id);
-                let response = asked.response.as_ref();
-                match asked.status {
-                    QuestionStatus::Answered | QuestionStatus::Defaulted
-                        if response.is_some_and(|r| r.value == Value::Bool(true)) =>
-                    {
-                        if let Some(Value::Object(edited)) = response.and_then(|r| r.edited_arguments.clone()) {
-                            forwarded_arguments = Some(edited);
-                        }
-                    }
-                    QuestionStatus::Answered | QuestionStatus::Defaulted => {
-                        self.record(record("rejected", question));
-                        let by = asked.answered_by.clone().unwrap_or_else(|| "the default".into());
-                        let comment = response.and_then(|r| r.comment.clone());
-                        let comment = comment.map(|c| format!(": {c}")).unwrap_or_default();
-                        return Ok(failed(format!(
-                            "Rejected by {by}{comment}. The call {rule_tool} was not made; do not retry it \
-                             unchanged."
-                        )));
-                    }
-                    QuestionStatus::Expired => {
-                        self.record(record("expired", question));
-                        return Ok(failed(format!(
-                            "The approval of {rule_tool} expired: nobody decided before its deadline (question {}). \
-                             The call was not made.",
-                            asked.id
-                        )));
-                    }
-                    QuestionStatus::Cancelled | QuestionStatus::Pending => {
-                        self.record(record("cancelled", question));
-                        return Ok(failed(format!(
-                            "The approval of {rule_tool} was cancelled (question {}). The call was not made.",
-                            asked.id
-                        )));
-                    }
-                }
+                let scope = self.scope(&call, context);
+                return self.finish(&call, scope, Some(asked)).await;
             }
         }
-        let forwarded = self.forward(&connection, &row, scope, forwarded_arguments).await;
-        let outcome = match &forwarded {
-            Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => "error",
-            Ok(_) => "forwarded",
-            Err(_) => "error",
-        };
-        self.record(record(outcome, question));
-        forwarded
+        let scope = self.scope(&call, context);
+        self.finish(&call, scope, None).await
     }
 }

@@ -8,8 +8,11 @@
 //! defaulted, expired or cancelled), woken by the question's own event, sending progress notifications meanwhile so
 //! that clients whose request timeouts reset on progress keep waiting. A client that cancels the call cancels the
 //! question. Refusals and invalid questions are tool results with `isError`, carrying the API's error object.
+//!
+//! A client that declares MCP's tasks extension gets a task instead of a call held open ([`tasks`]).
 
 pub mod sessions;
+pub mod tasks;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,10 +21,12 @@ use app::types::{
     AnswerBody, ApprovalAction, NewQuestion, Question, QuestionKind, QuestionOption, QuestionStatus, ResumeRequest,
     RuleDecision, ToolDecision,
 };
+use rmcp::ErrorData;
 use rmcp::handler::server::common::Extension;
 use rmcp::handler::server::wrapper::{Json, Parameters};
 use rmcp::model::{
-    CallToolResult, ContentBlock, Implementation, ProgressNotificationParam, ServerCapabilities, ServerConfig,
+    CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock, GetTaskParams, GetTaskResult, Implementation,
+    ProgressNotificationParam, ServerCapabilities, ServerConfig, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -33,8 +38,11 @@ use uuid::Uuid;
 
 use crate::credentials::Caller;
 use crate::error::AppError;
+use crate::events::QuestionWatch;
 use crate::state::AppState;
+use crate::store::QuestionRow;
 pub use sessions::{SessionOwners, authenticate};
+use tasks::{Done, Tasks};
 
 /// How often a waiting tool call re-reads its question, in case it missed the event (the hub lagged).
 const RECHECK: Duration = Duration::from_secs(5);
@@ -55,7 +63,7 @@ pub fn service(state: AppState) -> (StreamableHttpService<HoldpointMcp, LocalSes
         .disable_allowed_hosts()
         .with_sse_keep_alive(Some(Duration::from_secs(15)))
         .with_cancellation_token(state.shutdown.child_token());
-    let tools = HoldpointMcp { state, owners: Arc::clone(&owners) };
+    let tools = HoldpointMcp { state, owners: Arc::clone(&owners), tasks: Arc::default() };
     let service = StreamableHttpService::new(move || Ok(tools.clone()), manager, config);
     (service, owners)
 }
@@ -65,6 +73,8 @@ pub fn service(state: AppState) -> (StreamableHttpService<HoldpointMcp, LocalSes
 pub struct HoldpointMcp {
     state: AppState,
     owners: Arc<SessionOwners>,
+    /// The tasks of the clients that declared MCP's tasks extension.
+    tasks: Arc<Tasks>,
 }
 
 /// The kinds of question `ask_user` asks (approvals go through `request_approval`).
@@ -441,6 +451,81 @@ impl HoldpointMcp {
     ) -> ToolResult<Question> {
         ask_and_wait(&self.state, &self.owners, parts, context, caller, input).await
     }
+
+    /// For a client that declared MCP's tasks extension: asks the question and answers with a task that waits for
+    /// it, whose result `result` makes from the resolved question. A non-blocking question needs no task: its
+    /// result is the answer at once.
+    async fn ask_as_task(
+        &self,
+        parts: &http::request::Parts,
+        caller: &Caller,
+        input: NewQuestion,
+        result: impl FnOnce(&Question) -> CallToolResult + Send + 'static,
+    ) -> ToolResult<CallToolResponse> {
+        let asked = ask(&self.state, parts, caller, input).await?;
+        if asked.row.kind == QuestionKind::NonBlocking {
+            let question = asked.row.to_question(&caller.principal.workspace).map_err(|e| refusal(e.into()))?;
+            return Ok(CallToolResponse::Complete(result(&question)));
+        }
+        let row = asked.row.clone();
+        let (state, owner) = (self.state.clone(), caller.clone());
+        let task = self.tasks.start(&self.state, caller, &row, move |_stop| async move {
+            let question = settle(&state, &owner, asked).await;
+            task_done(&question, result)
+        });
+        Ok(CallToolResponse::Task(task))
+    }
+}
+
+/// A question asked, with the watch on it registered before it was recorded (the answer may come before the wait).
+pub(crate) struct Asked {
+    pub row: QuestionRow,
+    watch: QuestionWatch,
+}
+
+/// Creates the question, as `POST /questions` would for the caller (its rate limits included).
+pub(crate) async fn ask(
+    state: &AppState,
+    parts: &http::request::Parts,
+    caller: &Caller,
+    input: NewQuestion,
+) -> ToolResult<Asked> {
+    caller.require_ask().map_err(refusal)?;
+    // Counted as `POST /questions` is: a question asked over MCP is no cheaper to store or to answer.
+    crate::http::limits::check_creation_in(parts).map_err(refusal)?;
+    let asking = state.asking();
+    let row = asking.prepare(input, caller.workspace_id(), Some(caller.principal.id)).await.map_err(refusal)?;
+    // Watch first: the answer may come before we start waiting.
+    let watch = state.hub.watch_question(row.id);
+    asking.record(&row, &caller.principal.workspace, None).await.map_err(|e| refusal(e.into()))?;
+    Ok(Asked { row, watch })
+}
+
+/// The question as it stands now.
+async fn current(state: &AppState, caller: &Caller, row: &QuestionRow) -> ToolResult<Question> {
+    let current = state
+        .store
+        .question(row.workspace_id, row.id)
+        .await
+        .map_err(|e| refusal(e.into()))?
+        .ok_or_else(|| refusal(AppError::NotFound("question")))?;
+    current.to_question(&caller.principal.workspace).map_err(|e| refusal(e.into()))
+}
+
+/// Waits until the question is no longer pending: a task's wait, which has no request to send progress to (the
+/// task stops it by dropping it).
+pub(crate) async fn settle(state: &AppState, caller: &Caller, asked: Asked) -> ToolResult<Question> {
+    let Asked { row, mut watch } = asked;
+    loop {
+        let question = current(state, caller, &row).await?;
+        if question.status != QuestionStatus::Pending {
+            return Ok(question);
+        }
+        tokio::select! {
+            _ = watch.next_event() => watch = state.hub.watch_question(row.id),
+            () = tokio::time::sleep(RECHECK) => {}
+        }
+    }
 }
 
 /// Creates the question and, unless it is non-blocking, waits until it is no longer pending, sending progress
@@ -454,17 +539,9 @@ pub(crate) async fn ask_and_wait(
     caller: &Caller,
     input: NewQuestion,
 ) -> ToolResult<Question> {
-    caller.require_ask().map_err(refusal)?;
-    // Counted as `POST /questions` is: a question asked over MCP is no cheaper to store or to answer.
-    crate::http::limits::check_creation_in(parts).map_err(refusal)?;
-    let asking = state.asking();
-    let row = asking.prepare(input, caller.workspace_id(), Some(caller.principal.id)).await.map_err(refusal)?;
-    // Watch first: the answer may come before we start waiting.
-    let mut watch = state.hub.watch_question(row.id);
-    asking.record(&row, &caller.principal.workspace, None).await.map_err(|e| refusal(e.into()))?;
-    let workspace = &caller.principal.workspace;
+    let Asked { row, mut watch } = ask(state, parts, caller, input).await?;
     if row.kind == QuestionKind::NonBlocking {
-        return row.to_question(workspace).map_err(|e| refusal(e.into()));
+        return row.to_question(&caller.principal.workspace).map_err(|e| refusal(e.into()));
     }
     let _waiting = owners.waiting(session_of(parts));
     let progress_token = context.meta.get_progress_token();
@@ -472,13 +549,7 @@ pub(crate) async fn ask_and_wait(
     let mut next_progress = tokio::time::Instant::now() + progress_every;
     let mut progress = 0.0;
     loop {
-        let current = state
-            .store
-            .question(row.workspace_id, row.id)
-            .await
-            .map_err(|e| refusal(e.into()))?
-            .ok_or_else(|| refusal(AppError::NotFound("question")))?;
-        let question = current.to_question(workspace).map_err(|e| refusal(e.into()))?;
+        let question = current(state, caller, &row).await?;
         if question.status != QuestionStatus::Pending {
             return Ok(question);
         }
@@ -519,6 +590,46 @@ pub(crate) async fn ask_and_wait(
     }
 }
 
+/// `ask_user`'s result: the outcome, as text and structured.
+fn outcome_result(question: &Question) -> CallToolResult {
+    CallToolResult::structured(serde_json::to_value(QuestionOutcome::from(question)).unwrap_or_default())
+}
+
+/// How a task that waited for `question` ends: cancelled with it, else with the call's result.
+pub(crate) fn task_done(question: &ToolResult<Question>, result: impl FnOnce(&Question) -> CallToolResult) -> Done {
+    match question {
+        Ok(question) if question.status == QuestionStatus::Cancelled => {
+            Done::Cancelled(format!("Question {} was cancelled; the call was not completed.", question.id))
+        }
+        Ok(question) => Done::Finished(Ok(result(question))),
+        Err(refused) => Done::Finished(Ok(refused.clone())),
+    }
+}
+
+/// `request_approval`'s answer, in Claude Code's permission-prompt format, from the resolved question.
+fn approval_decision(question: &Question, arguments: Value) -> CallToolResult {
+    let response: Option<&AnswerBody> = question.response.as_ref();
+    let decision = match (question.status, response) {
+        (QuestionStatus::Answered | QuestionStatus::Defaulted, Some(r)) if r.value == Value::Bool(true) => {
+            json!({ "behavior": "allow", "updatedInput": r.edited_arguments.clone().unwrap_or(arguments) })
+        }
+        (QuestionStatus::Answered | QuestionStatus::Defaulted, Some(r)) => {
+            let by = question.answered_by.clone().unwrap_or_else(|| "the default".into());
+            let message = match &r.comment {
+                Some(comment) => format!("Rejected by {by}: {comment}"),
+                None => format!("Rejected by {by}."),
+            };
+            json!({ "behavior": "deny", "message": message })
+        }
+        (QuestionStatus::Expired, _) => {
+            json!({ "behavior": "deny", "message": "Nobody decided before the approval's deadline." })
+        }
+        _ => json!({ "behavior": "deny", "message": "The approval was cancelled." }),
+    };
+    // The permission-prompt contract is the text; no output schema, as its two shapes are not one object.
+    CallToolResult::success(vec![ContentBlock::text(decision.to_string())])
+}
+
 /// Cancels a question whose asking call was cancelled; a question resolved meanwhile stays as it is.
 async fn withdraw(state: &AppState, caller: &Caller, id: Uuid) {
     let store = state.store.as_ref();
@@ -534,19 +645,23 @@ impl HoldpointMcp {
     #[tool(description = "Ask a person a question and wait for the answer. Returns the question's outcome: \
         answered (with value and comment), defaulted (the deadline passed and its default applied), expired (nobody \
         answered: never a person's no) or cancelled. Use kind non_blocking for a preference: it returns at once \
-        with outcome pending; read the answer later with get_question.")]
+        with outcome pending; read the answer later with get_question.",
+        output_schema = rmcp::handler::server::tool::schema_for_output::<QuestionOutcome>())]
     async fn ask_user(
         &self,
         Extension(parts): Extension<http::request::Parts>,
         context: RequestContext<RoleServer>,
         Parameters(args): Parameters<AskUserArgs>,
-    ) -> Result<Json<QuestionOutcome>, CallToolResult> {
+    ) -> ToolResult<CallToolResponse> {
         let caller = caller_of(&parts)?;
         let input: NewQuestion = serde_json::to_value(&args)
             .and_then(serde_json::from_value)
             .map_err(|e| refusal(AppError::BadRequest(format!("the question is not valid: {e}"))))?;
+        if tasks::wanted(&context) {
+            return self.ask_as_task(&parts, &caller, input, outcome_result).await;
+        }
         let question = self.ask_and_wait(&parts, &context, &caller, input).await?;
-        Ok(Json(QuestionOutcome::from(&question)))
+        Ok(CallToolResponse::Complete(outcome_result(&question)))
     }
 
     #[tool(description = "Ask a person to approve a tool call and wait for the decision. Answers in Claude Code's \
@@ -557,7 +672,7 @@ impl HoldpointMcp {
         Extension(parts): Extension<http::request::Parts>,
         context: RequestContext<RoleServer>,
         Parameters(args): Parameters<ApprovalArgs>,
-    ) -> ToolResult<CallToolResult> {
+    ) -> ToolResult<CallToolResponse> {
         let caller = caller_of(&parts)?;
         let arguments = if args.input.is_null() { json!({}) } else { args.input.clone() };
         let body = args.body.clone().unwrap_or_else(|| {
@@ -588,11 +703,11 @@ impl HoldpointMcp {
                     (None, _) => "Denied by the workspace's approval rules.".to_owned(),
                 };
                 let decision = json!({ "behavior": "deny", "message": message });
-                return Ok(CallToolResult::success(vec![ContentBlock::text(decision.to_string())]));
+                return Ok(CallToolResult::success(vec![ContentBlock::text(decision.to_string())]).into());
             }
             RuleDecision::Allow => {
                 let decision = json!({ "behavior": "allow", "updatedInput": arguments });
-                return Ok(CallToolResult::success(vec![ContentBlock::text(decision.to_string())]));
+                return Ok(CallToolResult::success(vec![ContentBlock::text(decision.to_string())]).into());
             }
             RuleDecision::Ask => {}
         }
@@ -621,7 +736,7 @@ impl HoldpointMcp {
                 .is_some()
         {
             let decision = json!({ "behavior": "allow", "updatedInput": arguments });
-            return Ok(CallToolResult::success(vec![ContentBlock::text(decision.to_string())]));
+            return Ok(CallToolResult::success(vec![ContentBlock::text(decision.to_string())]).into());
         }
         let input = NewQuestion {
             kind: Some(QuestionKind::Approval),
@@ -639,27 +754,13 @@ impl HoldpointMcp {
             eligible,
             ..Default::default()
         };
+        if tasks::wanted(&context) {
+            return self
+                .ask_as_task(&parts, &caller, input, move |question| approval_decision(question, arguments))
+                .await;
+        }
         let question = self.ask_and_wait(&parts, &context, &caller, input).await?;
-        let response: Option<&AnswerBody> = question.response.as_ref();
-        let decision = match (question.status, response) {
-            (QuestionStatus::Answered | QuestionStatus::Defaulted, Some(r)) if r.value == Value::Bool(true) => {
-                json!({ "behavior": "allow", "updatedInput": r.edited_arguments.clone().unwrap_or(arguments) })
-            }
-            (QuestionStatus::Answered | QuestionStatus::Defaulted, Some(r)) => {
-                let by = question.answered_by.clone().unwrap_or_else(|| "the default".into());
-                let message = match &r.comment {
-                    Some(comment) => format!("Rejected by {by}: {comment}"),
-                    None => format!("Rejected by {by}."),
-                };
-                json!({ "behavior": "deny", "message": message })
-            }
-            (QuestionStatus::Expired, _) => {
-                json!({ "behavior": "deny", "message": "Nobody decided before the approval's deadline." })
-            }
-            _ => json!({ "behavior": "deny", "message": "The approval was cancelled." }),
-        };
-        // The permission-prompt contract is the text; no output schema, as its two shapes are not one object.
-        Ok(CallToolResult::success(vec![ContentBlock::text(decision.to_string())]))
+        Ok(CallToolResponse::Complete(approval_decision(&question, arguments)))
     }
 
     #[tool(description = "Read a question's current outcome (pending, answered, defaulted, expired or cancelled): \
@@ -710,8 +811,35 @@ impl HoldpointMcp {
 
 #[tool_handler]
 impl ServerHandler for HoldpointMcp {
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let (caller, base_url) = tasks::caller_of(&self.state, &context)?;
+        self.tasks.get(&self.state, &caller, &base_url, &request.task_id).await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let (caller, _) = tasks::caller_of(&self.state, &context)?;
+        self.tasks.update(&caller, &request.task_id)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let (caller, _) = tasks::caller_of(&self.state, &context)?;
+        self.tasks.cancel(&self.state, &caller, &request.task_id).await
+    }
+
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tasks().build())
             .with_server_info(Implementation::new("holdpoint", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "Holdpoint lets you stop and ask a person. ask_user waits for an answer; request_approval waits for \

@@ -1,0 +1,328 @@
+//! MCP's tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663, MCP 2026-07-28) for the calls that wait for a
+//! person: `/mcp`'s `ask_user` and `request_approval`, and the gateway's calls that need an approval.
+//!
+//! A client that declares the extension (in `initialize`'s capabilities, or per request in `_meta`) gets a task
+//! (`resultType: "task"`) at once instead of a call held open until someone answers; a client that does not gets
+//! the call as before. rmcp brings the extension's types and its `tasks/*` dispatch; the tasks themselves are
+//! Holdpoint's, as each is a view of the question it waits for:
+//!
+//! - A task's id is its question's id, so the task outlives the client's session: a client that reconnects (with
+//!   the same credential) goes on polling it. A task belongs to the principal that asked: anyone else is told it
+//!   does not exist.
+//! - `tasks/get`: `input_required` while the question is pending, with the question as a URL-mode elicitation
+//!   (`inputRequests.question`: where a person answers it) and its id, URL and status in `_meta`
+//!   (`holdpoint/question`); `working` once it is resolved and the call finishes (a gateway call reaches its
+//!   upstream only now); then `completed` with the tool's result (a result with `isError` included, as the
+//!   extension says), `failed` with a JSON-RPC error, or `cancelled` when the question was cancelled.
+//! - `tasks/update`: acknowledged; the input a task waits for is a person's answer, given in Holdpoint.
+//! - `tasks/cancel`: cancels the question, audited as the caller, and stops the call.
+//!
+//! The book of tasks is kept in memory, for the question's lifetime and an hour after: a server that restarts
+//! forgets its tasks (their questions stay, readable with `get_question` or the REST API).
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use app::types::QuestionStatus;
+use chrono::{DateTime, Utc};
+use rmcp::ErrorData;
+use rmcp::RoleServer;
+use rmcp::model::{
+    CallToolResult, CreateTaskResult, DetailedTask, ElicitRequest, ElicitRequestParams, GetTaskResult, InputRequest,
+    JsonObject, MetaObject, Task, TaskPayload, TaskStatus,
+};
+use rmcp::service::RequestContext;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::credentials::Caller;
+use crate::error::AppError;
+use crate::state::AppState;
+use crate::store::QuestionRow;
+
+/// How often a client is asked to poll a task, in milliseconds.
+pub const POLL_INTERVAL_MS: u64 = 2_000;
+/// How long a task is kept after its question's deadline (or, without one, after 24 h).
+const KEPT_AFTER_DEADLINE: chrono::Duration = chrono::Duration::hours(1);
+/// The reason a question gets when the MCP client cancels the task that asked it.
+const CANCELLED_BY_TASK: &str = "the MCP client cancelled the task that asked this question";
+/// How long a stopped task's work may take to end.
+const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+/// The key of the question in a task's `_meta`.
+pub const META_KEY: &str = "holdpoint/question";
+
+/// Whether the client that sent this request declared the tasks extension: only such a client gets a task.
+pub fn wanted(context: &RequestContext<RoleServer>) -> bool {
+    context.client_capabilities().is_some_and(|capabilities| capabilities.supports_tasks())
+}
+
+/// How a task's work ended.
+pub enum Done {
+    /// With the call's result, or the JSON-RPC error it would have answered.
+    Finished(Result<CallToolResult, ErrorData>),
+    /// Without a result: its question was cancelled (the message says by whom or why).
+    Cancelled(String),
+}
+
+#[derive(Clone)]
+enum State {
+    Running,
+    Finished(Result<CallToolResult, ErrorData>),
+    Cancelled(String),
+}
+
+struct Entry {
+    owner: Uuid,
+    workspace_id: Uuid,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+    expires_at: DateTime<Utc>,
+    state: State,
+    stop: CancellationToken,
+}
+
+/// The tasks of one MCP server (`/mcp` or the gateway), by question id.
+#[derive(Default)]
+pub struct Tasks {
+    entries: Mutex<HashMap<Uuid, Entry>>,
+}
+
+impl Tasks {
+    fn lock(&self) -> MutexGuard<'_, HashMap<Uuid, Entry>> {
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Opens the task of `question`, asked by `caller`, and runs `work` for it in the background until it is done,
+    /// the task is cancelled or the server stops. `work` gets the token that stops it (the task's cancellation).
+    pub fn start<F, Fut>(
+        self: &Arc<Self>,
+        state: &AppState,
+        caller: &Caller,
+        question: &QuestionRow,
+        work: F,
+    ) -> CreateTaskResult
+    where
+        F: FnOnce(CancellationToken) -> Fut,
+        Fut: Future<Output = Done> + Send + 'static,
+    {
+        let now = crate::store::now();
+        let deadline = question.timeout_at.unwrap_or(question.created_at + chrono::Duration::hours(24));
+        let entry = Entry {
+            owner: caller.principal.id,
+            workspace_id: question.workspace_id,
+            created_at: question.created_at,
+            updated_at: now,
+            expires_at: deadline.max(now) + KEPT_AFTER_DEADLINE,
+            state: State::Running,
+            stop: state.shutdown.child_token(),
+        };
+        let stop = entry.stop.clone();
+        let task = Task::new(question.id.to_string(), TaskStatus::Working, stamp(entry.created_at), stamp(now))
+            .with_ttl_ms(ttl_ms(&entry))
+            .with_poll_interval_ms(POLL_INTERVAL_MS)
+            .with_status_message(format!("question {} asked; waiting for a person", question.id));
+        {
+            let mut entries = self.lock();
+            entries.retain(|_, entry| entry.expires_at > now);
+            entries.insert(question.id, entry);
+        }
+        let work = work(stop.clone());
+        let tasks = Arc::downgrade(self);
+        let id = question.id;
+        tokio::spawn(async move {
+            let mut work = std::pin::pin!(work);
+            let done = tokio::select! {
+                done = &mut work => done,
+                () = stop.cancelled() => {
+                    // Stopped by `tasks/cancel` (which records it) or by the server's end (the question outlives
+                    // it). The work sees the same token: it gets a moment to end cleanly (a forwarded call tells its
+                    // upstream, the call is audited) before it is dropped.
+                    let _ = tokio::time::timeout(STOP_GRACE, work).await;
+                    return;
+                }
+            };
+            let Some(tasks) = tasks.upgrade() else { return };
+            if let Some(entry) = tasks.lock().get_mut(&id)
+                && matches!(entry.state, State::Running)
+            {
+                entry.state = match done {
+                    Done::Finished(result) => State::Finished(result),
+                    Done::Cancelled(message) => State::Cancelled(message),
+                };
+                entry.updated_at = crate::store::now();
+            }
+        });
+        CreateTaskResult::new(task).with_meta(question_meta(json!({ "id": question.id, "status": "pending" })))
+    }
+
+    /// `tasks/get`: where the task stands, read from its question while the call waits for it.
+    pub async fn get(
+        &self,
+        state: &AppState,
+        caller: &Caller,
+        base_url: &str,
+        task_id: &str,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let id = parse(task_id)?;
+        let (workspace_id, created_at, updated_at, expires_at, current) = {
+            let entries = self.lock();
+            let entry =
+                entries.get(&id).filter(|entry| entry.owner == caller.principal.id).ok_or_else(|| unknown(task_id))?;
+            (entry.workspace_id, entry.created_at, entry.updated_at, entry.expires_at, entry.state.clone())
+        };
+        let ttl = u64::try_from((expires_at - created_at).num_milliseconds()).unwrap_or(0);
+        let base = |status: TaskStatus, updated: DateTime<Utc>| {
+            Task::new(task_id, status, stamp(created_at), stamp(updated))
+                .with_ttl_ms(ttl)
+                .with_poll_interval_ms(POLL_INTERVAL_MS)
+        };
+        let url = holdpoint_channels::question_url(base_url, id);
+        let question = state.store.question(workspace_id, id).await.map_err(|e| internal(e.into()))?;
+        let question_status = question.as_ref().map(|q| q.status);
+        let meta = question_meta(json!({ "id": id, "url": url, "status": question_status }));
+        let detailed = match current {
+            State::Finished(Ok(result)) => {
+                let status = if result.is_error == Some(true) { "the call ended with an error" } else { "done" };
+                let result: JsonObject = match serde_json::to_value(&result) {
+                    Ok(Value::Object(result)) => result,
+                    _ => JsonObject::new(),
+                };
+                DetailedTask::new(
+                    base(TaskStatus::Completed, updated_at).with_status_message(status),
+                    TaskPayload::Completed { result },
+                )
+            }
+            State::Finished(Err(error)) => {
+                let message = error.message.to_string();
+                let error: JsonObject = match serde_json::to_value(&error) {
+                    Ok(Value::Object(error)) => error,
+                    _ => JsonObject::new(),
+                };
+                DetailedTask::new(
+                    base(TaskStatus::Failed, updated_at).with_status_message(message),
+                    TaskPayload::Failed { error },
+                )
+            }
+            State::Cancelled(message) => DetailedTask::new(
+                base(TaskStatus::Cancelled, updated_at).with_status_message(message),
+                TaskPayload::Cancelled,
+            ),
+            State::Running => match question {
+                Some(row) if row.status == QuestionStatus::Pending => {
+                    let message = format!("Waiting for a person to answer question {id}: {}", row.title);
+                    let elicitation = ElicitRequestParams::UrlElicitationParams {
+                        meta: None,
+                        message: message.clone(),
+                        url: url.clone(),
+                        elicitation_id: id.to_string(),
+                    };
+                    let input_requests = BTreeMap::from([(
+                        "question".to_owned(),
+                        InputRequest::Elicitation(ElicitRequest::new(elicitation)),
+                    )]);
+                    DetailedTask::new(
+                        base(TaskStatus::InputRequired, updated_at).with_status_message(message),
+                        TaskPayload::InputRequired { input_requests },
+                    )
+                }
+                _ => DetailedTask::new(
+                    base(TaskStatus::Working, crate::store::now())
+                        .with_status_message(format!("question {id} is resolved; finishing the call")),
+                    TaskPayload::Working,
+                ),
+            },
+        };
+        let mut result = GetTaskResult::new(detailed);
+        result.meta = Some(meta);
+        Ok(result)
+    }
+
+    /// `tasks/update`: the task must be the caller's; what it waits for is a person's answer, so responses to its
+    /// input request change nothing.
+    pub fn update(&self, caller: &Caller, task_id: &str) -> Result<(), ErrorData> {
+        let id = parse(task_id)?;
+        match self.lock().get(&id) {
+            Some(entry) if entry.owner == caller.principal.id => Ok(()),
+            _ => Err(unknown(task_id)),
+        }
+    }
+
+    /// `tasks/cancel`: cancels the question (as the caller, audited so) and stops the call. A task that has ended
+    /// stays as it ended.
+    pub async fn cancel(&self, state: &AppState, caller: &Caller, task_id: &str) -> Result<(), ErrorData> {
+        let id = parse(task_id)?;
+        let stop = {
+            let mut entries = self.lock();
+            let entry = entries
+                .get_mut(&id)
+                .filter(|entry| entry.owner == caller.principal.id)
+                .ok_or_else(|| unknown(task_id))?;
+            if !matches!(entry.state, State::Running) {
+                return Ok(());
+            }
+            entry.state = State::Cancelled("The task was cancelled by its client; so was its question.".into());
+            entry.updated_at = crate::store::now();
+            entry.stop.clone()
+        };
+        stop.cancel();
+        let store = state.store.as_ref();
+        let reason = Some(CANCELLED_BY_TASK.to_owned());
+        match crate::questions::cancel_question(store, &state.metrics, caller, id, reason, crate::store::now()).await {
+            // Resolved meanwhile (the call may be reaching its upstream): the call is stopped all the same.
+            Ok(_) | Err(AppError::Conflict { .. }) => Ok(()),
+            Err(err) => Err(internal(err)),
+        }
+    }
+}
+
+/// Where a person answers questions: the configured public URL, else the host this request came to.
+pub fn base_url(state: &AppState, parts: &http::request::Parts) -> String {
+    if let Some(url) = &state.config.public_url {
+        return url.clone();
+    }
+    let host = parts.headers.get(http::header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost");
+    format!("http://{host}")
+}
+
+/// A task's `_meta`: its question under [`META_KEY`].
+fn question_meta(question: Value) -> MetaObject {
+    MetaObject(JsonObject::from_iter([(META_KEY.to_owned(), question)]))
+}
+
+fn ttl_ms(entry: &Entry) -> u64 {
+    u64::try_from((entry.expires_at - entry.created_at).num_milliseconds()).unwrap_or(0)
+}
+
+fn stamp(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+fn parse(task_id: &str) -> Result<Uuid, ErrorData> {
+    Uuid::parse_str(task_id).map_err(|_| unknown(task_id))
+}
+
+/// The extension's answer for a task that does not exist, or is not the caller's: invalid params.
+fn unknown(task_id: &str) -> ErrorData {
+    ErrorData::invalid_params(format!("no task {task_id:?}"), None)
+}
+
+fn internal(err: AppError) -> ErrorData {
+    tracing::error!(error = %err, "internal error in an MCP task");
+    ErrorData::internal_error("internal error", None)
+}
+
+/// The caller of a `tasks/*` request, and where its questions are answered.
+pub fn caller_of(state: &AppState, context: &RequestContext<RoleServer>) -> Result<(Caller, String), ErrorData> {
+    let parts = context
+        .extensions
+        .get::<http::request::Parts>()
+        .ok_or_else(|| ErrorData::internal_error("no HTTP request", None))?;
+    let caller = parts
+        .extensions
+        .get::<Caller>()
+        .cloned()
+        .ok_or_else(|| ErrorData::invalid_request("not authenticated", None))?;
+    Ok((caller, base_url(state, parts)))
+}
