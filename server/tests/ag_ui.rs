@@ -371,10 +371,42 @@ async fn who_may_run_and_answer_is_who_may_through_the_api(backend: common::Back
     assert_eq!(mock.received_requests().await.unwrap().len(), 1);
 }
 
+async fn a_paused_run_is_one_interrupt_of_its_own_that_a_resume_continues(backend: common::Backend) {
+    let (scripts, mock) = (Scripts::new(), deploy_mock().await);
+    let Some(app) = start(backend, &scripts, &mock).await else { return };
+    // One step per segment: the first turn's non-blocking question completes at once, and the budget is spent.
+    let turns = json!([
+        { "content": "Noting a preference.", "tool_calls": [{ "id": "call_pref", "name": "ask_user",
+            "arguments": { "title": "Any preferred window?", "kind": "non_blocking" } }] },
+        { "content": "Done." }
+    ]);
+    let model = scripts.write("pauser.json", &turns);
+    let spec = json!({ "name": "pauser", "model": model, "tools": ["ask_user"], "max_steps": 1 });
+    assert_eq!(app.post("/api/v1/agents", spec).await.status, StatusCode::CREATED);
+    let first = events(&post_run(&app, "pauser", &app.token, input("thread-pause", "run-1", None)).await);
+    let finished = first.last().unwrap();
+    let run_id = finished["metadata"]["holdpoint"]["run_id"].as_str().unwrap();
+    let interrupts = finished["outcome"]["interrupts"].as_array().unwrap();
+    assert_eq!(interrupts.len(), 1, "the non-blocking question holds nothing: {interrupts:?}");
+    assert_eq!(
+        (interrupts[0]["id"].as_str(), interrupts[0]["reason"].as_str()),
+        (Some(run_id), Some("input_required"))
+    );
+    assert_eq!(app.get(&format!("/api/v1/runs/{run_id}")).await.json["status"], "paused");
+
+    let resume = json!([{ "interruptId": run_id, "status": "resolved", "payload": { "prompt": "Go on." } }]);
+    let second = events(&post_run(&app, "pauser", &app.token, input("thread-pause", "run-2", Some(resume))).await);
+    assert_eq!(second.last().unwrap()["result"], "Done.");
+    let messages = app.get(&format!("/api/v1/runs/{run_id}/messages")).await.json;
+    let prompt = messages["items"].as_array().unwrap().iter().find(|m| m["content"]["content"] == "Go on.");
+    assert!(prompt.is_some_and(|m| m["role"] == "user"), "the payload's prompt is the next user message");
+}
+
 on_both_backends!(
     an_approval_is_a_tool_call_interrupt_and_the_resumed_run_runs_the_call,
     edited_arguments_run_instead_and_a_cancelled_resume_rejects_the_call,
     questions_of_ask_user_are_input_required_and_confirmation_interrupts,
     bad_input_is_refused_in_the_error_shape_before_any_stream,
     who_may_run_and_answer_is_who_may_through_the_api,
+    a_paused_run_is_one_interrupt_of_its_own_that_a_resume_continues,
 );
