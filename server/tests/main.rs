@@ -4,6 +4,7 @@
 
 #[macro_use]
 mod common;
+mod ag_ui;
 mod architecture;
 mod audit;
 mod authz;

@@ -21,6 +21,7 @@ const SPEC_ENDPOINTS: &[(&str, &str)] = &[
     ("get", "/api/v1/agents"),
     ("get", "/api/v1/agents/{id}"),
     ("put", "/api/v1/agents/{id}"),
+    ("post", "/api/v1/agents/{name}/ag-ui"),
     ("post", "/api/v1/runs"),
     ("get", "/api/v1/runs"),
     ("get", "/api/v1/runs/{id}"),

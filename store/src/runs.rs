@@ -84,6 +84,9 @@ pub trait RunStore: Send + Sync {
         idempotency: Option<&IdempotencyKey>,
     ) -> StoreResult<Created<RunRow>>;
     async fn run(&self, workspace_id: Uuid, id: Uuid) -> StoreResult<Option<RunRow>>;
+    /// The run a creation with this idempotency key made, whatever request came with the key; `None` if none did.
+    /// What keys a run to something outside Holdpoint (an AG-UI thread) reads, without creating one.
+    async fn run_by_key(&self, key: &IdempotencyKey) -> StoreResult<Option<RunRow>>;
     async fn list_runs(&self, workspace_id: Uuid, filter: &RunFilter) -> StoreResult<Vec<RunRow>>;
     async fn segments(&self, run_id: Uuid) -> StoreResult<Vec<SegmentRow>>;
     /// Ids of the run's pending questions, oldest first.
@@ -311,6 +314,15 @@ impl<B: SqlBackend> RunStore for B {
                     .bind(id),
             )
             .await
+    }
+
+    async fn run_by_key(&self, key: &IdempotencyKey) -> StoreResult<Option<RunRow>> {
+        match run_by_idempotency_key(self, key).await {
+            Err(StoreError::IdempotencyMismatch { resource_id }) => {
+                RunStore::run(self, key.workspace_id, resource_id).await
+            }
+            other => other,
+        }
     }
 
     async fn list_runs(&self, workspace_id: Uuid, filter: &RunFilter) -> StoreResult<Vec<RunRow>> {

@@ -1,6 +1,7 @@
 //! The HTTP surface: `/api/v1` (REST and SSE), health probes, and the web UI. Each resource module exposes a
 //! `router()`; [`router`] merges them.
 
+mod ag_ui;
 mod agents;
 mod audit;
 mod decide;
@@ -40,6 +41,7 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     let api = OpenApiRouter::new()
         .merge(questions::router())
         .merge(agents::router())
+        .merge(ag_ui::router())
         .merge(people::router())
         .merge(notifications::router())
         .merge(runs::router())
