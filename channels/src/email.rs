@@ -1,6 +1,8 @@
 //! Email over SMTP: a question as a multipart/alternative message, plain text first (readable as it is
-//! in a plain-text client) and HTML second, with one action link per quick answer and a link that opens the
-//! question in Holdpoint; and the SMTP transport that sends it.
+//! in a plain-text client) and HTML second, with what the question asks for ([`super::asked`]: each field's label,
+//! kind and bounds, a table's columns), one action link per quick answer (yes or no, a choice, an approval) and a
+//! link to the question in Holdpoint ("Answer in Holdpoint" when the message offers no one-click answer); and the
+//! SMTP transport that sends it.
 //!
 //! The transport is lettre's asynchronous SMTP client on tokio with rustls (the TLS stack and certificate verifier
 //! the rest of the server uses), configured by one URL (`HOLDPOINT_SMTP_URL`):
@@ -263,14 +265,38 @@ fn render_text(
             out.push('\n');
         }
     }
+    // Where one click answers, the links say what the answers are.
+    let asked = if links.is_empty() { super::asked::asked(question) } else { Vec::new() };
+    if !asked.is_empty() {
+        out.push_str(&format!("\n{}\n", asked_heading(question)));
+        for line in super::asked::asked_lines(&asked) {
+            out.push_str("  ");
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
     if !links.is_empty() {
         out.push_str("\nAnswer with one click (you will be asked to confirm):\n");
         for link in links {
             out.push_str(&format!("  {}: {}\n", link.answer.label, link.url));
         }
     }
-    out.push_str(&format!("\nOpen in Holdpoint: {open_url}\n"));
+    out.push_str(&format!("\n{}: {open_url}\n", open_label(question, links)));
     out
+}
+
+/// What the summary of what is asked is headed with.
+fn asked_heading(question: &Question) -> &'static str {
+    if question.response_type == ResponseType::Form { "What is asked:" } else { "The answer is:" }
+}
+
+/// The link to the question says what it is for: answering, when the message itself offers no way to; else opening.
+fn open_label(question: &Question, links: &[ActionLink]) -> &'static str {
+    if links.is_empty() && question.status == holdpoint_types::QuestionStatus::Pending {
+        "Answer in Holdpoint"
+    } else {
+        "Open in Holdpoint"
+    }
 }
 
 /// `text` as the content of an element.
@@ -323,6 +349,31 @@ fn render_html(
             escape(&super::pretty_arguments(&question.context))
         ));
     }
+    // Where one click answers, the links say what the answers are.
+    let asked = if links.is_empty() { super::asked::asked(question) } else { Vec::new() };
+    if !asked.is_empty() {
+        out.push_str(&format!("<p style=\"margin-bottom:4px\">{}</p>\n<ul>\n", escape(asked_heading(question))));
+        for item in &asked {
+            let required = if item.required && item.label.is_some() { " (required)" } else { "" };
+            out.push_str("<li>");
+            if let Some(label) = &item.label {
+                out.push_str(&format!("<strong>{}</strong>{required}: ", escape(label)));
+            }
+            out.push_str(&escape(&item.kind));
+            if let Some(description) = item.description.as_deref().filter(|d| !d.trim().is_empty()) {
+                out.push_str(&format!("<br><span style=\"color:#555\">{}</span>", escape(description.trim())));
+            }
+            if !item.columns.is_empty() {
+                out.push_str("<br>with the columns:<ul>");
+                for column in &item.columns {
+                    out.push_str(&format!("<li>{}</li>", escape(column)));
+                }
+                out.push_str("</ul>");
+            }
+            out.push_str("</li>\n");
+        }
+        out.push_str("</ul>\n");
+    }
     if !links.is_empty() {
         out.push_str("<p>");
         for link in links {
@@ -342,7 +393,7 @@ fn render_html(
             "</p>\n<p style=\"color:#555;font-size:13px\">Each link asks you to confirm before it answers.</p>\n",
         );
     }
-    out.push_str(&format!("<p><a href=\"{}\">Open in Holdpoint</a></p>\n", escape_attribute(open_url)));
+    out.push_str(&format!("<p><a href=\"{}\">{}</a></p>\n", escape_attribute(open_url), open_label(question, links)));
     out.push_str("</body></html>\n");
     out
 }
@@ -449,13 +500,48 @@ mod tests {
     }
 
     #[test]
-    fn a_text_question_has_no_answer_links_but_opens_in_holdpoint() {
+    fn a_text_question_has_no_answer_links_and_is_answered_in_holdpoint() {
         let question = text();
         let email = render_question(&question, &links(&question), "https://hp.example.com/questions/9");
         assert!(!email.text.contains("one click"), "{}", email.text);
         assert!(!email.text.contains("Tool:"), "{}", email.text);
-        assert!(email.text.contains("Open in Holdpoint: https://hp.example.com/questions/9"));
+        assert!(email.text.contains("Answer in Holdpoint: https://hp.example.com/questions/9"), "{}", email.text);
         assert_eq!(email.subject, "[NORMAL] Question: What should the release be called?");
+    }
+
+    #[test]
+    fn a_form_of_rich_fields_says_what_is_asked_and_is_answered_in_holdpoint() {
+        let question = rich_form();
+        assert!(links(&question).is_empty(), "a form has no one-click answer");
+        let email = render_question(&question, &[], "https://hp.example.com/questions/7");
+        for expected in [
+            "What is asked:\n  - Nodes (required): a whole number from 1 to 9, in steps of 2\n      Worker nodes\n",
+            "  - Disks: a table of 1 to 4 rows\n      with the columns:\n        Size (GiB): a whole number, required\n",
+            "  - Plan: a file (application/pdf, image/*), up to 5 MiB\n",
+            "\nAnswer in Holdpoint: https://hp.example.com/questions/7\n",
+        ] {
+            assert!(email.text.contains(expected), "{expected:?} missing from:\n{}", email.text);
+        }
+        assert!(!email.text.contains("one click"), "{}", email.text);
+        let html = &email.html;
+        assert!(
+            html.contains("<li><strong>Nodes</strong> (required): a whole number from 1 to 9, in steps of 2"),
+            "{html}"
+        );
+        assert!(html.contains("<li>Size (GiB): a whole number, required</li>"), "{html}");
+        assert!(html.contains(">Answer in Holdpoint</a>"), "{html}");
+    }
+
+    #[test]
+    fn a_rich_single_value_question_says_what_the_answer_is() {
+        let question = Question {
+            response_type: ResponseType::Rating,
+            rules: holdpoint_types::FieldRules { max: Some(7.into()), ..Default::default() },
+            ..text()
+        };
+        let email = render_question(&question, &links(&question), "https://hp.example.com/questions/2");
+        assert!(email.text.contains("The answer is:\n  - A rating of 1 to 7 stars\n"), "{}", email.text);
+        assert!(email.text.contains("Answer in Holdpoint: "), "{}", email.text);
     }
 
     #[test]

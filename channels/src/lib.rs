@@ -9,6 +9,7 @@
 //! server, and any use case or door may use it.
 
 pub mod action_links;
+pub mod asked;
 pub mod causes;
 pub mod egress;
 pub mod email;
@@ -253,6 +254,35 @@ pub(crate) mod test_questions {
                     description: None,
                 })
                 .collect(),
+            ..approval()
+        }
+    }
+
+    /// A form of every kind of field a channel has to say something about: bounds, a description, a table, a file.
+    pub fn rich_form() -> Question {
+        let fields = serde_json::from_value(json!([
+            {"key": "nodes", "label": "Nodes", "response_type": "integer", "required": true,
+             "min": 1, "max": 9, "step": 2, "description": "Worker nodes", "default": 3},
+            {"key": "start", "label": "Start", "response_type": "date", "required": true},
+            {"key": "budget", "label": "Budget", "response_type": "number", "min": 0.5},
+            {"key": "stars", "label": "Stars", "response_type": "rating", "max": 10},
+            {"key": "regions", "label": "Regions", "response_type": "multi_choice", "max_items": 1,
+             "options": [{"value": "eu", "label": "Europe"}, {"value": "us", "label": "US"}]},
+            {"key": "disks", "label": "Disks", "response_type": "table", "min_rows": 1, "max_rows": 4,
+             "columns": [{"key": "size", "label": "Size (GiB)", "response_type": "integer", "required": true},
+                         {"key": "kind", "label": "Kind", "response_type": "choice",
+                          "options": [{"value": "ssd", "label": "SSD"}, {"value": "hdd", "label": "HDD"}]}]},
+            {"key": "plan", "label": "Plan", "response_type": "file", "accept": ["application/pdf", "image/*"],
+             "max_bytes": 5242880}
+        ]))
+        .unwrap();
+        Question {
+            kind: QuestionKind::Blocking,
+            response_type: ResponseType::Form,
+            title: "Size the cluster".into(),
+            body: "For the **spring** release.".into(),
+            action: None,
+            fields,
             ..approval()
         }
     }

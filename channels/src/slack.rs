@@ -1,16 +1,25 @@
-//! Slack: a question as a Block Kit message with buttons, the modal for text answers and comments, the
-//! Web API calls that post, update and open them, and the checks and parsing of what Slack's interactivity sends
-//! back.
+//! Slack: a question as a Block Kit message with buttons, the modal that answers it (every field type Block Kit
+//! has an input for), the Web API calls that post, update and open them, and the checks and parsing of what Slack's
+//! interactivity sends back.
 //!
 //! - A message has a header (the title), a context line (urgency, kind, deadline, project), the body, an approval's
-//!   tool and arguments, and an actions block: one button per quick answer, an "Answer…" button that opens a modal
-//!   (for text answers, and for a quick answer with a comment), and "Open in Holdpoint". Each answer button's
+//!   tool and arguments, what a form or a rich value asks for ([`crate::asked`]), and an actions block: one button
+//!   per quick answer, an "Answer…" button that opens a modal, and "Open in Holdpoint" ("Answer in Holdpoint" when
+//!   Slack cannot take the answer: a file or a table). Each answer button's
 //!   `action_id` is `answer:{index}` and its `value` is `{"q": question id, "v": the answer's value}`; the modal
 //!   button's `action_id` is [`MODAL_ACTION`] and its `value` `{"q": question id}`.
 //! - The Web API is called at a configurable base URL (`HOLDPOINT_SLACK_API_URL`, Slack's own by default) with the
 //!   bot token as a bearer token and JSON bodies, as Slack documents for `chat.postMessage`, `chat.update` and
 //!   `views.open`. Slack answers HTTP 200 with `{"ok": false, "error"}` for most failures and 429 with
 //!   `Retry-After` when rate limited; [`SlackError::outcome`] sorts them into retryable and permanent.
+//! - The modal has an input of Block Kit's own for each value: `plain_text_input` (multiline for Markdown),
+//!   `number_input` with `min_value`/`max_value` and `is_decimal_allowed` (integers not), `datepicker`,
+//!   `timepicker`, `datetimepicker`, `email_text_input`, `url_text_input`, `static_select` for a choice, a rating's
+//!   stars and error recovery, `multi_static_select` with `max_selected_items`, `radio_buttons` for a form's yes or
+//!   no. A form's inputs have the `block_id` `field:{index}`; a single value's is `answer`, the comment's `comment`.
+//!   [`ModalAnswer::answer_for`] reads the submitted state back into the answer (a date and time's Unix seconds
+//!   into RFC 3339 in UTC, a menu's index into its option's value), and [`ModalAnswer::errors`] turns the server's
+//!   field errors into `response_action: errors` keyed by those blocks.
 //! - Interactions (`POST /integrations/slack/interactions`) are signed by Slack: `X-Slack-Signature` is `v0=` and
 //!   the hex HMAC-SHA256, keyed by the app's signing secret, of `v0:{X-Slack-Request-Timestamp}:{raw body}`.
 //!   [`verify_signature`] checks it in constant time and refuses a timestamp more than five minutes away from now
@@ -19,12 +28,16 @@
 use std::time::Duration;
 
 use hmac::{Hmac, Mac};
-use holdpoint_types::{AnswerBody, Question, QuestionKind, QuestionStatus, ResponseType};
+use holdpoint_types::{
+    AnswerBody, FieldRules, FormField, Question, QuestionKind, QuestionOption, QuestionStatus, RECOVERY_ACTIONS,
+    ResponseType,
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::Sha256;
 use uuid::Uuid;
 
+use super::asked::{asked, asked_lines, kind_text, needs_holdpoint, only_in_holdpoint};
 use super::{
     AnswerStyle, DeliveryOutcome, QuickAnswer, deadline_text, pretty_arguments, quick_answers, truncate_chars,
 };
@@ -54,6 +67,10 @@ mod limits {
     pub const OPTION_TEXT: usize = 75;
     pub const MODAL_TITLE: usize = 24;
     pub const INPUT_MAX_LENGTH: usize = 3000;
+    pub const INPUT_LABEL: usize = 2000;
+    pub const PLACEHOLDER: usize = 150;
+    /// An error shown under an input: Slack documents no limit; kept to what reads under one input.
+    pub const ERROR_TEXT: usize = 500;
     /// A message's `text`: Slack advises at most 4,000 characters (and cuts at 40,000).
     pub const MESSAGE_TEXT: usize = 4000;
 }
@@ -192,17 +209,64 @@ fn slack_quick_answers(question: &Question) -> Vec<QuickAnswer> {
         .collect()
 }
 
-/// Whether a question can be answered in the modal: text answers, and the quick answers with a comment.
-fn has_modal(question: &Question) -> bool {
-    question.status == QuestionStatus::Pending
-        && (question.response_type == ResponseType::Text || !slack_quick_answers(question).is_empty())
+/// How the modal asks for a question's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ModalKind {
+    /// A menu of the quick answers (approval, yes or no, a choice), with a comment.
+    Quick,
+    /// One input of the question's own type (text, a number, a date, several choices, ...).
+    Single,
+    /// One input per form field; a file or table field (optional ones only) is left to Holdpoint.
+    Form,
 }
 
-/// The message that asks `question`: buttons for its quick answers, "Answer…" for the modal, and a link to it in
-/// Holdpoint (`open_url`).
+/// How `question` is answered in the modal, or `None` when it is answered in Holdpoint only: a file or a table (the
+/// question itself, or a required field of its form), or a question no longer pending.
+fn modal_kind(question: &Question) -> Option<ModalKind> {
+    if question.status != QuestionStatus::Pending {
+        return None;
+    }
+    if !slack_quick_answers(question).is_empty() {
+        return Some(ModalKind::Quick);
+    }
+    match question.response_type {
+        ResponseType::Form => {
+            let answerable = question.fields.iter().any(|f| !only_in_holdpoint(f.response_type));
+            (answerable && !needs_holdpoint(question)).then_some(ModalKind::Form)
+        }
+        ResponseType::Approval | ResponseType::Boolean | ResponseType::Table | ResponseType::File => None,
+        _ => Some(ModalKind::Single),
+    }
+}
+
+/// Whether a question can be answered in the modal.
+fn has_modal(question: &Question) -> bool {
+    modal_kind(question).is_some()
+}
+
+/// What the question asks for, as a section of mrkdwn: the fields of a form with their bounds, or what its one value
+/// is (see [`crate::asked`]).
+fn asked_block(question: &Question) -> Option<Value> {
+    let items = asked(question);
+    if items.is_empty() {
+        return None;
+    }
+    let heading = if question.response_type == ResponseType::Form { "*What is asked*" } else { "*The answer is*" };
+    let lines: Vec<String> = asked_lines(&items).iter().map(|line| escape_mrkdwn(line)).collect();
+    Some(section(&format!("{heading}\n{}", lines.join("\n"))))
+}
+
+/// The message that asks `question`: what it asks for, buttons for its quick answers, "Answer…" for the modal, and
+/// a link to it in Holdpoint (`open_url`), which says "Answer in Holdpoint" when Slack cannot take the answer (a
+/// file, a table).
 pub fn question_message(question: &Question, open_url: &str) -> SlackMessage {
     let mut blocks = question_blocks(question);
-    let mut buttons: Vec<Value> = slack_quick_answers(question)
+    let quick = slack_quick_answers(question);
+    if quick.is_empty() {
+        // Where buttons answer, they say what the answers are.
+        blocks.extend(asked_block(question));
+    }
+    let mut buttons: Vec<Value> = quick
         .iter()
         .enumerate()
         .map(|(i, answer)| {
@@ -213,7 +277,12 @@ pub fn question_message(question: &Question, open_url: &str) -> SlackMessage {
         let label = if buttons.is_empty() { "Answer…" } else { "With a comment…" };
         buttons.push(button(label, MODAL_ACTION, Some(json!({"q": question.id}).to_string()), AnswerStyle::Plain));
     }
-    let mut open = button("Open in Holdpoint", OPEN_ACTION, None, AnswerStyle::Plain);
+    let open_label = if buttons.is_empty() && question.status == QuestionStatus::Pending {
+        "Answer in Holdpoint"
+    } else {
+        "Open in Holdpoint"
+    };
+    let mut open = button(open_label, OPEN_ACTION, None, AnswerStyle::Plain);
     open["url"] = Value::String(open_url.to_owned());
     buttons.push(open);
     buttons.truncate(limits::ACTION_ELEMENTS);
@@ -255,6 +324,213 @@ pub fn resolved_message(question: &Question, open_url: &str) -> SlackMessage {
     SlackMessage { text, blocks }
 }
 
+/// The `block_id` of a form field's input in the modal: its index, as a field's key may be long.
+fn field_block(index: usize) -> String {
+    format!("field:{index}")
+}
+
+/// The single answer's input, and the comment's.
+const ANSWER_BLOCK: &str = "answer";
+const COMMENT_BLOCK: &str = "comment";
+
+/// What an input is built from: a form field's, or a single-value question's, type, options and bounds.
+struct InputDef<'a> {
+    response_type: ResponseType,
+    options: &'a [QuestionOption],
+    rules: &'a FieldRules,
+    placeholder: Option<&'a str>,
+    default: Option<&'a Value>,
+    /// A text question's answer box is a paragraph; a form's text field one line.
+    multiline: bool,
+}
+
+fn option_object(label: &str, value: String) -> Value {
+    json!({"text": plain_text(label, limits::OPTION_TEXT), "value": value})
+}
+
+/// The menu's options of a definition, each valued by what [`value_of`] reads back: the option's index for choices
+/// and error recovery, the number of stars for a rating, `true`/`false` for yes or no.
+fn options_of(def: &InputDef<'_>) -> Vec<Value> {
+    match def.response_type {
+        ResponseType::Choice | ResponseType::MultiChoice => {
+            def.options.iter().enumerate().map(|(i, o)| option_object(&o.label, i.to_string())).collect()
+        }
+        ResponseType::ErrorRecovery => recovery_choices(def.options)
+            .iter()
+            .enumerate()
+            .map(|(i, (_, label))| option_object(label, i.to_string()))
+            .collect(),
+        ResponseType::Rating => (1..=def.rules.rating_max())
+            .map(|n| option_object(&format!("{} {n}", "★".repeat(n as usize)), n.to_string()))
+            .collect(),
+        ResponseType::Boolean => vec![option_object("Yes", "true".into()), option_object("No", "false".into())],
+        _ => Vec::new(),
+    }
+}
+
+/// The choices of an error recovery question: retry, skip and abort, then its own options, as `(value, label)`.
+fn recovery_choices(options: &[QuestionOption]) -> Vec<(String, String)> {
+    let mut choices: Vec<(String, String)> =
+        RECOVERY_ACTIONS.iter().map(|(value, label, _)| ((*value).to_owned(), (*label).to_owned())).collect();
+    choices.extend(options.iter().map(|o| (o.value.clone(), o.label.clone())));
+    choices
+}
+
+/// The options of `options` whose values read back as `default`.
+fn default_options(def: &InputDef<'_>, options: &[Value]) -> Vec<Value> {
+    let Some(default) = def.default else { return Vec::new() };
+    let wanted: Vec<String> = match (def.response_type, default) {
+        (ResponseType::Choice, Value::String(chosen)) => {
+            def.options.iter().position(|o| &o.value == chosen).map(|i| i.to_string()).into_iter().collect()
+        }
+        (ResponseType::MultiChoice, Value::Array(chosen)) => chosen
+            .iter()
+            .filter_map(|c| def.options.iter().position(|o| Some(o.value.as_str()) == c.as_str()))
+            .map(|i| i.to_string())
+            .collect(),
+        (ResponseType::Rating, Value::Number(n)) => vec![n.to_string()],
+        (ResponseType::Boolean, Value::Bool(b)) => vec![b.to_string()],
+        _ => Vec::new(),
+    };
+    options.iter().filter(|o| o["value"].as_str().is_some_and(|v| wanted.iter().any(|w| w == v))).cloned().collect()
+}
+
+/// The Block Kit element that takes a value of `def`'s type, with its bounds and default; `None` for a file or a
+/// table, which only Holdpoint's pages take.
+fn input_element(def: &InputDef<'_>) -> Option<Value> {
+    let default_text = def.default.and_then(Value::as_str);
+    let mut element = match def.response_type {
+        ResponseType::Text | ResponseType::Markdown => {
+            let multiline = def.multiline || def.response_type == ResponseType::Markdown;
+            let mut element = json!({"type": "plain_text_input", "multiline": multiline,
+                                     "max_length": limits::INPUT_MAX_LENGTH});
+            if let Some(text) = default_text {
+                element["initial_value"] = json!(truncate_chars(text, limits::INPUT_MAX_LENGTH));
+            }
+            element
+        }
+        ResponseType::Email | ResponseType::Url => {
+            let kind = if def.response_type == ResponseType::Email { "email_text_input" } else { "url_text_input" };
+            let mut element = json!({"type": kind});
+            if let Some(text) = default_text {
+                element["initial_value"] = json!(text);
+            }
+            element
+        }
+        ResponseType::Number | ResponseType::Integer => {
+            let mut element =
+                json!({"type": "number_input", "is_decimal_allowed": def.response_type == ResponseType::Number});
+            if let Some(min) = &def.rules.min {
+                element["min_value"] = json!(min.to_string());
+            }
+            if let Some(max) = &def.rules.max {
+                element["max_value"] = json!(max.to_string());
+            }
+            if let Some(Value::Number(n)) = def.default {
+                element["initial_value"] = json!(n.to_string());
+            }
+            element
+        }
+        ResponseType::Date => {
+            let mut element = json!({"type": "datepicker"});
+            if let Some(date) = default_text {
+                element["initial_date"] = json!(date);
+            }
+            element
+        }
+        ResponseType::Time => {
+            let mut element = json!({"type": "timepicker"});
+            if let Some(time) = default_text {
+                element["initial_time"] = json!(time);
+            }
+            element
+        }
+        ResponseType::Datetime => {
+            let mut element = json!({"type": "datetimepicker"});
+            if let Some(at) = default_text.and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok()) {
+                element["initial_date_time"] = json!(at.timestamp());
+            }
+            element
+        }
+        ResponseType::Choice | ResponseType::Rating | ResponseType::ErrorRecovery => {
+            let options = options_of(def);
+            let mut element = json!({"type": "static_select", "options": options});
+            if let Some(chosen) = default_options(def, &options).into_iter().next() {
+                element["initial_option"] = chosen;
+            }
+            element
+        }
+        ResponseType::MultiChoice => {
+            let options = options_of(def);
+            let mut element = json!({"type": "multi_static_select", "options": options});
+            if let Some(max) = def.rules.max_items.filter(|max| *max >= 1) {
+                element["max_selected_items"] = json!(max);
+            }
+            let chosen = default_options(def, &options);
+            if !chosen.is_empty() {
+                element["initial_options"] = Value::Array(chosen);
+            }
+            element
+        }
+        ResponseType::Boolean => {
+            let options = options_of(def);
+            let mut element = json!({"type": "radio_buttons", "options": options});
+            if let Some(chosen) = default_options(def, &options).into_iter().next() {
+                element["initial_option"] = chosen;
+            }
+            element
+        }
+        ResponseType::Table | ResponseType::File | ResponseType::Approval | ResponseType::Form => return None,
+    };
+    element["action_id"] = json!("value");
+    let takes_placeholder = !matches!(def.response_type, ResponseType::Boolean | ResponseType::Datetime);
+    if let Some(placeholder) = def.placeholder.filter(|p| takes_placeholder && !p.trim().is_empty()) {
+        element["placeholder"] = plain_text(placeholder, limits::PLACEHOLDER);
+    }
+    Some(element)
+}
+
+/// The grey line under an input: the field's description, and a number's step, which no element enforces.
+fn hint_of(description: Option<&str>, def: &InputDef<'_>) -> Option<String> {
+    let mut parts: Vec<String> =
+        description.filter(|d| !d.trim().is_empty()).map(|d| d.trim().to_owned()).into_iter().collect();
+    if let (ResponseType::Number | ResponseType::Integer, Some(step)) = (def.response_type, &def.rules.step) {
+        parts.push(format!("In steps of {step}."));
+    }
+    (!parts.is_empty()).then(|| parts.join(" · "))
+}
+
+fn input_block(block_id: &str, label: &str, element: Value, optional: bool, hint: Option<String>) -> Value {
+    let mut block = json!({"type": "input", "block_id": block_id, "label": plain_text(label, limits::INPUT_LABEL),
+                           "element": element, "optional": optional});
+    if let Some(hint) = hint {
+        block["hint"] = plain_text(&hint, limits::INPUT_LABEL);
+    }
+    block
+}
+
+fn field_def(field: &FormField) -> InputDef<'_> {
+    InputDef {
+        response_type: field.response_type,
+        options: &field.options,
+        rules: &field.rules,
+        placeholder: field.placeholder.as_deref(),
+        default: field.default.as_ref(),
+        multiline: false,
+    }
+}
+
+fn question_def(question: &Question) -> InputDef<'_> {
+    InputDef {
+        response_type: question.response_type,
+        options: &question.options,
+        rules: &question.rules,
+        placeholder: None,
+        default: None,
+        multiline: true,
+    }
+}
+
 /// A modal that only says why a question cannot be answered here (a click on "Answer…" always opens something).
 pub fn notice_modal(title: &str, text: &str) -> Value {
     json!({
@@ -265,20 +541,77 @@ pub fn notice_modal(title: &str, text: &str) -> Value {
     })
 }
 
-/// The modal a person answers in: the question's title, then a text box (text questions) or a menu of the quick
-/// answers, and an optional comment. Its `private_metadata` names the question.
-pub fn answer_modal(question: &Question) -> Value {
-    let answer_element = if question.response_type == ResponseType::Text {
-        json!({"type": "plain_text_input", "action_id": "value", "multiline": true,
-               "max_length": limits::INPUT_MAX_LENGTH})
-    } else {
-        let options: Vec<Value> = slack_quick_answers(question)
-            .iter()
-            .enumerate()
-            .map(|(i, answer)| json!({"text": plain_text(&answer.label, limits::OPTION_TEXT), "value": i.to_string()}))
-            .collect();
-        json!({"type": "static_select", "action_id": "value", "options": options})
+/// The modal a person answers in, whose `private_metadata` names the question: the question's title, then a menu
+/// of the quick answers (approval, yes or no, a choice), or an input of the question's own type (a text box, a
+/// number input with its bounds, a date, time or date-and-time picker, an email or URL input, a menu of stars,
+/// several choices), or one input per form field, each labelled, with its description as a hint, its default filled
+/// in and optional unless required; and an optional comment. A form's optional file and table fields are listed with
+/// a link to answer in Holdpoint (`open_url`) instead; a question Slack cannot take at all gets a modal that says
+/// so, with that link.
+pub fn answer_modal(question: &Question, open_url: &str) -> Value {
+    let Some(kind) = modal_kind(question) else {
+        let why = if question.status == QuestionStatus::Pending {
+            "This question asks for a file or a table, which Slack cannot take"
+        } else {
+            "This question is no longer open"
+        };
+        let mut modal = notice_modal("Holdpoint", why);
+        modal["blocks"] = json!([section(&format!("{why}: <{open_url}|Answer in Holdpoint>"))]);
+        return modal;
     };
+    let mut blocks = vec![section(&format!("*{}*", escape_mrkdwn(&question.title)))];
+    match kind {
+        ModalKind::Quick => {
+            let options: Vec<Value> = slack_quick_answers(question)
+                .iter()
+                .enumerate()
+                .map(|(i, answer)| option_object(&answer.label, i.to_string()))
+                .collect();
+            let element = json!({"type": "static_select", "action_id": "value", "options": options});
+            blocks.push(input_block(ANSWER_BLOCK, "Your answer", element, false, None));
+        }
+        ModalKind::Single => {
+            let def = question_def(question);
+            if let Some(element) = input_element(&def) {
+                blocks.push(input_block(ANSWER_BLOCK, "Your answer", element, false, hint_of(None, &def)));
+            }
+        }
+        ModalKind::Form => {
+            let mut elsewhere = Vec::new();
+            for (i, field) in question.fields.iter().enumerate() {
+                let def = field_def(field);
+                match input_element(&def) {
+                    Some(element) => blocks.push(input_block(
+                        &field_block(i),
+                        &field.label,
+                        element,
+                        !field.required,
+                        hint_of(field.description.as_deref(), &def),
+                    )),
+                    None => elsewhere.push(format!(
+                        "*{}* ({})",
+                        escape_mrkdwn(&field.label),
+                        escape_mrkdwn(&kind_text(field.response_type, &field.options, &field.rules))
+                    )),
+                }
+            }
+            if !elsewhere.is_empty() {
+                blocks.push(section(&format!(
+                    "{} can only be given in Holdpoint: Send answers without it; to give it, \
+                     <{open_url}|answer in Holdpoint> instead.",
+                    elsewhere.join(", ")
+                )));
+            }
+        }
+    }
+    blocks.push(input_block(
+        COMMENT_BLOCK,
+        "Comment",
+        json!({"type": "plain_text_input", "action_id": "value", "multiline": true,
+               "max_length": limits::INPUT_MAX_LENGTH}),
+        true,
+        None,
+    ));
     json!({
         "type": "modal",
         "callback_id": MODAL_CALLBACK,
@@ -286,14 +619,7 @@ pub fn answer_modal(question: &Question) -> Value {
         "title": plain_text("Answer", limits::MODAL_TITLE),
         "submit": plain_text("Send", limits::MODAL_TITLE),
         "close": plain_text("Cancel", limits::MODAL_TITLE),
-        "blocks": [
-            section(&format!("*{}*", escape_mrkdwn(&question.title))),
-            {"type": "input", "block_id": "answer", "label": plain_text("Your answer", 2000),
-             "element": answer_element},
-            {"type": "input", "block_id": "comment", "optional": true, "label": plain_text("Comment", 2000),
-             "element": {"type": "plain_text_input", "action_id": "value", "multiline": true,
-                         "max_length": limits::INPUT_MAX_LENGTH}},
-        ],
+        "blocks": blocks,
     })
 }
 
@@ -547,29 +873,169 @@ pub enum Interaction {
     Ignored { kind: String },
 }
 
-/// What the modal's fields held.
+/// What one input of the modal held, as Slack reports it in the view's state.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ModalAnswer {
-    /// The text of a text question.
-    Text { text: String, comment: Option<String> },
-    /// The index of the chosen quick answer in the menu.
-    Choice { index: usize, comment: Option<String> },
+pub enum ModalInput {
+    /// A text, email, URL or number input's `value` (a number input's too: Slack sends its text).
+    Text(String),
+    /// A date picker's `selected_date`, `YYYY-MM-DD`.
+    Date(String),
+    /// A time picker's `selected_time`, `HH:mm`.
+    Time(String),
+    /// A date-and-time picker's `selected_date_time`: Unix seconds.
+    DateTime(i64),
+    /// A menu's or radio group's `selected_option`'s value.
+    Chosen(String),
+    /// A multi-select menu's `selected_options`' values.
+    ChosenMany(Vec<String>),
+    /// Left empty.
+    Empty,
+}
+
+/// What the modal held: its inputs by `block_id`, and the comment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModalAnswer {
+    pub inputs: std::collections::BTreeMap<String, ModalInput>,
+    pub comment: Option<String>,
+}
+
+/// `secs` as RFC 3339 in UTC: a date-and-time picker's answer as a `datetime` takes it.
+fn rfc3339(secs: i64) -> Option<String> {
+    chrono::DateTime::from_timestamp(secs, 0).map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+}
+
+/// The option of `index` (a menu option's value) among `count`.
+fn index_of(chosen: &str, count: usize) -> Result<usize, InteractionError> {
+    chosen.parse::<usize>().ok().filter(|i| *i < count).ok_or(InteractionError::Invalid("a menu option of another app"))
+}
+
+/// A number input's text as a JSON number; text that is none is sent as it is, and the server names it.
+fn number_of(text: &str) -> Value {
+    let text = text.trim();
+    text.parse::<i64>()
+        .map(Value::from)
+        .ok()
+        .or_else(|| text.parse::<f64>().ok().and_then(serde_json::Number::from_f64).map(Value::Number))
+        .unwrap_or_else(|| Value::String(text.to_owned()))
+}
+
+/// The value an input held, as a value of `def`'s type; `None` when it was left empty.
+fn value_of(def: &InputDef<'_>, input: &ModalInput) -> Result<Option<Value>, InteractionError> {
+    let value = match (def.response_type, input) {
+        (_, ModalInput::Empty) => return Ok(None),
+        (ResponseType::Number | ResponseType::Integer, ModalInput::Text(text)) => number_of(text),
+        (_, ModalInput::Text(text)) => Value::String(text.clone()),
+        (_, ModalInput::Date(date)) => Value::String(date.clone()),
+        (_, ModalInput::Time(time)) => Value::String(time.clone()),
+        (_, ModalInput::DateTime(secs)) => {
+            Value::String(rfc3339(*secs).ok_or(InteractionError::Invalid("a date and time out of range"))?)
+        }
+        (ResponseType::Choice, ModalInput::Chosen(chosen)) => {
+            Value::String(def.options[index_of(chosen, def.options.len())?].value.clone())
+        }
+        (ResponseType::ErrorRecovery, ModalInput::Chosen(chosen)) => {
+            let choices = recovery_choices(def.options);
+            Value::String(choices[index_of(chosen, choices.len())?].0.clone())
+        }
+        (ResponseType::Rating, ModalInput::Chosen(stars)) => number_of(stars),
+        (ResponseType::Boolean, ModalInput::Chosen(yes)) => Value::Bool(yes == "true"),
+        (ResponseType::MultiChoice, ModalInput::ChosenMany(chosen)) => {
+            let values: Result<Vec<Value>, _> = chosen
+                .iter()
+                .map(|c| index_of(c, def.options.len()).map(|i| Value::String(def.options[i].value.clone())))
+                .collect();
+            Value::Array(values?)
+        }
+        _ => return Err(InteractionError::Invalid("an input of another kind than Holdpoint made")),
+    };
+    Ok(Some(value))
 }
 
 impl ModalAnswer {
-    /// The answer body for `question` (the one the modal was opened for): the menu's index read back through the
-    /// same list of quick answers the modal was built from.
+    /// The answer body for `question` (the one the modal was opened for), read back through the same layout the
+    /// modal was built with: the menu's index among the quick answers, the question's own input, or each form
+    /// field's input (those left empty are left out, and the server says which were required).
     pub fn answer_for(&self, question: &Question) -> Result<AnswerBody, InteractionError> {
-        let (value, comment) = match self {
-            ModalAnswer::Text { text, comment } => (Value::String(text.clone()), comment),
-            ModalAnswer::Choice { index, comment } => {
+        let kind = modal_kind(question).ok_or(InteractionError::Invalid("a question Slack cannot answer"))?;
+        let input = |block: &str| self.inputs.get(block).unwrap_or(&ModalInput::Empty);
+        let value = match kind {
+            ModalKind::Quick => {
+                let ModalInput::Chosen(chosen) = input(ANSWER_BLOCK) else {
+                    return Err(InteractionError::Invalid("a modal submitted without an answer"));
+                };
                 let answers = slack_quick_answers(question);
-                let answer =
-                    answers.get(*index).ok_or(InteractionError::Invalid("the chosen answer is not offered"))?;
-                (answer.value.clone(), comment)
+                let index = index_of(chosen, answers.len())
+                    .map_err(|_| InteractionError::Invalid("the chosen answer is not offered"))?;
+                answers[index].value.clone()
+            }
+            ModalKind::Single => value_of(&question_def(question), input(ANSWER_BLOCK))?.unwrap_or(Value::Null),
+            ModalKind::Form => {
+                let mut object = serde_json::Map::new();
+                for (i, field) in question.fields.iter().enumerate() {
+                    if let Some(value) = value_of(&field_def(field), input(&field_block(i)))? {
+                        object.insert(field.key.clone(), value);
+                    }
+                }
+                Value::Object(object)
             }
         };
-        Ok(AnswerBody { value, comment: comment.clone(), edited_arguments: None })
+        Ok(AnswerBody { value, comment: self.comment.clone(), edited_arguments: None })
+    }
+
+    /// The input block a refusal that names no input is shown under: the answer's, else the first field's, else
+    /// the comment's.
+    fn first_block(&self) -> String {
+        let first_field = self
+            .inputs
+            .keys()
+            .filter_map(|block| block.strip_prefix("field:").and_then(|i| i.parse::<usize>().ok()))
+            .min()
+            .map(field_block);
+        match (self.inputs.contains_key(ANSWER_BLOCK), first_field) {
+            (true, _) => ANSWER_BLOCK.to_owned(),
+            (false, Some(field)) => field,
+            (false, None) => COMMENT_BLOCK.to_owned(),
+        }
+    }
+
+    /// The reply that keeps the modal open and shows why it answered nothing (`response_action: errors`, keyed by
+    /// block): each of the server's field errors (`value`, `value.<key>`, `value.<key>[row].<column>`, `comment`)
+    /// under the input it is about, and the rest, or `message` when there is no field error, under the first input.
+    pub fn errors(&self, question: Option<&Question>, fields: &[(String, String)], message: &str) -> Value {
+        let first = self.first_block();
+        let block_of = |path: &str| -> String {
+            if path == "comment" {
+                return COMMENT_BLOCK.to_owned();
+            }
+            if path == "value" && self.inputs.contains_key(ANSWER_BLOCK) {
+                return ANSWER_BLOCK.to_owned();
+            }
+            let key = path.strip_prefix("value.").map(|rest| rest.split(['.', '[']).next().unwrap_or(rest));
+            let index = key.and_then(|key| question?.fields.iter().position(|f| f.key == key));
+            match index.map(field_block) {
+                Some(block) if self.inputs.contains_key(&block) => block,
+                _ => first.clone(),
+            }
+        };
+        let mut errors: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+        for (path, problem) in fields {
+            let block = block_of(path);
+            // Under an input of its own, the problem speaks for itself; elsewhere it says what it is about.
+            let own = block != first || path == "value" || path == "comment" || {
+                let key = path.strip_prefix("value.").map(|rest| rest.split(['.', '[']).next().unwrap_or(rest));
+                key.and_then(|key| question?.fields.iter().position(|f| f.key == key)).map(field_block)
+                    == Some(first.clone())
+            };
+            let text = if own { problem.clone() } else { format!("{path}: {problem}") };
+            errors.entry(block).and_modify(|e| e.push_str(&format!("; {text}"))).or_insert(text);
+        }
+        if errors.is_empty() {
+            errors.insert(first, message.to_owned());
+        }
+        for text in errors.values_mut() {
+            *text = truncate_chars(text, limits::ERROR_TEXT);
+        }
+        json!({"response_action": "errors", "errors": errors})
     }
 }
 
@@ -639,6 +1105,41 @@ struct StateValue {
     value: Option<String>,
     #[serde(default)]
     selected_option: Option<SelectedOption>,
+    #[serde(default)]
+    selected_options: Option<Vec<SelectedOption>>,
+    #[serde(default)]
+    selected_date: Option<String>,
+    #[serde(default)]
+    selected_time: Option<String>,
+    #[serde(default)]
+    selected_date_time: Option<i64>,
+}
+
+impl StateValue {
+    fn input(&self) -> ModalInput {
+        if let Some(secs) = self.selected_date_time {
+            return ModalInput::DateTime(secs);
+        }
+        if let Some(date) = &self.selected_date {
+            return ModalInput::Date(date.clone());
+        }
+        if let Some(time) = &self.selected_time {
+            return ModalInput::Time(time.clone());
+        }
+        if let Some(options) = &self.selected_options {
+            return match &options[..] {
+                [] => ModalInput::Empty,
+                chosen => ModalInput::ChosenMany(chosen.iter().map(|o| o.value.clone()).collect()),
+            };
+        }
+        if let Some(option) = &self.selected_option {
+            return ModalInput::Chosen(option.value.clone());
+        }
+        match &self.value {
+            Some(text) if !text.trim().is_empty() => ModalInput::Text(text.clone()),
+            _ => ModalInput::Empty,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -696,19 +1197,15 @@ pub fn parse_interaction(body: &[u8]) -> Result<Interaction, InteractionError> {
             let ButtonValue { q, .. } = serde_json::from_str(metadata)
                 .map_err(|_| InteractionError::Invalid("a modal whose metadata Holdpoint did not write"))?;
             let field = |block: &str| view.state.values.get(block).and_then(|actions| actions.get("value"));
-            let comment = field("comment").and_then(|f| f.value.clone()).filter(|c| !c.trim().is_empty());
-            let answer = field("answer").ok_or(InteractionError::Invalid("a modal without its answer field"))?;
-            let answer = match (&answer.selected_option, &answer.value) {
-                (Some(option), _) => ModalAnswer::Choice {
-                    index: option
-                        .value
-                        .parse()
-                        .map_err(|_| InteractionError::Invalid("a menu option of another app"))?,
-                    comment,
-                },
-                (None, Some(text)) => ModalAnswer::Text { text: text.clone(), comment },
-                (None, None) => return Err(InteractionError::Invalid("a modal submitted without an answer")),
-            };
+            let comment = field(COMMENT_BLOCK).and_then(|f| f.value.clone()).filter(|c| !c.trim().is_empty());
+            let inputs = view
+                .state
+                .values
+                .iter()
+                .filter(|(block, _)| block.as_str() != COMMENT_BLOCK)
+                .filter_map(|(block, actions)| Some((block.clone(), actions.get("value")?.input())))
+                .collect();
+            let answer = ModalAnswer { inputs, comment };
             Ok(Interaction::Submit { user_id, question_id: q, answer })
         }
         other => Ok(Interaction::Ignored { kind: other.to_owned() }),
@@ -875,7 +1372,7 @@ mod tests {
                 trigger_id: "123.456.abc".into()
             }
         );
-        let modal = answer_modal(&question);
+        let modal = answer_modal(&question, "https://hp.example.com/questions/1");
         let submission = json!({
             "type": "view_submission",
             "team": {"id": "T0001", "domain": "example"},
@@ -896,20 +1393,219 @@ mod tests {
             panic!("not a submission");
         };
         assert_eq!((user_id.as_str(), question_id), ("U0123ABCD", question.id));
-        assert_eq!(answer, ModalAnswer::Text { text: "Comet".into(), comment: None });
+        assert_eq!(answer.inputs[ANSWER_BLOCK], ModalInput::Text("Comet".into()));
+        assert_eq!(answer.comment, None);
         assert_eq!(answer.answer_for(&question).unwrap().value, json!("Comet"));
     }
 
     #[test]
     fn a_modal_choice_with_a_comment_answers_with_that_quick_answer() {
         let question = approval();
-        let modal = answer_modal(&question);
+        let modal = answer_modal(&question, "https://hp.example.com/questions/1");
         let options = modal["blocks"][1]["element"]["options"].as_array().unwrap();
         assert_eq!(options[1]["text"]["text"], "Reject");
-        let answer = ModalAnswer::Choice { index: 1, comment: Some("not on a Friday".into()) };
-        let body = answer.answer_for(&question).unwrap();
+        let chosen = |index: &str, comment: Option<&str>| ModalAnswer {
+            inputs: [(ANSWER_BLOCK.to_owned(), ModalInput::Chosen(index.into()))].into(),
+            comment: comment.map(str::to_owned),
+        };
+        let body = chosen("1", Some("not on a Friday")).answer_for(&question).unwrap();
         assert_eq!((body.value, body.comment.as_deref()), (json!(false), Some("not on a Friday")));
-        assert!(ModalAnswer::Choice { index: 2, comment: None }.answer_for(&question).is_err());
+        assert!(chosen("2", None).answer_for(&question).is_err());
+    }
+
+    /// The input block of `modal` with `block_id`.
+    fn block<'a>(modal: &'a Value, block_id: &str) -> &'a Value {
+        modal["blocks"].as_array().unwrap().iter().find(|b| b["block_id"] == block_id).unwrap()
+    }
+
+    /// A view submission of `modal` whose state holds `values` (block id to the element's state).
+    fn submitted(modal: &Value, values: Value) -> ModalAnswer {
+        let submission = json!({
+            "type": "view_submission", "user": {"id": "U0123ABCD"}, "trigger_id": "789.012.def",
+            "view": {"id": "V0001", "type": "modal", "callback_id": modal["callback_id"],
+                     "private_metadata": modal["private_metadata"], "state": {"values": values}}
+        });
+        match parse_interaction(&form(&submission)).unwrap() {
+            Interaction::Submit { answer, .. } => answer,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_form_opens_a_modal_of_block_kit_inputs_and_leaves_files_and_tables_to_holdpoint() {
+        let question = rich_form();
+        let message = question_message(&question, "https://hp.example.com/questions/7");
+        let asked = message.blocks.iter().filter_map(|b| b["text"]["text"].as_str()).find(|t| t.starts_with("*What"));
+        assert!(
+            asked
+                .unwrap()
+                .starts_with("*What is asked*\n- Nodes (required): a whole number from 1 to 9, in steps of 2"),
+            "{:?}",
+            message.blocks
+        );
+        let buttons = actions_of(&message);
+        let labels: Vec<&str> = buttons.iter().map(|b| b["text"]["text"].as_str().unwrap()).collect();
+        assert_eq!(labels, ["Answer…", "Open in Holdpoint"]);
+
+        let modal = answer_modal(&question, "https://hp.example.com/questions/7");
+        let nodes = block(&modal, "field:0");
+        assert_eq!(nodes["label"]["text"], "Nodes");
+        assert_eq!(nodes["optional"], false);
+        assert_eq!(nodes["hint"]["text"], "Worker nodes · In steps of 2.");
+        assert_eq!(
+            nodes["element"],
+            json!({"type": "number_input", "action_id": "value", "is_decimal_allowed": false,
+                   "min_value": "1", "max_value": "9", "initial_value": "3"})
+        );
+        assert_eq!(block(&modal, "field:1")["element"]["type"], "datepicker");
+        let budget = &block(&modal, "field:2")["element"];
+        assert_eq!(
+            (budget["type"].as_str(), budget["is_decimal_allowed"].as_bool()),
+            (Some("number_input"), Some(true))
+        );
+        let stars = &block(&modal, "field:3")["element"];
+        assert_eq!((stars["type"].as_str(), stars["options"].as_array().unwrap().len()), (Some("static_select"), 10));
+        let regions = &block(&modal, "field:4")["element"];
+        assert_eq!(
+            (regions["type"].as_str(), regions["max_selected_items"].as_u64()),
+            (Some("multi_static_select"), Some(1))
+        );
+        let ids: Vec<&str> =
+            modal["blocks"].as_array().unwrap().iter().filter_map(|b| b["block_id"].as_str()).collect();
+        assert_eq!(
+            ids,
+            ["field:0", "field:1", "field:2", "field:3", "field:4", "comment"],
+            "no input for the table or the file"
+        );
+        let note = modal["blocks"].as_array().unwrap().iter().rev().nth(1).unwrap()["text"]["text"].as_str().unwrap();
+        assert!(
+            note.contains("*Disks*")
+                && note.contains("*Plan*")
+                && note.contains("<https://hp.example.com/questions/7|answer in Holdpoint>"),
+            "{note}"
+        );
+
+        // Slack's state comes back as the form's answer: numbers, dates, stars, choices; empty inputs left out.
+        let answer = submitted(
+            &modal,
+            json!({
+                "field:0": {"value": {"type": "number_input", "value": "5"}},
+                "field:1": {"value": {"type": "datepicker", "selected_date": "2026-03-01"}},
+                "field:2": {"value": {"type": "number_input", "value": null}},
+                "field:3": {"value": {"type": "static_select", "selected_option": {"text": {"type": "plain_text", "text": "★★★★ 4"}, "value": "4"}}},
+                "field:4": {"value": {"type": "multi_static_select", "selected_options": [{"text": {"type": "plain_text", "text": "US"}, "value": "1"}]}},
+                "comment": {"value": {"type": "plain_text_input", "value": "sized"}}
+            }),
+        );
+        let body = answer.answer_for(&question).unwrap();
+        assert_eq!(body.value, json!({"nodes": 5, "start": "2026-03-01", "stars": 4, "regions": ["us"]}));
+        assert_eq!(body.comment.as_deref(), Some("sized"));
+
+        // The server's field errors land under their inputs; the rest under the first one.
+        let fields = [
+            ("value.nodes".to_owned(), "must be at most 9".to_owned()),
+            ("value.disks[0].size".to_owned(), "is required".to_owned()),
+            ("comment".to_owned(), "too long".to_owned()),
+        ];
+        let errors = answer.errors(Some(&question), &fields, "Holdpoint refused this answer");
+        assert_eq!(
+            errors,
+            json!({"response_action": "errors", "errors": {
+                "field:0": "must be at most 9; value.disks[0].size: is required", "comment": "too long"}})
+        );
+        assert_eq!(
+            answer.errors(None, &[], "not linked")["errors"],
+            json!({"field:0": "not linked"}),
+            "without the question, under the first input"
+        );
+    }
+
+    #[test]
+    fn a_required_file_or_a_table_is_answered_in_holdpoint_with_a_link() {
+        let mut question = rich_form();
+        question.fields.last_mut().unwrap().required = true;
+        let message = question_message(&question, "https://hp.example.com/questions/7");
+        let buttons = actions_of(&message);
+        let labels: Vec<&str> = buttons.iter().map(|b| b["text"]["text"].as_str().unwrap()).collect();
+        assert_eq!(labels, ["Answer in Holdpoint"]);
+        let modal = answer_modal(&question, "https://hp.example.com/questions/7");
+        assert!(modal["submit"].is_null(), "{modal}");
+        assert!(modal.to_string().contains("<https://hp.example.com/questions/7|Answer in Holdpoint>"), "{modal}");
+    }
+
+    #[test]
+    fn single_values_have_the_input_of_their_type_and_read_back_as_it() {
+        let open = "https://hp.example.com/q";
+        let of = |response_type: ResponseType, rules: Value| Question {
+            response_type,
+            rules: serde_json::from_value(rules).unwrap(),
+            ..text()
+        };
+        let cases = [
+            (
+                of(ResponseType::Datetime, json!({})),
+                "datetimepicker",
+                json!({"type": "datetimepicker", "selected_date_time": 1_772_353_800}),
+                json!("2026-03-01T08:30:00Z"),
+            ),
+            (
+                of(ResponseType::Time, json!({})),
+                "timepicker",
+                json!({"type": "timepicker", "selected_time": "09:30"}),
+                json!("09:30"),
+            ),
+            (
+                of(ResponseType::Email, json!({})),
+                "email_text_input",
+                json!({"type": "email_text_input", "value": "ops@example.com"}),
+                json!("ops@example.com"),
+            ),
+            (
+                of(ResponseType::Url, json!({})),
+                "url_text_input",
+                json!({"type": "url_text_input", "value": "https://example.com"}),
+                json!("https://example.com"),
+            ),
+            (
+                of(ResponseType::Markdown, json!({})),
+                "plain_text_input",
+                json!({"type": "plain_text_input", "value": "# Plan"}),
+                json!("# Plan"),
+            ),
+            (
+                of(ResponseType::Number, json!({"min": 0.5})),
+                "number_input",
+                json!({"type": "number_input", "value": "2.75"}),
+                json!(2.75),
+            ),
+            (
+                of(ResponseType::Rating, json!({"max": 3})),
+                "static_select",
+                json!({"type": "static_select", "selected_option": {"value": "3"}}),
+                json!(3),
+            ),
+            (
+                Question { response_type: ResponseType::ErrorRecovery, ..choice(2) },
+                "static_select",
+                json!({"type": "static_select", "selected_option": {"value": "4"}}),
+                json!("region-1"),
+            ),
+        ];
+        for (question, element, state, value) in cases {
+            let modal = answer_modal(&question, open);
+            assert_eq!(block(&modal, "answer")["element"]["type"], element, "{}", question.response_type);
+            let answer = submitted(&modal, json!({"answer": {"value": state}}));
+            assert_eq!(answer.answer_for(&question).unwrap().value, value, "{}", question.response_type);
+        }
+        let markdown = answer_modal(&of(ResponseType::Markdown, json!({})), open);
+        assert_eq!(block(&markdown, "answer")["element"]["multiline"], true);
+        let table = of(ResponseType::Table, json!({"columns": [{"key": "a", "label": "A", "response_type": "text"}]}));
+        assert!(!has_modal(&table));
+        let labels: Vec<String> = actions_of(&question_message(&table, open))
+            .iter()
+            .map(|b| b["text"]["text"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(labels, ["Answer in Holdpoint"]);
     }
 
     #[test]

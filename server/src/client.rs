@@ -190,6 +190,21 @@ impl Connection {
         if let Some(body) = body {
             request = request.json(body);
         }
+        self.read(request).await
+    }
+
+    /// `POST /files`: uploads `bytes` as a file named `name` of `media_type`, for an answer's file field; returns what
+    /// the server stored (`{"file_id", "name", "size", "media_type", "sha256"}`), which the answer references.
+    pub async fn upload(&self, name: &str, media_type: &str, bytes: Vec<u8>) -> CliResult<Value> {
+        let name = percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC);
+        let url = format!("{}/api/v1/files?name={name}", self.base);
+        let request =
+            self.http.post(&url).bearer_auth(&self.token).header(reqwest::header::CONTENT_TYPE, media_type).body(bytes);
+        self.read(request).await
+    }
+
+    /// Sends `request` and reads its answer; a refusal becomes one readable line.
+    async fn read(&self, request: reqwest::RequestBuilder) -> CliResult<Value> {
         let response = request.send().await.map_err(|err| {
             let reason =
                 if err.is_connect() { "connection refused or host unreachable".to_owned() } else { err.to_string() };

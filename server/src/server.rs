@@ -197,7 +197,7 @@ pub async fn serve(state: AppState, listener: TcpListener) -> Result<(), ServerE
 }
 
 /// The address people reach this server at: `HOLDPOINT_PUBLIC_URL`, or the one it listens on.
-fn public_url(config: &ServeConfig, local: std::net::SocketAddr) -> String {
+pub(crate) fn public_url(config: &ServeConfig, local: std::net::SocketAddr) -> String {
     match &config.public_url {
         Some(url) => url.trim_end_matches('/').to_owned(),
         None if local.ip().is_unspecified() => format!("http://127.0.0.1:{}", local.port()),

@@ -6,8 +6,8 @@
 //! Holdpoint member mapped to the clicking Slack user, through the answer use case with every rule of §3; the
 //! message itself is changed by the outbox once the question is resolved, wherever that happened. Slack shows
 //! nothing of an answer to a click, so a refused click is explained to the person alone (`chat.postEphemeral`), a
-//! refused modal in the modal itself (`response_action: errors`), and an "Answer…" click on a question that cannot
-//! be answered opens a modal that says why.
+//! refused modal in the modal itself (`response_action: errors`, each field the server refused under its own input),
+//! and an "Answer…" click on a question that cannot be answered opens a modal that says why.
 
 use app::types::{AnswerBody, Channel, Question, QuestionStatus};
 use axum::Router;
@@ -17,9 +17,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use chrono::{DateTime, Utc};
-use serde_json::json;
 use uuid::Uuid;
 
+use crate::channels::question_url;
 use crate::channels::slack::{Interaction, answer_modal, notice_modal, parse_interaction, verify_request};
 use crate::credentials::{Caller, Credential};
 use crate::error::AppError;
@@ -61,7 +61,10 @@ async fn interactions(State(state): State<AppState>, headers: HeaderMap, body: B
         }
         Interaction::OpenModal { user_id, question_id, trigger_id } => {
             let view = match slack_member(state.store.as_ref(), &user_id, question_id).await {
-                Ok((_, question)) if question.status == app::types::QuestionStatus::Pending => answer_modal(&question),
+                Ok((_, question)) if question.status == app::types::QuestionStatus::Pending => {
+                    let public_url = crate::server::public_url(&state.config, state.config.addr);
+                    answer_modal(&question, &question_url(&public_url, question.id))
+                }
                 Ok((_, question)) => notice_modal("Holdpoint", &SlackRefused::Resolved(Box::new(question)).explain()),
                 Err(refused) => {
                     log_refusal(&user_id, &refused);
@@ -74,11 +77,20 @@ async fn interactions(State(state): State<AppState>, headers: HeaderMap, body: B
             StatusCode::OK.into_response()
         }
         Interaction::Submit { user_id, question_id, answer } => {
+            let mut asked = None;
             let answered = match slack_member(state.store.as_ref(), &user_id, question_id).await {
-                Ok((member, question)) => match answer.answer_for(&question) {
-                    Ok(body) => answer_from_slack(&answering, &member, &question, body, now()).await,
-                    Err(invalid) => Err(SlackRefused::Refused(AppError::BadRequest(invalid.to_string()))),
-                },
+                Ok((member, question)) => {
+                    // A resolved question's modal has no layout left to read its inputs by: say who was first.
+                    let answered = match answer.answer_for(&question) {
+                        _ if question.status != QuestionStatus::Pending => {
+                            Err(SlackRefused::Resolved(Box::new(question.clone())))
+                        }
+                        Ok(body) => answer_from_slack(&answering, &member, &question, body, now()).await,
+                        Err(invalid) => Err(SlackRefused::Refused(AppError::BadRequest(invalid.to_string()))),
+                    };
+                    asked = Some(question);
+                    answered
+                }
                 Err(refused) => Err(refused),
             };
             match answered {
@@ -86,7 +98,8 @@ async fn interactions(State(state): State<AppState>, headers: HeaderMap, body: B
                 Ok(_) => StatusCode::OK.into_response(),
                 Err(refused) => {
                     log_refusal(&user_id, &refused);
-                    let errors = json!({"response_action": "errors", "errors": {"answer": refused.explain()}});
+                    // Each field the server refused is named under its own input; the rest under the first.
+                    let errors = answer.errors(asked.as_ref(), &refused.field_errors(), &refused.explain());
                     axum::Json(errors).into_response()
                 }
             }
@@ -123,6 +136,17 @@ impl From<StoreError> for SlackRefused {
 }
 
 impl SlackRefused {
+    /// The field errors of a value that does not fit (a 422's `details.fields`), as `(path, problem)`.
+    fn field_errors(&self) -> Vec<(String, String)> {
+        let SlackRefused::Refused(AppError::Invalid { details: Some(details), .. }) = self else { return Vec::new() };
+        details["fields"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(path, problem)| (path.clone(), problem.as_str().map_or_else(|| problem.to_string(), str::to_owned)))
+            .collect()
+    }
+
     /// The refusal in words, for the person who clicked.
     fn explain(&self) -> String {
         match self {

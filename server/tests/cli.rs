@@ -564,6 +564,121 @@ async fn people_answer_approve_and_reject_from_a_terminal_against_a_running_serv
     assert_eq!(question["status"], "pending", "no refusal changed anything");
 }
 
+/// `holdpoint answer` on rich fields (spec §17): a form field by field (`--field`, each read by its type), a file
+/// uploaded first (`--file`) and a table row by row (`--row`), against a running server; the server judges what the
+/// values are, the command line only what it was given.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn people_answer_rich_fields_with_field_file_and_row() {
+    let app = TestApp::start_with(Backend::Sqlite, |c| c.run_workers = false).await.unwrap();
+    let server = app.spawn_process().await;
+    let dir = WorkDir::new();
+    let agent = app.create_token("default", app::types::Role::Agent).await;
+    let approver = remote(&server, &app.create_token("default", app::types::Role::Approver).await);
+    let ask = async |body: Value| -> String {
+        let question = api(&server, &agent, reqwest::Method::POST, "/questions", Some(body)).await;
+        question["id"].as_str().unwrap().to_owned()
+    };
+    let form = ask(json!({ "title": "Size the cluster", "response_type": "form", "fields": [
+        { "key": "nodes", "label": "Nodes", "response_type": "integer", "required": true, "min": 1, "max": 9 },
+        { "key": "start", "label": "Start", "response_type": "date", "required": true },
+        { "key": "canary", "label": "Canary?", "response_type": "boolean" },
+        { "key": "plan", "label": "Plan", "response_type": "file", "accept": ["application/pdf"] },
+        { "key": "disks", "label": "Disks", "response_type": "table", "max_rows": 3,
+          "columns": [{ "key": "size", "label": "Size", "response_type": "integer", "required": true },
+                      { "key": "ssd", "label": "SSD?", "response_type": "boolean" }] }] }))
+    .await;
+    std::fs::write(dir.path("plan.pdf"), b"%PDF-1.7 the plan").unwrap();
+
+    let shown = holdpoint(&dir.0, &["show", &form], &approver).await;
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    for needle in [
+        "nodes (integer, required): Nodes — a whole number from 1 to 9",
+        "column size (integer): Size",
+        "--field KEY=VALUE",
+    ] {
+        assert!(shown.stdout.contains(needle), "{needle}: {}", shown.stdout);
+    }
+
+    // Usage: exit 2, nothing is uploaded or answered.
+    let usage: [(Vec<&str>, &str); 5] = [
+        (vec!["--field", "replicas=3"], "no field \"replicas\""),
+        (vec!["--field", "nodes=three"], "field nodes is a number"),
+        (vec!["--field", "plan=plan.pdf"], "--file plan=@PATH"),
+        (vec!["--row", "disks", "weight=1"], "no column \"weight\""),
+        (vec!["--file", "nodes=@plan.pdf"], "not a file field"),
+    ];
+    for (extra, needle) in usage {
+        let out = holdpoint(&dir.0, &[&["answer", form.as_str()][..], &extra[..]].concat(), &approver).await;
+        assert_eq!(out.code, 2, "{extra:?}: {}", out.stderr);
+        assert!(out.stderr.contains(needle), "{extra:?}: {}", out.stderr);
+    }
+    let missing = holdpoint(&dir.0, &["answer", &form, "--file", "plan=@nowhere.pdf"], &approver).await;
+    assert_eq!(missing.code, 2, "{}", missing.stderr);
+    assert!(missing.stderr.contains("nowhere.pdf"), "{}", missing.stderr);
+
+    // What the server refuses: exit 1, naming the field.
+    let refused =
+        holdpoint(&dir.0, &["answer", &form, "--field", "nodes=12", "--field", "start=1 March"], &approver).await;
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(refused.stderr.contains("value.nodes") && refused.stderr.contains("value.start"), "{}", refused.stderr);
+
+    let answer = [
+        "answer",
+        &form,
+        "--field",
+        "nodes=3",
+        "--field",
+        "start=2026-03-01",
+        "--field",
+        "canary=no",
+        "--file",
+        "plan=@plan.pdf",
+        "--row",
+        "disks",
+        "size=100,ssd=yes",
+        "--row",
+        r#"disks={"size": 200}"#,
+        "--comment",
+        "from the terminal",
+        "--output",
+        "json",
+    ];
+    let out = holdpoint(&dir.0, &answer, &approver).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let value = &out.json["response"]["value"];
+    assert_eq!(
+        (&value["nodes"], &value["start"], &value["canary"], &value["disks"]),
+        (&json!(3), &json!("2026-03-01"), &json!(false), &json!([{ "size": 100, "ssd": true }, { "size": 200 }])),
+        "{}",
+        out.stdout
+    );
+    let plan = &value["plan"];
+    assert_eq!(
+        (&plan["name"], &plan["media_type"], &plan["size"]),
+        (&json!("plan.pdf"), &json!("application/pdf"), &json!(17))
+    );
+    let file_id = plan["file_id"].as_str().unwrap();
+    let downloaded = reqwest::Client::new()
+        .get(format!("{}/api/v1/files/{file_id}", server.base_url))
+        .bearer_auth(&agent)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(downloaded.status(), 200, "the agent that asked reads the file");
+    assert_eq!(downloaded.bytes().await.unwrap().as_ref(), b"%PDF-1.7 the plan");
+
+    // A question that is itself a table, row by row.
+    let table = ask(json!({ "title": "Parts?", "response_type": "table",
+        "columns": [{ "key": "item", "label": "Item", "response_type": "text", "required": true },
+                    { "key": "qty", "label": "Qty", "response_type": "number" }] }))
+    .await;
+    let out =
+        holdpoint(&dir.0, &["answer", &table, "--row", "item=disk,qty=2.5", "--row", "item=cpu"], &approver).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let question = api(&server, &app.token, reqwest::Method::GET, &format!("/questions/{table}"), None).await;
+    assert_eq!(question["response"]["value"], json!([{ "item": "disk", "qty": 2.5 }, { "item": "cpu" }]));
+}
+
 /// With the embedded engine, what a script asks (as the engine's `cli` token) the person at the terminal answers
 /// as themselves: separation of duties lets them approve it, and the answer names them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

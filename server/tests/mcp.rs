@@ -432,8 +432,8 @@ async fn ask_user_takes_options_as_plain_strings(app: TestApp) {
     );
 }
 
-/// `ask_user` takes rich fields with their bounds, or a `response_schema` instead of fields (spec §17), and refuses a
-/// schema keyword it cannot ask for by name, asking nothing.
+/// `ask_user` takes rich fields with their bounds, or a `response_schema` instead of fields (spec §17) with a string's
+/// `pattern`, and refuses a pattern that is no regular expression by name, asking nothing.
 async fn ask_user_takes_rich_fields_or_a_response_schema(app: TestApp) {
     let base = app.serve().await;
     let client = connect(&base, &app.token).await;
@@ -474,8 +474,24 @@ async fn ask_user_takes_rich_fields_or_a_response_schema(app: TestApp) {
     assert_eq!(question["response_schema"], schema, "kept as given");
     assert_eq!(question["fields"][0]["response_type"], "email", "fields in the order of their keys");
 
+    // A string's `pattern` (MCP 2025-11-25) is asked for, and answers are held to it.
+    let pattern = json!({ "type": "object", "properties": { "code": { "type": "string", "pattern": "^[A-Z]+$" } },
+        "required": ["code"] });
+    let asked = client
+        .call_tool(call("ask_user", json!({ "title": "Code?", "kind": "non_blocking", "response_schema": pattern })))
+        .await
+        .unwrap();
+    assert_ne!(asked.is_error, Some(true), "{:?}", asked.content);
+    let id = text_of(&asked)["question_id"].as_str().unwrap().to_owned();
+    let refused = app.post(&format!("/api/v1/questions/{id}/answer"), json!({ "value": { "code": "ops" } })).await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", refused.text);
+    assert!(refused.json["error"]["details"]["fields"]["value.code"].is_string(), "{}", refused.text);
+    let answered = app.post(&format!("/api/v1/questions/{id}/answer"), json!({ "value": { "code": "OPS" } })).await;
+    assert_eq!(answered.status, StatusCode::OK, "{}", answered.text);
+
+    // One that is not a regular expression is refused by name, and nothing is asked.
     let before = app.get("/api/v1/questions").await.json["items"].as_array().unwrap().len();
-    let pattern = json!({ "type": "object", "properties": { "code": { "type": "string", "pattern": "^[A-Z]+$" } } });
+    let pattern = json!({ "type": "object", "properties": { "code": { "type": "string", "pattern": "^[A-Z+($" } } });
     let refused = client
         .call_tool(call("ask_user", json!({ "title": "Code?", "kind": "non_blocking", "response_schema": pattern })))
         .await

@@ -25,10 +25,12 @@ on_both_backends!(
     the_notification_center_is_each_persons_own,
     a_failing_channel_is_retried_with_backoff_and_each_delivery_claimed_once,
     an_email_reaches_a_real_smtp_server_through_the_servers_outbox,
+    a_form_of_rich_fields_reaches_email_as_a_summary_with_a_link_to_answer_it,
     deliveries_outlive_an_smtp_outage_and_a_killed_server,
     two_server_processes_send_each_delivery_once,
     slack_asks_with_buttons_answers_signed_clicks_as_the_mapped_member_and_updates_the_message,
     slack_posts_a_question_once_in_a_configured_channel_where_anyone_mapped_answers,
+    a_form_of_rich_fields_is_answered_in_a_slack_modal_of_block_kit_inputs,
     a_new_email_finds_the_members_slack_id,
     web_push_reaches_each_subscribed_browser_answers_through_its_actions_and_is_replaced_once_resolved,
     a_person_sends_themselves_a_test_message_by_email,
@@ -384,6 +386,54 @@ async fn an_email_reaches_a_real_smtp_server_through_the_servers_outbox(backend:
     let opened = client.get(&reject).send().await.unwrap();
     assert_eq!(opened.status(), 409);
     assert_eq!(question().await["response"]["value"], true);
+}
+
+/// A form of rich fields (spec §17) reaches email as what it asks for, field by field with its bounds and a table's
+/// columns, and a link to answer it in Holdpoint; no one-click link, as a form is not one value.
+async fn a_form_of_rich_fields_reaches_email_as_a_summary_with_a_link_to_answer_it(backend: Backend) {
+    let mut sink = smtp::Sink::start().await;
+    let Some(app) = start(backend, &sink.url()).await else { return };
+    person(&app, "alice", Role::Responder, Some("alice@example.com")).await;
+    outbox(&app).spawn(&app.state.hub);
+    let id = ask(
+        &app,
+        json!({ "title": "Size the <cluster>", "urgency": "high", "response_type": "form", "fields": [
+            { "key": "nodes", "label": "Nodes", "response_type": "integer", "required": true, "min": 1, "max": 9,
+              "description": "Worker nodes" },
+            { "key": "start", "label": "Start", "response_type": "datetime" },
+            { "key": "disks", "label": "Disks", "response_type": "table", "max_rows": 4,
+              "columns": [{ "key": "size", "label": "Size (GiB)", "response_type": "integer", "required": true },
+                          { "key": "ssd", "label": "SSD?", "response_type": "boolean" }] },
+            { "key": "plan", "label": "Plan", "response_type": "file", "accept": ["application/pdf"] }
+        ] }),
+    )
+    .await;
+    let message = sink.next_message().await;
+    assert_eq!(message["rcpt_tos"], json!(["alice@example.com"]), "{message}");
+    assert_eq!(message["subject"], "[HIGH] Question: Size the <cluster>");
+    let text = message["parts"][0]["content"].as_str().unwrap().replace("\r\n", "\n");
+    let answer_url = format!("http://holdpoint.test/questions/{id}");
+    let expected = format!(
+        "What is asked:\n\
+         \x20 - Nodes (required): a whole number from 1 to 9\n\
+         \x20     Worker nodes\n\
+         \x20 - Start: a date and time with its time zone\n\
+         \x20 - Disks: a table of at most 4 rows\n\
+         \x20     with the columns:\n\
+         \x20       Size (GiB): a whole number, required\n\
+         \x20       SSD?: yes or no\n\
+         \x20 - Plan: a file (application/pdf)\n\
+         \nAnswer in Holdpoint: {answer_url}\n"
+    );
+    assert!(text.ends_with(&expected), "{text}");
+    assert!(!text.contains("/act/"), "no one-click link for a form: {text}");
+    // The HTML part as a mail client shows it: the same summary, and one link, to answer in Holdpoint.
+    let html = &message["parts"][1];
+    let shown = html["text"].as_str().unwrap();
+    for needle in ["Size the <cluster>", "Nodes (required): a whole number from 1 to 9", "Size (GiB): a whole number"] {
+        assert!(shown.contains(needle), "{needle}: {shown}");
+    }
+    assert_eq!(html["links"], json!([{ "href": answer_url, "text": "Answer in Holdpoint" }]), "{html}");
 }
 
 /// The `holdpoint serve` environment of a server whose email goes to `smtp`, retrying after a second.
@@ -811,6 +861,102 @@ async fn slack_posts_a_question_once_in_a_configured_channel_where_anyone_mapped
         (posted[2]["channel"].as_str(), posted[2]["text"].as_str()),
         (Some("U0ALICE"), Some("Holdpoint: a test message"))
     );
+}
+
+/// A form of rich fields (spec §17) is answered in Slack's modal: Block Kit's own inputs, whose submitted state
+/// becomes the answer (a date and time's Unix seconds as RFC 3339); a value the server refuses keeps the modal open
+/// with the error under its input; a form with a required file is answered in Holdpoint, by link.
+async fn a_form_of_rich_fields_is_answered_in_a_slack_modal_of_block_kit_inputs(backend: Backend) {
+    use holdpoint::channels::slack::MessageRef;
+    use slack_standin::{SIGNING_SECRET, click_body};
+
+    let Some((app, stand_in)) = start_with_slack(backend, Some("C0QUESTIONS")).await else { return };
+    outbox(&app).spawn(&app.state.hub);
+    let question = ask(
+        &app,
+        json!({ "title": "Size the cluster", "urgency": "high", "response_type": "form", "fields": [
+            { "key": "nodes", "label": "Nodes", "response_type": "integer", "required": true, "min": 1, "max": 9 },
+            { "key": "when", "label": "When", "response_type": "datetime", "required": true },
+            { "key": "canary", "label": "Canary?", "response_type": "boolean" },
+            { "key": "regions", "label": "Regions", "response_type": "multi_choice",
+              "options": [{ "value": "eu", "label": "Europe" }, { "value": "us", "label": "US" }] }] }),
+    )
+    .await;
+    let posted = slack_calls(&stand_in, "chat.postMessage", 1).await;
+    assert!(posted[0]["blocks"].to_string().contains("Nodes (required): a whole number from 1 to 9"), "{}", posted[0]);
+    let at = MessageRef { channel: "C0QUESTIONS".into(), ts: "1700000000.000100".into() };
+    let open = click_body(button(&posted[0], "Answer…"), &at, "U0ALICE");
+    let opened = interact(&app, &open, SIGNING_SECRET, chrono::Utc::now().timestamp()).await;
+    assert_eq!(opened.status, StatusCode::OK, "{}", opened.text);
+    let views = slack_calls(&stand_in, "views.open", 1).await;
+    let view = &views[0]["view"];
+    let inputs: Vec<(&str, &str)> = view["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["type"] == "input")
+        .map(|b| (b["block_id"].as_str().unwrap(), b["element"]["type"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        inputs,
+        [
+            ("field:0", "number_input"),
+            ("field:1", "datetimepicker"),
+            ("field:2", "radio_buttons"),
+            ("field:3", "multi_static_select"),
+            ("comment", "plain_text_input")
+        ]
+    );
+    assert_eq!(view["blocks"][1]["element"]["max_value"], "9");
+    let submit = |nodes: &str| {
+        let payload = json!({
+            "type": "view_submission", "team": {"id": "T0001", "domain": "example"},
+            "user": {"id": "U0ALICE", "username": "alice", "name": "alice", "team_id": "T0001"},
+            "api_app_id": "A0001", "trigger_id": "789.012.def",
+            "view": {"id": "V0001", "type": "modal", "callback_id": view["callback_id"],
+                     "private_metadata": view["private_metadata"], "hash": "1700000002.abc",
+                     "state": {"values": {
+                         "field:0": {"value": {"type": "number_input", "value": nodes}},
+                         "field:1": {"value": {"type": "datetimepicker", "selected_date_time": 1_772_353_800}},
+                         "field:2": {"value": {"type": "radio_buttons",
+                                     "selected_option": {"text": {"type": "plain_text", "text": "Yes"}, "value": "true"}}},
+                         "field:3": {"value": {"type": "multi_static_select", "selected_options": [
+                             {"text": {"type": "plain_text", "text": "US"}, "value": "1"}]}},
+                         "comment": {"value": {"type": "plain_text_input", "value": null}}}}}
+        });
+        url::form_urlencoded::Serializer::new(String::new()).append_pair("payload", &payload.to_string()).finish()
+    };
+    // Refused by the server (12 is more than 9): the modal stays open, the error under the input it is about.
+    let refused = interact(&app, &submit("12"), SIGNING_SECRET, chrono::Utc::now().timestamp()).await;
+    assert_eq!(refused.status, StatusCode::OK);
+    assert_eq!(refused.json["response_action"], "errors", "{}", refused.text);
+    let errors = refused.json["errors"].as_object().unwrap();
+    assert_eq!(errors.keys().collect::<Vec<_>>(), ["field:0"], "{}", refused.text);
+    assert!(errors["field:0"].as_str().unwrap().contains("at most 9"), "{}", refused.text);
+    assert_eq!(app.get(&format!("/api/v1/questions/{question}")).await.json["status"], "pending");
+
+    let submitted = interact(&app, &submit("3"), SIGNING_SECRET, chrono::Utc::now().timestamp()).await;
+    assert_eq!((submitted.status, submitted.text.as_str()), (StatusCode::OK, ""), "an empty 200 closes the modal");
+    let answered = app.get(&format!("/api/v1/questions/{question}")).await.json;
+    assert_eq!(answered["answered_by"], "alice", "{answered}");
+    assert_eq!(
+        answered["response"]["value"],
+        json!({ "nodes": 3, "when": "2026-03-01T08:30:00Z", "canary": true, "regions": ["us"] })
+    );
+
+    // A required file: Slack cannot take it, so the message offers only the way to answer in Holdpoint.
+    ask(
+        &app,
+        json!({ "title": "The signed contract?", "urgency": "high", "response_type": "form", "fields": [
+            { "key": "contract", "label": "Contract", "response_type": "file", "required": true },
+            { "key": "note", "label": "Note", "response_type": "text" }] }),
+    )
+    .await;
+    let posted = slack_calls(&stand_in, "chat.postMessage", 2).await;
+    let actions = posted[1]["blocks"].as_array().unwrap().iter().find(|b| b["type"] == "actions").unwrap();
+    let labels: Vec<&str> =
+        actions["elements"].as_array().unwrap().iter().map(|b| b["text"]["text"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["Answer in Holdpoint"]);
 }
 
 /// Waits until the push endpoint has received `count` pushes, and returns them.

@@ -338,7 +338,7 @@ async fn a_response_schema_keyword_outside_elicitation_is_refused_by_name(app: T
         json!({"title": "t", "response_schema": {"type": "object", "properties": {"x": property}}})
     };
     let cases = [
-        (string(json!({"pattern": "^[a-z]+$"})), "response_schema.properties.x.pattern"),
+        (string(json!({"pattern": "^[a-z]+($"})), "response_schema.properties.x.pattern"),
         (string(json!({"format": "ipv4"})), "response_schema.properties.x.format"),
         (string(json!({"default": 3})), "response_schema.properties.x.default"),
         (

@@ -229,6 +229,61 @@ async fn ask_user_pauses_until_the_answer_and_returns_it(backend: common::Backen
     assert_eq!(result, json!({ "status": "answered", "value": "poet", "comment": "keep it short" }));
 }
 
+/// A model's `ask_user` takes what MCP's `ask_user` takes (spec §17): rich fields with their bounds, options as plain
+/// strings, or a `response_schema`; one that is not a valid question is told why, and nothing is asked.
+async fn ask_user_takes_rich_fields_or_a_response_schema_as_mcps_ask_user_does(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let Some(app) = start(backend, &scripts, None, 500).await else { return };
+    let form = json!({ "title": "Size the cluster", "response_type": "form", "fields": [
+        { "key": "nodes", "label": "Nodes", "response_type": "integer", "required": true, "min": 1, "max": 9,
+          "widget": "slider" },
+        { "key": "start", "label": "Start", "response_type": "datetime" },
+        { "key": "regions", "label": "Regions", "response_type": "multi_choice", "options": ["eu", "us"],
+          "max_items": 1 },
+        { "key": "disks", "label": "Disks", "response_type": "table", "max_rows": 3,
+          "columns": [{ "key": "size", "label": "Size", "response_type": "integer", "required": true }] }] });
+    let schema = json!({ "title": "Ticket?", "kind": "non_blocking", "response_schema": { "type": "object",
+        "properties": { "ticket": { "type": "string", "pattern": "^OPS-[0-9]+$" } }, "required": ["ticket"] } });
+    let broken = json!({ "title": "Broken?", "response_type": "rating", "max": 11 });
+    let model = scripts.write(
+        "planner.json",
+        &json!([
+            { "tool_calls": [{ "name": "ask_user", "arguments": broken }] },
+            { "tool_calls": [{ "name": "ask_user", "arguments": schema }] },
+            { "tool_calls": [{ "name": "ask_user", "arguments": form }] },
+            { "content": "Planned." }
+        ]),
+    );
+    let agent = create_agent(&app, agent("planner", &model, &["ask_user"], json!({}))).await;
+    let run_id = start_run(&app, &agent["id"], "Plan").await;
+    app.wait_for_run(&run_id, "waiting_for_input").await;
+    let calls = tool_calls(&app, &run_id).await;
+    assert_eq!(calls[0]["status"], "error", "{calls:?}");
+    assert!(calls[0]["output"]["error"].as_str().unwrap().contains("max"), "{calls:?}");
+
+    let questions = app.get("/api/v1/questions").await.json;
+    let titled = |title: &str| questions["items"].as_array().unwrap().iter().find(|q| q["title"] == title).cloned();
+    let ticket = titled("Ticket?").unwrap();
+    assert_eq!((ticket["response_type"].as_str(), ticket["fields"][0]["key"].as_str()), (Some("form"), Some("ticket")));
+    let id = ticket["id"].as_str().unwrap();
+    let wrong = app.post(&format!("/api/v1/questions/{id}/answer"), json!({ "value": { "ticket": "ops-1" } })).await;
+    assert_error(&wrong, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+
+    let question = titled("Size the cluster").expect("the form is asked");
+    let question_id = question["id"].as_str().unwrap();
+    let fields = &question["fields"];
+    assert_eq!((fields[0]["max"].as_i64(), fields[0]["widget"].as_str()), (Some(9), Some("slider")));
+    assert_eq!(fields[2]["options"][1], json!({ "value": "us", "label": "us" }), "a plain string is value and label");
+    assert_eq!(fields[3]["columns"][0]["key"], "size");
+    let value = json!({ "nodes": 3, "start": "2026-03-01T09:30:00+01:00", "regions": ["eu"],
+        "disks": [{ "size": 100 }, { "size": 200 }] });
+    let answered = app.post(&format!("/api/v1/questions/{question_id}/answer"), json!({ "value": value })).await;
+    assert_eq!(answered.status, StatusCode::OK, "{}", answered.text);
+    app.wait_for_run(&run_id, "completed").await;
+    let calls = tool_calls(&app, &run_id).await;
+    assert_eq!(calls[2]["output"], json!({ "status": "answered", "value": value }), "{calls:?}");
+}
+
 async fn an_agent_without_ask_user_cannot_ask(backend: common::Backend) {
     let scripts = Scripts::new();
     let Some(app) = start(backend, &scripts, None, 500).await else { return };
@@ -1497,6 +1552,7 @@ on_both_backends!(
     a_rejection_reaches_the_model_with_its_reason,
     edited_arguments_run_instead_of_the_originals,
     ask_user_pauses_until_the_answer_and_returns_it,
+    ask_user_takes_rich_fields_or_a_response_schema_as_mcps_ask_user_does,
     an_agent_without_ask_user_cannot_ask,
     step_budgets_are_per_segment_and_the_total_is_capped,
     resume_is_refused_unless_the_run_is_paused_or_waiting,

@@ -1,11 +1,13 @@
 //! Questions: what a person must handle. Turning a request into a valid question (`new_question`), asking it
 //! (`asking`), checking an answer against its question (`answer_shape`) and the one transition out of `pending`
 //! (`answering`) live here, with the rich fields' checks (`fields`) and the JSON Schema a question may be asked with
-//! (`response_schema`); HTTP and SQL do not. So does what answering may take: several approvals ([`quorum`]), a
+//! (`response_schema`), and the arguments of the `ask_user` tool MCP clients and Holdpoint's own agents call
+//! (`ask_user`); HTTP and SQL do not. So does what answering may take: several approvals ([`quorum`]), a
 //! claim ([`claims`]), and who stands in for someone away ([`delegation`]).
 
 mod answer_shape;
 mod answering;
+pub mod ask_user;
 mod asking;
 pub mod claims;
 pub mod delegation;

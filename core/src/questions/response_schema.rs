@@ -2,7 +2,9 @@
 //! elicitation's primitives instead of `fields`. It is turned into fields here — the one conversion, which the MCP
 //! gateway's upstream elicitations go through too — and kept as given, and answers are validated against it with
 //! the `jsonschema` crate besides the fields' own checks. A keyword outside that subset is refused by name
-//! (`response_schema.properties.code.pattern`), so nothing a person is asked for is silently dropped.
+//! (`response_schema.properties.n.exclusiveMinimum`), so nothing a person is asked for is silently dropped. A string's
+//! `pattern` is checked only against the schema (the fields carry no pattern), and one that is not a regular
+//! expression is refused by name too.
 
 use holdpoint_types::{FieldRules, FormField, QuestionOption, ResponseType};
 use serde_json::{Map, Number, Value};
@@ -126,12 +128,15 @@ fn field_of(key: &str, property: &Value, path: &str, errors: &mut FieldErrors) -
             } else {
                 refuse_others(
                     object,
-                    &[&COMMON_KEYWORDS[..], &["minLength", "maxLength", "format"][..]].concat(),
+                    &[&COMMON_KEYWORDS[..], &["minLength", "maxLength", "format", "pattern"][..]].concat(),
                     path,
                     errors,
                 );
                 count("minLength", errors);
                 count("maxLength", errors);
+                if let Some(pattern) = object.get("pattern") {
+                    check_pattern(pattern, &format!("{path}.pattern"), errors);
+                }
                 field.response_type = match object.get("format") {
                     None => ResponseType::Text,
                     Some(format) => match format.as_str() {
@@ -185,6 +190,18 @@ fn field_of(key: &str, property: &Value, path: &str, errors: &mut FieldErrors) -
         }
     }
     Some(field)
+}
+
+/// Checks a string property's `pattern` (MCP 2025-11-25 allows it) as the validator will read it: the `jsonschema`
+/// crate compiles it with its own regular-expression engine (ECMA 262 syntax), so a pattern it cannot compile is
+/// refused here by name rather than as a fault of the whole schema.
+fn check_pattern(pattern: &Value, path: &str, errors: &mut FieldErrors) {
+    let Some(text) = pattern.as_str() else {
+        return errors.add(path, "must be a regular expression (a string)");
+    };
+    if let Err(err) = jsonschema::options().build(&serde_json::json!({"type": "string", "pattern": text})) {
+        errors.add(path, format!("is not a valid regular expression: {err}"));
+    }
 }
 
 /// A property's choices: `enum` (with legacy `enumNames` as labels), or `oneOf`/`anyOf` of `{const, title}`.
@@ -350,7 +367,7 @@ mod tests {
         let (_, errors) = convert(json!({
             "type": "object",
             "properties": {
-                "code": {"type": "string", "pattern": "^[A-Z]+$"},
+                "code": {"type": "string", "format": "ipv4"},
                 "nested": {"type": "object", "properties": {}},
                 "n": {"type": "integer", "exclusiveMinimum": 0}
             },
@@ -360,11 +377,32 @@ mod tests {
             errors,
             [
                 "response_schema.additionalProperties",
-                "response_schema.properties.code.pattern",
+                "response_schema.properties.code.format",
                 "response_schema.properties.n.exclusiveMinimum",
                 "response_schema.properties.nested.type"
             ]
         );
+    }
+
+    #[test]
+    fn a_pattern_is_taken_and_checked_and_one_that_is_no_regular_expression_is_named() {
+        let schema =
+            json!({"type": "object", "properties": {"code": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]+$"}}});
+        let (fields, errors) = convert(schema.clone());
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(fields[0].response_type, ResponseType::Text);
+        let check = |value: Value| {
+            let mut errors = FieldErrors::default();
+            check_against_schema(&schema, &value, "value", &mut errors);
+            errors.fields()
+        };
+        assert!(check(json!({"code": "OPS-42"})).is_empty());
+        assert_eq!(check(json!({"code": "ops-42"})), ["value.code"]);
+        for bad in [json!("[unclosed"), json!("(?<name"), json!(7)] {
+            let (_, errors) =
+                convert(json!({"type": "object", "properties": {"code": {"type": "string", "pattern": bad}}}));
+            assert_eq!(errors, ["response_schema.properties.code.pattern"], "{bad}");
+        }
     }
 
     #[test]

@@ -624,8 +624,7 @@ async fn new_question_for(
 /// non-blocking question, whose call completes at once, and for arguments that are not a valid question, which
 /// the model is told about).
 async fn ask_user(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow) -> StoreResult<bool> {
-    let parsed: Result<NewQuestion, String> = serde_json::from_value(call.input.0.clone()).map_err(|e| e.to_string());
-    let built = match parsed {
+    let built = match ask_user_input(&call.input.0) {
         Ok(input) if input.kind == Some(QuestionKind::Approval) => {
             Err("ask_user cannot ask for approvals: tool calls are approved through the approval policy".to_owned())
         }
@@ -668,6 +667,13 @@ async fn ask_user(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow) -> StoreRe
     call.updated_at = now();
     rt.ledger.update_tool_call(run, rt.instance, call).await?;
     Ok(blocking)
+}
+
+/// The question an `ask_user` call's arguments ask: a `POST /questions` body, in the spellings MCP's `ask_user`
+/// takes too (an option may be a plain string, its own value and label).
+fn ask_user_input(input: &Value) -> Result<NewQuestion, String> {
+    let input = crate::questions::ask_user::plain_options_as_objects(input.clone());
+    serde_json::from_value(input).map_err(|e| e.to_string())
 }
 
 /// The result of an `ask_user` call whose question is resolved; `Err` with the reason when the run must fail

@@ -1,5 +1,6 @@
 //! Built-in tools as the model sees them (JSON schemas), and the two that act on the world: `http_request` and
-//! `shell`. `ask_user` and `spawn_agents` act on Holdpoint itself and live in the executor.
+//! `shell`. `ask_user` and `spawn_agents` act on Holdpoint itself and live in the executor; `ask_user` takes the
+//! arguments MCP's `ask_user` takes ([`crate::questions::ask_user`]), rich fields and `response_schema` included.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -27,28 +28,12 @@ pub fn definition(name: &str) -> Option<Value> {
         ASK_USER => (
             "Ask a person and wait for the answer. Use kind `blocking` (default) when you cannot go on without it, \
              `non_blocking` for a preference (you go on with your default), `error_recovery` after a failure to ask \
-             how to go on (answers: retry, skip, abort or one of your options). The result is the resolved question.",
-            json!({
-                "type": "object",
-                "properties": {
-                    "title": {"type": "string", "description": "The question, 1..=300 characters"},
-                    "body": {"type": "string", "description": "Details, Markdown"},
-                    "kind": {"type": "string", "enum": ["blocking", "non_blocking", "error_recovery"]},
-                    "response_type": {"type": "string", "enum": ["text", "boolean", "choice", "multi_choice", "error_recovery", "form"]},
-                    "options": {"type": "array", "items": {"type": "object", "properties": {
-                        "value": {"type": "string"}, "label": {"type": "string"}, "description": {"type": "string"}},
-                        "required": ["value", "label"]}},
-                    "fields": {"type": "array", "items": {"type": "object", "properties": {
-                        "key": {"type": "string"}, "label": {"type": "string"},
-                        "response_type": {"type": "string", "enum": ["text", "choice", "multi_choice", "boolean", "number"]},
-                        "options": {"type": "array"}, "required": {"type": "boolean"}},
-                        "required": ["key", "label", "response_type"]}},
-                    "timeout_seconds": {"type": "integer"},
-                    "default_response": {"type": "object", "properties": {"value": {}, "comment": {"type": "string"}}},
-                    "context": {"type": "object"}
-                },
-                "required": ["title"]
-            }),
+             how to go on (answers: retry, skip, abort or one of your options). Ask for one value of a response_type \
+             (text, boolean, choice, multi_choice, number, integer, date, datetime, time, rating, email, url, \
+             markdown, table with its columns), or several at once with response_type `form` and `fields` (each \
+             with its own type and bounds), or with a `response_schema` (a JSON Schema object of primitives, as \
+             MCP elicitation's requestedSchema) instead of fields. The result is the resolved question.",
+            crate::questions::ask_user::AskUserArgs::parameters_schema(),
         ),
         SPAWN_AGENTS => (
             "Start sub-agents by name, each with its own task, and (with wait: true, the default) wait for their \
@@ -337,6 +322,16 @@ mod tests {
             assert_eq!(definition(name).unwrap()["function"]["name"], name);
         }
         assert!(definition("rm_rf").is_none());
+    }
+
+    #[test]
+    fn ask_user_offers_the_models_the_rich_fields_and_the_response_schema_of_mcps_ask_user() {
+        let parameters = &definition(ASK_USER).unwrap()["function"]["parameters"];
+        assert_eq!(parameters, &crate::questions::ask_user::AskUserArgs::parameters_schema());
+        let fields = &parameters["properties"]["fields"]["items"];
+        assert!(fields["properties"]["response_type"].to_string().contains("\"table\""), "{fields}");
+        assert!(fields["properties"]["columns"].is_object(), "{fields}");
+        assert!(parameters["properties"]["response_schema"].is_object(), "{parameters}");
     }
 
     #[test]

@@ -18,8 +18,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use app::types::{
-    AnswerBody, ApprovalAction, NewQuestion, Question, QuestionKind, QuestionOption, QuestionStatus, ResumeRequest,
-    RuleDecision, ToolDecision,
+    AnswerBody, ApprovalAction, NewQuestion, Question, QuestionKind, QuestionStatus, ResumeRequest, RuleDecision,
+    ToolDecision,
 };
 use rmcp::ErrorData;
 use rmcp::handler::server::common::Extension;
@@ -39,6 +39,7 @@ use uuid::Uuid;
 use crate::credentials::Caller;
 use crate::error::AppError;
 use crate::events::QuestionWatch;
+pub use crate::questions::ask_user::*;
 use crate::state::AppState;
 use crate::store::QuestionRow;
 pub use sessions::{SessionOwners, authenticate};
@@ -75,238 +76,6 @@ pub struct HoldpointMcp {
     owners: Arc<SessionOwners>,
     /// The tasks of the clients that declared MCP's tasks extension.
     tasks: Arc<Tasks>,
-}
-
-/// The kinds of question `ask_user` asks (approvals go through `request_approval`).
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum AskKind {
-    /// The agent needs the answer to go on (the default).
-    Blocking,
-    /// A preference: the call returns at once with status `pending`; read the answer later with `get_question`.
-    NonBlocking,
-    /// The agent hit an error and asks how to go on: `retry`, `skip`, `abort` or an option.
-    ErrorRecovery,
-}
-
-/// How a question is answered.
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum AskResponseType {
-    Text,
-    Boolean,
-    Choice,
-    MultiChoice,
-    ErrorRecovery,
-    Form,
-    Number,
-    Integer,
-    /// `YYYY-MM-DD`.
-    Date,
-    /// RFC 3339 with an offset.
-    Datetime,
-    /// `HH:MM`.
-    Time,
-    /// 1..=`max` stars (`max` 3..=10, default 5).
-    Rating,
-    Email,
-    /// An absolute http or https URL.
-    Url,
-    Markdown,
-    /// An array of row objects; needs `columns`.
-    Table,
-}
-
-/// How a form field is answered.
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum FieldResponseType {
-    Text,
-    Boolean,
-    Choice,
-    MultiChoice,
-    Number,
-    Integer,
-    Date,
-    Datetime,
-    Time,
-    Rating,
-    Email,
-    Url,
-    Markdown,
-    Table,
-}
-
-/// How a table's column is answered.
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ColumnResponseType {
-    Text,
-    Number,
-    Integer,
-    Boolean,
-    Date,
-    Choice,
-}
-
-/// One column of a table.
-#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
-pub struct ColumnArg {
-    /// The column's key in each row object.
-    pub key: String,
-    pub label: String,
-    pub response_type: ColumnResponseType,
-    /// For `choice` columns, 2..=20.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub options: Vec<OptionArg>,
-    #[serde(default)]
-    pub required: bool,
-}
-
-/// The bounds of a field's (or a single-value question's) type, as `POST /questions` names them.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, schemars::JsonSchema)]
-pub struct RulesArg {
-    /// The least value of an integer or number.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<f64>")]
-    pub min: Option<serde_json::Number>,
-    /// The greatest value of an integer or number; a rating's stars (3..=10).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<f64>")]
-    pub max: Option<serde_json::Number>,
-    /// The increment of an integer or number.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<f64>")]
-    pub step: Option<serde_json::Number>,
-    /// `slider`, for an integer or number with min and max.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub widget: Option<WidgetArg>,
-    /// The fewest choices of a multi_choice.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min_items: Option<u32>,
-    /// The most choices of a multi_choice.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_items: Option<u32>,
-    /// A table's columns, 1..=20.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub columns: Vec<ColumnArg>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min_rows: Option<u32>,
-    /// At most 200.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_rows: Option<u32>,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum WidgetArg {
-    Slider,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum AskUrgency {
-    Low,
-    Normal,
-    High,
-    Critical,
-}
-
-/// One choice of a `choice`, `multi_choice` or `error_recovery` question or form field: a plain string, which is its
-/// own value and label (as the Python and TypeScript libraries take options), or an object.
-#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
-#[serde(untagged)]
-pub enum OptionArg {
-    /// The option's value, which is also what a person reads.
-    Plain(String),
-    /// An option whose label differs from its value.
-    Labelled {
-        /// What the answer carries; unique within the question.
-        value: String,
-        /// What a person reads.
-        label: String,
-        #[serde(default)]
-        description: Option<String>,
-    },
-}
-
-impl Serialize for OptionArg {
-    /// Always as the object of `POST /questions`, whichever spelling the caller used: `ask_user` hands its
-    /// arguments on to the same checks as REST.
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let option = match self.clone() {
-            OptionArg::Plain(value) => QuestionOption { label: value.clone(), value, description: None },
-            OptionArg::Labelled { value, label, description } => QuestionOption { value, label, description },
-        };
-        option.serialize(serializer)
-    }
-}
-
-/// One field of a form.
-#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
-pub struct FieldArg {
-    /// The field's key in the answer object.
-    pub key: String,
-    pub label: String,
-    pub response_type: FieldResponseType,
-    /// For `choice` and `multi_choice` fields, 2..=20.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub options: Vec<OptionArg>,
-    #[serde(default)]
-    pub required: bool,
-    /// Help shown under the label.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub placeholder: Option<String>,
-    /// What the input starts with; must fit the field.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub default: Option<Value>,
-    #[serde(flatten)]
-    pub rules: RulesArg,
-}
-
-/// The arguments of `ask_user`: the `POST /questions` body.
-#[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
-pub struct AskUserArgs {
-    /// The question, 1..=300 characters.
-    pub title: String,
-    /// Details, in Markdown.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub body: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<AskKind>,
-    /// `text` by default.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub response_type: Option<AskResponseType>,
-    /// For choices, 2..=20 with unique values: plain strings or `{"value", "label", "description"?}`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub options: Vec<OptionArg>,
-    /// For forms, 1..=30 fields.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub fields: Vec<FieldArg>,
-    /// Instead of `fields`: a JSON Schema object as MCP elicitation's `requestedSchema` (properties of type string
-    /// with minLength, maxLength and format email, uri, date or date-time; number and integer with minimum and
-    /// maximum; boolean; enum or oneOf of {const, title}; arrays of those with minItems and maxItems; required).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub response_schema: Option<Value>,
-    /// A single-value question's bounds (`min`, `max`, `columns`, ...), as a field's.
-    #[serde(flatten)]
-    pub rules: RulesArg,
-    /// A free label for grouping.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub project: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub urgency: Option<AskUrgency>,
-    /// How long a person has, in seconds (5 min ..= 24 h by default).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout_seconds: Option<i64>,
-    /// Applied when the deadline passes: `{"value": ..., "comment"?: ...}`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub default_response: Option<Value>,
-    /// A JSON object shown with the question.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub context: Option<Value>,
 }
 
 /// The arguments of `request_approval`; `tool_name` and `input` are Claude Code's permission-prompt contract.
@@ -654,8 +423,8 @@ impl HoldpointMcp {
         Parameters(args): Parameters<AskUserArgs>,
     ) -> ToolResult<CallToolResponse> {
         let caller = caller_of(&parts)?;
-        let input: NewQuestion = serde_json::to_value(&args)
-            .and_then(serde_json::from_value)
+        let input: NewQuestion = args
+            .into_new_question()
             .map_err(|e| refusal(AppError::BadRequest(format!("the question is not valid: {e}"))))?;
         if tasks::wanted(&context) {
             return self.ask_as_task(&parts, &caller, input, outcome_result).await;

@@ -93,12 +93,115 @@ async fn the_answer_button_opens_a_modal_slack_accepts() {
         q.action = None;
         q
     }] {
-        client.open_view("1337.42.abcdef", &answer_modal(&question)).await.unwrap();
+        client.open_view("1337.42.abcdef", &answer_modal(&question, "https://hp.example.com/q")).await.unwrap();
     }
     let calls = stand_in.calls();
     assert_eq!(calls.iter().filter(|(method, _)| method == "views.open").count(), 2);
     assert_eq!(calls[0].1["view"]["blocks"][1]["element"]["type"], "static_select");
     assert_eq!(calls[1].1["view"]["blocks"][1]["element"]["type"], "plain_text_input");
+}
+
+/// A form of every field type Block Kit has an input for, with bounds, defaults, placeholders and descriptions, and
+/// each rich type as a question of its own: modals the stand-in takes, as it checks them against Slack's reference.
+#[tokio::test]
+async fn modals_of_rich_fields_are_views_slack_accepts() {
+    let (stand_in, url) = StandIn::start().await;
+    let client = SlackClient::new(&url, BOT_TOKEN, false).unwrap();
+    let options = json!([{ "value": "eu", "label": "Europe" }, { "value": "us", "label": "United States" }]);
+    let mut form = approval();
+    form.kind = app::types::QuestionKind::Blocking;
+    form.response_type = app::types::ResponseType::Form;
+    form.action = None;
+    form.fields = serde_json::from_value(json!([
+        { "key": "name", "label": "Name", "response_type": "text", "required": true, "placeholder": "Your name",
+          "default": "Ada" },
+        { "key": "notes", "label": "Notes", "response_type": "markdown", "description": "Markdown is fine" },
+        { "key": "nodes", "label": "Nodes", "response_type": "integer", "min": 1, "max": 9, "step": 2, "default": 3,
+          "widget": "slider" },
+        { "key": "ratio", "label": "Ratio", "response_type": "number", "min": 0.5, "max": 2.5, "default": 1.5 },
+        { "key": "stars", "label": "Stars", "response_type": "rating", "max": 7, "default": 4 },
+        { "key": "start", "label": "Start", "response_type": "date", "default": "2026-03-01" },
+        { "key": "at", "label": "At", "response_type": "time", "default": "09:30" },
+        { "key": "when", "label": "When", "response_type": "datetime", "default": "2026-03-01T09:30:00+01:00" },
+        { "key": "mail", "label": "Mail", "response_type": "email", "default": "ops@example.com" },
+        { "key": "link", "label": "Link", "response_type": "url", "placeholder": "https://" },
+        { "key": "region", "label": "Region", "response_type": "choice", "options": options, "default": "us" },
+        { "key": "regions", "label": "Regions", "response_type": "multi_choice", "options": options, "max_items": 1,
+          "default": ["eu"] },
+        { "key": "canary", "label": "Canary?", "response_type": "boolean", "default": false },
+        { "key": "disks", "label": "Disks", "response_type": "table",
+          "columns": [{ "key": "size", "label": "Size", "response_type": "integer" }] },
+        { "key": "plan", "label": "Plan", "response_type": "file" }
+    ]))
+    .unwrap();
+    client.open_view("1337.42.abcdef", &answer_modal(&form, "https://hp.example.com/q")).await.unwrap();
+    let (_, args) = stand_in.calls().pop().unwrap();
+    let elements: Vec<&str> =
+        args["view"]["blocks"].as_array().unwrap().iter().filter_map(|b| b["element"]["type"].as_str()).collect();
+    assert_eq!(
+        elements,
+        [
+            "plain_text_input",
+            "plain_text_input",
+            "number_input",
+            "number_input",
+            "static_select",
+            "datepicker",
+            "timepicker",
+            "datetimepicker",
+            "email_text_input",
+            "url_text_input",
+            "static_select",
+            "multi_static_select",
+            "radio_buttons",
+            "plain_text_input"
+        ]
+    );
+    let when = &args["view"]["blocks"][8]["element"];
+    assert_eq!(when["initial_date_time"], 1_772_353_800, "09:30 at +01:00 is 08:30 UTC");
+
+    for (response_type, rules) in [
+        ("number", json!({ "min": -1.5, "max": 2 })),
+        ("integer", json!({ "min": 0, "step": 5 })),
+        ("rating", json!({ "max": 10 })),
+        ("date", json!({})),
+        ("time", json!({})),
+        ("datetime", json!({})),
+        ("email", json!({})),
+        ("url", json!({})),
+        ("markdown", json!({})),
+        ("multi_choice", json!({ "max_items": 2 })),
+    ] {
+        let mut question: Question = serde_json::from_value(serde_json::to_value(form.clone()).unwrap()).unwrap();
+        question.response_type = response_type.parse().unwrap();
+        question.fields = vec![];
+        question.rules = serde_json::from_value(rules).unwrap();
+        if response_type == "multi_choice" {
+            question.options = serde_json::from_value(options.clone()).unwrap();
+        }
+        let modal = answer_modal(&question, "https://hp.example.com/q");
+        client.open_view("1337.42.abcdef", &modal).await.unwrap_or_else(|e| panic!("{response_type}: {e:?}"));
+    }
+    assert_eq!(stand_in.calls().len(), 11);
+
+    // What Slack refuses, the stand-in refuses: a number input without is_decimal_allowed, bounds the wrong way
+    // round, a date picker's initial date in another format, a number input outside an input block.
+    let bad_elements = [
+        json!({ "type": "number_input", "action_id": "value" }),
+        json!({ "type": "number_input", "action_id": "value", "is_decimal_allowed": false, "min_value": "5",
+                "max_value": "1" }),
+        json!({ "type": "datepicker", "action_id": "value", "initial_date": "01/03/2026" }),
+        json!({ "type": "multi_static_select", "action_id": "value", "max_selected_items": 0,
+                "options": [{ "text": { "type": "plain_text", "text": "a" }, "value": "0" }] }),
+    ];
+    for element in bad_elements {
+        let view = json!({ "type": "modal", "title": { "type": "plain_text", "text": "t" },
+            "submit": { "type": "plain_text", "text": "Send" },
+            "blocks": [{ "type": "input", "label": { "type": "plain_text", "text": "l" }, "element": element }] });
+        let refused = client.open_view("1337.42.abcdef", &view).await;
+        assert!(matches!(&refused, Err(SlackError::Api { error, .. }) if error == "invalid_blocks"), "{element}");
+    }
+    assert_eq!(stand_in.calls().len(), 11, "nothing refused was recorded");
 }
 
 #[tokio::test]

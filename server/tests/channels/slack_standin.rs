@@ -2,7 +2,9 @@
 //! `chat.update`, `chat.postEphemeral`, `views.open` and `users.lookupByEmail` (a GET, from its own directory) as
 //! Slack does, after checking each request as Slack documents
 //! it (bearer token, JSON with its charset, the method's required fields) and every block against Block Kit's
-//! limits. It records the calls it accepted. And what Slack sends back: interactions signed as Slack signs them.
+//! reference: its limits, which elements an input block takes, and each input element's fields (`number_input`'s
+//! required `is_decimal_allowed` and numeric-string bounds, a date picker's `YYYY-MM-DD`, a time picker's `HH:mm`, a
+//! date-and-time picker's ten digits of seconds, options and initial options, `max_selected_items`). It records the calls it accepted. And what Slack sends back: interactions signed as Slack signs them.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -51,11 +53,86 @@ fn check_text(object: &Value, max: usize, plain_only: bool, what: &str, errors: 
     too_long(&object["text"], max, what, errors);
 }
 
+/// The elements an input block takes (Block Kit's input block reference); `number_input`, `email_text_input`,
+/// `url_text_input` and `datetimepicker` live in input blocks only.
+const INPUT_ELEMENTS: [&str; 11] = [
+    "plain_text_input",
+    "number_input",
+    "email_text_input",
+    "url_text_input",
+    "datepicker",
+    "timepicker",
+    "datetimepicker",
+    "static_select",
+    "multi_static_select",
+    "radio_buttons",
+    "checkboxes",
+];
+
+/// A placeholder, when given: `plain_text` of at most 150 characters.
+fn check_placeholder(element: &Value, errors: &mut Vec<String>) {
+    if !element["placeholder"].is_null() {
+        check_text(&element["placeholder"], 150, true, "placeholder", errors);
+    }
+}
+
+/// Option objects: 1..=`max` of them, each `plain_text` of at most 75 characters and a value of at most 150.
+fn check_options(element: &Value, max: usize, what: &str, errors: &mut Vec<String>) -> Vec<Value> {
+    let options = element["options"].as_array().cloned().unwrap_or_default();
+    if options.is_empty() || options.len() > max {
+        errors.push(format!("{what} with {} options, not 1..={max}", options.len()));
+    }
+    for option in &options {
+        check_text(&option["text"], 75, what != "checkboxes" && what != "radio_buttons", "option text", errors);
+        too_long(&option["value"], 150, "option value", errors);
+    }
+    options
+}
+
+/// Initial options must be exactly options of the element.
+fn check_initial(element: &Value, options: &[Value], errors: &mut Vec<String>) {
+    let initial: Vec<&Value> = match (&element["initial_option"], &element["initial_options"]) {
+        (Value::Null, Value::Array(all)) => all.iter().collect(),
+        (one, Value::Null) if !one.is_null() => vec![one],
+        (Value::Null, Value::Null) => Vec::new(),
+        _ => return errors.push("both initial_option and initial_options".into()),
+    };
+    for chosen in initial {
+        if !options.contains(chosen) {
+            errors.push(format!("initial option {chosen} is not one of the options"));
+        }
+    }
+}
+
+/// A numeric string, as `number_input`'s `min_value`, `max_value` and `initial_value` are.
+fn number_field(element: &Value, field: &str, errors: &mut Vec<String>) -> Option<f64> {
+    match &element[field] {
+        Value::Null => None,
+        Value::String(text) => match text.parse::<f64>() {
+            Ok(number) if element["is_decimal_allowed"] == false && number.fract() != 0.0 => {
+                errors.push(format!("number_input {field} {text} has decimals, which it does not allow"));
+                None
+            }
+            Ok(number) => Some(number),
+            Err(_) => {
+                errors.push(format!("number_input {field} {text:?} is not a number"));
+                None
+            }
+        },
+        other => {
+            errors.push(format!("number_input {field} must be a string, not {other}"));
+            None
+        }
+    }
+}
+
 fn check_element(element: &Value, errors: &mut Vec<String>) {
+    if !element["action_id"].is_null() {
+        too_long(&element["action_id"], 255, "action_id", errors);
+    }
     match element["type"].as_str() {
         Some("button") => {
             check_text(&element["text"], 75, true, "button text", errors);
-            too_long(&element["action_id"], 255, "action_id", errors);
             if !element["value"].is_null() {
                 too_long(&element["value"], 2000, "button value", errors);
             }
@@ -69,20 +146,87 @@ fn check_element(element: &Value, errors: &mut Vec<String>) {
             }
         }
         Some("plain_text_input") => {
-            too_long(&element["action_id"], 255, "action_id", errors);
+            check_placeholder(element, errors);
             if element["max_length"].as_u64().is_some_and(|max| max > 3000) {
                 errors.push("plain_text_input max_length above 3000".into());
             }
+            if !element["multiline"].is_null() && !element["multiline"].is_boolean() {
+                errors.push("plain_text_input multiline is not a boolean".into());
+            }
+        }
+        Some("email_text_input" | "url_text_input") => {
+            check_placeholder(element, errors);
+            if !element["initial_value"].is_null() && !element["initial_value"].is_string() {
+                errors.push("initial_value is not a string".into());
+            }
+        }
+        Some("number_input") => {
+            check_placeholder(element, errors);
+            // Required, and a boolean.
+            if !element["is_decimal_allowed"].is_boolean() {
+                errors.push("number_input needs is_decimal_allowed (a boolean)".into());
+            }
+            let min = number_field(element, "min_value", errors);
+            let max = number_field(element, "max_value", errors);
+            let initial = number_field(element, "initial_value", errors);
+            if let (Some(min), Some(max)) = (min, max)
+                && min > max
+            {
+                errors.push(format!("number_input min_value {min} is greater than max_value {max}"));
+            }
+            if let Some(initial) = initial
+                && (min.is_some_and(|min| initial < min) || max.is_some_and(|max| initial > max))
+            {
+                errors.push(format!("number_input initial_value {initial} is out of its bounds"));
+            }
+        }
+        Some("datepicker") => {
+            check_placeholder(element, errors);
+            if let Some(date) = element["initial_date"].as_str()
+                && chrono::NaiveDate::parse_from_str(date, "%Y-%m-%d").is_err()
+            {
+                errors.push(format!("datepicker initial_date {date:?} is not YYYY-MM-DD"));
+            }
+        }
+        Some("timepicker") => {
+            check_placeholder(element, errors);
+            if let Some(time) = element["initial_time"].as_str()
+                && (time.len() != 5 || chrono::NaiveTime::parse_from_str(time, "%H:%M").is_err())
+            {
+                errors.push(format!("timepicker initial_time {time:?} is not HH:mm"));
+            }
+        }
+        Some("datetimepicker") => {
+            if !element["placeholder"].is_null() {
+                errors.push("datetimepicker takes no placeholder".into());
+            }
+            match &element["initial_date_time"] {
+                Value::Null => {}
+                Value::Number(at) if at.as_i64().is_some_and(|at| (1_000_000_000..10_000_000_000).contains(&at)) => {}
+                other => errors.push(format!("datetimepicker initial_date_time {other} is not 10 digits of seconds")),
+            }
         }
         Some("static_select") => {
-            let options = element["options"].as_array().map(Vec::as_slice).unwrap_or_default();
-            if options.is_empty() || options.len() > 100 {
-                errors.push(format!("static_select with {} options", options.len()));
+            check_placeholder(element, errors);
+            let options = check_options(element, 100, "static_select", errors);
+            check_initial(element, &options, errors);
+        }
+        Some("multi_static_select") => {
+            check_placeholder(element, errors);
+            let options = check_options(element, 100, "multi_static_select", errors);
+            check_initial(element, &options, errors);
+            match &element["max_selected_items"] {
+                Value::Null => {}
+                Value::Number(n) if n.as_u64().is_some_and(|n| n >= 1) => {}
+                other => errors.push(format!("max_selected_items {other} is not 1 or more")),
             }
-            for option in options {
-                check_text(&option["text"], 75, true, "option text", errors);
-                too_long(&option["value"], 150, "option value", errors);
+        }
+        Some(kind @ ("radio_buttons" | "checkboxes")) => {
+            if !element["placeholder"].is_null() {
+                errors.push(format!("{kind} takes no placeholder"));
             }
+            let options = check_options(element, 10, kind, errors);
+            check_initial(element, &options, errors);
         }
         other => errors.push(format!("element type {other:?} is not one this stand-in knows")),
     }
@@ -123,6 +267,14 @@ fn check_blocks(blocks: &Value, max_blocks: usize, errors: &mut Vec<String>) {
                 if elements.is_empty() || elements.len() > 25 {
                     errors.push(format!("actions with {} elements", elements.len()));
                 }
+                for element in elements {
+                    if matches!(
+                        element["type"].as_str(),
+                        Some("number_input" | "email_text_input" | "url_text_input" | "plain_text_input")
+                    ) {
+                        errors.push(format!("{} belongs in an input block", element["type"]));
+                    }
+                }
                 let mut action_ids = std::collections::HashSet::new();
                 for element in elements {
                     if let Some(id) = element["action_id"].as_str()
@@ -135,6 +287,15 @@ fn check_blocks(blocks: &Value, max_blocks: usize, errors: &mut Vec<String>) {
             }
             Some("input") => {
                 check_text(&block["label"], 2000, true, "input label", errors);
+                if !block["hint"].is_null() {
+                    check_text(&block["hint"], 2000, true, "input hint", errors);
+                }
+                if !block["optional"].is_null() && !block["optional"].is_boolean() {
+                    errors.push("input optional is not a boolean".into());
+                }
+                if !block["element"]["type"].as_str().is_some_and(|kind| INPUT_ELEMENTS.contains(&kind)) {
+                    errors.push(format!("element {} cannot be in an input block", block["element"]["type"]));
+                }
                 check_element(&block["element"], errors);
             }
             other => errors.push(format!("block type {other:?}")),
