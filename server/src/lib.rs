@@ -7,6 +7,7 @@
 
 pub mod act;
 pub mod actions;
+pub mod answer_drafts;
 pub mod audit;
 pub mod auth;
 pub mod backup;

@@ -56,6 +56,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             // registration the API's door shares.
             "gateway",
             "web",
+            // What the question page's plain form sent when the answer was refused, shown again (web's).
+            "answer_drafts",
             "site",
             "cli",
             "headless",
