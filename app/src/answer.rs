@@ -330,8 +330,19 @@ pub fn AnswerWidget(
                             send(value, None)
                         }
                         Err(problems) => {
+                            // Said beside each input, and once more here by label, in the form's order.
+                            let lines: Vec<String> = fields_for_send
+                                .iter()
+                                .flat_map(|field| {
+                                    let path = crate::rich_input::path_of(&field.key);
+                                    problems
+                                        .iter()
+                                        .filter(move |(at, _)| **at == path || at.starts_with(&format!("{path}[")))
+                                        .map(|(_, problem)| format!("{}: {problem}", field.label))
+                                })
+                                .collect();
                             entries.errors.set(problems);
-                            error.set(Some("Some answers need another look (see the fields).".into()));
+                            error.set(Some(lines.join("\n")));
                         }
                     }))
                 }),

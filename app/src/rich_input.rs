@@ -855,13 +855,15 @@ mod tests {
             field("note", ResponseType::Text, false),
             field("when", ResponseType::Datetime, false),
         ];
-        let mut entered = Entered::default();
-        entered.scalars = HashMap::from([
-            ("users".to_owned(), "12".to_owned()),
-            ("urgent".to_owned(), "true".to_owned()),
-            ("when".to_owned(), "2026-03-01T09:30".to_owned()),
-        ]);
-        entered.multi = HashMap::from([("tags".to_owned(), vec!["a".to_owned()])]);
+        let mut entered = Entered {
+            scalars: HashMap::from([
+                ("users".to_owned(), "12".to_owned()),
+                ("urgent".to_owned(), "true".to_owned()),
+                ("when".to_owned(), "2026-03-01T09:30".to_owned()),
+            ]),
+            multi: HashMap::from([("tags".to_owned(), vec!["a".to_owned()])]),
+            ..Default::default()
+        };
         assert_eq!(
             answer_value_at(true, &fields, &entered, &|_| "+01:00".to_owned()).unwrap(),
             json!({"users": 12, "urgent": true, "tags": ["a"], "when": "2026-03-01T09:30:00+01:00"})
