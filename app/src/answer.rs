@@ -1,14 +1,16 @@
 //! The live answer widget: the right input for each response type, answered through the REST API from the browser.
-//! Used by the live modal and inline on run pages. (The question page keeps its plain HTML form, for no-JS use.)
+//! Used by the live modal, the inbox's split view and run pages; the inputs of the rich field types are
+//! [`crate::rich_input`]'s. (The question page keeps its plain HTML form, for use without JavaScript.)
 
 use std::collections::HashMap;
 
-use leptos::either::{EitherOf4, EitherOf6};
+use leptos::either::{EitherOf3, EitherOf5};
 use leptos::prelude::*;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::api::post_json;
-use crate::types::{AnswerBody, AnswerRequest, FormField, Question, QuestionOption, ResponseType};
+use crate::rich_input::{Entries, FieldEditor, answer_value};
+use crate::types::{AnswerBody, AnswerRequest, Question, QuestionOption, ResponseType};
 
 /// The options of an error-recovery question: the three the spec names, then the question's own.
 pub fn recovery_options(question: &Question) -> Vec<QuestionOption> {
@@ -60,54 +62,6 @@ pub fn parse_arguments(text: &str) -> Result<Value, String> {
     }
 }
 
-/// A typed number, or a sentence naming the field.
-fn number_of(raw: &str, label: &str) -> Result<Value, String> {
-    raw.parse::<i64>()
-        .map(Value::from)
-        .ok()
-        .or_else(|| raw.parse::<f64>().ok().and_then(|n| serde_json::Number::from_f64(n).map(Value::Number)))
-        .ok_or_else(|| format!("{label}: enter a number"))
-}
-
-/// Builds a form answer from the inputs' text; a sentence for the first field that does not fit.
-pub fn form_value(
-    fields: &[FormField],
-    scalars: &HashMap<String, String>,
-    multi: &HashMap<String, Vec<String>>,
-) -> Result<Value, String> {
-    let mut object = Map::new();
-    for field in fields {
-        let value = match field.response_type {
-            ResponseType::MultiChoice => {
-                let chosen = multi.get(&field.key).cloned().unwrap_or_default();
-                (!chosen.is_empty()).then(|| Value::from(chosen))
-            }
-            _ => {
-                let raw = scalars.get(&field.key).map(|s| s.trim()).unwrap_or_default();
-                if raw.is_empty() {
-                    None
-                } else {
-                    Some(match field.response_type {
-                        ResponseType::Number | ResponseType::Integer | ResponseType::Rating => {
-                            number_of(raw, &field.label)?
-                        }
-                        ResponseType::Boolean => Value::Bool(raw == "true"),
-                        _ => Value::String(raw.to_owned()),
-                    })
-                }
-            }
-        };
-        match value {
-            Some(value) => {
-                object.insert(field.key.clone(), value);
-            }
-            None if field.required => return Err(format!("{}: required", field.label)),
-            None => {}
-        }
-    }
-    Ok(Value::Object(object))
-}
-
 /// The inputs for one question and the buttons that send its answer. `prefix` namespaces the `data-testid`s.
 #[component]
 pub fn AnswerWidget(
@@ -123,8 +77,12 @@ pub fn AnswerWidget(
     let text = RwSignal::new(String::new());
     let chosen = RwSignal::new(None::<String>);
     let many = RwSignal::new(Vec::<String>::new());
-    let scalars = RwSignal::new(HashMap::<String, String>::new());
-    let multi = RwSignal::new(HashMap::<String, Vec<String>>::new());
+    // The fields a form or a question of a rich type is answered through, and what has been entered in them.
+    let rich_fields = match question.response_type {
+        ResponseType::Form => question.fields.clone(),
+        _ => vec![crate::rich_input::single_field(&question)],
+    };
+    let entries = Entries::new(&rich_fields);
     let original_args = question
         .action
         .as_ref()
@@ -151,7 +109,11 @@ pub fn AnswerWidget(
             busy.set(false);
             match result {
                 Ok(answered) => on_answered.run(answered),
-                Err(err) => error.set(Some(err.describe())),
+                Err(err) => {
+                    // Each refusal the server names a field for goes next to its input.
+                    entries.errors.set(err.field_errors());
+                    error.set(Some(err.describe()));
+                }
             }
         });
     };
@@ -216,33 +178,18 @@ pub fn AnswerWidget(
 
     let response_type = question.response_type;
     let (inputs, buttons) = match question.response_type {
-        // The rich single-value types are typed as text until they get inputs of their own; a number is sent as one.
-        ResponseType::Text
-        | ResponseType::Markdown
-        | ResponseType::Email
-        | ResponseType::Url
-        | ResponseType::Date
-        | ResponseType::Datetime
-        | ResponseType::Time
-        | ResponseType::Number
-        | ResponseType::Integer
-        | ResponseType::Rating => {
+        ResponseType::Text => {
             let input_id = format!("{}-text-{}", prefix, id.simple());
             (
-                EitherOf6::A(view! {
+                EitherOf5::A(view! {
                     <label for=input_id.clone()>"Your answer"</label>
                     <textarea id=input_id rows="3" data-testid=tid("text") on:input=move |ev| text.set(event_target_value(&ev))></textarea>
                 }),
-                EitherOf4::A({
+                EitherOf3::A({
                     submit_button(Box::new(move || {
                         let value = text.get_untracked();
                         if value.trim().is_empty() {
                             error.set(Some("Write an answer first.".into()));
-                        } else if response_type.is_numeric() {
-                            match number_of(value.trim(), "Your answer") {
-                                Ok(number) => send(number, None),
-                                Err(err) => error.set(Some(err)),
-                            }
                         } else {
                             send(Value::String(value), None);
                         }
@@ -251,8 +198,8 @@ pub fn AnswerWidget(
             )
         }
         ResponseType::Boolean => (
-            EitherOf6::B(()),
-            EitherOf4::B(view! {
+            EitherOf5::B(()),
+            EitherOf3::B(view! {
                 <div class="button-row">
                     <button type="button" class="primary" data-primary data-testid=tid("yes") disabled=move || busy.get() on:click=move |_| send(Value::Bool(true), None)>"Yes"</button>
                     <button type="button" data-testid=tid("no") disabled=move || busy.get() on:click=move |_| send(Value::Bool(false), None)>"No"</button>
@@ -272,13 +219,13 @@ pub fn AnswerWidget(
                 _ => "Choose one",
             };
             (
-                EitherOf6::C(view! {
+                EitherOf5::C(view! {
                     <fieldset>
                         <legend>{legend}</legend>
                         {options_view(options, multiple, &tid)}
                     </fieldset>
                 }),
-                EitherOf4::A({
+                EitherOf3::A({
                     submit_button(Box::new(move || {
                         if multiple {
                             send(Value::from(many.get_untracked()), None);
@@ -312,7 +259,7 @@ pub fn AnswerWidget(
             };
             let decide_reject = decide.clone();
             (
-                EitherOf6::D(view! {
+                EitherOf5::D(view! {
                     {if allow_edit {
                         leptos::either::Either::Left(view! {
                             <label for=args_id.clone()>"Arguments (you may edit them before approving)"</label>
@@ -342,7 +289,7 @@ pub fn AnswerWidget(
                         <crate::grant_offer::GrantOfferView question=question.clone() prefix=prefix.clone() offer/>
                     })}
                 }),
-                EitherOf4::C(view! {
+                EitherOf3::C(view! {
                     <div class="button-row">
                         <button type="button" class="primary" data-primary data-testid=tid("approve")
                             disabled=move || busy.get() || (allow_edit && args_parsed.with(Result::is_err))
@@ -353,25 +300,53 @@ pub fn AnswerWidget(
                 }),
             )
         }
-        ResponseType::Form => {
-            let fields = question.fields.clone();
-            let fields_for_send = fields.clone();
+        // A form, and the single-value types with inputs of their own (dates, numbers, ratings, tables, ...).
+        ResponseType::Form
+        | ResponseType::Markdown
+        | ResponseType::Email
+        | ResponseType::Url
+        | ResponseType::Date
+        | ResponseType::Datetime
+        | ResponseType::Time
+        | ResponseType::Number
+        | ResponseType::Integer
+        | ResponseType::Rating
+        | ResponseType::Table
+        | ResponseType::File => {
+            let form = response_type == ResponseType::Form;
+            let ids = format!("{}-field-{}", prefix, id.simple());
+            let fields_for_send = rich_fields.clone();
             (
-                EitherOf6::E(view! {
-                    {fields.into_iter().map(|field| view! { <FormFieldEditor field prefix=prefix.clone() question_id=id scalars multi/> }).collect_view()}
+                EitherOf5::E(view! {
+                    {rich_fields.into_iter().map(|field| {
+                        let testid = if field.key.is_empty() { tid("value") } else { tid(&format!("field-{}", field.key)) };
+                        view! { <FieldEditor field ids=ids.clone() testid entries/> }
+                    }).collect_view()}
                 }),
-                EitherOf4::A({
-                    submit_button(Box::new(move || {
-                        match form_value(&fields_for_send, &scalars.get_untracked(), &multi.get_untracked()) {
-                            Ok(value) => send(value, None),
-                            Err(err) => error.set(Some(err)),
+                EitherOf3::A({
+                    submit_button(Box::new(move || match answer_value(form, &fields_for_send, &entries.snapshot()) {
+                        Ok(value) => {
+                            entries.errors.set(HashMap::new());
+                            send(value, None)
+                        }
+                        Err(problems) => {
+                            // Said beside each input, and once more here by label, in the form's order.
+                            let lines: Vec<String> = fields_for_send
+                                .iter()
+                                .flat_map(|field| {
+                                    let path = crate::rich_input::path_of(&field.key);
+                                    problems
+                                        .iter()
+                                        .filter(move |(at, _)| **at == path || at.starts_with(&format!("{path}[")))
+                                        .map(|(_, problem)| format!("{}: {problem}", field.label))
+                                })
+                                .collect();
+                            entries.errors.set(problems);
+                            error.set(Some(lines.join("\n")));
                         }
                     }))
                 }),
             )
-        }
-        ResponseType::Table | ResponseType::File => {
-            (EitherOf6::F(view! { <p class="alert">"This question cannot be answered here."</p> }), EitherOf4::D(()))
         }
     };
     let comment_id = format!("{}-comment-{}", prefix, id.simple());
@@ -394,78 +369,6 @@ pub fn AnswerWidget(
     }
 }
 
-#[component]
-fn FormFieldEditor(
-    field: FormField,
-    prefix: String,
-    question_id: uuid::Uuid,
-    scalars: RwSignal<HashMap<String, String>>,
-    multi: RwSignal<HashMap<String, Vec<String>>>,
-) -> impl IntoView {
-    let key = field.key.clone();
-    let input_id = format!("{prefix}-field-{}-{}", question_id.simple(), field.key);
-    let testid = format!("{prefix}-field-{}", field.key);
-    let label = if field.required { format!("{} *", field.label) } else { field.label.clone() };
-    let set_scalar = {
-        let key = key.clone();
-        move |ev: leptos::ev::Event| {
-            let value = event_target_value(&ev);
-            scalars.update(|s| {
-                s.insert(key.clone(), value);
-            });
-        }
-    };
-    let input = match field.response_type {
-        ResponseType::Number | ResponseType::Integer | ResponseType::Rating => view! {
-            <input type="number" step="any" id=input_id.clone() data-testid=testid on:input=set_scalar/>
-        }
-        .into_any(),
-        ResponseType::Boolean => view! {
-            <select id=input_id.clone() data-testid=testid on:change=set_scalar>
-                <option value="">"—"</option>
-                <option value="true">"Yes"</option>
-                <option value="false">"No"</option>
-            </select>
-        }
-        .into_any(),
-        ResponseType::Choice => view! {
-            <select id=input_id.clone() data-testid=testid on:change=set_scalar>
-                <option value="">"—"</option>
-                {field.options.iter().map(|o| view! { <option value=o.value.clone()>{o.label.clone()}</option> }).collect_view()}
-            </select>
-        }
-        .into_any(),
-        ResponseType::MultiChoice => view! {
-            <div id=input_id.clone() data-testid=testid class="checks">
-                {field.options.iter().map(|o| {
-                    let value = o.value.clone();
-                    let key = key.clone();
-                    let box_id = format!("{input_id}-{}", o.value);
-                    view! {
-                        <div class="option">
-                            <input type="checkbox" id=box_id.clone() value=value.clone() on:change=move |ev| {
-                                let checked = event_target_checked(&ev);
-                                multi.update(|m| {
-                                    let chosen = m.entry(key.clone()).or_default();
-                                    chosen.retain(|v| v != &value);
-                                    if checked { chosen.push(value.clone()); }
-                                });
-                            }/>
-                            <label for=box_id>{o.label.clone()}</label>
-                        </div>
-                    }
-                }).collect_view()}
-            </div>
-        }
-        .into_any(),
-        _ => view! { <input type="text" id=input_id.clone() data-testid=testid on:input=set_scalar/> }.into_any(),
-    };
-    view! {
-        <label for=input_id.clone()>{label}</label>
-        {input}
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -482,24 +385,5 @@ mod tests {
         assert!(parse_arguments("{\"x\": 1}").is_ok());
         assert!(parse_arguments("[1]").is_err());
         assert!(parse_arguments("{").is_err());
-    }
-
-    #[test]
-    fn a_form_answer_has_each_field_in_its_type_and_required_fields_are_checked() {
-        let field =
-            |key: &str, response_type, required| FormField { required, ..FormField::new(key, key, response_type) };
-        let fields = vec![
-            field("users", ResponseType::Number, true),
-            field("urgent", ResponseType::Boolean, false),
-            field("tags", ResponseType::MultiChoice, false),
-            field("note", ResponseType::Text, false),
-        ];
-        let scalars = HashMap::from([("users".to_owned(), "12".to_owned()), ("urgent".to_owned(), "true".to_owned())]);
-        let multi = HashMap::from([("tags".to_owned(), vec!["a".to_owned()])]);
-        assert_eq!(
-            form_value(&fields, &scalars, &multi).unwrap(),
-            serde_json::json!({"users": 12, "urgent": true, "tags": ["a"]})
-        );
-        assert!(form_value(&fields, &HashMap::new(), &multi).unwrap_err().contains("required"));
     }
 }

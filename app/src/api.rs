@@ -38,6 +38,16 @@ impl ApiError {
         }
         text
     }
+
+    /// The field-level problems of a 422, by the path the server names (`value.<key>`, `value.<key>[row].<column>`).
+    pub fn field_errors(&self) -> std::collections::HashMap<String, String> {
+        let fields = self.details.as_ref().and_then(|d| d.get("fields")).and_then(|f| f.as_object());
+        fields
+            .into_iter()
+            .flatten()
+            .map(|(path, problem)| (path.clone(), problem.as_str().map_or_else(|| problem.to_string(), str::to_owned)))
+            .collect()
+    }
 }
 
 impl From<ErrorDetail> for ApiError {
@@ -106,26 +116,48 @@ pub async fn send_json<B: Serialize, R: DeserializeOwned>(
             Some(body) => builder.json(body).map_err(ApiError::network)?,
             None => builder.build().map_err(ApiError::network)?,
         };
-        let response = request.send().await.map_err(ApiError::network)?;
-        if response.ok() {
-            let text = response.text().await.map_err(ApiError::network)?;
-            let text = if text.trim().is_empty() { "null" } else { text.as_str() };
-            crate::codec::from_json(text).map_err(ApiError::network)
-        } else {
-            let body = response.text().await.ok();
-            match body.as_deref().map(crate::codec::from_json::<crate::types::ErrorBody>) {
-                Some(Ok(body)) => Err(body.error.into()),
-                _ => Err(ApiError {
-                    code: "http".into(),
-                    message: format!("Holdpoint answered {}", response.status()),
-                    details: None,
-                }),
-            }
-        }
+        read_response(request).await
     }
     #[cfg(not(feature = "hydrate"))]
     {
         let _ = (method, path, body);
         Err(ApiError::network("only the browser calls the API"))
+    }
+}
+
+/// `POST /api/v1/files?name=`: uploads a file a person picked or dropped, its bytes as the body with its own media
+/// type; the reference an answer's `file` field takes, or the API's error (413 past the server's limit).
+#[cfg(feature = "hydrate")]
+pub async fn upload_file(file: web_sys::File) -> Result<crate::types::UploadedFile, ApiError> {
+    use gloo_net::http::{Method, RequestBuilder};
+    let name = String::from(js_sys::encode_uri_component(&file.name()));
+    let media_type = Some(file.type_()).filter(|t| !t.is_empty()).unwrap_or_else(|| "application/octet-stream".into());
+    let request = RequestBuilder::new(&format!("/api/v1/files?name={name}"))
+        .method(Method::POST)
+        .header("X-CSRF-Token", &csrf_token().await?)
+        .header("Content-Type", &media_type)
+        .body(file)
+        .map_err(ApiError::network)?;
+    read_response(request).await
+}
+
+/// Sends `request`; its JSON answer, or the API's error.
+#[cfg(feature = "hydrate")]
+async fn read_response<R: DeserializeOwned>(request: gloo_net::http::Request) -> Result<R, ApiError> {
+    let response = request.send().await.map_err(ApiError::network)?;
+    if response.ok() {
+        let text = response.text().await.map_err(ApiError::network)?;
+        let text = if text.trim().is_empty() { "null" } else { text.as_str() };
+        crate::codec::from_json(text).map_err(ApiError::network)
+    } else {
+        let body = response.text().await.ok();
+        match body.as_deref().map(crate::codec::from_json::<crate::types::ErrorBody>) {
+            Some(Ok(body)) => Err(body.error.into()),
+            _ => Err(ApiError {
+                code: "http".into(),
+                message: format!("Holdpoint answered {}", response.status()),
+                details: None,
+            }),
+        }
     }
 }

@@ -42,6 +42,9 @@ pub trait UiBackend: Send + Sync + 'static {
     /// One run with its messages, tool calls and pending questions (`None` if there is no such run there).
     async fn run_detail(&self, session: &SessionInfo, id: uuid::Uuid) -> Result<Option<RunTimeline>, String>;
 
+    /// The inputs of the session's last refused answer to a question from its page's plain form, if still kept.
+    async fn answer_draft(&self, session: &SessionInfo, id: uuid::Uuid) -> Result<Option<crate::AnswerDraft>, String>;
+
     /// One question of the session's workspace (`None` if there is no such question there).
     async fn question(&self, session: &SessionInfo, id: uuid::Uuid) -> Result<Option<Question>, String>;
 

@@ -129,6 +129,35 @@ pub async fn current_session() -> Result<SessionInfo, ServerFnError> {
     request_session()
 }
 
+/// What a person sent from the question page's plain form when the server refused the answer, shown again there:
+/// the form's inputs by name, as sent (the CSRF token left out), each problem by the path the server named it
+/// (`value.<key>`, `value.<key>[row].<column>`), and the files the request uploaded, by input name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AnswerDraft {
+    pub values: Vec<(String, String)>,
+    pub errors: std::collections::BTreeMap<String, String>,
+    pub files: std::collections::BTreeMap<String, crate::types::UploadedFile>,
+}
+
+impl AnswerDraft {
+    /// The first value sent under `name`.
+    pub fn value(&self, name: &str) -> Option<&str> {
+        self.values.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+
+    /// Whether `value` was sent under `name` (a checked box or radio button).
+    pub fn sent(&self, name: &str, value: &str) -> bool {
+        self.values.iter().any(|(n, v)| n == name && v == value)
+    }
+}
+
+/// The inputs of the signed-in person's last refused answer to a question from its page's plain form, if kept.
+#[server(prefix = "/ui/fn")]
+pub async fn answer_draft_of(id: uuid::Uuid) -> Result<Option<AnswerDraft>, ServerFnError> {
+    let session = request_session()?;
+    backend()?.0.answer_draft(&session, id).await.map_err(ServerFnError::new)
+}
+
 /// One question, for its page.
 #[server(prefix = "/ui/fn")]
 pub async fn question_detail(id: uuid::Uuid) -> Result<Option<Question>, ServerFnError> {

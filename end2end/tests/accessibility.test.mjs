@@ -33,6 +33,8 @@ let runId;
 const approvalIds = {};
 /** The pending yes/no question of each urgency, by urgency. */
 const booleanIds = {};
+/** A pending form with every rich field type (spec §17): dates, a slider, a rating, markdown, a table, a file. */
+let richId;
 
 before(async () => {
   server = await startServer({ scripts: { 'release.yaml': SCRIPT }, env: { HOLDPOINT_SHELL: 'dry-run' } });
@@ -74,6 +76,32 @@ before(async () => {
     const answer = await api(server, 'POST', `/questions/${created.json.id}/answer`, { value: true });
     assert.equal(answer.status, 200, JSON.stringify(answer.json));
   }
+  const rich = await api(server, 'POST', '/questions', {
+    title: 'Audit rich form',
+    response_type: 'form',
+    project: 'audit',
+    fields: [
+      { key: 'when', label: 'Date', response_type: 'date', required: true, description: 'The day it ships.' },
+      { key: 'starts', label: 'Window opens', response_type: 'datetime' },
+      { key: 'at', label: 'Time', response_type: 'time' },
+      { key: 'confidence', label: 'Confidence', response_type: 'integer', min: 0, max: 100, step: 5, widget: 'slider' },
+      { key: 'count', label: 'Count', response_type: 'number', min: 0, placeholder: '0' },
+      { key: 'rating', label: 'Rating', response_type: 'rating', max: 5 },
+      { key: 'mail', label: 'Email', response_type: 'email' },
+      { key: 'link', label: 'Link', response_type: 'url' },
+      { key: 'notes', label: 'Notes', response_type: 'markdown', default: 'Some *notes*' },
+      { key: 'parts', label: 'Parts', response_type: 'table', min_rows: 1, max_rows: 3, columns: [
+        { key: 'item', label: 'Item', response_type: 'text', required: true },
+        { key: 'qty', label: 'Qty', response_type: 'integer' },
+        { key: 'ok', label: 'In stock', response_type: 'boolean' },
+        { key: 'due', label: 'Due', response_type: 'date' },
+        { key: 'size', label: 'Size', response_type: 'choice', options: [{ value: 's', label: 'S' }, { value: 'l', label: 'L' }] },
+      ] },
+      { key: 'report', label: 'Report', response_type: 'file', accept: ['text/plain'] },
+    ],
+  });
+  assert.equal(rich.status, 201, JSON.stringify(rich.json));
+  richId = rich.json.id;
   // Settings with all it can show: an invitation to another workspace, and an address not yet confirmed.
   const { DATABASE_URL: _ignored, ...inherited } = process.env;
   const { stdout, stderr } = await promisify(execFile)(
@@ -115,6 +143,7 @@ const PAGES = () => [
   '/inbox',
   '/inbox?status=answered',
   ...URGENCIES.flatMap((u) => [`/questions/${approvalIds[u]}`, `/questions/${booleanIds[u]}`]),
+  `/questions/${richId}`,
   '/approvals',
   '/runs',
   '/runs?status=cancelled',
@@ -156,6 +185,12 @@ for (const colorScheme of ['light', 'dark']) {
           await page.locator(`[data-testid="detail"][data-question-id="${approvalIds[urgency]}"]`).waitFor();
           found.push(...(await audit(page, `/inbox split view, ${urgency} approval`)));
         }
+        // The live inputs of every rich field type.
+        await page.locator(`[data-question-id="${richId}"] .row-times`).click();
+        await page.locator(`[data-testid="detail"][data-question-id="${richId}"]`).waitFor();
+        await page.getByTestId('detail-field-parts-add').click();
+        found.push(...(await audit(page, '/inbox split view, rich form')));
+        await page.evaluate(() => document.activeElement?.blur());
         await page.keyboard.press('?');
         await page.getByTestId('shortcuts').waitFor();
         found.push(...(await audit(page, '/inbox shortcuts')));

@@ -10,6 +10,7 @@ pub use holdpoint_core::{
     rules, runs, runtime, sso, validation, visibility, webhooks, worker_api,
 };
 pub mod act;
+pub mod answer_drafts;
 pub mod auth;
 pub mod backup;
 pub use holdpoint_channels as channels;

@@ -145,6 +145,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
         rules_cache: Default::default(),
         configured_upstreams: Arc::new(configured_upstreams),
         files,
+        answer_drafts: Default::default(),
     })))
 }
 

@@ -50,6 +50,8 @@ pub struct App {
     pub configured_upstreams: Arc<crate::gateway::stdio::Configured>,
     /// Where uploaded files' bytes are kept.
     pub files: crate::files::FileStorage,
+    /// The inputs of answers the question page's plain form sent and the server refused, shown again.
+    pub answer_drafts: crate::answer_drafts::AnswerDrafts,
 }
 
 impl App {

@@ -102,9 +102,59 @@ fn typed_number(text: &str) -> Value {
         .unwrap_or_else(|| Value::String(text.to_owned()))
 }
 
+/// A `datetime-local` input's text (`YYYY-MM-DDTHH:MM[:SS]`) as RFC 3339 with `offset` (`+01:00`; UTC when the
+/// form sent none: a page without its script cannot know the browser's); text that already has an offset, or is
+/// no date and time at all, as typed (the usual checks name it).
+fn datetime_of(text: &str, offset: Option<&str>) -> Value {
+    let local = chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M")
+        .or_else(|_| chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S"));
+    match local {
+        Ok(local) => {
+            let offset =
+                offset.filter(|o| chrono::DateTime::parse_from_rfc3339(&format!("2000-01-01T00:00:00{o}")).is_ok());
+            Value::String(format!("{}{}", local.format("%Y-%m-%dT%H:%M:%S"), offset.unwrap_or("Z")))
+        }
+        Err(_) => Value::String(text.to_owned()),
+    }
+}
+
+/// A table's rows from a plain form's inputs `<name>[<row>].<column>`: each row an object of its non-empty cells,
+/// typed by their columns; blank rows after the last one filled in are left out (the form offers a fixed number),
+/// while a blank row before it stays, so problems keep the row numbers the person saw. `None` when all are blank.
+fn table_of(name: &str, rules: &FieldRules, fields: &[(String, String)]) -> Option<Value> {
+    let mut rows: Vec<serde_json::Map<String, Value>> = Vec::new();
+    let prefix = format!("{name}[");
+    for (input, text) in fields {
+        let Some(rest) = input.strip_prefix(&prefix) else { continue };
+        let Some((row, column)) = rest.split_once("].") else { continue };
+        let (Ok(row), Some(column)) = (row.parse::<usize>(), rules.columns.iter().find(|c| c.key == column)) else {
+            continue;
+        };
+        let text = text.trim();
+        if row >= app::types::TABLE_ROWS_MAX as usize || text.is_empty() {
+            continue;
+        }
+        if rows.len() <= row {
+            rows.resize_with(row + 1, serde_json::Map::new);
+        }
+        let cell = match column.response_type {
+            ResponseType::Number | ResponseType::Integer => typed_number(text),
+            ResponseType::Boolean => match text {
+                "true" => Value::Bool(true),
+                "false" => Value::Bool(false),
+                other => Value::String(other.to_owned()),
+            },
+            _ => Value::String(text.to_owned()),
+        };
+        rows[row].insert(column.key.clone(), cell);
+    }
+    (!rows.is_empty()).then(|| Value::Array(rows.into_iter().map(Value::Object).collect()))
+}
+
 /// Turns the fields of the UI's plain HTML answer form into an answer body: `value` (repeated for several
-/// choices), `field.<key>` for form fields, `edited_arguments` (JSON text), `comment`. Empty inputs count as
-/// absent, so the usual checks report what is missing.
+/// choices), `field.<key>` for form fields, `<name>.offset` beside a date and time, `<name>[<row>].<column>` for a
+/// table's cells, `edited_arguments` (JSON text), `comment`. A file input's value is the id of the file the form's
+/// request uploaded. Empty inputs count as absent, so the usual checks report what is missing.
 pub fn answer_from_form_fields(question: &Question, fields: &[(String, String)]) -> Result<AnswerBody, AppError> {
     let values =
         |name: &str| -> Vec<&str> { fields.iter().filter(|(n, _)| n == name).map(|(_, v)| v.as_str()).collect() };
@@ -119,15 +169,14 @@ pub fn answer_from_form_fields(question: &Question, fields: &[(String, String)])
         ResponseType::Text | ResponseType::Markdown => {
             Value::String(values("value").first().copied().unwrap_or_default().to_owned())
         }
-        ResponseType::Email | ResponseType::Url | ResponseType::Date | ResponseType::Datetime | ResponseType::Time => {
+        ResponseType::Email | ResponseType::Url | ResponseType::Date | ResponseType::Time => {
             first("value").map_or(Value::Null, |v| Value::String(v.into()))
         }
+        ResponseType::Datetime => first("value").map_or(Value::Null, |v| datetime_of(v, first("value.offset"))),
         ResponseType::Number | ResponseType::Integer | ResponseType::Rating => {
             first("value").map_or(Value::Null, typed_number)
         }
-        // A table is answered as JSON text of its rows until the plain form has a table editor.
-        ResponseType::Table => first("value")
-            .map_or(Value::Null, |v| serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.to_owned()))),
+        ResponseType::Table => table_of("value", &question.rules, fields).unwrap_or(Value::Null),
         ResponseType::Boolean | ResponseType::Approval => boolean(first("value")),
         ResponseType::Choice | ResponseType::ErrorRecovery => {
             first("value").map_or(Value::Null, |v| Value::String(v.into()))
@@ -147,9 +196,8 @@ pub fn answer_from_form_fields(question: &Question, fields: &[(String, String)])
                     ResponseType::Number | ResponseType::Integer | ResponseType::Rating => {
                         first(&name).map(typed_number)
                     }
-                    ResponseType::Table => {
-                        first(&name).map(|v| serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.to_owned())))
-                    }
+                    ResponseType::Table => table_of(&name, &field.rules, fields),
+                    ResponseType::Datetime => first(&name).map(|v| datetime_of(v, first(&format!("{name}.offset")))),
                     // Markdown keeps its spaces and lines as typed.
                     ResponseType::Markdown => {
                         values(&name).first().filter(|v| !v.trim().is_empty()).map(|v| Value::String((*v).to_owned()))
@@ -327,5 +375,44 @@ mod tests {
             answer_from_form_fields(&approval, &pairs(&[("value", "true"), ("edited_arguments", "{not json")])),
             Err(AppError::Invalid { .. })
         ));
+    }
+
+    #[test]
+    fn a_plain_form_sends_a_table_as_indexed_cells_and_a_datetime_with_its_offset() {
+        let column = |key: &str, response_type| app::types::TableColumn {
+            key: key.into(),
+            label: key.into(),
+            response_type,
+            options: vec![],
+            required: false,
+        };
+        let mut items = FormField::new("items", "Items", ResponseType::Table);
+        items.rules.columns = vec![column("item", ResponseType::Text), column("qty", ResponseType::Integer)];
+        let form = wire(NewQuestion {
+            response_type: Some(ResponseType::Form),
+            fields: vec![items, FormField::new("when", "When", ResponseType::Datetime)],
+            ..new("t")
+        });
+        let answer = answer_from_form_fields(
+            &form,
+            &pairs(&[
+                ("field.items[0].item", "disk"),
+                ("field.items[0].qty", "2"),
+                ("field.items[1].item", ""),
+                ("field.items[2].item", "cpu"),
+                ("field.items[3].item", " "),
+                ("field.items[3].qty", ""),
+                ("field.when", "2026-03-01T09:30"),
+                ("field.when.offset", "+01:00"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(
+            answer.value,
+            json!({"items": [{"item": "disk", "qty": 2}, {}, {"item": "cpu"}], "when": "2026-03-01T09:30:00+01:00"}),
+            "a blank row before a filled one stays (its number is the person's), blank rows after it go"
+        );
+        let utc = answer_from_form_fields(&form, &pairs(&[("field.when", "2026-03-01T09:30")])).unwrap();
+        assert_eq!(utc.value, json!({"when": "2026-03-01T09:30:00Z"}), "no offset sent: UTC");
     }
 }

@@ -392,6 +392,12 @@ pub async fn limit_body(request: Request, next: Next) -> Response {
     if request.method() == Method::POST && request.uri().path() == super::files::UPLOAD_PATH {
         return next.run(request).await;
     }
+    // So does the question page's plain answer form with a file input (see `web::answer_from_form`).
+    let multipart =
+        request.headers().get(header::CONTENT_TYPE).is_some_and(|v| v.as_bytes().starts_with(b"multipart/form-data"));
+    if request.method() == Method::POST && request.uri().path().starts_with("/ui/answer/") && multipart {
+        return next.run(request).await;
+    }
     let limit = if request.uri().path().starts_with("/auth/") { AUTH_BODY_LIMIT } else { super::API_BODY_LIMIT };
     let too_large = || AppError::TooLarge(format!("request body is larger than {limit} bytes")).into_response();
     let declared = request
