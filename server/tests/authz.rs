@@ -110,6 +110,8 @@ const MATRIX: &[Row] = &[
     row("post", "/api/v1/agents", Plain, [401, 403, 403, 403, 201, 403, 201]),
     row("get", "/api/v1/agents/{id}", Plain, [401, 200, 200, 200, 200, 200, 404]),
     row("put", "/api/v1/agents/{id}", Plain, [401, 403, 403, 403, 200, 403, 404]),
+    // An AG-UI run of an agent is a run started by the caller, streamed (another workspace has no such agent).
+    row("post", "/api/v1/agents/{name}/ag-ui", Plain, [401, 403, 200, 200, 200, 200, 404]),
     row("get", "/api/v1/events", Plain, [401, 200, 200, 200, 200, 200, 200]),
     row("get", "/api/v1/questions", Plain, [401, 200, 200, 200, 200, 200, 200]),
     row("post", "/api/v1/questions", Plain, [401, 403, 201, 201, 201, 201, 201]),
@@ -458,8 +460,11 @@ fn request_for(row: &Row, fixture: &Fixture, n: usize) -> (String, Option<Value>
         }
         _ => String::new(),
     };
-    let mut uri = row
-        .path
+    let path = match row.path {
+        "/api/v1/agents/{name}/ag-ui" => format!("/api/v1/agents/agent-{n}/ag-ui"),
+        path => path.to_owned(),
+    };
+    let mut uri = path
         .replace("{id}", &id)
         .replace("{user_id}", &fixture.member_id)
         .replace("{name}", &fixture.upstream_name)
@@ -513,6 +518,9 @@ fn request_for(row: &Row, fixture: &Fixture, n: usize) -> (String, Option<Value>
         ("post", _, ApprovalQuestion) if row.path.ends_with("/answer") => Some(json!({"value": true})),
         ("post", _, _) if row.path.ends_with("/cancel") => None,
         ("post", "/api/v1/runs", _) => Some(json!({"agent_id": fixture.agent_id, "input": "go"})),
+        ("post", "/api/v1/agents/{name}/ag-ui", _) => Some(json!({"threadId": format!("thread-{n}"),
+            "runId": format!("run-{n}"), "state": {}, "tools": [], "context": [], "forwardedProps": {},
+            "messages": [{"id": "m1", "role": "user", "content": "go"}]})),
         ("post", _, Run) if row.path.ends_with("/resume") => {
             Some(json!({"tool_decisions": [{"tool_call_id": "call_1", "approved": false}]}))
         }

@@ -131,7 +131,7 @@ fn table_of(name: &str, rules: &FieldRules, fields: &[(String, String)]) -> Opti
             continue;
         };
         let text = text.trim();
-        if row >= app::types::TABLE_ROWS_MAX as usize || text.is_empty() {
+        if row >= holdpoint_types::TABLE_ROWS_MAX as usize || text.is_empty() {
             continue;
         }
         if rows.len() <= row {
@@ -379,7 +379,7 @@ mod tests {
 
     #[test]
     fn a_plain_form_sends_a_table_as_indexed_cells_and_a_datetime_with_its_offset() {
-        let column = |key: &str, response_type| app::types::TableColumn {
+        let column = |key: &str, response_type| holdpoint_types::TableColumn {
             key: key.into(),
             label: key.into(),
             response_type,
