@@ -621,6 +621,31 @@ async fn request_approval_as_a_task_completes_with_the_decision(app: TestApp) {
     assert!(decision["message"].as_str().unwrap().contains("not the root"), "{decision}");
 }
 
+/// A task whose question passes its deadline unanswered ends as the waiting call would: completed with the outcome
+/// `expired` (never a person's "no"), and an approval's with the permission prompt's deny for a deadline.
+async fn a_task_whose_question_expires_completes_with_the_expiry(app: TestApp) {
+    let base = app.serve().await;
+    let agent = app.create_token("default", app::types::Role::Agent).await;
+    let client = connect_with_tasks(&base, &agent).await;
+    let asked = json!({ "title": "Which region?", "timeout_seconds": 1 });
+    let id = call_as_task(&client, call("ask_user", asked)).await;
+    assert_eq!(client.get_task(GetTaskParams::new(&id)).await.unwrap().task.status(), TaskStatus::InputRequired);
+    let done = settled_task(&client, &id).await;
+    assert_eq!(done.task.status(), TaskStatus::Completed, "{done:?}");
+    let result = completed_result(&done);
+    assert_eq!(result["structuredContent"]["outcome"], "expired", "{result}");
+    assert_eq!(app.get(&format!("/api/v1/questions/{id}")).await.json["status"], "expired");
+
+    let approval = json!({ "tool_name": "Bash", "input": { "command": "make deploy" }, "timeout_seconds": 1 });
+    let id = call_as_task(&client, call("request_approval", approval)).await;
+    let done = settled_task(&client, &id).await;
+    assert_eq!(done.task.status(), TaskStatus::Completed, "{done:?}");
+    let decision: Value =
+        serde_json::from_str(completed_result(&done)["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(decision["behavior"], "deny", "{decision}");
+    assert!(decision["message"].as_str().unwrap().contains("deadline"), "{decision}");
+}
+
 /// `tasks/cancel` cancels the task's question, audited as the caller; the task ends `cancelled`.
 async fn cancelling_a_task_cancels_its_question(app: TestApp) {
     let base = app.serve().await;
@@ -654,6 +679,7 @@ backend_tests!(
     ask_user_as_a_task_waits_in_tasks_get_and_completes_with_the_answer,
     request_approval_as_a_task_completes_with_the_decision,
     cancelling_a_task_cancels_its_question,
+    a_task_whose_question_expires_completes_with_the_expiry,
 );
 
 /// The tests that start a server of their own (with their own limits), on both backends.
