@@ -46,8 +46,8 @@ fn commit(dir: &Path) -> Option<String> {
     Some(commit)
 }
 
-/// The site `embed-site` embeds (`server/src/site.rs`) must have been built; without this check the failure would be
-/// the embedding macro's, which does not say how to build it.
+/// The site `embed-site` embeds (`server/src/doors/web/site.rs`) must have been built; without this check the failure
+/// would be the embedding macro's, which does not say how to build it.
 fn check_site(site: &Path) {
     let bundle = site.join("pkg/holdpoint_bg.wasm");
     if !bundle.is_file() {

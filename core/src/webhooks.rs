@@ -1,6 +1,6 @@
 //! Webhooks: a workspace's subscriptions and its callback secret, which endpoints each event goes to, and
 //! what becomes of a delivery after each attempt (sent, tried again later, given up; an endpoint that said it is gone
-//! disabled). The worker that follows the event log and sends is `webhook_sender.rs`.
+//! disabled). The worker that follows the event log and sends is the server's `workers::webhook_sender`.
 
 use std::collections::HashSet;
 

@@ -151,7 +151,7 @@ pub struct ServeConfig {
     /// The MCP gateway's upstreams started as local processes: the configuration file's `[[gateway.upstreams]]`
     /// only (a list of tables has no flag or variable; and whoever may set one may run programs on the server).
     #[arg(skip)]
-    pub gateway_upstreams: Vec<crate::gateway::stdio::StdioUpstream>,
+    pub gateway_upstreams: Vec<crate::doors::gateway::stdio::StdioUpstream>,
 
     /// How long a browser session lasts, in hours.
     #[arg(long, env = "HOLDPOINT_SESSION_HOURS", default_value_t = 24 * 7)]

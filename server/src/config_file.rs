@@ -10,7 +10,7 @@
 //! the command line is parsed, since it changes what the parse yields.
 //!
 //! One part of the file is no flag's: `[[gateway.upstreams]]`, the MCP servers the gateway starts as local
-//! processes, a list of tables that only the file can hold (see [`crate::gateway::stdio`]). It is read apart from the
+//! processes, a list of tables that only the file can hold (see [`crate::doors::gateway::stdio`]). It is read apart from the
 //! flags' keys, checked as strictly, and handed to `serve` whole.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use clap::parser::ValueSource;
 use clap::{Arg, ArgMatches, Command};
 
-use crate::gateway::stdio::{self, StdioUpstream};
+use crate::doors::gateway::stdio::{self, StdioUpstream};
 
 /// Where an installed Holdpoint keeps its configuration (the Debian package's conffile).
 pub const DEFAULT_PATH: &str = "/etc/holdpoint/holdpoint.toml";

@@ -76,9 +76,10 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
             tracing::info!("created the bootstrap admin token for workspace {DEFAULT_WORKSPACE:?}");
         }
     }
-    let configured_upstreams = crate::gateway::stdio::Configured::resolve(store.as_ref(), &config.gateway_upstreams)
-        .await
-        .map_err(ServerError::Upstreams)?;
+    let configured_upstreams =
+        crate::doors::gateway::stdio::Configured::resolve(store.as_ref(), &config.gateway_upstreams)
+            .await
+            .map_err(ServerError::Upstreams)?;
     let channel_keys =
         crate::notifications::channel_keys(store.as_ref(), config.channels.vapid_private_key.as_ref()).await?;
     let slack = config.channels.slack().map_err(|e| ServerError::Channels(e.to_string()))?;
@@ -99,12 +100,12 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
     );
     let webhooks_queued = Arc::new(tokio::sync::Notify::new());
     if config.run_workers {
-        crate::deadlines::spawn(Arc::clone(&store), Arc::clone(&metrics), hub.clone(), sends_on.clone());
+        crate::workers::deadlines::spawn(Arc::clone(&store), Arc::clone(&metrics), hub.clone(), sends_on.clone());
         crate::runtime::spawn_workers(Arc::clone(&runtime), Arc::clone(&store), hub.clone());
         crate::files::spawn_sweeper(Arc::clone(&store), files.clone());
         let sender = crate::channels::webhooks::WebhookSender::new(config.channels.webhook_urls())
             .map_err(ServerError::Channels)?;
-        let worker = crate::webhook_sender::WebhookWorker::new(
+        let worker = crate::workers::webhook_sender::WebhookWorker::new(
             Arc::clone(&store),
             sender,
             Arc::clone(&metrics),
@@ -112,7 +113,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
         );
         Arc::new(worker).spawn(&hub);
     }
-    let site = crate::site::Site::choose(&config);
+    let site = crate::doors::web::site::Site::choose(&config);
     if !site.is_built() {
         tracing::warn!(
             ?site,
@@ -193,7 +194,7 @@ pub async fn serve(state: AppState, listener: TcpListener) -> Result<(), ServerE
         shutdown.cancel();
     };
     let connections = state.config.connections.clone();
-    serve_connections(crate::http::router(state), listener, &connections, stop).await;
+    serve_connections(crate::doors::http::router(state), listener, &connections, stop).await;
     Ok(())
 }
 
@@ -208,7 +209,7 @@ pub(crate) fn public_url(config: &ServeConfig, local: std::net::SocketAddr) -> S
 
 /// Starts the outbox's worker, which sends the notifications questions are asked with.
 fn start_outbox(state: &AppState, local: std::net::SocketAddr) -> Result<(), ServerError> {
-    let outbox = crate::outbox::Outbox::new(
+    let outbox = crate::workers::outbox::Outbox::new(
         Arc::clone(&state.store),
         Arc::clone(&state.metrics),
         &state.config.channels,

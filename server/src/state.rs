@@ -43,15 +43,15 @@ pub struct App {
     /// Where the built site is and what its files are called.
     pub leptos_options: LeptosOptions,
     /// Where the built site's files are served from: built into the binary, or a directory.
-    pub site: crate::site::Site,
+    pub site: crate::doors::web::site::Site,
     /// Each workspace's approval rules, compiled once per saved version.
     pub rules_cache: crate::rules::RulesCache,
     /// The MCP gateway's upstreams started as local processes, from the configuration file.
-    pub configured_upstreams: Arc<crate::gateway::stdio::Configured>,
+    pub configured_upstreams: Arc<crate::doors::gateway::stdio::Configured>,
     /// Where uploaded files' bytes are kept.
     pub files: crate::files::FileStorage,
     /// The inputs of answers the question page's plain form sent and the server refused, shown again.
-    pub answer_drafts: crate::answer_drafts::AnswerDrafts,
+    pub answer_drafts: crate::doors::web::answer_drafts::AnswerDrafts,
 }
 
 impl App {

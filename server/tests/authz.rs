@@ -533,7 +533,7 @@ fn request_for(row: &Row, fixture: &Fixture, n: usize) -> (String, Option<Value>
 }
 
 fn documented_endpoints() -> BTreeSet<(String, String)> {
-    let (_, document) = holdpoint::http::api_routes();
+    let (_, document) = holdpoint::doors::http::api_routes();
     let mut endpoints = BTreeSet::new();
     for (path, item) in &document.paths.paths {
         let path = if path.starts_with("/api/v1") || matches!(path.as_str(), "/healthz" | "/readyz" | "/metrics") {

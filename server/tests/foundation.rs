@@ -304,7 +304,7 @@ async fn pages_render_whole_while_another_router_is_built(app: TestApp) {
         std::thread::spawn(move || {
             let mut built = 0;
             while building.load(std::sync::atomic::Ordering::Relaxed) {
-                drop(holdpoint::http::router(state.clone()));
+                drop(holdpoint::doors::http::router(state.clone()));
                 built += 1;
             }
             built

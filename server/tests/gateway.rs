@@ -76,7 +76,7 @@ impl Gateway {
     /// A gateway whose configuration file starts these upstreams as local processes.
     async fn start_with(
         backend: Backend,
-        configured: Vec<holdpoint::gateway::stdio::StdioUpstream>,
+        configured: Vec<holdpoint::doors::gateway::stdio::StdioUpstream>,
     ) -> Option<Gateway> {
         let app = TestApp::start_with(backend, |config| {
             config.upstream_allow_private = true;

@@ -16,7 +16,7 @@ use std::time::Duration;
 use app::types::Role;
 use axum::http::{Method, StatusCode};
 use common::{Backend, Session, TestApp, assert_error};
-use holdpoint::outbox::Outbox;
+use holdpoint::workers::outbox::Outbox;
 use mailing::{PASSWORD, person};
 use serde_json::{Value, json};
 

@@ -87,7 +87,7 @@ async fn measure_ssr(server: &Server) -> Result<Samples, String> {
         .get_all(reqwest::header::SET_COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .find(|v| v.starts_with(&format!("{}=", holdpoint::auth::SESSION_COOKIE)))
+        .find(|v| v.starts_with(&format!("{}=", holdpoint::doors::auth::SESSION_COOKIE)))
         .and_then(|v| v.split(';').next())
         .map(str::to_owned)
         .ok_or_else(|| format!("sign-in set no session cookie ({})", signed_in.status()))?;

@@ -1,8 +1,12 @@
 //! The `holdpoint` command line. `serve` runs the server, `demo` runs it with a demo workspace loaded; `ask`, `run`
-//! and `resume` are for headless agents and scripts ([`crate::headless`]); `questions`, `show`, `answer`, `approve`
-//! and `reject` are for people answering from a terminal ([`crate::responder`]); `token`, `user` and `audit`
+//! and `resume` are for headless agents and scripts ([`crate::cli::headless`]); `questions`, `show`, `answer`, `approve`
+//! and `reject` are for people answering from a terminal ([`crate::cli::responder`]); `token`, `user` and `audit`
 //! administer it; `completions` prints shell completions.
 
+pub mod backup;
+pub mod client;
+pub mod headless;
+pub mod responder;
 mod rules;
 
 use std::io::IsTerminal;
@@ -13,7 +17,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 use uuid::Uuid;
 
-use crate::client::CliError;
+use crate::cli::client::CliError;
 use crate::config::{DatabaseLocation, ServeConfig};
 use crate::credentials::{hash_secret, new_token_secret};
 use crate::store::{self, AuditActor, TokenRow};
@@ -52,22 +56,22 @@ enum Command {
     Demo(Box<ServeConfig>),
     /// Ask a person and wait for the answer: for shell scripts and CI gates. Prints the resolved question as JSON;
     /// exits 0 answered/approved, 11 rejected, 12 expired or cancelled, 10 paused (with --no-wait).
-    Ask(Box<crate::headless::AskArgs>),
+    Ask(Box<crate::cli::headless::AskArgs>),
     /// Run an agent on a task; exits 0 when it completes, 10 when it pauses for a person (--pause-on-approval).
-    Run(Box<crate::headless::RunArgs>),
+    Run(Box<crate::cli::headless::RunArgs>),
     /// Resume a paused run with decisions on its pending tool calls and an optional prompt.
-    Resume(Box<crate::headless::ResumeArgs>),
+    Resume(Box<crate::cli::headless::ResumeArgs>),
     /// List questions (pending ones by default) as a table, or the API's page with --output json.
-    Questions(Box<crate::responder::QuestionsArgs>),
+    Questions(Box<crate::cli::responder::QuestionsArgs>),
     /// Show a question in full: body, options or fields, the action of an approval, context, lineage, answer.
-    Show(Box<crate::responder::ShowArgs>),
+    Show(Box<crate::cli::responder::ShowArgs>),
     /// Answer a question; the value is read by its type (yes/no, an option, options separated by commas, JSON for
     /// a form). Exits 0 answered, 1 refused (with the error's code), 2 usage.
-    Answer(Box<crate::responder::AnswerArgs>),
+    Answer(Box<crate::cli::responder::AnswerArgs>),
     /// Approve an approval question, optionally with edited arguments (--edit JSON).
-    Approve(Box<crate::responder::ApproveArgs>),
+    Approve(Box<crate::cli::responder::ApproveArgs>),
     /// Reject an approval question; the comment is passed to the agent as the reason.
-    Reject(Box<crate::responder::RejectArgs>),
+    Reject(Box<crate::cli::responder::RejectArgs>),
     /// Print shell completions, e.g. `holdpoint completions bash > /etc/bash_completion.d/holdpoint`.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -255,14 +259,14 @@ pub fn main() -> ExitCode {
         match cli.command {
             Command::Serve(config) => crate::server::run(*config).await.map(|()| 0).map_err(|e| failed(e.to_string())),
             Command::Demo(config) => crate::demo::run(*config).await.map(|()| 0).map_err(failed),
-            Command::Ask(args) => crate::headless::ask(*args).await,
-            Command::Run(args) => crate::headless::run(*args).await,
-            Command::Resume(args) => crate::headless::resume(*args).await,
-            Command::Questions(args) => crate::responder::list(*args).await,
-            Command::Show(args) => crate::responder::show(*args).await,
-            Command::Answer(args) => crate::responder::answer(*args).await,
-            Command::Approve(args) => crate::responder::approve(*args).await,
-            Command::Reject(args) => crate::responder::reject(*args).await,
+            Command::Ask(args) => crate::cli::headless::ask(*args).await,
+            Command::Run(args) => crate::cli::headless::run(*args).await,
+            Command::Resume(args) => crate::cli::headless::resume(*args).await,
+            Command::Questions(args) => crate::cli::responder::list(*args).await,
+            Command::Show(args) => crate::cli::responder::show(*args).await,
+            Command::Answer(args) => crate::cli::responder::answer(*args).await,
+            Command::Approve(args) => crate::cli::responder::approve(*args).await,
+            Command::Reject(args) => crate::cli::responder::reject(*args).await,
             Command::Rules(command) => rules::run(command).await,
             Command::Completions { .. } => Ok(0),
             Command::Token(TokenCommand::Create { workspace, role, name, database }) => {
@@ -272,7 +276,7 @@ pub fn main() -> ExitCode {
             Command::Audit(AuditCommand::Verify { database }) => verify_audit(&database).await.map_err(failed),
             Command::Config(ConfigCommand::Check(_)) => Ok(0),
             Command::Backup { to, database } => {
-                let copied = crate::backup::backup(&database, &to).await.map_err(failed)?;
+                let copied = crate::cli::backup::backup(&database, &to).await.map_err(failed)?;
                 eprintln!(
                     "Backed up {} questions ({} bytes) to {}.",
                     copied.questions,
@@ -282,7 +286,7 @@ pub fn main() -> ExitCode {
                 Ok(0)
             }
             Command::Restore { file, database } => {
-                let copied = crate::backup::restore(&database, &file).await.map_err(failed)?;
+                let copied = crate::cli::backup::restore(&database, &file).await.map_err(failed)?;
                 eprintln!(
                     "Restored {} questions into {}; `holdpoint serve` with the same data directory opens it.",
                     copied.questions,
@@ -368,12 +372,12 @@ fn check_configuration(
 /// Whether the command prints JSON on stdout, and if so whether its documents carry an `outcome` (`ask`, `run`,
 /// `resume`); `None` for text output.
 fn json_output(command: &Command) -> Option<bool> {
-    use crate::headless::OutputFormat::Json;
+    use crate::cli::headless::OutputFormat::Json;
     match command {
         Command::Ask(args) => (args.output == Json).then_some(true),
         Command::Run(args) => (args.output == Json).then_some(true),
         Command::Resume(args) => (args.output == Json).then_some(true),
-        Command::Questions(args) => (args.output == crate::responder::ListFormat::Json).then_some(false),
+        Command::Questions(args) => (args.output == crate::cli::responder::ListFormat::Json).then_some(false),
         Command::Show(args) => (args.output == Json).then_some(false),
         Command::Answer(args) => (args.output == Json).then_some(false),
         Command::Approve(args) => (args.output == Json).then_some(false),

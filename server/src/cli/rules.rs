@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::client::{CliError, CliResult, Connection, LocalIdentity, ServerArgs};
+use crate::cli::client::{CliError, CliResult, Connection, LocalIdentity, ServerArgs};
 
 /// The `rules` subcommands.
 #[derive(Debug, clap::Subcommand)]

@@ -105,9 +105,9 @@ impl StdioUpstream {
     }
 
     /// The configuration file's entry for it: `[[gateway.upstreams]]` with this `name` in `workspace`.
-    pub async fn entry(&self, workspace: &str, name: &str) -> holdpoint::gateway::stdio::StdioUpstream {
+    pub async fn entry(&self, workspace: &str, name: &str) -> holdpoint::doors::gateway::stdio::StdioUpstream {
         let python = tokio::task::spawn_blocking(python).await.unwrap();
-        holdpoint::gateway::stdio::StdioUpstream {
+        holdpoint::doors::gateway::stdio::StdioUpstream {
             workspace: workspace.to_owned(),
             name: name.to_owned(),
             command: python.display().to_string(),

@@ -150,7 +150,7 @@ impl TestApp {
         configure(&mut config);
         let files = FilesDirectory::of(&config);
         let state = holdpoint::server::build_state(config).await.expect("the test server starts");
-        let router = holdpoint::http::router(state.clone());
+        let router = holdpoint::doors::http::router(state.clone());
         let mut app = TestApp { state, router, database_url, token: String::new(), _cleanup: cleanup, _files: files };
         app.token = app.create_token("default", Role::Admin).await;
         Some(app)
@@ -161,7 +161,7 @@ impl TestApp {
         let mut config = ServeConfig::for_tests(self.database_url.clone());
         configure(&mut config);
         let state = holdpoint::server::build_state(config).await.expect("the restarted server starts");
-        let router = holdpoint::http::router(state.clone());
+        let router = holdpoint::doors::http::router(state.clone());
         (state, router)
     }
 

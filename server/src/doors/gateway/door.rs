@@ -1,0 +1,650 @@
+//! `/mcp/gateway`: one MCP server (streamable HTTP) in front of a workspace's upstreams. `tools/list` lists every
+//! upstream's tools as `<upstream>__<tool>`; each `tools/call` is decided by the approval rules, with the tool named
+//! `mcp:<upstream>/<tool>`, before anything reaches the upstream:
+//!
+//! - `allow`: forwarded, and the upstream's result returned as it is;
+//! - `deny`: a result with `isError` naming the rule and its reason; the upstream is never called;
+//! - `ask`: a live grant lets the call through; otherwise an approval question is asked and the call waits for it
+//!   (with progress notifications, like `/mcp`'s tools). Approved, the call is forwarded, with the approver's edited
+//!   arguments if any; rejected, expired or cancelled, it ends `isError` saying so. A client that cancels the call
+//!   cancels the question.
+//!
+//! An upstream that answers a call `input_required` (MCP 2026-07-28's multi round-trip requests) has its
+//! elicitations asked as `form` questions and the call sent again with the answers, at most [`MRTR_ROUNDS_MAX`]
+//! rounds; the caller sees one call and its final result.
+//!
+//! Every call is audited (`gateway.call`, with a SHA-256 digest of the arguments rather than the arguments) and
+//! counted. An upstream that cannot be reached answers `isError` at once; one that is down or slow never hides the
+//! others' tools: each is listed concurrently, within [`LIST_TIMEOUT`].
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use app::types::{QuestionStatus, RuleDecision};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+    CancelledNotificationParam, ClientRequest, ContentBlock, ErrorData, GetTaskParams, GetTaskResult, Implementation,
+    InputRequiredResult, JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    ServerResult, UpdateTaskParams,
+};
+use rmcp::service::{PeerRequestOptions, RequestContext};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{RoleServer, ServerHandler};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use super::connections::{CallScope, Connection, Connections, Target};
+use crate::credentials::Caller;
+use crate::doors::mcp::SessionOwners;
+use crate::doors::mcp::tasks::{self, Done, Tasks};
+use crate::error::AppError;
+use crate::rules::{ToolCall, Verdict};
+use crate::state::AppState;
+use crate::store::{AuditActor, NewAuditEntry};
+
+/// How long listing one upstream's tools may take (connecting included) before it is left out of the list.
+pub const LIST_TIMEOUT: Duration = Duration::from_secs(3);
+/// What separates the upstream's name from its tool's in the gateway's tool names.
+pub const SEPARATOR: &str = "__";
+/// The most rounds of a multi round-trip request (an upstream answering `input_required`) the gateway goes through
+/// for one call; an upstream that still wants more input after them gets no more, and the call ends `isError`.
+pub const MRTR_ROUNDS_MAX: usize = 8;
+
+/// How one round of a forwarded call ended.
+enum Round {
+    /// With the call's answer, for the caller as it is.
+    Done(CallToolResponse),
+    /// With the upstream asking for input before it answers (MCP's multi round-trip requests).
+    InputRequired(InputRequiredResult),
+}
+
+/// The gateway's MCP service, mounted at `/mcp/gateway` behind `/mcp`'s authentication, and the book of its
+/// sessions.
+pub fn service(
+    state: AppState,
+) -> Result<(StreamableHttpService<Gateway, LocalSessionManager>, Arc<SessionOwners>), reqwest::Error> {
+    let mut manager = LocalSessionManager::default();
+    // As at `/mcp`: sessions idle out by Holdpoint's own rule, which knows when a call waits for a person.
+    manager.session_config.keep_alive = None;
+    let manager = Arc::new(manager);
+    let owners = SessionOwners::start(&state, Arc::clone(&manager));
+    let config = StreamableHttpServerConfig::default()
+        .disable_allowed_hosts()
+        .with_sse_keep_alive(Some(Duration::from_secs(15)))
+        .with_cancellation_token(state.shutdown.child_token());
+    let connections = Arc::new(Connections::new(state.config.upstream_allow_private)?);
+    // The configured upstreams' processes end with the server. A router built outside a runtime (a test builds
+    // routers on a plain thread) serves nothing, so has nothing to close.
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        let (closing, shutdown) = (Arc::clone(&connections), state.shutdown.clone());
+        runtime.spawn(async move {
+            shutdown.cancelled().await;
+            closing.close_all();
+        });
+    }
+    let gateway = Gateway { state, owners: Arc::clone(&owners), connections, tasks: Arc::default() };
+    let service = StreamableHttpService::new(move || Ok(gateway.clone()), manager, config);
+    Ok((service, owners))
+}
+
+/// The gateway's MCP server.
+#[derive(Clone)]
+pub struct Gateway {
+    state: AppState,
+    owners: Arc<SessionOwners>,
+    connections: Arc<Connections>,
+    /// The tasks of the clients that declared MCP's tasks extension.
+    tasks: Arc<Tasks>,
+}
+
+fn parts_of(context: &RequestContext<RoleServer>) -> Result<&http::request::Parts, ErrorData> {
+    context.extensions.get::<http::request::Parts>().ok_or_else(|| ErrorData::internal_error("no HTTP request", None))
+}
+
+fn caller_of(parts: &http::request::Parts) -> Result<Caller, ErrorData> {
+    parts.extensions.get::<Caller>().cloned().ok_or_else(|| ErrorData::invalid_request("not authenticated", None))
+}
+
+fn internal(err: impl std::fmt::Display) -> ErrorData {
+    tracing::error!(error = %err, "internal error in the MCP gateway");
+    ErrorData::internal_error("internal error", None)
+}
+
+/// A tool result with `isError` and this text.
+fn failed(text: String) -> CallToolResponse {
+    CallToolResponse::Complete(CallToolResult::error(vec![ContentBlock::text(text)]))
+}
+
+/// The hex SHA-256 of the arguments' JSON: what the audit keeps of them.
+fn digest(arguments: &Value) -> String {
+    hex::encode(Sha256::digest(serde_json::to_vec(arguments).unwrap_or_default()))
+}
+
+/// What became of one call, for its audit entry.
+struct Record<'a> {
+    caller: &'a Caller,
+    upstream: &'a str,
+    tool: &'a str,
+    arguments: &'a Value,
+    verdict: Option<&'a Verdict>,
+    outcome: &'static str,
+    started: Instant,
+    question: Option<uuid::Uuid>,
+}
+
+/// A call the rules let through or ask about, with what finishing it needs: owned, as a task finishes it in the
+/// background.
+struct Pending {
+    caller: Caller,
+    upstream: String,
+    tool: String,
+    /// The tool as the rules name it, `mcp:<upstream>/<tool>`.
+    rule_tool: String,
+    arguments: Value,
+    /// The arguments as the upstream gets them, unless an approver edits them.
+    forwarded_arguments: Option<JsonObject>,
+    verdict: Verdict,
+    started: Instant,
+    connection: Arc<Connection>,
+    target: Target,
+    parts: http::request::Parts,
+}
+
+impl Pending {
+    fn record(&self, outcome: &'static str, question: Option<uuid::Uuid>) -> Record<'_> {
+        Record {
+            caller: &self.caller,
+            upstream: &self.upstream,
+            tool: &self.tool,
+            arguments: &self.arguments,
+            verdict: Some(&self.verdict),
+            outcome,
+            started: self.started,
+            question,
+        }
+    }
+}
+
+impl Gateway {
+    /// Audits and counts a call, off its path: the caller does not wait for the audit's write.
+    fn record(&self, record: Record<'_>) {
+        let decision = record.verdict.map(|v| v.decision.as_str());
+        if let Some(decision) = decision {
+            self.state.metrics.gateway_call(record.upstream, decision);
+        }
+        let entry = NewAuditEntry {
+            workspace_id: record.caller.workspace_id(),
+            actor: AuditActor::from(record.caller),
+            action: crate::actions::GATEWAY_CALL.into(),
+            subject_type: "tool_call".into(),
+            subject_id: Some(format!("mcp:{}/{}", record.upstream, record.tool)),
+            before: None,
+            after: Some(json!({
+                "upstream": record.upstream,
+                "tool": record.tool,
+                "decision": decision,
+                "rule": record.verdict.and_then(|v| v.rule.clone()),
+                "outcome": record.outcome,
+                "arguments_sha256": digest(record.arguments),
+                "duration_ms": u64::try_from(record.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                "question_id": record.question,
+            })),
+            diff: None,
+            created_at: crate::store::now(),
+        };
+        let store = Arc::clone(&self.state.store);
+        tokio::spawn(async move {
+            if let Err(err) = store.append_audit(&entry).await {
+                tracing::error!(error = %err, "could not audit a gateway call");
+            }
+        });
+    }
+
+    /// What an elicitation during the forwarded call needs; `context` is the calling request's, or a task's.
+    fn scope(&self, call: &Pending, context: RequestContext<RoleServer>) -> Arc<CallScope> {
+        Arc::new(CallScope {
+            state: self.state.clone(),
+            owners: Arc::clone(&self.owners),
+            parts: call.parts.clone(),
+            context,
+            caller: call.caller.clone(),
+            upstream: call.upstream.clone(),
+            tool: call.tool.clone(),
+            assignee: call.verdict.ask.assignee.clone(),
+            urgency: call.verdict.ask.urgency,
+            timeout_seconds: call.verdict.ask.timeout_seconds,
+        })
+    }
+
+    /// Ends a call once it may go on: reads the approval's decision, if it was asked, forwards an approved call
+    /// (with the approver's edits), and audits it.
+    async fn finish(
+        &self,
+        call: &Pending,
+        scope: Arc<CallScope>,
+        asked: Option<app::types::Question>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let rule_tool = &call.rule_tool;
+        let mut forwarded_arguments = call.forwarded_arguments.clone();
+        let question = asked.as_ref().map(|asked| asked.id);
+        if let Some(asked) = &asked {
+            let response = asked.response.as_ref();
+            match asked.status {
+                QuestionStatus::Answered | QuestionStatus::Defaulted
+                    if response.is_some_and(|r| r.value == Value::Bool(true)) =>
+                {
+                    if let Some(Value::Object(edited)) = response.and_then(|r| r.edited_arguments.clone()) {
+                        forwarded_arguments = Some(edited);
+                    }
+                }
+                QuestionStatus::Answered | QuestionStatus::Defaulted => {
+                    self.record(call.record("rejected", question));
+                    let by = asked.answered_by.clone().unwrap_or_else(|| "the default".into());
+                    let comment = response.and_then(|r| r.comment.clone());
+                    let comment = comment.map(|c| format!(": {c}")).unwrap_or_default();
+                    return Ok(failed(format!(
+                        "Rejected by {by}{comment}. The call {rule_tool} was not made; do not retry it unchanged."
+                    )));
+                }
+                QuestionStatus::Expired => {
+                    self.record(call.record("expired", question));
+                    return Ok(failed(format!(
+                        "The approval of {rule_tool} expired: nobody decided before its deadline (question {}). \
+                         The call was not made.",
+                        asked.id
+                    )));
+                }
+                QuestionStatus::Cancelled | QuestionStatus::Pending => {
+                    self.record(call.record("cancelled", question));
+                    return Ok(failed(format!(
+                        "The approval of {rule_tool} was cancelled (question {}). The call was not made.",
+                        asked.id
+                    )));
+                }
+            }
+        }
+        let forwarded = self.forward(&call.connection, &call.target, scope, forwarded_arguments).await;
+        let outcome = match &forwarded {
+            Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => "error",
+            Ok(_) => "forwarded",
+            Err(_) => "error",
+        };
+        self.record(call.record(outcome, question));
+        forwarded
+    }
+
+    /// For a client that declared MCP's tasks extension: asks the approval and answers with a task at once; the
+    /// task waits for the decision and then finishes the call as [`Self::finish`] does, so the upstream is reached
+    /// only once someone approved. Cancelling the task cancels the question, or the forwarded call.
+    async fn call_as_task(
+        &self,
+        call: Pending,
+        context: RequestContext<RoleServer>,
+        input: app::types::NewQuestion,
+    ) -> CallToolResponse {
+        let asked = match crate::doors::mcp::ask(&self.state, &call.parts, &call.caller, input).await {
+            Ok(asked) => asked,
+            Err(refused) => {
+                self.record(call.record("cancelled", None));
+                return CallToolResponse::Complete(refused);
+            }
+        };
+        let question = asked.row.clone();
+        let gateway = self.clone();
+        let caller = call.caller.clone();
+        let task = self.tasks.start(&self.state, &caller, &question, move |stop| {
+            // The forwarded call (and any elicitation it leads to) stops with the task, not with the request that
+            // created it, which has been answered.
+            let mut context = context;
+            context.ct = stop;
+            async move {
+                let decided = crate::doors::mcp::settle(&gateway.state, &call.caller, asked).await;
+                let asked = match decided {
+                    Ok(asked) => asked,
+                    Err(refused) => {
+                        gateway.record(call.record("cancelled", None));
+                        return Done::Finished(Ok(refused));
+                    }
+                };
+                let cancelled = asked.status == QuestionStatus::Cancelled;
+                let id = asked.id;
+                let scope = gateway.scope(&call, context);
+                let result = gateway.finish(&call, scope, Some(asked)).await;
+                if cancelled {
+                    return Done::Cancelled(format!(
+                        "The approval of {} was cancelled (question {id}). The call was not made.",
+                        call.rule_tool
+                    ));
+                }
+                Done::Finished(result.and_then(|response| match response {
+                    CallToolResponse::Complete(result) => Ok(result),
+                    // `forward` goes through the upstream's rounds of input itself: what it returns is final.
+                    _ => Err(ErrorData::internal_error("the upstream's call did not end with a result", None)),
+                }))
+            }
+        });
+        CallToolResponse::Task(task)
+    }
+
+    /// The upstream of this name in the caller's workspace: the configuration file's, or the API's.
+    async fn upstream(&self, caller: &Caller, name: &str) -> Result<Option<Target>, ErrorData> {
+        if let Some(upstream) = self.state.configured_upstreams.find(caller.workspace_id(), name) {
+            return Ok(Some(Target::Stdio(upstream)));
+        }
+        let rows = self.state.store.upstreams_cached(caller.workspace_id()).await.map_err(internal)?;
+        Ok(rows.iter().find(|row| row.name == name).cloned().map(Target::Http))
+    }
+
+    /// Every upstream of the caller's workspace: the configuration file's, then the API's.
+    async fn upstreams(&self, caller: &Caller) -> Result<Vec<Target>, ErrorData> {
+        let mut targets: Vec<Target> =
+            self.state.configured_upstreams.of(caller.workspace_id()).into_iter().map(Target::Stdio).collect();
+        let rows = self.state.store.upstreams_cached(caller.workspace_id()).await.map_err(internal)?;
+        targets.extend(rows.iter().cloned().map(Target::Http));
+        Ok(targets)
+    }
+
+    /// Sends the call to the upstream and returns its answer as it is; `isError` at once when the upstream cannot
+    /// be reached. The calling client's cancellation is passed on.
+    ///
+    /// An upstream may answer `input_required` (MCP 2026-07-28's multi round-trip requests): each elicitation it
+    /// asks for becomes a `form` question, as an `elicitation/create` during a call does, and the call is sent
+    /// again with the answers (`inputResponses`, under the same keys) and the upstream's `requestState` as it
+    /// was, round after round, at most [`MRTR_ROUNDS_MAX`] times.
+    async fn forward(
+        &self,
+        connection: &Arc<Connection>,
+        row: &Target,
+        scope: Arc<CallScope>,
+        arguments: Option<JsonObject>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let mut params = CallToolRequestParams::new(scope.tool.clone());
+        params.arguments = arguments;
+        for round in 1..=MRTR_ROUNDS_MAX {
+            let asked = match self.round(connection, row, &scope, params.clone()).await? {
+                Round::Done(response) => return Ok(response),
+                Round::InputRequired(asked) => asked,
+            };
+            if round == MRTR_ROUNDS_MAX {
+                break;
+            }
+            let requests = asked.input_requests.unwrap_or_default();
+            let responses = match super::connections::answer_input_requests(&scope, requests).await {
+                Ok(responses) => responses,
+                Err(problem) => {
+                    return Ok(failed(format!("The upstream {} {problem}; the call was not completed.", row.name())));
+                }
+            };
+            if scope.context.ct.is_cancelled() {
+                // The calling client gave up while its questions waited: no further round for nobody.
+                return Err(ErrorData::internal_error("cancelled by the client", None));
+            }
+            params.input_responses = (!responses.is_empty()).then_some(responses);
+            params.request_state = asked.request_state;
+        }
+        Ok(failed(format!(
+            "The upstream {} still asked for input after {MRTR_ROUNDS_MAX} rounds; the gateway gave the call up.",
+            row.name()
+        )))
+    }
+
+    /// One round of a forwarded call.
+    async fn round(
+        &self,
+        connection: &Arc<Connection>,
+        row: &Target,
+        scope: &Arc<CallScope>,
+        params: CallToolRequestParams,
+    ) -> Result<Round, ErrorData> {
+        let started = Instant::now();
+        let peer = connection.service.peer();
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = match peer.send_request_with_option(request, PeerRequestOptions::no_options()).await {
+            Ok(handle) => handle,
+            Err(err) => {
+                let problem = super::connections::unreachable(&err);
+                self.connections.drop_connection(&self.state, row, &problem);
+                return Ok(Round::Done(failed(format!("The upstream {} is {problem}", row.name()))));
+            }
+        };
+        let id = handle.id.clone();
+        let _registered = connection.calls.register(id.clone(), Arc::clone(scope));
+        let answer = tokio::select! {
+            answer = handle.await_response() => answer,
+            () = scope.context.ct.cancelled() => {
+                let cancel = CancelledNotificationParam::new(Some(id), Some("the gateway's client cancelled".into()));
+                let _ = peer.notify_cancelled(cancel).await;
+                return Err(ErrorData::internal_error("cancelled by the client", None));
+            }
+        };
+        self.state.metrics.gateway_upstream(row.name(), started.elapsed());
+        match answer {
+            Ok(ServerResult::CallToolResult(result)) => {
+                self.connections.healthy(&self.state, row);
+                Ok(Round::Done(CallToolResponse::Complete(result)))
+            }
+            Ok(ServerResult::InputRequiredResult(result)) => {
+                self.connections.healthy(&self.state, row);
+                Ok(Round::InputRequired(result))
+            }
+            Ok(_) => Ok(Round::Done(failed(format!(
+                "The upstream {} answered the call with something else than a result",
+                row.name()
+            )))),
+            Err(rmcp::ServiceError::McpError(error)) => {
+                // The upstream refused the call itself (bad arguments, say): its error, as it said it.
+                self.connections.healthy(&self.state, row);
+                Err(error)
+            }
+            Err(err) => {
+                let problem = super::connections::unreachable(&err);
+                self.connections.drop_connection(&self.state, row, &problem);
+                Ok(Round::Done(failed(format!("The upstream {} is {problem}", row.name()))))
+            }
+        }
+    }
+}
+
+impl ServerHandler for Gateway {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tasks().build())
+            .with_server_info(Implementation::new("holdpoint-gateway", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "Holdpoint's MCP gateway: the tools of the workspace's MCP servers, named <server>__<tool>. Each \
+                 call is decided by the workspace's approval rules: it runs, waits for a person's approval, or is \
+                 refused with the reason.",
+            )
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let (caller, base_url) = tasks::caller_of(&self.state, &context)?;
+        self.tasks.get(&self.state, &caller, &base_url, &request.task_id).await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let (caller, _) = tasks::caller_of(&self.state, &context)?;
+        self.tasks.update(&caller, &request.task_id)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let (caller, _) = tasks::caller_of(&self.state, &context)?;
+        self.tasks.cancel(&self.state, &caller, &request.task_id).await
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let caller = caller_of(parts_of(&context)?)?;
+        let targets = self.upstreams(&caller).await?;
+        let listed = futures::future::join_all(targets.iter().map(|row| async move {
+            // The opening goes on when the list stops waiting for it: a process still starting is there for the
+            // next list.
+            let (connections, state, target) = (Arc::clone(&self.connections), self.state.clone(), row.clone());
+            let opening = tokio::spawn(async move { connections.connect(&state, &target).await });
+            let listing = async {
+                let connection = opening.await.map_err(|e| format!("could not be connected: {e}"))??;
+                connection.list_tools(LIST_TIMEOUT).await
+            };
+            match tokio::time::timeout(LIST_TIMEOUT, listing).await {
+                Ok(Ok(tools)) => Some((row, tools)),
+                Ok(Err(problem)) => {
+                    self.connections.failed(&self.state, row, &problem);
+                    None
+                }
+                Err(_) => {
+                    let problem = format!("did not list its tools within {} ms", LIST_TIMEOUT.as_millis());
+                    self.connections.failed(&self.state, row, &problem);
+                    None
+                }
+            }
+        }))
+        .await;
+        let mut tools = Vec::new();
+        for (row, upstream_tools) in listed.into_iter().flatten() {
+            for tool in upstream_tools.iter() {
+                let mut tool = tool.clone();
+                tool.name = format!("{}{SEPARATOR}{}", row.name(), tool.name).into();
+                tools.push(tool);
+            }
+        }
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let started = Instant::now();
+        let parts = parts_of(&context)?.clone();
+        let caller = caller_of(&parts)?;
+        let Some((upstream, tool)) = request.name.split_once(SEPARATOR) else {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool {:?}: gateway tools are named <upstream>{SEPARATOR}<tool>", request.name),
+                None,
+            ));
+        };
+        let Some(row) = self.upstream(&caller, upstream).await? else {
+            return Err(ErrorData::invalid_params(
+                format!("unknown upstream {upstream:?} (tool {:?})", request.name),
+                None,
+            ));
+        };
+        let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+        let rule_tool = format!("mcp:{upstream}/{tool}");
+        let rule_call =
+            ToolCall { tool: &rule_tool, arguments: &arguments, agent: Some(&caller.principal.name), run: None };
+        let verdict = self.state.rules().decide(caller.workspace_id(), &rule_call).await.map_err(|err| match err {
+            AppError::Internal(cause) => internal(cause),
+            other => ErrorData::invalid_request(other.to_string(), None),
+        })?;
+        let record = |outcome: &'static str, question: Option<uuid::Uuid>| Record {
+            caller: &caller,
+            upstream,
+            tool,
+            arguments: &arguments,
+            verdict: Some(&verdict),
+            outcome,
+            started,
+            question,
+        };
+        if verdict.decision == RuleDecision::Deny {
+            self.record(record("denied", None));
+            let rule =
+                verdict.rule.as_deref().map_or_else(|| "the rules' default".to_owned(), |r| format!("rule {r:?}"));
+            let reason = verdict.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
+            return Ok(failed(format!("Denied by {rule}{reason}. The call {rule_tool} was not made.")));
+        }
+        let connection = match self.connections.connect(&self.state, &row).await {
+            Ok(connection) => connection,
+            Err(problem) => {
+                self.record(record("unreachable", None));
+                return Ok(failed(format!("The upstream {upstream} is {problem}")));
+            }
+        };
+        match connection.has_tool(tool, LIST_TIMEOUT).await {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err(ErrorData::invalid_params(
+                    format!("unknown tool {tool:?} of upstream {upstream:?} (tool {:?})", request.name),
+                    None,
+                ));
+            }
+            Err(problem) => {
+                self.connections.drop_connection(&self.state, &row, &problem);
+                self.record(record("unreachable", None));
+                return Ok(failed(format!("The upstream {upstream} {problem}")));
+            }
+        }
+        let call = Pending {
+            caller: caller.clone(),
+            upstream: upstream.to_owned(),
+            tool: tool.to_owned(),
+            rule_tool: rule_tool.clone(),
+            arguments: arguments.clone(),
+            forwarded_arguments: request.arguments.clone(),
+            verdict: verdict.clone(),
+            started,
+            connection,
+            target: row,
+            parts: parts.clone(),
+        };
+        // One person's grant does not stand for an approval that needs several people, or named ones.
+        let grantable = verdict.ask.required_approvals.unwrap_or(1) <= 1 && verdict.ask.eligible.is_none();
+        if verdict.decision == RuleDecision::Ask {
+            let grant_call = crate::grants::Call {
+                workspace_id: caller.workspace_id(),
+                tool_name: &rule_tool,
+                arguments: &arguments,
+                run_id: None,
+                agent: Some(crate::grants::token_agent(caller.principal.id)),
+            };
+            let granted = if grantable {
+                crate::grants::let_through(
+                    self.state.store.as_ref(),
+                    &grant_call,
+                    json!({ "source": "mcp_gateway", "upstream": upstream, "tool": tool }),
+                )
+                .await
+                .map_err(internal)?
+            } else {
+                None
+            };
+            if granted.is_none() {
+                let title = format!("Allow {tool} on {upstream}?");
+                let input = crate::rules::approval_question(&rule_call, &verdict, Some(title));
+                if crate::doors::mcp::tasks::wanted(&context) {
+                    return Ok(self.call_as_task(call, context, input).await);
+                }
+                let asked =
+                    crate::doors::mcp::ask_and_wait(&self.state, &self.owners, &parts, &context, &caller, input).await;
+                let asked = match asked {
+                    Ok(asked) => asked,
+                    Err(refused) => {
+                        self.record(record("cancelled", None));
+                        return Ok(CallToolResponse::Complete(refused));
+                    }
+                };
+                let scope = self.scope(&call, context);
+                return self.finish(&call, scope, Some(asked)).await;
+            }
+        }
+        let scope = self.scope(&call, context);
+        self.finish(&call, scope, None).await
+    }
+}
