@@ -88,8 +88,13 @@ fn api_error_line(status: u16, code: &str, message: &str, details: &Value) -> St
     if status == 401 {
         return format!("{code}: the server refused the token: {message}");
     }
+    // The message names the first fault itself; each fault is said once.
     let mut notes: Vec<String> = match details["fields"].as_object() {
-        Some(fields) => fields.iter().map(|(k, v)| format!("{k}: {}", v.as_str().unwrap_or_default())).collect(),
+        Some(fields) => fields
+            .iter()
+            .map(|(k, v)| format!("{k}: {}", v.as_str().unwrap_or_default()))
+            .filter(|note| !message.contains(note.as_str()))
+            .collect(),
         None => Vec::new(),
     };
     // A conflict's details say what the question became, which its message may not.
@@ -322,3 +327,29 @@ fn write_private(path: &Path, contents: &str) -> CliResult<()> {
     file.write_all(contents.as_bytes()).map_err(|e| CliError::Failed(format!("cannot write {}: {e}", path.display())))
 }
 
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::api_error_line;
+
+    #[test]
+    fn a_refusal_says_each_fault_once() {
+        let details = json!({"fields": {"value.day": "must be a date, YYYY-MM-DD"}});
+        let message = "the answer is not valid: value.day: must be a date, YYYY-MM-DD";
+        assert_eq!(
+            api_error_line(422, "invalid", message, &details),
+            "invalid: the answer is not valid: value.day: must be a date, YYYY-MM-DD"
+        );
+        let details = json!({"fields": {"value.day": "must be a date, YYYY-MM-DD", "value.qty": "must be at least 1"}});
+        assert_eq!(
+            api_error_line(422, "invalid", message, &details),
+            "invalid: the answer is not valid: value.day: must be a date, YYYY-MM-DD (value.qty: must be at least 1)"
+        );
+        let details = json!({"status": "expired"});
+        assert_eq!(
+            api_error_line(409, "conflict", "the question is not pending", &details),
+            "conflict: the question is not pending (status expired)"
+        );
+    }
+}
