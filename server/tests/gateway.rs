@@ -490,6 +490,18 @@ async fn a_condition_splits_one_tools_calls_between_allow_and_ask(backend: Backe
     assert_eq!(text_of(&paid), "paid 1500 to acme");
 }
 
+/// A form question's fields as `(key, response_type, required)`, for asserting what an elicitation became.
+fn field_kinds(question: &Value) -> Vec<(String, String, bool)> {
+    question["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (f["key"].as_str().unwrap().into(), f["response_type"].as_str().unwrap().into(), f["required"] == true)
+        })
+        .collect()
+}
+
 async fn an_elicitation_becomes_a_form_question_and_its_outcome_the_answer(backend: Backend) {
     let Some(gateway) = Gateway::start(backend).await else { return };
     let upstream = McpUpstream::start("shop").await;
@@ -505,14 +517,7 @@ async fn an_elicitation_becomes_a_form_question_and_its_outcome_the_answer(backe
     let question = gateway.pending_question().await;
     assert_eq!(question["response_type"], "form");
     assert_eq!(question["title"], "Where should a book go?");
-    let fields: Vec<(String, String, bool)> = question["fields"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            (f["key"].as_str().unwrap().into(), f["response_type"].as_str().unwrap().into(), f["required"] == true)
-        })
-        .collect();
+    let fields = field_kinds(&question);
     assert!(fields.contains(&("address".into(), "text".into(), true)), "{fields:?}");
     assert!(fields.contains(&("express".into(), "boolean".into(), false)), "{fields:?}");
     assert!(fields.contains(&("copies".into(), "integer".into(), false)), "{fields:?}");
@@ -800,14 +805,7 @@ async fn input_required_answers_are_asked_as_forms_and_the_call_retried_with_the
     let dates = gateway.pending_question().await;
     assert_eq!(dates["response_type"], "form");
     assert_eq!(dates["title"], "When do you travel to Oslo?");
-    let fields: Vec<(String, String, bool)> = dates["fields"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            (f["key"].as_str().unwrap().into(), f["response_type"].as_str().unwrap().into(), f["required"] == true)
-        })
-        .collect();
+    let fields = field_kinds(&dates);
     assert!(fields.contains(&("depart".into(), "text".into(), true)), "{fields:?}");
     assert!(fields.contains(&("nights".into(), "integer".into(), false)), "{fields:?}");
     gateway.answer(&dates, json!({ "value": { "depart": "2026-12-01", "nights": 3 } })).await;
