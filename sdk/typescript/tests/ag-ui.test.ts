@@ -4,21 +4,26 @@
 // answers before the interrupts expire.
 
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { after, before, test } from 'node:test';
 
 import { HttpAgent } from '@ag-ui/client';
 import type { Holdpoint, Question } from 'holdpoint-client';
 import { askInterrupts, idempotencyKey, resumeInterrupts, runWithInterrupts } from 'holdpoint-client/ag-ui';
 
-import { type TestServer, agentClient, eventually, freshProject, personClient, startServer } from './harness.js';
+import {
+  ExampleProcess,
+  type TestServer,
+  agentClient,
+  eventually,
+  freshProject,
+  personClient,
+  startServer,
+} from './harness.js';
 
-const COMPILED_EXAMPLES = fileURLToPath(new URL('../examples/', import.meta.url));
 
 let server: TestServer;
 let person: Holdpoint;
@@ -32,44 +37,9 @@ after(async () => {
   await server?.stop();
 });
 
-/** A compiled example running as a node process of its own. */
-class Example {
-  readonly stdout: string[] = [];
-  readonly stderr: string[] = [];
-  readonly exited: Promise<number | null>;
-  readonly #child: ChildProcess;
-
-  constructor(name: string, cwd: string, env: Record<string, string>) {
-    this.#child = spawn(process.execPath, [join(COMPILED_EXAMPLES, `${name}.js`)], {
-      cwd,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    this.#child.stdout?.on('data', (chunk: Buffer) => this.stdout.push(chunk.toString()));
-    this.#child.stderr?.on('data', (chunk: Buffer) => this.stderr.push(chunk.toString()));
-    this.exited = new Promise((resolve) => this.#child.once('exit', (code) => resolve(code)));
-  }
-
-  async finish(ms = 60_000): Promise<number | null> {
-    const timer = setTimeout(() => this.#child.kill('SIGKILL'), ms);
-    const code = await this.exited;
-    clearTimeout(timer);
-    return code;
-  }
-
-  kill(): Promise<number | null> {
-    this.#child.kill('SIGKILL');
-    return this.exited;
-  }
-
-  output(): string {
-    return `stdout:\n${this.stdout.join('')}\nstderr:\n${this.stderr.join('')}`;
-  }
-}
-
 /** The example agent on a free loopback port; resolves with it and its URL. */
-async function startAgent(ttlSeconds: number): Promise<{ agent: Example; url: string }> {
-  const agent = new Example('ag-ui-agent', tmpdir(), { AG_UI_PORT: '0', INTERRUPT_TTL_SECONDS: String(ttlSeconds) });
+async function startAgent(ttlSeconds: number): Promise<{ agent: ExampleProcess; url: string }> {
+  const agent = new ExampleProcess('ag-ui-agent', tmpdir(), { AG_UI_PORT: '0', INTERRUPT_TTL_SECONDS: String(ttlSeconds) });
   const url = await eventually('the agent to listen', () => /listening on (\S+)/.exec(agent.stdout.join(''))?.[1]);
   return { agent, url };
 }
@@ -94,7 +64,7 @@ test('the example asks each interrupt once across a restart, and the next run ac
     THREAD_ID: threadId,
   };
   try {
-    const first = new Example('ag-ui', cwd, env);
+    const first = new ExampleProcess('ag-ui', cwd, env);
     const questions = await eventually('three questions', async () => {
       const asked = await askedFor('ag-ui-demo', threadId);
       return asked.length === 3 ? asked : undefined;
@@ -122,7 +92,7 @@ test('the example asks each interrupt once across a restart, and the next run ac
     // A second later, a deadline counted from the restart would differ from the first request's: the adapter must
     // send the same request again for the server to answer with the same questions.
     await new Promise((resolve) => setTimeout(resolve, 1100));
-    const second = new Example('ag-ui', cwd, env);
+    const second = new ExampleProcess('ag-ui', cwd, env);
     await person.answer(approval.id, { value: true, edited_arguments: { service: 'api', environment: 'staging' } });
     await person.answer(notes.id, { value: { summary: 'Faster logins', notify: true } });
     await person.answer(confirmation.id, { value: true });

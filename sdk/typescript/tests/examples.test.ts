@@ -3,7 +3,6 @@
 // mock model, and killed while it waits, then started again.
 
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -13,12 +12,11 @@ import { after, before, describe, test } from 'node:test';
 
 import type { Holdpoint } from 'holdpoint-client';
 
-import { type TestServer, eventually, nextPending, personClient, startServer } from './harness.js';
+import { ExampleProcess, type TestServer, eventually, nextPending, personClient, startServer } from './harness.js';
 
 /** The package's directory (the tests run from `dist-test/tests/`). */
 const PACKAGE = fileURLToPath(new URL('../../', import.meta.url));
 const REPOSITORY = join(PACKAGE, '..', '..');
-const COMPILED_EXAMPLES = fileURLToPath(new URL('../examples/', import.meta.url));
 
 let server: TestServer;
 let person: Holdpoint;
@@ -57,42 +55,6 @@ describe('the docs show the example files as they are', () => {
     assert.equal(blocks.get(quickstart), readFileSync(join(REPOSITORY, quickstart), 'utf8').trimEnd());
   });
 });
-
-/** An example running as a node process of its own, as an agent would be run. */
-class ExampleProcess {
-  readonly stdout: string[] = [];
-  readonly stderr: string[] = [];
-  readonly exited: Promise<number | null>;
-  readonly #child: ChildProcess;
-
-  constructor(name: string, cwd: string, env: Record<string, string>) {
-    this.#child = spawn(process.execPath, [join(COMPILED_EXAMPLES, `${name}.js`)], {
-      cwd,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    this.#child.stdout?.on('data', (chunk: Buffer) => this.stdout.push(chunk.toString()));
-    this.#child.stderr?.on('data', (chunk: Buffer) => this.stderr.push(chunk.toString()));
-    this.exited = new Promise((resolve) => this.#child.once('exit', (code) => resolve(code)));
-  }
-
-  /** Resolves with the exit code, or fails after `ms` (and kills the process). */
-  async finish(ms = 30_000): Promise<number | null> {
-    const timer = setTimeout(() => this.#child.kill('SIGKILL'), ms);
-    const code = await this.exited;
-    clearTimeout(timer);
-    return code;
-  }
-
-  kill(): Promise<number | null> {
-    this.#child.kill('SIGKILL');
-    return this.exited;
-  }
-
-  output(): string {
-    return `stdout:\n${this.stdout.join('')}\nstderr:\n${this.stderr.join('')}`;
-  }
-}
 
 test('the quickstart asks, gates the call on an approval, and prints what people decided', async () => {
   const cwd = mkdtempSync(join(tmpdir(), 'holdpoint-quickstart-'));

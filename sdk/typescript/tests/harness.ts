@@ -2,15 +2,18 @@
 // directory, the bootstrap admin token (the person who answers) and, per test, an `agent` token (the agent that
 // asks). The binary comes from HOLDPOINT_BIN (`cargo xtask test` sets it to target/debug/holdpoint).
 
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 import { Holdpoint, type Question, type RetryPolicy } from 'holdpoint-client';
 
 const STARTUP_MS = 30_000;
+/** The examples, compiled beside the tests. */
+const COMPILED_EXAMPLES = fileURLToPath(new URL('../examples/', import.meta.url));
 
 export interface TestServer {
   url: string;
@@ -179,4 +182,40 @@ export async function pendingQuestions(person: Holdpoint, project: string, count
     const page = await person.listQuestions({ project, status: 'pending' });
     return page.items.length >= count ? page.items.reverse() : undefined;
   });
+}
+
+/** An example running as a node process of its own, as an agent would be run. */
+export class ExampleProcess {
+  readonly stdout: string[] = [];
+  readonly stderr: string[] = [];
+  readonly exited: Promise<number | null>;
+  readonly #child: ChildProcess;
+
+  constructor(name: string, cwd: string, env: Record<string, string>) {
+    this.#child = spawn(process.execPath, [join(COMPILED_EXAMPLES, `${name}.js`)], {
+      cwd,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.#child.stdout?.on('data', (chunk: Buffer) => this.stdout.push(chunk.toString()));
+    this.#child.stderr?.on('data', (chunk: Buffer) => this.stderr.push(chunk.toString()));
+    this.exited = new Promise((resolve) => this.#child.once('exit', (code) => resolve(code)));
+  }
+
+  /** Resolves with the exit code, or fails after `ms` (and kills the process). */
+  async finish(ms = 60_000): Promise<number | null> {
+    const timer = setTimeout(() => this.#child.kill('SIGKILL'), ms);
+    const code = await this.exited;
+    clearTimeout(timer);
+    return code;
+  }
+
+  kill(): Promise<number | null> {
+    this.#child.kill('SIGKILL');
+    return this.exited;
+  }
+
+  output(): string {
+    return `stdout:\n${this.stdout.join('')}\nstderr:\n${this.stderr.join('')}`;
+  }
 }
