@@ -151,18 +151,30 @@ impl AnswerDraft {
     }
 }
 
-/// The inputs of the signed-in person's last refused answer to a question from its page's plain form, if kept.
-#[server(prefix = "/ui/fn")]
-pub async fn answer_draft_of(id: uuid::Uuid) -> Result<Option<AnswerDraft>, ServerFnError> {
-    let session = request_session()?;
-    backend()?.0.answer_draft(&session, id).await.map_err(ServerFnError::new)
+/// What the question page shows: the question, and while it is pending the plain form that answers it, rendered
+/// here (see `pages::plain_answer_form`) with the inputs of the person's last refused answer, if kept.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuestionOnPage {
+    pub question: Question,
+    /// The answer form as HTML; `None` once the question is resolved.
+    pub answer_form: Option<String>,
 }
 
 /// One question, for its page.
 #[server(prefix = "/ui/fn")]
-pub async fn question_detail(id: uuid::Uuid) -> Result<Option<Question>, ServerFnError> {
+pub async fn question_page(id: uuid::Uuid) -> Result<Option<QuestionOnPage>, ServerFnError> {
     let session = request_session()?;
-    backend()?.0.question(&session, id).await.map_err(ServerFnError::new)
+    let backend = backend()?.0;
+    let Some(question) = backend.question(&session, id).await.map_err(ServerFnError::new)? else {
+        return Ok(None);
+    };
+    let answer_form = if question.status == crate::types::QuestionStatus::Pending {
+        let draft = backend.answer_draft(&session, id).await.map_err(ServerFnError::new)?.unwrap_or_default();
+        Some(crate::pages::plain_answer_form(&question, &session.csrf_token, draft))
+    } else {
+        None
+    };
+    Ok(Some(QuestionOnPage { question, answer_form }))
 }
 
 /// The questions shown in the inbox, filtered and sorted as the URL says.

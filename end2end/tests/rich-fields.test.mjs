@@ -254,6 +254,35 @@ test('the question page without JavaScript: the same inputs in a plain form, the
   await context.close();
 });
 
+test("the question page with its script: the slider's value, the markdown preview and the browser's offset", async () => {
+  const id = await agentAsks({
+    title: 'Schedule the window (script)',
+    response_type: 'form',
+    fields: [
+      { key: 'starts', label: 'Window opens', response_type: 'datetime', required: true },
+      { key: 'confidence', label: 'Confidence (%)', response_type: 'integer', min: 0, max: 100, step: 5, widget: 'slider' },
+      { key: 'notes', label: 'Notes', response_type: 'markdown' },
+    ],
+  });
+  const page = await livePage({ width: 1280, height: 900 }, `/questions/${id}`);
+  const field = (key) => page.getByTestId(`answer-field-${key}`);
+  await field('starts').fill('2026-03-01T09:30');
+  await field('confidence').focus();
+  for (let i = 0; i < 3; i += 1) await page.keyboard.press('ArrowRight');
+  assert.equal(await page.getByTestId('answer-field-confidence-shown').textContent(), '15', 'the slider shows its value');
+  await field('notes').fill('Ship **after** the freeze.');
+  await page.getByTestId('answer-field-notes').locator('xpath=following-sibling::details[1]/summary').click();
+  assert.equal(await page.getByTestId('answer-field-notes-preview').locator('strong').textContent(), 'after');
+  await page.getByTestId('answer-submit').click();
+  await page.getByTestId('resolution').waitFor();
+  // With the script, the date and time carries the browser's offset: 09:30 in Berlin on 1 March is +01:00.
+  const value = (await answered(id)).response.value;
+  assert.equal(value.starts, '2026-03-01T09:30:00+01:00');
+  assert.equal(value.confidence, 15);
+  assert.equal(value.notes, 'Ship **after** the freeze.');
+  await page.context().close();
+});
+
 test('the question page on a phone, without JavaScript, fits its width', async () => {
   const id = await agentAsks(RICH_FORM('Plan the go-live (phone, no script)'));
   const context = await browser.newContext({ javaScriptEnabled: false, viewport: { width: 390, height: 844 }, isMobile: true });

@@ -6,6 +6,8 @@ mod gateway;
 mod inbox;
 mod not_found;
 mod notifications;
+#[cfg(feature = "ssr")]
+mod plain_answer_form;
 mod question;
 mod rules;
 mod runs;
@@ -19,6 +21,8 @@ pub use inbox::InboxPage;
 pub(crate) use inbox::{Inbox, inbox_pane, install_inbox_keys, send_row_answers};
 pub use not_found::NotFound;
 pub use notifications::NotificationsPage;
+#[cfg(feature = "ssr")]
+pub(crate) use plain_answer_form::plain_answer_form;
 pub use question::QuestionPage;
 pub use rules::RulesSettingsPage;
 pub use runs::{RunPage, RunsPage};

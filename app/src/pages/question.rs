@@ -1,16 +1,16 @@
 //! `/questions/{id}`: one question in full, with a plain HTML form for its answer, so a person can answer every
-//! response type without JavaScript. The form posts to `/ui/answer/{id}`; the server turns the fields into the
-//! answer's JSON and checks it exactly as the API does.
+//! response type without JavaScript. The form is rendered on the server (`super::plain_answer_form`) and posts to
+//! `/ui/answer/{id}`; the server turns the fields into the answer's JSON and checks it exactly as the API does.
 
-use leptos::either::{EitherOf3, EitherOf4, EitherOf6};
+use leptos::either::EitherOf3;
 use leptos::prelude::*;
 use leptos_router::hooks::{use_params_map, use_query_map};
 use uuid::Uuid;
 
 use crate::components::{Badge, Countdown, EscalationChain, ManyHands, capitalise, describe_resolution};
 use crate::markdown::Markdown;
-use crate::types::{FormField, Question, QuestionOption, QuestionStatus, ResponseType, SessionInfo};
-use crate::{AnswerDraft, current_session, question_detail};
+use crate::types::{Question, QuestionStatus};
+use crate::{QuestionOnPage, question_page};
 
 /// The page: the question, then its answer form while it is pending, or how it was resolved.
 #[component]
@@ -19,15 +19,7 @@ pub fn QuestionPage() -> impl IntoView {
     let id = move || params.with(|p| p.get("id").and_then(|id| Uuid::parse_str(&id).ok()));
     let question = crate::codec::resource(id, |id| async move {
         match id {
-            Some(id) => question_detail(id).await,
-            None => Ok(None),
-        }
-    });
-    let session = crate::codec::resource(|| (), |_| current_session());
-    // The inputs of an answer the server refused, shown again (see `AnswerDraft`).
-    let draft = crate::codec::resource(id, |id| async move {
-        match id {
-            Some(id) => crate::answer_draft_of(id).await,
+            Some(id) => question_page(id).await,
             None => Ok(None),
         }
     });
@@ -35,13 +27,10 @@ pub fn QuestionPage() -> impl IntoView {
         <main class="page" data-testid="question-page">
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || {
-                    let session = session.get().and_then(Result::ok);
-                    let draft = draft.get().and_then(Result::ok).flatten();
-                    question.get().map(|result| match (result, session) {
-                        (Ok(Some(q)), Some(s)) => EitherOf4::A(view! { <QuestionView question=q session=s draft/> }),
-                        (Ok(None), _) => EitherOf4::B(view! { <h1>"No such question"</h1> <p><a href="/inbox">"Back to the inbox"</a></p> }),
-                        (Err(err), _) => EitherOf4::C(view! { <p class="alert" role="alert">{err.to_string()}</p> }),
-                        (Ok(Some(_)), None) => EitherOf4::D(view! { <p class="alert" role="alert">"Sign in again."</p> }),
+                    question.get().map(|result| match result {
+                        Ok(Some(QuestionOnPage { question, answer_form })) => EitherOf3::A(view! { <QuestionView question answer_form/> }),
+                        Ok(None) => EitherOf3::B(view! { <h1>"No such question"</h1> <p><a href="/inbox">"Back to the inbox"</a></p> }),
+                        Err(err) => EitherOf3::C(view! { <p class="alert" role="alert">{err.to_string()}</p> }),
                     })
                 }}
             </Suspense>
@@ -50,7 +39,7 @@ pub fn QuestionPage() -> impl IntoView {
 }
 
 #[component]
-fn QuestionView(question: Question, session: SessionInfo, draft: Option<AnswerDraft>) -> impl IntoView {
+fn QuestionView(question: Question, answer_form: Option<String>) -> impl IntoView {
     let query = use_query_map();
     // A code, turned into a sentence of ours: a link that puts its own text here must not speak for Holdpoint.
     let error = move || query.with(|q| q.get_str("error").map(crate::navigation::answer_error_message));
@@ -91,415 +80,42 @@ fn QuestionView(question: Question, session: SessionInfo, draft: Option<AnswerDr
                 {reason.map(|reason| view! { <blockquote data-testid="resolution-comment">{reason}</blockquote> })}
             </div>
         })}
-        {pending.then(|| view! { <AnswerForm question=question.clone() csrf=session.csrf_token.clone() draft=draft.unwrap_or_default()/> })}
+        {answer_form.map(|html| view! { <div class="answer-form-host" on:input=follow_answer_form inner_html=html></div> })}
     }
 }
 
-/// The form for one response type: the answer's inputs, then the comment, then the button(s) that send it (for a
-/// yes/no question or an approval the buttons are the answer). Field names: `value` (repeated for several choices),
-/// `field.<key>` for form fields, `<name>.offset` beside a date and time, `<name>[<row>].<column>` for a table's
-/// cells, `edited_arguments`, `comment`, `csrf`. A form with a file input is sent as `multipart/form-data`, the
-/// file with it. `draft` is what was sent last time, if the server refused it: the inputs show it again.
-#[component]
-fn AnswerForm(question: Question, csrf: String, draft: AnswerDraft) -> impl IntoView {
-    let action = format!("/ui/answer/{}", question.id);
-    let has_file = question.fields.iter().any(|f| f.response_type == ResponseType::File);
-    let draft = StoredValue::new(draft);
-    let send = |label: &'static str| view! { <button type="submit" class="primary" data-testid="answer-submit">{label}</button> };
-    let (inputs, buttons) = match question.response_type {
-        ResponseType::Text => (
-            EitherOf6::A(view! {
-                <label for="answer-value">"Your answer"</label>
-                <textarea id="answer-value" name="value" rows="4" required data-testid="answer-text">{draft.with_value(|d| d.value("value").map(str::to_owned))}</textarea>
-            }),
-            EitherOf3::A(send("Send answer")),
-        ),
-        ResponseType::Boolean => (
-            EitherOf6::B(()),
-            EitherOf3::B(view! {
-                <div class="button-row">
-                    <button type="submit" name="value" value="true" class="primary" data-testid="answer-yes">"Yes"</button>
-                    <button type="submit" name="value" value="false" data-testid="answer-no">"No"</button>
-                </div>
-            }),
-        ),
-        ResponseType::Choice | ResponseType::MultiChoice | ResponseType::ErrorRecovery => {
-            let multiple = question.response_type == ResponseType::MultiChoice;
-            let (legend, options, label) = match question.response_type {
-                ResponseType::ErrorRecovery => {
-                    ("How should the agent go on?", crate::answer::recovery_options(&question), "Send")
-                }
-                _ => (if multiple { "Choose any" } else { "Choose one" }, question.options.clone(), "Send answer"),
-            };
-            (
-                EitherOf6::C(view! {
-                    <fieldset>
-                        <legend>{legend}</legend>
-                        <OptionInputs name="value".to_owned() options multiple draft/>
-                    </fieldset>
-                }),
-                EitherOf3::A(send(label)),
-            )
+/// What the server-rendered answer form does once the page's script runs, on each `input` event inside it: a slider
+/// shows its value in its `<output data-shows=ID>`, a markdown field renders into its `data-preview-of=ID` preview,
+/// and a date and time puts the browser's offset from UTC into its `data-offset-of=ID` hidden input.
+fn follow_answer_form(ev: leptos::ev::Event) {
+    #[cfg(feature = "hydrate")]
+    {
+        use wasm_bindgen::JsCast;
+        let Some(element) = ev.target().and_then(|t| t.dyn_into::<web_sys::Element>().ok()) else {
+            return;
+        };
+        let value = if let Some(input) = element.dyn_ref::<web_sys::HtmlInputElement>() {
+            input.value()
+        } else if let Some(area) = element.dyn_ref::<web_sys::HtmlTextAreaElement>() {
+            area.value()
+        } else {
+            return;
+        };
+        let Some(form) = element.closest("form").ok().flatten() else {
+            return;
+        };
+        let id = element.id();
+        let follower = |attribute: &str| form.query_selector(&format!("[{attribute}=\"{id}\"]")).ok().flatten();
+        if let Some(output) = follower("data-shows") {
+            output.set_text_content(Some(&value));
         }
-        ResponseType::Approval => {
-            let arguments = question
-                .action
-                .as_ref()
-                .map(|a| serde_json::to_string_pretty(&a.arguments).unwrap_or_default())
-                .unwrap_or_default();
-            (
-                EitherOf6::D(question.allow_edit.then(|| {
-                    view! {
-                        <label for="edited-arguments">"Arguments (edit before approving if needed)"</label>
-                        <textarea id="edited-arguments" name="edited_arguments" rows="8" class="mono" spellcheck="false"
-                            data-testid="edited-arguments">{arguments}</textarea>
-                    }
-                })),
-                EitherOf3::C(view! {
-                    <div class="button-row">
-                        <button type="submit" name="value" value="true" class="primary" data-testid="answer-approve">"Approve"</button>
-                        <button type="submit" name="value" value="false" class="danger" data-testid="answer-reject">"Reject"</button>
-                    </div>
-                }),
-            )
+        if let Some(preview) = follower("data-preview-of") {
+            preview.set_inner_html(&crate::markdown::to_html(&value));
         }
-        ResponseType::Form => (
-            EitherOf6::E(view! {
-                {question.fields.clone().into_iter().map(|field| {
-                    let name = format!("field.{}", field.key);
-                    let testid = format!("answer-field-{}", field.key);
-                    view! { <PlainField field name testid draft/> }
-                }).collect_view()}
-            }),
-            EitherOf3::A(send("Send answers")),
-        ),
-        // The rich single-value types: the input of the type, read by the server as its type.
-        ResponseType::Number
-        | ResponseType::Integer
-        | ResponseType::Rating
-        | ResponseType::Date
-        | ResponseType::Datetime
-        | ResponseType::Time
-        | ResponseType::Email
-        | ResponseType::Url
-        | ResponseType::Markdown
-        | ResponseType::Table
-        | ResponseType::File => {
-            let field = crate::rich_input::single_field(&question);
-            (
-                EitherOf6::F(
-                    view! { <PlainField field name="value".to_owned() testid="answer-input".to_owned() draft/> },
-                ),
-                EitherOf3::A(send("Send answer")),
-            )
+        if let Some(offset) = follower("data-offset-of").and_then(|e| e.dyn_into::<web_sys::HtmlInputElement>().ok()) {
+            offset.set_value(&crate::rich_input::browser_offset(&value));
         }
-    };
-    let comment_label = match question.response_type {
-        ResponseType::ErrorRecovery => "Guidance (optional)",
-        ResponseType::Approval => "Comment (optional; a rejection's reason goes to the agent)",
-        _ => "Comment (optional)",
-    };
-    view! {
-        <form method="post" action=action class="stack answer-form" data-testid="answer-form"
-            enctype=has_file.then_some("multipart/form-data")>
-            <input type="hidden" name="csrf" value=csrf/>
-            {inputs}
-            <label for="answer-comment">{comment_label}</label>
-            <textarea id="answer-comment" name="comment" rows="2" data-testid="answer-comment">{draft.with_value(|d| d.value("comment").map(str::to_owned))}</textarea>
-            {buttons}
-        </form>
     }
-}
-
-#[component]
-fn OptionInputs(
-    name: String,
-    options: Vec<QuestionOption>,
-    multiple: bool,
-    draft: StoredValue<AnswerDraft>,
-) -> impl IntoView {
-    let kind = if multiple { "checkbox" } else { "radio" };
-    options
-        .into_iter()
-        .enumerate()
-        .map(|(i, option)| {
-            let id = format!("{name}-{i}");
-            view! {
-                <div class="option">
-                    <input type=kind id=id.clone() name=name.clone() value=option.value.clone() required=!multiple
-                        checked=draft.with_value(|d| d.sent(&name, &option.value)) data-testid=format!("option-{}", option.value)/>
-                    <label for=id>{option.label}</label>
-                    {option.description.map(|d| view! { <span class="muted">" — " {d}</span> })}
-                </div>
-            }
-        })
-        .collect_view()
-}
-
-/// The problem the server named for `path` when it refused the last answer, beside its input.
-fn draft_error(draft: StoredValue<AnswerDraft>, path: &str, id: &str) -> Option<AnyView> {
-    let problem = draft.with_value(|d| d.errors.get(path).cloned())?;
-    Some(view! { <p class="field-error" id=id.to_owned() data-testid="field-error" data-path=path.to_owned()>{problem}</p> }.into_any())
-}
-
-/// One field of the plain form, named `name` (`value`, or `field.<key>` in a form), with its label, help, the input
-/// of its type and what the server said about it last time. Works without the page's script; once the script
-/// runs, a slider shows its value as it moves, a markdown field its preview, and a date and time carries the
-/// browser's offset from UTC (without the script it is read as UTC).
-#[component]
-fn PlainField(field: FormField, name: String, testid: String, draft: StoredValue<AnswerDraft>) -> impl IntoView {
-    let path = crate::rich_input::path_of(&field.key);
-    let id = name.replace(['.', '[', ']'], "-");
-    let error_id = format!("{id}-error");
-    let help_id = format!("{id}-help");
-    let invalid = draft.with_value(|d| d.errors.contains_key(&path)).then_some("true");
-    let described = [invalid.map(|_| error_id.clone()), field.description.as_ref().map(|_| help_id.clone())]
-        .into_iter()
-        .flatten()
-        .collect::<Vec<_>>()
-        .join(" ");
-    let described = (!described.is_empty()).then_some(described);
-    let label =
-        if field.required && !field.key.is_empty() { format!("{} *", field.label) } else { field.label.clone() };
-    // What the input starts with: what was sent last time, else the field's default.
-    let sent = draft.with_value(|d| d.value(&name).map(str::to_owned));
-    let had_draft = draft.with_value(|d| !d.values.is_empty());
-    let initial = sent.or_else(|| {
-        (!had_draft).then(|| field.default.as_ref().map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned)))?
-    });
-    let required = field.required;
-    let placeholder = field.placeholder.clone();
-    let bound = |n: &Option<serde_json::Number>| n.as_ref().map(ToString::to_string);
-    let step = bound(&field.rules.step)
-        .unwrap_or_else(|| if field.response_type == ResponseType::Number { "any".into() } else { "1".into() });
-    let grouped = matches!(field.response_type, ResponseType::Rating | ResponseType::MultiChoice | ResponseType::Table);
-    let input = match field.response_type {
-        ResponseType::Number | ResponseType::Integer if crate::rich_input::is_slider(&field) => {
-            let start = initial.clone().or_else(|| bound(&field.rules.min)).unwrap_or_default();
-            let shown = RwSignal::new(start.clone());
-            view! {
-                <div class="slider">
-                    <input type="range" id=id.clone() name=name.clone() data-testid=testid.clone()
-                        min=bound(&field.rules.min) max=bound(&field.rules.max) step=step.clone() value=start
-                        aria-describedby=described.clone() aria-invalid=invalid
-                        on:input=move |ev| shown.set(event_target_value(&ev))/>
-                    <output for=id.clone() data-testid=format!("{testid}-shown")>{move || shown.get()}</output>
-                </div>
-            }
-            .into_any()
-        }
-        ResponseType::Number | ResponseType::Integer => view! {
-            <input type="number" id=id.clone() name=name.clone() data-testid=testid.clone() required=required
-                min=bound(&field.rules.min) max=bound(&field.rules.max) step=step.clone() value=initial.clone()
-                placeholder=placeholder.clone() aria-describedby=described.clone() aria-invalid=invalid/>
-        }
-        .into_any(),
-        ResponseType::Rating => {
-            let max = field.rules.rating_max();
-            view! {
-                <fieldset class="rating" id=id.clone() data-testid=testid.clone() aria-describedby=described.clone()>
-                    <legend>{label.clone()}</legend>
-                    {(1..=max).map(|stars| {
-                        let value = stars.to_string();
-                        let checked = initial.as_deref() == Some(value.as_str());
-                        view! {
-                            <label class="star" data-testid=format!("{testid}-{stars}")>
-                                <input type="radio" class="visually-hidden" name=name.clone() value=value checked=checked required=required/>
-                                <span aria-hidden="true">"★"</span>
-                                <span class="visually-hidden">{if stars == 1 { "1 star".to_owned() } else { format!("{stars} stars") }}</span>
-                            </label>
-                        }
-                    }).collect_view()}
-                </fieldset>
-            }
-            .into_any()
-        }
-        ResponseType::Datetime => {
-            let offset_name = format!("{name}.offset");
-            let offset = RwSignal::new(draft.with_value(|d| d.value(&offset_name).map(str::to_owned)).unwrap_or_default());
-            let start = initial.clone().map(|v| v.chars().take(16).collect::<String>());
-            view! {
-                <input type="datetime-local" id=id.clone() name=name.clone() data-testid=testid.clone() required=required
-                    value=start aria-describedby=described.clone() aria-invalid=invalid
-                    on:input=move |ev| offset.set(crate::rich_input::browser_offset(&event_target_value(&ev)))/>
-                <input type="hidden" name=offset_name prop:value=move || offset.get()/>
-            }
-            .into_any()
-        }
-        ResponseType::Markdown | ResponseType::Text => {
-            let source = RwSignal::new(initial.clone().unwrap_or_default());
-            let markdown = field.response_type == ResponseType::Markdown;
-            view! {
-                <textarea id=id.clone() name=name.clone() rows=if markdown { "6" } else { "3" } data-testid=testid.clone()
-                    required=required placeholder=placeholder.clone() aria-describedby=described.clone() aria-invalid=invalid
-                    on:input=move |ev| source.set(event_target_value(&ev))>{initial.clone()}</textarea>
-                {markdown.then(|| view! {
-                    <details class="markdown-preview">
-                        <summary>"Preview"</summary>
-                        <div class="markdown" data-testid=format!("{testid}-preview")
-                            inner_html=move || crate::markdown::to_html(&source.get())></div>
-                    </details>
-                })}
-            }
-            .into_any()
-        }
-        ResponseType::Boolean => view! {
-            <select id=id.clone() name=name.clone() data-testid=testid.clone() required=required
-                aria-describedby=described.clone() aria-invalid=invalid>
-                <option value="">"—"</option>
-                <option value="true" selected=initial.as_deref() == Some("true")>"Yes"</option>
-                <option value="false" selected=initial.as_deref() == Some("false")>"No"</option>
-            </select>
-        }
-        .into_any(),
-        ResponseType::Choice => view! {
-            <select id=id.clone() name=name.clone() data-testid=testid.clone() required=required
-                aria-describedby=described.clone() aria-invalid=invalid>
-                <option value="">"—"</option>
-                {field.options.iter().map(|o| view! {
-                    <option value=o.value.clone() selected=initial.as_deref() == Some(o.value.as_str())>{o.label.clone()}</option>
-                }).collect_view()}
-            </select>
-        }
-        .into_any(),
-        ResponseType::MultiChoice => view! {
-            <fieldset id=id.clone() data-testid=testid.clone() aria-describedby=described.clone()>
-                <legend>{label.clone()}</legend>
-                <OptionInputs name=name.clone() options=field.options.clone() multiple=true draft/>
-            </fieldset>
-        }
-        .into_any(),
-        ResponseType::File => {
-            let kept = draft.with_value(|d| d.files.get(&name).cloned());
-            let accept = (!field.accept.is_empty()).then(|| field.accept.join(","));
-            view! {
-                <div class="dropzone">
-                    <input type="file" id=id.clone() name=name.clone() data-testid=testid.clone() accept=accept
-                        required=required && kept.is_none() aria-describedby=described.clone() aria-invalid=invalid/>
-                    {kept.map(|file| view! {
-                        <p class="file-chosen" data-testid=format!("{testid}-chosen")>
-                            "Uploaded: " {file.name.clone()} " — " {crate::rich_input::human_size(file.size)}
-                            " (kept unless you choose another)"
-                        </p>
-                        <input type="hidden" name=name.clone() value=file.file_id.to_string()/>
-                    })}
-                </div>
-            }
-            .into_any()
-        }
-        ResponseType::Table => view! { <PlainTable field=field.clone() name=name.clone() label=label.clone() testid=testid.clone() draft/> }.into_any(),
-        _ => {
-            let kind = match field.response_type {
-                ResponseType::Date => "date",
-                ResponseType::Time => "time",
-                ResponseType::Email => "email",
-                ResponseType::Url => "url",
-                _ => "text",
-            };
-            view! {
-                <input type=kind id=id.clone() name=name.clone() data-testid=testid.clone() required=required
-                    value=initial.clone() placeholder=placeholder.clone() aria-describedby=described.clone() aria-invalid=invalid/>
-            }
-            .into_any()
-        }
-    };
-    view! {
-        <div class="field">
-            {(!grouped).then(|| view! { <label for=id.clone()>{label.clone()}</label> })}
-            {field.description.clone().map(|d| view! { <p class="muted field-help" id=help_id>{d}</p> })}
-            {input}
-            {draft_error(draft, &path, &error_id)}
-        </div>
-    }
-}
-
-/// How many rows the plain form offers a table: its least, three to fill in otherwise, as many as were sent last
-/// time, never more than it may have.
-fn plain_rows(field: &FormField, draft: &AnswerDraft, name: &str) -> u32 {
-    let prefix = format!("{name}[");
-    let sent = draft
-        .values
-        .iter()
-        .filter_map(|(n, _)| n.strip_prefix(&prefix)?.split_once(']')?.0.parse::<u32>().ok())
-        .max()
-        .map_or(0, |row| row + 1);
-    let max = field.rules.max_rows.unwrap_or(crate::types::TABLE_ROWS_MAX).min(crate::types::TABLE_ROWS_MAX);
-    field.rules.min_rows.unwrap_or(0).max(3).max(sent).min(max)
-}
-
-/// A table in the plain form: a fixed number of rows of inputs named `<name>[<row>].<column>`; rows left blank at
-/// the end are not sent.
-#[component]
-fn PlainTable(
-    field: FormField,
-    name: String,
-    label: String,
-    testid: String,
-    draft: StoredValue<AnswerDraft>,
-) -> impl IntoView {
-    let rows = draft.with_value(|d| plain_rows(&field, d, &name));
-    let path = crate::rich_input::path_of(&field.key);
-    let columns = field.rules.columns.clone();
-    view! {
-        <div class="table-editor" data-testid=testid.clone()>
-            <table>
-                <caption>{label}</caption>
-                <thead>
-                    <tr>{columns.iter().map(|c| view! { <th scope="col">{c.label.clone()}{c.required.then_some(" *")}</th> }).collect_view()}</tr>
-                </thead>
-                <tbody>
-                    {(0..rows).map(|row| {
-                        view! {
-                            <tr>
-                                {columns.iter().map(|column| {
-                                    let cell = format!("{name}[{row}].{}", column.key);
-                                    let cell_path = format!("{path}[{row}].{}", column.key);
-                                    let value = draft.with_value(|d| d.value(&cell).map(str::to_owned));
-                                    let invalid = draft.with_value(|d| d.errors.contains_key(&cell_path)).then_some("true");
-                                    let aria = format!("{}, row {}", column.label, row + 1);
-                                    let cell_testid = format!("{testid}-{row}-{}", column.key);
-                                    let input = match column.response_type {
-                                        ResponseType::Boolean => view! {
-                                            <select name=cell.clone() aria-label=aria data-testid=cell_testid aria-invalid=invalid>
-                                                <option value="">"—"</option>
-                                                <option value="true" selected=value.as_deref() == Some("true")>"Yes"</option>
-                                                <option value="false" selected=value.as_deref() == Some("false")>"No"</option>
-                                            </select>
-                                        }.into_any(),
-                                        ResponseType::Choice => view! {
-                                            <select name=cell.clone() aria-label=aria data-testid=cell_testid aria-invalid=invalid>
-                                                <option value="">"—"</option>
-                                                {column.options.iter().map(|o| view! {
-                                                    <option value=o.value.clone() selected=value.as_deref() == Some(o.value.as_str())>{o.label.clone()}</option>
-                                                }).collect_view()}
-                                            </select>
-                                        }.into_any(),
-                                        other => {
-                                            let (kind, step) = match other {
-                                                ResponseType::Number => ("number", Some("any")),
-                                                ResponseType::Integer => ("number", Some("1")),
-                                                ResponseType::Date => ("date", None),
-                                                _ => ("text", None),
-                                            };
-                                            view! {
-                                                <input type=kind step=step name=cell.clone() aria-label=aria data-testid=cell_testid
-                                                    value=value aria-invalid=invalid/>
-                                            }.into_any()
-                                        }
-                                    };
-                                    view! {
-                                        <td data-label=column.label.clone()>
-                                            {input}
-                                            {draft_error(draft, &cell_path, &format!("{}-error", cell.replace(['.', '[', ']'], "-")))}
-                                        </td>
-                                    }
-                                }).collect_view()}
-                            </tr>
-                        }
-                    }).collect_view()}
-                </tbody>
-            </table>
-            <p class="muted">"Rows left blank at the end are not sent."</p>
-        </div>
-    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = ev;
 }
