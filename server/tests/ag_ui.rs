@@ -402,7 +402,63 @@ async fn a_paused_run_is_one_interrupt_of_its_own_that_a_resume_continues(backen
     assert!(prompt.is_some_and(|m| m["role"] == "user"), "the payload's prompt is the next user message");
 }
 
+/// The first answer wins everywhere: a resume entry naming a question someone already answered elsewhere (here over
+/// the API, as Slack or the inbox would) is skipped, its answer stands, the other entries apply, and the stream says
+/// which entries were skipped and how their questions were resolved.
+async fn a_resume_entry_resolved_elsewhere_first_is_skipped_and_reported(backend: common::Backend) {
+    let (scripts, mock) = (Scripts::new(), deploy_mock().await);
+    let Some(app) = start(backend, &scripts, &mock).await else { return };
+    let turns = json!([
+        { "content": "", "tool_calls": [
+            { "id": "call_region", "name": "ask_user", "arguments": { "title": "Which region?" } }
+        ] },
+        { "content": "", "tool_calls": [
+            { "id": "call_size", "name": "ask_user", "arguments": { "title": "Which size?" } }
+        ] },
+        { "content": "Noted." }
+    ]);
+    agent(&app, &scripts, "sizer", turns, &["ask_user"], json!({})).await;
+    let first = events(&post_run(&app, "sizer", &app.token, input("thread-first", "run-1", None)).await);
+    let region = first.last().unwrap()["outcome"]["interrupts"][0]["id"].as_str().unwrap().to_owned();
+    // Answered in Slack (here: over the API) while the client still holds the interrupt; the run goes on and asks
+    // its next question.
+    let elsewhere = app
+        .post(&format!("/api/v1/questions/{region}/answer"), json!({ "value": "us-east", "comment": "cheaper" }))
+        .await;
+    assert_eq!(elsewhere.status, StatusCode::OK, "{}", elsewhere.text);
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    let size = loop {
+        let pending = app.get("/api/v1/questions?status=pending").await.json;
+        if let Some(size) = pending["items"].as_array().and_then(|items| items.first()) {
+            break size["id"].as_str().unwrap().to_owned();
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the run never asked its second question");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+
+    let resume = json!([
+        { "interruptId": region, "status": "resolved", "payload": "eu-west" },
+        { "interruptId": size, "status": "resolved", "payload": "large" }
+    ]);
+    let second = events(&post_run(&app, "sizer", &app.token, input("thread-first", "run-2", Some(resume))).await);
+    assert_eq!(types(&second)[..2], ["RUN_STARTED", "CUSTOM"], "{second:?}");
+    assert_eq!(second[1]["name"], "holdpoint.already_resolved");
+    let skipped = second[1]["value"]["entries"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert_eq!(skipped[0]["interruptId"], region.as_str());
+    assert_eq!(skipped[0]["status"], "answered");
+    assert_eq!(skipped[0]["response"]["value"], "us-east");
+    assert!(skipped[0]["answeredBy"].is_string(), "{skipped:?}");
+    assert_eq!(second.last().unwrap()["outcome"]["type"], "success", "{second:?}");
+
+    let region = app.get(&format!("/api/v1/questions/{region}")).await.json;
+    assert_eq!(region["response"]["value"], "us-east", "the first answer stands: {region}");
+    let size = app.get(&format!("/api/v1/questions/{size}")).await.json;
+    assert_eq!((size["status"].as_str(), size["response"]["value"].as_str()), (Some("answered"), Some("large")));
+}
+
 on_both_backends!(
+    a_resume_entry_resolved_elsewhere_first_is_skipped_and_reported,
     an_approval_is_a_tool_call_interrupt_and_the_resumed_run_runs_the_call,
     edited_arguments_run_instead_and_a_cancelled_resume_rejects_the_call,
     questions_of_ask_user_are_input_required_and_confirmation_interrupts,

@@ -37,6 +37,7 @@ on_both_backends!(
     a_configured_name_taken_by_a_registered_upstream_stops_the_server,
     input_required_answers_are_asked_as_forms_and_the_call_retried_with_the_answers,
     an_asked_call_as_a_task_reaches_the_upstream_only_after_approval,
+    a_gateway_task_read_after_a_restart_ends_without_making_its_call,
 );
 
 type Client = RunningService<RoleClient, ()>;
@@ -458,6 +459,57 @@ async fn an_asked_call_as_a_task_reaches_the_upstream_only_after_approval(backen
     let audited = gateway.audited_calls(3).await;
     let outcomes: Vec<&Value> = audited.iter().map(|e| &e["after"]["outcome"]).collect();
     assert!(outcomes.contains(&&json!("cancelled")), "the cancelled call is audited: {outcomes:?}");
+}
+
+/// After a restart, the gateway's tasks are read from their questions but their calls are never made: one whose
+/// approval was still pending fails saying so and its question is cancelled (nobody approves a call that will not
+/// run); one rejected completes with the rejection, as it would have without the restart. The upstream sees
+/// neither.
+async fn a_gateway_task_read_after_a_restart_ends_without_making_its_call(backend: Backend) {
+    let Some(gateway) = Gateway::start(backend).await else { return };
+    let upstream = McpUpstream::start("files").await;
+    gateway.register("files", &upstream.url()).await;
+    gateway.rules(json!({ "default": "ask" })).await;
+    let connect_with_tasks = |base: String| {
+        let config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp/gateway"))
+            .auth_header(gateway.agent.clone());
+        let info =
+            ClientConfig::new(ClientCapabilities::builder().enable_tasks().build(), Implementation::new("t", "1"));
+        async move { info.serve(StreamableHttpClientTransport::from_config(config)).await.expect("connects") }
+    };
+    let task_of = |response: CallToolResponse| match response {
+        CallToolResponse::Task(created) => created.task.task_id,
+        other => panic!("a task was expected, not {other:?}"),
+    };
+    let client = connect_with_tasks(gateway.base.clone()).await;
+    let waiting =
+        task_of(client.call_tool_once(call("files__delete_file", json!({ "path": "/srv/data" }))).await.unwrap());
+    let question = gateway.pending_question().await;
+    let rejected =
+        task_of(client.call_tool_once(call("files__delete_file", json!({ "path": "/srv/logs" }))).await.unwrap());
+    let rejected_question = gateway.app.get(&format!("/api/v1/questions/{rejected}")).await.json;
+    assert_eq!(question["id"], waiting.as_str());
+    client.cancel().await.unwrap();
+
+    let (state, router) = gateway.app.restart(|config| config.upstream_allow_private = true).await;
+    let restarted = common::serve_router(&state, router).await;
+    gateway.answer(&rejected_question, json!({ "value": false, "comment": "keep the logs" })).await;
+    let client = connect_with_tasks(restarted).await;
+
+    let failed = ended_task(&client, &waiting).await;
+    let TaskPayload::Failed { error } = &failed.task.payload else { panic!("failed, not {failed:?}") };
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains("restarted") && message.contains("not made"), "{message}");
+    let question = gateway.app.get(&format!("/api/v1/questions/{waiting}")).await.json;
+    assert_eq!(question["status"], "cancelled", "{question}");
+
+    let done = ended_task(&client, &rejected).await;
+    let TaskPayload::Completed { result } = &done.task.payload else { panic!("completed, not {done:?}") };
+    let result: CallToolResult = serde_json::from_value(Value::Object(result.clone())).unwrap();
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    assert!(text_of(&result).contains("keep the logs"), "{result:?}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(upstream.calls().is_empty(), "no call reached the upstream: {:?}", upstream.calls());
 }
 
 async fn a_condition_splits_one_tools_calls_between_allow_and_ask(backend: Backend) {

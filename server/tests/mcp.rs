@@ -670,8 +670,71 @@ async fn cancelling_a_task_cancels_its_question(app: TestApp) {
     assert_eq!(late.status, StatusCode::CONFLICT, "{}", late.text);
 }
 
+/// Tasks outlive the server: after a restart (same database, an empty book of tasks), a new session of the same
+/// caller reads its tasks from their questions. One answered while no server watched it is completed at once with
+/// the tool's result; one still pending waits for its answer again; `tasks/cancel` still cancels the question, as
+/// the caller. Another caller is told there is no such task.
+async fn tasks_are_taken_up_again_after_a_restart(app: TestApp) {
+    let base = app.serve().await;
+    let agent = app.create_token("default", app::types::Role::Agent).await;
+    let client = connect_with_tasks(&base, &agent).await;
+    let asked = json!({ "title": "Deploy after the restart?", "response_type": "boolean" });
+    let asked = call_as_task(&client, call("ask_user", asked)).await;
+    let approval = json!({ "tool_name": "Bash", "input": { "command": "make deploy" } });
+    let approval = call_as_task(&client, call("request_approval", approval)).await;
+    let withdrawn = call_as_task(&client, call("ask_user", json!({ "title": "Still needed?" }))).await;
+    client.cancel().await.unwrap();
+
+    let (state, router) = app.restart(|_| {}).await;
+    let restarted = common::serve_router(&state, router).await;
+    // Decided while no server waited for it.
+    let rejected = app
+        .post(&format!("/api/v1/questions/{approval}/answer"), json!({ "value": false, "comment": "not today" }))
+        .await;
+    assert_eq!(rejected.status, StatusCode::OK, "{}", rejected.text);
+
+    let client = connect_with_tasks(&restarted, &agent).await;
+    let waiting = client.get_task(GetTaskParams::new(&asked)).await.expect("the restarted server knows the task");
+    assert_eq!(waiting.task.status(), TaskStatus::InputRequired);
+    let wire = serde_json::to_value(&waiting).unwrap();
+    assert_eq!(wire["inputRequests"]["question"]["params"]["mode"], "url", "{wire}");
+    let url = wire["inputRequests"]["question"]["params"]["url"].as_str().unwrap();
+    assert!(url.ends_with(&format!("/questions/{asked}")), "{wire}");
+    assert_eq!(wire["_meta"]["holdpoint/question"]["status"], "pending", "{wire}");
+
+    let decided = client.get_task(GetTaskParams::new(&approval)).await.unwrap();
+    assert_eq!(decided.task.status(), TaskStatus::Completed, "{decided:?}");
+    let decision: Value =
+        serde_json::from_str(completed_result(&decided)["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(decision["behavior"], "deny", "{decision}");
+    assert!(decision["message"].as_str().unwrap().contains("not today"), "{decision}");
+
+    let stranger = connect_with_tasks(&restarted, &app.token).await;
+    let refused = stranger.get_task(GetTaskParams::new(&withdrawn)).await.expect_err("not the stranger's task");
+    assert!(refused.to_string().contains("no task"), "{refused}");
+
+    let answered = app.post(&format!("/api/v1/questions/{asked}/answer"), json!({ "value": true })).await;
+    assert_eq!(answered.status, StatusCode::OK, "{}", answered.text);
+    let reconnected = connect_with_tasks(&restarted, &agent).await;
+    let done = settled_task(&reconnected, &asked).await;
+    assert_eq!(done.task.status(), TaskStatus::Completed);
+    let outcome = completed_result(&done)["structuredContent"].clone();
+    assert_eq!(outcome["outcome"], "answered", "{outcome}");
+    assert_eq!(outcome["value"], true, "{outcome}");
+
+    reconnected.cancel_task(CancelTaskParams::new(&withdrawn)).await.expect("tasks/cancel is acknowledged");
+    let question = app.get(&format!("/api/v1/questions/{withdrawn}")).await.json;
+    assert_eq!(question["status"], "cancelled", "{question}");
+    let audit = app.get("/api/v1/audit?action=question.cancelled").await.json;
+    let entry = audit["items"].as_array().unwrap().iter().find(|e| e["subject_id"] == withdrawn.as_str()).cloned();
+    assert_eq!(entry.expect("the cancellation is audited")["actor_kind"], "token");
+    let got = reconnected.get_task(GetTaskParams::new(&withdrawn)).await.unwrap();
+    assert_eq!(got.task.status(), TaskStatus::Cancelled);
+}
+
 backend_tests!(
     an_mcp_client_lists_the_tools_and_asks_a_person,
+    tasks_are_taken_up_again_after_a_restart,
     request_approval_answers_in_the_permission_prompt_format,
     mcp_refuses_requests_without_a_valid_token,
     ask_user_takes_options_as_plain_strings,

@@ -241,15 +241,20 @@ impl TestApp {
 
     /// Serves the app on a loopback port; returns its base URL. The server lives as long as the test's runtime.
     pub async fn serve(&self) -> String {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let router = self.router.clone();
-        let limits = self.state.config.connections.clone();
-        tokio::spawn(async move {
-            holdpoint::server::serve_connections(router, listener, &limits, std::future::pending()).await;
-        });
-        format!("http://{addr}")
+        serve_router(&self.state, self.router.clone()).await
     }
+}
+
+/// Serves `router` (of `state`, as [`TestApp::restart`] returns them) on a loopback port; returns its base URL. The
+/// server lives as long as the test's runtime.
+pub async fn serve_router(state: &AppState, router: Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let limits = state.config.connections.clone();
+    tokio::spawn(async move {
+        holdpoint::server::serve_connections(router, listener, &limits, std::future::pending()).await;
+    });
+    format!("http://{addr}")
 }
 
 /// A signed-in browser session: its cookie (`hp_session=...`) and its CSRF token.

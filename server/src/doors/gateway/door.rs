@@ -37,7 +37,7 @@ use sha2::{Digest, Sha256};
 use super::connections::{CallScope, Connection, Connections, Target};
 use crate::credentials::Caller;
 use crate::doors::mcp::SessionOwners;
-use crate::doors::mcp::tasks::{self, Done, Tasks};
+use crate::doors::mcp::tasks::{self, Done, Resumed, Tasks};
 use crate::error::AppError;
 use crate::rules::{ToolCall, Verdict};
 use crate::state::AppState;
@@ -61,9 +61,10 @@ enum Round {
 
 /// The gateway's MCP service, mounted at `/mcp/gateway` behind `/mcp`'s authentication, and the book of its
 /// sessions.
+#[expect(clippy::type_complexity, reason = "the service and its two books, as `/mcp`'s")]
 pub fn service(
     state: AppState,
-) -> Result<(StreamableHttpService<Gateway, LocalSessionManager>, Arc<SessionOwners>), reqwest::Error> {
+) -> Result<(StreamableHttpService<Gateway, LocalSessionManager>, Arc<SessionOwners>, Arc<Tasks>), reqwest::Error> {
     let mut manager = LocalSessionManager::default();
     // As at `/mcp`: sessions idle out by Holdpoint's own rule, which knows when a call waits for a person.
     manager.session_config.keep_alive = None;
@@ -83,9 +84,10 @@ pub fn service(
             closing.close_all();
         });
     }
-    let gateway = Gateway { state, owners: Arc::clone(&owners), connections, tasks: Arc::default() };
+    let tasks = Tasks::new(tasks::Door::Gateway);
+    let gateway = Gateway { state, owners: Arc::clone(&owners), connections, tasks: Arc::clone(&tasks) };
     let service = StreamableHttpService::new(move || Ok(gateway.clone()), manager, config);
-    Ok((service, owners))
+    Ok((service, owners, tasks))
 }
 
 /// The gateway's MCP server.
@@ -119,6 +121,102 @@ fn failed(text: String) -> CallToolResponse {
 /// The hex SHA-256 of the arguments' JSON: what the audit keeps of them.
 fn digest(arguments: &Value) -> String {
     hex::encode(Sha256::digest(serde_json::to_vec(arguments).unwrap_or_default()))
+}
+
+/// How a call whose approval was not given ends, and its audit outcome: rejected (with the comment and the
+/// directive not to retry unchanged), expired or cancelled. `None` for an approval: the call may go on.
+fn not_approved(asked: &app::types::Question, rule_tool: &str) -> Option<(&'static str, CallToolResult)> {
+    let response = asked.response.as_ref();
+    let error = |text: String| CallToolResult::error(vec![ContentBlock::text(text)]);
+    match asked.status {
+        QuestionStatus::Answered | QuestionStatus::Defaulted
+            if response.is_some_and(|r| r.value == Value::Bool(true)) =>
+        {
+            None
+        }
+        QuestionStatus::Answered | QuestionStatus::Defaulted => {
+            let by = asked.answered_by.clone().unwrap_or_else(|| "the default".into());
+            let comment = response.and_then(|r| r.comment.clone());
+            let comment = comment.map(|c| format!(": {c}")).unwrap_or_default();
+            Some((
+                "rejected",
+                error(format!(
+                    "Rejected by {by}{comment}. The call {rule_tool} was not made; do not retry it unchanged."
+                )),
+            ))
+        }
+        QuestionStatus::Expired => Some((
+            "expired",
+            error(format!(
+                "The approval of {rule_tool} expired: nobody decided before its deadline (question {}). The call was \
+                 not made.",
+                asked.id
+            )),
+        )),
+        QuestionStatus::Cancelled | QuestionStatus::Pending => Some((
+            "cancelled",
+            error(format!("The approval of {rule_tool} was cancelled (question {}). The call was not made.", asked.id)),
+        )),
+    }
+}
+
+/// Whether a stored question is one the gateway asked for a call: an approval the rules asked, of a tool named
+/// `mcp:<upstream>/<tool>`.
+pub(crate) fn asked_by_gateway(row: &crate::store::QuestionRow) -> bool {
+    row.kind == app::types::QuestionKind::Approval
+        && row.context.0["source"] == "rules"
+        && row.action.as_ref().is_some_and(|action| action.0.tool_name.starts_with("mcp:"))
+}
+
+/// The reason a gateway question gets when the server restarted before the call it asked about was made.
+const CANCELLED_BY_RESTART: &str = "the MCP gateway restarted before the call this approval was for was made";
+
+/// A gateway task taken up again from its stored question after a restart: it ends at once, and its call is never
+/// made after the restart. The call's arguments, its upstream and the approval are all stored, but not whether the
+/// server that stopped had already sent it (it may have stopped in the middle): sending it again could make it
+/// twice, and a tool call that changes something must not run twice on one approval. So:
+///
+/// - rejected or expired: completed with the same `isError` result as without a restart; cancelled: cancelled;
+/// - still pending: its question is cancelled (as the caller, so that nobody approves a call that will not run), and
+///   the task fails saying the call was not made;
+/// - approved: the task fails saying the call was not made after the restart, and may have been before it.
+pub(crate) async fn resume(state: &AppState, caller: &Caller, row: crate::store::QuestionRow) -> Option<Resumed> {
+    if !asked_by_gateway(&row) {
+        return None;
+    }
+    let rule_tool = row.action.as_ref().map(|action| action.0.tool_name.clone()).unwrap_or_default();
+    let id = row.id;
+    let status = row.status;
+    if status == QuestionStatus::Pending {
+        let store = state.store.as_ref();
+        let reason = Some(CANCELLED_BY_RESTART.to_owned());
+        let now = crate::store::now();
+        match crate::questions::cancel_question(store, &state.metrics, caller, id, reason, now).await {
+            // Resolved meanwhile: the call is not made all the same.
+            Ok(_) | Err(AppError::Conflict { .. }) => {}
+            Err(err) => tracing::warn!(error = %err, question = %id, "could not cancel a gateway task's question"),
+        }
+        let message = format!(
+            "The server restarted while the call {rule_tool} waited for its approval (question {id}): the call was \
+             not made, and its question is cancelled. Call the tool again to ask anew."
+        );
+        return Some(Resumed::Now(Done::Finished(Err(ErrorData::internal_error(message, None)))));
+    }
+    if status == QuestionStatus::Cancelled {
+        // As a live task ends when its question is cancelled.
+        return Some(Resumed::Now(Done::Cancelled(format!(
+            "The approval of {rule_tool} was cancelled (question {id}). The call was not made."
+        ))));
+    }
+    let question = row.to_question(&caller.principal.workspace).ok()?;
+    if let Some((_, refused)) = not_approved(&question, &rule_tool) {
+        return Some(Resumed::Now(Done::Finished(Ok(refused))));
+    }
+    let message = format!(
+        "The server restarted before the call {rule_tool} ended (question {id} was approved): the call is not made \
+         again after the restart, and whether it reached its upstream before is unknown."
+    );
+    Some(Resumed::Now(Done::Finished(Err(ErrorData::internal_error(message, None)))))
 }
 
 /// What became of one call, for its audit entry.
@@ -229,39 +327,12 @@ impl Gateway {
         let mut forwarded_arguments = call.forwarded_arguments.clone();
         let question = asked.as_ref().map(|asked| asked.id);
         if let Some(asked) = &asked {
-            let response = asked.response.as_ref();
-            match asked.status {
-                QuestionStatus::Answered | QuestionStatus::Defaulted
-                    if response.is_some_and(|r| r.value == Value::Bool(true)) =>
-                {
-                    if let Some(Value::Object(edited)) = response.and_then(|r| r.edited_arguments.clone()) {
-                        forwarded_arguments = Some(edited);
-                    }
-                }
-                QuestionStatus::Answered | QuestionStatus::Defaulted => {
-                    self.record(call.record("rejected", question));
-                    let by = asked.answered_by.clone().unwrap_or_else(|| "the default".into());
-                    let comment = response.and_then(|r| r.comment.clone());
-                    let comment = comment.map(|c| format!(": {c}")).unwrap_or_default();
-                    return Ok(failed(format!(
-                        "Rejected by {by}{comment}. The call {rule_tool} was not made; do not retry it unchanged."
-                    )));
-                }
-                QuestionStatus::Expired => {
-                    self.record(call.record("expired", question));
-                    return Ok(failed(format!(
-                        "The approval of {rule_tool} expired: nobody decided before its deadline (question {}). \
-                         The call was not made.",
-                        asked.id
-                    )));
-                }
-                QuestionStatus::Cancelled | QuestionStatus::Pending => {
-                    self.record(call.record("cancelled", question));
-                    return Ok(failed(format!(
-                        "The approval of {rule_tool} was cancelled (question {}). The call was not made.",
-                        asked.id
-                    )));
-                }
+            if let Some((outcome, refused)) = not_approved(asked, rule_tool) {
+                self.record(call.record(outcome, question));
+                return Ok(CallToolResponse::Complete(refused));
+            }
+            if let Some(Value::Object(edited)) = asked.response.as_ref().and_then(|r| r.edited_arguments.clone()) {
+                forwarded_arguments = Some(edited);
             }
         }
         let forwarded = self.forward(&call.connection, &call.target, scope, forwarded_arguments).await;
@@ -472,7 +543,7 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let (caller, _) = tasks::caller_of(&self.state, &context)?;
-        self.tasks.update(&caller, &request.task_id)
+        self.tasks.update(&self.state, &caller, &request.task_id).await
     }
 
     async fn cancel_task(

@@ -55,6 +55,8 @@ const POLL_INTERVAL: Duration = Duration::from_millis(250);
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// The key of the `metadata` under which events and interrupts carry Holdpoint's own ids.
 const METADATA_KEY: &str = "holdpoint";
+/// The name of the `CUSTOM` event that tells which resume entries named questions resolved elsewhere first.
+const ALREADY_RESOLVED: &str = "holdpoint.already_resolved";
 
 /// AG-UI's `RunAgentInput`: what a client sends to run the agent on a thread.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -173,6 +175,7 @@ async fn run_agent(
     {
         return Err(AppError::NotFound("thread"));
     }
+    let mut already_resolved = Vec::new();
     let (run, after_seq) = match (existing, input.resume.as_deref()) {
         (None, Some(entries)) if !entries.is_empty() => {
             return Err(AppError::invalid_field("resume", "the thread has no run to resume"));
@@ -194,7 +197,7 @@ async fn run_agent(
         }
         (Some(run), Some(entries)) if !entries.is_empty() => {
             let after = last_seq(&state, run.id).await?;
-            settle_interrupts(&state, &caller, &run, entries).await?;
+            already_resolved = settle_interrupts(&state, &caller, &run, entries).await?;
             (run, after)
         }
         (Some(run), _) if run.status == RunStatus::Paused => {
@@ -210,7 +213,16 @@ async fn run_agent(
     };
     // The ids are echoed as the client sent them.
     let (thread_id, run_id) = (input.thread_id, input.run_id);
-    let stream = run_events(state, slot, caller.principal.workspace.clone(), run, after_seq, thread_id, run_id);
+    let stream = run_events(
+        state,
+        slot,
+        caller.principal.workspace.clone(),
+        run,
+        after_seq,
+        thread_id,
+        run_id,
+        already_resolved,
+    );
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
 }
 
@@ -360,8 +372,18 @@ fn comment_of(entry: &ResumeEntry, i: usize, errors: &mut FieldErrors) -> Option
 }
 
 /// Answers or cancels what the resume entries name, as the caller may: every entry is checked first (the thread's,
-/// pending, the caller's right, the payload's shape), and nothing changes if one is refused.
-async fn settle_interrupts(state: &AppState, caller: &Caller, run: &RunRow, entries: &[ResumeEntry]) -> ApiResult<()> {
+/// the caller's right, the payload's shape), and nothing changes if one is refused.
+///
+/// The first answer wins everywhere in Holdpoint: an entry naming a question already resolved elsewhere (answered
+/// in Slack or the inbox, expired, cancelled), or resolved while this request applies the others, is skipped and
+/// its resolution stands. Returns those entries, each with how its question was resolved, for the stream to tell.
+async fn settle_interrupts(
+    state: &AppState,
+    caller: &Caller,
+    run: &RunRow,
+    entries: &[ResumeEntry],
+) -> ApiResult<Vec<Value>> {
+    let mut already_resolved = Vec::new();
     let mut errors = FieldErrors::default();
     let mut actions = Vec::new();
     let mut seen = std::collections::HashSet::new();
@@ -405,7 +427,8 @@ async fn settle_interrupts(state: &AppState, caller: &Caller, run: &RunRow, entr
             continue;
         };
         if row.status != QuestionStatus::Pending {
-            return Err(crate::questions::not_pending(&row));
+            already_resolved.push(resolution_of(&entry.interrupt_id, &row.to_question(&caller.principal.workspace)?));
+            continue;
         }
         let question = row.to_question(&caller.principal.workspace)?;
         match entry.status {
@@ -442,12 +465,19 @@ async fn settle_interrupts(state: &AppState, caller: &Caller, run: &RunRow, entr
     for action in actions {
         match action {
             Settle::Answer(id, answer) => {
-                crate::questions::answer_question(&state.answering(), caller, id, answer, now).await?;
+                let answered = crate::questions::answer_question(&state.answering(), caller, id, answer, now).await;
+                if let Some(resolved) = resolved_meanwhile(state, caller, id, answered.map(|_| ())).await? {
+                    already_resolved.push(resolved);
+                }
             }
             Settle::Cancel(id, reason) => {
                 let reason = reason.or_else(|| Some("cancelled through AG-UI".to_owned()));
-                crate::questions::cancel_question(state.store.as_ref(), &state.metrics, caller, id, reason, now)
-                    .await?;
+                let cancelled =
+                    crate::questions::cancel_question(state.store.as_ref(), &state.metrics, caller, id, reason, now)
+                        .await;
+                if let Some(resolved) = resolved_meanwhile(state, caller, id, cancelled.map(|_| ())).await? {
+                    already_resolved.push(resolved);
+                }
             }
             Settle::ResumePaused(prompt) => {
                 let request = ResumeRequest { prompt, tool_decisions: Vec::new() };
@@ -459,7 +489,39 @@ async fn settle_interrupts(state: &AppState, caller: &Caller, run: &RunRow, entr
             }
         }
     }
-    Ok(())
+    Ok(already_resolved)
+}
+
+/// How applying an entry to question `id` went: `None` if it applied; the question's resolution if someone else
+/// resolved it between the check and the write (the conflict the first answer's win makes); any other error as it is.
+async fn resolved_meanwhile(
+    state: &AppState,
+    caller: &Caller,
+    id: Uuid,
+    applied: Result<(), AppError>,
+) -> ApiResult<Option<Value>> {
+    match applied {
+        Ok(()) => Ok(None),
+        Err(err @ AppError::Conflict { .. }) => {
+            let row = state.store.question(caller.workspace_id(), id).await?;
+            match row.filter(|row| row.status != QuestionStatus::Pending) {
+                Some(row) => Ok(Some(resolution_of(&id.to_string(), &row.to_question(&caller.principal.workspace)?))),
+                None => Err(err),
+            }
+        }
+        Err(err) => Err(err),
+    }
+}
+
+/// A skipped resume entry, and how its question was resolved: its status, who answered, when, and the answer.
+fn resolution_of(interrupt_id: &str, question: &Question) -> Value {
+    json!({
+        "interruptId": interrupt_id,
+        "status": question.status,
+        "answeredBy": question.answered_by,
+        "resolvedAt": question.resolved_at,
+        "response": question.response,
+    })
 }
 
 /// The answer a resolved entry gives its question; `None` (with the fault in `errors`) if the payload does not fit
@@ -512,7 +574,10 @@ fn event(data: Value) -> Result<Event, Infallible> {
     Ok(Event::default().data(data.to_string()))
 }
 
-/// The run from its message after `after_seq` on, as AG-UI events, until it ends or waits for people.
+/// The run from its message after `after_seq` on, as AG-UI events, until it ends or waits for people. The resume
+/// entries skipped because their questions were resolved elsewhere first come right after `RUN_STARTED`, as a
+/// `CUSTOM` event named [`ALREADY_RESOLVED`] whose value is `{"entries": [...]}`.
+#[expect(clippy::too_many_arguments, reason = "the stream's own parts, each passed once")]
 fn run_events(
     state: AppState,
     slot: crate::events::StreamSlot,
@@ -521,6 +586,7 @@ fn run_events(
     after_seq: i32,
     thread_id: String,
     run_id: String,
+    already_resolved: Vec<Value>,
 ) -> impl Stream<Item = Result<Event, Infallible>> {
     let holdpoint = json!({ METADATA_KEY: { "run_id": run.id } });
     async_stream::stream! {
@@ -528,6 +594,11 @@ fn run_events(
         yield event(json!({
             "type": "RUN_STARTED", "threadId": thread_id, "runId": run_id, "metadata": holdpoint,
         }));
+        if !already_resolved.is_empty() {
+            yield event(json!({
+                "type": "CUSTOM", "name": ALREADY_RESOLVED, "value": { "entries": already_resolved },
+            }));
+        }
         let (mut receiver, _) = state.hub.subscribe();
         let mut seen = after_seq;
         loop {

@@ -30,6 +30,7 @@ use tower_http::trace::TraceLayer;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 
+use crate::doors::mcp::tasks_2025::TasksDoor;
 use crate::error::{AppError, error_for_status};
 use crate::state::AppState;
 
@@ -66,15 +67,20 @@ pub fn router(state: AppState) -> Router {
     let api_fallback = Router::new()
         .route("/api/v1/openapi.json", get(move || async move { Json(document.as_ref().clone()) }))
         .route("/api/v1/{*rest}", axum::routing::any(|| async { AppError::NotFound("route") }));
-    let (mcp_service, mcp_sessions) = crate::doors::mcp::service(state.clone());
+    // Each MCP server: authenticated first, then MCP 2025-11-25's tasks served or translated, then rmcp.
+    let (mcp_service, mcp_sessions, mcp_tasks) = crate::doors::mcp::service(state.clone());
+    let mcp_tasks = TasksDoor { state: state.clone(), tasks: mcp_tasks, owners: Arc::clone(&mcp_sessions) };
     let mcp = Router::new()
         .nest_service("/mcp", mcp_service)
+        .layer(middleware::from_fn_with_state(mcp_tasks, crate::doors::mcp::tasks_2025::serve))
         .layer(middleware::from_fn_with_state((state.clone(), mcp_sessions), crate::doors::mcp::authenticate));
-    // The gateway's sessions are its own book, authenticated as `/mcp`'s are.
-    let (gateway_service, gateway_sessions) =
+    // The gateway's sessions and tasks are its own books, authenticated as `/mcp`'s are.
+    let (gateway_service, gateway_sessions, gateway_tasks) =
         crate::doors::gateway::door::service(state.clone()).expect("the gateway's HTTP client is built");
+    let gateway_tasks = TasksDoor { state: state.clone(), tasks: gateway_tasks, owners: Arc::clone(&gateway_sessions) };
     let gateway = Router::new()
         .nest_service("/mcp/gateway", gateway_service)
+        .layer(middleware::from_fn_with_state(gateway_tasks, crate::doors::mcp::tasks_2025::serve))
         .layer(middleware::from_fn_with_state((state.clone(), gateway_sessions), crate::doors::mcp::authenticate));
     let rate_limits = limits::RateLimits::new(&state.config.limits);
     Router::new()

@@ -9,10 +9,12 @@
 //! that clients whose request timeouts reset on progress keep waiting. A client that cancels the call cancels the
 //! question. Refusals and invalid questions are tool results with `isError`, carrying the API's error object.
 //!
-//! A client that declares MCP's tasks extension gets a task instead of a call held open ([`tasks`]).
+//! A client that declares MCP's tasks extension gets a task instead of a call held open ([`tasks`]); so does a client
+//! that asks for one in MCP 2025-11-25's form ([`tasks_2025`]).
 
 pub mod sessions;
 pub mod tasks;
+pub mod tasks_2025;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,15 +45,18 @@ pub use crate::questions::ask_user::*;
 use crate::state::AppState;
 use crate::store::QuestionRow;
 pub use sessions::{SessionOwners, authenticate};
-use tasks::{Done, Tasks};
+use tasks::{Done, Resumed, Tasks};
 
 /// How often a waiting tool call re-reads its question, in case it missed the event (the hub lagged).
 const RECHECK: Duration = Duration::from_secs(5);
 /// The reason a question gets when the MCP client that asked it cancels the call.
 const CANCELLED_BY_CLIENT: &str = "the MCP client cancelled the call that asked this question";
 
-/// The MCP service, mounted at `/mcp` behind [`authenticate`], and the book of its sessions.
-pub fn service(state: AppState) -> (StreamableHttpService<HoldpointMcp, LocalSessionManager>, Arc<SessionOwners>) {
+/// The MCP service, mounted at `/mcp` behind [`authenticate`] and [`tasks_2025::serve`], the book of its sessions
+/// and that of its tasks.
+pub fn service(
+    state: AppState,
+) -> (StreamableHttpService<HoldpointMcp, LocalSessionManager>, Arc<SessionOwners>, Arc<Tasks>) {
     let mut manager = LocalSessionManager::default();
     // Sessions idle out by Holdpoint's own rule (`sessions`), which knows when a call waits for a person; rmcp's
     // counts only messages, and would end a session in the middle of a long wait.
@@ -64,9 +69,10 @@ pub fn service(state: AppState) -> (StreamableHttpService<HoldpointMcp, LocalSes
         .disable_allowed_hosts()
         .with_sse_keep_alive(Some(Duration::from_secs(15)))
         .with_cancellation_token(state.shutdown.child_token());
-    let tools = HoldpointMcp { state, owners: Arc::clone(&owners), tasks: Arc::default() };
+    let tasks = Tasks::new(tasks::Door::Mcp);
+    let tools = HoldpointMcp { state, owners: Arc::clone(&owners), tasks: Arc::clone(&tasks) };
     let service = StreamableHttpService::new(move || Ok(tools.clone()), manager, config);
-    (service, owners)
+    (service, owners, tasks)
 }
 
 /// The tools of Holdpoint's MCP server.
@@ -359,6 +365,29 @@ pub(crate) async fn ask_and_wait(
     }
 }
 
+/// A task of `/mcp` taken up again from its stored question (the server restarted since it was created, see
+/// [`tasks`]): `request_approval`'s when the question is an approval it asked, else `ask_user`'s. It ends as the
+/// task's first work would have, with the result made by the same functions. A gateway's question is no task of
+/// `/mcp`'s.
+pub(crate) async fn resume(state: &AppState, caller: &Caller, row: QuestionRow) -> Option<Resumed> {
+    if crate::doors::gateway::door::asked_by_gateway(&row) {
+        return None;
+    }
+    let asked_by_request_approval = row.kind == QuestionKind::Approval && row.context.0["source"] == "mcp";
+    let result: Box<dyn FnOnce(&Question) -> CallToolResult + Send> = match &row.action {
+        Some(action) if asked_by_request_approval => {
+            let arguments = action.0.arguments.clone();
+            Box::new(move |question| approval_decision(question, arguments))
+        }
+        _ => Box::new(outcome_result),
+    };
+    let pending = row.status == QuestionStatus::Pending;
+    let asked = Asked { watch: state.hub.watch_question(row.id), row };
+    let (state, caller) = (state.clone(), caller.clone());
+    let work = async move { task_done(&settle(&state, &caller, asked).await, result) };
+    Some(if pending { Resumed::Wait(Box::pin(work)) } else { Resumed::Now(work.await) })
+}
+
 /// `ask_user`'s result: the outcome, as text and structured.
 fn outcome_result(question: &Question) -> CallToolResult {
     CallToolResult::structured(serde_json::to_value(QuestionOutcome::from(question)).unwrap_or_default())
@@ -595,7 +624,7 @@ impl ServerHandler for HoldpointMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let (caller, _) = tasks::caller_of(&self.state, &context)?;
-        self.tasks.update(&caller, &request.task_id)
+        self.tasks.update(&self.state, &caller, &request.task_id).await
     }
 
     async fn cancel_task(

@@ -44,6 +44,9 @@ struct SessionOwner {
     last_request: Instant,
     /// Tool calls of the session waiting for a person right now.
     waiting: usize,
+    /// Whether its client declared MCP's tasks extension when it opened it: its `tasks/*` requests are then the
+    /// extension's, not MCP 2025-11-25's ([`super::tasks_2025`]).
+    tasks_extension: bool,
 }
 
 /// A tool call waiting in a session: the session does not idle out until it is dropped.
@@ -113,9 +116,14 @@ impl SessionOwners {
         live < self.per_caller
     }
 
-    fn opened(&self, session: String, caller: Caller, proof: Proof) {
-        let owner = SessionOwner { caller, proof, last_request: Instant::now(), waiting: 0 };
+    fn opened(&self, session: String, caller: Caller, proof: Proof, tasks_extension: bool) {
+        let owner = SessionOwner { caller, proof, last_request: Instant::now(), waiting: 0, tasks_extension };
         self.lock().insert(session, owner);
+    }
+
+    /// Whether the client of `session` declared MCP's tasks extension when it opened it.
+    pub fn declares_tasks_extension(&self, session: &str) -> bool {
+        self.lock().get(session).is_some_and(|owner| owner.tasks_extension)
     }
 
     fn forget(&self, session: &str) {
@@ -230,8 +238,9 @@ pub async fn authenticate(
         Some(_) => {}
         None => {
             let opened = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok());
+            let tasks_extension = response.extensions().get::<super::tasks_2025::DeclaresTasksExtension>().is_some();
             if let (Some(id), Some(proof)) = (opened, proof) {
-                owners.opened(id.to_owned(), caller, proof);
+                owners.opened(id.to_owned(), caller, proof, tasks_extension);
             }
         }
     }

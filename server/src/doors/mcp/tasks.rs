@@ -17,11 +17,16 @@
 //! - `tasks/update`: acknowledged; the input a task waits for is a person's answer, given in Holdpoint.
 //! - `tasks/cancel`: cancels the question, audited as the caller, and stops the call.
 //!
-//! The book of tasks is kept in memory, for the question's lifetime and an hour after: a server that restarts
-//! forgets its tasks (their questions stay, readable with `get_question` or the REST API).
+//! The book of tasks is kept in memory, for the question's lifetime and an hour after. A server that restarted has
+//! an empty book, but the questions are stored: a `tasks/*` request naming a task the book does not hold takes it
+//! up again from its question ([`Door::resume`]), provided the question is in the caller's workspace and was asked
+//! by the caller's principal, as the book's own check requires. `/mcp`'s tools answer as the waiting call would
+//! have: pending, the task waits for the question again; resolved, it is completed with the tool's result, made by
+//! the same code. A gateway call is not made after a restart (see [`crate::doors::gateway::door::resume`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use app::types::QuestionStatus;
@@ -66,6 +71,33 @@ pub enum Done {
     Cancelled(String),
 }
 
+/// What a task taken up again after a restart ([`Tasks`] missing it) does.
+pub enum Resumed {
+    /// It has already ended: its question was resolved while no server watched it.
+    Now(Done),
+    /// It waits for its question again, as the task's first work did.
+    Wait(Pin<Box<dyn Future<Output = Done> + Send>>),
+}
+
+/// Which MCP server a book of tasks belongs to: what its tasks are, once only their questions tell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Door {
+    /// `/mcp`: `ask_user` and `request_approval`.
+    Mcp,
+    /// `/mcp/gateway`: calls that waited for an approval.
+    Gateway,
+}
+
+impl Door {
+    /// The task of a stored question the book does not hold; `None` if no task of this door asked it.
+    async fn resume(self, state: &AppState, caller: &Caller, question: QuestionRow) -> Option<Resumed> {
+        match self {
+            Door::Mcp => crate::doors::mcp::resume(state, caller, question).await,
+            Door::Gateway => crate::doors::gateway::door::resume(state, caller, question).await,
+        }
+    }
+}
+
 #[derive(Clone)]
 enum State {
     Running,
@@ -84,32 +116,30 @@ struct Entry {
 }
 
 /// The tasks of one MCP server (`/mcp` or the gateway), by question id.
-#[derive(Default)]
 pub struct Tasks {
+    door: Door,
     entries: Mutex<HashMap<Uuid, Entry>>,
+    /// Woken whenever a task ends: what a `tasks/result` waits on.
+    ended: tokio::sync::Notify,
 }
 
 impl Tasks {
+    pub fn new(door: Door) -> Arc<Self> {
+        Arc::new(Tasks { door, entries: Mutex::default(), ended: tokio::sync::Notify::new() })
+    }
+
+    /// Which MCP server these tasks are of.
+    pub fn door(&self) -> Door {
+        self.door
+    }
+
     fn lock(&self) -> MutexGuard<'_, HashMap<Uuid, Entry>> {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Opens the task of `question`, asked by `caller`, and runs `work` for it in the background until it is done,
-    /// the task is cancelled or the server stops. `work` gets the token that stops it (the task's cancellation).
-    pub fn start<F, Fut>(
-        self: &Arc<Self>,
-        state: &AppState,
-        caller: &Caller,
-        question: &QuestionRow,
-        work: F,
-    ) -> CreateTaskResult
-    where
-        F: FnOnce(CancellationToken) -> Fut,
-        Fut: Future<Output = Done> + Send + 'static,
-    {
-        let now = crate::store::now();
+    fn entry(state: &AppState, caller: &Caller, question: &QuestionRow, now: DateTime<Utc>) -> Entry {
         let deadline = question.timeout_at.unwrap_or(question.created_at + chrono::Duration::hours(24));
-        let entry = Entry {
+        Entry {
             owner: caller.principal.id,
             workspace_id: question.workspace_id,
             created_at: question.created_at,
@@ -117,20 +147,13 @@ impl Tasks {
             expires_at: deadline.max(now) + KEPT_AFTER_DEADLINE,
             state: State::Running,
             stop: state.shutdown.child_token(),
-        };
-        let stop = entry.stop.clone();
-        let task = Task::new(question.id.to_string(), TaskStatus::Working, stamp(entry.created_at), stamp(now))
-            .with_ttl_ms(ttl_ms(&entry))
-            .with_poll_interval_ms(POLL_INTERVAL_MS)
-            .with_status_message(format!("question {} asked; waiting for a person", question.id));
-        {
-            let mut entries = self.lock();
-            entries.retain(|_, entry| entry.expires_at > now);
-            entries.insert(question.id, entry);
         }
-        let work = work(stop.clone());
+    }
+
+    /// Runs a task's work in the background until it is done, the task is cancelled or the server stops, and
+    /// records how it ended.
+    fn run(self: &Arc<Self>, id: Uuid, stop: CancellationToken, work: impl Future<Output = Done> + Send + 'static) {
         let tasks = Arc::downgrade(self);
-        let id = question.id;
         tokio::spawn(async move {
             let mut work = std::pin::pin!(work);
             let done = tokio::select! {
@@ -147,25 +170,90 @@ impl Tasks {
             if let Some(entry) = tasks.lock().get_mut(&id)
                 && matches!(entry.state, State::Running)
             {
-                entry.state = match done {
-                    Done::Finished(result) => State::Finished(result),
-                    Done::Cancelled(message) => State::Cancelled(message),
-                };
+                entry.state = State::ended(done);
                 entry.updated_at = crate::store::now();
             }
+            tasks.ended.notify_waiters();
         });
+    }
+
+    /// Makes sure the book holds task `id` of `caller`: a task it does not hold is taken up again from its stored
+    /// question, once (two requests racing for it take up one). Anything else is no task of the caller's.
+    async fn held(self: &Arc<Self>, state: &AppState, caller: &Caller, task_id: &str) -> Result<Uuid, ErrorData> {
+        let id = parse(task_id)?;
+        match self.lock().get(&id) {
+            Some(entry) if entry.owner == caller.principal.id => return Ok(id),
+            Some(_) => return Err(unknown(task_id)),
+            None => {}
+        }
+        let question = state.store.question(caller.workspace_id(), id).await.map_err(|e| internal(e.into()))?;
+        let question =
+            question.filter(|q| q.created_by == Some(caller.principal.id)).ok_or_else(|| unknown(task_id))?;
+        let resumed = self.door.resume(state, caller, question.clone()).await.ok_or_else(|| unknown(task_id))?;
+        let now = crate::store::now();
+        let mut entry = Self::entry(state, caller, &question, now);
+        let stop = entry.stop.clone();
+        let work = match resumed {
+            Resumed::Now(done) => {
+                entry.state = State::ended(done);
+                None
+            }
+            Resumed::Wait(work) => Some(work),
+        };
+        {
+            let mut entries = self.lock();
+            if entries.contains_key(&id) {
+                // Taken up meanwhile by another request: that one's stands.
+                return Ok(id);
+            }
+            entries.retain(|_, entry| entry.expires_at > now);
+            entries.insert(id, entry);
+        }
+        if let Some(work) = work {
+            self.run(id, stop, work);
+        }
+        Ok(id)
+    }
+
+    /// Opens the task of `question`, asked by `caller`, and runs `work` for it in the background until it is done,
+    /// the task is cancelled or the server stops. `work` gets the token that stops it (the task's cancellation).
+    pub fn start<F, Fut>(
+        self: &Arc<Self>,
+        state: &AppState,
+        caller: &Caller,
+        question: &QuestionRow,
+        work: F,
+    ) -> CreateTaskResult
+    where
+        F: FnOnce(CancellationToken) -> Fut,
+        Fut: Future<Output = Done> + Send + 'static,
+    {
+        let now = crate::store::now();
+        let entry = Self::entry(state, caller, question, now);
+        let stop = entry.stop.clone();
+        let task = Task::new(question.id.to_string(), TaskStatus::Working, stamp(entry.created_at), stamp(now))
+            .with_ttl_ms(ttl_ms(&entry))
+            .with_poll_interval_ms(POLL_INTERVAL_MS)
+            .with_status_message(format!("question {} asked; waiting for a person", question.id));
+        {
+            let mut entries = self.lock();
+            entries.retain(|_, entry| entry.expires_at > now);
+            entries.insert(question.id, entry);
+        }
+        let work = work(stop.clone());
+        self.run(question.id, stop, work);
         CreateTaskResult::new(task).with_meta(question_meta(json!({ "id": question.id, "status": "pending" })))
     }
 
     /// `tasks/get`: where the task stands, read from its question while the call waits for it.
     pub async fn get(
-        &self,
+        self: &Arc<Self>,
         state: &AppState,
         caller: &Caller,
         base_url: &str,
         task_id: &str,
     ) -> Result<GetTaskResult, ErrorData> {
-        let id = parse(task_id)?;
+        let id = self.held(state, caller, task_id).await?;
         let (workspace_id, created_at, updated_at, expires_at, current) = {
             let entries = self.lock();
             let entry =
@@ -239,20 +327,76 @@ impl Tasks {
         Ok(result)
     }
 
+    /// Waits until the task has ended (or the server stops: `None`), then tells how, as `tasks/get` does.
+    pub async fn ended(
+        self: &Arc<Self>,
+        state: &AppState,
+        caller: &Caller,
+        base_url: &str,
+        task_id: &str,
+    ) -> Result<Option<GetTaskResult>, ErrorData> {
+        loop {
+            // Registered before reading, so that an end between the read and the wait is not missed.
+            let woken = self.ended.notified();
+            let mut woken = std::pin::pin!(woken);
+            woken.as_mut().enable();
+            let got = self.get(state, caller, base_url, task_id).await?;
+            if got.task.status().is_terminal() {
+                return Ok(Some(got));
+            }
+            tokio::select! {
+                () = woken => {}
+                // A task's end is always announced; this only bounds what a missed one could cost.
+                () = tokio::time::sleep(std::time::Duration::from_secs(5)) => {}
+                () = state.shutdown.cancelled() => return Ok(None),
+            }
+        }
+    }
+
+    /// The ids of the caller's tasks that this book holds, newest first.
+    pub fn ids_of(&self, caller: &Caller) -> Vec<String> {
+        let now = crate::store::now();
+        let mut theirs: Vec<(DateTime<Utc>, Uuid)> = self
+            .lock()
+            .iter()
+            .filter(|(_, entry)| entry.owner == caller.principal.id && entry.expires_at > now)
+            .map(|(id, entry)| (entry.created_at, *id))
+            .collect();
+        theirs.sort_by(|a, b| b.cmp(a));
+        theirs.into_iter().map(|(_, id)| id.to_string()).collect()
+    }
+
+    /// A task that ended as it began: a call asked to run as a task (MCP 2025-11-25's `params.task`) whose result
+    /// came at once (a non-blocking question, a rule's decision, a grant). It has no question, so its id is its own,
+    /// and it lives in this book only.
+    pub fn completed(&self, state: &AppState, caller: &Caller, result: CallToolResult) -> Uuid {
+        let id = Uuid::now_v7();
+        let now = crate::store::now();
+        let entry = Entry {
+            owner: caller.principal.id,
+            workspace_id: caller.workspace_id(),
+            created_at: now,
+            updated_at: now,
+            expires_at: now + KEPT_AFTER_DEADLINE,
+            state: State::Finished(Ok(result)),
+            stop: state.shutdown.child_token(),
+        };
+        let mut entries = self.lock();
+        entries.retain(|_, entry| entry.expires_at > now);
+        entries.insert(id, entry);
+        id
+    }
+
     /// `tasks/update`: the task must be the caller's; what it waits for is a person's answer, so responses to its
     /// input request change nothing.
-    pub fn update(&self, caller: &Caller, task_id: &str) -> Result<(), ErrorData> {
-        let id = parse(task_id)?;
-        match self.lock().get(&id) {
-            Some(entry) if entry.owner == caller.principal.id => Ok(()),
-            _ => Err(unknown(task_id)),
-        }
+    pub async fn update(self: &Arc<Self>, state: &AppState, caller: &Caller, task_id: &str) -> Result<(), ErrorData> {
+        self.held(state, caller, task_id).await.map(|_| ())
     }
 
     /// `tasks/cancel`: cancels the question (as the caller, audited so) and stops the call. A task that has ended
     /// stays as it ended.
-    pub async fn cancel(&self, state: &AppState, caller: &Caller, task_id: &str) -> Result<(), ErrorData> {
-        let id = parse(task_id)?;
+    pub async fn cancel(self: &Arc<Self>, state: &AppState, caller: &Caller, task_id: &str) -> Result<(), ErrorData> {
+        let id = self.held(state, caller, task_id).await?;
         let stop = {
             let mut entries = self.lock();
             let entry = entries
@@ -267,12 +411,22 @@ impl Tasks {
             entry.stop.clone()
         };
         stop.cancel();
+        self.ended.notify_waiters();
         let store = state.store.as_ref();
         let reason = Some(CANCELLED_BY_TASK.to_owned());
         match crate::questions::cancel_question(store, &state.metrics, caller, id, reason, crate::store::now()).await {
             // Resolved meanwhile (the call may be reaching its upstream): the call is stopped all the same.
             Ok(_) | Err(AppError::Conflict { .. }) => Ok(()),
             Err(err) => Err(internal(err)),
+        }
+    }
+}
+
+impl State {
+    fn ended(done: Done) -> Self {
+        match done {
+            Done::Finished(result) => State::Finished(result),
+            Done::Cancelled(message) => State::Cancelled(message),
         }
     }
 }
