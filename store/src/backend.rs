@@ -71,6 +71,14 @@ impl<'q> Statement<'q> {
         Self { sql: sql.into(), arguments: Vec::new() }
     }
 
+    /// The row of a workspace's `table` with id `id`, its `columns` read: `SELECT` by `workspace_id` (`$1`) and `id`
+    /// (`$2`).
+    pub(crate) fn by_id(columns: &str, table: &str, workspace_id: Uuid, id: Uuid) -> Self {
+        Self::new(format!("SELECT {columns} FROM {table} WHERE workspace_id = $1 AND id = $2"))
+            .bind(workspace_id)
+            .bind(id)
+    }
+
     /// Binds the next placeholder.
     pub(crate) fn bind(mut self, value: impl Both<'q>) -> Self {
         self.arguments.push(Box::new(value));
@@ -83,28 +91,21 @@ impl<'q> Statement<'q> {
         self
     }
 
+    /// Appends ` AND {condition}` and the next placeholder bound to `value`, if there is one: a listing's optional
+    /// filter (`condition` ends with its operator: `"status = "`).
+    pub(crate) fn push_filter(&mut self, condition: &str, value: Option<impl Both<'q>>) -> &mut Self {
+        if let Some(value) = value {
+            self.push(" AND ").push(condition).push_bind(value);
+        }
+        self
+    }
+
     /// Appends the next placeholder (`$N`) and binds it.
     pub(crate) fn push_bind(&mut self, value: impl Both<'q>) -> &mut Self {
         self.arguments.push(Box::new(value));
         let placeholder = format!("${}", self.arguments.len());
         self.sql.to_mut().push_str(&placeholder);
         self
-    }
-
-    fn for_sqlite(self) -> StoreResult<(Cow<'static, str>, SqliteArguments<'q>)> {
-        let mut arguments = SqliteArguments::default();
-        for argument in self.arguments {
-            argument.add_to_sqlite(&mut arguments).map_err(encoding_failed)?;
-        }
-        Ok((self.sql, arguments))
-    }
-
-    fn for_postgres(self) -> StoreResult<(Cow<'static, str>, PgArguments)> {
-        let mut arguments = PgArguments::default();
-        for argument in self.arguments {
-            argument.add_to_postgres(&mut arguments).map_err(encoding_failed)?;
-        }
-        Ok((self.sql, arguments))
     }
 }
 
@@ -129,85 +130,108 @@ pub(crate) trait Sql: Send {
     async fn execute(&mut self, statement: Statement<'_>) -> StoreResult<u64>;
 }
 
-/// The statements of [`Sql`] on any SQLite executor.
-pub(crate) mod on_sqlite {
-    use super::*;
+/// Stamps, as module `$module`, the statements of [`Sql`] on any executor of `$database`: the same code for both
+/// databases, over each one's types and its way of adding a bound value (`$add`), as vaultwarden's `db_run!` stamps
+/// one query per backend.
+macro_rules! statements_on {
+    ($module:ident, $database:ty, $add:ident) => {
+        #[doc = concat!("The statements of [`Sql`] on any ", stringify!($database), " executor.")]
+        pub(crate) mod $module {
+            use super::*;
 
-    pub(crate) async fn fetch_all<'e, E, R>(executor: E, statement: Statement<'_>) -> StoreResult<Vec<R>>
-    where
-        E: Executor<'e, Database = Sqlite>,
-        R: FromBoth,
-    {
-        let (sql, arguments) = statement.for_sqlite()?;
-        Ok(sqlx::query_as_with::<Sqlite, R, _>(&sql, arguments).fetch_all(executor).await?)
-    }
+            fn prepared<'q>(
+                statement: Statement<'q>,
+            ) -> StoreResult<(Cow<'static, str>, <$database as sqlx::Database>::Arguments<'q>)> {
+                let mut arguments = <$database as sqlx::Database>::Arguments::default();
+                for argument in statement.arguments {
+                    argument.$add(&mut arguments).map_err(encoding_failed)?;
+                }
+                Ok((statement.sql, arguments))
+            }
 
-    pub(crate) async fn fetch_optional<'e, E, R>(executor: E, statement: Statement<'_>) -> StoreResult<Option<R>>
-    where
-        E: Executor<'e, Database = Sqlite>,
-        R: FromBoth,
-    {
-        let (sql, arguments) = statement.for_sqlite()?;
-        Ok(sqlx::query_as_with::<Sqlite, R, _>(&sql, arguments).fetch_optional(executor).await?)
-    }
+            pub(crate) async fn fetch_all<'e, E, R>(executor: E, statement: Statement<'_>) -> StoreResult<Vec<R>>
+            where
+                E: Executor<'e, Database = $database>,
+                R: FromBoth,
+            {
+                let (sql, arguments) = prepared(statement)?;
+                Ok(sqlx::query_as_with::<$database, R, _>(&sql, arguments).fetch_all(executor).await?)
+            }
 
-    pub(crate) async fn fetch_one<'e, E, R>(executor: E, statement: Statement<'_>) -> StoreResult<R>
-    where
-        E: Executor<'e, Database = Sqlite>,
-        R: FromBoth,
-    {
-        let (sql, arguments) = statement.for_sqlite()?;
-        Ok(sqlx::query_as_with::<Sqlite, R, _>(&sql, arguments).fetch_one(executor).await?)
-    }
+            pub(crate) async fn fetch_optional<'e, E, R>(
+                executor: E,
+                statement: Statement<'_>,
+            ) -> StoreResult<Option<R>>
+            where
+                E: Executor<'e, Database = $database>,
+                R: FromBoth,
+            {
+                let (sql, arguments) = prepared(statement)?;
+                Ok(sqlx::query_as_with::<$database, R, _>(&sql, arguments).fetch_optional(executor).await?)
+            }
 
-    pub(crate) async fn execute<'e, E>(executor: E, statement: Statement<'_>) -> StoreResult<u64>
-    where
-        E: Executor<'e, Database = Sqlite>,
-    {
-        let (sql, arguments) = statement.for_sqlite()?;
-        Ok(sqlx::query_with::<Sqlite, _>(&sql, arguments).execute(executor).await?.rows_affected())
-    }
+            pub(crate) async fn fetch_one<'e, E, R>(executor: E, statement: Statement<'_>) -> StoreResult<R>
+            where
+                E: Executor<'e, Database = $database>,
+                R: FromBoth,
+            {
+                let (sql, arguments) = prepared(statement)?;
+                Ok(sqlx::query_as_with::<$database, R, _>(&sql, arguments).fetch_one(executor).await?)
+            }
+
+            pub(crate) async fn execute<'e, E>(executor: E, statement: Statement<'_>) -> StoreResult<u64>
+            where
+                E: Executor<'e, Database = $database>,
+            {
+                let (sql, arguments) = prepared(statement)?;
+                Ok(sqlx::query_with::<$database, _>(&sql, arguments).execute(executor).await?.rows_affected())
+            }
+        }
+    };
 }
 
-/// The statements of [`Sql`] on any PostgreSQL executor.
-pub(crate) mod on_postgres {
-    use super::*;
+statements_on!(on_sqlite, Sqlite, add_to_sqlite);
+statements_on!(on_postgres, Postgres, add_to_postgres);
 
-    pub(crate) async fn fetch_all<'e, E, R>(executor: E, statement: Statement<'_>) -> StoreResult<Vec<R>>
-    where
-        E: Executor<'e, Database = Postgres>,
-        R: FromBoth,
-    {
-        let (sql, arguments) = statement.for_postgres()?;
-        Ok(sqlx::query_as_with::<Postgres, R, _>(&sql, arguments).fetch_all(executor).await?)
-    }
+/// Implements [`Sql`] for `$type`, each statement running on `$executor` (made of `self`, named `$this`) through
+/// `$module`'s functions ([`on_sqlite`] or [`on_postgres`]).
+macro_rules! impl_sql {
+    ($type:ty, $module:ident, |$this:ident| $executor:expr) => {
+        #[async_trait::async_trait]
+        impl $crate::backend::Sql for $type {
+            async fn fetch_all<R: $crate::backend::FromBoth>(
+                &mut self,
+                statement: $crate::backend::Statement<'_>,
+            ) -> $crate::StoreResult<Vec<R>> {
+                let $this = self;
+                $crate::backend::$module::fetch_all($executor, statement).await
+            }
 
-    pub(crate) async fn fetch_optional<'e, E, R>(executor: E, statement: Statement<'_>) -> StoreResult<Option<R>>
-    where
-        E: Executor<'e, Database = Postgres>,
-        R: FromBoth,
-    {
-        let (sql, arguments) = statement.for_postgres()?;
-        Ok(sqlx::query_as_with::<Postgres, R, _>(&sql, arguments).fetch_optional(executor).await?)
-    }
+            async fn fetch_optional<R: $crate::backend::FromBoth>(
+                &mut self,
+                statement: $crate::backend::Statement<'_>,
+            ) -> $crate::StoreResult<Option<R>> {
+                let $this = self;
+                $crate::backend::$module::fetch_optional($executor, statement).await
+            }
 
-    pub(crate) async fn fetch_one<'e, E, R>(executor: E, statement: Statement<'_>) -> StoreResult<R>
-    where
-        E: Executor<'e, Database = Postgres>,
-        R: FromBoth,
-    {
-        let (sql, arguments) = statement.for_postgres()?;
-        Ok(sqlx::query_as_with::<Postgres, R, _>(&sql, arguments).fetch_one(executor).await?)
-    }
+            async fn fetch_one<R: $crate::backend::FromBoth>(
+                &mut self,
+                statement: $crate::backend::Statement<'_>,
+            ) -> $crate::StoreResult<R> {
+                let $this = self;
+                $crate::backend::$module::fetch_one($executor, statement).await
+            }
 
-    pub(crate) async fn execute<'e, E>(executor: E, statement: Statement<'_>) -> StoreResult<u64>
-    where
-        E: Executor<'e, Database = Postgres>,
-    {
-        let (sql, arguments) = statement.for_postgres()?;
-        Ok(sqlx::query_with::<Postgres, _>(&sql, arguments).execute(executor).await?.rows_affected())
-    }
+            async fn execute(&mut self, statement: $crate::backend::Statement<'_>) -> $crate::StoreResult<u64> {
+                let $this = self;
+                $crate::backend::$module::execute($executor, statement).await
+            }
+        }
+    };
 }
+
+pub(crate) use impl_sql;
 
 /// What a database does its own way, under the domain areas written once. Implemented by the SQLite and the
 /// PostgreSQL store.
@@ -261,6 +285,25 @@ pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
     /// would keep its row locks until its connection is next used.
     async fn rollback_write(&self, write: Self::Write) -> StoreResult<()>;
 
+    /// Runs `statement` in a write of its own with the audit entries that record it, and commits: whether it changed
+    /// a row. A statement that changed none is rolled back, with no entry appended.
+    async fn write_audited<'a, I>(&self, statement: Statement<'_>, audit: I) -> StoreResult<bool>
+    where
+        I: IntoIterator<Item = &'a NewAuditEntry> + Send + 'a,
+        I::IntoIter: Send,
+    {
+        let mut write = self.begin_write().await?;
+        if write.execute(statement).await? == 0 {
+            self.rollback_write(write).await?;
+            return Ok(false);
+        }
+        for entry in audit {
+            self.append_audit_in(&mut write, entry).await?;
+        }
+        self.commit_write(write, None).await?;
+        Ok(true)
+    }
+
     // Locking clauses and locks: what a write locks of the rows it reads to change them, each claim going to one
     // claimer across instances, and the runs a write that changes several of them locks first, so that two such
     // writes never wait for each other.
@@ -286,15 +329,21 @@ pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
     /// Locks a run for the rest of the write, before one of its questions changes in a way that may resolve it:
     /// every resolving write of a run's question locks the run first (nothing on SQLite, whose one writer holds the
     /// whole database).
-    async fn lock_run_in(&self, write: &mut Self::Write, workspace_id: Uuid, run_id: Uuid) -> StoreResult<()>;
+    async fn lock_run_in(&self, _write: &mut Self::Write, _workspace_id: Uuid, _run_id: Uuid) -> StoreResult<()> {
+        Ok(())
+    }
 
     /// Before a run's worker releases it, as the write's first statements: locks the run and its parent (which its
-    /// ending may requeue), before the write touches any question or the audit chain.
-    async fn lock_run_and_parent(&self, write: &mut Self::Write, run_id: Uuid) -> StoreResult<()>;
+    /// ending may requeue), before the write touches any question or the audit chain (nothing on SQLite).
+    async fn lock_run_and_parent(&self, _write: &mut Self::Write, _run_id: Uuid) -> StoreResult<()> {
+        Ok(())
+    }
 
     /// Before cancelling `root`: locks it, every run below it and its parent (which cancelling may requeue), before
-    /// the write touches any question or the audit chain.
-    async fn lock_run_tree(&self, write: &mut Self::Write, root: Uuid) -> StoreResult<()>;
+    /// the write touches any question or the audit chain (nothing on SQLite).
+    async fn lock_run_tree(&self, _write: &mut Self::Write, _root: Uuid) -> StoreResult<()> {
+        Ok(())
+    }
 
     // SQL dialect pieces: the operators that differ between the databases (JSON, text search).
 
@@ -371,5 +420,7 @@ pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
 
     /// Has the other instances forget the tokens they trust once the write commits (nothing on SQLite, where no
     /// other instance trusts any).
-    async fn tell_others_of_a_revocation(&self, write: &mut Self::Write) -> StoreResult<()>;
+    async fn tell_others_of_a_revocation(&self, _write: &mut Self::Write) -> StoreResult<()> {
+        Ok(())
+    }
 }

@@ -72,8 +72,6 @@ pub struct EscalationTransition {
 pub trait EscalationStore: Send + Sync {
     /// A workspace's policies, by kind and urgency.
     async fn escalation_policies(&self, workspace_id: Uuid) -> StoreResult<Vec<EscalationPolicyRow>>;
-    /// What this store last read of each workspace's policies.
-    fn policy_cache(&self) -> &super::ReadCache<Vec<EscalationPolicyRow>>;
     /// The policy for questions of `kind` and `urgency` in a workspace, if it has one, from the policies read within
     /// the read cache's TTL.
     async fn escalation_policy(
@@ -81,13 +79,7 @@ pub trait EscalationStore: Send + Sync {
         workspace_id: Uuid,
         kind: QuestionKind,
         urgency: Urgency,
-    ) -> StoreResult<Option<EscalationPolicyRow>> {
-        let policies = match self.policy_cache().fresh(workspace_id) {
-            Some(policies) => policies,
-            None => self.policy_cache().remember(workspace_id, self.escalation_policies(workspace_id).await?),
-        };
-        Ok(policies.iter().find(|p| p.kind == kind && p.urgency == urgency).cloned())
-    }
+    ) -> StoreResult<Option<EscalationPolicyRow>>;
     /// Replaces a workspace's policies with `policies`, with the audit entry recording it.
     async fn replace_escalation_policies(
         &self,
@@ -117,8 +109,18 @@ impl<B: SqlBackend> EscalationStore for B {
             .await
     }
 
-    fn policy_cache(&self) -> &super::ReadCache<Vec<EscalationPolicyRow>> {
-        &self.caches().escalation_policies
+    async fn escalation_policy(
+        &self,
+        workspace_id: Uuid,
+        kind: QuestionKind,
+        urgency: Urgency,
+    ) -> StoreResult<Option<EscalationPolicyRow>> {
+        let cache = &self.caches().escalation_policies;
+        let policies = match cache.fresh(workspace_id) {
+            Some(policies) => policies,
+            None => cache.remember(workspace_id, self.escalation_policies(workspace_id).await?),
+        };
+        Ok(policies.iter().find(|p| p.kind == kind && p.urgency == urgency).cloned())
     }
 
     async fn replace_escalation_policies(

@@ -65,32 +65,22 @@ pub trait FileStore: Send + Sync {
 #[async_trait]
 impl<B: SqlBackend> FileStore for B {
     async fn insert_file(&self, row: &FileRow) -> StoreResult<()> {
-        let mut write = self.begin_write().await?;
-        write
-            .execute(
-                Statement::new(INSERT_FILE)
-                    .bind(row.id)
-                    .bind(row.workspace_id)
-                    .bind(row.uploaded_by)
-                    .bind(row.name.clone())
-                    .bind(row.media_type.clone())
-                    .bind(row.size)
-                    .bind(row.sha256.clone())
-                    .bind(row.created_at)
-                    .bind(row.question_id),
-            )
-            .await?;
-        self.commit_write(write, None).await
+        let insert = Statement::new(INSERT_FILE)
+            .bind(row.id)
+            .bind(row.workspace_id)
+            .bind(row.uploaded_by)
+            .bind(row.name.clone())
+            .bind(row.media_type.clone())
+            .bind(row.size)
+            .bind(row.sha256.clone())
+            .bind(row.created_at)
+            .bind(row.question_id);
+        self.write_audited(insert, None).await?;
+        Ok(())
     }
 
     async fn file(&self, workspace_id: Uuid, id: Uuid) -> StoreResult<Option<FileRow>> {
-        self.read()
-            .fetch_optional(
-                Statement::new(format!("SELECT {FILE_COLUMNS} FROM files WHERE workspace_id = $1 AND id = $2"))
-                    .bind(workspace_id)
-                    .bind(id),
-            )
-            .await
+        self.read().fetch_optional(Statement::by_id(FILE_COLUMNS, "files", workspace_id, id)).await
     }
 
     async fn unreferenced_files(&self, before: DateTime<Utc>, limit: i64) -> StoreResult<Vec<FileRow>> {
@@ -107,14 +97,8 @@ impl<B: SqlBackend> FileStore for B {
     }
 
     async fn delete_unreferenced_file(&self, workspace_id: Uuid, id: Uuid, before: DateTime<Utc>) -> StoreResult<bool> {
-        let mut write = self.begin_write().await?;
-        let deleted =
-            write.execute(Statement::new(DELETE_UNREFERENCED_FILE).bind(workspace_id).bind(id).bind(before)).await?;
-        if deleted == 0 {
-            return Ok(false);
-        }
-        self.commit_write(write, None).await?;
-        Ok(true)
+        self.write_audited(Statement::new(DELETE_UNREFERENCED_FILE).bind(workspace_id).bind(id).bind(before), None)
+            .await
     }
 }
 

@@ -117,21 +117,12 @@ pub trait GrantStore: Send + Sync {
 #[async_trait]
 impl<B: SqlBackend> GrantStore for B {
     async fn insert_grant(&self, grant: &GrantRow, audit: &NewAuditEntry) -> StoreResult<()> {
-        let mut write = self.begin_write().await?;
-        write.execute(Bind::bind_grant(Statement::new(INSERT_GRANT), grant)).await?;
-        self.append_audit_in(&mut write, audit).await?;
-        self.commit_write(write, None).await?;
+        self.write_audited(Bind::bind_grant(Statement::new(INSERT_GRANT), grant), Some(audit)).await?;
         Ok(())
     }
 
     async fn grant(&self, workspace_id: Uuid, id: Uuid) -> StoreResult<Option<GrantRow>> {
-        self.read()
-            .fetch_optional(
-                Statement::new(format!("SELECT {GRANT_COLUMNS} FROM grants WHERE workspace_id = $1 AND id = $2"))
-                    .bind(workspace_id)
-                    .bind(id),
-            )
-            .await
+        self.read().fetch_optional(Statement::by_id(GRANT_COLUMNS, "grants", workspace_id, id)).await
     }
 
     async fn grants(
@@ -178,14 +169,7 @@ impl<B: SqlBackend> GrantStore for B {
         at: DateTime<Utc>,
         audit: &NewAuditEntry,
     ) -> StoreResult<bool> {
-        let mut write = self.begin_write().await?;
-        let used = write.execute(Statement::new(USE_GRANT).bind(workspace_id).bind(id).bind(at)).await?;
-        if used == 0 {
-            return Ok(false);
-        }
-        self.append_audit_in(&mut write, audit).await?;
-        self.commit_write(write, None).await?;
-        Ok(true)
+        self.write_audited(Statement::new(USE_GRANT).bind(workspace_id).bind(id).bind(at), Some(audit)).await
     }
 
     async fn approved_by_hand(
@@ -222,13 +206,7 @@ impl<B: SqlBackend> GrantStore for B {
         by: &str,
         audit: &NewAuditEntry,
     ) -> StoreResult<bool> {
-        let mut write = self.begin_write().await?;
-        let revoked = write.execute(Statement::new(REVOKE_GRANT).bind(workspace_id).bind(id).bind(at).bind(by)).await?;
-        if revoked == 0 {
-            return Ok(false);
-        }
-        self.append_audit_in(&mut write, audit).await?;
-        self.commit_write(write, None).await?;
-        Ok(true)
+        self.write_audited(Statement::new(REVOKE_GRANT).bind(workspace_id).bind(id).bind(at).bind(by), Some(audit))
+            .await
     }
 }

@@ -401,16 +401,12 @@ impl<B: SqlBackend> OutboxStore for B {
         id: Uuid,
         audit: &NewAuditEntry,
     ) -> StoreResult<bool> {
-        let mut write = self.begin_write().await?;
-        let deleted =
-            write.execute(Statement::new(DELETE_PUSH_SUBSCRIPTION).bind(workspace_id).bind(user_id).bind(id)).await?;
-        if deleted != 1 {
-            return Ok(false);
+        let delete = Statement::new(DELETE_PUSH_SUBSCRIPTION).bind(workspace_id).bind(user_id).bind(id);
+        let deleted = self.write_audited(delete, Some(audit)).await?;
+        if deleted {
+            self.caches().push_subscribers.forget(workspace_id);
         }
-        self.append_audit_in(&mut write, audit).await?;
-        self.commit_write(write, None).await?;
-        self.caches().push_subscribers.forget(workspace_id);
-        Ok(true)
+        Ok(deleted)
     }
 
     async fn forget_push_endpoint(&self, workspace_id: Uuid, user_id: Uuid, endpoint: &str) -> StoreResult<()> {

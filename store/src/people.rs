@@ -380,7 +380,7 @@ impl<B: SqlBackend> PeopleStore for B {
     }
 
     async fn token_info(&self, workspace_id: Uuid, id: Uuid) -> StoreResult<Option<TokenInfoRow>> {
-        self.write_alone().fetch_optional(token_info(workspace_id, id)).await
+        self.write_alone().fetch_optional(Statement::by_id(TOKEN_INFO_COLUMNS, "tokens", workspace_id, id)).await
     }
 
     async fn revoke_token(
@@ -405,7 +405,8 @@ impl<B: SqlBackend> PeopleStore for B {
             self.append_audit_in(&mut write, audit).await?;
         }
         write.execute(Statement::new("DELETE FROM sessions WHERE token_id = $1").bind(id)).await?;
-        let row: Option<TokenInfoRow> = write.fetch_optional(token_info(workspace_id, id)).await?;
+        let row: Option<TokenInfoRow> =
+            write.fetch_optional(Statement::by_id(TOKEN_INFO_COLUMNS, "tokens", workspace_id, id)).await?;
         self.tell_others_of_a_revocation(&mut write).await?;
         self.commit_write(write, None).await?;
         // Before the caller hears that the token is revoked, this instance has stopped trusting it.
@@ -457,21 +458,14 @@ impl<B: SqlBackend> PeopleStore for B {
     }
 
     async fn insert_invitation(&self, invitation: &InvitationRow, audit: &NewAuditEntry) -> StoreResult<()> {
-        let mut write = self.begin_write().await?;
-        let inserted = write
-            .execute(
-                Statement::new(INSERT_INVITATION)
-                    .bind(invitation.id)
-                    .bind(invitation.workspace_id)
-                    .bind(invitation.user_id)
-                    .bind(invitation.role.as_str())
-                    .bind(&invitation.invited_by)
-                    .bind(invitation.created_at),
-            )
-            .await;
-        duplicate_as(inserted, "invitation")?;
-        self.append_audit_in(&mut write, audit).await?;
-        self.commit_write(write, None).await
+        let insert = Statement::new(INSERT_INVITATION)
+            .bind(invitation.id)
+            .bind(invitation.workspace_id)
+            .bind(invitation.user_id)
+            .bind(invitation.role.as_str())
+            .bind(&invitation.invited_by)
+            .bind(invitation.created_at);
+        duplicate_as(self.write_audited(insert, Some(audit)).await, "invitation")
     }
 
     async fn invitations_of(&self, user_id: Uuid) -> StoreResult<Vec<InvitationRow>> {
@@ -653,13 +647,6 @@ impl<B: SqlBackend> PeopleStore for B {
     }
 }
 
-/// A token's row as listed (`$1` workspace, `$2` id).
-fn token_info<'q>(workspace_id: Uuid, id: Uuid) -> Statement<'q> {
-    Statement::new(format!("SELECT {TOKEN_INFO_COLUMNS} FROM tokens WHERE workspace_id = $1 AND id = $2"))
-        .bind(workspace_id)
-        .bind(id)
-}
-
 /// The role a member has before a change of their membership, read inside the write, or why the change is refused:
 /// they are not a member, or they are an admin, the change takes that role from them (`unmakes_admin`), and the
 /// workspace has no other admin.
@@ -725,7 +712,7 @@ async fn insert_user_in(write: &mut impl Sql, user: &UserRow) -> StoreResult<()>
 }
 
 /// An insert's outcome, with a unique key's violation as [`StoreError::Duplicate`] of `what`.
-fn duplicate_as(inserted: StoreResult<u64>, what: &'static str) -> StoreResult<()> {
+fn duplicate_as<T>(inserted: StoreResult<T>, what: &'static str) -> StoreResult<()> {
     match inserted {
         Ok(_) => Ok(()),
         Err(StoreError::Database(err)) if is_unique_violation(&err) => Err(StoreError::Duplicate(what)),

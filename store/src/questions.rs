@@ -232,13 +232,7 @@ where
     }
 
     async fn question(&self, workspace_id: Uuid, id: Uuid) -> StoreResult<Option<QuestionRow>> {
-        self.read()
-            .fetch_optional(
-                Statement::new(format!("SELECT {QUESTION_COLUMNS} FROM questions WHERE workspace_id = $1 AND id = $2"))
-                    .bind(workspace_id)
-                    .bind(id),
-            )
-            .await
+        self.read().fetch_optional(Statement::by_id(QUESTION_COLUMNS, "questions", workspace_id, id)).await
     }
 
     async fn list_questions(&self, workspace_id: Uuid, filter: &QuestionFilter) -> StoreResult<Vec<QuestionRow>> {
@@ -398,27 +392,13 @@ where
         let mut sql = Statement::new(format!("SELECT {AUDIT_COLUMNS} FROM audit_log WHERE workspace_id = "));
         sql.push_bind(workspace_id);
         let filter = &query.filter;
-        if let Some(action) = &filter.action {
-            sql.push(" AND action = ").push_bind(action.clone());
-        }
-        if let Some(actor) = &filter.actor {
-            sql.push(" AND actor = ").push_bind(actor.clone());
-        }
-        if let Some(kind) = filter.actor_kind {
-            sql.push(" AND actor_kind = ").push_bind(kind.as_str());
-        }
-        if let Some(subject_id) = &filter.subject_id {
-            sql.push(" AND subject_id = ").push_bind(subject_id.clone());
-        }
-        if let Some(since) = filter.since {
-            sql.push(" AND created_at >= ").push_bind(since);
-        }
-        if let Some(until) = filter.until {
-            sql.push(" AND created_at < ").push_bind(until);
-        }
-        if let Some(cursor) = query.cursor_seq {
-            sql.push(if query.ascending { " AND seq > " } else { " AND seq < " }).push_bind(cursor);
-        }
+        sql.push_filter("action = ", filter.action.clone());
+        sql.push_filter("actor = ", filter.actor.clone());
+        sql.push_filter("actor_kind = ", filter.actor_kind.map(|v| v.as_str()));
+        sql.push_filter("subject_id = ", filter.subject_id.clone());
+        sql.push_filter("created_at >= ", filter.since);
+        sql.push_filter("created_at < ", filter.until);
+        sql.push_filter(if query.ascending { "seq > " } else { "seq < " }, query.cursor_seq);
         sql.push(if query.ascending { " ORDER BY seq LIMIT " } else { " ORDER BY seq DESC LIMIT " });
         sql.push_bind(i64::from(query.limit));
         self.read().fetch_all(sql).await
@@ -455,24 +435,12 @@ where
 fn filtered_questions<B: SqlBackend>(head: &str, workspace_id: Uuid, filter: &QuestionFilter) -> Statement<'static> {
     let mut query = Statement::new(format!("{head} WHERE workspace_id = "));
     query.push_bind(workspace_id);
-    if let Some(status) = filter.status {
-        query.push(" AND status = ").push_bind(status.as_str());
-    }
-    if let Some(kind) = filter.kind {
-        query.push(" AND kind = ").push_bind(kind.as_str());
-    }
-    if let Some(project) = &filter.project {
-        query.push(" AND project = ").push_bind(project.clone());
-    }
-    if let Some(urgency) = filter.urgency {
-        query.push(" AND urgency = ").push_bind(urgency.as_str());
-    }
-    if let Some(run_id) = filter.run_id {
-        query.push(" AND run_id = ").push_bind(run_id);
-    }
-    if let Some(created_by) = filter.created_by {
-        query.push(" AND created_by = ").push_bind(created_by);
-    }
+    query.push_filter("status = ", filter.status.map(|v| v.as_str()));
+    query.push_filter("kind = ", filter.kind.map(|v| v.as_str()));
+    query.push_filter("project = ", filter.project.clone());
+    query.push_filter("urgency = ", filter.urgency.map(|v| v.as_str()));
+    query.push_filter("run_id = ", filter.run_id);
+    query.push_filter("created_by = ", filter.created_by);
     if let Some(text) = &filter.text {
         B::push_text_match(&mut query, text);
     }

@@ -64,7 +64,6 @@ impl<B: SqlBackend> RulesStore for B {
     }
 
     async fn save_rules(&self, row: &RulesRow, previous_version: i64, audit: &NewAuditEntry) -> StoreResult<bool> {
-        let mut write = self.begin_write().await?;
         let statement = Statement::new(if previous_version == 0 { INSERT_RULES } else { REPLACE_RULES })
             .bind(row.workspace_id)
             .bind(row.version)
@@ -72,12 +71,6 @@ impl<B: SqlBackend> RulesStore for B {
             .bind(row.updated_at)
             .bind(row.updated_by.clone());
         let statement = if previous_version == 0 { statement } else { statement.bind(previous_version) };
-        if write.execute(statement).await? == 0 {
-            self.rollback_write(write).await?;
-            return Ok(false);
-        }
-        self.append_audit_in(&mut write, audit).await?;
-        self.commit_write(write, None).await?;
-        Ok(true)
+        self.write_audited(statement, Some(audit)).await
     }
 }

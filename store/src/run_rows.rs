@@ -33,31 +33,23 @@ pub struct AgentRow {
 }
 
 impl AgentRow {
+    /// The wire form of the definition.
     pub fn to_agent(&self) -> Agent {
-        agent_from_spec(Some(self.id), &self.spec.0, self.created_at, self.updated_at)
-    }
-}
-
-/// The wire form of a definition; inline agents have no id of their own (the run's id stands in).
-pub fn agent_from_spec(
-    id: Option<Uuid>,
-    spec: &AgentSpec,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
-) -> Agent {
-    Agent {
-        id: id.unwrap_or_default(),
-        name: spec.name.clone(),
-        description: spec.description.clone(),
-        system_prompt: spec.system_prompt.clone(),
-        model: spec.model.clone(),
-        scripted: spec.model.starts_with("script:"),
-        tools: spec.tools.clone(),
-        approval_policy: spec.approval_policy.clone(),
-        max_steps: spec.max_steps.unwrap_or(DEFAULT_MAX_STEPS),
-        model_settings: spec.model_settings.clone(),
-        created_at,
-        updated_at,
+        let spec = &self.spec.0;
+        Agent {
+            id: self.id,
+            name: spec.name.clone(),
+            description: spec.description.clone(),
+            system_prompt: spec.system_prompt.clone(),
+            model: spec.model.clone(),
+            scripted: spec.model.starts_with("script:"),
+            tools: spec.tools.clone(),
+            approval_policy: spec.approval_policy.clone(),
+            max_steps: spec.max_steps.unwrap_or(DEFAULT_MAX_STEPS),
+            model_settings: spec.model_settings.clone(),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        }
     }
 }
 

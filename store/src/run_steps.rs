@@ -63,6 +63,20 @@ pub(super) async fn append_run_event<B: SqlBackend>(
     backend.append_event_in(write, &event).await
 }
 
+/// Runs `update` (an `UPDATE` of one run, returning it) inside the write and, if it changed the run, appends the
+/// run's `run_status` event: the run as changed and the event's id.
+pub(super) async fn update_run_in<B: SqlBackend>(
+    backend: &B,
+    write: &mut B::Write,
+    update: Statement<'_>,
+) -> StoreResult<Option<(RunRow, i64)>> {
+    let Some(run) = write.fetch_optional::<RunRow>(update).await? else {
+        return Ok(None);
+    };
+    let event_id = append_run_event(backend, write, &run).await?;
+    Ok(Some((run, event_id)))
+}
+
 /// Queues a run waiting for input or approval once no question holds it. Returns the event id.
 pub(super) async fn requeue_if_unheld<B: SqlBackend>(
     backend: &B,
@@ -71,22 +85,13 @@ pub(super) async fn requeue_if_unheld<B: SqlBackend>(
     run_id: Uuid,
     at: DateTime<Utc>,
 ) -> StoreResult<Option<i64>> {
-    let row: Option<RunRow> = write
-        .fetch_optional(
-            Statement::new(format!(
-                "UPDATE runs SET status = 'queued', updated_at = $1 WHERE id = $2 AND workspace_id = $3 \
-                 AND status IN ('waiting_for_input', 'waiting_for_approval') AND NOT EXISTS ({HOLDING_QUESTIONS}) \
-                 RETURNING {RUN_COLUMNS}"
-            ))
-            .bind(at)
-            .bind(run_id)
-            .bind(workspace_id),
-        )
-        .await?;
-    match row {
-        Some(run) => Ok(Some(append_run_event(backend, write, &run).await?)),
-        None => Ok(None),
-    }
+    let requeue = Statement::new(format!(
+        "UPDATE runs SET status = 'queued', updated_at = $1 WHERE id = $2 AND workspace_id = $3 \
+         AND status IN ('waiting_for_input', 'waiting_for_approval') AND NOT EXISTS ({HOLDING_QUESTIONS}) \
+         RETURNING {RUN_COLUMNS}"
+    ));
+    let requeued = update_run_in(backend, write, requeue.bind(at).bind(run_id).bind(workspace_id)).await?;
+    Ok(requeued.map(|(_, event_id)| event_id))
 }
 
 /// The children `run_id`'s open `spawn_agents` calls wait on that have not settled.
@@ -121,20 +126,12 @@ pub(super) async fn requeue_parent_if_settled<B: SqlBackend>(
     if unsettled_children(write, parent_id).await? > 0 {
         return Ok(None);
     }
-    let row: Option<RunRow> = write
-        .fetch_optional(
-            Statement::new(format!(
-                "UPDATE runs SET status = 'queued', updated_at = $1 WHERE id = $2 \
-                 AND status = 'waiting_for_children' RETURNING {RUN_COLUMNS}"
-            ))
-            .bind(at)
-            .bind(parent_id),
-        )
-        .await?;
-    match row {
-        Some(run) => Ok(Some(append_run_event(backend, write, &run).await?)),
-        None => Ok(None),
-    }
+    let requeue = Statement::new(format!(
+        "UPDATE runs SET status = 'queued', updated_at = $1 WHERE id = $2 AND status = 'waiting_for_children' \
+         RETURNING {RUN_COLUMNS}"
+    ));
+    let requeued = update_run_in(backend, write, requeue.bind(at).bind(parent_id)).await?;
+    Ok(requeued.map(|(_, event_id)| event_id))
 }
 
 /// Cancels the run's pending questions (recorded as `actor`'s doing); returns the last event id.

@@ -17,7 +17,7 @@ use super::idempotency::claim_idempotency_key;
 use super::run_steps::{
     after_settling, agent_name_taken, append_run_event, cancel_questions_of_run, end_open_segment, fence,
     insert_segment, push_ids, requeue_if_unheld, requeue_parent_if_settled, run_by_idempotency_key, unsettled_children,
-    workspace_name_on,
+    update_run_in, workspace_name_on,
 };
 use super::sql::is_unique_violation;
 use super::*;
@@ -40,6 +40,8 @@ pub(super) const HOLDING_QUESTIONS: &str = "SELECT 1 FROM questions WHERE run_id
      AND status = 'pending' AND kind <> 'non_blocking'";
 /// A run a worker may take: queued, or running under a lease that ran out (`$3` is now).
 pub(super) const CLAIMABLE: &str = "status = 'queued' OR (status = 'running' AND lease_until < $3)";
+/// Gives a run to worker `$1` until `$2` (`$3` is now), marking it `running`; the claims add which run.
+const CLAIM: &str = "UPDATE runs SET status = 'running', lease_owner = $1, lease_until = $2, updated_at = $3";
 /// Statuses in which a child no longer holds up a parent waiting on it.
 pub(super) const SETTLED_CHILD: &str = "('completed', 'failed', 'cancelled', 'paused')";
 
@@ -216,13 +218,7 @@ impl<B: SqlBackend> RunStore for B {
     }
 
     async fn agent(&self, workspace_id: Uuid, id: Uuid) -> StoreResult<Option<AgentRow>> {
-        self.read()
-            .fetch_optional(
-                Statement::new(format!("SELECT {AGENT_COLUMNS} FROM agents WHERE workspace_id = $1 AND id = $2"))
-                    .bind(workspace_id)
-                    .bind(id),
-            )
-            .await
+        self.read().fetch_optional(Statement::by_id(AGENT_COLUMNS, "agents", workspace_id, id)).await
     }
 
     async fn agent_by_name(&self, workspace_id: Uuid, name: &str) -> StoreResult<Option<AgentRow>> {
@@ -238,9 +234,7 @@ impl<B: SqlBackend> RunStore for B {
     async fn list_agents(&self, workspace_id: Uuid, after: Option<&str>, limit: u32) -> StoreResult<Vec<AgentRow>> {
         let mut query = Statement::new(format!("SELECT {AGENT_COLUMNS} FROM agents WHERE workspace_id = "));
         query.push_bind(workspace_id);
-        if let Some(after) = after {
-            query.push(" AND name > ").push_bind(after);
-        }
+        query.push_filter("name > ", after);
         query.push(" ORDER BY name LIMIT ").push_bind(i64::from(limit));
         self.read().fetch_all(query).await
     }
@@ -307,13 +301,7 @@ impl<B: SqlBackend> RunStore for B {
     }
 
     async fn run(&self, workspace_id: Uuid, id: Uuid) -> StoreResult<Option<RunRow>> {
-        self.read()
-            .fetch_optional(
-                Statement::new(format!("SELECT {RUN_COLUMNS} FROM runs WHERE workspace_id = $1 AND id = $2"))
-                    .bind(workspace_id)
-                    .bind(id),
-            )
-            .await
+        self.read().fetch_optional(Statement::by_id(RUN_COLUMNS, "runs", workspace_id, id)).await
     }
 
     async fn run_by_key(&self, key: &IdempotencyKey) -> StoreResult<Option<RunRow>> {
@@ -328,24 +316,12 @@ impl<B: SqlBackend> RunStore for B {
     async fn list_runs(&self, workspace_id: Uuid, filter: &RunFilter) -> StoreResult<Vec<RunRow>> {
         let mut query = Statement::new(format!("SELECT {RUN_COLUMNS} FROM runs WHERE workspace_id = "));
         query.push_bind(workspace_id);
-        if let Some(status) = filter.status {
-            query.push(" AND status = ").push_bind(status.as_str());
-        }
-        if let Some(agent_id) = filter.agent_id {
-            query.push(" AND agent_id = ").push_bind(agent_id);
-        }
-        if let Some(parent) = filter.parent_run_id {
-            query.push(" AND parent_run_id = ").push_bind(parent);
-        }
-        if let Some(project) = &filter.project {
-            query.push(" AND project = ").push_bind(project.as_str());
-        }
-        if let Some(created_by) = filter.created_by {
-            query.push(" AND created_by = ").push_bind(created_by);
-        }
-        if let Some(before) = filter.before {
-            query.push(" AND id < ").push_bind(before);
-        }
+        query.push_filter("status = ", filter.status.map(|v| v.as_str()));
+        query.push_filter("agent_id = ", filter.agent_id);
+        query.push_filter("parent_run_id = ", filter.parent_run_id);
+        query.push_filter("project = ", filter.project.as_deref());
+        query.push_filter("created_by = ", filter.created_by);
+        query.push_filter("id < ", filter.before);
         query.push(" ORDER BY id DESC LIMIT ").push_bind(i64::from(filter.limit));
         self.read().fetch_all(query).await
     }
@@ -400,18 +376,10 @@ impl<B: SqlBackend> RunStore for B {
     async fn tool_calls(&self, run_id: Uuid, filter: &ToolCallFilter) -> StoreResult<Vec<ToolCallRow>> {
         let mut query = Statement::new(format!("SELECT {TOOL_CALL_COLUMNS} FROM tool_calls WHERE run_id = "));
         query.push_bind(run_id);
-        if let Some(message_id) = filter.message_id {
-            query.push(" AND message_id = ").push_bind(message_id);
-        }
-        if let Some(name) = &filter.tool_name {
-            query.push(" AND tool_name = ").push_bind(name.as_str());
-        }
-        if let Some(status) = filter.status {
-            query.push(" AND status = ").push_bind(status.as_str());
-        }
-        if let Some(after) = filter.after {
-            query.push(" AND id > ").push_bind(after);
-        }
+        query.push_filter("message_id = ", filter.message_id);
+        query.push_filter("tool_name = ", filter.tool_name.as_deref());
+        query.push_filter("status = ", filter.status.map(|v| v.as_str()));
+        query.push_filter("id > ", filter.after);
         query.push(" ORDER BY step, id LIMIT ").push_bind(i64::from(filter.limit));
         self.read().fetch_all(query).await
     }
@@ -436,27 +404,13 @@ impl<B: SqlBackend> RunStore for B {
         lease_until: DateTime<Utc>,
         now: DateTime<Utc>,
     ) -> StoreResult<Option<RunRow>> {
-        let mut write = self.begin_write().await?;
-        let claimed: Option<RunRow> = write
-            .fetch_optional(
-                Statement::new(format!(
-                    // Concurrent claimers skip the rows others are claiming instead of queueing behind them.
-                    "UPDATE runs SET status = 'running', lease_owner = $1, lease_until = $2, updated_at = $3 \
-                     WHERE id = (SELECT id FROM runs WHERE executor = 'server' AND ({CLAIMABLE}) \
-                     ORDER BY updated_at LIMIT 1{}) AND ({CLAIMABLE}) RETURNING {RUN_COLUMNS}",
-                    B::FOR_UPDATE_SKIP_LOCKED
-                ))
-                .bind(owner)
-                .bind(lease_until)
-                .bind(now),
-            )
-            .await?;
-        let Some(run) = claimed else {
-            return Ok(None);
-        };
-        let event_id = append_run_event(self, &mut write, &run).await?;
-        self.commit_write(write, Some(event_id)).await?;
-        Ok(Some(run))
+        let claim = Statement::new(format!(
+            // Concurrent claimers skip the rows others are claiming instead of queueing behind them.
+            "{CLAIM} WHERE id = (SELECT id FROM runs WHERE executor = 'server' AND ({CLAIMABLE}) \
+             ORDER BY updated_at LIMIT 1{}) AND ({CLAIMABLE}) RETURNING {RUN_COLUMNS}",
+            B::FOR_UPDATE_SKIP_LOCKED
+        ));
+        update_run_with_event(self, claim.bind(owner).bind(lease_until).bind(now)).await
     }
 
     async fn claim_run_by_id(
@@ -466,25 +420,8 @@ impl<B: SqlBackend> RunStore for B {
         lease_until: DateTime<Utc>,
         now: DateTime<Utc>,
     ) -> StoreResult<Option<RunRow>> {
-        let mut write = self.begin_write().await?;
-        let claimed: Option<RunRow> = write
-            .fetch_optional(
-                Statement::new(format!(
-                    "UPDATE runs SET status = 'running', lease_owner = $1, lease_until = $2, updated_at = $3 \
-                     WHERE id = $4 AND ({CLAIMABLE}) RETURNING {RUN_COLUMNS}"
-                ))
-                .bind(owner)
-                .bind(lease_until)
-                .bind(now)
-                .bind(run_id),
-            )
-            .await?;
-        let Some(run) = claimed else {
-            return Ok(None);
-        };
-        let event_id = append_run_event(self, &mut write, &run).await?;
-        self.commit_write(write, Some(event_id)).await?;
-        Ok(Some(run))
+        let claim = Statement::new(format!("{CLAIM} WHERE id = $4 AND ({CLAIMABLE}) RETURNING {RUN_COLUMNS}"));
+        update_run_with_event(self, claim.bind(owner).bind(lease_until).bind(now).bind(run_id)).await
     }
 
     async fn renew_lease(&self, run_id: Uuid, owner: Uuid, until: DateTime<Utc>) -> StoreResult<bool> {
@@ -714,13 +651,8 @@ impl<B: SqlBackend> RunStore for B {
         records: &dyn CascadeRecords,
     ) -> StoreResult<Option<(RunRow, bool)>> {
         let mut write = self.begin_write().await?;
-        let existing: Option<RunRow> = write
-            .fetch_optional(
-                Statement::new(format!("SELECT {RUN_COLUMNS} FROM runs WHERE workspace_id = $1 AND id = $2"))
-                    .bind(workspace_id)
-                    .bind(id),
-            )
-            .await?;
+        let existing: Option<RunRow> =
+            write.fetch_optional(Statement::by_id(RUN_COLUMNS, "runs", workspace_id, id)).await?;
         let Some(existing) = existing else { return Ok(None) };
         if existing.status.is_terminal() {
             return Ok(Some((existing, false)));
@@ -787,13 +719,8 @@ impl<B: SqlBackend> RunStore for B {
         at: DateTime<Utc>,
     ) -> StoreResult<ResumeOutcome> {
         let mut write = self.begin_write().await?;
-        let existing: Option<RunRow> = write
-            .fetch_optional(
-                Statement::new(format!("SELECT {RUN_COLUMNS} FROM runs WHERE workspace_id = $1 AND id = $2"))
-                    .bind(workspace_id)
-                    .bind(id),
-            )
-            .await?;
+        let existing: Option<RunRow> =
+            write.fetch_optional(Statement::by_id(RUN_COLUMNS, "runs", workspace_id, id)).await?;
         let Some(existing) = existing else { return Ok(ResumeOutcome::NotFound) };
         if !existing.status.is_resumable() {
             return Ok(ResumeOutcome::NotResumable(existing));
@@ -852,4 +779,15 @@ impl<B: SqlBackend> RunStore for B {
         query.push(")");
         self.read().fetch_all(query).await
     }
+}
+
+/// Runs `update` (an `UPDATE` of one run, returning it) in a write of its own with the run's `run_status` event: the
+/// run as changed, or `None` if the update changed none.
+async fn update_run_with_event<B: SqlBackend>(backend: &B, update: Statement<'_>) -> StoreResult<Option<RunRow>> {
+    let mut write = backend.begin_write().await?;
+    let Some((run, event_id)) = update_run_in(backend, &mut write, update).await? else {
+        return Ok(None);
+    };
+    backend.commit_write(write, Some(event_id)).await?;
+    Ok(Some(run))
 }

@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::backend::{Sql, SqlBackend, Statement};
 use super::sql::is_unique_violation_of;
-use super::{NewAuditEntry, ReadCache, StoreError, StoreResult};
+use super::{NewAuditEntry, StoreError, StoreResult};
 
 const UPSTREAM_COLUMNS: &str =
     "id, workspace_id, name, url, headers, created_at, updated_at, last_success_at, last_error_at, last_error";
@@ -48,15 +48,8 @@ pub struct UpstreamRow {
 pub trait UpstreamStore: Send + Sync {
     /// A workspace's upstreams, by name.
     async fn upstreams(&self, workspace_id: Uuid) -> StoreResult<Vec<UpstreamRow>>;
-    /// What this store last read of each workspace's upstreams.
-    fn upstream_cache(&self) -> &ReadCache<Vec<UpstreamRow>>;
     /// A workspace's upstreams as read within the read cache's TTL: what each gateway request is served from.
-    async fn upstreams_cached(&self, workspace_id: Uuid) -> StoreResult<std::sync::Arc<Vec<UpstreamRow>>> {
-        match self.upstream_cache().fresh(workspace_id) {
-            Some(upstreams) => Ok(upstreams),
-            None => Ok(self.upstream_cache().remember(workspace_id, self.upstreams(workspace_id).await?)),
-        }
-    }
+    async fn upstreams_cached(&self, workspace_id: Uuid) -> StoreResult<std::sync::Arc<Vec<UpstreamRow>>>;
     async fn upstream(&self, workspace_id: Uuid, name: &str) -> StoreResult<Option<UpstreamRow>>;
     /// Stores a new upstream with the audit entry recording it; [`StoreError::Duplicate`] if the workspace has one
     /// of that name.
@@ -88,8 +81,12 @@ impl<B: SqlBackend> UpstreamStore for B {
             .await
     }
 
-    fn upstream_cache(&self) -> &ReadCache<Vec<UpstreamRow>> {
-        &self.caches().upstreams
+    async fn upstreams_cached(&self, workspace_id: Uuid) -> StoreResult<std::sync::Arc<Vec<UpstreamRow>>> {
+        let cache = &self.caches().upstreams;
+        match cache.fresh(workspace_id) {
+            Some(upstreams) => Ok(upstreams),
+            None => Ok(cache.remember(workspace_id, self.upstreams(workspace_id).await?)),
+        }
     }
 
     async fn upstream(&self, workspace_id: Uuid, name: &str) -> StoreResult<Option<UpstreamRow>> {
@@ -105,67 +102,47 @@ impl<B: SqlBackend> UpstreamStore for B {
     }
 
     async fn create_upstream(&self, row: &UpstreamRow, audit: &NewAuditEntry) -> StoreResult<()> {
-        let mut write = self.begin_write().await?;
-        let inserted = write
-            .execute(
-                Statement::new(INSERT_UPSTREAM)
-                    .bind(row.id)
-                    .bind(row.workspace_id)
-                    .bind(&row.name)
-                    .bind(&row.url)
-                    .bind(&row.headers)
-                    .bind(row.created_at)
-                    .bind(row.updated_at)
-                    .bind(row.last_success_at)
-                    .bind(row.last_error_at)
-                    .bind(&row.last_error),
-            )
-            .await;
-        match inserted {
+        let insert = Statement::new(INSERT_UPSTREAM)
+            .bind(row.id)
+            .bind(row.workspace_id)
+            .bind(&row.name)
+            .bind(&row.url)
+            .bind(&row.headers)
+            .bind(row.created_at)
+            .bind(row.updated_at)
+            .bind(row.last_success_at)
+            .bind(row.last_error_at)
+            .bind(&row.last_error);
+        match self.write_audited(insert, Some(audit)).await {
             Err(err) if is_unique_violation_of(&err) => return Err(StoreError::Duplicate("upstream of that name")),
             other => other?,
         };
-        self.append_audit_in(&mut write, audit).await?;
-        self.commit_write(write, None).await?;
         self.caches().upstreams.forget(row.workspace_id);
         Ok(())
     }
 
     async fn update_upstream(&self, row: &UpstreamRow, audit: &NewAuditEntry) -> StoreResult<bool> {
-        let mut write = self.begin_write().await?;
-        let updated = write
-            .execute(
-                Statement::new(UPDATE_UPSTREAM)
-                    .bind(&row.url)
-                    .bind(&row.headers)
-                    .bind(row.updated_at)
-                    .bind(row.workspace_id)
-                    .bind(row.id),
-            )
-            .await?;
-        if updated != 1 {
-            return Ok(false);
+        let update = Statement::new(UPDATE_UPSTREAM)
+            .bind(&row.url)
+            .bind(&row.headers)
+            .bind(row.updated_at)
+            .bind(row.workspace_id)
+            .bind(row.id);
+        let updated = self.write_audited(update, Some(audit)).await?;
+        if updated {
+            self.caches().upstreams.forget(row.workspace_id);
         }
-        self.append_audit_in(&mut write, audit).await?;
-        self.commit_write(write, None).await?;
-        self.caches().upstreams.forget(row.workspace_id);
-        Ok(true)
+        Ok(updated)
     }
 
     async fn delete_upstream(&self, workspace_id: Uuid, id: Uuid, audit: &NewAuditEntry) -> StoreResult<bool> {
-        let mut write = self.begin_write().await?;
-        let deleted = write
-            .execute(
-                Statement::new("DELETE FROM upstreams WHERE workspace_id = $1 AND id = $2").bind(workspace_id).bind(id),
-            )
-            .await?;
-        if deleted != 1 {
-            return Ok(false);
+        let delete =
+            Statement::new("DELETE FROM upstreams WHERE workspace_id = $1 AND id = $2").bind(workspace_id).bind(id);
+        let deleted = self.write_audited(delete, Some(audit)).await?;
+        if deleted {
+            self.caches().upstreams.forget(workspace_id);
         }
-        self.append_audit_in(&mut write, audit).await?;
-        self.commit_write(write, None).await?;
-        self.caches().upstreams.forget(workspace_id);
-        Ok(true)
+        Ok(deleted)
     }
 
     async fn record_upstream_health(
@@ -179,9 +156,7 @@ impl<B: SqlBackend> UpstreamStore for B {
             None => Statement::new(UPSTREAM_SUCCEEDED).bind(workspace_id).bind(id).bind(at),
             Some(error) => Statement::new(UPSTREAM_FAILED).bind(workspace_id).bind(id).bind(at).bind(error.to_owned()),
         };
-        let mut write = self.begin_write().await?;
-        write.execute(statement).await?;
-        self.commit_write(write, None).await?;
+        self.write_audited(statement, None).await?;
         self.caches().upstreams.forget(workspace_id);
         Ok(())
     }

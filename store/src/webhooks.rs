@@ -16,7 +16,7 @@ use uuid::Uuid;
 use holdpoint_types::{DeliveryStatus, EventType};
 
 use super::backend::{Sql, SqlBackend, Statement};
-use super::{NewAuditEntry, ReadCache, StoreResult};
+use super::{NewAuditEntry, StoreResult};
 
 const WEBHOOK_COLUMNS: &str =
     "id, workspace_id, url, events, description, secret, created_at, updated_at, disabled_at, disabled_reason";
@@ -147,15 +147,8 @@ pub struct WebhookDeliveryRow {
 pub trait WebhookStore: Send + Sync {
     /// A workspace's subscriptions, oldest first.
     async fn webhooks(&self, workspace_id: Uuid) -> StoreResult<Vec<WebhookRow>>;
-    /// What this store last read of each workspace's subscriptions.
-    fn webhook_cache(&self) -> &ReadCache<Vec<WebhookRow>>;
     /// A workspace's subscriptions as read within the read cache's TTL: what each event is matched against.
-    async fn webhooks_cached(&self, workspace_id: Uuid) -> StoreResult<std::sync::Arc<Vec<WebhookRow>>> {
-        match self.webhook_cache().fresh(workspace_id) {
-            Some(webhooks) => Ok(webhooks),
-            None => Ok(self.webhook_cache().remember(workspace_id, self.webhooks(workspace_id).await?)),
-        }
-    }
+    async fn webhooks_cached(&self, workspace_id: Uuid) -> StoreResult<std::sync::Arc<Vec<WebhookRow>>>;
     async fn webhook(&self, workspace_id: Uuid, id: Uuid) -> StoreResult<Option<WebhookRow>>;
     /// Stores a new subscription with the audit entry recording it.
     async fn create_webhook(&self, row: &WebhookRow, audit: &NewAuditEntry) -> StoreResult<()>;
@@ -236,67 +229,50 @@ impl<B: SqlBackend> WebhookStore for B {
             .await
     }
 
-    fn webhook_cache(&self) -> &ReadCache<Vec<WebhookRow>> {
-        &self.caches().webhooks
+    async fn webhooks_cached(&self, workspace_id: Uuid) -> StoreResult<std::sync::Arc<Vec<WebhookRow>>> {
+        let cache = &self.caches().webhooks;
+        match cache.fresh(workspace_id) {
+            Some(webhooks) => Ok(webhooks),
+            None => Ok(cache.remember(workspace_id, self.webhooks(workspace_id).await?)),
+        }
     }
 
     async fn webhook(&self, workspace_id: Uuid, id: Uuid) -> StoreResult<Option<WebhookRow>> {
-        self.read()
-            .fetch_optional(
-                Statement::new(format!("SELECT {WEBHOOK_COLUMNS} FROM webhooks WHERE workspace_id = $1 AND id = $2"))
-                    .bind(workspace_id)
-                    .bind(id),
-            )
-            .await
+        self.read().fetch_optional(Statement::by_id(WEBHOOK_COLUMNS, "webhooks", workspace_id, id)).await
     }
 
     async fn create_webhook(&self, row: &WebhookRow, audit: &NewAuditEntry) -> StoreResult<()> {
-        let mut write = self.begin_write().await?;
-        write
-            .execute(
-                Statement::new(INSERT_WEBHOOK)
-                    .bind(row.id)
-                    .bind(row.workspace_id)
-                    .bind(&row.url)
-                    .bind(&row.events)
-                    .bind(&row.description)
-                    .bind(&row.secret)
-                    .bind(row.created_at)
-                    .bind(row.updated_at)
-                    .bind(row.disabled_at)
-                    .bind(&row.disabled_reason),
-            )
-            .await?;
-        self.append_audit_in(&mut write, audit).await?;
-        self.commit_write(write, None).await?;
+        let insert = Statement::new(INSERT_WEBHOOK)
+            .bind(row.id)
+            .bind(row.workspace_id)
+            .bind(&row.url)
+            .bind(&row.events)
+            .bind(&row.description)
+            .bind(&row.secret)
+            .bind(row.created_at)
+            .bind(row.updated_at)
+            .bind(row.disabled_at)
+            .bind(&row.disabled_reason);
+        self.write_audited(insert, Some(audit)).await?;
         self.caches().webhooks.forget(row.workspace_id);
         Ok(())
     }
 
     async fn update_webhook(&self, row: &WebhookRow, audit: Option<&NewAuditEntry>) -> StoreResult<bool> {
-        let mut write = self.begin_write().await?;
-        let updated = write
-            .execute(
-                Statement::new(UPDATE_WEBHOOK)
-                    .bind(&row.url)
-                    .bind(&row.events)
-                    .bind(&row.description)
-                    .bind(row.updated_at)
-                    .bind(row.disabled_at)
-                    .bind(&row.disabled_reason)
-                    .bind(row.workspace_id)
-                    .bind(row.id),
-            )
-            .await?;
-        if updated != 1 {
-            return Ok(false);
+        let update = Statement::new(UPDATE_WEBHOOK)
+            .bind(&row.url)
+            .bind(&row.events)
+            .bind(&row.description)
+            .bind(row.updated_at)
+            .bind(row.disabled_at)
+            .bind(&row.disabled_reason)
+            .bind(row.workspace_id)
+            .bind(row.id);
+        let updated = self.write_audited(update, audit).await?;
+        if updated {
+            self.caches().webhooks.forget(row.workspace_id);
         }
-        if let Some(audit) = audit {
-            self.append_audit_in(&mut write, audit).await?;
-        }
-        self.commit_write(write, None).await?;
-        self.caches().webhooks.forget(row.workspace_id);
-        Ok(true)
+        Ok(updated)
     }
 
     async fn delete_webhook(&self, workspace_id: Uuid, id: Uuid, audit: &NewAuditEntry) -> StoreResult<bool> {
@@ -503,15 +479,7 @@ impl<B: SqlBackend> WebhookStore for B {
     }
 
     async fn webhook_delivery(&self, workspace_id: Uuid, id: Uuid) -> StoreResult<Option<WebhookDeliveryRow>> {
-        self.read()
-            .fetch_optional(
-                Statement::new(format!(
-                    "SELECT {DELIVERY_COLUMNS} FROM webhook_deliveries WHERE workspace_id = $1 AND id = $2"
-                ))
-                .bind(workspace_id)
-                .bind(id),
-            )
-            .await
+        self.read().fetch_optional(Statement::by_id(DELIVERY_COLUMNS, "webhook_deliveries", workspace_id, id)).await
     }
 
     async fn redeliver_webhook(
@@ -523,15 +491,8 @@ impl<B: SqlBackend> WebhookStore for B {
         give_up_at: DateTime<Utc>,
         audit: &NewAuditEntry,
     ) -> StoreResult<bool> {
-        let mut write = self.begin_write().await?;
-        let queued = write
-            .execute(Statement::new(REDELIVER).bind(at).bind(give_up_at).bind(workspace_id).bind(webhook_id).bind(id))
-            .await?;
-        if queued != 1 {
-            return Ok(false);
-        }
-        self.append_audit_in(&mut write, audit).await?;
-        self.commit_write(write, None).await?;
-        Ok(true)
+        let redeliver =
+            Statement::new(REDELIVER).bind(at).bind(give_up_at).bind(workspace_id).bind(webhook_id).bind(id);
+        self.write_audited(redeliver, Some(audit)).await
     }
 }

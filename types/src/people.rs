@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::{Role, UnknownVariant, Urgency};
+use super::{UnknownVariant, Urgency};
 
 /// A person's membership of the caller's workspace (`GET /members`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -357,9 +357,127 @@ pub mod sign_in_error {
     pub const SSO_AMBIGUOUS: &str = "sso_ambiguous";
 }
 
+wire_enum! {
+    /// A token's role. Ordered: each human role may do everything the ones before it may; `agent` is apart.
+    Role {
+        Viewer = "viewer",
+        Responder = "responder",
+        Approver = "approver",
+        Admin = "admin",
+        /// Creates questions and runs and reads its own, never answers.
+        Agent = "agent",
+    }
+}
+
+impl Role {
+    /// The roles people hold; `agent` is a token's only.
+    pub const HUMAN: [Role; 4] = [Role::Viewer, Role::Responder, Role::Approver, Role::Admin];
+
+    /// Whether this role may answer ordinary (non-approval) questions.
+    pub fn may_answer(self) -> bool {
+        matches!(self, Role::Responder | Role::Approver | Role::Admin)
+    }
+
+    /// Where a human role stands in `viewer` < `responder` < `approver` < `admin`; `agent` is below them all.
+    pub fn rank(self) -> u8 {
+        match self {
+            Role::Agent => 0,
+            Role::Viewer => 1,
+            Role::Responder => 2,
+            Role::Approver => 3,
+            Role::Admin => 4,
+        }
+    }
+
+    /// Whether this role may create questions and runs.
+    pub fn may_ask(self) -> bool {
+        matches!(self, Role::Agent | Role::Responder | Role::Approver | Role::Admin)
+    }
+
+    /// The role as a sentence names it: "a viewer", "an approver".
+    pub fn with_article(self) -> &'static str {
+        match self {
+            Role::Viewer => "a viewer",
+            Role::Responder => "a responder",
+            Role::Approver => "an approver",
+            Role::Admin => "an admin",
+            Role::Agent => "an agent",
+        }
+    }
+}
+
+/// Who a browser session acts as. Set by the server's session layer; read by pages and server functions.
+/// `Debug` redacts the CSRF token.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct SessionInfo {
+    pub workspace_id: Uuid,
+    /// The workspace's name.
+    pub workspace: String,
+    /// The id of the account or token the session was opened with: an `agent` token's session shows only what
+    /// that token created.
+    #[serde(default)]
+    pub principal_id: Uuid,
+    /// The person's username, or the name of the token the session was opened with.
+    pub name: String,
+    /// Whether the session is a person's account (which has a password to manage) rather than a token's.
+    #[serde(default)]
+    pub account: bool,
+    pub role: Role,
+    /// Sent back with every state-changing request of this session (`X-CSRF-Token` header or `csrf` form field).
+    pub csrf_token: String,
+}
+
+impl std::fmt::Debug for SessionInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionInfo")
+            .field("workspace_id", &self.workspace_id)
+            .field("workspace", &self.workspace)
+            .field("name", &self.name)
+            .field("account", &self.account)
+            .field("role", &self.role)
+            .field("csrf_token", &"[redacted]")
+            .finish()
+    }
+}
+
+/// The OpenAPI schema of a role a person may hold: [`Role`] without `agent`.
+#[cfg(feature = "server")]
+pub fn human_role_schema() -> utoipa::openapi::schema::Object {
+    utoipa::openapi::schema::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .enum_values(Some(Role::HUMAN.iter().map(|role| role.as_str())))
+        .build()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_session_debug_output_shows_no_csrf_token() {
+        let session = SessionInfo {
+            workspace_id: Uuid::nil(),
+            workspace: "default".into(),
+            principal_id: Uuid::nil(),
+            name: "ops".into(),
+            account: false,
+            role: Role::Admin,
+            csrf_token: "csrf-secret-value".into(),
+        };
+        let debug = format!("{session:?}");
+        assert!(!debug.contains("csrf-secret-value"), "{debug}");
+        assert!(debug.contains("ops"), "{debug}");
+    }
+
+    #[test]
+    fn only_human_roles_above_viewer_may_answer() {
+        assert!(!Role::Viewer.may_answer());
+        assert!(!Role::Agent.may_answer());
+        assert!(Role::Responder.may_answer());
+        assert!(Role::Admin.may_answer());
+        assert!(!Role::Viewer.may_ask());
+    }
 
     #[test]
     fn passwords_and_secrets_never_show_in_debug_output() {

@@ -9,7 +9,7 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::{PostgresStore, RESOLVE_LOCKING_RUN};
-use crate::backend::{FromBoth, Sql, SqlBackend, Statement, on_postgres};
+use crate::backend::{SqlBackend, Statement, impl_sql};
 use crate::sqlite::WriterThread;
 use crate::token_cache::TokenCache;
 use crate::{
@@ -20,43 +20,8 @@ use crate::{
 /// The pool, as [`Sql`].
 pub(crate) struct Pool<'a>(&'a PgPool);
 
-#[async_trait]
-impl Sql for Pool<'_> {
-    async fn fetch_all<R: FromBoth>(&mut self, statement: Statement<'_>) -> StoreResult<Vec<R>> {
-        on_postgres::fetch_all(self.0, statement).await
-    }
-
-    async fn fetch_optional<R: FromBoth>(&mut self, statement: Statement<'_>) -> StoreResult<Option<R>> {
-        on_postgres::fetch_optional(self.0, statement).await
-    }
-
-    async fn fetch_one<R: FromBoth>(&mut self, statement: Statement<'_>) -> StoreResult<R> {
-        on_postgres::fetch_one(self.0, statement).await
-    }
-
-    async fn execute(&mut self, statement: Statement<'_>) -> StoreResult<u64> {
-        on_postgres::execute(self.0, statement).await
-    }
-}
-
-#[async_trait]
-impl Sql for Transaction<'static, Postgres> {
-    async fn fetch_all<R: FromBoth>(&mut self, statement: Statement<'_>) -> StoreResult<Vec<R>> {
-        on_postgres::fetch_all(&mut **self, statement).await
-    }
-
-    async fn fetch_optional<R: FromBoth>(&mut self, statement: Statement<'_>) -> StoreResult<Option<R>> {
-        on_postgres::fetch_optional(&mut **self, statement).await
-    }
-
-    async fn fetch_one<R: FromBoth>(&mut self, statement: Statement<'_>) -> StoreResult<R> {
-        on_postgres::fetch_one(&mut **self, statement).await
-    }
-
-    async fn execute(&mut self, statement: Statement<'_>) -> StoreResult<u64> {
-        on_postgres::execute(&mut **self, statement).await
-    }
-}
+impl_sql!(Pool<'_>, on_postgres, |this| this.0);
+impl_sql!(Transaction<'static, Postgres>, on_postgres, |this| &mut **this);
 
 #[async_trait]
 impl SqlBackend for PostgresStore {

@@ -80,7 +80,12 @@ pub(crate) struct Listening {
 pub(crate) async fn listen_to_other_instances(listening: Listening, stop: tokio_util::sync::CancellationToken) {
     let Listening { pool, schema, committed, tokens } = listening;
     while !stop.is_cancelled() {
-        let mut listener = match sqlx::postgres::PgListener::connect_with(&pool).await {
+        let listening = async {
+            let mut listener = sqlx::postgres::PgListener::connect_with(&pool).await?;
+            listener.listen_all([EVENTS_CHANNEL, CREDENTIALS_CHANNEL]).await?;
+            Ok::<_, sqlx::Error>(listener)
+        };
+        let mut listener = match listening.await {
             Ok(listener) => listener,
             Err(err) => {
                 tracing::warn!(error = %err, "cannot listen for other instances' events; retrying");
@@ -88,11 +93,6 @@ pub(crate) async fn listen_to_other_instances(listening: Listening, stop: tokio_
                 continue;
             }
         };
-        if let Err(err) = listener.listen_all([EVENTS_CHANNEL, CREDENTIALS_CHANNEL]).await {
-            tracing::warn!(error = %err, "cannot listen for other instances' events; retrying");
-            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-            continue;
-        }
         tokens.listening(true);
         loop {
             // `try_recv` says when the connection was lost (`None`), where `recv` would reconnect silently.

@@ -5,11 +5,10 @@ use std::borrow::Cow;
 
 use async_trait::async_trait;
 use tokio::sync::watch;
-use uuid::Uuid;
 
 use super::group_commit::BatchedWrite;
 use super::{SqliteConnections, SqliteStore, WriterThread};
-use crate::backend::{FromBoth, Sql, SqlBackend, Statement, on_sqlite};
+use crate::backend::{SqlBackend, Statement, impl_sql};
 use crate::sql::RESOLVE_PENDING_RETURNING;
 use crate::token_cache::TokenCache;
 use crate::{
@@ -20,43 +19,8 @@ use crate::{
 /// A pool of connections (the read-only ones, or the writer's), as [`Sql`].
 pub(crate) struct Connections<'a>(&'a SqliteConnections);
 
-#[async_trait]
-impl Sql for Connections<'_> {
-    async fn fetch_all<R: FromBoth>(&mut self, statement: Statement<'_>) -> StoreResult<Vec<R>> {
-        on_sqlite::fetch_all(self.0, statement).await
-    }
-
-    async fn fetch_optional<R: FromBoth>(&mut self, statement: Statement<'_>) -> StoreResult<Option<R>> {
-        on_sqlite::fetch_optional(self.0, statement).await
-    }
-
-    async fn fetch_one<R: FromBoth>(&mut self, statement: Statement<'_>) -> StoreResult<R> {
-        on_sqlite::fetch_one(self.0, statement).await
-    }
-
-    async fn execute(&mut self, statement: Statement<'_>) -> StoreResult<u64> {
-        on_sqlite::execute(self.0, statement).await
-    }
-}
-
-#[async_trait]
-impl Sql for BatchedWrite {
-    async fn fetch_all<R: FromBoth>(&mut self, statement: Statement<'_>) -> StoreResult<Vec<R>> {
-        on_sqlite::fetch_all(&mut **self, statement).await
-    }
-
-    async fn fetch_optional<R: FromBoth>(&mut self, statement: Statement<'_>) -> StoreResult<Option<R>> {
-        on_sqlite::fetch_optional(&mut **self, statement).await
-    }
-
-    async fn fetch_one<R: FromBoth>(&mut self, statement: Statement<'_>) -> StoreResult<R> {
-        on_sqlite::fetch_one(&mut **self, statement).await
-    }
-
-    async fn execute(&mut self, statement: Statement<'_>) -> StoreResult<u64> {
-        on_sqlite::execute(&mut **self, statement).await
-    }
-}
+impl_sql!(Connections<'_>, on_sqlite, |this| this.0);
+impl_sql!(BatchedWrite, on_sqlite, |this| &mut **this);
 
 #[async_trait]
 impl SqlBackend for SqliteStore {
@@ -122,21 +86,6 @@ impl SqlBackend for SqliteStore {
         &self.tokens
     }
 
-    /// Nobody else trusts this database's tokens.
-    async fn tell_others_of_a_revocation(&self, _write: &mut BatchedWrite) -> StoreResult<()> {
-        Ok(())
-    }
-
-    /// Nothing to lock: `BEGIN IMMEDIATE` on the one writer runs write transactions one at a time.
-    async fn lock_run_and_parent(&self, _write: &mut BatchedWrite, _run_id: Uuid) -> StoreResult<()> {
-        Ok(())
-    }
-
-    /// Nothing to lock: `BEGIN IMMEDIATE` on the one writer runs write transactions one at a time.
-    async fn lock_run_tree(&self, _write: &mut BatchedWrite, _root: Uuid) -> StoreResult<()> {
-        Ok(())
-    }
-
     // Questions, events, the audit log, workspaces, tokens and sessions (`store::questions`).
 
     const BACKEND: Backend = Backend::Sqlite;
@@ -197,10 +146,6 @@ impl SqlBackend for SqliteStore {
         let mut write = self.begin_write_inline().await?;
         let update = format!("{}{}", write.savepoint(), *RESOLVE_PENDING_RETURNING);
         Ok((write, update.into()))
-    }
-
-    async fn lock_run_in(&self, _write: &mut BatchedWrite, _workspace_id: Uuid, _run_id: Uuid) -> StoreResult<()> {
-        Ok(())
     }
 
     async fn commit_one_event(&self, write: BatchedWrite, id: i64, event: &NewEvent) -> StoreResult<()> {

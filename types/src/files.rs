@@ -1,0 +1,52 @@
+//! Wire types of uploaded files, and which media types a file field accepts.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// A file uploaded with `POST /files`: the upload's response, and the value of a `file` field in an answer (whose
+/// metadata the server replaces with what it stored).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct UploadedFile {
+    /// What an answer references it by; `GET /files/{file_id}` downloads it.
+    pub file_id: Uuid,
+    /// Its name, as the uploader gave it.
+    pub name: String,
+    /// Its length in bytes.
+    pub size: u64,
+    /// Its media type, as the uploader sent it.
+    pub media_type: String,
+    /// The SHA-256 of its bytes, in lowercase hex.
+    pub sha256: String,
+}
+
+/// Whether `media_type` (`image/png; charset=...` included) is one of `accept`'s media types or patterns
+/// (`image/*`, `*/*`); compared without case and without parameters. An empty `accept` takes any.
+pub fn media_type_accepted(accept: &[String], media_type: &str) -> bool {
+    let essence = |text: &str| text.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    let media_type = essence(media_type);
+    accept.is_empty()
+        || accept.iter().map(|pattern| essence(pattern)).any(|pattern| match pattern.strip_suffix("/*") {
+            Some("*") => true,
+            Some(kind) => media_type.split_once('/').is_some_and(|(of, _)| of == kind),
+            None => pattern == media_type,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_fields_accept_list_takes_exact_types_and_wildcards_without_case_or_parameters() {
+        let accept = |list: &[&str]| list.iter().map(|item| (*item).to_owned()).collect::<Vec<_>>();
+        assert!(media_type_accepted(&[], "application/x-anything"));
+        assert!(media_type_accepted(&accept(&["image/*"]), "image/png"));
+        assert!(media_type_accepted(&accept(&["image/*"]), "IMAGE/JPEG"));
+        assert!(!media_type_accepted(&accept(&["image/*"]), "text/plain"));
+        assert!(!media_type_accepted(&accept(&["image/*"]), "imagefoo"));
+        assert!(media_type_accepted(&accept(&["application/pdf"]), "application/pdf; name=a.pdf"));
+        assert!(!media_type_accepted(&accept(&["application/pdf"]), "application/pdfx"));
+        assert!(media_type_accepted(&accept(&["text/plain", "*/*"]), "video/mp4"));
+    }
+}
