@@ -1,7 +1,7 @@
 //! What a page needs only once it runs: the event stream that keeps it live, the live modal it feeds, the other
 //! parts that answer a question with the script (the question under the inbox's cursor in the split view, a run's
-//! waiting questions, the inbox's keys and answers from its rows), and the settings' absence forms and invitations.
-//! They are one wasm module, cut out of the pages' first load and fetched as soon as a page is hydrated.
+//! waiting questions, the inbox's keys and answers from its rows), and the settings' absence forms, invitations and
+//! grants. They are one wasm module, cut out of the pages' first load and fetched as soon as a page is hydrated.
 //!
 //! Only the browser renders the parts: the modal and the split view open on events and clicks, and a run page
 //! without the script links each waiting question to its page, whose plain form answers it. Until the module is in
@@ -55,6 +55,8 @@ pub enum Part {
     RunAnswer { question: Box<Question>, answered: Callback<Question> },
     /// The invitations of the signed-in person's account to other workspaces, with their answers, on `/settings`.
     Invitations,
+    /// The workspace's grants, each with its revoke button, on `/settings/workspace`.
+    Grants,
     /// The form of someone's absence on the settings pages.
     Absence {
         absentee: crate::pages::Absentee,
@@ -129,6 +131,7 @@ fn deferred(request: Request) -> Option<AnyView> {
             Some(crate::pages::absence_form(absentee, members, message, reload))
         }
         Request::Show(Part::Invitations) => Some(crate::pages::invitations()),
+        Request::Show(Part::Grants) => Some(crate::pages::grants()),
         Request::Show(Part::RunAnswer { question, answered }) => {
             let question = *question;
             Some(view! { <crate::answer::AnswerWidget question prefix="inline" on_answered=answered/> }.into_any())

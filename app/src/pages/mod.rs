@@ -26,7 +26,7 @@ pub(crate) use plain_answer_form::plain_answer_form;
 pub use question::QuestionPage;
 pub use rules::RulesSettingsPage;
 pub use runs::{RunPage, RunsPage};
-pub(crate) use settings::{Absentee, absence_form, invitations};
+pub(crate) use settings::{Absentee, absence_form, grants, invitations};
 pub use settings::{SettingsPage, WorkspaceSettingsPage};
 pub use signin::SignInPage;
 

@@ -58,7 +58,11 @@ pub(super) fn WorkspaceSettings(
                 "Tool calls these grants let through without asking anyone. Each was made while approving a call, and "
                 "each use is in the audit log."
             </p>
-            <GrantTable/>
+            // Read and revoked only with the script: a part of the deferred module (see `crate::deferred`).
+            {
+                let loaded = crate::deferred::module_loaded();
+                move || crate::deferred::show(loaded, crate::deferred::Part::Grants)
+            }
         </section>
         {admin.then(|| view! {
             <section class="card stack" aria-labelledby="tokens-heading">
@@ -523,9 +527,9 @@ fn CreateTokenForm(reload: impl Fn() + Clone + Send + Sync + 'static) -> impl In
     }
 }
 
-/// The workspace's live grants (`GET /grants`), read once the page runs, each with its revoke button.
-#[component]
-fn GrantTable() -> impl IntoView {
+/// The workspace's live grants (`GET /grants`), read once the page runs, each with its revoke button. Part of the
+/// deferred module.
+pub(crate) fn grants() -> AnyView {
     let grants = RwSignal::new(None::<Result<Vec<Grant>, String>>);
     let message = RwSignal::new(None::<Result<String, String>>);
     let load = move || {
@@ -582,6 +586,7 @@ fn GrantTable() -> impl IntoView {
         {rows}
         <Outcome message/>
     }
+    .into_any()
 }
 
 #[cfg(test)]
