@@ -18,8 +18,8 @@ use crate::types::{CreatedToken, Role, SessionInfo};
 use crate::{current_session, workspace_settings, your_settings};
 
 pub(crate) use absence::{Absentee, absence_form};
-pub(crate) use workspace::grants;
 use workspace::WorkspaceSettings;
+pub(crate) use workspace::grants;
 use yours::YourSettings;
 pub(crate) use yours::invitations;
 
