@@ -185,18 +185,27 @@ export async function startOidcProviderProcess(options) {
   const child = spawn(process.execPath, [fileURLToPath(import.meta.url), JSON.stringify({ ...options, clientSecret })], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+  // Generous: on a busy machine (a cold CI build beside it) loading oidc-provider and making an RSA key takes long.
+  const startTimeoutMs = 90_000;
   const started = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('the OpenID provider did not start within 20 s')), 20_000);
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`the OpenID provider did not start within ${startTimeoutMs / 1000} s`));
+    }, startTimeoutMs);
     let output = '';
     child.stdout.on('data', (chunk) => {
       output += chunk;
-      const line = output.split('\n').find((l) => l.startsWith('{'));
+      // Only a whole line: a chunk may end inside the JSON.
+      const line = output.split('\n').slice(0, -1).find((l) => l.startsWith('{'));
       if (line) {
         clearTimeout(timer);
         resolve(JSON.parse(line));
       }
     });
-    child.on('exit', (code) => reject(new Error(`the OpenID provider exited early with ${code}`)));
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the OpenID provider exited early with ${code}`));
+    });
   });
   return {
     ...started,

@@ -457,7 +457,59 @@ async fn a_resume_entry_resolved_elsewhere_first_is_skipped_and_reported(backend
     assert_eq!((size["status"].as_str(), size["response"]["value"].as_str()), (Some("answered"), Some("large")));
 }
 
+/// A run that waits for its sub-agents is held by their questions: the stream ends with those as its interrupts
+/// (naming the sub-agent's run), a resume answers them, and the stream follows the run until it finishes.
+async fn a_run_waiting_for_its_sub_agents_is_interrupted_by_their_questions(backend: common::Backend) {
+    let (scripts, mock) = (Scripts::new(), deploy_mock().await);
+    let Some(app) = start(backend, &scripts, &mock).await else { return };
+    let child = json!([
+        { "tool_calls": [{ "id": "call_table", "name": "ask_user", "arguments": { "title": "Which table?" } }] },
+        { "content": "migrated users" }
+    ]);
+    agent(&app, &scripts, "migrator", child, &["ask_user"], json!({})).await;
+    let parent = json!([
+        { "tool_calls": [{ "id": "call_spawn", "name": "spawn_agents",
+            "arguments": { "agents": [{ "agent": "migrator", "input": "Migrate" }], "wait": true } }] },
+        { "content": "all done" }
+    ]);
+    agent(&app, &scripts, "coordinator", parent, &["spawn_agents"], json!({})).await;
+
+    let first = events(&post_run(&app, "coordinator", &app.token, input("thread-children", "run-1", None)).await);
+    let finished = first.last().unwrap();
+    assert_eq!(finished["outcome"]["type"], "interrupt", "{first:?}");
+    assert_eq!(first.iter().find(|e| e["type"] == "TOOL_CALL_START").unwrap()["toolCallName"], "spawn_agents");
+    let run_id = first[0]["metadata"]["holdpoint"]["run_id"].as_str().unwrap().to_owned();
+    assert_eq!(app.get(&format!("/api/v1/runs/{run_id}")).await.json["status"], "waiting_for_children");
+    let interrupts = finished["outcome"]["interrupts"].as_array().unwrap();
+    assert_eq!(interrupts.len(), 1, "{interrupts:?}");
+    let interrupt = &interrupts[0];
+    assert_eq!(interrupt["reason"], "input_required");
+    assert!(interrupt["message"].as_str().unwrap().contains("Which table?"));
+    let children = app.get(&format!("/api/v1/runs?parent_run_id={run_id}")).await.json;
+    let child_id = children["items"][0]["id"].as_str().unwrap();
+    assert_eq!(interrupt["metadata"]["holdpoint"]["run_id"], child_id, "the interrupt names the sub-agent's run");
+
+    // Without resume entries the thread is busy; with them, the sub-agent's question is answered.
+    let busy = post_run(&app, "coordinator", &app.token, input("thread-children", "run-2", None)).await;
+    assert_error(&busy, StatusCode::CONFLICT, "conflict");
+    let resume = json!([{ "interruptId": interrupt["id"], "status": "resolved", "payload": "users" }]);
+    let second =
+        events(&post_run(&app, "coordinator", &app.token, input("thread-children", "run-2", Some(resume))).await);
+    let finished = second.last().unwrap();
+    assert_eq!(finished["outcome"]["type"], "success", "{second:?}");
+    assert_eq!(finished["result"], "all done");
+    let report = second.iter().find(|e| e["type"] == "TOOL_CALL_RESULT").expect("the sub-agents' report");
+    let report: Value = serde_json::from_str(report["content"].as_str().unwrap()).unwrap();
+    assert_eq!(report["runs"][0]["result"], "migrated users");
+    let question = app.get(&format!("/api/v1/questions/{}", interrupt["id"].as_str().unwrap())).await.json;
+    assert_eq!(
+        (question["status"].as_str(), question["response"]["value"].as_str()),
+        (Some("answered"), Some("users"))
+    );
+}
+
 on_both_backends!(
+    a_run_waiting_for_its_sub_agents_is_interrupted_by_their_questions,
     a_resume_entry_resolved_elsewhere_first_is_skipped_and_reported,
     an_approval_is_a_tool_call_interrupt_and_the_resumed_run_runs_the_call,
     edited_arguments_run_instead_and_a_cancelled_resume_rejects_the_call,

@@ -4,7 +4,8 @@
 //! (`data: {json}` frames): `RUN_STARTED`, then for each model turn a step (`STEP_STARTED` … `STEP_FINISHED`) with
 //! its text (`TEXT_MESSAGE_START`/`CONTENT`/`END`) and tool calls (`TOOL_CALL_START`/`ARGS`/`END`), each tool's
 //! `TOOL_CALL_RESULT`, and `RUN_FINISHED` — a success with the final answer as `result`, or an interrupt outcome
-//! while the run waits for people: each pending question of the run is an interrupt whose id is the question's id.
+//! while the run waits for people: each pending question of the run is an interrupt whose id is the question's id,
+//! and a run waiting for its sub-agents is interrupted by their pending questions.
 //! A failed run ends with `RUN_ERROR`.
 //!
 //! A thread is one Holdpoint run: the first request on a thread starts a run of the agent, keyed to the agent and
@@ -261,6 +262,9 @@ fn thread_busy(run: &RunRow) -> AppError {
         RunStatus::WaitingForInput | RunStatus::WaitingForApproval => {
             "the thread's run waits for its interrupts: send resume entries that answer them".to_owned()
         }
+        RunStatus::WaitingForChildren => {
+            "the thread's run waits for its sub-agents: send resume entries that answer their interrupts".to_owned()
+        }
         status if status.is_terminal() => format!("the thread's run is {status}; start a new thread"),
         status => format!("the thread's run is {status}; wait until it finishes or waits"),
     };
@@ -422,7 +426,10 @@ async fn settle_interrupts(
             continue;
         }
         let row = state.store.question(caller.workspace_id(), id).await?;
-        let Some(row) = row.filter(|q| q.run_id == Some(run.id) && caller.visibility().sees(q.created_by)) else {
+        // The run's own questions, or its sub-agents' (which hold it while it waits for them).
+        let of_thread =
+            |q: &crate::store::QuestionRow| q.run_id == Some(run.id) || q.parent_run_ids.0.contains(&run.id);
+        let Some(row) = row.filter(|q| of_thread(q) && caller.visibility().sees(q.created_by)) else {
             errors.add(field, "is not an interrupt of this thread");
             continue;
         };
@@ -662,13 +669,14 @@ fn run_events(
                     yield event(finished(json!({ "type": "interrupt", "interrupts": [paused_interrupt(&current)] }), None));
                     return;
                 }
-                RunStatus::WaitingForInput | RunStatus::WaitingForApproval => {
+                RunStatus::WaitingForInput | RunStatus::WaitingForApproval | RunStatus::WaitingForChildren => {
                     match interrupts(&state, &workspace, &current).await {
                         Ok(interrupts) if !interrupts.is_empty() => {
                             yield event(finished(json!({ "type": "interrupt", "interrupts": interrupts }), None));
                             return;
                         }
-                        // Its last question was just resolved: the run is about to be queued again.
+                        // Its last question was just resolved (the run is about to be queued again), or its
+                        // sub-agents are at work and have asked nothing yet.
                         Ok(_) => {}
                         Err(err) => {
                             tracing::warn!(run = %run.id, error = %err, "the AG-UI stream could not read the run's questions");
@@ -677,7 +685,7 @@ fn run_events(
                         }
                     }
                 }
-                RunStatus::Queued | RunStatus::Running | RunStatus::WaitingForChildren => {}
+                RunStatus::Queued | RunStatus::Running => {}
             }
             // Until something of this run happens, or the poll interval passes (messages are not events).
             let wait = tokio::time::sleep(POLL_INTERVAL);
@@ -753,10 +761,17 @@ fn events_of(message: &MessageRow) -> Vec<Value> {
     }
 }
 
-/// The interrupts of a waiting run: one per pending question that holds it, oldest first.
+/// The interrupts of a waiting run: one per pending question that holds it, oldest first. A run waiting for its
+/// sub-agents is held by their questions (and their sub-agents'), so those are its interrupts.
 async fn interrupts(state: &AppState, workspace: &str, run: &RunRow) -> Result<Vec<Value>, AppError> {
+    let mut ids = state.store.pending_question_ids(run.workspace_id, run.id).await?;
+    if run.status == RunStatus::WaitingForChildren {
+        ids.extend(descendants_pending_question_ids(state, run).await?);
+        // Question ids are UUIDv7: in id order is in the order they were asked.
+        ids.sort_unstable();
+    }
     let mut interrupts = Vec::new();
-    for id in state.store.pending_question_ids(run.workspace_id, run.id).await? {
+    for id in ids {
         let Some(row) = state.store.question(run.workspace_id, id).await? else { continue };
         if row.status != QuestionStatus::Pending || row.kind == QuestionKind::NonBlocking {
             continue;
@@ -764,6 +779,40 @@ async fn interrupts(state: &AppState, workspace: &str, run: &RunRow) -> Result<V
         interrupts.push(interrupt_of(&row.to_question(workspace)?));
     }
     Ok(interrupts)
+}
+
+/// The most sub-agent runs one stream looks through for questions: far above what a run can spawn and wait for.
+const DESCENDANTS_MAX: usize = 500;
+
+/// The pending questions of the runs below `run` that still wait: its sub-agents', theirs, and so on.
+async fn descendants_pending_question_ids(state: &AppState, run: &RunRow) -> Result<Vec<Uuid>, AppError> {
+    let mut ids = Vec::new();
+    let mut parents = vec![run.id];
+    let mut looked_at = 0;
+    while let Some(parent) = parents.pop() {
+        let filter = crate::store::RunFilter {
+            parent_run_id: Some(parent),
+            limit: DESCENDANTS_MAX as u32,
+            ..Default::default()
+        };
+        for child in state.store.list_runs(run.workspace_id, &filter).await? {
+            looked_at += 1;
+            if looked_at > DESCENDANTS_MAX {
+                return Ok(ids);
+            }
+            match child.status {
+                RunStatus::WaitingForInput | RunStatus::WaitingForApproval => {
+                    ids.extend(state.store.pending_question_ids(run.workspace_id, child.id).await?);
+                }
+                RunStatus::WaitingForChildren => {
+                    ids.extend(state.store.pending_question_ids(run.workspace_id, child.id).await?);
+                    parents.push(child.id);
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(ids)
 }
 
 /// A paused run's one interrupt, whose id is the run's: resolving it resumes the run (`payload.prompt`, if given,
@@ -794,8 +843,8 @@ fn interrupt_of(question: &Question) -> Value {
         message.push_str("\n\n");
         message.push_str(&question.body);
     }
-    let mut meta =
-        json!({ "question_id": question.id, "kind": question.kind, "response_type": question.response_type });
+    let mut meta = json!({ "question_id": question.id, "run_id": question.run_id, "kind": question.kind,
+        "response_type": question.response_type });
     let mut interrupt = json!({ "id": question.id, "message": message });
     if is_approval(question) {
         interrupt["reason"] = json!("tool_call");
