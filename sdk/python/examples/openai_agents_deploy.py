@@ -11,8 +11,9 @@ Needs `pip install "./sdk/python[openai-agents]"`.
 from __future__ import annotations
 
 import asyncio
+import os
 
-from agents import Agent, function_tool
+from agents import Agent, function_tool, set_default_openai_api, set_tracing_disabled
 
 from holdpoint_client import AsyncHoldpoint
 from holdpoint_client.openai_agents import HoldpointApprovals, run_with_approvals
@@ -22,6 +23,13 @@ from holdpoint_client.openai_agents import HoldpointApprovals, run_with_approval
 def deploy(service: str, environment: str) -> str:
     """Deploy a service to an environment."""
     return f"deployed {service} to {environment}"
+
+
+if os.environ.get("OPENAI_BASE_URL"):
+    # OpenAI-compatible servers serve Chat Completions (the SDK's default is OpenAI's Responses API), and the SDK's
+    # traces go to OpenAI's platform, which such a server's key does not open.
+    set_default_openai_api("chat_completions")
+    set_tracing_disabled(True)
 
 
 async def main() -> None:

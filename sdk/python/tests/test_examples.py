@@ -1,0 +1,125 @@
+"""The Python examples of docs/integrations.md that need no agent of their own run here as their user runs them: a
+process of their own against the real server, people answering through the API, and for the OpenAI Agents example
+the mock model on loopback. (The AG-UI and A2A examples run in ``test_ag_ui.py`` and ``test_a2a.py``.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .conftest import Server
+from .helpers import eventually, kill, start_example
+from .mock_model import MockModel
+
+
+def pending(server: Server, project: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = server.api("GET", f"/questions?project={project}&status=pending").json()["items"]
+    return items
+
+
+def answer(server: Server, project: str, title: str, body: dict[str, Any]) -> dict[str, Any]:
+    """Waits for the pending question of `project` titled `title`, answers it with `body`, and returns it."""
+    question = eventually(title, lambda: next((q for q in pending(server, project) if q["title"] == title), None), 60)
+    answered = server.api("POST", f"/questions/{question['id']}/answer", json=body)
+    assert answered.status_code == 200, answered.text
+    return question
+
+
+def test_the_quickstart_asks_gates_a_call_and_guards_a_function(
+    server: Server, agent_token: str, tmp_path: Path
+) -> None:
+    env = {"HOLDPOINT_SERVER": server.url, "HOLDPOINT_TOKEN": agent_token}
+    example = start_example("quickstart.py", tmp_path, env)
+    try:
+        region = answer(server, "quickstart", "Which region should the new cluster go to?", {"value": "us-east"})
+        assert [option["value"] for option in region["options"]] == ["eu-west", "us-east"]
+        cluster = eventually(
+            "the cluster's approval",
+            lambda: next((q for q in pending(server, "quickstart") if q["kind"] == "approval"), None),
+            60,
+        )
+        assert cluster["action"] == {"tool_name": "create_cluster", "arguments": {"region": "us-east", "nodes": 3}}
+        edited = {"region": "us-east", "nodes": 5}
+        approved = server.api(
+            "POST", f"/questions/{cluster['id']}/answer", json={"value": True, "edited_arguments": edited}
+        )
+        assert approved.status_code == 200, approved.text
+        snapshot = eventually(
+            "the snapshot's approval",
+            lambda: next(
+                (
+                    q
+                    for q in pending(server, "quickstart")
+                    if (q.get("action") or {}).get("tool_name") == "delete_snapshot"
+                ),
+                None,
+            ),
+            60,
+        )
+        assert snapshot["action"]["arguments"] == {"snapshot_id": "snap-042"}
+        rejected = server.api(
+            "POST", f"/questions/{snapshot['id']}/answer", json={"value": False, "comment": "we restore from it"}
+        )
+        assert rejected.status_code == 200, rejected.text
+        out, err = example.communicate(timeout=60)
+    finally:
+        if example.poll() is None:
+            kill(example)
+    assert example.returncode == 0, err
+    assert out.splitlines() == [
+        "region: us-east (answered)",
+        "creating the cluster with {'nodes': 5, 'region': 'us-east'}",
+        "kept the snapshot: we restore from it",
+    ]
+
+
+def test_the_langgraph_example_exits_while_it_waits_and_a_second_run_publishes_the_answer(
+    server: Server, agent_token: str, tmp_path: Path
+) -> None:
+    env = {"HOLDPOINT_SERVER": server.url, "HOLDPOINT_TOKEN": agent_token}
+    first = start_example("langgraph_review.py", tmp_path, env)
+    out, err = first.communicate(timeout=60)
+    assert first.returncode == 0, err
+    assert out.startswith("waiting for a person: ['http"), out
+    assert (tmp_path / "reviews.sqlite").exists(), "the graph is checkpointed"
+    question = answer(server, "support", "Publish the reply to T-1042?", {"value": "publish"})
+    assert question["body"] == "Hello! The fix for T-1042 ships on Monday."
+    second = start_example("langgraph_review.py", tmp_path, env)
+    out, err = second.communicate(timeout=60)
+    assert second.returncode == 0, err
+    assert out.splitlines() == ["publish: Hello! The fix for T-1042 ships on Monday."]
+
+
+def test_the_openai_agents_example_survives_being_killed_while_it_waits_and_runs_the_edited_call(
+    server: Server, agent_token: str, tmp_path: Path
+) -> None:
+    model = MockModel("deploy", {"service": "api", "environment": "production"})
+    try:
+        env = {
+            "HOLDPOINT_SERVER": server.url,
+            "HOLDPOINT_TOKEN": agent_token,
+            "OPENAI_BASE_URL": model.url,
+            "OPENAI_API_KEY": "sk-test-not-used",
+        }
+        first = start_example("openai_agents_deploy.py", tmp_path, env)
+        try:
+            question = eventually("the deploy's approval", lambda: next(iter(pending(server, "deploys")), None), 60)
+        finally:
+            kill(first)  # the agent's process dies while a person decides
+        proposed = {"service": "api", "environment": "production"}
+        assert question["action"] == {"tool_name": "deploy", "arguments": proposed}
+        assert question["allow_edit"] is True
+        assert list((tmp_path / "runs").iterdir()), "the run state was saved before anybody was asked"
+
+        second = start_example("openai_agents_deploy.py", tmp_path, env)
+        edited = {"service": "api", "environment": "staging"}
+        approval = {"value": True, "edited_arguments": edited}
+        approved = server.api("POST", f"/questions/{question['id']}/answer", json=approval)
+        assert approved.status_code == 200, approved.text
+        out, err = second.communicate(timeout=60)
+        assert second.returncode == 0, err
+        assert out.strip() == "The tool said: deployed api to staging"
+        assert len(model.requests) == 2, "the restarted run asked the model only for its answer"
+        assert not pending(server, "deploys"), "the restart asked nothing again"
+    finally:
+        model.close()
