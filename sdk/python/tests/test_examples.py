@@ -4,6 +4,7 @@ the mock model on loopback. (The AG-UI and A2A examples run in ``test_ag_ui.py``
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -123,3 +124,38 @@ def test_the_openai_agents_example_survives_being_killed_while_it_waits_and_runs
         assert not pending(server, "deploys"), "the restart asked nothing again"
     finally:
         model.close()
+
+
+def test_the_mcp_task_example_polls_its_task_across_a_restart_until_a_person_answers(
+    server: Server, agent_token: str, tmp_path: Path
+) -> None:
+    env = {"HOLDPOINT_SERVER": server.url, "HOLDPOINT_TOKEN": agent_token}
+    first = start_example("mcp_task.py", tmp_path, env)
+    try:
+        title = "Ship release 2.4 today?"
+        question = eventually(
+            title, lambda: next((q for q in pending(server, "mcp-tasks") if q["title"] == title), None), 60
+        )
+        eventually("the task's id kept", lambda: (tmp_path / "mcp-task.txt").exists(), 30)
+    finally:
+        kill(first)  # the agent's process dies while a person decides
+    assert (tmp_path / "mcp-task.txt").read_text() == question["id"], "the task's id is its question's"
+
+    second = start_example("mcp_task.py", tmp_path, env)
+    try:
+        assert second.stdout is not None
+        assert second.stdout.readline().strip() == f"task {question['id']}: input_required"
+        answered = server.api("POST", f"/questions/{question['id']}/answer", json={"value": True, "comment": "go"})
+        assert answered.status_code == 200, answered.text
+        out, err = second.communicate(timeout=60)
+    finally:
+        if second.poll() is None:
+            kill(second)
+    assert second.returncode == 0, err
+    lines = out.splitlines()
+    assert lines[-2] == f"task {question['id']}: completed", lines
+    result = json.loads(lines[-1])
+    assert (result["outcome"], result["value"], result["comment"]) == ("answered", True, "go")
+    assert not (tmp_path / "mcp-task.txt").exists(), "a finished task leaves nothing behind"
+    asked = server.api("GET", "/questions?project=mcp-tasks").json()["items"]
+    assert [q["id"] for q in asked] == [question["id"]], "the restart asked nothing again"
