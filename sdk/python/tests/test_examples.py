@@ -18,9 +18,21 @@ def pending(server: Server, project: str) -> list[dict[str, Any]]:
     return items
 
 
+def example_env(server: Server, token: str) -> dict[str, str]:
+    return {"HOLDPOINT_SERVER": server.url, "HOLDPOINT_TOKEN": token}
+
+
+def waiting(server: Server, project: str, title: str) -> dict[str, Any]:
+    """The pending question of `project` titled `title`, once it is asked."""
+    question: dict[str, Any] = eventually(
+        title, lambda: next((q for q in pending(server, project) if q["title"] == title), None), 60
+    )
+    return question
+
+
 def answer(server: Server, project: str, title: str, body: dict[str, Any]) -> dict[str, Any]:
     """Waits for the pending question of `project` titled `title`, answers it with `body`, and returns it."""
-    question = eventually(title, lambda: next((q for q in pending(server, project) if q["title"] == title), None), 60)
+    question = waiting(server, project, title)
     answered = server.api("POST", f"/questions/{question['id']}/answer", json=body)
     assert answered.status_code == 200, answered.text
     return question
@@ -29,7 +41,7 @@ def answer(server: Server, project: str, title: str, body: dict[str, Any]) -> di
 def test_the_quickstart_asks_gates_a_call_and_guards_a_function(
     server: Server, agent_token: str, tmp_path: Path
 ) -> None:
-    env = {"HOLDPOINT_SERVER": server.url, "HOLDPOINT_TOKEN": agent_token}
+    env = example_env(server, agent_token)
     example = start_example("quickstart.py", tmp_path, env)
     try:
         region = answer(server, "quickstart", "Which region should the new cluster go to?", {"value": "us-east"})
@@ -77,7 +89,7 @@ def test_the_quickstart_asks_gates_a_call_and_guards_a_function(
 def test_the_langgraph_example_exits_while_it_waits_and_a_second_run_publishes_the_answer(
     server: Server, agent_token: str, tmp_path: Path
 ) -> None:
-    env = {"HOLDPOINT_SERVER": server.url, "HOLDPOINT_TOKEN": agent_token}
+    env = example_env(server, agent_token)
     first = start_example("langgraph_review.py", tmp_path, env)
     out, err = first.communicate(timeout=60)
     assert first.returncode == 0, err
@@ -96,12 +108,7 @@ def test_the_openai_agents_example_survives_being_killed_while_it_waits_and_runs
 ) -> None:
     model = MockModel("deploy", {"service": "api", "environment": "production"})
     try:
-        env = {
-            "HOLDPOINT_SERVER": server.url,
-            "HOLDPOINT_TOKEN": agent_token,
-            "OPENAI_BASE_URL": model.url,
-            "OPENAI_API_KEY": "sk-test-not-used",
-        }
+        env = {**example_env(server, agent_token), "OPENAI_BASE_URL": model.url, "OPENAI_API_KEY": "sk-test-not-used"}
         first = start_example("openai_agents_deploy.py", tmp_path, env)
         try:
             question = eventually("the deploy's approval", lambda: next(iter(pending(server, "deploys")), None), 60)
@@ -129,13 +136,10 @@ def test_the_openai_agents_example_survives_being_killed_while_it_waits_and_runs
 def test_the_mcp_task_example_polls_its_task_across_a_restart_until_a_person_answers(
     server: Server, agent_token: str, tmp_path: Path
 ) -> None:
-    env = {"HOLDPOINT_SERVER": server.url, "HOLDPOINT_TOKEN": agent_token}
+    env = example_env(server, agent_token)
     first = start_example("mcp_task.py", tmp_path, env)
     try:
-        title = "Ship release 2.4 today?"
-        question = eventually(
-            title, lambda: next((q for q in pending(server, "mcp-tasks") if q["title"] == title), None), 60
-        )
+        question = waiting(server, "mcp-tasks", "Ship release 2.4 today?")
         eventually("the task's id kept", lambda: (tmp_path / "mcp-task.txt").exists(), 30)
     finally:
         kill(first)  # the agent's process dies while a person decides
