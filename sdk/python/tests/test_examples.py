@@ -5,6 +5,7 @@ the mock model on loopback. (The AG-UI and A2A examples run in ``test_ag_ui.py``
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,20 +23,28 @@ def example_env(server: Server, token: str) -> dict[str, str]:
     return {"HOLDPOINT_SERVER": server.url, "HOLDPOINT_TOKEN": token}
 
 
-def waiting(server: Server, project: str, title: str) -> dict[str, Any]:
-    """The pending question of `project` titled `title`, once it is asked."""
-    question: dict[str, Any] = eventually(
-        title, lambda: next((q for q in pending(server, project) if q["title"] == title), None), 60
-    )
-    return question
+def waiting(
+    server: Server, project: str, what: str, matches: Callable[[dict[str, Any]], bool] = lambda _: True
+) -> dict[str, Any]:
+    """The first pending question of `project` that `matches`, once it is asked."""
+
+    def first() -> dict[str, Any] | None:
+        return next((q for q in pending(server, project) if matches(q)), None)
+
+    return eventually(what, first, 60)
 
 
-def answer(server: Server, project: str, title: str, body: dict[str, Any]) -> dict[str, Any]:
-    """Waits for the pending question of `project` titled `title`, answers it with `body`, and returns it."""
-    question = waiting(server, project, title)
+def titled(title: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda question: bool(question["title"] == title)
+
+
+def asking_to_call(tool_name: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda question: bool((question.get("action") or {}).get("tool_name") == tool_name)
+
+
+def answer(server: Server, question: dict[str, Any], body: dict[str, Any]) -> None:
     answered = server.api("POST", f"/questions/{question['id']}/answer", json=body)
     assert answered.status_code == 200, answered.text
-    return question
 
 
 def test_the_quickstart_asks_gates_a_call_and_guards_a_function(
@@ -44,36 +53,16 @@ def test_the_quickstart_asks_gates_a_call_and_guards_a_function(
     env = example_env(server, agent_token)
     example = start_example("quickstart.py", tmp_path, env)
     try:
-        region = answer(server, "quickstart", "Which region should the new cluster go to?", {"value": "us-east"})
+        title = "Which region should the new cluster go to?"
+        region = waiting(server, "quickstart", title, titled(title))
+        answer(server, region, {"value": "us-east"})
         assert [option["value"] for option in region["options"]] == ["eu-west", "us-east"]
-        cluster = eventually(
-            "the cluster's approval",
-            lambda: next((q for q in pending(server, "quickstart") if q["kind"] == "approval"), None),
-            60,
-        )
+        cluster = waiting(server, "quickstart", "the cluster's approval", lambda q: bool(q["kind"] == "approval"))
         assert cluster["action"] == {"tool_name": "create_cluster", "arguments": {"region": "us-east", "nodes": 3}}
-        edited = {"region": "us-east", "nodes": 5}
-        approved = server.api(
-            "POST", f"/questions/{cluster['id']}/answer", json={"value": True, "edited_arguments": edited}
-        )
-        assert approved.status_code == 200, approved.text
-        snapshot = eventually(
-            "the snapshot's approval",
-            lambda: next(
-                (
-                    q
-                    for q in pending(server, "quickstart")
-                    if (q.get("action") or {}).get("tool_name") == "delete_snapshot"
-                ),
-                None,
-            ),
-            60,
-        )
+        answer(server, cluster, {"value": True, "edited_arguments": {"region": "us-east", "nodes": 5}})
+        snapshot = waiting(server, "quickstart", "the snapshot's approval", asking_to_call("delete_snapshot"))
         assert snapshot["action"]["arguments"] == {"snapshot_id": "snap-042"}
-        rejected = server.api(
-            "POST", f"/questions/{snapshot['id']}/answer", json={"value": False, "comment": "we restore from it"}
-        )
-        assert rejected.status_code == 200, rejected.text
+        answer(server, snapshot, {"value": False, "comment": "we restore from it"})
         out, err = example.communicate(timeout=60)
     finally:
         if example.poll() is None:
@@ -95,7 +84,9 @@ def test_the_langgraph_example_exits_while_it_waits_and_a_second_run_publishes_t
     assert first.returncode == 0, err
     assert out.startswith("waiting for a person: ['http"), out
     assert (tmp_path / "reviews.sqlite").exists(), "the graph is checkpointed"
-    question = answer(server, "support", "Publish the reply to T-1042?", {"value": "publish"})
+    title = "Publish the reply to T-1042?"
+    question = waiting(server, "support", title, titled(title))
+    answer(server, question, {"value": "publish"})
     assert question["body"] == "Hello! The fix for T-1042 ships on Monday."
     second = start_example("langgraph_review.py", tmp_path, env)
     out, err = second.communicate(timeout=60)
@@ -111,7 +102,7 @@ def test_the_openai_agents_example_survives_being_killed_while_it_waits_and_runs
         env = {**example_env(server, agent_token), "OPENAI_BASE_URL": model.url, "OPENAI_API_KEY": "sk-test-not-used"}
         first = start_example("openai_agents_deploy.py", tmp_path, env)
         try:
-            question = eventually("the deploy's approval", lambda: next(iter(pending(server, "deploys")), None), 60)
+            question = waiting(server, "deploys", "the deploy's approval")
         finally:
             kill(first)  # the agent's process dies while a person decides
         proposed = {"service": "api", "environment": "production"}
@@ -121,9 +112,7 @@ def test_the_openai_agents_example_survives_being_killed_while_it_waits_and_runs
 
         second = start_example("openai_agents_deploy.py", tmp_path, env)
         edited = {"service": "api", "environment": "staging"}
-        approval = {"value": True, "edited_arguments": edited}
-        approved = server.api("POST", f"/questions/{question['id']}/answer", json=approval)
-        assert approved.status_code == 200, approved.text
+        answer(server, question, {"value": True, "edited_arguments": edited})
         out, err = second.communicate(timeout=60)
         assert second.returncode == 0, err
         assert out.strip() == "The tool said: deployed api to staging"
@@ -139,7 +128,8 @@ def test_the_mcp_task_example_polls_its_task_across_a_restart_until_a_person_ans
     env = example_env(server, agent_token)
     first = start_example("mcp_task.py", tmp_path, env)
     try:
-        question = waiting(server, "mcp-tasks", "Ship release 2.4 today?")
+        title = "Ship release 2.4 today?"
+        question = waiting(server, "mcp-tasks", title, titled(title))
         eventually("the task's id kept", lambda: (tmp_path / "mcp-task.txt").exists(), 30)
     finally:
         kill(first)  # the agent's process dies while a person decides
@@ -149,8 +139,7 @@ def test_the_mcp_task_example_polls_its_task_across_a_restart_until_a_person_ans
     try:
         assert second.stdout is not None
         assert second.stdout.readline().strip() == f"task {question['id']}: input_required"
-        answered = server.api("POST", f"/questions/{question['id']}/answer", json={"value": True, "comment": "go"})
-        assert answered.status_code == 200, answered.text
+        answer(server, question, {"value": True, "comment": "go"})
         out, err = second.communicate(timeout=60)
     finally:
         if second.poll() is None:

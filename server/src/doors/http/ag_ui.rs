@@ -800,15 +800,15 @@ async fn descendants_pending_question_ids(state: &AppState, run: &RunRow) -> Res
             if looked_at > DESCENDANTS_MAX {
                 return Ok(ids);
             }
-            match child.status {
-                RunStatus::WaitingForInput | RunStatus::WaitingForApproval => {
-                    ids.extend(state.store.pending_question_ids(run.workspace_id, child.id).await?);
-                }
-                RunStatus::WaitingForChildren => {
-                    ids.extend(state.store.pending_question_ids(run.workspace_id, child.id).await?);
-                    parents.push(child.id);
-                }
-                _ => {}
+            let waits = matches!(
+                child.status,
+                RunStatus::WaitingForInput | RunStatus::WaitingForApproval | RunStatus::WaitingForChildren
+            );
+            if waits {
+                ids.extend(state.store.pending_question_ids(run.workspace_id, child.id).await?);
+            }
+            if child.status == RunStatus::WaitingForChildren {
+                parents.push(child.id);
             }
         }
     }
