@@ -489,9 +489,17 @@ async fn a_run_waiting_for_its_sub_agents_is_interrupted_by_their_questions(back
     let child_id = children["items"][0]["id"].as_str().unwrap();
     assert_eq!(interrupt["metadata"]["holdpoint"]["run_id"], child_id, "the interrupt names the sub-agent's run");
 
-    // Without resume entries the thread is busy; with them, the sub-agent's question is answered.
+    // Without resume entries the thread is busy; another thread's sub-agent question is not this thread's
+    // interrupt, and naming it answers nothing; the thread's own is answered.
     let busy = post_run(&app, "coordinator", &app.token, input("thread-children", "run-2", None)).await;
     assert_error(&busy, StatusCode::CONFLICT, "conflict");
+    let other = events(&post_run(&app, "coordinator", &app.token, input("thread-other", "run-1", None)).await);
+    let foreign = other.last().unwrap()["outcome"]["interrupts"][0]["id"].as_str().unwrap().to_owned();
+    let wrong = json!([{ "interruptId": foreign, "status": "resolved", "payload": "users" }]);
+    let refused = post_run(&app, "coordinator", &app.token, input("thread-children", "run-2", Some(wrong))).await;
+    let error = assert_error(&refused, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+    assert!(error["details"]["fields"]["resume[0].interruptId"].is_string(), "{error}");
+    assert_eq!(app.get(&format!("/api/v1/questions/{foreign}")).await.json["status"], "pending");
     let resume = json!([{ "interruptId": interrupt["id"], "status": "resolved", "payload": "users" }]);
     let second =
         events(&post_run(&app, "coordinator", &app.token, input("thread-children", "run-2", Some(resume))).await);
