@@ -17,7 +17,7 @@ use crate::runtime::tools::BUILT_IN;
 use crate::store::{
     IdempotencyKey, QuestionResolution, QuestionRow, ResumeOutcome, RunRow, Store, StoreError, ToolCallFilter,
 };
-use crate::validation::{COMMENT_MAX_CHARS, FieldErrors, PROJECT_MAX_CHARS};
+use crate::validation::{FieldErrors, PROJECT_MAX_CHARS};
 
 pub const AGENT_NAME_MAX_CHARS: usize = 100;
 pub const SYSTEM_PROMPT_MAX_BYTES: usize = 64 * 1024;
@@ -245,33 +245,46 @@ pub async fn resume_run(
                 if decisions.iter().any(|(c, _): &(&crate::store::ToolCallRow, _)| c.id == call.id) {
                     errors.add(format!("tool_decisions[{i}].tool_call_id"), "is decided twice");
                 }
-                if decision.comment.as_ref().is_some_and(|c| c.chars().count() > COMMENT_MAX_CHARS) {
-                    errors.add(format!("tool_decisions[{i}].comment"), "is too long");
-                }
-                if decision.edited_arguments.as_ref().is_some_and(|a| !a.is_object()) {
-                    errors.add(format!("tool_decisions[{i}].edited_arguments"), "must be a JSON object");
-                }
                 decisions.push((call, decision));
             }
         }
     }
-    errors.into_result("the resume request")?;
-    if decisions.iter().any(|(_, d)| d.approved) && !matches!(caller.role(), Role::Approver | Role::Admin) {
-        return Err(AppError::Forbidden(format!("{} may not approve tool calls", caller.role().with_article())));
-    }
-    if separation_of_duties {
-        for question_id in decisions.iter().filter(|(_, d)| d.approved).filter_map(|(call, _)| call.question_id) {
-            let Some(question) = store.question(run.workspace_id, question_id).await? else { continue };
-            if question.created_by == Some(caller.principal.id)
-                && crate::questions::requester(store, &question).await? == Some(caller.principal.id)
-            {
-                return Err(AppError::Forbidden(
-                    "separation of duties: whoever requested an approval may not approve it themselves".into(),
-                ));
-            }
-        }
-    }
+    std::mem::take(&mut errors).into_result("the resume request")?;
     let now = crate::store::now();
+    // A decision is an answer to the call's approval question, under the checks every answer passes (the question's
+    // assignee, who is eligible, separation of duties, a claim someone else holds, the answer's shape); and an
+    // approval that needs several people is theirs to give, each in turn, not one resume's.
+    let mut answers = Vec::new();
+    for (i, (call, decision)) in decisions.iter().enumerate() {
+        let answer = AnswerBody {
+            value: serde_json::Value::Bool(decision.approved),
+            comment: decision.comment.clone(),
+            edited_arguments: decision.edited_arguments.clone().filter(|_| decision.approved),
+        };
+        let Some(question_id) = call.question_id else { continue };
+        let Some(row) = store.question(run.workspace_id, question_id).await? else { continue };
+        let question = row.to_question(&caller.principal.workspace)?;
+        let requester = match row.created_by {
+            Some(creator) if creator == caller.principal.id => crate::questions::requester(store, &row).await?,
+            other => other,
+        };
+        crate::questions::require_right_to_give(caller, &question, requester, &answer, separation_of_duties)?;
+        crate::questions::claims::require_claim(caller, &row, now)?;
+        let shape = crate::questions::AnswerShape::from(&question);
+        crate::questions::check_answer(&shape, &answer, &format!("tool_decisions[{i}]"), &mut errors);
+        if decision.approved && row.required_approvals > 1 {
+            errors.add(
+                format!("tool_decisions[{i}].approved"),
+                format!(
+                    "this call needs {} approvals: each approver approves it where it is asked (the approval \
+                     queue, the question's page), and the run goes on once they have",
+                    row.required_approvals
+                ),
+            );
+        }
+        answers.push((call.id, answer));
+    }
+    errors.into_result("the resume request")?;
     let accepted = match store.prepare_resume(run.workspace_id, run.id, request.prompt.as_deref(), now).await? {
         ResumeOutcome::Accepted(run) => run,
         ResumeOutcome::NotFound => return Err(AppError::NotFound("run")),
@@ -296,19 +309,12 @@ pub async fn resume_run(
     // Settle what the run waits on; the last resolution queues it (in the store, atomically).
     for call in &pending_calls {
         let Some(question_id) = call.question_id else { continue };
-        let decision = decisions.iter().find(|(c, _)| c.id == call.id).map(|(_, d)| *d);
-        let response = match decision {
-            Some(d) => AnswerBody {
-                value: serde_json::Value::Bool(d.approved),
-                comment: d.comment.clone(),
-                edited_arguments: d.edited_arguments.clone().filter(|_| d.approved),
-            },
-            None => AnswerBody {
-                value: serde_json::Value::Bool(false),
-                comment: Some("left undecided when the run was resumed".into()),
-                edited_arguments: None,
-            },
-        };
+        let decided = answers.iter().find(|(id, _)| *id == call.id).map(|(_, answer)| answer.clone());
+        let response = decided.unwrap_or_else(|| AnswerBody {
+            value: serde_json::Value::Bool(false),
+            comment: Some("left undecided when the run was resumed".into()),
+            edited_arguments: None,
+        });
         let Some(question) = store.question(run.workspace_id, question_id).await? else { continue };
         let change = QuestionResolution {
             status: QuestionStatus::Answered,

@@ -390,7 +390,8 @@ pub struct ResumeRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "server", schema(max_length = 10000))]
     pub prompt: Option<String>,
-    /// Decisions on tool calls pending approval; the ones left undecided are rejected.
+    /// Decisions on tool calls pending approval, each under the checks an answer to its question passes (one
+    /// that needs several approvals is approved where it is asked, not here); the ones left undecided are rejected.
     #[serde(default)]
     pub tool_decisions: Vec<ToolDecision>,
 }
