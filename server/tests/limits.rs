@@ -383,6 +383,12 @@ async fn pages_api_responses_and_static_files_carry_the_security_headers() {
     let css = app.send(Request::get("/pkg/holdpoint.css").body(Body::empty()).unwrap()).await;
     assert_eq!(css.status, StatusCode::OK);
     assert_security_headers(&css, "static file");
+    // A site file keeps its name from release to release: kept, but revalidated before each use.
+    assert_eq!(css.headers[header::CACHE_CONTROL], "no-cache");
+    let last_modified = css.headers[header::LAST_MODIFIED].to_str().unwrap();
+    let unchanged = Request::get("/pkg/holdpoint.css").header(header::IF_MODIFIED_SINCE, last_modified);
+    let unchanged = app.send(unchanged.body(Body::empty()).unwrap()).await;
+    assert_eq!(unchanged.status, StatusCode::NOT_MODIFIED);
     std::fs::remove_dir_all(site).unwrap();
 }
 

@@ -7,7 +7,9 @@
 //! needs `'wasm-unsafe-eval'` to be compiled. Styles come from `/pkg/holdpoint.css` only.
 //!
 //! Every response but the built site's files is `Cache-Control: no-store`: pages and API responses carry a
-//! workspace's questions, tokens and CSRF token, which no shared or browser cache should keep. And the endpoints
+//! workspace's questions, tokens and CSRF token, which no shared or browser cache should keep. The site's files are
+//! `no-cache`: kept, but revalidated before each use (a 304 while unchanged), because their names stay the same
+//! from one release to the next and a page of a new release must never run an older release's script. The endpoints
 //! that open or end a session refuse requests another site made a browser send ([`refuse_cross_site`]).
 
 use axum::{
@@ -48,13 +50,11 @@ const HSTS: &str = "max-age=31536000";
 pub async fn headers(State(tls): State<bool>, mut request: Request, next: Next) -> Response {
     let nonce = CspNonce::new();
     request.extensions_mut().insert(nonce.clone());
-    // The built site's files are the same for everyone and may be cached; everything else is someone's.
-    let private = !request.uri().path().starts_with("/pkg/");
+    // The built site's files are the same for everyone and may be kept, if revalidated; everything else is someone's.
+    let cache_control = if request.uri().path().starts_with("/pkg/") { "no-cache" } else { "no-store" };
     let mut response = next.run(request).await;
     let headers = response.headers_mut();
-    if private {
-        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    }
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache_control));
     if let Ok(policy) = HeaderValue::from_str(&content_security_policy(&nonce.0)) {
         headers.insert(header::CONTENT_SECURITY_POLICY, policy);
     }

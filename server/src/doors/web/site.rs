@@ -4,8 +4,8 @@
 //! `HOLDPOINT_SITE_ROOT` names a directory, which then replaces the built-in site.
 //!
 //! Both are served alike: the MIME type `mime_guess` gives the file's name, the `.gz` variant to browsers that accept
-//! gzip, `Last-Modified` and conditional requests, and no `Cache-Control` (`http::security` marks every other
-//! response `no-store`). Embedded files also carry an `ETag` (their SHA-256) and `Vary: Accept-Encoding`.
+//! gzip, `Last-Modified` and conditional requests; `http::security` adds `Cache-Control: no-cache`, so a browser
+//! revalidates them before each use. Embedded files also carry an `ETag` (their SHA-256) and `Vary: Accept-Encoding`.
 
 use std::borrow::Cow;
 use std::path::PathBuf;
