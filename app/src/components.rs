@@ -5,7 +5,7 @@ use leptos::prelude::*;
 
 use crate::current_session;
 use crate::markdown::Markdown;
-use crate::types::{Question, QuestionStatus, Resolution, Role};
+use crate::types::{Question, QuestionStatus, Resolution, Role, answer_in_words};
 
 /// The bar on top of every signed-in page: where you are, who you are, and sign-out. On a phone, once the script
 /// runs, everything but the name folds into a menu behind one button (without the script the bar shows it all).
@@ -232,7 +232,7 @@ pub fn EscalationChain(question: Question, testid: &'static str) -> impl IntoVie
 
 /// How a resolved question was resolved, and by whom.
 pub fn describe_resolution(question: &Question) -> String {
-    let value = question.response.as_ref().map(|r| answer_text(&r.value)).unwrap_or_default();
+    let value = question.response.as_ref().map(|r| answer_in_words(question, &r.value)).unwrap_or_default();
     match (question.status, &question.answered_by) {
         (QuestionStatus::Answered, _) if question.resolution == Some(Resolution::Policy) => {
             format!("answered by a grant, without asking anyone: {value}")
@@ -245,16 +245,6 @@ pub fn describe_resolution(question: &Question) -> String {
             format!("cancelled{}", by.as_ref().map(|b| format!(" by {b}")).unwrap_or_default())
         }
         (status, _) => status.to_string(),
-    }
-}
-
-/// An answer's value, short: strings without quotes, booleans as yes/no, the rest as JSON.
-pub fn answer_text(value: &serde_json::Value) -> String {
-    match value {
-        serde_json::Value::String(s) => s.clone(),
-        serde_json::Value::Bool(true) => "yes".into(),
-        serde_json::Value::Bool(false) => "no".into(),
-        other => other.to_string(),
     }
 }
 

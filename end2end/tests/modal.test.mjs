@@ -154,7 +154,7 @@ test('answering in tab A closes the modal in tab B and says by whom; so does an 
   await modal(tabB).waitFor({ state: 'detached', timeout: 3_000 });
   const notice = await tabB.getByTestId('modal-notice').textContent();
   assert.match(notice, /Pick a colour/);
-  assert.match(notice, /answered by .+: blue/);
+  assert.match(notice, /answered by .+: Blue/, 'a choice reads as its label');
 
   const other = await ask({ title: 'Answered from the CLI' });
   await modalShows(tabB, other.id);

@@ -249,6 +249,13 @@ test('the question page without JavaScript: the same inputs in a plain form, the
   await page.getByTestId('answer-field-parts-1-item').fill('cable');
   await page.getByTestId('answer-submit').click();
   await page.getByTestId('resolution').waitFor();
+  // The answer reads field by field under the labels, a table row by row, the file by its name: no JSON.
+  const resolution = await page.getByTestId('resolution').textContent();
+  assert.match(resolution, /Go-live date: 2026-03-01; /);
+  assert.match(resolution, /How ready is it\?: 4 of 5; /);
+  assert.match(resolution, /Parts to order: \(Item: disk, Qty: 2, In stock: yes\) \(Item: cable, Qty: 1/);
+  assert.match(resolution, /Test report: report\.txt/);
+  assert.doesNotMatch(resolution, /[{}"]/);
   // Without the page's script the browser's offset is unknown: the time is read as UTC, as the form says.
   await checkAnswer(await answered(id), '2026-03-01T09:30:00Z');
   await context.close();

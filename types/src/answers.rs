@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ErrorDetail, GrantRequest, Question, UnknownVariant};
+use super::{ErrorDetail, FieldRules, GrantRequest, Question, QuestionOption, ResponseType, UnknownVariant};
 
 /// An answer body: `POST /questions/{id}/answer`, and the shape of `default_response`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -101,4 +101,140 @@ pub struct AnswerBatchResult {
     /// The answered question.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub question: Option<Question>,
+}
+
+/// An answer's value as people read it wherever Holdpoint shows it (the web UI, Slack): yes or no, a choice by its
+/// label and several by theirs, a rating as the stars given of those there are, a file by its name, a table row by
+/// row and a form field by field, each under its label (`Go-live date: 2026-03-01; Parts: (Item: disk, Qty: 2)`).
+/// What fits no type of the question reads as JSON.
+pub fn answer_in_words(question: &Question, value: &Value) -> String {
+    match (question.response_type, value.as_object()) {
+        (ResponseType::Form, Some(entries)) => {
+            let fields = question.fields.iter().filter_map(|field| {
+                let value = entries.get(&field.key).filter(|value| !value.is_null())?;
+                let words = value_in_words(field.response_type, &field.options, &field.rules, value);
+                Some(format!("{}: {words}", field.label))
+            });
+            fields.collect::<Vec<_>>().join("; ")
+        }
+        _ => value_in_words(question.response_type, &question.options, &question.rules, value),
+    }
+}
+
+/// One value of `response_type` in words (see [`answer_in_words`]).
+fn value_in_words(
+    response_type: ResponseType,
+    options: &[QuestionOption],
+    rules: &FieldRules,
+    value: &Value,
+) -> String {
+    let words = |value: &Value| value_in_words(response_type, options, rules, value);
+    match (response_type, value) {
+        (_, Value::Bool(yes)) => (if *yes { "yes" } else { "no" }).to_owned(),
+        (_, Value::String(text)) => match options.iter().find(|option| &option.value == text) {
+            Some(option) => option.label.clone(),
+            None => RECOVERY_ACTIONS
+                .iter()
+                .find(|(action, _, _)| response_type == ResponseType::ErrorRecovery && action == text)
+                .map_or_else(|| text.clone(), |(_, label, _)| (*label).to_owned()),
+        },
+        (ResponseType::Rating, Value::Number(stars)) => format!("{stars} of {}", rules.rating_max()),
+        (ResponseType::MultiChoice, Value::Array(chosen)) => chosen.iter().map(words).collect::<Vec<_>>().join(", "),
+        (ResponseType::Table, Value::Array(rows)) => {
+            let row_in_words = |row: &Value| {
+                let cells = rules.columns.iter().filter_map(|column| {
+                    let value = row.get(&column.key).filter(|value| !value.is_null())?;
+                    let words = value_in_words(column.response_type, &column.options, &FieldRules::default(), value);
+                    Some(format!("{}: {words}", column.label))
+                });
+                format!("({})", cells.collect::<Vec<_>>().join(", "))
+            };
+            rows.iter().map(row_in_words).collect::<Vec<_>>().join(" ")
+        }
+        (ResponseType::File, Value::Object(file)) => {
+            file.get("name").and_then(Value::as_str).map_or_else(|| value.to_string(), str::to_owned)
+        }
+        (_, other) => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::{FormField, QuestionStatus, TableColumn, sample_question};
+
+    fn field(key: &str, label: &str, response_type: ResponseType) -> FormField {
+        serde_json::from_value(json!({ "key": key, "label": label, "response_type": response_type })).unwrap()
+    }
+
+    #[test]
+    fn a_form_answer_reads_field_by_field_under_the_labels_in_the_forms_order() {
+        let mut question = sample_question("Plan the go-live", QuestionStatus::Answered);
+        question.response_type = ResponseType::Form;
+        let mut rating = field("rating", "How ready is it?", ResponseType::Rating);
+        rating.rules.max = Some(4.into());
+        let mut size = field("size", "Size", ResponseType::MultiChoice);
+        size.options = vec![
+            QuestionOption { value: "s".into(), label: "Small".into(), description: None },
+            QuestionOption { value: "m".into(), label: "Medium".into(), description: None },
+        ];
+        let mut parts = field("parts", "Parts to order", ResponseType::Table);
+        parts.rules.columns = vec![
+            TableColumn {
+                key: "item".into(),
+                label: "Item".into(),
+                response_type: ResponseType::Text,
+                options: vec![],
+                required: true,
+            },
+            TableColumn {
+                key: "ok".into(),
+                label: "In stock".into(),
+                response_type: ResponseType::Boolean,
+                options: vec![],
+                required: false,
+            },
+        ];
+        question.fields = vec![
+            field("when", "Go-live date", ResponseType::Date),
+            rating,
+            size,
+            parts,
+            field("report", "Test report", ResponseType::File),
+            field("notes", "Notes", ResponseType::Text),
+        ];
+        let value = json!({
+            "report": { "file_id": "01a2284e-3168-720f-ac09-b55bb10627a5", "name": "report.txt", "size": 12,
+                "media_type": "text/plain", "sha256": "00" },
+            "parts": [{ "item": "disk", "ok": true }, { "item": "cable", "ok": null }],
+            "size": ["s", "m"],
+            "rating": 3,
+            "when": "2026-03-01",
+            "notes": null,
+        });
+        assert_eq!(
+            answer_in_words(&question, &value),
+            "Go-live date: 2026-03-01; How ready is it?: 3 of 4; Size: Small, Medium; \
+             Parts to order: (Item: disk, In stock: yes) (Item: cable); Test report: report.txt"
+        );
+    }
+
+    #[test]
+    fn a_single_value_reads_as_its_choice_its_recovery_action_or_itself() {
+        let mut question = sample_question("Which region?", QuestionStatus::Answered);
+        assert_eq!(answer_in_words(&question, &json!("eu-west-1")), "eu-west-1");
+        assert_eq!(answer_in_words(&question, &json!(true)), "yes");
+        question.response_type = ResponseType::Choice;
+        question.options =
+            vec![QuestionOption { value: "eu".into(), label: "Europe (Ireland)".into(), description: None }];
+        assert_eq!(answer_in_words(&question, &json!("eu")), "Europe (Ireland)");
+        question.response_type = ResponseType::ErrorRecovery;
+        assert_eq!(answer_in_words(&question, &json!("retry")), "Retry");
+        question.response_type = ResponseType::Rating;
+        assert_eq!(answer_in_words(&question, &json!(4)), "4 of 5");
+        question.response_type = ResponseType::Number;
+        assert_eq!(answer_in_words(&question, &json!({ "unexpected": 1 })), "{\"unexpected\":1}");
+    }
 }

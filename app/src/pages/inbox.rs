@@ -17,10 +17,12 @@ use uuid::Uuid;
 use crate::answer::AnswerWidget;
 use crate::api::{get_json, post_json};
 use crate::components::{
-    Ago, Badge, Countdown, EscalationChain, QuestionContext, answer_text, capitalise, describe_resolution, short_id,
+    Ago, Badge, Countdown, EscalationChain, QuestionContext, capitalise, describe_resolution, short_id,
 };
 use crate::live::use_question_updates;
-use crate::types::{AnswerBody, Question, QuestionKind, QuestionStatus, QuestionSummary, ResponseType, Urgency};
+use crate::types::{
+    AnswerBody, Question, QuestionKind, QuestionStatus, QuestionSummary, ResponseType, Urgency, answer_in_words,
+};
 use crate::{InboxFilter, inbox_summaries};
 
 /// `/inbox`: the questions the URL's filters select; new ones appear without a reload.
@@ -314,7 +316,7 @@ impl Inbox {
                 [one] => format!(
                     "Answered “{}”: {}",
                     one.title,
-                    one.response.as_ref().map(|r| answer_text(&r.value)).unwrap_or_default()
+                    one.response.as_ref().map(|r| answer_in_words(one, &r.value)).unwrap_or_default()
                 ),
                 many => format!("Answered {} questions.", many.len()),
             }));

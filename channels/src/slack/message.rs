@@ -136,11 +136,7 @@ pub(super) fn resolution_text(question: &Question) -> String {
         (ResponseType::Approval, Value::Bool(false)) => "Rejected".to_owned(),
         (ResponseType::Boolean, Value::Bool(true)) => "Yes".to_owned(),
         (ResponseType::Boolean, Value::Bool(false)) => "No".to_owned(),
-        (_, Value::String(chosen)) => {
-            let label = question.options.iter().find(|o| &o.value == chosen).map_or(chosen, |o| &o.label);
-            truncate_chars(label, 500)
-        }
-        (_, other) => truncate_chars(&other.to_string(), 500),
+        (_, value) => truncate_chars(&answer_in_words(question, value), 500),
     });
     let answer = answer.map(|a| format!(": *{}*", escape_mrkdwn(&a))).unwrap_or_default();
     match question.status {

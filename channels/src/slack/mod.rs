@@ -30,7 +30,7 @@ use std::time::Duration;
 use hmac::{Hmac, Mac};
 use holdpoint_types::{
     AnswerBody, FieldRules, FormField, Question, QuestionKind, QuestionOption, QuestionStatus, RECOVERY_ACTIONS,
-    ResponseType,
+    ResponseType, answer_in_words,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};

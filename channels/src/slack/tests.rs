@@ -424,6 +424,26 @@ fn the_resolved_message_says_who_answered_what_and_has_no_buttons() {
     };
     let last = resolved_message(&picked, "u").blocks.last().unwrap()["text"]["text"].clone();
     assert!(last.as_str().unwrap().starts_with(":white_check_mark: Answered by bob: *Region &lt;2&gt;*"), "{last}");
+    // A form's answer reads field by field, under the labels, as in the web UI.
+    let fields = json!([
+        { "key": "when", "label": "Go-live date", "response_type": "date" },
+        { "key": "rating", "label": "Readiness", "response_type": "rating" },
+    ]);
+    let planned = Question {
+        status: QuestionStatus::Answered,
+        answered_by: Some("carol".into()),
+        response_type: ResponseType::Form,
+        fields: serde_json::from_value(fields).unwrap(),
+        response: Some(AnswerBody {
+            value: json!({"rating": 4, "when": "2026-03-01"}),
+            comment: None,
+            edited_arguments: None,
+        }),
+        ..choice(0)
+    };
+    let last = resolved_message(&planned, "u").blocks.last().unwrap()["text"]["text"].clone();
+    let expected = ":white_check_mark: Answered by carol: *Go-live date: 2026-03-01; Readiness: 4 of 5*";
+    assert!(last.as_str().unwrap().starts_with(expected), "{last}");
 }
 
 #[test]
