@@ -160,15 +160,29 @@ async fn resuming_a_run_that_waits_for_approval_needs_an_approver(backend: commo
 /// another approver's, a question someone claimed is theirs; each refusal leaves the run and its question as they
 /// were. Rejecting the call, as one person may, resumes the run.
 async fn a_resume_decides_under_the_checks_every_answer_passes(backend: common::Backend) {
+    use axum::http::Method;
     let scripts = Scripts::new();
     let mock = deploy_mock().await;
     let Some(app) = start(backend, &scripts, Some(&mock), 500).await else { return };
     let model = scripts.write("deploy.json", &deploy_script(&mock));
     let agent = create_agent(&app, agent("deployer", &model, &["http_request"], json!({"default": "prompt"}))).await;
     let approver = app.create_token("default", app::types::Role::Approver).await;
-    let put = axum::http::Method::PUT;
-    let post = axum::http::Method::POST;
-    let approve = json!({ "tool_decisions": [{ "tool_call_id": "call_deploy", "approved": true }] });
+    // A run of the deployer under `rules`, waiting for the approval of its call: the run's id and the question's.
+    let waiting = |rules: Value, input: &'static str| {
+        let (app, agent_id) = (&app, agent["id"].clone());
+        async move {
+            let saved = app.call(Method::PUT, "/api/v1/rules", Some(&app.token), Some(rules)).await;
+            assert_eq!(saved.status, StatusCode::OK, "{}", saved.text);
+            let run_id = start_run(app, &agent_id, input).await;
+            let run = app.wait_for_run(&run_id, "waiting_for_approval").await;
+            (run_id, run["pending_question_ids"][0].as_str().unwrap().to_owned())
+        }
+    };
+    let resume = |run_id: &str, decision: Value| {
+        let (app, path, token) = (&app, format!("/api/v1/runs/{run_id}/resume"), approver.clone());
+        async move { app.call(Method::POST, &path, Some(&token), Some(json!({ "tool_decisions": [decision] }))).await }
+    };
+    let approve = json!({ "tool_call_id": "call_deploy", "approved": true });
     let unchanged = |run_id: String, question_id: String| {
         let app = &app;
         async move {
@@ -179,54 +193,34 @@ async fn a_resume_decides_under_the_checks_every_answer_passes(backend: common::
         }
     };
 
-    // Two approvals needed.
-    let rules = json!({ "rules": [{ "name": "deploys-need-two", "tools": ["http_request"], "decision": "ask",
+    let two = json!({ "rules": [{ "name": "deploys-need-two", "tools": ["http_request"], "decision": "ask",
         "ask": { "required_approvals": 2 } }] });
-    let saved = app.call(put.clone(), "/api/v1/rules", Some(&app.token), Some(rules)).await;
-    assert_eq!(saved.status, StatusCode::OK, "{}", saved.text);
-    let run_id = start_run(&app, &agent["id"], "Deploy v2").await;
-    let run = app.wait_for_run(&run_id, "waiting_for_approval").await;
-    let question_id = run["pending_question_ids"][0].as_str().unwrap().to_owned();
+    let (run_id, question_id) = waiting(two, "Deploy v2").await;
     assert_eq!(app.get(&format!("/api/v1/questions/{question_id}")).await.json["required_approvals"], 2);
-    let resume = format!("/api/v1/runs/{run_id}/resume");
-    let refused = app.call(post.clone(), &resume, Some(&approver), Some(approve.clone())).await;
+    let refused = resume(&run_id, approve.clone()).await;
     let error = assert_error(&refused, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
     let why = error["details"]["fields"]["tool_decisions[0].approved"].as_str().unwrap_or_default();
     assert!(why.contains("needs 2 approvals"), "{error}");
-    unchanged(run_id.clone(), question_id.clone()).await;
+    unchanged(run_id.clone(), question_id).await;
     // One person may reject it: the run goes on without the call.
-    let reject = json!({ "tool_decisions": [{ "tool_call_id": "call_deploy", "approved": false, "comment": "no" }] });
-    let resumed = app.call(post.clone(), &resume, Some(&approver), Some(reject)).await;
+    let resumed = resume(&run_id, json!({ "tool_call_id": "call_deploy", "approved": false, "comment": "no" })).await;
     assert_eq!(resumed.status, StatusCode::ACCEPTED, "{}", resumed.text);
     app.wait_for_run(&run_id, "completed").await;
     assert_eq!(tool_calls(&app, &run_id).await[0]["status"], "rejected");
 
-    // Only alice may decide.
-    let rules = json!({ "rules": [{ "name": "alice-decides", "tools": ["http_request"], "decision": "ask",
+    let alice = json!({ "rules": [{ "name": "alice-decides", "tools": ["http_request"], "decision": "ask",
         "ask": { "eligible": { "users": ["alice"] } } }] });
-    let saved = app.call(put.clone(), "/api/v1/rules", Some(&app.token), Some(rules)).await;
-    assert_eq!(saved.status, StatusCode::OK, "{}", saved.text);
-    let run_id = start_run(&app, &agent["id"], "Deploy v3").await;
-    let run = app.wait_for_run(&run_id, "waiting_for_approval").await;
-    let question_id = run["pending_question_ids"][0].as_str().unwrap().to_owned();
-    let resume = format!("/api/v1/runs/{run_id}/resume");
-    let refused = app.call(post.clone(), &resume, Some(&approver), Some(approve.clone())).await;
+    let (run_id, question_id) = waiting(alice, "Deploy v3").await;
+    let refused = resume(&run_id, approve.clone()).await;
     assert!(assert_error(&refused, StatusCode::FORBIDDEN, "forbidden")["message"].as_str().unwrap().contains("alice"));
-    unchanged(run_id.clone(), question_id.clone()).await;
+    unchanged(run_id, question_id).await;
 
     // Claimed by the operator's token (an admin, whom only another admin could overrule).
-    let rules = json!({ "rules": [] });
-    let saved = app.call(put, "/api/v1/rules", Some(&app.token), Some(rules)).await;
-    assert_eq!(saved.status, StatusCode::OK, "{}", saved.text);
-    let run_id = start_run(&app, &agent["id"], "Deploy v4").await;
-    let run = app.wait_for_run(&run_id, "waiting_for_approval").await;
-    let question_id = run["pending_question_ids"][0].as_str().unwrap().to_owned();
+    let (run_id, question_id) = waiting(json!({ "rules": [] }), "Deploy v4").await;
     let claim = format!("/api/v1/questions/{question_id}/claim");
-    let claimed = app.call(post.clone(), &claim, Some(&app.token), None).await;
+    let claimed = app.call(Method::POST, &claim, Some(&app.token), None).await;
     assert_eq!(claimed.status, StatusCode::OK, "{}", claimed.text);
-    let resume = format!("/api/v1/runs/{run_id}/resume");
-    let refused = app.call(post, &resume, Some(&approver), Some(approve)).await;
-    assert_error(&refused, StatusCode::CONFLICT, "conflict");
+    assert_error(&resume(&run_id, approve).await, StatusCode::CONFLICT, "conflict");
     unchanged(run_id, question_id).await;
     assert_eq!(mock.received_requests().await.unwrap().len(), 0, "no call was made");
 }

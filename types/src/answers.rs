@@ -163,47 +163,31 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::{FormField, QuestionStatus, TableColumn, sample_question};
-
-    fn field(key: &str, label: &str, response_type: ResponseType) -> FormField {
-        serde_json::from_value(json!({ "key": key, "label": label, "response_type": response_type })).unwrap()
-    }
+    use crate::{FormField, QuestionStatus, sample_question};
 
     #[test]
     fn a_form_answer_reads_field_by_field_under_the_labels_in_the_forms_order() {
         let mut question = sample_question("Plan the go-live", QuestionStatus::Answered);
         question.response_type = ResponseType::Form;
-        let mut rating = field("rating", "How ready is it?", ResponseType::Rating);
+        let mut rating = FormField::new("rating", "How ready is it?", ResponseType::Rating);
         rating.rules.max = Some(4.into());
-        let mut size = field("size", "Size", ResponseType::MultiChoice);
-        size.options = vec![
-            QuestionOption { value: "s".into(), label: "Small".into(), description: None },
-            QuestionOption { value: "m".into(), label: "Medium".into(), description: None },
-        ];
-        let mut parts = field("parts", "Parts to order", ResponseType::Table);
-        parts.rules.columns = vec![
-            TableColumn {
-                key: "item".into(),
-                label: "Item".into(),
-                response_type: ResponseType::Text,
-                options: vec![],
-                required: true,
-            },
-            TableColumn {
-                key: "ok".into(),
-                label: "In stock".into(),
-                response_type: ResponseType::Boolean,
-                options: vec![],
-                required: false,
-            },
-        ];
+        let mut size = FormField::new("size", "Size", ResponseType::MultiChoice);
+        size.options =
+            serde_json::from_value(json!([{ "value": "s", "label": "Small" }, { "value": "m", "label": "Medium" }]))
+                .unwrap();
+        let mut parts = FormField::new("parts", "Parts to order", ResponseType::Table);
+        parts.rules.columns = serde_json::from_value(json!([
+            { "key": "item", "label": "Item", "response_type": "text", "required": true },
+            { "key": "ok", "label": "In stock", "response_type": "boolean" },
+        ]))
+        .unwrap();
         question.fields = vec![
-            field("when", "Go-live date", ResponseType::Date),
+            FormField::new("when", "Go-live date", ResponseType::Date),
             rating,
             size,
             parts,
-            field("report", "Test report", ResponseType::File),
-            field("notes", "Notes", ResponseType::Text),
+            FormField::new("report", "Test report", ResponseType::File),
+            FormField::new("notes", "Notes", ResponseType::Text),
         ];
         let value = json!({
             "report": { "file_id": "01a2284e-3168-720f-ac09-b55bb10627a5", "name": "report.txt", "size": 12,
