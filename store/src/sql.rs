@@ -666,6 +666,99 @@ mod tests {
         entries
     }
 
+    /// A delivery to `endpoint` of the workspace, queued at `sequence`, due at `due`.
+    fn delivery(
+        workspace_id: Uuid,
+        endpoint: &str,
+        webhook_id: Option<Uuid>,
+        sequence: i64,
+        due: DateTime<Utc>,
+    ) -> WebhookDeliveryRow {
+        WebhookDeliveryRow {
+            id: Uuid::now_v7(),
+            workspace_id,
+            webhook_id,
+            endpoint: endpoint.into(),
+            url: "http://127.0.0.1:9/hook".into(),
+            sequence,
+            message_id: format!("{endpoint}-{sequence}"),
+            event_type: "question_answered".into(),
+            body: "{}".into(),
+            status: holdpoint_types::DeliveryStatus::Queued,
+            attempts: 0,
+            next_attempt_at: due,
+            claimed_until: None,
+            last_error: None,
+            response_status: None,
+            sent_at: None,
+            created_at: due,
+            updated_at: due,
+            give_up_at: due + chrono::Duration::hours(1),
+        }
+    }
+
+    /// The webhook sender's claim loop sleeps until `next_webhook_delivery_due`: while a queue's head is being sent,
+    /// that is when its claim ends, not the due time of the deliveries waiting behind it (the loop would wake every
+    /// few milliseconds for as long as a slow receiver takes); a disabled subscription's deliveries never count.
+    async fn next_due_is_when_a_claim_could_take_a_delivery<S: Store>(store: &S) {
+        let workspace = store.ensure_workspace("hooks").await.unwrap();
+        let now = crate::now();
+        let due = now - chrono::Duration::seconds(5);
+        assert_eq!(store.next_webhook_delivery_due().await.unwrap(), None);
+
+        let disabled = WebhookRow {
+            id: Uuid::now_v7(),
+            workspace_id: workspace.id,
+            url: "http://127.0.0.1:9/disabled".into(),
+            events: Json(vec![]),
+            description: String::new(),
+            secret: "whsec_test".into(),
+            created_at: now,
+            updated_at: now,
+            disabled_at: Some(now),
+            disabled_reason: Some("gone".into()),
+        };
+        store.create_webhook(&disabled, &entry(workspace.id, 1)).await.unwrap();
+        let endpoint = disabled.id.to_string();
+        store
+            .queue_webhook_deliveries(&[delivery(workspace.id, &endpoint, Some(disabled.id), 1, due)], None)
+            .await
+            .unwrap();
+        assert_eq!(store.next_webhook_delivery_due().await.unwrap(), None, "a disabled subscription's wait");
+
+        let callback = "http://127.0.0.1:9/callback";
+        let queued = [delivery(workspace.id, callback, None, 2, due), delivery(workspace.id, callback, None, 3, due)];
+        store.queue_webhook_deliveries(&queued, None).await.unwrap();
+        assert_eq!(store.next_webhook_delivery_due().await.unwrap(), Some(due), "the head is due");
+        let until = now + chrono::Duration::seconds(30);
+        let claimed = store.claim_webhook_heads(now, until, 10, None).await.unwrap();
+        assert_eq!(claimed.iter().map(|d| d.sequence).collect::<Vec<_>>(), [2], "one head, of the enabled queue");
+        assert_eq!(
+            store.next_webhook_delivery_due().await.unwrap(),
+            Some(until),
+            "while the head is sent, nothing is claimable before its claim ends"
+        );
+        let mut sent = claimed[0].clone();
+        sent.status = holdpoint_types::DeliveryStatus::Sent;
+        sent.updated_at = now;
+        assert!(store.finish_webhook_delivery(&sent).await.unwrap());
+        assert_eq!(store.next_webhook_delivery_due().await.unwrap(), Some(due), "the next head is due at once");
+    }
+
+    #[tokio::test]
+    async fn on_sqlite_next_due_is_when_a_claim_could_take_a_delivery() {
+        let database = TestDatabase::new("next-due");
+        let store = super::super::connect_sqlite(&database.url(), StoreSettings::defaults()).await.unwrap();
+        next_due_is_when_a_claim_could_take_a_delivery(&store).await;
+    }
+
+    #[tokio::test]
+    async fn on_postgres_next_due_is_when_a_claim_could_take_a_delivery() {
+        let Some(schema) = PostgresSchema::new().await else { return };
+        let store = super::super::connect_postgres(&schema.url, StoreSettings::defaults()).await.unwrap();
+        next_due_is_when_a_claim_could_take_a_delivery(&store).await;
+    }
+
     /// What a store remembers is its own: two stores in one process (two servers in one test process) share no
     /// workspace names and no audit chain heads.
     #[tokio::test]

@@ -36,18 +36,29 @@ const QUEUE_DELIVERY: &str = "INSERT INTO webhook_deliveries (id, workspace_id, 
      sequence, message_id, event_type, body, status, attempts, next_attempt_at, claimed_until, last_error, \
      response_status, sent_at, created_at, updated_at, give_up_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
      $11, $12, $13, $14, $15, $16, $17, $18, $19) ON CONFLICT (endpoint, message_id) DO NOTHING";
-/// The heads of the queues due at `$1` and not claimed by a live worker, soonest first (at most `$2`): the oldest
-/// delivery still to send of each workspace's endpoint, unless its subscription is disabled. `{queue}` is empty or
-/// narrows it to one queue (`$4` workspace, `$5` endpoint).
-const DUE_HEADS: &str = "SELECT d.id FROM webhook_deliveries d \
-     WHERE (d.status = 'queued' OR d.status = 'retrying') AND d.next_attempt_at <= $1 \
-     AND (d.claimed_until IS NULL OR d.claimed_until <= $1){queue} \
-     AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e \
+/// The condition that the pending delivery `d` heads its queue (no delivery of the same workspace's endpoint is
+/// still to send before it) and that its subscription, if it has one, is not disabled: what a claim may take, once
+/// due and unclaimed. A macro, so that the statements below are written with it as literals.
+macro_rules! heads_an_enabled_queue {
+    () => {
+        "NOT EXISTS (SELECT 1 FROM webhook_deliveries e \
          WHERE e.workspace_id = d.workspace_id AND e.endpoint = d.endpoint \
          AND (e.status = 'queued' OR e.status = 'retrying') \
          AND (e.sequence < d.sequence OR (e.sequence = d.sequence AND e.id < d.id))) \
-     AND NOT EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook_id AND w.disabled_at IS NOT NULL) \
-     ORDER BY d.next_attempt_at LIMIT $2";
+         AND NOT EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook_id AND w.disabled_at IS NOT NULL)"
+    };
+}
+
+/// The heads of the queues due at `$1` and not claimed by a live worker, soonest first (at most `$2`): the oldest
+/// delivery still to send of each workspace's endpoint, unless its subscription is disabled. `{queue}` is empty or
+/// narrows it to one queue (`$4` workspace, `$5` endpoint).
+const DUE_HEADS: &str = concat!(
+    "SELECT d.id FROM webhook_deliveries d \
+     WHERE (d.status = 'queued' OR d.status = 'retrying') AND d.next_attempt_at <= $1 \
+     AND (d.claimed_until IS NULL OR d.claimed_until <= $1){queue} AND ",
+    heads_an_enabled_queue!(),
+    " ORDER BY d.next_attempt_at LIMIT $2"
+);
 /// Writes an attempt's outcome and releases the claim (`$1` status, `$2` next_attempt_at, `$3` last_error, `$4`
 /// response_status, `$5` sent_at, `$6` updated_at; `$7` id, `$8` the claim).
 const FINISH_DELIVERY: &str = "UPDATE webhook_deliveries SET status = $1, next_attempt_at = $2, \
@@ -58,9 +69,16 @@ const FINISH_DELIVERY: &str = "UPDATE webhook_deliveries SET status = $1, next_a
 const GIVE_UP_ENDPOINT: &str = "UPDATE webhook_deliveries SET status = 'failed', last_error = $2, \
      updated_at = $1, claimed_until = NULL \
      WHERE workspace_id = $3 AND endpoint = $4 AND (status = 'queued' OR status = 'retrying')";
-/// When the soonest delivery still to send is due.
-const NEXT_DUE: &str = "SELECT MIN(next_attempt_at) FROM webhook_deliveries \
-     WHERE status = 'queued' OR status = 'retrying'";
+/// When a claim could next take a delivery: the soonest, over the heads of the enabled queues, of the later of a
+/// head's next attempt and the end of a claim on it (a head being sent is taken again only if its sender stalls).
+/// Deliveries behind a head wait for it to be done with, and a disabled subscription's for it to be enabled, so
+/// neither counts: the claim loop, which sleeps until then, would otherwise wake every few milliseconds while a
+/// slow receiver holds its queue's head, and for good once a subscription with deliveries due was disabled.
+const NEXT_DUE: &str = concat!(
+    "SELECT MIN(CASE WHEN d.claimed_until > d.next_attempt_at THEN d.claimed_until ELSE d.next_attempt_at END) \
+     FROM webhook_deliveries d WHERE (d.status = 'queued' OR d.status = 'retrying') AND ",
+    heads_an_enabled_queue!()
+);
 /// Queues a delivery again (`$1` at, `$2` give_up_at; `$3` workspace, `$4` subscription, `$5` id), unless it is
 /// being sent right now.
 const REDELIVER: &str = "UPDATE webhook_deliveries SET status = 'queued', next_attempt_at = $1, \
@@ -191,7 +209,8 @@ pub trait WebhookStore: Send + Sync {
         at: DateTime<Utc>,
         reason: &str,
     ) -> StoreResult<()>;
-    /// When the soonest delivery still to send is due.
+    /// When a claim could next take a delivery (see [`NEXT_DUE`]): the soonest of the enabled queues' heads, a head
+    /// being sent when its claim ends; `None` with nothing a claim could ever take.
     async fn next_webhook_delivery_due(&self) -> StoreResult<Option<DateTime<Utc>>>;
     /// A subscription's deliveries, newest first: those created before `before` (`created_at`, `id`), at most
     /// `limit`.
