@@ -11,20 +11,23 @@ pub(super) enum Settle {
     CancelRun,
 }
 
-/// `metadata.holdpoint.comment` of a resume entry.
-pub(super) fn comment_of(entry: &ResumeEntry, i: usize, errors: &mut FieldErrors) -> Option<String> {
-    let comment = entry.metadata.as_ref().map(|m| &m[METADATA_KEY]["comment"]);
-    match comment {
+/// An optional text of a resume entry at `field`: absent or null is `None`; anything but a string of at most `max`
+/// characters is a fault in `errors`.
+fn optional_text(value: Option<&Value>, max: usize, field: String, errors: &mut FieldErrors) -> Option<String> {
+    match value {
         None | Some(Value::Null) => None,
-        Some(Value::String(text)) if text.chars().count() <= COMMENT_MAX_CHARS => Some(text.clone()),
+        Some(Value::String(text)) if text.chars().count() <= max => Some(text.clone()),
         Some(_) => {
-            errors.add(
-                format!("resume[{i}].metadata.holdpoint.comment"),
-                format!("must be a string of at most {COMMENT_MAX_CHARS} characters"),
-            );
+            errors.add(field, format!("must be a string of at most {max} characters"));
             None
         }
     }
+}
+
+/// `metadata.holdpoint.comment` of a resume entry.
+pub(super) fn comment_of(entry: &ResumeEntry, i: usize, errors: &mut FieldErrors) -> Option<String> {
+    let comment = entry.metadata.as_ref().map(|m| &m[METADATA_KEY]["comment"]);
+    optional_text(comment, COMMENT_MAX_CHARS, format!("resume[{i}].metadata.holdpoint.comment"), errors)
 }
 
 /// Answers or cancels what the resume entries name, as the caller may: every entry is checked first (the thread's,
@@ -61,17 +64,9 @@ pub(super) async fn settle_interrupts(
             match entry.status {
                 ResumeStatus::Cancelled => actions.push(Settle::CancelRun),
                 ResumeStatus::Resolved => {
-                    let prompt = match entry.payload.as_ref().map(|p| &p["prompt"]) {
-                        None | Some(Value::Null) => None,
-                        Some(Value::String(p)) if p.chars().count() <= PROMPT_MAX_CHARS => Some(p.clone()),
-                        Some(_) => {
-                            errors.add(
-                                format!("resume[{i}].payload.prompt"),
-                                format!("must be a string of at most {PROMPT_MAX_CHARS} characters"),
-                            );
-                            None
-                        }
-                    };
+                    let prompt = entry.payload.as_ref().map(|p| &p["prompt"]);
+                    let field = format!("resume[{i}].payload.prompt");
+                    let prompt = optional_text(prompt, PROMPT_MAX_CHARS, field, &mut errors);
                     actions.push(Settle::ResumePaused(prompt));
                 }
             }
