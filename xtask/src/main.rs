@@ -41,6 +41,8 @@ fn main() -> ExitCode {
         Some("site") => tools::ensure_site_tools().and_then(|tools| site::build(&tools)),
         Some("dist") => dist::dist(&args[1..]),
         Some("bench") => bench(&args[1..]),
+        // `test`'s own step, run in the background while it compiles (not for people to call).
+        Some(PREPARE_TEST_PACKAGES) => prepare_test_packages(),
         _ => {
             eprint!("{USAGE}");
             return ExitCode::from(2);
@@ -69,6 +71,62 @@ pub fn run(command: &mut Command) -> Result {
     }
     let status = command.status().map_err(|e| format!("cannot run {shown}: {e}"))?;
     if status.success() { Ok(()) } else { Err(format!("{shown} failed ({status})")) }
+}
+
+/// A command running while xtask goes on with other steps, its output kept in a log file under `target/xtask-logs/`
+/// (printed when it fails) so that it does not interleave with the foreground step's. Dropped before it was waited
+/// for (a step before failed), it is stopped.
+pub struct Background {
+    what: &'static str,
+    child: Option<std::process::Child>,
+    log: PathBuf,
+}
+
+impl Background {
+    /// Starts `command` in the workspace root; `what` names it in messages ("installing wasm-bindgen-cli").
+    pub fn start(what: &'static str, command: &mut Command) -> Result<Self> {
+        let logs = root().join("target/xtask-logs");
+        std::fs::create_dir_all(&logs).map_err(|e| format!("cannot create {}: {e}", logs.display()))?;
+        let name: String = what.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+        let log = logs.join(format!("{name}.log"));
+        let file = std::fs::File::create(&log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;
+        let errors = file.try_clone().map_err(|e| format!("cannot open {}: {e}", log.display()))?;
+        if command.get_current_dir().is_none() {
+            command.current_dir(root());
+        }
+        eprintln!("xtask: {what} in the background: {command:?} (output in {})", log.display());
+        let child = command
+            .stdin(std::process::Stdio::null())
+            .stdout(file)
+            .stderr(errors)
+            .spawn()
+            .map_err(|e| format!("cannot run {command:?}: {e}"))?;
+        Ok(Self { what, child: Some(child), log })
+    }
+
+    /// Waits for the command to end; if it failed, prints its output and says so.
+    pub fn wait(mut self) -> Result {
+        let mut child = self.child.take().expect("a background command is waited for once");
+        let started = std::time::Instant::now();
+        let status = child.wait().map_err(|e| format!("{}: cannot wait for it: {e}", self.what))?;
+        let waited = started.elapsed().as_secs_f64();
+        if status.success() {
+            eprintln!("xtask: {} ended ({waited:.0} s waited for it)", self.what);
+            return Ok(());
+        }
+        let output = std::fs::read_to_string(&self.log).unwrap_or_default();
+        eprintln!("{output}");
+        Err(format!("{} failed ({status}); its output is above and in {}", self.what, self.log.display()))
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        if let Some(child) = self.child.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }
 
 pub fn cargo() -> Command {
@@ -106,6 +164,7 @@ fn bench(args: &[String]) -> Result {
     // it is timed apart, so the figure compares across runs.
     let installing = std::time::Instant::now();
     let tools = tools::ensure_site_tools()?;
+    tools.wasm_bindgen()?;
     let installed_in = installing.elapsed().as_secs_f64();
     let started = std::time::Instant::now();
     site::build(&tools)?;
@@ -124,8 +183,13 @@ fn test(args: &[String]) -> Result {
     if !args.is_empty() {
         return Err(format!("`cargo xtask test` takes no arguments, got {args:?}"));
     }
+    tools::ensure_chromium()?;
+    // Installing the suites' packages (npm, PyPI) is mostly downloading and unpacking, which takes little of the CPU
+    // the compilers use: it runs in the background while the site and the server compile.
+    let current = std::env::current_exe().map_err(|e| format!("cannot locate the xtask program: {e}"))?;
+    let packages =
+        Background::start("installing the test suites' packages", Command::new(current).arg(PREPARE_TEST_PACKAGES))?;
     let tools = tools::ensure_site_tools()?;
-    tools::ensure_browser_tools()?;
     site::build(&tools)?;
     // One build of the server serves the API tests, the browser tests and the packages' tests: `cargo test` builds
     // `holdpoint` in the test profile with the site built in, as `cargo xtask dist` does in the release profile, and
@@ -142,14 +206,25 @@ fn test(args: &[String]) -> Result {
     ]))?;
     let binary = root().join("target/debug/holdpoint");
     let packing = std::time::Instant::now();
-    let packages = dist::package(&binary, &root().join("target/dist-test"), dist::Compression::Fast)?;
+    let dist = dist::package(&binary, &root().join("target/dist-test"), dist::Compression::Fast)?;
     eprintln!("xtask: packed the test build in {:.1} s", packing.elapsed().as_secs_f64());
+    packages.wait()?;
     run(Command::new("node")
         .args(["--test", "--test-concurrency=1", "end2end/tests/"])
         .env("HOLDPOINT_BIN", &binary)
         .env("HOLDPOINT_SITE_ROOT", site::site_root())
-        .env("HOLDPOINT_DIST_TARBALL", &packages.tarball)
-        .env("HOLDPOINT_DIST_DEB", &packages.deb))?;
+        .env("HOLDPOINT_DIST_TARBALL", &dist.tarball)
+        .env("HOLDPOINT_DIST_DEB", &dist.deb))?;
     sdk_python::test(&binary)?;
     sdk_typescript::test(&binary)
+}
+
+/// The hidden command `test` runs in the background.
+const PREPARE_TEST_PACKAGES: &str = "prepare-test-packages";
+
+/// Installs what the browser suite and the libraries' suites import, each only if it is missing or out of date.
+fn prepare_test_packages() -> Result {
+    tools::ensure_end2end_packages()?;
+    sdk_python::prepare()?;
+    sdk_typescript::prepare()
 }

@@ -4,7 +4,7 @@
 //! The install is redone only when `pyproject.toml` or the constraints change, so a second run starts the tests at
 //! once.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::{Result, root, run};
@@ -12,10 +12,14 @@ use crate::{Result, root, run};
 /// What the virtualenv was last installed from: the files whose change calls for a new install.
 const INSTALL_INPUTS: [&str; 2] = ["sdk/python/pyproject.toml", "sdk/python/constraints.txt"];
 
-/// Creates or updates the virtualenv, then runs pytest with `HOLDPOINT_BIN` set to `binary`.
-pub fn test(binary: &Path) -> Result {
+fn venv() -> PathBuf {
+    root().join("target/sdk-python-venv")
+}
+
+/// Creates or updates the virtualenv.
+pub fn prepare() -> Result {
     let sdk = root().join("sdk/python");
-    let venv = root().join("target/sdk-python-venv");
+    let venv = venv();
     let python = venv.join("bin/python");
     if !python.exists() {
         run(Command::new("python3").args(["-m", "venv"]).arg(&venv)).map_err(|e| {
@@ -39,6 +43,13 @@ pub fn test(binary: &Path) -> Result {
             .arg(format!("{}[test]", sdk.display())))?;
         std::fs::write(&stamp, &wanted).map_err(|e| format!("cannot write {}: {e}", stamp.display()))?;
     }
+    Ok(())
+}
+
+/// Runs pytest in the virtualenv [`prepare`] made, with `HOLDPOINT_BIN` set to `binary`.
+pub fn test(binary: &Path) -> Result {
+    let (sdk, venv) = (root().join("sdk/python"), venv());
+    let python = venv.join("bin/python");
     let started = std::time::Instant::now();
     let result = run(Command::new(&python)
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])

@@ -18,12 +18,16 @@ const INSTALL_STAMP: &str = "node_modules/.holdpoint-installed-from";
 const BUILD_OUTPUTS: [&str; 2] = ["dist", "dist-test"];
 const OLDEST_NODE_MAJOR: u32 = 20;
 
-/// Installs the pinned packages if needed, builds the library and its tests, then runs them with `HOLDPOINT_BIN`
-/// set to `binary`.
+/// Installs the pinned packages if needed.
+pub fn prepare() -> Result {
+    check_node()?;
+    ensure_installed(&root().join("sdk/typescript"))
+}
+
+/// Builds the library and its tests with the packages [`prepare`] installed, then runs them with `HOLDPOINT_BIN` set
+/// to `binary`.
 pub fn test(binary: &Path) -> Result {
     let sdk = root().join("sdk/typescript");
-    check_node()?;
-    ensure_installed(&sdk)?;
     for output in BUILD_OUTPUTS {
         let path = sdk.join(output);
         if path.exists() {

@@ -42,7 +42,7 @@ pub fn build(tools: &SiteTools) -> Result {
         let split_main = split(&wasm, &pkg)?;
         // The split main module keeps the linker's exports (the lazy modules import them) and its mangled names
         // (the splitter's loader refers to them).
-        run(Command::new(&tools.wasm_bindgen)
+        run(Command::new(tools.wasm_bindgen()?)
             .args(["--target", "web", "--no-typescript", "--keep-lld-exports", "--no-demangle"])
             .args(["--out-name", OUTPUT_NAME, "--out-dir"])
             .arg(&pkg)

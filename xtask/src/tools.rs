@@ -4,17 +4,31 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::{Mutex, PoisonError};
 
-use crate::{Result, root, run};
+use crate::{Background, Result, root, run};
 
 /// `wasm-opt` from npm's `binaryen`: Debian's binaryen 108 produces wasm that fails to hydrate
 /// (`WebAssembly.Table.set(): Argument 1 is invalid`).
 const BINARYEN_VERSION: &str = "132.0.0";
 
-/// The tools of the site build.
+/// The tools of the site build. wasm-bindgen's CLI may still be compiling (for about 3 minutes, on a machine's first
+/// build) while the wasm is built, which is the first time it is needed.
 pub struct SiteTools {
-    pub wasm_bindgen: PathBuf,
+    wasm_bindgen: PathBuf,
+    installing_wasm_bindgen: Mutex<Option<Background>>,
     pub wasm_opt: PathBuf,
+}
+
+impl SiteTools {
+    /// wasm-bindgen's CLI, once its install (if one was needed) has ended.
+    pub fn wasm_bindgen(&self) -> Result<&PathBuf> {
+        let installing = self.installing_wasm_bindgen.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(install) = installing {
+            install.wait()?;
+        }
+        Ok(&self.wasm_bindgen)
+    }
 }
 
 fn output_of(command: &mut Command) -> Option<String> {
@@ -53,16 +67,22 @@ fn ensure_wasm_target() -> Result {
     run(Command::new("rustup").args(["target", "add", "wasm32-unknown-unknown"]))
 }
 
-/// wasm-bindgen's CLI must be exactly the version of the `wasm-bindgen` crate in Cargo.lock.
-fn ensure_wasm_bindgen() -> Result<PathBuf> {
+/// wasm-bindgen's CLI must be exactly the version of the `wasm-bindgen` crate in Cargo.lock. A missing one is
+/// installed in the background: the wasm build that comes first leaves a core idle for most of its link-time
+/// optimisation, which the install's compilation takes.
+fn ensure_wasm_bindgen() -> Result<(PathBuf, Option<Background>)> {
     let version = locked_version("wasm-bindgen")?;
     let binary = cargo_bin_dir().join("wasm-bindgen");
     let installed = output_of(Command::new(&binary).arg("--version")).unwrap_or_default();
-    if installed.split_whitespace().nth(1) != Some(version.as_str()) {
-        eprintln!("xtask: installing wasm-bindgen-cli {version} (once; it must match Cargo.lock)");
-        run(crate::cargo().args(["install", "wasm-bindgen-cli", "--version", &version, "--force"]))?;
+    if installed.split_whitespace().nth(1) == Some(version.as_str()) {
+        return Ok((binary, None));
     }
-    Ok(binary)
+    eprintln!("xtask: installing wasm-bindgen-cli {version} in the background (once; it must match Cargo.lock)");
+    let install = Background::start(
+        "installing wasm-bindgen-cli",
+        crate::cargo().args(["install", "wasm-bindgen-cli", "--version", &version, "--force"]),
+    )?;
+    Ok((binary, Some(install)))
 }
 
 fn tools_dir() -> PathBuf {
@@ -99,17 +119,17 @@ fn ensure_wasm_opt() -> Result<PathBuf> {
 /// Everything the site build needs.
 pub fn ensure_site_tools() -> Result<SiteTools> {
     ensure_wasm_target()?;
-    let wasm_bindgen = ensure_wasm_bindgen()?;
+    let (wasm_bindgen, installing) = ensure_wasm_bindgen()?;
     let wasm_opt = ensure_wasm_opt()?;
-    Ok(SiteTools { wasm_bindgen, wasm_opt })
+    Ok(SiteTools { wasm_bindgen, installing_wasm_bindgen: Mutex::new(installing), wasm_opt })
 }
 
 fn is_root() -> bool {
     output_of(Command::new("id").arg("-u")).is_some_and(|uid| uid.trim() == "0")
 }
 
-/// Chromium from Debian (Playwright's own browser download cannot work here) and the end2end npm packages.
-pub fn ensure_browser_tools() -> Result {
+/// Chromium from Debian (Playwright's own browser download cannot work here).
+pub fn ensure_chromium() -> Result {
     let chromium = PathBuf::from("/usr/bin/chromium");
     if !chromium.exists() {
         let install = "apt-get install -y chromium";
@@ -122,6 +142,11 @@ pub fn ensure_browser_tools() -> Result {
             .args(["install", "-y", "-qq", "chromium"])
             .env("DEBIAN_FRONTEND", "noninteractive"))?;
     }
+    Ok(())
+}
+
+/// The end2end npm packages.
+pub fn ensure_end2end_packages() -> Result {
     ensure_npm()?;
     let end2end = root().join("end2end");
     // Every package the tests import: a checkout that installed before one was added installs again.
