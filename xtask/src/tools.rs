@@ -12,8 +12,8 @@ use crate::{Background, Result, root, run};
 /// (`WebAssembly.Table.set(): Argument 1 is invalid`).
 const BINARYEN_VERSION: &str = "132.0.0";
 
-/// The tools of the site build. wasm-bindgen's CLI may still be compiling (for about 3 minutes, on a machine's first
-/// build) while the wasm is built, which is the first time it is needed.
+/// The tools of the site build. On a machine's first build, wasm-bindgen's CLI compiles (about 3 minutes) while the
+/// wasm builds; it is first needed once the wasm is built.
 pub struct SiteTools {
     wasm_bindgen: PathBuf,
     installing_wasm_bindgen: Mutex<Option<Background>>,
