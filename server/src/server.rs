@@ -147,6 +147,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
         configured_upstreams: Arc::new(configured_upstreams),
         files,
         answer_drafts: Default::default(),
+        gateway_waits: Default::default(),
     })))
 }
 
@@ -187,11 +188,13 @@ pub async fn serve(state: AppState, listener: TcpListener) -> Result<(), ServerE
     if state.config.run_workers {
         start_outbox(&state, local)?;
     }
-    let shutdown = state.shutdown.clone();
+    let stopping = state.clone();
     let stop = async move {
         shutdown_signal().await;
-        // Streams end first (they tell their clients to reconnect), then every connection finishes what it sends.
-        shutdown.cancel();
+        // The gateway's waiting calls end first, with their questions cancelled (no later start makes them); then
+        // streams end (they tell their clients to reconnect), then every connection finishes what it sends.
+        stopping.gateway_waits.cancel_all(&stopping).await;
+        stopping.shutdown.cancel();
     };
     let connections = state.config.connections.clone();
     serve_connections(crate::doors::http::router(state), listener, &connections, stop).await;

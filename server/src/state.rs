@@ -52,6 +52,8 @@ pub struct App {
     pub files: crate::files::FileStorage,
     /// The inputs of answers the question page's plain form sent and the server refused, shown again.
     pub answer_drafts: crate::doors::web::answer_drafts::AnswerDrafts,
+    /// The questions the MCP gateway's calls wait on, cancelled when the server stops.
+    pub gateway_waits: Arc<crate::doors::gateway::waits::Waits>,
 }
 
 impl App {

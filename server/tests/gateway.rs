@@ -38,6 +38,7 @@ on_both_backends!(
     input_required_answers_are_asked_as_forms_and_the_call_retried_with_the_answers,
     an_asked_call_as_a_task_reaches_the_upstream_only_after_approval,
     a_gateway_task_read_after_a_restart_ends_without_making_its_call,
+    a_server_that_stops_cancels_the_questions_its_gateway_calls_wait_on,
 );
 
 type Client = RunningService<RoleClient, ()>;
@@ -508,6 +509,57 @@ async fn a_gateway_task_read_after_a_restart_ends_without_making_its_call(backen
     let result: CallToolResult = serde_json::from_value(Value::Object(result.clone())).unwrap();
     assert_eq!(result.is_error, Some(true), "{result:?}");
     assert!(text_of(&result).contains("keep the logs"), "{result:?}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(upstream.calls().is_empty(), "no call reached the upstream: {:?}", upstream.calls());
+}
+
+/// A server that stops (SIGTERM, as a supervisor restarting it sends) cancels the approvals its gateway calls still
+/// wait on, a task's too, saying why: no later start makes those calls, so nobody may approve them into the void.
+/// The call without a task ends rather than hanging; the task, read from another server, ends cancelled with the
+/// reason; the upstream sees neither call.
+async fn a_server_that_stops_cancels_the_questions_its_gateway_calls_wait_on(backend: Backend) {
+    let Some(gateway) = Gateway::start(backend).await else { return };
+    let upstream = McpUpstream::start("files").await;
+    gateway.register("files", &upstream.url()).await;
+    gateway.rules(json!({ "default": "ask" })).await;
+    let server = gateway.app.spawn_process_with(&[("HOLDPOINT_UPSTREAM_ALLOW_PRIVATE", "true".into())]).await;
+    let client = connect(format!("{}/mcp/gateway", server.base_url), Some(&gateway.agent)).await;
+    let waiting = tokio::spawn(async move {
+        let result = client.call_tool(call("files__delete_file", json!({ "path": "/srv/data" }))).await;
+        (result, client)
+    });
+    let question = gateway.pending_question().await;
+    let with_tasks = |base: &str| {
+        let config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp/gateway"))
+            .auth_header(gateway.agent.clone());
+        let info =
+            ClientConfig::new(ClientCapabilities::builder().enable_tasks().build(), Implementation::new("t", "1"));
+        info.serve(StreamableHttpClientTransport::from_config(config))
+    };
+    let tasks_client = with_tasks(&server.base_url).await.expect("connects");
+    let created = tasks_client.call_tool_once(call("files__delete_file", json!({ "path": "/srv/logs" }))).await;
+    let CallToolResponse::Task(created) = created.unwrap() else { panic!("a task was expected") };
+    let task = created.task.task_id;
+
+    assert!(server.terminate(30).await, "the server stops within 30 s");
+    for id in [question["id"].as_str().unwrap(), task.as_str()] {
+        let question = gateway.app.get(&format!("/api/v1/questions/{id}")).await.json;
+        assert_eq!(question["status"], "cancelled", "{question}");
+        let reason = question["response"]["comment"].as_str().unwrap_or_default();
+        assert!(reason.contains("server stopped"), "{question}");
+    }
+    let (ended, _client) = tokio::time::timeout(WITHIN, waiting).await.expect("the waiting call ends").unwrap();
+    if let Ok(result) = ended {
+        assert_eq!(result.is_error, Some(true), "a call that was not made is an error: {result:?}");
+        let text = text_of(&result);
+        assert!(text.contains("server stopped") && text.contains("not made"), "{text}");
+    }
+
+    let tasks_client = with_tasks(&gateway.base).await.expect("connects");
+    let ended = ended_task(&tasks_client, &task).await;
+    assert_eq!(ended.task.status(), TaskStatus::Cancelled, "{ended:?}");
+    let message = ended.task.task.status_message.clone().unwrap_or_default();
+    assert!(message.contains("server stopped") && message.contains("not made"), "{message}");
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(upstream.calls().is_empty(), "no call reached the upstream: {:?}", upstream.calls());
 }

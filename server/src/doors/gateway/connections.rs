@@ -38,7 +38,7 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use crate::credentials::{Caller, Credential};
-use crate::doors::mcp::SessionOwners;
+use crate::doors::mcp::{self, AtShutdown, SessionOwners};
 use crate::egress::GuardedClient;
 use crate::state::AppState;
 use crate::store::UpstreamRow;
@@ -255,13 +255,14 @@ async fn elicit(scope: &CallScope, message: &str, schema: &Value) -> ElicitResul
         timeout_seconds: scope.timeout_seconds,
         ..Default::default()
     };
-    let asked = crate::doors::mcp::ask_and_wait(
+    let asked = mcp::ask_and_wait(
         &scope.state,
         &scope.owners,
         &scope.parts,
         &scope.context,
         &scope.caller,
         input,
+        AtShutdown::Cancelled,
     )
     .await;
     let question = match asked {

@@ -36,8 +36,8 @@ use sha2::{Digest, Sha256};
 
 use super::connections::{CallScope, Connection, Connections, Target};
 use crate::credentials::Caller;
-use crate::doors::mcp::SessionOwners;
 use crate::doors::mcp::tasks::{self, Done, Resumed, Tasks};
+use crate::doors::mcp::{self, AtShutdown, SessionOwners};
 use crate::error::AppError;
 use crate::rules::{ToolCall, Verdict};
 use crate::state::AppState;
@@ -153,11 +153,15 @@ fn not_approved(asked: &app::types::Question, rule_tool: &str) -> Option<(&'stat
                 asked.id
             )),
         )),
-        QuestionStatus::Cancelled | QuestionStatus::Pending => Some((
-            "cancelled",
-            error(format!("The approval of {rule_tool} was cancelled (question {}). The call was not made.", asked.id)),
-        )),
+        QuestionStatus::Cancelled | QuestionStatus::Pending => Some(("cancelled", error(cancelled(asked, rule_tool)))),
     }
+}
+
+/// What a call whose approval was cancelled says: the question, and why it was cancelled when that was given.
+fn cancelled(asked: &app::types::Question, rule_tool: &str) -> String {
+    let reason = asked.response.as_ref().and_then(|r| r.comment.as_deref());
+    let reason = reason.map(|r| format!(": {r}")).unwrap_or_default();
+    format!("The approval of {rule_tool} was cancelled (question {}){reason}. The call was not made.", asked.id)
 }
 
 /// Whether a stored question is one the gateway asked for a call: an approval the rules asked, of a tool named
@@ -202,13 +206,11 @@ pub(crate) async fn resume(state: &AppState, caller: &Caller, row: crate::store:
         );
         return Some(Resumed::Now(Done::Finished(Err(ErrorData::internal_error(message, None)))));
     }
+    let question = row.to_question(&caller.principal.workspace).ok()?;
     if status == QuestionStatus::Cancelled {
         // As a live task ends when its question is cancelled.
-        return Some(Resumed::Now(Done::Cancelled(format!(
-            "The approval of {rule_tool} was cancelled (question {id}). The call was not made."
-        ))));
+        return Some(Resumed::Now(Done::Cancelled(cancelled(&question, &rule_tool))));
     }
-    let question = row.to_question(&caller.principal.workspace).ok()?;
     if let Some((_, refused)) = not_approved(&question, &rule_tool) {
         return Some(Resumed::Now(Done::Finished(Ok(refused))));
     }
@@ -354,7 +356,7 @@ impl Gateway {
         context: RequestContext<RoleServer>,
         input: app::types::NewQuestion,
     ) -> CallToolResponse {
-        let asked = match crate::doors::mcp::ask(&self.state, &call.parts, &call.caller, input).await {
+        let asked = match mcp::ask(&self.state, &call.parts, &call.caller, input).await {
             Ok(asked) => asked,
             Err(refused) => {
                 self.record(call.record("cancelled", None));
@@ -364,13 +366,15 @@ impl Gateway {
         let question = asked.row.clone();
         let gateway = self.clone();
         let caller = call.caller.clone();
+        let waiting = self.state.gateway_waits.wait_on(question.id, &caller);
         let task = self.tasks.start(&self.state, &caller, &question, move |stop| {
             // The forwarded call (and any elicitation it leads to) stops with the task, not with the request that
             // created it, which has been answered.
             let mut context = context;
             context.ct = stop;
             async move {
-                let decided = crate::doors::mcp::settle(&gateway.state, &call.caller, asked).await;
+                let _waiting = waiting;
+                let decided = mcp::settle(&gateway.state, &call.caller, asked).await;
                 let asked = match decided {
                     Ok(asked) => asked,
                     Err(refused) => {
@@ -378,15 +382,12 @@ impl Gateway {
                         return Done::Finished(Ok(refused));
                     }
                 };
-                let cancelled = asked.status == QuestionStatus::Cancelled;
-                let id = asked.id;
+                let was_cancelled =
+                    (asked.status == QuestionStatus::Cancelled).then(|| cancelled(&asked, &call.rule_tool));
                 let scope = gateway.scope(&call, context);
                 let result = gateway.finish(&call, scope, Some(asked)).await;
-                if cancelled {
-                    return Done::Cancelled(format!(
-                        "The approval of {} was cancelled (question {id}). The call was not made.",
-                        call.rule_tool
-                    ));
+                if let Some(message) = was_cancelled {
+                    return Done::Cancelled(message);
                 }
                 Done::Finished(result.and_then(|response| match response {
                     CallToolResponse::Complete(result) => Ok(result),
@@ -699,11 +700,12 @@ impl ServerHandler for Gateway {
             if granted.is_none() {
                 let title = format!("Allow {tool} on {upstream}?");
                 let input = crate::rules::approval_question(&rule_call, &verdict, Some(title));
-                if crate::doors::mcp::tasks::wanted(&context) {
+                if tasks::wanted(&context) {
                     return Ok(self.call_as_task(call, context, input).await);
                 }
+                let (state, owners) = (&self.state, &self.owners);
                 let asked =
-                    crate::doors::mcp::ask_and_wait(&self.state, &self.owners, &parts, &context, &caller, input).await;
+                    mcp::ask_and_wait(state, owners, &parts, &context, &caller, input, AtShutdown::Cancelled).await;
                 let asked = match asked {
                     Ok(asked) => asked,
                     Err(refused) => {

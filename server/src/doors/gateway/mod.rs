@@ -5,6 +5,7 @@
 //! - [`connections`]: the gateway's MCP client, one connection per upstream, kept and opened again after a failure;
 //!   an upstream's elicitations during a call become questions.
 //! - [`door`]: the MCP server at `/mcp/gateway` that lists the upstreams' tools and decides and forwards their calls.
+//! - [`waits`]: the questions the gateway's calls wait on, cancelled when the server stops.
 //! - [`stdio`]: the upstreams the operator starts as local processes, from the configuration file only. The API
 //!   lists them among the others, marked `configured`, and refuses to change or remove them (409: the request is
 //!   valid, but the upstream is in a state the API cannot change, owned by the file) or to register another of the
@@ -13,6 +14,7 @@
 pub mod connections;
 pub mod door;
 pub mod stdio;
+pub mod waits;
 
 use std::collections::BTreeMap;
 

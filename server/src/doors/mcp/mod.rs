@@ -224,7 +224,7 @@ impl HoldpointMcp {
         caller: &Caller,
         input: NewQuestion,
     ) -> ToolResult<Question> {
-        ask_and_wait(&self.state, &self.owners, parts, context, caller, input).await
+        ask_and_wait(&self.state, &self.owners, parts, context, caller, input, AtShutdown::Outlives).await
     }
 
     /// For a client that declared MCP's tasks extension: asks the question and answers with a task that waits for
@@ -303,6 +303,15 @@ pub(crate) async fn settle(state: &AppState, caller: &Caller, asked: Asked) -> T
     }
 }
 
+/// What becomes of a question asked over MCP whose call still waits when the server stops.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AtShutdown {
+    /// It stays pending: `/mcp`'s agents read its outcome again after a restart.
+    Outlives,
+    /// It is cancelled: a gateway call, which no later start makes ([`crate::doors::gateway::waits`]).
+    Cancelled,
+}
+
 /// Creates the question and, unless it is non-blocking, waits until it is no longer pending, sending progress
 /// notifications to the calling client meanwhile; the client's cancellation of the call cancels the question.
 /// `/mcp`'s tools and the gateway's calls (its approvals and elicitations) ask through here.
@@ -313,11 +322,13 @@ pub(crate) async fn ask_and_wait(
     context: &RequestContext<RoleServer>,
     caller: &Caller,
     input: NewQuestion,
+    at_shutdown: AtShutdown,
 ) -> ToolResult<Question> {
     let Asked { row, mut watch } = ask(state, parts, caller, input).await?;
     if row.kind == QuestionKind::NonBlocking {
         return row.to_question(&caller.principal.workspace).map_err(|e| refusal(e.into()));
     }
+    let _waiting = (at_shutdown == AtShutdown::Cancelled).then(|| state.gateway_waits.wait_on(row.id, caller));
     let _waiting = owners.waiting(session_of(parts));
     let progress_token = context.meta.get_progress_token();
     let progress_every = Duration::from_secs(state.config.mcp_progress_seconds.max(1));
