@@ -516,7 +516,68 @@ async fn a_run_waiting_for_its_sub_agents_is_interrupted_by_their_questions(back
     );
 }
 
+/// `post_run` by a person signed in through the browser (session cookie and CSRF token).
+async fn post_run_as(app: &TestApp, agent: &str, session: &common::Session, body: Value) -> TestResponse {
+    let request = Request::builder()
+        .method(Method::POST)
+        .uri(format!("/api/v1/agents/{agent}/ag-ui"))
+        .header(header::COOKIE, &session.cookie)
+        .header("x-csrf-token", &session.csrf)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::ACCEPT, "text/event-stream")
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    app.send(request).await
+}
+
+/// A call a rule asks two people to approve is approved through AG-UI as anywhere else: each person resumes the
+/// thread with their approval; after the first the run still waits (its interrupt offered again, with the approval
+/// counted), one person's second approval does not count twice, and the call runs once, after the second person's.
+async fn a_call_that_needs_two_approvals_runs_after_two_people_resume_it(backend: common::Backend) {
+    let (scripts, mock) = (Scripts::new(), deploy_mock().await);
+    let Some(app) = start(backend, &scripts, &mock).await else { return };
+    let rules = json!({ "default": "allow", "rules": [{ "name": "two-for-deploys", "tools": ["http_request"],
+        "decision": "ask", "ask": { "required_approvals": 2 } }] });
+    let saved = app.call(Method::PUT, "/api/v1/rules", Some(&app.token), Some(rules)).await;
+    assert_eq!(saved.status, StatusCode::OK, "{}", saved.text);
+    agent(&app, &scripts, "deployer", deploy_turns(&mock), &["http_request"], json!({ "default": "prompt" })).await;
+    let interrupt = run_until_approval(&app, "thread-quorum").await;
+    let question_id = interrupt["id"].as_str().unwrap().to_owned();
+    let signed_in = |username: &'static str| {
+        let app = &app;
+        async move {
+            app.add_person(username, "correct horse battery staple", Role::Approver).await;
+            let form = format!("username={username}&password=correct+horse+battery+staple&next=%2Finbox");
+            app.sign_in_with(&form).await.expect("signed in")
+        }
+    };
+    let (ana, ben) = (signed_in("ana").await, signed_in("ben").await);
+    let approve = json!([{ "interruptId": question_id, "status": "resolved", "payload": { "approved": true } }]);
+
+    let first =
+        events(&post_run_as(&app, "deployer", &ana, input("thread-quorum", "run-2", Some(approve.clone()))).await);
+    let finished = first.last().unwrap();
+    assert_eq!(finished["outcome"]["type"], "interrupt", "one approval of two: the run still waits: {first:?}");
+    assert_eq!(finished["outcome"]["interrupts"][0]["id"], question_id.as_str());
+    let question = app.get(&format!("/api/v1/questions/{question_id}")).await.json;
+    assert_eq!(question["status"], "pending", "{question}");
+    assert_eq!(question["approvals"].as_array().map(Vec::len), Some(1), "{question}");
+    let again =
+        events(&post_run_as(&app, "deployer", &ana, input("thread-quorum", "run-3", Some(approve.clone()))).await);
+    assert_eq!(again.last().unwrap()["outcome"]["type"], "interrupt", "one person counts once: {again:?}");
+    let question = app.get(&format!("/api/v1/questions/{question_id}")).await.json;
+    assert_eq!(question["approvals"].as_array().map(Vec::len), Some(1), "{question}");
+    assert_eq!(mock.received_requests().await.unwrap().len(), 0, "nothing runs on one approval");
+
+    let second = events(&post_run_as(&app, "deployer", &ben, input("thread-quorum", "run-4", Some(approve))).await);
+    assert_eq!(second.last().unwrap()["outcome"]["type"], "success", "{second:?}");
+    assert_eq!(mock.received_requests().await.unwrap().len(), 1, "the call ran once, after the second approval");
+    let question = app.get(&format!("/api/v1/questions/{question_id}")).await.json;
+    assert_eq!(question["status"], "answered", "{question}");
+}
+
 on_both_backends!(
+    a_call_that_needs_two_approvals_runs_after_two_people_resume_it,
     a_run_waiting_for_its_sub_agents_is_interrupted_by_their_questions,
     a_resume_entry_resolved_elsewhere_first_is_skipped_and_reported,
     an_approval_is_a_tool_call_interrupt_and_the_resumed_run_runs_the_call,
