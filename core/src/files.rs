@@ -22,7 +22,7 @@ use chrono::{DateTime, Utc};
 use futures::{Stream, StreamExt};
 use holdpoint_types::{Role, UploadedFile};
 use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
@@ -32,10 +32,12 @@ use crate::store::{FileRow, Store, StoreResult};
 
 /// The largest upload unless `HOLDPOINT_MAX_UPLOAD_BYTES` says otherwise: 10 MiB.
 pub const DEFAULT_MAX_UPLOAD_BYTES: u64 = 10 * 1024 * 1024;
-/// The largest `HOLDPOINT_MAX_UPLOAD_BYTES` taken: an upload is held in memory until it is whole (its length and
-/// hash are known only then, and nothing is stored of one that is too large), so the setting bounds the memory
-/// each upload in flight takes.
+/// The largest `HOLDPOINT_MAX_UPLOAD_BYTES` taken.
 pub const MAX_UPLOAD_BYTES_LIMIT: u64 = 256 * 1024 * 1024;
+/// What an upload holds in memory: a file up to this size is stored in one write once it is whole; a larger one is
+/// sent on in parts of this size (S3's smallest part) as it arrives, [`PARTS_IN_FLIGHT`] at a time at most.
+const PART_BYTES: usize = 5 * 1024 * 1024;
+const PARTS_IN_FLIGHT: usize = 2;
 /// How long an upload no answer references is kept.
 pub const UNREFERENCED_HOURS: i64 = 24;
 /// The longest file name kept, in characters.
@@ -160,9 +162,9 @@ impl FileStorage {
         ObjectPath::from(format!("{workspace_id}/{id}"))
     }
 
-    async fn put(&self, workspace_id: Uuid, id: Uuid, chunks: Vec<Bytes>) -> object_store::Result<()> {
-        let payload: PutPayload = chunks.into_iter().collect();
-        self.objects.put(&Self::path(workspace_id, id), payload).await.map(|_| ())
+    /// A new file's bytes, to be written as they come.
+    fn writing(&self, workspace_id: Uuid, id: Uuid) -> Writing<'_> {
+        Writing { storage: self, path: Self::path(workspace_id, id), held: Vec::new(), held_bytes: 0, parts: None }
     }
 
     /// A file's bytes, as a stream.
@@ -179,6 +181,56 @@ impl FileStorage {
         match self.objects.delete(&Self::path(workspace_id, id)).await {
             Err(object_store::Error::NotFound { .. }) => Ok(()),
             other => other,
+        }
+    }
+}
+
+/// A file's bytes on their way to the store: held until they pass [`PART_BYTES`], then sent in parts as they come.
+struct Writing<'a> {
+    storage: &'a FileStorage,
+    path: ObjectPath,
+    held: Vec<Bytes>,
+    held_bytes: usize,
+    parts: Option<WriteMultipart>,
+}
+
+impl Writing<'_> {
+    async fn write(&mut self, chunk: Bytes) -> object_store::Result<()> {
+        if let Some(parts) = &mut self.parts {
+            parts.wait_for_capacity(PARTS_IN_FLIGHT).await?;
+            parts.put(chunk);
+            return Ok(());
+        }
+        self.held_bytes += chunk.len();
+        self.held.push(chunk);
+        if self.held_bytes > PART_BYTES {
+            let upload = self.storage.objects.put_multipart(&self.path).await?;
+            let mut parts = WriteMultipart::new_with_chunk_size(upload, PART_BYTES);
+            for chunk in self.held.drain(..) {
+                parts.put(chunk);
+            }
+            self.held_bytes = 0;
+            self.parts = Some(parts);
+        }
+        Ok(())
+    }
+
+    /// Stores what was written, whole: nothing of it is readable before.
+    async fn finish(self) -> object_store::Result<()> {
+        match self.parts {
+            Some(parts) => parts.finish().await.map(|_| ()),
+            None => {
+                self.storage.objects.put(&self.path, self.held.into_iter().collect::<PutPayload>()).await.map(|_| ())
+            }
+        }
+    }
+
+    /// Throws away the parts sent so far (a file held whole was never sent).
+    async fn abort(self) {
+        if let Some(parts) = self.parts
+            && let Err(err) = parts.abort().await
+        {
+            tracing::warn!(error = %err, path = %self.path, "could not remove the parts of an upload that was refused");
         }
     }
 }
@@ -238,8 +290,8 @@ pub struct Uploading<'a> {
 }
 
 impl Uploading<'_> {
-    /// Stores the file `body` streams: its SHA-256 and length computed as it arrives, refused with 413 (nothing
-    /// stored) as soon as it passes the largest size, then its bytes and its row. The caller has passed
+    /// Stores the file `body` streams: its bytes as they arrive (see [`PART_BYTES`]), with its SHA-256 and length,
+    /// refused with 413 (nothing stored) as soon as it passes the largest size, then its row. The caller has passed
     /// [`require_upload_right`].
     pub async fn upload(
         &self,
@@ -250,19 +302,29 @@ impl Uploading<'_> {
         require_upload_right(caller)?;
         let (name, media_type) = checked_meta(meta)?;
         let mut body = std::pin::pin!(body);
-        let (mut hasher, mut size, mut chunks) = (Sha256::new(), 0u64, Vec::new());
-        while let Some(chunk) = body.next().await {
-            let chunk = chunk?;
-            size += chunk.len() as u64;
-            if size > self.max_bytes {
-                return Err(too_large(self.max_bytes));
+        let (id, workspace_id) = (Uuid::now_v7(), caller.workspace_id());
+        let (mut hasher, mut size, mut writing) = (Sha256::new(), 0u64, self.storage.writing(workspace_id, id));
+        let received = async {
+            while let Some(chunk) = body.next().await {
+                let chunk = chunk?;
+                size += chunk.len() as u64;
+                if size > self.max_bytes {
+                    return Err(too_large(self.max_bytes));
+                }
+                hasher.update(&chunk);
+                writing.write(chunk).await.map_err(AppError::internal)?;
             }
-            hasher.update(&chunk);
-            chunks.push(chunk);
+            Ok(())
         }
+        .await;
+        if let Err(refused) = received {
+            writing.abort().await;
+            return Err(refused);
+        }
+        writing.finish().await.map_err(AppError::internal)?;
         let row = FileRow {
-            id: Uuid::now_v7(),
-            workspace_id: caller.workspace_id(),
+            id,
+            workspace_id,
             uploaded_by: caller.principal.id,
             name,
             media_type,
@@ -271,7 +333,6 @@ impl Uploading<'_> {
             created_at: crate::store::now(),
             question_id: None,
         };
-        self.storage.put(row.workspace_id, row.id, chunks).await.map_err(AppError::internal)?;
         if let Err(err) = self.store.insert_file(&row).await {
             // The bytes are nobody's: no row names them.
             if let Err(removal) = self.storage.delete(row.workspace_id, row.id).await {

@@ -43,6 +43,17 @@ async fn download(app: &TestApp, token: &str, file_id: &Value) -> TestResponse {
     app.call(Method::GET, &path, Some(token), None).await
 }
 
+/// What a download sends, byte for byte (`TestResponse::text` is lossy).
+async fn downloaded_bytes(app: &TestApp, token: &str, file_id: &Value) -> bytes::Bytes {
+    let request = Request::get(format!("/api/v1/files/{}", file_id.as_str().unwrap()))
+        .header(header::AUTHORIZATION, format!("Bearer {token}"))
+        .body(Body::empty())
+        .unwrap();
+    let response = tower::ServiceExt::oneshot(app.router.clone(), request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    http_body_util::BodyExt::collect(response.into_body()).await.unwrap().to_bytes()
+}
+
 /// A form question with a file field `doc` (and a text field), asked with `token`.
 async fn form_question(app: &TestApp, token: &str, doc: Value) -> String {
     let mut field = json!({"key": "doc", "label": "The document", "response_type": "file", "required": true});
@@ -103,14 +114,7 @@ async fn an_uploaded_file_answers_a_form_and_the_agent_that_asked_downloads_the_
 
     let downloaded = download(&app, &agent, &file["file_id"]).await;
     assert_eq!(downloaded.status, StatusCode::OK, "{}", downloaded.text);
-    // `text` is lossy: hash what came, byte for byte.
-    let request = Request::get(format!("/api/v1/files/{}", file["file_id"].as_str().unwrap()))
-        .header(header::AUTHORIZATION, format!("Bearer {agent}"))
-        .body(Body::empty())
-        .unwrap();
-    let response = tower::ServiceExt::oneshot(app.router.clone(), request).await.unwrap();
-    let body = http_body_util::BodyExt::collect(response.into_body()).await.unwrap().to_bytes();
-    assert_eq!(sha256_hex(&body), sha256_hex(&bytes));
+    assert_eq!(sha256_hex(&downloaded_bytes(&app, &agent, &file["file_id"]).await), sha256_hex(&bytes));
     let headers = &downloaded.headers;
     assert_eq!(headers[header::CONTENT_TYPE], "image/png");
     assert_eq!(headers[header::CONTENT_LENGTH], bytes.len().to_string().as_str());
@@ -163,9 +167,13 @@ async fn an_upload_one_byte_over_the_limit_is_refused_and_nothing_is_stored(app:
     assert!(app.state.store.unreferenced_files(later, 10).await.unwrap().is_empty(), "no row");
     assert!(stored_files(&app).is_empty(), "no bytes: {:?}", stored_files(&app));
 
-    // The limit itself is taken.
+    // The limit itself is taken, and a file of several parts (the store receives it in parts as it arrives) comes
+    // back whole.
     let file = uploaded(&app, &app.token, "exact.bin", "application/octet-stream", bytes_of(limit)).await;
     assert_eq!(file["size"], limit);
+    let downloaded = downloaded_bytes(&app, &app.token, &file["file_id"]).await;
+    assert_eq!((downloaded.len(), sha256_hex(&downloaded)), (limit, sha256_hex(&bytes_of(limit))));
+    assert_eq!(stored_files(&app).len(), 1, "only the file: {:?}", stored_files(&app));
 }
 
 /// A `multipart/form-data` body with one file part; returns its content type and bytes.
@@ -369,8 +377,9 @@ backend_tests!(
 );
 
 /// Storage on an S3-compatible bucket: the real `holdpoint serve` with `HOLDPOINT_FILES_URL=s3://...` and the
-/// usual `AWS_*` variables, against moto's server on loopback. The file's bytes are in the bucket under the prefix,
-/// and the agent that asked downloads them whole.
+/// usual `AWS_*` variables, against moto's server on loopback. The file's bytes (several parts of a multipart
+/// upload) are in the bucket under the prefix, and the agent that asked downloads them whole; a file refused for its
+/// size midway leaves nothing in the bucket.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn files_are_kept_in_an_s3_compatible_bucket() {
     let s3 = crate::channels::s3::S3Server::start("hp-files").await;
@@ -385,6 +394,7 @@ async fn files_are_kept_in_an_s3_compatible_bucket() {
             ("AWS_REGION", "us-east-1".to_owned()),
             ("AWS_ACCESS_KEY_ID", "test".to_owned()),
             ("AWS_SECRET_ACCESS_KEY", "test".to_owned()),
+            ("HOLDPOINT_MAX_UPLOAD_BYTES", (16 * MIB).to_string()),
         ])
         .await;
     let client = reqwest::Client::new();
@@ -400,7 +410,7 @@ async fn files_are_kept_in_an_s3_compatible_bucket() {
         .json()
         .await
         .unwrap();
-    let bytes = bytes_of(3 * MIB + 5);
+    let bytes = bytes_of(12 * MIB + 5);
     let response = client
         .post(format!("{base}/api/v1/files?name=report.pdf"))
         .bearer_auth(&responder)
@@ -415,6 +425,16 @@ async fn files_are_kept_in_an_s3_compatible_bucket() {
     let workspace = app.state.store.ensure_workspace("default").await.unwrap();
     let key = format!("uploads/{}/{}", workspace.id, file["file_id"].as_str().unwrap());
     assert!(s3.keys().await.contains(&key), "{key} is not in the bucket: {:?}", s3.keys().await);
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> = vec![Ok(bytes_of(16 * MIB)), Ok(vec![7])];
+    let refused = client
+        .post(format!("{base}/api/v1/files?name=big.pdf"))
+        .bearer_auth(&responder)
+        .body(reqwest::Body::wrap_stream(futures::stream::iter(chunks)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 413);
+    assert_eq!(s3.keys().await, vec![key.clone()], "nothing of the refused file is in the bucket");
 
     let answered = client
         .post(format!("{base}/api/v1/questions/{}/answer", question["id"].as_str().unwrap()))
