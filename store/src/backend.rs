@@ -20,6 +20,7 @@ use sqlx::{Arguments, Executor, FromRow, Postgres, Sqlite};
 use tokio::sync::watch;
 use uuid::Uuid;
 
+use super::sql::TableRow;
 use super::sqlite::WriterThread;
 use super::token_cache::TokenCache;
 use super::{
@@ -77,6 +78,11 @@ impl<'q> Statement<'q> {
         Self::new(format!("SELECT {columns} FROM {table} WHERE workspace_id = $1 AND id = $2"))
             .bind(workspace_id)
             .bind(id)
+    }
+
+    /// Inserts a whole row into its table.
+    pub(crate) fn insert<R: TableRow>(row: &'q R) -> Self {
+        row.bind_to(Self::new(R::insert()))
     }
 
     /// Binds the next placeholder.

@@ -9,15 +9,11 @@ use uuid::Uuid;
 use holdpoint_types::{Assignee, QuestionKind, Urgency};
 
 use super::backend::{Sql, SqlBackend, Statement};
-use super::outbox::INSERT_DELIVERY;
-use super::sql::{Bind, QUESTION_COLUMNS};
-use super::{NewAuditEntry, NewEvent, QuestionRow, Reach, StoreResult};
+use super::sql::{Bind, QUESTION_COLUMNS, TableRow, table_row};
+use super::{NewAuditEntry, NewEvent, NotificationRow, QuestionRow, Reach, StoreResult};
 
-pub(super) const POLICY_COLUMNS: &str =
-    "workspace_id, kind, urgency, remind_after_seconds, escalate_after_seconds, escalate_to, updated_at";
-/// Inserts a policy (`$1`..`$7` in [`POLICY_COLUMNS`]' order).
-pub(super) const INSERT_POLICY: &str = "INSERT INTO escalation_policies (workspace_id, kind, urgency, \
-     remind_after_seconds, escalate_after_seconds, escalate_to, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7)";
+table_row!(POLICY_COLUMNS = EscalationPolicyRow in "escalation_policies": workspace_id, kind, urgency,
+    remind_after_seconds, escalate_after_seconds, escalate_to, updated_at);
 /// Takes a question's escalation step: its new assignee (`$1`), plan (`$2`), next step's time (`$3`) at `$4`, if it
 /// is still pending and its next step is still the one due at `$7` (`$5` workspace, `$6` id). Whoever takes the step
 /// first changes the row; every other instance's try changes nothing. The step is a change of the pending question
@@ -27,11 +23,13 @@ pub(super) const TAKE_ESCALATION_STEP: &str = "UPDATE questions SET assignee = $
      next_escalation_at = $3, updated_at = $4, revision = revision + 1 WHERE workspace_id = $5 AND id = $6 \
      AND status = 'pending' AND next_escalation_at = $7 RETURNING id";
 /// A person's notification of a question, or, when they have one already, that one marked unread and moved to the
-/// top of their list: a reminder or an escalation reaches them again (the notification's columns as
-/// `INSERT_NOTIFICATION` binds them).
-pub(super) const NOTIFY_AGAIN: &str = "INSERT INTO notifications (id, workspace_id, question_id, user_id, \
-     created_at, read_at) VALUES ($1, $2, $3, $4, $5, $6) \
-     ON CONFLICT (question_id, user_id) DO UPDATE SET read_at = NULL, created_at = excluded.created_at";
+/// top of their list: a reminder or an escalation reaches them again.
+pub(super) static NOTIFY_AGAIN: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "{} ON CONFLICT (question_id, user_id) DO UPDATE SET read_at = NULL, created_at = excluded.created_at",
+        NotificationRow::insert()
+    )
+});
 /// Pending questions whose next escalation step is due at `$1`, soonest first (at most `$2`).
 pub(super) static DUE_ESCALATIONS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
@@ -134,18 +132,7 @@ impl<B: SqlBackend> EscalationStore for B {
             .execute(Statement::new("DELETE FROM escalation_policies WHERE workspace_id = $1").bind(workspace_id))
             .await?;
         for policy in policies {
-            write
-                .execute(
-                    Statement::new(INSERT_POLICY)
-                        .bind(policy.workspace_id)
-                        .bind(policy.kind)
-                        .bind(policy.urgency)
-                        .bind(policy.remind_after_seconds)
-                        .bind(policy.escalate_after_seconds)
-                        .bind(&policy.escalate_to)
-                        .bind(policy.updated_at),
-                )
-                .await?;
+            write.execute(Statement::insert(policy)).await?;
         }
         self.append_audit_in(&mut write, audit).await?;
         self.commit_write(write, None).await?;
@@ -191,10 +178,10 @@ impl<B: SqlBackend> EscalationStore for B {
 /// one) and its deliveries.
 pub(super) async fn write_reach(write: &mut impl Sql, reach: &Reach) -> StoreResult<()> {
     for notification in &reach.notifications {
-        write.execute(Bind::bind_notification(Statement::new(NOTIFY_AGAIN), notification)).await?;
+        write.execute(Statement::new(NOTIFY_AGAIN.as_str()).bind_row(notification)).await?;
     }
     for delivery in &reach.deliveries {
-        write.execute(Bind::bind_delivery(Statement::new(INSERT_DELIVERY), delivery)).await?;
+        write.execute(Statement::insert(delivery)).await?;
     }
     Ok(())
 }

@@ -8,12 +8,11 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::backend::{Sql, SqlBackend, Statement};
+use super::sql::table_row;
 use super::{StoreError, StoreResult};
 
-const FILE_COLUMNS: &str = "id, workspace_id, uploaded_by, name, media_type, size, sha256, created_at, question_id";
-/// Inserts a file (`$1`..`$9` in [`FILE_COLUMNS`]' order).
-const INSERT_FILE: &str = "INSERT INTO files (id, workspace_id, uploaded_by, name, media_type, size, sha256, \
-     created_at, question_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+table_row!(FILE_COLUMNS = FileRow in "files": id, workspace_id, uploaded_by, name, media_type, size, sha256, created_at,
+    question_id);
 /// Gives file `$3` of workspace `$2`, uploaded by `$4`, to question `$1`, if no question has it yet.
 const ATTACH_FILE: &str = "UPDATE files SET question_id = $1 \
      WHERE workspace_id = $2 AND id = $3 AND uploaded_by = $4 AND question_id IS NULL";
@@ -65,16 +64,7 @@ pub trait FileStore: Send + Sync {
 #[async_trait]
 impl<B: SqlBackend> FileStore for B {
     async fn insert_file(&self, row: &FileRow) -> StoreResult<()> {
-        let insert = Statement::new(INSERT_FILE)
-            .bind(row.id)
-            .bind(row.workspace_id)
-            .bind(row.uploaded_by)
-            .bind(row.name.clone())
-            .bind(row.media_type.clone())
-            .bind(row.size)
-            .bind(row.sha256.clone())
-            .bind(row.created_at)
-            .bind(row.question_id);
+        let insert = Statement::insert(row);
         self.write_audited(insert, None).await?;
         Ok(())
     }

@@ -9,15 +9,12 @@ use uuid::Uuid;
 use holdpoint_types::{ArgumentMatcher, Grant, GrantScope};
 
 use super::backend::{Sql, SqlBackend, Statement};
-use super::sql::Bind;
+use super::sql::table_row;
 use super::{NewAuditEntry, StoreResult};
 
-const GRANT_COLUMNS: &str = "id, workspace_id, scope, run_id, agent, tool_name, matcher, created_by, \
-     created_by_id, question_id, created_at, expires_at, revoked_at, revoked_by, uses, last_used_at";
-/// Inserts a grant (`$1`..`$16` in [`GRANT_COLUMNS`]' order).
-const INSERT_GRANT: &str = "INSERT INTO grants (id, workspace_id, scope, run_id, agent, tool_name, \
-     matcher, created_by, created_by_id, question_id, created_at, expires_at, revoked_at, revoked_by, uses, \
-     last_used_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
+table_row!(GRANT_COLUMNS = GrantRow in "grants": id, workspace_id, scope, run_id, agent, tool_name, matcher,
+    created_by, created_by_id, question_id, created_at, expires_at, revoked_at, revoked_by, uses, last_used_at);
+
 /// Counts a use of a grant (`$1` workspace, `$2` id) at `$3`, if it is still live then.
 pub(super) const USE_GRANT: &str = "UPDATE grants SET uses = uses + 1, last_used_at = $3 \
      WHERE workspace_id = $1 AND id = $2 AND revoked_at IS NULL AND expires_at > $3";
@@ -117,7 +114,7 @@ pub trait GrantStore: Send + Sync {
 #[async_trait]
 impl<B: SqlBackend> GrantStore for B {
     async fn insert_grant(&self, grant: &GrantRow, audit: &NewAuditEntry) -> StoreResult<()> {
-        self.write_audited(Bind::bind_grant(Statement::new(INSERT_GRANT), grant), Some(audit)).await?;
+        self.write_audited(Statement::insert(grant), Some(audit)).await?;
         Ok(())
     }
 

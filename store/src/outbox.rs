@@ -12,20 +12,13 @@ use uuid::Uuid;
 use holdpoint_types::{Channel, DeliveryCause, DeliveryStatus};
 
 use super::backend::{Sql, SqlBackend, Statement};
-use super::sql::QUESTION_COLUMNS;
+use super::sql::{QUESTION_COLUMNS, table_row};
 use super::*;
 
-const DELIVERY_COLUMNS: &str = "id, workspace_id, question_id, user_id, channel, address, status, attempts, \
-     next_attempt_at, claimed_until, last_error, sent_at, created_at, updated_at, reference, followed_up_at, cause";
-
-/// Inserts a notification ([`Bind::bind_notification`]'s order).
-pub(super) const INSERT_NOTIFICATION: &str = "INSERT INTO notifications (id, workspace_id, question_id, user_id, \
-     created_at, read_at) VALUES ($1, $2, $3, $4, $5, $6)";
-/// Inserts a delivery ([`Bind::bind_delivery`]'s order).
-pub(super) const INSERT_DELIVERY: &str = "INSERT INTO deliveries (id, workspace_id, question_id, user_id, channel, \
-     address, status, attempts, next_attempt_at, claimed_until, last_error, sent_at, created_at, updated_at, \
-     reference, followed_up_at, cause) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
-     $17)";
+table_row!(DELIVERY_COLUMNS = DeliveryRow in "deliveries": id, workspace_id, question_id, user_id, channel, address,
+    status, attempts, next_attempt_at, claimed_until, last_error, sent_at, created_at, updated_at, reference,
+    followed_up_at, cause);
+table_row!(NotificationRow in "notifications": id, workspace_id, question_id, user_id, created_at, read_at);
 /// Deliveries to send at `$1`, soonest first (at most `$2`): not sent, not given up, not claimed by a live worker.
 const DUE_DELIVERIES: &str = "SELECT id FROM deliveries WHERE (status = 'queued' OR status = 'retrying') \
      AND next_attempt_at <= $1 AND (claimed_until IS NULL OR claimed_until <= $1) ORDER BY next_attempt_at LIMIT $2";

@@ -12,7 +12,7 @@ use uuid::Uuid;
 use holdpoint_types::Role;
 
 use super::backend::{Sql, SqlBackend, Statement};
-use super::sql::is_unique_violation;
+use super::sql::{is_unique_violation, table_row};
 use super::*;
 
 /// Accounts, memberships, token management and sign-in links.
@@ -697,17 +697,7 @@ async fn other_admins<B: SqlBackend>(write: &mut B::Write, workspace_id: Uuid, u
 
 /// Stores a new account inside the write; [`StoreError::Duplicate`] if the username is taken.
 async fn insert_user_in(write: &mut impl Sql, user: &UserRow) -> StoreResult<()> {
-    let inserted = write
-        .execute(
-            Statement::new(format!("INSERT INTO users ({USER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)"))
-                .bind(user.id)
-                .bind(&user.username)
-                .bind(&user.display_name)
-                .bind(&user.password_hash)
-                .bind(user.created_at)
-                .bind(user.disabled_at),
-        )
-        .await;
+    let inserted = write.execute(Statement::insert(user)).await;
     duplicate_as(inserted, "account with that username")
 }
 
@@ -757,7 +747,7 @@ pub(super) const MEMBER_COLUMNS: &str = "u.id AS user_id, u.username, u.display_
      AS email_verified, m.notifications, \
      m.away_until, m.delegate_id, (SELECT d.username FROM users d WHERE d.id = m.delegate_id) AS delegate";
 pub(super) const TOKEN_INFO_COLUMNS: &str = "id, name, role, created_by, created_at, revoked_at";
-pub(super) const USER_COLUMNS: &str = "id, username, display_name, password_hash, created_at, disabled_at";
+table_row!(USER_COLUMNS = UserRow in "users": id, username, display_name, password_hash, created_at, disabled_at);
 
 /// The account that verified an address (`$1`), as [`PeopleStore::account_by_verified_email`] returns it. SQLite's
 /// `lower` folds ASCII only: addresses differing in the case of other letters do not match there.

@@ -12,7 +12,6 @@ use uuid::Uuid;
 use super::backend::{FromBoth, Sql, SqlBackend, Statement};
 use super::grants::USE_GRANT;
 use super::idempotency::{claim_idempotency_key, idempotent_resource};
-use super::outbox::{INSERT_DELIVERY, INSERT_NOTIFICATION};
 use super::sql::*;
 use super::*;
 
@@ -215,10 +214,10 @@ where
             last = id;
         }
         for notification in &with.reach.notifications {
-            write.execute(Bind::bind_notification(Statement::new(INSERT_NOTIFICATION), notification)).await?;
+            write.execute(Statement::insert(notification)).await?;
         }
         for delivery in &with.reach.deliveries {
-            write.execute(Bind::bind_delivery(Statement::new(INSERT_DELIVERY), delivery)).await?;
+            write.execute(Statement::insert(delivery)).await?;
         }
         for entry in &with.audit {
             self.append_audit_in(&mut write, entry).await?;

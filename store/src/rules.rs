@@ -8,12 +8,13 @@ use uuid::Uuid;
 use holdpoint_types::RulesDocument;
 
 use super::backend::{Sql, SqlBackend, Statement};
+use super::sql::{Bind, TableRow, table_row};
 use super::{NewAuditEntry, StoreResult};
 
-const RULES_COLUMNS: &str = "workspace_id, version, document, updated_at, updated_by";
+table_row!(RULES_COLUMNS = RulesRow in "rules_documents": workspace_id, version, document, updated_at, updated_by);
 /// The first save of a workspace's rules; changes nothing if another save came first.
-const INSERT_RULES: &str = "INSERT INTO rules_documents (workspace_id, version, document, updated_at, updated_by) \
-     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (workspace_id) DO NOTHING";
+static INSERT_RULES: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!("{} ON CONFLICT (workspace_id) DO NOTHING", RulesRow::insert()));
 /// A later save: version `$2`, only if the stored one is still `$6`.
 const REPLACE_RULES: &str = "UPDATE rules_documents SET version = $2, document = $3, updated_at = $4, \
      updated_by = $5 WHERE workspace_id = $1 AND version = $6";
@@ -64,12 +65,8 @@ impl<B: SqlBackend> RulesStore for B {
     }
 
     async fn save_rules(&self, row: &RulesRow, previous_version: i64, audit: &NewAuditEntry) -> StoreResult<bool> {
-        let statement = Statement::new(if previous_version == 0 { INSERT_RULES } else { REPLACE_RULES })
-            .bind(row.workspace_id)
-            .bind(row.version)
-            .bind(row.document.clone())
-            .bind(row.updated_at)
-            .bind(row.updated_by.clone());
+        let statement =
+            Statement::new(if previous_version == 0 { INSERT_RULES.as_str() } else { REPLACE_RULES }).bind_row(row);
         let statement = if previous_version == 0 { statement } else { statement.bind(previous_version) };
         self.write_audited(statement, Some(audit)).await
     }

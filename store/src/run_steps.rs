@@ -11,7 +11,7 @@ use sqlx::types::Json;
 
 use super::backend::{Sql, SqlBackend, Statement};
 use super::idempotency::idempotent_resource;
-use super::runs::{HOLDING_QUESTIONS, RUN_COLUMNS, SEGMENT_COLUMNS, SETTLED_CHILD};
+use super::runs::{HOLDING_QUESTIONS, RUN_COLUMNS, SETTLED_CHILD};
 use super::sql::{QUESTION_COLUMNS, is_unique_violation};
 use super::*;
 
@@ -251,22 +251,6 @@ pub(super) async fn run_by_idempotency_key<B: SqlBackend>(
 }
 
 pub(super) async fn insert_segment(write: &mut impl Sql, segment: &SegmentRow) -> StoreResult<()> {
-    write
-        .execute(
-            Statement::new(format!(
-                "INSERT INTO run_segments ({SEGMENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
-            ))
-            .bind(segment.id)
-            .bind(segment.run_id)
-            .bind(segment.idx)
-            .bind(segment.resumed_from)
-            .bind(segment.start_step)
-            .bind(segment.steps)
-            .bind(segment.max_steps)
-            .bind(segment.started_at)
-            .bind(segment.ended_at)
-            .bind(&segment.end_status),
-        )
-        .await?;
+    write.execute(Statement::insert(segment)).await?;
     Ok(())
 }

@@ -19,18 +19,19 @@ use super::run_steps::{
     insert_segment, push_ids, requeue_if_unheld, requeue_parent_if_settled, run_by_idempotency_key, unsettled_children,
     update_run_in, workspace_name_on,
 };
-use super::sql::is_unique_violation;
+use super::sql::{is_unique_violation, table_row};
 use super::*;
 
-pub(super) const RUN_COLUMNS: &str = "id, workspace_id, agent_id, agent, project, input, status, step_count, max_steps, \
-     max_total_steps, parent_run_id, parent_run_ids, result, error_message, resume_prompt, lease_owner, lease_until, \
-     created_by, created_at, updated_at, completed_at, executor, pause_on_input";
-pub(super) const SEGMENT_COLUMNS: &str = "id, run_id, idx, resumed_from, start_step, steps, max_steps, started_at, ended_at, \
-     end_status";
-pub(super) const MESSAGE_COLUMNS: &str = "id, run_id, seq, step, role, content, created_at";
-pub(super) const TOOL_CALL_COLUMNS: &str = "id, run_id, message_id, call_id, tool_name, input, edited_input, output, status, \
-     duration_ms, step, decided_by, decision_comment, question_id, child_run_ids, created_at, updated_at";
-pub(super) const AGENT_COLUMNS: &str = "id, workspace_id, name, spec, created_at, updated_at";
+table_row!(RUN_COLUMNS = RunRow in "runs": id, workspace_id, agent_id, agent, project, input, status, step_count,
+    max_steps, max_total_steps, parent_run_id, parent_run_ids, result, error_message, resume_prompt, lease_owner,
+    lease_until, created_by, created_at, updated_at, completed_at, executor, pause_on_input);
+table_row!(SEGMENT_COLUMNS = SegmentRow in "run_segments": id, run_id, idx, resumed_from, start_step, steps, max_steps,
+    started_at, ended_at, end_status);
+table_row!(MESSAGE_COLUMNS = MessageRow in "run_messages": id, run_id, seq, step, role, content, created_at);
+table_row!(TOOL_CALL_COLUMNS = ToolCallRow in "tool_calls": id, run_id, message_id, call_id, tool_name, input,
+    edited_input, output, status, duration_ms, step, decided_by, decision_comment, question_id, child_run_ids,
+    created_at, updated_at);
+table_row!(AGENT_COLUMNS = AgentRow in "agents": id, workspace_id, name, spec, created_at, updated_at);
 
 /// The `decided_by` of tool calls an agent's approval policy decided (the executor sets it).
 pub const POLICY_DECIDER: &str = "policy";
@@ -179,18 +180,7 @@ pub trait RunStore: Send + Sync {
 #[async_trait]
 impl<B: SqlBackend> RunStore for B {
     async fn insert_agent(&self, agent: &AgentRow) -> StoreResult<()> {
-        self.write_alone()
-            .execute(
-                Statement::new(format!("INSERT INTO agents ({AGENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)"))
-                    .bind(agent.id)
-                    .bind(agent.workspace_id)
-                    .bind(&agent.name)
-                    .bind(&agent.spec)
-                    .bind(agent.created_at)
-                    .bind(agent.updated_at),
-            )
-            .await
-            .map_err(agent_name_taken)?;
+        self.write_alone().execute(Statement::insert(agent)).await.map_err(agent_name_taken)?;
         Ok(())
     }
 
@@ -263,37 +253,7 @@ impl<B: SqlBackend> RunStore for B {
                 return Err(err);
             }
         }
-        write
-            .execute(
-                Statement::new(format!(
-                    "INSERT INTO runs ({RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, \
-                     $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)"
-                ))
-                .bind(run.id)
-                .bind(run.workspace_id)
-                .bind(run.agent_id)
-                .bind(&run.agent)
-                .bind(&run.project)
-                .bind(&run.input)
-                .bind(run.status)
-                .bind(run.step_count)
-                .bind(run.max_steps)
-                .bind(run.max_total_steps)
-                .bind(run.parent_run_id)
-                .bind(&run.parent_run_ids)
-                .bind(&run.result)
-                .bind(&run.error_message)
-                .bind(&run.resume_prompt)
-                .bind(run.lease_owner)
-                .bind(run.lease_until)
-                .bind(run.created_by)
-                .bind(run.created_at)
-                .bind(run.updated_at)
-                .bind(run.completed_at)
-                .bind(run.executor)
-                .bind(run.pause_on_input),
-            )
-            .await?;
+        write.execute(Statement::insert(run)).await?;
         insert_segment(&mut write, segment).await?;
         let event_id = append_run_event(self, &mut write, run).await?;
         self.commit_write(write, Some(event_id)).await?;
@@ -490,47 +450,10 @@ impl<B: SqlBackend> RunStore for B {
             self.append_audit_in(&mut write, entry).await?;
         }
         for m in messages {
-            write
-                .execute(
-                    Statement::new(format!(
-                        "INSERT INTO run_messages ({MESSAGE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)"
-                    ))
-                    .bind(m.id)
-                    .bind(m.run_id)
-                    .bind(m.seq)
-                    .bind(m.step)
-                    .bind(&m.role)
-                    .bind(&m.content)
-                    .bind(m.created_at),
-                )
-                .await?;
+            write.execute(Statement::insert(m)).await?;
         }
         for c in tool_calls {
-            write
-                .execute(
-                    Statement::new(format!(
-                        "INSERT INTO tool_calls ({TOOL_CALL_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, \
-                         $10, $11, $12, $13, $14, $15, $16, $17)"
-                    ))
-                    .bind(c.id)
-                    .bind(c.run_id)
-                    .bind(c.message_id)
-                    .bind(&c.call_id)
-                    .bind(&c.tool_name)
-                    .bind(&c.input)
-                    .bind(&c.edited_input)
-                    .bind(&c.output)
-                    .bind(c.status)
-                    .bind(c.duration_ms)
-                    .bind(c.step)
-                    .bind(&c.decided_by)
-                    .bind(&c.decision_comment)
-                    .bind(c.question_id)
-                    .bind(&c.child_run_ids)
-                    .bind(c.created_at)
-                    .bind(c.updated_at),
-                )
-                .await?;
+            write.execute(Statement::insert(c)).await?;
         }
         if let Some(step) = step {
             let at = messages.last().map_or_else(crate::now, |m| m.created_at);

@@ -11,17 +11,6 @@ use tokio::sync::watch;
 use super::backend::{Both, Statement};
 use super::*;
 
-/// The columns of `questions`, in the order of [`QuestionRow`].
-pub(super) const QUESTION_COLUMNS: &str = "id, workspace_id, project, run_id, tool_call_id, parent_run_ids, kind, response_type, \
-     title, body, options, fields, action, allow_edit, context, urgency, timeout_at, default_response, status, \
-     response, answered_by, resolution, created_by, created_at, updated_at, resolved_at, assignee, escalation, \
-     next_escalation_at, callback_url, required_approvals, eligible, approvals, claimed_by, claim_expires_at, revision, \
-     claimed_by_id, field_rules, response_schema";
-
-/// The columns of `audit_log`, in the order of [`AuditRow`].
-pub(super) const AUDIT_COLUMNS: &str = "id, workspace_id, seq, prev_hash, hash, actor, actor_id, actor_kind, action, \
-     subject_type, subject_id, before, after, diff, created_at";
-
 /// Claims a workspace's audit chain head, creating it at `seq` 0 on the first entry (SQLite, when its guess of the
 /// head was wrong; SQLite's one writer serialises appends by itself). PostgreSQL claims the head in the trigger that
 /// seals an entry at commit (migration 0010), under the event log's lock.
@@ -29,17 +18,78 @@ pub(super) const CLAIM_AUDIT_HEAD: &str = "INSERT INTO audit_heads (workspace_id
      ON CONFLICT (workspace_id) DO UPDATE SET seq = audit_heads.seq RETURNING seq, hash";
 
 /// Appends an audit entry whose `seq` and `prev_hash` were taken from the claimed head; returns its `seq`.
-pub(super) static APPEND_AUDIT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    format!(
-        "INSERT INTO audit_log ({AUDIT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
-         RETURNING seq"
-    )
-});
+pub(super) static APPEND_AUDIT: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!("{} RETURNING seq", AuditRow::insert()));
+
+/// A table whose rows are written whole. Its column list and the binding of a row's values to it come from one list
+/// of the row's fields ([`table_row!`]), so the two cannot drift apart.
+pub(super) trait TableRow {
+    /// The columns, in the order [`TableRow::bind_to`] binds them.
+    const COLUMNS: &'static str;
+
+    /// `INSERT INTO` the table, one placeholder a column.
+    fn insert() -> &'static str;
+
+    /// Binds each column's value, in the order of [`TableRow::COLUMNS`], after what `query` has.
+    fn bind_to<'q, B: Bind<'q>>(&'q self, query: B) -> B;
+}
+
+/// Makes `$row` a [`TableRow`] of `$table`, and names its column list `$columns` if given:
+/// `table_row!(RUN_COLUMNS = RunRow in "runs": id, workspace_id, …)`. The list names every field of the row once
+/// (the compiler refuses a missing or unknown field), in the order of the columns.
+macro_rules! table_row {
+    ($columns:ident = $row:ident in $table:literal: $($field:ident),+ $(,)?) => {
+        pub(super) const $columns: &str = <$row as $crate::sql::TableRow>::COLUMNS;
+        table_row!($row in $table: $($field),+);
+    };
+    ($row:ident in $table:literal: $first:ident $(, $field:ident)* $(,)?) => {
+        impl $crate::sql::TableRow for $row {
+            const COLUMNS: &'static str = concat!(stringify!($first) $(, ", ", stringify!($field))*);
+
+            fn insert() -> &'static str {
+                static INSERT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+                    $crate::sql::insert_into($table, <$row as $crate::sql::TableRow>::COLUMNS)
+                });
+                &INSERT
+            }
+
+            fn bind_to<'q, B: $crate::sql::Bind<'q>>(&'q self, query: B) -> B {
+                let $row { $first $(, $field)* } = self;
+                query.bind_arg($first) $(.bind_arg($field))*
+            }
+        }
+    };
+}
+pub(super) use table_row;
+
+table_row!(QUESTION_COLUMNS = QuestionRow in "questions": id, workspace_id, project, run_id, tool_call_id,
+    parent_run_ids, kind, response_type, title, body, options, fields, action, allow_edit, context, urgency, timeout_at,
+    default_response, status, response, answered_by, resolution, created_by, created_at, updated_at, resolved_at,
+    assignee, escalation, next_escalation_at, callback_url, required_approvals, eligible, approvals, claimed_by,
+    claim_expires_at, revision, claimed_by_id, field_rules, response_schema);
+
+table_row!(AUDIT_COLUMNS = AuditRow in "audit_log": id, workspace_id, seq, prev_hash, hash, actor, actor_id,
+    actor_kind, action, subject_type, subject_id, before, after, diff, created_at);
+
+/// `INSERT INTO {table} ({columns}) VALUES ($1, …)`, one placeholder a column.
+pub(super) fn insert_into(table: &str, columns: &str) -> String {
+    format!("INSERT INTO {table} ({columns}) VALUES ({})", placeholders(columns.split(',').count()))
+}
+
+/// `$1, $2, …, $n`.
+fn placeholders(n: usize) -> String {
+    (1..=n).map(|n| format!("${n}")).collect::<Vec<_>>().join(", ")
+}
 
 /// `bind`, which `sqlx::query`, `sqlx::query_as`, the SQLite direct connection's arguments and a [`Statement`]
 /// each have, and the binding of whole rows with it, written once for both databases.
 pub(super) trait Bind<'q>: Sized {
     fn bind_arg<T: Both<'q>>(self, value: T) -> Self;
+
+    /// Binds a whole row, in the order of its table's columns, after what `query` has.
+    fn bind_row<R: TableRow>(self, row: &'q R) -> Self {
+        row.bind_to(self)
+    }
 
     /// Binds an event's values, in the order of `INSERT_EVENT`'s placeholders, after what `query` has.
     fn bind_event(self, event: &'q NewEvent) -> Self {
@@ -64,26 +114,6 @@ pub(super) trait Bind<'q>: Sized {
             .bind_arg(resolved.id)
     }
 
-    /// Binds a grant's columns, in the order of `GRANT_COLUMNS`, after what `query` has.
-    fn bind_grant(self, grant: &'q GrantRow) -> Self {
-        self.bind_arg(grant.id)
-            .bind_arg(grant.workspace_id)
-            .bind_arg(grant.scope)
-            .bind_arg(grant.run_id)
-            .bind_arg(&grant.agent)
-            .bind_arg(&grant.tool_name)
-            .bind_arg(&grant.matcher)
-            .bind_arg(&grant.created_by)
-            .bind_arg(grant.created_by_id)
-            .bind_arg(grant.question_id)
-            .bind_arg(grant.created_at)
-            .bind_arg(grant.expires_at)
-            .bind_arg(grant.revoked_at)
-            .bind_arg(&grant.revoked_by)
-            .bind_arg(grant.uses)
-            .bind_arg(grant.last_used_at)
-    }
-
     /// Binds a pending question's change, `$1`..`$9` of [`CHANGE_PENDING_QUESTION`].
     fn bind_pending_change(self, q: &'q QuestionRow) -> Self {
         self.bind_arg(&q.assignee)
@@ -95,49 +125,6 @@ pub(super) trait Bind<'q>: Sized {
             .bind_arg(q.workspace_id)
             .bind_arg(q.id)
             .bind_arg(q.claimed_by_id)
-    }
-
-    /// Binds a question's columns, in the order of [`QUESTION_COLUMNS`], after what `query` has.
-    fn bind_question(self, q: &'q QuestionRow) -> Self {
-        self.bind_arg(q.id)
-            .bind_arg(q.workspace_id)
-            .bind_arg(&q.project)
-            .bind_arg(q.run_id)
-            .bind_arg(&q.tool_call_id)
-            .bind_arg(&q.parent_run_ids)
-            .bind_arg(q.kind)
-            .bind_arg(q.response_type)
-            .bind_arg(&q.title)
-            .bind_arg(&q.body)
-            .bind_arg(&q.options)
-            .bind_arg(&q.fields)
-            .bind_arg(&q.action)
-            .bind_arg(q.allow_edit)
-            .bind_arg(&q.context)
-            .bind_arg(q.urgency)
-            .bind_arg(q.timeout_at)
-            .bind_arg(&q.default_response)
-            .bind_arg(q.status)
-            .bind_arg(&q.response)
-            .bind_arg(&q.answered_by)
-            .bind_arg(q.resolution)
-            .bind_arg(q.created_by)
-            .bind_arg(q.created_at)
-            .bind_arg(q.updated_at)
-            .bind_arg(q.resolved_at)
-            .bind_arg(&q.assignee)
-            .bind_arg(&q.escalation)
-            .bind_arg(q.next_escalation_at)
-            .bind_arg(&q.callback_url)
-            .bind_arg(q.required_approvals)
-            .bind_arg(&q.eligible)
-            .bind_arg(&q.approvals)
-            .bind_arg(&q.claimed_by)
-            .bind_arg(q.claim_expires_at)
-            .bind_arg(q.revision)
-            .bind_arg(q.claimed_by_id)
-            .bind_arg(&q.field_rules)
-            .bind_arg(&q.response_schema)
     }
 
     /// Binds a draft's columns, in the order of [`INSERT_AUDIT_DRAFT`], after what `query` has.
@@ -157,48 +144,6 @@ pub(super) trait Bind<'q>: Sized {
             .bind_arg(&row.after)
             .bind_arg(&row.diff)
             .bind_arg(row.created_at)
-    }
-
-    /// Binds a notification's columns, in the order of [`super::outbox::INSERT_NOTIFICATION`].
-    fn bind_notification(self, row: &'q super::outbox::NotificationRow) -> Self {
-        self.bind_arg(row.id)
-            .bind_arg(row.workspace_id)
-            .bind_arg(row.question_id)
-            .bind_arg(row.user_id)
-            .bind_arg(row.created_at)
-            .bind_arg(row.read_at)
-    }
-
-    /// Binds a delivery's columns, in the order of [`super::outbox::INSERT_DELIVERY`].
-    fn bind_delivery(self, row: &'q super::outbox::DeliveryRow) -> Self {
-        self.bind_arg(row.id)
-            .bind_arg(row.workspace_id)
-            .bind_arg(row.question_id)
-            .bind_arg(row.user_id)
-            .bind_arg(row.channel)
-            .bind_arg(&row.address)
-            .bind_arg(row.status)
-            .bind_arg(row.attempts)
-            .bind_arg(row.next_attempt_at)
-            .bind_arg(row.claimed_until)
-            .bind_arg(&row.last_error)
-            .bind_arg(row.sent_at)
-            .bind_arg(row.created_at)
-            .bind_arg(row.updated_at)
-            .bind_arg(&row.reference)
-            .bind_arg(row.followed_up_at)
-            .bind_arg(row.cause)
-    }
-
-    /// Binds an audit entry's columns, in the order of [`AUDIT_COLUMNS`], after what `query` has.
-    fn bind_audit_row(self, row: &'q AuditRow) -> Self {
-        let sealed = self
-            .bind_arg(row.id)
-            .bind_arg(row.workspace_id)
-            .bind_arg(row.seq)
-            .bind_arg(&row.prev_hash)
-            .bind_arg(&row.hash);
-        Bind::bind_audited(sealed, row)
     }
 }
 
@@ -354,9 +299,9 @@ pub(super) fn shift_placeholders(sql: &str, by: usize) -> String {
 /// `(open, close)` needs to make it and the event's insert (`$38`..) one query.
 pub(super) fn insert_question_then_event(open: &str, close: &str, insert_event: &str) -> String {
     let arguments = QUESTION_COLUMNS.split(',').count();
-    let placeholders = (1..=arguments).map(|n| format!("${n}")).collect::<Vec<_>>().join(", ");
     format!(
-        "{open}INSERT INTO questions ({QUESTION_COLUMNS}) VALUES ({placeholders}){close}{}",
+        "{open}INSERT INTO questions ({QUESTION_COLUMNS}) VALUES ({}){close}{}",
+        placeholders(arguments),
         shift_placeholders(insert_event, arguments)
     )
 }
@@ -885,7 +830,7 @@ mod tests {
         let first = store.append_audit(&entry(workspace.id, 1)).await.unwrap();
         for (seq, prev_hash) in [(first.seq + 2, first.hash.clone()), (first.seq + 1, "0".repeat(64))] {
             let row = AuditRow::seal(&entry(workspace.id, 2), seq, prev_hash);
-            let err = Bind::bind_audit_row(sqlx::query_as::<_, (i64,)>(&APPEND_AUDIT), &row)
+            let err = Bind::bind_row(sqlx::query_as::<_, (i64,)>(&APPEND_AUDIT), &row)
                 .fetch_one(&store.write)
                 .await
                 .expect_err("an entry off its head");
@@ -893,7 +838,7 @@ mod tests {
             assert!(err.message().contains(AUDIT_ENTRY_OFF_ITS_HEAD), "{}", err.message());
         }
         let row = AuditRow::seal(&entry(workspace.id, 2), first.seq + 1, first.hash.clone());
-        Bind::bind_audit_row(sqlx::query_as::<_, (i64,)>(&APPEND_AUDIT), &row).fetch_one(&store.write).await.unwrap();
+        Bind::bind_row(sqlx::query_as::<_, (i64,)>(&APPEND_AUDIT), &row).fetch_one(&store.write).await.unwrap();
     }
 
     /// On SQLite, asking runs on the writer's own thread: a caller that goes away once the write was handed over

@@ -9,14 +9,11 @@ use sqlx::types::Json;
 use uuid::Uuid;
 
 use super::backend::{Sql, SqlBackend, Statement};
-use super::sql::is_unique_violation_of;
+use super::sql::{is_unique_violation_of, table_row};
 use super::{NewAuditEntry, StoreError, StoreResult};
 
-const UPSTREAM_COLUMNS: &str =
-    "id, workspace_id, name, url, headers, created_at, updated_at, last_success_at, last_error_at, last_error";
-/// Inserts an upstream (`$1`..`$10` in [`UPSTREAM_COLUMNS`]' order).
-const INSERT_UPSTREAM: &str = "INSERT INTO upstreams (id, workspace_id, name, url, headers, created_at, updated_at, \
-     last_success_at, last_error_at, last_error) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+table_row!(UPSTREAM_COLUMNS = UpstreamRow in "upstreams": id, workspace_id, name, url, headers, created_at, updated_at,
+    last_success_at, last_error_at, last_error);
 /// Writes an upstream's changeable columns (`$1` url, `$2` headers, `$3` updated_at; `$4` workspace, `$5` id).
 /// Its health starts over: it is another server now, or the same one reached otherwise.
 const UPDATE_UPSTREAM: &str = "UPDATE upstreams SET url = $1, headers = $2, updated_at = $3, \
@@ -102,17 +99,7 @@ impl<B: SqlBackend> UpstreamStore for B {
     }
 
     async fn create_upstream(&self, row: &UpstreamRow, audit: &NewAuditEntry) -> StoreResult<()> {
-        let insert = Statement::new(INSERT_UPSTREAM)
-            .bind(row.id)
-            .bind(row.workspace_id)
-            .bind(&row.name)
-            .bind(&row.url)
-            .bind(&row.headers)
-            .bind(row.created_at)
-            .bind(row.updated_at)
-            .bind(row.last_success_at)
-            .bind(row.last_error_at)
-            .bind(&row.last_error);
+        let insert = Statement::insert(row);
         match self.write_audited(insert, Some(audit)).await {
             Err(err) if is_unique_violation_of(&err) => return Err(StoreError::Duplicate("upstream of that name")),
             other => other?,

@@ -16,26 +16,23 @@ use uuid::Uuid;
 use holdpoint_types::{DeliveryStatus, EventType};
 
 use super::backend::{Sql, SqlBackend, Statement};
+use super::sql::{Bind, TableRow, table_row};
 use super::{NewAuditEntry, StoreResult};
 
-const WEBHOOK_COLUMNS: &str =
-    "id, workspace_id, url, events, description, secret, created_at, updated_at, disabled_at, disabled_reason";
-/// Inserts a subscription (`$1`..`$10` in [`WEBHOOK_COLUMNS`]' order).
-const INSERT_WEBHOOK: &str = "INSERT INTO webhooks (id, workspace_id, url, events, description, secret, \
-     created_at, updated_at, disabled_at, disabled_reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+table_row!(WEBHOOK_COLUMNS = WebhookRow in "webhooks": id, workspace_id, url, events, description, secret, created_at,
+    updated_at, disabled_at, disabled_reason);
 /// Writes a subscription's changeable columns (`$1` url, `$2` events, `$3` description, `$4` updated_at, `$5`
 /// disabled_at, `$6` disabled_reason; `$7` workspace, `$8` id).
 const UPDATE_WEBHOOK: &str = "UPDATE webhooks SET url = $1, events = $2, description = $3, \
      updated_at = $4, disabled_at = $5, disabled_reason = $6 WHERE workspace_id = $7 AND id = $8";
-const DELIVERY_COLUMNS: &str = "id, workspace_id, webhook_id, endpoint, url, sequence, message_id, \
-     event_type, body, status, attempts, next_attempt_at, claimed_until, last_error, response_status, sent_at, \
-     created_at, updated_at, give_up_at";
-/// Queues a delivery ([`DELIVERY_COLUMNS`]' order), unless its endpoint has that message already (another instance
-/// queued the event, or this one before a restart).
-const QUEUE_DELIVERY: &str = "INSERT INTO webhook_deliveries (id, workspace_id, webhook_id, endpoint, url, \
-     sequence, message_id, event_type, body, status, attempts, next_attempt_at, claimed_until, last_error, \
-     response_status, sent_at, created_at, updated_at, give_up_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, \
-     $11, $12, $13, $14, $15, $16, $17, $18, $19) ON CONFLICT (endpoint, message_id) DO NOTHING";
+table_row!(DELIVERY_COLUMNS = WebhookDeliveryRow in "webhook_deliveries": id, workspace_id, webhook_id, endpoint, url,
+    sequence, message_id, event_type, body, status, attempts, next_attempt_at, claimed_until, last_error,
+    response_status, sent_at, created_at, updated_at, give_up_at);
+/// Queues a delivery, unless its endpoint has that message already (another instance queued the event, or this one
+/// before a restart).
+static QUEUE_DELIVERY: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!("{} ON CONFLICT (endpoint, message_id) DO NOTHING", WebhookDeliveryRow::insert())
+});
 /// The condition that the pending delivery `d` heads its queue (no delivery of the same workspace's endpoint is
 /// still to send before it) and that its subscription, if it has one, is not disabled: what a claim may take, once
 /// due and unclaimed. A macro, so that the statements below are written with it as literals.
@@ -261,17 +258,7 @@ impl<B: SqlBackend> WebhookStore for B {
     }
 
     async fn create_webhook(&self, row: &WebhookRow, audit: &NewAuditEntry) -> StoreResult<()> {
-        let insert = Statement::new(INSERT_WEBHOOK)
-            .bind(row.id)
-            .bind(row.workspace_id)
-            .bind(&row.url)
-            .bind(&row.events)
-            .bind(&row.description)
-            .bind(&row.secret)
-            .bind(row.created_at)
-            .bind(row.updated_at)
-            .bind(row.disabled_at)
-            .bind(&row.disabled_reason);
+        let insert = Statement::insert(row);
         self.write_audited(insert, Some(audit)).await?;
         self.caches().webhooks.forget(row.workspace_id);
         Ok(())
@@ -362,30 +349,7 @@ impl<B: SqlBackend> WebhookStore for B {
     ) -> StoreResult<()> {
         let mut write = self.begin_write().await?;
         for d in deliveries {
-            write
-                .execute(
-                    Statement::new(QUEUE_DELIVERY)
-                        .bind(d.id)
-                        .bind(d.workspace_id)
-                        .bind(d.webhook_id)
-                        .bind(&d.endpoint)
-                        .bind(&d.url)
-                        .bind(d.sequence)
-                        .bind(&d.message_id)
-                        .bind(&d.event_type)
-                        .bind(&d.body)
-                        .bind(d.status)
-                        .bind(d.attempts)
-                        .bind(d.next_attempt_at)
-                        .bind(d.claimed_until)
-                        .bind(&d.last_error)
-                        .bind(d.response_status)
-                        .bind(d.sent_at)
-                        .bind(d.created_at)
-                        .bind(d.updated_at)
-                        .bind(d.give_up_at),
-                )
-                .await?;
+            write.execute(Statement::new(QUEUE_DELIVERY.as_str()).bind_row(d)).await?;
         }
         if let Some(cursor) = cursor {
             write.execute(Statement::new(ADVANCE_CURSOR).bind(cursor)).await?;

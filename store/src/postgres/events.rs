@@ -25,7 +25,7 @@ impl PostgresStore {
         static SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
             insert_question_then_event("WITH asked AS (", ") ", PostgresStore::INSERT_EVENT)
         });
-        let query = Bind::bind_question(sqlx::query_as::<_, (i64,)>(&SQL), q);
+        let query = Bind::bind_row(sqlx::query_as::<_, (i64,)>(&SQL), q);
         let (asked,) = Bind::bind_event(query, event).fetch_one(&mut **tx).await?;
         Ok(asked)
     }

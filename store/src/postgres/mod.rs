@@ -187,7 +187,7 @@ impl BatchableWrite for AskWrite {
     }
 
     fn bind<'q>(&'q self, query: BatchQuery<'q>) -> BatchQuery<'q> {
-        Bind::bind_event(Bind::bind_question(query, &self.question), &self.event)
+        Bind::bind_event(Bind::bind_row(query, &self.question), &self.event)
     }
 
     fn kind(&self) -> u8 {

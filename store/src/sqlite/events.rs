@@ -25,7 +25,7 @@ impl SqliteStore {
             std::sync::LazyLock::new(|| insert_question_then_event("", "; ", SqliteStore::INSERT_EVENT));
         let (open, close) = if more_follow { (tx.savepoint(), "") } else { tx.savepoint_released_in_one_query() };
         let sql = format!("{open}{}{close}", *SQL);
-        let query = Bind::bind_question(sqlx::query_as(&sql), q);
+        let query = Bind::bind_row(sqlx::query_as(&sql), q);
         // Read to the end: the savepoint's release may follow the insert in the same query.
         let returned: Vec<(i64,)> = Bind::bind_event(query, event).fetch_all(&mut **tx).await?;
         let Some(&(asked,)) = returned.first() else {
@@ -39,7 +39,7 @@ impl SqliteStore {
     /// Returns the entry as stored.
     pub(crate) async fn append_audit_in(&self, tx: &mut BatchedWrite, entry: &NewAuditEntry) -> StoreResult<AuditRow> {
         if let Some(row) = self.sealed_on_guessed_head(entry) {
-            let guess_held = Bind::bind_audit_row(sqlx::query_as::<_, (i64,)>(&APPEND_AUDIT_IF_HEAD), &row)
+            let guess_held = Bind::bind_row(sqlx::query_as::<_, (i64,)>(&APPEND_AUDIT_IF_HEAD), &row)
                 .fetch_optional(&mut **tx)
                 .await?;
             if guess_held.is_some() {
@@ -70,7 +70,7 @@ impl SqliteStore {
             .fetch_one(&mut **tx)
             .await?;
         let row = AuditRow::seal(entry, seq + 1, prev_hash);
-        Bind::bind_audit_row(sqlx::query_as::<_, (i64,)>(&APPEND_AUDIT), &row).fetch_one(&mut **tx).await?;
+        Bind::bind_row(sqlx::query_as::<_, (i64,)>(&APPEND_AUDIT), &row).fetch_one(&mut **tx).await?;
         // The insert's trigger (migration 0007) has moved the head to this entry.
         self.audit_heads.remember(row.workspace_id, row.seq, &row.hash);
         Ok(row)
@@ -97,7 +97,7 @@ impl SqliteStore {
         });
         let query = Bind::bind_event(sqlx::query_as::<_, (i64,)>(&SQL), event);
         // One row from the event's `RETURNING id`, and a second from the entry's if the guess held.
-        let returned: Vec<(i64,)> = Bind::bind_audit_row(query, &row).fetch_all(&mut **tx).await?;
+        let returned: Vec<(i64,)> = Bind::bind_row(query, &row).fetch_all(&mut **tx).await?;
         let Some(&(event_id,)) = returned.first() else {
             return Err(StoreError::Corrupt("the event's insert returned no id".into()));
         };

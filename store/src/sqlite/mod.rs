@@ -140,7 +140,7 @@ impl SqliteStore {
         // Guessed while holding the writer: the writes before this one have moved the head as far as it goes.
         let Some(sealed) = self.sealed_on_guessed_head(&transition.audit) else { return Ok(false) };
         let arguments = Bind::bind_resolved(DirectArguments::default(), &transition.resolved);
-        let arguments = Bind::bind_audit_row(Bind::bind_event(arguments, &transition.event), &sealed);
+        let arguments = Bind::bind_row(Bind::bind_event(arguments, &transition.event), &sealed);
         // The rowids of the update (none of its own), the event and the entry, or nothing if the question had left
         // `pending`.
         let inserted = match tx.direct_inserted_rowids(&RESOLVE_PENDING_WITH_EVENT_AND_AUDIT, &arguments) {
@@ -170,7 +170,7 @@ impl SqliteStore {
         event: &NewEvent,
     ) -> StoreResult<Option<Created<QuestionRow>>> {
         let mut tx = self.writer.begin_direct().await?;
-        let arguments = Bind::bind_event(Bind::bind_question(DirectArguments::default(), q), event);
+        let arguments = Bind::bind_event(Bind::bind_row(DirectArguments::default(), q), event);
         let inserted = tx.direct_inserted_rowids(&INSERT_QUESTION_THEN_EVENT_DIRECTLY, &arguments)?;
         let [_, asked] = inserted[..] else {
             return Err(StoreError::Corrupt("asking a question stored it without its event".into()));
