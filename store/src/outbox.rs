@@ -12,7 +12,7 @@ use uuid::Uuid;
 use holdpoint_types::{Channel, DeliveryCause, DeliveryStatus};
 
 use super::backend::{Sql, SqlBackend, Statement};
-use super::sql::{QUESTION_COLUMNS, table_row};
+use super::sql::{Bind, QUESTION_COLUMNS, TableRow, table_row};
 use super::*;
 
 table_row!(DELIVERY_COLUMNS = DeliveryRow in "deliveries": id, workspace_id, question_id, user_id, channel, address,
@@ -33,15 +33,23 @@ const DUE_FOLLOW_UPS: &str = "SELECT d.id FROM deliveries d JOIN questions q ON 
      WHERE d.status = 'sent' AND d.followed_up_at IS NULL AND d.channel <> 'email' AND q.status <> 'pending' \
      AND d.next_attempt_at <= $1 AND (d.claimed_until IS NULL OR d.claimed_until <= $1) \
      ORDER BY d.next_attempt_at LIMIT $2";
-/// Saves a browser's subscription (`$1` id .. `$7` created_at, in the table's order), replacing the keys of one
-/// already saved for the same endpoint.
-const SAVE_PUSH_SUBSCRIPTION: &str = "INSERT INTO push_subscriptions (id, workspace_id, user_id, \
-     endpoint, p256dh, auth, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
-     ON CONFLICT (workspace_id, user_id, endpoint) DO UPDATE SET p256dh = excluded.p256dh, auth = excluded.auth \
-     RETURNING id, workspace_id, user_id, endpoint, p256dh, auth, created_at";
+table_row!(PUSH_SUBSCRIPTION_COLUMNS = PushSubscriptionRow in "push_subscriptions": id, workspace_id, user_id, endpoint,
+    p256dh, auth, created_at);
+/// Saves a browser's subscription, replacing the keys of one already saved for the same endpoint.
+static SAVE_PUSH_SUBSCRIPTION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "{} ON CONFLICT (workspace_id, user_id, endpoint) DO UPDATE SET p256dh = excluded.p256dh, \
+         auth = excluded.auth RETURNING {PUSH_SUBSCRIPTION_COLUMNS}",
+        PushSubscriptionRow::insert()
+    )
+});
 /// A member's subscribed browsers, oldest first (`$1` workspace, `$2` person).
-const PUSH_SUBSCRIPTIONS: &str = "SELECT id, workspace_id, user_id, endpoint, p256dh, auth, created_at \
-     FROM push_subscriptions WHERE workspace_id = $1 AND user_id = $2 ORDER BY created_at, id";
+static PUSH_SUBSCRIPTIONS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "SELECT {PUSH_SUBSCRIPTION_COLUMNS} FROM push_subscriptions WHERE workspace_id = $1 AND user_id = $2 \
+         ORDER BY created_at, id"
+    )
+});
 /// The members of a workspace with at least one subscribed browser (`$1` workspace).
 const PUSH_SUBSCRIBERS: &str = "SELECT DISTINCT user_id FROM push_subscriptions WHERE workspace_id = $1";
 /// Removes one of a member's subscriptions (`$1` workspace, `$2` person, `$3` id).
@@ -365,18 +373,7 @@ impl<B: SqlBackend> OutboxStore for B {
         audit: &NewAuditEntry,
     ) -> StoreResult<PushSubscriptionRow> {
         let mut write = self.begin_write().await?;
-        let saved = write
-            .fetch_one(
-                Statement::new(SAVE_PUSH_SUBSCRIPTION)
-                    .bind(row.id)
-                    .bind(row.workspace_id)
-                    .bind(row.user_id)
-                    .bind(&row.endpoint)
-                    .bind(&row.p256dh)
-                    .bind(&row.auth)
-                    .bind(row.created_at),
-            )
-            .await?;
+        let saved = write.fetch_one(Statement::new(SAVE_PUSH_SUBSCRIPTION.as_str()).bind_row(row)).await?;
         self.append_audit_in(&mut write, audit).await?;
         self.commit_write(write, None).await?;
         self.caches().push_subscribers.forget(row.workspace_id);
@@ -384,7 +381,7 @@ impl<B: SqlBackend> OutboxStore for B {
     }
 
     async fn push_subscriptions(&self, workspace_id: Uuid, user_id: Uuid) -> StoreResult<Vec<PushSubscriptionRow>> {
-        self.read().fetch_all(Statement::new(PUSH_SUBSCRIPTIONS).bind(workspace_id).bind(user_id)).await
+        self.read().fetch_all(Statement::new(PUSH_SUBSCRIPTIONS.as_str()).bind(workspace_id).bind(user_id)).await
     }
 
     async fn delete_push_subscription(
