@@ -520,16 +520,7 @@ impl<B: SqlBackend> PeopleStore for B {
                 Statement::new(DROP_EXPIRED_VERIFICATIONS).bind(verification.user_id).bind(verification.created_at),
             )
             .await?;
-        write
-            .execute(
-                Statement::new(INSERT_EMAIL_VERIFICATION)
-                    .bind(&verification.code_hash)
-                    .bind(verification.user_id)
-                    .bind(&verification.email)
-                    .bind(verification.created_at)
-                    .bind(verification.expires_at),
-            )
-            .await?;
+        write.execute(Statement::insert(verification)).await?;
         self.commit_write(write, None).await
     }
 
@@ -601,19 +592,7 @@ impl<B: SqlBackend> PeopleStore for B {
                     .bind(link.workspace_id),
             )
             .await?;
-        write
-            .execute(
-                Statement::new(
-                    "INSERT INTO signin_links (code_hash, workspace_id, user_id, created_at, expires_at) \
-                     VALUES ($1, $2, $3, $4, $5)",
-                )
-                .bind(&link.code_hash)
-                .bind(link.workspace_id)
-                .bind(link.user_id)
-                .bind(link.created_at)
-                .bind(link.expires_at),
-            )
-            .await?;
+        write.execute(Statement::insert(link)).await?;
         self.commit_write(write, None).await
     }
 
@@ -796,9 +775,8 @@ impl InvitationRow {
 /// exists.
 pub(super) const INSERT_INVITED_MEMBER: &str = "INSERT INTO memberships (workspace_id, user_id, role, created_at) \
      VALUES ($1, $2, $3, $4) ON CONFLICT (workspace_id, user_id) DO NOTHING";
-/// Stores a verification link (`code_hash`, `user_id`, `email`, `created_at`, `expires_at`).
-pub(super) const INSERT_EMAIL_VERIFICATION: &str = "INSERT INTO email_verifications (code_hash, user_id, email, \
-     created_at, expires_at) VALUES ($1, $2, $3, $4, $5)";
+table_row!(SigninLinkRow in "signin_links": code_hash, workspace_id, user_id, created_at, expires_at);
+table_row!(EmailVerificationRow in "email_verifications": code_hash, user_id, email, created_at, expires_at);
 /// Drops an account's (`$1`) expired links (`$2` is now).
 pub(super) const DROP_EXPIRED_VERIFICATIONS: &str =
     "DELETE FROM email_verifications WHERE user_id = $1 AND expires_at <= $2";

@@ -18,6 +18,11 @@ use super::*;
 /// The columns of `events`, in the order of [`EventRow`].
 const EVENT_COLUMNS: &str = "id, workspace_id, event_type, project, run_id, question_id, data, created_at";
 
+table_row!(TokenRow in "tokens": id, workspace_id, name, role, secret_hash, created_at, created_by, maker_id);
+/// Inserts a token unless one with its secret exists.
+static INSERT_TOKEN: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!("{} ON CONFLICT (secret_hash) DO NOTHING", TokenRow::insert()));
+
 #[async_trait]
 impl<B> Store for B
 where
@@ -60,22 +65,7 @@ where
 
     async fn insert_token(&self, token: &TokenRow, audit: &NewAuditEntry) -> StoreResult<bool> {
         let mut write = self.begin_write().await?;
-        let inserted = write
-            .execute(
-                Statement::new(
-                    "INSERT INTO tokens (id, workspace_id, name, role, secret_hash, created_at, created_by, maker_id) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (secret_hash) DO NOTHING",
-                )
-                .bind(token.id)
-                .bind(token.workspace_id)
-                .bind(&token.name)
-                .bind(token.role.as_str())
-                .bind(&token.secret_hash)
-                .bind(token.created_at)
-                .bind(&token.created_by)
-                .bind(token.maker_id),
-            )
-            .await?;
+        let inserted = write.execute(Statement::new(INSERT_TOKEN.as_str()).bind_row(token)).await?;
         let created = inserted == 1;
         if created {
             self.append_audit_in(&mut write, audit).await?;
