@@ -73,12 +73,8 @@ table_row!(AUDIT_COLUMNS = AuditRow in "audit_log": id, workspace_id, seq, prev_
 
 /// `INSERT INTO {table} ({columns}) VALUES ($1, …)`, one placeholder a column.
 pub(super) fn insert_into(table: &str, columns: &str) -> String {
-    format!("INSERT INTO {table} ({columns}) VALUES ({})", placeholders(columns.split(',').count()))
-}
-
-/// `$1, $2, …, $n`.
-fn placeholders(n: usize) -> String {
-    (1..=n).map(|n| format!("${n}")).collect::<Vec<_>>().join(", ")
+    let placeholders = (1..=columns.split(',').count()).map(|n| format!("${n}")).collect::<Vec<_>>();
+    format!("INSERT INTO {table} ({columns}) VALUES ({})", placeholders.join(", "))
 }
 
 /// `bind`, which `sqlx::query`, `sqlx::query_as`, the SQLite direct connection's arguments and a [`Statement`]
@@ -295,15 +291,11 @@ pub(super) fn shift_placeholders(sql: &str, by: usize) -> String {
     shifted
 }
 
-/// `INSERT INTO questions` with one argument per column of [`QUESTION_COLUMNS`] (`$1`..`$39`), followed by what
-/// `(open, close)` needs to make it and the event's insert (`$38`..) one query.
+/// [`QuestionRow`]'s `INSERT` (`$1`..`$39`), followed by what `(open, close)` needs to make it and the event's insert
+/// (`$40`..) one query.
 pub(super) fn insert_question_then_event(open: &str, close: &str, insert_event: &str) -> String {
     let arguments = QUESTION_COLUMNS.split(',').count();
-    format!(
-        "{open}INSERT INTO questions ({QUESTION_COLUMNS}) VALUES ({}){close}{}",
-        placeholders(arguments),
-        shift_placeholders(insert_event, arguments)
-    )
+    format!("{open}{}{close}{}", QuestionRow::insert(), shift_placeholders(insert_event, arguments))
 }
 
 pub(super) fn is_unique_violation(err: &sqlx::Error) -> bool {

@@ -200,9 +200,9 @@ pub(crate) static INSERT_QUESTION_THEN_EVENT_DIRECTLY: std::sync::LazyLock<State
 pub(crate) static RESOLVE_PENDING_WITH_EVENT_AND_AUDIT: std::sync::LazyLock<Statements> =
     std::sync::LazyLock::new(|| {
         Statements::new(&format!(
-            "{}; {}; INSERT INTO audit_log ({AUDIT_COLUMNS}) VALUES ($15, $16, $17, $18, $19, $20, $21, $22, $23, $24, \
-             $25, $26, $27, $28, $29)",
+            "{}; {}; {}",
             *RESOLVE_PENDING,
-            shift_placeholders(INSERT_EVENT_DIRECTLY, 7)
+            shift_placeholders(INSERT_EVENT_DIRECTLY, 7),
+            shift_placeholders(AuditRow::insert(), 14)
         ))
     });
