@@ -139,6 +139,65 @@ async fn ask_pauses_with_10_then_answers_with_0_11_or_12() {
     );
 }
 
+/// A script asks for a bounded number, a date, a table or a form of a JSON Schema as it asks for text, and reads the
+/// value back; a bound the type does not take is the API's 422 on stdout, exit 1, and no question.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_takes_every_single_value_type_with_its_bounds() {
+    let app = TestApp::start_with(Backend::Sqlite, |c| c.run_workers = false).await.unwrap();
+    let server = app.spawn_process().await;
+    let dir = WorkDir::new();
+    let env = remote(&server, &app.create_token("default", app::types::Role::Agent).await);
+    let replicas = ["ask", "How many replicas?", "--type", "integer", "--min", "1", "--max", "9", "--step", "2"];
+
+    let paused = holdpoint(&dir.0, &[&replicas[..], &["--no-wait"]].concat(), &env).await;
+    assert_eq!(paused.code, 10, "{}", paused.stderr);
+    let id = paused.json["question_ids"][0].as_str().unwrap().to_owned();
+    let asked = api(&server, &app.token, reqwest::Method::GET, &format!("/questions/{id}"), None).await;
+    assert_eq!(
+        [&asked["response_type"], &asked["min"], &asked["max"], &asked["step"]],
+        [&json!("integer"), &json!(1), &json!(9), &json!(2)]
+    );
+    api(&server, &app.token, reqwest::Method::POST, &format!("/questions/{id}/answer"), Some(json!({ "value": 7 })))
+        .await;
+    let answered = holdpoint(&dir.0, &[&replicas[..], &["--output", "text"]].concat(), &env).await;
+    assert_eq!((answered.code, answered.stdout.as_str()), (0, "7\n"), "{}", answered.stderr);
+
+    let day =
+        ["ask", "Release day?", "--type", "date", "--timeout", "1s", "--default", "2026-12-24", "--output", "text"];
+    let defaulted = holdpoint(&dir.0, &day, &env).await;
+    assert_eq!((defaulted.code, defaulted.stdout.as_str()), (0, "2026-12-24\n"), "{}", defaulted.stderr);
+
+    let columns = json!([{ "key": "host", "label": "Host", "response_type": "text", "required": true },
+        { "key": "weight", "label": "Weight", "response_type": "integer" }])
+    .to_string();
+    let table = ["ask", "Which hosts?", "--type", "table", "--columns", &columns, "--max-rows", "3", "--no-wait"];
+    let paused = holdpoint(&dir.0, &table, &env).await;
+    assert_eq!(paused.code, 10, "{}", paused.stderr);
+    let id = paused.json["question_ids"][0].as_str().unwrap();
+    let asked = api(&server, &app.token, reqwest::Method::GET, &format!("/questions/{id}"), None).await;
+    assert_eq!((&asked["columns"][1]["key"], &asked["max_rows"]), (&json!("weight"), &json!(3)));
+
+    let schema = json!({ "type": "object", "required": ["window"],
+        "properties": { "window": { "type": "string", "format": "date-time", "title": "Window" } } })
+    .to_string();
+    let paused = holdpoint(&dir.0, &["ask", "When?", "--schema", &schema, "--no-wait"], &env).await;
+    assert_eq!(paused.code, 10, "{}", paused.stderr);
+    let id = paused.json["question_ids"][0].as_str().unwrap();
+    let asked = api(&server, &app.token, reqwest::Method::GET, &format!("/questions/{id}"), None).await;
+    assert_eq!(
+        (&asked["response_type"], &asked["fields"][0]["response_type"], &asked["fields"][0]["required"]),
+        (&json!("form"), &json!("datetime"), &json!(true))
+    );
+
+    let before = api(&server, &app.token, reqwest::Method::GET, "/questions?limit=200", None).await;
+    let refused = holdpoint(&dir.0, &["ask", "Anything?", "--type", "text", "--min", "1"], &env).await;
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert_eq!(refused.json["error"]["code"], "invalid", "{}", refused.stdout);
+    assert!(refused.json["error"]["details"]["fields"]["min"].is_string(), "{}", refused.stdout);
+    let after = api(&server, &app.token, reqwest::Method::GET, "/questions?limit=200", None).await;
+    assert_eq!(after["items"], before["items"], "nothing was asked");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ci_gate_a_grant_covers_passes_at_once_without_waiting() {
     let app = TestApp::start_with(Backend::Sqlite, |c| c.run_workers = false).await.unwrap();

@@ -8,7 +8,10 @@ use std::io::IsTerminal;
 use std::path::Path;
 use std::time::Duration;
 
-use app::types::{AnswerBody, ApprovalAction, NewQuestion, QuestionKind, QuestionOption, ResponseType, Urgency};
+use app::types::{
+    AnswerBody, ApprovalAction, FieldRules, FieldWidget, NewQuestion, QuestionKind, QuestionOption, ResponseType,
+    Urgency,
+};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -23,19 +26,36 @@ pub const EXIT_REJECTED: u8 = 11;
 pub const EXIT_EXPIRED: u8 = 12;
 const PAUSE_FILE: &str = "pause.json";
 
-/// The response types `--type` accepts: the API's names, with hyphens accepted too.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum AskType {
-    Text,
-    Boolean,
-    Choice,
-    #[value(name = "multi_choice", alias = "multi-choice")]
-    MultiChoice,
-    Approval,
-    /// Answered with retry, skip, abort or one of the options; `--body` carries the error.
-    #[value(name = "error_recovery", alias = "error-recovery")]
-    ErrorRecovery,
-    Form,
+/// `--type`: a question's response type, by the API's name (`multi-choice` and `error-recovery` work too). Any
+/// type a question may have: a file is asked for in a form's field (`--fields`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AskType(pub ResponseType);
+
+impl clap::ValueEnum for AskType {
+    fn value_variants<'a>() -> &'a [Self] {
+        static ASKABLE: std::sync::LazyLock<Vec<AskType>> = std::sync::LazyLock::new(|| {
+            ResponseType::ALL.iter().copied().filter(|t| *t != ResponseType::File).map(AskType).collect()
+        });
+        &ASKABLE
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let value = clap::builder::PossibleValue::new(self.0.as_str());
+        Some(match self.0 {
+            ResponseType::MultiChoice => value.alias("multi-choice").help("Several options (--min-items, --max-items)"),
+            ResponseType::ErrorRecovery => value
+                .alias("error-recovery")
+                .help("Answered with retry, skip, abort or one of the options; `--body` carries the error"),
+            ResponseType::Integer | ResponseType::Number => value.help("Within --min, --max and --step (--slider)"),
+            ResponseType::Rating => value.help("1 to --max stars (3..=10, default 5)"),
+            ResponseType::Date => value.help("YYYY-MM-DD"),
+            ResponseType::Datetime => value.help("RFC 3339 with an offset"),
+            ResponseType::Time => value.help("HH:MM"),
+            ResponseType::Table => value.help("Rows of --columns (--min-rows, --max-rows)"),
+            ResponseType::Form => value.help("The fields of --fields, or of --schema"),
+            _ => value,
+        })
+    }
 }
 
 /// `holdpoint ask`.
@@ -43,15 +63,46 @@ pub enum AskType {
 pub struct AskArgs {
     /// The question, 1..=300 characters.
     pub title: String,
-    /// The answer's type.
-    #[arg(long = "type", value_enum, default_value = "text")]
-    pub response_type: AskType,
+    /// The answer's type (default `text`; `form` with `--schema`).
+    #[arg(long = "type", value_enum)]
+    pub response_type: Option<AskType>,
     /// An option of a choice: `VALUE=LABEL` (repeat for each).
     #[arg(long = "option", value_name = "VALUE=LABEL")]
     pub options: Vec<String>,
     /// The fields of a form, as JSON: `[{"key", "label", "response_type", "options"?, "required"?}]`.
-    #[arg(long, value_name = "JSON")]
+    #[arg(long, value_name = "JSON", conflicts_with = "schema")]
     pub fields: Option<String>,
+    /// A form as a JSON Schema object (MCP elicitation's: string, number, integer, boolean, enum, arrays of those),
+    /// instead of `--fields`.
+    #[arg(long, value_name = "JSON")]
+    pub schema: Option<String>,
+    /// The least value of an `integer` or `number`.
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub min: Option<serde_json::Number>,
+    /// The greatest value of an `integer` or `number`; a `rating`'s number of stars.
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub max: Option<serde_json::Number>,
+    /// The increment of an `integer` or `number`, from `--min` (or 0).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub step: Option<serde_json::Number>,
+    /// Show an `integer` or `number` with both bounds as a slider.
+    #[arg(long)]
+    pub slider: bool,
+    /// The fewest options of a `multi_choice`.
+    #[arg(long, value_name = "N")]
+    pub min_items: Option<u32>,
+    /// The most options of a `multi_choice`.
+    #[arg(long, value_name = "N")]
+    pub max_items: Option<u32>,
+    /// A `table`'s columns, as JSON: `[{"key", "label", "response_type", "options"?, "required"?}]`.
+    #[arg(long, value_name = "JSON")]
+    pub columns: Option<String>,
+    /// The fewest rows of a `table`.
+    #[arg(long, value_name = "N")]
+    pub min_rows: Option<u32>,
+    /// The most rows of a `table` (at most 200).
+    #[arg(long, value_name = "N")]
+    pub max_rows: Option<u32>,
     /// Details, in Markdown.
     #[arg(long)]
     pub body: Option<String>,
@@ -61,8 +112,8 @@ pub struct AskArgs {
     #[arg(long, value_parser = humantime::parse_duration)]
     pub timeout: Option<Duration>,
     /// The answer applied when the timeout passes (`true`/`false` for approvals and booleans, an option value,
-    /// values separated by commas for multi-choice, JSON for forms).
-    #[arg(long = "default", value_name = "VALUE")]
+    /// values separated by commas for multi-choice, a number for numbers and ratings, JSON for forms and tables).
+    #[arg(long = "default", value_name = "VALUE", allow_negative_numbers = true)]
     pub default_value: Option<String>,
     /// `low`, `normal`, `high` or `critical`.
     #[arg(long)]
@@ -175,38 +226,44 @@ fn print_json(value: &Value) {
     println!("{}", serde_json::to_string_pretty(value).unwrap_or_default());
 }
 
-fn parse_default(kind: AskType, raw: &str) -> CliResult<Value> {
+fn parse_default(kind: ResponseType, raw: &str) -> CliResult<Value> {
     Ok(match kind {
-        AskType::Boolean | AskType::Approval => match raw {
+        ResponseType::Boolean | ResponseType::Approval => match raw {
             "true" | "yes" | "approve" => Value::Bool(true),
             "false" | "no" | "reject" => Value::Bool(false),
             _ => return Err(CliError::Usage(format!("--default must be true or false, not {raw:?}"))),
         },
-        AskType::MultiChoice => Value::Array(raw.split(',').map(|v| Value::String(v.trim().to_owned())).collect()),
-        AskType::Form => {
+        ResponseType::MultiChoice => Value::Array(raw.split(',').map(|v| Value::String(v.trim().to_owned())).collect()),
+        ResponseType::Form | ResponseType::Table => {
             serde_json::from_str(raw).map_err(|e| CliError::Usage(format!("--default is not JSON: {e}")))?
         }
-        AskType::Text | AskType::Choice | AskType::ErrorRecovery => Value::String(raw.to_owned()),
+        numeric if numeric.is_numeric() => Value::Number(
+            raw.trim().parse().map_err(|_| CliError::Usage(format!("--default must be a number, not {raw:?}")))?,
+        ),
+        _ => Value::String(raw.to_owned()),
     })
+}
+
+/// A JSON flag's value, or a usage error naming the flag.
+fn json_arg<T: serde::de::DeserializeOwned>(flag: &str, raw: &Option<String>) -> CliResult<Option<T>> {
+    raw.as_deref()
+        .map(|raw| serde_json::from_str(raw).map_err(|e| CliError::Usage(format!("{flag} is not valid: {e}"))))
+        .transpose()
 }
 
 /// The `POST /questions` body of an `ask`.
 fn question_body(args: &AskArgs) -> CliResult<NewQuestion> {
-    let response_type = match args.response_type {
-        AskType::Text => ResponseType::Text,
-        AskType::Boolean => ResponseType::Boolean,
-        AskType::Choice => ResponseType::Choice,
-        AskType::MultiChoice => ResponseType::MultiChoice,
-        AskType::Approval => ResponseType::Approval,
-        AskType::ErrorRecovery => ResponseType::ErrorRecovery,
-        AskType::Form => ResponseType::Form,
+    let response_type = match (args.response_type, &args.schema) {
+        (Some(AskType(response_type)), _) => response_type,
+        (None, Some(_)) => ResponseType::Form,
+        (None, None) => ResponseType::Text,
     };
-    let kind = match args.response_type {
-        AskType::Approval => Some(QuestionKind::Approval),
-        AskType::ErrorRecovery => Some(QuestionKind::ErrorRecovery),
+    let kind = match response_type {
+        ResponseType::Approval => Some(QuestionKind::Approval),
+        ResponseType::ErrorRecovery => Some(QuestionKind::ErrorRecovery),
         _ => None,
     };
-    let action = if args.response_type == AskType::Approval {
+    let action = if response_type == ResponseType::Approval {
         let arguments = match &args.arguments {
             Some(raw) => {
                 serde_json::from_str(raw).map_err(|e| CliError::Usage(format!("--arguments is not JSON: {e}")))?
@@ -226,9 +283,17 @@ fn question_body(args: &AskArgs) -> CliResult<NewQuestion> {
             None => Err(CliError::Usage(format!("--option must be VALUE=LABEL, not {option:?}"))),
         })
         .collect::<CliResult<_>>()?;
-    let fields = match &args.fields {
-        Some(raw) => serde_json::from_str(raw).map_err(|e| CliError::Usage(format!("--fields is not valid: {e}")))?,
-        None => Vec::new(),
+    let fields = json_arg("--fields", &args.fields)?.unwrap_or_default();
+    let rules = FieldRules {
+        min: args.min.clone(),
+        max: args.max.clone(),
+        step: args.step.clone(),
+        widget: args.slider.then_some(FieldWidget::Slider),
+        min_items: args.min_items,
+        max_items: args.max_items,
+        columns: json_arg("--columns", &args.columns)?.unwrap_or_default(),
+        min_rows: args.min_rows,
+        max_rows: args.max_rows,
     };
     let urgency = match &args.urgency {
         Some(raw) => Some(raw.parse::<Urgency>().map_err(|_| {
@@ -239,7 +304,7 @@ fn question_body(args: &AskArgs) -> CliResult<NewQuestion> {
     };
     let default_response = match &args.default_value {
         Some(raw) => {
-            Some(AnswerBody { value: parse_default(args.response_type, raw)?, comment: None, edited_arguments: None })
+            Some(AnswerBody { value: parse_default(response_type, raw)?, comment: None, edited_arguments: None })
         }
         None => None,
     };
@@ -250,6 +315,8 @@ fn question_body(args: &AskArgs) -> CliResult<NewQuestion> {
         body: args.body.clone().unwrap_or_default(),
         options,
         fields,
+        response_schema: json_arg("--schema", &args.schema)?,
+        rules,
         action,
         project: args.project.clone(),
         urgency,
@@ -286,8 +353,8 @@ pub async fn ask(args: AskArgs) -> CliResult<u8> {
     };
     let id = question["id"].as_str().unwrap_or_default().to_owned();
     if question["status"] == "pending" && args.no_wait {
-        let pause_type =
-            if args.response_type == AskType::Approval { "tool_approval_required" } else { "input_required" };
+        let approval = args.response_type == Some(AskType(ResponseType::Approval));
+        let pause_type = if approval { "tool_approval_required" } else { "input_required" };
         let manifest = json!({
             "outcome": "paused",
             "question_fingerprint": fingerprint,
@@ -639,46 +706,35 @@ async fn pause_manifest(connection: &Connection, run: &Value) -> CliResult<Value
 mod tests {
     use super::*;
 
-    fn args(kind: AskType) -> AskArgs {
-        AskArgs {
-            title: "Apply?".into(),
-            response_type: kind,
-            options: vec![],
-            fields: None,
-            body: None,
-            project: None,
-            timeout: None,
-            default_value: None,
-            urgency: None,
-            tool: None,
-            arguments: None,
-            no_wait: false,
-            required_approvals: None,
-            output: OutputFormat::Json,
-            server: ServerArgs { server: None, token: None },
-        }
+    #[derive(clap::Parser)]
+    struct Ask {
+        #[command(flatten)]
+        args: AskArgs,
+    }
+
+    /// `holdpoint ask` with these arguments after the title, as clap reads them.
+    fn parsed(arguments: &[&str]) -> Result<AskArgs, clap::Error> {
+        <Ask as clap::Parser>::try_parse_from(["ask", "Apply?"].iter().chain(arguments)).map(|ask| ask.args)
+    }
+
+    fn args(kind: &str) -> AskArgs {
+        parsed(&["--type", kind]).unwrap()
     }
 
     #[test]
     fn approvals_asks_for_that_many_people() {
-        let mut gate = args(AskType::Approval);
+        let mut gate = args("approval");
         gate.required_approvals = Some(2);
         assert_eq!(question_body(&gate).unwrap().required_approvals, Some(2));
-        assert_eq!(question_body(&args(AskType::Approval)).unwrap().required_approvals, None);
-        #[derive(clap::Parser)]
-        struct Ask {
-            #[command(flatten)]
-            args: AskArgs,
-        }
-        let parse =
-            |n: &str| <Ask as clap::Parser>::try_parse_from(["ask", "Ship?", "--type", "approval", "--approvals", n]);
-        assert_eq!(parse("3").unwrap().args.required_approvals, Some(3));
+        assert_eq!(question_body(&args("approval")).unwrap().required_approvals, None);
+        let parse = |n: &str| parsed(&["--type", "approval", "--approvals", n]);
+        assert_eq!(parse("3").unwrap().required_approvals, Some(3));
         assert!(parse("11").is_err(), "at most 10 people");
     }
 
     #[test]
     fn an_approval_gate_carries_an_action_and_a_typed_default() {
-        let mut gate = args(AskType::Approval);
+        let mut gate = args("approval");
         gate.default_value = Some("false".into());
         gate.timeout = Some(Duration::from_secs(900));
         let body = serde_json::to_value(question_body(&gate).unwrap()).unwrap();
@@ -690,7 +746,7 @@ mod tests {
 
     #[test]
     fn an_error_recovery_question_has_its_kind() {
-        let mut recovery = args(AskType::ErrorRecovery);
+        let mut recovery = args("error-recovery");
         recovery.default_value = Some("retry".into());
         let body = serde_json::to_value(question_body(&recovery).unwrap()).unwrap();
         assert_eq!(
@@ -702,7 +758,7 @@ mod tests {
 
     #[test]
     fn an_urgency_is_checked_before_anything_is_sent() {
-        let mut urgent = args(AskType::Text);
+        let mut urgent = args("text");
         urgent.urgency = Some("critical".into());
         assert_eq!(question_body(&urgent).unwrap().urgency, Some(Urgency::Critical));
         urgent.urgency = Some("asap".into());
@@ -712,12 +768,62 @@ mod tests {
 
     #[test]
     fn options_are_value_equals_label() {
-        let mut choice = args(AskType::Choice);
+        let mut choice = args("choice");
         choice.options = vec!["eu=Europe".into(), "us=United States".into()];
         let body = serde_json::to_value(question_body(&choice).unwrap()).unwrap();
         assert_eq!(body["options"][1], json!({ "value": "us", "label": "United States" }));
         choice.options = vec!["eu".into()];
         assert!(matches!(question_body(&choice), Err(CliError::Usage(_))));
+    }
+
+    #[test]
+    fn every_type_a_question_may_have_can_be_asked_but_a_file_only_in_a_form() {
+        for response_type in ResponseType::ALL.iter().filter(|t| **t != ResponseType::File) {
+            let body = question_body(&args(response_type.as_str())).unwrap();
+            assert_eq!(body.response_type, Some(*response_type));
+        }
+        let refused = parsed(&["--type", "file"]).unwrap_err();
+        assert_eq!(refused.kind(), clap::error::ErrorKind::InvalidValue);
+        assert_eq!(question_body(&parsed(&[]).unwrap()).unwrap().response_type, Some(ResponseType::Text));
+        assert_eq!(args("multi-choice").response_type, Some(AskType(ResponseType::MultiChoice)));
+    }
+
+    #[test]
+    fn bounds_and_a_numeric_default_are_sent_as_the_api_names_them() {
+        let confidence =
+            parsed(&["--type", "integer", "--min", "0", "--max", "100", "--step", "5", "--slider", "--default", "50"])
+                .unwrap();
+        let body = serde_json::to_value(question_body(&confidence).unwrap()).unwrap();
+        assert_eq!(
+            [&body["min"], &body["max"], &body["step"], &body["widget"], &body["default_response"]["value"]],
+            [&json!(0), &json!(100), &json!(5), &json!("slider"), &json!(50)]
+        );
+        let score = parsed(&["--type", "number", "--min", "-1.5", "--default", "0.25"]).unwrap();
+        let body = serde_json::to_value(question_body(&score).unwrap()).unwrap();
+        assert_eq!((&body["min"], &body["default_response"]["value"]), (&json!(-1.5), &json!(0.25)));
+        let mut rating = args("rating");
+        rating.default_value = Some("four".into());
+        let Err(CliError::Usage(message)) = question_body(&rating) else { panic!("a usage error") };
+        assert_eq!(message, r#"--default must be a number, not "four""#);
+        assert!(parsed(&["--type", "integer", "--min", "ten"]).is_err(), "a bound is a number");
+    }
+
+    #[test]
+    fn a_table_takes_its_columns_and_a_schema_makes_a_form() {
+        let columns = r#"[{"key": "host", "label": "Host", "response_type": "text", "required": true}]"#;
+        let table = parsed(&["--type", "table", "--columns", columns, "--max-rows", "5"]).unwrap();
+        let body = serde_json::to_value(question_body(&table).unwrap()).unwrap();
+        assert_eq!((&body["columns"][0]["key"], &body["max_rows"]), (&json!("host"), &json!(5)));
+        let schema = r#"{"type": "object", "properties": {"replicas": {"type": "integer", "minimum": 1}}}"#;
+        let form = question_body(&parsed(&["--schema", schema]).unwrap()).unwrap();
+        assert_eq!(form.response_type, Some(ResponseType::Form));
+        assert_eq!(form.response_schema.unwrap()["properties"]["replicas"]["minimum"], 1);
+        let Err(CliError::Usage(message)) = question_body(&parsed(&["--type", "table", "--columns", "[{"]).unwrap())
+        else {
+            panic!("a usage error")
+        };
+        assert!(message.starts_with("--columns is not valid"), "{message}");
+        assert!(parsed(&["--schema", schema, "--fields", "[]"]).is_err(), "a form has fields or a schema");
     }
 
     #[test]
