@@ -139,6 +139,38 @@ async fn ask_pauses_with_10_then_answers_with_0_11_or_12() {
     );
 }
 
+/// Two gates left waiting in one directory each find their own question again: the second pause does not make the
+/// first ask anew.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_gates_waiting_in_one_directory_each_find_their_question() {
+    let app = TestApp::start_with(Backend::Sqlite, |c| c.run_workers = false).await.unwrap();
+    let server = app.spawn_process().await;
+    let dir = WorkDir::new();
+    let env = remote(&server, &app.create_token("default", app::types::Role::Agent).await);
+    let migrate = ["ask", "Migrate the database?", "--type", "approval"];
+    let region = ["ask", "Which region?", "--type", "choice", "--option", "eu=Europe", "--option", "us=US"];
+    let mut ids = Vec::new();
+    for gate in [&migrate[..], &region[..]] {
+        let paused = holdpoint(&dir.0, &[gate, &["--no-wait"]].concat(), &env).await;
+        assert_eq!(paused.code, 10, "{}", paused.stderr);
+        ids.push(paused.json["question_ids"][0].as_str().unwrap().to_owned());
+    }
+    let answers = [json!(true), json!("us")];
+    for (id, value) in ids.iter().zip(&answers) {
+        let path = format!("/questions/{id}/answer");
+        api(&server, &app.token, reqwest::Method::POST, &path, Some(json!({ "value": value }))).await;
+    }
+    for ((gate, id), value) in [&migrate[..], &region[..]].into_iter().zip(&ids).zip(&answers) {
+        let answered = holdpoint(&dir.0, gate, &env).await;
+        assert_eq!(answered.code, 0, "{}", answered.stderr);
+        assert_eq!((&answered.json["id"], &answered.json["response"]["value"]), (&json!(id), value));
+    }
+    let asked = api(&server, &app.token, reqwest::Method::GET, "/questions?limit=200", None).await;
+    assert_eq!(asked["items"].as_array().unwrap().len(), 2, "nothing was asked twice: {asked}");
+    assert!(!dir.path(".holdpoint/pause.json").exists(), "the pauses are over");
+    assert_eq!(std::fs::read_dir(dir.path(".holdpoint/asks")).unwrap().count(), 0, "no gate is left waiting");
+}
+
 /// A script asks for a bounded number, a date, a table or a form of a JSON Schema as it asks for text, and reads the
 /// value back; a bound the type does not take is the API's 422 on stdout, exit 1, and no question.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,7 +5,7 @@
 //! approved; 1 error; 2 usage; 10 paused; 11 rejected; 12 expired or cancelled.
 
 use std::io::IsTerminal;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use app::types::{
@@ -25,6 +25,8 @@ pub const EXIT_PAUSED: u8 = 10;
 pub const EXIT_REJECTED: u8 = 11;
 pub const EXIT_EXPIRED: u8 = 12;
 const PAUSE_FILE: &str = "pause.json";
+/// The folder of `.holdpoint/` that holds the questions `ask --no-wait` left waiting, one file each.
+const WAITING_ASKS_DIR: &str = "asks";
 
 /// `--type`: a question's response type, by the API's name (`multi-choice` and `error-recovery` work too). Any
 /// type a question may have: a file is asked for in a form's field (`--fields`).
@@ -201,19 +203,30 @@ pub struct ResumeArgs {
     pub server: ServerArgs,
 }
 
-fn pause_path() -> std::path::PathBuf {
+fn pause_path() -> PathBuf {
     Path::new(LOCAL_DIR).join(PAUSE_FILE)
 }
 
-fn write_pause(manifest: &Value) -> CliResult<()> {
-    std::fs::create_dir_all(LOCAL_DIR).map_err(|e| CliError::Failed(format!("cannot create {LOCAL_DIR}/: {e}")))?;
-    let text = serde_json::to_string_pretty(manifest).unwrap_or_default();
-    std::fs::write(pause_path(), text + "\n")
-        .map_err(|e| CliError::Failed(format!("cannot write {}: {e}", pause_path().display())))
+/// Where `ask --no-wait` notes the question it left waiting, under the question's fingerprint: several gates may wait
+/// in one directory, and each finds its own question again (`pause.json` holds only the latest pause).
+fn waiting_ask_path(fingerprint: &str) -> PathBuf {
+    Path::new(LOCAL_DIR).join(WAITING_ASKS_DIR).join(format!("{fingerprint}.json"))
+}
+
+fn write_json(path: &Path, value: &Value) -> CliResult<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| CliError::Failed(format!("cannot create {}/: {e}", dir.display())))?;
+    }
+    let text = serde_json::to_string_pretty(value).unwrap_or_default();
+    std::fs::write(path, text + "\n").map_err(|e| CliError::Failed(format!("cannot write {}: {e}", path.display())))
+}
+
+fn read_json(path: &Path) -> Option<Value> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
 }
 
 fn read_pause() -> Option<Value> {
-    serde_json::from_str(&std::fs::read_to_string(pause_path()).ok()?).ok()
+    read_json(&pause_path())
 }
 
 fn clear_pause_if(matches: impl Fn(&Value) -> bool) {
@@ -338,14 +351,15 @@ fn question_exit(question: &Value) -> u8 {
     }
 }
 
-/// `holdpoint ask`: asks (or, when `.holdpoint/pause.json` holds the same question from an earlier `--no-wait`,
-/// finds it again) and waits for the answer.
+/// `holdpoint ask`: asks (or, when an earlier `--no-wait` of the same question left it waiting, finds it again) and
+/// waits for the answer.
 pub async fn ask(args: AskArgs) -> CliResult<u8> {
     let body = serde_json::to_value(question_body(&args)?).map_err(|e| CliError::Failed(e.to_string()))?;
     let fingerprint = hex::encode(Sha256::digest(body.to_string()));
     let connection = Connection::open(&args.server).await?;
-    let earlier = read_pause()
-        .filter(|p| p["question_fingerprint"] == fingerprint.as_str())
+    let waiting = waiting_ask_path(&fingerprint);
+    let earlier = read_json(&waiting)
+        .or_else(|| read_pause().filter(|p| p["question_fingerprint"] == fingerprint.as_str()))
         .and_then(|p| p["question_ids"][0].as_str().map(str::to_owned));
     let question = match earlier {
         Some(id) => connection.get(&format!("/questions/{id}")).await?,
@@ -363,11 +377,13 @@ pub async fn ask(args: AskArgs) -> CliResult<u8> {
             "question_url": connection.ui_link(&format!("/questions/{id}")),
             "resume_hint": "run the same `holdpoint ask` command again to wait for the answer",
         });
-        write_pause(&manifest)?;
+        write_json(&waiting, &manifest)?;
+        write_json(&pause_path(), &manifest)?;
         print_json(&manifest);
         return Ok(EXIT_PAUSED);
     }
     let resolved = wait_for_answer(&connection, question).await?;
+    let _ = std::fs::remove_file(&waiting);
     clear_pause_if(|p| p["question_fingerprint"] == fingerprint.as_str());
     match args.output {
         OutputFormat::Json => print_json(&resolved),
@@ -606,7 +622,7 @@ async fn follow(connection: &Connection, run_id: &str, pause_on_person: bool, ou
             }
             "waiting_for_approval" | "waiting_for_input" | "paused" if pause_on_person || status == "paused" => {
                 let manifest = pause_manifest(connection, &run).await?;
-                write_pause(&manifest)?;
+                write_json(&pause_path(), &manifest)?;
                 print_json(&manifest);
                 return Ok(EXIT_PAUSED);
             }
