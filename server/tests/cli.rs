@@ -189,6 +189,8 @@ async fn ask_takes_every_single_value_type_with_its_bounds() {
         [&asked["response_type"], &asked["min"], &asked["max"], &asked["step"]],
         [&json!("integer"), &json!(1), &json!(9), &json!(2)]
     );
+    let shown = holdpoint(&dir.0, &["show", &id], &env).await;
+    assert!(shown.stdout.contains("Takes: a whole number from 1 to 9, in steps of 2"), "{}", shown.stdout);
     api(&server, &app.token, reqwest::Method::POST, &format!("/questions/{id}/answer"), Some(json!({ "value": 7 })))
         .await;
     let answered = holdpoint(&dir.0, &[&replicas[..], &["--output", "text"]].concat(), &env).await;
@@ -208,6 +210,11 @@ async fn ask_takes_every_single_value_type_with_its_bounds() {
     let id = paused.json["question_ids"][0].as_str().unwrap();
     let asked = api(&server, &app.token, reqwest::Method::GET, &format!("/questions/{id}"), None).await;
     assert_eq!((&asked["columns"][1]["key"], &asked["max_rows"]), (&json!("weight"), &json!(3)));
+    let shown = holdpoint(&dir.0, &["show", id], &env).await;
+    for needle in ["Takes: a table of at most 3 rows", "column host (text, required): Host", "column weight (integer)"]
+    {
+        assert!(shown.stdout.contains(needle), "{needle}: {}", shown.stdout);
+    }
 
     let schema = json!({ "type": "object", "required": ["window"],
         "properties": { "window": { "type": "string", "format": "date-time", "title": "Window" } } })
@@ -684,7 +691,7 @@ async fn people_answer_rich_fields_with_field_file_and_row() {
     assert_eq!(shown.code, 0, "{}", shown.stderr);
     for needle in [
         "nodes (integer, required): Nodes — a whole number from 1 to 9",
-        "column size (integer): Size",
+        "column size (integer, required): Size",
         "--field KEY=VALUE",
     ] {
         assert!(shown.stdout.contains(needle), "{needle}: {}", shown.stdout);

@@ -7,7 +7,7 @@
 //! answered field by field (`--field KEY=VALUE`, each read by its field's type), with files uploaded first
 //! (`--file KEY=@PATH`, `POST /files`) and tables row by row (`--row KEY COLUMN=VALUE,...`).
 
-use app::types::{AnswerBody, FieldRules, FormField, ResponseType, TableColumn};
+use app::types::{AnswerBody, FieldRules, FormField, Question, ResponseType, TableColumn};
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
@@ -342,6 +342,25 @@ fn describe(q: &Value, now: DateTime<Utc>) -> String {
             line(entry);
         }
     }
+    // What a single value takes, in words, as a form's field says it: its bounds, a rating's stars, how many choices,
+    // a table's rows and columns (by the keys `--row` names).
+    if let Ok(question) = serde_json::from_value::<Question>(q.clone())
+        && !matches!(
+            question.response_type,
+            ResponseType::Text
+                | ResponseType::Boolean
+                | ResponseType::Choice
+                | ResponseType::Approval
+                | ResponseType::ErrorRecovery
+                | ResponseType::Form
+        )
+    {
+        line(String::new());
+        line(format!("Takes: {}", kind_text(question.response_type, &question.options, &question.rules)));
+        for column in &question.rules.columns {
+            line(column_line(column));
+        }
+    }
     let fields = q["fields"].as_array().cloned().unwrap_or_default();
     if !fields.is_empty() {
         line(String::new());
@@ -368,7 +387,7 @@ fn describe(q: &Value, now: DateTime<Utc>) -> String {
             }
             line(entry);
             for column in asked.iter().flat_map(|f| &f.rules.columns) {
-                line(format!("      column {} ({}): {}", column.key, column.response_type, column.label));
+                line(format!("    {}", column_line(column)));
             }
         }
     }
@@ -397,6 +416,17 @@ fn describe(q: &Value, now: DateTime<Utc>) -> String {
         line(format!("Answer with: {}", how_to_answer(q)));
     }
     out
+}
+
+/// A table's column as `--row` names it: "  column size (choice, required): Size [s, l]".
+fn column_line(column: &TableColumn) -> String {
+    let required = if column.required { ", required" } else { "" };
+    let mut entry = format!("  column {} ({}{required}): {}", column.key, column.response_type, column.label);
+    if !column.options.is_empty() {
+        let values: Vec<&str> = column.options.iter().map(|o| o.value.as_str()).collect();
+        entry.push_str(&format!(" [{}]", values.join(", ")));
+    }
+    entry
 }
 
 fn pretty(value: &Value) -> String {
