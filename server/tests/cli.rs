@@ -169,6 +169,17 @@ async fn two_gates_waiting_in_one_directory_each_find_their_question() {
     assert_eq!(asked["items"].as_array().unwrap().len(), 2, "nothing was asked twice: {asked}");
     assert!(!dir.path(".holdpoint/pause.json").exists(), "the pauses are over");
     assert_eq!(std::fs::read_dir(dir.path(".holdpoint/asks")).unwrap().count(), 0, "no gate is left waiting");
+
+    // A gate left waiting on another server: this one does not know the question, so the gate asks it here.
+    let paused = holdpoint(&dir.0, &[&migrate[..], &["--no-wait"]].concat(), &env).await;
+    let elsewhere = TestApp::start_with(Backend::Sqlite, |c| c.run_workers = false).await.unwrap();
+    let other = elsewhere.spawn_process().await;
+    let env = remote(&other, &elsewhere.create_token("default", app::types::Role::Agent).await);
+    let asked_here = holdpoint(&dir.0, &[&migrate[..], &["--no-wait"]].concat(), &env).await;
+    assert_eq!(asked_here.code, 10, "{}", asked_here.stderr);
+    assert_ne!(asked_here.json["question_ids"], paused.json["question_ids"], "a question of this server");
+    let listed = api(&other, &elsewhere.token, reqwest::Method::GET, "/questions", None).await;
+    assert_eq!(listed["items"][0]["id"], asked_here.json["question_ids"][0]);
 }
 
 /// A script asks for a bounded number, a date, a table or a form of a JSON Schema as it asks for text, and reads the

@@ -361,8 +361,17 @@ pub async fn ask(args: AskArgs) -> CliResult<u8> {
     let earlier = read_json(&waiting)
         .or_else(|| read_pause().filter(|p| p["question_fingerprint"] == fingerprint.as_str()))
         .and_then(|p| p["question_ids"][0].as_str().map(str::to_owned));
-    let question = match earlier {
-        Some(id) => connection.get(&format!("/questions/{id}")).await?,
+    let found = match earlier {
+        // A note of a question this server does not know (another server, a new database, another agent's token)
+        // is stale: the command asks anew rather than failing until someone deletes the note.
+        Some(id) => match connection.get(&format!("/questions/{id}")).await {
+            Err(CliError::Api { status: 404, .. }) => None,
+            found => Some(found?),
+        },
+        None => None,
+    };
+    let question = match found {
+        Some(question) => question,
         None => connection.post("/questions", &body).await?,
     };
     let id = question["id"].as_str().unwrap_or_default().to_owned();
