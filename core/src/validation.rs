@@ -35,6 +35,20 @@ impl FieldErrors {
         }
     }
 
+    /// Adds `other`'s errors on the fields these do not name, nor lie inside of (`rules[1].when` is inside
+    /// `rules[1]`): what a later check found beside the faults already known.
+    pub fn merge_beside(&mut self, other: FieldErrors) {
+        let known = self.fields();
+        for (field, message) in other.0 {
+            let inside = |known: &String| {
+                field.strip_prefix(known.as_str()).is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+            };
+            if !known.iter().any(inside) {
+                self.0.insert(field, message);
+            }
+        }
+    }
+
     /// `Ok` if nothing was wrong, else a 422 whose `details.fields` maps each field to what is wrong with it.
     pub fn into_result(self, what: &str) -> Result<(), AppError> {
         if self.0.is_empty() {
@@ -45,5 +59,28 @@ impl FieldErrors {
             message: format!("{what} is not valid: {}", summary.join("; ")),
             details: Some(serde_json::json!({ "fields": self.0 })),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merging_beside_leaves_out_the_fields_inside_those_named_and_only_those() {
+        let mut known = FieldErrors::default();
+        known.add("rules[1]", "must be an object");
+        known.add("rules[2].decision", "must be allow, ask or deny");
+        let mut later = FieldErrors::default();
+        for field in ["rules[1].name", "rules[1]", "rules[2].decision", "rules[10].name", "rules[2].when", "rules[2]"] {
+            later.add(field, "later");
+        }
+        known.merge_beside(later);
+        assert_eq!(
+            known.fields(),
+            ["rules[10].name", "rules[1]", "rules[2]", "rules[2].decision", "rules[2].when"],
+            "rules[10] is not inside rules[1]; rules[2] itself is beside rules[2].decision"
+        );
+        assert_eq!(known.0["rules[2].decision"], "must be allow, ask or deny", "a known field keeps its message");
     }
 }

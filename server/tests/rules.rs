@@ -102,33 +102,44 @@ async fn a_faulty_document_is_refused_naming_its_fields_and_nothing_is_stored(ba
         { "name": "ok", "tools": ["*"], "decision": "allow" },
         { "name": "big", "tools": ["pay"], "when": "args.amount >", "decision": "ask" },
         { "name": "ok", "tools": ["shell"], "decision": "deny" },
-        { "name": "odd", "tools": ["shell"], "decision": "maybe" },
+        { "name": "odd", "tools": ["shell"], "when": "args.command ==", "decision": "maybe" },
         { "name": "glob", "tools": [""], "decision": "deny" },
         { "name": "slow", "tools": ["*"], "decision": "ask", "ask": { "timeout_seconds": 0 } },
+        "not a rule",
     ], "default": "allow" });
     let refused = put_rules(&app, &app.token, faulty.clone()).await;
     let details = assert_error(&refused, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
-    let fields = &details["details"]["fields"];
+    let fields = details["details"]["fields"].as_object().unwrap();
+    // One refusal names every fault: those of the shape (a decision that is no decision, a rule that is no object)
+    // and, beside them, what the rules engine and the approval questions find.
     assert!(fields["rules[3].decision"].is_string(), "{details}");
-    // Shape faults come first: with them fixed, the rest is named.
-    let mut fixed = faulty.clone();
-    fixed["rules"][3]["decision"] = json!("deny");
-    let refused = put_rules(&app, &app.token, fixed.clone()).await;
-    let details = assert_error(&refused, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
-    let fields = &details["details"]["fields"];
-    let when = fields["rules[1].when"].as_str().unwrap_or_default();
-    assert!(when.starts_with("syntax error at 1:"), "the CEL error with its position: {details}");
+    assert!(fields["rules[3].when"].as_str().unwrap_or_default().starts_with("syntax error at 1:"), "{details}");
+    assert!(fields["rules[1].when"].as_str().unwrap_or_default().starts_with("syntax error at 1:"), "{details}");
     assert!(fields["rules[2].name"].as_str().unwrap_or_default().contains("earlier rule"), "{details}");
     assert!(fields["rules[4].tools[0]"].is_string(), "{details}");
     assert!(fields["rules[5].ask.timeout_seconds"].is_string(), "{details}");
-    assert!(fields.get("rules[0].name").is_none(), "{details}");
+    assert_eq!(fields["rules[6]"], "must be an object", "{details}");
+    let named: Vec<&str> = fields.keys().map(String::as_str).collect();
+    assert_eq!(
+        named,
+        [
+            "rules[1].when",
+            "rules[2].name",
+            "rules[3].decision",
+            "rules[3].when",
+            "rules[4].tools[0]",
+            "rules[5].ask.timeout_seconds",
+            "rules[6]"
+        ],
+        "nothing else, and nothing of the stand-ins read in place of the faulty fields: {details}"
+    );
 
     assert_eq!(app.get("/api/v1/rules").await.json, good, "nothing was stored");
     assert_eq!(audit(&app, "rules.updated").await.len(), 1);
 
     // The check answers the same without storing, and 200 for a valid document.
-    let checked = app.post("/api/v1/rules/check", fixed).await;
-    assert_error(&checked, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+    let checked = app.post("/api/v1/rules/check", faulty).await;
+    assert_eq!((checked.status, &checked.json), (StatusCode::UNPROCESSABLE_ENTITY, &refused.json));
     let checked = app.post("/api/v1/rules/check", json!({ "rules": [] })).await;
     assert_eq!(checked.status, StatusCode::OK, "{}", checked.text);
     assert_eq!(checked.json, json!({ "valid": true, "rules": 0 }));

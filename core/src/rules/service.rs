@@ -17,41 +17,55 @@ use crate::validation::FieldErrors;
 /// write.
 const SAVE_ATTEMPTS: usize = 5;
 
-/// Reads a document from JSON, naming the field of each fault: an unknown or misspelt key, a decision or mode
-/// that is none of the allowed words, a value of the wrong type.
-pub fn parse_document(value: &Value) -> Result<RulesDocument, AppError> {
+/// Reads a document from JSON, naming the field of each fault of its shape: an unknown or misspelt key, a decision
+/// or mode that is none of the allowed words, a value of the wrong type. A faulty field is read as a stand-in the
+/// other checks pass over (a rule without a name, for every tool, that asks; an optional field left out), so that
+/// [`check`] still checks the rest and one refusal names every fault.
+pub fn parse_document(value: &Value) -> Result<(RulesDocument, FieldErrors), AppError> {
     let mut errors = FieldErrors::default();
     let Some(object) = value.as_object() else {
         return Err(AppError::invalid_field("body", "must be a JSON object {\"rules\": [...], \"default\": ...}"));
     };
+    let mut read = serde_json::Map::new();
     for key in object.keys().filter(|key| !["rules", "default"].contains(&key.as_str())) {
         errors.add(key.clone(), "is not a field of a rules document (rules, default)");
     }
-    if let Some(default) = object.get("default")
-        && serde_json::from_value::<RuleDecision>(default.clone()).is_err()
-    {
-        errors.add("default", "must be allow, ask or deny");
+    match object.get("default") {
+        Some(default) if serde_json::from_value::<RuleDecision>(default.clone()).is_err() => {
+            errors.add("default", "must be allow, ask or deny");
+        }
+        Some(default) => {
+            read.insert("default".into(), default.clone());
+        }
+        None => {}
     }
     match object.get("rules") {
         None | Some(Value::Null) => {}
         Some(Value::Array(rules)) => {
-            for (i, rule) in rules.iter().enumerate() {
-                rule_shape(rule, i, &mut errors);
-            }
+            let rules = rules.iter().enumerate().map(|(i, rule)| rule_shape(rule, i, &mut errors)).collect();
+            read.insert("rules".into(), Value::Array(rules));
         }
         Some(_) => errors.add("rules", "must be a list of rules"),
     }
-    errors.into_result("the rules document")?;
-    serde_json::from_value(value.clone())
-        .map_err(|err| AppError::Invalid { message: format!("the rules document is not valid: {err}"), details: None })
+    match serde_json::from_value(Value::Object(read)) {
+        Ok(document) => Ok((document, errors)),
+        // The stand-ins are made to read; should one not, the shape's faults are all there is to say.
+        Err(err) if errors.is_empty() => {
+            Err(AppError::Invalid { message: format!("the rules document is not valid: {err}"), details: None })
+        }
+        Err(_) => Err(errors.into_result("the rules document").expect_err("faults were found")),
+    }
 }
 
-/// The faults of rule `i`'s shape, each under its field.
-fn rule_shape(rule: &Value, i: usize, errors: &mut FieldErrors) {
+/// The faults of rule `i`'s shape, each under its field; the rule as [`parse_document`] reads it, each faulty field
+/// replaced by its stand-in.
+fn rule_shape(rule: &Value, i: usize, errors: &mut FieldErrors) -> Value {
     const FIELDS: [&str; 8] = ["name", "tools", "agents", "when", "decision", "reason", "ask", "mode"];
     let at = |field: &str| format!("rules[{i}].{field}");
+    let mut read = json!({ "name": "", "tools": ["*"], "decision": "ask" });
     let Some(fields) = rule.as_object() else {
-        return errors.add(format!("rules[{i}]"), "must be an object");
+        errors.add(format!("rules[{i}]"), "must be an object");
+        return read;
     };
     for key in fields.keys().filter(|key| !FIELDS.contains(&key.as_str())) {
         errors.add(at(key), format!("is not a field of a rule ({})", FIELDS.join(", ")));
@@ -61,41 +75,42 @@ fn rule_shape(rule: &Value, i: usize, errors: &mut FieldErrors) {
             errors.add(at(required), "is required");
         }
     }
-    let fits = |field: &str, check: fn(Value) -> bool| fields.get(field).is_none_or(|v| check(v.clone()));
-    if !fits("name", |v| v.is_string()) {
-        errors.add(at("name"), "must be a string");
-    }
-    for list in ["tools", "agents"] {
-        if !fits(list, |v| serde_json::from_value::<Vec<String>>(v).is_ok()) {
-            errors.add(at(list), "must be a list of glob strings");
+    for (field, value) in fields.iter().filter(|(key, _)| FIELDS.contains(&key.as_str())) {
+        let fault = match field.as_str() {
+            "name" if !value.is_string() => Some("must be a string".to_owned()),
+            "tools" | "agents" if serde_json::from_value::<Vec<String>>(value.clone()).is_err() => {
+                Some("must be a list of glob strings".to_owned())
+            }
+            "when" | "reason" if !(value.is_string() || value.is_null()) => Some("must be a string".to_owned()),
+            "decision" if serde_json::from_value::<RuleDecision>(value.clone()).is_err() => {
+                Some("must be allow, ask or deny".to_owned())
+            }
+            "mode" if serde_json::from_value::<holdpoint_types::RuleMode>(value.clone()).is_err() => {
+                Some("must be enforce or dry_run".to_owned())
+            }
+            "ask" => serde_json::from_value::<holdpoint_types::RuleAsk>(value.clone()).err().map(|e| e.to_string()),
+            _ => None,
+        };
+        match fault {
+            Some(message) => errors.add(at(field), message),
+            None => {
+                read[field.as_str()] = value.clone();
+            }
         }
     }
-    for text in ["when", "reason"] {
-        if !fits(text, |v| v.is_string() || v.is_null()) {
-            errors.add(at(text), "must be a string");
-        }
-    }
-    if !fits("decision", |v| serde_json::from_value::<RuleDecision>(v).is_ok()) {
-        errors.add(at("decision"), "must be allow, ask or deny");
-    }
-    if !fits("mode", |v| serde_json::from_value::<holdpoint_types::RuleMode>(v).is_ok()) {
-        errors.add(at("mode"), "must be enforce or dry_run");
-    }
-    if let Some(ask) = fields.get("ask")
-        && let Err(err) = serde_json::from_value::<holdpoint_types::RuleAsk>(ask.clone())
-    {
-        errors.add(at("ask"), err.to_string());
-    }
+    read
 }
 
 /// Checks a document whole: the engine's checks, and each rule's `ask` settings as the approval question they
 /// would ask (its timeout within the server's bounds, its assignee a member who may approve, its quorum). Every
-/// fault is named with its field; the compiled document on success.
+/// fault is named with its field, after the faults of its shape ([`parse_document`]); the compiled document on
+/// success.
 pub async fn check(
     store: &dyn Store,
     bounds: TimeoutBounds,
     workspace_id: Uuid,
     document: &RulesDocument,
+    mut shape_faults: FieldErrors,
 ) -> Result<engine::CompiledRules, AppError> {
     let compiled = engine::compile(document, 0);
     let mut errors = FieldErrors::default();
@@ -129,11 +144,16 @@ pub async fn check(
             return Err(other);
         }
     }
+    // A stand-in's own faults (a rule without a name) lie inside a field the shape's faults name: left out.
     match compiled {
-        Ok(compiled) => errors.into_result("the rules document").map(|()| compiled),
+        Ok(compiled) => {
+            shape_faults.merge_beside(errors);
+            shape_faults.into_result("the rules document").map(|()| compiled)
+        }
         Err(mut faults) => {
             faults.merge(errors);
-            Err(faults
+            shape_faults.merge_beside(faults);
+            Err(shape_faults
                 .into_result("the rules document")
                 .err()
                 .unwrap_or_else(|| AppError::invalid_field("rules", "does not compile")))
@@ -153,8 +173,8 @@ pub async fn check_only(
     caller: &Caller,
     body: &Value,
 ) -> Result<RulesCheck, AppError> {
-    let document = parse_document(body)?;
-    check(store, bounds, caller.workspace_id(), &document).await?;
+    let (document, shape_faults) = parse_document(body)?;
+    check(store, bounds, caller.workspace_id(), &document, shape_faults).await?;
     Ok(RulesCheck { valid: true, rules: document.rules.len() })
 }
 
@@ -168,9 +188,9 @@ pub async fn save(
     body: &Value,
 ) -> Result<StoredRules, AppError> {
     caller.require_admin("change the approval rules")?;
-    let document = parse_document(body)?;
+    let (document, shape_faults) = parse_document(body)?;
     let workspace_id = caller.workspace_id();
-    check(store, bounds, workspace_id, &document).await?;
+    check(store, bounds, workspace_id, &document, shape_faults).await?;
     for _ in 0..SAVE_ATTEMPTS {
         let previous = store.rules_document(workspace_id).await?;
         let previous_version = previous.as_ref().map_or(0, |row| row.version);

@@ -30,7 +30,7 @@ pub enum RulesCommand {
         #[arg(long)]
         tool: String,
         /// The call's arguments, a JSON object.
-        #[arg(long, default_value = "{}")]
+        #[arg(long, visible_alias = "arguments", default_value = "{}")]
         args: String,
         /// The calling agent's name, matched by the rules' `agents`.
         #[arg(long)]
