@@ -50,10 +50,10 @@ pub fn parse_document(value: &Value) -> Result<(RulesDocument, FieldErrors), App
     match serde_json::from_value(Value::Object(read)) {
         Ok(document) => Ok((document, errors)),
         // The stand-ins are made to read; should one not, the shape's faults are all there is to say.
-        Err(err) if errors.is_empty() => {
-            Err(AppError::Invalid { message: format!("the rules document is not valid: {err}"), details: None })
-        }
-        Err(_) => Err(errors.into_result("the rules document").expect_err("faults were found")),
+        Err(err) => Err(errors.into_result("the rules document").err().unwrap_or_else(|| AppError::Invalid {
+            message: format!("the rules document is not valid: {err}"),
+            details: None,
+        })),
     }
 }
 
