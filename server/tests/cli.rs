@@ -70,13 +70,19 @@ fn remote(server: &ServerProcess, token: &str) -> Vec<(&'static str, String)> {
     vec![("HOLDPOINT_SERVER", server.base_url.clone()), ("HOLDPOINT_TOKEN", token.to_owned())]
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ask_pauses_with_10_then_answers_with_0_11_or_12() {
+/// A Holdpoint of its own with a server process, and the environment a script reaches that server with, holding an
+/// agent token (a person, the app's admin, answers: whoever asks may not approve).
+async fn agent_against_a_server() -> (TestApp, ServerProcess, Vec<(&'static str, String)>) {
     let app = TestApp::start_with(Backend::Sqlite, |c| c.run_workers = false).await.unwrap();
     let server = app.spawn_process().await;
-    let dir = WorkDir::new();
-    // The gate asks with an agent token; a person (the admin here) answers: whoever asks may not approve.
     let env = remote(&server, &app.create_token("default", app::types::Role::Agent).await);
+    (app, server, env)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_pauses_with_10_then_answers_with_0_11_or_12() {
+    let (app, server, env) = agent_against_a_server().await;
+    let dir = WorkDir::new();
     let gate = ["ask", "Apply terraform to prod?", "--type", "approval"];
 
     let paused = holdpoint(&dir.0, &[&gate[..], &["--no-wait"]].concat(), &env).await;
@@ -143,10 +149,8 @@ async fn ask_pauses_with_10_then_answers_with_0_11_or_12() {
 /// first ask anew.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_gates_waiting_in_one_directory_each_find_their_question() {
-    let app = TestApp::start_with(Backend::Sqlite, |c| c.run_workers = false).await.unwrap();
-    let server = app.spawn_process().await;
+    let (app, server, env) = agent_against_a_server().await;
     let dir = WorkDir::new();
-    let env = remote(&server, &app.create_token("default", app::types::Role::Agent).await);
     let migrate = ["ask", "Migrate the database?", "--type", "approval"];
     let region = ["ask", "Which region?", "--type", "choice", "--option", "eu=Europe", "--option", "us=US"];
     let mut ids = Vec::new();
@@ -172,9 +176,7 @@ async fn two_gates_waiting_in_one_directory_each_find_their_question() {
 
     // A gate left waiting on another server: this one does not know the question, so the gate asks it here.
     let paused = holdpoint(&dir.0, &[&migrate[..], &["--no-wait"]].concat(), &env).await;
-    let elsewhere = TestApp::start_with(Backend::Sqlite, |c| c.run_workers = false).await.unwrap();
-    let other = elsewhere.spawn_process().await;
-    let env = remote(&other, &elsewhere.create_token("default", app::types::Role::Agent).await);
+    let (elsewhere, other, env) = agent_against_a_server().await;
     let asked_here = holdpoint(&dir.0, &[&migrate[..], &["--no-wait"]].concat(), &env).await;
     assert_eq!(asked_here.code, 10, "{}", asked_here.stderr);
     assert_ne!(asked_here.json["question_ids"], paused.json["question_ids"], "a question of this server");
@@ -186,10 +188,8 @@ async fn two_gates_waiting_in_one_directory_each_find_their_question() {
 /// value back; a bound the type does not take is the API's 422 on stdout, exit 1, and no question.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ask_takes_every_single_value_type_with_its_bounds() {
-    let app = TestApp::start_with(Backend::Sqlite, |c| c.run_workers = false).await.unwrap();
-    let server = app.spawn_process().await;
+    let (app, server, env) = agent_against_a_server().await;
     let dir = WorkDir::new();
-    let env = remote(&server, &app.create_token("default", app::types::Role::Agent).await);
     let replicas = ["ask", "How many replicas?", "--type", "integer", "--min", "1", "--max", "9", "--step", "2"];
 
     let paused = holdpoint(&dir.0, &[&replicas[..], &["--no-wait"]].concat(), &env).await;
@@ -250,10 +250,8 @@ async fn ask_takes_every_single_value_type_with_its_bounds() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ci_gate_a_grant_covers_passes_at_once_without_waiting() {
-    let app = TestApp::start_with(Backend::Sqlite, |c| c.run_workers = false).await.unwrap();
-    let server = app.spawn_process().await;
+    let (app, server, env) = agent_against_a_server().await;
     let dir = WorkDir::new();
-    let env = remote(&server, &app.create_token("default", app::types::Role::Agent).await);
     let gate = |command: &str| {
         let arguments = json!({ "command": command }).to_string();
         ["ask", "Migrate the database?", "--type", "approval", "--tool", "shell", "--arguments"]

@@ -251,7 +251,8 @@ fn parse_default(kind: ResponseType, raw: &str) -> CliResult<Value> {
             serde_json::from_str(raw).map_err(|e| CliError::Usage(format!("--default is not JSON: {e}")))?
         }
         numeric if numeric.is_numeric() => Value::Number(
-            raw.trim().parse().map_err(|_| CliError::Usage(format!("--default must be a number, not {raw:?}")))?,
+            crate::cli::responder::parse_number("the default", raw)
+                .map_err(|_| CliError::Usage(format!("--default must be a number, not {raw:?}")))?,
         ),
         _ => Value::String(raw.to_owned()),
     })

@@ -513,7 +513,8 @@ fn parse_bool(raw: &str) -> CliResult<bool> {
     }
 }
 
-fn parse_number(key: &str, raw: &str) -> CliResult<serde_json::Number> {
+/// A number as the command line gives it: a whole number as such, else a finite decimal.
+pub(crate) fn parse_number(key: &str, raw: &str) -> CliResult<serde_json::Number> {
     let raw = raw.trim();
     if let Ok(whole) = raw.parse::<i64>() {
         return Ok(whole.into());
