@@ -37,6 +37,13 @@ const REDACTED: &str = "[redacted]";
 pub enum ConfigFileError {
     #[error("cannot read the configuration file {path}: {source}")]
     Read { path: PathBuf, source: std::io::Error },
+    /// [`DEFAULT_PATH`] exists but this user may not read it: the package keeps it `root:holdpoint`, mode 0640, as
+    /// it may hold secrets. Only the commands that take the server's settings need it (see `cli::with_configuration_file`).
+    #[error(
+        "cannot read the configuration file {path}: {source} (it holds the server's settings: run this as root or \
+         in the holdpoint group, or name another file with --config)"
+    )]
+    DefaultUnreadable { path: PathBuf, source: std::io::Error },
     #[error("the configuration file {path} is not valid TOML: {message}")]
     Syntax { path: PathBuf, message: String },
     #[error("the configuration file {path} has no setting `{key}`{hint}")]
@@ -62,7 +69,14 @@ impl ConfigFile {
             .or_else(|| std::env::var_os(VARIABLE).filter(|value| !value.is_empty()).map(PathBuf::from));
         match named {
             Some(path) => ConfigFile::read(&path).map(Some),
-            None if Path::new(DEFAULT_PATH).is_file() => ConfigFile::read(Path::new(DEFAULT_PATH)).map(Some),
+            None if Path::new(DEFAULT_PATH).is_file() => match ConfigFile::read(Path::new(DEFAULT_PATH)) {
+                Err(ConfigFileError::Read { path, source })
+                    if source.kind() == std::io::ErrorKind::PermissionDenied =>
+                {
+                    Err(ConfigFileError::DefaultUnreadable { path, source })
+                }
+                read => read.map(Some),
+            },
             None => Ok(None),
         }
     }

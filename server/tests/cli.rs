@@ -1050,6 +1050,63 @@ async fn a_backup_taken_while_answers_are_written_holds_every_acknowledged_answe
     }
 }
 
+/// A backup holds the webhooks' secrets, so only its owner may read it; it names what the data directory holds
+/// beside the database. A restore, run as root into a directory another user owns (the service's state directory),
+/// leaves a database that user owns, so the service can open it; both say which database they used.
+#[tokio::test]
+async fn backups_are_private_and_restores_belong_to_the_data_directorys_owner() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let app = TestApp::start(Backend::Sqlite).await.unwrap();
+    let dir = WorkDir::new();
+    let backup_file = dir.path("copy.db");
+    let out = holdpoint(
+        &dir.0,
+        &["backup", "--to", &backup_file.display().to_string(), "--database-url", &app.database_url],
+        &[],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("holdpoint: using the database /"), "{}", out.stderr);
+    assert_eq!(std::fs::metadata(&backup_file).unwrap().mode() & 0o777, 0o600);
+    assert!(!out.stderr.contains("Not in the backup"), "{}", out.stderr);
+
+    let data = dir.path("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let root = runs_as_root();
+    if root {
+        // nobody:nogroup, as the service's user would own its state directory.
+        std::os::unix::fs::chown(&data, Some(65534), Some(65534)).unwrap();
+    }
+    let data_dir = data.display().to_string();
+    let out = holdpoint(&dir.0, &["restore", &backup_file.display().to_string(), "--data-dir", &data_dir], &[]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let database = data.join("holdpoint.db");
+    assert!(out.stderr.contains(&format!("using the database {}", database.display())), "{}", out.stderr);
+    let (restored, owner) = (std::fs::metadata(&database).unwrap(), std::fs::metadata(&data).unwrap());
+    assert_eq!((restored.uid(), restored.gid()), (owner.uid(), owner.gid()), "the data directory's owner owns it");
+    assert_eq!(restored.permissions().mode() & 0o777, 0o600);
+    assert!(!root || restored.uid() == 65534, "the test ran as root, so the owner changed");
+
+    std::fs::create_dir_all(data.join("files/0192f0c4-0000-7000-8000-000000000000")).unwrap();
+    std::fs::write(data.join("files/0192f0c4-0000-7000-8000-000000000000/upload"), b"x").unwrap();
+    std::fs::create_dir_all(data.join("scripts")).unwrap();
+    let second = dir.path("second.db").display().to_string();
+    let out = holdpoint(&dir.0, &["backup", "--to", &second, "--data-dir", &data_dir], &[]).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains(&format!("Not in the backup: {}", data.join("files").display())), "{}", out.stderr);
+    assert!(!out.stderr.contains("scripts"), "an empty directory is nothing to copy: {}", out.stderr);
+}
+
+fn runs_as_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // A file this process creates is owned by its effective user.
+    let probe = std::env::temp_dir().join(format!("holdpoint-uid-{}", uuid::Uuid::now_v7()));
+    std::fs::write(&probe, b"").unwrap();
+    let uid = std::fs::metadata(&probe).unwrap().uid();
+    let _ = std::fs::remove_file(&probe);
+    uid == 0
+}
+
 /// PostgreSQL is backed up with its own tools; the command says so instead of doing something else.
 #[tokio::test]
 async fn a_backup_of_postgresql_points_at_pg_dump() {

@@ -4,7 +4,11 @@
 //! The copy is SQLite's `VACUUM INTO`: one read transaction, so it holds exactly what was committed when it began
 //! (every answer acknowledged before the backup started, none half-written), while the server goes on writing
 //! through WAL. It is written beside the target under a temporary name and renamed when complete and checked, so
-//! a backup file that exists is a whole one. PostgreSQL has its own tool for this, `pg_dump`.
+//! a backup file that exists is a whole one, readable by its owner only (it holds the webhooks' secrets). PostgreSQL
+//! has its own tool for this, `pg_dump`.
+//!
+//! The database is the backup; what the data directory holds beside it (uploaded files kept there rather than in a
+//! bucket, scripts) is copied as files, and `backup` names what it found there.
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -20,7 +24,13 @@ pub struct Copied {
     pub file: PathBuf,
     pub bytes: u64,
     pub questions: i64,
+    /// The directories beside the database that hold something and are not in the copy.
+    pub left_beside: Vec<PathBuf>,
 }
+
+/// What the data directory may hold beside the database: uploaded files (unless they are kept in a bucket) and
+/// the scripts of `script:` agents.
+const BESIDE_THE_DATABASE: [&str; 2] = ["files", "scripts"];
 
 /// Copies the live SQLite database named by `location` to `to`, which must not exist yet.
 pub async fn backup(location: &DatabaseLocation, to: &Path) -> Result<Copied, String> {
@@ -28,6 +38,7 @@ pub async fn backup(location: &DatabaseLocation, to: &Path) -> Result<Copied, St
     if !source.is_file() {
         return Err(format!("there is no database at {}: nothing to back up", source.display()));
     }
+    eprintln!("holdpoint: using the database {}", std::path::absolute(&source).unwrap_or(source.clone()).display());
     if to.exists() {
         return Err(format!("{} exists already: a backup never overwrites a file", to.display()));
     }
@@ -44,11 +55,20 @@ pub async fn backup(location: &DatabaseLocation, to: &Path) -> Result<Copied, St
         let _ = std::fs::remove_file(&partial);
         return Err(error);
     }
-    let checked = check(&partial).await;
+    let checked = match owner_only(&partial) {
+        Ok(()) => check(&partial).await,
+        Err(error) => Err(error),
+    };
     match checked {
         Ok(questions) => {
             std::fs::rename(&partial, to).map_err(|e| format!("cannot name the backup {}: {e}", to.display()))?;
-            Ok(Copied { file: to.to_owned(), bytes: file_size(to), questions })
+            let directory = source.parent().unwrap_or(Path::new("."));
+            let left_beside = BESIDE_THE_DATABASE
+                .iter()
+                .map(|name| directory.join(name))
+                .filter(|dir| std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some()))
+                .collect();
+            Ok(Copied { file: to.to_owned(), bytes: file_size(to), questions, left_beside })
         }
         Err(error) => {
             let _ = std::fs::remove_file(&partial);
@@ -71,14 +91,48 @@ pub async fn restore(location: &DatabaseLocation, from: &Path) -> Result<Copied,
             ));
         }
     }
+    eprintln!("holdpoint: using the database {}", std::path::absolute(&target).unwrap_or(target.clone()).display());
     let questions = check(from).await?;
-    if let Some(directory) = target.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-        std::fs::create_dir_all(directory).map_err(|e| format!("cannot create {}: {e}", directory.display()))?;
-    }
+    let directory = target.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(directory).map_err(|e| format!("cannot create {}: {e}", directory.display()))?;
     let partial = partial_name(&target);
-    std::fs::copy(from, &partial).map_err(|e| format!("cannot copy {}: {e}", from.display()))?;
-    std::fs::rename(&partial, &target).map_err(|e| format!("cannot name {}: {e}", target.display()))?;
-    Ok(Copied { file: target.clone(), bytes: file_size(&target), questions })
+    let placed = std::fs::copy(from, &partial)
+        .map_err(|e| format!("cannot copy {}: {e}", from.display()))
+        .and_then(|_| owner_only(&partial))
+        .and_then(|()| owned_as(&partial, directory))
+        .and_then(|()| {
+            std::fs::rename(&partial, &target).map_err(|e| format!("cannot name {}: {e}", target.display()))
+        });
+    if let Err(error) = placed {
+        let _ = std::fs::remove_file(&partial);
+        return Err(error);
+    }
+    Ok(Copied { file: target.clone(), bytes: file_size(&target), questions, left_beside: Vec::new() })
+}
+
+/// Makes `file` readable and writable by its owner only: a database holds the webhooks' and the callbacks' secrets.
+fn owner_only(file: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| format!("cannot make {} private: {e}", file.display()))
+}
+
+/// Gives `file` the owner and group of `directory`: a restore run as root into the service's data directory leaves
+/// a database the service's own user may open, not one only root may write.
+fn owned_as(file: &Path, directory: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let wanted = std::fs::metadata(directory).map_err(|e| format!("cannot read {}: {e}", directory.display()))?;
+    let current = std::fs::metadata(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    if (wanted.uid(), wanted.gid()) == (current.uid(), current.gid()) {
+        return Ok(());
+    }
+    std::os::unix::fs::chown(file, Some(wanted.uid()), Some(wanted.gid())).map_err(|e| {
+        format!(
+            "cannot give {} the owner of {} (run the restore as that user, or as root): {e}",
+            file.display(),
+            directory.display()
+        )
+    })
 }
 
 /// The SQLite file of `location`; PostgreSQL is refused with what to use instead.

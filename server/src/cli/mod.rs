@@ -208,7 +208,7 @@ fn init_tracing(format: LogFormat, default_filter: &str) {
 /// Parses the command line, runs the command, and maps its outcome to an exit code.
 pub fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let (command, file) = match with_configuration_file(&args) {
+    let (command, file) = match with_configuration_file(&args, crate::config_file::ConfigFile::locate(&args)) {
         Ok(parsed) => parsed,
         Err(error) => {
             eprintln!("holdpoint: {error}");
@@ -283,6 +283,9 @@ pub fn main() -> ExitCode {
                     copied.bytes,
                     copied.file.display()
                 );
+                for directory in &copied.left_beside {
+                    eprintln!("Not in the backup: {}; copy it beside the backup.", directory.display());
+                }
                 Ok(0)
             }
             Command::Restore { file, database } => {
@@ -317,15 +320,39 @@ pub fn main() -> ExitCode {
 }
 
 /// The command line's definition with the configuration file's values as its defaults, and the file.
+///
+/// A default file this user may not read is needed only by the commands that take the server's settings; the
+/// others (`ask`, `questions`, `--version`, ...) run without it, so that anyone on the server's machine can use them.
 fn with_configuration_file(
     args: &[std::ffi::OsString],
+    located: Result<Option<crate::config_file::ConfigFile>, crate::config_file::ConfigFileError>,
 ) -> Result<(clap::Command, Option<crate::config_file::ConfigFile>), crate::config_file::ConfigFileError> {
-    let file = crate::config_file::ConfigFile::locate(args)?;
+    let file = match located {
+        Err(crate::config_file::ConfigFileError::DefaultUnreadable { .. }) if !takes_the_servers_settings(args) => None,
+        located => located?,
+    };
     let command = match &file {
         Some(file) => file.apply(Cli::command())?,
         None => Cli::command(),
     };
     Ok((command, file))
+}
+
+/// Whether the command `args` name takes the server's settings: it has `serve`'s database flags, as `serve`,
+/// `demo`, `config check` and the commands that open the database directly (`token`, `backup`, ...) do. The
+/// subcommand is found by its words alone, since the full parse may need what the file would have given.
+fn takes_the_servers_settings(args: &[std::ffi::OsString]) -> bool {
+    let mut command = Cli::command();
+    for word in args.iter().skip(1).map(|word| word.to_string_lossy()) {
+        if word.starts_with('-') {
+            continue;
+        }
+        match command.find_subcommand(word.as_ref()) {
+            Some(sub) => command = sub.clone(),
+            None => break,
+        }
+    }
+    command.get_arguments().any(|arg| matches!(arg.get_long(), Some("data-dir" | "database-url")))
 }
 
 /// `holdpoint config check`: the settings `serve` would run with, where each came from, and whether they hold
@@ -577,6 +604,67 @@ mod tests {
     #[test]
     fn the_command_line_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    /// `.env.example` is where the README sends people for every setting: each variable `serve` reads is in it,
+    /// except the hidden ones (for tests).
+    #[test]
+    fn every_setting_of_serve_is_in_the_example_environment() {
+        let example = include_str!("../../../.env.example");
+        let listed: Vec<&str> = example
+            .lines()
+            .filter_map(|line| line.trim_start_matches('#').trim_start().split_once('=').map(|(name, _)| name))
+            .collect();
+        let command = Cli::command();
+        let serve = command.find_subcommand("serve").unwrap();
+        let missing: Vec<String> = serve
+            .get_arguments()
+            .filter(|arg| !arg.is_hide_set())
+            .filter_map(|arg| arg.get_env().map(|name| name.to_string_lossy().into_owned()))
+            .filter(|name| !listed.contains(&name.as_str()))
+            .collect();
+        assert!(missing.is_empty(), ".env.example lacks {missing:?}");
+    }
+
+    /// The package keeps /etc/holdpoint/holdpoint.toml readable by root and the holdpoint group only: any other user
+    /// still runs the commands that talk to a server, while the server's own commands say why they cannot start.
+    #[test]
+    fn an_unreadable_default_file_stops_only_the_commands_that_take_the_servers_settings() {
+        let unreadable = || {
+            Err(crate::config_file::ConfigFileError::DefaultUnreadable {
+                path: crate::config_file::DEFAULT_PATH.into(),
+                source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+            })
+        };
+        let args = |words: &[&str]| -> Vec<std::ffi::OsString> {
+            std::iter::once("holdpoint").chain(words.iter().copied()).map(Into::into).collect()
+        };
+        for words in [
+            &["--version"][..],
+            &["ask", "Deploy?", "--type", "approval"],
+            &["questions"],
+            &["answer", "0192f0c4-0000-7000-8000-000000000000", "yes"],
+            &["completions", "bash"],
+            &["rules", "get"],
+        ] {
+            let (_, file) = with_configuration_file(&args(words), unreadable())
+                .unwrap_or_else(|error| panic!("{words:?} runs without the file: {error}"));
+            assert!(file.is_none(), "{words:?}");
+        }
+        for words in [
+            &["serve"][..],
+            &["serve", "--addr", "127.0.0.1:3000"],
+            &["demo"],
+            &["config", "check"],
+            &["token", "create", "--workspace", "default"],
+            &["audit", "verify"],
+            &["backup", "--to", "copy.db"],
+            &["restore", "copy.db"],
+        ] {
+            let refused = with_configuration_file(&args(words), unreadable()).err();
+            let message = refused.unwrap_or_else(|| panic!("{words:?} needs the server's settings")).to_string();
+            assert!(message.contains("/etc/holdpoint/holdpoint.toml") && message.contains("--config"), "{message}");
+        }
     }
 
     /// A value for `arg` that parses and differs from its default, so reading it proves it came from the file.
