@@ -78,6 +78,11 @@ impl EgressPolicy {
         if let Some(refusal) = self.refusal(url) {
             return Err(refusal);
         }
+        if self.allow_private {
+            // Every address is allowed: a lookup could refuse nothing, and a name that does not resolve yet (a
+            // container not started) is no fault of the URL.
+            return Ok(());
+        }
         let Some(url::Host::Domain(name)) = url.host() else { return Ok(()) };
         let port = url.port_or_known_default().unwrap_or(443);
         let addresses: Vec<IpAddr> = tokio::net::lookup_host((name, port))
@@ -459,6 +464,14 @@ mod tests {
         assert!(error.to_string().contains("HOLDPOINT_TEST_ALLOW_PRIVATE"), "{error}");
         let error = client.send(client.post("http://[::ffff:127.0.0.1]:9/")).await.unwrap_err();
         assert!(matches!(error, EgressError::Refused(_)), "{error}");
+    }
+
+    /// With private addresses allowed there is nothing to refuse, so a name is taken as written, resolved or not
+    /// (`.invalid` never resolves; with the check, this asks no resolver).
+    #[tokio::test]
+    async fn with_private_addresses_allowed_a_name_need_not_resolve_yet() {
+        let open = EgressPolicy::new("HOLDPOINT_TEST_ALLOW_PRIVATE", true);
+        open.check_resolved(&url::Url::parse("http://mcp-files.invalid:8080/mcp").unwrap()).await.unwrap();
     }
 
     #[tokio::test]

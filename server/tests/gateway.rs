@@ -39,6 +39,7 @@ on_both_backends!(
     an_asked_call_as_a_task_reaches_the_upstream_only_after_approval,
     a_gateway_task_read_after_a_restart_ends_without_making_its_call,
     a_server_that_stops_cancels_the_questions_its_gateway_calls_wait_on,
+    an_approved_call_goes_on_only_if_its_upstream_and_its_token_still_stand,
 );
 
 type Client = RunningService<RoleClient, ()>;
@@ -460,6 +461,52 @@ async fn an_asked_call_as_a_task_reaches_the_upstream_only_after_approval(backen
     let audited = gateway.audited_calls(3).await;
     let outcomes: Vec<&Value> = audited.iter().map(|e| &e["after"]["outcome"]).collect();
     assert!(outcomes.contains(&&json!("cancelled")), "the cancelled call is audited: {outcomes:?}");
+}
+
+/// An approval may come days after the call: the call then goes on only under what holds when it is approved. An
+/// upstream removed meanwhile is not called, and a task whose token was revoked meanwhile never makes its call.
+async fn an_approved_call_goes_on_only_if_its_upstream_and_its_token_still_stand(backend: Backend) {
+    let Some(gateway) = Gateway::start(backend).await else { return };
+    let upstream = McpUpstream::start("files").await;
+    gateway.register("files", &upstream.url()).await;
+    gateway
+        .rules(json!({ "default": "allow", "rules": [
+            { "name": "confirm-deletes", "tools": ["mcp:files/delete_*"], "decision": "ask" } ] }))
+        .await;
+
+    let client = gateway.client().await;
+    let waiting =
+        tokio::spawn(async move { client.call_tool(call("files__delete_file", json!({ "path": "/srv/data" }))).await });
+    let question = gateway.pending_question().await;
+    let removed = gateway.app.call(Method::DELETE, "/api/v1/upstreams/files", Some(&gateway.app.token), None).await;
+    assert_eq!(removed.status, StatusCode::NO_CONTENT, "{}", removed.text);
+    gateway.answer(&question, json!({ "value": true })).await;
+    let result = tokio::time::timeout(WITHIN, waiting).await.unwrap().unwrap().unwrap();
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    assert!(text_of(&result).contains("was removed while the call waited"), "{}", text_of(&result));
+
+    gateway.register("files", &upstream.url()).await;
+    let created = gateway.app.post("/api/v1/tokens", json!({ "name": "nightly agent", "role": "agent" })).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+    let token_id = created.json["token"]["id"].as_str().unwrap().to_owned();
+    let secret = created.json["secret"].as_str().unwrap().to_owned();
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp/gateway", gateway.base)).auth_header(secret);
+    let info = ClientConfig::new(ClientCapabilities::builder().enable_tasks().build(), Implementation::new("t", "1"));
+    let tasks_client = info.serve(StreamableHttpClientTransport::from_config(config)).await.expect("connects");
+    let response = tasks_client.call_tool_once(call("files__delete_file", json!({ "path": "/srv/backups" }))).await;
+    assert!(matches!(response, Ok(CallToolResponse::Task(_))), "a task: {response:?}");
+    let question = gateway.pending_question().await;
+    let revoked = gateway.app.post(&format!("/api/v1/tokens/{token_id}/revoke"), json!({})).await;
+    assert_eq!(revoked.status, StatusCode::OK, "{}", revoked.text);
+    gateway.answer(&question, json!({ "value": true })).await;
+
+    let audited = gateway.audited_calls(2).await;
+    let mut outcomes: Vec<&str> = audited.iter().filter_map(|e| e["after"]["outcome"].as_str()).collect();
+    outcomes.sort_unstable();
+    assert_eq!(outcomes, ["cancelled", "unreachable"], "{audited:?}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(upstream.calls().is_empty(), "neither approved call reached the upstream: {:?}", upstream.calls());
 }
 
 /// After a restart, the gateway's tasks are read from their questions but their calls are never made: one whose

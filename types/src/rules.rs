@@ -126,7 +126,7 @@ pub struct StoredRules {
     pub updated_by: Option<String>,
 }
 
-/// `PUT /rules?dry_run=true` answers this instead of storing: the document is valid as sent.
+/// What `POST /rules/check` answers for a document it would store as sent; it stores nothing.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct RulesCheck {

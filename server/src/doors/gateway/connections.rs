@@ -530,12 +530,17 @@ impl Connections {
         Ok(Connection { version: row.updated_at, service, calls, tools: Mutex::new(None) })
     }
 
-    /// Forgets a connection that failed, so that the next call opens another (a process is killed, and started
-    /// anew next time).
-    pub fn drop_connection(&self, state: &AppState, target: &Target, problem: &str) {
-        if let Some(connection) = self.open_connections().remove(&target.id()) {
-            connection.service.cancellation_token().cancel();
+    /// Forgets `connection`, which failed, so that the next call opens another (a process is killed, and started
+    /// anew next time). One opened since in its place is left alone: a call that waited long for its approval may
+    /// fail on a connection that has already been replaced.
+    pub fn drop_connection(&self, state: &AppState, target: &Target, connection: &Arc<Connection>, problem: &str) {
+        {
+            let mut open = self.open_connections();
+            if open.get(&target.id()).is_some_and(|current| Arc::ptr_eq(current, connection)) {
+                open.remove(&target.id());
+            }
         }
+        connection.service.cancellation_token().cancel();
         self.failed(state, target, problem);
     }
 

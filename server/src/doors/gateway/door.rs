@@ -337,7 +337,18 @@ impl Gateway {
                 forwarded_arguments = Some(edited);
             }
         }
-        let forwarded = self.forward(&call.connection, &call.target, scope, forwarded_arguments).await;
+        let (connection, target) = if asked.is_some() {
+            match self.after_the_wait(call).await? {
+                Ok(goes_on) => goes_on,
+                Err((outcome, refused)) => {
+                    self.record(call.record(outcome, question));
+                    return Ok(failed(refused));
+                }
+            }
+        } else {
+            (Arc::clone(&call.connection), call.target.clone())
+        };
+        let forwarded = self.forward(&connection, &target, scope, forwarded_arguments).await;
         let outcome = match &forwarded {
             Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => "error",
             Ok(_) => "forwarded",
@@ -345,6 +356,43 @@ impl Gateway {
         };
         self.record(call.record(outcome, question));
         forwarded
+    }
+
+    /// Where an approved call goes once a person has decided, which may be days after it was asked: only if the
+    /// token or session that made it still authenticates, and to the upstream as it is registered now (removed, the
+    /// call is not made; changed, it goes to the new address), over the connection open now. Otherwise the audit's
+    /// outcome and what the caller is told.
+    async fn after_the_wait(
+        &self,
+        call: &Pending,
+    ) -> Result<Result<(Arc<Connection>, Target), (&'static str, String)>, ErrorData> {
+        let live = match crate::doors::auth::Proof::of(&call.parts.headers) {
+            Some(proof) => proof.still_authenticates(&self.state, &call.caller).await.unwrap_or(false),
+            None => false,
+        };
+        if !live {
+            return Ok(Err((
+                "cancelled",
+                format!(
+                    "The token or session that made the call {} was revoked while it waited for approval; the call \
+                     was not made.",
+                    call.rule_tool
+                ),
+            )));
+        }
+        let Some(target) = self.upstream(&call.caller, &call.upstream).await? else {
+            return Ok(Err((
+                "unreachable",
+                format!(
+                    "The upstream {} was removed while the call waited for approval; the call {} was not made.",
+                    call.upstream, call.rule_tool
+                ),
+            )));
+        };
+        match self.connections.connect(&self.state, &target).await {
+            Ok(connection) => Ok(Ok((connection, target))),
+            Err(problem) => Ok(Err(("unreachable", format!("The upstream {} is {problem}", call.upstream)))),
+        }
     }
 
     /// For a client that declared MCP's tasks extension: asks the approval and answers with a task at once; the
@@ -476,7 +524,7 @@ impl Gateway {
             Ok(handle) => handle,
             Err(err) => {
                 let problem = super::connections::unreachable(&err);
-                self.connections.drop_connection(&self.state, row, &problem);
+                self.connections.drop_connection(&self.state, row, connection, &problem);
                 return Ok(Round::Done(failed(format!("The upstream {} is {problem}", row.name()))));
             }
         };
@@ -511,7 +559,7 @@ impl Gateway {
             }
             Err(err) => {
                 let problem = super::connections::unreachable(&err);
-                self.connections.drop_connection(&self.state, row, &problem);
+                self.connections.drop_connection(&self.state, row, connection, &problem);
                 Ok(Round::Done(failed(format!("The upstream {} is {problem}", row.name()))))
             }
         }
@@ -658,7 +706,7 @@ impl ServerHandler for Gateway {
                 ));
             }
             Err(problem) => {
-                self.connections.drop_connection(&self.state, &row, &problem);
+                self.connections.drop_connection(&self.state, &row, &connection, &problem);
                 self.record(record("unreachable", None));
                 return Ok(failed(format!("The upstream {upstream} {problem}")));
             }
