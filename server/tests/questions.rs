@@ -347,7 +347,7 @@ async fn a_response_schema_keyword_outside_elicitation_is_refused_by_name(app: T
         ),
         (
             json!({"title": "t", "response_schema": {"type": "object", "properties": {"x": {"type": "string"}},
-                   "additionalProperties": false}}),
+                   "additionalProperties": true}}),
             "response_schema.additionalProperties",
         ),
         (

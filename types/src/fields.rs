@@ -100,8 +100,13 @@ impl FieldRules {
     }
 
     /// A rating's number of stars.
+    /// `max` may be written `10.0` (as JSON from many languages' floats): the checks take a whole number however it
+    /// is written, and so does the count of stars.
     pub fn rating_max(&self) -> u32 {
-        self.max.as_ref().and_then(Number::as_u64).map_or(RATING_DEFAULT_MAX, |max| max.min(u64::from(u32::MAX)) as u32)
+        let whole = |max: &Number| {
+            max.as_u64().or_else(|| max.as_f64().filter(|m| m.fract() == 0.0 && *m >= 0.0).map(|m| m as u64))
+        };
+        self.max.as_ref().and_then(whole).map_or(RATING_DEFAULT_MAX, |max| max.min(u64::from(u32::MAX)) as u32)
     }
 }
 
@@ -148,5 +153,8 @@ mod tests {
         assert_eq!(FieldRules::default().rating_max(), 5);
         let rules = FieldRules { max: Some(10.into()), ..Default::default() };
         assert_eq!(rules.rating_max(), 10);
+        // As a Python or JavaScript client may send it; the server's checks accept it as 10.
+        let written_as_float: FieldRules = serde_json::from_value(serde_json::json!({"max": 10.0})).unwrap();
+        assert_eq!(written_as_float.rating_max(), 10);
     }
 }

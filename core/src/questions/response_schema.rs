@@ -14,8 +14,10 @@ use crate::validation::FieldErrors;
 /// Where a question's schema is named in errors.
 pub const SCHEMA_PATH: &str = "response_schema";
 
-/// Keywords the schema object itself may have.
-const ROOT_KEYWORDS: [&str; 6] = ["$schema", "type", "title", "description", "properties", "required"];
+/// Keywords the schema object itself may have. `additionalProperties` only as `false`, which a form keeps anyway
+/// (it has its properties and no others), and which schemas written by libraries (zod, pydantic) often carry.
+const ROOT_KEYWORDS: [&str; 7] =
+    ["$schema", "type", "title", "description", "properties", "required", "additionalProperties"];
 /// Keywords every property may have.
 const COMMON_KEYWORDS: [&str; 4] = ["type", "title", "description", "default"];
 
@@ -30,6 +32,10 @@ pub fn fields_from_schema(schema: &Value, path: &str, errors: &mut FieldErrors) 
     for keyword in root.keys().filter(|k| !ROOT_KEYWORDS.contains(&k.as_str())) {
         errors.add(format!("{path}.{keyword}"), "is not supported: a response schema is a flat object of primitives");
     }
+    if root.get("additionalProperties").is_some_and(|more| *more != Value::Bool(false)) {
+        errors
+            .add(format!("{path}.additionalProperties"), "may only be false: a form has its properties and no others");
+    }
     if root.get("type").is_some_and(|t| t != "object") {
         errors.add(format!("{path}.type"), "must be \"object\"");
     }
@@ -41,12 +47,35 @@ pub fn fields_from_schema(schema: &Value, path: &str, errors: &mut FieldErrors) 
     let mut fields = Vec::with_capacity(properties.len());
     for (key, property) in properties {
         let property_path = format!("{path}.properties.{key}");
+        let before = errors.fields().len();
         if let Some(mut field) = field_of(key, property, &property_path, errors) {
             field.required = required.contains(&key.as_str());
+            if errors.fields().len() == before {
+                check_default_text(property, &property_path, errors);
+            }
             fields.push(field);
         }
     }
     fields
+}
+
+/// A string property's `default` against its `minLength`, `maxLength` and `pattern`, which only the schema holds
+/// (the fields' own checks see its other keywords): a form must never open filled with what it then refuses.
+fn check_default_text(property: &Value, path: &str, errors: &mut FieldErrors) {
+    let Some(default @ Value::String(_)) = property.get("default") else { return };
+    let mut text_rules = Map::new();
+    for keyword in ["minLength", "maxLength", "pattern"] {
+        if let Some(value) = property.get(keyword) {
+            text_rules.insert(keyword.to_owned(), value.clone());
+        }
+    }
+    if text_rules.is_empty() {
+        return;
+    }
+    let Ok(validator) = jsonschema::validator_for(&Value::Object(text_rules)) else { return };
+    for error in validator.iter_errors(default) {
+        errors.add(format!("{path}.default"), error.to_string());
+    }
 }
 
 /// The names `required` lists, each one a property.
@@ -363,6 +392,39 @@ mod tests {
     }
 
     #[test]
+    fn no_additional_properties_is_what_a_form_is_anyway() {
+        let schema = |more: Value| json!({"type": "object", "properties": {"name": {"type": "string"}}, "additionalProperties": more});
+        let (fields, errors) = convert(schema(json!(false)));
+        assert!(errors.is_empty() && fields.len() == 1, "{errors:?}");
+        let (_, errors) = convert(schema(json!(true)));
+        assert_eq!(errors, ["response_schema.additionalProperties"]);
+        let (_, errors) = convert(schema(json!({"type": "string"})));
+        assert_eq!(errors, ["response_schema.additionalProperties"]);
+    }
+
+    /// The web and Slack forms open filled with the default; one the schema refuses would be refused when sent.
+    #[test]
+    fn a_text_default_is_held_to_its_length_and_pattern() {
+        let (_, errors) = convert(json!({
+            "type": "object",
+            "properties": {
+                "short": {"type": "string", "minLength": 5, "default": "ab"},
+                "long": {"type": "string", "maxLength": 3, "default": "abcd"},
+                "ticket": {"type": "string", "pattern": "^OPS-[0-9]+$", "default": "ops-1"},
+                "fine": {"type": "string", "minLength": 2, "pattern": "^[a-z]+$", "default": "ok"}
+            }
+        }));
+        assert_eq!(
+            errors,
+            [
+                "response_schema.properties.long.default",
+                "response_schema.properties.short.default",
+                "response_schema.properties.ticket.default",
+            ]
+        );
+    }
+
+    #[test]
     fn an_unsupported_keyword_is_named() {
         let (_, errors) = convert(json!({
             "type": "object",
@@ -371,7 +433,7 @@ mod tests {
                 "nested": {"type": "object", "properties": {}},
                 "n": {"type": "integer", "exclusiveMinimum": 0}
             },
-            "additionalProperties": false
+            "additionalProperties": true
         }));
         assert_eq!(
             errors,
