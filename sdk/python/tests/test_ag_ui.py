@@ -155,7 +155,7 @@ def test_a_response_schema_becomes_a_form_and_the_answer_comes_back_as_the_schem
                 ("region", "region", "choice", True),
                 ("size", "size", "choice", False),
                 ("zones", "zones", "multi_choice", False),
-                ("nodes", "Nodes", "number", True),
+                ("nodes", "Nodes", "integer", True),
                 ("labels", "Labels (JSON)", "text", False),
             ]
             assert [Option.of(o).label for o in asked.question.fields[1].options] == ["Small", "Large"]
@@ -173,6 +173,44 @@ def test_a_response_schema_becomes_a_form_and_the_answer_comes_back_as_the_schem
     assert isinstance(entry.payload["nodes"], int)
     assert entry.metadata is not None and entry.metadata["holdpoint"]["answered_by"]
     assert len(asked_for(server, project, thread_id)) == 1, "asking again for the interrupt found the same question"
+
+
+def test_a_schemas_bounds_and_whole_numbers_hold_and_its_enums_come_back_as_written(
+    server: Server, agent_token: str, project: str
+) -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "nodes": {"type": "integer", "minimum": 1, "maximum": 5, "title": "Nodes"},
+            "ratio": {"type": "number", "minimum": 0, "maximum": 1, "title": "Ratio"},
+            "tier": {"type": "integer", "enum": [1, 2, 3], "title": "Tier"},
+            "replicas": {"type": "array", "items": {"enum": [1, 3]}, "title": "Replicas"},
+        },
+        "required": ["nodes"],
+    }
+    interrupt = Interrupt(id="cluster", reason="input_required", message="Size the cluster", response_schema=schema)
+    thread_id = f"bounds-{uuid.uuid4().hex[:8]}"
+
+    async def answer_and_resume() -> list[ResumeEntry] | None:
+        async with AsyncHoldpoint(server.url, agent_token) as hp:
+            interrupts = HoldpointInterrupts(hp, project=project)
+            [asked] = await interrupts.ask(thread_id, "run-1", [interrupt])
+            assert asked.question is not None
+            assert [f.key for f in asked.question.fields] == ["nodes", "ratio", "tier", "replicas"], "in their order"
+            path = f"/questions/{asked.question.id}/answer"
+            for value in ({"nodes": 9}, {"nodes": 2.5}, {"nodes": 0}, {"nodes": 2, "ratio": 1.5}):
+                refused = server.api("POST", path, json={"value": value})
+                assert refused.status_code == 422, (value, refused.text)
+            answer = {"nodes": 2, "ratio": 0.5, "tier": "3", "replicas": ["1", "3"]}
+            answered = server.api("POST", path, json={"value": answer})
+            assert answered.status_code == 200, answered.text
+            return await interrupts.resume(thread_id, "run-1", [interrupt])
+
+    entries = asyncio.run(answer_and_resume())
+    assert entries is not None
+    [entry] = entries
+    assert entry.status == "resolved"
+    assert entry.payload == {"nodes": 2, "ratio": 0.5, "tier": 3, "replicas": [1, 3]}
 
 
 def test_a_long_message_is_the_title_by_its_first_line_and_the_body_cut_to_what_the_server_takes(

@@ -14,8 +14,9 @@
  * - `tool_call`: an approval of that call (the tool's name and arguments, read from the thread's messages) through
  *   the workspace's approval rules (`POST /decide`); the approver may edit the arguments unless the interrupt's
  *   `responseSchema` leaves `editedArgs` out. The resume payload is `{ approved }`, with `editedArgs` when edited.
- * - `input_required` (and any other reason with an object `responseSchema`): a form of the schema's properties; the
- *   payload is the answered object.
+ * - `input_required` (and any other reason with an object `responseSchema`): a form whose fields are the schema's
+ *   properties in their order, an `integer` a whole number and `minimum`/`maximum` its bounds; the payload is the
+ *   answered object, an enum's value as the schema wrote it.
  * - `confirmation`: a yes/no question; the payload is the boolean (`{ name: boolean }` for a schema of one boolean
  *   property).
  * - anything else: a text question, whose answer is the payload.
@@ -389,7 +390,12 @@ function field(key: string, property: JsonObject, required: boolean): FormField 
     return { key, label, response_type: 'multi_choice', options: items['enum'].map(String), required };
   }
   if (type === 'boolean') return { key, label, response_type: 'boolean', required };
-  if (type === 'number' || type === 'integer') return { key, label, response_type: 'number', required };
+  if (type === 'number' || type === 'integer') {
+    const number: FormField = { key, label, response_type: type, required };
+    if (typeof property['minimum'] === 'number') number.min = property['minimum'];
+    if (typeof property['maximum'] === 'number') number.max = property['maximum'];
+    return number;
+  }
   if (type !== undefined && type !== 'string') {
     return { key, label: `${label} (JSON)`, response_type: 'text', required };
   }
@@ -410,9 +416,29 @@ function payloadOf(interrupt: Interrupt, question: Question, value: JsonValue): 
   return value;
 }
 
-/** A form value as the schema wants it: parsed JSON for objects and arrays answered as text. */
+/** The values a property's `enum` or `oneOf` of consts offers, as the schema wrote them. */
+function choicesOf(property: JsonObject): JsonValue[] {
+  const enumValues = property['enum'];
+  if (Array.isArray(enumValues)) return enumValues;
+  const oneOf = property['oneOf'];
+  if (!Array.isArray(oneOf)) return [];
+  return oneOf.filter((o): o is JsonObject => isObject(o) && 'const' in o).map((o) => o['const'] as JsonValue);
+}
+
+/** `value`, answered as the text of a choice, as the choice itself. */
+function asWritten(choices: JsonValue[], value: JsonValue): JsonValue {
+  return choices.find((c) => typeof c !== 'string' && String(c) === value) ?? value;
+}
+
+/** A form value as the schema wants it: a choice of an enum of numbers or booleans as that value, parsed JSON for
+ * objects and arrays answered as text. */
 function typed(property: JsonObject, value: JsonValue): JsonValue {
   const type = property['type'];
+  const items = property['items'];
+  if (type === 'array' && isObject(items) && choicesOf(items).length > 0 && Array.isArray(value)) {
+    return value.map((item) => asWritten(choicesOf(items), item));
+  }
+  if (typeof value === 'string' && choicesOf(property).length > 0) return asWritten(choicesOf(property), value);
   if ((type === 'object' || type === 'array') && typeof value === 'string') {
     try {
       return JSON.parse(value) as JsonValue;

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 
 import { HttpAgent } from '@ag-ui/client';
-import type { Holdpoint, Question } from 'holdpoint-client';
+import { type Holdpoint, HoldpointError, type JsonObject, type Question } from 'holdpoint-client';
 import { askInterrupts, idempotencyKey, resumeInterrupts, runWithInterrupts } from 'holdpoint-client/ag-ui';
 
 import {
@@ -182,7 +182,7 @@ test('a response schema becomes a form, and the answer comes back as the schema 
       ['region', 'region', 'choice', true],
       ['size', 'size', 'choice', false],
       ['zones', 'zones', 'multi_choice', false],
-      ['nodes', 'Nodes', 'number', true],
+      ['nodes', 'Nodes', 'integer', true],
       ['labels', 'Labels (JSON)', 'text', false],
     ],
   );
@@ -194,6 +194,48 @@ test('a response schema becomes a form, and the answer comes back as the schema 
   assert.equal(entries?.[0]?.status, 'resolved');
   assert.deepEqual(entries?.[0]?.payload, { region: 'us-east', size: 'l', zones: ['a', 'c'], nodes: 3, labels: { team: 'core' } });
   assert.equal((await askedFor(project, run.threadId)).length, 1, 'asking again for the interrupt found the same question');
+});
+
+test("a schema's bounds and whole numbers hold, and its enums come back as written", async () => {
+  const hp = await agentClient(server);
+  const project = freshProject();
+  const run = {
+    threadId: `bounds-${randomUUID().slice(0, 8)}`,
+    runId: 'run-1',
+    toolCalls: {},
+    interrupts: [
+      {
+        id: 'cluster',
+        reason: 'input_required',
+        message: 'Size the cluster',
+        responseSchema: {
+          type: 'object',
+          properties: {
+            nodes: { type: 'integer', minimum: 1, maximum: 5, title: 'Nodes' },
+            ratio: { type: 'number', minimum: 0, maximum: 1, title: 'Ratio' },
+            tier: { type: 'integer', enum: [1, 2, 3], title: 'Tier' },
+            replicas: { type: 'array', items: { enum: [1, 3] }, title: 'Replicas' },
+          },
+          required: ['nodes'],
+        },
+      },
+    ],
+  };
+  const [asked] = await askInterrupts(hp, run, { project });
+  const question = asked?.question as Question;
+  assert.deepEqual(question.fields.map((f) => f.key), ['nodes', 'ratio', 'tier', 'replicas'], 'in their order');
+  const refused: JsonObject[] = [{ nodes: 9 }, { nodes: 2.5 }, { nodes: 0 }, { nodes: 2, ratio: 1.5 }];
+  for (const value of refused) {
+    await assert.rejects(
+      person.answer(question.id, { value }),
+      (error: unknown) => error instanceof HoldpointError && error.status === 422,
+      JSON.stringify(value),
+    );
+  }
+  await person.answer(question.id, { value: { nodes: 2, ratio: 0.5, tier: '3', replicas: ['1', '3'] } });
+  const entries = await resumeInterrupts(hp, run, { project });
+  assert.equal(entries?.[0]?.status, 'resolved');
+  assert.deepEqual(entries?.[0]?.payload, { nodes: 2, ratio: 0.5, tier: 3, replicas: [1, 3] });
 });
 
 test('tool_call interrupts the approval rules decide are resumed at once, naming the rule, without a question', async () => {

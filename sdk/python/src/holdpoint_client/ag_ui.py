@@ -19,7 +19,8 @@ How each interrupt (``RUN_FINISHED`` with ``outcome.type == "interrupt"``) becom
   unless the interrupt's ``responseSchema`` leaves ``editedArgs`` out. Its resume payload is ``{"approved": bool}``
   with ``"editedArgs"`` when the approver edited them.
 - ``input_required`` (and any reason this module does not know, with a ``responseSchema``): a form whose fields are
-  the schema's properties; the payload is the answered object.
+  the schema's properties in their order, an ``integer`` a whole number and ``minimum``/``maximum`` its bounds;
+  the payload is the answered object, an enum's value as the schema wrote it.
 - ``confirmation``: a yes/no question; the payload is the boolean (or ``{name: bool}`` when the schema is an object
   with one boolean property).
 - Anything else without a schema: a text question whose answer is the payload.
@@ -613,11 +614,19 @@ def _field(name: str, prop: JsonObject, required: bool) -> FormField:
     if kind == "boolean":
         return FormField(key=name, label=label, response_type="boolean", required=required)
     if kind in ("number", "integer"):
-        return FormField(key=name, label=label, response_type="number", required=required)
+        low, high = _bound(prop.get("minimum")), _bound(prop.get("maximum"))
+        if kind == "integer":
+            return FormField(key=name, label=label, response_type="integer", required=required, min=low, max=high)
+        return FormField(key=name, label=label, response_type="number", required=required, min=low, max=high)
     if kind not in (None, "string"):
         # Objects and other arrays are answered as JSON text and parsed back.
         return FormField(key=name, label=f"{label} (JSON)", response_type="text", required=required)
     return FormField(key=name, label=label, response_type="text", required=required)
+
+
+def _bound(value: JsonValue) -> float | None:
+    """A schema's ``minimum`` or ``maximum`` as a field's bound; anything but a number is none."""
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _payload(interrupt: Interrupt, schema: JsonObject | None, question: Question, value: JsonValue) -> JsonValue:
@@ -630,12 +639,32 @@ def _payload(interrupt: Interrupt, schema: JsonObject | None, question: Question
     return value
 
 
+def _choices(prop: JsonObject) -> list[JsonValue]:
+    """The values a property's ``enum`` or ``oneOf`` of consts offers, as the schema wrote them."""
+    enum = prop.get("enum")
+    if isinstance(enum, list):
+        return enum
+    one_of = prop.get("oneOf")
+    return [o["const"] for o in one_of if isinstance(o, dict) and "const" in o] if isinstance(one_of, list) else []
+
+
+def _as_written(choices: list[JsonValue], value: JsonValue) -> JsonValue:
+    """``value``, answered as the text of a choice, as the choice itself."""
+    return next((c for c in choices if not isinstance(c, str) and str(c) == value), value)
+
+
 def _typed(prop: JsonObject, value: JsonValue) -> JsonValue:
-    """A form value as the schema's type wants it: an integer for ``integer``, parsed JSON for objects and
-    arrays that were answered as text."""
+    """A form value as the schema's type wants it: an integer for ``integer``, a choice of an enum of numbers or
+    booleans as that value, parsed JSON for objects and arrays that were answered as text."""
     kind = prop.get("type")
     if kind == "integer" and isinstance(value, float) and value.is_integer():
         return int(value)
+    # A choice is answered with its value as text: an enum of numbers or booleans gets its own values back.
+    items = prop.get("items")
+    if kind == "array" and isinstance(items, dict) and _choices(items) and isinstance(value, list):
+        return [_as_written(_choices(items), item) for item in value]
+    if isinstance(value, str) and _choices(prop):
+        return _as_written(_choices(prop), value)
     if kind in ("object", "array") and isinstance(value, str):
         try:
             return cast(JsonValue, json.loads(value))
