@@ -72,7 +72,7 @@ impl Entries {
                     tables.insert(key, rows);
                 }
                 (Some(Value::String(text)), ResponseType::Datetime) => {
-                    scalars.insert(key, text.chars().take(16).collect());
+                    scalars.insert(key, local_text(text, &browser_offset_at));
                 }
                 (Some(value), _) => {
                     scalars.insert(key, scalar_text(value));
@@ -191,6 +191,40 @@ pub fn local_to_rfc3339(local: &str, offset: &str) -> String {
     format!("{local}{seconds}{offset}")
 }
 
+/// A `datetime-local` input's text for the RFC 3339 moment `text`, in the zone whose offset at that moment (in
+/// minutes east of UTC) `offset_at` gives: what is sent back unchanged, with that zone's offset, is the same moment.
+/// Text without an offset is the input's as it is.
+pub fn local_text(text: &str, offset_at: &dyn Fn(&str) -> i32) -> String {
+    match chrono::DateTime::parse_from_rfc3339(text) {
+        Ok(moment) => {
+            let offset = chrono::FixedOffset::east_opt(offset_at(text) * 60).unwrap_or(*moment.offset());
+            moment.with_timezone(&offset).format("%Y-%m-%dT%H:%M").to_string()
+        }
+        Err(_) => text.chars().take(16).collect(),
+    }
+}
+
+/// How a form names the zone of a date and time it reads with `offset` (`+01:00`; empty is UTC).
+pub fn zone_label(offset: &str) -> String {
+    match offset {
+        "" | "Z" | "+00:00" | "-00:00" => "Time zone: UTC".to_owned(),
+        offset => format!("Time zone: UTC{offset}"),
+    }
+}
+
+/// The browser's offset from UTC at the RFC 3339 moment `moment`, in minutes east.
+pub fn browser_offset_at(moment: &str) -> i32 {
+    #[cfg(feature = "hydrate")]
+    {
+        let minutes = -js_sys::Date::new(&wasm_bindgen::JsValue::from_str(moment)).get_timezone_offset();
+        if minutes.is_finite() {
+            return minutes as i32;
+        }
+    }
+    let _ = moment;
+    0
+}
+
 /// The browser's offset from UTC at a local date and time (daylight saving time included).
 pub fn browser_offset(local: &str) -> String {
     #[cfg(feature = "hydrate")]
@@ -248,6 +282,11 @@ pub fn field_value(
                     }
                 }
                 out.push(Value::Object(cells));
+            }
+            // Blank rows after the last one filled in are not sent, as on the page without its script: the editor
+            // always shows a row, which must not answer an optional table left alone with `[{}]`.
+            while out.last().is_some_and(|row| row.as_object().is_some_and(Map::is_empty)) {
+                out.pop();
             }
             (!out.is_empty() || field.rules.min_rows.is_some_and(|min| min > 0)).then_some(Value::Array(out))
         }
@@ -811,6 +850,19 @@ mod tests {
         assert_eq!(format_offset(60), "+01:00");
     }
 
+    /// A default written in one zone opens in the person's own, so that sent back untouched it is the same moment.
+    #[test]
+    fn a_datetime_default_opens_in_the_browsers_zone() {
+        let new_york = |_: &str| -300;
+        assert_eq!(local_text("2026-03-01T09:30:00+01:00", &new_york), "2026-03-01T03:30");
+        let sent = local_to_rfc3339(&local_text("2026-03-01T09:30:00+01:00", &new_york), "-05:00");
+        assert_eq!(
+            chrono::DateTime::parse_from_rfc3339(&sent).unwrap(),
+            chrono::DateTime::parse_from_rfc3339("2026-03-01T09:30:00+01:00").unwrap()
+        );
+        assert_eq!(local_text("2026-03-01T09:30", &new_york), "2026-03-01T09:30", "no offset: as written");
+    }
+
     #[test]
     fn a_table_is_sent_as_typed_rows_and_a_bad_cell_is_named_by_row_and_column() {
         let fields = vec![table()];
@@ -826,6 +878,23 @@ mod tests {
         entered.tables.insert("items".into(), vec![row("disk", "2"), row("cpu", "many")]);
         let errors = answer_value_at(true, &fields, &entered, &utc).unwrap_err();
         assert_eq!(errors.keys().collect::<Vec<_>>(), ["value.items[1].qty"]);
+    }
+
+    /// The editor opens with one blank row: left alone, an optional table is no answer, and blank rows after the
+    /// last one filled in are not sent, while a blank row before it keeps the row numbers the person saw.
+    #[test]
+    fn blank_rows_at_the_end_of_a_table_are_not_sent() {
+        let fields = vec![table()];
+        let mut entered = Entered::default();
+        let row = |item: &str| HashMap::from([("item".to_owned(), item.to_owned()), ("qty".to_owned(), String::new())]);
+        entered.tables.insert("items".into(), vec![row("")]);
+        assert_eq!(answer_value_at(true, &fields, &entered, &utc).unwrap(), json!({}));
+        entered.tables.insert("items".into(), vec![row(""), row("disk"), row(""), row("")]);
+        assert_eq!(
+            answer_value_at(true, &fields, &entered, &utc).unwrap(),
+            json!({"items": [{}, {"item": "disk"}]}),
+            "a blank row before a filled one stays, for the server to name"
+        );
     }
 
     #[test]

@@ -137,6 +137,32 @@ test('a form of several fields; a wrong value is refused with the reason and not
   assert.equal((await stored(invalid)).status, 'pending');
 });
 
+test('a form sent untouched answers with its defaults: its choices, its table rows, its moment in its own zone', async () => {
+  const id = await ask({
+    title: 'Plan the maintenance window', response_type: 'form', fields: [
+      { key: 'checks', label: 'Checks', response_type: 'multi_choice', options: options('lint', 'test', 'bench'), default: ['lint', 'bench'] },
+      {
+        key: 'hosts', label: 'Hosts', response_type: 'table', columns: [
+          { key: 'host', label: 'Host', response_type: 'text', required: true },
+          { key: 'cpus', label: 'CPUs', response_type: 'integer' },
+        ],
+        default: [{ host: 'web-1', cpus: 4 }, { host: 'db-1' }],
+      },
+      { key: 'starts', label: 'Window opens', response_type: 'datetime', default: '2026-03-01T09:30:00+01:00' },
+    ],
+  });
+  await openFromInbox('Plan the maintenance window');
+  // Without the script the page cannot know the browser's zone: the default shows in its own, and says which.
+  assert.equal(await page.getByTestId('answer-field-starts').inputValue(), '2026-03-01T09:30');
+  assert.equal(await page.getByTestId('answer-field-starts-zone').textContent(), 'Time zone: UTC+01:00');
+  await page.getByTestId('answer-submit').click();
+  await page.getByTestId('resolution').waitFor();
+  const value = (await stored(id)).response.value;
+  assert.deepEqual(value.checks, ['lint', 'bench']);
+  assert.deepEqual(value.hosts, [{ host: 'web-1', cpus: 4 }, { host: 'db-1' }]);
+  assert.equal(Date.parse(value.starts), Date.parse('2026-03-01T09:30:00+01:00'), value.starts);
+});
+
 test('a second answer is refused: the page says who answered first', async () => {
   const id = await ask({ title: 'Who wins?' });
   await openFromInbox('Who wins?');

@@ -7,7 +7,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { startServer, launchBrowser, api, signIn, waitForLive, eventually, resultPath } from './harness.mjs';
+import { startServer, launchBrowser, api, signIn, waitForHydration, waitForLive, eventually, resultPath } from './harness.mjs';
 
 let server;
 let browser;
@@ -288,6 +288,27 @@ test("the question page with its script: the slider's value, the markdown previe
   assert.equal(value.confidence, 15);
   assert.equal(value.notes, 'Ship **after** the freeze.');
   await page.context().close();
+});
+
+test("a date and time's default opens in the person's own zone and, sent untouched, is the same moment", async () => {
+  const id = await agentAsks({
+    title: 'Confirm the window (default)',
+    response_type: 'form',
+    fields: [{ key: 'starts', label: 'Window opens', response_type: 'datetime', default: '2026-03-01T09:30:00+01:00' }],
+  });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, timezoneId: 'America/New_York' });
+  const page = await context.newPage();
+  await signIn(page, server, `/questions/${id}`);
+  await waitForHydration(page);
+  // 09:30 in Paris is 03:30 in New York.
+  await eventually('the default is shown in New York time', async () =>
+    (await page.getByTestId('answer-field-starts').inputValue()) === '2026-03-01T03:30');
+  assert.equal(await page.getByTestId('answer-field-starts-zone').textContent(), 'Time zone: UTC-05:00');
+  await page.getByTestId('answer-submit').click();
+  await page.getByTestId('resolution').waitFor();
+  const value = (await answered(id)).response.value;
+  assert.equal(Date.parse(value.starts), Date.parse('2026-03-01T09:30:00+01:00'), value.starts);
+  await context.close();
 });
 
 test('the question page on a phone, without JavaScript, fits its width', async () => {

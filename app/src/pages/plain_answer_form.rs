@@ -2,7 +2,8 @@
 //! keeping its many input kinds out of the page's WebAssembly keeps the page small. The page shows it as HTML and,
 //! once its script runs, [`super::question`] follows the form's `input` events: a slider shows its value as it
 //! moves (`<output data-shows=ID>`), a markdown field its preview (`data-preview-of=ID`), and a date and time carries
-//! the browser's offset from UTC (`<input type=hidden data-offset-of=ID>`; without the script it is read as UTC).
+//! the browser's offset from UTC (`<input type=hidden data-offset-of=ID>`; without the script it is read as UTC, or
+//! as its default's own offset) and names that zone beside it (`data-zone-of=ID`).
 
 use leptos::either::{EitherOf3, EitherOf6};
 use leptos::prelude::*;
@@ -139,6 +140,9 @@ fn OptionInputs(
     options: Vec<QuestionOption>,
     multiple: bool,
     draft: StoredValue<AnswerDraft>,
+    /// The values checked when nothing was sent yet (a form field's default).
+    #[prop(optional)]
+    preset: Vec<String>,
 ) -> impl IntoView {
     let kind = if multiple { "checkbox" } else { "radio" };
     options
@@ -146,10 +150,11 @@ fn OptionInputs(
         .enumerate()
         .map(|(i, option)| {
             let id = format!("{name}-{i}");
+            let checked = draft.with_value(|d| d.sent(&name, &option.value)) || preset.contains(&option.value);
             view! {
                 <div class="option">
                     <input type=kind id=id.clone() name=name.clone() value=option.value.clone() required=!multiple
-                        checked=draft.with_value(|d| d.sent(&name, &option.value)) data-testid=format!("option-{}", option.value)/>
+                        checked=checked data-testid=format!("option-{}", option.value)/>
                     <label for=id>{option.label}</label>
                     {option.description.map(|d| view! { <span class="muted">" — " {d}</span> })}
                 </div>
@@ -234,12 +239,21 @@ fn PlainField(field: FormField, name: String, testid: String, draft: StoredValue
         }
         ResponseType::Datetime => {
             let offset_name = format!("{name}.offset");
-            let offset = draft.with_value(|d| d.value(&offset_name).map(str::to_owned)).unwrap_or_default();
+            // A page without its script cannot know the browser's zone: a default shows its own wall time and
+            // keeps its own offset, so sent back untouched it is the same moment.
+            let own_offset = initial.as_deref().and_then(|v| chrono::DateTime::parse_from_rfc3339(v).ok());
+            let offset = draft
+                .with_value(|d| d.value(&offset_name).map(str::to_owned))
+                .or_else(|| own_offset.map(|moment| moment.format("%:z").to_string()))
+                .unwrap_or_default();
             let start = initial.clone().map(|v| v.chars().take(16).collect::<String>());
             view! {
                 <input type="datetime-local" id=id.clone() name=name.clone() data-testid=testid.clone() required=required
                     value=start aria-describedby=described.clone() aria-invalid=invalid/>
-                <input type="hidden" name=offset_name value=offset data-offset-of=id.clone()/>
+                <input type="hidden" name=offset_name value=offset.clone() data-offset-of=id.clone()/>
+                <span class="muted zone" data-zone-of=id.clone() data-testid=format!("{testid}-zone")>
+                    {crate::rich_input::zone_label(&offset)}
+                </span>
             }
             .into_any()
         }
@@ -280,7 +294,7 @@ fn PlainField(field: FormField, name: String, testid: String, draft: StoredValue
         ResponseType::MultiChoice => view! {
             <fieldset id=id.clone() data-testid=testid.clone() aria-describedby=described.clone()>
                 <legend>{label.clone()}</legend>
-                <OptionInputs name=name.clone() options=field.options.clone() multiple=true draft/>
+                <OptionInputs name=name.clone() options=field.options.clone() multiple=true draft preset=preset_choices(&field, had_draft)/>
             </fieldset>
         }
         .into_any(),
@@ -330,6 +344,31 @@ fn PlainField(field: FormField, name: String, testid: String, draft: StoredValue
 
 /// How many rows the plain form offers a table: its least, three to fill in otherwise, as many as were sent last
 /// time, never more than it may have.
+/// A multi-choice field's default choices, when nothing was sent yet.
+fn preset_choices(field: &FormField, had_draft: bool) -> Vec<String> {
+    match (&field.default, had_draft) {
+        (Some(serde_json::Value::Array(chosen)), false) => {
+            chosen.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// A table field's default rows, when nothing was sent yet: each row's cells as their inputs' text.
+fn preset_rows(field: &FormField, draft: &AnswerDraft) -> Vec<std::collections::HashMap<String, String>> {
+    let Some(serde_json::Value::Array(rows)) = field.default.as_ref().filter(|_| draft.values.is_empty()) else {
+        return Vec::new();
+    };
+    let text = |value: &serde_json::Value| value.as_str().map_or_else(|| value.to_string(), str::to_owned);
+    rows.iter()
+        .map(|row| {
+            row.as_object()
+                .map(|cells| cells.iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k.clone(), text(v))).collect())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
 fn plain_rows(field: &FormField, draft: &AnswerDraft, name: &str) -> u32 {
     let prefix = format!("{name}[");
     let sent = draft
@@ -339,7 +378,8 @@ fn plain_rows(field: &FormField, draft: &AnswerDraft, name: &str) -> u32 {
         .max()
         .map_or(0, |row| row + 1);
     let max = field.rules.max_rows.unwrap_or(crate::types::TABLE_ROWS_MAX).min(crate::types::TABLE_ROWS_MAX);
-    field.rules.min_rows.unwrap_or(0).max(3).max(sent).min(max)
+    let preset = u32::try_from(preset_rows(field, draft).len()).unwrap_or(u32::MAX);
+    field.rules.min_rows.unwrap_or(0).max(3).max(sent).max(preset).min(max)
 }
 
 /// A table in the plain form: a fixed number of rows of inputs named `<name>[<row>].<column>`; rows left blank at
@@ -353,6 +393,7 @@ fn PlainTable(
     draft: StoredValue<AnswerDraft>,
 ) -> impl IntoView {
     let rows = draft.with_value(|d| plain_rows(&field, d, &name));
+    let preset = draft.with_value(|d| preset_rows(&field, d));
     let path = crate::rich_input::path_of(&field.key);
     let columns = field.rules.columns.clone();
     view! {
@@ -369,7 +410,9 @@ fn PlainTable(
                                 {columns.iter().map(|column| {
                                     let cell = format!("{name}[{row}].{}", column.key);
                                     let cell_path = format!("{path}[{row}].{}", column.key);
-                                    let value = draft.with_value(|d| d.value(&cell).map(str::to_owned));
+                                    let value = draft
+                                        .with_value(|d| d.value(&cell).map(str::to_owned))
+                                        .or_else(|| preset.get(row as usize)?.get(&column.key).cloned());
                                     let invalid = draft.with_value(|d| d.errors.contains_key(&cell_path)).then_some("true");
                                     let aria = format!("{}, row {}", column.label, row + 1);
                                     let cell_testid = format!("{testid}-{row}-{}", column.key);

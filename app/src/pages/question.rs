@@ -40,6 +40,7 @@ pub fn QuestionPage() -> impl IntoView {
 
 #[component]
 fn QuestionView(question: Question, answer_form: Option<String>) -> impl IntoView {
+    Effect::new(move |_| show_datetimes_in_local_time());
     let query = use_query_map();
     // A code, turned into a sentence of ours: a link that puts its own text here must not speak for Holdpoint.
     let error = move || query.with(|q| q.get_str("error").map(crate::navigation::answer_error_message));
@@ -84,6 +85,47 @@ fn QuestionView(question: Question, answer_form: Option<String>) -> impl IntoVie
     }
 }
 
+/// Once the page's script runs, a date and time the form shows in its own zone (a default written with another
+/// offset, which the page without its script keeps beside it) is shown in the browser's zone with the browser's
+/// offset: the person reads and edits their own time, and sent back untouched it is the same moment.
+fn show_datetimes_in_local_time() {
+    #[cfg(feature = "hydrate")]
+    {
+        use wasm_bindgen::JsCast;
+        let Some(document) = web_sys::window().and_then(|w| w.document()) else { return };
+        let Ok(offsets) = document.query_selector_all(".answer-form-host input[data-offset-of]") else { return };
+        for i in 0..offsets.length() {
+            let Some(offset) = offsets.item(i).and_then(|n| n.dyn_into::<web_sys::HtmlInputElement>().ok()) else {
+                continue;
+            };
+            let input = offset
+                .get_attribute("data-offset-of")
+                .and_then(|id| document.get_element_by_id(&id))
+                .and_then(|e| e.dyn_into::<web_sys::HtmlInputElement>().ok());
+            let Some(input) = input else { continue };
+            let (local, own) = (input.value(), offset.value());
+            let browser = if local.is_empty() {
+                // Nothing shown yet: what the person types is read in the browser's zone, at about this time of year.
+                let now = String::from(js_sys::Date::new_0().to_iso_string());
+                crate::rich_input::format_offset(crate::rich_input::browser_offset_at(&now))
+            } else if own.is_empty() {
+                crate::rich_input::browser_offset(&local)
+            } else {
+                let moment = crate::rich_input::local_to_rfc3339(&local, &own);
+                let shown = crate::rich_input::local_text(&moment, &crate::rich_input::browser_offset_at);
+                input.set_value(&shown);
+                crate::rich_input::browser_offset(&shown)
+            };
+            if !local.is_empty() {
+                offset.set_value(&browser);
+            }
+            if let Some(zone) = document.query_selector(&format!("[data-zone-of=\"{}\"]", input.id())).ok().flatten() {
+                zone.set_text_content(Some(&crate::rich_input::zone_label(&browser)));
+            }
+        }
+    }
+}
+
 /// What the server-rendered answer form does once the page's script runs, on each `input` event inside it: a slider
 /// shows its value in its `<output data-shows=ID>`, a markdown field renders into its `data-preview-of=ID` preview,
 /// and a date and time puts the browser's offset from UTC into its `data-offset-of=ID` hidden input.
@@ -113,7 +155,11 @@ fn follow_answer_form(ev: leptos::ev::Event) {
             preview.set_inner_html(&crate::markdown::to_html(&value));
         }
         if let Some(offset) = follower("data-offset-of").and_then(|e| e.dyn_into::<web_sys::HtmlInputElement>().ok()) {
-            offset.set_value(&crate::rich_input::browser_offset(&value));
+            let browser = crate::rich_input::browser_offset(&value);
+            if let Some(zone) = follower("data-zone-of") {
+                zone.set_text_content(Some(&crate::rich_input::zone_label(&browser)));
+            }
+            offset.set_value(&browser);
         }
     }
     #[cfg(not(feature = "hydrate"))]
