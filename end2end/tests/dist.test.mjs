@@ -180,6 +180,7 @@ describe('the Debian package', { skip: skipped('HOLDPOINT_DIST_DEB') }, () => {
       'ExecStart=/usr/bin/holdpoint serve',
       'User=holdpoint',
       'StateDirectory=holdpoint',
+      'Environment=HOLDPOINT_DATA_DIR=/var/lib/holdpoint',
       'NoNewPrivileges=yes',
       'ProtectSystem=strict',
       'ProtectHome=yes',
@@ -195,10 +196,10 @@ describe('the Debian package', { skip: skipped('HOLDPOINT_DIST_DEB') }, () => {
   });
 
   test("an administrator's commands find the database the service uses", () => {
-    // The settings file is the one place that names the data directory: an environment variable in the unit would
-    // win over it for the service alone, and `holdpoint backup` run by hand would look in ./data.
+    // The unit's environment names the data directory for the service; the settings file must name the same one,
+    // or `holdpoint backup` run by hand would look in ./data.
     const unit = readFileSync(join(root, 'usr/lib/systemd/system/holdpoint.service'), 'utf8');
-    assert.doesNotMatch(unit, /HOLDPOINT_DATA_DIR/);
+    assert.match(unit, /^Environment=HOLDPOINT_DATA_DIR=\/var\/lib\/holdpoint$/m);
     const binary = join(root, 'usr/bin/holdpoint');
     const settings = join(root, 'etc/holdpoint/holdpoint.toml');
     const scratch = mkdtempSync(join(tmpdir(), 'holdpoint-admin-'));
