@@ -1008,12 +1008,7 @@ async fn a_backup_taken_while_answers_are_written_holds_every_acknowledged_answe
     let dir = WorkDir::new();
     let backup_file = dir.path("holdpoint-backup.db");
     let began = std::time::Instant::now();
-    let out = holdpoint(
-        &dir.0,
-        &["backup", "--to", &backup_file.display().to_string(), "--database-url", &app.database_url],
-        &[],
-    )
-    .await;
+    let out = backup(&dir, &backup_file, &app.database_url).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stderr.contains("Backed up 100 questions"), "{}", out.stderr);
     for task in answering {
@@ -1023,12 +1018,7 @@ async fn a_backup_taken_while_answers_are_written_holds_every_acknowledged_answe
         acknowledged.lock().unwrap().iter().filter(|(_, at)| *at < began).map(|(id, _)| id.clone()).collect();
     assert!(before.len() >= 20, "answers were acknowledged before the backup began");
 
-    let out = holdpoint(
-        &dir.0,
-        &["backup", "--to", &backup_file.display().to_string(), "--database-url", &app.database_url],
-        &[],
-    )
-    .await;
+    let out = backup(&dir, &backup_file, &app.database_url).await;
     assert_eq!(out.code, 1, "a backup never overwrites: {}", out.stderr);
 
     let restored = dir.path("restored");
@@ -1059,12 +1049,7 @@ async fn backups_are_private_and_restores_belong_to_the_data_directorys_owner() 
     let app = TestApp::start(Backend::Sqlite).await.unwrap();
     let dir = WorkDir::new();
     let backup_file = dir.path("copy.db");
-    let out = holdpoint(
-        &dir.0,
-        &["backup", "--to", &backup_file.display().to_string(), "--database-url", &app.database_url],
-        &[],
-    )
-    .await;
+    let out = backup(&dir, &backup_file, &app.database_url).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stderr.contains("holdpoint: using the database /"), "{}", out.stderr);
     assert_eq!(std::fs::metadata(&backup_file).unwrap().mode() & 0o777, 0o600);
@@ -1105,6 +1090,11 @@ fn runs_as_root() -> bool {
     let uid = std::fs::metadata(&probe).unwrap().uid();
     let _ = std::fs::remove_file(&probe);
     uid == 0
+}
+
+/// `holdpoint backup --to FILE` of the database at `url`, run in `dir`.
+async fn backup(dir: &WorkDir, file: &Path, url: &str) -> Output {
+    holdpoint(&dir.0, &["backup", "--to", &file.display().to_string(), "--database-url", url], &[]).await
 }
 
 /// PostgreSQL is backed up with its own tools; the command says so instead of doing something else.

@@ -64,6 +64,13 @@ fn text_of(result: &CallToolResult) -> String {
     result.content.iter().filter_map(|c| c.as_text()).map(|t| t.text.clone()).collect::<Vec<_>>().join("\n")
 }
 
+/// A client of the gateway at `base` that declares MCP's tasks extension, calling with `token`.
+async fn connect_with_tasks(base: &str, token: &str) -> RunningService<RoleClient, ClientConfig> {
+    let config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp/gateway")).auth_header(token);
+    let info = ClientConfig::new(ClientCapabilities::builder().enable_tasks().build(), Implementation::new("t", "1"));
+    info.serve(StreamableHttpClientTransport::from_config(config)).await.expect("connects")
+}
+
 /// A gateway with its upstreams on loopback, and an agent token to call it with (the admin answers).
 struct Gateway {
     app: TestApp,
@@ -89,6 +96,18 @@ impl Gateway {
         let base = app.serve().await;
         let agent = app.create_token("default", Role::Agent).await;
         Some(Gateway { app, base, agent })
+    }
+
+    /// A gateway with the upstream `files` registered, whose deletes the rules ask a person about.
+    async fn confirming_deletes(backend: Backend) -> Option<(Gateway, McpUpstream)> {
+        let gateway = Gateway::start(backend).await?;
+        let upstream = McpUpstream::start("files").await;
+        gateway.register("files", &upstream.url()).await;
+        gateway
+            .rules(json!({ "default": "allow", "rules": [
+                { "name": "confirm-deletes", "tools": ["mcp:files/delete_*"], "decision": "ask" } ] }))
+            .await;
+        Some((gateway, upstream))
     }
 
     async fn register(&self, name: &str, url: &str) {
@@ -413,17 +432,8 @@ async fn ended_task(client: &RunningService<RoleClient, ClientConfig>, id: &str)
 /// it waiting for the person while nothing reaches the upstream; approved, the call is forwarded and the task
 /// completes with the upstream's result. A cancelled task's question is cancelled and its call never made.
 async fn an_asked_call_as_a_task_reaches_the_upstream_only_after_approval(backend: Backend) {
-    let Some(gateway) = Gateway::start(backend).await else { return };
-    let upstream = McpUpstream::start("files").await;
-    gateway.register("files", &upstream.url()).await;
-    gateway
-        .rules(json!({ "default": "allow", "rules": [
-            { "name": "confirm-deletes", "tools": ["mcp:files/delete_*"], "decision": "ask" } ] }))
-        .await;
-    let config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp/gateway", gateway.base))
-        .auth_header(gateway.agent.clone());
-    let info = ClientConfig::new(ClientCapabilities::builder().enable_tasks().build(), Implementation::new("t", "1"));
-    let client = info.serve(StreamableHttpClientTransport::from_config(config)).await.expect("connects");
+    let Some((gateway, upstream)) = Gateway::confirming_deletes(backend).await else { return };
+    let client = connect_with_tasks(&gateway.base, &gateway.agent).await;
     let task_of = |response: CallToolResponse| match response {
         CallToolResponse::Task(created) => created.task.task_id,
         other => panic!("a task was expected, not {other:?}"),
@@ -466,13 +476,7 @@ async fn an_asked_call_as_a_task_reaches_the_upstream_only_after_approval(backen
 /// An approval may come days after the call: the call then goes on only under what holds when it is approved. An
 /// upstream removed meanwhile is not called, and a task whose token was revoked meanwhile never makes its call.
 async fn an_approved_call_goes_on_only_if_its_upstream_and_its_token_still_stand(backend: Backend) {
-    let Some(gateway) = Gateway::start(backend).await else { return };
-    let upstream = McpUpstream::start("files").await;
-    gateway.register("files", &upstream.url()).await;
-    gateway
-        .rules(json!({ "default": "allow", "rules": [
-            { "name": "confirm-deletes", "tools": ["mcp:files/delete_*"], "decision": "ask" } ] }))
-        .await;
+    let Some((gateway, upstream)) = Gateway::confirming_deletes(backend).await else { return };
 
     let client = gateway.client().await;
     let waiting =
@@ -490,10 +494,7 @@ async fn an_approved_call_goes_on_only_if_its_upstream_and_its_token_still_stand
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
     let token_id = created.json["token"]["id"].as_str().unwrap().to_owned();
     let secret = created.json["secret"].as_str().unwrap().to_owned();
-    let config =
-        StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp/gateway", gateway.base)).auth_header(secret);
-    let info = ClientConfig::new(ClientCapabilities::builder().enable_tasks().build(), Implementation::new("t", "1"));
-    let tasks_client = info.serve(StreamableHttpClientTransport::from_config(config)).await.expect("connects");
+    let tasks_client = connect_with_tasks(&gateway.base, &secret).await;
     let response = tasks_client.call_tool_once(call("files__delete_file", json!({ "path": "/srv/backups" }))).await;
     assert!(matches!(response, Ok(CallToolResponse::Task(_))), "a task: {response:?}");
     let question = gateway.pending_question().await;
@@ -518,18 +519,11 @@ async fn a_gateway_task_read_after_a_restart_ends_without_making_its_call(backen
     let upstream = McpUpstream::start("files").await;
     gateway.register("files", &upstream.url()).await;
     gateway.rules(json!({ "default": "ask" })).await;
-    let connect_with_tasks = |base: String| {
-        let config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp/gateway"))
-            .auth_header(gateway.agent.clone());
-        let info =
-            ClientConfig::new(ClientCapabilities::builder().enable_tasks().build(), Implementation::new("t", "1"));
-        async move { info.serve(StreamableHttpClientTransport::from_config(config)).await.expect("connects") }
-    };
     let task_of = |response: CallToolResponse| match response {
         CallToolResponse::Task(created) => created.task.task_id,
         other => panic!("a task was expected, not {other:?}"),
     };
-    let client = connect_with_tasks(gateway.base.clone()).await;
+    let client = connect_with_tasks(&gateway.base, &gateway.agent).await;
     let waiting =
         task_of(client.call_tool_once(call("files__delete_file", json!({ "path": "/srv/data" }))).await.unwrap());
     let question = gateway.pending_question().await;
@@ -542,7 +536,7 @@ async fn a_gateway_task_read_after_a_restart_ends_without_making_its_call(backen
     let (state, router) = gateway.app.restart(|config| config.upstream_allow_private = true).await;
     let restarted = common::serve_router(&state, router).await;
     gateway.answer(&rejected_question, json!({ "value": false, "comment": "keep the logs" })).await;
-    let client = connect_with_tasks(restarted).await;
+    let client = connect_with_tasks(&restarted, &gateway.agent).await;
 
     let failed = ended_task(&client, &waiting).await;
     let TaskPayload::Failed { error } = &failed.task.payload else { panic!("failed, not {failed:?}") };
@@ -576,14 +570,7 @@ async fn a_server_that_stops_cancels_the_questions_its_gateway_calls_wait_on(bac
         (result, client)
     });
     let question = gateway.pending_question().await;
-    let with_tasks = |base: &str| {
-        let config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp/gateway"))
-            .auth_header(gateway.agent.clone());
-        let info =
-            ClientConfig::new(ClientCapabilities::builder().enable_tasks().build(), Implementation::new("t", "1"));
-        info.serve(StreamableHttpClientTransport::from_config(config))
-    };
-    let tasks_client = with_tasks(&server.base_url).await.expect("connects");
+    let tasks_client = connect_with_tasks(&server.base_url, &gateway.agent).await;
     let created = tasks_client.call_tool_once(call("files__delete_file", json!({ "path": "/srv/logs" }))).await;
     let CallToolResponse::Task(created) = created.unwrap() else { panic!("a task was expected") };
     let task = created.task.task_id;
@@ -602,7 +589,7 @@ async fn a_server_that_stops_cancels_the_questions_its_gateway_calls_wait_on(bac
         assert!(text.contains("server stopped") && text.contains("not made"), "{text}");
     }
 
-    let tasks_client = with_tasks(&gateway.base).await.expect("connects");
+    let tasks_client = connect_with_tasks(&gateway.base, &gateway.agent).await;
     let ended = ended_task(&tasks_client, &task).await;
     assert_eq!(ended.task.status(), TaskStatus::Cancelled, "{ended:?}");
     let message = ended.task.task.status_message.clone().unwrap_or_default();
