@@ -31,13 +31,14 @@ pub fn parse_document(value: &Value) -> Result<(RulesDocument, FieldErrors), App
         errors.add(key.clone(), "is not a field of a rules document (rules, default)");
     }
     match object.get("default") {
+        // Null is left out, as YAML writes a key left empty (`default:`).
+        None | Some(Value::Null) => {}
         Some(default) if serde_json::from_value::<RuleDecision>(default.clone()).is_err() => {
             errors.add("default", "must be allow, ask or deny");
         }
         Some(default) => {
             read.insert("default".into(), default.clone());
         }
-        None => {}
     }
     match object.get("rules") {
         None | Some(Value::Null) => {}
@@ -75,7 +76,12 @@ fn rule_shape(rule: &Value, i: usize, errors: &mut FieldErrors) -> Value {
             errors.add(at(required), "is required");
         }
     }
-    for (field, value) in fields.iter().filter(|(key, _)| FIELDS.contains(&key.as_str())) {
+    // An optional field given as null is left out, as YAML writes a key left empty (`ask:`).
+    let required = |key: &str| ["name", "tools", "decision"].contains(&key);
+    let given = |(key, value): &(&String, &Value)| {
+        FIELDS.contains(&key.as_str()) && (required(key.as_str()) || !value.is_null())
+    };
+    for (field, value) in fields.iter().filter(given) {
         let fault = match field.as_str() {
             "name" if !value.is_string() => Some("must be a string".to_owned()),
             "tools" | "agents" if serde_json::from_value::<Vec<String>>(value.clone()).is_err() => {
@@ -244,4 +250,26 @@ pub fn check_call(tool: &str, arguments: &Value) -> Result<(), AppError> {
         errors.add("arguments", "must be a JSON object");
     }
     errors.into_result("the call")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// YAML writes a key left empty as null: an optional field so written is left out, a required one is a fault.
+    #[test]
+    fn an_optional_field_given_as_null_is_left_out() {
+        let written = json!({ "default": null, "rules": [{
+            "name": "deploys", "tools": ["deploy"], "decision": "ask",
+            "agents": null, "when": null, "reason": null, "ask": null, "mode": null,
+        }] });
+        let (document, faults) = parse_document(&written).unwrap();
+        assert!(faults.is_empty(), "{:?}", faults.fields());
+        let plain = json!({ "rules": [{ "name": "deploys", "tools": ["deploy"], "decision": "ask" }] });
+        assert_eq!(document, parse_document(&plain).unwrap().0);
+
+        let required = json!({ "rules": [{ "name": null, "tools": null, "decision": null }] });
+        let (_, faults) = parse_document(&required).unwrap();
+        assert_eq!(faults.fields(), ["rules[0].decision", "rules[0].name", "rules[0].tools"]);
+    }
 }
