@@ -435,10 +435,10 @@ function asWritten(choices: JsonValue[], value: JsonValue): JsonValue {
 function typed(property: JsonObject, value: JsonValue): JsonValue {
   const type = property['type'];
   const items = property['items'];
-  if (type === 'array' && isObject(items) && choicesOf(items).length > 0 && Array.isArray(value)) {
-    return value.map((item) => asWritten(choicesOf(items), item));
-  }
-  if (typeof value === 'string' && choicesOf(property).length > 0) return asWritten(choicesOf(property), value);
+  const itemChoices = type === 'array' && isObject(items) ? choicesOf(items) : [];
+  if (itemChoices.length > 0 && Array.isArray(value)) return value.map((item) => asWritten(itemChoices, item));
+  const choices = choicesOf(property);
+  if (choices.length > 0 && typeof value === 'string') return asWritten(choices, value);
   if ((type === 'object' || type === 'array') && typeof value === 'string') {
     try {
       return JSON.parse(value) as JsonValue;

@@ -38,7 +38,7 @@ pub async fn backup(location: &DatabaseLocation, to: &Path) -> Result<Copied, St
     if !source.is_file() {
         return Err(format!("there is no database at {}: nothing to back up", source.display()));
     }
-    eprintln!("holdpoint: using the database {}", std::path::absolute(&source).unwrap_or(source.clone()).display());
+    super::say_database(&std::path::absolute(&source).unwrap_or_else(|_| source.clone()).display().to_string());
     if to.exists() {
         return Err(format!("{} exists already: a backup never overwrites a file", to.display()));
     }
@@ -91,7 +91,7 @@ pub async fn restore(location: &DatabaseLocation, from: &Path) -> Result<Copied,
             ));
         }
     }
-    eprintln!("holdpoint: using the database {}", std::path::absolute(&target).unwrap_or(target.clone()).display());
+    super::say_database(&std::path::absolute(&target).unwrap_or_else(|_| target.clone()).display().to_string());
     let questions = check(from).await?;
     let directory = target.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(directory).map_err(|e| format!("cannot create {}: {e}", directory.display()))?;

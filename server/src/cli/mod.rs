@@ -574,6 +574,11 @@ fn operator_action(
     }
 }
 
+/// Says on stderr which database a command that opens one directly acts on.
+pub(crate) fn say_database(shown: &str) {
+    eprintln!("holdpoint: using the database {shown}");
+}
+
 /// Opens the database of an administrative command, saying which one on stderr; refuses to create a SQLite file
 /// that does not exist unless `--create-database` asks for it.
 async fn open_store(database: &AdminDatabase) -> Result<std::sync::Arc<dyn store::Store>, String> {
@@ -592,7 +597,7 @@ async fn open_store(database: &AdminDatabase) -> Result<std::sync::Arc<dyn store
         }
         None => store::redacted_url(&location.url()),
     };
-    eprintln!("holdpoint: using the database {shown}");
+    say_database(&shown);
     let url = location.prepare().map_err(|e| e.to_string())?;
     store::connect(&url).await.map_err(|e| e.to_string())
 }

@@ -661,10 +661,12 @@ def _typed(prop: JsonObject, value: JsonValue) -> JsonValue:
         return int(value)
     # A choice is answered with its value as text: an enum of numbers or booleans gets its own values back.
     items = prop.get("items")
-    if kind == "array" and isinstance(items, dict) and _choices(items) and isinstance(value, list):
-        return [_as_written(_choices(items), item) for item in value]
-    if isinstance(value, str) and _choices(prop):
-        return _as_written(_choices(prop), value)
+    item_choices = _choices(items) if kind == "array" and isinstance(items, dict) else []
+    if item_choices and isinstance(value, list):
+        return [_as_written(item_choices, item) for item in value]
+    choices = _choices(prop)
+    if choices and isinstance(value, str):
+        return _as_written(choices, value)
     if kind in ("object", "array") and isinstance(value, str):
         try:
             return cast(JsonValue, json.loads(value))
