@@ -120,18 +120,21 @@ class NeedsAuthorization(AgentExecutor):
         raise NotImplementedError
 
 
-def authorizing_agent(url: str) -> Starlette:
+def agent_serving(executor: AgentExecutor, name: str, description: str, url: str) -> Starlette:
+    """An A2A agent of ``executor`` served at ``url`` with the SDK's own JSON-RPC server."""
     card = AgentCard(
-        name="authorizer",
-        description="Needs a credential first.",
+        name=name,
+        description=description,
         version="1.0.0",
         supported_interfaces=[AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")],
         capabilities=AgentCapabilities(streaming=True),
     )
-    handler = DefaultRequestHandler(
-        agent_executor=NeedsAuthorization(), task_store=InMemoryTaskStore(), agent_card=card
-    )
+    handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card)
     return Starlette(routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/")])
+
+
+def authorizing_agent(url: str) -> Starlette:
+    return agent_serving(NeedsAuthorization(), "authorizer", "Needs a credential first.", url)
 
 
 def test_an_auth_required_task_gets_the_persons_answer_as_its_next_message(
@@ -153,3 +156,49 @@ def test_an_auth_required_task_gets_the_persons_answer_as_its_next_message(
     assert question.context["a2a"]["state"] == "auth-required"
     assert task.status.state == TaskState.TASK_STATE_COMPLETED
     assert get_message_text(task.status.message) == "authorized with tok-123"
+
+
+class AuthorizedOutOfBand(AgentExecutor):
+    """An agent whose task needs a credential (``auth-required``), is given one out of band meanwhile, and goes on
+    by itself without a follow-up message (A2A §7.6)."""
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.message is not None
+        task = new_task_from_user_message(context.message)
+        await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        asking = "Sign in to the deploy service for the api."
+        await updater.requires_auth(new_text_message(asking, task_id=task.id, context_id=task.context_id))
+        await asyncio.sleep(1.5)
+        await updater.complete(new_text_message("deployed with the credential given out of band"))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        raise NotImplementedError
+
+
+def out_of_band_agent(url: str) -> Starlette:
+    return agent_serving(AuthorizedOutOfBand(), "signs-in-elsewhere", "Is given its credential out of band.", url)
+
+
+def test_a_task_that_goes_on_without_the_answer_withdraws_its_question(
+    server: Server, agent_token: str, project: str
+) -> None:
+    async def run(agent_url: str) -> tuple[Task, TaskWatcher]:
+        agent = await create_client(agent_url, ClientConfig(streaming=True))
+        async with AsyncHoldpoint(server.url, agent_token) as hp:
+            watcher = TaskWatcher(agent, hp, project=project)
+            sent = watcher.send(new_text_message("Deploy the api service.", role=Role.ROLE_USER))
+            task = await asyncio.wait_for(sent, timeout=30)
+        await agent.close()
+        return task, watcher
+
+    with serving(out_of_band_agent) as agent_url:
+        task, watcher = asyncio.run(run(agent_url))
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    assert get_message_text(task.status.message) == "deployed with the credential given out of band"
+    [asked] = watcher.asked
+    assert asked.outcome == "cancelled"
+    question = server.api("GET", f"/questions/{asked.question_id}").json()
+    assert question["title"] == "Sign in to the deploy service for the api."
+    assert question["response"]["comment"] == "The agent's task went on without this answer."
+    assert pending(server, project) == []

@@ -21,6 +21,10 @@ stops for input, the agent's status message (its text parts, and any data parts 
 task id and the status message's id, so a watcher that re-attaches finds the question already asked. An answer (or
 a default) goes back as a user message with the task's ``task_id`` and ``context_id``. A question that expired or
 was cancelled cancels the task (A2A has no "nobody answered" reply): ``watch`` returns it ``canceled``.
+
+The task may go on without the answer while the person decides: an agent given a credential out of band leaves
+``auth-required`` by itself, and any agent may end or cancel its task. The watcher follows the task while the
+question waits; once the task has moved on, it withdraws the question (cancelled, saying why) and watches on.
 """
 
 from __future__ import annotations
@@ -46,10 +50,11 @@ from a2a.types import (
     Task,
     TaskState,
 )
-from a2a.utils.errors import UnsupportedOperationError
+from a2a.utils.errors import TaskNotCancelableError, UnsupportedOperationError
 
 from . import _core
 from ._async import AsyncHoldpoint
+from ._errors import ConflictError
 from ._types import AskResult, Assignee, JsonObject, Urgency
 
 TERMINAL_STATES = frozenset(
@@ -116,9 +121,15 @@ class TaskWatcher:
                 return task
             if state in ASKING_STATES:
                 answer = await self._ask(task)
-                if answer is None:
-                    return await self.agent.cancel_task(CancelTaskRequest(id=task.id))
-                await self._consume(self.agent.send_message(SendMessageRequest(message=answer)))
+                if isinstance(answer, _MovedOn):
+                    continue
+                try:
+                    if answer is None:
+                        return await self.agent.cancel_task(CancelTaskRequest(id=task.id))
+                    await self._consume(self.agent.send_message(SendMessageRequest(message=answer)))
+                except (UnsupportedOperationError, TaskNotCancelableError):
+                    # The task ended between the answer and its reply: read it as it ended.
+                    pass
                 continue
             await self._follow(task_id)
 
@@ -153,8 +164,39 @@ class TaskWatcher:
                 await close()
         return task_id
 
-    async def _ask(self, task: Task) -> Message | None:
-        """Asks a person what the task asks; returns the message to answer with, or ``None`` when nobody did."""
+    async def _moved_on(self, task: Task) -> None:
+        """Returns once the task is no longer at the request for input ``task`` shows: another state, or another
+        request. Follows the task's updates when the agent streams them, else reads it every ``poll_seconds``."""
+        at = _request_of(task)
+        while True:
+            try:
+                stream = self.agent.subscribe(SubscribeToTaskRequest(id=task.id))
+                try:
+                    async for response in stream:
+                        if response.HasField("task") and _request_of(response.task) != at:
+                            return
+                        if response.HasField("status_update"):
+                            update = response.status_update
+                            state, message_id = update.status.state, update.status.message.message_id
+                            if state not in ASKING_STATES or (message_id and message_id != at[1]):
+                                return
+                finally:
+                    close = getattr(stream, "aclose", None)
+                    if close is not None:
+                        await close()
+            except NotImplementedError:
+                await asyncio.sleep(self.poll_seconds)
+            except UnsupportedOperationError:
+                return  # the task has ended: a subscription to it is refused
+            except A2AClientTimeoutError:
+                pass
+            current = await self.agent.get_task(GetTaskRequest(id=task.id))
+            if _request_of(current) != at:
+                return
+
+    async def _ask(self, task: Task) -> Message | None | _MovedOn:
+        """Asks a person what the task asks; returns the message to answer with, ``None`` when nobody did, or
+        ``_MOVED_ON`` when the task went on without an answer (its question withdrawn)."""
         request = task.status.message
         text = message_text(request) or (
             "The agent needs authorization to go on." if task.status.state == TaskState.TASK_STATE_AUTH_REQUIRED
@@ -164,7 +206,7 @@ class TaskWatcher:
         title = first if len(first) <= 300 else first[:299] + "…"
         state = "auth-required" if task.status.state == TaskState.TASK_STATE_AUTH_REQUIRED else "input-required"
         context: JsonObject = {"a2a": {"task_id": task.id, "context_id": task.context_id, "state": state}}
-        result = await self.client.ask(
+        question = await self.client.create_question(
             title,
             kind="blocking",
             response_type="text",
@@ -176,6 +218,25 @@ class TaskWatcher:
             assignee=self.assignee,
             idempotency_key=idempotency_key(task),
         )
+        waiting = asyncio.ensure_future(self.client.wait(question.id))
+        moved_on = asyncio.ensure_future(self._moved_on(task))
+        try:
+            await asyncio.wait({waiting, moved_on}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for running in (waiting, moved_on):
+                if not running.done():
+                    running.cancel()
+            await asyncio.gather(waiting, moved_on, return_exceptions=True)
+        if not waiting.done() or waiting.cancelled():
+            moved_on.result()  # a failure to follow the task is the caller's to see
+            try:
+                withdrawn = await self.client.cancel(question.id, reason="The agent's task went on without this answer.")
+                self.asked.append(AskResult(withdrawn))
+            except ConflictError:
+                # Answered meanwhile: the answer stays on the record, and the task has gone on without it.
+                self.asked.append(AskResult(await self.client.get_question(question.id)))
+            return _MOVED_ON
+        result = waiting.result()
         self.asked.append(result)
         if result.outcome not in ("answered", "defaulted"):
             return None
@@ -189,6 +250,18 @@ class TaskWatcher:
             parts=[part],
             metadata=_metadata(result),
         )
+
+
+class _MovedOn:
+    """The task went on without the answer to its request for input."""
+
+
+_MOVED_ON = _MovedOn()
+
+
+def _request_of(task: Task) -> tuple[TaskState, str]:
+    """Which request for input the task is at: its state and its status message's id."""
+    return task.status.state, task.status.message.message_id
 
 
 def message_text(message: Message) -> str:
