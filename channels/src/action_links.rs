@@ -5,10 +5,11 @@
 //! can make one up or change what one says. A token is `payload.tag`, both base64url without padding: the payload is
 //! the claims as JSON, the tag the MAC of the payload's text. It travels in a URL path as it is.
 //!
-//! Single use is the store's to enforce: each token carries an id of its own ([`ActionClaims::id`]), which the
-//! answer through a link records, so a second use finds it taken. Whether the question is still pending and whether
-//! the recipient may answer it is decided when the link is confirmed (`POST /act/{token}`), by the answer use case
-//! with every rule of §3; opening a link (`GET`) only reads the token.
+//! A link answers at most once because what it does happens once: an answer takes the question out of `pending`, once,
+//! and an approval among several counts its person once, however often it is followed. Whether the question is still
+//! pending and whether the recipient may answer it is decided when the link is confirmed (`POST /act/{token}`), by the
+//! answer use case with every rule of §3; opening a link (`GET`) only reads the token. Each token carries an id of its
+//! own ([`ActionClaims::id`]), so no two links are the same text.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;

@@ -258,14 +258,16 @@ impl PushMessage {
 }
 
 /// The payload of the notification of `question`: what the service worker shows, with one action per link
-/// (`links`, made for this recipient with [`super::PUSH_MAX_CHOICES`]) and the question's address.
+/// (`links`, made for this recipient with [`super::PUSH_MAX_CHOICES`]) and the question's address. It always fits
+/// in [`MAX_PAYLOAD_BYTES`], the most a push service must take: a question whose links (each carries its value)
+/// make it longer goes without them, answered through its Open action, and then with a shorter body.
 pub fn notification_payload(question: &Question, links: &[ActionLink], open_url: &str) -> Value {
     let actions: Vec<Value> = links
         .iter()
         .enumerate()
         .map(|(i, link)| json!({"action": format!("answer:{i}"), "title": link.answer.label, "url": link.url}))
         .collect();
-    json!({
+    let mut payload = json!({
         "type": "question",
         "question_id": question.id,
         "tag": question.id,
@@ -276,7 +278,17 @@ pub fn notification_payload(question: &Question, links: &[ActionLink], open_url:
         "actions": actions,
         "url": open_url,
         "require_interaction": matches!(question.urgency, Urgency::High | Urgency::Critical),
-    })
+    });
+    let fits = |payload: &Value| payload.to_string().len() <= MAX_PAYLOAD_BYTES;
+    if !fits(&payload) {
+        payload["actions"] = json!([]);
+    }
+    let mut body_chars = 400;
+    while !fits(&payload) && body_chars > 0 {
+        body_chars /= 2;
+        payload["body"] = json!(truncate_chars(question.body.trim(), body_chars));
+    }
+    payload
 }
 
 /// The payload that replaces the notification of a resolved question (same `tag`).
@@ -466,20 +478,57 @@ mod tests {
         assert_eq!(padded.validate(strict), Ok(()));
     }
 
+    /// The links a push of `question` carries for someone, made at `now`.
+    fn push_links(
+        key: &crate::action_links::ActionLinkKey,
+        question: &Question,
+        now: DateTime<Utc>,
+    ) -> Vec<ActionLink> {
+        let recipient = uuid::Uuid::now_v7();
+        let (channel, choices) = (crate::Channel::Push, crate::PUSH_MAX_CHOICES);
+        crate::action_links::links_for(key, question, recipient, channel, choices, "https://hp.example.com", now)
+    }
+
+    #[test]
+    fn a_payload_too_long_for_a_push_service_goes_without_its_links_then_with_a_shorter_body() {
+        let long = |c: char| std::iter::repeat_n(c, 1500).collect::<String>();
+        let option = |c: char| holdpoint_types::QuestionOption { value: long(c), label: long(c), description: None };
+        let question = Question {
+            kind: holdpoint_types::QuestionKind::Blocking,
+            response_type: holdpoint_types::ResponseType::Choice,
+            action: None,
+            options: vec![option('a'), option('b')],
+            body: "é".repeat(400),
+            ..approval()
+        };
+        let key = crate::action_links::ActionLinkKey::generate();
+        let now = Utc.with_ymd_and_hms(2026, 11, 27, 12, 0, 0).unwrap();
+        let links = push_links(&key, &question, now);
+        assert_eq!(links.len(), 2, "the question offers its two options as links");
+        let payload = notification_payload(&question, &links, "https://hp.example.com/questions/1");
+        assert!(payload.to_string().len() <= MAX_PAYLOAD_BYTES, "{} bytes", payload.to_string().len());
+        assert_eq!(payload["actions"], json!([]), "answered through Open instead");
+        assert_eq!(payload["title"], json!(truncate_chars(&question.title, 120)));
+        assert!(payload["body"].as_str().unwrap().starts_with("éé"));
+
+        let option = |value: &str| holdpoint_types::QuestionOption {
+            value: value.into(),
+            label: value.to_uppercase(),
+            description: None,
+        };
+        let short = Question { options: vec![option("a"), option("b")], ..question.clone() };
+        let links = push_links(&key, &short, now);
+        let payload = notification_payload(&short, &links, "https://hp.example.com/questions/1");
+        assert_eq!(payload["actions"].as_array().map(Vec::len), Some(2), "a payload that fits keeps its links");
+        assert_eq!(payload["body"], json!(truncate_chars(&short.body, 400)));
+    }
+
     #[test]
     fn the_payload_carries_the_actions_with_their_links_and_the_question_as_tag() {
         let question = approval();
         let key = crate::action_links::ActionLinkKey::generate();
         let now = Utc.with_ymd_and_hms(2026, 11, 27, 12, 0, 0).unwrap();
-        let links = crate::action_links::links_for(
-            &key,
-            &question,
-            uuid::Uuid::now_v7(),
-            crate::Channel::Push,
-            crate::PUSH_MAX_CHOICES,
-            "https://hp.example.com",
-            now,
-        );
+        let links = push_links(&key, &question, now);
         let payload = notification_payload(&question, &links, "https://hp.example.com/questions/1");
         assert_eq!(payload["tag"], json!(question.id));
         assert_eq!(payload["actions"][0]["title"], "Approve");

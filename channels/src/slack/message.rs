@@ -44,9 +44,15 @@ pub(super) fn question_blocks(question: &Question) -> Vec<Value> {
     blocks
 }
 
+/// The message's `text`, which Slack shows in notifications and reads as `mrkdwn`: the title is escaped, or an agent's
+/// `<!channel>` would notify everyone in a channel.
 pub(super) fn fallback_text(question: &Question) -> String {
-    let text =
-        format!("[{}] {}: {}", question.urgency.as_str().to_uppercase(), kind_label(question.kind), question.title);
+    let text = format!(
+        "[{}] {}: {}",
+        question.urgency.as_str().to_uppercase(),
+        kind_label(question.kind),
+        escape_mrkdwn(&question.title)
+    );
     truncate_chars(&text, limits::MESSAGE_TEXT)
 }
 

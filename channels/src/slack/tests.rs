@@ -122,7 +122,7 @@ fn an_approval_message_has_approve_reject_comment_and_open_buttons() {
     assert_eq!(buttons[0]["style"], "primary");
     assert_eq!(buttons[1]["style"], "danger");
     assert_eq!(buttons[3]["url"], "https://hp.example.com/questions/1");
-    assert_eq!(message.text, "[HIGH] Approval: Run <rm -rf /tmp/build> & clean?");
+    assert_eq!(message.text, "[HIGH] Approval: Run &lt;rm -rf /tmp/build&gt; &amp; clean?", "mrkdwn, escaped");
 }
 
 #[test]

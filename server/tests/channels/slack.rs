@@ -55,7 +55,7 @@ async fn a_question_is_posted_with_its_buttons_and_a_signed_click_reads_back_as_
     let (method, args) = &calls[0];
     assert_eq!(method, "chat.postMessage");
     assert_eq!(args["channel"], "U0ALICE");
-    assert_eq!(args["text"], "[CRITICAL] Approval: Deploy <web> & restart?");
+    assert_eq!(args["text"], "[CRITICAL] Approval: Deploy &lt;web&gt; &amp; restart?", "mrkdwn, escaped");
 
     // Slack shows the buttons it was sent; a click on Reject comes back signed.
     let actions = args["blocks"].as_array().unwrap().iter().find(|b| b["type"] == "actions").unwrap();
