@@ -8,7 +8,7 @@ use crate::store::Json;
 use chrono::{DateTime, SubsecRound, Utc};
 use serde_json::json;
 
-use holdpoint_types::{DeliveryCause, EscalationPolicies, EscalationPolicy, EscalationStep, EventType};
+use holdpoint_types::{Assignee, DeliveryCause, EscalationPolicies, EscalationPolicy, EscalationStep, EventType};
 
 use crate::actions;
 use crate::credentials::Caller;
@@ -151,18 +151,56 @@ pub fn step_of(
     let mut after = row.clone();
     // Why an escalation handed the question to nobody new, when it could not.
     let mut not_reassigned = None;
+    // Whom the policy named, when they are away and their delegate takes the question instead.
+    let mut delegated_from = None;
+    // Whose claim the question's new hands end.
+    let mut claim_ended = None;
     match step {
         EscalationStep::Remind => plan.reminded_at = Some(at),
         EscalationStep::Escalate => {
             plan.escalated_at = Some(at);
-            let handed = QuestionRow { assignee: plan.escalate_to.clone().map(Json), ..row.clone() };
-            // A person named by the policy may have left the workspace or lost the role since: a question handed to
-            // nobody who may answer it could only time out, so it stays with whoever could answer it.
-            if reached.members.iter().any(|member| crate::notifications::is_for(&handed, member)) {
-                after.assignee = handed.assignee;
-            } else {
-                let to = plan.escalate_to.as_ref().map(ToString::to_string).unwrap_or_default();
+            let mut escalate_to = plan.escalate_to.clone();
+            // A question handed to someone away goes to their delegate meanwhile, as one asked of them does.
+            if let Some(Assignee::User(user)) = &escalate_to
+                && let Some(taker) = crate::questions::delegation::stand_in(reached.members, user, row.kind, at)
+            {
+                delegated_from = Some(user.clone());
+                escalate_to = Some(Assignee::User(taker.username.clone()));
+            }
+            let handed = QuestionRow { assignee: escalate_to.map(Json), ..row.clone() };
+            // A person named by the policy may have left the workspace or lost the role since, or not be among an
+            // approval's eligible approvers, or be too few for the approvals it still needs: a question handed to
+            // fewer people who may decide it than it needs could only time out, so it stays with whoever could.
+            let approved = |member: &crate::store::MemberRow| {
+                row.approvals.0.iter().any(|approval| approval.person_id == Some(member.user_id))
+            };
+            let able = reached
+                .members
+                .iter()
+                .filter(|member| crate::notifications::is_for(&handed, member) && !approved(member))
+                .count();
+            let needed =
+                usize::try_from(row.required_approvals).unwrap_or(1).saturating_sub(row.approvals.0.len()).max(1);
+            let to = plan.escalate_to.as_ref().map(ToString::to_string).unwrap_or_default();
+            if able == 0 {
                 not_reassigned = Some(format!("no member who may answer this question is {to}"));
+            } else if able < needed {
+                not_reassigned = Some(format!(
+                    "{to}: {able} member(s) who may still approve it, fewer than the {needed} approvals it needs"
+                ));
+            } else {
+                // A claim is held for the people a question is for: one held by someone it is no longer for would
+                // keep its new assignees from answering it.
+                let holder = reached.members.iter().find(|member| Some(member.user_id) == row.claimed_by_id);
+                if row.claimed_by_id.is_some()
+                    && !holder.is_some_and(|holder| crate::notifications::is_for(&handed, holder))
+                {
+                    claim_ended = row.claimed_by.clone();
+                    after.claimed_by = None;
+                    after.claim_expires_at = None;
+                    after.claimed_by_id = None;
+                }
+                after.assignee = handed.assignee;
             }
         }
     }
@@ -212,6 +250,8 @@ pub fn step_of(
             "channels": channels,
             "next_step": next_step.map(|(step, at)| json!({ "step": step, "at": at })),
             "not_reassigned": not_reassigned,
+            "delegated_from": delegated_from,
+            "claim_ended": claim_ended,
         })),
         diff: None,
         created_at: at,

@@ -60,12 +60,21 @@ pub enum SlackTarget {
 pub const PUSH_ADDRESS: &str = "every subscribed browser";
 
 /// Whether `member` is among the people `question` is for: its assignee (the user, or the members holding
-/// at least the role), or, without one, every member whose role may answer it.
+/// at least the role), or, without one, every member whose role may answer it; of an approval with eligible
+/// approvers, only those.
 pub fn is_for(question: &QuestionRow, member: &MemberRow) -> bool {
     let may_answer_kind = match question.kind {
         QuestionKind::Approval => member.role.rank() >= Role::Approver.rank(),
         _ => member.role.may_answer(),
     };
+    let eligible = match question.eligible.as_ref().map(|eligible| &eligible.0) {
+        Some(holdpoint_types::Eligible::Role(role)) => member.role.rank() >= role.rank(),
+        Some(holdpoint_types::Eligible::Users(users)) => users.contains(&member.username),
+        None => true,
+    };
+    if !eligible {
+        return false;
+    }
     match question.assignee.as_ref().map(|assignee| &assignee.0) {
         Some(Assignee::User(username)) => *username == member.username && may_answer_kind,
         Some(Assignee::Role(role)) => member.role.rank() >= role.rank() && may_answer_kind,

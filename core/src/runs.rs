@@ -264,11 +264,7 @@ pub async fn resume_run(
         let Some(question_id) = call.question_id else { continue };
         let Some(row) = store.question(run.workspace_id, question_id).await? else { continue };
         let question = row.to_question(&caller.principal.workspace)?;
-        let requester = match row.created_by {
-            Some(creator) if creator == caller.principal.id => crate::questions::requester(store, &row).await?,
-            other => other,
-        };
-        crate::questions::require_right_to_give(caller, &question, requester, &answer, separation_of_duties)?;
+        crate::questions::require_right_to_give(store, caller, &row, &question, &answer, separation_of_duties).await?;
         crate::questions::claims::require_claim(caller, &row, now)?;
         let shape = crate::questions::AnswerShape::from(&question);
         crate::questions::check_answer(&shape, &answer, &format!("tool_decisions[{i}]"), &mut errors);
@@ -285,6 +281,21 @@ pub async fn resume_run(
         answers.push((call.id, answer));
     }
     errors.into_result("the resume request")?;
+    // What the resume leaves undecided it ends: each such question needs the caller's right to end it.
+    for call in pending_calls.iter().filter(|call| !answers.iter().any(|(id, _)| *id == call.id)) {
+        let Some(question_id) = call.question_id else { continue };
+        if let Some(row) = store.question(run.workspace_id, question_id).await? {
+            crate::questions::require_right_to_end(caller, &row, now)?;
+        }
+    }
+    for question_id in store.pending_question_ids(run.workspace_id, run.id).await? {
+        match store.question(run.workspace_id, question_id).await? {
+            Some(row) if row.kind != QuestionKind::NonBlocking => {
+                crate::questions::require_right_to_end(caller, &row, now)?;
+            }
+            _ => {}
+        }
+    }
     let accepted = match store.prepare_resume(run.workspace_id, run.id, request.prompt.as_deref(), now).await? {
         ResumeOutcome::Accepted(run) => run,
         ResumeOutcome::NotFound => return Err(AppError::NotFound("run")),

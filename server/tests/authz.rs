@@ -639,6 +639,35 @@ async fn every_role_gets_exactly_the_status_of_the_matrix(backend: common::Backe
     assert!(failures.is_empty(), "{} of {n} requests differ from the matrix:\n{}", failures.len(), failures.join("\n"));
 }
 
+/// The gateway makes calls with the upstreams' credentials and asks people about them: only a role that may ask may
+/// use it. A viewer is refused before any MCP message is read, in the API's error shape.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_serves_only_roles_that_may_ask() {
+    let app = TestApp::start(common::Backend::Sqlite).await.unwrap();
+    let base = app.serve().await;
+    let http = reqwest::Client::new();
+    let initialize = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } });
+    let expected = [401, 403, 200, 200, 200, 200, 200];
+    for (caller, token) in caller_tokens(&app).await.iter().enumerate() {
+        let mut request = http
+            .post(format!("{base}/mcp/gateway"))
+            .header("accept", "application/json, text/event-stream")
+            .json(&initialize);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let body: Value = if status == 200 { Value::Null } else { response.json().await.unwrap() };
+        assert_eq!(status, expected[caller], "{}: {body}", CALLERS[caller]);
+        if status == 403 {
+            assert_eq!(body["error"]["code"], "forbidden", "{body}");
+            assert!(body["error"]["message"].as_str().unwrap().contains("gateway"), "{body}");
+        }
+    }
+}
+
 /// `/mcp` is outside the OpenAPI document: its rules, by caller. Opening a session needs a valid credential; a
 /// session answers only the credential's principal that opened it (any other gets 404, as for a session that does
 /// not exist); asking needs a role that may ask.

@@ -18,6 +18,8 @@ on_both_backends!(
     policies_are_checked_whole_and_a_refused_change_keeps_the_old_ones,
     a_policy_reminds_then_escalates_in_order_with_events_deliveries_and_audit,
     an_escalation_to_someone_who_left_keeps_the_question_answerable,
+    an_escalation_reaching_a_delegate_again_is_taken,
+    an_escalation_hands_a_question_only_to_people_who_can_decide_it,
 );
 
 const POLICIES: &str = "/api/v1/escalation-policies";
@@ -229,6 +231,70 @@ async fn an_escalation_to_someone_who_left_keeps_the_question_answerable(backend
         )
         .await;
     let id = asked.json["id"].as_str().unwrap().to_owned();
+    let (question, step) = escalated(&app, &id).await;
+    // Handed to nobody who may answer, the question stays with whoever could; the audit says why.
+    assert!(question.get("assignee").is_none(), "{question}");
+    let after = &step["after"];
+    assert!(after["not_reassigned"].as_str().is_some_and(|why| why.contains("dave")), "{step}");
+    assert_eq!(after["notified"], json!([]), "{step}");
+    let admin = app.create_token("default", Role::Admin).await;
+    let path = format!("/api/v1/questions/{id}/answer");
+    let answered = app.call(Method::POST, &path, Some(&admin), Some(json!({ "value": true }))).await;
+    assert_eq!(answered.status, StatusCode::OK, "{}", answered.text);
+}
+
+/// A question can reach someone for the same cause twice: handed to a delegate while its assignee is away (an
+/// escalation to them), then escalated by the policy to a role the delegate holds. The step is taken all the same,
+/// the delegate's notification comes back unread, and the mail they were sent is not queued twice.
+async fn an_escalation_reaching_a_delegate_again_is_taken(backend: Backend) {
+    let Some(app) = start_mailing_nowhere(backend).await else { return };
+    person(&app, "ana", Role::Approver, Some("ana@example.com")).await;
+    person(&app, "cyd", Role::Admin, Some("cyd@example.com")).await;
+    let policy = json!({ "items": [{ "kind": "approval", "urgency": "high", "escalate_after_seconds": 2,
+                                     "escalate_to": { "role": "admin" } }] });
+    assert_eq!(put_policies(&app, policy).await.status, StatusCode::OK);
+    let agent = app.create_token("default", Role::Agent).await;
+    let body = json!({ "kind": "approval", "urgency": "high", "title": "Rotate the production keys?",
+                       "action": { "tool_name": "shell", "arguments": {} }, "assignee": { "user": "ana" } });
+    let asked = app.call(Method::POST, "/api/v1/questions", Some(&agent), Some(body)).await;
+    assert_eq!(asked.status, StatusCode::CREATED, "{}", asked.text);
+    let id = asked.json["id"].as_str().unwrap().to_owned();
+    let ana = member_id(&app, "ana").await;
+    let away = json!({ "away_until": chrono::Utc::now() + chrono::Duration::days(1), "delegate": "cyd" });
+    let set = app.call(Method::PATCH, &format!("/api/v1/members/{ana}"), Some(&app.token), Some(away)).await;
+    assert_eq!(set.status, StatusCode::OK, "{}", set.text);
+
+    let (question, step) = escalated(&app, &id).await;
+    assert_eq!(question["assignee"], json!({ "role": "admin" }), "{question}");
+    assert_eq!(step["after"]["notified"], json!(["cyd"]), "{step}");
+    let listed = app.get(&format!("/api/v1/questions/{id}/deliveries")).await.json;
+    let mut causes: Vec<(String, String)> = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["cause"].as_str().unwrap().to_owned(), d["recipient"].as_str().unwrap().to_owned()))
+        .collect();
+    causes.sort();
+    assert_eq!(causes, [("asked".into(), "ana".into()), ("escalated".into(), "cyd".into())], "{listed}");
+}
+
+async fn member_id(app: &TestApp, username: &str) -> String {
+    let members = app.get("/api/v1/members").await.json;
+    let member = members["items"].as_array().unwrap().iter().find(|m| m["username"] == username).cloned();
+    member.expect("a member")["user_id"].as_str().unwrap().to_owned()
+}
+
+/// A server whose mail goes nowhere: the deliveries it queues stay queued, to be read.
+async fn start_mailing_nowhere(backend: Backend) -> Option<TestApp> {
+    TestApp::start_with(backend, |config| {
+        config.channels.smtp_url = Some("smtp://127.0.0.1:1?tls=none".parse().unwrap());
+        config.channels.email_from = Some("Holdpoint <holdpoint@example.com>".parse().unwrap());
+    })
+    .await
+}
+
+/// Waits until question `id` has taken its escalation step; returns it and the step's audit entry.
+async fn escalated(app: &TestApp, id: &str) -> (Value, Value) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     let question = loop {
         let question = app.get(&format!("/api/v1/questions/{id}")).await.json;
@@ -238,14 +304,88 @@ async fn an_escalation_to_someone_who_left_keeps_the_question_answerable(backend
         assert!(tokio::time::Instant::now() < deadline, "the escalation step was not taken: {question}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    // Handed to nobody who may answer, the question stays with whoever could; the audit says why.
-    assert!(question.get("assignee").is_none(), "{question}");
     let audit = app.get(&format!("/api/v1/audit?subject_id={id}&action=question.escalated")).await.json;
-    let after = &audit["items"][0]["after"];
-    assert!(after["not_reassigned"].as_str().is_some_and(|why| why.contains("dave")), "{audit}");
-    assert_eq!(after["notified"], json!([]), "{audit}");
-    let admin = app.create_token("default", Role::Admin).await;
-    let path = format!("/api/v1/questions/{id}/answer");
-    let answered = app.call(Method::POST, &path, Some(&admin), Some(json!({ "value": true }))).await;
+    (question, audit["items"][0].clone())
+}
+
+/// An escalation hands a question over only to people who can decide it: an approval's eligible approvers, enough of
+/// them for the approvals it still needs, and, for someone away, their delegate. A claim held by someone the question
+/// is no longer for ends with the step. Eligible approvers alone are notified of an approval reserved for them.
+async fn an_escalation_hands_a_question_only_to_people_who_can_decide_it(backend: Backend) {
+    let Some(app) = start_mailing_nowhere(backend).await else { return };
+    let mut sessions = std::collections::HashMap::new();
+    for (name, role) in [
+        ("alice", Role::Approver),
+        ("bob", Role::Approver),
+        ("cyd", Role::Admin),
+        ("dave", Role::Approver),
+        ("erin", Role::Approver),
+    ] {
+        sessions.insert(name, person(&app, name, role, Some(&format!("{name}@example.com"))).await);
+    }
+    let policy = json!({ "items": [
+        { "kind": "approval", "urgency": "high", "escalate_after_seconds": 2, "escalate_to": { "role": "admin" } },
+        { "kind": "approval", "urgency": "critical", "escalate_after_seconds": 2, "escalate_to": { "role": "admin" } },
+        { "kind": "approval", "urgency": "normal", "escalate_after_seconds": 2, "escalate_to": { "user": "dave" } },
+    ] });
+    assert_eq!(put_policies(&app, policy).await.status, StatusCode::OK);
+    let dave = member_id(&app, "dave").await;
+    let away = json!({ "away_until": chrono::Utc::now() + chrono::Duration::days(1), "delegate": "erin" });
+    let set = app.call(Method::PATCH, &format!("/api/v1/members/{dave}"), Some(&app.token), Some(away)).await;
+    assert_eq!(set.status, StatusCode::OK, "{}", set.text);
+    let agent = app.create_token("default", Role::Agent).await;
+    let ask = |urgency: &str, more: Value| {
+        let mut body = json!({ "kind": "approval", "urgency": urgency, "title": format!("Deploy ({urgency})?"),
+                               "action": { "tool_name": "deploy", "arguments": {} } });
+        body.as_object_mut().unwrap().extend(more.as_object().unwrap().clone());
+        let (app, agent) = (&app, agent.clone());
+        async move {
+            let asked = app.call(Method::POST, "/api/v1/questions", Some(&agent), Some(body)).await;
+            assert_eq!(asked.status, StatusCode::CREATED, "{}", asked.text);
+            asked.json["id"].as_str().unwrap().to_owned()
+        }
+    };
+    let reserved = ask("high", json!({ "eligible": { "users": ["alice", "bob"] } })).await;
+    let two = ask("critical", json!({ "required_approvals": 2 })).await;
+    let claimed = ask("normal", json!({})).await;
+    let path = format!("/api/v1/questions/{claimed}/claim");
+    let claim = app.session_call(&sessions["bob"], Method::POST, &path, None).await;
+    assert_eq!(claim.status, StatusCode::OK, "{}", claim.text);
+
+    // Reserved for alice and bob: only they are reached, and the admins are not theirs to hand it to.
+    let listed = app.get(&format!("/api/v1/questions/{reserved}/deliveries")).await.json;
+    let mut reached: Vec<&str> =
+        listed["items"].as_array().unwrap().iter().map(|d| d["recipient"].as_str().unwrap()).collect();
+    reached.sort();
+    assert_eq!(reached, ["alice", "bob"], "{listed}");
+    let (question, step) = escalated(&app, &reserved).await;
+    assert!(question.get("assignee").is_none(), "{question}");
+    assert!(step["after"]["not_reassigned"].as_str().is_some_and(|why| why.contains("admin")), "{step}");
+
+    // Two approvals needed, and one admin: the question stays with the approvers, who complete it.
+    let (question, step) = escalated(&app, &two).await;
+    assert!(question.get("assignee").is_none(), "{question}");
+    assert!(
+        step["after"]["not_reassigned"].as_str().is_some_and(|why| why.contains("the 2 approvals it needs")),
+        "{step}"
+    );
+    for name in ["alice", "bob"] {
+        let path = format!("/api/v1/questions/{two}/answer");
+        let approved = app.session_call(&sessions[name], Method::POST, &path, Some(json!({ "value": true }))).await;
+        assert_eq!(approved.status, StatusCode::OK, "{name}: {}", approved.text);
+    }
+    assert_eq!(app.get(&format!("/api/v1/questions/{two}")).await.json["status"], "answered");
+
+    // Handed to dave, who is away: erin, his delegate, takes it, and bob's claim ends.
+    let (question, step) = escalated(&app, &claimed).await;
+    assert_eq!(question["assignee"], json!({ "user": "erin" }), "{question}");
+    assert!(question.get("claimed_by").is_none(), "{question}");
+    assert_eq!(
+        (&step["after"]["delegated_from"], &step["after"]["claim_ended"]),
+        (&json!("dave"), &json!("bob")),
+        "{step}"
+    );
+    let path = format!("/api/v1/questions/{claimed}/answer");
+    let answered = app.session_call(&sessions["erin"], Method::POST, &path, Some(json!({ "value": true }))).await;
     assert_eq!(answered.status, StatusCode::OK, "{}", answered.text);
 }

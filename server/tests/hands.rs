@@ -16,6 +16,8 @@ backend_tests!(
     round_robin_gives_a_roles_questions_to_its_members_in_turn,
     two_tokens_of_one_person_are_one_approval_and_a_service_token_gives_none,
     a_token_named_like_a_person_does_not_answer_in_their_claim_but_their_own_token_does,
+    cancelling_anothers_question_needs_the_right_to_answer_it,
+    an_action_link_says_where_a_quorum_stands_and_who_holds_the_claim,
 );
 
 /// A token of its own name made by the operator's token: a service identity, no person's. Its secret.
@@ -73,6 +75,11 @@ fn quorum_approval(required: u8, eligible: Option<Value>) -> Value {
     if let Some(eligible) = eligible {
         body["eligible"] = eligible;
     }
+    body
+}
+
+fn with_assignee(mut body: Value, assignee: Value) -> Value {
+    body["assignee"] = assignee;
     body
 }
 
@@ -327,6 +334,13 @@ async fn quorum_and_claim_input_is_checked_and_nothing_is_stored(app: TestApp) {
             },
             "allow_edit",
         ),
+        // Only the one person assigned may answer: they cannot be several approvers, nor be left out of them.
+        (with_assignee(quorum_approval(2, None), json!({"user": "ana"})), "assignee"),
+        (with_assignee(quorum_approval(2, None), json!({"role": "approver", "strategy": "round_robin"})), "assignee"),
+        (
+            with_assignee(quorum_approval(1, Some(json!({"users": ["ana", "ben"]}))), json!({"user": "cyd"})),
+            "assignee.user",
+        ),
     ];
     for (body, field) in refused {
         let response = app.call(Method::POST, "/api/v1/questions", Some(&agent), Some(body.clone())).await;
@@ -484,4 +498,79 @@ async fn a_token_named_like_a_person_does_not_answer_in_their_claim_but_their_ow
     let answered = answer(&app, &hers, &id, json!({"value": "eu-west-1"})).await;
     assert_eq!(answered.status, StatusCode::OK, "{}", answered.text);
     assert_eq!(answered.json["answered_by"], "alice's laptop");
+}
+
+async fn cancel(app: &TestApp, session: &common::Session, id: &str) -> common::TestResponse {
+    let body = json!({"reason": "use the production database"});
+    app.session_call(session, Method::POST, &format!("/api/v1/questions/{id}/cancel"), Some(body)).await
+}
+
+/// Cancelling a question someone else asked ends it for the asker, with the reason in place of an answer, so it
+/// takes the rights an answer takes: the assignee's, being eligible, and the claim. Each refusal leaves the question
+/// pending; the person it is for may end it.
+async fn cancelling_anothers_question_needs_the_right_to_answer_it(app: TestApp) {
+    let agent = app.create_token("default", Role::Agent).await;
+    let alice = person(&app, "alice", Role::Approver).await;
+    let bob = person(&app, "bob", Role::Approver).await;
+    let assigned = json!({"kind": "blocking", "title": "Which database?", "response_type": "text",
+        "assignee": {"user": "alice"}});
+    let assigned = ask(&app, &agent, assigned).await;
+    let refused = cancel(&app, &bob, &assigned).await;
+    assert!(assert_error(&refused, StatusCode::FORBIDDEN, "forbidden")["message"].as_str().unwrap().contains("alice"));
+    let reserved = ask(&app, &agent, quorum_approval(1, Some(json!({"users": ["alice"]})))).await;
+    assert_error(&cancel(&app, &bob, &reserved).await, StatusCode::FORBIDDEN, "forbidden");
+    let claimed = ask(&app, &agent, json!({"title": "Which region?", "response_type": "text"})).await;
+    let claim = app.session_call(&alice, Method::POST, &format!("/api/v1/questions/{claimed}/claim"), None).await;
+    assert_eq!(claim.status, StatusCode::OK, "{}", claim.text);
+    let error = assert_error(&cancel(&app, &bob, &claimed).await, StatusCode::CONFLICT, "conflict");
+    assert_eq!(error["details"]["claimed_by"], "alice", "{error}");
+    for id in [&assigned, &reserved, &claimed] {
+        let question = app.get(&format!("/api/v1/questions/{id}")).await.json;
+        assert_eq!(question["status"], "pending", "{question}");
+    }
+
+    let ended = cancel(&app, &alice, &assigned).await;
+    assert_eq!(ended.status, StatusCode::OK, "{}", ended.text);
+    assert_eq!(ended.json["status"], "cancelled");
+}
+
+/// The path of an email's action link for `username` to answer `question` with `value`, signed as the server signs
+/// the links it sends.
+async fn action_link(app: &TestApp, question: &str, username: &str, value: Value) -> String {
+    let user = app.state.store.user_by_username(username).await.unwrap().expect("a person");
+    let expires_at = chrono::Utc::now() + chrono::Duration::hours(1);
+    let claims = holdpoint::channels::action_links::ActionClaims::new(
+        question.parse().unwrap(),
+        user.id,
+        value,
+        app::types::Channel::Email,
+        expires_at,
+    );
+    format!("/act/{}", app.state.channel_keys.action_links.sign(&claims))
+}
+
+async fn follow(app: &TestApp, link: &str) -> common::TestResponse {
+    app.send(axum::http::Request::post(link).body(axum::body::Body::empty()).unwrap()).await
+}
+
+/// A link's page says what the click did: one approval of several is recorded with where the quorum stands, and a
+/// question someone else has claimed is refused naming them, not called answered.
+async fn an_action_link_says_where_a_quorum_stands_and_who_holds_the_claim(app: TestApp) {
+    let agent = app.create_token("default", Role::Agent).await;
+    person(&app, "ana", Role::Approver).await;
+    let ben = person(&app, "ben", Role::Approver).await;
+    let two = ask(&app, &agent, quorum_approval(2, None)).await;
+    let followed = follow(&app, &action_link(&app, &two, "ana", json!(true)).await).await;
+    assert_eq!(followed.status, StatusCode::OK, "{}", followed.text);
+    assert!(followed.text.contains("Your approval is recorded: 1 of 2 approvals"), "{}", followed.text);
+    assert_eq!(app.get(&format!("/api/v1/questions/{two}")).await.json["status"], "pending");
+
+    let claimed = ask(&app, &agent, quorum_approval(1, None)).await;
+    let claim = app.session_call(&ben, Method::POST, &format!("/api/v1/questions/{claimed}/claim"), None).await;
+    assert_eq!(claim.status, StatusCode::OK, "{}", claim.text);
+    let refused = follow(&app, &action_link(&app, &claimed, "ana", json!(true)).await).await;
+    assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.text);
+    assert!(refused.text.contains("claimed by ben"), "{}", refused.text);
+    assert!(!refused.text.contains("already"), "{}", refused.text);
+    assert_eq!(app.get(&format!("/api/v1/questions/{claimed}")).await.json["status"], "pending");
 }

@@ -36,6 +36,8 @@ on_both_backends!(
     a_person_sends_themselves_a_test_message_by_email,
     a_question_handed_to_a_delegate_reaches_them,
     a_slack_id_a_member_claims_maps_nothing_until_an_admin_proves_it,
+    a_slack_click_says_where_a_quorum_stands_and_who_holds_the_claim,
+    a_member_who_leaves_is_sent_nothing_more,
 );
 
 /// A server whose email goes to `smtp` (a URL).
@@ -214,15 +216,39 @@ async fn attempted(app: &TestApp, question: &str) -> Vec<Value> {
     panic!("the outbox did not record its attempt")
 }
 
-async fn a_failing_channel_is_retried_with_backoff_and_each_delivery_claimed_once(backend: Backend) {
-    let Some(app) = start(backend, NOBODY).await else { return };
+/// A delivery still waiting (queued, or retrying through an outage) when its person leaves the workspace is never
+/// sent: it would carry the question, its context and its arguments to someone who may no longer see them.
+async fn a_member_who_leaves_is_sent_nothing_more(backend: Backend) {
+    let Some((app, question, _)) = tried_once_through_an_outage(backend).await else { return };
+    let members = app.get("/api/v1/members").await.json;
+    let alice = members["items"].as_array().unwrap().iter().find(|m| m["username"] == "alice").unwrap().clone();
+    let path = format!("/api/v1/members/{}", alice["user_id"].as_str().unwrap());
+    assert_eq!(app.call(Method::DELETE, &path, Some(&app.token), None).await.status, StatusCode::NO_CONTENT);
+    let listed = app.get(&format!("/api/v1/questions/{question}/deliveries")).await.json;
+    let of = |who: &str| listed["items"].as_array().unwrap().iter().find(|d| d["recipient"] == who).unwrap().clone();
+    let (left, stayed) = (of("alice"), of("bob"));
+    assert_eq!(left["status"], "failed", "{left}");
+    assert!(left["last_error"].as_str().unwrap().contains("left the workspace"), "{left}");
+    assert!(left["next_attempt_at"].is_null(), "{left}");
+    assert_eq!(stayed["status"], "retrying", "{stayed}");
+}
+
+/// A server whose mail cannot be sent, and a question to alice and bob by email that its outbox tried once: the
+/// server, the question's id and its deliveries as tried.
+async fn tried_once_through_an_outage(backend: Backend) -> Option<(TestApp, String, Vec<Value>)> {
+    let app = start(backend, NOBODY).await?;
     for name in ["alice", "bob"] {
         person(&app, name, Role::Approver, Some(&format!("{name}@example.com"))).await;
     }
     let question = ask(&app, json!({ "title": "Ship it?", "response_type": "boolean", "urgency": "high" })).await;
-    let outbox = outbox(&app);
-    assert_eq!(outbox.send_due().await.unwrap(), 2);
+    assert_eq!(outbox(&app).send_due().await.unwrap(), 2);
     let tried = attempted(&app, &question).await;
+    Some((app, question, tried))
+}
+
+async fn a_failing_channel_is_retried_with_backoff_and_each_delivery_claimed_once(backend: Backend) {
+    let Some((app, _, tried)) = tried_once_through_an_outage(backend).await else { return };
+    let outbox = outbox(&app);
     for delivery in &tried {
         assert_eq!(
             (delivery["status"].as_str(), delivery["attempts"].as_u64()),
@@ -610,6 +636,47 @@ async fn start_with_slack(backend: Backend, channel: Option<&str>) -> Option<(Te
         }
     }
     Some((app, stand_in))
+}
+
+/// A click that does not finish its question says so to whoever clicked: one approval of several is recorded and
+/// they are told where the quorum stands; a question someone else has claimed is refused naming them.
+async fn a_slack_click_says_where_a_quorum_stands_and_who_holds_the_claim(backend: Backend) {
+    use holdpoint::channels::slack::MessageRef;
+    use slack_standin::{SIGNING_SECRET, click_body};
+
+    let Some((app, stand_in)) = start_with_slack(backend, None).await else { return };
+    let form = format!("username=bob&password={}&next=%2Finbox", PASSWORD.replace(' ', "+"));
+    let bob = app.sign_in_with(&form).await.expect("bob signs in");
+    outbox(&app).spawn(&app.state.hub);
+    let approval = json!({ "kind": "approval", "title": "Deploy to production?",
+                           "action": { "tool_name": "shell", "arguments": { "command": "make deploy" } } });
+    let mut two = approval.clone();
+    two["required_approvals"] = json!(2);
+    let two = ask(&app, two).await;
+    let posted = slack_calls(&stand_in, "chat.postMessage", 2).await;
+    // The stand-in answers a direct message in the app's conversation, one `ts` per message, in the calls' order.
+    let click_for_alice = |posted: &[Value], from: usize| {
+        let i = from + posted[from..].iter().position(|m| m["channel"] == "U0ALICE").unwrap();
+        let at = MessageRef { channel: "D0APPDM01".into(), ts: format!("1700000000.{:06}", 100 + i) };
+        click_body(button(&posted[i], "Approve"), &at, "U0ALICE")
+    };
+    let now = chrono::Utc::now().timestamp();
+    let clicked = interact(&app, &click_for_alice(&posted, 0), SIGNING_SECRET, now).await;
+    assert_eq!(clicked.status, StatusCode::OK, "{}", clicked.text);
+    let told = slack_calls(&stand_in, "chat.postEphemeral", 1).await;
+    assert_eq!(told[0]["user"], "U0ALICE", "{}", told[0]);
+    assert!(told[0]["text"].as_str().unwrap().contains("recorded: 1 of 2"), "{}", told[0]);
+    assert_eq!(app.get(&format!("/api/v1/questions/{two}")).await.json["status"], "pending");
+
+    let claimed = ask(&app, approval).await;
+    let posted = slack_calls(&stand_in, "chat.postMessage", 4).await;
+    let claim = app.session_call(&bob, Method::POST, &format!("/api/v1/questions/{claimed}/claim"), None).await;
+    assert_eq!(claim.status, StatusCode::OK, "{}", claim.text);
+    let clicked = interact(&app, &click_for_alice(&posted, 2), SIGNING_SECRET, now).await;
+    assert_eq!(clicked.status, StatusCode::OK, "{}", clicked.text);
+    let told = slack_calls(&stand_in, "chat.postEphemeral", 2).await;
+    assert!(told[1]["text"].as_str().unwrap().contains("claimed by bob"), "{}", told[1]);
+    assert_eq!(app.get(&format!("/api/v1/questions/{claimed}")).await.json["status"], "pending");
 }
 
 async fn a_new_email_finds_the_members_slack_id(backend: Backend) {

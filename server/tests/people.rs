@@ -14,6 +14,7 @@ backend_tests!(
     a_role_change_applies_to_the_next_request_of_an_open_session,
     a_workspace_always_keeps_an_admin,
     removing_a_member_ends_their_session_at_once,
+    a_persons_tokens_hold_no_more_than_their_membership,
     a_created_token_works_until_revoked_and_then_stops_at_once,
     only_admins_manage_people_and_tokens,
     bad_people_and_token_input_is_refused_and_changes_nothing,
@@ -177,6 +178,49 @@ async fn removing_a_member_ends_their_session_at_once(app: TestApp) {
     let after = app.session_call(&session, Method::GET, "/api/v1/questions", None).await;
     assert_error(&after, StatusCode::UNAUTHORIZED, "unauthorized");
     assert!(sign_in_person(&app, "frank", PASSWORD).await.is_none(), "no workspace left to sign in to");
+}
+
+/// A token a person made is theirs: it never holds more than their membership does now. Demoted, their admin token
+/// acts as their new role (an agent token, which only asks, stays one); removed, every token of theirs stops at once,
+/// the sessions opened with one included.
+async fn a_persons_tokens_hold_no_more_than_their_membership(app: TestApp) {
+    // Another admin, as the workspace keeps one.
+    app.add_person("olga", PASSWORD, Role::Admin).await;
+    let mallory = app.add_person("mallory", PASSWORD, Role::Admin).await;
+    let member_path = format!("/api/v1/members/{}", mallory["user_id"].as_str().unwrap());
+    let session = sign_in_person(&app, "mallory", PASSWORD).await.unwrap();
+    let mut secrets = Vec::new();
+    for (name, role) in [("mallory's admin", "admin"), ("mallory's bot", "agent")] {
+        let created =
+            app.session_call(&session, Method::POST, "/api/v1/tokens", Some(json!({"name": name, "role": role}))).await;
+        assert_eq!(created.status, StatusCode::CREATED, "{}", created.text);
+        secrets.push(created.json["secret"].as_str().unwrap().to_owned());
+    }
+    let (admin_token, agent_token) = (secrets[0].clone(), secrets[1].clone());
+    let opened = app.sign_in_with(&format!("token={admin_token}")).await.expect("the token opens a session");
+    let me = async |token: String| app.call(Method::GET, "/api/v1/me", Some(&token), None).await;
+    assert_eq!(me(admin_token.clone()).await.json["role"], "admin");
+
+    let demoted = app.call(Method::PATCH, &member_path, Some(&app.token), Some(json!({"role": "viewer"}))).await;
+    assert_eq!(demoted.status, StatusCode::OK, "{}", demoted.text);
+    assert_eq!(me(admin_token.clone()).await.json["role"], "viewer", "the admin token acts as a viewer now");
+    let minted =
+        app.call(Method::POST, "/api/v1/tokens", Some(&admin_token), Some(json!({"name": "x", "role": "admin"}))).await;
+    assert_error(&minted, StatusCode::FORBIDDEN, "forbidden");
+    let through_session = app.session_call(&opened, Method::GET, "/api/v1/me", None).await;
+    assert_eq!(through_session.json["role"], "viewer", "{}", through_session.text);
+    assert_eq!(me(agent_token.clone()).await.json["role"], "agent", "an agent token stays one");
+
+    let removed = app.call(Method::DELETE, &member_path, Some(&app.token), None).await;
+    assert_eq!(removed.status, StatusCode::NO_CONTENT, "{}", removed.text);
+    for token in [admin_token, agent_token] {
+        assert_error(&me(token).await, StatusCode::UNAUTHORIZED, "unauthorized");
+    }
+    let through_session = app.session_call(&opened, Method::GET, "/api/v1/me", None).await;
+    assert_error(&through_session, StatusCode::UNAUTHORIZED, "unauthorized");
+    let listed = app.get("/api/v1/tokens").await.json;
+    let names: Vec<&str> = listed["items"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(names.contains(&"mallory's admin"), "the tokens are still listed, to be revoked: {names:?}");
 }
 
 async fn a_created_token_works_until_revoked_and_then_stops_at_once(app: TestApp) {
@@ -363,6 +407,25 @@ async fn whoever_requests_an_approval_may_not_approve_it(app: TestApp) {
     let id = ask(&app, &requester, approval()).await;
     let approved = app.post(&format!("/api/v1/questions/{id}/answer"), json!({"value": true})).await;
     assert_eq!(approved.status, StatusCode::OK, "another approver may approve: {}", approved.text);
+
+    // A person's token requests as that person: they may approve it through no credential of theirs.
+    app.add_person("quinn", PASSWORD, Role::Admin).await;
+    let quinn = sign_in_person(&app, "quinn", PASSWORD).await.unwrap();
+    let body = json!({"name": "quinn's agent", "role": "agent"});
+    let made = app.session_call(&quinn, Method::POST, "/api/v1/tokens", Some(body)).await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.text);
+    let id = ask(&app, made.json["secret"].as_str().unwrap(), approval()).await;
+    let answer = format!("/api/v1/questions/{id}/answer");
+    let refused = app.session_call(&quinn, Method::POST, &answer, Some(json!({"value": true}))).await;
+    let error = assert_error(&refused, StatusCode::FORBIDDEN, "forbidden");
+    assert!(error["message"].as_str().unwrap().contains("separation of duties"), "{error}");
+    let body = json!({"name": "quinn's laptop", "role": "approver"});
+    let other = app.session_call(&quinn, Method::POST, "/api/v1/tokens", Some(body)).await.json;
+    let refused = app.call(Method::POST, &answer, other["secret"].as_str(), Some(json!({"value": true}))).await;
+    assert_error(&refused, StatusCode::FORBIDDEN, "forbidden");
+    assert_eq!(app.get(&format!("/api/v1/questions/{id}")).await.json["status"], "pending");
+    let approved = app.post(&answer, json!({"value": true})).await;
+    assert_eq!(approved.status, StatusCode::OK, "someone else may approve: {}", approved.text);
 
     // Configurable: off, the requester may approve.
     let (_, router) = app.restart(|config| config.separation_of_duties = false).await;

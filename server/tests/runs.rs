@@ -213,6 +213,12 @@ async fn a_resume_decides_under_the_checks_every_answer_passes(backend: common::
     let (run_id, question_id) = waiting(alice, "Deploy v3").await;
     let refused = resume(&run_id, approve.clone()).await;
     assert!(assert_error(&refused, StatusCode::FORBIDDEN, "forbidden")["message"].as_str().unwrap().contains("alice"));
+    // Leaving the call undecided would reject it: that too is alice's.
+    let path = format!("/api/v1/runs/{run_id}/resume");
+    let undecided = app.call(Method::POST, &path, Some(&approver), Some(json!({ "prompt": "go on" }))).await;
+    assert!(
+        assert_error(&undecided, StatusCode::FORBIDDEN, "forbidden")["message"].as_str().unwrap().contains("alice")
+    );
     unchanged(run_id, question_id).await;
 
     // Claimed by the operator's token (an admin, whom only another admin could overrule).
@@ -221,6 +227,9 @@ async fn a_resume_decides_under_the_checks_every_answer_passes(backend: common::
     let claimed = app.call(Method::POST, &claim, Some(&app.token), None).await;
     assert_eq!(claimed.status, StatusCode::OK, "{}", claimed.text);
     assert_error(&resume(&run_id, approve).await, StatusCode::CONFLICT, "conflict");
+    let path = format!("/api/v1/runs/{run_id}/resume");
+    let undecided = app.call(Method::POST, &path, Some(&approver), Some(json!({ "prompt": "go on" }))).await;
+    assert_error(&undecided, StatusCode::CONFLICT, "conflict");
     unchanged(run_id, question_id).await;
     assert_eq!(mock.received_requests().await.unwrap().len(), 0, "no call was made");
 }

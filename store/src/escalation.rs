@@ -10,18 +10,20 @@ use holdpoint_types::{Assignee, QuestionKind, Urgency};
 
 use super::backend::{Sql, SqlBackend, Statement};
 use super::sql::{Bind, QUESTION_COLUMNS, TableRow, table_row};
-use super::{NewAuditEntry, NewEvent, NotificationRow, QuestionRow, Reach, StoreResult};
+use super::{DeliveryRow, NewAuditEntry, NewEvent, NotificationRow, QuestionRow, Reach, StoreResult};
 
 table_row!(POLICY_COLUMNS = EscalationPolicyRow in "escalation_policies": workspace_id, kind, urgency,
     remind_after_seconds, escalate_after_seconds, escalate_to, updated_at);
-/// Takes a question's escalation step: its new assignee (`$1`), plan (`$2`), next step's time (`$3`) at `$4`, if it
-/// is still pending and its next step is still the one due at `$7` (`$5` workspace, `$6` id). Whoever takes the step
+/// Takes a question's escalation step: its new assignee (`$1`), plan (`$2`), next step's time (`$3`) and claim
+/// (`$8`–`$10`, ended when its holder is not among the new assignees) at `$4`, if it is still pending and its next
+/// step is still the one due at `$7` (`$5` workspace, `$6` id). Whoever takes the step
 /// first changes the row; every other instance's try changes nothing. The step is a change of the pending question
 /// like a claim: it moves the revision on, so a claim or an approval decided from the row before it is decided again
 /// (and cannot write the old assignee back).
 pub(super) const TAKE_ESCALATION_STEP: &str = "UPDATE questions SET assignee = $1, escalation = $2, \
-     next_escalation_at = $3, updated_at = $4, revision = revision + 1 WHERE workspace_id = $5 AND id = $6 \
-     AND status = 'pending' AND next_escalation_at = $7 RETURNING id";
+     next_escalation_at = $3, updated_at = $4, claimed_by = $8, claim_expires_at = $9, claimed_by_id = $10, \
+     revision = revision + 1 WHERE workspace_id = $5 AND id = $6 AND status = 'pending' AND next_escalation_at = $7 \
+     RETURNING id";
 /// A person's notification of a question, or, when they have one already, that one marked unread and moved to the
 /// top of their list: a reminder or an escalation reaches them again.
 pub(super) static NOTIFY_AGAIN: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
@@ -29,6 +31,12 @@ pub(super) static NOTIFY_AGAIN: std::sync::LazyLock<String> = std::sync::LazyLoc
         "{} ON CONFLICT (question_id, user_id) DO UPDATE SET read_at = NULL, created_at = excluded.created_at",
         NotificationRow::insert()
     )
+});
+/// A delivery a change of a pending question queues. A person it reached for the same cause on the same channel
+/// already (a delegate handed the question, then an escalation to a role of theirs) keeps the one delivery: their
+/// notification comes back unread, and they are not sent the same message twice.
+pub(super) static INSERT_DELIVERY_ONCE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!("{} ON CONFLICT (question_id, user_id, channel, cause) DO NOTHING", DeliveryRow::insert())
 });
 /// Pending questions whose next escalation step is due at `$1`, soonest first (at most `$2`).
 pub(super) static DUE_ESCALATIONS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
@@ -161,7 +169,10 @@ impl<B: SqlBackend> EscalationStore for B {
                     .bind(question.updated_at)
                     .bind(question.workspace_id)
                     .bind(question.id)
-                    .bind(step.due_at),
+                    .bind(step.due_at)
+                    .bind(&question.claimed_by)
+                    .bind(question.claim_expires_at)
+                    .bind(question.claimed_by_id),
             )
             .await?;
         if taken.is_none() {
@@ -181,7 +192,7 @@ pub(super) async fn write_reach(write: &mut impl Sql, reach: &Reach) -> StoreRes
         write.execute(Statement::new(NOTIFY_AGAIN.as_str()).bind_row(notification)).await?;
     }
     for delivery in &reach.deliveries {
-        write.execute(Statement::insert(delivery)).await?;
+        write.execute(Statement::new(INSERT_DELIVERY_ONCE.as_str()).bind_row(delivery)).await?;
     }
     Ok(())
 }

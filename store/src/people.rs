@@ -85,6 +85,8 @@ pub trait PeopleStore: Send + Sync {
     /// Tokens, newest first, after `before` (a token id).
     async fn tokens(&self, workspace_id: Uuid, before: Option<Uuid>, limit: u32) -> StoreResult<Vec<TokenInfoRow>>;
     async fn token_info(&self, workspace_id: Uuid, id: Uuid) -> StoreResult<Option<TokenInfoRow>>;
+    /// The person who made token `id`, if it is a token a person made.
+    async fn token_maker(&self, workspace_id: Uuid, id: Uuid) -> StoreResult<Option<Uuid>>;
     /// Revokes a live token and ends its sessions, at once, with `audit` in the same transaction. `None` if there is
     /// no such token; the row as it is, and nothing recorded, if it was revoked already (its `revoked_at` is then
     /// older than `at`).
@@ -347,6 +349,9 @@ impl<B: SqlBackend> PeopleStore for B {
             }
         };
         write.execute(Statement::new(RECORD_REMOVAL).bind(workspace_id).bind(user_id).bind(crate::now())).await?;
+        write
+            .execute(Statement::new(GIVE_UP_DELIVERIES_TO).bind(workspace_id).bind(user_id).bind(crate::now()))
+            .await?;
         for statement in [
             "DELETE FROM sessions WHERE workspace_id = $1 AND user_id = $2",
             "DELETE FROM signin_links WHERE workspace_id = $1 AND user_id = $2",
@@ -381,6 +386,12 @@ impl<B: SqlBackend> PeopleStore for B {
 
     async fn token_info(&self, workspace_id: Uuid, id: Uuid) -> StoreResult<Option<TokenInfoRow>> {
         self.write_alone().fetch_optional(Statement::by_id(TOKEN_INFO_COLUMNS, "tokens", workspace_id, id)).await
+    }
+
+    async fn token_maker(&self, workspace_id: Uuid, id: Uuid) -> StoreResult<Option<Uuid>> {
+        let maker: Option<(Option<Uuid>,)> =
+            self.read().fetch_optional(Statement::by_id("maker_id", "tokens", workspace_id, id)).await?;
+        Ok(maker.and_then(|(maker,)| maker))
     }
 
     async fn revoke_token(
@@ -717,6 +728,11 @@ pub(super) fn next_turn(members: &[InTurn], at: DateTime<Utc>) -> Option<(Uuid, 
 pub type AuditOfMembership<'a> = dyn Fn(Role) -> NewAuditEntry + Send + Sync + 'a;
 
 /// Principals of people: a user in one of their workspaces, with the role of that membership.
+/// Gives up the deliveries still waiting for member `$2` of workspace `$1`, who leaves at `$3`: they would carry
+/// questions to someone who may no longer see them.
+const GIVE_UP_DELIVERIES_TO: &str = "UPDATE deliveries SET status = 'failed', \
+     last_error = 'not sent: the recipient left the workspace', updated_at = $3 \
+     WHERE workspace_id = $1 AND user_id = $2 AND (status = 'queued' OR status = 'retrying')";
 pub(super) const USER_PRINCIPAL: &str = "SELECT u.id, CAST('user' AS TEXT) AS kind, m.workspace_id, \
      w.name AS workspace, u.username AS name, m.role, u.id AS person FROM users u JOIN memberships m ON m.user_id = u.id \
      JOIN workspaces w ON w.id = m.workspace_id";

@@ -82,8 +82,7 @@ where
         let record: Option<PrincipalRecord> = self
             .read()
             .fetch_optional(
-                Statement::new(format!("{TOKEN_PRINCIPAL} WHERE t.secret_hash = $1 AND t.revoked_at IS NULL"))
-                    .bind(secret_hash),
+                Statement::new(format!("{} AND t.secret_hash = $1", LIVE_TOKEN_PRINCIPAL.as_str())).bind(secret_hash),
             )
             .await?;
         let principal = record.map(PrincipalRecord::into_principal).transpose()?;
@@ -119,17 +118,18 @@ where
             principal: PrincipalRecord,
             csrf_token: String,
         }
-        // A revoked token, a disabled account or a removed membership ends the session at once: the
-        // principal is looked up afresh on every request, never cached in the session.
+        // A revoked token, a disabled account or a removed membership (the person's, or their token's maker's) ends
+        // the session at once: the principal is looked up afresh on every request, never cached in the session.
         let found: Option<Found> = self
             .read()
             .fetch_optional(
                 Statement::new(format!(
-                    "SELECT p.*, s.csrf_token FROM sessions s JOIN ({TOKEN_PRINCIPAL} WHERE t.revoked_at IS NULL) p \
+                    "SELECT p.*, s.csrf_token FROM sessions s JOIN ({}) p \
                      ON p.id = s.token_id WHERE s.id_hash = $1 AND s.expires_at > $2 \
                      UNION ALL \
                      SELECT p.*, s.csrf_token FROM sessions s JOIN ({} WHERE u.disabled_at IS NULL) p \
                      ON p.id = s.user_id AND p.workspace_id = s.workspace_id WHERE s.id_hash = $1 AND s.expires_at > $2",
+                    LIVE_TOKEN_PRINCIPAL.as_str(),
                     super::people::USER_PRINCIPAL
                 ))
                 .bind(id_hash)

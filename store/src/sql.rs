@@ -231,9 +231,30 @@ pub(super) fn placeholder_count(sql: &str) -> usize {
         .unwrap_or(0)
 }
 
-/// Principals of tokens.
-pub(super) const TOKEN_PRINCIPAL: &str = "SELECT t.id, CAST('token' AS TEXT) AS kind, t.workspace_id, w.name AS workspace, \
-     t.name, t.role, t.maker_id AS person FROM tokens t JOIN workspaces w ON w.id = t.workspace_id";
+/// Principals of the tokens that authenticate: not revoked, and, for a person's token, while that person is a member of
+/// its workspace whose account is enabled, with no more than the role they hold now (an admin made to approver has
+/// tokens of approver at most; an `agent` token, which only asks, stays one). Callers add `AND` conditions.
+pub(super) static LIVE_TOKEN_PRINCIPAL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let (token_rank, maker_rank) = (role_rank("t.role"), role_rank("m.role"));
+    format!(
+        "SELECT t.id, CAST('token' AS TEXT) AS kind, t.workspace_id, w.name AS workspace, t.name, \
+         CASE WHEN t.maker_id IS NOT NULL AND {maker_rank} < {token_rank} THEN m.role ELSE t.role END AS role, \
+         t.maker_id AS person FROM tokens t JOIN workspaces w ON w.id = t.workspace_id \
+         LEFT JOIN memberships m ON m.workspace_id = t.workspace_id AND m.user_id = t.maker_id \
+         LEFT JOIN users u ON u.id = t.maker_id \
+         WHERE t.revoked_at IS NULL AND (t.maker_id IS NULL OR (m.user_id IS NOT NULL AND u.disabled_at IS NULL))"
+    )
+});
+
+/// The rank of the role in `column` as [`holdpoint_types::Role::rank`] orders them, in SQL.
+fn role_rank(column: &str) -> String {
+    use holdpoint_types::Role;
+    let ranks: String = std::iter::once(Role::Agent)
+        .chain(Role::HUMAN)
+        .map(|role| format!(" WHEN '{}' THEN {}", role.as_str(), role.rank()))
+        .collect();
+    format!("(CASE {column}{ranks} END)")
+}
 
 /// The id of the newest event, or 0.
 pub(super) const LAST_EVENT_ID: &str = "SELECT COALESCE(MAX(id), 0) FROM events";

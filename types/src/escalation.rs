@@ -8,8 +8,10 @@ use super::{Assignee, QuestionKind, UnknownVariant, Urgency, time};
 
 /// What happens to a pending question of one kind and urgency while nobody answers it
 /// (`PUT /api/v1/escalation-policies`): the people it reached are reminded after `remind_after_seconds`, and after
-/// `escalate_after_seconds` it is handed to `escalate_to`, who become its assignee and are notified. Both count from
-/// when the question was asked; the question's own deadline still applies.
+/// `escalate_after_seconds` it is handed to `escalate_to` (someone away: their delegate), who become its assignee and
+/// are notified, unless they are fewer people who may decide it than it needs (its eligible approvers, the approvals
+/// it still needs): then it stays with whoever could answer it. A claim held by someone it is no longer for ends.
+/// Both count from when the question was asked; the question's own deadline still applies.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]

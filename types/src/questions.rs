@@ -247,7 +247,8 @@ pub struct NewQuestion {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub callback_url: Option<String>,
     /// How many distinct people must approve an approval question (1..=10, default 1). Approvals short
-    /// of it leave the question pending; the first rejection answers it `false`.
+    /// of it leave the question pending; the first rejection answers it `false`. More than one needs an assignee
+    /// that is a role, or none: one person assigned cannot give several.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "server", schema(minimum = 1, maximum = 10))]
     pub required_approvals: Option<u8>,

@@ -60,13 +60,15 @@ pub fn require_answer_right(caller: &Caller, kind: QuestionKind) -> Result<(), A
     }
 }
 
-/// Refuses with 403 unless the caller may give this answer to this question: the role rules, then the question's
-/// assignee, then separation of duties (when on, whoever requested an approval — see [`requester`] — may not
-/// approve it themselves; withdrawing it by rejecting stays possible).
-pub fn require_right_to_give(
+/// Refuses with 403 unless the caller may give this answer to question `row` (`question` on the wire): the role
+/// rules, then the question's assignee, then who is eligible, then separation of duties (when on, whoever requested
+/// an approval — see [`requester`] — may not approve it themselves, through any credential of theirs; withdrawing it
+/// by rejecting stays possible).
+pub async fn require_right_to_give(
+    store: &dyn Store,
     caller: &Caller,
+    row: &QuestionRow,
     question: &Question,
-    requester: Option<Uuid>,
     answer: &AnswerBody,
     separation_of_duties: bool,
 ) -> Result<(), AppError> {
@@ -75,8 +77,9 @@ pub fn require_right_to_give(
     quorum::require_eligible(caller, question)?;
     if separation_of_duties
         && question.kind == QuestionKind::Approval
-        && requester == Some(caller.principal.id)
         && answer.value == Value::Bool(true)
+        && may_have_requested(caller, row)
+        && requester(store, row).await? == Some(caller.principal.counts_as())
     {
         return Err(AppError::Forbidden(
             "separation of duties: whoever requested an approval may not approve it themselves".into(),
@@ -85,18 +88,44 @@ pub fn require_right_to_give(
     Ok(())
 }
 
-/// Who requested the approval `row`, for separation of duties: whoever created it, through whichever door — a token
-/// or person asking directly (`POST /questions`, MCP, `holdpoint ask`), or whoever started a run a client executes
-/// (its client decides every call it asks about, and names the tool call itself) — except the tool-call approvals
-/// of a run the server's own workers execute: its agent, as defined, requests those, not whoever started the run.
-/// Reads the run only for a tool-call approval of a run.
+/// Whether the caller may be whoever requested `row`, known without reading anything: its creator, or a person
+/// (another credential of theirs may have created it). A service token that did not create it is not.
+fn may_have_requested(caller: &Caller, row: &QuestionRow) -> bool {
+    row.created_by.is_some() && (row.created_by == Some(caller.principal.id) || caller.principal.person.is_some())
+}
+
+/// Who requested the approval `row`, for separation of duties, as whom their approvals count (a token a person made
+/// requests as that person): whoever created it, through whichever door — a token or person asking directly
+/// (`POST /questions`, MCP, `holdpoint ask`), or whoever started a run a client executes (its client decides every
+/// call it asks about, and names the tool call itself) — except the tool-call approvals of a run the server's own
+/// workers execute: its agent, as defined, requests those, not whoever started the run. Reads the run only for a
+/// tool-call approval of a run, and the creator's token.
 pub async fn requester(store: &dyn Store, row: &QuestionRow) -> StoreResult<Option<Uuid>> {
-    let (Some(run_id), Some(_)) = (row.run_id, &row.tool_call_id) else { return Ok(row.created_by) };
-    let run = store.run(row.workspace_id, run_id).await?;
-    Ok(match run {
-        Some(run) if run.executor == holdpoint_types::RunExecutor::Server => None,
+    let creator = match (row.run_id, &row.tool_call_id) {
+        (Some(run_id), Some(_)) => match store.run(row.workspace_id, run_id).await? {
+            Some(run) if run.executor == holdpoint_types::RunExecutor::Server => None,
+            _ => row.created_by,
+        },
         _ => row.created_by,
-    })
+    };
+    let Some(creator) = creator else { return Ok(None) };
+    Ok(Some(store.token_maker(row.workspace_id, creator).await?.unwrap_or(creator)))
+}
+
+/// Refuses, as an answer would be refused, a caller who may not end `row` for whoever asked it, by cancelling it or
+/// by leaving it undecided when resuming its run: the role's right to answer its kind, its assignee, who is eligible,
+/// and a claim someone else holds. Otherwise a reason given in place of an answer would answer for whoever may not
+/// (a responder turning down an approval, anyone a question assigned to another). Separation of duties does not
+/// apply: ending an approval never approves it.
+pub fn require_right_to_end(caller: &Caller, row: &QuestionRow, now: DateTime<Utc>) -> Result<(), AppError> {
+    require_answer_right(caller, row.kind)?;
+    let question = row.to_question(&caller.principal.workspace)?;
+    require_assignee(caller, &question)?;
+    quorum::require_eligible(caller, &question)?;
+    if row.status == QuestionStatus::Pending {
+        claims::require_claim(caller, row, now)?;
+    }
+    Ok(())
 }
 
 /// Refuses with 403 a caller the question's assignee does not name.
@@ -171,12 +200,7 @@ pub async fn answer_granting(
         return Err(AppError::NotFound("question"));
     }
     let question = row.to_question(&caller.principal.workspace)?;
-    // Only a question the caller created can be the caller's request: for any other, nothing need be read.
-    let requester = match row.created_by {
-        Some(creator) if creator == caller.principal.id => requester(store, &row).await?,
-        other => other,
-    };
-    require_right_to_give(caller, &question, requester, &answer, answering.separation_of_duties)?;
+    require_right_to_give(store, caller, &row, &question, &answer, answering.separation_of_duties).await?;
     if question.status != QuestionStatus::Pending {
         return Err(not_pending(&row));
     }
@@ -380,10 +404,9 @@ pub async fn cancel_question(
     if !caller.visibility().sees(row.created_by) {
         return Err(AppError::NotFound("question"));
     }
-    // Whoever asked may withdraw the question; anyone else ends it for the asker, as an answer would, and needs the
-    // right to answer it (a responder cannot turn down an approval by cancelling it).
+    // Whoever asked may withdraw the question; anyone else ends it for the asker, as an answer would.
     if row.created_by != Some(caller.principal.id) {
-        require_answer_right(caller, row.kind)?;
+        require_right_to_end(caller, &row, now)?;
     }
     if reason.as_ref().is_some_and(|r| r.chars().count() > COMMENT_MAX_CHARS) {
         return Err(AppError::invalid_field("reason", format!("must have at most {COMMENT_MAX_CHARS} characters")));

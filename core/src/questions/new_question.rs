@@ -166,6 +166,7 @@ pub fn build_question(
     let assignee = input.assignee.as_ref().and_then(|requested| assignee_of(requested, &mut errors));
     let required_approvals = input.required_approvals.unwrap_or(1);
     check_quorum(response_type, required_approvals, input.eligible.as_ref(), input.allow_edit, &mut errors);
+    check_one_assignee(input.assignee.as_ref(), required_approvals, input.eligible.as_ref(), &mut errors);
 
     let timeout_seconds = match input.timeout_seconds {
         Some(seconds) if seconds < bounds.min_seconds || seconds > bounds.max_seconds => {
@@ -309,6 +310,31 @@ fn check_quorum(
                 );
             }
         }
+    }
+}
+
+/// Checks that a question assigned to one person (by name, or by a role's turn) can be decided by them: only its
+/// assignee may answer it, so it cannot collect several approvals, and its assignee must be among the eligible.
+fn check_one_assignee(
+    requested: Option<&holdpoint_types::AssigneeRequest>,
+    required: u8,
+    eligible: Option<&holdpoint_types::Eligible>,
+    errors: &mut FieldErrors,
+) {
+    let Some(requested) = requested.filter(|r| r.user.is_some() || r.strategy.is_some()) else { return };
+    if required > 1 {
+        errors.add(
+            "assignee",
+            format!(
+                "only the one person assigned may answer, who cannot give the {required} approvals needed: assign \
+                 a role, or name the approvers in eligible"
+            ),
+        );
+    }
+    if let (Some(user), Some(holdpoint_types::Eligible::Users(users))) = (&requested.user, eligible)
+        && !users.contains(user)
+    {
+        errors.add("assignee.user", format!("{user} is not among the eligible approvers"));
     }
 }
 

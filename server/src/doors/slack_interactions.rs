@@ -51,11 +51,23 @@ async fn interactions(State(state): State<AppState>, headers: HeaderMap, body: B
                 Ok((member, question)) => answer_from_slack(&answering, &member, &question, answer, now()).await,
                 Err(refused) => Err(refused),
             };
-            if let (Err(refused), Some(message)) = (answered, message) {
-                log_refusal(&user_id, &refused);
-                if let Err(error) = slack.post_ephemeral(&message.channel, &user_id, &refused.explain()).await {
-                    tracing::warn!(error = %error, "could not tell a Slack user why their click answered nothing");
+            match (answered, message) {
+                (Err(refused), Some(message)) => {
+                    log_refusal(&user_id, &refused);
+                    if let Err(error) = slack.post_ephemeral(&message.channel, &user_id, &refused.explain()).await {
+                        tracing::warn!(error = %error, "could not tell a Slack user why their click answered nothing");
+                    }
                 }
+                // An approval among several changes no message: the person who gave it is told where it stands.
+                (Ok(question), Some(message)) if question.status == QuestionStatus::Pending => {
+                    let progress = question.approval_progress().unwrap_or_default();
+                    let said =
+                        format!("Your approval is recorded: {progress} approvals. The question waits for the others.");
+                    if let Err(error) = slack.post_ephemeral(&message.channel, &user_id, &said).await {
+                        tracing::warn!(error = %error, "could not tell a Slack user their approval was recorded");
+                    }
+                }
+                _ => {}
             }
             StatusCode::OK.into_response()
         }
@@ -194,10 +206,14 @@ async fn answer_from_slack(
     }
     match answer_through(answering, member, question.id, answer, now, Some(Channel::Slack)).await {
         Ok(answered) => Ok(answered),
-        Err(AppError::Conflict { .. }) => match answering.store.question(member.workspace_id(), question.id).await? {
-            Some(row) => Err(SlackRefused::Resolved(Box::new(row.to_question(&member.principal.workspace)?))),
-            None => Err(SlackRefused::Unmapped),
-        },
+        Err(conflict @ AppError::Conflict { .. }) => {
+            match answering.store.question(member.workspace_id(), question.id).await? {
+                // Still pending: someone else holds its claim (the conflict names them).
+                Some(row) if row.status == QuestionStatus::Pending => Err(SlackRefused::Refused(conflict)),
+                Some(row) => Err(SlackRefused::Resolved(Box::new(row.to_question(&member.principal.workspace)?))),
+                None => Err(SlackRefused::Unmapped),
+            }
+        }
         Err(refused) => Err(SlackRefused::Refused(refused)),
     }
 }

@@ -104,6 +104,23 @@ fn parts_of(context: &RequestContext<RoleServer>) -> Result<&http::request::Part
     context.extensions.get::<http::request::Parts>().ok_or_else(|| ErrorData::internal_error("no HTTP request", None))
 }
 
+/// Refuses with 403, before any MCP message is read, a caller whose role may not ask (a viewer): the gateway makes
+/// calls with the upstreams' credentials and asks people about them.
+pub async fn require_asking_role(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    match request.extensions().get::<Caller>().map(Caller::role) {
+        Some(role) if !role.may_ask() => AppError::Forbidden(format!(
+            "{} may not use the gateway: its calls go out with the upstreams' credentials",
+            role.with_article()
+        ))
+        .into_response(),
+        _ => next.run(request).await,
+    }
+}
+
 fn caller_of(parts: &http::request::Parts) -> Result<Caller, ErrorData> {
     parts.extensions.get::<Caller>().cloned().ok_or_else(|| ErrorData::invalid_request("not authenticated", None))
 }

@@ -87,9 +87,11 @@ async fn follow_link(
     let answer = AnswerBody { value: offer.value, comment: None, edited_arguments: None };
     match answer_through(answering, &offer.recipient, offer.question.id, answer, now, Some(channel)).await {
         Ok(question) => Ok(question),
-        Err(AppError::Conflict { .. }) => {
+        Err(conflict @ AppError::Conflict { .. }) => {
             let row = answering.store.question(offer.recipient.workspace_id(), offer.question.id).await;
             match row {
+                // Still pending: someone else holds its claim (the conflict names them).
+                Ok(Some(row)) if row.status == QuestionStatus::Pending => Err(LinkRefused::Refused(conflict)),
                 Ok(Some(row)) => Err(LinkRefused::Resolved(Box::new(
                     row.to_question(&offer.recipient.principal.workspace).map_err(|_| LinkRefused::Gone)?,
                 ))),
@@ -112,12 +114,21 @@ async fn confirm(State(state): State<AppState>, Path(token): Path<String>) -> Re
 async fn answer(State(state): State<AppState>, Path(token): Path<String>) -> Response {
     match follow_link(&state.answering(), &state.channel_keys, &token, now()).await {
         Ok(question) => {
-            let by = question.answered_by.clone().unwrap_or_default();
+            // An approval among several leaves the question waiting for the others.
+            let recorded = match (question.status, question.approval_progress()) {
+                (QuestionStatus::Pending, Some(progress)) => format!(
+                    "Your approval is recorded: {progress} approvals. The agent that asked goes on once the others \
+                     have approved."
+                ),
+                _ => format!(
+                    "Your answer is recorded as {}. The agent that asked goes on with it.",
+                    text(question.answered_by.as_deref().unwrap_or_default())
+                ),
+            };
             let body = format!(
-                "<h1>Answered</h1><p><strong>{}</strong></p><p>Your answer is recorded as {}. The agent that asked \
-                 goes on with it.</p><p><a href=\"/questions/{}\">Open in Holdpoint</a></p>",
+                "<h1>Answered</h1><p><strong>{}</strong></p><p>{recorded}</p><p><a href=\"/questions/{}\">Open in \
+                 Holdpoint</a></p>",
                 text(&question.title),
-                text(&by),
                 question.id
             );
             page(StatusCode::OK, "Answered", &body)

@@ -88,25 +88,21 @@ pub(super) async fn settle_interrupts(
         match entry.status {
             ResumeStatus::Cancelled => {
                 if row.created_by != Some(caller.principal.id) {
-                    crate::questions::require_answer_right(caller, row.kind)?;
+                    crate::questions::require_right_to_end(caller, &row, crate::store::now())?;
                 }
                 actions.push(Settle::Cancel(id, comment));
             }
             ResumeStatus::Resolved => {
                 let Some(answer) = answer_of(&question, entry, comment, i, &mut errors) else { continue };
-                let requester = match row.created_by {
-                    Some(creator) if creator == caller.principal.id => {
-                        crate::questions::requester(state.store.as_ref(), &row).await?
-                    }
-                    other => other,
-                };
                 crate::questions::require_right_to_give(
+                    state.store.as_ref(),
                     caller,
+                    &row,
                     &question,
-                    requester,
                     &answer,
                     state.config.separation_of_duties,
-                )?;
+                )
+                .await?;
                 let mut problems = FieldErrors::default();
                 crate::questions::check_answer(&(&question).into(), &answer, &format!("resume[{i}]"), &mut problems);
                 errors.merge(problems);
