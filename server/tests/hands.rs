@@ -570,7 +570,8 @@ async fn an_action_link_says_where_a_quorum_stands_and_who_holds_the_claim(app: 
     assert_eq!(claim.status, StatusCode::OK, "{}", claim.text);
     let refused = follow(&app, &action_link(&app, &claimed, "ana", json!(true)).await).await;
     assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.text);
-    assert!(refused.text.contains("claimed by ben"), "{}", refused.text);
+    assert!(refused.text.contains("Question is claimed by ben."), "{}", refused.text);
+    assert!(refused.text.contains(&format!("href=\"/questions/{claimed}\"")), "{}", refused.text);
     assert!(!refused.text.contains("already"), "{}", refused.text);
     assert_eq!(app.get(&format!("/api/v1/questions/{claimed}")).await.json["status"], "pending");
 }

@@ -1662,3 +1662,44 @@ on_both_backends!(
     a_running_tool_stops_when_its_worker_loses_the_lease,
     huge_tool_outputs_are_cut_while_they_are_read,
 );
+
+/// On PostgreSQL a resume and a cancel of the same paused run may meet: a cancel that commits while the resume is
+/// under way wins, and the run stays cancelled (the resume answers 409) instead of being queued again. The cancel
+/// here is held open on a connection of its own, its row locked, while the resume is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_committed_while_a_resume_waits_is_not_undone() {
+    use sqlx::Connection as _;
+    let scripts = Scripts::new();
+    let mock = MockServer::start().await;
+    Mock::given(method("GET")).respond_with(ResponseTemplate::new(200)).mount(&mock).await;
+    let Some(app) = start(common::Backend::Postgres, &scripts, Some(&mock), 90).await else { return };
+    let turns: Vec<Value> = (0..3)
+        .map(|n| json!({ "tool_calls": [{ "name": "http_request", "arguments": { "method": "GET", "url": format!("{}/step/{n}", mock.uri()) } }] }))
+        .collect();
+    let model = scripts.write("steps.json", &Value::Array(turns));
+    let mut spec = agent("stepper", &model, &["http_request"], json!({}));
+    spec["max_steps"] = json!(1);
+    let agent = create_agent(&app, spec).await;
+    let run_id = start_run(&app, &agent["id"], "Work").await;
+    app.wait_for_run(&run_id, "paused").await;
+
+    let mut cancelling = sqlx::PgConnection::connect(&app.database_url).await.unwrap();
+    sqlx::query("BEGIN").execute(&mut cancelling).await.unwrap();
+    sqlx::query("UPDATE runs SET status = 'cancelled' WHERE id = $1")
+        .bind(uuid::Uuid::parse_str(&run_id).unwrap())
+        .execute(&mut cancelling)
+        .await
+        .unwrap();
+    let base = app.serve().await;
+    let resume = tokio::spawn({
+        let (url, token) = (format!("{base}/api/v1/runs/{run_id}/resume"), app.token.clone());
+        async move { reqwest::Client::new().post(url).bearer_auth(token).json(&json!({})).send().await.unwrap() }
+    });
+    // The resume is under way, waiting for the run's row.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert!(!resume.is_finished(), "the resume waits for the cancel");
+    sqlx::query("COMMIT").execute(&mut cancelling).await.unwrap();
+    let resumed = resume.await.unwrap();
+    assert_eq!(resumed.status(), StatusCode::CONFLICT, "{}", resumed.text().await.unwrap());
+    assert_eq!(app.get(&format!("/api/v1/runs/{run_id}")).await.json["status"], "cancelled");
+}

@@ -25,6 +25,7 @@ on_both_backends!(
     a_callback_names_the_url_it_was_sent_to_so_a_replay_elsewhere_is_told_apart,
     deliveries_pending_at_a_sigkill_are_all_sent_after_a_restart,
     private_and_malformed_urls_are_refused_and_change_nothing,
+    a_new_url_takes_the_deliveries_still_waiting,
 );
 
 async fn allowing_private(backend: Backend) -> Option<TestApp> {
@@ -458,4 +459,32 @@ async fn private_and_malformed_urls_are_refused_and_change_nothing(backend: Back
     assert_eq!(app.get("/api/v1/questions").await.json["items"], json!([]), "a refused question was stored");
     let unknown = app.get("/api/v1/webhooks/00000000-0000-0000-0000-000000000000").await;
     assert_error(&unknown, StatusCode::NOT_FOUND, "not_found");
+}
+
+/// A subscription moved to a new URL (its old receiver down) sends what still waits in its queue to the new one;
+/// what was sent or given up keeps the address it went to.
+async fn a_new_url_takes_the_deliveries_still_waiting(backend: Backend) {
+    let Some(app) = allowing_private(backend).await else { return };
+    let mut receiver = Receiver::start().await;
+    let (webhook, _) = subscribe(&app, &mut receiver, "/old", json!(["question_asked"])).await;
+    receiver.command(json!({ "fail_all": 503 })).await;
+    ask(&app, "Moved?").await;
+    let failed = receiver.next_request().await;
+    assert_eq!((failed["path"].as_str(), failed["answered"].as_u64()), (Some("/old"), Some(503)), "{failed}");
+
+    let moved = app
+        .call(
+            axum::http::Method::PATCH,
+            &format!("/api/v1/webhooks/{webhook}"),
+            Some(&app.token),
+            Some(json!({ "url": receiver.url("/new") })),
+        )
+        .await;
+    assert_eq!(moved.status, StatusCode::OK, "{}", moved.text);
+    receiver.command(json!({ "fail_all": null })).await;
+    let (taken, _) = taken(&mut receiver, 1).await;
+    assert_eq!(taken[0]["path"], "/new", "{}", taken[0]);
+    assert_eq!(taken[0]["body"]["data"]["question"]["title"], "Moved?");
+    let listed = app.get(&format!("/api/v1/webhooks/{webhook}/deliveries")).await.json;
+    assert_eq!(listed["items"][0]["status"], "sent", "{listed}");
 }

@@ -642,6 +642,9 @@ impl<B: SqlBackend> RunStore for B {
         at: DateTime<Utc>,
     ) -> StoreResult<ResumeOutcome> {
         let mut write = self.begin_write().await?;
+        // Held to the commit: a cancel (which locks the run's tree) cannot land between the check and the update,
+        // which would queue a cancelled run again.
+        self.lock_run_in(&mut write, workspace_id, id).await?;
         let existing: Option<RunRow> =
             write.fetch_optional(Statement::by_id(RUN_COLUMNS, "runs", workspace_id, id)).await?;
         let Some(existing) = existing else { return Ok(ResumeOutcome::NotFound) };

@@ -25,6 +25,9 @@ table_row!(WEBHOOK_COLUMNS = WebhookRow in "webhooks": id, workspace_id, url, ev
 /// disabled_at, `$6` disabled_reason; `$7` workspace, `$8` id).
 const UPDATE_WEBHOOK: &str = "UPDATE webhooks SET url = $1, events = $2, description = $3, \
      updated_at = $4, disabled_at = $5, disabled_reason = $6 WHERE workspace_id = $7 AND id = $8";
+/// Points the deliveries still waiting in a subscription's queue (`$2` workspace, `$3` subscription) at its URL `$1`.
+const REDIRECT_WAITING_DELIVERIES: &str = "UPDATE webhook_deliveries SET url = $1 \
+     WHERE workspace_id = $2 AND webhook_id = $3 AND (status = 'queued' OR status = 'retrying')";
 table_row!(DELIVERY_COLUMNS = WebhookDeliveryRow in "webhook_deliveries": id, workspace_id, webhook_id, endpoint, url,
     sequence, message_id, event_type, body, status, attempts, next_attempt_at, claimed_until, last_error,
     response_status, sent_at, created_at, updated_at, give_up_at);
@@ -274,11 +277,22 @@ impl<B: SqlBackend> WebhookStore for B {
             .bind(&row.disabled_reason)
             .bind(row.workspace_id)
             .bind(row.id);
-        let updated = self.write_audited(update, audit).await?;
-        if updated {
-            self.caches().webhooks.forget(row.workspace_id);
+        let mut write = self.begin_write().await?;
+        if write.execute(update).await? == 0 {
+            self.rollback_write(write).await?;
+            return Ok(false);
         }
-        Ok(updated)
+        // What still waits in the queue goes to the address the endpoint has now; what was sent or given up keeps
+        // the address it went to.
+        write
+            .execute(Statement::new(REDIRECT_WAITING_DELIVERIES).bind(&row.url).bind(row.workspace_id).bind(row.id))
+            .await?;
+        if let Some(audit) = audit {
+            self.append_audit_in(&mut write, audit).await?;
+        }
+        self.commit_write(write, None).await?;
+        self.caches().webhooks.forget(row.workspace_id);
+        Ok(true)
     }
 
     async fn delete_webhook(&self, workspace_id: Uuid, id: Uuid, audit: &NewAuditEntry) -> StoreResult<bool> {

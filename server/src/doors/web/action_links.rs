@@ -11,6 +11,7 @@ use axum::routing::get;
 use chrono::{DateTime, Utc};
 use html_escape::{encode_double_quoted_attribute as attribute, encode_text as text};
 use serde_json::Value;
+use uuid::Uuid;
 
 use crate::channels::action_links::ActionLinkError;
 use crate::channels::{AnswerStyle, ChannelKeys, quick_answers};
@@ -33,9 +34,9 @@ enum LinkRefused {
     Gone,
     /// Its question was resolved already (by this link or anyone).
     Resolved(Box<Question>),
-    /// Answering is refused by a rule of §3 (the person's role, the assignee, separation of duties) or the answer
-    /// does not fit.
-    Refused(AppError),
+    /// Answering the question (its id) is refused by a rule of §3 (the person's role, the assignee, separation of
+    /// duties, a claim someone else holds) or the answer does not fit.
+    Refused(AppError, Uuid),
 }
 
 /// What a link offers: its question (pending), the person it answers as, and the answer it gives.
@@ -91,14 +92,14 @@ async fn follow_link(
             let row = answering.store.question(offer.recipient.workspace_id(), offer.question.id).await;
             match row {
                 // Still pending: someone else holds its claim (the conflict names them).
-                Ok(Some(row)) if row.status == QuestionStatus::Pending => Err(LinkRefused::Refused(conflict)),
+                Ok(Some(row)) if row.status == QuestionStatus::Pending => Err(LinkRefused::Refused(conflict, row.id)),
                 Ok(Some(row)) => Err(LinkRefused::Resolved(Box::new(
                     row.to_question(&offer.recipient.principal.workspace).map_err(|_| LinkRefused::Gone)?,
                 ))),
                 _ => Err(LinkRefused::Gone),
             }
         }
-        Err(refused) => Err(LinkRefused::Refused(refused)),
+        Err(refused) => Err(LinkRefused::Refused(refused, offer.question.id)),
     }
 }
 
@@ -212,9 +213,18 @@ fn refusal(refused: LinkRefused) -> Response {
             );
             page(StatusCode::CONFLICT, "Already answered", &body)
         }
-        LinkRefused::Refused(error) => {
+        LinkRefused::Refused(error, question_id) => {
             let (status, _) = error.status_and_code();
-            let body = format!("<h1>Not answered</h1><p>{}</p>", text(&error.to_string()));
+            // A sentence of its own: the error's message, capitalised, with one full stop.
+            let mut why = error.to_string().trim_end_matches('.').to_owned();
+            if let Some(first) = why.get(..1).map(str::to_uppercase) {
+                why.replace_range(..1, &first);
+            }
+            let body = format!(
+                "<h1>Not answered</h1><p>{}.</p><p>Nothing was answered. <a href=\"/questions/{question_id}\">Open in \
+                 Holdpoint</a></p>",
+                text(&why)
+            );
             page(status, "Not answered", &body)
         }
     }
