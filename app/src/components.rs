@@ -36,6 +36,7 @@ pub fn TopBar() -> impl IntoView {
                     <crate::notify::NotificationBell/>
                 </nav>
                 <crate::notify::BrowserNotifications/>
+                <crate::notify::LiveStatus/>
                 <Suspense fallback=|| ()>
                     {move || session.get().and_then(Result::ok).map(|s| view! {
                         <span class="who" data-testid="signed-in-as">{format!("{} · {}", s.name, s.workspace)}</span>
@@ -366,7 +367,22 @@ mod tests {
 #[component]
 pub fn ManyHands(question: Question, testid: &'static str) -> impl IntoView {
     let pending = question.status == QuestionStatus::Pending;
+    let id = question.id;
     let shown = RwSignal::new(question);
+    // The question as the event stream says it is now (a claim, an approval given elsewhere), when that is newer.
+    let updates = crate::live::use_question_updates();
+    let followed = StoredValue::new(0usize);
+    Effect::new(move |_| {
+        updates.with(|events| {
+            let start = followed.get_value().min(events.len());
+            if let Some(latest) = events[start..].iter().rev().find(|q| q.id == id)
+                && shown.with_untracked(|q| latest.updated_at >= q.updated_at)
+            {
+                shown.set(latest.clone());
+            }
+            followed.set_value(events.len());
+        });
+    });
     let error = RwSignal::new(None::<String>);
     let busy = RwSignal::new(false);
     let now = now_signal();

@@ -1,12 +1,12 @@
 //! The offer to make a grant ("always allow") while approving a tool call: which calls it covers (this
 //! run, this agent, or — for admins — the workspace), for `shell` a command prefix the person may shorten, and how
-//! long it lasts. Opened by itself once the person has approved the same call by hand five times.
+//! long it lasts. Once the same call was approved by hand five times, the offer says so; the person still chooses.
 
 use leptos::prelude::*;
 
 use crate::types::{ArgumentMatcher, GrantRequest, GrantScope, Question};
 
-/// How many approvals by hand of the same call make the offer open by itself.
+/// How many approvals by hand of the same call make the offer point itself out.
 pub const SUGGEST_AFTER: u32 = 5;
 
 /// The lifetimes offered, in seconds, with their labels; the default is the second.
@@ -64,9 +64,6 @@ pub fn GrantOfferView(question: Question, prefix: String, offer: GrantOffer) -> 
             let path = format!("/questions/{question_id}/approved-before");
             if let Ok(count) = crate::api::get_json::<crate::types::ApprovedBefore>(&path).await {
                 times_approved.set(count.approved_by_hand);
-                if count.approved_by_hand >= SUGGEST_AFTER {
-                    offer.chosen.set(true);
-                }
             }
         });
     }
@@ -82,7 +79,10 @@ pub fn GrantOfferView(question: Question, prefix: String, offer: GrantOffer) -> 
             {let suggestion_id = tid("suggestion");
             move || (times_approved.get() >= SUGGEST_AFTER).then(|| view! {
                 <p class="grant-suggestion" data-testid=suggestion_id.clone()>
-                    {format!("You have approved this same call {} times by hand.", times_approved.get())}
+                    {format!(
+                        "This same call was approved by hand {} times: you may let calls like it through.",
+                        times_approved.get()
+                    )}
                 </p>
             })}
             <div class="option">

@@ -22,11 +22,18 @@ pub const RENDERED_AT_META: &str = "holdpoint-event-position";
 pub struct Live {
     /// Every question event's question, as it is after the change.
     pub questions: ReadSignal<Vec<Question>>,
+    /// The ids of the questions that arrived while the page listened: asked, or handed to someone new by an
+    /// escalation or a delegation (`question_asked`, `question_escalated`), each added before its question reaches
+    /// [`Live::questions`]. What the live modal and browser notifications show, as opposed to a claim, an approval
+    /// or a reminder of a question that was there before.
+    pub arrived: ReadSignal<Vec<uuid::Uuid>>,
     /// Every `run_status` event.
     pub runs: ReadSignal<Vec<RunStatusEventData>>,
     /// How often the stream has opened: pages that must not miss a change between their server render and the
     /// stream's start (the run pages) reload their data when it changes.
     pub opened: ReadSignal<u32>,
+    /// Whether the stream was refused or lost and the page is trying it again: the page is not live meanwhile.
+    pub reconnecting: ReadSignal<bool>,
     /// A clock that ticks every second in the browser, for countdowns.
     pub now: ReadSignal<chrono::DateTime<chrono::Utc>>,
 }
@@ -34,9 +41,11 @@ pub struct Live {
 /// Creates the page's live signals and, in the browser, opens the event stream. Called once, by the root component.
 pub fn provide_live() {
     let (questions, set_questions) = signal(Vec::<Question>::new());
+    let (arrived, set_arrived) = signal(Vec::<uuid::Uuid>::new());
     let (runs, set_runs) = signal(Vec::<RunStatusEventData>::new());
     let (now, set_now) = signal(chrono::Utc::now());
     let (opened, set_opened) = signal(0u32);
+    let (reconnecting, set_reconnecting) = signal(false);
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
         // Tracked: the effect runs again, once, when hydration is done.
@@ -45,7 +54,14 @@ pub fn provide_live() {
         }
         let signed_in = window().location().pathname().map(|p| p != "/signin").unwrap_or(false);
         if signed_in {
-            crate::deferred::listen(Feeds { questions: set_questions, runs: set_runs, opened: set_opened });
+            let feeds = Feeds {
+                questions: set_questions,
+                arrived: set_arrived,
+                runs: set_runs,
+                opened: set_opened,
+                reconnecting: set_reconnecting,
+            };
+            crate::deferred::listen(feeds);
         }
         if let Ok(handle) =
             set_interval_with_handle(move || set_now.set(chrono::Utc::now()), std::time::Duration::from_secs(1))
@@ -54,8 +70,8 @@ pub fn provide_live() {
         }
     });
     #[cfg(not(feature = "hydrate"))]
-    let _ = (set_questions, set_runs, set_now, set_opened);
-    provide_context(Live { questions, runs, opened, now });
+    let _ = (set_questions, set_arrived, set_runs, set_now, set_opened, set_reconnecting);
+    provide_context(Live { questions, arrived, runs, opened, reconnecting, now });
 }
 
 #[cfg(feature = "hydrate")]
@@ -87,14 +103,16 @@ pub fn hydrated() -> bool {
 #[cfg(feature = "hydrate")]
 pub struct Feeds {
     questions: WriteSignal<Vec<Question>>,
+    arrived: WriteSignal<Vec<uuid::Uuid>>,
     runs: WriteSignal<Vec<RunStatusEventData>>,
     opened: WriteSignal<u32>,
+    reconnecting: WriteSignal<bool>,
 }
 
 /// Opens the page's event stream; it lives as long as the page.
 #[cfg(feature = "hydrate")]
 pub fn subscribe(feeds: Feeds) {
-    browser::subscribe(feeds.questions, feeds.runs, feeds.opened);
+    browser::subscribe(feeds);
 }
 
 /// The page's live signals.
@@ -113,7 +131,7 @@ mod browser {
     use gloo_net::eventsource::{State, futures::EventSource};
     use leptos::prelude::*;
 
-    use crate::types::{EventType, Question, QuestionEventData, RunStatusEventData};
+    use crate::types::{EventType, QuestionEventData, RunStatusEventData};
 
     const EVENTS: [EventType; 9] = [
         EventType::QuestionAsked,
@@ -138,60 +156,100 @@ mod browser {
         let _ = wait.await;
     }
 
-    pub fn subscribe(
-        set_questions: WriteSignal<Vec<Question>>,
-        set_runs: WriteSignal<Vec<RunStatusEventData>>,
-        set_opened: WriteSignal<u32>,
-    ) {
-        // From where the page was rendered (later reconnections send Last-Event-ID themselves).
-        let rendered_at = document()
+    /// The first wait before opening a refused or lost stream again, and the longest.
+    const RETRY_FIRST: std::time::Duration = std::time::Duration::from_secs(1);
+    const RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(30);
+
+    fn mark_live(state: &str) {
+        // For tests and the curious: whether events reach this page now.
+        if let Some(body) = document().body() {
+            let _ = body.set_attribute("data-live", state);
+        }
+    }
+
+    pub fn subscribe(feeds: super::Feeds) {
+        let super::Feeds {
+            questions: set_questions,
+            arrived: set_arrived,
+            runs: set_runs,
+            opened: set_opened,
+            reconnecting,
+        } = feeds;
+        // From where the page was rendered; after that, from the last event heard.
+        let mut position = document()
             .query_selector(&format!("meta[name=\"{}\"]", super::RENDERED_AT_META))
             .ok()
             .flatten()
             .and_then(|meta| meta.get_attribute("content"))
-            .and_then(|content| content.parse::<i64>().ok());
-        let url = match rendered_at {
-            Some(position) => format!("/api/v1/events?last_event_id={position}"),
-            None => "/api/v1/events".to_owned(),
-        };
-        let Ok(mut source) = EventSource::new(&url) else {
-            leptos::logging::error!("could not open the event stream");
-            return;
-        };
-        let subscriptions: Vec<_> = EVENTS.iter().filter_map(|event| source.subscribe(event.as_str()).ok()).collect();
-        // The page listens for as long as it is open.
+            .filter(|content| content.parse::<i64>().is_ok());
+        // The page listens for as long as it is open. The browser opens a dropped stream again by itself, but not one
+        // the server refused (an HTTP error: a restart behind a proxy, a rate limit, an ended session): that one is
+        // opened again here, after a pause that grows, from the last event heard.
         leptos::task::spawn_local(async move {
-            // The source lives as long as the task: dropping it closes the connection.
-            let source = source;
-            // Events that arrive meanwhile wait in the subscriptions' buffers.
-            for _ in 0..300 {
-                if source.state() == State::Open {
-                    // For tests and the curious: from now on, events reach this page.
-                    if let Some(body) = document().body() {
-                        let _ = body.set_attribute("data-live", "open");
-                    }
-                    set_opened.update(|n| *n += 1);
-                    break;
-                }
-                sleep(std::time::Duration::from_millis(50)).await;
-            }
-            let mut messages = futures::stream::select_all(subscriptions);
-            while let Some(message) = messages.next().await {
-                let Ok((name, event)) = message else { continue };
-                let Some(text) = event.data().as_string() else {
-                    continue;
+            let mut pause = RETRY_FIRST;
+            loop {
+                let url = match &position {
+                    Some(position) => format!("/api/v1/events?last_event_id={position}"),
+                    None => "/api/v1/events".to_owned(),
                 };
-                if name == EventType::RunStatus.as_str() {
-                    match crate::codec::from_json::<RunStatusEventData>(&text) {
-                        Ok(data) => set_runs.update(|runs| runs.push(data)),
-                        Err(err) => leptos::logging::warn!("unreadable run event: {err}"),
+                match EventSource::new(&url) {
+                    Ok(mut source) => {
+                        let subscriptions: Vec<_> =
+                            EVENTS.iter().filter_map(|event| source.subscribe(event.as_str()).ok()).collect();
+                        // Events that arrive meanwhile wait in the subscriptions' buffers.
+                        for _ in 0..300 {
+                            match source.state() {
+                                State::Open => {
+                                    mark_live("open");
+                                    reconnecting.set(false);
+                                    set_opened.update(|n| *n += 1);
+                                    pause = RETRY_FIRST;
+                                    break;
+                                }
+                                State::Closed => break,
+                                State::Connecting => sleep(std::time::Duration::from_millis(50)).await,
+                            }
+                        }
+                        let mut messages = futures::stream::select_all(subscriptions);
+                        while let Some(message) = messages.next().await {
+                            let (name, event) = match message {
+                                Ok(message) => message,
+                                // Closed for good; otherwise the browser is already opening it again.
+                                Err(_) if source.state() == State::Closed => break,
+                                Err(_) => continue,
+                            };
+                            let id = event.last_event_id();
+                            if !id.is_empty() {
+                                position = Some(id);
+                            }
+                            let Some(text) = event.data().as_string() else {
+                                continue;
+                            };
+                            if name == EventType::RunStatus.as_str() {
+                                match crate::codec::from_json::<RunStatusEventData>(&text) {
+                                    Ok(data) => set_runs.update(|runs| runs.push(data)),
+                                    Err(err) => leptos::logging::warn!("unreadable run event: {err}"),
+                                }
+                                continue;
+                            }
+                            match crate::codec::from_json::<QuestionEventData>(&text) {
+                                Ok(data) => {
+                                    let arrived = [EventType::QuestionAsked, EventType::QuestionEscalated];
+                                    if arrived.iter().any(|t| name == t.as_str()) {
+                                        set_arrived.update(|arrived| arrived.push(data.question.id));
+                                    }
+                                    set_questions.update(|updates| updates.push(data.question))
+                                }
+                                Err(err) => leptos::logging::warn!("unreadable event: {err}"),
+                            }
+                        }
                     }
-                    continue;
+                    Err(err) => leptos::logging::error!("could not open the event stream: {err:?}"),
                 }
-                match crate::codec::from_json::<QuestionEventData>(&text) {
-                    Ok(data) => set_questions.update(|updates| updates.push(data.question)),
-                    Err(err) => leptos::logging::warn!("unreadable event: {err}"),
-                }
+                mark_live("closed");
+                reconnecting.set(true);
+                sleep(pause).await;
+                pause = (pause * 2).min(RETRY_MAX);
             }
         });
     }

@@ -33,11 +33,13 @@ pub enum QueueChange {
     Ignored,
 }
 
-/// The queue's rule for one event: `queue` holds the ids in order, the first one is on show.
-pub fn apply_event(queue: &mut Vec<Uuid>, seen: &mut Vec<Uuid>, question: &Question) -> QueueChange {
+/// The queue's rule for one event: `queue` holds the ids in order, the first one is on show. Only a question that
+/// arrived while the page listened (`arrived`: asked, or handed over) joins it: a claim, an approval or a reminder
+/// of one that was there before does not.
+pub fn apply_event(queue: &mut Vec<Uuid>, seen: &mut Vec<Uuid>, question: &Question, arrived: bool) -> QueueChange {
     let position = queue.iter().position(|id| *id == question.id);
     match (question.status, position) {
-        (QuestionStatus::Pending, None) if !seen.contains(&question.id) => {
+        (QuestionStatus::Pending, None) if arrived && !seen.contains(&question.id) => {
             seen.push(question.id);
             queue.push(question.id);
             QueueChange::Queued
@@ -83,8 +85,9 @@ pub fn LiveModal() -> impl IntoView {
             let start = processed.get_value().min(events.len());
             for question in &events[start..] {
                 let mut seen_ids = seen.get_value();
+                let arrived = live.arrived.with_untracked(|arrived| arrived.contains(&question.id));
                 let change = queue
-                    .try_update(|queue| apply_event(queue, &mut seen_ids, question))
+                    .try_update(|queue| apply_event(queue, &mut seen_ids, question, arrived))
                     .unwrap_or(QueueChange::Ignored);
                 seen.set_value(seen_ids);
                 questions.update(|map| {
@@ -350,20 +353,24 @@ mod tests {
         let (mut queue, mut seen) = (Vec::new(), Vec::new());
         let first = question(QuestionStatus::Pending);
         let second = question(QuestionStatus::Pending);
-        assert_eq!(apply_event(&mut queue, &mut seen, &first), QueueChange::Queued);
-        assert_eq!(apply_event(&mut queue, &mut seen, &second), QueueChange::Queued);
+        assert_eq!(apply_event(&mut queue, &mut seen, &first, true), QueueChange::Queued);
+        assert_eq!(apply_event(&mut queue, &mut seen, &second, true), QueueChange::Queued);
+        assert_eq!(queue, [first.id, second.id]);
+        // A pending question that did not arrive while the page listened (claimed, approved once, reminded) stays out.
+        let older = question(QuestionStatus::Pending);
+        assert_eq!(apply_event(&mut queue, &mut seen, &older, false), QueueChange::Ignored);
         assert_eq!(queue, [first.id, second.id]);
 
         let mut answered = first.clone();
         answered.status = QuestionStatus::Answered;
         answered.answered_by = Some("alice".into());
         answered.response = Some(AnswerBody { value: "ok".into(), comment: None, edited_arguments: None });
-        match apply_event(&mut queue, &mut seen, &answered) {
+        match apply_event(&mut queue, &mut seen, &answered, false) {
             QueueChange::ClosedShown(text) => assert!(text.contains("alice"), "{text}"),
             other => panic!("{other:?}"),
         }
         assert_eq!(queue, [second.id]);
         // A replayed "asked" event of a question already seen does not bring it back.
-        assert_eq!(apply_event(&mut queue, &mut seen, &first), QueueChange::Ignored);
+        assert_eq!(apply_event(&mut queue, &mut seen, &first, true), QueueChange::Ignored);
     }
 }

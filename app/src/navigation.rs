@@ -80,10 +80,14 @@ pub fn sign_in_error_message(code: &str, retry_after: Option<&str>) -> String {
 }
 
 /// The sentence the question page shows for the error code `POST /ui/answer/{id}` put in `?error=` (the API's
-/// error codes).
-pub fn answer_error_message(code: &str) -> &'static str {
+/// error codes), about a question that is `pending` still or not: a conflict with a question still pending is a
+/// claim someone else holds (or a change meanwhile), not an answer.
+pub fn answer_error_message(code: &str, pending: bool) -> &'static str {
     match code {
         "invalid" => "That answer is not valid for this question. Check it and try again.",
+        "conflict" if pending => {
+            "Someone else holds this question's claim (see who below), or it changed meanwhile. Nothing was answered."
+        }
         "conflict" => "This question was already answered or closed.",
         "forbidden" => "You may not answer this question.",
         _ => "The answer could not be saved. Try again.",
@@ -133,7 +137,8 @@ mod tests {
             sign_in_error_message("Call +1 555 0100 to unlock your account", None),
             "Sign-in failed. Try again."
         );
-        assert_eq!(answer_error_message("conflict"), "This question was already answered or closed.");
-        assert_eq!(answer_error_message("Your account is locked"), "The answer could not be saved. Try again.");
+        assert_eq!(answer_error_message("conflict", false), "This question was already answered or closed.");
+        assert!(answer_error_message("conflict", true).contains("claim"), "a pending question was not answered");
+        assert_eq!(answer_error_message("Your account is locked", true), "The answer could not be saved. Try again.");
     }
 }

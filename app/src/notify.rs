@@ -38,7 +38,9 @@ pub fn BrowserNotifications() -> impl IntoView {
             let start = seen.get_value().min(events.len());
             for question in &events[start..] {
                 let urgent = matches!(question.urgency, Urgency::High | Urgency::Critical);
-                if urgent && question.status == QuestionStatus::Pending && permission.get_untracked() == "granted" {
+                let arrived = live.arrived.with_untracked(|arrived| arrived.contains(&question.id));
+                let shown = urgent && arrived && question.status == QuestionStatus::Pending;
+                if shown && permission.get_untracked() == "granted" {
                     #[cfg(feature = "hydrate")]
                     browser::show(question);
                 }
@@ -140,5 +142,17 @@ pub fn NotificationBell() -> impl IntoView {
                 }
             })}
         </Transition>
+    }
+}
+
+/// Says, while it lasts, that the page is not live: its event stream was refused or lost, and the page is opening it
+/// again (it then catches up on what it missed).
+#[component]
+pub fn LiveStatus() -> impl IntoView {
+    let live = use_live();
+    view! {
+        <Show when=move || live.reconnecting.get()>
+            <span class="live-status" role="status" data-testid="live-reconnecting">"Not live: reconnecting…"</span>
+        </Show>
     }
 }

@@ -367,3 +367,32 @@ test('an admin sets a colleague away in the workspace settings, and ends the abs
   assert.match(await page.getByTestId('settings-ok').innerText(), /eli is back/);
   await context.close();
 });
+
+test('after five approvals of the same call the offer says so, and letting calls through stays a choice', async () => {
+  const ask = () => api(server, 'POST', '/questions', {
+    kind: 'approval',
+    title: 'Run make test?',
+    action: { tool_name: 'shell', arguments: { command: 'make test' } },
+  });
+  const approver = await approverToken('make-test approver');
+  for (let n = 0; n < 5; n += 1) {
+    const asked = await ask();
+    assert.equal(asked.status, 201, JSON.stringify(asked.json));
+    assert.equal((await answerAs(approver, asked.json.id, { value: true })).status, 200);
+  }
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+  await signIn(page, server, '/inbox');
+  await waitForLive(page);
+  const sixth = await ask();
+  await showInModal(page, 'Run make test?');
+  const modal = page.getByTestId('live-modal');
+  const suggestion = modal.getByTestId('modal-grant-suggestion');
+  await suggestion.waitFor();
+  assert.match(await suggestion.innerText(), /approved by hand 5 times/);
+  assert.equal(await modal.getByTestId('modal-grant-chosen').isChecked(), false, 'the offer is not taken for the person');
+  await modal.getByTestId('modal-approve').click();
+  await eventually('the approval is stored', async () => (await api(server, 'GET', `/questions/${sixth.json.id}`)).json.status === 'answered');
+  const grants = (await api(server, 'GET', '/grants')).json.items.filter((g) => g.revoked_at === null || g.revoked_at === undefined);
+  assert.ok(grants.every((g) => !JSON.stringify(g).includes('make test')), JSON.stringify(grants));
+  await page.close();
+});

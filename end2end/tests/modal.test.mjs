@@ -4,7 +4,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, api, signIn, waitForLive, resultPath } from './harness.mjs';
+import { startServer, launchBrowser, api, signIn, waitForLive, waitForHydration, resultPath } from './harness.mjs';
 
 let server;
 let browser;
@@ -27,6 +27,13 @@ async function livePage(path = '/inbox') {
   const errors = [];
   page.on('pageerror', (err) => errors.push(err.message));
   page.errors = errors;
+  await openSignedIn(page, path);
+  await waitForLive(page);
+  return page;
+}
+
+/** Opens `path` on `page`, signing in through the form if the context is not signed in yet. */
+async function openSignedIn(page, path) {
   await page.goto(`${server.baseUrl}${path}`);
   if (page.url().includes('/signin')) {
     await page.getByTestId('signin-username').fill(server.username);
@@ -34,8 +41,6 @@ async function livePage(path = '/inbox') {
     await page.getByTestId('signin-password-submit').click();
     await page.waitForURL((url) => url.pathname === path);
   }
-  await waitForLive(page);
-  return page;
 }
 
 async function ask(body) {
@@ -264,18 +269,46 @@ test('a question asked between the page render and its event stream still opens 
   let release;
   const held = new Promise((resolve) => { release = resolve; });
   await page.route('**/pkg/*.wasm', async (route) => { await held; await route.continue(); });
-  await page.goto(`${server.baseUrl}/inbox`);
-  if (page.url().includes('/signin')) {
-    await page.getByTestId('signin-username').fill(server.username);
-    await page.getByTestId('signin-password').fill(server.password);
-    await page.getByTestId('signin-password-submit').click();
-    await page.waitForURL((url) => url.pathname === '/inbox');
-  }
+  await openSignedIn(page, '/inbox');
   const position = await page.locator('meta[name="holdpoint-event-position"]').getAttribute('content');
   assert.match(position, /^\d+$/, 'the render carries its event position');
   const q = await ask({ title: 'Asked while the page was still loading', timeout_seconds: 600 });
   release();
   await waitForLive(page);
   await modalShows(page, q.id, 5_000);
+  await page.close();
+});
+
+test('a claim of a question that was there before does not bring it up', async () => {
+  const before = await ask({ title: 'Asked before the page opened', timeout_seconds: 600 });
+  const page = await livePage('/inbox');
+  assert.equal((await api(server, 'POST', `/questions/${before.id}/claim`, {})).status, 200);
+  // The claim reaches the page (its row shows it), and the modal stays closed.
+  await page.locator(`li[data-question-id="${before.id}"] [data-testid="row-claimed-by"]`).waitFor({ timeout: 5_000 });
+  await page.waitForTimeout(1_000);
+  assert.equal(await modal(page).isVisible(), false, 'no modal for a question that was there before');
+  // A question asked now still brings it up.
+  const now = await ask({ title: 'Asked while the page is open', timeout_seconds: 600 });
+  await modalShows(page, now.id);
+  assert.deepEqual(page.errors, []);
+  for (const q of [before, now]) await api(server, 'POST', `/questions/${q.id}/cancel`, null);
+  await page.close();
+});
+
+test('an event stream the server refuses is opened again, the page says so meanwhile, and catches up', async () => {
+  const page = await context.newPage();
+  await page.route('**/api/v1/events**', (route) => route.fulfill({ status: 503, contentType: 'application/json',
+    body: '{"error":{"code":"unavailable","message":"restarting"}}' }));
+  await openSignedIn(page, '/inbox');
+  await waitForHydration(page);
+  await page.getByTestId('live-reconnecting').waitFor({ timeout: 10_000 });
+  assert.match(await page.getByTestId('live-reconnecting').innerText(), /Not live: reconnecting/);
+  await page.screenshot({ path: resultPath('live-reconnecting.png') });
+  const missed = await ask({ title: 'Asked while the page was not live', timeout_seconds: 600 });
+  await page.unroute('**/api/v1/events**');
+  await waitForLive(page);
+  await modalShows(page, missed.id, 5_000);
+  assert.equal(await page.getByTestId('live-reconnecting').count(), 0);
+  await api(server, 'POST', `/questions/${missed.id}/cancel`, null);
   await page.close();
 });

@@ -60,6 +60,11 @@ test('the run page shows the timeline, answers its approval inline and follows t
 
   const question = page.getByTestId('run-question');
   await question.getByTestId('inline-comment').fill('fine, they are archived');
+  // Claimed meanwhile by the operator's token: the panel says so, and what is being typed stays.
+  const questionId = await question.getAttribute('data-question-id');
+  assert.equal((await api(server, 'POST', `/questions/${questionId}/claim`, {})).status, 200);
+  await question.getByTestId('inline-claimed-by').waitFor({ timeout: 5_000 });
+  assert.equal(await question.getByTestId('inline-comment').inputValue(), 'fine, they are archived');
   await question.getByTestId('inline-approve').click();
 
   // Live: the page follows the run to its end without a reload.

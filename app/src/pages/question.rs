@@ -43,11 +43,12 @@ fn QuestionView(question: Question, answer_form: Option<String>) -> impl IntoVie
     Effect::new(move |_| show_datetimes_in_local_time());
     let query = use_query_map();
     // A code, turned into a sentence of ours: a link that puts its own text here must not speak for Holdpoint.
-    let error = move || query.with(|q| q.get_str("error").map(crate::navigation::answer_error_message));
+    let pending = question.status == QuestionStatus::Pending;
+    let error =
+        move || query.with(|q| q.get_str("error").map(|code| crate::navigation::answer_error_message(code, pending)));
     let context = (question.context.as_object().is_some_and(|c| !c.is_empty()))
         .then(|| serde_json::to_string_pretty(&question.context).unwrap_or_default());
     let action = question.action.clone();
-    let pending = question.status == QuestionStatus::Pending;
     let resolution = (!pending).then(|| capitalise(&describe_resolution(&question)));
     // Why it was answered so: a person's reason, or what decided for them.
     let reason = question.response.as_ref().and_then(|response| response.comment.clone()).filter(|_| !pending);

@@ -11,7 +11,7 @@ use uuid::Uuid;
 use crate::components::{Badge, Countdown, clock, date_time};
 use crate::live::use_live;
 use crate::markdown::Markdown;
-use crate::types::{Run, RunMessage, RunStatus, Segment, ToolCall};
+use crate::types::{QuestionStatus, Run, RunMessage, RunStatus, Segment, ToolCall};
 use crate::{RunTimeline, run_detail, runs_list};
 
 /// `/runs?status=&project=`: newest first.
@@ -137,11 +137,19 @@ pub fn RunPage() -> impl IntoView {
     let params = use_params_map();
     let id = move || params.with(|p| p.get("id").and_then(|id| Uuid::parse_str(&id).ok()));
     let live = use_live();
-    // Bumped by every event about this run (or one of its questions): the page reloads its data.
+    // Bumped by every event about this run, and by each of its questions arriving or being resolved: the page
+    // reloads its data. A claim or an approval of a pending question changes only its panel, which follows the
+    // stream itself, so an answer being typed inline is kept.
     let version = Memo::new(move |_| {
         let Some(id) = id() else { return 0 };
         let runs = live.runs.with(|events| events.iter().filter(|e| e.run_id == id).count());
-        let questions = live.questions.with(|events| events.iter().filter(|q| q.run_id == Some(id)).count());
+        let questions = live.questions.with(|events| {
+            events
+                .iter()
+                .filter(|q| q.run_id == Some(id))
+                .filter(|q| q.status != QuestionStatus::Pending || live.arrived.with(|arrived| arrived.contains(&q.id)))
+                .count()
+        });
         runs + questions + live.opened.get() as usize
     });
     let detail = crate::codec::resource(
