@@ -295,6 +295,7 @@ pub fn notification_payload(question: &Question, links: &[ActionLink], open_url:
 pub fn resolved_payload(question: &Question, open_url: &str) -> Value {
     let how = match (question.status, &question.answered_by) {
         (holdpoint_types::QuestionStatus::Answered, Some(by)) => format!("Answered by {by}"),
+        (holdpoint_types::QuestionStatus::Cancelled, Some(by)) => format!("Cancelled by {by}"),
         (status, _) => format!("No longer waiting ({status})"),
     };
     json!({
@@ -551,6 +552,12 @@ mod tests {
             (resolved["tag"].clone(), resolved["body"].clone()),
             (json!(question.id), json!("Answered by alice"))
         );
+        let cancelled = Question {
+            status: holdpoint_types::QuestionStatus::Cancelled,
+            answered_by: Some("dave".into()),
+            ..question.clone()
+        };
+        assert_eq!(resolved_payload(&cancelled, "u")["body"], "Cancelled by dave");
     }
 
     #[test]

@@ -415,6 +415,36 @@ async fn step_budgets_are_per_segment_and_the_total_is_capped(backend: common::B
     assert_eq!(mock.received_requests().await.unwrap().len(), 90);
 }
 
+/// A model that gives two calls the same id, or none (some OpenAI-compatible servers number each turn's calls from
+/// one), has its run go on: each such call gets an id of its own, and each result answers its own call.
+async fn a_model_that_reuses_a_call_id_has_its_run_go_on(backend: common::Backend) {
+    let scripts = Scripts::new();
+    let mock = MockServer::start().await;
+    Mock::given(method("GET")).respond_with(ResponseTemplate::new(200)).mount(&mock).await;
+    let Some(app) = start(backend, &scripts, Some(&mock), 90).await else { return };
+    let get = |id: &str, at: &str| json!({ "id": id, "name": "http_request", "arguments": { "method": "GET", "url": format!("{}/{at}", mock.uri()) } });
+    let turns = json!([
+        { "tool_calls": [get("c1", "first")] },
+        { "tool_calls": [get("c1", "second"), get("", "third")] },
+        { "content": "Done." }
+    ]);
+    let model = scripts.write("reused.json", &turns);
+    let agent = create_agent(&app, agent("fetcher", &model, &["http_request"], json!({}))).await;
+    let run_id = start_run(&app, &agent["id"], "Fetch three pages").await;
+    app.wait_for_run(&run_id, "completed").await;
+    let calls = tool_calls(&app, &run_id).await;
+    let ids: Vec<&str> = calls.iter().map(|c| c["call_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["c1", "call_2_1", "call_2_2"], "{calls:?}");
+    assert!(calls.iter().all(|c| c["status"] == "completed"), "{calls:?}");
+    let results: Vec<String> = messages(&app, &run_id)
+        .await
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"]["tool_call_id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(results, ["c1", "call_2_1", "call_2_2"]);
+}
+
 async fn resume_is_refused_unless_the_run_is_paused_or_waiting(backend: common::Backend) {
     let scripts = Scripts::new();
     let Some(app) = start(backend, &scripts, None, 500).await else { return };
@@ -1634,6 +1664,7 @@ on_both_backends!(
     ask_user_takes_rich_fields_or_a_response_schema_as_mcps_ask_user_does,
     an_agent_without_ask_user_cannot_ask,
     step_budgets_are_per_segment_and_the_total_is_capped,
+    a_model_that_reuses_a_call_id_has_its_run_go_on,
     resume_is_refused_unless_the_run_is_paused_or_waiting,
     resume_decides_pending_approvals_and_rejects_the_rest,
     a_resume_decides_under_the_checks_every_answer_passes,

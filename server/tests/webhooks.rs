@@ -26,6 +26,7 @@ on_both_backends!(
     deliveries_pending_at_a_sigkill_are_all_sent_after_a_restart,
     private_and_malformed_urls_are_refused_and_change_nothing,
     a_new_url_takes_the_deliveries_still_waiting,
+    a_redelivery_starts_its_retries_over,
 );
 
 async fn allowing_private(backend: Backend) -> Option<TestApp> {
@@ -485,6 +486,42 @@ async fn a_new_url_takes_the_deliveries_still_waiting(backend: Backend) {
     let (taken, _) = taken(&mut receiver, 1).await;
     assert_eq!(taken[0]["path"], "/new", "{}", taken[0]);
     assert_eq!(taken[0]["body"]["data"]["question"]["title"], "Moved?");
-    let listed = app.get(&format!("/api/v1/webhooks/{webhook}/deliveries")).await.json;
-    assert_eq!(listed["items"][0]["status"], "sent", "{listed}");
+    newest_once_sent(&app, &webhook).await;
+}
+
+/// The subscription's newest delivery once it is recorded as sent: a moment after the receiver has the request, as
+/// its answer is recorded then.
+async fn newest_once_sent(app: &TestApp, webhook: &str) -> Value {
+    let mut listed = Value::Null;
+    for _ in 0..200 {
+        listed = app.get(&format!("/api/v1/webhooks/{webhook}/deliveries")).await.json;
+        if listed["items"][0]["status"] == "sent" {
+            return listed["items"][0].clone();
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the delivery was not recorded as sent: {listed}")
+}
+
+/// A delivery redelivered by hand is retried from the start of the schedule (about 1 s, 5 s, 30 s), however many
+/// attempts it took before: a receiver back from an outage with one more hiccup gets it a second later, not an hour.
+async fn a_redelivery_starts_its_retries_over(backend: Backend) {
+    let Some(app) = allowing_private(backend).await else { return };
+    let mut receiver = Receiver::start().await;
+    let (webhook, _) = subscribe(&app, &mut receiver, "/hooks", json!(["question_asked"])).await;
+    receiver.command(json!({ "fail": 2, "status": 503 })).await;
+    ask(&app, "Again?").await;
+    taken(&mut receiver, 1).await;
+    let delivery = newest_once_sent(&app, &webhook).await;
+    assert_eq!(delivery["attempts"], 3, "{delivery}");
+
+    receiver.command(json!({ "fail": 1, "status": 503 })).await;
+    let path = format!("/api/v1/webhooks/{webhook}/deliveries/{}/redeliver", delivery["id"].as_str().unwrap());
+    assert_eq!(app.post(&path, json!({})).await.status, StatusCode::ACCEPTED);
+    let refused = receiver.next_request().await;
+    assert_eq!(refused["answered"], 503, "{refused}");
+    let retried = receiver.request_within(Duration::from_secs(5)).await.expect("retried within seconds");
+    assert_eq!(retried["answered"].as_u64().map(|status| status < 300), Some(true), "{retried}");
+    let wait = retried["received_at"].as_f64().unwrap() - refused["received_at"].as_f64().unwrap();
+    assert!((0.8..3.0).contains(&wait), "retried after {wait:.2} s");
 }

@@ -80,9 +80,9 @@ const NEXT_DUE: &str = concat!(
     heads_an_enabled_queue!()
 );
 /// Queues a delivery again (`$1` at, `$2` give_up_at; `$3` workspace, `$4` subscription, `$5` id), unless it is
-/// being sent right now.
+/// being sent right now. Its attempts start over, and with them its retries (about 1 s, 5 s, 30 s, ...).
 const REDELIVER: &str = "UPDATE webhook_deliveries SET status = 'queued', next_attempt_at = $1, \
-     give_up_at = $2, updated_at = $1, last_error = NULL, claimed_until = NULL \
+     give_up_at = $2, updated_at = $1, last_error = NULL, claimed_until = NULL, attempts = 0 \
      WHERE workspace_id = $3 AND webhook_id = $4 AND id = $5 AND (claimed_until IS NULL OR claimed_until <= $1)";
 /// Raises the cursor to `$1` (never lowers it: another instance may be ahead).
 const ADVANCE_CURSOR: &str = "INSERT INTO webhook_cursor (id, event_id) VALUES (1, $1) \

@@ -346,7 +346,8 @@ pub struct ToolCall {
     pub run_id: Uuid,
     /// The assistant message that asked for it.
     pub message_id: Uuid,
-    /// The model's id of the call.
+    /// The model's id of the call; `call_<step>_<n>` when the model gave none, an empty one, or one it used before
+    /// in the run.
     pub call_id: String,
     pub tool_name: String,
     /// The arguments the model gave.

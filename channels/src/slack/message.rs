@@ -150,7 +150,7 @@ pub(super) fn resolution_text(question: &Question) -> String {
         QuestionStatus::Answered => format!(":white_check_mark: Answered{by}{answer}"),
         QuestionStatus::Defaulted => format!(":hourglass: The deadline passed; the default applied{answer}"),
         QuestionStatus::Expired => ":hourglass: The deadline passed with no answer".to_owned(),
-        QuestionStatus::Cancelled => ":no_entry_sign: Cancelled".to_owned(),
+        QuestionStatus::Cancelled => format!(":no_entry_sign: Cancelled{by}"),
     }
 }
 

@@ -444,6 +444,11 @@ fn the_resolved_message_says_who_answered_what_and_has_no_buttons() {
     let last = resolved_message(&planned, "u").blocks.last().unwrap()["text"]["text"].clone();
     let expected = ":white_check_mark: Answered by carol: *Go-live date: 2026-03-01; Readiness: 4 of 5*";
     assert!(last.as_str().unwrap().starts_with(expected), "{last}");
+
+    // Withdrawn: by whom.
+    let cancelled = Question { status: QuestionStatus::Cancelled, answered_by: Some("dave".into()), ..choice(0) };
+    let last = resolved_message(&cancelled, "u").blocks.last().unwrap()["text"]["text"].clone();
+    assert!(last.as_str().unwrap().starts_with(":no_entry_sign: Cancelled by dave"), "{last}");
 }
 
 #[test]

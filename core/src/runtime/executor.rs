@@ -63,6 +63,17 @@ impl Conversation {
         })
     }
 
+    /// The ids of the tool calls the model made so far in the run.
+    fn call_ids(&self) -> std::collections::HashSet<String> {
+        self.messages
+            .iter()
+            .filter(|m| m.role == "assistant")
+            .filter_map(|m| m.content.0["tool_calls"].as_array())
+            .flatten()
+            .filter_map(|call| call["id"].as_str().map(str::to_owned))
+            .collect()
+    }
+
     fn has_result_for(&self, call_id: &str) -> bool {
         self.messages.iter().any(|m| m.role == "tool" && m.content.0["tool_call_id"] == call_id)
     }
@@ -214,6 +225,7 @@ async fn advance(rt: &Runtime, run: &RunRow) -> StoreResult<()> {
         };
         step += 1;
         segment_steps += 1;
+        let reply = with_distinct_call_ids(reply, step, conversation.call_ids());
         let assistant = message(run.id, conversation.next_seq(), step, "assistant", reply);
         let mut calls = tool_calls_of(spec, &assistant);
         apply_rules(rt, run, &mut calls).await?;
@@ -242,6 +254,26 @@ async fn end_on_answer(rt: &Runtime, run: &RunRow, answer: &MessageRow) -> Store
 /// Whether a final answer asks the user something: its last sentence is a question.
 pub fn asks_for_input(text: &str) -> bool {
     text.trim_end().ends_with('?')
+}
+
+/// The model's reply with each tool call's id distinct within the run (`used`: the ids of its earlier calls). A
+/// provider that sends none, an empty one, or one used before (some OpenAI-compatible servers number each turn's
+/// calls from one) has it replaced by `call_<step>_<n>` in the reply itself, so the conversation sent back pairs
+/// each result with its own call.
+fn with_distinct_call_ids(mut reply: Value, step: i32, mut used: std::collections::HashSet<String>) -> Value {
+    let Some(calls) = reply.get_mut("tool_calls").and_then(Value::as_array_mut) else { return reply };
+    for (n, call) in calls.iter_mut().enumerate() {
+        let id = call["id"].as_str().unwrap_or_default().to_owned();
+        if !id.is_empty() && used.insert(id) {
+            continue;
+        }
+        let mut fresh = format!("call_{step}_{}", n + 1);
+        while !used.insert(fresh.clone()) {
+            fresh.push('_');
+        }
+        call["id"] = Value::String(fresh);
+    }
+    reply
 }
 
 /// The tool calls of a model turn, each with the status its tool and the agent's policy give it.
