@@ -4,7 +4,7 @@
 //! shown question is resolved elsewhere (another tab, the CLI, a default on timeout) the modal closes itself and a
 //! notice says by whom or how. Keyboard: focus starts on the answer's primary control (Yes for a yes/no question,
 //! Approve for an approval, the first input otherwise) and stays in the modal (Tab wraps); Escape defers the
-//! question (it stays in the inbox).
+//! question (it stays in the inbox), except from a field holding what the person typed, which it would lose.
 //!
 //! The modal comes up by itself, maybe while someone is typing elsewhere: for a moment after a question appears
 //! (`focus::SETTLE_MS`), Enter and Space do not press the primary button the focus starts on, so a keystroke meant
@@ -266,7 +266,26 @@ mod focus {
         pressing && on_primary && now() - shown_at.get_value() < SETTLE_MS
     }
 
-    /// While a question is shown: Escape defers it, Tab keeps the focus inside the dialog, and Enter or Space on the
+    /// Whether the key was pressed in a text field of the dialog that holds something the person typed.
+    fn typed_in(dialog: NodeRef<leptos::html::Div>, ev: &leptos::ev::KeyboardEvent) -> bool {
+        let Some(target) = ev.target() else { return false };
+        let value = match (
+            target.clone().dyn_into::<web_sys::HtmlTextAreaElement>(),
+            target.dyn_into::<web_sys::HtmlInputElement>(),
+        ) {
+            (Ok(area), _) => Some((area.value(), area.unchecked_into::<web_sys::Element>())),
+            (_, Ok(input)) if matches!(input.type_().as_str(), "text" | "search" | "email" | "url" | "number") => {
+                Some((input.value(), input.unchecked_into::<web_sys::Element>()))
+            }
+            _ => None,
+        };
+        value
+            .filter(|(text, _)| !text.is_empty())
+            .zip(dialog.get_untracked())
+            .is_some_and(|((_, field), root)| root.contains(Some(&field)))
+    }
+
+    /// While a question is shown: Escape defers it (but not from a field holding typed text), Tab keeps the focus inside the dialog, and Enter or Space on the
     /// primary button does nothing until the question has been on show for [`SETTLE_MS`] (Space presses a button
     /// when the key comes up, Enter when it goes down).
     pub fn handle_keys(
@@ -284,6 +303,8 @@ mod focus {
                 return;
             }
             match ev.key().as_str() {
+                // Escape in a field of the modal that holds what the person typed keeps it: "Later" defers.
+                "Escape" if typed_in(dialog, &ev) => {}
                 "Escape" => {
                     ev.prevent_default();
                     defer();

@@ -83,6 +83,12 @@ test('approval with edited arguments keeps both versions', async () => {
     action: { tool_name: 'shell', arguments: { command: 'terraform apply -auto-approve' } },
   });
   await openFromInbox('Run terraform apply?');
+  // Not JSON: refused, with the reason beside the field and the edit still in it.
+  await page.getByTestId('edited-arguments').fill('{"command": "terraform plan"');
+  await page.getByTestId('answer-approve').click();
+  await page.locator('[data-testid="field-error"][data-path="edited_arguments"]').waitFor();
+  assert.equal(await page.getByTestId('edited-arguments').inputValue(), '{"command": "terraform plan"');
+  assert.equal((await stored(id)).status, 'pending');
   await page.getByTestId('edited-arguments').fill('{"command": "terraform plan"}');
   await page.getByTestId('answer-approve').click();
   await page.getByTestId('resolution').waitFor();

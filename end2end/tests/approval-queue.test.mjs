@@ -85,7 +85,8 @@ test('a selection without a critical approval is sent without a confirmation', a
   const page = await browser.newPage();
   await signIn(page, server, '/approvals');
   await waitForLive(page);
-  await page.locator(`[data-question-id="${created.json.id}"]`).getByTestId('approval-select').check();
+  // Each checkbox is named after its approval, for a screen reader.
+  await page.getByRole('checkbox', { name: 'Select “Clear the CDN cache”' }).check();
   assert.equal((await page.getByTestId('batch-selection').textContent()).trim(), '1 approval');
   await page.getByTestId('batch-reject').click();
   await page.getByTestId('batch-summary').filter({ hasText: '1 rejected' }).waitFor();

@@ -312,3 +312,20 @@ test('an event stream the server refuses is opened again, the page says so meanw
   await api(server, 'POST', `/questions/${missed.id}/cancel`, null);
   await page.close();
 });
+
+test('Escape in a field holding typed text keeps the text; "Later" defers', async () => {
+  const page = await livePage('/inbox');
+  const q = await ask({ title: 'Which region?', response_type: 'text', timeout_seconds: 600 });
+  await modalShows(page, q.id);
+  await page.waitForFunction(() => document.activeElement?.dataset.testid === 'modal-text');
+  await page.keyboard.type('eu-west');
+  await page.keyboard.press('Escape');
+  await page.waitForTimeout(300);
+  assert.equal(await modal(page).isVisible(), true, 'the modal stays');
+  assert.equal(await page.getByTestId('modal-text').inputValue(), 'eu-west', 'the text stays');
+  await page.getByTestId('modal-defer').click();
+  await modal(page).waitFor({ state: 'detached' });
+  assert.equal((await stored(q.id)).status, 'pending');
+  await api(server, 'POST', `/questions/${q.id}/cancel`, null);
+  await page.close();
+});

@@ -381,7 +381,8 @@ fn ApprovalRow(question: Question, selected: RwSignal<Vec<Uuid>>, results: RwSig
             data-question-id=id.to_string() data-urgency=question.urgency.as_str()>
             <div class="approval-head">
                 {pending.then(|| view! {
-                    <input type="checkbox" id=checkbox_id.clone() data-testid="approval-select" aria-label="Select"
+                    <input type="checkbox" id=checkbox_id.clone() data-testid="approval-select"
+                        aria-label=format!("Select “{}”", question.title)
                         prop:checked=move || selected.with(|s| s.contains(&id))
                         on:change=move |ev| {
                             let checked = event_target_checked(&ev);

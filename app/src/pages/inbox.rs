@@ -312,14 +312,7 @@ impl Inbox {
                 self.cursor.set(next);
             }
             self.marked.update(|marked| marked.retain(|id| !ids.contains(id)));
-            self.notice.set(Some(match done.as_slice() {
-                [one] => format!(
-                    "Answered “{}”: {}",
-                    one.title,
-                    one.response.as_ref().map(|r| answer_in_words(one, &r.value)).unwrap_or_default()
-                ),
-                many => format!("Answered {} questions.", many.len()),
-            }));
+            self.notice.set(Some(answered_from_rows(&done)));
             self.answered.update(|answered| answered.extend(done));
         });
     }
@@ -859,6 +852,22 @@ mod keyboard {
     pub fn install(_: super::Inbox) {}
 }
 
+/// What the list says once rows were answered from it (`done`, as the server returned them): an approval of several
+/// is recorded, not answered, and says where its quorum stands.
+fn answered_from_rows(done: &[Question]) -> String {
+    let waiting = done.iter().filter(|q| q.status == QuestionStatus::Pending).count();
+    match done {
+        [one] if waiting == 1 => crate::components::answered_notice(one),
+        [one] => format!(
+            "Answered “{}”: {}",
+            one.title,
+            one.response.as_ref().map(|r| answer_in_words(one, &r.value)).unwrap_or_default()
+        ),
+        many if waiting == 0 => format!("Answered {} questions.", many.len()),
+        many => format!("Answered {} questions; {waiting} of them wait for more approvals.", many.len()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -913,6 +922,22 @@ mod tests {
         let answered_only = InboxFilter::from_query(|name| (name == "status").then(|| "answered".to_owned()));
         let merged = merge_live(&[], &[new, answered], &answered_only);
         assert_eq!(merged.iter().map(|q| q.title.as_str()).collect::<Vec<_>>(), ["old"]);
+    }
+
+    #[test]
+    fn an_approval_of_several_answered_from_a_row_says_where_its_quorum_stands() {
+        let mut partial = crate::types::sample_question("Deploy?", QuestionStatus::Pending);
+        partial.required_approvals = 2;
+        partial.approvals =
+            vec![crate::types::Approval { by: "alice".into(), at: chrono::Utc::now(), comment: None, person_id: None }];
+        assert_eq!(answered_from_rows(std::slice::from_ref(&partial)), "Approval recorded for “Deploy?”: 1 of 2");
+        let mut done = crate::types::sample_question("Ship?", QuestionStatus::Answered);
+        done.response = Some(crate::types::AnswerBody { value: true.into(), comment: None, edited_arguments: None });
+        assert_eq!(
+            answered_from_rows(&[done.clone(), partial]),
+            "Answered 2 questions; 1 of them wait for more approvals."
+        );
+        assert!(answered_from_rows(&[done]).starts_with("Answered “Ship?”: "));
     }
 
     #[test]

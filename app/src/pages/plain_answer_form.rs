@@ -65,17 +65,21 @@ fn AnswerForm(question: Question, csrf: String, draft: AnswerDraft) -> impl Into
             )
         }
         ResponseType::Approval => {
-            let arguments = question
-                .action
-                .as_ref()
-                .map(|a| serde_json::to_string_pretty(&a.arguments).unwrap_or_default())
-                .unwrap_or_default();
+            // What the person sent last time, if the server refused it, else the call's own arguments.
+            let arguments = draft.with_value(|d| d.value("edited_arguments").map(str::to_owned)).unwrap_or_else(|| {
+                question
+                    .action
+                    .as_ref()
+                    .map(|a| serde_json::to_string_pretty(&a.arguments).unwrap_or_default())
+                    .unwrap_or_default()
+            });
             (
                 EitherOf6::D(question.allow_edit.then(|| {
                     view! {
                         <label for="edited-arguments">"Arguments (edit before approving if needed)"</label>
                         <textarea id="edited-arguments" name="edited_arguments" rows="8" class="mono" spellcheck="false"
-                            data-testid="edited-arguments">{arguments}</textarea>
+                            aria-describedby="edited-arguments-error" data-testid="edited-arguments">{arguments}</textarea>
+                        {draft_error(draft, "edited_arguments", "edited-arguments-error")}
                     }
                 })),
                 EitherOf3::C(view! {
