@@ -16,6 +16,8 @@ pub fn TopBar() -> impl IntoView {
     view! {
         <header class="topbar" class:open=move || open.get()>
             <a class="brand" href="/inbox">"Holdpoint"</a>
+            // Outside the menu, so that a phone shows it with the menu folded.
+            <crate::notify::LiveStatus/>
             <button type="button" class="menu-toggle" aria-controls="topbar-menu" data-testid="menu-toggle"
                 aria-expanded=move || if open.get() { "true" } else { "false" }
                 on:click=move |_| open.update(|o| *o = !*o)>
@@ -36,7 +38,6 @@ pub fn TopBar() -> impl IntoView {
                     <crate::notify::NotificationBell/>
                 </nav>
                 <crate::notify::BrowserNotifications/>
-                <crate::notify::LiveStatus/>
                 <Suspense fallback=|| ()>
                     {move || session.get().and_then(Result::ok).map(|s| view! {
                         <span class="who" data-testid="signed-in-as">{format!("{} · {}", s.name, s.workspace)}</span>

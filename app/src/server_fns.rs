@@ -184,11 +184,16 @@ pub async fn inbox_questions(filter: InboxFilter) -> Result<Page<Question>, Serv
     backend()?.0.questions(&session, &filter, 200).await.map_err(ServerFnError::new)
 }
 
-/// The inbox's list: what it shows of each question the filter selects, in its order (the 200 first).
+/// The most questions the inbox lists at once; it says so when a filter selects more.
+pub const INBOX_LIST_MAX: usize = 200;
+
+/// The inbox's list: what it shows of each question the filter selects, in its order (the first
+/// [`INBOX_LIST_MAX`]).
 #[server(prefix = "/ui/fn")]
 pub async fn inbox_summaries(filter: InboxFilter) -> Result<Page<QuestionSummary>, ServerFnError> {
     let session = request_session()?;
-    backend()?.0.question_summaries(&session, &filter, 200).await.map_err(ServerFnError::new)
+    let limit = INBOX_LIST_MAX as u32;
+    backend()?.0.question_summaries(&session, &filter, limit).await.map_err(ServerFnError::new)
 }
 
 /// Everything the run page shows.

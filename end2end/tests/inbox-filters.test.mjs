@@ -162,3 +162,23 @@ test('j/k move the selection and Enter opens the question', async () => {
   await page.getByTestId('question-page').waitFor();
   await page.close();
 });
+
+test('a filter that selects more than the list holds says so', async () => {
+  for (let n = 0; n < 201; n += 1) {
+    let created = await api(server, 'POST', '/questions', { title: `Bulk ${n}`, project: 'bulk', kind: 'non_blocking' });
+    // Past the creation burst, the token's rate says when to go on.
+    while (created.status === 429) {
+      await new Promise((resolve) => setTimeout(resolve, created.json.error.details.retry_after_seconds * 1000));
+      created = await api(server, 'POST', '/questions', { title: `Bulk ${n}`, project: 'bulk', kind: 'non_blocking' });
+    }
+    assert.equal(created.status, 201, JSON.stringify(created.json));
+  }
+  const page = await browser.newPage();
+  await signIn(page, server, '/inbox?project=bulk');
+  assert.equal(await page.getByTestId('question-item').count(), 200);
+  assert.match(await page.getByTestId('list-cut').innerText(), /the first 200: narrow the filters/);
+  await page.goto(`${server.baseUrl}/inbox?project=bulk&q=${encodeURIComponent('Bulk 7')}`);
+  await page.getByTestId('question-item').first().waitFor();
+  assert.equal(await page.getByTestId('list-cut').count(), 0, 'a list that holds them all says nothing');
+  await page.close();
+});

@@ -376,6 +376,8 @@ fn QuestionList(
     updates: ReadSignal<Vec<Question>>,
 ) -> impl IntoView {
     let answered = RwSignal::new(Vec::<Question>::new());
+    // A filter that selects more than the list holds: the page says so, rather than let the list look whole.
+    let cut = initial.len() >= crate::server_fns::INBOX_LIST_MAX;
     let shown = Memo::new(move |_| {
         updates.with(|u| answered.with(|a| merge_live(&initial, u.iter().chain(a.iter()), &filter)))
     });
@@ -402,6 +404,11 @@ fn QuestionList(
     view! {
         <p class="muted list-head">
             <span data-testid="pending-count">{move || format!("{} question{}", count(), if count() == 1 { "" } else { "s" })}</span>
+            {cut.then(|| view! {
+                <span data-testid="list-cut">
+                    {format!(" — the first {}: narrow the filters (or search) to reach the others.", crate::server_fns::INBOX_LIST_MAX)}
+                </span>
+            })}
             <button type="button" class="link hint" data-testid="shortcuts-open" on:click=move |_| inbox.shortcuts_open.set(true)>
                 "Keyboard shortcuts (?)"
             </button>
