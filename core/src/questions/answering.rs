@@ -72,9 +72,7 @@ pub async fn require_right_to_give(
     answer: &AnswerBody,
     separation_of_duties: bool,
 ) -> Result<(), AppError> {
-    require_answer_right(caller, question.kind)?;
-    require_assignee(caller, question)?;
-    quorum::require_eligible(caller, question)?;
+    require_right_to_decide(caller, question)?;
     if separation_of_duties
         && question.kind == QuestionKind::Approval
         && answer.value == Value::Bool(true)
@@ -118,14 +116,20 @@ pub async fn requester(store: &dyn Store, row: &QuestionRow) -> StoreResult<Opti
 /// (a responder turning down an approval, anyone a question assigned to another). Separation of duties does not
 /// apply: ending an approval never approves it.
 pub fn require_right_to_end(caller: &Caller, row: &QuestionRow, now: DateTime<Utc>) -> Result<(), AppError> {
-    require_answer_right(caller, row.kind)?;
-    let question = row.to_question(&caller.principal.workspace)?;
-    require_assignee(caller, &question)?;
-    quorum::require_eligible(caller, &question)?;
+    require_right_to_decide(caller, &row.to_question(&caller.principal.workspace)?)?;
     if row.status == QuestionStatus::Pending {
         claims::require_claim(caller, row, now)?;
     }
     Ok(())
+}
+
+/// Refuses with 403 a caller who may not decide `question` whoever holds it: its kind needs another role, its
+/// assignee is someone else, or it is reserved for other eligible approvers. Answering, claiming and ending a
+/// question all start here.
+pub fn require_right_to_decide(caller: &Caller, question: &Question) -> Result<(), AppError> {
+    require_answer_right(caller, question.kind)?;
+    require_assignee(caller, question)?;
+    quorum::require_eligible(caller, question)
 }
 
 /// Refuses with 403 a caller the question's assignee does not name.

@@ -8,8 +8,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::pending::{ATTEMPTS, change_time, pending_event, reread, still_changing};
-use super::quorum::require_eligible;
-use super::{Answering, not_pending, require_answer_right, require_assignee};
+use super::{Answering, not_pending, require_right_to_decide};
 use crate::actions;
 use crate::credentials::Caller;
 use crate::error::AppError;
@@ -44,13 +43,6 @@ fn claimed_by(row: &QuestionRow) -> AppError {
             "claim_expires_at": row.claim_expires_at,
         })),
     }
-}
-
-/// Who may claim a question: whoever may answer it (role, assignee, eligibility), as for an answer.
-fn require_right_to_claim(caller: &Caller, question: &Question) -> Result<(), AppError> {
-    require_answer_right(caller, question.kind)?;
-    require_assignee(caller, question)?;
-    require_eligible(caller, question)
 }
 
 /// Claims a pending question for the caller for `ttl_seconds` (default and at most `max_ttl_seconds`): while the
@@ -98,7 +90,8 @@ async fn change_claim(
     }
     for _ in 0..ATTEMPTS {
         let question = row.to_question(workspace)?;
-        require_right_to_claim(caller, &question)?;
+        // Who may claim a question: whoever may answer it, as for an answer.
+        require_right_to_decide(caller, &question)?;
         if row.status != QuestionStatus::Pending {
             return Err(not_pending(&row));
         }

@@ -281,10 +281,9 @@ fn tool_calls_of(spec: &AgentSpec, assistant: &MessageRow) -> Vec<ToolCallRow> {
     let Some(calls) = assistant.content.0["tool_calls"].as_array() else { return Vec::new() };
     calls
         .iter()
-        .enumerate()
-        .map(|(n, call)| {
-            let call_id =
-                call["id"].as_str().map_or_else(|| format!("call_{}_{}", assistant.step, n + 1), str::to_owned);
+        .map(|call| {
+            // Every call has an id of its own by now (`with_distinct_call_ids`).
+            let call_id = call["id"].as_str().unwrap_or_default().to_owned();
             let name = call.pointer("/function/name").and_then(Value::as_str).unwrap_or_default().to_owned();
             let raw = call.pointer("/function/arguments").cloned().unwrap_or(Value::Null);
             let parsed = match &raw {
