@@ -7,8 +7,15 @@
 //! calls still wait on, before it closes their streams: the waiting call ends saying why, and nobody approves or
 //! answers something that would do nothing. `/mcp`'s own questions are not here: an agent reads their outcome
 //! again after a restart, so they outlive the server.
+//!
+//! A call's result is sent on its response's event stream by rmcp's session, after the call's code has returned,
+//! and the streams end when the server's shutdown token is cancelled. So the stop also waits for the gateway's
+//! response streams still open ([`Waits::sending`], taken by [`hold_stop_for_responses`]) to end: otherwise a
+//! cancelled call's result could be cut off, and its client, which never heard how the call ended, would try the
+//! stream again and again.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -30,6 +37,17 @@ const DRAIN: Duration = Duration::from_secs(3);
 #[derive(Default)]
 pub struct Waits {
     asked: Mutex<HashMap<Uuid, Caller>>,
+    /// How many of the gateway's response event streams are still open.
+    streams: AtomicUsize,
+}
+
+/// One open response event stream of the gateway, counted in [`Waits`] until it is dropped.
+pub struct Sending(Arc<Waits>);
+
+impl Drop for Sending {
+    fn drop(&mut self) {
+        self.0.streams.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// A question in [`Waits`] while its call waits on it: dropped when the call ends, however it ends.
@@ -65,9 +83,20 @@ impl Waits {
         self.len() == 0
     }
 
+    /// Counts a response event stream as open until the returned guard drops.
+    pub fn sending(self: &Arc<Self>) -> Sending {
+        self.streams.fetch_add(1, Ordering::AcqRel);
+        Sending(Arc::clone(self))
+    }
+
+    /// Whether every call has ended and every response stream has been sent to its end.
+    fn drained(&self) -> bool {
+        self.is_empty() && self.streams.load(Ordering::Acquire) == 0
+    }
+
     /// Cancels every question a call still waits on, as the caller who asked it, with [`CANCELLED_AT_SHUTDOWN`]
     /// (within [`CANCEL_WITHIN`]); then gives the calls, woken by their questions' events, up to [`DRAIN`] to send
-    /// their results. A question resolved meanwhile stays as it was resolved.
+    /// their results to the end of their streams. A question resolved meanwhile stays as it was resolved.
     pub async fn cancel_all(&self, state: &AppState) {
         if self.is_empty() {
             return;
@@ -103,8 +132,35 @@ impl Waits {
             tracing::warn!("the store did not take every gateway call's cancellation in time; stopping all the same");
         }
         let deadline = tokio::time::Instant::now() + DRAIN;
-        while !self.is_empty() && tokio::time::Instant::now() < deadline {
+        while !self.drained() && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
+}
+
+/// Keeps a POST's response event stream counted in the server's [`Waits`] until hyper has sent it to its end (or the
+/// client went away), so that a stopping server does not cut a call's result off (see the module's note).
+pub async fn hold_stop_for_responses(
+    axum::extract::State(waits): axum::extract::State<Arc<Waits>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    if request.method() != http::Method::POST {
+        return next.run(request).await;
+    }
+    let sending = waits.sending();
+    let response = next.run(request).await;
+    let streams = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .is_some_and(|kind| kind.as_bytes().starts_with(b"text/event-stream"));
+    if !streams {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let body = futures::StreamExt::map(body.into_data_stream(), move |chunk| {
+        let _counted = &sending;
+        chunk
+    });
+    axum::response::Response::from_parts(parts, axum::body::Body::from_stream(body))
 }

@@ -81,6 +81,10 @@ pub fn router(state: AppState) -> Router {
     let gateway = Router::new()
         .nest_service("/mcp/gateway", gateway_service)
         .layer(middleware::from_fn_with_state(gateway_tasks, crate::doors::mcp::tasks_2025::serve))
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&state.gateway_waits),
+            crate::doors::gateway::waits::hold_stop_for_responses,
+        ))
         .layer(middleware::from_fn(crate::doors::gateway::door::require_asking_role))
         .layer(middleware::from_fn_with_state((state.clone(), gateway_sessions), crate::doors::mcp::authenticate));
     let rate_limits = limits::RateLimits::new(&state.config.limits);
