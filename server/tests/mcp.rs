@@ -8,8 +8,8 @@ use axum::http::StatusCode;
 use common::TestApp;
 use rmcp::ServiceExt;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig, GetTaskParams,
-    GetTaskResult, Implementation, TaskPayload, TaskStatus, UpdateTaskParams,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig, ElicitationCapability,
+    GetTaskParams, GetTaskResult, Implementation, TaskPayload, TaskStatus, UpdateTaskParams, UrlElicitationCapability,
 };
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -506,8 +506,19 @@ async fn ask_user_takes_rich_fields_or_a_response_schema(app: TestApp) {
 
 /// A client that declares MCP's tasks extension (`io.modelcontextprotocol/tasks`), as rmcp's own client does it.
 async fn connect_with_tasks(base: &str, token: &str) -> RunningService<RoleClient, ClientConfig> {
+    let mut capabilities = ClientCapabilities::builder().enable_tasks().build();
+    capabilities.elicitation = Some(ElicitationCapability::new().with_url(UrlElicitationCapability::new()));
+    connect_declaring(base, token, capabilities).await
+}
+
+/// A client of `/mcp` that declares `capabilities`.
+async fn connect_declaring(
+    base: &str,
+    token: &str,
+    capabilities: ClientCapabilities,
+) -> RunningService<RoleClient, ClientConfig> {
     let config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp")).auth_header(token.to_owned());
-    let info = ClientConfig::new(ClientCapabilities::builder().enable_tasks().build(), Implementation::new("t", "1"));
+    let info = ClientConfig::new(capabilities, Implementation::new("t", "1"));
     info.serve(StreamableHttpClientTransport::from_config(config)).await.expect("the MCP client connects")
 }
 
@@ -566,6 +577,16 @@ async fn ask_user_as_a_task_waits_in_tasks_get_and_completes_with_the_answer(app
     assert!(wire["statusMessage"].as_str().unwrap().contains("Ship it?"), "{wire}");
     assert_eq!(wire["_meta"]["holdpoint/question"]["id"], id.as_str(), "{wire}");
     assert_eq!(wire["_meta"]["holdpoint/question"]["status"], "pending", "{wire}");
+    // A client that did not declare URL-mode elicitation is sent none: it reads the question from the status
+    // message and `_meta`.
+    let without_links =
+        connect_declaring(&base, &app.token, ClientCapabilities::builder().enable_tasks().build()).await;
+    let plain = serde_json::to_value(without_links.get_task(GetTaskParams::new(&id)).await.unwrap()).unwrap();
+    assert_eq!(plain["status"], "input_required", "{plain}");
+    assert!(plain["inputRequests"].as_object().is_none_or(serde_json::Map::is_empty), "{plain}");
+    assert!(plain["statusMessage"].as_str().unwrap().contains("Ship it?"), "{plain}");
+    assert_eq!(plain["_meta"]["holdpoint/question"]["id"], id.as_str(), "{plain}");
+    without_links.cancel().await.unwrap();
     // Responding to the input request changes nothing: the input is the person's answer.
     let update = UpdateTaskParams::new(&id, [("question".to_owned(), json!({ "action": "accept" }))].into());
     client.update_task(update).await.expect("tasks/update is acknowledged");

@@ -599,8 +599,7 @@ impl ServerHandler for Gateway {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        let (caller, base_url) = tasks::caller_of(&self.state, &context)?;
-        self.tasks.get(&self.state, &caller, &base_url, &request.task_id).await
+        self.tasks.get_for(&self.state, &context, &request.task_id).await
     }
 
     async fn update_task(

@@ -626,8 +626,7 @@ impl ServerHandler for HoldpointMcp {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        let (caller, base_url) = tasks::caller_of(&self.state, &context)?;
-        self.tasks.get(&self.state, &caller, &base_url, &request.task_id).await
+        self.tasks.get_for(&self.state, &context, &request.task_id).await
     }
 
     async fn update_task(

@@ -9,8 +9,9 @@
 //! - A task's id is its question's id, so the task outlives the client's session: a client that reconnects (with
 //!   the same credential) goes on polling it. A task belongs to the principal that asked: anyone else is told it
 //!   does not exist.
-//! - `tasks/get`: `input_required` while the question is pending, with the question as a URL-mode elicitation
-//!   (`inputRequests.question`: where a person answers it) and its id, URL and status in `_meta`
+//! - `tasks/get`: `input_required` while the question is pending, with its id, URL and status in `_meta`, and for
+//!   a client that declared URL-mode elicitation the question as one (`inputRequests.question`: where a person
+//!   answers it)
 //!   (`holdpoint/question`); `working` once it is resolved and the call finishes (a gateway call reaches its
 //!   upstream only now); then `completed` with the tool's result (a result with `isError` included, as the
 //!   extension says), `failed` with a JSON-RPC error, or `cancelled` when the question was cancelled.
@@ -61,6 +62,12 @@ pub const META_KEY: &str = "holdpoint/question";
 /// Whether the client that sent this request declared the tasks extension: only such a client gets a task.
 pub fn wanted(context: &RequestContext<RoleServer>) -> bool {
     context.client_capabilities().is_some_and(|capabilities| capabilities.supports_tasks())
+}
+
+/// Whether the client that sent this request declared URL-mode elicitation: MCP lets a server send a client only
+/// the elicitation modes it declared.
+fn takes_url_elicitations(context: &RequestContext<RoleServer>) -> bool {
+    context.client_capabilities().and_then(|capabilities| capabilities.elicitation).is_some_and(|e| e.url.is_some())
 }
 
 /// How a task's work ended.
@@ -243,6 +250,26 @@ impl Tasks {
         let work = work(stop.clone());
         self.run(question.id, stop, work);
         CreateTaskResult::new(task).with_meta(question_meta(json!({ "id": question.id, "status": "pending" })))
+    }
+
+    /// `tasks/get` as the client that sent `context` may read it: while the question waits, its page as a URL-mode
+    /// elicitation (`inputRequests.question`) only to a client that declared that mode; another reads the task
+    /// `input_required` with the question in its status message and `_meta`, and no input request it could not
+    /// handle.
+    pub async fn get_for(
+        self: &Arc<Self>,
+        state: &AppState,
+        context: &RequestContext<RoleServer>,
+        task_id: &str,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let (caller, base_url) = caller_of(state, context)?;
+        let mut got = self.get(state, &caller, &base_url, task_id).await?;
+        if let TaskPayload::InputRequired { input_requests } = &mut got.task.payload
+            && !takes_url_elicitations(context)
+        {
+            input_requests.clear();
+        }
+        Ok(got)
     }
 
     /// `tasks/get`: where the task stands, read from its question while the call waits for it.
