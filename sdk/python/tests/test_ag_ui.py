@@ -9,9 +9,15 @@ import json
 import time
 import uuid
 from pathlib import Path
+from collections.abc import AsyncIterator
 from typing import Any
 
-from ag_ui.core import Interrupt, ResumeEntry, RunAgentInput, UserMessage
+from ag_ui.core import AssistantMessage, Interrupt, MessagesSnapshotEvent, ResumeEntry, RunAgentInput, UserMessage
+from ag_ui.encoder import EventEncoder
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+from starlette.routing import Route
 
 from holdpoint_client import AsyncHoldpoint, Option, Question
 from holdpoint_client.ag_ui import HoldpointInterrupts, idempotency_key, run_agent
@@ -124,6 +130,49 @@ def test_interrupts_nobody_answers_before_they_expire_are_resumed_as_cancelled(
     questions = asked_for(server, project, thread_id)
     assert len(questions) == 3 and {q["status"] for q in questions} == {"expired"}
     assert {e.metadata["holdpoint"]["outcome"] for e in entries if e.metadata} == {"expired"}
+
+
+def test_an_agent_that_streams_its_turn_without_a_snapshot_finds_it_in_the_next_runs_messages(
+    server: Server, agent_token: str, project: str
+) -> None:
+    thread_id = f"streamed-{uuid.uuid4().hex[:8]}"
+    deployer = AGENT.Deployer(3)
+    inputs: list[RunAgentInput] = []
+
+    async def run(request: Request) -> StreamingResponse:
+        input = RunAgentInput.model_validate(await request.json())
+        inputs.append(input)
+        encoder = EventEncoder(accept=request.headers.get("accept", ""))
+        # The agent's own events, but no MESSAGES_SNAPSHOT: its reply and the call reach the client as a stream only.
+        streamed = [event for event in deployer.run(input) if not isinstance(event, MessagesSnapshotEvent)]
+
+        async def events() -> AsyncIterator[str]:
+            for event in streamed:
+                yield encoder.encode(event)
+
+        return StreamingResponse(events(), media_type=encoder.get_content_type())
+
+    async def go(agent_url: str) -> Any:
+        async with AsyncHoldpoint(server.url, agent_token) as hp:
+            first = RunAgentInput(
+                thread_id=thread_id, run_id=str(uuid.uuid4()), messages=[UserMessage(id="u1", content="Deploy api")]
+            )
+            return await run_agent(agent_url, first, HoldpointInterrupts(hp, project=project))
+
+    with serving(lambda url: Starlette(routes=[Route("/", run, methods=["POST"])])) as agent_url:
+        asyncio.run(go(agent_url))
+
+    first, second = inputs
+    assert [m.role for m in second.messages] == ["user", "assistant"]
+    assert second.messages[0] == first.messages[0]
+    reply = second.messages[1]
+    assert isinstance(reply, AssistantMessage)
+    assert reply.content == "I will deploy the api service to production."
+    [call] = reply.tool_calls or []
+    assert call.function.name == "deploy"
+    assert json.loads(call.function.arguments) == {"service": "api", "environment": "production"}
+    approval = asked_for(server, project, thread_id)[0]
+    assert approval["action"] == {"tool_name": "deploy", "arguments": {"service": "api", "environment": "production"}}
 
 
 def test_a_response_schema_becomes_a_form_and_the_answer_comes_back_as_the_schema_types_it(

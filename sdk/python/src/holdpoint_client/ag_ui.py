@@ -56,6 +56,7 @@ from ag_ui.core import (
     AssistantMessage,
     Event,
     Interrupt,
+    Message,
     MessagesSnapshotEvent,
     ResumeEntry,
     RunAgentInput,
@@ -63,7 +64,12 @@ from ag_ui.core import (
     RunFinishedEvent,
     RunFinishedInterruptOutcome,
     StateSnapshotEvent,
+    TextMessageChunkEvent,
+    TextMessageContentEvent,
+    TextMessageStartEvent,
     ToolCallArgsEvent,
+    ToolCallChunkEvent,
+    ToolCallResultEvent,
     ToolCallStartEvent,
 )
 from pydantic import TypeAdapter
@@ -414,8 +420,9 @@ async def run_agent(
     """Runs the agent at ``url`` until a run finishes without interrupts, answering every interrupt outcome through
     Holdpoint on the way; returns that last run.
 
-    Each continued run has a new run id, the same thread, the messages and state of the interrupted run's last
-    ``MESSAGES_SNAPSHOT``/``STATE_SNAPSHOT`` (else those it was started with) and the resume entries. With a
+    Each continued run has a new run id, the same thread, the interrupted run's messages (see
+    :func:`messages_after`), the state of its last ``STATE_SNAPSHOT`` (else that it was started with) and the
+    resume entries. With a
     ``state_dir`` the interrupted run is saved before anybody is asked, and a thread found there (the process
     stopped while people decided) is continued from it rather than run again with ``input``.
     """
@@ -488,13 +495,90 @@ def _finished(events: Sequence[Any]) -> RunFinishedEvent:
 
 
 def _continued(previous: RunAgentInput, events: Sequence[Any]) -> RunAgentInput:
-    update: dict[str, Any] = {"resume": None}
+    update: dict[str, Any] = {"resume": None, "messages": messages_after(previous.messages, events)}
     for event in events:
-        if isinstance(event, MessagesSnapshotEvent):
-            update["messages"] = event.messages
-        elif isinstance(event, StateSnapshotEvent):
+        if isinstance(event, StateSnapshotEvent):
             update["state"] = event.snapshot
     return previous.model_copy(update=update)
+
+
+_MESSAGES = TypeAdapter(list[Message])
+
+
+def messages_after(messages: Sequence[Message], events: Sequence[Any]) -> list[Message]:
+    """The thread's messages once a run's events are applied to ``messages``, as AG-UI's own client applies them:
+    a ``MESSAGES_SNAPSHOT`` replaces them; streamed text (``TEXT_MESSAGE_*``, or its ``CHUNK`` shorthand) adds a
+    message of the role it starts with; a tool call (``TOOL_CALL_*``, or its ``CHUNK``) joins the assistant message
+    it names as parent, else one of its own; ``TOOL_CALL_RESULT`` adds a tool message. So an agent that streams its
+    turn without a snapshot has its own messages, and the call an interrupt is about, in the next run's input."""
+    thread: list[dict[str, Any]] = [m.model_dump(by_alias=True, exclude_none=True) for m in messages]
+
+    def message(message_id: str) -> dict[str, Any] | None:
+        return next((m for m in reversed(thread) if m.get("id") == message_id), None)
+
+    calls: dict[str, dict[str, Any]] = {
+        call["id"]: call for m in thread for call in m.get("toolCalls") or () if isinstance(call, dict)
+    }
+    text_id: str | None = None
+    call_id: str | None = None
+
+    def start_text(message_id: str, role: str | None) -> None:
+        if message(message_id) is None:
+            thread.append({"id": message_id, "role": role or "assistant", "content": ""})
+
+    def add_text(message_id: str | None, delta: str | None) -> None:
+        found = message(message_id) if message_id is not None else None
+        if found is not None and delta:
+            found["content"] = (found.get("content") or "") + delta
+
+    def start_call(tool_call_id: str, name: str, parent: str | None) -> None:
+        if tool_call_id in calls:
+            return
+        owner = message(parent) if parent is not None else None
+        if owner is None or owner.get("role") != "assistant":
+            owner = {"id": parent or tool_call_id, "role": "assistant"}
+            thread.append(owner)
+        call = {"id": tool_call_id, "type": "function", "function": {"name": name, "arguments": ""}}
+        owner.setdefault("toolCalls", []).append(call)
+        calls[tool_call_id] = call
+
+    def add_arguments(tool_call_id: str | None, delta: str | None) -> None:
+        call = calls.get(tool_call_id) if tool_call_id is not None else None
+        if call is not None and delta:
+            call["function"]["arguments"] += delta
+
+    for event in events:
+        if isinstance(event, MessagesSnapshotEvent):
+            thread = [m.model_dump(by_alias=True, exclude_none=True) for m in event.messages]
+            calls = {c["id"]: c for m in thread for c in m.get("toolCalls") or () if isinstance(c, dict)}
+        elif isinstance(event, TextMessageStartEvent):
+            start_text(event.message_id, event.role)
+            text_id = event.message_id
+        elif isinstance(event, TextMessageContentEvent):
+            add_text(event.message_id, event.delta)
+        elif isinstance(event, TextMessageChunkEvent):
+            if event.message_id is not None and event.message_id != text_id:
+                start_text(event.message_id, event.role)
+                text_id = event.message_id
+            add_text(text_id, event.delta)
+        elif isinstance(event, ToolCallStartEvent):
+            start_call(event.tool_call_id, event.tool_call_name, event.parent_message_id)
+            call_id = event.tool_call_id
+        elif isinstance(event, ToolCallArgsEvent):
+            add_arguments(event.tool_call_id, event.delta)
+        elif isinstance(event, ToolCallChunkEvent):
+            if event.tool_call_id is not None and event.tool_call_id != call_id:
+                start_call(event.tool_call_id, event.tool_call_name or "", event.parent_message_id)
+                call_id = event.tool_call_id
+            add_arguments(call_id, event.delta)
+        elif isinstance(event, ToolCallResultEvent) and message(event.message_id) is None:
+            content = event.content if isinstance(event.content, str) else [
+                part.model_dump(by_alias=True, exclude_none=True) for part in event.content
+            ]
+            thread.append(
+                {"id": event.message_id, "role": "tool", "toolCallId": event.tool_call_id, "content": content}
+            )
+    return _MESSAGES.validate_python(thread)
 
 
 class _Store:
