@@ -15,11 +15,11 @@ from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
-from a2a.types import AgentCapabilities, AgentCard, AgentInterface, GetTaskRequest, Role, Task, TaskState
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, GetTaskRequest, Role, Task, TaskState, TaskStatus
 from starlette.applications import Starlette
 
 from holdpoint_client import AsyncHoldpoint, Holdpoint
-from holdpoint_client.a2a import TaskWatcher
+from holdpoint_client.a2a import TaskWatcher, idempotency_key
 
 from .conftest import Server
 from .helpers import Answerer, eventually, example_module, kill, serving, start_example
@@ -202,3 +202,18 @@ def test_a_task_that_goes_on_without_the_answer_withdraws_its_question(
     assert question["title"] == "Sign in to the deploy service for the api."
     assert question["response"]["comment"] == "The agent's task went on without this answer."
     assert pending(server, project) == []
+
+
+def test_each_request_for_input_of_a_task_is_its_own_question_whatever_its_status_carries() -> None:
+    with_message = Task(id="t1", status=TaskStatus(state=TaskState.TASK_STATE_INPUT_REQUIRED))
+    with_message.status.message.CopyFrom(new_text_message("Which region?", role=Role.ROLE_AGENT))
+    stamped = Task(id="t1", status=TaskStatus(state=TaskState.TASK_STATE_INPUT_REQUIRED))
+    stamped.status.timestamp.FromJsonString("2026-11-30T12:00:00Z")
+    bare = Task(id="t1", status=TaskStatus(state=TaskState.TASK_STATE_INPUT_REQUIRED))
+    later = Task(id="t1", status=TaskStatus(state=TaskState.TASK_STATE_INPUT_REQUIRED))
+    later.history.append(new_text_message("eu-west", role=Role.ROLE_USER))
+    keys = [idempotency_key(task) for task in (with_message, stamped, bare, later)]
+    assert keys[0] == f"a2a:t1:{with_message.status.message.message_id}"
+    assert keys[1] == "a2a:t1:2026-11-30T12:00:00Z"
+    assert len(set(keys)) == 4, keys
+    assert idempotency_key(bare) == keys[2], "the same request for input is the same question"

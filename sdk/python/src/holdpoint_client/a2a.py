@@ -278,9 +278,14 @@ def message_text(message: Message) -> str:
 
 
 def idempotency_key(task: Task) -> str:
-    """One question per request for input: the task's id and its status message's id (else the time of the
-    status)."""
-    marker = task.status.message.message_id or str(task.status.timestamp.ToJsonString()) or str(len(task.history))
+    """One question per request for input: the task's id and its status message's id, else the time of the status,
+    else how long the task's history is (a status with neither is told apart by the turns before it)."""
+    if task.status.message.message_id:
+        marker = task.status.message.message_id
+    elif task.status.HasField("timestamp"):
+        marker = task.status.timestamp.ToJsonString()
+    else:
+        marker = f"turn-{len(task.history)}"
     key = f"a2a:{task.id}:{marker}"
     return key if len(key) <= 200 else "a2a:" + hashlib.sha256(key.encode()).hexdigest()
 
