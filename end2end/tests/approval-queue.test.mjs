@@ -93,3 +93,41 @@ test('a selection without a critical approval is sent without a confirmation', a
   assert.equal(await page.getByTestId('batch-confirm').count(), 0);
   await page.close();
 });
+
+test('an approval answered elsewhere leaves the selection; a claim elsewhere keeps the focus where it is', async () => {
+  const ask = async (title) => {
+    const created = await api(server, 'POST', '/questions', {
+      title, kind: 'approval', urgency: 'low',
+      action: { tool_name: 'dns_update', arguments: { record: title } },
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.json));
+    return created.json.id;
+  };
+  const [a, b, c] = [await ask('Point www at the new host'), await ask('Drop the old MX record'), await ask('Lower the TTL')];
+  const page = await browser.newPage();
+  await signIn(page, server, '/approvals');
+  await waitForLive(page);
+  const box = (title) => page.getByRole('checkbox', { name: `Select “${title}”` });
+  await box('Point www at the new host').check();
+  await box('Drop the old MX record').check();
+  assert.equal((await page.getByTestId('batch-approve').textContent()).trim(), 'Approve 2');
+
+  // Someone else rejects one of them: it is no longer chosen, and the batch would not send it.
+  assert.equal((await api(server, 'POST', `/questions/${b}/answer`, { value: false, comment: 'keep MX' })).status, 200);
+  await page.getByTestId('batch-approve').filter({ hasText: 'Approve 1' }).waitFor({ timeout: 5_000 });
+  assert.equal((await page.getByTestId('batch-selection').textContent()).trim(), '1 approval');
+
+  // A claim of another approval of the same tool redraws that row only: the focused checkbox keeps the focus.
+  await box('Lower the TTL').focus();
+  assert.equal((await api(server, 'POST', `/questions/${a}/claim`, {})).status, 200);
+  await page.locator(`[data-question-id="${a}"]`).getByTestId('approval-claimed-by').waitFor({ timeout: 5_000 });
+  assert.ok(await box('Lower the TTL').evaluate((el) => el === document.activeElement), 'the focus stayed');
+
+  await page.getByTestId('batch-approve').click();
+  await page.getByTestId('batch-summary').filter({ hasText: '1 approved' }).waitFor();
+  const stored = async (id) => (await api(server, 'GET', `/questions/${id}`)).json;
+  assert.equal((await stored(a)).status, 'answered');
+  assert.equal((await stored(b)).response.value, false, 'the rejection given elsewhere stands');
+  assert.equal((await stored(c)).status, 'pending');
+  await page.close();
+});

@@ -212,9 +212,17 @@ fn ApprovalQueue(initial: Vec<Question>, filter: InboxFilter, updates: ReadSigna
     let chosen_summary = move || chosen.with(|c| selection_summary(&c.iter().collect::<Vec<_>>()));
     let any_critical = move || chosen.with(|c| c.iter().any(|q| q.urgency == Urgency::Critical));
 
+    // A selected approval that someone answered elsewhere, or that was cancelled, is no longer chosen.
+    Effect::new(move |_| {
+        let pending = pending_ids();
+        if selected.with_untracked(|ids| ids.iter().any(|id| !pending.contains(id))) {
+            selected.update(|ids| ids.retain(|id| pending.contains(id)));
+        }
+    });
+
     let send = move |approve: bool| {
         confirming.set(None);
-        let ids: Vec<Uuid> = selected.get_untracked();
+        let ids: Vec<Uuid> = chosen.with_untracked(|chosen| chosen.iter().map(|q| q.id).collect());
         if ids.is_empty() {
             error.set(Some("Select at least one approval.".into()));
             return;
@@ -304,12 +312,12 @@ fn ApprovalQueue(initial: Vec<Question>, filter: InboxFilter, updates: ReadSigna
             </label>
             <div class="button-row">
                 <button type="button" class="primary" data-testid="batch-approve"
-                    disabled=move || busy.get() || selected.with(Vec::is_empty) on:click=move |_| decide(true)>
-                    {move || format!("Approve {}", selected.with(Vec::len))}
+                    disabled=move || busy.get() || chosen.with(Vec::is_empty) on:click=move |_| decide(true)>
+                    {move || format!("Approve {}", chosen.with(Vec::len))}
                 </button>
                 <button type="button" class="danger" data-testid="batch-reject"
-                    disabled=move || busy.get() || selected.with(Vec::is_empty) on:click=move |_| decide(false)>
-                    {move || format!("Reject {}", selected.with(Vec::len))}
+                    disabled=move || busy.get() || chosen.with(Vec::is_empty) on:click=move |_| decide(false)>
+                    {move || format!("Reject {}", chosen.with(Vec::len))}
                 </button>
             </div>
             <p class="selection" class:critical=any_critical data-testid="batch-selection" aria-live="polite">
@@ -334,10 +342,18 @@ fn ApprovalQueue(initial: Vec<Question>, filter: InboxFilter, updates: ReadSigna
         })}
         {move || summary.get().map(|s| view! { <p class="resolution" role="status" data-testid="batch-summary">{s}</p> })}
         {move || error.get().map(|e| view! { <p class="alert" role="alert" data-testid="batch-error">{e}</p> })}
+        // A group stays as long as its tool has approvals shown, and a row as long as its question is unchanged: a
+        // claim or an answer elsewhere redraws that one row, and the focus and the checkboxes of the others stay.
         <For
-            each=move || groups.get()
-            key=|(tool, items)| (tool.clone(), items.iter().map(|q| (q.id, q.updated_at)).collect::<Vec<_>>())
-            children=move |(tool, items)| view! { <ToolGroup tool items selected results/> }
+            each=move || groups.with(|groups| groups.iter().map(|(tool, _)| tool.clone()).collect::<Vec<_>>())
+            key=String::clone
+            children=move |tool| {
+                let name = tool.clone();
+                let items = Signal::derive(move || {
+                    groups.with(|groups| groups.iter().find(|(t, _)| *t == name).map(|(_, items)| items.clone()).unwrap_or_default())
+                });
+                view! { <ToolGroup tool items selected results/> }
+            }
         />
         <Show when=move || shown.with(Vec::is_empty)>
             <div class="empty" data-testid="approvals-empty">
@@ -352,15 +368,19 @@ fn ApprovalQueue(initial: Vec<Question>, filter: InboxFilter, updates: ReadSigna
 #[component]
 fn ToolGroup(
     tool: String,
-    items: Vec<Question>,
+    items: Signal<Vec<Question>>,
     selected: RwSignal<Vec<Uuid>>,
     results: RwSignal<ItemResults>,
 ) -> impl IntoView {
     view! {
         <section class="tool-group" data-testid="approval-group" data-tool=tool.clone()>
-            <h2>"Tool " <code>{tool.clone()}</code> <span class="muted">{format!(" · {}", items.len())}</span></h2>
+            <h2>"Tool " <code>{tool.clone()}</code> <span class="muted">{move || format!(" · {}", items.with(Vec::len))}</span></h2>
             <ul class="question-list">
-                {items.into_iter().map(|q| view! { <ApprovalRow question=q selected results/> }).collect_view()}
+                <For
+                    each=move || items.get()
+                    key=|q| (q.id, q.updated_at)
+                    children=move |question| view! { <ApprovalRow question selected results/> }
+                />
             </ul>
         </section>
     }
