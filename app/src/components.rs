@@ -364,7 +364,10 @@ mod tests {
 
 /// A pending question's many hands: how many of the approvals it needs it has and from whom, and who holds
 /// its claim, with the buttons to claim it or let the claim go. Live questions replace the question shown here, so
-/// an approval or a claim made elsewhere shows at once; the buttons show what the server answered.
+/// an approval or a claim made elsewhere shows at once; the buttons show what the server answered. The buttons are
+/// those the person signed in may use, as the server decides: "Claim" for whoever may answer when nobody holds the
+/// claim; "Release" for its holder, and for an admin, who may take anyone's claim away. They need the script, so
+/// they come once the page knows who is signed in.
 #[component]
 pub fn ManyHands(question: Question, testid: &'static str) -> impl IntoView {
     let pending = question.status == QuestionStatus::Pending;
@@ -387,6 +390,16 @@ pub fn ManyHands(question: Question, testid: &'static str) -> impl IntoView {
     let error = RwSignal::new(None::<String>);
     let busy = RwSignal::new(false);
     let now = now_signal();
+    // Who is signed in, with which role: read in the browser only, where the buttons work.
+    let viewer = RwSignal::new(None::<(String, Role)>);
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        leptos::task::spawn_local(async move {
+            if let Ok(session) = crate::api::session().await {
+                viewer.set(Some((session.name, session.role)));
+            }
+        });
+    });
     let change_claim = move |verb: &'static str| {
         let id = shown.with_untracked(|q| q.id);
         error.set(None);
@@ -416,8 +429,11 @@ pub fn ManyHands(question: Question, testid: &'static str) -> impl IntoView {
     };
     let claim = move || {
         let holder = shown.with(|q| q.claim_holder(now()).map(str::to_owned).zip(q.claim_expires_at));
+        let may_release =
+            |by: &str| viewer.with(|v| v.as_ref().is_some_and(|(name, role)| name == by || *role == Role::Admin));
+        let may_claim = viewer.with(|v| v.as_ref().is_some_and(|(_, role)| role.may_answer()));
         view! {
-            <p class="claim" data-testid=format!("{testid}-claim")>
+            <p class="claim" data-testid=format!("{testid}-claim") data-viewer=move || viewer.with(|v| v.as_ref().map(|(name, _)| name.clone()))>
                 {match holder.clone() {
                     Some((by, until)) => Either::Left(view! {
                         <span data-testid=format!("{testid}-claimed-by")>{format!("Claimed by {by}")}</span>
@@ -427,27 +443,75 @@ pub fn ManyHands(question: Question, testid: &'static str) -> impl IntoView {
                 }}
                 " "
                 {match holder {
-                    Some(_) => Either::Left(view! {
+                    Some((by, _)) => may_release(&by).then(|| Either::Left(view! {
                         <button type="button" class="link" data-testid=format!("{testid}-unclaim")
                             disabled=move || busy.get() on:click=move |_| change_claim("unclaim")>"Release"</button>
-                    }),
-                    None => Either::Right(view! {
+                    })),
+                    None => may_claim.then(|| Either::Right(view! {
                         <button type="button" class="link" data-testid=format!("{testid}-claim-button")
                             disabled=move || busy.get() on:click=move |_| change_claim("claim")>"Claim"</button>
-                    }),
+                    })),
                 }}
             </p>
         }
     };
-    pending.then(|| {
-        view! {
-            <div class="many-hands">
-                {quorum}
-                {claim}
-                {move || error.get().map(|e| view! { <p class="field-error" role="alert" data-testid=format!("{testid}-claim-error")>{e}</p> })}
-            </div>
+    // Gone once the question is resolved, here or elsewhere: there is nothing more to claim or approve.
+    move || {
+        (pending && shown.with(|q| q.status == QuestionStatus::Pending)).then(|| {
+            view! {
+                <div class="many-hands">
+                    {quorum}
+                    {claim}
+                    {move || error.get().map(|e| view! { <p class="field-error" role="alert" data-testid=format!("{testid}-claim-error")>{e}</p> })}
+                </div>
+            }
+        })
+    }
+}
+
+/// A button for what cannot be undone (removing someone, revoking a credential) that asks once more, in place: the
+/// first press says what will happen, beside the button that does it and one that keeps things as they are, which
+/// takes the focus, so that a second Enter changes nothing.
+#[component]
+pub fn ConfirmedAction(
+    /// The action, on both buttons: "Remove", "Revoke".
+    label: &'static str,
+    /// What the second button does, as a question: "Remove alice from the workspace?".
+    asking: String,
+    testid: &'static str,
+    on_confirm: Callback<()>,
+) -> impl IntoView {
+    let confirming = RwSignal::new(false);
+    let keep = NodeRef::<leptos::html::Button>::new();
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        if confirming.get()
+            && let Some(button) = keep.get()
+        {
+            let _ = button.focus();
         }
-    })
+    });
+    move || {
+        if confirming.get() {
+            let (group_label, text) = (asking.clone(), asking.clone());
+            Either::Left(view! {
+                <span class="confirm-action" role="group" aria-label=group_label data-testid=format!("{testid}-asking")>
+                    {text}
+                    " "
+                    <button type="button" class="link danger-text" data-testid=format!("{testid}-confirm")
+                        on:click=move |_| { confirming.set(false); on_confirm.run(()) }>{label}</button>
+                    " "
+                    <button type="button" class="link" node_ref=keep data-testid=format!("{testid}-keep")
+                        on:click=move |_| confirming.set(false)>"Cancel"</button>
+                </span>
+            })
+        } else {
+            Either::Right(view! {
+                <button type="button" class="link danger-text" data-testid=testid
+                    on:click=move |_| confirming.set(true)>{label}</button>
+            })
+        }
+    }
 }
 
 /// What a page says once its answer was accepted: an approval short of the question's quorum leaves it pending.

@@ -123,12 +123,21 @@ pub fn LiveModal() -> impl IntoView {
 
     // When the question on show came up (the browser's clock, in ms), for the guard against keys meant for elsewhere.
     let shown_at = StoredValue::new(0.0_f64);
-    // Focus the answer's primary control as each question comes up, so the keyboard is already in the modal.
+    // Focus the answer's primary control as each question comes up, so the keyboard is already in the modal; once
+    // the last one goes, give the focus back to where it was before the modal opened, as a dialog does.
+    let was_open = StoredValue::new(false);
     Effect::new(move |_| {
-        if current_id.get().is_some() {
+        let open = current_id.get().is_some();
+        if open {
+            if !was_open.get_value() {
+                focus::remember();
+            }
             shown_at.set_value(focus::now());
             request_animation_frame(move || focus::first(dialog));
+        } else if was_open.get_value() {
+            request_animation_frame(focus::give_back);
         }
+        was_open.set_value(open);
     });
 
     // On the window, not the dialog: a key pressed before the focus has moved into a newly shown question (or after
@@ -232,6 +241,27 @@ mod focus {
     /// The browser's clock, in milliseconds.
     pub fn now() -> f64 {
         js_sys::Date::now()
+    }
+
+    thread_local! {
+        /// What had the focus when the modal opened.
+        static BEFORE: std::cell::RefCell<Option<web_sys::Element>> = const { std::cell::RefCell::new(None) };
+    }
+
+    /// Notes what has the focus as the modal opens.
+    pub fn remember() {
+        let active = web_sys::window().and_then(|w| w.document()).and_then(|d| d.active_element());
+        BEFORE.with(|before| *before.borrow_mut() = active);
+    }
+
+    /// Gives the focus back to what had it when the modal opened, if it is still on the page.
+    pub fn give_back() {
+        let Some(before) = BEFORE.with(|before| before.borrow_mut().take()) else { return };
+        if before.is_connected()
+            && let Ok(element) = before.dyn_into::<web_sys::HtmlElement>()
+        {
+            let _ = element.focus();
+        }
     }
 
     /// Focuses the answer's primary control (marked `data-primary`), else its first control (not a link of the
@@ -351,6 +381,8 @@ mod focus {
         0.0
     }
     pub fn first(_: NodeRef<leptos::html::Div>) {}
+    pub fn remember() {}
+    pub fn give_back() {}
     pub fn handle_keys(
         _: Memo<Option<uuid::Uuid>>,
         _: NodeRef<leptos::html::Div>,

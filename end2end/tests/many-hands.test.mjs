@@ -102,21 +102,38 @@ test('a two-person approval shows its progress everywhere, is claimed from the m
   await waitForHydration(page);
   assert.equal(await page.getByTestId('question-quorum').textContent(), `Approvals: 1 of 2 (${server.username})`);
   await page.screenshot({ path: resultPath('many-hands-question.png'), fullPage: true });
-  await page.getByTestId('question-unclaim').click();
-  await page.getByTestId('question-claim-button').waitFor();
-  assert.equal((await api(server, 'GET', `/questions/${id}`)).json.claimed_by, undefined);
 
-  // A quorum counts people: the operator's token may not give the second approval; another person, elsewhere, does.
-  const byService = await answerAs(second, id, { value: true });
-  assert.equal(byService.status, 403);
+  // Someone else sees who holds the claim, and is offered neither to release it nor to claim it over them.
   const lead = { username: 'lead', password: 'pw-lead-0123456789' };
   assert.equal((await api(server, 'POST', '/members', { ...lead, role: 'approver' })).status, 201);
   const elsewhere = await browser.newPage();
   await signIn(elsewhere, server, `/questions/${id}`, lead);
   await waitForHydration(elsewhere);
+  await elsewhere.locator('[data-testid="question-claim"][data-viewer="lead"]').waitFor();
+  assert.equal(await elsewhere.getByTestId('question-claimed-by').textContent(), `Claimed by ${server.username}`);
+  assert.equal(await elsewhere.getByTestId('question-unclaim').count(), 0);
+  assert.equal(await elsewhere.getByTestId('question-claim-button').count(), 0);
+
+  // Its holder lets it go; the other page offers the claim at once.
+  await page.getByTestId('question-unclaim').click();
+  await page.getByTestId('question-claim-button').waitFor();
+  assert.equal((await api(server, 'GET', `/questions/${id}`)).json.claimed_by, undefined);
+  await elsewhere.getByTestId('question-claim-button').waitFor({ timeout: 5_000 });
+
+  // A quorum counts people: the operator's token may not give the second approval; another person, elsewhere, does.
+  const byService = await answerAs(second, id, { value: true });
+  assert.equal(byService.status, 403);
+  await page.getByTestId('answer-comment').fill('was about to approve too');
   await elsewhere.getByTestId('answer-approve').click();
   await eventually('the second approval answers it', async () =>
     (await api(server, 'GET', `/questions/${id}`)).json.status === 'answered');
+  // The first page, still open, says so at once and sends nothing more; what was typed there stays.
+  const meanwhile = page.getByTestId('resolution-meanwhile');
+  await meanwhile.waitFor({ timeout: 5_000 });
+  assert.match(await meanwhile.textContent(), /lead.*while this page was open/);
+  assert.equal(await page.getByTestId('answer-approve').isDisabled(), true);
+  assert.equal(await page.getByTestId('answer-comment').inputValue(), 'was about to approve too');
+  assert.equal(await page.getByTestId('question-claim').count(), 0, 'nothing left to claim');
   const done = (await api(server, 'GET', `/questions/${id}`)).json;
   assert.deepEqual(done.approvals.map((a) => a.by), [server.username, 'lead']);
   await elsewhere.close();
@@ -164,6 +181,7 @@ test('approving a shell call in the modal with "always allow" lets the next matc
   assert.match(await row.textContent(), /commands starting with “git status”/);
   assert.equal(await row.getByTestId('grant-uses').textContent(), '1');
   await row.getByTestId('grant-revoke').click();
+  await row.getByTestId('grant-revoke-confirm').click();
   await page.getByTestId('grant-empty').waitFor();
   const grants = (await api(server, 'GET', '/grants?all=true')).json.items;
   assert.equal(grants.length, 1);

@@ -4,7 +4,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, api, signIn, waitForLive, waitForHydration, resultPath } from './harness.mjs';
+import { startServer, launchBrowser, api, signIn, waitForLive, waitForHydration, eventually, resultPath } from './harness.mjs';
 
 let server;
 let browser;
@@ -122,6 +122,20 @@ test('several questions queue; Escape defers one; focus stays in the modal', asy
   assert.equal((await stored(second.id)).response.value, true);
   // The deferred question is still in the inbox.
   await page.getByTestId('question-item').filter({ hasText: 'First of two' }).waitFor();
+  await page.close();
+});
+
+test('once the modal closes, the focus is back where it was before it opened', async () => {
+  const page = await livePage('/inbox');
+  await page.getByTestId('filter-project').focus();
+  const q = await ask({ title: 'Focus comes back', response_type: 'boolean', kind: 'non_blocking' });
+  await modalShows(page, q.id);
+  await eventually('the focus moves into the modal', () =>
+    page.evaluate(() => !!document.activeElement?.closest('[data-testid="live-modal"]')));
+  await page.getByTestId('modal-yes').click();
+  await modal(page).waitFor({ state: 'detached' });
+  await eventually('the focus is back on the field', () =>
+    page.evaluate(() => document.activeElement?.getAttribute('data-testid') === 'filter-project'));
   await page.close();
 });
 

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { launchBrowser, waitForHydration, resultPath } from './harness.mjs';
+import { launchBrowser, waitForHydration, eventually, resultPath } from './harness.mjs';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'holdpoint-settings-e2e-'));
 let server;
@@ -91,6 +91,38 @@ test('the first start link signs in the admin, who manages their password, peopl
   await page.getByTestId('member-add').click();
   await page.locator('[data-testid="member-row"]', { hasText: 'alice' }).waitFor();
 
+  // A role chosen in the select, even by an arrow key passing over it, is asked about before it is given.
+  const aliceRow = page.locator('[data-testid="member-row"]', { hasText: 'alice' });
+  await aliceRow.getByTestId('member-role').focus();
+  await page.keyboard.press('ArrowDown');
+  await aliceRow.getByTestId('member-role-asking').waitFor();
+  await aliceRow.getByTestId('member-role-keep').click();
+  await aliceRow.getByTestId('member-role-asking').waitFor({ state: 'detached' });
+  await eventually('the select shows the role alice has', async () =>
+    (await aliceRow.getByTestId('member-role').inputValue()) === 'approver');
+  await aliceRow.getByTestId('member-role').selectOption('responder');
+  assert.match(await aliceRow.getByTestId('member-role-asking').textContent(), /Give alice the role responder\?/);
+  await aliceRow.getByTestId('member-role-confirm').click();
+  await page.getByText('alice now has the role responder.').waitFor();
+  await aliceRow.getByTestId('member-role').selectOption('approver');
+  await aliceRow.getByTestId('member-role-confirm').click();
+  await page.getByText('alice now has the role approver.').waitFor();
+
+  // Removing someone is asked about too; the focus goes to Cancel, so a second Enter removes nobody.
+  await page.getByTestId('member-username').fill('bob');
+  await page.getByTestId('member-password').fill('bob passphrase 12');
+  await page.getByTestId('member-add').click();
+  const bobRow = page.locator('[data-testid="member-row"]', { hasText: 'bob' });
+  await bobRow.waitFor();
+  await bobRow.getByTestId('member-remove').click();
+  assert.match(await bobRow.getByTestId('member-remove-asking').textContent(), /Remove bob from the workspace\?/);
+  assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('data-testid')), 'member-remove-keep');
+  await page.keyboard.press('Enter');
+  await bobRow.getByTestId('member-remove').waitFor();
+  await bobRow.getByTestId('member-remove').click();
+  await bobRow.getByTestId('member-remove-confirm').click();
+  await bobRow.waitFor({ state: 'detached' });
+
   await page.getByTestId('token-name').fill('ci pipeline');
   await page.getByTestId('token-create').click();
   const secret = (await page.getByTestId('token-secret').textContent()).trim();
@@ -104,7 +136,9 @@ test('the first start link signs in the admin, who manages their password, peopl
     { kind: 'token', name: 'ci pipeline', role: 'agent' },
   );
 
-  await page.locator('[data-testid="token-row"]', { hasText: 'ci pipeline' }).getByTestId('token-revoke').click();
+  const tokenRow = page.locator('[data-testid="token-row"]', { hasText: 'ci pipeline' });
+  await tokenRow.getByTestId('token-revoke').click();
+  await tokenRow.getByTestId('token-revoke-confirm').click();
   await page.locator('[data-testid="token-row"].revoked', { hasText: 'ci pipeline' }).waitFor();
   const revoked = await fetch(`${server.baseUrl}/api/v1/me`, { headers: { authorization: `Bearer ${secret}` } });
   assert.equal(revoked.status, 401);

@@ -52,6 +52,19 @@ fn QuestionView(question: Question, answer_form: Option<String>) -> impl IntoVie
     let resolution = (!pending).then(|| capitalise(&describe_resolution(&question)));
     // Why it was answered so: a person's reason, or what decided for them.
     let reason = question.response.as_ref().and_then(|response| response.comment.clone()).filter(|_| !pending);
+    // A question pending when the page loaded that someone resolves meanwhile (elsewhere, or its deadline passing):
+    // the page says so at once, and the form stays, with whatever was typed in it, but sends nothing more.
+    let id = question.id;
+    let updates = crate::live::use_question_updates();
+    let resolved_meanwhile = Memo::new(move |_| {
+        updates.with(|events| events.iter().rev().find(|q| q.id == id && q.status != QuestionStatus::Pending).cloned())
+    });
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        if resolved_meanwhile.with(Option::is_some) {
+            close_answer_form();
+        }
+    });
     view! {
         <p><a href="/inbox">"← Inbox"</a></p>
         <h1 data-testid="question-title">{question.title.clone()}</h1>
@@ -76,6 +89,15 @@ fn QuestionView(question: Question, answer_form: Option<String>) -> impl IntoVie
         })}
         {context.map(|c| view! { <details class="context"><summary>"Context"</summary><pre tabindex="0">{c}</pre></details> })}
         {move || error().map(|e| view! { <p class="alert" role="alert" data-testid="answer-error">{e}</p> })}
+        {move || resolved_meanwhile.get().filter(|_| pending).map(|question| {
+            let reason = question.response.as_ref().and_then(|response| response.comment.clone());
+            view! {
+                <div class="resolution" role="status" data-testid="resolution-meanwhile">
+                    <p>{format!("{} while this page was open; the form below can no longer be sent.", capitalise(&describe_resolution(&question)))}</p>
+                    {reason.map(|reason| view! { <blockquote>{reason}</blockquote> })}
+                </div>
+            }
+        })}
         {resolution.map(|text| view! {
             <div class="resolution" data-testid="resolution">
                 <p>{text}</p>
@@ -83,6 +105,20 @@ fn QuestionView(question: Question, answer_form: Option<String>) -> impl IntoVie
             </div>
         })}
         {answer_form.map(|html| view! { <div class="answer-form-host" on:input=follow_answer_form inner_html=html></div> })}
+    }
+}
+
+/// Disables the answer form's buttons: its question was resolved while the page was open. What was typed stays in
+/// the fields, to be read or copied.
+#[cfg(feature = "hydrate")]
+fn close_answer_form() {
+    use wasm_bindgen::JsCast;
+    let Some(document) = web_sys::window().and_then(|w| w.document()) else { return };
+    let Ok(buttons) = document.query_selector_all(".answer-form-host button") else { return };
+    for i in 0..buttons.length() {
+        if let Some(button) = buttons.item(i).and_then(|n| n.dyn_into::<web_sys::Element>().ok()) {
+            let _ = button.set_attribute("disabled", "");
+        }
     }
 }
 

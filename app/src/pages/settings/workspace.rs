@@ -301,8 +301,17 @@ fn MemberTable(members: Vec<Member>, admin: bool, reload: impl Fn() + Clone + Se
             let reload_role = reload.clone();
             let reload_remove = reload.clone();
             let username = member.username.clone();
-            let change_role = move |ev: leptos::ev::Event| {
-                let Ok(role) = event_target_value(&ev).parse::<Role>() else { return };
+            // A role chosen in the select (an arrow key on it chooses too) is asked about before it is given.
+            let chosen_role = RwSignal::new(None::<Role>);
+            let choose_role = move |ev: leptos::ev::Event| chosen_role.set(event_target_value(&ev).parse::<Role>().ok());
+            let reload_kept = reload.clone();
+            let keep_role = move |_: leptos::ev::MouseEvent| {
+                chosen_role.set(None);
+                reload_kept();
+            };
+            let change_role = move |_: leptos::ev::MouseEvent| {
+                let Some(role) = chosen_role.get_untracked() else { return };
+                chosen_role.set(None);
                 let (reload, user_id, username) = (reload_role.clone(), member.user_id, username.clone());
                 leptos::task::spawn_local(async move {
                     let outcome = send_json::<_, Member>("PATCH", &format!("/members/{user_id}"), Some(&MemberUpdate { role: Some(role), ..MemberUpdate::default() })).await;
@@ -311,7 +320,7 @@ fn MemberTable(members: Vec<Member>, admin: bool, reload: impl Fn() + Clone + Se
                 });
             };
             let remove_name = member.username.clone();
-            let remove = move |_| {
+            let remove = move |()| {
                 let (reload, user_id, username) = (reload_remove.clone(), member.user_id, remove_name.clone());
                 leptos::task::spawn_local(async move {
                     let outcome = send_json::<(), ()>("DELETE", &format!("/members/{user_id}"), None).await;
@@ -333,10 +342,23 @@ fn MemberTable(members: Vec<Member>, admin: bool, reload: impl Fn() + Clone + Se
                     <td>
                         {if admin {
                             Either::Left(view! {
-                                <select aria-label=format!("Role of {}", member.username) on:change=change_role
+                                <select aria-label=format!("Role of {}", member.username) on:change=choose_role
                                     data-testid="member-role">
                                     {role_options(&HUMAN_ROLES, member.role)}
                                 </select>
+                                {
+                                    let (username, keep_role, change_role) = (member.username.clone(), keep_role.clone(), change_role.clone());
+                                    move || chosen_role.get().filter(|role| *role != member.role).map(|role| view! {
+                                        <span class="confirm-action" role="group" data-testid="member-role-asking">
+                                            {format!(" Give {username} the role {role}? ")}
+                                            <button type="button" class="link" data-testid="member-role-confirm"
+                                                on:click=change_role.clone()>"Change"</button>
+                                            " "
+                                            <button type="button" class="link" data-testid="member-role-keep"
+                                                on:click=keep_role.clone()>"Cancel"</button>
+                                        </span>
+                                    })
+                                }
                             })
                         } else {
                             Either::Right(member.role.as_str())
@@ -348,7 +370,8 @@ fn MemberTable(members: Vec<Member>, admin: bool, reload: impl Fn() + Clone + Se
                             <button type="button" class="link" aria-expanded=move || absence_open.get().to_string()
                                 on:click=move |_| absence_open.update(|open| *open = !*open)
                                 data-testid="member-absence-toggle">"Absence"</button>
-                            <button type="button" class="link danger-text" on:click=remove data-testid="member-remove">"Remove"</button>
+                            <crate::components::ConfirmedAction label="Remove" testid="member-remove"
+                                asking=format!("Remove {} from the workspace?", member.username) on_confirm=Callback::new(remove)/>
                         })}
                     </td>
                 </tr>
@@ -445,7 +468,7 @@ fn TokenTable(tokens: Vec<TokenInfo>, reload: impl Fn() + Clone + Send + Sync + 
         .map(|token| {
             let reload = reload.clone();
             let name = token.name.clone();
-            let revoke = move |_| {
+            let revoke = move |()| {
                 let (reload, id, name) = (reload.clone(), token.id, name.clone());
                 leptos::task::spawn_local(async move {
                     let outcome = send_json::<(), TokenInfo>("POST", &format!("/tokens/{id}/revoke"), None).await;
@@ -464,7 +487,8 @@ fn TokenTable(tokens: Vec<TokenInfo>, reload: impl Fn() + Clone + Send + Sync + 
                         {match token.revoked_at {
                             Some(at) => Either::Left(view! { <span class="muted">{format!("revoked {}", date_time(at, false))}</span> }),
                             None => Either::Right(view! {
-                                <button type="button" class="link danger-text" on:click=revoke data-testid="token-revoke">"Revoke"</button>
+                                <crate::components::ConfirmedAction label="Revoke" testid="token-revoke"
+                                    asking=format!("Revoke {}? What uses it stops working.", token.name) on_confirm=Callback::new(revoke)/>
                             }),
                         }}
                     </td>
@@ -552,7 +576,7 @@ pub(crate) fn grants() -> AnyView {
                         <tbody>
                             {items.into_iter().map(|grant| {
                                 let id = grant.id;
-                                let revoke = move |_| {
+                                let revoke = move |()| {
                                     leptos::task::spawn_local(async move {
                                         let outcome = send_json::<(), Grant>("POST", &format!("/grants/{id}/revoke"), None).await;
                                         message.set(Some(outcome.map(|g| format!("The grant for {} is revoked.", g.tool_name)).map_err(|e| e.describe())));
@@ -572,7 +596,9 @@ pub(crate) fn grants() -> AnyView {
                                         <td>{grant.created_by.clone()}</td>
                                         <td data-testid="grant-uses">{grant.uses}</td>
                                         <td><time datetime=grant.expires_at.to_rfc3339()>{date_time(grant.expires_at, false)}</time></td>
-                                        <td><button type="button" class="link danger-text" on:click=revoke data-testid="grant-revoke">"Revoke"</button></td>
+                                        <td><crate::components::ConfirmedAction label="Revoke" testid="grant-revoke"
+                                            asking=format!("Revoke the grant for {}? Its calls are asked about again.", grant.tool_name)
+                                            on_confirm=Callback::new(revoke)/></td>
                                     </tr>
                                 }
                             }).collect_view()}
