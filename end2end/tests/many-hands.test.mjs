@@ -130,7 +130,8 @@ test('a two-person approval shows its progress everywhere, is claimed from the m
   // The first page, still open, says so at once and sends nothing more; what was typed there stays.
   const meanwhile = page.getByTestId('resolution-meanwhile');
   await meanwhile.waitFor({ timeout: 5_000 });
-  assert.match(await meanwhile.textContent(), /lead.*while this page was open/);
+  assert.match(await meanwhile.textContent(), /While this page was open, this question was .*lead/);
+  assert.equal(await page.getByTestId('question-page').locator('.badge.status').textContent(), 'answered');
   assert.equal(await page.getByTestId('answer-approve').isDisabled(), true);
   assert.equal(await page.getByTestId('answer-comment').inputValue(), 'was about to approve too');
   assert.equal(await page.getByTestId('question-claim').count(), 0, 'nothing left to claim');

@@ -71,9 +71,15 @@ fn QuestionView(question: Question, answer_form: Option<String>) -> impl IntoVie
         <div class="question-meta">
             <Badge text=question.kind.as_str().replace('_', " ") class="kind"/>
             <Badge text=question.urgency.to_string() class=format!("urgency-{}", question.urgency)/>
-            <Badge text=question.status.to_string() class="status"/>
+            {move || {
+                let status = resolved_meanwhile.with(|q| q.as_ref().map(|q| q.status)).unwrap_or(question.status);
+                view! { <Badge text=status.to_string() class="status"/> }
+            }}
             {question.project.clone().map(|p| view! { <Badge text=p class="project"/> })}
-            {pending.then_some(question.timeout_at).flatten().map(|t| view! { <Countdown deadline=t/> })}
+            {move || {
+                let waiting = pending && resolved_meanwhile.with(Option::is_none);
+                waiting.then_some(question.timeout_at).flatten().map(|t| view! { <Countdown deadline=t/> })
+            }}
         </div>
         <EscalationChain question=question.clone() testid="question"/>
         <ManyHands question=question.clone() testid="question"/>
@@ -93,7 +99,10 @@ fn QuestionView(question: Question, answer_form: Option<String>) -> impl IntoVie
             let reason = question.response.as_ref().and_then(|response| response.comment.clone());
             view! {
                 <div class="resolution" role="status" data-testid="resolution-meanwhile">
-                    <p>{format!("{} while this page was open; the form below can no longer be sent.", capitalise(&describe_resolution(&question)))}</p>
+                    <p>{format!(
+                        "While this page was open, this question was {}. The form below can no longer be sent; what you typed stays in it.",
+                        describe_resolution(&question)
+                    )}</p>
                     {reason.map(|reason| view! { <blockquote>{reason}</blockquote> })}
                 </div>
             }
