@@ -66,6 +66,24 @@ test('filters go into the URL and select what they say; every item carries its k
   assert.ok(navigations.every((url) => url.includes('/inbox')), `in place: ${navigations}`);
   await page.screenshot({ path: resultPath('inbox-filters.png') });
 
+  // Back shows the filters of the URL it goes back to, and the next choice goes on from them.
+  await page.goBack();
+  await page.waitForURL((url) => !url.search.includes('status=all'));
+  await eventually('the bar follows Back', async () => await page.getByTestId('filter-status-default').isChecked());
+  assert.equal(await page.getByTestId('filter-kind-default').isChecked(), true);
+  await page.goBack();
+  await page.waitForURL(/kind=approval/);
+  await eventually('the bar follows Back again', async () => await page.getByTestId('filter-kind-approval').isChecked());
+  assert.equal(await page.getByTestId('filter-q').inputValue(), 'billing');
+  await page.goBack();
+  await page.waitForURL((url) => !url.search.includes('q='));
+  await eventually('the search empties', async () => (await page.getByTestId('filter-q').inputValue()) === '');
+  await page.getByTestId('filter-urgency-high').check();
+  await page.waitForURL(/urgency=high/);
+  const search = new URL(page.url()).searchParams;
+  assert.deepEqual([...search.keys()].sort(), ['kind', 'urgency'], `only what the bar shows: ${page.url()}`);
+  assert.equal(search.get('kind'), 'approval');
+
   await page.goto(`${server.baseUrl}/inbox?status=all&project=docs`);
   assert.deepEqual((await titles(page)).sort(), ['Mention the deprecation?', 'Which persona for the release notes?']);
   await page.goto(`${server.baseUrl}/inbox?status=answered`);

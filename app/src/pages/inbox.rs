@@ -35,7 +35,7 @@ pub fn InboxPage() -> impl IntoView {
     view! {
         <main class="page wide inbox-page" data-testid="inbox-page">
             <h1>"Inbox"</h1>
-            <FilterBar filter=filter.get_untracked()/>
+            <FilterBar filter/>
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || initial.get().map(|result| match result {
                     Ok(page) => Either::Left(view! { <QuestionList initial=page.items filter=filter.get_untracked() updates/> }),
@@ -53,17 +53,20 @@ fn Segments(
     label: &'static str,
     /// `(value, label)` pairs; the first is the default.
     choices: Vec<(String, String)>,
-    selected: String,
+    /// The value the URL's filters give this group.
+    selected: Signal<String>,
 ) -> impl IntoView {
     view! {
         <fieldset class="segmented" data-testid=format!("filter-{name}")>
             <legend>{label}</legend>
             {choices.into_iter().map(|(value, text)| {
-                let checked = value == selected;
+                let checked = selected.with_untracked(|selected| *selected == value);
                 let testid = format!("filter-{name}-{}", if value.is_empty() { "default" } else { value.as_str() });
+                let this = value.clone();
                 view! {
                     <label class="chip">
-                        <input type="radio" name=name value=value checked=checked data-testid=testid/>
+                        <input type="radio" name=name value=value checked=checked
+                            prop:checked=move || selected.with(|selected| *selected == this) data-testid=testid/>
                         <span>{text}</span>
                     </label>
                 }
@@ -106,27 +109,40 @@ fn changed_input(_: &leptos::ev::Event) -> Option<(String, String)> {
     None
 }
 
-/// The filters, as a `GET` form on `/inbox` with a submit button. Once hydrated, a choice applies at once (a
-/// text field when it is committed with Enter or by leaving it): the page navigates to the form's URL in place,
-/// and the button is hidden.
-#[component]
-fn FilterBar(filter: InboxFilter) -> impl IntoView {
-    let mut statuses = vec![(String::new(), "pending".to_owned())];
-    statuses.extend(QuestionStatus::ALL.iter().skip(1).map(|s| (s.to_string(), s.to_string())));
-    statuses.push(("all".to_owned(), "any".to_owned()));
+/// The filter bar's fields and their values for `filter`, in the URL's order.
+fn filter_params(filter: &InboxFilter) -> Vec<(String, String)> {
     let status = match filter.status {
         None => "all".to_owned(),
         Some(QuestionStatus::Pending) => String::new(),
         Some(s) => s.to_string(),
     };
-    let params = StoredValue::new(vec![
+    vec![
         ("q".to_owned(), filter.text.clone().unwrap_or_default()),
-        ("status".to_owned(), status.clone()),
+        ("status".to_owned(), status),
         ("kind".to_owned(), filter.kind.map(|k| k.to_string()).unwrap_or_default()),
         ("urgency".to_owned(), filter.urgency.map(|u| u.to_string()).unwrap_or_default()),
         ("project".to_owned(), filter.project.clone().unwrap_or_default()),
         ("sort".to_owned(), if filter.by_deadline { "deadline".to_owned() } else { String::new() }),
-    ]);
+    ]
+}
+
+/// The filters, as a `GET` form on `/inbox` with a submit button. Once hydrated, a choice applies at once (a
+/// text field when it is committed with Enter or by leaving it): the page navigates to the form's URL in place,
+/// and the button is hidden. The bar shows the URL's filters however the URL changed (Back and Forward too).
+#[component]
+fn FilterBar(filter: Memo<InboxFilter>) -> impl IntoView {
+    let mut statuses = vec![(String::new(), "pending".to_owned())];
+    statuses.extend(QuestionStatus::ALL.iter().skip(1).map(|s| (s.to_string(), s.to_string())));
+    statuses.push(("all".to_owned(), "any".to_owned()));
+    let params = StoredValue::new(filter.with_untracked(filter_params));
+    // A change of the URL the bar did not make (Back, Forward, a link) is what the bar goes on from.
+    Effect::new(move |_| params.set_value(filter.with(filter_params)));
+    let value_of = move |name: &'static str| {
+        Signal::derive(move || {
+            filter.with(|f| filter_params(f).into_iter().find(|(n, _)| n == name).map(|(_, v)| v).unwrap_or_default())
+        })
+    };
+    let (text, project) = (value_of("q"), value_of("project"));
     let navigate = leptos_router::hooks::use_navigate();
     let apply = move || navigate(&format!("/inbox?{}", params.with_value(|p| query_string(p))), Default::default());
     let remember = move |ev: &leptos::ev::Event| {
@@ -157,11 +173,13 @@ fn FilterBar(filter: InboxFilter) -> impl IntoView {
             <div class="filter-line">
                 <label class="filter grow">
                     <span class="visually-hidden">"Search"</span>
-                    <input type="search" name="q" maxlength=crate::SEARCH_MAX_CHARS value=filter.text.clone().unwrap_or_default() placeholder="Search title or body" data-testid="filter-q"/>
+                    <input type="search" name="q" maxlength=crate::SEARCH_MAX_CHARS value=text.get_untracked()
+                        prop:value=text placeholder="Search title or body" data-testid="filter-q"/>
                 </label>
                 <label class="filter">
                     <span class="visually-hidden">"Project"</span>
-                    <input type="text" name="project" size="10" value=filter.project.clone().unwrap_or_default() placeholder="Project" data-testid="filter-project"/>
+                    <input type="text" name="project" size="10" value=project.get_untracked()
+                        prop:value=project placeholder="Project" data-testid="filter-project"/>
                 </label>
                 <nav class="views" aria-label="Views">
                     <a href="/inbox?kind=approval" rel="external" data-testid="view-approvals">"Approvals"</a>
@@ -172,14 +190,14 @@ fn FilterBar(filter: InboxFilter) -> impl IntoView {
                 <button type="submit" class="apply" data-testid="filter-apply">"Apply"</button>
             </div>
             <div class="filter-line">
-                <Segments name="status" label="Status" choices=statuses selected=status/>
-                <Segments name="kind" label="Kind" choices=choices("any", QuestionKind::ALL) selected=filter.kind.map(|k| k.to_string()).unwrap_or_default()/>
-                <Segments name="urgency" label="Urgency" choices=choices("any", Urgency::ALL) selected=filter.urgency.map(|u| u.to_string()).unwrap_or_default()/>
+                <Segments name="status" label="Status" choices=statuses selected=value_of("status")/>
+                <Segments name="kind" label="Kind" choices=choices("any", QuestionKind::ALL) selected=value_of("kind")/>
+                <Segments name="urgency" label="Urgency" choices=choices("any", Urgency::ALL) selected=value_of("urgency")/>
                 <Segments
                     name="sort"
                     label="Sort"
                     choices=vec![(String::new(), "newest".to_owned()), ("deadline".to_owned(), "deadline".to_owned())]
-                    selected=if filter.by_deadline { "deadline".to_owned() } else { String::new() }
+                    selected=value_of("sort")
                 />
             </div>
         </form>
