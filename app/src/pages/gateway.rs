@@ -137,8 +137,8 @@ fn UpstreamTable(
             <table class="data" data-testid="upstream-table">
                 <thead>
                     <tr>
-                        <th>"Name"</th><th>"URL or process"</th><th>"Headers"</th><th>"State"</th><th>"Last answered"</th>
-                        <th>"Last failure"</th><th></th>
+                        <th>"Name"</th><th>"URL or process"</th><th>"Headers"</th><th>"State"</th><th>"Last answered (UTC)"</th>
+                        <th>"Last failure (UTC)"</th><th></th>
                     </tr>
                 </thead>
                 <tbody>{rows}</tbody>

@@ -82,7 +82,7 @@ fn ChannelTable(channels: Vec<ChannelHealth>) -> impl IntoView {
     view! {
         <table class="data" data-testid="channel-table">
             <thead>
-                <tr><th>"Channel"</th><th>"Configured"</th><th>"Last sent"</th><th>"Last failure"</th><th>"Waiting"</th></tr>
+                <tr><th>"Channel"</th><th>"Configured"</th><th>"Last sent (UTC)"</th><th>"Last failure (UTC)"</th><th>"Waiting"</th></tr>
             </thead>
             <tbody>
                 {channels.into_iter().map(|health| view! {
@@ -485,7 +485,7 @@ fn TokenTable(tokens: Vec<TokenInfo>, reload: impl Fn() + Clone + Send + Sync + 
                     <td><time datetime=token.created_at.to_rfc3339()>{date_time(token.created_at, false)}</time></td>
                     <td>
                         {match token.revoked_at {
-                            Some(at) => Either::Left(view! { <span class="muted">{format!("revoked {}", date_time(at, false))}</span> }),
+                            Some(at) => Either::Left(view! { <span class="muted">{format!("revoked {} UTC", date_time(at, false))}</span> }),
                             None => Either::Right(view! {
                                 <crate::components::ConfirmedAction label="Revoke" testid="token-revoke"
                                     asking=format!("Revoke {}? What uses it stops working.", token.name) on_confirm=Callback::new(revoke)/>
@@ -499,7 +499,7 @@ fn TokenTable(tokens: Vec<TokenInfo>, reload: impl Fn() + Clone + Send + Sync + 
     view! {
         <div class="table-wrap">
             <table class="data" data-testid="token-table">
-                <thead><tr><th>"Name"</th><th>"Role"</th><th>"Created by"</th><th>"Created"</th><th>"Status"</th></tr></thead>
+                <thead><tr><th>"Name"</th><th>"Role"</th><th>"Created by"</th><th>"Created (UTC)"</th><th>"Status"</th></tr></thead>
                 <tbody>{rows}</tbody>
             </table>
         </div>
@@ -572,7 +572,7 @@ pub(crate) fn grants() -> AnyView {
             Ok(items) => Either::Right(view! {
                 <div class="table-wrap">
                     <table class="data" data-testid="grant-table">
-                        <thead><tr><th>"Tool"</th><th>"Calls"</th><th>"For"</th><th>"Made by"</th><th>"Uses"</th><th>"Until"</th><th></th></tr></thead>
+                        <thead><tr><th>"Tool"</th><th>"Calls"</th><th>"For"</th><th>"Made by"</th><th>"Uses"</th><th>"Until (UTC)"</th><th></th></tr></thead>
                         <tbody>
                             {items.into_iter().map(|grant| {
                                 let id = grant.id;

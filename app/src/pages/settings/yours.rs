@@ -297,7 +297,7 @@ pub(crate) fn invitations() -> AnyView {
                             <p>
                                 <strong data-testid="invitation-workspace">{invitation.workspace.clone()}</strong>
                                 {format!(" — as {}, invited by {} on ", invitation.role, invitation.invited_by)}
-                                <time datetime=invitation.created_at.to_rfc3339()>{date_time(invitation.created_at, false)}</time>
+                                <time datetime=invitation.created_at.to_rfc3339()>{format!("{} UTC", date_time(invitation.created_at, false))}</time>
                             </p>
                             <p class="invitation-actions">
                                 <button type="button" class="primary" on:click=move |_| answer(to_accept.clone(), true)
