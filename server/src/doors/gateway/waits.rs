@@ -95,12 +95,24 @@ impl Waits {
     }
 
     /// Cancels every question a call still waits on, as the caller who asked it, with [`CANCELLED_AT_SHUTDOWN`]
-    /// (within [`CANCEL_WITHIN`]); then gives the calls, woken by their questions' events, up to [`DRAIN`] to send
-    /// their results to the end of their streams. A question resolved meanwhile stays as it was resolved.
+    /// (within [`CANCEL_WITHIN`]); then gives the calls, woken by their questions' events, and every response
+    /// stream still open (a call answered just before the stop too) up to [`DRAIN`] to send their results to the
+    /// end. A question resolved meanwhile stays as it was resolved.
     pub async fn cancel_all(&self, state: &AppState) {
-        if self.is_empty() {
+        if self.drained() {
             return;
         }
+        if !self.is_empty() {
+            self.cancel_waiting(state).await;
+        }
+        let deadline = tokio::time::Instant::now() + DRAIN;
+        while !self.drained() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// The cancelling part of [`Self::cancel_all`].
+    async fn cancel_waiting(&self, state: &AppState) {
         tracing::info!(calls = self.len(), "cancelling the questions of the MCP gateway calls still waiting");
         let cancelling = async {
             // Until no call waits on a question not yet cancelled: one may start waiting while others are cancelled.
@@ -130,10 +142,6 @@ impl Waits {
         };
         if tokio::time::timeout(CANCEL_WITHIN, cancelling).await.is_err() {
             tracing::warn!("the store did not take every gateway call's cancellation in time; stopping all the same");
-        }
-        let deadline = tokio::time::Instant::now() + DRAIN;
-        while !self.drained() && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 }
