@@ -12,7 +12,19 @@ from pathlib import Path
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ag_ui.core import AssistantMessage, Interrupt, MessagesSnapshotEvent, ResumeEntry, RunAgentInput, UserMessage
+from ag_ui.core import (
+    AssistantMessage,
+    Interrupt,
+    MessagesSnapshotEvent,
+    ResumeEntry,
+    RunAgentInput,
+    TextMessageChunkEvent,
+    ToolCallChunkEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+    ToolMessage,
+    UserMessage,
+)
 from ag_ui.encoder import EventEncoder
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -20,7 +32,7 @@ from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
 from holdpoint_client import AsyncHoldpoint, Option, Question
-from holdpoint_client.ag_ui import HoldpointInterrupts, idempotency_key, run_agent
+from holdpoint_client.ag_ui import HoldpointInterrupts, idempotency_key, messages_after, run_agent, tool_calls_of
 
 from .conftest import Server
 from .helpers import eventually, example_module, kill, serving, start_example
@@ -173,6 +185,32 @@ def test_an_agent_that_streams_its_turn_without_a_snapshot_finds_it_in_the_next_
     assert json.loads(call.function.arguments) == {"service": "api", "environment": "production"}
     approval = asked_for(server, project, thread_id)[0]
     assert approval["action"] == {"tool_name": "deploy", "arguments": {"service": "api", "environment": "production"}}
+
+
+def test_chunks_and_results_are_applied_where_ag_uis_client_puts_them() -> None:
+    thread = [UserMessage(id="u1", content="Deploy api")]
+    events = [
+        TextMessageChunkEvent(message_id="a1", role="assistant", delta="I will "),
+        TextMessageChunkEvent(delta="deploy."),
+        ToolCallChunkEvent(tool_call_id="c1", tool_call_name="deploy", parent_message_id="a1", delta='{"service":'),
+        ToolCallChunkEvent(delta=' "api"}'),
+        # A call whose named parent is the person's message gets an assistant message of its own, with its own id.
+        ToolCallStartEvent(tool_call_id="c2", tool_call_name="page", parent_message_id="u1"),
+        TextMessageChunkEvent(message_id="a2", role="assistant", delta="Waiting."),
+        ToolCallResultEvent(message_id="r1", tool_call_id="c1", content="queued"),
+    ]
+    messages = messages_after(thread, events)
+    assert [(m.id, m.role) for m in messages] == [
+        ("u1", "user"), ("a1", "assistant"), ("r1", "tool"), ("c2", "assistant"), ("a2", "assistant")
+    ]
+    reply = messages[1]
+    assert isinstance(reply, AssistantMessage) and reply.content == "I will deploy."
+    assert [(c.id, c.function.name, c.function.arguments) for c in reply.tool_calls or []] == [
+        ("c1", "deploy", '{"service": "api"}')
+    ]
+    result = messages[2]
+    assert isinstance(result, ToolMessage) and result.tool_call_id == "c1" and result.content == "queued"
+    assert tool_calls_of(messages=messages)["c1"].arguments == {"service": "api"}
 
 
 def test_a_response_schema_becomes_a_form_and_the_answer_comes_back_as_the_schema_types_it(

@@ -443,12 +443,13 @@ async def run_agent(
             if store:
                 store.forget(input.thread_id)
             return AgUiRun(events=events, finished=finished, resumed=resumed)
+        continued = _continued(next_input, events)
         saved = _Saved(
             thread_id=finished.thread_id,
             run_id=finished.run_id,
             interrupts=list(finished.outcome.interrupts),
-            tool_calls=tool_calls_of(events, next_input.messages),
-            next_input=_continued(next_input, events),
+            tool_calls=tool_calls_of(events, continued.messages),
+            next_input=continued,
             asked_at=datetime.now(timezone.utc),
         )
         if store:
@@ -506,11 +507,13 @@ _MESSAGES = TypeAdapter(list[Message])
 
 
 def messages_after(messages: Sequence[Message], events: Sequence[Any]) -> list[Message]:
-    """The thread's messages once a run's events are applied to ``messages``, as AG-UI's own client applies them:
-    a ``MESSAGES_SNAPSHOT`` replaces them; streamed text (``TEXT_MESSAGE_*``, or its ``CHUNK`` shorthand) adds a
-    message of the role it starts with; a tool call (``TOOL_CALL_*``, or its ``CHUNK``) joins the assistant message
-    it names as parent, else one of its own; ``TOOL_CALL_RESULT`` adds a tool message. So an agent that streams its
-    turn without a snapshot has its own messages, and the call an interrupt is about, in the next run's input."""
+    """The thread's messages once a run's events are applied to ``messages``, as AG-UI's own client applies its
+    messages (reasoning messages aside): a ``MESSAGES_SNAPSHOT`` replaces them; streamed text (``TEXT_MESSAGE_*``, or
+    its ``CHUNK`` shorthand) adds a message of the role it starts with, or adds to the text message it names; a tool
+    call (``TOOL_CALL_*``, or its ``CHUNK``) joins the assistant message it names as parent, else an assistant
+    message of its own; ``TOOL_CALL_RESULT`` adds a tool message after the message with its call (and the results
+    already there). So an agent that streams its turn without a snapshot has its own messages, and the call an
+    interrupt is about, in the next run's input."""
     thread: list[dict[str, Any]] = [m.model_dump(by_alias=True, exclude_none=True) for m in messages]
 
     def message(message_id: str) -> dict[str, Any] | None:
@@ -528,15 +531,19 @@ def messages_after(messages: Sequence[Message], events: Sequence[Any]) -> list[M
 
     def add_text(message_id: str | None, delta: str | None) -> None:
         found = message(message_id) if message_id is not None else None
-        if found is not None and delta:
-            found["content"] = (found.get("content") or "") + delta
+        # Text goes only to a message whose content is text (not an activity, nor content in parts).
+        if found is not None and delta and found.get("role") != "activity":
+            content = found.get("content")
+            found["content"] = (content if isinstance(content, str) else "") + delta
 
     def start_call(tool_call_id: str, name: str, parent: str | None) -> None:
         if tool_call_id in calls:
+            calls[tool_call_id]["function"]["name"] = name or calls[tool_call_id]["function"]["name"]
             return
         owner = message(parent) if parent is not None else None
         if owner is None or owner.get("role") != "assistant":
-            owner = {"id": parent or tool_call_id, "role": "assistant"}
+            # A parent that is another kind of message keeps its id; the call's own message takes the call's.
+            owner = {"id": tool_call_id if owner is not None else (parent or tool_call_id), "role": "assistant"}
             thread.append(owner)
         call = {"id": tool_call_id, "type": "function", "function": {"name": name, "arguments": ""}}
         owner.setdefault("toolCalls", []).append(call)
@@ -575,10 +582,21 @@ def messages_after(messages: Sequence[Message], events: Sequence[Any]) -> list[M
             content = event.content if isinstance(event.content, str) else [
                 part.model_dump(by_alias=True, exclude_none=True) for part in event.content
             ]
-            thread.append(
-                {"id": event.message_id, "role": "tool", "toolCallId": event.tool_call_id, "content": content}
-            )
+            result = {"id": event.message_id, "role": "tool", "toolCallId": event.tool_call_id, "content": content}
+            thread.insert(_result_position(thread, event.tool_call_id), result)
     return _MESSAGES.validate_python(thread)
+
+
+def _result_position(thread: list[dict[str, Any]], tool_call_id: str) -> int:
+    """Where a tool's result goes: after the assistant message with its call and the tool messages that follow
+    it, else at the end."""
+    for index, candidate in enumerate(thread):
+        if any(isinstance(c, dict) and c.get("id") == tool_call_id for c in candidate.get("toolCalls") or ()):
+            position = index + 1
+            while position < len(thread) and thread[position].get("role") == "tool":
+                position += 1
+            return position
+    return len(thread)
 
 
 class _Store:
