@@ -5,7 +5,7 @@ use leptos::prelude::*;
 
 use crate::current_session;
 use crate::markdown::Markdown;
-use crate::types::{Question, QuestionStatus, Resolution, Role, answer_in_words};
+use crate::types::{Question, QuestionKind, QuestionStatus, Resolution, Role, answer_in_words};
 
 /// The bar on top of every signed-in page: where you are, who you are, and sign-out. On a phone, once the script
 /// runs, everything but the name folds into a menu behind one button (without the script the bar shows it all).
@@ -431,7 +431,13 @@ pub fn ManyHands(question: Question, testid: &'static str) -> impl IntoView {
         let holder = shown.with(|q| q.claim_holder(now()).map(str::to_owned).zip(q.claim_expires_at));
         let may_release =
             |by: &str| viewer.with(|v| v.as_ref().is_some_and(|(name, role)| name == by || *role == Role::Admin));
-        let may_claim = viewer.with(|v| v.as_ref().is_some_and(|(_, role)| role.may_answer()));
+        // Who may claim: whoever may answer it; an approval, an approver or an admin (the server checks the rest).
+        let approval = shown.with(|q| q.kind == QuestionKind::Approval);
+        let may_claim = viewer.with(|v| {
+            v.as_ref().is_some_and(|(_, role)| {
+                if approval { matches!(role, Role::Approver | Role::Admin) } else { role.may_answer() }
+            })
+        });
         view! {
             <p class="claim" data-testid=format!("{testid}-claim") data-viewer=move || viewer.with(|v| v.as_ref().map(|(name, _)| name.clone()))>
                 {match holder.clone() {
@@ -456,8 +462,10 @@ pub fn ManyHands(question: Question, testid: &'static str) -> impl IntoView {
         }
     };
     // Gone once the question is resolved, here or elsewhere: there is nothing more to claim or approve.
+    // Read through a memo, so that a claim or an approval redraws only the parts that show them.
+    let open = Memo::new(move |_| pending && shown.with(|q| q.status == QuestionStatus::Pending));
     move || {
-        (pending && shown.with(|q| q.status == QuestionStatus::Pending)).then(|| {
+        open.get().then(|| {
             view! {
                 <div class="many-hands">
                     {quorum}
@@ -471,7 +479,7 @@ pub fn ManyHands(question: Question, testid: &'static str) -> impl IntoView {
 
 /// A button for what cannot be undone (removing someone, revoking a credential) that asks once more, in place: the
 /// first press says what will happen, beside the button that does it and one that keeps things as they are, which
-/// takes the focus, so that a second Enter changes nothing.
+/// takes the focus, so that a second Enter changes nothing; Cancel gives the focus back to the action's button.
 #[component]
 pub fn ConfirmedAction(
     /// The action, on both buttons: "Remove", "Revoke".
@@ -482,12 +490,19 @@ pub fn ConfirmedAction(
     on_confirm: Callback<()>,
 ) -> impl IntoView {
     let confirming = RwSignal::new(false);
-    let keep = NodeRef::<leptos::html::Button>::new();
+    // Whether Cancel was pressed, so the action's button takes the focus back once it is drawn again.
+    let cancelled = RwSignal::new(false);
+    let (keep, action) = (NodeRef::<leptos::html::Button>::new(), NodeRef::<leptos::html::Button>::new());
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
-        if confirming.get()
-            && let Some(button) = keep.get()
+        if confirming.get() {
+            if let Some(button) = keep.get() {
+                let _ = button.focus();
+            }
+        } else if cancelled.get_untracked()
+            && let Some(button) = action.get()
         {
+            cancelled.set(false);
             let _ = button.focus();
         }
     });
@@ -502,12 +517,12 @@ pub fn ConfirmedAction(
                         on:click=move |_| { confirming.set(false); on_confirm.run(()) }>{label}</button>
                     " "
                     <button type="button" class="link" node_ref=keep data-testid=format!("{testid}-keep")
-                        on:click=move |_| confirming.set(false)>"Cancel"</button>
+                        on:click=move |_| { cancelled.set(true); confirming.set(false) }>"Cancel"</button>
                 </span>
             })
         } else {
             Either::Right(view! {
-                <button type="button" class="link danger-text" data-testid=testid
+                <button type="button" class="link danger-text" node_ref=action data-testid=testid
                     on:click=move |_| confirming.set(true)>{label}</button>
             })
         }

@@ -135,7 +135,7 @@ pub fn LiveModal() -> impl IntoView {
             shown_at.set_value(focus::now());
             request_animation_frame(move || focus::first(dialog));
         } else if was_open.get_value() {
-            request_animation_frame(focus::give_back);
+            focus::give_back();
         }
         was_open.set_value(open);
     });
@@ -254,14 +254,25 @@ mod focus {
         BEFORE.with(|before| *before.borrow_mut() = active);
     }
 
-    /// Gives the focus back to what had it when the modal opened, if it is still on the page.
+    /// Gives the focus back to what had it when the modal opened, once the dialog is gone, if that is still on the
+    /// page and the focus is nowhere else: a person who clicked or typed elsewhere meanwhile keeps their place.
     pub fn give_back() {
         let Some(before) = BEFORE.with(|before| before.borrow_mut().take()) else { return };
-        if before.is_connected()
-            && let Ok(element) = before.dyn_into::<web_sys::HtmlElement>()
-        {
-            let _ = element.focus();
-        }
+        request_animation_frame(move || {
+            let document = web_sys::window().and_then(|w| w.document());
+            let active = document.as_ref().and_then(web_sys::Document::active_element);
+            let nowhere = match (&active, document.as_ref().and_then(web_sys::Document::body)) {
+                (None, _) => true,
+                (Some(active), Some(body)) => active == &*body,
+                (Some(_), None) => false,
+            };
+            if nowhere
+                && before.is_connected()
+                && let Ok(element) = before.dyn_into::<web_sys::HtmlElement>()
+            {
+                let _ = element.focus();
+            }
+        });
     }
 
     /// Focuses the answer's primary control (marked `data-primary`), else its first control (not a link of the

@@ -100,13 +100,21 @@ test('the first start link signs in the admin, who manages their password, peopl
   await aliceRow.getByTestId('member-role-asking').waitFor({ state: 'detached' });
   await eventually('the select shows the role alice has', async () =>
     (await aliceRow.getByTestId('member-role').inputValue()) === 'approver');
+  // Each change reloads the settings, which draws the table again: the next choice waits for that.
+  const reloaded = () => page.waitForResponse((response) => response.url().includes('/ui/fn/workspace_settings'));
   await aliceRow.getByTestId('member-role').selectOption('responder');
   assert.match(await aliceRow.getByTestId('member-role-asking').textContent(), /Give alice the role responder\?/);
+  let reload = reloaded();
   await aliceRow.getByTestId('member-role-confirm').click();
   await page.getByText('alice now has the role responder.').waitFor();
+  await reload;
+  await eventually('the table is drawn again', async () =>
+    (await aliceRow.getByTestId('member-role').inputValue()) === 'responder');
+  reload = reloaded();
   await aliceRow.getByTestId('member-role').selectOption('approver');
   await aliceRow.getByTestId('member-role-confirm').click();
   await page.getByText('alice now has the role approver.').waitFor();
+  await reload;
 
   // Removing someone is asked about too; the focus goes to Cancel, so a second Enter removes nobody.
   await page.getByTestId('member-username').fill('bob');
@@ -116,9 +124,12 @@ test('the first start link signs in the admin, who manages their password, peopl
   await bobRow.waitFor();
   await bobRow.getByTestId('member-remove').click();
   assert.match(await bobRow.getByTestId('member-remove-asking').textContent(), /Remove bob from the workspace\?/);
-  assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('data-testid')), 'member-remove-keep');
+  await eventually('the focus is on Cancel', async () =>
+    (await page.evaluate(() => document.activeElement?.getAttribute('data-testid'))) === 'member-remove-keep');
   await page.keyboard.press('Enter');
   await bobRow.getByTestId('member-remove').waitFor();
+  await eventually('the focus is back on Remove', async () =>
+    (await page.evaluate(() => document.activeElement?.getAttribute('data-testid'))) === 'member-remove');
   await bobRow.getByTestId('member-remove').click();
   await bobRow.getByTestId('member-remove-confirm').click();
   await bobRow.waitFor({ state: 'detached' });

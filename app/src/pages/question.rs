@@ -95,18 +95,21 @@ fn QuestionView(question: Question, answer_form: Option<String>) -> impl IntoVie
         })}
         {context.map(|c| view! { <details class="context"><summary>"Context"</summary><pre tabindex="0">{c}</pre></details> })}
         {move || error().map(|e| view! { <p class="alert" role="alert" data-testid="answer-error">{e}</p> })}
-        {move || resolved_meanwhile.get().filter(|_| pending).map(|question| {
-            let reason = question.response.as_ref().and_then(|response| response.comment.clone());
-            view! {
-                <div class="resolution" role="status" data-testid="resolution-meanwhile">
-                    <p>{format!(
-                        "While this page was open, this question was {}. The form below can no longer be sent; what you typed stays in it.",
-                        describe_resolution(&question)
-                    )}</p>
-                    {reason.map(|reason| view! { <blockquote>{reason}</blockquote> })}
-                </div>
-            }
-        })}
+        // A live region on the page from the start, so that what it is given is read out.
+        <div role="status" aria-live="polite">
+            {move || resolved_meanwhile.get().filter(|_| pending).map(|question| {
+                let reason = question.response.as_ref().and_then(|response| response.comment.clone());
+                view! {
+                    <div class="resolution" data-testid="resolution-meanwhile">
+                        <p>{format!(
+                            "While this page was open, this question was {}. The form below can no longer be sent; what you typed stays in it.",
+                            describe_resolution(&question)
+                        )}</p>
+                        {reason.map(|reason| view! { <blockquote>{reason}</blockquote> })}
+                    </div>
+                }
+            })}
+        </div>
         {resolution.map(|text| view! {
             <div class="resolution" data-testid="resolution">
                 <p>{text}</p>

@@ -346,19 +346,27 @@ fn MemberTable(members: Vec<Member>, admin: bool, reload: impl Fn() + Clone + Se
                                     data-testid="member-role">
                                     {role_options(&HUMAN_ROLES, member.role)}
                                 </select>
-                                {
-                                    let (username, keep_role, change_role) = (member.username.clone(), keep_role.clone(), change_role.clone());
-                                    move || chosen_role.get().filter(|role| *role != member.role).map(|role| view! {
-                                        <span class="confirm-action" role="group" data-testid="member-role-asking">
-                                            {format!(" Give {username} the role {role}? ")}
-                                            <button type="button" class="link" data-testid="member-role-confirm"
-                                                on:click=change_role.clone()>"Change"</button>
-                                            " "
-                                            <button type="button" class="link" data-testid="member-role-keep"
-                                                on:click=keep_role.clone()>"Cancel"</button>
-                                        </span>
-                                    })
-                                }
+                                // Always there, and polite: the question is read out as an arrow key changes the select.
+                                <span class="confirm-action" aria-live="polite">
+                                    {
+                                        let (username, keep_role, change_role) = (member.username.clone(), keep_role.clone(), change_role.clone());
+                                        move || chosen_role.get().filter(|role| *role != member.role).map(|role| {
+                                            let asking = format!("Give {username} the role {role}?");
+                                            let label = asking.clone();
+                                            view! {
+                                                <span role="group" aria-label=label data-testid="member-role-asking">
+                                                    {asking}
+                                                    " "
+                                                    <button type="button" class="link" data-testid="member-role-confirm"
+                                                        on:click=change_role.clone()>"Change"</button>
+                                                    " "
+                                                    <button type="button" class="link" data-testid="member-role-keep"
+                                                        on:click=keep_role.clone()>"Cancel"</button>
+                                                </span>
+                                            }
+                                        })
+                                    }
+                                </span>
                             })
                         } else {
                             Either::Right(member.role.as_str())
