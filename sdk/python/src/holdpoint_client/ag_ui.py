@@ -514,14 +514,12 @@ def messages_after(messages: Sequence[Message], events: Sequence[Any]) -> list[M
     message of its own; ``TOOL_CALL_RESULT`` adds a tool message after the message with its call (and the results
     already there). So an agent that streams its turn without a snapshot has its own messages, and the call an
     interrupt is about, in the next run's input."""
-    thread: list[dict[str, Any]] = [m.model_dump(by_alias=True, exclude_none=True) for m in messages]
+    thread = _dumped(messages)
 
     def message(message_id: str) -> dict[str, Any] | None:
         return next((m for m in reversed(thread) if m.get("id") == message_id), None)
 
-    calls: dict[str, dict[str, Any]] = {
-        call["id"]: call for m in thread for call in m.get("toolCalls") or () if isinstance(call, dict)
-    }
+    calls = _calls_in(thread)
     text_id: str | None = None
     call_id: str | None = None
 
@@ -556,8 +554,8 @@ def messages_after(messages: Sequence[Message], events: Sequence[Any]) -> list[M
 
     for event in events:
         if isinstance(event, MessagesSnapshotEvent):
-            thread = [m.model_dump(by_alias=True, exclude_none=True) for m in event.messages]
-            calls = {c["id"]: c for m in thread for c in m.get("toolCalls") or () if isinstance(c, dict)}
+            thread = _dumped(event.messages)
+            calls = _calls_in(thread)
         elif isinstance(event, TextMessageStartEvent):
             start_text(event.message_id, event.role)
             text_id = event.message_id
@@ -585,6 +583,17 @@ def messages_after(messages: Sequence[Message], events: Sequence[Any]) -> list[M
             result = {"id": event.message_id, "role": "tool", "toolCallId": event.tool_call_id, "content": content}
             thread.insert(_result_position(thread, event.tool_call_id), result)
     return _MESSAGES.validate_python(thread)
+
+
+def _dumped(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Messages as their wire JSON, to be changed in place."""
+    return [m.model_dump(by_alias=True, exclude_none=True) for m in messages]
+
+
+def _calls_in(thread: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The tool calls of a thread's assistant messages, by id: the same objects, so arguments added to one land
+    in its message."""
+    return {call["id"]: call for m in thread for call in m.get("toolCalls") or () if isinstance(call, dict)}
 
 
 def _result_position(thread: list[dict[str, Any]], tool_call_id: str) -> int:
