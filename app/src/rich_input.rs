@@ -531,6 +531,18 @@ pub fn human_size(bytes: u64) -> String {
     }
 }
 
+/// What a file input takes, said beside it: its media types and largest size (`application/pdf, up to 2.0 MB`).
+pub fn file_limits(rules: &crate::types::FieldRules) -> Option<String> {
+    let mut said = Vec::new();
+    if !rules.accept.is_empty() {
+        said.push(rules.accept.join(", "));
+    }
+    if let Some(max) = rules.max_bytes {
+        said.push(format!("up to {}", human_size(max)));
+    }
+    (!said.is_empty()).then(|| said.join(", "))
+}
+
 /// A file input that also takes a file dropped on it; the file is uploaded at once, and its name and size shown.
 #[component]
 fn FileEditor(
@@ -543,11 +555,12 @@ fn FileEditor(
     let key = field.key.clone();
     let uploading = RwSignal::new(false);
     let over = RwSignal::new(false);
-    let accept = field.accept.join(",");
+    let accept = field.rules.accept.join(",");
+    let limits = file_limits(&field.rules).map(|limits| format!(" ({limits})"));
     #[cfg(feature = "hydrate")]
     let start = {
         let (key, path) = (key.clone(), path_of(&key));
-        let (accept, max_bytes) = (field.accept.clone(), field.max_bytes);
+        let (accept, max_bytes) = (field.rules.accept.clone(), field.rules.max_bytes);
         move |file: web_sys::File| {
             let (key, path) = (key.clone(), path.clone());
             let media_type = file.type_();
@@ -619,7 +632,7 @@ fn FileEditor(
             on:drop=on_drop>
             <input type="file" id=input_id data-testid=testid.clone() accept=(!accept.is_empty()).then_some(accept)
                 aria-describedby=described on:change=on_change/>
-            <p class="muted">"or drop a file here"</p>
+            <p class="muted">"or drop a file here" {limits}</p>
             {move || uploading.get().then(|| view! { <p class="muted" role="status">"Uploading…"</p> })}
             {move || chosen().map(|file| view! {
                 <p class="file-chosen" data-testid=chosen_testid.clone()>
@@ -841,6 +854,16 @@ mod tests {
             },
         ];
         field
+    }
+
+    #[test]
+    fn a_file_input_says_what_it_takes() {
+        let mut rules = crate::types::FieldRules::default();
+        assert_eq!(file_limits(&rules), None, "anything, up to the server's limit: nothing to say");
+        rules.accept = vec!["application/pdf".into(), "image/*".into()];
+        assert_eq!(file_limits(&rules).unwrap(), "application/pdf, image/*");
+        rules.max_bytes = Some(2_000_000);
+        assert_eq!(file_limits(&rules).unwrap(), "application/pdf, image/*, up to 2.0 MB");
     }
 
     #[test]

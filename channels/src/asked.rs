@@ -95,7 +95,16 @@ pub fn kind_text(response_type: ResponseType, options: &[QuestionOption], rules:
         ResponseType::Time => "a time of day (HH:MM)".to_owned(),
         ResponseType::Email => "an email address".to_owned(),
         ResponseType::Url => "a web address (http or https)".to_owned(),
-        ResponseType::File => "a file".to_owned(),
+        ResponseType::File => {
+            let mut text = "a file".to_owned();
+            if !rules.accept.is_empty() {
+                text.push_str(&format!(" ({})", rules.accept.join(", ")));
+            }
+            if let Some(max) = rules.max_bytes {
+                text.push_str(&format!(", up to {}", size_text(max)));
+            }
+            text
+        }
         ResponseType::Table => {
             let rows =
                 count_range("rows", rules.min_rows, rules.max_rows).unwrap_or_else(|| "any number of rows".into());
@@ -112,18 +121,9 @@ fn column_text(column: &TableColumn) -> String {
 }
 
 fn field_item(field: &FormField) -> AskedItem {
-    let mut kind = kind_text(field.response_type, &field.options, &field.rules);
-    if field.response_type == ResponseType::File {
-        if !field.accept.is_empty() {
-            kind.push_str(&format!(" ({})", field.accept.join(", ")));
-        }
-        if let Some(max) = field.max_bytes {
-            kind.push_str(&format!(", up to {}", size_text(max)));
-        }
-    }
     AskedItem {
         label: Some(field.label.clone()),
-        kind,
+        kind: kind_text(field.response_type, &field.options, &field.rules),
         required: field.required,
         description: field.description.clone(),
         columns: field.rules.columns.iter().map(column_text).collect(),

@@ -322,3 +322,42 @@ test('the question page on a phone, without JavaScript, fits its width', async (
   await page.screenshot({ path: resultPath('question-rich-form-phone-light.png'), fullPage: true });
   await context.close();
 });
+
+test("a question that is itself a file: dropped in the inbox's split view, or sent with the question page's form", async () => {
+  const ask = (title) => agentAsks({ title, response_type: 'file', accept: ['text/plain'], max_bytes: 100_000, timeout_seconds: 3600 });
+  const live = await ask('Attach the test report (inbox)');
+  const page = await livePage({ width: 1440, height: 1000 });
+  await page.locator(`[data-question-id="${live}"] .row-times`).click();
+  await page.locator(`[data-testid="detail"][data-question-id="${live}"]`).waitFor();
+  assert.match(await page.getByTestId('detail-value-drop').textContent(), /or drop a file here \(text\/plain, up to 100\.0 kB\)/);
+  // A file of a type the question does not take is refused beside its input, and nothing is uploaded.
+  await page.getByTestId('detail-value-drop').evaluate((zone) => {
+    const transfer = new DataTransfer();
+    transfer.items.add(new File(['{}'], 'report.json', { type: 'application/json' }));
+    zone.dispatchEvent(new DragEvent('drop', { dataTransfer: transfer, bubbles: true, cancelable: true }));
+  });
+  const problem = page.locator('[data-testid="detail"] [data-testid="field-error"][data-path="value"]');
+  await eventually('the refusal is shown', async () => /text\/plain/.test((await problem.textContent()) ?? ''));
+  await dropReport(page, 'detail-value-drop');
+  const chosen = page.getByTestId('detail-value-chosen');
+  await chosen.waitFor();
+  assert.match(await chosen.textContent(), /report\.txt — 39 B/);
+  await page.screenshot({ path: resultPath('inbox-file-question-desktop-light.png') });
+  await page.getByTestId('detail-submit').click();
+  await checkFile((await answered(live)).response.value);
+  await page.context().close();
+
+  // The question page's form sends the file with it (multipart), with or without the page's script.
+  const plain = await ask('Attach the test report (question page)');
+  const context = await browser.newContext({ javaScriptEnabled: false });
+  const noScript = await context.newPage();
+  await signIn(noScript, server, `/questions/${plain}`);
+  assert.equal(await noScript.getByTestId('answer-input').getAttribute('accept'), 'text/plain');
+  assert.match(await noScript.locator('.dropzone').textContent(), /text\/plain, up to 100\.0 kB/);
+  await noScript.getByTestId('answer-input').setInputFiles({ name: 'report.txt', mimeType: 'text/plain', buffer: Buffer.from(REPORT) });
+  await noScript.getByTestId('answer-submit').click();
+  await noScript.getByTestId('resolution').waitFor();
+  assert.match(await noScript.getByTestId('resolution').textContent(), /report\.txt/);
+  await checkFile((await answered(plain)).response.value);
+  await context.close();
+});

@@ -786,6 +786,41 @@ async fn people_answer_rich_fields_with_field_file_and_row() {
     assert_eq!(question["response"]["value"], json!([{ "item": "disk", "qty": 2.5 }, { "item": "cpu" }]));
 }
 
+/// A script asks for a file and waits; a person answers it from a terminal with `--file @PATH`; the script's
+/// `--save` writes the file the person sent, and `--output text` prints where.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_asks_for_a_file_a_person_sends_it_and_the_script_saves_it() {
+    let (app, server, env) = agent_against_a_server().await;
+    let person = remote(&server, &app.create_token("default", app::types::Role::Responder).await);
+    let dir = WorkDir::new();
+    let gate =
+        ["ask", "The signed contract?", "--type", "file", "--accept", "application/pdf", "--save", "contract.pdf"];
+    let paused = holdpoint(&dir.0, &[&gate[..], &["--no-wait"]].concat(), &env).await;
+    assert_eq!(paused.code, 10, "{}", paused.stderr);
+    let id = paused.json["question_ids"][0].as_str().unwrap().to_owned();
+    let question = api(&server, &app.token, reqwest::Method::GET, &format!("/questions/{id}"), None).await;
+    assert_eq!((&question["response_type"], &question["accept"]), (&json!("file"), &json!(["application/pdf"])));
+    let wrong = holdpoint(&dir.0, &["ask", "Name?", "--save", "name.txt"], &env).await;
+    assert_eq!(wrong.code, 2, "{}", wrong.stderr);
+    assert!(wrong.stderr.contains("--type file"), "{}", wrong.stderr);
+
+    let signed = b"%PDF-1.7 signed by both parties";
+    std::fs::write(dir.path("signed.pdf"), signed).unwrap();
+    let shown = holdpoint(&dir.0, &["show", &id], &person).await;
+    assert!(shown.stdout.contains("--file @PATH"), "{}", shown.stdout);
+    let as_value = holdpoint(&dir.0, &["answer", &id, "signed.pdf"], &person).await;
+    assert_eq!(as_value.code, 2, "{}", as_value.stderr);
+    assert!(as_value.stderr.contains("--file @PATH"), "{}", as_value.stderr);
+    let sent = holdpoint(&dir.0, &["answer", &id, "--file", "@signed.pdf"], &person).await;
+    assert_eq!(sent.code, 0, "{}", sent.stderr);
+
+    let saved = holdpoint(&dir.0, &[&gate[..], &["--output", "text"]].concat(), &env).await;
+    assert_eq!(saved.code, 0, "{}", saved.stderr);
+    assert_eq!(saved.stdout.trim(), "contract.pdf");
+    assert_eq!(std::fs::read(dir.path("contract.pdf")).unwrap(), signed);
+    assert!(!dir.path("contract.pdf.part").exists());
+}
+
 /// With the embedded engine, what a script asks (as the engine's `cli` token) the person at the terminal answers
 /// as themselves: separation of duties lets them approve it, and the answer names them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,5 +1,6 @@
-//! Files (spec §17): uploads, the `file` form field that references them, downloads by whoever sees the question,
-//! the removal of uploads no answer took, and the storage on an S3-compatible server (moto's, on loopback).
+//! Files (spec §17): uploads, the `file` form field and the file question that reference them, downloads by whoever
+//! sees the question, the removal of uploads no answer took, and the storage on an S3-compatible server (moto's, on
+//! loopback).
 
 use crate::common;
 
@@ -300,11 +301,64 @@ async fn a_file_field_is_checked_when_the_question_is_asked(app: TestApp) {
     let fields = json!([{"key": "doc", "label": "Doc", "response_type": "file"}]);
     let default = json!({"value": {"doc": {"file_id": uuid::Uuid::now_v7()}}});
     assert_eq!(invalid(ask(fields.clone(), Some(default)).await), ["default_response.value.doc"]);
-    let single = app.post("/api/v1/questions", json!({"title": "File?", "response_type": "file"})).await;
-    assert_eq!(invalid(single), ["response_type"]);
     let asked = ask(fields, None).await;
     assert_eq!(asked.status, StatusCode::CREATED, "{}", asked.text);
     assert_eq!(asked.json["fields"][0]["response_type"], "file");
+}
+
+/// A question that is itself a file: asked with `accept` and `max_bytes` at its top, checked as a field's are, and
+/// answered with one upload that the agent downloads.
+async fn a_file_question_is_answered_with_one_upload_checked_as_a_fields_is(app: TestApp) {
+    let agent = app.create_token("default", Role::Agent).await;
+    let responder = app.create_token("default", Role::Responder).await;
+    let ask = |extra: Value| {
+        let mut body = json!({"title": "Scan of the signed form", "response_type": "file"});
+        body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        app.call(Method::POST, "/api/v1/questions", Some(&agent), Some(body))
+    };
+    let invalid = |response: TestResponse| {
+        let error = assert_error(&response, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+        error["details"]["fields"].as_object().unwrap().keys().cloned().collect::<Vec<_>>()
+    };
+    assert_eq!(invalid(ask(json!({"max_bytes": 10 * MIB + 1})).await), ["max_bytes"]);
+    assert_eq!(invalid(ask(json!({"max_bytes": 0})).await), ["max_bytes"]);
+    assert_eq!(invalid(ask(json!({"accept": ["image/*", "png"]})).await), ["accept[1]"]);
+    let default = json!({"default_response": {"value": {"file_id": uuid::Uuid::now_v7()}}});
+    assert_eq!(invalid(ask(default).await), ["default_response.value"]);
+    let number = json!({"title": "N", "response_type": "number", "accept": ["image/*"], "max_bytes": 5});
+    assert_eq!(invalid(app.post("/api/v1/questions", number).await), ["accept", "max_bytes"]);
+
+    let asked = ask(json!({"accept": ["image/*"], "max_bytes": 1000})).await;
+    assert_eq!(asked.status, StatusCode::CREATED, "{}", asked.text);
+    assert_eq!((&asked.json["accept"], &asked.json["max_bytes"]), (&json!(["image/*"]), &json!(1000)));
+    let question = asked.json["id"].as_str().unwrap().to_owned();
+    let shown = app.get(&format!("/api/v1/questions/{question}")).await.json;
+    assert_eq!((&shown["accept"], &shown["max_bytes"]), (&json!(["image/*"]), &json!(1000)), "stored");
+
+    let refused = |response: TestResponse, why: &str| {
+        let error = assert_error(&response, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+        let fields = error["details"]["fields"].as_object().unwrap().clone();
+        assert_eq!(fields.keys().collect::<Vec<_>>(), ["value"], "{why}: {error}");
+    };
+    let text = uploaded(&app, &responder, "notes.txt", "text/plain", b"notes".to_vec()).await;
+    refused(answer(&app, &responder, &question, json!({"file_id": text["file_id"]})).await, "media type");
+    let big = uploaded(&app, &responder, "big.png", "image/png", bytes_of(1001)).await;
+    refused(answer(&app, &responder, &question, json!({"file_id": big["file_id"]})).await, "max_bytes");
+    let admins = uploaded(&app, &app.token, "admin.png", "image/png", bytes_of(10)).await;
+    refused(answer(&app, &responder, &question, json!({"file_id": admins["file_id"]})).await, "not theirs");
+    refused(answer(&app, &responder, &question, json!("scan.png")).await, "not a reference");
+    assert_eq!(app.get(&format!("/api/v1/questions/{question}")).await.json["status"], "pending");
+
+    let bytes = bytes_of(1000);
+    let scan = uploaded(&app, &responder, "scan.png", "image/png", bytes.clone()).await;
+    let lies = json!({"file_id": scan["file_id"], "name": "other.png", "size": 1});
+    let answered = answer(&app, &responder, &question, lies).await;
+    assert_eq!(answered.status, StatusCode::OK, "{}", answered.text);
+    assert_eq!(answered.json["response"]["value"], scan, "the stored file, whatever the answer said of it");
+    assert_eq!(sha256_hex(&downloaded_bytes(&app, &agent, &scan["file_id"]).await), sha256_hex(&bytes));
+    // One question per file.
+    let second = ask(json!({})).await.json["id"].as_str().unwrap().to_owned();
+    refused(answer(&app, &responder, &second, json!({"file_id": scan["file_id"]})).await, "taken");
 }
 
 /// The answer's write takes the files: a file gone between the check and the write leaves the question pending.
@@ -372,6 +426,7 @@ backend_tests!(
     only_those_who_may_answer_upload,
     refused_answers_name_the_field_and_store_nothing,
     a_file_field_is_checked_when_the_question_is_asked,
+    a_file_question_is_answered_with_one_upload_checked_as_a_fields_is,
     an_answer_whose_file_cannot_be_taken_writes_nothing,
     uploads_no_answer_took_are_removed_after_a_day_and_answered_ones_stay,
 );

@@ -1,5 +1,5 @@
 //! Rich fields (spec §17): what a value of a type beyond text, choices and yes/no must keep to — bounds of numbers
-//! and ratings, how many choices, a table's columns and rows — carried by a form field and, for a question that
+//! and ratings, how many choices, a table's columns and rows, a file's media types and size — carried by a form field and, for a question that
 //! asks for one value, by the question itself, with the same names in both places.
 
 use serde::{Deserialize, Serialize};
@@ -91,6 +91,12 @@ pub struct FieldRules {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "server", schema(maximum = 200))]
     pub max_rows: Option<u32>,
+    /// The media types a `file` may have (`application/pdf`, or `image/*` for every image); any when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accept: Vec<String>,
+    /// The largest `file`, in bytes (at most the server's `HOLDPOINT_MAX_UPLOAD_BYTES`, its limit when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<u64>,
 }
 
 impl FieldRules {

@@ -146,17 +146,9 @@ pub struct FormField {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<Value>,
     /// The bounds of its type: `min`, `max`, `step`, `widget`, `min_items`, `max_items`, `columns`, `min_rows`,
-    /// `max_rows`.
+    /// `max_rows`, `accept`, `max_bytes`.
     #[serde(flatten)]
     pub rules: FieldRules,
-    /// `file` fields: the media types a file may have (`application/pdf`, or `image/*` for every image); any
-    /// when empty.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub accept: Vec<String>,
-    /// `file` fields: the largest file, in bytes (at most the server's `HOLDPOINT_MAX_UPLOAD_BYTES`, its limit
-    /// when absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_bytes: Option<u64>,
 }
 
 impl FormField {
@@ -172,8 +164,6 @@ impl FormField {
             placeholder: None,
             default: None,
             rules: FieldRules::default(),
-            accept: Vec::new(),
-            max_bytes: None,
         }
     }
 }
@@ -656,8 +646,8 @@ mod tests {
         let field: FormField =
             serde_json::from_str(r#"{"key":"doc","label":"Doc","response_type":"file","accept":["image/*"]}"#).unwrap();
         assert_eq!(field.response_type, ResponseType::File);
-        assert_eq!(field.accept, ["image/*"]);
-        assert_eq!(field.max_bytes, None);
+        assert_eq!(field.rules.accept, ["image/*"]);
+        assert_eq!(field.rules.max_bytes, None);
         let plain: FormField = serde_json::from_str(r#"{"key":"n","label":"N","response_type":"number"}"#).unwrap();
         let written = serde_json::to_value(&plain).unwrap();
         assert!(written.get("accept").is_none() && written.get("max_bytes").is_none(), "{written}");

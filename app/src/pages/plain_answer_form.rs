@@ -26,7 +26,8 @@ pub fn plain_answer_form(question: &Question, csrf: &str, draft: AnswerDraft) ->
 #[component]
 fn AnswerForm(question: Question, csrf: String, draft: AnswerDraft) -> impl IntoView {
     let action = format!("/ui/answer/{}", question.id);
-    let has_file = question.fields.iter().any(|f| f.response_type == ResponseType::File);
+    let has_file = question.response_type == ResponseType::File
+        || question.fields.iter().any(|f| f.response_type == ResponseType::File);
     let draft = StoredValue::new(draft);
     let send = |label: &'static str| view! { <button type="submit" class="primary" data-testid="answer-submit">{label}</button> };
     let (inputs, buttons) = match question.response_type {
@@ -304,11 +305,13 @@ fn PlainField(field: FormField, name: String, testid: String, draft: StoredValue
         .into_any(),
         ResponseType::File => {
             let kept = draft.with_value(|d| d.files.get(&name).cloned());
-            let accept = (!field.accept.is_empty()).then(|| field.accept.join(","));
+            let accept = (!field.rules.accept.is_empty()).then(|| field.rules.accept.join(","));
+            let limits = crate::rich_input::file_limits(&field.rules);
             view! {
                 <div class="dropzone">
                     <input type="file" id=id.clone() name=name.clone() data-testid=testid.clone() accept=accept
                         required=required && kept.is_none() aria-describedby=described.clone() aria-invalid=invalid/>
+                    {limits.map(|limits| view! { <p class="muted">{limits}</p> })}
                     {kept.map(|file| view! {
                         <p class="file-chosen" data-testid=format!("{testid}-chosen")>
                             "Uploaded: " {file.name.clone()} " — " {crate::rich_input::human_size(file.size)}

@@ -212,7 +212,7 @@ pub fn answer_from_form_fields(question: &Question, fields: &[(String, String)])
             }
             Value::Object(object)
         }
-        // A file is a form's field only (`new_question` refuses it as a question's type); the check names it.
+        // The id of a file uploaded beforehand (by the multipart form, or the page's own upload).
         ResponseType::File => first("value").map_or(Value::Null, |v| serde_json::json!({ "file_id": v })),
     };
     let edited_arguments = match (first("edited_arguments"), &question.action) {

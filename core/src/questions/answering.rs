@@ -3,7 +3,9 @@
 //! event and its audit entry — that the store writes only while the question is still pending.
 
 use chrono::{DateTime, Utc};
-use holdpoint_types::{AnswerBody, Assignee, Question, QuestionKind, QuestionStatus, Resolution, ResponseType, Role};
+use holdpoint_types::{
+    AnswerBody, Assignee, FieldRules, Question, QuestionKind, QuestionStatus, Resolution, ResponseType, Role,
+};
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -266,23 +268,34 @@ async fn grant_with(
     crate::grants::grant_from_answer(caller, question, agent, &arguments, request, now)
 }
 
-/// The uploads a form answer's `file` fields reference, checked and taken: each must be a file of the workspace
-/// that the caller uploaded and no question has taken, of a media type the field accepts and within its
-/// `max_bytes`, and answer one field only. Each value becomes the stored file's metadata (whatever the answer said
-/// of it); the claims returned are written with the answer, which takes the files for its question. A reference
-/// that does not fit is a 422 naming `value.<key>`.
+/// The uploads an answer references — a `file` question's value, or a form's `file` fields — checked and taken: each
+/// must be a file of the workspace that the caller uploaded and no question has taken, of a media type its field
+/// accepts and within its `max_bytes`, and answer one field only. Each value becomes the stored file's metadata
+/// (whatever the answer said of it); the claims returned are written with the answer, which takes the files for its
+/// question. A reference that does not fit is a 422 naming `value` or `value.<key>`.
 async fn files_of(
     store: &dyn Store,
     caller: &Caller,
     question: &Question,
     answer: &mut AnswerBody,
 ) -> Result<Vec<FileClaim>, AppError> {
-    let mut claims: Vec<(String, FileClaim)> = Vec::new();
+    let mut references: Vec<(String, &FieldRules, &mut Value)> = Vec::new();
+    match (question.response_type, &mut answer.value) {
+        (ResponseType::File, value) => references.push(("value".to_owned(), &question.rules, value)),
+        (ResponseType::Form, Value::Object(values)) => {
+            for (key, value) in values.iter_mut() {
+                if let Some(field) =
+                    question.fields.iter().find(|field| field.key == *key && field.response_type == ResponseType::File)
+                {
+                    references.push((format!("value.{key}"), &field.rules, value));
+                }
+            }
+        }
+        _ => {}
+    }
+    let mut claims: Vec<FileClaim> = Vec::new();
     let mut errors = FieldErrors::default();
-    let Some(values) = answer.value.as_object_mut() else { return Ok(Vec::new()) };
-    for field in question.fields.iter().filter(|field| field.response_type == ResponseType::File) {
-        let Some(value) = values.get_mut(&field.key).filter(|value| !value.is_null()) else { continue };
-        let name = format!("value.{}", field.key);
+    for (name, rules, value) in references {
         let Some(file_id) = file_id_of(value) else { continue };
         let file = store.file(caller.workspace_id(), file_id).await?;
         let problem = match &file {
@@ -291,19 +304,19 @@ async fn files_of(
                 Some("only the one who uploaded a file may answer with it".to_owned())
             }
             Some(file) if file.question_id.is_some() => Some("the file already answers another question".to_owned()),
-            Some(_) if claims.iter().any(|(_, claim)| claim.file_id == file_id) => {
+            Some(_) if claims.iter().any(|claim| claim.file_id == file_id) => {
                 Some("the file already answers another field".to_owned())
             }
-            Some(file) if !holdpoint_types::media_type_accepted(&field.accept, &file.media_type) => Some(format!(
+            Some(file) if !holdpoint_types::media_type_accepted(&rules.accept, &file.media_type) => Some(format!(
                 "a file of type {} is not accepted (accepted: {})",
                 file.media_type,
-                field.accept.join(", ")
+                rules.accept.join(", ")
             )),
-            Some(file) if field.max_bytes.is_some_and(|max| u64::try_from(file.size).unwrap_or(u64::MAX) > max) => {
+            Some(file) if rules.max_bytes.is_some_and(|max| u64::try_from(file.size).unwrap_or(u64::MAX) > max) => {
                 Some(format!(
                     "the file has {} bytes, more than the {} allowed",
                     file.size,
-                    field.max_bytes.unwrap_or(0)
+                    rules.max_bytes.unwrap_or(0)
                 ))
             }
             Some(_) => None,
@@ -312,13 +325,13 @@ async fn files_of(
             (Some(problem), _) => errors.add(name, problem),
             (None, Some(file)) => {
                 *value = serde_json::to_value(crate::files::uploaded(&file)).map_err(AppError::internal)?;
-                claims.push((field.key.clone(), FileClaim { file_id, uploaded_by: caller.principal.id }));
+                claims.push(FileClaim { file_id, uploaded_by: caller.principal.id });
             }
             (None, None) => {}
         }
     }
     errors.into_result("the answer")?;
-    Ok(claims.into_iter().map(|(_, claim)| claim).collect())
+    Ok(claims)
 }
 
 /// Makes a caller's transition out of `pending` of the question the caller read as `row`, taking `files` for it:
@@ -345,14 +358,9 @@ async fn resolve_as_caller(
     through.files = files;
     let outcome = match store.resolve_question(through).await {
         Err(StoreError::FileUnavailable(file_id)) => {
-            let key = change
-                .response
-                .as_ref()
-                .and_then(|answer| answer.value.as_object())
-                .and_then(|values| values.iter().find(|(_, value)| file_id_of(value) == Some(file_id)))
-                .map_or_else(String::new, |(key, _)| key.clone());
+            let value = change.response.as_ref().map(|answer| &answer.value);
             return Err(AppError::invalid_field(
-                &format!("value.{key}"),
+                &path_of_file(value, file_id),
                 "the file was taken by another question or removed meanwhile",
             ));
         }
@@ -366,6 +374,17 @@ async fn resolve_as_caller(
         ResolveOutcome::NotPending(row) => Err(not_pending(&row)),
         ResolveOutcome::NotFound => Err(AppError::NotFound("question")),
     }
+}
+
+/// Where an answer's `value` references `file_id`: `value` for a file question's own value, `value.<key>` for a
+/// form's field.
+fn path_of_file(value: Option<&Value>, file_id: Uuid) -> String {
+    let key = value
+        .filter(|value| file_id_of(value) != Some(file_id))
+        .and_then(Value::as_object)
+        .and_then(|values| values.iter().find(|(_, value)| file_id_of(value) == Some(file_id)))
+        .map(|(key, _)| key.as_str());
+    key.map_or_else(|| "value".to_owned(), |key| format!("value.{key}"))
 }
 
 /// Makes the transition of `row` (a question of workspace `workspace`, as just read) out of `pending` by `change`:
@@ -424,4 +443,20 @@ pub async fn cancel_question(
         actor: caller.into(),
     };
     resolve_as_caller(store, metrics, caller, &row, &change, None, Vec::new()).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_that_could_not_be_taken_is_named_where_the_answer_references_it() {
+        let (file, other) = (Uuid::now_v7(), Uuid::now_v7());
+        let own = serde_json::json!({ "file_id": file.to_string() });
+        assert_eq!(path_of_file(Some(&own), file), "value", "a file question's value is the file");
+        let form = serde_json::json!({ "note": "hi", "scan": own, "other": { "file_id": other.to_string() } });
+        assert_eq!(path_of_file(Some(&form), file), "value.scan");
+        assert_eq!(path_of_file(Some(&form), other), "value.other");
+        assert_eq!(path_of_file(None, file), "value");
+    }
 }

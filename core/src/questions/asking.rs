@@ -33,7 +33,8 @@ pub struct Asking<'a> {
     pub sends_on: &'a crate::notifications::SendsOn,
     /// Which `callback_url`s a question may name.
     pub callbacks: crate::channels::webhooks::UrlPolicy,
-    /// The largest upload the server takes (`HOLDPOINT_MAX_UPLOAD_BYTES`): a `file` field may not promise more.
+    /// The largest upload the server takes (`HOLDPOINT_MAX_UPLOAD_BYTES`): a `file` field or question may not promise
+    /// more.
     pub max_upload_bytes: u64,
 }
 
@@ -85,11 +86,13 @@ impl Asking<'_> {
             .as_ref()
             .filter(|requested| requested.strategy == Some(holdpoint_types::AssignStrategy::RoundRobin))
             .and_then(|requested| requested.role);
-        for (i, field) in input.fields.iter().enumerate() {
-            if field.max_bytes.is_some_and(|max| max > self.max_upload_bytes) {
+        let promised = std::iter::once(("max_bytes".to_owned(), &input.rules))
+            .chain(input.fields.iter().enumerate().map(|(i, field)| (format!("fields[{i}].max_bytes"), &field.rules)));
+        for (name, rules) in promised {
+            if rules.max_bytes.is_some_and(|max| max > self.max_upload_bytes) {
                 let limit = self.max_upload_bytes;
                 let message = format!("may be at most {limit} (the server's largest upload)");
-                return Err(AppError::invalid_field(&format!("fields[{i}].max_bytes"), message));
+                return Err(AppError::invalid_field(&name, message));
             }
         }
         let mut row = build_question(input, workspace_id, created_by, self.bounds, crate::store::now())?;

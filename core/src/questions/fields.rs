@@ -117,6 +117,9 @@ pub fn check_rules(def: &FieldDef<'_>, path: &str, errors: &mut FieldErrors) {
     refuse("columns", !rules.columns.is_empty() && !table, "table fields");
     refuse("min_rows", rules.min_rows.is_some() && !table, "table fields");
     refuse("max_rows", rules.max_rows.is_some() && !table, "table fields");
+    let file = kind == ResponseType::File;
+    refuse("accept", !rules.accept.is_empty() && !file, "file fields");
+    refuse("max_bytes", rules.max_bytes.is_some() && !file, "file fields");
 
     if numeric {
         for (name, bound) in [("min", &rules.min), ("max", &rules.max), ("step", &rules.step)] {
@@ -176,6 +179,43 @@ pub fn check_rules(def: &FieldDef<'_>, path: &str, errors: &mut FieldErrors) {
         if rules.min_rows.is_some_and(|min| min > max_rows) {
             errors.add(at(path, "min_rows"), format!("must not be more than max_rows ({max_rows})"));
         }
+    }
+    if file {
+        check_file_rules(rules, path, errors);
+    }
+}
+
+/// A file's `accept` (media types or `type/*` patterns) and `max_bytes` (at least 1; its upper bound is the
+/// server's, checked by [`super::Asking::prepare`]).
+fn check_file_rules(rules: &FieldRules, path: &str, errors: &mut FieldErrors) {
+    if rules.accept.len() > ACCEPT_MAX {
+        errors.add(at(path, "accept"), format!("may name at most {ACCEPT_MAX} media types"));
+    }
+    for (j, pattern) in rules.accept.iter().enumerate() {
+        if !is_media_type_pattern(pattern) {
+            let problem = format!("{pattern:?} is not a media type (type/subtype or type/*)");
+            errors.add(format!("{}[{j}]", at(path, "accept")), problem);
+        }
+    }
+    if rules.max_bytes == Some(0) {
+        errors.add(at(path, "max_bytes"), "must be at least 1");
+    }
+}
+
+/// The most media types a file's `accept` names.
+const ACCEPT_MAX: usize = 50;
+
+/// `type/subtype`, `type/*` or `*/*`, each part a token of RFC 9110, without parameters.
+fn is_media_type_pattern(pattern: &str) -> bool {
+    let token = |part: &str| {
+        !part.is_empty() && part.chars().all(|c| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c))
+    };
+    match pattern.split_once('/') {
+        Some(("*", "*")) => true,
+        Some(("*", _)) => false,
+        Some((kind, "*")) => token(kind),
+        Some((kind, subtype)) => token(kind) && token(subtype) && !kind.contains('*') && !subtype.contains('*'),
+        None => false,
     }
 }
 

@@ -121,7 +121,6 @@ pub fn build_question(
             check_form_fields(&fields, &properties, |_, field| format!("{properties}.{}", field.key), &mut errors)
         }
         ResponseType::Form => check_form_fields(&fields, "fields", |i, _| format!("fields[{i}]"), &mut errors),
-        ResponseType::File => errors.add("response_type", "file is only for form fields"),
         _ => {}
     }
     // A single-value question's bounds, named as a form field's but at the top (`max`, `columns[0].key`).
@@ -193,6 +192,9 @@ pub fn build_question(
             check_answer(&shape, default, "default_response", &mut errors);
         }
         // A file is an answer's, taken by its question when someone answers: a default has none to reference.
+        if response_type == ResponseType::File && !default.value.is_null() {
+            errors.add("default_response.value", "a default cannot reference a file");
+        }
         for field in fields.iter().filter(|field| field.response_type == ResponseType::File) {
             if default.value.get(&field.key).is_some_and(|value| !value.is_null()) {
                 errors.add(format!("default_response.value.{}", field.key), "a default cannot reference a file");
@@ -382,50 +384,6 @@ fn check_form_fields(
         {
             check_value(&FieldDef::of_field(field), default, &at(&path, "default"), errors);
         }
-        check_file_field(field, &path, errors);
-    }
-}
-
-/// A `file` field's `accept` (media types or `type/*` patterns) and `max_bytes` (at least 1; its upper bound is the
-/// server's, checked by [`super::Asking::prepare`]); other fields take neither.
-fn check_file_field(field: &FormField, at: &str, errors: &mut FieldErrors) {
-    if field.response_type != ResponseType::File {
-        if !field.accept.is_empty() {
-            errors.add(format!("{at}.accept"), "only file fields have accept");
-        }
-        if field.max_bytes.is_some() {
-            errors.add(format!("{at}.max_bytes"), "only file fields have max_bytes");
-        }
-        return;
-    }
-    if field.accept.len() > ACCEPT_MAX {
-        errors.add(format!("{at}.accept"), format!("may name at most {ACCEPT_MAX} media types"));
-    }
-    for (j, pattern) in field.accept.iter().enumerate() {
-        if !is_media_type_pattern(pattern) {
-            errors
-                .add(format!("{at}.accept[{j}]"), format!("{pattern:?} is not a media type (type/subtype or type/*)"));
-        }
-    }
-    if field.max_bytes == Some(0) {
-        errors.add(format!("{at}.max_bytes"), "must be at least 1");
-    }
-}
-
-/// The most media types a file field's `accept` names.
-const ACCEPT_MAX: usize = 50;
-
-/// `type/subtype`, `type/*` or `*/*`, each part a token of RFC 9110, without parameters.
-fn is_media_type_pattern(pattern: &str) -> bool {
-    let token = |part: &str| {
-        !part.is_empty() && part.chars().all(|c| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c))
-    };
-    match pattern.split_once('/') {
-        Some(("*", "*")) => true,
-        Some(("*", _)) => false,
-        Some((kind, "*")) => token(kind),
-        Some((kind, subtype)) => token(kind) && token(subtype) && !kind.contains('*') && !subtype.contains('*'),
-        None => false,
     }
 }
 

@@ -1,5 +1,5 @@
-"""Files for ``file`` form fields against the real server: a person uploads, answers with the upload, and the agent
-that asked downloads the same bytes; the server's refusals arrive as typed errors."""
+"""Files for ``file`` form fields and file questions against the real server: a person uploads, answers with the
+upload, and the agent that asked downloads the same bytes; the server's refusals arrive as typed errors."""
 
 from __future__ import annotations
 
@@ -45,6 +45,30 @@ def test_an_uploaded_file_answers_a_form_and_the_agent_downloads_it(
     assert result.outcome == "answered"
     assert result.value == {"report": uploaded.to_json()}
     assert hp.download_file(uploaded.file_id) == data
+
+
+def test_a_question_that_is_itself_a_file_is_answered_with_one_upload(
+    hp: Holdpoint, person: Holdpoint, project: str
+) -> None:
+    asked = hp.ask(
+        "Scan of the signed form",
+        response_type="file",
+        extra={"accept": ["image/*"], "max_bytes": 100_000},
+        project=project,
+        wait=False,
+    )
+    assert asked.question.rules == {"accept": ["image/*"], "max_bytes": 100_000}
+    text = person.upload_file(b"not an image", name="notes.txt", media_type="text/plain")
+    with pytest.raises(InvalidError) as refused:
+        person.answer(asked.question.id, text.reference())
+    assert "value" in str(refused.value.details)
+    data = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
+    scan = person.upload_file(data, name="scan.png", media_type="image/png")
+    person.answer(asked.question.id, scan.reference())
+    result = hp.wait(asked.question.id)
+    assert result.outcome == "answered"
+    assert result.value == scan.to_json()
+    assert hp.download_file(scan.file_id) == data
 
 
 def test_refused_uploads_and_references_are_typed_errors(

@@ -86,6 +86,10 @@ export interface FieldRules {
   /** How many rows a `table` takes (at most 200). */
   min_rows?: number;
   max_rows?: number;
+  /** A `file`'s media types (`application/pdf`, or `image/*`); any when absent. */
+  accept?: string[];
+  /** The largest `file`, in bytes (at most the server's upload limit, 10 MiB by default). */
+  max_bytes?: number;
 }
 
 /** One field of a `form` question; the answer maps each field's `key` to its value. */
@@ -102,10 +106,6 @@ export interface FormField extends FieldRules {
   placeholder?: string;
   /** What the input starts with; must fit the field. */
   default?: JsonValue;
-  /** `file` fields: the media types a file may have (`application/pdf`, or `image/*`); any when absent. */
-  accept?: string[];
-  /** `file` fields: the largest file, in bytes (at most the server's upload limit, 10 MiB by default). */
-  max_bytes?: number;
 }
 
 /**
@@ -341,7 +341,7 @@ export interface ValueByResponseType {
   url: string;
   markdown: string;
   table: TableRow[];
-  /** Only inside a form: the stored file's record. */
+  /** The stored file's record (asked with `{ file_id }` from `uploadFile`). */
   file: UploadedFile;
 }
 

@@ -1,5 +1,5 @@
-// Files for `file` form fields against the real server: a person uploads, answers with the upload, and the agent
-// that asked downloads the same bytes; refusals arrive as typed errors.
+// Files for `file` form fields and file questions against the real server: a person uploads, answers with the
+// upload, and the agent that asked downloads the same bytes; refusals arrive as typed errors.
 
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
@@ -67,4 +67,23 @@ test('refused uploads and references are typed errors', async () => {
   await assert.rejects(person.answer(asked.id, { value: { report: { file_id: text.file_id } } }), (error: unknown) => {
     return error instanceof HoldpointError && error.code === 'invalid' && JSON.stringify(error.details).includes('"value.report"');
   });
+});
+
+test('a question that is itself a file is answered with one upload', async () => {
+  const hp = await agentClient(server);
+  const asked = await hp.createQuestion({
+    title: 'Scan of the signed form',
+    response_type: 'file',
+    accept: ['image/*'],
+    max_bytes: 100_000,
+    project: freshProject(),
+  });
+  assert.deepEqual([asked.accept, asked.max_bytes], [['image/*'], 100_000]);
+  const data = new Uint8Array(2_000).map((_, i) => (i * 7) % 256);
+  const scan = await person.uploadFile(data, { name: 'scan.png', mediaType: 'image/png' });
+  await person.answer(asked.id, { value: { file_id: scan.file_id } });
+  const result = await hp.wait(asked.id);
+  assert.equal(result.outcome, 'answered');
+  assert.deepEqual(result.value, scan);
+  assert.equal(sha256(await hp.downloadFile(scan.file_id)), sha256(data));
 });

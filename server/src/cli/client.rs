@@ -208,19 +208,41 @@ impl Connection {
         self.read(request).await
     }
 
-    /// Sends `request` and reads its answer; a refusal becomes one readable line.
-    async fn read(&self, request: reqwest::RequestBuilder) -> CliResult<Value> {
-        let response = request.send().await.map_err(|err| {
+    /// `GET /files/{id}`: the bytes of a file (an answer's upload) the caller may see.
+    pub async fn download(&self, file_id: &str) -> CliResult<Vec<u8>> {
+        let id = percent_encoding::utf8_percent_encode(file_id, percent_encoding::NON_ALPHANUMERIC);
+        let response =
+            self.reach(self.http.get(format!("{}/api/v1/files/{id}", self.base)).bearer_auth(&self.token)).await?;
+        if !response.status().is_success() {
+            return Err(self.refusal(response).await);
+        }
+        let bytes = response.bytes().await.map_err(|err| CliError::Failed(format!("the download broke off: {err}")))?;
+        Ok(bytes.to_vec())
+    }
+
+    /// Sends `request`; a server out of reach is a failure that says where it was looked for.
+    async fn reach(&self, request: reqwest::RequestBuilder) -> CliResult<reqwest::Response> {
+        request.send().await.map_err(|err| {
             let reason =
                 if err.is_connect() { "connection refused or host unreachable".to_owned() } else { err.to_string() };
             CliError::Failed(format!("cannot reach the Holdpoint server at {}: {reason}", self.base))
-        })?;
+        })
+    }
+
+    /// Sends `request` and reads its answer; a refusal becomes one readable line.
+    async fn read(&self, request: reqwest::RequestBuilder) -> CliResult<Value> {
+        let response = self.reach(request).await?;
+        if response.status().is_success() {
+            return Ok(response.json().await.unwrap_or(Value::Null));
+        }
+        Err(self.refusal(response).await)
+    }
+
+    /// The server's refusal, as the error of its code (read from the one JSON error shape, else from the status).
+    async fn refusal(&self, response: reqwest::Response) -> CliError {
         let status = response.status();
         let text = response.text().await.unwrap_or_default();
         let json: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-        if status.is_success() {
-            return Ok(json);
-        }
         let fallback = match status.as_u16() {
             401 => "unauthorized",
             403 => "forbidden",
@@ -230,12 +252,12 @@ impl Connection {
             429 => "rate_limited",
             _ => "failed",
         };
-        Err(CliError::Api {
+        CliError::Api {
             status: status.as_u16(),
             code: json["error"]["code"].as_str().unwrap_or(fallback).to_owned(),
             message: json["error"]["message"].as_str().unwrap_or(text.trim()).to_owned(),
             details: json["error"]["details"].clone(),
-        })
+        }
     }
 
     pub async fn get(&self, path: &str) -> CliResult<Value> {

@@ -28,16 +28,14 @@ const PAUSE_FILE: &str = "pause.json";
 /// The folder of `.holdpoint/` that holds the questions `ask --no-wait` left waiting, one file each.
 const WAITING_ASKS_DIR: &str = "asks";
 
-/// `--type`: a question's response type, by the API's name (`multi-choice` and `error-recovery` work too). Any
-/// type a question may have: a file is asked for in a form's field (`--fields`).
+/// `--type`: a question's response type, by the API's name (`multi-choice` and `error-recovery` work too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AskType(pub ResponseType);
 
 impl clap::ValueEnum for AskType {
     fn value_variants<'a>() -> &'a [Self] {
-        static ASKABLE: std::sync::LazyLock<Vec<AskType>> = std::sync::LazyLock::new(|| {
-            ResponseType::ALL.iter().copied().filter(|t| *t != ResponseType::File).map(AskType).collect()
-        });
+        static ASKABLE: std::sync::LazyLock<Vec<AskType>> =
+            std::sync::LazyLock::new(|| ResponseType::ALL.iter().copied().map(AskType).collect());
         &ASKABLE
     }
 
@@ -54,6 +52,7 @@ impl clap::ValueEnum for AskType {
             ResponseType::Datetime => value.help("RFC 3339 with an offset"),
             ResponseType::Time => value.help("HH:MM"),
             ResponseType::Table => value.help("Rows of --columns (--min-rows, --max-rows)"),
+            ResponseType::File => value.help("An upload (--accept, --max-bytes), written to --save once answered"),
             ResponseType::Form => value.help("The fields of --fields, or of --schema"),
             _ => value,
         })
@@ -105,6 +104,15 @@ pub struct AskArgs {
     /// The most rows of a `table` (at most 200).
     #[arg(long, value_name = "N")]
     pub max_rows: Option<u32>,
+    /// A media type a `file` may have (`application/pdf`, or `image/*`); repeat for each. Any when absent.
+    #[arg(long, value_name = "MEDIA/TYPE")]
+    pub accept: Vec<String>,
+    /// The largest `file`, in bytes (at most the server's upload limit).
+    #[arg(long, value_name = "N")]
+    pub max_bytes: Option<u64>,
+    /// For a `file`: where to write the file once answered (`--output text` then prints this path).
+    #[arg(long, value_name = "PATH")]
+    pub save: Option<std::path::PathBuf>,
     /// Details, in Markdown.
     #[arg(long)]
     pub body: Option<String>,
@@ -308,7 +316,12 @@ fn question_body(args: &AskArgs) -> CliResult<NewQuestion> {
         columns: json_arg("--columns", &args.columns)?.unwrap_or_default(),
         min_rows: args.min_rows,
         max_rows: args.max_rows,
+        accept: args.accept.clone(),
+        max_bytes: args.max_bytes,
     };
+    if args.save.is_some() && response_type != ResponseType::File {
+        return Err(CliError::Usage(format!("--save is for a file question (--type file), not {response_type}")));
+    }
     let urgency = match &args.urgency {
         Some(raw) => Some(raw.parse::<Urgency>().map_err(|_| {
             let known: Vec<&str> = Urgency::ALL.iter().map(|u| u.as_str()).collect();
@@ -395,15 +408,32 @@ pub async fn ask(args: AskArgs) -> CliResult<u8> {
     let resolved = wait_for_answer(&connection, question).await?;
     let _ = std::fs::remove_file(&waiting);
     clear_pause_if(|p| p["question_fingerprint"] == fingerprint.as_str());
+    let value = &resolved["response"]["value"];
+    let saved = match (&args.save, value["file_id"].as_str()) {
+        (Some(path), Some(file_id)) => Some(save_file(&connection, file_id, path).await?),
+        _ => None,
+    };
     match args.output {
         OutputFormat::Json => print_json(&resolved),
-        OutputFormat::Text => match &resolved["response"]["value"] {
-            Value::String(text) => println!("{text}"),
-            Value::Null => {}
-            other => println!("{other}"),
+        OutputFormat::Text => match (saved, value) {
+            (Some(path), _) => println!("{}", path.display()),
+            (None, Value::String(text)) => println!("{text}"),
+            (None, Value::Null) => {}
+            (None, other) => println!("{other}"),
         },
     }
     Ok(question_exit(&resolved))
+}
+
+/// Writes the answer's file `file_id` to `path` whole or not at all (through a temporary file beside it, renamed).
+async fn save_file(connection: &Connection, file_id: &str, path: &std::path::Path) -> CliResult<std::path::PathBuf> {
+    let bytes = connection.download(file_id).await?;
+    let cannot = |err: std::io::Error| CliError::Failed(format!("cannot write {}: {err}", path.display()));
+    let mut partial = path.as_os_str().to_owned();
+    partial.push(".part");
+    tokio::fs::write(&partial, bytes).await.map_err(cannot)?;
+    tokio::fs::rename(&partial, path).await.map_err(cannot)?;
+    Ok(path.to_owned())
 }
 
 /// Long-polls the question until it is resolved, with a progress line on a terminal's stderr.
@@ -803,13 +833,19 @@ mod tests {
     }
 
     #[test]
-    fn every_type_a_question_may_have_can_be_asked_but_a_file_only_in_a_form() {
-        for response_type in ResponseType::ALL.iter().filter(|t| **t != ResponseType::File) {
+    fn every_type_a_question_may_have_can_be_asked() {
+        for response_type in ResponseType::ALL.iter() {
             let body = question_body(&args(response_type.as_str())).unwrap();
             assert_eq!(body.response_type, Some(*response_type));
         }
-        let refused = parsed(&["--type", "file"]).unwrap_err();
-        assert_eq!(refused.kind(), clap::error::ErrorKind::InvalidValue);
+        let file =
+            parsed(&["--type", "file", "--accept", "image/*", "--accept", "application/pdf", "--max-bytes", "9"]);
+        let body = serde_json::to_value(question_body(&file.unwrap()).unwrap()).unwrap();
+        assert_eq!((&body["accept"], &body["max_bytes"]), (&json!(["image/*", "application/pdf"]), &json!(9)));
+        let Err(CliError::Usage(message)) = question_body(&parsed(&["--save", "x.pdf"]).unwrap()) else {
+            panic!("a usage error")
+        };
+        assert!(message.contains("--type file"), "{message}");
         assert_eq!(question_body(&parsed(&[]).unwrap()).unwrap().response_type, Some(ResponseType::Text));
         assert_eq!(args("multi-choice").response_type, Some(AskType(ResponseType::MultiChoice)));
     }

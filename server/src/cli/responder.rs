@@ -5,7 +5,8 @@
 //! anything is sent, so a value that cannot be meant is a usage error (exit 2) and the server is not asked; what the
 //! server refuses (a conflict, a forbidden role, an invalid value) exits 1 with the error's code. A form may be
 //! answered field by field (`--field KEY=VALUE`, each read by its field's type), with files uploaded first
-//! (`--file KEY=@PATH`, `POST /files`) and tables row by row (`--row KEY COLUMN=VALUE,...`).
+//! (`--file KEY=@PATH`, `POST /files`) and tables row by row (`--row KEY COLUMN=VALUE,...`); a question that is
+//! itself a file, with `--file @PATH`.
 
 use app::types::{AnswerBody, FieldRules, FormField, Question, ResponseType, TableColumn};
 use chrono::{DateTime, Utc};
@@ -91,8 +92,9 @@ pub struct AnswerArgs {
     /// of rows for a table; dates, times and the rest as given): `--field nodes=3 --field start=2026-03-01`.
     #[arg(long = "field", value_name = "KEY=VALUE")]
     pub fields: Vec<String>,
-    /// A file for a form's file field, uploaded first (POST /files) and then referenced: `--file plan=@plan.pdf`;
-    /// its media type is guessed from its name unless given: `--file plan=@plan.bin;type=application/pdf`.
+    /// A file for a form's file field, uploaded first (POST /files) and then referenced: `--file plan=@plan.pdf`
+    /// (`--file @plan.pdf` for a question that is itself a file); its media type is guessed from its name unless
+    /// given: `--file plan=@plan.bin;type=application/pdf`.
     #[arg(long = "file", value_name = "KEY=@PATH")]
     pub files: Vec<String>,
     /// One row of a table, repeated for each row: `--row disks='{"size": 100}'` or `--row disks size=100,ssd=yes`
@@ -464,6 +466,7 @@ fn how_to_answer(q: &Value) -> String {
             format!("holdpoint answer {id} --row COLUMN=VALUE,... --row ...  |  holdpoint answer {id} '[{{...}}]'")
         }
         Some("number" | "integer" | "rating") => format!("holdpoint answer {id} NUMBER"),
+        Some("file") => format!("holdpoint answer {id} --file @PATH"),
         Some("error_recovery") => format!("holdpoint answer {id} retry|skip|abort"),
         _ => format!("holdpoint answer {id} \"TEXT\""),
     }
@@ -593,15 +596,23 @@ pub struct FileArg {
     pub media_type: String,
 }
 
+/// `@PATH` alone is the file of a question that is itself a file (its key is empty).
 fn parse_file_arg(raw: &str) -> CliResult<FileArg> {
-    let usage = || CliError::Usage(format!("--file takes KEY=@PATH (e.g. plan=@plan.pdf), not {raw:?}"));
-    let (key, rest) = raw.split_once('=').ok_or_else(usage)?;
+    let usage = || {
+        CliError::Usage(format!(
+            "--file takes KEY=@PATH for a form's field (e.g. plan=@plan.pdf), or @PATH for a file question, not {raw:?}"
+        ))
+    };
+    let (key, rest) = match raw.strip_prefix('@') {
+        Some(_) => ("", raw),
+        None => raw.split_once('=').filter(|(key, _)| !key.trim().is_empty()).ok_or_else(usage)?,
+    };
     let rest = rest.strip_prefix('@').ok_or_else(usage)?;
     let (path, media_type) = match rest.rsplit_once(";type=") {
         Some((path, media_type)) if media_type.contains('/') => (path, Some(media_type.trim().to_owned())),
         _ => (rest, None),
     };
-    if key.trim().is_empty() || path.is_empty() {
+    if path.is_empty() {
         return Err(usage());
     }
     let media_type =
@@ -637,6 +648,14 @@ pub struct Parts<'a> {
 pub fn build_value(question: &Value, raw: Option<&str>, parts: &Parts<'_>) -> CliResult<Value> {
     let response_type = question["response_type"].as_str().unwrap_or("text");
     let fields_json = question["fields"].as_array().cloned().unwrap_or_default();
+    if response_type == "file" {
+        return match (&parts.files[..], raw) {
+            ([(key, file)], None) if key.is_empty() && parts.fields.is_empty() && parts.rows.is_empty() => {
+                Ok(file.clone())
+            }
+            _ => Err(CliError::Usage("this is a file question: give its file, and only it, with --file @PATH".into())),
+        };
+    }
     if response_type != "form" {
         if !parts.fields.is_empty() || !parts.files.is_empty() {
             return Err(CliError::Usage(format!(
@@ -712,6 +731,9 @@ pub fn build_value(question: &Value, raw: Option<&str>, parts: &Parts<'_>) -> Cl
         }
     }
     for (key, file) in &parts.files {
+        if key.is_empty() {
+            return Err(CliError::Usage("a form's file is given with --file KEY=@PATH, for its field KEY".into()));
+        }
         let field = field_of(key)?;
         if field.response_type != ResponseType::File {
             return Err(CliError::Usage(format!("field {key} is not a file field: give it with --field {key}=VALUE")));
@@ -957,8 +979,31 @@ mod tests {
         );
         assert_eq!(parse_file_arg("plan=@plan.bin;type=image/png").unwrap().media_type, "image/png");
         assert_eq!(parse_file_arg("blob=@data").unwrap().media_type, "application/octet-stream");
-        for bad in ["plan=plan.pdf", "plan", "=@x", "plan=@"] {
+        for bad in ["plan=plan.pdf", "plan", "=@x", "plan=@", "@", " =@x"] {
             assert!(matches!(parse_file_arg(bad), Err(CliError::Usage(_))), "{bad}");
+        }
+        let own = parse_file_arg("@scans/id.png").unwrap();
+        assert_eq!((own.key.as_str(), own.media_type.as_str()), ("", "image/png"), "a file question's own file");
+    }
+
+    #[test]
+    fn a_file_question_is_answered_with_its_one_file() {
+        let question = json!({ "response_type": "file" });
+        let uploaded = json!({ "file_id": "f", "name": "id.png" });
+        let own = Parts { fields: &[], rows: &[], files: vec![(String::new(), uploaded.clone())] };
+        assert_eq!(build_value(&question, None, &own).unwrap(), uploaded);
+        let keyed = Parts { fields: &[], rows: &[], files: vec![("scan".into(), uploaded.clone())] };
+        let none = Parts::default();
+        for (raw, given) in [(None, &keyed), (Some("id.png"), &own), (Some("id.png"), &none), (None, &none)] {
+            match build_value(&question, raw, given) {
+                Err(CliError::Usage(message)) => assert!(message.contains("--file @PATH"), "{message}"),
+                other => panic!("{raw:?}: {other:?}"),
+            }
+        }
+        let form = Parts { fields: &[], rows: &[], files: vec![(String::new(), uploaded)] };
+        match build_value(&rich_form(), None, &form) {
+            Err(CliError::Usage(message)) => assert!(message.contains("--file KEY=@PATH"), "{message}"),
+            other => panic!("{other:?}"),
         }
     }
 

@@ -123,8 +123,9 @@ class TableColumn:
         return body
 
 
-_RULES = ("min", "max", "step", "widget", "min_items", "max_items", "min_rows", "max_rows")
-"""The bounds a field (or a single-value question) may carry besides ``columns``, by their wire names."""
+_RULES = ("min", "max", "step", "widget", "min_items", "max_items", "min_rows", "max_rows", "max_bytes")
+"""The bounds a field (or a single-value question) may carry besides ``columns`` and ``accept``, by their wire
+names."""
 
 
 @dataclass(frozen=True)
@@ -201,8 +202,6 @@ class FormField:
             body["columns"] = [c.to_json() for c in self.columns]
         if self.accept:
             body["accept"] = list(self.accept)
-        if self.max_bytes is not None:
-            body["max_bytes"] = self.max_bytes
         return body
 
 
@@ -437,7 +436,7 @@ class Question:
     """The JSON Schema it was asked with instead of fields, as given (its ``fields`` were made from it)."""
     rules: JsonObject = field(default_factory=dict)
     """A single-value question's bounds (``min``, ``max``, ``step``, ``widget``, ``min_items``, ``max_items``,
-    ``columns``, ``min_rows``, ``max_rows``), as its JSON has them."""
+    ``columns``, ``min_rows``, ``max_rows``, ``accept``, ``max_bytes``), as its JSON has them."""
 
     @property
     def pending(self) -> bool:
@@ -486,7 +485,7 @@ class Question:
             claim_expires_at=_optional_time(data.get("claim_expires_at")),
             raw=dict(data),
             response_schema=dict(data["response_schema"]) if isinstance(data.get("response_schema"), dict) else None,
-            rules={name: data[name] for name in (*_RULES, "columns") if data.get(name) is not None},
+            rules={name: data[name] for name in (*_RULES, "columns", "accept") if data.get(name) is not None},
         )
 
 
