@@ -65,9 +65,12 @@ pub enum WorkerCall {
     },
     /// Reply: the ids of this run's pending questions.
     PendingQuestions,
-    /// Asks a question of this run (validated again here).
+    /// Asks a question of this run (validated again here), once per tool call `call` (the call's row id) when one
+    /// is named. Reply: the id of the question asked (the first one, for a call asked about before).
     CreateQuestion {
         question: QuestionRow,
+        #[serde(default)]
+        call: Option<Uuid>,
     },
     /// Reply: the workspace's agent of that name, or `null`.
     AgentByName {

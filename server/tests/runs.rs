@@ -1478,6 +1478,124 @@ async fn a_run_taken_over_after_its_final_answer_completes_with_that_answer(back
     assert_eq!(roles, ["system", "user", "assistant"]);
 }
 
+/// A worker that asked a call's approval and died before it linked the call to the question: whoever takes the run
+/// over finds that question and waits for it, and no second question asks the same thing.
+async fn a_run_taken_over_between_asking_and_linking_asks_no_second_question(backend: common::Backend) {
+    use holdpoint::store::{MessageRow, ToolCallRow, now};
+    use sqlx::types::Json;
+    let scripts = Scripts::new();
+    let mock = deploy_mock().await;
+    let (dir, host) = (scripts.dir.clone(), mock.address().to_string());
+    let Some(app) = TestApp::start_with(backend, move |config| {
+        config.runtime.scripts_dir = Some(dir);
+        config.runtime.http_allowed_hosts = vec![host];
+        config.run_workers = false;
+    })
+    .await
+    else {
+        return;
+    };
+    let model = scripts.write("deploy.json", &deploy_script(&mock));
+    let policy = json!({"tools": {"http_request": "prompt"}});
+    let agent_row = create_agent(&app, agent("deployer", &model, &["http_request"], policy)).await;
+    let run_id = start_run(&app, &agent_row["id"], "Deploy v2").await;
+    let id = uuid::Uuid::parse_str(&run_id).unwrap();
+
+    // The worker that crashed: it stored the model's turn and its call, asked the call's approval, and stopped
+    // before it wrote the question's id into the call. Its lease has run out.
+    let store = &app.state.store;
+    let crashed = uuid::Uuid::now_v7();
+    let run = store.claim_run(crashed, now() - chrono::Duration::seconds(1), now()).await.unwrap().unwrap();
+    assert_eq!(run.id, id);
+    store.current_segment(id, crashed, now()).await.unwrap();
+    let message = |seq: i32, step: i32, content: Value| MessageRow {
+        id: uuid::Uuid::now_v7(),
+        run_id: id,
+        seq,
+        step,
+        role: content["role"].as_str().unwrap().to_owned(),
+        content: Json(content),
+        created_at: now(),
+    };
+    let conversation = [
+        message(1, 0, json!({ "role": "system", "content": "You deploy things." })),
+        message(2, 0, json!({ "role": "user", "content": "Deploy v2" })),
+    ];
+    store.append_messages(id, crashed, &conversation, &[], None, &[]).await.unwrap();
+    let arguments = json!({ "method": "POST", "url": format!("{}/deploy", mock.uri()) });
+    let turn = message(
+        3,
+        1,
+        json!({ "role": "assistant", "content": "I will deploy.", "tool_calls": [{
+        "id": "call_deploy", "type": "function",
+        "function": { "name": "http_request", "arguments": arguments.to_string() } }] }),
+    );
+    let call = ToolCallRow {
+        id: uuid::Uuid::now_v7(),
+        run_id: id,
+        message_id: turn.id,
+        call_id: "call_deploy".into(),
+        tool_name: "http_request".into(),
+        input: Json(arguments.clone()),
+        edited_input: None,
+        output: None,
+        status: app::types::ToolCallStatus::PendingApproval,
+        duration_ms: None,
+        step: 1,
+        decided_by: None,
+        decision_comment: None,
+        question_id: None,
+        child_run_ids: Json(Vec::new()),
+        created_at: turn.created_at,
+        updated_at: turn.created_at,
+    };
+    store.append_messages(id, crashed, &[turn], std::slice::from_ref(&call), Some(1), &[]).await.unwrap();
+    let ledger = &app.state.runtime.ledger;
+    let asked_about = |title: &str| app::types::NewQuestion {
+        kind: Some(app::types::QuestionKind::Approval),
+        title: title.into(),
+        action: Some(app::types::ApprovalAction { tool_name: "http_request".into(), arguments: arguments.clone() }),
+        run_id: Some(id),
+        ..Default::default()
+    };
+    let mut first =
+        ledger.prepare_question(asked_about("deployer: POST?"), run.workspace_id, run.created_by).await.unwrap();
+    first.tool_call_id = Some(call.call_id.clone());
+    assert_eq!(ledger.ask(&first, call.id).await.unwrap(), first.id);
+    // Asked again about the same call, the first question is the answer; another call is asked anew.
+    let again =
+        ledger.prepare_question(asked_about("deployer: POST?"), run.workspace_id, run.created_by).await.unwrap();
+    assert_eq!(ledger.ask(&again, call.id).await.unwrap(), first.id);
+    assert!(app.get(&format!("/api/v1/questions/{}", again.id)).await.status == StatusCode::NOT_FOUND, "not stored");
+
+    let (scripts_dir, host) = (scripts.dir.clone(), mock.address().to_string());
+    let (_state, router) = app
+        .restart(move |config| {
+            config.runtime.scripts_dir = Some(scripts_dir);
+            config.runtime.http_allowed_hosts = vec![host];
+        })
+        .await;
+    let waiting = app.wait_for_run(&run_id, "waiting_for_approval").await;
+    assert_eq!(waiting["pending_question_ids"], json!([first.id]), "{waiting}");
+    let calls = tool_calls(&app, &run_id).await;
+    assert_eq!(calls[0]["question_id"], json!(first.id), "the call is linked to the question asked before");
+    let asked = app.get(&format!("/api/v1/questions?run_id={run_id}")).await.json;
+    assert_eq!(asked["items"].as_array().unwrap().len(), 1, "one question: {asked}");
+    assert_eq!(mock.received_requests().await.unwrap().len(), 0, "nothing runs before it is approved");
+
+    // Approved where the restarted server hears of it, the call runs once and the run completes.
+    let request = axum::http::Request::post(format!("/api/v1/questions/{}/answer", first.id))
+        .header(axum::http::header::AUTHORIZATION, format!("Bearer {}", app.token))
+        .header(axum::http::header::CONTENT_TYPE, "application/json")
+        .body(axum::body::Body::from(json!({ "value": true }).to_string()))
+        .unwrap();
+    let answered = tower::ServiceExt::oneshot(router, request).await.unwrap();
+    assert_eq!(answered.status(), StatusCode::OK);
+    let done = app.wait_for_run(&run_id, "completed").await;
+    assert_eq!(done["result"], "Deployed.", "{done}");
+    assert_eq!(mock.received_requests().await.unwrap().len(), 1, "the approved call ran exactly once");
+}
+
 /// Whether the process `pid` still runs (a zombie has stopped running).
 fn running(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -1690,6 +1808,7 @@ on_both_backends!(
     the_worker_protocol_is_for_client_runs_only_and_fenced,
     a_client_runs_starter_may_not_approve_what_it_asks_over_the_worker_protocol,
     a_run_taken_over_after_its_final_answer_completes_with_that_answer,
+    a_run_taken_over_between_asking_and_linking_asks_no_second_question,
     a_running_tool_stops_when_its_worker_loses_the_lease,
     huge_tool_outputs_are_cut_while_they_are_read,
 );

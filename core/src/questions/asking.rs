@@ -65,6 +65,16 @@ fn plan_by(row: &mut QuestionRow, policy: &EscalationPolicyRow) {
     row.escalation = Some(Json(escalation));
 }
 
+/// The idempotency key of the question a run asks about one of its tool calls (`call`, the call's row id): a run asks
+/// once per call, however often a worker that took it over asks again. Its scope is the REST API's, whose keys
+/// begin with their caller's id and so never meet these.
+pub fn tool_call_key(workspace_id: Uuid, call: Uuid) -> IdempotencyKey {
+    use sha2::Digest;
+    let key = format!("tool-call:{call}");
+    let request_hash = sha2::Sha256::digest(key.as_bytes()).to_vec();
+    IdempotencyKey { workspace_id, scope: "questions", key, request_hash }
+}
+
 /// A recorded question: the stored one (the first one, for a repeated idempotency key) and, when this call created
 /// it, its JSON as its event carries it.
 pub struct Asked {

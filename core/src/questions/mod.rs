@@ -25,7 +25,7 @@ pub use answering::{
     require_answer_right, require_assignee, require_right_to_decide, require_right_to_end, require_right_to_give,
     resolve, transition,
 };
-pub use asking::{Asked, Asking, approved_by_grant, assignee_problem, check_assignee};
+pub use asking::{Asked, Asking, approved_by_grant, assignee_problem, check_assignee, tool_call_key};
 pub use new_question::{
     APPROVALS_MAX, BODY_MAX_BYTES, CONTEXT_MAX_BYTES, ELIGIBLE_USERS_MAX, TITLE_MAX_CHARS, TimeoutBounds,
     build_question,

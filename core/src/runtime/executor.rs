@@ -618,15 +618,9 @@ async fn ask_approval(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow, assist
             return rt.ledger.update_tool_call(run, rt.instance, call).await;
         }
     };
-    record_question(rt, &question).await?;
-    call.question_id = Some(question.id);
+    call.question_id = Some(rt.ledger.ask(&question, call.id).await?);
     call.updated_at = now();
     rt.ledger.update_tool_call(run, rt.instance, call).await
-}
-
-/// Stores a question the run asks, as every door stores what it asks.
-async fn record_question(rt: &Runtime, question: &QuestionRow) -> StoreResult<()> {
-    rt.ledger.ask(question).await
 }
 
 fn clip(text: &str, max_chars: usize) -> String {
@@ -684,13 +678,13 @@ async fn ask_user(rt: &Runtime, run: &RunRow, call: &mut ToolCallRow) -> StoreRe
             return Ok(false);
         }
     };
-    record_question(rt, &question).await?;
-    call.question_id = Some(question.id);
+    let question_id = rt.ledger.ask(&question, call.id).await?;
+    call.question_id = Some(question_id);
     let blocking = question.kind != QuestionKind::NonBlocking;
     if !blocking {
         let output = json!({
             "status": "pending",
-            "question_id": question.id,
+            "question_id": question_id,
             "note": "This question does not block you: go on with your default; the answer may come later.",
         });
         finish(call, ToolCallStatus::Completed, output, None);

@@ -52,8 +52,10 @@ pub trait RunLedger: Send + Sync {
         workspace_id: Uuid,
         created_by: Option<Uuid>,
     ) -> Result<QuestionRow, AppError>;
-    /// Asks a prepared question, as every door asks it.
-    async fn ask(&self, question: &QuestionRow) -> StoreResult<()>;
+    /// Asks a prepared question about the tool call `call` (its row's id), as every door asks it, once per call: a
+    /// worker that takes the run over from one that asked and died before linking the call to the question gets
+    /// that question back instead of asking a second. Returns the id of the question asked.
+    async fn ask(&self, question: &QuestionRow, call: Uuid) -> StoreResult<Uuid>;
     async fn run(&self, workspace_id: Uuid, id: Uuid) -> StoreResult<Option<RunRow>>;
     async fn agent_by_name(&self, workspace_id: Uuid, name: &str) -> StoreResult<Option<AgentRow>>;
     /// Starts a child run (executed by the server); with a key seen before, returns the child started then.
@@ -174,9 +176,10 @@ impl RunLedger for LocalLedger {
     ) -> Result<QuestionRow, AppError> {
         self.asking().prepare(input, workspace_id, created_by).await
     }
-    async fn ask(&self, question: &QuestionRow) -> StoreResult<()> {
+    async fn ask(&self, question: &QuestionRow, call: Uuid) -> StoreResult<Uuid> {
         let workspace = self.store.workspace_name(question.workspace_id).await?;
-        self.asking().record(question, &workspace, None).await.map(|_| ())
+        let key = crate::questions::tool_call_key(question.workspace_id, call);
+        Ok(self.asking().record(question, &workspace, Some(&key)).await?.question.id)
     }
     async fn run(&self, workspace_id: Uuid, id: Uuid) -> StoreResult<Option<RunRow>> {
         self.store.run(workspace_id, id).await

@@ -115,8 +115,8 @@ impl RunLedger for RemoteRun {
     ) -> Result<QuestionRow, AppError> {
         crate::questions::build_question(input, workspace_id, created_by, CLIENT_BOUNDS, crate::store::now())
     }
-    async fn ask(&self, question: &QuestionRow) -> StoreResult<()> {
-        self.call::<serde_json::Value>(WorkerCall::CreateQuestion { question: question.clone() }).await.map(|_| ())
+    async fn ask(&self, question: &QuestionRow, call: Uuid) -> StoreResult<Uuid> {
+        self.call(WorkerCall::CreateQuestion { question: question.clone(), call: Some(call) }).await
     }
     async fn run(&self, _: Uuid, id: Uuid) -> StoreResult<Option<RunRow>> {
         let mut runs: Vec<RunRow> = self.call(WorkerCall::Runs { ids: vec![id] }).await?;

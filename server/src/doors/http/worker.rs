@@ -149,9 +149,8 @@ async fn worker_call(
             }
             reply(ids)
         }
-        WorkerCall::CreateQuestion { question } => {
-            create_question(&state, &caller, &run, question).await?;
-            reply(Value::Null)
+        WorkerCall::CreateQuestion { question, call } => {
+            reply(create_question(&state, &caller, &run, question, call).await?)
         }
         WorkerCall::AgentByName { name } => reply(store.agent_by_name(workspace_id, &name).await?),
         WorkerCall::LetThrough { call } => {
@@ -227,10 +226,17 @@ async fn create_question(
     caller: &Caller,
     run: &RunRow,
     row: crate::store::QuestionRow,
-) -> ApiResult<()> {
+    call: Option<Uuid>,
+) -> ApiResult<Uuid> {
     if run.created_by != Some(caller.principal.id) {
         return Err(AppError::Forbidden("only whoever started a run asks its questions".into()));
     }
+    // Once per call of this run: the key is the server's, from a call it keeps.
+    let key = match call {
+        Some(call) if state.store.tool_call(run.id, call).await?.is_none() => return Err(not_this_run("call")),
+        Some(call) => Some(crate::questions::tool_call_key(run.workspace_id, call)),
+        None => None,
+    };
     let timeout_seconds = row.timeout_at.map(|at| (at - row.created_at).num_seconds().max(1));
     // A question asked with a schema is checked again from its schema, which its fields were made from.
     let response_schema = row.response_schema.map(|s| s.0);
@@ -264,6 +270,5 @@ async fn create_question(
     question.tool_call_id = row.tool_call_id;
     question.parent_run_ids = Json(run.parent_run_ids.0.clone());
     let workspace = state.store.workspace_name(run.workspace_id).await?;
-    asking.record(&question, &workspace, None).await?;
-    Ok(())
+    Ok(asking.record(&question, &workspace, key.as_ref()).await?.question.id)
 }
