@@ -157,6 +157,23 @@ pub fn deadline_class(deadline: chrono::DateTime<chrono::Utc>, now: chrono::Date
     }
 }
 
+/// "claimed by NAME" while a question's claim lasts (`holder` until `until`), gone when it lapses: the live clock
+/// takes it away without waiting for the row to change. `testid` names it for tests.
+#[component]
+pub fn ClaimedBy(
+    holder: Option<String>,
+    until: Option<chrono::DateTime<chrono::Utc>>,
+    testid: &'static str,
+) -> impl IntoView {
+    let now = now_signal();
+    move || match (&holder, until) {
+        (Some(by), Some(until)) if until > now() => {
+            Some(view! { <span class="claim" data-testid=testid>{format!("claimed by {by}")}</span> })
+        }
+        _ => None,
+    }
+}
+
 /// A live countdown to a question's deadline (ticks every second once hydrated), coloured as it nears.
 #[component]
 pub fn Countdown(deadline: chrono::DateTime<chrono::Utc>) -> impl IntoView {

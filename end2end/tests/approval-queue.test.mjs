@@ -131,3 +131,27 @@ test('an approval answered elsewhere leaves the selection; a claim elsewhere kee
   assert.equal((await stored(c)).status, 'pending');
   await page.close();
 });
+
+test("a claim that lapses stops showing in the queue and in the inbox, though nothing else about the row changed", async () => {
+  const created = await api(server, 'POST', '/questions', {
+    title: 'Purge the CDN cache', kind: 'approval', urgency: 'low',
+    action: { tool_name: 'http_request', arguments: { method: 'POST', url: 'https://cdn/purge' } },
+  });
+  assert.equal(created.status, 201, JSON.stringify(created.json));
+  const id = created.json.id;
+  const context = await browser.newContext();
+  const queue = await context.newPage();
+  await signIn(queue, server, '/approvals');
+  await waitForLive(queue);
+  const inbox = await context.newPage();
+  await inbox.goto(`${server.baseUrl}/inbox`);
+  await waitForLive(inbox);
+  assert.equal((await api(server, 'POST', `/questions/${id}/claim`, { ttl_seconds: 3 })).status, 200);
+  const queued = queue.locator(`[data-question-id="${id}"]`).getByTestId('approval-claimed-by');
+  const listed = inbox.locator(`li[data-question-id="${id}"]`).getByTestId('row-claimed-by');
+  await queued.waitFor({ timeout: 5_000 });
+  await listed.waitFor({ timeout: 5_000 });
+  await queued.waitFor({ state: 'detached', timeout: 10_000 });
+  await listed.waitFor({ state: 'detached', timeout: 10_000 });
+  await context.close();
+});

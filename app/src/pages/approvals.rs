@@ -423,8 +423,9 @@ fn ApprovalRow(question: Question, selected: RwSignal<Vec<Uuid>>, results: RwSig
                 {pending.then(|| question.approval_progress()).flatten().map(|p| view! {
                     <span class="quorum" data-testid="approval-quorum">{format!("{p} approvals")}</span>
                 })}
-                {pending.then(|| question.claim_holder(chrono::Utc::now()).map(str::to_owned)).flatten().map(|by| view! {
-                    <span class="claim" data-testid="approval-claimed-by">{format!("claimed by {by}")}</span>
+                {pending.then(|| view! {
+                    <crate::components::ClaimedBy holder=question.claimed_by.clone() until=question.claim_expires_at
+                        testid="approval-claimed-by"/>
                 })}
                 {(!pending && result().is_none()).then(|| view! { <Badge text=question.status.to_string() class="status"/> })}
             </div>

@@ -710,8 +710,9 @@ fn QuestionRow(question: QuestionSummary, inbox: Inbox) -> impl IntoView {
                     {pending.then(|| question.approval_progress()).flatten().map(|p| view! {
                         <span class="quorum" data-testid="row-quorum">{format!("{p} approvals")}</span>
                     })}
-                    {pending.then(|| question.claim_holder(chrono::Utc::now()).map(str::to_owned)).flatten().map(|by| view! {
-                        <span class="claim" data-testid="row-claimed-by">{format!("claimed by {by}")}</span>
+                    {pending.then(|| view! {
+                        <crate::components::ClaimedBy holder=question.claimed_by.clone() until=question.claim_expires_at
+                            testid="row-claimed-by"/>
                     })}
                 </div>
                 {move || match state() {
