@@ -325,7 +325,8 @@ async fn a_file_question_is_answered_with_one_upload_checked_as_a_fields_is(app:
     assert_eq!(invalid(ask(json!({"accept": ["image/*", "png"]})).await), ["accept[1]"]);
     let default = json!({"default_response": {"value": {"file_id": uuid::Uuid::now_v7()}}});
     assert_eq!(invalid(ask(default).await), ["default_response.value"]);
-    let number = json!({"title": "N", "response_type": "number", "accept": ["image/*"], "max_bytes": 5});
+    // Another type's `max_bytes` is refused for being there, whatever its size.
+    let number = json!({"title": "N", "response_type": "number", "accept": ["image/*"], "max_bytes": 10 * MIB + 1});
     assert_eq!(invalid(app.post("/api/v1/questions", number).await), ["accept", "max_bytes"]);
 
     let asked = ask(json!({"accept": ["image/*"], "max_bytes": 1000})).await;

@@ -1350,6 +1350,26 @@ async fn a_client_runs_starter_may_not_approve_what_it_asks_over_the_worker_prot
         json!({ "op": "append_messages", "owner": owner, "messages": [message], "tool_calls": [call], "step": 1 });
     let appended = app.call(Method::POST, &worker, Some(&starter), Some(append)).await;
     assert_eq!(appended.status, StatusCode::OK, "{}", appended.text);
+
+    // Asked about a call the run keeps, once: asked again about it, the server answers with the first question.
+    let about_call = |call_id: uuid::Uuid| {
+        let mut asked = question.clone();
+        asked.id = uuid::Uuid::now_v7();
+        (asked.id, json!({ "op": "create_question", "question": asked, "call": call_id }))
+    };
+    let (first_id, first) = about_call(call.id);
+    let first = app.call(Method::POST, &worker, Some(&starter), Some(first)).await;
+    assert_eq!(first.json, json!(first_id), "{}", first.text);
+    let (again_id, again) = about_call(call.id);
+    let again = app.call(Method::POST, &worker, Some(&starter), Some(again)).await;
+    assert_eq!(again.json, json!(first_id), "{}", again.text);
+    assert_eq!(app.get(&format!("/api/v1/questions/{again_id}")).await.status, StatusCode::NOT_FOUND);
+    // A call this run does not have is refused, naming it.
+    let (_, elsewhere) = about_call(uuid::Uuid::now_v7());
+    let refused = app.call(Method::POST, &worker, Some(&starter), Some(elsewhere)).await;
+    let error = assert_error(&refused, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+    assert!(error["details"]["fields"]["call"].is_string(), "{error}");
+
     let waiting = json!({ "status": "waiting_for_approval", "result": null, "error_message": null, "at": now });
     let released = app.call(
         Method::POST,

@@ -3,8 +3,8 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-/// A file uploaded with `POST /files`: the upload's response, and the value of a `file` field in an answer (whose
-/// metadata the server replaces with what it stored).
+/// A file uploaded with `POST /files`: the upload's response, and the value of a `file` field or a file question in
+/// an answer (whose metadata the server replaces with what it stored).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct UploadedFile {

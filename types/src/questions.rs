@@ -67,7 +67,8 @@ wire_enum! {
         Markdown = "markdown",
         /// An array of row objects, one value per column.
         Table = "table",
-        /// Only inside a form field: an uploaded file (`POST /files`), its value an [`UploadedFile`].
+        /// An uploaded file (`POST /files`), as a form field or as a question's one value: its value an
+        /// [`UploadedFile`].
         File = "file",
     }
 }

@@ -5,7 +5,9 @@
 
 use crate::store::Json;
 use chrono::{Duration, SubsecRound};
-use holdpoint_types::{AnswerBody, Assignee, Escalation, NewQuestion, QuestionKind, QuestionStatus, Resolution, Role};
+use holdpoint_types::{
+    AnswerBody, Assignee, Escalation, NewQuestion, QuestionKind, QuestionStatus, Resolution, ResponseType, Role,
+};
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -96,9 +98,11 @@ impl Asking<'_> {
             .as_ref()
             .filter(|requested| requested.strategy == Some(holdpoint_types::AssignStrategy::RoundRobin))
             .and_then(|requested| requested.role);
-        let promised = std::iter::once(("max_bytes".to_owned(), &input.rules))
-            .chain(input.fields.iter().enumerate().map(|(i, field)| (format!("fields[{i}].max_bytes"), &field.rules)));
-        for (name, rules) in promised {
+        // Only a file's `max_bytes` is bounded here; another type's is refused for being there (`build_question`).
+        let own = (input.response_type == Some(ResponseType::File)).then(|| ("max_bytes".to_owned(), &input.rules));
+        let fields = input.fields.iter().enumerate().filter(|(_, field)| field.response_type == ResponseType::File);
+        let fields = fields.map(|(i, field)| (format!("fields[{i}].max_bytes"), &field.rules));
+        for (name, rules) in own.into_iter().chain(fields) {
             if rules.max_bytes.is_some_and(|max| max > self.max_upload_bytes) {
                 let limit = self.max_upload_bytes;
                 let message = format!("may be at most {limit} (the server's largest upload)");

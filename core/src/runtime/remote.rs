@@ -116,7 +116,10 @@ impl RunLedger for RemoteRun {
         crate::questions::build_question(input, workspace_id, created_by, CLIENT_BOUNDS, crate::store::now())
     }
     async fn ask(&self, question: &QuestionRow, call: Uuid) -> StoreResult<Uuid> {
-        self.call(WorkerCall::CreateQuestion { question: question.clone(), call: Some(call) }).await
+        // A server that replies nothing stored the question as sent.
+        let asked: Option<Uuid> =
+            self.call(WorkerCall::CreateQuestion { question: question.clone(), call: Some(call) }).await?;
+        Ok(asked.unwrap_or(question.id))
     }
     async fn run(&self, _: Uuid, id: Uuid) -> StoreResult<Option<RunRow>> {
         let mut runs: Vec<RunRow> = self.call(WorkerCall::Runs { ids: vec![id] }).await?;
