@@ -1445,10 +1445,39 @@ async fn the_worker_protocol_is_for_client_runs_only_and_fenced(backend: common:
     assert_error(&read_only, StatusCode::FORBIDDEN, "forbidden");
 }
 
+/// A message of run `run_id`, as a worker stores it.
+fn stored_message(run_id: uuid::Uuid, seq: i32, step: i32, content: Value) -> holdpoint::store::MessageRow {
+    holdpoint::store::MessageRow {
+        id: uuid::Uuid::now_v7(),
+        run_id,
+        seq,
+        step,
+        role: content["role"].as_str().unwrap().to_owned(),
+        content: sqlx::types::Json(content),
+        created_at: holdpoint::store::now(),
+    }
+}
+
+/// A worker that claimed the queued run `run_id`, stored its system prompt and `input`, and crashed: its lease has
+/// run out. Returns the run and the worker's id, as whom the test stores what else the worker wrote.
+async fn crashed_worker(app: &TestApp, run_id: uuid::Uuid, input: &str) -> (holdpoint::store::RunRow, uuid::Uuid) {
+    use holdpoint::store::now;
+    let store = &app.state.store;
+    let crashed = uuid::Uuid::now_v7();
+    let run = store.claim_run(crashed, now() - chrono::Duration::seconds(1), now()).await.unwrap().unwrap();
+    assert_eq!(run.id, run_id);
+    store.current_segment(run_id, crashed, now()).await.unwrap();
+    let conversation = [
+        stored_message(run_id, 1, 0, json!({ "role": "system", "content": "You deploy things." })),
+        stored_message(run_id, 2, 0, json!({ "role": "user", "content": input })),
+    ];
+    store.append_messages(run_id, crashed, &conversation, &[], None, &[]).await.unwrap();
+    (run, crashed)
+}
+
 /// A worker that stored the model's final answer and died before it completed the run: whoever takes the run over
 /// completes it with that answer instead of asking the model for another turn.
 async fn a_run_taken_over_after_its_final_answer_completes_with_that_answer(backend: common::Backend) {
-    use holdpoint::store::{MessageRow, now};
     let scripts = Scripts::new();
     let dir = scripts.dir.clone();
     let Some(app) = TestApp::start_with(backend, move |config| {
@@ -1465,28 +1494,10 @@ async fn a_run_taken_over_after_its_final_answer_completes_with_that_answer(back
     let id = uuid::Uuid::parse_str(&run_id).unwrap();
 
     // The worker that crashed: it claimed the run, stored the conversation and the model's final answer, and never
-    // released the run. Its lease has run out.
-    let store = &app.state.store;
-    let crashed = uuid::Uuid::now_v7();
-    let claimed = store.claim_run(crashed, now() - chrono::Duration::seconds(1), now()).await.unwrap();
-    assert_eq!(claimed.map(|r| r.id), Some(id));
-    store.current_segment(id, crashed, now()).await.unwrap();
-    let message = |seq: i32, step: i32, content: Value| MessageRow {
-        id: uuid::Uuid::now_v7(),
-        run_id: id,
-        seq,
-        step,
-        role: content["role"].as_str().unwrap().to_owned(),
-        content: sqlx::types::Json(content),
-        created_at: now(),
-    };
-    let conversation = [
-        message(1, 0, json!({ "role": "system", "content": "You deploy things." })),
-        message(2, 0, json!({ "role": "user", "content": "Answer" })),
-    ];
-    store.append_messages(id, crashed, &conversation, &[], None, &[]).await.unwrap();
-    let answer = message(3, 1, json!({ "role": "assistant", "content": "First answer." }));
-    store.append_messages(id, crashed, &[answer], &[], Some(1), &[]).await.unwrap();
+    // released the run.
+    let (_, crashed) = crashed_worker(&app, id, "Answer").await;
+    let answer = stored_message(id, 3, 1, json!({ "role": "assistant", "content": "First answer." }));
+    app.state.store.append_messages(id, crashed, &[answer], &[], Some(1), &[]).await.unwrap();
 
     let scripts_dir = scripts.dir.clone();
     let (_state, _router) = app.restart(move |config| config.runtime.scripts_dir = Some(scripts_dir)).await;
@@ -1501,7 +1512,7 @@ async fn a_run_taken_over_after_its_final_answer_completes_with_that_answer(back
 /// A worker that asked a call's approval and died before it linked the call to the question: whoever takes the run
 /// over finds that question and waits for it, and no second question asks the same thing.
 async fn a_run_taken_over_between_asking_and_linking_asks_no_second_question(backend: common::Backend) {
-    use holdpoint::store::{MessageRow, ToolCallRow, now};
+    use holdpoint::store::ToolCallRow;
     use sqlx::types::Json;
     let scripts = Scripts::new();
     let mock = deploy_mock().await;
@@ -1522,28 +1533,12 @@ async fn a_run_taken_over_between_asking_and_linking_asks_no_second_question(bac
     let id = uuid::Uuid::parse_str(&run_id).unwrap();
 
     // The worker that crashed: it stored the model's turn and its call, asked the call's approval, and stopped
-    // before it wrote the question's id into the call. Its lease has run out.
+    // before it wrote the question's id into the call.
+    let (run, crashed) = crashed_worker(&app, id, "Deploy v2").await;
     let store = &app.state.store;
-    let crashed = uuid::Uuid::now_v7();
-    let run = store.claim_run(crashed, now() - chrono::Duration::seconds(1), now()).await.unwrap().unwrap();
-    assert_eq!(run.id, id);
-    store.current_segment(id, crashed, now()).await.unwrap();
-    let message = |seq: i32, step: i32, content: Value| MessageRow {
-        id: uuid::Uuid::now_v7(),
-        run_id: id,
-        seq,
-        step,
-        role: content["role"].as_str().unwrap().to_owned(),
-        content: Json(content),
-        created_at: now(),
-    };
-    let conversation = [
-        message(1, 0, json!({ "role": "system", "content": "You deploy things." })),
-        message(2, 0, json!({ "role": "user", "content": "Deploy v2" })),
-    ];
-    store.append_messages(id, crashed, &conversation, &[], None, &[]).await.unwrap();
     let arguments = json!({ "method": "POST", "url": format!("{}/deploy", mock.uri()) });
-    let turn = message(
+    let turn = stored_message(
+        id,
         3,
         1,
         json!({ "role": "assistant", "content": "I will deploy.", "tool_calls": [{
