@@ -1327,25 +1327,8 @@ async fn a_client_runs_starter_may_not_approve_what_it_asks_over_the_worker_prot
         content: sqlx::types::Json(json!({ "role": "assistant", "content": "Deploying." })),
         created_at: now,
     };
-    let call = holdpoint::store::ToolCallRow {
-        id: uuid::Uuid::now_v7(),
-        run_id,
-        message_id: message.id,
-        call_id: "call_made_up".into(),
-        tool_name: "shell".into(),
-        input: sqlx::types::Json(json!({ "command": "deploy production" })),
-        edited_input: None,
-        output: None,
-        status: app::types::ToolCallStatus::PendingApproval,
-        duration_ms: None,
-        step: 1,
-        decided_by: None,
-        decision_comment: None,
-        question_id: Some(question.id),
-        child_run_ids: sqlx::types::Json(Vec::new()),
-        created_at: now,
-        updated_at: now,
-    };
+    let call =
+        pending_call(&message, "call_made_up", "shell", json!({ "command": "deploy production" }), Some(question.id));
     let append =
         json!({ "op": "append_messages", "owner": owner, "messages": [message], "tool_calls": [call], "step": 1 });
     let appended = app.call(Method::POST, &worker, Some(&starter), Some(append)).await;
@@ -1458,6 +1441,36 @@ fn stored_message(run_id: uuid::Uuid, seq: i32, step: i32, content: Value) -> ho
     }
 }
 
+/// A call of the model's turn `turn` to `tool` with `input`, waiting for approval (by the question `question_id`, once
+/// asked), as a worker stores it.
+fn pending_call(
+    turn: &holdpoint::store::MessageRow,
+    call_id: &str,
+    tool: &str,
+    input: Value,
+    question_id: Option<uuid::Uuid>,
+) -> holdpoint::store::ToolCallRow {
+    holdpoint::store::ToolCallRow {
+        id: uuid::Uuid::now_v7(),
+        run_id: turn.run_id,
+        message_id: turn.id,
+        call_id: call_id.into(),
+        tool_name: tool.into(),
+        input: sqlx::types::Json(input),
+        edited_input: None,
+        output: None,
+        status: app::types::ToolCallStatus::PendingApproval,
+        duration_ms: None,
+        step: turn.step,
+        decided_by: None,
+        decision_comment: None,
+        question_id,
+        child_run_ids: sqlx::types::Json(Vec::new()),
+        created_at: turn.created_at,
+        updated_at: turn.created_at,
+    }
+}
+
 /// A worker that claimed the queued run `run_id`, stored its system prompt and `input`, and crashed: its lease has
 /// run out. Returns the run and the worker's id, as whom the test stores what else the worker wrote.
 async fn crashed_worker(app: &TestApp, run_id: uuid::Uuid, input: &str) -> (holdpoint::store::RunRow, uuid::Uuid) {
@@ -1512,8 +1525,6 @@ async fn a_run_taken_over_after_its_final_answer_completes_with_that_answer(back
 /// A worker that asked a call's approval and died before it linked the call to the question: whoever takes the run
 /// over finds that question and waits for it, and no second question asks the same thing.
 async fn a_run_taken_over_between_asking_and_linking_asks_no_second_question(backend: common::Backend) {
-    use holdpoint::store::ToolCallRow;
-    use sqlx::types::Json;
     let scripts = Scripts::new();
     let mock = deploy_mock().await;
     let (dir, host) = (scripts.dir.clone(), mock.address().to_string());
@@ -1545,25 +1556,7 @@ async fn a_run_taken_over_between_asking_and_linking_asks_no_second_question(bac
         "id": "call_deploy", "type": "function",
         "function": { "name": "http_request", "arguments": arguments.to_string() } }] }),
     );
-    let call = ToolCallRow {
-        id: uuid::Uuid::now_v7(),
-        run_id: id,
-        message_id: turn.id,
-        call_id: "call_deploy".into(),
-        tool_name: "http_request".into(),
-        input: Json(arguments.clone()),
-        edited_input: None,
-        output: None,
-        status: app::types::ToolCallStatus::PendingApproval,
-        duration_ms: None,
-        step: 1,
-        decided_by: None,
-        decision_comment: None,
-        question_id: None,
-        child_run_ids: Json(Vec::new()),
-        created_at: turn.created_at,
-        updated_at: turn.created_at,
-    };
+    let call = pending_call(&turn, "call_deploy", "http_request", arguments.clone(), None);
     store.append_messages(id, crashed, &[turn], std::slice::from_ref(&call), Some(1), &[]).await.unwrap();
     let ledger = &app.state.runtime.ledger;
     let asked_about = |title: &str| app::types::NewQuestion {
