@@ -522,23 +522,14 @@ pub fn FieldEditor(field: FormField, ids: String, testid: String, entries: Entri
     }
 }
 
-/// A size as people read it.
-pub fn human_size(bytes: u64) -> String {
-    match bytes {
-        0..1_000 => format!("{bytes} B"),
-        1_000..1_000_000 => format!("{:.1} kB", bytes as f64 / 1e3),
-        _ => format!("{:.1} MB", bytes as f64 / 1e6),
-    }
-}
-
-/// What a file input takes, said beside it: its media types and largest size (`application/pdf, up to 2.0 MB`).
+/// What a file input takes, said beside it: its media types and largest size (`application/pdf, up to 2 MiB`).
 pub fn file_limits(rules: &crate::types::FieldRules) -> Option<String> {
     let mut said = Vec::new();
     if !rules.accept.is_empty() {
         said.push(rules.accept.join(", "));
     }
     if let Some(max) = rules.max_bytes {
-        said.push(format!("up to {}", human_size(max)));
+        said.push(format!("up to {}", crate::types::size_text(max)));
     }
     (!said.is_empty()).then(|| said.join(", "))
 }
@@ -573,7 +564,7 @@ fn FileEditor(
                 return refuse(format!("must be one of {}", accept.join(", ")));
             }
             if let Some(max) = max_bytes.filter(|max| file.size() > *max as f64) {
-                return refuse(format!("must be at most {}", human_size(max)));
+                return refuse(format!("must be at most {}", crate::types::size_text(max)));
             }
             entries.errors.update(|e| {
                 e.remove(&path);
@@ -636,7 +627,7 @@ fn FileEditor(
             {move || uploading.get().then(|| view! { <p class="muted" role="status">"Uploading…"</p> })}
             {move || chosen().map(|file| view! {
                 <p class="file-chosen" data-testid=chosen_testid.clone()>
-                    <span>{file.name.clone()}</span> " — " <span>{human_size(file.size)}</span>
+                    <span>{file.name.clone()}</span> " — " <span>{crate::types::size_text(file.size)}</span>
                     " "
                     <button type="button" class="link" data-testid=remove_testid.clone()
                         on:click={
@@ -862,8 +853,8 @@ mod tests {
         assert_eq!(file_limits(&rules), None, "anything, up to the server's limit: nothing to say");
         rules.accept = vec!["application/pdf".into(), "image/*".into()];
         assert_eq!(file_limits(&rules).unwrap(), "application/pdf, image/*");
-        rules.max_bytes = Some(2_000_000);
-        assert_eq!(file_limits(&rules).unwrap(), "application/pdf, image/*, up to 2.0 MB");
+        rules.max_bytes = Some(2 * 1024 * 1024);
+        assert_eq!(file_limits(&rules).unwrap(), "application/pdf, image/*, up to 2 MiB");
     }
 
     #[test]

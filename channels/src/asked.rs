@@ -56,17 +56,6 @@ fn count_range(what: &str, min: Option<u32>, max: Option<u32>) -> Option<String>
     }
 }
 
-/// A size in bytes as people read it: "512 bytes", "3 KiB", "10 MiB".
-fn size_text(bytes: u64) -> String {
-    const KIB: u64 = 1024;
-    match bytes {
-        b if b >= KIB * KIB && b % (KIB * KIB) == 0 => format!("{} MiB", b / (KIB * KIB)),
-        b if b >= KIB * KIB => format!("{:.1} MiB", b as f64 / (KIB * KIB) as f64),
-        b if b >= KIB => format!("{} KiB", b.div_ceil(KIB)),
-        b => format!("{b} bytes"),
-    }
-}
-
 /// What a value of `response_type` (with its options and bounds) is, in words.
 pub fn kind_text(response_type: ResponseType, options: &[QuestionOption], rules: &FieldRules) -> String {
     match response_type {
@@ -101,7 +90,7 @@ pub fn kind_text(response_type: ResponseType, options: &[QuestionOption], rules:
                 text.push_str(&format!(" ({})", rules.accept.join(", ")));
             }
             if let Some(max) = rules.max_bytes {
-                text.push_str(&format!(", up to {}", size_text(max)));
+                text.push_str(&format!(", up to {}", holdpoint_types::size_text(max)));
             }
             text
         }

@@ -140,7 +140,7 @@ async function fillLive(page, p) {
   await dropReport(page, `${p}-field-report-drop`);
   const chosen = page.getByTestId(`${p}-field-report-chosen`);
   await chosen.waitFor();
-  assert.match(await chosen.textContent(), /report\.txt — 39 B/);
+  assert.match(await chosen.textContent(), /report\.txt — 39 bytes/);
 
   // The row that was third is now the second, without its item: refused by the server, shown at its cell.
   await page.getByTestId(`${p}-submit`).click();
@@ -329,7 +329,7 @@ test("a question that is itself a file: dropped in the inbox's split view, or se
   const page = await livePage({ width: 1440, height: 1000 });
   await page.locator(`[data-question-id="${live}"] .row-times`).click();
   await page.locator(`[data-testid="detail"][data-question-id="${live}"]`).waitFor();
-  assert.match(await page.getByTestId('detail-value-drop').textContent(), /or drop a file here \(text\/plain, up to 100\.0 kB\)/);
+  assert.match(await page.getByTestId('detail-value-drop').textContent(), /or drop a file here \(text\/plain, up to 98 KiB\)/);
   // A file of a type the question does not take is refused beside its input, and nothing is uploaded.
   await page.getByTestId('detail-value-drop').evaluate((zone) => {
     const transfer = new DataTransfer();
@@ -341,7 +341,7 @@ test("a question that is itself a file: dropped in the inbox's split view, or se
   await dropReport(page, 'detail-value-drop');
   const chosen = page.getByTestId('detail-value-chosen');
   await chosen.waitFor();
-  assert.match(await chosen.textContent(), /report\.txt — 39 B/);
+  assert.match(await chosen.textContent(), /report\.txt — 39 bytes/);
   await page.screenshot({ path: resultPath('inbox-file-question-desktop-light.png') });
   await page.getByTestId('detail-submit').click();
   await checkFile((await answered(live)).response.value);
@@ -353,7 +353,7 @@ test("a question that is itself a file: dropped in the inbox's split view, or se
   const noScript = await context.newPage();
   await signIn(noScript, server, `/questions/${plain}`);
   assert.equal(await noScript.getByTestId('answer-input').getAttribute('accept'), 'text/plain');
-  assert.match(await noScript.locator('.dropzone').textContent(), /text\/plain, up to 100\.0 kB/);
+  assert.match(await noScript.locator('.dropzone').textContent(), /text\/plain, up to 98 KiB/);
   await noScript.getByTestId('answer-input').setInputFiles({ name: 'report.txt', mimeType: 'text/plain', buffer: Buffer.from(REPORT) });
   await noScript.getByTestId('answer-submit').click();
   await noScript.getByTestId('resolution').waitFor();

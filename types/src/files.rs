@@ -33,9 +33,29 @@ pub fn media_type_accepted(accept: &[String], media_type: &str) -> bool {
         })
 }
 
+/// A size as people read it, in the binary units the server's limits are set in: `39 bytes`, `98 KiB` (rounded
+/// up), `10 MiB`, `1.5 MiB`.
+pub fn size_text(bytes: u64) -> String {
+    const KIB: u64 = 1024;
+    match bytes {
+        b if b >= KIB * KIB && b % (KIB * KIB) == 0 => format!("{} MiB", b / (KIB * KIB)),
+        b if b >= KIB * KIB => format!("{:.1} MiB", b as f64 / (KIB * KIB) as f64),
+        b if b >= KIB => format!("{} KiB", b.div_ceil(KIB)),
+        b => format!("{b} bytes"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_read_in_the_units_the_limits_are_set_in() {
+        assert_eq!(size_text(39), "39 bytes");
+        assert_eq!(size_text(100_000), "98 KiB", "rounded up");
+        assert_eq!(size_text(10 * 1024 * 1024), "10 MiB", "the default upload limit");
+        assert_eq!(size_text(1536 * 1024), "1.5 MiB");
+    }
 
     #[test]
     fn a_file_fields_accept_list_takes_exact_types_and_wildcards_without_case_or_parameters() {

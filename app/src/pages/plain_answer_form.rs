@@ -314,7 +314,7 @@ fn PlainField(field: FormField, name: String, testid: String, draft: StoredValue
                     {limits.map(|limits| view! { <p class="muted">{limits}</p> })}
                     {kept.map(|file| view! {
                         <p class="file-chosen" data-testid=format!("{testid}-chosen")>
-                            "Uploaded: " {file.name.clone()} " — " {crate::rich_input::human_size(file.size)}
+                            "Uploaded: " {file.name.clone()} " — " {crate::types::size_text(file.size)}
                             " (kept unless you choose another)"
                         </p>
                         <input type="hidden" name=name.clone() value=file.file_id.to_string()/>
