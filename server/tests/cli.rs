@@ -813,6 +813,7 @@ async fn a_script_asks_for_a_file_a_person_sends_it_and_the_script_saves_it() {
     assert!(as_value.stderr.contains("--file @PATH"), "{}", as_value.stderr);
     let sent = holdpoint(&dir.0, &["answer", &id, "--file", "@signed.pdf"], &person).await;
     assert_eq!(sent.code, 0, "{}", sent.stderr);
+    assert_eq!(sent.stdout.trim(), format!("Answered {id}: signed.pdf (31 bytes)"), "the file, not its record");
 
     let saved = holdpoint(&dir.0, &[&gate[..], &["--output", "text"]].concat(), &env).await;
     assert_eq!(saved.code, 0, "{}", saved.stderr);

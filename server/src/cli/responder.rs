@@ -441,7 +441,16 @@ fn indent(text: &str) -> String {
 
 fn answer_line(answer: &Value) -> String {
     let value = &answer["value"];
-    let mut line = value.as_str().map_or_else(|| value.to_string(), str::to_owned);
+    let mut line = match value {
+        Value::String(text) => text.clone(),
+        // A file question's answer reads as the file, not as its record.
+        Value::Object(file) if file.contains_key("file_id") => format!(
+            "{} ({})",
+            file.get("name").and_then(Value::as_str).unwrap_or("a file"),
+            app::types::size_text(file.get("size").and_then(Value::as_u64).unwrap_or(0))
+        ),
+        other => other.to_string(),
+    };
     if let Some(comment) = answer["comment"].as_str() {
         line.push_str(&format!(" (comment: {comment})"));
     }
