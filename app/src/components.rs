@@ -5,7 +5,7 @@ use leptos::prelude::*;
 
 use crate::current_session;
 use crate::markdown::Markdown;
-use crate::types::{Question, QuestionKind, QuestionStatus, Resolution, Role, answer_in_words};
+use crate::types::{Question, QuestionStatus, Resolution, Role, answer_in_words};
 
 /// The bar on top of every signed-in page: where you are, who you are, and sign-out. On a phone, once the script
 /// runs, everything but the name folds into a menu behind one button (without the script the bar shows it all).
@@ -448,13 +448,9 @@ pub fn ManyHands(question: Question, testid: &'static str) -> impl IntoView {
         let holder = shown.with(|q| q.claim_holder(now()).map(str::to_owned).zip(q.claim_expires_at));
         let may_release =
             |by: &str| viewer.with(|v| v.as_ref().is_some_and(|(name, role)| name == by || *role == Role::Admin));
-        // Who may claim: whoever may answer it; an approval, an approver or an admin (the server checks the rest).
-        let approval = shown.with(|q| q.kind == QuestionKind::Approval);
-        let may_claim = viewer.with(|v| {
-            v.as_ref().is_some_and(|(_, role)| {
-                if approval { matches!(role, Role::Approver | Role::Admin) } else { role.may_answer() }
-            })
-        });
+        // Who may claim: whoever's role may answer it (the server checks the rest).
+        let kind = shown.with(|q| q.kind);
+        let may_claim = viewer.with(|v| v.as_ref().is_some_and(|(_, role)| role.may_answer_kind(kind)));
         view! {
             <p class="claim" data-testid=format!("{testid}-claim") data-viewer=move || viewer.with(|v| v.as_ref().map(|(name, _)| name.clone()))>
                 {match holder.clone() {

@@ -226,7 +226,7 @@ pub async fn resume_run(
     let filter = ToolCallFilter { status: Some(ToolCallStatus::PendingApproval), limit: 1000, ..Default::default() };
     let pending_calls = store.tool_calls(run.id, &filter).await?;
     // Deciding tool calls (and undecided ones are rejected) is answering approvals: approvers and admins only.
-    if !pending_calls.is_empty() && !matches!(caller.role(), Role::Approver | Role::Admin) {
+    if !pending_calls.is_empty() && !caller.role().may_answer_kind(QuestionKind::Approval) {
         return Err(AppError::Forbidden(format!(
             "{} may not decide tool calls pending approval; an approver or an admin may",
             caller.role().with_article()

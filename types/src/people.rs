@@ -378,6 +378,15 @@ impl Role {
         matches!(self, Role::Responder | Role::Approver | Role::Admin)
     }
 
+    /// Whether this role may answer (or claim) questions of `kind`: approvals need an approver or an admin, other
+    /// questions a responder and up. Who the question names (its assignee, who is eligible) is checked apart.
+    pub fn may_answer_kind(self, kind: crate::QuestionKind) -> bool {
+        match kind {
+            crate::QuestionKind::Approval => matches!(self, Role::Approver | Role::Admin),
+            _ => self.may_answer(),
+        }
+    }
+
     /// Where a human role stands in `viewer` < `responder` < `approver` < `admin`; `agent` is below them all.
     pub fn rank(self) -> u8 {
         match self {
@@ -453,6 +462,15 @@ pub fn human_role_schema() -> utoipa::openapi::schema::Object {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn approvals_are_for_approvers_and_admins_and_other_questions_for_responders_and_up() {
+        use crate::QuestionKind;
+        let answering = |kind| Role::HUMAN.into_iter().filter(|role| role.may_answer_kind(kind)).collect::<Vec<_>>();
+        assert_eq!(answering(QuestionKind::Approval), [Role::Approver, Role::Admin]);
+        assert_eq!(answering(QuestionKind::Blocking), [Role::Responder, Role::Approver, Role::Admin]);
+        assert!(!Role::Agent.may_answer_kind(QuestionKind::ErrorRecovery));
+    }
 
     #[test]
     fn a_session_debug_output_shows_no_csrf_token() {

@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 use holdpoint_types::{
-    AnswerBody, Assignee, FieldRules, Question, QuestionKind, QuestionStatus, Resolution, ResponseType, Role,
+    AnswerBody, Assignee, FieldRules, Question, QuestionKind, QuestionStatus, Resolution, ResponseType,
 };
 use serde_json::Value;
 use uuid::Uuid;
@@ -47,11 +47,7 @@ pub fn not_pending(question: &QuestionRow) -> AppError {
 /// `admin`; other questions `responder` and up; `viewer` and `agent` never answer.
 pub fn require_answer_right(caller: &Caller, kind: QuestionKind) -> Result<(), AppError> {
     let role = caller.role();
-    let allowed = match kind {
-        QuestionKind::Approval => matches!(role, Role::Approver | Role::Admin),
-        _ => role.may_answer(),
-    };
-    if allowed {
+    if role.may_answer_kind(kind) {
         Ok(())
     } else {
         Err(AppError::Forbidden(format!(
