@@ -329,7 +329,7 @@ test("a question that is itself a file: dropped in the inbox's split view, or se
   const page = await livePage({ width: 1440, height: 1000 });
   await page.locator(`[data-question-id="${live}"] .row-times`).click();
   await page.locator(`[data-testid="detail"][data-question-id="${live}"]`).waitFor();
-  assert.match(await page.getByTestId('detail-value-drop').textContent(), /or drop a file here \(text\/plain, up to 98 KiB\)/);
+  assert.match(await page.getByTestId('detail-value-drop').textContent(), /or drop a file here \(text\/plain, up to 97.6 KiB\)/);
   // A file of a type the question does not take is refused beside its input, and nothing is uploaded.
   await page.getByTestId('detail-value-drop').evaluate((zone) => {
     const transfer = new DataTransfer();
@@ -353,7 +353,7 @@ test("a question that is itself a file: dropped in the inbox's split view, or se
   const noScript = await context.newPage();
   await signIn(noScript, server, `/questions/${plain}`);
   assert.equal(await noScript.getByTestId('answer-input').getAttribute('accept'), 'text/plain');
-  assert.match(await noScript.locator('.dropzone').textContent(), /text\/plain, up to 98 KiB/);
+  assert.match(await noScript.locator('.dropzone').textContent(), /text\/plain, up to 97.6 KiB/);
   await noScript.getByTestId('answer-input').setInputFiles({ name: 'report.txt', mimeType: 'text/plain', buffer: Buffer.from(REPORT) });
   await noScript.getByTestId('answer-submit').click();
   await noScript.getByTestId('resolution').waitFor();

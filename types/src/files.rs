@@ -33,15 +33,20 @@ pub fn media_type_accepted(accept: &[String], media_type: &str) -> bool {
         })
 }
 
-/// A size as people read it, in the binary units the server's limits are set in: `39 bytes`, `98 KiB` (rounded
-/// up), `10 MiB`, `1.5 MiB`.
+/// A size as people read it, in the binary units the server's limits are set in: `39 bytes`, `97.6 KiB`, `10 MiB`,
+/// `1.5 MiB`. A fraction past the first decimal is cut, never rounded up: "up to" a limit promises no byte more than
+/// the server takes.
 pub fn size_text(bytes: u64) -> String {
     const KIB: u64 = 1024;
-    match bytes {
-        b if b >= KIB * KIB && b % (KIB * KIB) == 0 => format!("{} MiB", b / (KIB * KIB)),
-        b if b >= KIB * KIB => format!("{:.1} MiB", b as f64 / (KIB * KIB) as f64),
-        b if b >= KIB => format!("{} KiB", b.div_ceil(KIB)),
-        b => format!("{b} bytes"),
+    let (unit, name) = match bytes {
+        b if b >= KIB * KIB => (KIB * KIB, "MiB"),
+        b if b >= KIB => (KIB, "KiB"),
+        b => return format!("{b} bytes"),
+    };
+    let tenths = u128::from(bytes) * 10 / u128::from(unit);
+    match tenths % 10 {
+        0 => format!("{} {name}", tenths / 10),
+        tenth => format!("{}.{tenth} {name}", tenths / 10),
     }
 }
 
@@ -52,9 +57,13 @@ mod tests {
     #[test]
     fn sizes_read_in_the_units_the_limits_are_set_in() {
         assert_eq!(size_text(39), "39 bytes");
-        assert_eq!(size_text(100_000), "98 KiB", "rounded up");
+        assert_eq!(size_text(1023), "1023 bytes");
+        assert_eq!(size_text(100_000), "97.6 KiB", "97.66 cut, not rounded up to a size the limit refuses");
+        assert_eq!(size_text(1024), "1 KiB");
         assert_eq!(size_text(10 * 1024 * 1024), "10 MiB", "the default upload limit");
         assert_eq!(size_text(1536 * 1024), "1.5 MiB");
+        assert_eq!(size_text(2 * 1024 * 1024 - 1), "1.9 MiB");
+        assert_eq!(size_text(u64::MAX), "17592186044415.9 MiB");
     }
 
     #[test]
