@@ -605,18 +605,24 @@ async fn people_answer_approve_and_reject_from_a_terminal_against_a_running_serv
     let shown = holdpoint(&dir.0, &["show", &text, "--output", "json"], &approver).await;
     assert_eq!((shown.code, &shown.json["body"]), (0, &json!("Be **brief**.")));
 
-    let answers: [(&str, &str, Value); 6] = [
-        (&text, "Short and friendly", json!("Short and friendly")),
-        (&boolean, "yes", json!(true)),
-        (&choice, "us", json!("us")),
-        (&multi, "eu,us", json!(["eu", "us"])),
-        (&form, r#"{"replicas": "3", "canary": "no"}"#, json!({ "replicas": 3, "canary": false })),
-        (&recovery, "retry", json!("retry")),
+    // Each answer is printed as a person reads it: labels, not values; a form field by field.
+    let answers: [(&str, &str, Value, &str); 6] = [
+        (&text, "Short and friendly", json!("Short and friendly"), "Short and friendly"),
+        (&boolean, "yes", json!(true), "yes"),
+        (&choice, "us", json!("us"), "US"),
+        (&multi, "eu,us", json!(["eu", "us"]), "Europe, US"),
+        (
+            &form,
+            r#"{"replicas": "3", "canary": "no"}"#,
+            json!({ "replicas": 3, "canary": false }),
+            "Replicas: 3; Canary first?: no",
+        ),
+        (&recovery, "retry", json!("retry"), "Retry"),
     ];
-    for (id, value, expected) in answers {
+    for (id, value, expected, words) in answers {
         let out = holdpoint(&dir.0, &["answer", id, value, "--comment", "from the terminal"], &approver).await;
         assert_eq!(out.code, 0, "{value}: {}", out.stderr);
-        assert!(out.stdout.starts_with(&format!("Answered {id}")), "{}", out.stdout);
+        assert_eq!(out.stdout.trim(), format!("Answered {id}: {words} (comment: from the terminal)"));
         let question = api(&server, &app.token, reqwest::Method::GET, &format!("/questions/{id}"), None).await;
         assert_eq!(question["status"], "answered");
         assert_eq!(question["response"]["value"], expected, "{value}");
@@ -669,6 +675,22 @@ async fn people_answer_approve_and_reject_from_a_terminal_against_a_running_serv
     }
     let question = api(&server, &app.token, reqwest::Method::GET, &format!("/questions/{pending}"), None).await;
     assert_eq!(question["status"], "pending", "no refusal changed anything");
+
+    // An approval that needs two people: a person's approval from the terminal says how far it is.
+    let password = "correct horse battery staple";
+    app.add_person("pat", password, app::types::Role::Admin).await;
+    let form = format!("username=pat&password={}&next=%2Finbox", password.replace(' ', "+"));
+    let session = app.sign_in_with(&form).await.expect("signed in");
+    let made = json!({ "name": "pat's terminal", "role": "approver" });
+    let made = app.session_call(&session, axum::http::Method::POST, "/api/v1/tokens", Some(made)).await;
+    let pats = remote(&server, made.json["secret"].as_str().expect("a token of pat's"));
+    let mut body = approval("Rotate the root key?");
+    body["required_approvals"] = json!(2);
+    body["allow_edit"] = json!(false);
+    let quorum = ask(body).await;
+    let out = holdpoint(&dir.0, &["approve", &quorum], &pats).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout.trim(), format!("Approved {quorum}: approval recorded, 1 of 2; still pending"));
 }
 
 /// `holdpoint answer` on rich fields (spec §17): a form field by field (`--field`, each read by its type), a file

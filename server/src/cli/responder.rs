@@ -400,11 +400,11 @@ fn describe(q: &Value, now: DateTime<Utc>) -> String {
     }
     if !q["default_response"].is_null() {
         line(String::new());
-        line(format!("At the deadline: {}", answer_line(&q["default_response"])));
+        line(format!("At the deadline: {}", answer_line(q, &q["default_response"])));
     }
     if !q["response"].is_null() {
         line(String::new());
-        let mut by = format!("Answer: {}", answer_line(&q["response"]));
+        let mut by = format!("Answer: {}", answer_line(q, &q["response"]));
         if let Some(who) = q["answered_by"].as_str() {
             by.push_str(&format!(" — by {who}"));
         }
@@ -439,17 +439,21 @@ fn indent(text: &str) -> String {
     text.lines().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n")
 }
 
-fn answer_line(answer: &Value) -> String {
+/// An answer (or the default) of question `q` as a person reads it: a form field by field under the fields' labels,
+/// a choice by its label, a file as its name and size; then its comment and edited arguments.
+fn answer_line(q: &Value, answer: &Value) -> String {
     let value = &answer["value"];
-    let mut line = match value {
-        Value::String(text) => text.clone(),
+    let mut line = match (value, serde_json::from_value::<app::types::Question>(q.clone())) {
         // A file question's answer reads as the file, not as its record.
-        Value::Object(file) if file.contains_key("file_id") => format!(
+        (Value::Object(file), _) if file.contains_key("file_id") => format!(
             "{} ({})",
             file.get("name").and_then(Value::as_str).unwrap_or("a file"),
             app::types::size_text(file.get("size").and_then(Value::as_u64).unwrap_or(0))
         ),
-        other => other.to_string(),
+        (_, Ok(question)) => app::types::answer_in_words(&question, value),
+        // A question this version cannot read (a newer server's): the value as sent.
+        (Value::String(text), Err(_)) => text.clone(),
+        (other, Err(_)) => other.to_string(),
     };
     if let Some(comment) = answer["comment"].as_str() {
         line.push_str(&format!(" (comment: {comment})"));
@@ -458,6 +462,17 @@ fn answer_line(answer: &Value) -> String {
         line.push_str(&format!(" (edited arguments: {})", answer["edited_arguments"]));
     }
     line
+}
+
+/// What answering `q` did, after "Answered ID: ": the answer, or, for an approval that needs more, how far it is.
+fn outcome_line(q: &Value) -> String {
+    match (q["status"].as_str(), q["required_approvals"].as_u64()) {
+        (Some("pending"), Some(required)) => {
+            let given = q["approvals"].as_array().map_or(0, Vec::len);
+            format!("approval recorded, {given} of {required}; still pending")
+        }
+        _ => answer_line(q, &q["response"]),
+    }
 }
 
 fn how_to_answer(q: &Value) -> String {
@@ -840,7 +855,7 @@ async fn submit(
     match output {
         OutputFormat::Json => print_json(&answered),
         OutputFormat::Text => {
-            println!("{done} {id}: {}", answer_line(&answered["response"]));
+            println!("{done} {id}: {}", outcome_line(&answered));
         }
     }
     Ok(0)
