@@ -407,13 +407,14 @@ pub fn ManyHands(question: Question, testid: &'static str) -> impl IntoView {
     let error = RwSignal::new(None::<String>);
     let busy = RwSignal::new(false);
     let now = now_signal();
-    // Who is signed in, with which role: read in the browser only, where the buttons work.
-    let viewer = RwSignal::new(None::<(String, Role)>);
+    // Who is signed in, with which role, and whether with their own account: read in the browser only, where the
+    // buttons work.
+    let viewer = RwSignal::new(None::<(String, Role, bool)>);
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
         leptos::task::spawn_local(async move {
             if let Ok(session) = crate::api::session().await {
-                viewer.set(Some((session.name, session.role)));
+                viewer.set(Some((session.name, session.role, session.account)));
             }
         });
     });
@@ -447,12 +448,16 @@ pub fn ManyHands(question: Question, testid: &'static str) -> impl IntoView {
     let claim = move || {
         let holder = shown.with(|q| q.claim_holder(now()).map(str::to_owned).zip(q.claim_expires_at));
         let may_release =
-            |by: &str| viewer.with(|v| v.as_ref().is_some_and(|(name, role)| name == by || *role == Role::Admin));
-        // Who may claim: whoever's role may answer it (the server checks the rest).
-        let kind = shown.with(|q| q.kind);
-        let may_claim = viewer.with(|v| v.as_ref().is_some_and(|(_, role)| role.may_answer_kind(kind)));
+            |by: &str| viewer.with(|v| v.as_ref().is_some_and(|(name, role, _)| name == by || *role == Role::Admin));
+        // Who may claim: whoever may decide it, as the server decides it.
+        let may_claim = viewer.with(|v| {
+            v.as_ref().is_some_and(|(name, role, account)| {
+                let decider = holdpoint_types::Decider { role: *role, name, account: *account };
+                shown.with(|q| q.refusal_to_decide(decider).is_none())
+            })
+        });
         view! {
-            <p class="claim" data-testid=format!("{testid}-claim") data-viewer=move || viewer.with(|v| v.as_ref().map(|(name, _)| name.clone()))>
+            <p class="claim" data-testid=format!("{testid}-claim") data-viewer=move || viewer.with(|v| v.as_ref().map(|(name, _, _)| name.clone()))>
                 {match holder.clone() {
                     Some((by, until)) => Either::Left(view! {
                         <span data-testid=format!("{testid}-claimed-by")>{format!("Claimed by {by}")}</span>

@@ -156,8 +156,11 @@ impl AnswerDraft {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QuestionOnPage {
     pub question: Question,
-    /// The answer form as HTML; `None` once the question is resolved.
+    /// The answer form as HTML; `None` once the question is resolved, or when it is not the viewer's to answer.
     pub answer_form: Option<String>,
+    /// Why the viewer may not answer it, whoever holds it (its kind needs another role, it is assigned to someone
+    /// else, or it is reserved for other approvers): said in place of the form.
+    pub refusal: Option<String>,
 }
 
 /// One question, for its page.
@@ -168,13 +171,16 @@ pub async fn question_page(id: uuid::Uuid) -> Result<Option<QuestionOnPage>, Ser
     let Some(question) = backend.question(&session, id).await.map_err(ServerFnError::new)? else {
         return Ok(None);
     };
-    let answer_form = if question.status == crate::types::QuestionStatus::Pending {
+    let viewer = crate::types::Decider { role: session.role, name: &session.name, account: session.account };
+    let refusal =
+        question.refusal_to_decide(viewer).filter(|_| question.status == crate::types::QuestionStatus::Pending);
+    let answer_form = if question.status == crate::types::QuestionStatus::Pending && refusal.is_none() {
         let draft = backend.answer_draft(&session, id).await.map_err(ServerFnError::new)?.unwrap_or_default();
         Some(crate::pages::plain_answer_form(&question, &session.csrf_token, draft))
     } else {
         None
     };
-    Ok(Some(QuestionOnPage { question, answer_form }))
+    Ok(Some(QuestionOnPage { question, answer_form, refusal }))
 }
 
 /// The questions shown in the inbox, filtered and sorted as the URL says.

@@ -89,6 +89,15 @@ impl Caller {
         self.principal.role
     }
 
+    /// The caller as a question's rules see whoever would decide it.
+    pub fn decider(&self) -> holdpoint_types::Decider<'_> {
+        holdpoint_types::Decider {
+            role: self.role(),
+            name: &self.principal.name,
+            account: self.principal.kind == crate::store::PrincipalKind::User,
+        }
+    }
+
     /// What the caller may see of its workspace.
     pub fn visibility(&self) -> crate::visibility::Visibility {
         crate::visibility::Visibility::of(self.role(), self.principal.id)

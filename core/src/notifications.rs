@@ -3,9 +3,9 @@
 
 use chrono::{DateTime, Utc};
 use holdpoint_types::{
-    ActionStatus, Assignee, Channel, ChannelHealth, ChannelHealthList, Delivery, DeliveryCause, DeliveryPage,
-    DeliveryStatus, NewPushSubscription, Notification, NotificationPage, PushPublicKey, PushSubscriptionInfo,
-    PushSubscriptionList, QuestionKind, QuestionStatus, Role,
+    ActionStatus, Channel, ChannelHealth, ChannelHealthList, Delivery, DeliveryCause, DeliveryPage, DeliveryStatus,
+    NewPushSubscription, Notification, NotificationPage, PushPublicKey, PushSubscriptionInfo, PushSubscriptionList,
+    QuestionStatus,
 };
 use serde_json::Value;
 use uuid::Uuid;
@@ -59,27 +59,13 @@ pub enum SlackTarget {
 /// The address of a push delivery: it goes to every browser the person has subscribed when it is sent.
 pub const PUSH_ADDRESS: &str = "every subscribed browser";
 
-/// Whether `member` is among the people `question` is for: its assignee (the user, or the members holding
-/// at least the role), or, without one, every member whose role may answer it; of an approval with eligible
-/// approvers, only those.
+/// Whether `member` is among the people `question` is for: whoever may decide it
+/// ([`holdpoint_types::refusal_to_decide`]) — its assignee (the user, or the members holding at least the role), or,
+/// without one, every member whose role may answer it; of an approval with eligible approvers, only those.
 pub fn is_for(question: &QuestionRow, member: &MemberRow) -> bool {
-    let may_answer_kind = match question.kind {
-        QuestionKind::Approval => member.role.rank() >= Role::Approver.rank(),
-        _ => member.role.may_answer(),
-    };
-    let eligible = match question.eligible.as_ref().map(|eligible| &eligible.0) {
-        Some(holdpoint_types::Eligible::Role(role)) => member.role.rank() >= role.rank(),
-        Some(holdpoint_types::Eligible::Users(users)) => users.contains(&member.username),
-        None => true,
-    };
-    if !eligible {
-        return false;
-    }
-    match question.assignee.as_ref().map(|assignee| &assignee.0) {
-        Some(Assignee::User(username)) => *username == member.username && may_answer_kind,
-        Some(Assignee::Role(role)) => member.role.rank() >= role.rank() && may_answer_kind,
-        None => may_answer_kind,
-    }
+    let decider = holdpoint_types::Decider { role: member.role, name: &member.username, account: true };
+    let (assignee, eligible) = (question.assignee.as_ref(), question.eligible.as_ref());
+    holdpoint_types::refusal_to_decide(question.kind, assignee.map(|a| &a.0), eligible.map(|e| &e.0), decider).is_none()
 }
 
 /// Who a new question reaches and how, decided when it is asked: a notification for each person it is for whose

@@ -2,7 +2,7 @@
 // modal, the inbox, the approval queue and on its page; a person claims it from the modal and everyone sees who holds
 // it; the second approval, given elsewhere, answers it. Approving a tool call in the modal offers a grant ("always
 // allow"): made for a command prefix, it lets the run's next matching call through, is listed in Settings and is
-// revoked there.
+// revoked there. The Claim button is offered only to whom the question allows.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -415,3 +415,55 @@ test('after five approvals of the same call the offer says so, and letting calls
   assert.ok(grants.every((g) => !JSON.stringify(g).includes('make test')), JSON.stringify(grants));
   await page.close();
 });
+
+test('a question not yours to decide says why in place of its form and offers no Claim; its assignee or named approvers get both', async () => {
+  const dana = { username: 'dana', password: 'pw-dana-0123456789' };
+  const erin = { username: 'erin', password: 'pw-erin-0123456789' };
+  for (const person of [dana, erin]) {
+    assert.equal((await api(server, 'POST', '/members', { ...person, role: 'approver' })).status, 201);
+  }
+  const assigned = await api(server, 'POST', '/questions', { title: 'Dana, which region first?', assignee: { user: 'dana' } });
+  assert.equal(assigned.status, 201, JSON.stringify(assigned.json));
+  const reserved = await api(server, 'POST', '/questions', {
+    kind: 'approval', title: 'Ship the hotfix to every region?', required_approvals: 2,
+    action: { tool_name: 'shell', arguments: { command: 'deploy --all-regions hotfix-42' } },
+    eligible: { users: ['dana', server.username] },
+  });
+  assert.equal(reserved.status, 201, JSON.stringify(reserved.json));
+
+  const context = await browser.newContext();
+  const asErin = await context.newPage();
+  const asDana = await (await browser.newContext()).newPage();
+  await signIn(asErin, server, '/inbox', erin);
+  await signIn(asDana, server, '/inbox', dana);
+  const refusals = [/^This question is assigned to dana\.$/, new RegExp(`^Only dana, ${server.username} may decide this approval\\.$`)];
+  for (const [i, id] of [assigned.json.id, reserved.json.id].entries()) {
+    // Erin is an approver, but neither question is hers to decide: the page says why in place of the answer form,
+    // and she sees who holds it but no button to claim it.
+    await asErin.goto(`${server.baseUrl}/questions/${id}`);
+    await waitForHydration(asErin);
+    assert.match(await asErin.getByTestId('answer-refused').textContent(), refusals[i]);
+    assert.equal(await asErin.getByTestId('answer-submit').count(), 0);
+    await asErin.locator('[data-testid="question-claim"][data-viewer="erin"]').waitFor();
+    assert.match(await asErin.getByTestId('question-claim').textContent(), /Nobody is on it/);
+    assert.equal(await asErin.getByTestId('question-claim-button').count(), 0, `erin is offered to claim ${id}`);
+    // The server agrees.
+    const csrf = await asErin.locator('input[name=csrf]').first().inputValue();
+    const refused = await context.request.post(`${server.baseUrl}/api/v1/questions/${id}/claim`, {
+      data: {}, headers: { 'x-csrf-token': csrf },
+    });
+    assert.equal(refused.status(), 403);
+
+    // Dana may decide both: she claims it from its page.
+    await asDana.goto(`${server.baseUrl}/questions/${id}`);
+    await waitForHydration(asDana);
+    await asDana.getByTestId('question-claim-button').click();
+    await asDana.getByTestId('question-claimed-by').waitFor();
+    assert.equal(await asDana.getByTestId('answer-refused').count(), 0, 'her page has the answer form');
+    assert.equal((await api(server, 'GET', `/questions/${id}`)).json.claimed_by, 'dana');
+  }
+  await asErin.screenshot({ path: resultPath('claim-not-offered.png'), fullPage: true });
+  await context.close();
+  await asDana.context().close();
+});
+

@@ -18,6 +18,7 @@ backend_tests!(
     a_token_named_like_a_person_does_not_answer_in_their_claim_but_their_own_token_does,
     cancelling_anothers_question_needs_the_right_to_answer_it,
     an_action_link_says_where_a_quorum_stands_and_who_holds_the_claim,
+    who_leaves_or_may_no_longer_decide_counts_toward_no_quorum_and_holds_no_claim,
 );
 
 /// A token of its own name made by the operator's token: a service identity, no person's. Its secret.
@@ -574,4 +575,86 @@ async fn an_action_link_says_where_a_quorum_stands_and_who_holds_the_claim(app: 
     assert!(refused.text.contains(&format!("href=\"/questions/{claimed}\"")), "{}", refused.text);
     assert!(!refused.text.contains("already"), "{}", refused.text);
     assert_eq!(app.get(&format!("/api/v1/questions/{claimed}")).await.json["status"], "pending");
+}
+
+async fn who_leaves_or_may_no_longer_decide_counts_toward_no_quorum_and_holds_no_claim(app: TestApp) {
+    let requester = named_token(&app, "release bot", Role::Approver).await;
+    let ana = person(&app, "ana", Role::Approver).await;
+    let ben = person(&app, "ben", Role::Approver).await;
+    let cyd = person(&app, "cyd", Role::Approver).await;
+    let dee = person(&app, "dee", Role::Approver).await;
+    let agent = app.create_token("default", Role::Agent).await;
+    let call = |session: &common::Session, id: &str, verb: &str, body: Option<Value>| {
+        let (app, session, path) = (&app, session.clone(), format!("/api/v1/questions/{id}/{verb}"));
+        async move { app.session_call(&session, Method::POST, &path, body).await }
+    };
+    let user_id = |username: &'static str| {
+        let store = app.state.store.clone();
+        async move { store.user_by_username(username).await.unwrap().expect("a user").id }
+    };
+    let first = ask(&app, &requester, quorum_approval(2, None)).await;
+    let second = ask(&app, &requester, quorum_approval(2, None)).await;
+    let text = ask(&app, &agent, json!({"title": "Which region?", "response_type": "text"})).await;
+    // Ana approves the first and claims it; ben approves the second and claims it; dee claims the text question.
+    for (session, id) in [(&ana, &first), (&ben, &second)] {
+        let approved = call(session, id, "answer", Some(json!({"value": true}))).await;
+        assert_eq!(approved.json["status"], "pending", "{}", approved.text);
+        assert_eq!(call(session, id, "claim", None).await.status, StatusCode::OK);
+    }
+    assert_eq!(call(&dee, &text, "claim", None).await.status, StatusCode::OK);
+
+    // An admin removes ana, and makes ben and dee responders: ana's and ben's claims go at once (neither may
+    // decide an approval now); dee's stays, as a responder still answers a text question.
+    let removed =
+        app.call(Method::DELETE, &format!("/api/v1/members/{}", user_id("ana").await), Some(&app.token), None).await;
+    assert_eq!(removed.status, StatusCode::NO_CONTENT, "{}", removed.text);
+    for username in ["ben", "dee"] {
+        let path = format!("/api/v1/members/{}", user_id(username).await);
+        let changed = app.call(Method::PATCH, &path, Some(&app.token), Some(json!({"role": "responder"}))).await;
+        assert_eq!(changed.status, StatusCode::OK, "{}", changed.text);
+    }
+    for id in [&first, &second] {
+        let question = app.get(&format!("/api/v1/questions/{id}")).await.json;
+        assert!(question.get("claimed_by").is_none(), "the claim is let go: {question}");
+    }
+    assert_eq!(app.get(&format!("/api/v1/questions/{text}")).await.json["claimed_by"], "dee");
+
+    // Cyd's approval completes neither: ana's and ben's approvals no longer count, and are taken out.
+    for id in [&first, &second] {
+        let approved = call(&cyd, id, "answer", Some(json!({"value": true}))).await;
+        assert_eq!(approved.status, StatusCode::OK, "{}", approved.text);
+        assert_eq!(approved.json["status"], "pending", "one approval of two that count: {}", approved.text);
+        let by: Vec<&str> =
+            approved.json["approvals"].as_array().unwrap().iter().map(|a| a["by"].as_str().unwrap()).collect();
+        assert_eq!(by, ["cyd"]);
+    }
+    // An approver who may decide it completes it; the transition records who no longer counted.
+    let last = person(&app, "eve", Role::Approver).await;
+    let completed = call(&last, &first, "answer", Some(json!({"value": true}))).await;
+    assert_eq!(completed.json["status"], "answered", "{}", completed.text);
+
+    let audit = app.get("/api/v1/audit?limit=100").await.json;
+    let entries = audit["items"].as_array().unwrap();
+    let on = |id: &str, action: &str| -> Vec<Value> {
+        entries.iter().filter(|e| e["subject_id"] == id && e["action"] == action).cloned().collect()
+    };
+    let withdrawn: Vec<Value> = on(&first, "question.approval_added").iter().map(|e| e["after"].clone()).collect();
+    assert_eq!(withdrawn[0]["withdrawn_approvals"], json!(["ana"]), "{withdrawn:?}");
+    assert_eq!(on(&second, "question.approval_added")[0]["after"]["withdrawn_approvals"], json!(["ben"]));
+    let released = on(&first, "question.unclaimed");
+    assert_eq!(released.len(), 1, "{released:?}");
+    assert_eq!(released[0]["after"]["because"], "they left the workspace");
+    assert_eq!(on(&second, "question.unclaimed")[0]["after"]["because"], "their role is now responder");
+    assert!(on(&text, "question.unclaimed").is_empty());
+    let workspace = app.state.store.ensure_workspace("default").await.unwrap().id;
+    let events = app.state.store.workspace_events_after(workspace, 0, 200).await.unwrap();
+    let claim_events = |id: &str| {
+        events
+            .iter()
+            .filter(|e| e.question_id.map(|q| q.to_string()).as_deref() == Some(id))
+            .filter(|e| e.event_type == "question_claimed")
+            .count()
+    };
+    assert_eq!(claim_events(&first), 2, "claimed, then let go");
+    assert_eq!(claim_events(&text), 1);
 }

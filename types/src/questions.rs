@@ -394,7 +394,9 @@ pub struct Question {
     /// Who may give those approvals, when restricted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eligible: Option<Eligible>,
-    /// The approvals given so far, oldest first (`[]` when absent).
+    /// The approvals given so far, oldest first (`[]` when absent). An approval counts while whoever gave it may
+    /// decide the question: one by someone since removed from the workspace, or whose role or name it no longer
+    /// allows, is taken out when the next approval is counted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approvals: Vec<Approval>,
     /// Who is working on it: while the claim lasts only they (or an admin) may answer.
@@ -425,6 +427,57 @@ impl Question {
     /// "1 of 2" for a question that needs several approvals; `None` for one that needs one.
     pub fn approval_progress(&self) -> Option<String> {
         (self.required_approvals > 1).then(|| format!("{} of {}", self.approvals.len(), self.required_approvals))
+    }
+
+    /// Why `decider` may not decide this question, whoever holds it; `None` if they may (see [`refusal_to_decide`]).
+    pub fn refusal_to_decide(&self, decider: Decider<'_>) -> Option<String> {
+        refusal_to_decide(self.kind, self.assignee.as_ref(), self.eligible.as_ref(), decider)
+    }
+}
+
+/// Someone who would answer, claim or end a question, as the question's own rules see them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decider<'a> {
+    /// The role they act with in the question's workspace.
+    pub role: Role,
+    /// Their username, or the name of the token they act with.
+    pub name: &'a str,
+    /// Whether they act with a person's own account: a question assigned to a person, or reserved for named
+    /// approvers, is theirs when they sign in as themselves, never through a token that merely has their name.
+    pub account: bool,
+}
+
+/// Why `decider` may not decide a question of `kind` with this assignee and these eligible approvers, whoever holds
+/// its claim; `None` if they may. In order: their role's right to answer the kind, the assignee, who is eligible.
+/// The server refuses with this reason, the web UI offers only what it would accept, and a question's
+/// notifications reach only the people it allows.
+pub fn refusal_to_decide(
+    kind: QuestionKind,
+    assignee: Option<&Assignee>,
+    eligible: Option<&Eligible>,
+    decider: Decider<'_>,
+) -> Option<String> {
+    let Decider { role, name, account } = decider;
+    if !role.may_answer_kind(kind) {
+        return Some(format!("{} may not answer {} questions", role.with_article(), kind.as_str().replace('_', " ")));
+    }
+    match assignee {
+        Some(Assignee::User(username)) if !(account && name == username) => {
+            return Some(format!("this question is assigned to {username}"));
+        }
+        Some(Assignee::Role(least)) if role.rank() < least.rank() => {
+            return Some(format!("this question is assigned to {least}s and above"));
+        }
+        _ => {}
+    }
+    match eligible {
+        Some(Eligible::Role(least)) if role.rank() < least.rank() => {
+            Some(format!("only {least}s and above may decide this approval"))
+        }
+        Some(Eligible::Users(users)) if !(account && users.iter().any(|user| user == name)) => {
+            Some(format!("only {} may decide this approval", users.join(", ")))
+        }
+        _ => None,
     }
 }
 
@@ -588,6 +641,62 @@ pub fn sample_question(title: &str, status: QuestionStatus) -> Question {
 mod tests {
     use super::*;
     use crate::FieldWidget;
+
+    #[test]
+    fn who_may_decide_a_question_follows_its_kind_then_its_assignee_then_who_is_eligible() {
+        use QuestionKind::{Approval, Blocking};
+        let person = |role, name| Decider { role, name, account: true };
+        let token = |role, name| Decider { role, name, account: false };
+        let alice = Assignee::User("alice".into());
+        let approvers = Eligible::Role(Role::Approver);
+        let named = Eligible::Users(vec!["alice".into(), "bob".into()]);
+        type Case<'a> = (QuestionKind, Option<&'a Assignee>, Option<&'a Eligible>, Decider<'a>, Option<&'a str>);
+        let cases: [Case<'_>; 12] = [
+            (Blocking, None, None, person(Role::Responder, "carol"), None),
+            (Blocking, None, None, person(Role::Viewer, "carol"), Some("a viewer may not answer blocking questions")),
+            (
+                Approval,
+                None,
+                None,
+                person(Role::Responder, "carol"),
+                Some("a responder may not answer approval questions"),
+            ),
+            (Approval, None, None, token(Role::Agent, "ci"), Some("an agent may not answer approval questions")),
+            (Blocking, Some(&alice), None, person(Role::Responder, "alice"), None),
+            (Blocking, Some(&alice), None, token(Role::Admin, "alice"), Some("this question is assigned to alice")),
+            (Blocking, Some(&alice), None, person(Role::Admin, "carol"), Some("this question is assigned to alice")),
+            (
+                Blocking,
+                Some(&Assignee::Role(Role::Approver)),
+                None,
+                person(Role::Responder, "carol"),
+                Some("this question is assigned to approvers and above"),
+            ),
+            (Approval, None, Some(&approvers), person(Role::Admin, "carol"), None),
+            (Approval, None, Some(&named), person(Role::Approver, "bob"), None),
+            (
+                Approval,
+                None,
+                Some(&named),
+                token(Role::Approver, "bob"),
+                Some("only alice, bob may decide this approval"),
+            ),
+            (
+                Approval,
+                None,
+                Some(&named),
+                person(Role::Admin, "carol"),
+                Some("only alice, bob may decide this approval"),
+            ),
+        ];
+        for (kind, assignee, eligible, decider, refusal) in cases {
+            assert_eq!(
+                refusal_to_decide(kind, assignee, eligible, decider).as_deref(),
+                refusal,
+                "{kind:?} assigned to {assignee:?}, eligible {eligible:?}, decided by {decider:?}"
+            );
+        }
+    }
 
     #[test]
     fn a_row_offers_the_options_of_a_single_choice_with_at_most_three() {

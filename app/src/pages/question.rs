@@ -28,7 +28,7 @@ pub fn QuestionPage() -> impl IntoView {
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || {
                     question.get().map(|result| match result {
-                        Ok(Some(QuestionOnPage { question, answer_form })) => EitherOf3::A(view! { <QuestionView question answer_form/> }),
+                        Ok(Some(QuestionOnPage { question, answer_form, refusal })) => EitherOf3::A(view! { <QuestionView question answer_form refusal/> }),
                         Ok(None) => EitherOf3::B(view! { <h1>"No such question"</h1> <p><a href="/inbox">"Back to the inbox"</a></p> }),
                         Err(err) => EitherOf3::C(view! { <p class="alert" role="alert">{err.to_string()}</p> }),
                     })
@@ -39,7 +39,7 @@ pub fn QuestionPage() -> impl IntoView {
 }
 
 #[component]
-fn QuestionView(question: Question, answer_form: Option<String>) -> impl IntoView {
+fn QuestionView(question: Question, answer_form: Option<String>, refusal: Option<String>) -> impl IntoView {
     Effect::new(move |_| show_datetimes_in_local_time());
     let query = use_query_map();
     // A code, turned into a sentence of ours: a link that puts its own text here must not speak for Holdpoint.
@@ -116,6 +116,7 @@ fn QuestionView(question: Question, answer_form: Option<String>) -> impl IntoVie
                 {reason.map(|reason| view! { <blockquote data-testid="resolution-comment">{reason}</blockquote> })}
             </div>
         })}
+        {refusal.map(|refusal| view! { <p class="muted" data-testid="answer-refused">{format!("{}.", capitalise(&refusal))}</p> })}
         {answer_form.map(|html| view! { <div class="answer-form-host" on:input=follow_answer_form inner_html=html></div> })}
     }
 }

@@ -147,7 +147,14 @@ pub async fn answer_invitation(
 }
 
 /// `PATCH /members/{user_id}`: another role; never leaves the workspace without an admin.
-pub async fn change_role(store: &dyn Store, caller: &Caller, user_id: Uuid, role: Role) -> Result<Member, AppError> {
+/// Their claims of questions the new role may not decide are let go.
+pub async fn change_role(
+    store: &dyn Store,
+    hub: &EventHub,
+    caller: &Caller,
+    user_id: Uuid,
+    role: Role,
+) -> Result<Member, AppError> {
     caller.require_admin(MANAGE_PEOPLE)?;
     if role == Role::Agent {
         return Err(AppError::invalid_field("role", "people hold human roles: viewer, responder, approver or admin"));
@@ -162,7 +169,34 @@ pub async fn change_role(store: &dyn Store, caller: &Caller, user_id: Uuid, role
         MembershipChange::LastAdmin => return Err(last_admin()),
     }
     let row = store.member(caller.workspace_id(), user_id).await?.ok_or(AppError::NotFound("member"))?;
+    let now_as = Some((row.role, row.username.as_str()));
+    release_claims(store, hub, caller, user_id, now_as).await?;
     Ok(row.to_member()?)
+}
+
+/// Lets go of the claims `user_id` holds on questions they may no longer decide, now that they have left the
+/// workspace (`now_as` is `None`) or hold another role.
+async fn release_claims(
+    store: &dyn Store,
+    hub: &EventHub,
+    caller: &Caller,
+    user_id: Uuid,
+    now_as: Option<(Role, &str)>,
+) -> Result<(), AppError> {
+    let released = crate::questions::claims::release_fallen_claims(
+        store,
+        hub,
+        &caller.principal.workspace,
+        caller.workspace_id(),
+        user_id,
+        now_as,
+        &AuditActor::from(caller),
+    )
+    .await?;
+    if released > 0 {
+        tracing::info!(%user_id, released, "claims let go");
+    }
+    Ok(())
 }
 
 /// `PATCH /members/{user_id}`: another role, other addresses, or both. Every field is checked before anything is
@@ -187,7 +221,7 @@ pub async fn update_member(
         false => None,
     };
     if let Some(role) = update.role {
-        change_role(store, caller, user_id, role).await?;
+        change_role(store, hub, caller, user_id, role).await?;
     }
     if addresses.email.is_some() || addresses.slack_user_id.is_some() {
         let member = store.member(caller.workspace_id(), user_id).await?.ok_or(AppError::NotFound("member"))?;
@@ -201,8 +235,9 @@ pub async fn update_member(
     Ok(row.to_member()?)
 }
 
-/// `DELETE /members/{user_id}`: the person loses access to the workspace at once (their sessions there end).
-pub async fn remove_member(store: &dyn Store, caller: &Caller, user_id: Uuid) -> Result<(), AppError> {
+/// `DELETE /members/{user_id}`: the person loses access to the workspace at once (their sessions there end), and
+/// lets go of the questions they claimed there.
+pub async fn remove_member(store: &dyn Store, hub: &EventHub, caller: &Caller, user_id: Uuid) -> Result<(), AppError> {
     caller.require_admin(MANAGE_PEOPLE)?;
     let removed = move |before: Role| {
         entry_by(caller, actions::MEMBER_REMOVED, ("user", user_id), Some(serde_json::json!({ "role": before })), None)
@@ -210,7 +245,7 @@ pub async fn remove_member(store: &dyn Store, caller: &Caller, user_id: Uuid) ->
     match store.remove_member(caller.workspace_id(), user_id, &removed).await? {
         MembershipChange::Changed { before } => {
             tracing::info!(%user_id, %before, "member removed");
-            Ok(())
+            release_claims(store, hub, caller, user_id, None).await
         }
         MembershipChange::NotMember => Err(AppError::NotFound("member")),
         MembershipChange::LastAdmin => Err(last_admin()),

@@ -3,9 +3,7 @@
 //! event and its audit entry — that the store writes only while the question is still pending.
 
 use chrono::{DateTime, Utc};
-use holdpoint_types::{
-    AnswerBody, Assignee, FieldRules, Question, QuestionKind, QuestionStatus, Resolution, ResponseType,
-};
+use holdpoint_types::{AnswerBody, FieldRules, Question, QuestionKind, QuestionStatus, Resolution, ResponseType};
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -15,8 +13,7 @@ use crate::error::AppError;
 use crate::events::EventHub;
 use crate::metrics::Metrics;
 use crate::store::{
-    FileClaim, PrincipalKind, QuestionResolution, QuestionRow, QuestionTransition, ResolveOutcome, Store, StoreError,
-    StoreResult,
+    FileClaim, QuestionResolution, QuestionRow, QuestionTransition, ResolveOutcome, Store, StoreError, StoreResult,
 };
 use crate::validation::{COMMENT_MAX_CHARS, FieldErrors};
 
@@ -40,21 +37,6 @@ pub fn not_pending(question: &QuestionRow) -> AppError {
             "resolution": question.resolution,
             "resolved_at": question.resolved_at,
         })),
-    }
-}
-
-/// Refuses with 403 unless the caller's role may answer this kind of question: approvals need `approver` or
-/// `admin`; other questions `responder` and up; `viewer` and `agent` never answer.
-pub fn require_answer_right(caller: &Caller, kind: QuestionKind) -> Result<(), AppError> {
-    let role = caller.role();
-    if role.may_answer_kind(kind) {
-        Ok(())
-    } else {
-        Err(AppError::Forbidden(format!(
-            "{} may not answer {} questions",
-            role.with_article(),
-            kind.as_str().replace('_', " ")
-        )))
     }
 }
 
@@ -122,26 +104,12 @@ pub fn require_right_to_end(caller: &Caller, row: &QuestionRow, now: DateTime<Ut
 }
 
 /// Refuses with 403 a caller who may not decide `question` whoever holds it: its kind needs another role, its
-/// assignee is someone else, or it is reserved for other eligible approvers. Answering, claiming and ending a
-/// question all start here.
+/// assignee is someone else, or it is reserved for other eligible approvers
+/// ([`holdpoint_types::refusal_to_decide`]). Answering, claiming and ending a question all start here.
 pub fn require_right_to_decide(caller: &Caller, question: &Question) -> Result<(), AppError> {
-    require_answer_right(caller, question.kind)?;
-    require_assignee(caller, question)?;
-    quorum::require_eligible(caller, question)
-}
-
-/// Refuses with 403 a caller the question's assignee does not name.
-pub fn require_assignee(caller: &Caller, question: &Question) -> Result<(), AppError> {
-    match &question.assignee {
-        Some(Assignee::User(username))
-            if !(caller.principal.kind == PrincipalKind::User && caller.principal.name == *username) =>
-        {
-            Err(AppError::Forbidden(format!("this question is assigned to {username}")))
-        }
-        Some(Assignee::Role(role)) if caller.role().rank() < role.rank() => {
-            Err(AppError::Forbidden(format!("this question is assigned to {}s and above", role)))
-        }
-        _ => Ok(()),
+    match question.refusal_to_decide(caller.decider()) {
+        Some(refusal) => Err(AppError::Forbidden(refusal)),
+        None => Ok(()),
     }
 }
 

@@ -151,3 +151,97 @@ async fn change_claim(
     }
     Err(still_changing())
 }
+
+/// Lets go of the claims `person` holds on the pending questions of `workspace_id` that they may no longer decide:
+/// all of them once they have left the workspace (`now_as` is `None`), or those their new role (`now_as`, with their
+/// username) does not allow. Otherwise their claim would keep everyone but an admin from answering until it ran out.
+/// Each is a change of its own, conditional on the question's revision, with a `question_claimed` event and a
+/// `question.unclaimed` audit entry by `actor`. How many were let go.
+pub async fn release_fallen_claims(
+    store: &dyn crate::store::Store,
+    hub: &crate::events::EventHub,
+    workspace: &str,
+    workspace_id: Uuid,
+    person: Uuid,
+    now_as: Option<(Role, &str)>,
+    actor: &AuditActor,
+) -> Result<u32, AppError> {
+    let mut filter =
+        crate::store::QuestionFilter { status: Some(QuestionStatus::Pending), limit: 500, ..Default::default() };
+    let mut released = 0;
+    loop {
+        let page = store.list_questions(workspace_id, &filter).await?;
+        let Some(last) = page.last() else { break };
+        filter.after = Some(crate::store::QuestionCursor::Created { id: last.id });
+        let full_page = page.len() == filter.limit as usize;
+        for row in page.into_iter().filter(|row| row.claimed_by_id == Some(person)) {
+            if release_fallen(store, hub, workspace, person, now_as, actor, row).await? {
+                released += 1;
+            }
+        }
+        if !full_page {
+            break;
+        }
+    }
+    Ok(released)
+}
+
+/// Lets go of `person`'s claim of `row` if they still hold it and may no longer decide it; whether it did.
+async fn release_fallen(
+    store: &dyn crate::store::Store,
+    hub: &crate::events::EventHub,
+    workspace: &str,
+    person: Uuid,
+    now_as: Option<(Role, &str)>,
+    actor: &AuditActor,
+    mut row: QuestionRow,
+) -> Result<bool, AppError> {
+    for _ in 0..ATTEMPTS {
+        let question = row.to_question(workspace)?;
+        let may_decide = now_as.is_some_and(|(role, name)| {
+            question.refusal_to_decide(holdpoint_types::Decider { role, name, account: true }).is_none()
+        });
+        let at = change_time(&row);
+        if row.status != QuestionStatus::Pending || claim_holder(&row, at) != Some(person) || may_decide {
+            return Ok(false);
+        }
+        let mut after = row.clone();
+        after.claimed_by = None;
+        after.claim_expires_at = None;
+        after.claimed_by_id = None;
+        after.revision += 1;
+        after.updated_at = at;
+        let event = pending_event(&after, EventType::QuestionClaimed, workspace)?;
+        let audit = NewAuditEntry {
+            workspace_id: row.workspace_id,
+            actor: actor.clone(),
+            action: actions::QUESTION_UNCLAIMED.into(),
+            subject_type: "question".into(),
+            subject_id: Some(row.id.to_string()),
+            before: Some(json!({
+                "title": row.title,
+                "claimed_by": question.claimed_by,
+                "claim_expires_at": question.claim_expires_at,
+            })),
+            after: Some(json!({
+                "released": question.claimed_by,
+                "because": match now_as {
+                    Some((role, _)) => format!("their role is now {role}"),
+                    None => "they left the workspace".to_owned(),
+                },
+            })),
+            diff: None,
+            created_at: at,
+        };
+        let change = PendingQuestionChange {
+            question: after,
+            effect: PendingEffect::Recorded { event, audit, reach: Reach::default() },
+        };
+        if store.change_pending_question(&change).await? {
+            hub.forget_asked(row.id);
+            return Ok(true);
+        }
+        row = reread(store, &row).await?;
+    }
+    Err(still_changing())
+}

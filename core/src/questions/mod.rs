@@ -22,8 +22,7 @@ use crate::error::AppError;
 pub use answer_shape::{AnswerShape, TEXT_ANSWER_MAX_CHARS, answer_from_form_fields, check_answer, file_id_of};
 pub use answering::{
     Answering, answer_granting, answer_question, answer_through, cancel_question, not_pending, pending_for, requester,
-    require_answer_right, require_assignee, require_right_to_decide, require_right_to_end, require_right_to_give,
-    resolve, transition,
+    require_right_to_decide, require_right_to_end, require_right_to_give, resolve, transition,
 };
 pub use asking::{Asked, Asking, approved_by_grant, assignee_problem, check_assignee, tool_call_key};
 pub use new_question::{

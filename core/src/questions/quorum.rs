@@ -1,8 +1,9 @@
 //! Approvals that need several people (a quorum): who may give one, and recording each until the last one needed
 //! answers the question. Each approval is a change of the pending question as [`super::pending`] describes.
 
-use holdpoint_types::{AnswerBody, Approval, EventType, Question, QuestionStatus, Resolution};
+use holdpoint_types::{AnswerBody, Approval, Decider, EventType, Question, QuestionStatus, Resolution};
 use serde_json::json;
+use uuid::Uuid;
 
 use super::claims::require_claim;
 use super::pending::{ATTEMPTS, change_time, pending_event, reread, still_changing};
@@ -10,7 +11,9 @@ use super::{Answering, not_pending, pending_for, transition};
 use crate::actions;
 use crate::credentials::Caller;
 use crate::error::AppError;
-use crate::store::{NewAuditEntry, PendingEffect, PendingQuestionChange, QuestionResolution, QuestionRow, Reach};
+use crate::store::{
+    NewAuditEntry, PendingEffect, PendingQuestionChange, QuestionResolution, QuestionRow, Reach, Store,
+};
 
 /// Refuses with 403 a service token's approval of a question that needs several: a quorum counts people, and a
 /// token the operator made (not a person) stands for nobody.
@@ -23,22 +26,6 @@ fn require_person(caller: &Caller) -> Result<(), AppError> {
          counts people; approve with your account or a token you made"
             .into(),
     ))
-}
-
-/// Refuses with 403 a caller the question's `eligible` does not name (a quorum's approvers).
-pub fn require_eligible(caller: &Caller, question: &Question) -> Result<(), AppError> {
-    use crate::store::PrincipalKind;
-    match &question.eligible {
-        Some(holdpoint_types::Eligible::Role(role)) if caller.role().rank() < role.rank() => {
-            Err(AppError::Forbidden(format!("only {}s and above may decide this approval", role)))
-        }
-        Some(holdpoint_types::Eligible::Users(users))
-            if !(caller.principal.kind == PrincipalKind::User && users.contains(&caller.principal.name)) =>
-        {
-            Err(AppError::Forbidden(format!("only {} may decide this approval", users.join(", "))))
-        }
-        _ => Ok(()),
-    }
 }
 
 /// Records the caller's approval of a question that needs several (`answer` is an approval, checked against the
@@ -66,6 +53,7 @@ pub async fn approve(
         }
         let at = change_time(&row);
         let mut after = row.clone();
+        let withdrawn = withdraw_fallen(store, row.workspace_id, &question, &mut after.approvals.0).await?;
         let person_id = caller.principal.person;
         after.approvals.0.push(Approval { by: by.clone(), at, comment: answer.comment.clone(), person_id });
         after.revision += 1;
@@ -82,8 +70,13 @@ pub async fn approve(
                 actor: caller.into(),
             };
             let mut completes = transition(&after, &change, workspace)?;
-            if let (Some(channel), Some(audit_after)) = (channel, completes.audit.after.as_mut()) {
-                audit_after["channel"] = json!(channel);
+            if let Some(audit_after) = completes.audit.after.as_mut() {
+                if let Some(channel) = channel {
+                    audit_after["channel"] = json!(channel);
+                }
+                if !withdrawn.is_empty() {
+                    audit_after["withdrawn_approvals"] = json!(withdrawn);
+                }
             }
             PendingEffect::Resolves(completes)
         } else {
@@ -100,6 +93,7 @@ pub async fn approve(
                     "required_approvals": required,
                     "comment": answer.comment,
                     "channel": channel,
+                    "withdrawn_approvals": (!withdrawn.is_empty()).then_some(&withdrawn),
                 })),
                 diff: None,
                 created_at: at,
@@ -125,6 +119,34 @@ pub async fn approve(
         row = reread(store, &row).await?;
     }
     Err(still_changing())
+}
+
+/// Takes out of `approvals` those whose givers may no longer decide `question` — removed from its workspace, or
+/// given a role it does not allow — and returns their names: a quorum counts the people who may decide it when it
+/// completes, not who once might have. Approvals that record no person stay. Reads one member per approval.
+async fn withdraw_fallen(
+    store: &dyn Store,
+    workspace_id: Uuid,
+    question: &Question,
+    approvals: &mut Vec<Approval>,
+) -> Result<Vec<String>, AppError> {
+    let mut withdrawn = Vec::new();
+    let mut standing = Vec::with_capacity(approvals.len());
+    for approval in approvals.drain(..) {
+        let stands = match approval.person_id {
+            Some(person) => store.member(workspace_id, person).await?.is_some_and(|member| {
+                let decider = Decider { role: member.role, name: &member.username, account: true };
+                question.refusal_to_decide(decider).is_none()
+            }),
+            None => true,
+        };
+        match stands {
+            true => standing.push(approval),
+            false => withdrawn.push(approval.by),
+        }
+    }
+    *approvals = standing;
+    Ok(withdrawn)
 }
 
 /// Whether `approval` is the caller's person's: by the person it counts as, or by name for an approval that records

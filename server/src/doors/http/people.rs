@@ -145,8 +145,8 @@ async fn decline_invitation(
     Ok(ApiJson(people::answer_invitation(state.store.as_ref(), &caller, id, false).await?))
 }
 
-/// `PATCH /members/{user_id}` (admin): another role (effective on the member's next request; 409 for the last
-/// admin) and/or other addresses.
+/// `PATCH /members/{user_id}` (admin): another role (effective on the member's next request; their claims of
+/// questions the new role may not decide are let go; 409 for the last admin) and/or other addresses.
 #[utoipa::path(patch, path = "/members/{user_id}", tag = "people", params(("user_id" = Uuid, Path, description = "The person's id")),
     request_body = MemberUpdate, responses((status = 200, description = "The member", body = Member), ErrorResponses))]
 async fn update_member(
@@ -170,7 +170,8 @@ async fn update_member(
     ))
 }
 
-/// `DELETE /members/{user_id}` (admin): removes the person from the workspace; their sessions there end at once.
+/// `DELETE /members/{user_id}` (admin): removes the person from the workspace; their sessions there end at once,
+/// and their claims of its questions are let go.
 #[utoipa::path(delete, path = "/members/{user_id}", tag = "people", params(("user_id" = Uuid, Path, description = "The person's id")),
     responses((status = 204, description = "Removed"), ErrorResponses))]
 async fn remove_member(
@@ -179,7 +180,7 @@ async fn remove_member(
     Path(user_id): Path<String>,
 ) -> ApiResult<StatusCode> {
     let user_id = path_id(&user_id, "member")?;
-    people::remove_member(state.store.as_ref(), &caller, user_id).await?;
+    people::remove_member(state.store.as_ref(), &state.hub, &caller, user_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
