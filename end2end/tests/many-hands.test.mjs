@@ -417,26 +417,26 @@ test('after five approvals of the same call the offer says so, and letting calls
 });
 
 test('a question not yours to decide says why in place of its form and offers no Claim; its assignee or named approvers get both', async () => {
-  const dana = { username: 'dana', password: 'pw-dana-0123456789' };
+  const nadia = { username: 'nadia', password: 'pw-nadia-0123456789' };
   const erin = { username: 'erin', password: 'pw-erin-0123456789' };
-  for (const person of [dana, erin]) {
+  for (const person of [nadia, erin]) {
     assert.equal((await api(server, 'POST', '/members', { ...person, role: 'approver' })).status, 201);
   }
-  const assigned = await api(server, 'POST', '/questions', { title: 'Dana, which region first?', assignee: { user: 'dana' } });
+  const assigned = await api(server, 'POST', '/questions', { title: 'Nadia, which region first?', assignee: { user: 'nadia' } });
   assert.equal(assigned.status, 201, JSON.stringify(assigned.json));
   const reserved = await api(server, 'POST', '/questions', {
     kind: 'approval', title: 'Ship the hotfix to every region?', required_approvals: 2,
     action: { tool_name: 'shell', arguments: { command: 'deploy --all-regions hotfix-42' } },
-    eligible: { users: ['dana', server.username] },
+    eligible: { users: ['nadia', server.username] },
   });
   assert.equal(reserved.status, 201, JSON.stringify(reserved.json));
 
   const context = await browser.newContext();
   const asErin = await context.newPage();
-  const asDana = await (await browser.newContext()).newPage();
+  const asNadia = await (await browser.newContext()).newPage();
   await signIn(asErin, server, '/inbox', erin);
-  await signIn(asDana, server, '/inbox', dana);
-  const refusals = [/^This question is assigned to dana\.$/, new RegExp(`^Only dana, ${server.username} may decide this approval\\.$`)];
+  await signIn(asNadia, server, '/inbox', nadia);
+  const refusals = [/^This question is assigned to nadia\.$/, new RegExp(`^Only nadia, ${server.username} may decide this approval\\.$`)];
   for (const [i, id] of [assigned.json.id, reserved.json.id].entries()) {
     // Erin is an approver, but neither question is hers to decide: the page says why in place of the answer form,
     // and she sees who holds it but no button to claim it.
@@ -454,16 +454,16 @@ test('a question not yours to decide says why in place of its form and offers no
     });
     assert.equal(refused.status(), 403);
 
-    // Dana may decide both: she claims it from its page.
-    await asDana.goto(`${server.baseUrl}/questions/${id}`);
-    await waitForHydration(asDana);
-    await asDana.getByTestId('question-claim-button').click();
-    await asDana.getByTestId('question-claimed-by').waitFor();
-    assert.equal(await asDana.getByTestId('answer-refused').count(), 0, 'her page has the answer form');
-    assert.equal((await api(server, 'GET', `/questions/${id}`)).json.claimed_by, 'dana');
+    // Nadia may decide both: she claims it from its page.
+    await asNadia.goto(`${server.baseUrl}/questions/${id}`);
+    await waitForHydration(asNadia);
+    await asNadia.getByTestId('question-claim-button').click();
+    await asNadia.getByTestId('question-claimed-by').waitFor();
+    assert.equal(await asNadia.getByTestId('answer-refused').count(), 0, 'her page has the answer form');
+    assert.equal((await api(server, 'GET', `/questions/${id}`)).json.claimed_by, 'nadia');
   }
   await asErin.screenshot({ path: resultPath('claim-not-offered.png'), fullPage: true });
   await context.close();
-  await asDana.context().close();
+  await asNadia.context().close();
 });
 

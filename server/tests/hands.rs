@@ -577,6 +577,8 @@ async fn an_action_link_says_where_a_quorum_stands_and_who_holds_the_claim(app: 
     assert_eq!(app.get(&format!("/api/v1/questions/{claimed}")).await.json["status"], "pending");
 }
 
+/// Whoever may no longer decide a question lets go of it: a member removed, a member given another role, a service
+/// token revoked.
 async fn who_leaves_or_may_no_longer_decide_counts_toward_no_quorum_and_holds_no_claim(app: TestApp) {
     let requester = named_token(&app, "release bot", Role::Approver).await;
     let ana = person(&app, "ana", Role::Approver).await;
@@ -657,4 +659,34 @@ async fn who_leaves_or_may_no_longer_decide_counts_toward_no_quorum_and_holds_no
     };
     assert_eq!(claim_events(&first), 2, "claimed, then let go");
     assert_eq!(claim_events(&text), 1);
+
+    // A service token that is revoked lets go of its claims; a person's token claims for the person, who keeps them.
+    let service = named_token(&app, "night shift", Role::Responder).await;
+    let persons = persons_token(&app, "fay", "fay's laptop", Role::Responder).await;
+    let (by_service, by_person) = (
+        ask(&app, &agent, json!({"title": "Restart the worker?", "response_type": "text"})).await,
+        ask(&app, &agent, json!({"title": "Which queue first?", "response_type": "text"})).await,
+    );
+    for (token, id) in [(&service, &by_service), (&persons, &by_person)] {
+        let claimed = app.call(Method::POST, &format!("/api/v1/questions/{id}/claim"), Some(token), None).await;
+        assert_eq!(claimed.status, StatusCode::OK, "{}", claimed.text);
+    }
+    let tokens = app.get("/api/v1/tokens?limit=100").await.json;
+    for name in ["night shift", "fay's laptop"] {
+        let token = tokens["items"].as_array().unwrap().iter().find(|t| t["name"] == name).expect("listed");
+        let path = format!("/api/v1/tokens/{}/revoke", token["id"].as_str().unwrap());
+        let revoked = app.call(Method::POST, &path, Some(&app.token), None).await;
+        assert_eq!(revoked.status, StatusCode::OK, "{}", revoked.text);
+    }
+    assert!(app.get(&format!("/api/v1/questions/{by_service}")).await.json.get("claimed_by").is_none());
+    assert_eq!(app.get(&format!("/api/v1/questions/{by_person}")).await.json["claimed_by"], "fay's laptop");
+    let audit = app.get("/api/v1/audit?limit=100").await.json;
+    let released: Vec<&Value> = audit["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["subject_id"] == by_service.as_str() && e["action"] == "question.unclaimed")
+        .collect();
+    assert_eq!(released.len(), 1, "{released:?}");
+    assert_eq!(released[0]["after"]["because"], "the token was revoked");
 }

@@ -13,6 +13,7 @@ use crate::channels::slack::SlackClient;
 use crate::credentials::{hash_secret, new_token_secret};
 use crate::events::EventHub;
 use crate::notifications::SendsOn;
+use crate::questions::claims::Fallen;
 use crate::store::{InvitationRow, MembershipChange, UserRow};
 
 /// What `POST /members` did: a new account made a member, or an existing account invited.
@@ -169,32 +170,25 @@ pub async fn change_role(
         MembershipChange::LastAdmin => return Err(last_admin()),
     }
     let row = store.member(caller.workspace_id(), user_id).await?.ok_or(AppError::NotFound("member"))?;
-    let now_as = Some((row.role, row.username.as_str()));
-    release_claims(store, hub, caller, user_id, now_as).await?;
+    let because = format!("their role is now {role}");
+    let fallen = Fallen { holder: user_id, now_as: Some((row.role, row.username.as_str())), because: &because };
+    release_claims(store, hub, caller, fallen).await?;
     Ok(row.to_member()?)
 }
 
-/// Lets go of the claims `user_id` holds on questions they may no longer decide, now that they have left the
-/// workspace (`now_as` is `None`) or hold another role.
+/// Lets go of the claims `fallen` holds on questions they may no longer decide.
 async fn release_claims(
     store: &dyn Store,
     hub: &EventHub,
     caller: &Caller,
-    user_id: Uuid,
-    now_as: Option<(Role, &str)>,
+    fallen: Fallen<'_>,
 ) -> Result<(), AppError> {
-    let released = crate::questions::claims::release_fallen_claims(
-        store,
-        hub,
-        &caller.principal.workspace,
-        caller.workspace_id(),
-        user_id,
-        now_as,
-        &AuditActor::from(caller),
-    )
-    .await?;
+    let (workspace, actor) = (&caller.principal.workspace, AuditActor::from(caller));
+    let released =
+        crate::questions::claims::release_fallen_claims(store, hub, workspace, caller.workspace_id(), fallen, &actor)
+            .await?;
     if released > 0 {
-        tracing::info!(%user_id, released, "claims let go");
+        tracing::info!(holder = %fallen.holder, released, because = fallen.because, "claims let go");
     }
     Ok(())
 }
@@ -245,7 +239,8 @@ pub async fn remove_member(store: &dyn Store, hub: &EventHub, caller: &Caller, u
     match store.remove_member(caller.workspace_id(), user_id, &removed).await? {
         MembershipChange::Changed { before } => {
             tracing::info!(%user_id, %before, "member removed");
-            release_claims(store, hub, caller, user_id, None).await
+            let fallen = Fallen { holder: user_id, now_as: None, because: "they left the workspace" };
+            release_claims(store, hub, caller, fallen).await
         }
         MembershipChange::NotMember => Err(AppError::NotFound("member")),
         MembershipChange::LastAdmin => Err(last_admin()),
@@ -290,9 +285,10 @@ pub async fn create_token(store: &dyn Store, caller: &Caller, input: NewToken) -
     Ok(CreatedToken { token: info.to_token_info()?, secret })
 }
 
-/// `POST /tokens/{id}/revoke`: the token stops working at once, and so do the sessions opened with it. 409 if it
-/// was revoked already.
-pub async fn revoke_token(store: &dyn Store, caller: &Caller, id: Uuid) -> Result<TokenInfo, AppError> {
+/// `POST /tokens/{id}/revoke`: the token stops working at once, and so do the sessions opened with it; a service
+/// token lets go of its claims (a person's token claims for the person, who keeps them). 409 if it was revoked
+/// already.
+pub async fn revoke_token(store: &dyn Store, hub: &EventHub, caller: &Caller, id: Uuid) -> Result<TokenInfo, AppError> {
     caller.require_admin(MANAGE_PEOPLE)?;
     let at = now();
     let (before, after) = (serde_json::json!({ "revoked_at": null }), serde_json::json!({ "revoked_at": at }));
@@ -305,5 +301,9 @@ pub async fn revoke_token(store: &dyn Store, caller: &Caller, id: Uuid) -> Resul
         });
     }
     tracing::info!(token = %id, by = %caller.principal.name, "token revoked");
+    if store.token_maker(caller.workspace_id(), id).await?.is_none() {
+        release_claims(store, hub, caller, Fallen { holder: id, now_as: None, because: "the token was revoked" })
+            .await?;
+    }
     Ok(row.to_token_info()?)
 }

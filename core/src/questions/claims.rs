@@ -152,18 +152,28 @@ async fn change_claim(
     Err(still_changing())
 }
 
-/// Lets go of the claims `person` holds on the pending questions of `workspace_id` that they may no longer decide:
-/// all of them once they have left the workspace (`now_as` is `None`), or those their new role (`now_as`, with their
-/// username) does not allow. Otherwise their claim would keep everyone but an admin from answering until it ran out.
-/// Each is a change of its own, conditional on the question's revision, with a `question_claimed` event and a
-/// `question.unclaimed` audit entry by `actor`. How many were let go.
+/// Who lets go of their claims, and why: a person (or a service token) who may no longer decide some questions.
+#[derive(Debug, Clone, Copy)]
+pub struct Fallen<'a> {
+    /// Whose claims: a person's account, or a service token (as [`crate::store::Principal::counts_as`] names them).
+    pub holder: Uuid,
+    /// The role and name they now decide with; `None` once they decide nothing (removed, or a token revoked).
+    pub now_as: Option<(Role, &'a str)>,
+    /// Why, as the audit entry says it ("they left the workspace").
+    pub because: &'a str,
+}
+
+/// Lets go of the claims `fallen.holder` holds on the pending questions of `workspace_id` that they may no longer
+/// decide: all of them once they decide nothing, or those their new role does not allow. Otherwise their claim
+/// would keep everyone but an admin from answering until it ran out. Each is a change of its own, conditional on the
+/// question's revision, with a `question_claimed` event and a `question.unclaimed` audit entry by `actor`. How many
+/// were let go.
 pub async fn release_fallen_claims(
     store: &dyn crate::store::Store,
     hub: &crate::events::EventHub,
     workspace: &str,
     workspace_id: Uuid,
-    person: Uuid,
-    now_as: Option<(Role, &str)>,
+    fallen: Fallen<'_>,
     actor: &AuditActor,
 ) -> Result<u32, AppError> {
     let mut filter =
@@ -174,8 +184,8 @@ pub async fn release_fallen_claims(
         let Some(last) = page.last() else { break };
         filter.after = Some(crate::store::QuestionCursor::Created { id: last.id });
         let full_page = page.len() == filter.limit as usize;
-        for row in page.into_iter().filter(|row| row.claimed_by_id == Some(person)) {
-            if release_fallen(store, hub, workspace, person, now_as, actor, row).await? {
+        for row in page.into_iter().filter(|row| row.claimed_by_id == Some(fallen.holder)) {
+            if release_fallen(store, hub, workspace, fallen, actor, row).await? {
                 released += 1;
             }
         }
@@ -186,23 +196,22 @@ pub async fn release_fallen_claims(
     Ok(released)
 }
 
-/// Lets go of `person`'s claim of `row` if they still hold it and may no longer decide it; whether it did.
+/// Lets go of `fallen`'s claim of `row` if they still hold it and may no longer decide it; whether it did.
 async fn release_fallen(
     store: &dyn crate::store::Store,
     hub: &crate::events::EventHub,
     workspace: &str,
-    person: Uuid,
-    now_as: Option<(Role, &str)>,
+    fallen: Fallen<'_>,
     actor: &AuditActor,
     mut row: QuestionRow,
 ) -> Result<bool, AppError> {
     for _ in 0..ATTEMPTS {
         let question = row.to_question(workspace)?;
-        let may_decide = now_as.is_some_and(|(role, name)| {
+        let may_decide = fallen.now_as.is_some_and(|(role, name)| {
             question.refusal_to_decide(holdpoint_types::Decider { role, name, account: true }).is_none()
         });
         let at = change_time(&row);
-        if row.status != QuestionStatus::Pending || claim_holder(&row, at) != Some(person) || may_decide {
+        if row.status != QuestionStatus::Pending || claim_holder(&row, at) != Some(fallen.holder) || may_decide {
             return Ok(false);
         }
         let mut after = row.clone();
@@ -223,13 +232,7 @@ async fn release_fallen(
                 "claimed_by": question.claimed_by,
                 "claim_expires_at": question.claim_expires_at,
             })),
-            after: Some(json!({
-                "released": question.claimed_by,
-                "because": match now_as {
-                    Some((role, _)) => format!("their role is now {role}"),
-                    None => "they left the workspace".to_owned(),
-                },
-            })),
+            after: Some(json!({ "released": question.claimed_by, "because": fallen.because })),
             diff: None,
             created_at: at,
         };

@@ -223,7 +223,8 @@ async fn create_token(
     Ok((StatusCode::CREATED, ApiJson(people::create_token(state.store.as_ref(), &caller, input).await?)))
 }
 
-/// `POST /tokens/{id}/revoke` (admin): the token and its sessions stop working at once. 409 if revoked already.
+/// `POST /tokens/{id}/revoke` (admin): the token and its sessions stop working at once; a service token's claims
+/// are let go. 409 if revoked already.
 #[utoipa::path(post, path = "/tokens/{id}/revoke", tag = "people", params(("id" = Uuid, Path, description = "The token's id")),
     responses((status = 200, description = "The revoked token", body = TokenInfo), ErrorResponses))]
 async fn revoke_token(
@@ -232,7 +233,7 @@ async fn revoke_token(
     Path(id): Path<String>,
 ) -> ApiResult<ApiJson<TokenInfo>> {
     let id = path_id(&id, "token")?;
-    Ok(ApiJson(people::revoke_token(state.store.as_ref(), &caller, id).await?))
+    Ok(ApiJson(people::revoke_token(state.store.as_ref(), &state.hub, &caller, id).await?))
 }
 
 /// `GET /me`: who the caller is, in which workspace, with which role.
