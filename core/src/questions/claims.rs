@@ -123,26 +123,8 @@ async fn change_claim(
                 (actions::QUESTION_UNCLAIMED, json!({ "released": holder }))
             }
         };
-        after.revision += 1;
-        after.updated_at = at;
-        let event = pending_event(&after, EventType::QuestionClaimed, workspace)?;
-        let audit = NewAuditEntry {
-            workspace_id: row.workspace_id,
-            actor: AuditActor::from(caller),
-            action: audit_action.into(),
-            subject_type: "question".into(),
-            subject_id: Some(row.id.to_string()),
-            before: Some(json!({
-                "title": row.title,
-                "claimed_by": question.claimed_by,
-                "claim_expires_at": question.claim_expires_at,
-            })),
-            after: Some(audit_after),
-            diff: None,
-            created_at: at,
-        };
-        let effect = PendingEffect::Recorded { event, audit, reach: Reach::default() };
-        let change = PendingQuestionChange { question: after, effect };
+        let change =
+            claim_change(&question, after, at, AuditActor::from(caller), (audit_action, audit_after), workspace)?;
         if store.change_pending_question(&change).await? {
             answering.hub.forget_asked(row.id);
             return Ok(change.question.to_question(workspace)?);
@@ -218,28 +200,9 @@ async fn release_fallen(
         after.claimed_by = None;
         after.claim_expires_at = None;
         after.claimed_by_id = None;
-        after.revision += 1;
-        after.updated_at = at;
-        let event = pending_event(&after, EventType::QuestionClaimed, workspace)?;
-        let audit = NewAuditEntry {
-            workspace_id: row.workspace_id,
-            actor: actor.clone(),
-            action: actions::QUESTION_UNCLAIMED.into(),
-            subject_type: "question".into(),
-            subject_id: Some(row.id.to_string()),
-            before: Some(json!({
-                "title": row.title,
-                "claimed_by": question.claimed_by,
-                "claim_expires_at": question.claim_expires_at,
-            })),
-            after: Some(json!({ "released": question.claimed_by, "because": fallen.because })),
-            diff: None,
-            created_at: at,
-        };
-        let change = PendingQuestionChange {
-            question: after,
-            effect: PendingEffect::Recorded { event, audit, reach: Reach::default() },
-        };
+        let audited =
+            (actions::QUESTION_UNCLAIMED, json!({ "released": question.claimed_by, "because": fallen.because }));
+        let change = claim_change(&question, after, at, actor.clone(), audited, workspace)?;
         if store.change_pending_question(&change).await? {
             hub.forget_asked(row.id);
             return Ok(true);
@@ -247,4 +210,39 @@ async fn release_fallen(
         row = reread(store, &row).await?;
     }
     Err(still_changing())
+}
+
+/// The change of a pending question whose claim was taken or let go (`after`, its claim set, as of `at`): its
+/// revision moved on, a `question_claimed` event, and the audit entry `action` by `actor` with what the claim was
+/// before and `audit_after`.
+fn claim_change(
+    question: &Question,
+    mut after: QuestionRow,
+    at: DateTime<Utc>,
+    actor: AuditActor,
+    (action, audit_after): (&str, serde_json::Value),
+    workspace: &str,
+) -> Result<PendingQuestionChange, AppError> {
+    after.revision += 1;
+    after.updated_at = at;
+    let event = pending_event(&after, EventType::QuestionClaimed, workspace)?;
+    let audit = NewAuditEntry {
+        workspace_id: after.workspace_id,
+        actor,
+        action: action.into(),
+        subject_type: "question".into(),
+        subject_id: Some(after.id.to_string()),
+        before: Some(json!({
+            "title": question.title,
+            "claimed_by": question.claimed_by,
+            "claim_expires_at": question.claim_expires_at,
+        })),
+        after: Some(audit_after),
+        diff: None,
+        created_at: at,
+    };
+    Ok(PendingQuestionChange {
+        question: after,
+        effect: PendingEffect::Recorded { event, audit, reach: Reach::default() },
+    })
 }
