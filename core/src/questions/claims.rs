@@ -7,7 +7,7 @@ use holdpoint_types::{EventType, Question, QuestionStatus, Role};
 use serde_json::json;
 use uuid::Uuid;
 
-use super::pending::{ATTEMPTS, change_time, pending_event, reread, still_changing};
+use super::pending::{ATTEMPTS, PendingPages, change_time, pending_event, reread, still_changing};
 use super::{Answering, not_pending, require_right_to_decide};
 use crate::actions;
 use crate::credentials::Caller;
@@ -158,21 +158,13 @@ pub async fn release_fallen_claims(
     fallen: Fallen<'_>,
     actor: &AuditActor,
 ) -> Result<u32, AppError> {
-    let mut filter =
-        crate::store::QuestionFilter { status: Some(QuestionStatus::Pending), limit: 500, ..Default::default() };
+    let mut pending = PendingPages::of(workspace_id);
     let mut released = 0;
-    loop {
-        let page = store.list_questions(workspace_id, &filter).await?;
-        let Some(last) = page.last() else { break };
-        filter.after = Some(crate::store::QuestionCursor::Created { id: last.id });
-        let full_page = page.len() == filter.limit as usize;
+    while let Some(page) = pending.next(store).await? {
         for row in page.into_iter().filter(|row| row.claimed_by_id == Some(fallen.holder)) {
             if release_fallen(store, hub, workspace, fallen, actor, row).await? {
                 released += 1;
             }
-        }
-        if !full_page {
-            break;
         }
     }
     Ok(released)

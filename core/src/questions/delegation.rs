@@ -8,7 +8,7 @@ use holdpoint_types::{Assignee, DeliveryCause, EventType, QuestionStatus, Role};
 use serde_json::json;
 use uuid::Uuid;
 
-use super::pending::{ATTEMPTS, change_time, pending_event, reread, still_changing};
+use super::pending::{ATTEMPTS, PendingPages, change_time, pending_event, reread, still_changing};
 use crate::actions;
 use crate::error::AppError;
 use crate::notifications::{Reachable, SendsOn, reach_because};
@@ -101,21 +101,13 @@ pub async fn hand_over_assigned(
     let members = crate::notifications::members(store, workspace_id).await?;
     let push_subscribers = if sends_on.push { store.push_subscribers(workspace_id).await? } else { Vec::new() };
     let reached = Reachable { members: &members, sends_on, push_subscribers: &push_subscribers };
-    let mut filter =
-        crate::store::QuestionFilter { status: Some(QuestionStatus::Pending), limit: 500, ..Default::default() };
+    let mut pending = PendingPages::of(workspace_id);
     let mut handed = 0;
-    loop {
-        let page = store.list_questions(workspace_id, &filter).await?;
-        let Some(last) = page.last() else { break };
-        filter.after = Some(crate::store::QuestionCursor::Created { id: last.id });
-        let full_page = page.len() == filter.limit as usize;
+    while let Some(page) = pending.next(store).await? {
         for row in page {
             if hand_over(store, hub, workspace, &reached, away, actor, row).await? {
                 handed += 1;
             }
-        }
-        if !full_page {
-            break;
         }
     }
     Ok(handed)

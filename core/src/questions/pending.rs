@@ -6,10 +6,11 @@
 //! `pending`.
 
 use chrono::{DateTime, SubsecRound, Utc};
-use holdpoint_types::EventType;
+use holdpoint_types::{EventType, QuestionStatus};
+use uuid::Uuid;
 
 use crate::error::AppError;
-use crate::store::{NewEvent, QuestionRow, Store};
+use crate::store::{NewEvent, QuestionCursor, QuestionFilter, QuestionRow, Store};
 
 /// How many times a change is decided again after another change of the same question was written first. Each
 /// retry means another person's change was stored, so with at most ten approvals needed, a retry budget this size
@@ -43,5 +44,35 @@ pub(super) fn still_changing() -> AppError {
     AppError::Conflict {
         message: "the question kept changing while this change was being recorded; try again".into(),
         details: None,
+    }
+}
+
+/// A workspace's pending questions, read a page at a time (newest first) so that a change made to each of them — a
+/// member leaving, going away, losing a role — never holds them all at once.
+pub(super) struct PendingPages {
+    workspace_id: Uuid,
+    filter: QuestionFilter,
+    read_all: bool,
+}
+
+impl PendingPages {
+    /// How many pending questions one page holds.
+    const PAGE: u32 = 500;
+
+    pub(super) fn of(workspace_id: Uuid) -> Self {
+        let filter = QuestionFilter { status: Some(QuestionStatus::Pending), limit: Self::PAGE, ..Default::default() };
+        Self { workspace_id, filter, read_all: false }
+    }
+
+    /// The next page; `None` once every pending question has been read.
+    pub(super) async fn next(&mut self, store: &dyn Store) -> Result<Option<Vec<QuestionRow>>, AppError> {
+        if self.read_all {
+            return Ok(None);
+        }
+        let page = store.list_questions(self.workspace_id, &self.filter).await?;
+        self.read_all = page.len() < self.filter.limit as usize;
+        let Some(last) = page.last() else { return Ok(None) };
+        self.filter.after = Some(QuestionCursor::Created { id: last.id });
+        Ok(Some(page))
     }
 }
