@@ -7,7 +7,7 @@
 
 use leptos::prelude::*;
 
-use crate::types::{Question, RunStatusEventData};
+use crate::types::{Question, RunStatusEventData, SessionInfo};
 
 /// The event log position a page was rendered at (provided by the server for each page request): the page's first
 /// event stream starts there, so what happens between the render and the connection reaches the page too.
@@ -36,6 +36,19 @@ pub struct Live {
     pub reconnecting: ReadSignal<bool>,
     /// A clock that ticks every second in the browser, for countdowns.
     pub now: ReadSignal<chrono::DateTime<chrono::Utc>>,
+    /// Who is signed in, once the browser has read it.
+    pub viewer: ReadSignal<Option<SessionInfo>>,
+}
+
+impl Live {
+    /// Whether the signed-in person may decide `question` (see [`Question::refusal_to_decide`]): the live modal and
+    /// browser notifications bring up only the questions that are theirs. Until the page knows who is signed in,
+    /// every question is.
+    pub fn may_decide(&self, question: &Question) -> bool {
+        self.viewer.with_untracked(|viewer| {
+            viewer.as_ref().is_none_or(|viewer| question.refusal_to_decide(viewer.decider()).is_none())
+        })
+    }
 }
 
 /// Creates the page's live signals and, in the browser, opens the event stream. Called once, by the root component.
@@ -46,6 +59,7 @@ pub fn provide_live() {
     let (now, set_now) = signal(chrono::Utc::now());
     let (opened, set_opened) = signal(0u32);
     let (reconnecting, set_reconnecting) = signal(false);
+    let (viewer, set_viewer) = signal(None::<SessionInfo>);
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
         // Tracked: the effect runs again, once, when hydration is done.
@@ -61,7 +75,14 @@ pub fn provide_live() {
                 opened: set_opened,
                 reconnecting: set_reconnecting,
             };
-            crate::deferred::listen(feeds);
+            // Who is signed in is known before the first event is heard, so the first question to arrive comes up
+            // only for whom it is.
+            leptos::task::spawn_local(async move {
+                if let Ok(session) = crate::api::session().await {
+                    set_viewer.set(Some(session));
+                }
+                crate::deferred::listen(feeds);
+            });
         }
         if let Ok(handle) =
             set_interval_with_handle(move || set_now.set(chrono::Utc::now()), std::time::Duration::from_secs(1))
@@ -70,8 +91,8 @@ pub fn provide_live() {
         }
     });
     #[cfg(not(feature = "hydrate"))]
-    let _ = (set_questions, set_arrived, set_runs, set_now, set_opened, set_reconnecting);
-    provide_context(Live { questions, arrived, runs, opened, reconnecting, now });
+    let _ = (set_questions, set_arrived, set_runs, set_now, set_opened, set_reconnecting, set_viewer);
+    provide_context(Live { questions, arrived, runs, opened, reconnecting, now, viewer });
 }
 
 #[cfg(feature = "hydrate")]

@@ -85,7 +85,9 @@ pub fn LiveModal() -> impl IntoView {
             let start = processed.get_value().min(events.len());
             for question in &events[start..] {
                 let mut seen_ids = seen.get_value();
-                let arrived = live.arrived.with_untracked(|arrived| arrived.contains(&question.id));
+                // Only a question the person may decide comes up; the others wait in the inbox for whom they are.
+                let arrived =
+                    live.arrived.with_untracked(|arrived| arrived.contains(&question.id)) && live.may_decide(question);
                 let change = queue
                     .try_update(|queue| apply_event(queue, &mut seen_ids, question, arrived))
                     .unwrap_or(QueueChange::Ignored);

@@ -39,7 +39,8 @@ pub fn BrowserNotifications() -> impl IntoView {
             for question in &events[start..] {
                 let urgent = matches!(question.urgency, Urgency::High | Urgency::Critical);
                 let arrived = live.arrived.with_untracked(|arrived| arrived.contains(&question.id));
-                let shown = urgent && arrived && question.status == QuestionStatus::Pending;
+                let shown =
+                    urgent && arrived && question.status == QuestionStatus::Pending && live.may_decide(question);
                 if shown && permission.get_untracked() == "granted" {
                     #[cfg(feature = "hydrate")]
                     browser::show(question);

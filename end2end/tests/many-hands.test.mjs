@@ -467,3 +467,64 @@ test('a question not yours to decide says why in place of its form and offers no
   await asNadia.context().close();
 });
 
+
+test('a question comes up, and is answered from a list, only for whom it allows; the others read why', async () => {
+  const oskar = { username: 'oskar', password: 'pw-oskar-0123456789' };
+  const pia = { username: 'pia', password: 'pw-pia-0123456789' };
+  for (const person of [oskar, pia]) {
+    assert.equal((await api(server, 'POST', '/members', { ...person, role: 'approver' })).status, 201);
+  }
+  const asOskar = await (await browser.newContext()).newPage();
+  const asPia = await (await browser.newContext()).newPage();
+  await signIn(asOskar, server, '/inbox', oskar);
+  await signIn(asPia, server, '/inbox', pia);
+  await waitForLive(asOskar);
+  await waitForLive(asPia);
+
+  const asked = await api(server, 'POST', '/questions', {
+    kind: 'approval', title: 'Rotate the signing key tonight?', urgency: 'high',
+    action: { tool_name: 'shell', arguments: { command: 'keys rotate --now' } },
+    eligible: { users: ['pia'] },
+  });
+  assert.equal(asked.status, 201, JSON.stringify(asked.json));
+  const id = asked.json.id;
+
+  // Pia may decide it: it comes up in her live modal.
+  await asPia.getByTestId('live-modal').waitFor();
+  assert.match(await asPia.getByTestId('live-modal').textContent(), /Rotate the signing key tonight\?/);
+
+  // Oskar may not: no modal, and its row in his inbox says why in place of Approve and Reject.
+  const row = asOskar.locator(`[data-testid="question-item"][data-question-id="${id}"]`);
+  await row.waitFor();
+  const refused = row.getByTestId('row-refused');
+  assert.equal((await refused.textContent()).trim(), 'Not yours to decide: Only pia may decide this approval.');
+  assert.equal(await refused.getAttribute('title'), 'Only pia may decide this approval.', 'the reason on hover');
+  assert.equal(await row.getByTestId('row-affirm').count(), 0);
+  assert.equal(await row.getByTestId('row-refuse').count(), 0);
+  await asOskar.waitForTimeout(500);
+  assert.equal(await asOskar.getByTestId('live-modal').count(), 0, 'the modal came up for oskar');
+  // The keyboard does not answer it either: the cursor on its row, `y` sends nothing.
+  await row.getByTestId('row-urgency').click();
+  await asOskar.keyboard.press('y');
+  // The split view shows it with the reason in place of its form.
+  const detail = asOskar.getByTestId('detail');
+  await detail.waitFor();
+  assert.equal((await asOskar.getByTestId('detail-refused').textContent()).trim(), 'Only pia may decide this approval.');
+  assert.equal(await detail.getByRole('button', { name: 'Approve' }).count(), 0);
+  await asOskar.screenshot({ path: resultPath('row-not-yours.png') });
+  assert.equal((await api(server, 'GET', `/questions/${id}`)).json.status, 'pending', 'oskar answered it');
+
+  // The approval queue lists it for him without a box to select it, and says why.
+  await asOskar.goto(`${server.baseUrl}/approvals`);
+  await waitForHydration(asOskar);
+  const item = asOskar.locator(`[data-testid="approval-item"][data-question-id="${id}"]`);
+  assert.equal((await item.getByTestId('approval-refused').textContent()).trim(), 'Only pia may decide this approval.');
+  assert.equal(await item.getByTestId('approval-select').count(), 0);
+
+  // Pia approves it from her modal.
+  await asPia.getByTestId('modal-approve').click();
+  await eventually('the approval is answered', async () => (await api(server, 'GET', `/questions/${id}`)).json.status === 'answered');
+  assert.equal((await api(server, 'GET', `/questions/${id}`)).json.answered_by, 'pia');
+  await asOskar.context().close();
+  await asPia.context().close();
+});

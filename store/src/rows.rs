@@ -254,7 +254,7 @@ impl QuestionRow {
 
 /// The columns of `questions` a list of them shows, in the order of [`QuestionSummaryRow`].
 pub(crate) const QUESTION_SUMMARY_COLUMNS: &str = "id, project, run_id, kind, response_type, title, urgency, timeout_at, status, created_at, updated_at, \
-     substr(body, 1, 400) AS body_head, assignee, options, required_approvals, approvals, claimed_by, claim_expires_at";
+     substr(body, 1, 400) AS body_head, assignee, eligible, options, required_approvals, approvals, claimed_by, claim_expires_at";
 
 /// A question as a list shows it (see [`QuestionSummary`]).
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -273,6 +273,7 @@ pub struct QuestionSummaryRow {
     /// The body's beginning, enough for its first line's preview without reading up to 32 KiB per row.
     pub body_head: String,
     pub assignee: Option<Json<Assignee>>,
+    pub eligible: Option<Json<Eligible>>,
     /// What the row's choice buttons need (see [`holdpoint_types::row_choices`]).
     pub options: Json<Vec<QuestionOption>>,
     pub required_approvals: i32,
@@ -297,6 +298,7 @@ impl QuestionSummaryRow {
             updated_at: self.updated_at,
             preview: holdpoint_types::preview(&self.body_head),
             assignee: self.assignee.map(|a| a.0),
+            eligible: self.eligible.map(|e| e.0),
             choices: holdpoint_types::row_choices(self.response_type, &self.options.0),
             required_approvals: u8::try_from(self.required_approvals).unwrap_or(1),
             approvals_given: u8::try_from(self.approvals.0.len()).unwrap_or(u8::MAX),

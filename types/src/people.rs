@@ -437,6 +437,13 @@ pub struct SessionInfo {
     pub csrf_token: String,
 }
 
+impl SessionInfo {
+    /// The signed-in person or token as a question's rules see whoever would decide it.
+    pub fn decider(&self) -> super::Decider<'_> {
+        super::Decider { role: self.role, name: &self.name, account: self.account }
+    }
+}
+
 impl std::fmt::Debug for SessionInfo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SessionInfo")

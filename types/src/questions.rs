@@ -503,6 +503,10 @@ pub struct QuestionSummary {
     pub preview: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub assignee: Option<Assignee>,
+    /// Who may decide an approval, when it says (see [`Question::eligible`]): with the kind and the assignee, what
+    /// a row needs to offer its one-click answers only to whom the server would take them from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eligible: Option<Eligible>,
     /// A choice question's options when they are few enough to answer from the row (see [`row_choices`]); empty
     /// otherwise, so a question with a long list of options costs its row nothing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -535,6 +539,11 @@ impl QuestionSummary {
     /// "1 of 2" for a question that needs several approvals.
     pub fn approval_progress(&self) -> Option<String> {
         (self.required_approvals > 1).then(|| format!("{} of {}", self.approvals_given, self.required_approvals))
+    }
+
+    /// Why `decider` may not decide it (see [`refusal_to_decide`]); `None` if they may.
+    pub fn refusal_to_decide(&self, decider: Decider<'_>) -> Option<String> {
+        refusal_to_decide(self.kind, self.assignee.as_ref(), self.eligible.as_ref(), decider)
     }
 }
 
@@ -576,6 +585,7 @@ impl From<&Question> for QuestionSummary {
             run_id: question.run_id,
             preview: preview(&question.body),
             assignee: question.assignee.clone(),
+            eligible: question.eligible.clone(),
             choices: row_choices(question.response_type, &question.options),
             kind: question.kind,
             response_type: question.response_type,

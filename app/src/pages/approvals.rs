@@ -14,9 +14,9 @@ use crate::components::{Badge, Countdown, capitalise};
 use crate::live::use_question_updates;
 use crate::types::{
     AnswerBatch, AnswerBatchItem, AnswerBatchResult, AnswerBatchResults, AnswerBatchStatus, Question, QuestionKind,
-    QuestionStatus, Urgency,
+    QuestionStatus, SessionInfo, Urgency,
 };
-use crate::{InboxFilter, inbox_questions};
+use crate::{InboxFilter, current_session, inbox_questions};
 
 /// What happened to one item of a batch, for its row.
 #[derive(Debug, Clone, PartialEq)]
@@ -136,6 +136,8 @@ pub fn ApprovalsPage() -> impl IntoView {
         })
     });
     let initial = crate::codec::resource(move || filter.get(), inbox_questions);
+    // Who is signed in: only the approvals they may decide can be selected.
+    let session = crate::codec::resource(|| (), |_| current_session());
     let updates = use_question_updates();
     view! {
         <main class="page" data-testid="approvals-page">
@@ -152,8 +154,10 @@ pub fn ApprovalsPage() -> impl IntoView {
                 <button type="submit" data-testid="filter-apply">"Apply"</button>
             </form>
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                {move || initial.get().map(|result| match result {
-                    Ok(page) => Either::Left(view! { <ApprovalQueue initial=page.items filter=filter.get_untracked() updates/> }),
+                {move || initial.get().zip(session.get()).map(|(result, session)| match result {
+                    Ok(page) => Either::Left(view! {
+                        <ApprovalQueue initial=page.items filter=filter.get_untracked() updates viewer=session.ok()/>
+                    }),
                     Err(err) => Either::Right(view! { <p class="alert" role="alert">{err.to_string()}</p> }),
                 })}
             </Suspense>
@@ -161,8 +165,23 @@ pub fn ApprovalsPage() -> impl IntoView {
     }
 }
 
+/// Why `viewer` may not decide `question` while it is pending (see [`Question::refusal_to_decide`]); `None` if they
+/// may, or if the page could not tell who is signed in (the server then decides each item alone).
+fn refusal(viewer: StoredValue<Option<SessionInfo>>, question: &Question) -> Option<String> {
+    if question.status != QuestionStatus::Pending {
+        return None;
+    }
+    viewer.with_value(|viewer| viewer.as_ref().and_then(|viewer| question.refusal_to_decide(viewer.decider())))
+}
+
 #[component]
-fn ApprovalQueue(initial: Vec<Question>, filter: InboxFilter, updates: ReadSignal<Vec<Question>>) -> impl IntoView {
+fn ApprovalQueue(
+    initial: Vec<Question>,
+    filter: InboxFilter,
+    updates: ReadSignal<Vec<Question>>,
+    viewer: Option<SessionInfo>,
+) -> impl IntoView {
+    let viewer = StoredValue::new(viewer);
     let results = RwSignal::new(ItemResults::default());
     let selected = RwSignal::new(Vec::<Uuid>::new());
     let comment = RwSignal::new(String::new());
@@ -189,8 +208,14 @@ fn ApprovalQueue(initial: Vec<Question>, filter: InboxFilter, updates: ReadSigna
         most_urgent_first(&mut merged);
         merged
     });
+    // The pending approvals the viewer may decide: the ones a selection can hold.
     let pending_ids = move || {
-        shown.with(|s| s.iter().filter(|q| q.status == QuestionStatus::Pending).map(|q| q.id).collect::<Vec<_>>())
+        shown.with(|s| {
+            s.iter()
+                .filter(|q| q.status == QuestionStatus::Pending && refusal(viewer, q).is_none())
+                .map(|q| q.id)
+                .collect::<Vec<_>>()
+        })
     };
     let groups = Memo::new(move |_| by_tool(shown.get()));
     let all_selected = move || {
@@ -352,7 +377,7 @@ fn ApprovalQueue(initial: Vec<Question>, filter: InboxFilter, updates: ReadSigna
                 let items = Signal::derive(move || {
                     groups.with(|groups| groups.iter().find(|(t, _)| *t == name).map(|(_, items)| items.clone()).unwrap_or_default())
                 });
-                view! { <ToolGroup tool items selected results/> }
+                view! { <ToolGroup tool items selected results viewer/> }
             }
         />
         <Show when=move || shown.with(Vec::is_empty)>
@@ -371,6 +396,7 @@ fn ToolGroup(
     items: Signal<Vec<Question>>,
     selected: RwSignal<Vec<Uuid>>,
     results: RwSignal<ItemResults>,
+    viewer: StoredValue<Option<SessionInfo>>,
 ) -> impl IntoView {
     view! {
         <section class="tool-group" data-testid="approval-group" data-tool=tool.clone()>
@@ -379,7 +405,7 @@ fn ToolGroup(
                 <For
                     each=move || items.get()
                     key=|q| (q.id, q.updated_at)
-                    children=move |question| view! { <ApprovalRow question selected results/> }
+                    children=move |question| view! { <ApprovalRow question selected results viewer/> }
                 />
             </ul>
         </section>
@@ -388,9 +414,15 @@ fn ToolGroup(
 }
 
 #[component]
-fn ApprovalRow(question: Question, selected: RwSignal<Vec<Uuid>>, results: RwSignal<ItemResults>) -> impl IntoView {
+fn ApprovalRow(
+    question: Question,
+    selected: RwSignal<Vec<Uuid>>,
+    results: RwSignal<ItemResults>,
+    viewer: StoredValue<Option<SessionInfo>>,
+) -> impl IntoView {
     let id = question.id;
     let pending = question.status == QuestionStatus::Pending;
+    let refused = refusal(viewer, &question);
     let call = question.action.as_ref().map(|a| {
         (a.tool_name.clone(), call_line(&a.arguments), serde_json::to_string_pretty(&a.arguments).unwrap_or_default())
     });
@@ -400,7 +432,7 @@ fn ApprovalRow(question: Question, selected: RwSignal<Vec<Uuid>>, results: RwSig
         <li class=format!("question-row approval-row urgency-{}", question.urgency) data-testid="approval-item"
             data-question-id=id.to_string() data-urgency=question.urgency.as_str()>
             <div class="approval-head">
-                {pending.then(|| view! {
+                {(pending && refused.is_none()).then(|| view! {
                     <input type="checkbox" id=checkbox_id.clone() data-testid="approval-select"
                         aria-label=format!("Select “{}”", question.title)
                         prop:checked=move || selected.with(|s| s.contains(&id))
@@ -435,6 +467,7 @@ fn ApprovalRow(question: Question, selected: RwSignal<Vec<Uuid>>, results: RwSig
                     <pre tabindex="0" class="arguments" data-testid="approval-arguments">{pretty}</pre>
                 </details>
             })}
+            {refused.map(|text| view! { <p class="muted" data-testid="approval-refused">{format!("{}.", capitalise(&text))}</p> })}
             {move || result().map(|r| view! {
                 <p class=format!("item-result result-{}", r.status) data-testid="approval-result" data-status=r.status.clone()>{r.text}</p>
             })}

@@ -21,9 +21,10 @@ use crate::components::{
 };
 use crate::live::use_question_updates;
 use crate::types::{
-    AnswerBody, Question, QuestionKind, QuestionStatus, QuestionSummary, ResponseType, Urgency, answer_in_words,
+    AnswerBody, Decider, Question, QuestionKind, QuestionStatus, QuestionSummary, ResponseType, SessionInfo, Urgency,
+    answer_in_words,
 };
-use crate::{InboxFilter, inbox_summaries};
+use crate::{InboxFilter, current_session, inbox_summaries};
 
 /// `/inbox`: the questions the URL's filters select; new ones appear without a reload.
 #[component]
@@ -31,14 +32,18 @@ pub fn InboxPage() -> impl IntoView {
     let query = use_query_map();
     let filter = Memo::new(move |_| query.with(|q| InboxFilter::from_query(|name| q.get(name))));
     let initial = crate::codec::resource(move || filter.get(), inbox_summaries);
+    // Who is signed in: the rows offer their one-click answers only where the server would take them.
+    let session = crate::codec::resource(|| (), |_| current_session());
     let updates = use_question_updates();
     view! {
         <main class="page wide inbox-page" data-testid="inbox-page">
             <h1>"Inbox"</h1>
             <FilterBar filter/>
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
-                {move || initial.get().map(|result| match result {
-                    Ok(page) => Either::Left(view! { <QuestionList initial=page.items filter=filter.get_untracked() updates/> }),
+                {move || initial.get().zip(session.get()).map(|(result, session)| match result {
+                    Ok(page) => Either::Left(view! {
+                        <QuestionList initial=page.items filter=filter.get_untracked() updates viewer=session.ok()/>
+                    }),
                     Err(err) => Either::Right(view! { <p class="alert" role="alert">{err.to_string()}</p> }),
                 })}
             </Suspense>
@@ -236,8 +241,12 @@ enum RowState {
 }
 
 /// The answer a row's one-click action gives: `true`/`false` for a yes/no question or an approval, an option's
-/// value for a choice. `None` when the row has no such action (its question needs its page or the split view).
-fn quick_answer(question: &QuestionSummary, action: RowAction) -> Option<Value> {
+/// value for a choice. `None` when the row has no such action (its question needs its page or the split view), or
+/// when the question is not `viewer`'s to decide (see [`QuestionSummary::refusal_to_decide`]).
+fn quick_answer(question: &QuestionSummary, action: RowAction, viewer: Option<Decider<'_>>) -> Option<Value> {
+    if viewer.is_some_and(|viewer| question.refusal_to_decide(viewer).is_some()) {
+        return None;
+    }
     let yes_no = matches!(question.response_type, ResponseType::Boolean | ResponseType::Approval);
     match action {
         RowAction::Affirm if yes_no => Some(Value::Bool(true)),
@@ -272,6 +281,8 @@ pub(crate) struct Inbox {
     /// A batch that holds a critical question, waiting for a confirmation: whether it affirms.
     confirming: RwSignal<Option<bool>>,
     shortcuts_open: RwSignal<bool>,
+    /// Who is signed in; `None` if the page could not tell, and then the server decides each answer alone.
+    viewer: StoredValue<Option<SessionInfo>>,
 }
 
 /// Sends answers from the list (see [`Inbox::answer`]; part of the deferred module, see [`crate::deferred`]).
@@ -345,10 +356,21 @@ impl Inbox {
         })
     }
 
+    /// The answer `action` gives `question`, if its row offers it to the viewer (see [`quick_answer`]).
+    fn quick_answer(self, question: &QuestionSummary, action: RowAction) -> Option<Value> {
+        self.viewer.with_value(|viewer| quick_answer(question, action, viewer.as_ref().map(SessionInfo::decider)))
+    }
+
+    /// Why the viewer may not decide `question`, said on its row in place of its one-click answers.
+    fn refusal(self, question: &QuestionSummary) -> Option<String> {
+        self.viewer.with_value(|viewer| viewer.as_ref().and_then(|viewer| question.refusal_to_decide(viewer.decider())))
+    }
+
     /// One action on one row, if the row has it.
     fn act(self, id: Uuid, action: RowAction) {
-        let value =
-            self.shown.with_untracked(|shown| shown.iter().find(|q| q.id == id).and_then(|q| quick_answer(q, action)));
+        let value = self
+            .shown
+            .with_untracked(|shown| shown.iter().find(|q| q.id == id).and_then(|q| self.quick_answer(q, action)));
         if let Some(value) = value {
             self.answer(vec![(id, value)]);
         }
@@ -362,9 +384,9 @@ impl Inbox {
             self.shown.with_untracked(|shown| {
                 let chosen: Vec<&QuestionSummary> = shown.iter().filter(|q| marked.contains(&q.id)).collect();
                 let answers: Vec<(Uuid, Value)> =
-                    chosen.iter().filter_map(|q| quick_answer(q, action).map(|v| (q.id, v))).collect();
+                    chosen.iter().filter_map(|q| self.quick_answer(q, action).map(|v| (q.id, v))).collect();
                 let critical =
-                    chosen.iter().any(|q| q.urgency == Urgency::Critical && quick_answer(q, action).is_some());
+                    chosen.iter().any(|q| q.urgency == Urgency::Critical && self.quick_answer(q, action).is_some());
                 (answers, critical)
             })
         });
@@ -392,6 +414,7 @@ fn QuestionList(
     initial: Vec<QuestionSummary>,
     filter: InboxFilter,
     updates: ReadSignal<Vec<Question>>,
+    viewer: Option<SessionInfo>,
 ) -> impl IntoView {
     let answered = RwSignal::new(Vec::<Question>::new());
     // A filter that selects more than the list holds: the page says so, rather than let the list look whole.
@@ -408,6 +431,7 @@ fn QuestionList(
         notice: RwSignal::new(None),
         confirming: RwSignal::new(None),
         shortcuts_open: RwSignal::new(false),
+        viewer: StoredValue::new(viewer),
     };
     // The keys' handler is part of the deferred module; installed under this effect, it goes with the page.
     let module_loaded = crate::deferred::module_loaded();
@@ -443,7 +467,7 @@ fn QuestionList(
                     </button>
                     <button type="button" data-testid="marked-clear" on:click=move |_| inbox.marked.set(Vec::new())>"Clear"</button>
                 </div>
-                <span class="muted">"Only yes/no questions and approvals are answered this way."</span>
+                <span class="muted">"Only yes/no questions and approvals that are yours to decide are answered this way."</span>
             </div>
         </Show>
         {move || inbox.confirming.get().map(|affirm| view! {
@@ -603,15 +627,21 @@ pub(crate) fn inbox_pane(inbox: Inbox, updates: ReadSignal<Vec<Question>>) -> An
         question.with_untracked(|question| match question {
             None => EitherOf3::A(nothing_selected()),
             Some(Err(err)) => EitherOf3::B(view! { <p class="alert" role="alert">{err.clone()}</p> }),
-            Some(Ok(q)) => EitherOf3::C(inbox_detail(q.clone(), answered)),
+            Some(Ok(q)) => {
+                let refusal = inbox
+                    .viewer
+                    .with_value(|viewer| viewer.as_ref().and_then(|viewer| q.refusal_to_decide(viewer.decider())));
+                EitherOf3::C(inbox_detail(q.clone(), refusal, answered))
+            }
         })
     })
     .into_any()
 }
 
 /// A question in full for the split view: what the live modal shows, with a link to its page (part of the deferred
-/// module, see [`crate::deferred`]).
-fn inbox_detail(question: Question, answered: Callback<Question>) -> AnyView {
+/// module, see [`crate::deferred`]). While it is pending, its answer form, or why it is not the viewer's to decide
+/// (`refusal`).
+fn inbox_detail(question: Question, refusal: Option<String>, answered: Callback<Question>) -> AnyView {
     let pending = question.status == QuestionStatus::Pending;
     let resolution = (!pending).then(|| capitalise(&describe_resolution(&question)));
     view! {
@@ -628,7 +658,12 @@ fn inbox_detail(question: Question, answered: Callback<Question>) -> AnyView {
             <EscalationChain question=question.clone() testid="detail"/>
             <QuestionContext question=question.clone() testid="detail"/>
             {resolution.map(|text| view! { <p class="resolution" data-testid="detail-resolution">{text}</p> })}
-            {pending.then(|| view! { <AnswerWidget question=question.clone() prefix="detail" on_answered=answered/> })}
+            {pending.then(|| match refusal {
+                Some(refusal) => Either::Left(view! {
+                    <p class="muted" data-testid="detail-refused">{format!("{}.", capitalise(&refusal))}</p>
+                }),
+                None => Either::Right(view! { <AnswerWidget question=question.clone() prefix="detail" on_answered=answered/> }),
+            })}
         </article>
     }
     .into_any()
@@ -646,7 +681,8 @@ fn QuestionRow(question: QuestionSummary, inbox: Inbox) -> impl IntoView {
     let state = move || inbox.states.with(|s| s.get(&id).cloned());
     let sending = move || state() == Some(RowState::Sending);
     let title = question.title.clone();
-    let actions: Vec<(RowAction, String, &'static str)> = if !pending {
+    let refusal = pending.then(|| inbox.refusal(&question)).flatten();
+    let actions: Vec<(RowAction, String, &'static str)> = if !pending || refusal.is_some() {
         Vec::new()
     } else {
         match question.response_type {
@@ -732,12 +768,24 @@ fn QuestionRow(question: QuestionSummary, inbox: Inbox) -> impl IntoView {
                             disabled=sending on:click=move |_| inbox.act(id, action)>{label.clone()}</button>
                     }
                 }).collect_view()}
+                {refusal.map(row_refusal)}
             </div>
             <div class="row-times">
                 {pending.then_some(question.timeout_at).flatten().map(|t| view! { <Countdown deadline=t/> })}
                 <Ago at=question.created_at/>
             </div>
         </li>
+    }
+}
+
+/// What a row says in place of its answers when they are not the viewer's to give: short, beside the meta line;
+/// the reason on hover and for screen readers (the split view and the question's page say it in full).
+fn row_refusal(reason: String) -> impl IntoView {
+    let reason = format!("{}.", capitalise(&reason));
+    view! {
+        <span class="muted row-refused" data-testid="row-refused" title=reason.clone()>
+            "Not yours to decide" <span class="visually-hidden">{format!(": {reason}")}</span>
+        </span>
     }
 }
 
@@ -916,17 +964,44 @@ mod tests {
         };
         for response_type in [ResponseType::Boolean, ResponseType::Approval] {
             let row = summary(response_type, &[]);
-            assert_eq!(quick_answer(&row, RowAction::Affirm), Some(Value::Bool(true)));
-            assert_eq!(quick_answer(&row, RowAction::Refuse), Some(Value::Bool(false)));
-            assert_eq!(quick_answer(&row, RowAction::Choice(0)), None);
+            assert_eq!(quick_answer(&row, RowAction::Affirm, None), Some(Value::Bool(true)));
+            assert_eq!(quick_answer(&row, RowAction::Refuse, None), Some(Value::Bool(false)));
+            assert_eq!(quick_answer(&row, RowAction::Choice(0), None), None);
         }
         let choice = summary(ResponseType::Choice, &["eu", "us"]);
-        assert_eq!(quick_answer(&choice, RowAction::Choice(1)), Some(Value::String("us".into())));
-        assert_eq!(quick_answer(&choice, RowAction::Choice(2)), None, "there is no third option");
-        assert_eq!(quick_answer(&choice, RowAction::Affirm), None);
+        assert_eq!(quick_answer(&choice, RowAction::Choice(1), None), Some(Value::String("us".into())));
+        assert_eq!(quick_answer(&choice, RowAction::Choice(2), None), None, "there is no third option");
+        assert_eq!(quick_answer(&choice, RowAction::Affirm, None), None);
         let long = summary(ResponseType::Choice, &["a", "b", "c", "d"]);
-        assert_eq!(quick_answer(&long, RowAction::Choice(0)), None, "four options are answered on the page");
-        assert_eq!(quick_answer(&summary(ResponseType::Text, &[]), RowAction::Affirm), None);
+        assert_eq!(quick_answer(&long, RowAction::Choice(0), None), None, "four options are answered on the page");
+        assert_eq!(quick_answer(&summary(ResponseType::Text, &[]), RowAction::Affirm, None), None);
+    }
+
+    #[test]
+    fn a_row_offers_its_answers_only_to_whom_the_question_allows() {
+        let mut approval = question("Deploy?", QuestionStatus::Pending);
+        approval.kind = QuestionKind::Approval;
+        approval.response_type = ResponseType::Approval;
+        approval.eligible = Some(Eligible::Users(vec!["nadia".into()]));
+        let row = QuestionSummary::from(&approval);
+        let as_person = |name, role| Some(Decider { role, name, account: true });
+        assert_eq!(quick_answer(&row, RowAction::Affirm, as_person("nadia", Role::Approver)), Some(Value::Bool(true)));
+        assert_eq!(quick_answer(&row, RowAction::Affirm, as_person("erin", Role::Approver)), None, "not named");
+        assert_eq!(quick_answer(&row, RowAction::Refuse, as_person("erin", Role::Admin)), None, "not named either");
+        let token = Some(Decider { role: Role::Approver, name: "nadia", account: false });
+        assert_eq!(quick_answer(&row, RowAction::Affirm, token), None, "a token that merely has her name");
+
+        let mut assigned = question("Which region?", QuestionStatus::Pending);
+        assigned.response_type = ResponseType::Choice;
+        assigned.options = vec![QuestionOption { value: "eu".into(), label: "EU".into(), description: None }];
+        assigned.assignee = Some(Assignee::User("nadia".into()));
+        let row = QuestionSummary::from(&assigned);
+        assert_eq!(quick_answer(&row, RowAction::Choice(0), as_person("erin", Role::Responder)), None);
+        assert_eq!(
+            quick_answer(&row, RowAction::Choice(0), as_person("nadia", Role::Responder)),
+            Some(Value::String("eu".into()))
+        );
+        assert_eq!(quick_answer(&row, RowAction::Choice(0), as_person("nadia", Role::Viewer)), None, "a viewer");
     }
 
     #[test]
