@@ -528,3 +528,37 @@ test('a question comes up, and is answered from a list, only for whom it allows;
   await asOskar.context().close();
   await asPia.context().close();
 });
+
+test('a row keeps the focus while its question changes: a claim taken elsewhere leaves the focused Approve focused', async () => {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+  await signIn(page, server, '/inbox');
+  await waitForLive(page);
+  const asked = await api(server, 'POST', '/questions', {
+    kind: 'approval', title: 'Drop the staging replica?',
+    action: { tool_name: 'shell', arguments: { command: 'db replica drop staging-2' } },
+  });
+  assert.equal(asked.status, 201, JSON.stringify(asked.json));
+  const id = asked.json.id;
+  const row = page.locator(`[data-testid="question-item"][data-question-id="${id}"]`);
+  await row.getByTestId('row-affirm').focus();
+  const focused = () => page.evaluate(() => {
+    const active = document.activeElement;
+    return `${active?.closest('[data-question-id]')?.dataset.questionId}/${active?.dataset.testid}`;
+  });
+  assert.equal(await focused(), `${id}/row-affirm`);
+
+  // Someone else claims it: the row says so, and the focus stays on its Approve, where the keyboard was.
+  const claimed = await fetch(`${server.baseUrl}/api/v1/questions/${id}/claim`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${await approverToken('claimer')}`, 'content-type': 'application/json' },
+    body: '{}',
+  });
+  assert.equal(claimed.status, 200, await claimed.text());
+  await eventually('the row shows the claim', async () => /claimed by claimer/i.test(await row.textContent()));
+  assert.equal(await focused(), `${id}/row-affirm`, 'the focus left the row');
+  // An admin may answer over a claim: Enter on the focused Approve does.
+  await page.keyboard.press('Enter');
+  await eventually('the approval is answered', async () => (await api(server, 'GET', `/questions/${id}`)).json.status === 'answered');
+  assert.equal((await api(server, 'GET', `/questions/${id}`)).json.answered_by, server.username);
+  await page.close();
+});
