@@ -33,7 +33,7 @@ async fn upload(app: &TestApp, token: &str, name: &str, media_type: &str, bytes:
     app.send(request).await
 }
 
-async fn uploaded(app: &TestApp, token: &str, name: &str, media_type: &str, bytes: Vec<u8>) -> Value {
+pub(crate) async fn uploaded(app: &TestApp, token: &str, name: &str, media_type: &str, bytes: Vec<u8>) -> Value {
     let response = upload(app, token, name, media_type, bytes).await;
     assert_eq!(response.status, StatusCode::CREATED, "{}", response.text);
     response.json
@@ -45,7 +45,7 @@ async fn download(app: &TestApp, token: &str, file_id: &Value) -> TestResponse {
 }
 
 /// What a download sends, byte for byte (`TestResponse::text` is lossy).
-async fn downloaded_bytes(app: &TestApp, token: &str, file_id: &Value) -> bytes::Bytes {
+pub(crate) async fn downloaded_bytes(app: &TestApp, token: &str, file_id: &Value) -> bytes::Bytes {
     let request = Request::get(format!("/api/v1/files/{}", file_id.as_str().unwrap()))
         .header(header::AUTHORIZATION, format!("Bearer {token}"))
         .body(Body::empty())

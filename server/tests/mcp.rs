@@ -405,6 +405,83 @@ async fn get_question_reads_an_answer_given_later(backend: common::Backend) {
     assert_eq!(text_of(&hidden)["error"]["code"], "not_found");
 }
 
+/// A file a person answers with reaches the agent that asked over MCP in the tool's result — text as text, an image
+/// as an image, anything else as its bytes — each under the URL that downloads it with the agent's own token;
+/// `get_question` hands them back alike.
+async fn ask_user_asks_for_files_and_hands_their_bytes_to_the_agent(app: TestApp) {
+    use base64::Engine;
+    let base = app.serve().await;
+    let agent = app.create_token("default", app::types::Role::Agent).await;
+    let responder = app.create_token("default", app::types::Role::Responder).await;
+    let client = connect(&base, &agent).await;
+    let form = json!({ "title": "The incident's files?", "response_type": "form", "fields": [
+        { "key": "log", "label": "Log", "response_type": "file", "accept": ["text/*"], "required": true },
+        { "key": "shot", "label": "Screenshot", "response_type": "file", "accept": ["image/png"] },
+        { "key": "dump", "label": "Core dump", "response_type": "file", "max_bytes": 1000 },
+        { "key": "note", "label": "Note", "response_type": "text" } ] });
+    let asking = tokio::spawn(async move {
+        let result = client.call_tool(call("ask_user", form)).await;
+        (client, result)
+    });
+    let question = pending_question(&app).await;
+    let id = question["id"].as_str().unwrap().to_owned();
+    assert_eq!(question["fields"][0]["accept"], json!(["text/*"]), "{question}");
+    assert_eq!(question["fields"][2]["max_bytes"], 1000);
+
+    let log_text = "02:14 disk full on /var\n02:15 writes refused\n";
+    let png = b"\x89PNG\r\n\x1a\n-not-really-pixels".to_vec();
+    let dump = vec![0u8, 159, 146, 150, 255, 7];
+    let log =
+        crate::files::uploaded(&app, &responder, "incident.log", "text/plain; charset=utf-8", log_text.into()).await;
+    let shot = crate::files::uploaded(&app, &responder, "disk.png", "image/png", png.clone()).await;
+    let core = crate::files::uploaded(&app, &responder, "core.bin", "application/octet-stream", dump.clone()).await;
+    let value = json!({ "log": { "file_id": log["file_id"] }, "shot": { "file_id": shot["file_id"] },
+        "dump": { "file_id": core["file_id"] }, "note": "the disk filled at 02:14" });
+    let answered = app
+        .call(
+            axum::http::Method::POST,
+            &format!("/api/v1/questions/{id}/answer"),
+            Some(&responder),
+            Some(json!({ "value": value })),
+        )
+        .await;
+    assert_eq!(answered.status, StatusCode::OK, "{}", answered.text);
+
+    let (client, result) = asking.await.unwrap();
+    let result = result.unwrap();
+    assert_ne!(result.is_error, Some(true), "{:?}", result.content);
+    let outcome = text_of(&result);
+    assert_eq!(outcome["outcome"], "answered");
+    assert_eq!(outcome["value"]["log"]["name"], "incident.log");
+    assert_eq!(outcome["value"]["note"], "the disk filled at 02:14");
+    let files_of = |result: &rmcp::model::CallToolResult| {
+        let encoded = serde_json::to_value(&result.content[1..]).unwrap();
+        // In the form's order: the log, the screenshot, the dump.
+        assert_eq!(result.content.len(), 4, "{encoded}");
+        encoded
+    };
+    let files = files_of(&result);
+    let url = |file: &Value| format!("{base}/api/v1/files/{}", file["file_id"].as_str().unwrap());
+    assert_eq!(files[0]["type"], "resource", "{files}");
+    assert_eq!(files[0]["resource"]["uri"], url(&log));
+    assert_eq!(files[0]["resource"]["mimeType"], "text/plain");
+    assert_eq!(files[0]["resource"]["text"], log_text, "text as text");
+    assert_eq!(files[1]["type"], "image", "{files}");
+    assert_eq!(files[1]["mimeType"], "image/png");
+    let b64 = base64::engine::general_purpose::STANDARD;
+    assert_eq!(b64.decode(files[1]["data"].as_str().unwrap()).unwrap(), png, "an image as an image");
+    assert_eq!(files[2]["resource"]["uri"], url(&core));
+    assert_eq!(files[2]["resource"]["mimeType"], "application/octet-stream");
+    assert_eq!(b64.decode(files[2]["resource"]["blob"].as_str().unwrap()).unwrap(), dump, "anything else as bytes");
+
+    // The URL downloads the same bytes with the agent's own token.
+    let downloaded = crate::files::downloaded_bytes(&app, &agent, &core["file_id"]).await;
+    assert_eq!(downloaded.as_ref(), dump.as_slice());
+    // `get_question` hands them back alike.
+    let read = client.call_tool(call("get_question", json!({ "question_id": id }))).await.unwrap();
+    assert_eq!(files_of(&read), files);
+}
+
 /// `ask_user` takes a choice's options as plain strings, each its own value and label, as well as objects.
 async fn ask_user_takes_options_as_plain_strings(app: TestApp) {
     let base = app.serve().await;
@@ -764,6 +841,7 @@ backend_tests!(
     request_approval_as_a_task_completes_with_the_decision,
     cancelling_a_task_cancels_its_question,
     a_task_whose_question_expires_completes_with_the_expiry,
+    ask_user_asks_for_files_and_hands_their_bytes_to_the_agent,
 );
 
 /// The tests that start a server of their own (with their own limits), on both backends.

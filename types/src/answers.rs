@@ -3,7 +3,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ErrorDetail, FieldRules, GrantRequest, Question, QuestionOption, ResponseType, UnknownVariant};
+use super::{
+    ErrorDetail, FieldRules, GrantRequest, Question, QuestionOption, ResponseType, UnknownVariant, UploadedFile,
+};
 
 /// An answer body: `POST /questions/{id}/answer`, and the shape of `default_response`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -121,6 +123,25 @@ pub fn answer_in_words(question: &Question, value: &Value) -> String {
     }
 }
 
+impl Question {
+    /// The files its answer (or default) references: a `file` question's value, or a form's `file` fields in the
+    /// form's order. The server stores each reference as the uploaded file's metadata.
+    pub fn answered_files(&self) -> Vec<UploadedFile> {
+        let Some(value) = self.response.as_ref().map(|response| &response.value) else { return Vec::new() };
+        let file = |value: &Value| serde_json::from_value::<UploadedFile>(value.clone()).ok();
+        match self.response_type {
+            ResponseType::File => file(value).into_iter().collect(),
+            ResponseType::Form => self
+                .fields
+                .iter()
+                .filter(|field| field.response_type == ResponseType::File)
+                .filter_map(|field| value.get(&field.key).and_then(file))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
 /// One value of `response_type` in words (see [`answer_in_words`]).
 fn value_in_words(
     response_type: ResponseType,
@@ -164,6 +185,36 @@ mod tests {
 
     use super::*;
     use crate::{FormField, QuestionStatus, sample_question};
+
+    #[test]
+    fn the_files_an_answer_references_are_its_file_value_or_its_forms_file_fields_in_order() {
+        let file = |name: &str| json!({ "file_id": uuid::Uuid::nil(), "name": name, "size": 3, "media_type": "text/plain", "sha256": "ab" });
+        let mut form = sample_question("Send the reports", QuestionStatus::Answered);
+        form.response_type = ResponseType::Form;
+        form.fields = vec![
+            FormField::new("summary", "Summary", ResponseType::File),
+            FormField::new("note", "Note", ResponseType::Text),
+            FormField::new("log", "Log", ResponseType::File),
+            FormField::new("extra", "Extra", ResponseType::File),
+        ];
+        form.response = Some(AnswerBody {
+            value: json!({ "log": file("b.log"), "note": "see both", "summary": file("a.pdf") }),
+            comment: None,
+            edited_arguments: None,
+        });
+        let names: Vec<String> = form.answered_files().into_iter().map(|f| f.name).collect();
+        assert_eq!(names, ["a.pdf", "b.log"], "in the form's order; an unanswered field has none");
+
+        let mut single = sample_question("The contract?", QuestionStatus::Answered);
+        single.response_type = ResponseType::File;
+        single.response = Some(AnswerBody { value: file("contract.pdf"), comment: None, edited_arguments: None });
+        assert_eq!(single.answered_files()[0].name, "contract.pdf");
+        single.response = None;
+        assert!(single.answered_files().is_empty());
+        let mut text = sample_question("Why?", QuestionStatus::Answered);
+        text.response = Some(AnswerBody { value: file("not-a-file-question"), comment: None, edited_arguments: None });
+        assert!(text.answered_files().is_empty(), "only file questions and fields reference files");
+    }
 
     #[test]
     fn a_form_answer_reads_field_by_field_under_the_labels_in_the_forms_order() {

@@ -49,6 +49,8 @@ pub enum AskResponseType {
     Markdown,
     /// An array of row objects; needs `columns`.
     Table,
+    /// A file a person uploads (`accept`, `max_bytes`); the outcome carries its bytes (see the tool's description).
+    File,
 }
 
 /// How a form field is answered.
@@ -69,6 +71,7 @@ pub enum FieldResponseType {
     Url,
     Markdown,
     Table,
+    File,
 }
 
 /// How a table's column is answered.
@@ -129,6 +132,12 @@ pub struct RulesArg {
     /// At most 200.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_rows: Option<u32>,
+    /// The media types a file may have (`application/pdf`, `image/*`); any when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accept: Vec<String>,
+    /// The largest file, in bytes (at most, and by default, the server's upload limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, schemars::JsonSchema)]
@@ -306,6 +315,27 @@ mod tests {
     }
 
     #[test]
+    fn a_file_is_asked_for_with_the_media_types_and_size_it_may_have() {
+        let args: AskUserArgs = serde_json::from_value(json!({
+            "title": "The incident report?", "response_type": "form",
+            "fields": [{ "key": "report", "label": "Report", "response_type": "file", "required": true,
+                         "accept": ["application/pdf", "text/*"], "max_bytes": 200000 }]
+        }))
+        .unwrap();
+        let question = args.into_new_question().unwrap();
+        let field = &question.fields[0];
+        assert_eq!(field.response_type, holdpoint_types::ResponseType::File);
+        assert_eq!(field.rules.accept, ["application/pdf", "text/*"]);
+        assert_eq!(field.rules.max_bytes, Some(200_000));
+        let single: AskUserArgs =
+            serde_json::from_value(json!({ "title": "A photo?", "response_type": "file", "accept": ["image/*"] }))
+                .unwrap();
+        let question = single.into_new_question().unwrap();
+        assert_eq!(question.response_type, Some(holdpoint_types::ResponseType::File));
+        assert_eq!(question.rules.accept, ["image/*"]);
+    }
+
+    #[test]
     fn plain_string_options_become_objects_wherever_they_are() {
         let args = json!({"title": "t", "options": ["a", {"value": "b", "label": "B"}],
             "fields": [{"key": "k", "options": ["x"], "columns": [{"key": "c", "options": ["y", 3]}]}],
@@ -327,11 +357,13 @@ mod tests {
         assert_eq!(schema["type"], "object");
         assert_eq!(schema["required"], json!(["title"]));
         let field_types = schema["properties"]["fields"]["items"]["properties"]["response_type"].to_string();
-        for kind in ["integer", "date", "datetime", "time", "rating", "email", "url", "markdown", "table"] {
+        for kind in ["integer", "date", "datetime", "time", "rating", "email", "url", "markdown", "table", "file"] {
             assert!(field_types.contains(&format!("\"{kind}\"")), "{kind}: {field_types}");
         }
         assert!(schema["properties"]["response_schema"].is_object(), "{text}");
-        for bound in ["min", "max", "step", "columns", "min_rows", "max_rows", "min_items", "max_items"] {
+        for bound in
+            ["min", "max", "step", "columns", "min_rows", "max_rows", "min_items", "max_items", "accept", "max_bytes"]
+        {
             assert!(schema["properties"][bound].is_object(), "{bound}: {text}");
         }
     }

@@ -607,8 +607,8 @@ impl ServerHandler for Gateway {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let (caller, _) = tasks::caller_of(&self.state, &context)?;
-        self.tasks.update(&self.state, &caller, &request.task_id).await
+        let (caller, base_url) = tasks::caller_of(&self.state, &context)?;
+        self.tasks.update(&self.state, &caller, &base_url, &request.task_id).await
     }
 
     async fn cancel_task(
@@ -616,8 +616,8 @@ impl ServerHandler for Gateway {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let (caller, _) = tasks::caller_of(&self.state, &context)?;
-        self.tasks.cancel(&self.state, &caller, &request.task_id).await
+        let (caller, base_url) = tasks::caller_of(&self.state, &context)?;
+        self.tasks.cancel(&self.state, &caller, &base_url, &request.task_id).await
     }
 
     async fn list_tools(

@@ -21,14 +21,14 @@ use std::time::Duration;
 
 use app::types::{
     AnswerBody, ApprovalAction, NewQuestion, Question, QuestionKind, QuestionStatus, ResumeRequest, RuleDecision,
-    ToolDecision,
+    ToolDecision, UploadedFile,
 };
 use rmcp::ErrorData;
 use rmcp::handler::server::common::Extension;
-use rmcp::handler::server::wrapper::{Json, Parameters};
+use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock, GetTaskParams, GetTaskResult, Implementation,
-    ProgressNotificationParam, ServerCapabilities, ServerConfig, UpdateTaskParams,
+    ProgressNotificationParam, Resource, ResourceContents, ServerCapabilities, ServerConfig, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -244,9 +244,10 @@ impl HoldpointMcp {
         }
         let row = asked.row.clone();
         let (state, owner) = (self.state.clone(), caller.clone());
+        let base_url = tasks::base_url(&self.state, parts);
         let task = self.tasks.start(&self.state, caller, &row, move |_stop| async move {
             let question = settle(&state, &owner, asked).await;
-            task_done(&question, result)
+            with_files_done(&state, &owner, &base_url, &question, task_done(&question, result)).await
         });
         Ok(CallToolResponse::Task(task))
     }
@@ -381,7 +382,7 @@ pub(crate) async fn ask_and_wait(
 /// [`tasks`]): `request_approval`'s when the question is an approval it asked, else `ask_user`'s. It ends as the
 /// task's first work would have, with the result made by the same functions. A gateway's question is no task of
 /// `/mcp`'s.
-pub(crate) async fn resume(state: &AppState, caller: &Caller, row: QuestionRow) -> Option<Resumed> {
+pub(crate) async fn resume(state: &AppState, caller: &Caller, base_url: &str, row: QuestionRow) -> Option<Resumed> {
     if crate::doors::gateway::door::asked_by_gateway(&row) {
         return None;
     }
@@ -395,14 +396,95 @@ pub(crate) async fn resume(state: &AppState, caller: &Caller, row: QuestionRow) 
     };
     let pending = row.status == QuestionStatus::Pending;
     let asked = Asked { watch: state.hub.watch_question(row.id), row };
-    let (state, caller) = (state.clone(), caller.clone());
-    let work = async move { task_done(&settle(&state, &caller, asked).await, result) };
+    let (state, caller, base_url) = (state.clone(), caller.clone(), base_url.to_owned());
+    let work = async move {
+        let question = settle(&state, &caller, asked).await;
+        with_files_done(&state, &caller, &base_url, &question, task_done(&question, result)).await
+    };
     Some(if pending { Resumed::Wait(Box::pin(work)) } else { Resumed::Now(work.await) })
 }
 
 /// `ask_user`'s result: the outcome, as text and structured.
 fn outcome_result(question: &Question) -> CallToolResult {
     CallToolResult::structured(serde_json::to_value(QuestionOutcome::from(question)).unwrap_or_default())
+}
+
+/// The media types a model takes as an image to look at, which a tool result hands on as image content.
+const MODEL_IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+/// `result` with the files the answer of `question` references added to its content, so that the agent that asked
+/// has them without a request of its own: an image as an image (a model can look at it), text as text, anything
+/// else as its bytes, each under its download URL (`GET /api/v1/files/{id}`, which the asking token may read). The
+/// structured outcome names them all; a file whose bytes cannot be read is linked instead.
+async fn with_answered_files(
+    state: &AppState,
+    caller: &Caller,
+    base_url: &str,
+    question: &Question,
+    mut result: CallToolResult,
+) -> CallToolResult {
+    for file in question.answered_files() {
+        let uri = format!("{}/api/v1/files/{}", base_url.trim_end_matches('/'), file.file_id);
+        let block = match read_file(state, caller, &file).await {
+            Ok(bytes) => embedded_file(&file, uri, &bytes),
+            Err(err) => {
+                tracing::warn!(error = %err, file = %file.file_id, "could not read an answered file for an MCP result");
+                let link = Resource::new(uri, file.name.clone()).with_mime_type(file.media_type.clone());
+                ContentBlock::resource_link(link.with_size(file.size))
+            }
+        };
+        result.content.push(block);
+    }
+    result
+}
+
+/// A task's end (see [`task_done`]) with the files its question's answer references (see [`with_answered_files`]).
+pub(crate) async fn with_files_done(
+    state: &AppState,
+    caller: &Caller,
+    base_url: &str,
+    question: &ToolResult<Question>,
+    done: Done,
+) -> Done {
+    match (question, done) {
+        (Ok(question), Done::Finished(Ok(result))) => {
+            Done::Finished(Ok(with_answered_files(state, caller, base_url, question, result).await))
+        }
+        (_, done) => done,
+    }
+}
+
+async fn read_file(state: &AppState, caller: &Caller, file: &UploadedFile) -> object_store::Result<Vec<u8>> {
+    use futures::TryStreamExt;
+    let chunks: Vec<_> = state.files.read(caller.workspace_id(), file.file_id).await?.try_collect().await?;
+    Ok(chunks.concat())
+}
+
+/// One answered file as tool result content (see [`with_answered_files`]).
+fn embedded_file(file: &UploadedFile, uri: String, bytes: &[u8]) -> ContentBlock {
+    use base64::Engine;
+    let base64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    let media_type = file.media_type.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    if MODEL_IMAGE_TYPES.contains(&media_type.as_str()) {
+        return ContentBlock::image(base64(bytes), media_type);
+    }
+    let contents = if is_text(&media_type)
+        && let Ok(text) = std::str::from_utf8(bytes)
+    {
+        ResourceContents::text(text, uri)
+    } else {
+        ResourceContents::blob(base64(bytes), uri)
+    };
+    ContentBlock::resource(contents.with_mime_type(media_type))
+}
+
+/// Whether a media type is text a model reads as it is.
+fn is_text(media_type: &str) -> bool {
+    media_type.starts_with("text/")
+        || media_type.ends_with("+json")
+        || media_type.ends_with("+xml")
+        || ["application/json", "application/xml", "application/yaml", "application/x-yaml", "application/toml"]
+            .contains(&media_type)
 }
 
 /// How a task that waited for `question` ends: cancelled with it, else with the call's result.
@@ -455,7 +537,9 @@ impl HoldpointMcp {
     #[tool(description = "Ask a person a question and wait for the answer. Returns the question's outcome: \
         answered (with value and comment), defaulted (the deadline passed and its default applied), expired (nobody \
         answered: never a person's no) or cancelled. Use kind non_blocking for a preference: it returns at once \
-        with outcome pending; read the answer later with get_question.",
+        with outcome pending; read the answer later with get_question. A file a person answers with (response_type \
+        file, or a form's file field) comes in the result's content too: an image as an image, text as text, \
+        anything else as its bytes.",
         output_schema = rmcp::handler::server::tool::schema_for_output::<QuestionOutcome>())]
     async fn ask_user(
         &self,
@@ -471,7 +555,9 @@ impl HoldpointMcp {
             return self.ask_as_task(&parts, &caller, input, outcome_result).await;
         }
         let question = self.ask_and_wait(&parts, &context, &caller, input).await?;
-        Ok(CallToolResponse::Complete(outcome_result(&question)))
+        let base_url = tasks::base_url(&self.state, &parts);
+        let result = with_answered_files(&self.state, &caller, &base_url, &question, outcome_result(&question)).await;
+        Ok(CallToolResponse::Complete(result))
     }
 
     #[tool(description = "Ask a person to approve a tool call and wait for the decision. Answers in Claude Code's \
@@ -574,19 +660,22 @@ impl HoldpointMcp {
     }
 
     #[tool(description = "Read a question's current outcome (pending, answered, defaulted, expired or cancelled): \
-        how an agent learns the answer to a non_blocking question it asked earlier.")]
+        how an agent learns the answer to a non_blocking question it asked earlier. Files an answer carries come \
+        with it, as ask_user's do.",
+        output_schema = rmcp::handler::server::tool::schema_for_output::<QuestionOutcome>())]
     async fn get_question(
         &self,
         Extension(parts): Extension<http::request::Parts>,
         Parameters(args): Parameters<GetQuestionArgs>,
-    ) -> Result<Json<QuestionOutcome>, CallToolResult> {
+    ) -> ToolResult<CallToolResult> {
         let caller = caller_of(&parts)?;
         let missing = || refusal(AppError::NotFound("question"));
         let id = Uuid::parse_str(&args.question_id).map_err(|_| missing())?;
         let row = self.state.store.question(caller.workspace_id(), id).await.map_err(|e| refusal(e.into()))?;
         let row = row.filter(|row| caller.visibility().sees(row.created_by)).ok_or_else(missing)?;
         let question = row.to_question(&caller.principal.workspace).map_err(|e| refusal(e.into()))?;
-        Ok(Json(QuestionOutcome::from(&question)))
+        let base_url = tasks::base_url(&self.state, &parts);
+        Ok(with_answered_files(&self.state, &caller, &base_url, &question, outcome_result(&question)).await)
     }
 
     #[tool(description = "Resume a Holdpoint run that is paused or waiting, optionally with a prompt and decisions \
@@ -634,8 +723,8 @@ impl ServerHandler for HoldpointMcp {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let (caller, _) = tasks::caller_of(&self.state, &context)?;
-        self.tasks.update(&self.state, &caller, &request.task_id).await
+        let (caller, base_url) = tasks::caller_of(&self.state, &context)?;
+        self.tasks.update(&self.state, &caller, &base_url, &request.task_id).await
     }
 
     async fn cancel_task(
@@ -643,8 +732,8 @@ impl ServerHandler for HoldpointMcp {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let (caller, _) = tasks::caller_of(&self.state, &context)?;
-        self.tasks.cancel(&self.state, &caller, &request.task_id).await
+        let (caller, base_url) = tasks::caller_of(&self.state, &context)?;
+        self.tasks.cancel(&self.state, &caller, &base_url, &request.task_id).await
     }
 
     fn get_info(&self) -> ServerConfig {

@@ -97,9 +97,9 @@ pub enum Door {
 
 impl Door {
     /// The task of a stored question the book does not hold; `None` if no task of this door asked it.
-    async fn resume(self, state: &AppState, caller: &Caller, question: QuestionRow) -> Option<Resumed> {
+    async fn resume(self, state: &AppState, caller: &Caller, base_url: &str, question: QuestionRow) -> Option<Resumed> {
         match self {
-            Door::Mcp => crate::doors::mcp::resume(state, caller, question).await,
+            Door::Mcp => crate::doors::mcp::resume(state, caller, base_url, question).await,
             Door::Gateway => crate::doors::gateway::door::resume(state, caller, question).await,
         }
     }
@@ -186,7 +186,13 @@ impl Tasks {
 
     /// Makes sure the book holds task `id` of `caller`: a task it does not hold is taken up again from its stored
     /// question, once (two requests racing for it take up one). Anything else is no task of the caller's.
-    async fn held(self: &Arc<Self>, state: &AppState, caller: &Caller, task_id: &str) -> Result<Uuid, ErrorData> {
+    async fn held(
+        self: &Arc<Self>,
+        state: &AppState,
+        caller: &Caller,
+        base_url: &str,
+        task_id: &str,
+    ) -> Result<Uuid, ErrorData> {
         let id = parse(task_id)?;
         match self.lock().get(&id) {
             Some(entry) if entry.owner == caller.principal.id => return Ok(id),
@@ -196,7 +202,8 @@ impl Tasks {
         let question = state.store.question(caller.workspace_id(), id).await.map_err(|e| internal(e.into()))?;
         let question =
             question.filter(|q| q.created_by == Some(caller.principal.id)).ok_or_else(|| unknown(task_id))?;
-        let resumed = self.door.resume(state, caller, question.clone()).await.ok_or_else(|| unknown(task_id))?;
+        let resumed =
+            self.door.resume(state, caller, base_url, question.clone()).await.ok_or_else(|| unknown(task_id))?;
         let now = crate::store::now();
         let mut entry = Self::entry(state, caller, &question, now);
         let stop = entry.stop.clone();
@@ -280,7 +287,7 @@ impl Tasks {
         base_url: &str,
         task_id: &str,
     ) -> Result<GetTaskResult, ErrorData> {
-        let id = self.held(state, caller, task_id).await?;
+        let id = self.held(state, caller, base_url, task_id).await?;
         let (workspace_id, created_at, updated_at, expires_at, current) = {
             let entries = self.lock();
             let entry =
@@ -416,14 +423,26 @@ impl Tasks {
 
     /// `tasks/update`: the task must be the caller's; what it waits for is a person's answer, so responses to its
     /// input request change nothing.
-    pub async fn update(self: &Arc<Self>, state: &AppState, caller: &Caller, task_id: &str) -> Result<(), ErrorData> {
-        self.held(state, caller, task_id).await.map(|_| ())
+    pub async fn update(
+        self: &Arc<Self>,
+        state: &AppState,
+        caller: &Caller,
+        base_url: &str,
+        task_id: &str,
+    ) -> Result<(), ErrorData> {
+        self.held(state, caller, base_url, task_id).await.map(|_| ())
     }
 
     /// `tasks/cancel`: cancels the question (as the caller, audited so) and stops the call. A task that has ended
     /// stays as it ended.
-    pub async fn cancel(self: &Arc<Self>, state: &AppState, caller: &Caller, task_id: &str) -> Result<(), ErrorData> {
-        let id = self.held(state, caller, task_id).await?;
+    pub async fn cancel(
+        self: &Arc<Self>,
+        state: &AppState,
+        caller: &Caller,
+        base_url: &str,
+        task_id: &str,
+    ) -> Result<(), ErrorData> {
+        let id = self.held(state, caller, base_url, task_id).await?;
         let stop = {
             let mut entries = self.lock();
             let entry = entries

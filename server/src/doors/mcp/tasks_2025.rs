@@ -196,7 +196,7 @@ pub async fn serve(State(door): State<TasksDoor>, request: Request, next: Next) 
                     let message = format!("task {task_id:?} cannot be cancelled: it has already ended ({status})");
                     return Err(ErrorData::invalid_params(message, None));
                 }
-                door.tasks.cancel(&door.state, &caller, &task_id).await?;
+                door.tasks.cancel(&door.state, &caller, &base_url, &task_id).await?;
                 door.tasks.get(&door.state, &caller, &base_url, &task_id).await
             };
             match cancelled.await {
