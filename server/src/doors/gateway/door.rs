@@ -608,7 +608,8 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let (caller, base_url) = tasks::caller_of(&self.state, &context)?;
-        self.tasks.update(&self.state, &caller, &base_url, &request.task_id).await
+        let by = tasks::TaskRequest { state: &self.state, caller: &caller, base_url: &base_url };
+        self.tasks.update(by, &request.task_id).await
     }
 
     async fn cancel_task(
@@ -617,7 +618,8 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let (caller, base_url) = tasks::caller_of(&self.state, &context)?;
-        self.tasks.cancel(&self.state, &caller, &base_url, &request.task_id).await
+        let by = tasks::TaskRequest { state: &self.state, caller: &caller, base_url: &base_url };
+        self.tasks.cancel(by, &request.task_id).await
     }
 
     async fn list_tools(

@@ -382,7 +382,8 @@ pub(crate) async fn ask_and_wait(
 /// [`tasks`]): `request_approval`'s when the question is an approval it asked, else `ask_user`'s. It ends as the
 /// task's first work would have, with the result made by the same functions. A gateway's question is no task of
 /// `/mcp`'s.
-pub(crate) async fn resume(state: &AppState, caller: &Caller, base_url: &str, row: QuestionRow) -> Option<Resumed> {
+pub(crate) async fn resume(by: tasks::TaskRequest<'_>, row: QuestionRow) -> Option<Resumed> {
+    let tasks::TaskRequest { state, caller, base_url } = by;
     if crate::doors::gateway::door::asked_by_gateway(&row) {
         return None;
     }
@@ -724,7 +725,8 @@ impl ServerHandler for HoldpointMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let (caller, base_url) = tasks::caller_of(&self.state, &context)?;
-        self.tasks.update(&self.state, &caller, &base_url, &request.task_id).await
+        let by = tasks::TaskRequest { state: &self.state, caller: &caller, base_url: &base_url };
+        self.tasks.update(by, &request.task_id).await
     }
 
     async fn cancel_task(
@@ -733,7 +735,8 @@ impl ServerHandler for HoldpointMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let (caller, base_url) = tasks::caller_of(&self.state, &context)?;
-        self.tasks.cancel(&self.state, &caller, &base_url, &request.task_id).await
+        let by = tasks::TaskRequest { state: &self.state, caller: &caller, base_url: &base_url };
+        self.tasks.cancel(by, &request.task_id).await
     }
 
     fn get_info(&self) -> ServerConfig {

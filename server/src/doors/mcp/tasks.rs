@@ -97,10 +97,10 @@ pub enum Door {
 
 impl Door {
     /// The task of a stored question the book does not hold; `None` if no task of this door asked it.
-    async fn resume(self, state: &AppState, caller: &Caller, base_url: &str, question: QuestionRow) -> Option<Resumed> {
+    async fn resume(self, by: TaskRequest<'_>, question: QuestionRow) -> Option<Resumed> {
         match self {
-            Door::Mcp => crate::doors::mcp::resume(state, caller, base_url, question).await,
-            Door::Gateway => crate::doors::gateway::door::resume(state, caller, question).await,
+            Door::Mcp => crate::doors::mcp::resume(by, question).await,
+            Door::Gateway => crate::doors::gateway::door::resume(by.state, by.caller, question).await,
         }
     }
 }
@@ -186,13 +186,8 @@ impl Tasks {
 
     /// Makes sure the book holds task `id` of `caller`: a task it does not hold is taken up again from its stored
     /// question, once (two requests racing for it take up one). Anything else is no task of the caller's.
-    async fn held(
-        self: &Arc<Self>,
-        state: &AppState,
-        caller: &Caller,
-        base_url: &str,
-        task_id: &str,
-    ) -> Result<Uuid, ErrorData> {
+    async fn held(self: &Arc<Self>, by: TaskRequest<'_>, task_id: &str) -> Result<Uuid, ErrorData> {
+        let TaskRequest { state, caller, .. } = by;
         let id = parse(task_id)?;
         match self.lock().get(&id) {
             Some(entry) if entry.owner == caller.principal.id => return Ok(id),
@@ -202,8 +197,7 @@ impl Tasks {
         let question = state.store.question(caller.workspace_id(), id).await.map_err(|e| internal(e.into()))?;
         let question =
             question.filter(|q| q.created_by == Some(caller.principal.id)).ok_or_else(|| unknown(task_id))?;
-        let resumed =
-            self.door.resume(state, caller, base_url, question.clone()).await.ok_or_else(|| unknown(task_id))?;
+        let resumed = self.door.resume(by, question.clone()).await.ok_or_else(|| unknown(task_id))?;
         let now = crate::store::now();
         let mut entry = Self::entry(state, caller, &question, now);
         let stop = entry.stop.clone();
@@ -270,7 +264,7 @@ impl Tasks {
         task_id: &str,
     ) -> Result<GetTaskResult, ErrorData> {
         let (caller, base_url) = caller_of(state, context)?;
-        let mut got = self.get(state, &caller, &base_url, task_id).await?;
+        let mut got = self.get(TaskRequest { state, caller: &caller, base_url: &base_url }, task_id).await?;
         if let TaskPayload::InputRequired { input_requests } = &mut got.task.payload
             && !takes_url_elicitations(context)
         {
@@ -280,14 +274,9 @@ impl Tasks {
     }
 
     /// `tasks/get`: where the task stands, read from its question while the call waits for it.
-    pub async fn get(
-        self: &Arc<Self>,
-        state: &AppState,
-        caller: &Caller,
-        base_url: &str,
-        task_id: &str,
-    ) -> Result<GetTaskResult, ErrorData> {
-        let id = self.held(state, caller, base_url, task_id).await?;
+    pub async fn get(self: &Arc<Self>, by: TaskRequest<'_>, task_id: &str) -> Result<GetTaskResult, ErrorData> {
+        let TaskRequest { state, caller, base_url } = by;
+        let id = self.held(by, task_id).await?;
         let (workspace_id, created_at, updated_at, expires_at, current) = {
             let entries = self.lock();
             let entry =
@@ -364,17 +353,16 @@ impl Tasks {
     /// Waits until the task has ended (or the server stops: `None`), then tells how, as `tasks/get` does.
     pub async fn ended(
         self: &Arc<Self>,
-        state: &AppState,
-        caller: &Caller,
-        base_url: &str,
+        by: TaskRequest<'_>,
         task_id: &str,
     ) -> Result<Option<GetTaskResult>, ErrorData> {
+        let TaskRequest { state, .. } = by;
         loop {
             // Registered before reading, so that an end between the read and the wait is not missed.
             let woken = self.ended.notified();
             let mut woken = std::pin::pin!(woken);
             woken.as_mut().enable();
-            let got = self.get(state, caller, base_url, task_id).await?;
+            let got = self.get(by, task_id).await?;
             if got.task.status().is_terminal() {
                 return Ok(Some(got));
             }
@@ -423,26 +411,15 @@ impl Tasks {
 
     /// `tasks/update`: the task must be the caller's; what it waits for is a person's answer, so responses to its
     /// input request change nothing.
-    pub async fn update(
-        self: &Arc<Self>,
-        state: &AppState,
-        caller: &Caller,
-        base_url: &str,
-        task_id: &str,
-    ) -> Result<(), ErrorData> {
-        self.held(state, caller, base_url, task_id).await.map(|_| ())
+    pub async fn update(self: &Arc<Self>, by: TaskRequest<'_>, task_id: &str) -> Result<(), ErrorData> {
+        self.held(by, task_id).await.map(|_| ())
     }
 
     /// `tasks/cancel`: cancels the question (as the caller, audited so) and stops the call. A task that has ended
     /// stays as it ended.
-    pub async fn cancel(
-        self: &Arc<Self>,
-        state: &AppState,
-        caller: &Caller,
-        base_url: &str,
-        task_id: &str,
-    ) -> Result<(), ErrorData> {
-        let id = self.held(state, caller, base_url, task_id).await?;
+    pub async fn cancel(self: &Arc<Self>, by: TaskRequest<'_>, task_id: &str) -> Result<(), ErrorData> {
+        let TaskRequest { state, caller, .. } = by;
+        let id = self.held(by, task_id).await?;
         let stop = {
             let mut entries = self.lock();
             let entry = entries
@@ -511,6 +488,15 @@ fn unknown(task_id: &str) -> ErrorData {
 fn internal(err: AppError) -> ErrorData {
     tracing::error!(error = %err, "internal error in an MCP task");
     ErrorData::internal_error("internal error", None)
+}
+
+/// Who sends a `tasks/*` request: the server it reaches, the principal it acts as, and where that server is reached
+/// (the base of a question's page, and of a file's download URL in a task's result).
+#[derive(Clone, Copy)]
+pub struct TaskRequest<'a> {
+    pub state: &'a AppState,
+    pub caller: &'a Caller,
+    pub base_url: &'a str,
 }
 
 /// The caller of a `tasks/*` request, and where its questions are answered.

@@ -181,23 +181,25 @@ pub async fn serve(State(door): State<TasksDoor>, request: Request, next: Next) 
             .await
         }
         ("tasks/get", Some(caller)) if !modern => {
+            let by = tasks::TaskRequest { state: &door.state, caller: &caller, base_url: &base_url };
             let task_id = task_id_of(&message);
-            match door.tasks.get(&door.state, &caller, &base_url, &task_id).await {
+            match door.tasks.get(by, &task_id).await {
                 Ok(got) => answer(&id, task_with_meta(&got)),
                 Err(error) => refuse(&id, &error),
             }
         }
         ("tasks/cancel", Some(caller)) if !modern => {
+            let by = tasks::TaskRequest { state: &door.state, caller: &caller, base_url: &base_url };
             let task_id = task_id_of(&message);
             let cancelled = async {
-                let before = door.tasks.get(&door.state, &caller, &base_url, &task_id).await?;
+                let before = door.tasks.get(by, &task_id).await?;
                 if before.task.status().is_terminal() {
                     let status = status_name(before.task.status());
                     let message = format!("task {task_id:?} cannot be cancelled: it has already ended ({status})");
                     return Err(ErrorData::invalid_params(message, None));
                 }
-                door.tasks.cancel(&door.state, &caller, &base_url, &task_id).await?;
-                door.tasks.get(&door.state, &caller, &base_url, &task_id).await
+                door.tasks.cancel(by, &task_id).await?;
+                door.tasks.get(by, &task_id).await
             };
             match cancelled.await {
                 Ok(got) => answer(&id, task_with_meta(&got)),
@@ -205,9 +207,10 @@ pub async fn serve(State(door): State<TasksDoor>, request: Request, next: Next) 
             }
         }
         ("tasks/list", Some(caller)) => {
+            let by = tasks::TaskRequest { state: &door.state, caller: &caller, base_url: &base_url };
             let mut listed = Vec::new();
             for task_id in door.tasks.ids_of(&caller) {
-                if let Ok(got) = door.tasks.get(&door.state, &caller, &base_url, &task_id).await {
+                if let Ok(got) = door.tasks.get(by, &task_id).await {
                     listed.push(older_task(&serde_json::to_value(&got).unwrap_or_default()));
                 }
             }
@@ -216,7 +219,8 @@ pub async fn serve(State(door): State<TasksDoor>, request: Request, next: Next) 
         ("tasks/result", Some(caller)) => {
             let task_id = task_id_of(&message);
             let ended = async move {
-                let message = match door.tasks.ended(&door.state, &caller, &base_url, &task_id).await {
+                let by = tasks::TaskRequest { state: &door.state, caller: &caller, base_url: &base_url };
+                let message = match door.tasks.ended(by, &task_id).await {
                     Ok(Some(got)) => payload(&id, &task_id, &got),
                     Ok(None) => {
                         let stopping = ErrorData::internal_error("the server is stopping; ask again", None);
