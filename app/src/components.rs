@@ -407,17 +407,8 @@ pub fn ManyHands(question: Question, testid: &'static str) -> impl IntoView {
     let error = RwSignal::new(None::<String>);
     let busy = RwSignal::new(false);
     let now = now_signal();
-    // Who is signed in, with which role, and whether with their own account: read in the browser only, where the
-    // buttons work.
-    let viewer = RwSignal::new(None::<(String, Role, bool)>);
-    #[cfg(feature = "hydrate")]
-    Effect::new(move |_| {
-        leptos::task::spawn_local(async move {
-            if let Ok(session) = crate::api::session().await {
-                viewer.set(Some((session.name, session.role, session.account)));
-            }
-        });
-    });
+    // Who is signed in: the page reads it in the browser only, where the buttons work.
+    let viewer = crate::live::use_live().viewer;
     let change_claim = move |verb: &'static str| {
         let id = shown.with_untracked(|q| q.id);
         error.set(None);
@@ -447,17 +438,12 @@ pub fn ManyHands(question: Question, testid: &'static str) -> impl IntoView {
     };
     let claim = move || {
         let holder = shown.with(|q| q.claim_holder(now()).map(str::to_owned).zip(q.claim_expires_at));
-        let may_release =
-            |by: &str| viewer.with(|v| v.as_ref().is_some_and(|(name, role, _)| name == by || *role == Role::Admin));
+        let may_release = |by: &str| viewer.with(|v| v.as_ref().is_some_and(|v| v.name == by || v.role == Role::Admin));
         // Who may claim: whoever may decide it, as the server decides it.
-        let may_claim = viewer.with(|v| {
-            v.as_ref().is_some_and(|(name, role, account)| {
-                let decider = holdpoint_types::Decider { role: *role, name, account: *account };
-                shown.with(|q| q.refusal_to_decide(decider).is_none())
-            })
-        });
+        let may_claim =
+            viewer.with(|v| v.as_ref().is_some_and(|v| shown.with(|q| q.refusal_to_decide(v.decider()).is_none())));
         view! {
-            <p class="claim" data-testid=format!("{testid}-claim") data-viewer=move || viewer.with(|v| v.as_ref().map(|(name, _, _)| name.clone()))>
+            <p class="claim" data-testid=format!("{testid}-claim") data-viewer=move || viewer.with(|v| v.as_ref().map(|v| v.name.clone()))>
                 {match holder.clone() {
                     Some((by, until)) => Either::Left(view! {
                         <span data-testid=format!("{testid}-claimed-by")>{format!("Claimed by {by}")}</span>

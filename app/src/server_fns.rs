@@ -171,9 +171,9 @@ pub async fn question_page(id: uuid::Uuid) -> Result<Option<QuestionOnPage>, Ser
     let Some(question) = backend.question(&session, id).await.map_err(ServerFnError::new)? else {
         return Ok(None);
     };
-    let viewer = crate::types::Decider { role: session.role, name: &session.name, account: session.account };
-    let refusal =
-        question.refusal_to_decide(viewer).filter(|_| question.status == crate::types::QuestionStatus::Pending);
+    let refusal = question
+        .refusal_to_decide(session.decider())
+        .filter(|_| question.status == crate::types::QuestionStatus::Pending);
     let answer_form = if question.status == crate::types::QuestionStatus::Pending && refusal.is_none() {
         let draft = backend.answer_draft(&session, id).await.map_err(ServerFnError::new)?.unwrap_or_default();
         Some(crate::pages::plain_answer_form(&question, &session.csrf_token, draft))
