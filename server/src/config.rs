@@ -148,6 +148,12 @@ pub struct ServeConfig {
     #[arg(long, env = "HOLDPOINT_UPSTREAM_ALLOW_PRIVATE", default_value_t = false, action = clap::ArgAction::Set)]
     pub upstream_allow_private: bool,
 
+    /// How long an instance counts as running after it last said so in the database, in seconds (at least 3); it
+    /// says so every third of it. The MCP gateway's calls waiting for a person are held by their instance: when one
+    /// dies without stopping, another cancels the questions its calls waited on within about this long.
+    #[arg(long, env = "HOLDPOINT_GATEWAY_HOLD_SECONDS", default_value_t = 30)]
+    pub gateway_hold_seconds: u32,
+
     /// The MCP gateway's upstreams started as local processes: the configuration file's `[[gateway.upstreams]]`
     /// only (a list of tables has no flag or variable; and whoever may set one may run programs on the server).
     #[arg(skip)]
@@ -499,6 +505,7 @@ impl ServeConfig {
             mcp_session_idle_seconds: 3600,
             mcp_progress_seconds: 5,
             upstream_allow_private: false,
+            gateway_hold_seconds: 30,
             gateway_upstreams: Vec::new(),
             session_hours: 1,
             token_cache_seconds: 5,

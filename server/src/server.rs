@@ -129,6 +129,15 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
         .site_addr(config.addr)
         .build();
     let shutdown = tokio_util::sync::CancellationToken::new();
+    let gateway_waits = Arc::new(crate::doors::gateway::waits::Waits::new(
+        Arc::clone(&store),
+        runtime.instance,
+        config.gateway_hold_seconds,
+    ));
+    gateway_waits.start().await?;
+    if config.run_workers {
+        crate::doors::gateway::waits::spawn_keeper(Arc::clone(&gateway_waits), Arc::clone(&metrics));
+    }
     Ok(AppState(Arc::new(App {
         config,
         store,
@@ -147,7 +156,7 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
         configured_upstreams: Arc::new(configured_upstreams),
         files,
         answer_drafts: Default::default(),
-        gateway_waits: Default::default(),
+        gateway_waits,
     })))
 }
 
@@ -191,9 +200,11 @@ pub async fn serve(state: AppState, listener: TcpListener) -> Result<(), ServerE
     let stopping = state.clone();
     let stop = async move {
         shutdown_signal().await;
-        // The gateway's waiting calls end first, with their questions cancelled (no later start makes them); then
-        // streams end (they tell their clients to reconnect), then every connection finishes what it sends.
+        // The gateway's waiting calls end first, with their questions cancelled (no later start makes them), and the
+        // other instances learn this one stopped; then streams end (they tell their clients to reconnect), then
+        // every connection finishes what it sends.
         stopping.gateway_waits.cancel_all(&stopping).await;
+        stopping.gateway_waits.stop().await;
         stopping.shutdown.cancel();
     };
     let connections = state.config.connections.clone();

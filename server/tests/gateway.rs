@@ -37,7 +37,8 @@ on_both_backends!(
     a_configured_name_taken_by_a_registered_upstream_stops_the_server,
     input_required_answers_are_asked_as_forms_and_the_call_retried_with_the_answers,
     an_asked_call_as_a_task_reaches_the_upstream_only_after_approval,
-    a_gateway_task_read_after_a_restart_ends_without_making_its_call,
+    a_gateway_task_read_after_its_server_died_ends_without_making_its_call,
+    a_gateway_task_another_instance_holds_is_left_to_it_until_that_instance_dies,
     a_server_that_stops_cancels_the_questions_its_gateway_calls_wait_on,
     an_approved_call_goes_on_only_if_its_upstream_and_its_token_still_stand,
 );
@@ -88,9 +89,17 @@ impl Gateway {
         backend: Backend,
         configured: Vec<holdpoint::doors::gateway::stdio::StdioUpstream>,
     ) -> Option<Gateway> {
+        Gateway::start_configured(backend, |config| config.gateway_upstreams = configured).await
+    }
+
+    /// A gateway with more settings.
+    async fn start_configured(
+        backend: Backend,
+        configure: impl FnOnce(&mut holdpoint::config::ServeConfig),
+    ) -> Option<Gateway> {
         let app = TestApp::start_with(backend, |config| {
             config.upstream_allow_private = true;
-            config.gateway_upstreams = configured;
+            configure(config);
         })
         .await?;
         let base = app.serve().await;
@@ -156,6 +165,19 @@ impl Gateway {
                 return self.app.get(&format!("/api/v1/questions/{}", question["id"].as_str().unwrap())).await.json;
             }
             assert!(tokio::time::Instant::now() < deadline, "no question was asked");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Question `id`, once it is no longer pending; `why` says what should have ended it.
+    async fn question_once_resolved(&self, id: &str, why: &str) -> Value {
+        let deadline = tokio::time::Instant::now() + WITHIN;
+        loop {
+            let question = self.app.get(&format!("/api/v1/questions/{id}")).await.json;
+            if question["status"] != "pending" {
+                return question;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "{why} did not end the question: {question}");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -510,46 +532,124 @@ async fn an_approved_call_goes_on_only_if_its_upstream_and_its_token_still_stand
     assert!(upstream.calls().is_empty(), "neither approved call reached the upstream: {:?}", upstream.calls());
 }
 
-/// After a restart, the gateway's tasks are read from their questions but their calls are never made: one whose
-/// approval was still pending fails saying so and its question is cancelled (nobody approves a call that will not
-/// run); one rejected completes with the rejection, as it would have without the restart. The upstream sees
-/// neither.
-async fn a_gateway_task_read_after_a_restart_ends_without_making_its_call(backend: Backend) {
-    let Some(gateway) = Gateway::start(backend).await else { return };
+/// A gateway that asks about every call to the upstream `files`, with a second server on its database started as a
+/// process of its own, and a client of that server's gateway that declares tasks. The second server says it runs
+/// every 2 s or so, and counts as gone 8 s after it last did: room for a slow disk's stalls while it runs, and a
+/// short wait once it is killed.
+async fn with_a_second_server(
+    backend: Backend,
+    configure: impl FnOnce(&mut holdpoint::config::ServeConfig),
+) -> Option<(Gateway, McpUpstream, common::ServerProcess, RunningService<RoleClient, ClientConfig>)> {
+    let gateway = Gateway::start_configured(backend, configure).await?;
     let upstream = McpUpstream::start("files").await;
     gateway.register("files", &upstream.url()).await;
     gateway.rules(json!({ "default": "ask" })).await;
-    let task_of = |response: CallToolResponse| match response {
+    let settings =
+        [("HOLDPOINT_UPSTREAM_ALLOW_PRIVATE", "true".into()), ("HOLDPOINT_GATEWAY_HOLD_SECONDS", "8".into())];
+    let server = gateway.app.spawn_process_with(&settings).await;
+    let client = connect_with_tasks(&server.base_url, &gateway.agent).await;
+    Some((gateway, upstream, server, client))
+}
+
+/// Calls `files__delete_file` on `path` through `client`, which gets a task for it: the task's id.
+async fn delete_as_task(client: &RunningService<RoleClient, ClientConfig>, path: &str) -> String {
+    match client.call_tool_once(call("files__delete_file", json!({ "path": path }))).await.unwrap() {
         CallToolResponse::Task(created) => created.task.task_id,
         other => panic!("a task was expected, not {other:?}"),
-    };
-    let client = connect_with_tasks(&gateway.base, &gateway.agent).await;
-    let waiting =
-        task_of(client.call_tool_once(call("files__delete_file", json!({ "path": "/srv/data" }))).await.unwrap());
+    }
+}
+
+/// `tasks/get` of a task another server took, once that server counts as gone: until then, the reader answers that
+/// another instance holds it.
+async fn ended_task_once_its_server_is_gone(
+    client: &RunningService<RoleClient, ClientConfig>,
+    id: &str,
+) -> rmcp::model::GetTaskResult {
+    let deadline = tokio::time::Instant::now() + WITHIN;
+    loop {
+        match client.get_task(GetTaskParams::new(id)).await {
+            Ok(got) if got.task.status().is_terminal() => return got,
+            Ok(got) => panic!("a task whose server is gone is over: {got:?}"),
+            Err(err) => {
+                let message = err.to_string();
+                assert!(message.contains("another Holdpoint instance"), "{message}");
+            }
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the task {id} is still held elsewhere");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// After the server that took them died (killed outright: it cancelled nothing), the gateway's tasks are read from
+/// their questions on another server, but their calls are never made: one whose approval was still pending fails
+/// saying so and its question is cancelled (nobody approves a call that will not run); one rejected completes with
+/// the rejection, as it did on the server that died. The reader runs no workers, so what it says is its own
+/// reading of the tasks, not the cancellation another instance's keeper makes. The upstream sees neither call.
+async fn a_gateway_task_read_after_its_server_died_ends_without_making_its_call(backend: Backend) {
+    let configure = |config: &mut holdpoint::config::ServeConfig| config.run_workers = false;
+    let Some((gateway, upstream, server, client)) = with_a_second_server(backend, configure).await else { return };
+    let waiting = delete_as_task(&client, "/srv/data").await;
     let question = gateway.pending_question().await;
-    let rejected =
-        task_of(client.call_tool_once(call("files__delete_file", json!({ "path": "/srv/logs" }))).await.unwrap());
-    let rejected_question = gateway.app.get(&format!("/api/v1/questions/{rejected}")).await.json;
     assert_eq!(question["id"], waiting.as_str());
-    client.cancel().await.unwrap();
-
-    let (state, router) = gateway.app.restart(|config| config.upstream_allow_private = true).await;
-    let restarted = common::serve_router(&state, router).await;
+    let rejected = delete_as_task(&client, "/srv/logs").await;
+    let rejected_question = gateway.app.get(&format!("/api/v1/questions/{rejected}")).await.json;
     gateway.answer(&rejected_question, json!({ "value": false, "comment": "keep the logs" })).await;
-    let client = connect_with_tasks(&restarted, &gateway.agent).await;
+    assert_eq!(ended_task(&client, &rejected).await.task.status(), TaskStatus::Completed);
+    server.kill().await;
 
-    let failed = ended_task(&client, &waiting).await;
+    let reader = connect_with_tasks(&gateway.base, &gateway.agent).await;
+    let failed = ended_task_once_its_server_is_gone(&reader, &waiting).await;
     let TaskPayload::Failed { error } = &failed.task.payload else { panic!("failed, not {failed:?}") };
     let message = error["message"].as_str().unwrap();
-    assert!(message.contains("restarted") && message.contains("not made"), "{message}");
+    assert!(message.contains("restarted or stopped") && message.contains("not made"), "{message}");
     let question = gateway.app.get(&format!("/api/v1/questions/{waiting}")).await.json;
     assert_eq!(question["status"], "cancelled", "{question}");
 
-    let done = ended_task(&client, &rejected).await;
+    let done = ended_task(&reader, &rejected).await;
     let TaskPayload::Completed { result } = &done.task.payload else { panic!("completed, not {done:?}") };
     let result: CallToolResult = serde_json::from_value(Value::Object(result.clone())).unwrap();
     assert_eq!(result.is_error, Some(true), "{result:?}");
     assert!(text_of(&result).contains("keep the logs"), "{result:?}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(upstream.calls().is_empty(), "no call reached the upstream: {:?}", upstream.calls());
+}
+
+/// With several instances, a gateway task is its instance's: another instance asked about it says so and changes
+/// nothing (its approval stays pending, and the instance that holds it still reports it), though a `tasks/cancel`
+/// sent there cancels its question, which the holder follows. When the holder dies without stopping, the keeper of
+/// a running instance cancels the question its call waited on, saying why, within about one hold's length; the
+/// task then reads as cancelled everywhere, and the upstream never sees the call.
+async fn a_gateway_task_another_instance_holds_is_left_to_it_until_that_instance_dies(backend: Backend) {
+    let configure = |config: &mut holdpoint::config::ServeConfig| config.gateway_hold_seconds = 3;
+    let Some((gateway, upstream, server, holder)) = with_a_second_server(backend, configure).await else { return };
+    let task = delete_as_task(&holder, "/srv/data").await;
+    let cancelled = delete_as_task(&holder, "/srv/logs").await;
+
+    let other = connect_with_tasks(&gateway.base, &gateway.agent).await;
+    let refused = other.get_task(GetTaskParams::new(&task)).await.expect_err("the other instance does not hold it");
+    let message = refused.to_string();
+    assert!(message.contains("held by another Holdpoint instance"), "{message}");
+    // Passes of both instances' keepers later, nothing has changed.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let question = gateway.app.get(&format!("/api/v1/questions/{task}")).await.json;
+    assert_eq!(question["status"], "pending", "{question}");
+    let held = holder.get_task(GetTaskParams::new(&task)).await.unwrap();
+    assert_eq!(held.task.status(), TaskStatus::InputRequired, "{held:?}");
+
+    other.cancel_task(CancelTaskParams::new(&cancelled)).await.expect("tasks/cancel is acknowledged");
+    let question = gateway.app.get(&format!("/api/v1/questions/{cancelled}")).await.json;
+    assert_eq!(question["status"], "cancelled", "{question}");
+    assert_eq!(ended_task(&holder, &cancelled).await.task.status(), TaskStatus::Cancelled);
+
+    server.kill().await;
+    let question = gateway.question_once_resolved(&task, "the death of the instance holding its call").await;
+    assert_eq!(question["status"], "cancelled", "{question}");
+    let reason = question["response"]["comment"].as_str().unwrap_or_default();
+    assert!(reason.contains("stopped without ending it") && reason.contains("will not be made"), "{question}");
+    let ended = ended_task(&other, &task).await;
+    assert_eq!(ended.task.status(), TaskStatus::Cancelled, "{ended:?}");
+    let message = ended.task.task.status_message.clone().unwrap_or_default();
+    assert!(message.contains("stopped without ending it"), "{message}");
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(upstream.calls().is_empty(), "no call reached the upstream: {:?}", upstream.calls());
 }
@@ -763,15 +863,7 @@ async fn a_client_cancelling_an_asked_call_cancels_its_question(backend: Backend
     let question = gateway.pending_question().await;
     let id = question["id"].as_str().unwrap();
     handle.cancel(Some("the user pressed Esc".into())).await.unwrap();
-    let deadline = tokio::time::Instant::now() + WITHIN;
-    let question = loop {
-        let question = gateway.app.get(&format!("/api/v1/questions/{id}")).await.json;
-        if question["status"] != "pending" {
-            break question;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "the question was never cancelled");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let question = gateway.question_once_resolved(id, "the client's cancellation").await;
     assert_eq!(question["status"], "cancelled", "{question}");
     assert!(upstream.calls().is_empty(), "a cancelled call never reaches the upstream");
 }

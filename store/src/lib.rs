@@ -10,6 +10,7 @@ mod audit_rows;
 mod backend;
 mod escalation;
 mod files;
+mod gateway_holds;
 mod grants;
 mod idempotency;
 mod outbox;
@@ -46,6 +47,7 @@ use uuid::Uuid;
 pub use audit_rows::*;
 pub use escalation::{EscalationPolicyRow, EscalationStore, EscalationTransition};
 pub use files::{FileClaim, FileRow, FileStore};
+pub use gateway_holds::{GatewayHoldRow, GatewayHoldStore, HOLD_ENDED, HOLD_LAPSED};
 pub use grants::{GrantRow, GrantStore};
 pub use outbox::{
     AnsweredByGrant, AskedWith, ChannelSummary, DeliveryRow, ListedDelivery, ListedNotification, NotificationQuery,
@@ -284,6 +286,7 @@ pub trait Store:
     + RulesStore
     + UpstreamStore
     + FileStore
+    + GatewayHoldStore
     + Send
     + Sync
     + 'static

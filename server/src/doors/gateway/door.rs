@@ -189,13 +189,17 @@ pub(crate) fn asked_by_gateway(row: &crate::store::QuestionRow) -> bool {
         && row.action.as_ref().is_some_and(|action| action.0.tool_name.starts_with("mcp:"))
 }
 
-/// The reason a gateway question gets when the server restarted before the call it asked about was made.
-const CANCELLED_BY_RESTART: &str = "the MCP gateway restarted before the call this approval was for was made";
+/// The reason a gateway question gets when the server that took the call it asked about restarted or stopped
+/// before making it.
+const CANCELLED_BY_RESTART: &str =
+    "the MCP gateway server that took the call this approval was for restarted or stopped before making it";
 
-/// A gateway task taken up again from its stored question after a restart: it ends at once, and its call is never
-/// made after the restart. The call's arguments, its upstream and the approval are all stored, but not whether the
-/// server that stopped had already sent it (it may have stopped in the middle): sending it again could make it
-/// twice, and a tool call that changes something must not run twice on one approval. So:
+/// A gateway task this instance's book does not hold, read from its stored question. Another instance may hold it
+/// (its hold in the store says so): only that one knows what became of the call, so this one says where the task
+/// is and changes nothing. Otherwise the server that took the call restarted, or died, and the task ends at once:
+/// its call is never made after that. The call's arguments, its upstream and the approval are all stored, but not
+/// whether the server that stopped had already sent it (it may have stopped in the middle): sending it again could
+/// make it twice, and a tool call that changes something must not run twice on one approval. So:
 ///
 /// - rejected or expired: completed with the same `isError` result as without a restart; cancelled: cancelled;
 /// - still pending: its question is cancelled (as the caller, so that nobody approves a call that will not run), and
@@ -208,6 +212,27 @@ pub(crate) async fn resume(state: &AppState, caller: &Caller, row: crate::store:
     let rule_tool = row.action.as_ref().map(|action| action.0.tool_name.clone()).unwrap_or_default();
     let id = row.id;
     let status = row.status;
+    let hold = match held_elsewhere(state, id).await {
+        Ok(Elsewhere::Held) => {
+            return Some(Resumed::Elsewhere(format!(
+                "The call {rule_tool} (question {id}) is held by another Holdpoint instance, which waits for its \
+                 approval and makes it: ask that instance. Route a client's /mcp/gateway requests to one instance \
+                 while its tasks last."
+            )));
+        }
+        Ok(Elsewhere::Ended) => {
+            return Some(Resumed::Elsewhere(format!(
+                "The call {rule_tool} (question {id}) ended on another Holdpoint instance, which keeps its result: \
+                 ask that instance. Route a client's /mcp/gateway requests to one instance while its tasks last."
+            )));
+        }
+        Ok(Elsewhere::Gone(hold)) => hold,
+        // A call this instance holds that its book does not: one that waits without a task.
+        Ok(Elsewhere::HeldHere) => return None,
+        Err(err) => {
+            return Some(Resumed::Elsewhere(format!("Could not read where the call of question {id} is held: {err}")));
+        }
+    };
     if status == QuestionStatus::Pending {
         let store = state.store.as_ref();
         let reason = Some(CANCELLED_BY_RESTART.to_owned());
@@ -218,8 +243,8 @@ pub(crate) async fn resume(state: &AppState, caller: &Caller, row: crate::store:
             Err(err) => tracing::warn!(error = %err, question = %id, "could not cancel a gateway task's question"),
         }
         let message = format!(
-            "The server restarted while the call {rule_tool} waited for its approval (question {id}): the call was \
-             not made, and its question is cancelled. Call the tool again to ask anew."
+            "The server that took the call {rule_tool} restarted or stopped while it waited for its approval \
+             (question {id}): the call was not made, and its question is cancelled. Call the tool again to ask anew."
         );
         return Some(Resumed::Now(Done::Finished(Err(ErrorData::internal_error(message, None)))));
     }
@@ -231,11 +256,46 @@ pub(crate) async fn resume(state: &AppState, caller: &Caller, row: crate::store:
     if let Some((_, refused)) = not_approved(&question, &rule_tool) {
         return Some(Resumed::Now(Done::Finished(Ok(refused))));
     }
-    let message = format!(
-        "The server restarted before the call {rule_tool} ended (question {id} was approved): the call is not made \
-         again after the restart, and whether it reached its upstream before is unknown."
-    );
+    let message = if hold.is_some_and(|hold| hold.released.as_deref() == Some(crate::store::HOLD_ENDED)) {
+        format!(
+            "The call {rule_tool} ended on a server that has restarted or stopped since (question {id} was \
+             approved): its result went with that server, and the call is not made again."
+        )
+    } else {
+        format!(
+            "The server that took the call {rule_tool} restarted or stopped before the call ended (question {id} \
+             was approved): the call is not made again, and whether it reached its upstream before is unknown."
+        )
+    };
     Some(Resumed::Now(Done::Finished(Err(ErrorData::internal_error(message, None)))))
+}
+
+/// Where the call a gateway question was asked for is, seen from an instance whose book has no task of it.
+enum Elsewhere {
+    /// This instance holds it.
+    HeldHere,
+    /// Another running instance holds it.
+    Held,
+    /// It ended on another running instance, which keeps its result.
+    Ended,
+    /// No running instance has it: the one that took it restarted or stopped (its hold, if it was held).
+    Gone(Option<crate::store::GatewayHoldRow>),
+}
+
+async fn held_elsewhere(state: &AppState, question: uuid::Uuid) -> crate::store::StoreResult<Elsewhere> {
+    let store = state.store.as_ref();
+    let Some(hold) = store.gateway_hold(question).await? else { return Ok(Elsewhere::Gone(None)) };
+    if hold.instance_id == state.gateway_waits.instance() && hold.released.is_none() {
+        return Ok(Elsewhere::HeldHere);
+    }
+    let by_another = hold.instance_id != state.gateway_waits.instance()
+        && hold.released.as_deref() != Some(crate::store::HOLD_LAPSED)
+        && store.instance_alive(hold.instance_id, crate::store::now()).await?;
+    Ok(match hold.released {
+        _ if !by_another => Elsewhere::Gone(Some(hold)),
+        None => Elsewhere::Held,
+        Some(_) => Elsewhere::Ended,
+    })
 }
 
 /// What became of one call, for its audit entry.
@@ -431,7 +491,7 @@ impl Gateway {
         let question = asked.row.clone();
         let gateway = self.clone();
         let caller = call.caller.clone();
-        let waiting = self.state.gateway_waits.wait_on(question.id, &caller);
+        let waiting = self.state.gateway_waits.wait_on(question.id, &caller).await;
         let task = self.tasks.start(&self.state, &caller, &question, move |stop| {
             // The forwarded call (and any elicitation it leads to) stops with the task, not with the request that
             // created it, which has been answered.

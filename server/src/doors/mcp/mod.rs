@@ -329,8 +329,10 @@ pub(crate) async fn ask_and_wait(
     if row.kind == QuestionKind::NonBlocking {
         return row.to_question(&caller.principal.workspace).map_err(|e| refusal(e.into()));
     }
-    let _noted_for_shutdown =
-        (at_shutdown == AtShutdown::Cancelled).then(|| state.gateway_waits.wait_on(row.id, caller));
+    let _noted_for_shutdown = match at_shutdown {
+        AtShutdown::Cancelled => Some(state.gateway_waits.wait_on(row.id, caller).await),
+        AtShutdown::Outlives => None,
+    };
     let _waiting = owners.waiting(session_of(parts));
     let progress_token = context.meta.get_progress_token();
     let progress_every = Duration::from_secs(state.config.mcp_progress_seconds.max(1));

@@ -23,7 +23,9 @@
 //! up again from its question ([`Door::resume`]), provided the question is in the caller's workspace and was asked
 //! by the caller's principal, as the book's own check requires. `/mcp`'s tools answer as the waiting call would
 //! have: pending, the task waits for the question again; resolved, it is completed with the tool's result, made by
-//! the same code. A gateway call is not made after a restart (see [`crate::doors::gateway::door::resume`]).
+//! the same code. A gateway call is not made after a restart (see [`crate::doors::gateway::door::resume`]); one
+//! that another running instance holds, or ended and keeps the result of, is that instance's to tell: the request
+//! is answered with an error saying so (a `tasks/cancel` cancels its question, which that instance follows).
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -84,6 +86,17 @@ pub enum Resumed {
     Now(Done),
     /// It waits for its question again, as the task's first work did.
     Wait(Pin<Box<dyn Future<Output = Done> + Send>>),
+    /// Another instance holds it, or ended it and keeps its result: the message says so, and this book does not
+    /// take it up.
+    Elsewhere(String),
+}
+
+/// Where the task a request names is.
+enum Held {
+    /// In this book.
+    Here(Uuid),
+    /// With another instance (see [`Resumed::Elsewhere`]): why this one cannot tell.
+    Elsewhere(Uuid, String),
 }
 
 /// Which MCP server a book of tasks belongs to: what its tasks are, once only their questions tell.
@@ -185,12 +198,21 @@ impl Tasks {
     }
 
     /// Makes sure the book holds task `id` of `caller`: a task it does not hold is taken up again from its stored
-    /// question, once (two requests racing for it take up one). Anything else is no task of the caller's.
+    /// question, once (two requests racing for it take up one). A task another instance holds is an error saying
+    /// so. Anything else is no task of the caller's.
     async fn held(self: &Arc<Self>, by: TaskRequest<'_>, task_id: &str) -> Result<Uuid, ErrorData> {
+        match self.find(by, task_id).await? {
+            Held::Here(id) => Ok(id),
+            Held::Elsewhere(_, message) => Err(ErrorData::internal_error(message, None)),
+        }
+    }
+
+    /// [`Self::held`], telling a task another instance holds apart.
+    async fn find(self: &Arc<Self>, by: TaskRequest<'_>, task_id: &str) -> Result<Held, ErrorData> {
         let TaskRequest { state, caller, .. } = by;
         let id = parse(task_id)?;
         match self.lock().get(&id) {
-            Some(entry) if entry.owner == caller.principal.id => return Ok(id),
+            Some(entry) if entry.owner == caller.principal.id => return Ok(Held::Here(id)),
             Some(_) => return Err(unknown(task_id)),
             None => {}
         }
@@ -207,12 +229,13 @@ impl Tasks {
                 None
             }
             Resumed::Wait(work) => Some(work),
+            Resumed::Elsewhere(message) => return Ok(Held::Elsewhere(id, message)),
         };
         {
             let mut entries = self.lock();
             if entries.contains_key(&id) {
                 // Taken up meanwhile by another request: that one's stands.
-                return Ok(id);
+                return Ok(Held::Here(id));
             }
             entries.retain(|_, entry| entry.expires_at > now);
             entries.insert(id, entry);
@@ -220,7 +243,7 @@ impl Tasks {
         if let Some(work) = work {
             self.run(id, stop, work);
         }
-        Ok(id)
+        Ok(Held::Here(id))
     }
 
     /// Opens the task of `question`, asked by `caller`, and runs `work` for it in the background until it is done,
@@ -416,10 +439,14 @@ impl Tasks {
     }
 
     /// `tasks/cancel`: cancels the question (as the caller, audited so) and stops the call. A task that has ended
-    /// stays as it ended.
+    /// stays as it ended. A task another instance holds is cancelled through its question, which that instance
+    /// follows: its call is not made.
     pub async fn cancel(self: &Arc<Self>, by: TaskRequest<'_>, task_id: &str) -> Result<(), ErrorData> {
         let TaskRequest { state, caller, .. } = by;
-        let id = self.held(by, task_id).await?;
+        let id = match self.find(by, task_id).await? {
+            Held::Here(id) => id,
+            Held::Elsewhere(id, _) => return cancel_question(state, caller, id).await,
+        };
         let stop = {
             let mut entries = self.lock();
             let entry = entries
@@ -435,13 +462,17 @@ impl Tasks {
         };
         stop.cancel();
         self.ended.notify_waiters();
-        let store = state.store.as_ref();
-        let reason = Some(CANCELLED_BY_TASK.to_owned());
-        match crate::questions::cancel_question(store, &state.metrics, caller, id, reason, crate::store::now()).await {
-            // Resolved meanwhile (the call may be reaching its upstream): the call is stopped all the same.
-            Ok(_) | Err(AppError::Conflict { .. }) => Ok(()),
-            Err(err) => Err(internal(err)),
-        }
+        cancel_question(state, caller, id).await
+    }
+}
+
+/// Cancels the question of a task its client cancelled, as the client. One resolved meanwhile stays as it was (the
+/// call may be reaching its upstream): the call is stopped all the same.
+async fn cancel_question(state: &AppState, caller: &Caller, id: Uuid) -> Result<(), ErrorData> {
+    let (store, reason) = (state.store.as_ref(), Some(CANCELLED_BY_TASK.to_owned()));
+    match crate::questions::cancel_question(store, &state.metrics, caller, id, reason, crate::store::now()).await {
+        Ok(_) | Err(AppError::Conflict { .. }) => Ok(()),
+        Err(err) => Err(internal(err)),
     }
 }
 
