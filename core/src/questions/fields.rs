@@ -254,10 +254,10 @@ pub fn check_value(def: &FieldDef<'_>, value: &Value, path: &str, errors: &mut F
             }
         }
         ResponseType::Number => match value {
-            Value::Number(number) => check_bounds(number.as_f64().unwrap_or(f64::NAN), def.rules, path, errors),
+            Value::Number(number) => check_bounds(number, def.rules, path, errors),
             _ => errors.add(path, "must be a number"),
         },
-        ResponseType::Integer => match value.as_number().and_then(whole) {
+        ResponseType::Integer => match value.as_number().filter(|number| whole(number).is_some()) {
             Some(number) => check_bounds(number, def.rules, path, errors),
             None => errors.add(path, "must be a whole number"),
         },
@@ -331,22 +331,33 @@ fn is_web_url(text: &str) -> bool {
         && url::Url::parse(text).is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.host().is_some())
 }
 
-fn check_bounds(number: f64, rules: &FieldRules, path: &str, errors: &mut FieldErrors) {
-    let min = rules.min.as_ref().and_then(Number::as_f64);
+/// How two JSON numbers compare: exactly when both are integers (a float has no room for every integer past 2^53),
+/// as floats otherwise.
+fn compare(a: &Number, b: &Number) -> Option<std::cmp::Ordering> {
+    let exact = |n: &Number| n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from));
+    match (exact(a), exact(b)) {
+        (Some(a), Some(b)) => Some(a.cmp(&b)),
+        _ => a.as_f64()?.partial_cmp(&b.as_f64()?),
+    }
+}
+
+fn check_bounds(number: &Number, rules: &FieldRules, path: &str, errors: &mut FieldErrors) {
+    use std::cmp::Ordering::{Greater, Less};
     if let Some(bound) = &rules.min
-        && min.is_some_and(|min| number < min)
+        && compare(number, bound) == Some(Less)
     {
         errors.add(path, format!("must be at least {bound}"));
     }
     if let Some(bound) = &rules.max
-        && bound.as_f64().is_some_and(|max| number > max)
+        && compare(number, bound) == Some(Greater)
     {
         errors.add(path, format!("must be at most {bound}"));
     }
     if let Some(step_number) = &rules.step
         && let Some(step) = step_number.as_f64().filter(|step| *step > 0.0)
     {
-        let steps = (number - min.unwrap_or(0.0)) / step;
+        let min = rules.min.as_ref().and_then(Number::as_f64);
+        let steps = (number.as_f64().unwrap_or(f64::NAN) - min.unwrap_or(0.0)) / step;
         if (steps - steps.round()).abs() > 1e-9 * steps.abs().max(1.0) {
             let from = rules.min.as_ref().map_or_else(|| "0".to_owned(), Number::to_string);
             errors.add(path, format!("must be {from} plus a whole number of steps of {step_number}"));
@@ -471,6 +482,20 @@ mod tests {
         assert_eq!(value_errors(ResponseType::Integer, &whole, json!(36)), ["value"]);
         assert_eq!(value_errors(ResponseType::Integer, &whole, json!(3.5)), ["value"]);
         assert_eq!(value_errors(ResponseType::Integer, &whole, json!(105)), ["value"]);
+    }
+
+    #[test]
+    fn integers_past_two_to_the_53_keep_to_their_bounds_exactly() {
+        // As floats, 2^53 + 1 and 2^53 are the same number.
+        let at_most = rules(json!({"max": 9_007_199_254_740_992_u64}));
+        assert!(value_errors(ResponseType::Integer, &at_most, json!(9_007_199_254_740_992_u64)).is_empty());
+        assert_eq!(value_errors(ResponseType::Integer, &at_most, json!(9_007_199_254_740_993_u64)), ["value"]);
+        let at_least = rules(json!({"min": -9_007_199_254_740_992_i64}));
+        assert_eq!(value_errors(ResponseType::Integer, &at_least, json!(-9_007_199_254_740_993_i64)), ["value"]);
+        assert!(value_errors(ResponseType::Integer, &at_least, json!(u64::MAX)).is_empty());
+        // A float against an integer bound compares as floats.
+        assert_eq!(value_errors(ResponseType::Number, &rules(json!({"max": 10})), json!(10.5)), ["value"]);
+        assert!(value_errors(ResponseType::Number, &rules(json!({"min": 10})), json!(10.0)).is_empty());
     }
 
     #[test]

@@ -319,7 +319,8 @@ pub async fn answer_input_requests(scope: &CallScope, requests: InputRequests) -
 }
 
 /// A form answer as the elicitation's content: each value as its property's type has it (an `integer` property
-/// gets an integer where the form holds a number).
+/// gets an integer where the form holds a whole number written with a fraction, `3.0`). An integer stays exactly
+/// as it was answered, however large: through a float, one past 2^53 would reach the upstream as another number.
 fn content_for(schema: &Value, answer: Value) -> Value {
     let Value::Object(answer) = answer else { return Value::Object(Map::new()) };
     let properties = schema.get("properties").and_then(Value::as_object);
@@ -329,8 +330,10 @@ fn content_for(schema: &Value, answer: Value) -> Value {
         .map(|(key, value)| {
             let integer =
                 properties.and_then(|p| p.get(&key)).and_then(|p| p.get("type")).is_some_and(|t| t == "integer");
-            let value = match value.as_f64() {
-                Some(number) if integer && number.fract() == 0.0 => json!(number as i64),
+            let whole = value.as_number().filter(|n| n.is_f64()).and_then(|n| n.as_f64()).filter(|n| n.fract() == 0.0);
+            let value = match whole {
+                // Only a float that is an i64 exactly: `as` would saturate one beyond.
+                Some(number) if integer && number.abs() < 2f64.powi(63) => json!(number as i64),
                 _ => value,
             };
             (key, value)
@@ -611,7 +614,25 @@ pub fn unreachable(error: &(dyn std::error::Error + 'static)) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::unreachable;
+    use super::{content_for, unreachable};
+    use serde_json::json;
+
+    #[test]
+    fn an_answer_reaches_the_upstream_as_its_schema_types_it_and_integers_exactly() {
+        let schema = json!({ "type": "object", "properties": {
+            "account": { "type": "integer" }, "copies": { "type": "integer" }, "weight": { "type": "number" },
+            "note": { "type": "string" } } });
+        let answer: serde_json::Value = serde_json::from_str(
+            r#"{ "account": 9007199254740993, "copies": 3.0, "weight": 2.0, "note": "7", "skipped": null }"#,
+        )
+        .unwrap();
+        let content = content_for(&schema, answer);
+        // serde_json tells 3 from 3.0, so `copies` is checked an integer here.
+        assert_eq!(content, json!({ "account": 9_007_199_254_740_993_u64, "copies": 3, "weight": 2.0, "note": "7" }));
+        // Beyond i64: a u64 stays, and a whole float stays a float rather than saturating to i64::MAX.
+        let content = content_for(&schema, json!({ "account": u64::MAX, "copies": 1e300 }));
+        assert_eq!(content, json!({ "account": u64::MAX, "copies": 1e300 }));
+    }
 
     #[test]
     fn an_unreachable_upstream_is_described_without_rust_type_names() {
