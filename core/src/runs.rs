@@ -342,18 +342,8 @@ pub async fn resume_run(
         if question.kind == QuestionKind::NonBlocking {
             continue;
         }
-        let change = QuestionResolution {
-            status: QuestionStatus::Cancelled,
-            response: Some(AnswerBody {
-                value: serde_json::Value::Null,
-                comment: Some("the run was resumed without an answer".into()),
-                edited_arguments: None,
-            }),
-            answered_by: Some(caller.principal.name.clone()),
-            resolution: Some(Resolution::Cancelled),
-            at: now,
-            actor: caller.into(),
-        };
+        let reason = Some("the run was resumed without an answer".into());
+        let change = QuestionResolution::cancelled(reason, Some(caller.principal.name.clone()), now, caller.into());
         crate::questions::resolve(store, &question, &change, &caller.principal.workspace).await?;
     }
     let current = store.run(run.workspace_id, accepted.id).await?.unwrap_or(accepted);

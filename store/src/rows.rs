@@ -466,6 +466,28 @@ pub struct QuestionResolution {
 }
 
 impl QuestionResolution {
+    /// A cancellation by `actor` at `at`, with `reason` kept as the response's comment and `answered_by` the person
+    /// who cancelled, if a person did.
+    pub fn cancelled(
+        reason: Option<String>,
+        answered_by: Option<String>,
+        at: DateTime<Utc>,
+        actor: super::AuditActor,
+    ) -> Self {
+        QuestionResolution {
+            status: QuestionStatus::Cancelled,
+            response: reason.map(|comment| AnswerBody {
+                value: Value::Null,
+                comment: Some(comment),
+                edited_arguments: None,
+            }),
+            answered_by,
+            resolution: Some(Resolution::Cancelled),
+            at,
+            actor,
+        }
+    }
+
     /// The event this transition appends.
     pub fn event_type(&self) -> holdpoint_types::EventType {
         use holdpoint_types::EventType;

@@ -398,14 +398,7 @@ pub async fn cancel_question(
     if reason.as_ref().is_some_and(|r| r.chars().count() > COMMENT_MAX_CHARS) {
         return Err(AppError::invalid_field("reason", format!("must have at most {COMMENT_MAX_CHARS} characters")));
     }
-    let change = QuestionResolution {
-        status: QuestionStatus::Cancelled,
-        response: reason.map(|r| AnswerBody { value: Value::Null, comment: Some(r), edited_arguments: None }),
-        answered_by: Some(caller.principal.name.clone()),
-        resolution: Some(Resolution::Cancelled),
-        at: now,
-        actor: caller.into(),
-    };
+    let change = QuestionResolution::cancelled(reason, Some(caller.principal.name.clone()), now, caller.into());
     resolve_as_caller(store, metrics, caller, &row, &change, None, Vec::new()).await
 }
 

@@ -299,18 +299,12 @@ impl Asking<'_> {
     /// when it stores the new one.
     async fn superseded_by(&self, row: &QuestionRow, workspace: &str) -> StoreResult<Vec<QuestionTransition>> {
         let (Some(run_id), QuestionKind::Blocking) = (row.run_id, row.kind) else { return Ok(Vec::new()) };
-        let change = QuestionResolution {
-            status: QuestionStatus::Cancelled,
-            response: Some(AnswerBody {
-                value: Value::Null,
-                comment: Some("superseded by a newer blocking question of the same run".into()),
-                edited_arguments: None,
-            }),
-            answered_by: None,
-            resolution: Some(Resolution::Cancelled),
-            at: row.created_at,
-            actor: crate::store::AuditActor::policy(crate::audit::RUN_LIFECYCLE, Some(run_id.to_string())),
-        };
+        let change = QuestionResolution::cancelled(
+            Some("superseded by a newer blocking question of the same run".into()),
+            None,
+            row.created_at,
+            crate::store::AuditActor::policy(crate::audit::RUN_LIFECYCLE, Some(run_id.to_string())),
+        );
         let mut superseded = Vec::new();
         for id in self.store.pending_question_ids(row.workspace_id, run_id).await? {
             let Some(old) = self.store.question(row.workspace_id, id).await? else { continue };

@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use app::types::{AnswerBody, QuestionStatus, Resolution};
+use app::types::QuestionStatus;
 use uuid::Uuid;
 
 use crate::credentials::Caller;
@@ -269,18 +269,8 @@ async fn cancel_left(store: &dyn Store, metrics: &Metrics, hold: &GatewayHoldRow
     if row.status != QuestionStatus::Pending {
         return Ok(false);
     }
-    let change = QuestionResolution {
-        status: QuestionStatus::Cancelled,
-        response: Some(AnswerBody {
-            value: serde_json::Value::Null,
-            comment: Some(HOLD_LAPSED_REASON.to_owned()),
-            edited_arguments: None,
-        }),
-        answered_by: None,
-        resolution: Some(Resolution::Cancelled),
-        at: crate::store::now(),
-        actor: AuditActor::policy(HOLD_KEEPER, Some(hold.instance_id.to_string())),
-    };
+    let actor = AuditActor::policy(HOLD_KEEPER, Some(hold.instance_id.to_string()));
+    let change = QuestionResolution::cancelled(Some(HOLD_LAPSED_REASON.to_owned()), None, crate::store::now(), actor);
     let workspace = store.workspace_name(row.workspace_id).await?;
     match crate::questions::resolve(store, &row, &change, &workspace).await? {
         ResolveOutcome::Resolved(row) => {
