@@ -11,11 +11,13 @@ use crate::{InboxFilter, RunTimeline};
 /// What the UI's server functions need from the server.
 #[async_trait::async_trait]
 pub trait UiBackend: Send + Sync + 'static {
-    /// The questions of the session's workspace that pass the filter, in its order.
+    /// A page of the questions of the session's workspace that pass the filter, in its order: the first `limit`
+    /// after `after` (a `next_cursor` this list gave out; `None` from the start).
     async fn questions(
         &self,
         session: &SessionInfo,
         filter: &InboxFilter,
+        after: Option<String>,
         limit: u32,
     ) -> Result<Page<Question>, String>;
 
@@ -24,6 +26,7 @@ pub trait UiBackend: Send + Sync + 'static {
         &self,
         session: &SessionInfo,
         filter: &InboxFilter,
+        after: Option<String>,
         limit: u32,
     ) -> Result<Page<QuestionSummary>, String>;
 

@@ -17,6 +17,7 @@ mod modal;
 pub mod navigation;
 mod notify;
 mod pages;
+mod paging;
 mod rich_input;
 mod server_fns;
 

@@ -27,6 +27,13 @@ fn is_local_path(path: &str) -> bool {
 
 pub use crate::types::sign_in_error;
 
+/// The value of the query parameter `name` in `search` (a URL's raw query, without its `?`), decoded once, as a
+/// form's `GET` encodes it (`+` is a space). The router's query map decodes its values a second time, which would
+/// turn the escapes inside a value into what they stand for: a `next` of `/inbox?q=a%26b` into `/inbox?q=a&b`.
+pub fn query_param(search: &str, name: &str) -> Option<String> {
+    form_urlencoded::parse(search.as_bytes()).find(|(key, _)| key == name).map(|(_, value)| value.into_owned())
+}
+
 /// Percent-encodes a query value (everything but RFC 3986's unreserved characters).
 pub fn query_value(value: &str) -> String {
     let mut encoded = String::with_capacity(value.len());
@@ -97,6 +104,17 @@ pub fn answer_error_message(code: &str, pending: bool) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_query_value_is_decoded_once_and_its_own_escapes_stay() {
+        // `/signin?next=` for `/inbox?project=my app&q=a&b`, as the server writes it.
+        let search = "next=%2Finbox%3Fproject%3Dmy%2520app%26q%3Da%2526b&error=";
+        assert_eq!(query_param(search, "next").as_deref(), Some("/inbox?project=my%20app&q=a%26b"));
+        assert_eq!(safe_next(query_param(search, "next").as_deref()), "/inbox?project=my%20app&q=a%26b");
+        assert_eq!(query_param("q=deploy+to+prod", "q").as_deref(), Some("deploy to prod"));
+        assert_eq!(query_param(search, "error").as_deref(), Some(""));
+        assert_eq!(query_param(search, "code"), None);
+    }
 
     #[test]
     fn only_paths_of_this_site_are_followed_after_sign_in() {

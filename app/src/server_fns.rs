@@ -60,15 +60,21 @@ impl InboxFilter {
 
     /// Puts questions (or their summaries) in the list's order.
     pub fn sort<Q: Listed>(&self, questions: &mut [Q]) {
-        if self.by_deadline {
-            questions.sort_by(|a, b| match (a.deadline(), b.deadline()) {
-                (Some(x), Some(y)) => x.cmp(&y).then(a.id().cmp(&b.id())),
-                (Some(_), None) => std::cmp::Ordering::Less,
-                (None, Some(_)) => std::cmp::Ordering::Greater,
-                (None, None) => b.id().cmp(&a.id()),
-            });
-        } else {
-            questions.sort_by_key(|q| std::cmp::Reverse(q.id()));
+        questions.sort_by(|a, b| self.order(a, b));
+    }
+
+    /// Which of two questions (or summaries) comes first in the list, as the server orders it.
+    pub fn order(&self, a: &impl Listed, b: &impl Listed) -> std::cmp::Ordering {
+        use std::cmp::Ordering;
+        if !self.by_deadline {
+            return b.id().cmp(&a.id());
+        }
+        match (a.deadline(), b.deadline()) {
+            (Some(x), Some(y)) => x.cmp(&y).then(a.id().cmp(&b.id())),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            // The store lists the questions without a deadline oldest first: a page ends where the next begins.
+            (None, None) => a.id().cmp(&b.id()),
         }
     }
 }
@@ -183,23 +189,28 @@ pub async fn question_page(id: uuid::Uuid) -> Result<Option<QuestionOnPage>, Ser
     Ok(Some(QuestionOnPage { question, answer_form, refusal }))
 }
 
-/// The questions shown in the inbox, filtered and sorted as the URL says.
+/// The most questions a list of questions (the inbox, the approval queue) loads at once; the next are a click away.
+pub const QUESTION_PAGE: usize = 200;
+
+/// A page of the approval queue's questions, filtered and sorted as the URL says: the first [`QUESTION_PAGE`]
+/// after `after` (the `next_cursor` of the page before; `None` from the top).
 #[server(prefix = "/ui/fn")]
-pub async fn inbox_questions(filter: InboxFilter) -> Result<Page<Question>, ServerFnError> {
+pub async fn inbox_questions(filter: InboxFilter, after: Option<String>) -> Result<Page<Question>, ServerFnError> {
     let session = request_session()?;
-    backend()?.0.questions(&session, &filter, 200).await.map_err(ServerFnError::new)
+    let limit = QUESTION_PAGE as u32;
+    backend()?.0.questions(&session, &filter, after, limit).await.map_err(ServerFnError::new)
 }
 
-/// The most questions the inbox lists at once; it says so when a filter selects more.
-pub const INBOX_LIST_MAX: usize = 200;
-
-/// The inbox's list: what it shows of each question the filter selects, in its order (the first
-/// [`INBOX_LIST_MAX`]).
+/// A page of the inbox's list: what it shows of each question the filter selects, in its order (as
+/// [`inbox_questions`]).
 #[server(prefix = "/ui/fn")]
-pub async fn inbox_summaries(filter: InboxFilter) -> Result<Page<QuestionSummary>, ServerFnError> {
+pub async fn inbox_summaries(
+    filter: InboxFilter,
+    after: Option<String>,
+) -> Result<Page<QuestionSummary>, ServerFnError> {
     let session = request_session()?;
-    let limit = INBOX_LIST_MAX as u32;
-    backend()?.0.question_summaries(&session, &filter, limit).await.map_err(ServerFnError::new)
+    let limit = QUESTION_PAGE as u32;
+    backend()?.0.question_summaries(&session, &filter, after, limit).await.map_err(ServerFnError::new)
 }
 
 /// Everything the run page shows.

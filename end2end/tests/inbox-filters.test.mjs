@@ -3,7 +3,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, api, signIn, waitForLive, eventually, resultPath } from './harness.mjs';
+import { startServer, launchBrowser, api, signIn, waitForLive, waitForHydration, eventually, resultPath } from './harness.mjs';
 
 let server;
 let browser;
@@ -181,22 +181,77 @@ test('j/k move the selection and Enter opens the question', async () => {
   await page.close();
 });
 
-test('a filter that selects more than the list holds says so', async () => {
+test('a list longer than a page shows more in place, and without JavaScript on the page that starts there', async () => {
+  // 201 approvals of one project: the inbox and the approval queue load 200 at a time.
+  const bulk = [];
   for (let n = 0; n < 201; n += 1) {
-    let created = await api(server, 'POST', '/questions', { title: `Bulk ${n}`, project: 'bulk', kind: 'non_blocking' });
+    const body = { title: `Bulk ${n}`, project: 'bulk', kind: 'approval', action: { tool_name: 'bulk_tool', arguments: { n } } };
+    let created = await api(server, 'POST', '/questions', body);
     // Past the creation burst, the token's rate says when to go on.
     while (created.status === 429) {
       await new Promise((resolve) => setTimeout(resolve, created.json.error.details.retry_after_seconds * 1000));
-      created = await api(server, 'POST', '/questions', { title: `Bulk ${n}`, project: 'bulk', kind: 'non_blocking' });
+      created = await api(server, 'POST', '/questions', body);
     }
     assert.equal(created.status, 201, JSON.stringify(created.json));
+    bulk.push(created.json.id);
   }
+  const oldest = (page) => page.locator(`[data-question-id="${bulk[0]}"]`);
+
   const page = await browser.newPage();
   await signIn(page, server, '/inbox?project=bulk');
   assert.equal(await page.getByTestId('question-item').count(), 200);
-  assert.match(await page.getByTestId('list-cut').innerText(), /the first 200: narrow the filters/);
-  await page.goto(`${server.baseUrl}/inbox?project=bulk&q=${encodeURIComponent('Bulk 7')}`);
-  await page.getByTestId('question-item').first().waitFor();
-  assert.equal(await page.getByTestId('list-cut').count(), 0, 'a list that holds them all says nothing');
+  assert.match(await page.getByTestId('pending-count').innerText(), /^200 questions$/);
+  assert.match(await page.getByTestId('list-cut').innerText(), /more: “Show more” under the list loads them/);
+  assert.equal(await oldest(page).count(), 0, 'newest first: the oldest is on the next page');
+  await waitForHydration(page);
+  await page.getByTestId('list-more').click();
+  await oldest(page).waitFor();
+  assert.equal(await page.getByTestId('question-item').count(), 201);
+  assert.equal(await page.getByTestId('list-more').count(), 0, 'the list is whole');
+  assert.equal(await page.getByTestId('list-cut').count(), 0);
+  assert.equal(new URL(page.url()).search, '?project=bulk', 'the page stays where it is');
+  await page.screenshot({ path: resultPath('inbox-shown-more.png'), fullPage: true });
   await page.close();
+
+  // The queue loads the approvals that run out first: the newest is on the next page, and joins at the bottom.
+  const queue = await browser.newPage();
+  await signIn(queue, server, '/approvals?project=bulk');
+  assert.equal(await queue.getByTestId('approval-item').count(), 200);
+  assert.equal(await oldest(queue).count(), 1);
+  const newest = queue.locator(`[data-question-id="${bulk[200]}"]`);
+  assert.equal(await newest.count(), 0);
+  await queue.getByText('Select all 200 shown (more below)').waitFor();
+  await waitForHydration(queue);
+  await queue.getByTestId('list-more').click();
+  await newest.waitFor();
+  assert.equal(await queue.getByTestId('approval-item').count(), 201);
+  assert.equal(await queue.getByTestId('approval-item').last().getAttribute('data-question-id'), bulk[200]);
+  await queue.getByText('Select all 201 matching').waitFor();
+  await queue.close();
+
+  // Without JavaScript, "Show more" is a link to the page that starts after the last row, which links back.
+  const context = await browser.newContext({ javaScriptEnabled: false });
+  const plain = await context.newPage();
+  await signIn(plain, server, '/inbox?project=bulk');
+  await plain.getByTestId('list-more').click();
+  await plain.waitForURL(/project=bulk&after=/);
+  assert.deepEqual(await titles(plain), ['Bulk 0']);
+  assert.match(await plain.locator('.list-head').innerText(), /^1 question further down the list/);
+  assert.equal(await plain.getByTestId('list-more').count(), 0);
+  await plain.getByTestId('list-top').click();
+  await plain.waitForURL((url) => url.search === '?project=bulk');
+  assert.equal(await plain.getByTestId('question-item').count(), 200);
+  // A position the list never gave out is refused, and says how to go on.
+  await plain.goto(`${server.baseUrl}/inbox?project=bulk&after=nonsense`);
+  assert.match(await plain.getByRole('alert').innerText(), /not one it gave out/);
+  await context.close();
+
+  // Signing in on the way to a filtered list lands on that list, its search's escaped space and all.
+  const narrow = await browser.newPage();
+  await signIn(narrow, server, `/inbox?project=bulk&q=${encodeURIComponent('Bulk 7')}`);
+  assert.equal(new URL(narrow.url()).search, '?project=bulk&q=Bulk%207');
+  await narrow.getByTestId('question-item').first().waitFor();
+  assert.equal(await narrow.getByTestId('question-item').count(), 11, 'Bulk 7 and Bulk 70 to 79');
+  assert.equal(await narrow.getByTestId('list-cut').count(), 0, 'a list that holds them all says nothing');
+  await narrow.close();
 });

@@ -326,6 +326,26 @@ pub struct QuestionFilter {
     pub limit: u32,
 }
 
+impl QuestionFilter {
+    /// Cuts `rows`, read with this filter (whose `limit` is one more than a page), to a page, and gives the cursor
+    /// of the next page if rows were left. `place` gives a row's deadline and id.
+    pub fn cut_to_page<R>(
+        &self,
+        rows: &mut Vec<R>,
+        place: impl Fn(&R) -> (Option<DateTime<Utc>>, Uuid),
+    ) -> Option<String> {
+        let page = self.limit.saturating_sub(1) as usize;
+        if rows.len() <= page {
+            return None;
+        }
+        rows.truncate(page);
+        rows.last().map(|last| {
+            let (timeout_at, id) = place(last);
+            QuestionCursor::past(self.sort, timeout_at, id).to_string()
+        })
+    }
+}
+
 /// The two orders of `GET /questions`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum QuestionSort {
@@ -341,6 +361,44 @@ pub enum QuestionSort {
 pub enum QuestionCursor {
     Created { id: Uuid },
     Deadline { timeout_at: Option<DateTime<Utc>>, id: Uuid },
+}
+
+impl QuestionCursor {
+    /// The cursor just past the question `id` (whose deadline is `timeout_at`) in `sort`'s order.
+    pub fn past(sort: QuestionSort, timeout_at: Option<DateTime<Utc>>, id: Uuid) -> Self {
+        match sort {
+            QuestionSort::CreatedDesc => QuestionCursor::Created { id },
+            QuestionSort::Deadline => QuestionCursor::Deadline { timeout_at, id },
+        }
+    }
+
+    /// Reads a cursor [`Display`](std::fmt::Display) wrote for a list in `sort`'s order; `None` for any other
+    /// text, a cursor of the other order among them.
+    pub fn parse(token: &str, sort: QuestionSort) -> Option<Self> {
+        let parts: Vec<&str> = token.split('.').collect();
+        match (sort, parts.as_slice()) {
+            (QuestionSort::CreatedDesc, ["c", id]) => Some(QuestionCursor::Created { id: Uuid::parse_str(id).ok()? }),
+            (QuestionSort::Deadline, ["d", at, id]) => {
+                let timeout_at = match *at {
+                    "none" => None,
+                    micros => Some(DateTime::from_timestamp_micros(micros.parse().ok()?)?),
+                };
+                Some(QuestionCursor::Deadline { timeout_at, id: Uuid::parse_str(id).ok()? })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Opaque to clients: `c.<id>` newest first, `d.<deadline in µs, or "none">.<id>` by deadline.
+impl std::fmt::Display for QuestionCursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            QuestionCursor::Created { id } => write!(f, "c.{id}"),
+            QuestionCursor::Deadline { timeout_at: Some(at), id } => write!(f, "d.{}.{id}", at.timestamp_micros()),
+            QuestionCursor::Deadline { timeout_at: None, id } => write!(f, "d.none.{id}"),
+        }
+    }
 }
 
 /// An event to append: the store assigns its id.
@@ -558,7 +616,7 @@ pub enum ResolveOutcome {
 }
 
 #[cfg(test)]
-mod redaction_tests {
+mod tests {
     use super::*;
 
     #[test]
@@ -575,5 +633,27 @@ mod redaction_tests {
         let debug = format!("{row:?}");
         assert!(!debug.contains("csrf-secret-value"), "{debug}");
         assert!(debug.contains("[redacted]"), "{debug}");
+    }
+
+    #[test]
+    fn cursors_read_back_as_written() {
+        let id = Uuid::now_v7();
+        let at = DateTime::from_timestamp_micros(1_700_000_000_123_456).unwrap();
+        for (sort, timeout_at) in
+            [(QuestionSort::CreatedDesc, None), (QuestionSort::Deadline, Some(at)), (QuestionSort::Deadline, None)]
+        {
+            let cursor = QuestionCursor::past(sort, timeout_at, id);
+            assert_eq!(QuestionCursor::parse(&cursor.to_string(), sort), Some(cursor));
+        }
+    }
+
+    #[test]
+    fn a_cursor_of_the_other_order_or_of_no_list_reads_as_none() {
+        let cursor = QuestionCursor::past(QuestionSort::CreatedDesc, None, Uuid::now_v7()).to_string();
+        assert_eq!(QuestionCursor::parse(&cursor, QuestionSort::Deadline), None);
+        for garbage in ["garbage", "c.not-a-uuid", "d.soon.0190a000-0000-7000-8000-000000000000", "c"] {
+            assert_eq!(QuestionCursor::parse(garbage, QuestionSort::CreatedDesc), None, "{garbage}");
+            assert_eq!(QuestionCursor::parse(garbage, QuestionSort::Deadline), None, "{garbage}");
+        }
     }
 }

@@ -6,12 +6,15 @@
 
 use leptos::either::Either;
 use leptos::prelude::*;
-use leptos_router::hooks::use_query_map;
+use leptos_router::hooks::use_location;
 use uuid::Uuid;
 
 use crate::api::post_json;
 use crate::components::{Badge, Countdown, capitalise};
 use crate::live::use_question_updates;
+use crate::navigation::query_param;
+use crate::paging::Pages;
+use crate::types::Page;
 use crate::types::{
     AnswerBatch, AnswerBatchItem, AnswerBatchResult, AnswerBatchResults, AnswerBatchStatus, Question, QuestionKind,
     QuestionStatus, SessionInfo, Urgency,
@@ -26,8 +29,8 @@ struct ItemResult {
     text: String,
 }
 
-/// The results of the batches this page has sent, by question: a list, not a map, since a queue holds at most 200
-/// approvals and a map type of its own would add its code to the page's wasm.
+/// The results of the batches this page has sent, by question: a list, not a map, since a queue holds a few pages of
+/// 200 approvals at most and a map type of its own would add its code to the page's wasm.
 #[derive(Debug, Clone, Default)]
 struct ItemResults(Vec<(Uuid, ItemResult)>);
 
@@ -126,16 +129,22 @@ fn item_result(result: &AnswerBatchResult, approve: bool) -> ItemResult {
 /// The page.
 #[component]
 pub fn ApprovalsPage() -> impl IntoView {
-    let query = use_query_map();
+    let search = use_location().search;
     let filter = Memo::new(move |_| {
-        query.with(|q| {
-            let mut filter = InboxFilter::from_query(|name| q.get(name));
+        search.with(|s| {
+            let mut filter = InboxFilter::from_query(|name| query_param(s, name));
             filter.kind = Some(QuestionKind::Approval);
             filter.status = Some(QuestionStatus::Pending);
+            // Pages in the queue's own order after urgency: the approvals that run out first load first, and a
+            // page shown later joins the queue below the ones before it.
+            filter.by_deadline = true;
             filter
         })
     });
-    let initial = crate::codec::resource(move || filter.get(), inbox_questions);
+    // Where the queue starts when it does not start at the top: a page "Show more" links to without JavaScript.
+    let after = Memo::new(move |_| search.with(|s| query_param(s, "after").filter(|a| !a.is_empty())));
+    let initial =
+        crate::codec::resource(move || (filter.get(), after.get()), |(filter, after)| inbox_questions(filter, after));
     // Who is signed in: only the approvals they may decide can be selected.
     let session = crate::codec::resource(|| (), |_| current_session());
     let updates = use_question_updates();
@@ -156,7 +165,7 @@ pub fn ApprovalsPage() -> impl IntoView {
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || initial.get().zip(session.get()).map(|(result, session)| match result {
                     Ok(page) => Either::Left(view! {
-                        <ApprovalQueue initial=page.items filter=filter.get_untracked() updates viewer=session.ok()/>
+                        <ApprovalQueue first=page after=after.get_untracked() filter=filter.get_untracked() updates viewer=session.ok()/>
                     }),
                     Err(err) => Either::Right(view! { <p class="alert" role="alert">{err.to_string()}</p> }),
                 })}
@@ -176,7 +185,9 @@ fn refusal(viewer: StoredValue<Option<SessionInfo>>, question: &Question) -> Opt
 
 #[component]
 fn ApprovalQueue(
-    initial: Vec<Question>,
+    /// The queue's first page: from its top, or past `after`.
+    first: Page<Question>,
+    after: Option<String>,
     filter: InboxFilter,
     updates: ReadSignal<Vec<Question>>,
     viewer: Option<SessionInfo>,
@@ -193,14 +204,25 @@ fn ApprovalQueue(
     // The decision waiting for a confirmation because the selection holds a critical approval.
     let confirming = RwSignal::new(None::<bool>);
 
+    let pages = Pages::new(first, after.as_deref());
+    let query = [("q", &filter.text), ("project", &filter.project)]
+        .into_iter()
+        .filter_map(|(name, value)| value.as_ref().map(|v| format!("{name}={}", crate::navigation::query_value(v))))
+        .collect::<Vec<_>>()
+        .join("&");
+    let listed = StoredValue::new(filter.clone());
+    let more = pages.controls("/approvals", query, move |after| inbox_questions(listed.get_value(), Some(after)));
     // Pending approvals that match, plus those this page has just decided (to show their results).
     let shown = Memo::new(move |_| {
-        let mut merged: Vec<Question> = initial.clone();
+        let mut merged: Vec<Question> = pages.loaded.get();
         updates.with(|updates| {
             for update in updates {
                 match merged.iter_mut().find(|q| q.id == update.id) {
                     Some(existing) => *existing = update.clone(),
-                    None => merged.push(update.clone()),
+                    None if pages.loaded.with(|loaded| pages.admits(loaded, &filter, update)) => {
+                        merged.push(update.clone())
+                    }
+                    None => {}
                 }
             }
         });
@@ -323,7 +345,10 @@ fn ApprovalQueue(
                     on:change=move |ev| {
                         if event_target_checked(&ev) { selected.set(pending_ids()) } else { selected.set(Vec::new()) }
                     }/>
-                <span>{move || format!("Select all {} matching", pending_ids().len())}</span>
+                <span>{move || {
+                    let shown = if pages.cut() { "shown (more below)" } else { "matching" };
+                    format!("Select all {} {shown}", pending_ids().len())
+                }}</span>
             </label>
             <label for="batch-comment" class="visually-hidden">"Comment for all selected"</label>
             <textarea id="batch-comment" rows="2" placeholder="One comment for all (a rejection's reason goes to each agent)"
@@ -380,6 +405,7 @@ fn ApprovalQueue(
                 view! { <ToolGroup tool items selected results viewer/> }
             }
         />
+        {more}
         <Show when=move || shown.with(Vec::is_empty)>
             <div class="empty" data-testid="approvals-empty">
                 <p class="empty-title">"No approvals are waiting."</p>

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use leptos::either::{Either, EitherOf3};
 use leptos::prelude::*;
-use leptos_router::hooks::use_query_map;
+use leptos_router::hooks::use_location;
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -20,6 +20,9 @@ use crate::components::{
     Ago, Badge, Countdown, EscalationChain, QuestionContext, capitalise, describe_resolution, short_id,
 };
 use crate::live::use_question_updates;
+use crate::navigation::query_param;
+use crate::paging::Pages;
+use crate::types::Page;
 use crate::types::{
     AnswerBody, Decider, Question, QuestionKind, QuestionStatus, QuestionSummary, ResponseType, SessionInfo, Urgency,
     answer_in_words,
@@ -29,9 +32,12 @@ use crate::{InboxFilter, current_session, inbox_summaries};
 /// `/inbox`: the questions the URL's filters select; new ones appear without a reload.
 #[component]
 pub fn InboxPage() -> impl IntoView {
-    let query = use_query_map();
-    let filter = Memo::new(move |_| query.with(|q| InboxFilter::from_query(|name| q.get(name))));
-    let initial = crate::codec::resource(move || filter.get(), inbox_summaries);
+    let search = use_location().search;
+    let filter = Memo::new(move |_| search.with(|s| InboxFilter::from_query(|name| query_param(s, name))));
+    // Where the list starts when it does not start at the top: a page "Show more" links to without JavaScript.
+    let after = Memo::new(move |_| search.with(|s| query_param(s, "after").filter(|a| !a.is_empty())));
+    let initial =
+        crate::codec::resource(move || (filter.get(), after.get()), |(filter, after)| inbox_summaries(filter, after));
     // Who is signed in: the rows offer their one-click answers only where the server would take them.
     let session = crate::codec::resource(|| (), |_| current_session());
     let updates = use_question_updates();
@@ -42,7 +48,7 @@ pub fn InboxPage() -> impl IntoView {
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || initial.get().zip(session.get()).map(|(result, session)| match result {
                     Ok(page) => Either::Left(view! {
-                        <QuestionList initial=page.items filter=filter.get_untracked() updates viewer=session.ok()/>
+                        <QuestionList first=page after=after.get_untracked() filter=filter.get_untracked() updates viewer=session.ok()/>
                     }),
                     Err(err) => Either::Right(view! { <p class="alert" role="alert">{err.to_string()}</p> }),
                 })}
@@ -216,13 +222,15 @@ fn merge_live<'a>(
     initial: &[QuestionSummary],
     updates: impl IntoIterator<Item = &'a Question>,
     filter: &InboxFilter,
+    admits: impl Fn(&Question) -> bool,
 ) -> Vec<QuestionSummary> {
     let mut merged: Vec<QuestionSummary> = initial.to_vec();
     for update in updates {
         let position = merged.iter().position(|q| q.id == update.id);
         match (filter.matches(update), position) {
             (true, Some(at)) => merged[at] = QuestionSummary::from(update),
-            (true, None) => merged.push(QuestionSummary::from(update)),
+            (true, None) if admits(update) => merged.push(QuestionSummary::from(update)),
+            (true, None) => {}
             (false, Some(at)) => {
                 merged.remove(at);
             }
@@ -411,16 +419,24 @@ impl Inbox {
 
 #[component]
 fn QuestionList(
-    initial: Vec<QuestionSummary>,
+    /// The list's first page: from its top, or past `after`.
+    first: Page<QuestionSummary>,
+    after: Option<String>,
     filter: InboxFilter,
     updates: ReadSignal<Vec<Question>>,
     viewer: Option<SessionInfo>,
 ) -> impl IntoView {
     let answered = RwSignal::new(Vec::<Question>::new());
-    // A filter that selects more than the list holds: the page says so, rather than let the list look whole.
-    let cut = initial.len() >= crate::server_fns::INBOX_LIST_MAX;
+    let pages = Pages::new(first, after.as_deref());
+    let listed = StoredValue::new(filter.clone());
+    let more = pages.controls("/inbox", query_string(&filter_params(&filter)), move |after| {
+        inbox_summaries(listed.get_value(), Some(after))
+    });
     let shown = Memo::new(move |_| {
-        updates.with(|u| answered.with(|a| merge_live(&initial, u.iter().chain(a.iter()), &filter)))
+        pages.loaded.with(|loaded| {
+            let admits = |q: &Question| pages.admits(loaded, &filter, q);
+            updates.with(|u| answered.with(|a| merge_live(loaded, u.iter().chain(a.iter()), &filter, admits)))
+        })
     });
     let inbox = Inbox {
         shown,
@@ -445,12 +461,13 @@ fn QuestionList(
     let any_marked = move || marked_count() > 0;
     view! {
         <p class="muted list-head">
-            <span data-testid="pending-count">{move || format!("{} question{}", count(), if count() == 1 { "" } else { "s" })}</span>
-            {cut.then(|| view! {
-                <span data-testid="list-cut">
-                    {format!(" — the first {}: narrow the filters (or search) to reach the others.", crate::server_fns::INBOX_LIST_MAX)}
-                </span>
-            })}
+            <span>
+                <span data-testid="pending-count">{move || format!("{} question{}", count(), if count() == 1 { "" } else { "s" })}</span>
+                {pages.past_top().then(|| view! { <span data-testid="list-past-top">" further down the list"</span> })}
+                <Show when=move || pages.cut()>
+                    <span data-testid="list-cut">" so far, and more: “Show more” under the list loads them."</span>
+                </Show>
+            </span>
             <button type="button" class="link hint" data-testid="shortcuts-open" on:click=move |_| inbox.shortcuts_open.set(true)>
                 "Keyboard shortcuts (?)"
             </button>
@@ -492,6 +509,7 @@ fn QuestionList(
                         <QuestionRow question inbox/>
                     </For>
                 </ul>
+                {more}
                 <Show when=move || shown.with(Vec::is_empty)>
                     <div class="empty" data-testid="inbox-empty">
                         <p class="empty-title">"Nothing is waiting for you."</p>
@@ -1054,15 +1072,15 @@ mod tests {
 
         let pending = InboxFilter::from_query(|_| None);
         let initial = [QuestionSummary::from(&old)];
-        let merged = merge_live(&initial, std::slice::from_ref(&new), &pending);
+        let merged = merge_live(&initial, std::slice::from_ref(&new), &pending, |_| true);
         assert_eq!(merged.iter().map(|q| q.title.as_str()).collect::<Vec<_>>(), ["new", "old"]);
 
-        let merged = merge_live(&initial, &[new.clone(), answered.clone()], &pending);
+        let merged = merge_live(&initial, &[new.clone(), answered.clone()], &pending, |_| true);
         assert_eq!(merged.iter().map(|q| q.title.as_str()).collect::<Vec<_>>(), ["new"]);
 
         // With `?status=answered`, the answered one joins instead.
         let answered_only = InboxFilter::from_query(|name| (name == "status").then(|| "answered".to_owned()));
-        let merged = merge_live(&[], &[new, answered], &answered_only);
+        let merged = merge_live(&[], &[new, answered], &answered_only, |_| true);
         assert_eq!(merged.iter().map(|q| q.title.as_str()).collect::<Vec<_>>(), ["old"]);
     }
 
@@ -1088,12 +1106,12 @@ mod tests {
         let mut asked = question("Deploy?", QuestionStatus::Pending);
         asked.body = "The **canary** is green.".into();
         let unrelated = question("Rotate the keys?", QuestionStatus::Pending);
-        let merged = merge_live(&[], &[asked.clone(), unrelated], &search);
+        let merged = merge_live(&[], &[asked.clone(), unrelated], &search, |_| true);
         assert_eq!(merged, [QuestionSummary::from(&asked)]);
 
         let mut answered = asked.clone();
         answered.status = QuestionStatus::Answered;
-        let merged = merge_live(&[QuestionSummary::from(&asked)], &[answered], &search);
+        let merged = merge_live(&[QuestionSummary::from(&asked)], &[answered], &search, |_| true);
         assert!(merged.is_empty(), "{merged:?}");
     }
 

@@ -3,9 +3,9 @@
 //! the person's; their first one otherwise). Plain forms, so it works without JavaScript.
 
 use leptos::prelude::*;
-use leptos_router::hooks::use_query_map;
+use leptos_router::hooks::{use_location, use_query_map};
 
-use crate::navigation::{SignInOptions, safe_next, sign_in_error_message};
+use crate::navigation::{SignInOptions, query_param, safe_next, sign_in_error_message};
 
 /// The sign-in page. `?next=` is where to go afterwards; `?error=` is the code of a failed attempt; `?code=` is a
 /// one-time link's code, which is only used when the person presses the button (a link preview that fetches the
@@ -13,7 +13,9 @@ use crate::navigation::{SignInOptions, safe_next, sign_in_error_message};
 #[component]
 pub fn SignInPage() -> impl IntoView {
     let query = use_query_map();
-    let next = move || query.with(|q| safe_next(q.get_str("next")).to_owned());
+    // A path with a query of its own: read from the raw query, so its escapes reach it as they were.
+    let search = use_location().search;
+    let next = move || search.with(|search| safe_next(query_param(search, "next").as_deref()).to_owned());
     // A code, turned into a sentence of ours: a link that puts its own text here must not speak for Holdpoint.
     let error =
         move || query.with(|q| q.get_str("error").map(|code| sign_in_error_message(code, q.get_str("retry_after"))));

@@ -8,7 +8,6 @@ use axum::{
     extract::{Path, Query, State},
     http::{HeaderMap, StatusCode},
 };
-use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
@@ -152,7 +151,7 @@ struct ListQuery {
     /// Matches title or body, case-insensitively; at most 200 characters.
     #[param(max_length = 200)]
     q: Option<String>,
-    /// `created_desc` (newest first, the default) or `deadline` (soonest first, none last).
+    /// `created_desc` (newest first, the default) or `deadline` (soonest first, then those without one, oldest first).
     #[param(pattern = "^(created_desc|deadline)?$")]
     sort: Option<String>,
     /// 1..=200, default 50.
@@ -186,7 +185,12 @@ async fn list_questions(
     if !(1..=MAX_PAGE_SIZE).contains(&limit) {
         return Err(AppError::BadRequest(format!("limit must be within 1..={MAX_PAGE_SIZE}")));
     }
-    let after = query.cursor.as_deref().filter(|c| !c.is_empty()).map(|c| decode_cursor(c, sort)).transpose()?;
+    let after = match query.cursor.as_deref().filter(|c| !c.is_empty()) {
+        None => None,
+        Some(cursor) => Some(QuestionCursor::parse(cursor, sort).ok_or_else(|| {
+            AppError::BadRequest("cursor is not one this list gave out (was the sort changed?)".into())
+        })?),
+    };
     if let Some(text) = &query.q {
         domain::check_search_text(text)?;
     }
@@ -203,43 +207,9 @@ async fn list_questions(
         limit: limit + 1,
     };
     let mut rows = state.store.list_questions(caller.workspace_id(), &filter).await?;
-    let next_cursor = if rows.len() > limit as usize {
-        rows.truncate(limit as usize);
-        rows.last().map(|last| encode_cursor(sort, last.timeout_at, last.id))
-    } else {
-        None
-    };
+    let next_cursor = filter.cut_to_page(&mut rows, |row| (row.timeout_at, row.id));
     let items = rows.iter().map(|row| row.to_question(&caller.principal.workspace)).collect::<Result<_, _>>()?;
     Ok(ApiJson(Page { items, next_cursor }))
-}
-
-/// Cursors are opaque to clients: `c.<id>` for newest-first, `d.<deadline or "none">.<id>` for deadline order.
-fn encode_cursor(sort: QuestionSort, timeout_at: Option<DateTime<Utc>>, id: Uuid) -> String {
-    match sort {
-        QuestionSort::CreatedDesc => format!("c.{id}"),
-        QuestionSort::Deadline => {
-            let at = timeout_at.map_or_else(|| "none".to_owned(), |t| t.timestamp_micros().to_string());
-            format!("d.{at}.{id}")
-        }
-    }
-}
-
-fn decode_cursor(cursor: &str, sort: QuestionSort) -> ApiResult<QuestionCursor> {
-    let bad = || AppError::BadRequest("cursor is not one this list gave out (was the sort changed?)".into());
-    let parts: Vec<&str> = cursor.split('.').collect();
-    match (sort, parts.as_slice()) {
-        (QuestionSort::CreatedDesc, ["c", id]) => {
-            Ok(QuestionCursor::Created { id: Uuid::parse_str(id).map_err(|_| bad())? })
-        }
-        (QuestionSort::Deadline, ["d", at, id]) => {
-            let timeout_at = match *at {
-                "none" => None,
-                micros => Some(DateTime::from_timestamp_micros(micros.parse().map_err(|_| bad())?).ok_or_else(bad)?),
-            };
-            Ok(QuestionCursor::Deadline { timeout_at, id: Uuid::parse_str(id).map_err(|_| bad())? })
-        }
-        _ => Err(bad()),
-    }
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -446,33 +416,4 @@ async fn answer_batch(
         });
     }
     Ok(ApiJson(AnswerBatchResults { results }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cursors_decode_to_what_was_encoded() {
-        let id = Uuid::now_v7();
-        let at = DateTime::from_timestamp_micros(1_700_000_000_123_456).unwrap();
-        for (sort, timeout_at) in
-            [(QuestionSort::CreatedDesc, None), (QuestionSort::Deadline, Some(at)), (QuestionSort::Deadline, None)]
-        {
-            let cursor = encode_cursor(sort, timeout_at, id);
-            let decoded = decode_cursor(&cursor, sort).unwrap();
-            let expected = match sort {
-                QuestionSort::CreatedDesc => QuestionCursor::Created { id },
-                QuestionSort::Deadline => QuestionCursor::Deadline { timeout_at, id },
-            };
-            assert_eq!(decoded, expected);
-        }
-    }
-
-    #[test]
-    fn a_cursor_of_another_sort_is_refused() {
-        let cursor = encode_cursor(QuestionSort::CreatedDesc, None, Uuid::now_v7());
-        assert!(decode_cursor(&cursor, QuestionSort::Deadline).is_err());
-        assert!(decode_cursor("garbage", QuestionSort::CreatedDesc).is_err());
-    }
 }

@@ -36,7 +36,8 @@ use crate::error::AppError;
 use crate::rules;
 use crate::state::AppState;
 use crate::store::{
-    AuditQuery, QuestionFilter, QuestionSort, QuestionSummaryRow, RunFilter, SessionRow, Store, ToolCallFilter,
+    AuditQuery, QuestionCursor, QuestionFilter, QuestionSort, QuestionSummaryRow, RunFilter, SessionRow, Store,
+    ToolCallFilter,
 };
 use crate::visibility::Visibility;
 
@@ -585,39 +586,62 @@ fn question_filter(session: &SessionInfo, filter: &app::InboxFilter, limit: u32)
     })
 }
 
+/// The filter of one page of a list: `limit` questions after `after` (a cursor the list gave out), and one more
+/// to know whether a next page follows (see [`QuestionFilter::cut_to_page`]).
+fn page_filter(
+    session: &SessionInfo,
+    filter: &app::InboxFilter,
+    after: Option<String>,
+    limit: u32,
+) -> Result<QuestionFilter, String> {
+    let mut page = question_filter(session, filter, limit + 1)?;
+    page.after = match after.filter(|a| !a.is_empty()) {
+        None => None,
+        Some(after) => Some(
+            QuestionCursor::parse(&after, page.sort)
+                .ok_or("this list's position is not one it gave out: start it again from the top")?,
+        ),
+    };
+    Ok(page)
+}
+
 #[async_trait::async_trait]
 impl UiBackend for StoreUiBackend {
     async fn questions(
         &self,
         session: &SessionInfo,
         filter: &app::InboxFilter,
+        after: Option<String>,
         limit: u32,
     ) -> Result<Page<Question>, String> {
-        let filter = question_filter(session, filter, limit)?;
-        let rows = self.store.list_questions(session.workspace_id, &filter).await.map_err(|e| e.to_string())?;
+        let filter = page_filter(session, filter, after, limit)?;
+        let mut rows = self.store.list_questions(session.workspace_id, &filter).await.map_err(|e| e.to_string())?;
+        let next_cursor = filter.cut_to_page(&mut rows, |row| (row.timeout_at, row.id));
         let items = rows
             .iter()
             .map(|r| r.to_question(&session.workspace))
             .collect::<Result<_, _>>()
             .map_err(|e| e.to_string())?;
-        Ok(Page { items, next_cursor: None })
+        Ok(Page { items, next_cursor })
     }
 
     async fn question_summaries(
         &self,
         session: &SessionInfo,
         filter: &app::InboxFilter,
+        after: Option<String>,
         limit: u32,
     ) -> Result<Page<QuestionSummary>, String> {
-        let filter = question_filter(session, filter, limit)?;
-        let rows =
+        let filter = page_filter(session, filter, after, limit)?;
+        let mut rows =
             self.store.list_question_summaries(session.workspace_id, &filter).await.map_err(|e| e.to_string())?;
+        let next_cursor = filter.cut_to_page(&mut rows, |row| (row.timeout_at, row.id));
         let items = rows
             .into_iter()
             .map(QuestionSummaryRow::into_summary)
             .collect::<Result<_, _>>()
             .map_err(|e| e.to_string())?;
-        Ok(Page { items, next_cursor: None })
+        Ok(Page { items, next_cursor })
     }
 
     async fn pending_count(&self, session: &SessionInfo, cap: u32) -> Result<u32, String> {
