@@ -143,6 +143,11 @@ mod tests {
 
     #[test]
     fn a_live_question_joins_only_the_part_of_the_list_that_is_loaded() {
+        // Signals live in an owner's arena (the server's builds keep one per request).
+        Owner::new().with(a_live_question_joins_only_what_is_loaded);
+    }
+
+    fn a_live_question_joins_only_what_is_loaded() {
         let [a, b, c, d] = asked_in_turn();
         let newest_first = InboxFilter::from_query(|_| None);
 
