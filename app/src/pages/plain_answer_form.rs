@@ -257,7 +257,7 @@ fn PlainField(field: FormField, name: String, testid: String, draft: StoredValue
                     value=start aria-describedby=described.clone() aria-invalid=invalid/>
                 <input type="hidden" name=offset_name value=offset.clone() data-offset-of=id.clone()/>
                 <span class="muted zone" data-zone-of=id.clone() data-testid=format!("{testid}-zone")>
-                    {crate::rich_input::zone_label(&offset)}
+                    {crate::rich_input::time::zone_label(&offset)}
                 </span>
             }
             .into_any()
@@ -306,7 +306,7 @@ fn PlainField(field: FormField, name: String, testid: String, draft: StoredValue
         ResponseType::File => {
             let kept = draft.with_value(|d| d.files.get(&name).cloned());
             let accept = (!field.rules.accept.is_empty()).then(|| field.rules.accept.join(","));
-            let limits = crate::rich_input::file_limits(&field.rules);
+            let limits = crate::rich_input::file::file_limits(&field.rules);
             view! {
                 <div class="dropzone">
                     <input type="file" id=id.clone() name=name.clone() data-testid=testid.clone() accept=accept

@@ -157,20 +157,20 @@ fn show_datetimes_in_local_time() {
             let browser = if local.is_empty() {
                 // Nothing shown yet: what the person types is read in the browser's zone, at about this time of year.
                 let now = String::from(js_sys::Date::new_0().to_iso_string());
-                crate::rich_input::format_offset(crate::rich_input::browser_offset_at(&now))
+                crate::rich_input::time::format_offset(crate::rich_input::time::browser_offset_at(&now))
             } else if own.is_empty() {
-                crate::rich_input::browser_offset(&local)
+                crate::rich_input::time::browser_offset(&local)
             } else {
-                let moment = crate::rich_input::local_to_rfc3339(&local, &own);
-                let shown = crate::rich_input::local_text(&moment, &crate::rich_input::browser_offset_at);
+                let moment = crate::rich_input::time::local_to_rfc3339(&local, &own);
+                let shown = crate::rich_input::time::local_text(&moment, &crate::rich_input::time::browser_offset_at);
                 input.set_value(&shown);
-                crate::rich_input::browser_offset(&shown)
+                crate::rich_input::time::browser_offset(&shown)
             };
             if !local.is_empty() {
                 offset.set_value(&browser);
             }
             if let Some(zone) = document.query_selector(&format!("[data-zone-of=\"{}\"]", input.id())).ok().flatten() {
-                zone.set_text_content(Some(&crate::rich_input::zone_label(&browser)));
+                zone.set_text_content(Some(&crate::rich_input::time::zone_label(&browser)));
             }
         }
     }
@@ -205,9 +205,9 @@ fn follow_answer_form(ev: leptos::ev::Event) {
             preview.set_inner_html(&crate::markdown::to_html(&value));
         }
         if let Some(offset) = follower("data-offset-of").and_then(|e| e.dyn_into::<web_sys::HtmlInputElement>().ok()) {
-            let browser = crate::rich_input::browser_offset(&value);
+            let browser = crate::rich_input::time::browser_offset(&value);
             if let Some(zone) = follower("data-zone-of") {
-                zone.set_text_content(Some(&crate::rich_input::zone_label(&browser)));
+                zone.set_text_content(Some(&crate::rich_input::time::zone_label(&browser)));
             }
             offset.set_value(&browser);
         }
