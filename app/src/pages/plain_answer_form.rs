@@ -200,8 +200,7 @@ fn PlainField(field: FormField, name: String, testid: String, draft: StoredValue
     let required = field.required;
     let placeholder = field.placeholder.clone();
     let bound = |n: &Option<serde_json::Number>| n.as_ref().map(ToString::to_string);
-    let step = bound(&field.rules.step)
-        .unwrap_or_else(|| if field.response_type == ResponseType::Number { "any".into() } else { "1".into() });
+    let step = crate::rich_input::step_of(&field);
     let grouped = matches!(field.response_type, ResponseType::Rating | ResponseType::MultiChoice | ResponseType::Table);
     let input = match field.response_type {
         ResponseType::Number | ResponseType::Integer if crate::rich_input::is_slider(&field) => {
@@ -234,7 +233,7 @@ fn PlainField(field: FormField, name: String, testid: String, draft: StoredValue
                             <label class="star" data-testid=format!("{testid}-{stars}")>
                                 <input type="radio" class="visually-hidden" name=name.clone() value=value checked=checked required=required/>
                                 <span aria-hidden="true">"★"</span>
-                                <span class="visually-hidden">{if stars == 1 { "1 star".to_owned() } else { format!("{stars} stars") }}</span>
+                                <span class="visually-hidden">{crate::rich_input::stars_text(stars)}</span>
                             </label>
                         }
                     }).collect_view()}
@@ -440,12 +439,7 @@ fn PlainTable(
                                             </select>
                                         }.into_any(),
                                         other => {
-                                            let (kind, step) = match other {
-                                                ResponseType::Number => ("number", Some("any")),
-                                                ResponseType::Integer => ("number", Some("1")),
-                                                ResponseType::Date => ("date", None),
-                                                _ => ("text", None),
-                                            };
+                                            let (kind, step) = crate::rich_input::cell_input(other);
                                             view! {
                                                 <input type=kind step=step name=cell.clone() aria-label=aria data-testid=cell_testid
                                                     value=value aria-invalid=invalid/>

@@ -146,6 +146,30 @@ pub fn is_slider(field: &FormField) -> bool {
         && field.rules.max.is_some()
 }
 
+/// The `step` of a number's input: the field's own, else whole numbers for an integer and any number otherwise.
+pub fn step_of(field: &FormField) -> String {
+    field.rules.step.as_ref().map_or_else(
+        || if field.response_type == ResponseType::Integer { "1" } else { "any" }.to_owned(),
+        ToString::to_string,
+    )
+}
+
+/// What a screen reader says for a rating's choice of `stars`.
+pub fn stars_text(stars: u32) -> String {
+    if stars == 1 { "1 star".to_owned() } else { format!("{stars} stars") }
+}
+
+/// The `type` and `step` of a table cell's input, for the column types a cell enters as text (choices and yes/no
+/// are selects).
+pub fn cell_input(response_type: ResponseType) -> (&'static str, Option<&'static str>) {
+    match response_type {
+        ResponseType::Number => ("number", Some("any")),
+        ResponseType::Integer => ("number", Some("1")),
+        ResponseType::Date => ("date", None),
+        _ => ("text", None),
+    }
+}
+
 /// A default's text in an input.
 fn scalar_text(value: &Value) -> String {
     match value {
@@ -241,8 +265,7 @@ pub fn FieldEditor(field: FormField, ids: String, testid: String, entries: Entri
                     <input type="range" id=input_id.clone() data-testid=testid.clone()
                         min=field.rules.min.as_ref().map(ToString::to_string)
                         max=field.rules.max.as_ref().map(ToString::to_string)
-                        step=field.rules.step.as_ref().map(ToString::to_string)
-                            .unwrap_or_else(|| if field.response_type == ResponseType::Integer { "1".into() } else { "any".into() })
+                        step=step_of(&field)
                         aria-describedby=described.clone() aria-invalid=invalid.clone()
                         prop:value=current.clone() on:input=set.clone()/>
                     <output id=output_id for=input_id.clone() data-testid=format!("{testid}-shown")>{shown}</output>
@@ -254,8 +277,7 @@ pub fn FieldEditor(field: FormField, ids: String, testid: String, entries: Entri
             <input type="number" id=input_id.clone() data-testid=testid.clone() placeholder=placeholder.clone()
                 min=field.rules.min.as_ref().map(ToString::to_string)
                 max=field.rules.max.as_ref().map(ToString::to_string)
-                step=field.rules.step.as_ref().map(ToString::to_string)
-                    .unwrap_or_else(|| if field.response_type == ResponseType::Integer { "1".into() } else { "any".into() })
+                step=step_of(&field)
                 aria-describedby=described.clone() aria-invalid=invalid.clone()
                 prop:value=current.clone() on:input=set.clone()/>
         }
@@ -278,7 +300,7 @@ pub fn FieldEditor(field: FormField, ids: String, testid: String, entries: Entri
                                     prop:checked=checked
                                     on:change=move |_| entries.set_scalar(&key, stars.to_string())/>
                                 <span aria-hidden="true">"★"</span>
-                                <span class="visually-hidden">{if stars == 1 { "1 star".to_owned() } else { format!("{stars} stars") }}</span>
+                                <span class="visually-hidden">{stars_text(stars)}</span>
                             </label>
                         }
                     }).collect_view()}
@@ -368,5 +390,30 @@ pub fn FieldEditor(field: FormField, ids: String, testid: String, entries: Entri
             {input}
             {error_line(entries, path, error_id)}
         </div>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_number_input_steps_by_its_rule_or_else_by_its_type() {
+        let mut field = FormField::new("n", "N", ResponseType::Integer);
+        assert_eq!(step_of(&field), "1");
+        field.response_type = ResponseType::Number;
+        assert_eq!(step_of(&field), "any");
+        field.rules.step = Some(serde_json::Number::from(5));
+        assert_eq!(step_of(&field), "5");
+    }
+
+    #[test]
+    fn a_table_cell_enters_numbers_and_dates_in_their_own_inputs() {
+        assert_eq!(cell_input(ResponseType::Integer), ("number", Some("1")));
+        assert_eq!(cell_input(ResponseType::Number), ("number", Some("any")));
+        assert_eq!(cell_input(ResponseType::Date), ("date", None));
+        assert_eq!(cell_input(ResponseType::Email), ("text", None));
+        assert_eq!(stars_text(1), "1 star");
+        assert_eq!(stars_text(4), "4 stars");
     }
 }

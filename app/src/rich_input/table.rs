@@ -169,12 +169,7 @@ fn Cell(
         }
         .into_any(),
         other => {
-            let (kind, step) = match other {
-                ResponseType::Number => ("number", Some("any")),
-                ResponseType::Integer => ("number", Some("1")),
-                ResponseType::Date => ("date", None),
-                _ => ("text", None),
-            };
+            let (kind, step) = super::cell_input(other);
             view! {
                 <input type=kind step=step aria-label=name data-testid=cell_testid aria-invalid=invalid
                     prop:value=current on:input=set/>
