@@ -8,8 +8,8 @@
 //! A link answers at most once because what it does happens once: an answer takes the question out of `pending`, once,
 //! and an approval among several counts its person once, however often it is followed. Whether the question is still
 //! pending and whether the recipient may answer it is decided when the link is confirmed (`POST /act/{token}`), by the
-//! answer use case with every rule of §3; opening a link (`GET`) only reads the token. Each token carries an id of its
-//! own ([`ActionClaims::id`]), so no two links are the same text.
+//! answer use case with every rule of answering; opening a link (`GET`) only reads the token. Each token carries an id
+//! of its own ([`ActionClaims::id`]), so no two links are the same text.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;

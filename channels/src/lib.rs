@@ -5,7 +5,7 @@
 //! one shape the outbox worker needs ([`DeliveryOutcome`]): sent, worth retrying later, or never going to work.
 //! Nothing here reads or writes the database or knows who may answer what: the outbox decides who is told on which
 //! channel and records each attempt; the doors that receive an answer from a channel (action links, Slack's
-//! interactions) apply every rule of §3 through the answer use case. So this module imports nothing else of the
+//! interactions) apply every rule of answering through the answer use case. So this module imports nothing else of the
 //! server, and any use case or door may use it.
 
 pub mod action_links;

@@ -1,4 +1,4 @@
-//! Files (spec §17): what a person uploads to answer a `file` field, where its bytes are kept, who may download it,
+//! Files (docs/api.md): what a person uploads to answer a `file` field, where its bytes are kept, who may download it,
 //! and the worker that removes uploads no answer took.
 //!
 //! The bytes go to an object store through the `object_store` crate: a local directory by default (`files/` in the

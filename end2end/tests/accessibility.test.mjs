@@ -33,7 +33,7 @@ let runId;
 const approvalIds = {};
 /** The pending yes/no question of each urgency, by urgency. */
 const booleanIds = {};
-/** A pending form with every rich field type (spec §17): dates, a slider, a rating, markdown, a table, a file. */
+/** A pending form with every rich field type (docs/api.md): dates, a slider, a rating, markdown, a table, a file. */
 let richId;
 
 before(async () => {

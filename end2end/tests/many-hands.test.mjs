@@ -1,4 +1,4 @@
-// Many hands in the browser (spec §14): an approval that needs two people shows its progress ("1 of 2") in the live
+// Many hands in the browser (docs/api.md): an approval that needs two people shows its progress ("1 of 2") in the live
 // modal, the inbox, the approval queue and on its page; a person claims it from the modal and everyone sees who holds
 // it; the second approval, given elsewhere, answers it. Approving a tool call in the modal offers a grant ("always
 // allow"): made for a command prefix, it lets the run's next matching call through, is listed in Settings and is
@@ -237,7 +237,8 @@ test('an approval an agent asks over REST that a grant covers is approved as it 
   assert.equal(granted.status, 201, JSON.stringify(granted.json));
   assert.equal(granted.json.status, 'answered');
   assert.equal(granted.json.answered_by, 'grant');
-  // A call the grant does not cover is asked; by the time the modal shows it, the page has had the granted one's events.
+  // A call the grant does not cover is asked; by the time the modal shows it, the page has had the granted one's
+  // events.
   const deploy = await ask('make deploy');
   await shown('Run make deploy?');
   assert.deepEqual(await page.evaluate(() => window.modalTitles.filter((title) => title.includes('--fix'))), []);

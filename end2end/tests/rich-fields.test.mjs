@@ -1,4 +1,4 @@
-// The rich field types (spec §17) answered in every place of the web UI: an agent asks a form with a date, a date
+// The rich field types (docs/api.md) answered in every place of the web UI: an agent asks a form with a date, a date
 // and time, a slider, a rating, a table and a file; a person fills it in the live modal, in the inbox's split view
 // and, without JavaScript, on the question page; the stored answer is read back through the API and must be what
 // was entered (the file: its bytes, downloaded, have the SHA-256 the answer names). A value the server refuses is

@@ -1,8 +1,8 @@
-// Single sign-on (spec §14) against a real OpenID provider process on loopback (`oidc-provider`, ../oidc-provider.mjs):
-// the authorization code flow with PKCE from the sign-in page, the member matched by an address both the provider and
-// the account verified (the account's link arrives at a loopback SMTP sink, ../smtp-sink.mjs), and what must be
-// refused — an unverified address, an address an admin typed (issue 51: an admin of another workspace taking over an
-// account), a callback whose state is not this browser's, an ID token with another nonce.
+// Single sign-on (docs/security.md) against a real OpenID provider process on loopback (`oidc-provider`,
+// ../oidc-provider.mjs): the authorization code flow with PKCE from the sign-in page, the member matched by an address
+// both the provider and the account verified (the account's link arrives at a loopback SMTP sink, ../smtp-sink.mjs),
+// and what must be refused — an unverified address, an address an admin typed (issue 51: an admin of another workspace
+// taking over an account), a callback whose state is not this browser's, an ID token with another nonce.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-//! Data flows one way (spec §10): the crates are the layers — the wire types, the channels, the store
+//! Data flows one way (README, "Architecture"): the crates are the layers — the wire types, the channels, the store
 //! (`holdpoint-store`), the use cases (`holdpoint-core`) and the doors with their wiring (`holdpoint-server`) — and
 //! the compiler refuses an import from a layer above. What crates cannot say is how the use cases import each other
 //! inside theirs: this test fails when those imports go round in a circle, so that each use case can be read, tested

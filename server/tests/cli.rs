@@ -693,7 +693,7 @@ async fn people_answer_approve_and_reject_from_a_terminal_against_a_running_serv
     assert_eq!(out.stdout.trim(), format!("Approved {quorum}: approval recorded, 1 of 2; still pending"));
 }
 
-/// `holdpoint answer` on rich fields (spec §17): a form field by field (`--field`, each read by its type), a file
+/// `holdpoint answer` on rich fields (docs/api.md): a form field by field (`--field`, each read by its type), a file
 /// uploaded first (`--file`) and a table row by row (`--row`), against a running server; the server judges what the
 /// values are, the command line only what it was given.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,4 +1,4 @@
-//! Delegation while away (spec §14): a member away hands the questions assigned to them to their delegate — those
+//! Delegation while away (docs/api.md): a member away hands the questions assigned to them to their delegate — those
 //! pending when the absence starts and those asked meanwhile — audited, on both backends.
 
 use crate::common;

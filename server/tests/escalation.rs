@@ -1,6 +1,7 @@
-//! Escalation (spec §11): a workspace's policy reminds the people a pending question reached, then hands it to someone
-//! else, who become its assignee and are notified — each step an event, an audit entry and a round of deliveries,
-//! taken once however many instances run the worker, and the mail of each step reaching a real SMTP server in order.
+//! Escalation (docs/notifications.md): a workspace's policy reminds the people a pending question reached, then hands
+//! it to someone else, who become its assignee and are notified — each step an event, an audit entry and a round of
+//! deliveries, taken once however many instances run the worker, and the mail of each step reaching a real SMTP server
+//! in order.
 
 use crate::channels::mailing;
 use crate::channels::smtp;

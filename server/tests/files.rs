@@ -1,4 +1,4 @@
-//! Files (spec §17): uploads, the `file` form field and the file question that reference them, downloads by whoever
+//! Files (docs/api.md): uploads, the `file` form field and the file question that reference them, downloads by whoever
 //! sees the question, the removal of uploads no answer took, and the storage on an S3-compatible server (moto's, on
 //! loopback).
 

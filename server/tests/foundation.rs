@@ -212,7 +212,7 @@ async fn sign_in(app: &TestApp, token: &str) -> common::TestResponse {
     app.send(request).await
 }
 
-/// Spec §2: an `agent` token reads only its own questions, in a browser session opened with it as in the API.
+/// An `agent` token reads only its own questions, in a browser session opened with it as in the API.
 async fn an_agent_tokens_browser_session_shows_no_one_elses_questions(app: TestApp) {
     let agent = app.create_token("default", Role::Agent).await;
     let someone_elses = app.post("/api/v1/questions", json!({"title": "Someone else's rollout plan"})).await.json;

@@ -1,5 +1,5 @@
-//! The MCP gateway (spec §16): upstream MCP servers registered per workspace, and `/mcp/gateway`, where each tool
-//! call is decided by the approval rules before it reaches its upstream. The upstreams are real MCP servers (the
+//! The MCP gateway (docs/gateway.md): upstream MCP servers registered per workspace, and `/mcp/gateway`, where each
+//! tool call is decided by the approval rules before it reaches its upstream. The upstreams are real MCP servers (the
 //! official Python SDK's FastMCP, which report each call they receive) and the gateway's client is rmcp's.
 
 use crate::channels::mcp_upstream::{McpUpstream, StdioUpstream, running};

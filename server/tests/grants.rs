@@ -1,4 +1,4 @@
-//! Grants (spec §14): "always allow" rules made with an approval, consulted by the executor and by MCP's
+//! Grants (docs/api.md): "always allow" rules made with an approval, consulted by the executor and by MCP's
 //! `request_approval` before a person is asked, audited with each call they let through, listed and revoked.
 
 use crate::common;

@@ -1,4 +1,4 @@
-//! Many hands (spec §14): approvals that need several people and claims, on both backends.
+//! Many hands (docs/api.md): approvals that need several people and claims, on both backends.
 
 use crate::common;
 

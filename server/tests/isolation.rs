@@ -74,7 +74,7 @@ async fn a_question_may_name_only_a_run_its_caller_acts_for(backend: common::Bac
     assert_eq!(run["status"], "waiting_for_input");
     assert_eq!(run["pending_question_ids"], json!([pending]));
 
-    // The run's own agent may: its new blocking question supersedes the old one (spec §3).
+    // The run's own agent may: its new blocking question supersedes the old one (docs/api.md).
     let own = post_as(&app, &starter, "/api/v1/questions", json!({ "title": "Which zone?", "run_id": run_id })).await;
     assert_eq!(own.status, StatusCode::CREATED, "{}", own.text);
     assert_eq!(status_of(&app, &pending).await, "cancelled");
@@ -236,7 +236,7 @@ fn run_of(data: &Value) -> Option<&str> {
     data["run_id"].as_str().or_else(|| data["question"]["run_id"].as_str()).or_else(|| data["run"]["id"].as_str())
 }
 
-/// Spec §2: an `agent` token's event stream carries the events of its own runs only, live and replayed; people
+/// An `agent` token's event stream carries the events of its own runs only, live and replayed; people
 /// see every run's.
 async fn an_agent_tokens_event_stream_carries_only_its_own_runs(backend: common::Backend) {
     let scripts = Scripts::new();

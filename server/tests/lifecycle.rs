@@ -1,4 +1,4 @@
-//! The question lifecycle (spec §3, §4): every response type, first writer wins, cancel, batches, long-polls,
+//! The question lifecycle (docs/api.md): every response type, first writer wins, cancel, batches, long-polls,
 //! deadlines (also across a restart), and an event stream that loses nothing.
 
 use crate::common;
@@ -33,7 +33,7 @@ async fn a_new_blocking_question_on_a_run_supersedes_the_older_one(app: TestApp)
     );
 }
 
-/// Spec §2: an `agent` token reads only its own questions, on the event stream as in the REST API: another agent's
+/// An `agent` token reads only its own questions, on the event stream as in the REST API: another agent's
 /// questions, and their answers, never reach it, live or replayed; people see everything.
 async fn an_agent_tokens_event_stream_carries_only_its_own_questions(app: TestApp) {
     let base = app.serve().await;

@@ -509,7 +509,8 @@ async fn ask_user_takes_options_as_plain_strings(app: TestApp) {
     );
 }
 
-/// `ask_user` takes rich fields with their bounds, or a `response_schema` instead of fields (spec §17) with a string's
+/// `ask_user` takes rich fields with their bounds, or a `response_schema` instead of fields (docs/api.md) with a
+/// string's
 /// `pattern`, and refuses a pattern that is no regular expression by name, asking nothing.
 async fn ask_user_takes_rich_fields_or_a_response_schema(app: TestApp) {
     let base = app.serve().await;

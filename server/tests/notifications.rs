@@ -1,4 +1,4 @@
-//! Reaching people outside Holdpoint's pages (spec §11): the keys every instance signs with, and people's
+//! Reaching people outside Holdpoint's pages (docs/notifications.md): the keys every instance signs with, and people's
 //! addresses and channel thresholds.
 
 use crate::common;

@@ -1,7 +1,7 @@
-//! Who a question reaches and how the outbox gets it to them (spec §11): notifications and deliveries written with the
-//! question, the notification center, claims that hand each delivery to one worker, retries, and email through a
-//! real SMTP server to the `holdpoint` binary's outbox, and Slack through a stand-in of its Web API with clicks signed
-//! as Slack signs them.
+//! Who a question reaches and how the outbox gets it to them (docs/notifications.md): notifications and deliveries
+//! written with the question, the notification center, claims that hand each delivery to one worker, retries, and email
+//! through a real SMTP server to the `holdpoint` binary's outbox, and Slack through a stand-in of its Web API with
+//! clicks signed as Slack signs them.
 
 use crate::channels::mailing;
 use crate::channels::push_service;
@@ -414,7 +414,7 @@ async fn an_email_reaches_a_real_smtp_server_through_the_servers_outbox(backend:
     assert_eq!(question().await["response"]["value"], true);
 }
 
-/// A form of rich fields (spec §17) reaches email as what it asks for, field by field with its bounds and a table's
+/// A form of rich fields (docs/api.md) reaches email as what it asks for, field by field with its bounds and a table's
 /// columns, and a link to answer it in Holdpoint; no one-click link, as a form is not one value.
 async fn a_form_of_rich_fields_reaches_email_as_a_summary_with_a_link_to_answer_it(backend: Backend) {
     let mut sink = smtp::Sink::start().await;
@@ -930,7 +930,7 @@ async fn slack_posts_a_question_once_in_a_configured_channel_where_anyone_mapped
     );
 }
 
-/// A form of rich fields (spec §17) is answered in Slack's modal: Block Kit's own inputs, whose submitted state
+/// A form of rich fields (docs/api.md) is answered in Slack's modal: Block Kit's own inputs, whose submitted state
 /// becomes the answer (a date and time's Unix seconds as RFC 3339); a value the server refuses keeps the modal open
 /// with the error under its input; a form with a required file is answered in Holdpoint, by link.
 async fn a_form_of_rich_fields_is_answered_in_a_slack_modal_of_block_kit_inputs(backend: Backend) {

@@ -1,4 +1,4 @@
-//! Rich fields and one interaction schema (spec §17) through the API: each field type and its bounds stored as
+//! Rich fields and one interaction schema (docs/api.md) through the API: each field type and its bounds stored as
 //! given and answered in its own shape; a definition or an answer that does not fit refused with 422 naming the
 //! path (`fields[2].max`, `value.items[1].qty`), nothing stored; a `response_schema` (MCP elicitation's own examples)
 //! becoming fields and checking answers.

@@ -1,4 +1,4 @@
-//! Approval rules (spec §15): one document per workspace, saved by admins with every fault named, deciding each
+//! Approval rules (docs/rules.md): one document per workspace, saved by admins with every fault named, deciding each
 //! tool call (deny > ask > allow, failing closed) wherever calls are decided: `/rules/test`, `/decide`, the
 //! executor and MCP's `request_approval`.
 

@@ -308,8 +308,8 @@ async fn ask_user_pauses_until_the_answer_and_returns_it(backend: common::Backen
     assert_eq!(result, json!({ "status": "answered", "value": "poet", "comment": "keep it short" }));
 }
 
-/// A model's `ask_user` takes what MCP's `ask_user` takes (spec §17): rich fields with their bounds, options as plain
-/// strings, or a `response_schema`; one that is not a valid question is told why, and nothing is asked.
+/// A model's `ask_user` takes what MCP's `ask_user` takes (docs/api.md): rich fields with their bounds, options as
+/// plain strings, or a `response_schema`; one that is not a valid question is told why, and nothing is asked.
 async fn ask_user_takes_rich_fields_or_a_response_schema_as_mcps_ask_user_does(backend: common::Backend) {
     let scripts = Scripts::new();
     let Some(app) = start(backend, &scripts, None, 500).await else { return };

@@ -1,4 +1,4 @@
-//! Single sign-on (spec §14): who a verified identity is here, on both backends, and the settings it needs. The
+//! Single sign-on (docs/security.md): who a verified identity is here, on both backends, and the settings it needs. The
 //! protocol itself (authorization code, PKCE, state, nonce) is exercised against a real OpenID provider by the
 //! browser test `end2end/tests/sso.test.mjs`. Addresses are verified through a real SMTP server (`smtp_sink.py`):
 //! the verification link is read from the message that reached it.

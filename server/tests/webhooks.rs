@@ -1,9 +1,9 @@
-//! Webhooks (spec §12): a workspace's events reach its subscriptions, and a question's own events its `callback_url`,
-//! signed per Standard Webhooks — every request checked by the `standardwebhooks` package in a receiver process —
-//! in event order, at least once: retried while the receiver fails, kept through a SIGKILL, given up on `410 Gone`
-//! (which disables the subscription), and never sent into private address ranges without the opt-in. Callbacks queue
-//! per workspace and URL, so one workspace's failing callbacks hold up no other's, and each names the URL it was sent
-//! to in what is signed.
+//! Webhooks (docs/webhooks.md): a workspace's events reach its subscriptions, and a question's own events its
+//! `callback_url`, signed per Standard Webhooks — every request checked by the `standardwebhooks` package in a receiver
+//! process — in event order, at least once: retried while the receiver fails, kept through a SIGKILL, given up on `410
+//! Gone` (which disables the subscription), and never sent into private address ranges without the opt-in. Callbacks
+//! queue per workspace and URL, so one workspace's failing callbacks hold up no other's, and each names the URL it was
+//! sent to in what is signed.
 
 use crate::channels::receiver;
 use crate::common;

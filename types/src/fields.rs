@@ -1,6 +1,6 @@
-//! Rich fields (spec §17): what a value of a type beyond text, choices and yes/no must keep to — bounds of numbers
-//! and ratings, how many choices, a table's columns and rows, a file's media types and size — carried by a form field and, for a question that
-//! asks for one value, by the question itself, with the same names in both places.
+//! Rich fields (docs/api.md): what a value of a type beyond text, choices and yes/no must keep to — bounds of numbers
+//! and ratings, how many choices, a table's columns and rows, a file's media types and size — carried by a form field
+//! and, for a question that asks for one value, by the question itself, with the same names in both places.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Number;

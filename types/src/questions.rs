@@ -49,7 +49,7 @@ wire_enum! {
         ErrorRecovery = "error_recovery",
         Form = "form",
         Number = "number",
-        // Rich fields (spec §17), as form fields and as single-value questions; their attributes are `FieldRules`.
+        // Rich fields (docs/api.md), as form fields and as single-value questions; their attributes are `FieldRules`.
         /// A whole number, with `min`, `max` and `step`.
         Integer = "integer",
         /// `YYYY-MM-DD`.
@@ -136,7 +136,7 @@ pub struct FormField {
     /// Whether an answer must contain this field.
     #[serde(default)]
     pub required: bool,
-    // Rich fields (spec §17).
+    // Rich fields (docs/api.md).
     /// A line of help shown under the label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,

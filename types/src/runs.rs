@@ -1,4 +1,4 @@
-//! Wire types of agents and runs (§4 "Runs and agents", §5).
+//! Wire types of agents and runs (docs/api.md, "Agents" and "Runs").
 
 use std::collections::BTreeMap;
 
@@ -223,8 +223,8 @@ pub struct NewRun {
     /// An agent definition used for this run only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<AgentSpec>,
-    /// The task, as the first user message, not empty: at most 64 KiB of UTF-8 (the schema's limit in characters is one any
-    /// such text meets).
+    /// The task, as the first user message, not empty: at most 64 KiB of UTF-8 (the schema's limit in characters is one
+    /// any such text meets).
     #[cfg_attr(feature = "server", schema(min_length = 1, max_length = 16384, pattern = r"\S"))]
     pub input: String,
     /// 1..=100 characters, not only spaces.

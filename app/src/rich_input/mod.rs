@@ -1,4 +1,4 @@
-//! The live inputs of every field type (spec §17), for the answer widget of the live modal, the inbox's split view
+//! The live inputs of every field type (docs/api.md), for the answer widget of the live modal, the inbox's split view
 //! and run pages: native date and time inputs, a slider, a star rating, a markdown editor with its preview, a file
 //! input with drag and drop that uploads at once, and a table editor. What a person enters is kept in [`Entries`]
 //! by field key (`""` for a question that asks for one value), turned into the answer by [`answer_value`], and the

@@ -1,5 +1,5 @@
 //! The arguments of `ask_user`, the tool that asks a person: the same for MCP clients (`/mcp`) and for the models
-//! Holdpoint's own agents run (the runtime's built-in tool), so both take the same rich fields (spec §17), or a
+//! Holdpoint's own agents run (the runtime's built-in tool), so both take the same rich fields (docs/api.md), or a
 //! `response_schema`, and describe them to the caller with one JSON Schema, generated from these types.
 //!
 //! They are the `POST /questions` body with the spellings a model or an MCP client finds easiest (an option may be a

@@ -293,7 +293,7 @@ pub fn approved_by_grant(
 }
 
 impl Asking<'_> {
-    /// Spec §3: a new blocking question on a run cancels that run's older pending blocking ones, as the run's
+    /// A new blocking question on a run cancels that run's older pending blocking ones, as the run's
     /// lifecycle (the audit's actor). A run asks one question at a time (its executor holds the run's lease), so
     /// what is pending when it asks is what the new question supersedes; the store cancels those still pending
     /// when it stores the new one.

@@ -1,4 +1,4 @@
-//! Rich fields (spec §17): a field's definition checked when its question is asked — each attribute only on the
+//! Rich fields (docs/api.md): a field's definition checked when its question is asked — each attribute only on the
 //! types it belongs to, bounds that make sense, a table's columns, a default that fits — and a value checked against
 //! its field when it is answered. A form field, a single-value question and a table's column are one kind of thing
 //! here, each checked under its own path (`fields[2].max`, `max`, `fields[0].columns[1].key`; `value.budget`,

@@ -1,4 +1,4 @@
-//! One interaction schema (spec §17): a question may be asked with a JSON Schema object whose properties are MCP
+//! One interaction schema (docs/api.md): a question may be asked with a JSON Schema object whose properties are MCP
 //! elicitation's primitives instead of `fields`. It is turned into fields here — the one conversion, which the MCP
 //! gateway's upstream elicitations go through too — and kept as given, and answers are validated against it with
 //! the `jsonschema` crate besides the fields' own checks. A keyword outside that subset is refused by name

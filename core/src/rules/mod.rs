@@ -1,4 +1,4 @@
-//! Approval rules (spec §15): one document per workspace that decides each tool call an agent makes — `allow`,
+//! Approval rules (docs/rules.md): one document per workspace that decides each tool call an agent makes — `allow`,
 //! `ask` or `deny` — wherever calls are decided (the executor, MCP's `request_approval`, the gateway,
 //! `POST /decide`).
 //!

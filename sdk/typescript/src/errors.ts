@@ -5,7 +5,7 @@
 
 import type { JsonValue } from './types.js';
 
-/** The server's stable error codes (spec §4). */
+/** The server's stable error codes. */
 export type ApiErrorCode =
   | 'bad_request'
   | 'unauthorized'

@@ -1,5 +1,5 @@
 /**
- * The wire types of the Holdpoint API (spec §3 and §4), named and shaped exactly as the JSON is: request bodies are
+ * The wire types of the Holdpoint API, named and shaped exactly as the JSON is: request bodies are
  * sent as written and responses are returned as received, so a field a newer server adds reaches the caller too.
  */
 
@@ -66,7 +66,7 @@ export interface TableColumn {
 }
 
 /**
- * The bounds of a field's type (spec §17), which a single-value question carries at its top level too. Each belongs
+ * The bounds of a field's type, which a single-value question carries at its top level too. Each belongs
  * to some types only; the server refuses one given to another type (422 naming it).
  */
 export interface FieldRules {
@@ -147,7 +147,7 @@ export type Assignee = { user: string } | { role: Role } | { role: Role; strateg
 /** Who may approve a question that needs several approvals: that role and above, or these people (usernames). */
 export type Eligible = { role: 'approver' | 'admin' } | { users: string[] };
 
-/** One person's approval of a question that needs several (spec §14). */
+/** One person's approval of a question that needs several. */
 export interface Approval {
   by: string;
   at: string;
@@ -194,7 +194,7 @@ export interface Grant {
 
 /**
  * The body of `POST /questions`: every field a caller may set. What is left out gets the server's default for the
- * question's `kind` (spec §3): `blocking`, `text`, urgency `high`, a 30-minute deadline.
+ * question's `kind`: `blocking`, `text`, urgency `high`, a 30-minute deadline.
  */
 export interface NewQuestion extends FieldRules {
   /** 1..=300 characters. */
@@ -228,7 +228,7 @@ export interface NewQuestion extends FieldRules {
   /** What applies when the deadline passes with no answer; validated like an answer. */
   default_response?: AnswerBody;
   assignee?: Assignee;
-  /** Where the question's own events are sent, signed with the workspace's callback secret (spec §12). */
+  /** Where the question's own events are sent, signed with the workspace's callback secret. */
   callback_url?: string;
   /** For an approval: how many distinct people must approve (1..=10, default 1); the first rejection rejects. */
   required_approvals?: number;
@@ -236,7 +236,7 @@ export interface NewQuestion extends FieldRules {
   eligible?: Eligible;
 }
 
-/** A question as the server returns it (spec §3). Times are RFC 3339 strings. */
+/** A question as the server returns it. Times are RFC 3339 strings. */
 export interface Question extends FieldRules {
   id: string;
   /** The workspace's name. */
@@ -268,7 +268,7 @@ export interface Question extends FieldRules {
   updated_at: string;
   resolved_at: string | null;
   assignee?: Assignee;
-  /** Its escalation plan, when a policy applied as it was asked (spec §11). */
+  /** Its escalation plan, when a policy applied as it was asked. */
   escalation?: Escalation;
   /** Where its own events are sent besides the workspace's webhooks. */
   callback_url?: string;
@@ -317,7 +317,7 @@ export type TableRow = { [column: string]: string | boolean | number | null };
 /** What a value of a form answer may be. */
 export type FormValue = { [key: string]: string | string[] | boolean | number | TableRow[] | UploadedFile };
 
-/** The shape of an answer's `value` for each response type (spec §3). */
+/** The shape of an answer's `value` for each response type. */
 export interface ValueByResponseType {
   text: string;
   boolean: boolean;

@@ -3,7 +3,7 @@
 //!
 //! Only a request Slack signed is read ([`verify_request`]: the app's signing secret, a timestamp at most five
 //! minutes away); anything else is refused with the one JSON error shape and changes nothing. A click answers as the
-//! Holdpoint member mapped to the clicking Slack user, through the answer use case with every rule of §3; the
+//! Holdpoint member mapped to the clicking Slack user, through the answer use case with every rule of answering; the
 //! message itself is changed by the outbox once the question is resolved, wherever that happened. Slack shows
 //! nothing of an answer to a click, so a refused click is explained to the person alone (`chat.postEphemeral`), a
 //! refused modal in the modal itself (`response_action: errors`, each field the server refused under its own input),
@@ -134,7 +134,7 @@ enum SlackRefused {
     Unmapped,
     /// The question was resolved already (by anyone, anywhere).
     Resolved(Box<Question>),
-    /// Answering is refused by a rule of §3 (the member's role, the assignee, separation of duties) or the answer
+    /// Answering is refused by one of its rules (the member's role, the assignee, separation of duties) or the answer
     /// does not fit.
     Refused(AppError),
     /// The store could not be read.

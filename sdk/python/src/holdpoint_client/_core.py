@@ -124,9 +124,9 @@ def question_body(
     eligible: Mapping[str, JsonValue] | None = None,
     response_schema: Mapping[str, JsonValue] | None = None,
 ) -> JsonObject:
-    """The JSON of ``POST /questions``; what is left ``None`` is left to the server's defaults (spec §3).
+    """The JSON of ``POST /questions``; what is left ``None`` is left to the server's defaults.
 
-    ``response_schema`` (a JSON Schema of MCP elicitation's primitives) is asked instead of ``fields`` (spec §17).
+    ``response_schema`` (a JSON Schema of MCP elicitation's primitives) is asked instead of ``fields``.
     """
     payload: JsonObject = {"title": title}
     if kind is not None:

@@ -312,7 +312,7 @@ class Assignee:
 
 @dataclass(frozen=True)
 class Approval:
-    """One person's approval of a question that needs several (spec §14)."""
+    """One person's approval of a question that needs several."""
 
     by: str
     at: datetime
@@ -325,7 +325,7 @@ class Approval:
 
 @dataclass(frozen=True)
 class Grant:
-    """A grant ("always allow", spec §14): calls of ``tool_name`` its ``matcher`` allows, within its scope, go through
+    """A grant ("always allow"): calls of ``tool_name`` its ``matcher`` allows, within its scope, go through
     without asking until ``expires_at`` or until revoked."""
 
     id: str
@@ -366,7 +366,7 @@ class Grant:
 
 @dataclass(frozen=True)
 class Escalation:
-    """A question's escalation plan, from its workspace's policy when it was asked (spec §11): when the people it
+    """A question's escalation plan, from its workspace's policy when it was asked: when the people it
     reached are reminded, when it is handed to ``escalate_to``, and when each step was taken (``None`` until then)."""
 
     remind_at: datetime | None
@@ -389,7 +389,7 @@ class Escalation:
 
 @dataclass(frozen=True)
 class Question:
-    """A question as the server returns it (spec §3)."""
+    """A question as the server returns it."""
 
     id: str
     workspace: str
@@ -420,7 +420,7 @@ class Question:
     escalation: Escalation | None
     """Its escalation plan, if a policy applied when it was asked."""
     callback_url: str | None
-    """Where its own events are sent, signed with the workspace's callback secret (spec §12)."""
+    """Where its own events are sent, signed with the workspace's callback secret."""
     required_approvals: int
     """How many distinct people must approve it (1 for most)."""
     eligible: JsonObject | None

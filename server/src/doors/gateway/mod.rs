@@ -1,5 +1,5 @@
-//! The MCP gateway (spec §16): a workspace's upstream MCP servers, registered by its admins, reached by its agents
-//! through one door, `/mcp/gateway`, where every tool call is decided by the approval rules first.
+//! The MCP gateway (docs/gateway.md): a workspace's upstream MCP servers, registered by its admins, reached by its
+//! agents through one door, `/mcp/gateway`, where every tool call is decided by the approval rules first.
 //!
 //! - This module: registering, changing and removing upstreams (admins), each URL guarded as webhooks' are.
 //! - [`connections`]: the gateway's MCP client, one connection per upstream, kept and opened again after a failure;

@@ -1,4 +1,4 @@
-//! `/files`: uploads that answers' `file` fields reference, and their downloads (spec §17). Who may do which is
+//! `/files`: uploads that answers' `file` fields reference, and their downloads (docs/api.md). Who may do which is
 //! [`crate::files`]'; here the request becomes a stream of bytes, and a stored file a download.
 
 use app::types::UploadedFile;

@@ -1,5 +1,5 @@
-//! `/upstreams`: the MCP gateway's upstream servers of a workspace (spec §16). Admins only; header values are never
-//! shown, only their names.
+//! `/upstreams`: the MCP gateway's upstream servers of a workspace (docs/gateway.md). Admins only; header values are
+//! never shown, only their names.
 
 use app::types::{NewUpstream, Upstream, UpstreamList, UpstreamPatch};
 use axum::extract::{Path, State};

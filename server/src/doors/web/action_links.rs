@@ -34,7 +34,7 @@ enum LinkRefused {
     Gone,
     /// Its question was resolved already (by this link or anyone).
     Resolved(Box<Question>),
-    /// Answering the question (its id) is refused by a rule of §3 (the person's role, the assignee, separation of
+    /// Answering the question (its id) is refused by one of its rules (the person's role, the assignee, separation of
     /// duties, a claim someone else holds) or the answer does not fit.
     Refused(AppError, Uuid),
 }
