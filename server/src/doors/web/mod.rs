@@ -10,9 +10,6 @@ mod sign_in;
 pub mod site;
 mod ui_backend;
 
-use std::sync::Arc;
-
-use app::backend::UiBackendHandle;
 use axum::{
     Router,
     extract::{Request, State},
@@ -29,15 +26,11 @@ use crate::doors::auth::session_caller;
 use crate::error::AppError;
 use crate::state::AppState;
 use answer_form::answer_from_form;
-use ui_backend::StoreUiBackend;
 
+/// Pages and server functions, behind the session check; the sign-in page, the auth endpoints and the site's
 /// static files are open.
 pub fn router(state: &AppState) -> Router<AppState> {
-    let backend = UiBackendHandle(Arc::new(StoreUiBackend {
-        store: Arc::clone(&state.store),
-        sends_on: state.sends_on.clone(),
-        app: state.clone(),
-    }));
+    let backend = ui_backend::handle(state);
     let pages = Router::new()
         .leptos_routes_with_context(
             state,

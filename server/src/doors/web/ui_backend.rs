@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use app::backend::UiBackend;
+use app::backend::{UiBackend, UiBackendHandle};
 use app::types::{Page, Question, QuestionStatus, QuestionSummary, SessionInfo};
 
 use crate::credentials::Caller;
@@ -16,12 +16,21 @@ use crate::store::{
 use crate::visibility::Visibility;
 
 /// The UI's view of the store.
-pub(super) struct StoreUiBackend {
-    pub(super) store: Arc<dyn Store>,
+struct StoreUiBackend {
+    store: Arc<dyn Store>,
     /// The channels this server sends on, for the channels' health.
-    pub(super) sends_on: crate::notifications::SendsOn,
+    sends_on: crate::notifications::SendsOn,
     /// The server, for the use cases the UI shares with the REST API (the approval rules).
-    pub(super) app: AppState,
+    app: AppState,
+}
+
+/// What the pages and server functions of this server reach the store and the use cases through.
+pub(super) fn handle(state: &AppState) -> UiBackendHandle {
+    UiBackendHandle(Arc::new(StoreUiBackend {
+        store: Arc::clone(&state.store),
+        sends_on: state.sends_on.clone(),
+        app: state.clone(),
+    }))
 }
 
 /// The caller of the server function being run, as `require_session` found it: what the REST API's use cases are
