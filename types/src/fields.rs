@@ -53,6 +53,11 @@ pub struct TableColumn {
     /// Whether every row must have a value in this column.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub required: bool,
+    /// What else the definition named, which is no attribute of it: refused by name, as a misspelt bound
+    /// (`minimum` for `min`) would otherwise be dropped and the value never held to it.
+    #[serde(flatten, skip_serializing_if = "serde_json::Map::is_empty")]
+    #[cfg_attr(feature = "server", schema(ignore))]
+    pub unknown: serde_json::Map<String, serde_json::Value>,
 }
 
 /// What a value of a field (or of a single-value question) must keep to besides its type. Each attribute belongs to

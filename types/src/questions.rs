@@ -150,6 +150,11 @@ pub struct FormField {
     /// `max_rows`, `accept`, `max_bytes`.
     #[serde(flatten)]
     pub rules: FieldRules,
+    /// What else the definition named, which is no attribute of it: refused by name, as a misspelt bound
+    /// (`minimum` for `min`) would otherwise be dropped and the value never held to it.
+    #[serde(flatten, skip_serializing_if = "serde_json::Map::is_empty")]
+    #[cfg_attr(feature = "server", schema(ignore))]
+    pub unknown: serde_json::Map<String, Value>,
 }
 
 impl FormField {
@@ -165,6 +170,7 @@ impl FormField {
             placeholder: None,
             default: None,
             rules: FieldRules::default(),
+            unknown: serde_json::Map::new(),
         }
     }
 }
@@ -247,6 +253,11 @@ pub struct NewQuestion {
     /// `{"users": [...]}` (those people).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eligible: Option<Eligible>,
+    /// What else the definition named, which is no attribute of it: refused by name, as a misspelt bound
+    /// (`minimum` for `min`) would otherwise be dropped and the value never held to it.
+    #[serde(flatten, skip_serializing_if = "serde_json::Map::is_empty")]
+    #[cfg_attr(feature = "server", schema(ignore))]
+    pub unknown: serde_json::Map<String, Value>,
 }
 
 /// Who may approve a question that needs several approvals.

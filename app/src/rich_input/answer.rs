@@ -128,6 +128,7 @@ mod tests {
                 response_type: ResponseType::Text,
                 options: vec![],
                 required: true,
+                unknown: Default::default(),
             },
             TableColumn {
                 key: "qty".into(),
@@ -135,6 +136,7 @@ mod tests {
                 response_type: ResponseType::Integer,
                 options: vec![],
                 required: false,
+                unknown: Default::default(),
             },
         ];
         field

@@ -72,6 +72,10 @@ pub fn check_answer(shape: &AnswerShape<'_>, answer: &AnswerBody, prefix: &str, 
                 }
             }
         }
+    } else if answer.value.is_null() {
+        // Nothing picked or typed (no star of a rating, an empty input): said as a form's missing field is, not as
+        // a value of the wrong type.
+        errors.add(&value_field, "is required");
     } else {
         let def = FieldDef { response_type: shape.response_type, options: shape.options, rules: shape.rules };
         check_value(&def, &answer.value, &value_field, errors);
@@ -156,6 +160,10 @@ fn table_of(name: &str, rules: &FieldRules, fields: &[(String, String)]) -> Opti
 /// table's cells, `edited_arguments` (JSON text), `comment`. A file input's value is the id of the file the form's
 /// request uploaded. Empty inputs count as absent, so the usual checks report what is missing.
 pub fn answer_from_form_fields(question: &Question, fields: &[(String, String)]) -> Result<AnswerBody, AppError> {
+    // A form sends a textarea's line breaks as CRLF (HTML's form submission normalises them so); the answer keeps
+    // the `\n` the live form and the API send, so it reads the same and each break counts once toward its limit.
+    let fields: &[(String, String)] =
+        &fields.iter().map(|(name, value)| (name.clone(), value.replace("\r\n", "\n"))).collect::<Vec<_>>();
     let values =
         |name: &str| -> Vec<&str> { fields.iter().filter(|(n, _)| n == name).map(|(_, v)| v.as_str()).collect() };
     let first = |name: &str| values(name).first().map(|v| v.trim()).filter(|v| !v.is_empty());
@@ -251,6 +259,30 @@ mod tests {
         QuestionOption { value: value.into(), label: value.to_uppercase(), description: None }
     }
 
+    /// An unpicked rating says what is missing, not which numbers a rating takes.
+    #[test]
+    fn a_single_value_left_empty_is_required() {
+        let shape = AnswerShape {
+            response_type: ResponseType::Rating,
+            options: &[],
+            fields: &[],
+            rules: &FieldRules::default(),
+            response_schema: None,
+            allow_edit: false,
+        };
+        let mut errors = FieldErrors::default();
+        check_answer(
+            &shape,
+            &AnswerBody { value: Value::Null, comment: None, edited_arguments: None },
+            "",
+            &mut errors,
+        );
+        let Err(AppError::Invalid { details: Some(details), .. }) = errors.into_result("the answer") else {
+            panic!("an empty answer is refused")
+        };
+        assert_eq!(details["fields"], json!({"value": "is required"}));
+    }
+
     #[test]
     fn form_answers_need_required_fields_of_the_right_type() {
         let fields = vec![
@@ -313,6 +345,31 @@ mod tests {
 
     fn wire(input: NewQuestion) -> Question {
         build(input).unwrap().to_question("default").unwrap()
+    }
+
+    /// The plain form's textareas arrive with CRLF breaks; stored, they read as the live form's answer does.
+    #[test]
+    fn line_breaks_a_form_sends_as_crlf_are_kept_as_newlines() {
+        let markdown = wire(NewQuestion { response_type: Some(ResponseType::Markdown), ..new("t") });
+        let answer =
+            answer_from_form_fields(&markdown, &pairs(&[("value", "line 1\r\nline 2"), ("comment", "a\r\nb")]))
+                .unwrap();
+        assert_eq!(answer.value, json!("line 1\nline 2"));
+        assert_eq!(answer.comment.as_deref(), Some("a\nb"));
+
+        let form = wire(NewQuestion {
+            response_type: Some(ResponseType::Form),
+            fields: vec![
+                FormField::new("notes", "Notes", ResponseType::Markdown),
+                FormField::new("why", "Why", ResponseType::Text),
+            ],
+            ..new("t")
+        });
+        let fields = pairs(&[("field.notes", "- one\r\n- two"), ("field.why", "x\r\ny")]);
+        assert_eq!(
+            answer_from_form_fields(&form, &fields).unwrap().value,
+            json!({"notes": "- one\n- two", "why": "x\ny"})
+        );
     }
 
     #[test]
@@ -385,6 +442,7 @@ mod tests {
             response_type,
             options: vec![],
             required: false,
+            unknown: Default::default(),
         };
         let mut items = FormField::new("items", "Items", ResponseType::Table);
         items.rules.columns = vec![column("item", ResponseType::Text), column("qty", ResponseType::Integer)];

@@ -24,6 +24,10 @@ pub const PLACEHOLDER_MAX_CHARS: usize = 200;
 const EMAIL_MAX_CHARS: usize = 254;
 /// The longest URL a `url` value may be.
 const URL_MAX_CHARS: usize = 2_048;
+/// The longest key of a field or a column (the answer's object keys, and the paths errors name).
+pub const KEY_MAX_CHARS: usize = 100;
+/// The longest label of a field, a column or an option: what a person reads beside an input.
+pub const LABEL_MAX_CHARS: usize = 200;
 const OPTIONS_MIN: usize = 2;
 const OPTIONS_MAX: usize = 20;
 
@@ -55,6 +59,28 @@ pub fn at(path: &str, name: &str) -> String {
     if path.is_empty() { name.to_owned() } else { format!("{path}.{name}") }
 }
 
+/// Refuses by name what a definition named that is none of its attributes (`unknown`, as the wire types keep it):
+/// `fields[2].minimum`, `columns[0].min`.
+pub fn refuse_unknown(unknown: &serde_json::Map<String, Value>, path: &str, what: &str, errors: &mut FieldErrors) {
+    for name in unknown.keys() {
+        errors.add(at(path, name), format!("is not an attribute of {what}"));
+    }
+}
+
+/// Checks a key and a label: not blank, and not longer than [`KEY_MAX_CHARS`] and [`LABEL_MAX_CHARS`].
+pub fn check_key_and_label(key: &str, label: &str, path: &str, errors: &mut FieldErrors) {
+    if key.trim().is_empty() {
+        errors.add(at(path, "key"), "must not be empty");
+    } else if key.chars().count() > KEY_MAX_CHARS {
+        errors.add(at(path, "key"), format!("must have at most {KEY_MAX_CHARS} characters"));
+    }
+    if label.trim().is_empty() {
+        errors.add(at(path, "label"), "must not be empty");
+    } else if label.chars().count() > LABEL_MAX_CHARS {
+        errors.add(at(path, "label"), format!("must have at most {LABEL_MAX_CHARS} characters"));
+    }
+}
+
 /// Checks a list of options: `min..=20` of them, each with a value and a label, no value twice.
 pub fn check_options(options: &[QuestionOption], path: &str, min: usize, errors: &mut FieldErrors) {
     if options.len() < min || options.len() > OPTIONS_MAX {
@@ -64,9 +90,13 @@ pub fn check_options(options: &[QuestionOption], path: &str, min: usize, errors:
     for (i, option) in options.iter().enumerate() {
         if option.value.trim().is_empty() {
             errors.add(format!("{path}[{i}].value"), "must not be empty");
+        } else if option.value.chars().count() > LABEL_MAX_CHARS {
+            errors.add(format!("{path}[{i}].value"), format!("must have at most {LABEL_MAX_CHARS} characters"));
         }
         if option.label.trim().is_empty() {
             errors.add(format!("{path}[{i}].label"), "must not be empty");
+        } else if option.label.chars().count() > LABEL_MAX_CHARS {
+            errors.add(format!("{path}[{i}].label"), format!("must have at most {LABEL_MAX_CHARS} characters"));
         }
         if !seen.insert(option.value.as_str()) {
             errors.add(format!("{path}[{i}].value"), format!("{:?} appears more than once", option.value));
@@ -226,13 +256,10 @@ fn check_columns(columns: &[TableColumn], path: &str, errors: &mut FieldErrors) 
     let mut keys = HashSet::new();
     for (i, column) in columns.iter().enumerate() {
         let column_path = format!("{path}[{i}]");
-        if column.key.trim().is_empty() {
-            errors.add(at(&column_path, "key"), "must not be empty");
-        } else if !keys.insert(column.key.as_str()) {
+        refuse_unknown(&column.unknown, &column_path, "a table's column", errors);
+        check_key_and_label(&column.key, &column.label, &column_path, errors);
+        if !column.key.trim().is_empty() && !keys.insert(column.key.as_str()) {
             errors.add(at(&column_path, "key"), format!("{:?} appears more than once", column.key));
-        }
-        if column.label.trim().is_empty() {
-            errors.add(at(&column_path, "label"), "must not be empty");
         }
         if !TABLE_COLUMN_TYPES.contains(&column.response_type) {
             errors.add(
@@ -269,17 +296,22 @@ pub fn check_value(def: &FieldDef<'_>, value: &Value, path: &str, errors: &mut F
             }
         }
         ResponseType::Date => check_string(value, path, errors, "a date, YYYY-MM-DD", |text| {
-            text.len() == 10 && chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").is_ok()
+            has_format(SchemaFormat::Date, text) && chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").is_ok()
         }),
         ResponseType::Datetime => {
             check_string(value, path, errors, "a date and time, RFC 3339 with an offset", |text| {
-                chrono::DateTime::parse_from_rfc3339(text).is_ok()
+                has_format(SchemaFormat::DateTime, text) && chrono::DateTime::parse_from_rfc3339(text).is_ok()
             })
         }
         ResponseType::Time => check_string(value, path, errors, "a time, HH:MM", |text| {
-            text.len() == 5 && chrono::NaiveTime::parse_from_str(text, "%H:%M").is_ok()
+            // chrono's `%H` also takes one digit after a space (" 9:30"): the shape is checked first.
+            let two_digits = |part: &str| part.len() == 2 && part.bytes().all(|b| b.is_ascii_digit());
+            text.split_once(':').is_some_and(|(hours, minutes)| two_digits(hours) && two_digits(minutes))
+                && chrono::NaiveTime::parse_from_str(text, "%H:%M").is_ok()
         }),
-        ResponseType::Email => check_string(value, path, errors, "an email address", is_email),
+        ResponseType::Email => check_string(value, path, errors, "an email address", |text| {
+            is_email(text) && has_format(SchemaFormat::Email, text)
+        }),
         ResponseType::Url => check_string(value, path, errors, "an absolute http or https URL", is_web_url),
         ResponseType::Choice => check_choice(value, def.options, path, errors),
         ResponseType::MultiChoice => check_multi_choice(value, def, path, errors),
@@ -312,6 +344,35 @@ fn check_string(value: &Value, path: &str, errors: &mut FieldErrors, what: &str,
         Some(text) if fits(text) => {}
         _ => errors.add(path, format!("must be {what}")),
     }
+}
+
+/// The formats a field shares with a JSON Schema's string (`date`, `date-time`, `email`).
+#[derive(Clone, Copy)]
+enum SchemaFormat {
+    Date,
+    DateTime,
+    Email,
+}
+
+/// Whether `text` is of `format` as the `jsonschema` crate reads it, which checks the answers of questions asked
+/// with a response schema: a field and the schema property it came from then take the same values (chrono alone
+/// takes a sign before the year, a space for the `T`, and `%d` of one digit).
+fn has_format(format: SchemaFormat, text: &str) -> bool {
+    fn validator(format: &str) -> jsonschema::Validator {
+        jsonschema::options()
+            .should_validate_formats(true)
+            .build(&serde_json::json!({"type": "string", "format": format}))
+            .expect("a schema of one known format builds")
+    }
+    static DATE: std::sync::LazyLock<jsonschema::Validator> = std::sync::LazyLock::new(|| validator("date"));
+    static DATE_TIME: std::sync::LazyLock<jsonschema::Validator> = std::sync::LazyLock::new(|| validator("date-time"));
+    static EMAIL: std::sync::LazyLock<jsonschema::Validator> = std::sync::LazyLock::new(|| validator("email"));
+    let validator = match format {
+        SchemaFormat::Date => &DATE,
+        SchemaFormat::DateTime => &DATE_TIME,
+        SchemaFormat::Email => &EMAIL,
+    };
+    validator.is_valid(&Value::String(text.to_owned()))
 }
 
 /// A plain address: one `@`, something before it, a dotted domain after it, no spaces.
@@ -455,14 +516,19 @@ mod tests {
     fn dates_times_and_datetimes_take_only_their_own_formats() {
         let none = FieldRules::default();
         assert!(value_errors(ResponseType::Date, &none, json!("2026-02-28")).is_empty());
-        for bad in [json!("2026-02-30"), json!("2026-2-3"), json!("28/02/2026"), json!(20260228)] {
+        for bad in [json!("2026-02-30"), json!("2026-2-3"), json!("28/02/2026"), json!(20260228), json!("+2026-01-1")] {
             assert_eq!(value_errors(ResponseType::Date, &none, bad), ["value"]);
         }
+        assert_eq!(
+            value_errors(ResponseType::Datetime, &none, json!("2026-03-02 22:00:00+01:00")),
+            ["value"],
+            "a space for the T"
+        );
         assert!(value_errors(ResponseType::Datetime, &none, json!("2026-03-01T09:30:00+01:00")).is_empty());
         assert!(value_errors(ResponseType::Datetime, &none, json!("2026-03-01T09:30:00Z")).is_empty());
         assert_eq!(value_errors(ResponseType::Datetime, &none, json!("2026-03-01T09:30:00")), ["value"], "no offset");
         assert!(value_errors(ResponseType::Time, &none, json!("23:59")).is_empty());
-        for bad in ["24:00", "9:30", "09:30:00"] {
+        for bad in ["24:00", "9:30", "09:30:00", " 9:30", "+9:30"] {
             assert_eq!(value_errors(ResponseType::Time, &none, json!(bad)), ["value"], "{bad}");
         }
     }
@@ -514,7 +580,9 @@ mod tests {
     fn emails_and_urls_must_be_what_a_person_can_use() {
         let none = FieldRules::default();
         assert!(value_errors(ResponseType::Email, &none, json!("ops@example.com")).is_empty());
-        for bad in ["ops", "ops@", "@example.com", "ops@example", "o ps@example.com", "a@b@example.com"] {
+        for bad in
+            ["ops", "ops@", "@example.com", "ops@example", "o ps@example.com", "a@b@example.com", "<a@b.co>", "a@-.com"]
+        {
             assert_eq!(value_errors(ResponseType::Email, &none, json!(bad)), ["value"], "{bad}");
         }
         assert!(value_errors(ResponseType::Url, &none, json!("https://example.com/runbook#step-2")).is_empty());

@@ -12,8 +12,8 @@ use uuid::Uuid;
 
 use super::answer_shape::{AnswerShape, check_answer};
 use super::fields::{
-    DESCRIPTION_MAX_CHARS, FieldDef, PLACEHOLDER_MAX_CHARS, at, check_field_options, check_options, check_rules,
-    check_value,
+    DESCRIPTION_MAX_CHARS, FieldDef, PLACEHOLDER_MAX_CHARS, at, check_field_options, check_key_and_label,
+    check_options, check_rules, check_value, refuse_unknown,
 };
 use super::response_schema::{SCHEMA_PATH, fields_from_schema, validator};
 use crate::error::AppError;
@@ -65,6 +65,7 @@ pub fn build_question(
     }
 
     let mut errors = FieldErrors::default();
+    refuse_unknown(&input.unknown, "", "a question", &mut errors);
     let kind = input.kind.unwrap_or(QuestionKind::Blocking);
     let response_type =
         input.response_type.unwrap_or_else(|| default_response_type(kind, input.response_schema.is_some()));
@@ -356,14 +357,10 @@ fn check_form_fields(
     let mut keys = HashSet::new();
     for (i, field) in fields.iter().enumerate() {
         let path = path_of(i, field);
-        if field.key.trim().is_empty() {
-            errors.add(at(&path, "key"), "must not be empty");
-        }
+        refuse_unknown(&field.unknown, &path, "a form field", errors);
+        check_key_and_label(&field.key, &field.label, &path, errors);
         if !keys.insert(field.key.as_str()) {
             errors.add(at(&path, "key"), format!("{:?} appears more than once", field.key));
-        }
-        if field.label.trim().is_empty() {
-            errors.add(at(&path, "label"), "must not be empty");
         }
         if !field.response_type.is_field_type() {
             errors.add(at(&path, "response_type"), format!("{} cannot be a form field", field.response_type));
@@ -410,6 +407,36 @@ mod tests {
             }
             other => panic!("expected 422, got {other:?}"),
         }
+    }
+
+    /// A misspelt or misplaced attribute is named, never dropped: a bound the value is not held to is no bound.
+    #[test]
+    fn attributes_a_definition_does_not_have_are_refused_by_name() {
+        let single: NewQuestion =
+            serde_json::from_value(json!({"title": "t", "response_type": "integer", "minimum": 1, "max": 9})).unwrap();
+        assert_eq!(invalid_fields(build(single)), ["minimum"]);
+        let form: NewQuestion = serde_json::from_value(json!({"title": "t", "response_type": "form", "fields": [
+            {"key": "n", "label": "N", "response_type": "integer", "min_row": 1},
+            {"key": "t", "label": "T", "response_type": "table", "columns": [
+                {"key": "c", "label": "C", "response_type": "integer", "min": 1}
+            ]}
+        ]}))
+        .unwrap();
+        assert_eq!(invalid_fields(build(form)), ["fields[0].min_row", "fields[1].columns[0].min"]);
+        // What a definition has is never counted as unknown, and none is stored or sent.
+        let known: NewQuestion =
+            serde_json::from_value(json!({"title": "t", "response_type": "integer", "min": 1})).unwrap();
+        assert!(known.unknown.is_empty());
+        assert!(serde_json::to_value(&known).unwrap().get("unknown").is_none());
+    }
+
+    #[test]
+    fn keys_and_labels_have_a_length_a_page_can_show() {
+        let long = "x".repeat(201);
+        let mut field = FormField::new("k".repeat(101), long.clone(), ResponseType::Choice);
+        field.options = vec![option("a"), QuestionOption { value: "b".into(), label: long, description: None }];
+        let form = NewQuestion { response_type: Some(ResponseType::Form), fields: vec![field], ..new("t") };
+        assert_eq!(invalid_fields(build(form)), ["fields[0].key", "fields[0].label", "fields[0].options[1].label"]);
     }
 
     fn option(value: &str) -> QuestionOption {

@@ -161,8 +161,12 @@ fn field_of(key: &str, property: &Value, path: &str, errors: &mut FieldErrors) -
                     path,
                     errors,
                 );
-                count("minLength", errors);
-                count("maxLength", errors);
+                if let (Some(least), Some(most)) = (count("minLength", errors), count("maxLength", errors))
+                    && most < least
+                {
+                    // No answer could fit: refused like a field's `max` below its `min`.
+                    errors.add(format!("{path}.maxLength"), format!("must not be less than minLength ({least})"));
+                }
                 if let Some(pattern) = object.get("pattern") {
                     check_pattern(pattern, &format!("{path}.pattern"), errors);
                 }
@@ -422,6 +426,21 @@ mod tests {
                 "response_schema.properties.ticket.default",
             ]
         );
+    }
+
+    /// No answer could fit a string shorter than its own least length.
+    #[test]
+    fn lengths_the_wrong_way_round_are_refused() {
+        let lengths = |min: u32, max: u32| {
+            convert(json!({
+                "type": "object",
+                "properties": {"code": {"type": "string", "minLength": min, "maxLength": max}}
+            }))
+            .1
+        };
+        assert_eq!(lengths(5, 2), ["response_schema.properties.code.maxLength"]);
+        assert!(lengths(2, 2).is_empty());
+        assert!(lengths(2, 5).is_empty());
     }
 
     #[test]

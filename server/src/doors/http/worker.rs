@@ -261,6 +261,7 @@ async fn create_question(
         callback_url: None,
         required_approvals: u8::try_from(row.required_approvals).ok(),
         eligible: row.eligible.map(|e| e.0),
+        unknown: Default::default(),
     };
     // Asked by whoever started the run: a client's run asks what its client decides to, tool calls included, so its
     // starter is the requester of every approval it asks for (`crate::questions::requester`).
