@@ -76,6 +76,14 @@ test('an admin adds upstreams and sees which answer and which fail; others are t
   assert.equal(await page.getByTestId('settings-tab-gateway').getAttribute('aria-current'), 'page');
   await page.getByTestId('upstream-empty').waitFor();
 
+  // The browser checks the name as the server does: its pattern compiles as a `v`-mode expression (the mode a
+  // `pattern` attribute is compiled in), and refuses what the server refuses.
+  const name = page.getByTestId('upstream-name');
+  await name.fill('Files Server');
+  assert.equal(await name.evaluate((input) => input.validity.patternMismatch), true);
+  await name.fill('files-2');
+  assert.equal(await name.evaluate((input) => input.validity.valid), true);
+
   // A name the API refuses: the error shows, nothing is stored, and what was typed stays to be corrected.
   await page.getByTestId('upstream-name').fill('Files Server');
   await page.getByTestId('upstream-url').fill(upstream.url);

@@ -96,6 +96,8 @@ test('an admin fixes a broken condition, saves version 1 and tests a call; other
   await page.getByTestId('rules-test-submit').click();
   await page.getByTestId('rules-fault').first().waitFor();
   assert.deepEqual(await page.getByTestId('rules-fault-field').allTextContents(), ['arguments']);
+  // A test saves nothing, so its refusal says what it did not do.
+  assert.match(await page.getByTestId('rules-error').last().textContent(), /^Not valid, the call was not tested: 1 fault\./);
   await page.close();
 
   // An approver reads the same document but cannot change it: no Check, no Save, the editor read-only.

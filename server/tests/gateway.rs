@@ -35,6 +35,7 @@ on_both_backends!(
     configured_processes_are_listed_and_called_like_registered_upstreams_but_not_changed_through_the_api,
     a_configured_process_is_started_again_after_it_dies_and_killed_at_shutdown,
     a_configured_name_taken_by_a_registered_upstream_stops_the_server,
+    a_configured_process_that_cannot_start_answers_why,
     input_required_answers_are_asked_as_forms_and_the_call_retried_with_the_answers,
     an_asked_call_as_a_task_reaches_the_upstream_only_after_approval,
     a_gateway_task_read_after_its_server_died_ends_without_making_its_call,
@@ -70,6 +71,32 @@ async fn connect_with_tasks(base: &str, token: &str) -> RunningService<RoleClien
     let config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp/gateway")).auth_header(token);
     let info = ClientConfig::new(ClientCapabilities::builder().enable_tasks().build(), Implementation::new("t", "1"));
     info.serve(StreamableHttpClientTransport::from_config(config)).await.expect("connects")
+}
+
+/// One `tools/call` as a client on MCP 2026-07-28 sends it (the official Python SDK 2.x's default): no session, no
+/// `initialize`, the client's identity in the request's `_meta`. The JSON-RPC response, from JSON or an SSE stream.
+async fn call_on_2026_07_28(gateway: &Gateway, name: &str, arguments: Value) -> Value {
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": name,
+        "arguments": arguments,
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": { "name": "holdpoint-test", "version": "1" },
+            "io.modelcontextprotocol/clientCapabilities": {}
+        }
+    } });
+    let response = reqwest::Client::new()
+        .post(format!("{}/mcp/gateway", gateway.base))
+        .bearer_auth(&gateway.agent)
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", "tools/call")
+        .header("Mcp-Name", name)
+        .json(&body)
+        .send();
+    let text = tokio::time::timeout(WITHIN, async { response.await.unwrap().text().await.unwrap() }).await.unwrap();
+    let mut data = text.lines().filter_map(|line| line.strip_prefix("data:")).map(str::trim).filter(|d| !d.is_empty());
+    serde_json::from_str(data.next_back().unwrap_or(&text)).unwrap_or_else(|e| panic!("{e}: {text}"))
 }
 
 /// A gateway with its upstreams on loopback, and an agent token to call it with (the admin answers).
@@ -801,7 +828,7 @@ async fn an_upstream_down_answers_at_once_and_hides_only_its_own_tools(backend: 
     let started = std::time::Instant::now();
     let down = client.call_tool(call("gone__read_file", json!({ "path": "/x" }))).await.unwrap();
     assert_eq!(down.is_error, Some(true));
-    assert!(text_of(&down).contains("gone"), "{}", text_of(&down));
+    assert!(text_of(&down).starts_with("The upstream gone could not be reached: "), "{}", text_of(&down));
     assert!(started.elapsed() < Duration::from_secs(3), "answered at once, not after {:?}", started.elapsed());
 
     shop.stop().await;
@@ -866,6 +893,9 @@ async fn a_client_cancelling_an_asked_call_cancels_its_question(backend: Backend
     let question = gateway.question_once_resolved(id, "the client's cancellation").await;
     assert_eq!(question["status"], "cancelled", "{question}");
     assert!(upstream.calls().is_empty(), "a cancelled call never reaches the upstream");
+    let audited = gateway.audited_calls(1).await;
+    assert_eq!(audited[0]["after"]["outcome"], "cancelled", "{audited:?}");
+    assert_eq!(audited[0]["after"]["question_id"], id, "the entry names the question it asked: {audited:?}");
 }
 
 async fn configured_processes_are_listed_and_called_like_registered_upstreams_but_not_changed_through_the_api(
@@ -959,6 +989,10 @@ async fn configured_processes_are_listed_and_called_like_registered_upstreams_bu
     let health = app.get("/api/v1/upstreams/files").await.json["health"].clone();
     assert!(health["last_success_at"].is_string(), "{health}");
     assert_eq!(health["last_error"], Value::Null, "{health}");
+    // The process speaks an older protocol than a client on 2026-07-28, whose results need `resultType`.
+    let latest = call_on_2026_07_28(&gateway, "files__read_file", json!({ "path": "/etc/motd" })).await;
+    assert_eq!(latest["result"]["resultType"], "complete", "{latest}");
+    assert_eq!(latest["result"]["content"][0]["text"], "contents of /etc/motd", "{latest}");
 }
 
 async fn a_configured_process_is_started_again_after_it_dies_and_killed_at_shutdown(backend: Backend) {
@@ -998,6 +1032,27 @@ async fn a_configured_process_is_started_again_after_it_dies_and_killed_at_shutd
         assert!(tokio::time::Instant::now() < deadline, "the process outlived the server");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+async fn a_configured_process_that_cannot_start_answers_why(backend: Backend) {
+    let missing = std::env::temp_dir().join("holdpoint-no-such-mcp-server");
+    let entry = holdpoint::doors::gateway::stdio::StdioUpstream {
+        workspace: "default".into(),
+        name: "broken".into(),
+        command: missing.display().to_string(),
+        args: Vec::new(),
+        env: Default::default(),
+        cwd: None,
+    };
+    let Some(gateway) = Gateway::start_with(backend, vec![entry]).await else { return };
+    gateway.rules(json!({ "default": "allow" })).await;
+    let client = gateway.client().await;
+    let failed = client.call_tool(call("broken__anything", json!({}))).await.unwrap();
+    assert_eq!(failed.is_error, Some(true));
+    let text = text_of(&failed);
+    assert!(text.starts_with("The upstream broken could not be reached: could not be started ("), "{text}");
+    let audited = gateway.audited_calls(1).await;
+    assert_eq!(audited[0]["after"]["outcome"], "unreachable", "{audited:?}");
 }
 
 async fn a_configured_name_taken_by_a_registered_upstream_stops_the_server(backend: Backend) {

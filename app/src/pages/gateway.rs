@@ -204,7 +204,7 @@ fn AddUpstreamForm(
         <form class="stack narrow-form" on:submit=submit data-testid="add-upstream-form">
             <h3>"Add an upstream"</h3>
             <label for="upstream-name">"Name (a–z, 0–9 and -, up to 32)"</label>
-            <input id="upstream-name" type="text" required autocapitalize="none" spellcheck="false" pattern="[a-z0-9-]{1,32}"
+            <input id="upstream-name" type="text" required autocapitalize="none" spellcheck="false" pattern="[a-z0-9\\-]{1,32}"
                 bind:value=name data-testid="upstream-name"/>
             <label for="upstream-url">"Streamable HTTP URL"</label>
             <input id="upstream-url" type="url" required placeholder="https://mcp.example.com/mcp" bind:value=url

@@ -94,7 +94,7 @@ fn RulesEditor(session: SessionInfo, data: RulesPageData) -> impl IntoView {
             Outcome::Saved(version) => {
                 EitherOf3::A(notice(format!("Saved as version {version}: calls are decided by it from now on.")))
             }
-            Outcome::Refused(refusal) => EitherOf3::B(faults(refusal)),
+            Outcome::Refused(refusal) => EitherOf3::B(faults(refusal, "nothing was saved")),
             Outcome::Failed(message) => EitherOf3::C(view! {
                 <p class="alert" role="alert" data-testid="rules-error">{message}</p>
             }),
@@ -151,15 +151,16 @@ fn notice(text: String) -> impl IntoView {
     view! { <p class="notice" role="status" data-testid="rules-ok">{text}</p> }
 }
 
-/// A refusal: its message when it names no field, else each fault next to its field path.
-fn faults(refusal: RulesRefusal) -> impl IntoView {
+/// A refusal: its message when it names no field, else each fault next to its field path, after what the refusal
+/// left undone (`consequence`).
+fn faults(refusal: RulesRefusal, consequence: &'static str) -> impl IntoView {
     if refusal.faults.is_empty() {
         return Either::Left(view! { <p class="alert" role="alert" data-testid="rules-error">{refusal.message}</p> });
     }
     let count = refusal.faults.len();
     Either::Right(view! {
         <div class="alert rules-faults" role="alert" data-testid="rules-error">
-            <p>{format!("Not valid, nothing was saved: {count} fault{}.", if count == 1 { "" } else { "s" })}</p>
+            <p>{format!("Not valid, {consequence}: {count} fault{}.", if count == 1 { "" } else { "s" })}</p>
             <ul>
                 {refusal.faults.into_iter().map(|fault| {
                     let field = fault.field.clone();
@@ -219,7 +220,7 @@ fn TestCall() -> impl IntoView {
                     </div>
                 })
             }
-            Err(refusal) => Either::Right(faults(refusal)),
+            Err(refusal) => Either::Right(faults(refusal, "the call was not tested")),
         })
     };
     view! {

@@ -199,7 +199,7 @@ fn dry_run_entry(
             "decided": verdict.decision,
             "decided_by": verdict.rule,
             "tool": call.tool,
-            "arguments": call.arguments,
+            "arguments_sha256": arguments_digest(call.arguments),
             "agent": call.agent,
             "run_id": call.run.as_ref().map(|run| run.id),
             "version": rules.version,
@@ -207,6 +207,13 @@ fn dry_run_entry(
         diff: None,
         created_at: crate::store::now(),
     }
+}
+
+/// The hex SHA-256 of a call's arguments' JSON: what the audit log keeps of them, as they may hold secrets and the
+/// log is kept for good. The same call gives the same digest, so entries of one call can be matched.
+pub fn arguments_digest(arguments: &serde_json::Value) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(serde_json::to_vec(arguments).unwrap_or_default()))
 }
 
 /// The approval question a call decided `ask` is asked as: kind approval, action `{tool_name: call.tool,

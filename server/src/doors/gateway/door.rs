@@ -24,15 +24,14 @@ use app::types::{QuestionStatus, RuleDecision};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
     CancelledNotificationParam, ClientRequest, ContentBlock, ErrorData, GetTaskParams, GetTaskResult, Implementation,
-    InputRequiredResult, JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    ServerResult, UpdateTaskParams,
+    InputRequiredResult, JsonObject, ListToolsResult, PaginatedRequestParams, ResultType, ServerCapabilities,
+    ServerConfig, ServerResult, UpdateTaskParams,
 };
 use rmcp::service::{PeerRequestOptions, RequestContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{RoleServer, ServerHandler};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use super::connections::{CallScope, Connection, Connections, Target};
 use crate::credentials::Caller;
@@ -135,9 +134,10 @@ fn failed(text: String) -> CallToolResponse {
     CallToolResponse::Complete(CallToolResult::error(vec![ContentBlock::text(text)]))
 }
 
-/// The hex SHA-256 of the arguments' JSON: what the audit keeps of them.
-fn digest(arguments: &Value) -> String {
-    hex::encode(Sha256::digest(serde_json::to_vec(arguments).unwrap_or_default()))
+/// Why a call did not reach its upstream, when connecting to it failed (`problem` as the connection says it: "did
+/// not answer within 5 s", "could not be started (...)", "unreachable: ...").
+fn not_reached(upstream: &str, problem: &str) -> String {
+    format!("The upstream {upstream} could not be reached: {problem}")
 }
 
 /// How a call whose approval was not given ends, and its audit outcome: rejected (with the comment and the
@@ -363,7 +363,7 @@ impl Gateway {
                 "decision": decision,
                 "rule": record.verdict.and_then(|v| v.rule.clone()),
                 "outcome": record.outcome,
-                "arguments_sha256": digest(record.arguments),
+                "arguments_sha256": crate::rules::arguments_digest(record.arguments),
                 "duration_ms": u64::try_from(record.started.elapsed().as_millis()).unwrap_or(u64::MAX),
                 "question_id": record.question,
             })),
@@ -468,7 +468,7 @@ impl Gateway {
         };
         match self.connections.connect(&self.state, &target).await {
             Ok(connection) => Ok(Ok((connection, target))),
-            Err(problem) => Ok(Err(("unreachable", format!("The upstream {} is {problem}", call.upstream)))),
+            Err(problem) => Ok(Err(("unreachable", not_reached(&call.upstream, &problem)))),
         }
     }
 
@@ -489,6 +489,7 @@ impl Gateway {
             }
         };
         let question = asked.row.clone();
+        let question_id = question.id;
         let gateway = self.clone();
         let caller = call.caller.clone();
         let waiting = self.state.gateway_waits.wait_on(question.id, &caller).await;
@@ -503,7 +504,7 @@ impl Gateway {
                 let asked = match decided {
                     Ok(asked) => asked,
                     Err(refused) => {
-                        gateway.record(call.record("cancelled", None));
+                        gateway.record(call.record("cancelled", Some(question_id)));
                         return Done::Finished(Ok(refused));
                     }
                 };
@@ -617,8 +618,11 @@ impl Gateway {
         };
         self.state.metrics.gateway_upstream(row.name(), started.elapsed());
         match answer {
-            Ok(ServerResult::CallToolResult(result)) => {
+            Ok(ServerResult::CallToolResult(mut result)) => {
                 self.connections.healthy(&self.state, row);
+                // An upstream on a protocol before 2026-07-28 leaves `resultType` out, which clients on 2026-07-28
+                // require; rmcp strips it again for clients on an older protocol.
+                result.result_type.get_or_insert(ResultType::COMPLETE);
                 Ok(Round::Done(CallToolResponse::Complete(result)))
             }
             Ok(ServerResult::InputRequiredResult(result)) => {
@@ -772,7 +776,7 @@ impl ServerHandler for Gateway {
             Ok(connection) => connection,
             Err(problem) => {
                 self.record(record("unreachable", None));
-                return Ok(failed(format!("The upstream {upstream} is {problem}")));
+                return Ok(failed(not_reached(upstream, &problem)));
             }
         };
         match connection.has_tool(tool, LIST_TIMEOUT).await {
@@ -830,12 +834,20 @@ impl ServerHandler for Gateway {
                     return Ok(self.call_as_task(call, context, input).await);
                 }
                 let (state, owners) = (&self.state, &self.owners);
-                let asked =
-                    mcp::ask_and_wait(state, owners, &parts, &context, &caller, input, AtShutdown::Cancelled).await;
-                let asked = match asked {
+                let asked = match mcp::ask(state, &parts, &caller, input).await {
                     Ok(asked) => asked,
                     Err(refused) => {
                         self.record(record("cancelled", None));
+                        return Ok(CallToolResponse::Complete(refused));
+                    }
+                };
+                let question_id = asked.row.id;
+                let waited =
+                    mcp::wait_for(state, owners, &parts, &context, &caller, asked, AtShutdown::Cancelled).await;
+                let asked = match waited {
+                    Ok(asked) => asked,
+                    Err(refused) => {
+                        self.record(record("cancelled", Some(question_id)));
                         return Ok(CallToolResponse::Complete(refused));
                     }
                 };

@@ -325,7 +325,21 @@ pub(crate) async fn ask_and_wait(
     input: NewQuestion,
     at_shutdown: AtShutdown,
 ) -> ToolResult<Question> {
-    let Asked { row, mut watch } = ask(state, parts, caller, input).await?;
+    let asked = ask(state, parts, caller, input).await?;
+    wait_for(state, owners, parts, context, caller, asked, at_shutdown).await
+}
+
+/// The wait of [`ask_and_wait`], for a caller that needs the question's id whatever the wait's outcome.
+pub(crate) async fn wait_for(
+    state: &AppState,
+    owners: &Arc<SessionOwners>,
+    parts: &http::request::Parts,
+    context: &RequestContext<RoleServer>,
+    caller: &Caller,
+    asked: Asked,
+    at_shutdown: AtShutdown,
+) -> ToolResult<Question> {
+    let Asked { row, mut watch } = asked;
     if row.kind == QuestionKind::NonBlocking {
         return row.to_question(&caller.principal.workspace).map_err(|e| refusal(e.into()));
     }
