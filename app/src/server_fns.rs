@@ -135,6 +135,15 @@ pub async fn current_session() -> Result<SessionInfo, ServerFnError> {
     request_session()
 }
 
+/// The hidden input of the question page's plain form that says how many rows the table `name` showed.
+pub fn rows_input(name: &str) -> String {
+    format!("{name}.rows")
+}
+
+/// The name of the plain form's submit button that adds a row to a table instead of answering; its value is the
+/// table's name (`value`, `field.<key>`).
+pub const ADD_ROW: &str = "add_row";
+
 /// What a person sent from the question page's plain form when the server refused the answer, shown again there:
 /// the form's inputs by name, as sent (the CSRF token left out), each problem by the path the server named it
 /// (`value.<key>`, `value.<key>[row].<column>`), and the files the request uploaded, by input name.

@@ -232,6 +232,18 @@ test('the question page without JavaScript: the same inputs in a plain form, the
   await field('report').setInputFiles({ name: 'report.txt', mimeType: 'text/plain', buffer: Buffer.from(REPORT) });
   await page.screenshot({ path: resultPath('question-rich-form-desktop-light.png'), fullPage: true });
 
+  // "Add row" answers nothing: the page comes back with everything typed and one row more, up to `max_rows`.
+  await page.getByTestId('answer-field-parts-add-row').click();
+  await page.waitForLoadState();
+  assert.equal(await field('parts').locator('tbody tr').count(), 4, 'one row more');
+  assert.equal(await page.getByTestId('answer-field-parts-add-row').count(), 0, 'its max_rows reached');
+  assert.equal(await page.getByTestId('answer-field-parts-0-item').inputValue(), 'disk');
+  assert.equal(await page.getByTestId('answer-field-parts-1-qty').inputValue(), '1');
+  assert.equal(await field('when').inputValue(), '2026-03-01');
+  assert.match(await page.getByTestId('answer-field-report-chosen').textContent(), /report\.txt/, 'the upload is kept');
+  const pending = await fetch(`${server.baseUrl}/api/v1/questions/${id}`, { headers: { authorization: `Bearer ${agentToken}` } });
+  assert.equal((await pending.json()).status, 'pending', 'nothing was answered');
+
   // The second row has no item: refused; the page shows it at that cell, with everything sent filled in again.
   await page.getByTestId('answer-submit').click();
   await page.waitForURL(/error=invalid/);

@@ -8,8 +8,8 @@
 use leptos::either::{EitherOf3, EitherOf6};
 use leptos::prelude::*;
 
-use crate::AnswerDraft;
 use crate::types::{FormField, Question, QuestionOption, ResponseType};
+use crate::{ADD_ROW, AnswerDraft, rows_input};
 
 /// The form of a pending question for the person whose CSRF token is `csrf`, with what they sent last time if the
 /// server refused it, as HTML.
@@ -383,13 +383,19 @@ fn plain_rows(field: &FormField, draft: &AnswerDraft, name: &str) -> u32 {
         .filter_map(|(n, _)| n.strip_prefix(&prefix)?.split_once(']')?.0.parse::<u32>().ok())
         .max()
         .map_or(0, |row| row + 1);
-    let max = field.rules.max_rows.unwrap_or(crate::types::TABLE_ROWS_MAX).min(crate::types::TABLE_ROWS_MAX);
     let preset = u32::try_from(preset_rows(field, draft).len()).unwrap_or(u32::MAX);
-    field.rules.min_rows.unwrap_or(0).max(3).max(sent).max(preset).min(max)
+    // As many as the form showed when it was sent, one more after its "Add row".
+    let shown = draft.value(&rows_input(name)).and_then(|rows| rows.parse::<u32>().ok()).unwrap_or(0);
+    field.rules.min_rows.unwrap_or(0).max(3).max(sent).max(preset).max(shown).min(max_rows(field))
 }
 
-/// A table in the plain form: a fixed number of rows of inputs named `<name>[<row>].<column>`; rows left blank at
-/// the end are not sent.
+fn max_rows(field: &FormField) -> u32 {
+    field.rules.max_rows.unwrap_or(crate::types::TABLE_ROWS_MAX).min(crate::types::TABLE_ROWS_MAX)
+}
+
+/// A table in the plain form: rows of inputs named `<name>[<row>].<column>`; rows left blank at the end are not
+/// sent. "Add row" sends the form without answering: the page comes back with what was typed and one row more, so
+/// a table takes up to its `max_rows` with JavaScript or without.
 #[component]
 fn PlainTable(
     field: FormField,
@@ -399,6 +405,7 @@ fn PlainTable(
     draft: StoredValue<AnswerDraft>,
 ) -> impl IntoView {
     let rows = draft.with_value(|d| plain_rows(&field, d, &name));
+    let more = rows < max_rows(&field);
     let preset = draft.with_value(|d| preset_rows(&field, d));
     let path = crate::rich_input::path_of(&field.key);
     let columns = field.rules.columns.clone();
@@ -458,6 +465,11 @@ fn PlainTable(
                     }).collect_view()}
                 </tbody>
             </table>
+            <input type="hidden" name=rows_input(&name) value=rows.to_string()/>
+            {more.then(|| view! {
+                <button type="submit" class="secondary" name=ADD_ROW value=name.clone() formnovalidate
+                    data-testid=format!("{testid}-add-row")>"Add row"</button>
+            })}
             <p class="muted">"Rows left blank at the end are not sent."</p>
         </div>
     }

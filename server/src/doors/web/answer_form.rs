@@ -36,6 +36,16 @@ pub(super) async fn answer_from_form(
     let id = uuid::Uuid::parse_str(&id).map_err(|_| AppError::NotFound("question"))?;
     let mut draft = app::AnswerDraft::default();
     let read = read_answer_form(&state, &caller, csrf_token, request, &mut draft).await;
+    // A file kept from an earlier send comes back as its id alone: it stays shown as uploaded however many times
+    // the form comes back (another refusal, an added row), so nobody has to choose it again.
+    if let Some(earlier) = state.answer_drafts.get(caller.principal.id, id) {
+        for (name, file) in earlier.files {
+            let sent_again = draft.values.iter().any(|(n, v)| n == &name && *v == file.file_id.to_string());
+            if sent_again {
+                draft.files.entry(name).or_insert(file);
+            }
+        }
+    }
     let fields = match read {
         Ok(fields) => fields,
         Err(err @ (AppError::Invalid { .. } | AppError::TooLarge(_))) => {
@@ -46,6 +56,15 @@ pub(super) async fn answer_from_form(
         }
         Err(err) => return Err(err),
     };
+    // "Add row": nothing is answered; the page comes back with what was typed and one row more in that table.
+    if let Some(table) = fields.iter().find(|(name, _)| name == app::ADD_ROW).map(|(_, table)| table.clone()) {
+        let rows = app::rows_input(&table);
+        let shown = draft.value(&rows).and_then(|n| n.parse::<u32>().ok()).unwrap_or(0);
+        draft.values.retain(|(name, _)| name != &rows && name != app::ADD_ROW);
+        draft.values.push((rows, (shown + 1).to_string()));
+        state.answer_drafts.keep(caller.principal.id, id, draft);
+        return Ok(Redirect::to(&page).into_response());
+    }
     let row = state.store.question(caller.workspace_id(), id).await?.ok_or(AppError::NotFound("question"))?;
     let question = row.to_question(&caller.principal.workspace)?;
     let outcome = match crate::questions::answer_from_form_fields(&question, &fields) {
