@@ -450,6 +450,14 @@ async fn a_resume_entry_resolved_elsewhere_first_is_skipped_and_reported(backend
     assert_eq!(skipped[0]["response"]["value"], "us-east");
     assert!(skipped[0]["answeredBy"].is_string(), "{skipped:?}");
     assert_eq!(second.last().unwrap()["outcome"]["type"], "success", "{second:?}");
+    // The run went on while the client held the interrupt: the stream goes on from where the first one stopped,
+    // so the client sees the region's result, the question it never saw asked, and the final message.
+    let results = second.iter().filter(|e| e["type"] == "TOOL_CALL_RESULT").count();
+    assert_eq!(results, 2, "both answers' results: {second:?}");
+    let asked: Vec<&Value> =
+        second.iter().filter(|e| e["type"] == "TOOL_CALL_START").map(|e| &e["toolCallName"]).collect();
+    assert_eq!(asked, [&json!("ask_user")], "{second:?}");
+    assert!(second.iter().any(|e| e["delta"] == "Noted."), "{second:?}");
 
     let region = app.get(&format!("/api/v1/questions/{region}")).await.json;
     assert_eq!(region["response"]["value"], "us-east", "the first answer stands: {region}");

@@ -39,7 +39,7 @@ use crate::doors::http::openapi::ErrorResponses;
 use crate::error::{ApiJson, ApiResult, AppError};
 use crate::runs::PROMPT_MAX_CHARS;
 use crate::state::AppState;
-use crate::store::{IdempotencyKey, MessageRow, RunRow};
+use crate::store::{IdempotencyKey, MessageRow, RunRow, ToolCallFilter};
 use crate::validation::{COMMENT_MAX_CHARS, FieldErrors};
 
 mod interrupts;
@@ -207,7 +207,10 @@ async fn run_agent(
             (row, 0)
         }
         (Some(run), Some(entries)) if !entries.is_empty() => {
-            let after = last_seq(&state, run.id).await?;
+            let after = match interrupted_at(&state, run.id, entries).await? {
+                Some(seq) => seq,
+                None => last_seq(&state, run.id).await?,
+            };
             already_resolved = settle_interrupts(&state, &caller, &run, entries).await?;
             (run, after)
         }
@@ -343,6 +346,39 @@ fn project_of(input: &RunAgentInput) -> ApiResult<Option<String>> {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(project)) => Ok(Some(project.clone())),
         Some(_) => Err(AppError::invalid_field("forwardedProps.holdpoint.project", "must be a string")),
+    }
+}
+
+/// Where the stream that ended with these interrupts stopped: the seq of the assistant message whose tool calls
+/// asked them (the earliest, if several). A question answered elsewhere before this request (the inbox, the CLI,
+/// Slack) let the run go on past it, and the stream goes on from there, as it would have had the answer come through
+/// this request. `None` when no tool call asked them (a paused run's interrupt).
+async fn interrupted_at(state: &AppState, run_id: Uuid, entries: &[ResumeEntry]) -> ApiResult<Option<i32>> {
+    let asked: std::collections::HashSet<Uuid> =
+        entries.iter().filter_map(|entry| Uuid::parse_str(entry.interrupt_id.trim()).ok()).collect();
+    let mut messages = std::collections::HashSet::new();
+    let mut filter = ToolCallFilter { limit: 1000, ..ToolCallFilter::default() };
+    loop {
+        let page = state.store.tool_calls(run_id, &filter).await?;
+        messages.extend(
+            page.iter().filter(|call| call.question_id.is_some_and(|q| asked.contains(&q))).map(|call| call.message_id),
+        );
+        match page.last() {
+            Some(last) if page.len() == 1000 => filter.after = Some(last.id),
+            _ => break,
+        }
+    }
+    if messages.is_empty() {
+        return Ok(None);
+    }
+    let (mut after, mut found) = (0, None::<i32>);
+    loop {
+        let page = state.store.messages(run_id, after, 1000).await?;
+        found = page.iter().filter(|m| messages.contains(&m.id)).map(|m| m.seq).chain(found).min();
+        match page.last() {
+            Some(last) if page.len() == 1000 => after = last.seq,
+            _ => return Ok(found),
+        }
     }
 }
 
