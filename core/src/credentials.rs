@@ -118,7 +118,7 @@ impl Caller {
         if self.role() == Role::Admin {
             Ok(())
         } else {
-            Err(AppError::Forbidden(format!("only an admin may {to}, not a {}", self.role())))
+            Err(AppError::Forbidden(format!("only an admin may {to}, not {}", self.role().with_article())))
         }
     }
 

@@ -25,7 +25,7 @@ pub struct DatabaseLocation {
     pub data_dir: PathBuf,
 
     /// Database URL, `sqlite:...` or `postgres://...`; overrides the data directory's SQLite file.
-    #[arg(long, env = "DATABASE_URL")]
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
 }
 
@@ -61,10 +61,17 @@ impl DatabaseLocation {
         (url.starts_with("sqlite:") && file != std::path::Path::new(":memory:")).then(|| file.to_owned())
     }
 
-    /// The URL to open, after creating the data directory when the embedded SQLite file lives there.
+    /// The URL to open, after creating the data directory when the embedded SQLite file lives there. A directory it
+    /// creates is its owner's alone (0700): the database holds the webhooks' and channels' secrets, and its files
+    /// would otherwise be as readable as the umask leaves them. One that exists is left as it is (the Debian
+    /// package's is `holdpoint`'s, 0750).
     pub fn prepare(&self) -> Result<String, std::io::Error> {
         if self.explicit_url().is_none() {
-            std::fs::create_dir_all(&self.data_dir).map_err(|err| {
+            let mut builder = std::fs::DirBuilder::new();
+            builder.recursive(true);
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+            builder.create(&self.data_dir).map_err(|err| {
                 std::io::Error::new(
                     err.kind(),
                     format!("cannot create the data directory {}: {err}", self.data_dir.display()),

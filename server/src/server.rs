@@ -34,6 +34,11 @@ pub enum ServerError {
          (use a long random value, e.g. `hp_` and the output of `openssl rand -hex 24`)"
     )]
     BootstrapTokenTooShort { length: usize },
+    #[error(
+        "HOLDPOINT_BOOTSTRAP_TOKEN is the example settings' placeholder, which anyone can read; make one of your own \
+         (`hp_` and the output of `openssl rand -hex 24`)"
+    )]
+    BootstrapTokenIsThePlaceholder,
     #[error("the notification channels' settings: {0}")]
     Channels(String),
     #[error("single sign-on: {0}")]
@@ -47,6 +52,8 @@ pub enum ServerError {
 /// The shortest bootstrap token taken: it is an admin credential that anyone who can reach the server may guess
 /// at, so it needs the entropy of a generated token, not of a password.
 pub const MIN_BOOTSTRAP_TOKEN_CHARS: usize = 32;
+/// How the bootstrap token of the example settings (`holdpoint.toml.example`) begins.
+pub const PLACEHOLDER_BOOTSTRAP_TOKEN_PREFIX: &str = "hp_replace_with";
 
 /// Everything but the socket: what tests use to drive the router directly.
 pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
@@ -167,6 +174,14 @@ pub fn check_settings(config: &ServeConfig) -> Result<(), ServerError> {
         if length < MIN_BOOTSTRAP_TOKEN_CHARS {
             return Err(ServerError::BootstrapTokenTooShort { length });
         }
+        // The example settings' placeholder is published with every release: as an admin token it lets anyone in.
+        if secret.expose().starts_with(PLACEHOLDER_BOOTSTRAP_TOKEN_PREFIX) {
+            return Err(ServerError::BootstrapTokenIsThePlaceholder);
+        }
+    }
+    let url = config.database.url();
+    if !crate::store::is_supported_url(&url) {
+        return Err(StoreError::UnsupportedUrl(crate::store::redacted_url(&url)).into());
     }
     config.channels.email_sender().map_err(|e| ServerError::Channels(e.to_string()))?;
     config.channels.slack().map_err(|e| ServerError::Channels(e.to_string()))?;

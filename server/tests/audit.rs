@@ -472,7 +472,9 @@ async fn the_api_filters_pages_and_is_for_admins_of_the_workspace_only(app: Test
     for role in [Role::Viewer, Role::Responder, Role::Approver, Role::Agent] {
         let token = app.create_token("default", role).await;
         let refused = app.call(Method::GET, "/api/v1/audit", Some(&token), None).await;
-        assert_error(&refused, StatusCode::FORBIDDEN, "forbidden");
+        let error = assert_error(&refused, StatusCode::FORBIDDEN, "forbidden");
+        let said = format!("this is {}", role.with_article());
+        assert!(error["message"].as_str().unwrap().ends_with(&said), "{error}");
         let export = app.call(Method::GET, "/api/v1/audit/export", Some(&token), None).await;
         assert_error(&export, StatusCode::FORBIDDEN, "forbidden");
     }

@@ -165,8 +165,9 @@ const MATRIX: &[Row] = &[
     row("post", "/api/v1/runs/{id}/resume", Run, [401, 403, 403, 202, 202, 403, 404]),
     // The worker protocol is for runs a client executes; the server executes this one.
     row("post", "/api/v1/runs/{id}/worker", Run, [401, 403, 409, 409, 409, 404, 404]),
-    // A client executes this one (started by the admin): an agent token may work only its own runs.
-    row("post", "/api/v1/runs/{id}/worker", ClientRun, [401, 403, 200, 200, 200, 404, 404]),
+    // A client executes this one, where the token that started it (the admin's) runs: nobody else executes it,
+    // and an agent token does not even see it.
+    row("post", "/api/v1/runs/{id}/worker", ClientRun, [401, 403, 403, 403, 200, 404, 404]),
 ];
 
 /// The objects one request acts on, all in the `default` workspace, made by its admin.

@@ -446,6 +446,27 @@ async fn run_and_resume_against_a_running_server() {
     let done = holdpoint(&dir.0, &["resume", &run_id, "--output", "json"], &env).await;
     assert_eq!(done.code, 0, "{}", done.stderr);
     assert!(dir.path("web").exists(), "the call approved in the web UI ran in the CLI process");
+
+    // A person deciding with `resume --approve` under their own token decides only: the run goes on where the token
+    // that started it runs, with that one's shell and scripts, never in the person's process.
+    let once = shell_script(&[format!("touch {}", dir.path("person").display())]);
+    std::fs::write(scripts.join("ops-person.json"), once.to_string()).unwrap();
+    api(&server, &app.token, reqwest::Method::PUT, &format!("/agents/{id}"), Some(agent_spec("ops-person.json"))).await;
+    let paused =
+        holdpoint(&dir.0, &["run", "Tidy up", "--agent", "ops", "--pause-on-approval", "--output", "json"], &env).await;
+    assert_eq!(paused.code, 10, "{}", paused.stderr);
+    let run_id = paused.json["run_id"].as_str().unwrap().to_owned();
+    let call = paused.json["pause_reason"]["pending_tool_calls"][0]["id"].as_str().unwrap().to_owned();
+    let mut person = remote(&server, &app.create_token("default", app::types::Role::Approver).await);
+    person.push(("HOLDPOINT_SHELL", "on".into()));
+    person.push(("HOLDPOINT_SCRIPTS_DIR", scripts.display().to_string()));
+    let decided = holdpoint(&dir.0, &["resume", &run_id, "--approve", &call, "--output", "json"], &person).await;
+    assert_eq!(decided.code, 0, "{}", decided.stderr);
+    assert_eq!(decided.json["outcome"], "queued", "{}", decided.stdout);
+    assert!(!dir.path("person").exists(), "the person's process executed nothing");
+    let done = holdpoint(&dir.0, &["resume", &run_id, "--output", "json"], &env).await;
+    assert_eq!((done.code, &done.json["outcome"]), (0, &json!("completed")), "{}", done.stderr);
+    assert!(dir.path("person").exists(), "the run's own token executed the approved call");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -497,6 +518,36 @@ async fn user_create_reads_the_password_from_stdin_and_says_what_the_person_now_
     let alice = store.user_by_username("alice").await.unwrap().expect("alice was created");
     let verified = holdpoint::people::verify_password("a long enough password".into(), alice.password_hash).await;
     assert!(verified.unwrap(), "the password read from stdin is alice's");
+}
+
+/// A database URL's password is a secret like the others: `--help` names the variable, never its value.
+#[tokio::test]
+async fn help_never_shows_the_database_urls_password() {
+    let dir = WorkDir::new();
+    let url = ("DATABASE_URL", "postgres://holdpoint:SEKRIT-in-the-url@127.0.0.1:9/holdpoint".to_owned());
+    for command in [&["serve", "--help"][..], &["audit", "verify", "--help"][..], &["backup", "--help"][..]] {
+        let help = holdpoint(&dir.0, command, std::slice::from_ref(&url)).await;
+        assert_eq!(help.code, 0, "{command:?}: {}", help.stderr);
+        assert!(help.stdout.contains("DATABASE_URL"), "{command:?}: {}", help.stdout);
+        assert!(!help.stdout.contains("SEKRIT"), "{command:?}: {}", help.stdout);
+    }
+}
+
+/// The data directory a command creates holds the database and its secrets: its owner's alone, whatever the umask.
+#[cfg(unix)]
+#[tokio::test]
+async fn the_data_directory_is_created_readable_by_its_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = WorkDir::new();
+    let data = dir.path("fresh-data");
+    let created = holdpoint(
+        &dir.0,
+        &["token", "create", "--role", "admin", "--name", "ops", "--create-database"],
+        &[("HOLDPOINT_DATA_DIR", data.display().to_string())],
+    )
+    .await;
+    assert_eq!(created.code, 0, "{}", created.stderr);
+    assert_eq!(std::fs::metadata(&data).unwrap().permissions().mode() & 0o777, 0o700);
 }
 
 /// `holdpoint run` executes `http_request` in the CLI process with the server's rule: redirects are not followed,

@@ -23,6 +23,7 @@ backend_tests!(
     refusals_name_an_error_code_and_the_pages_show_only_fixed_sentences,
     pages_and_api_responses_with_private_data_are_never_stored,
     a_bootstrap_token_shorter_than_32_characters_stops_the_server_at_start,
+    the_nul_character_is_refused_in_urls_and_bodies_and_nothing_is_stored,
 );
 
 /// Tests that start their own app, with limits of their own.
@@ -257,6 +258,17 @@ async fn a_bootstrap_token_shorter_than_32_characters_stops_the_server_at_start(
     assert!(!message.contains(&short), "the error shows the token: {message}");
     let long = "hp_".to_owned() + &"x".repeat(29);
     assert!(with(&long).await.is_ok(), "a 32-character bootstrap token is taken");
+    // The example settings' placeholder, uncommented as it stands, would be an admin token anyone can read.
+    let example = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../packaging/holdpoint.toml")).unwrap();
+    let placeholder =
+        example.lines().find_map(|line| line.strip_prefix("# bootstrap_token = ")).unwrap().trim_matches('"');
+    let err = with(placeholder).await.err().expect("the placeholder is refused");
+    assert!(err.to_string().contains("placeholder"), "{err}");
+    // A database URL of a kind no backend opens is refused before anything starts (`config check` says so too).
+    let mut config = ServeConfig::for_tests("mysql://db.example/holdpoint".into());
+    config.bootstrap_token = None;
+    let err = holdpoint::server::check_settings(&config).expect_err("mysql is refused");
+    assert!(err.to_string().contains("unsupported database URL"), "{err}");
 }
 
 async fn failed_bearer_authentications_are_limited_per_address_and_successful_ones_are_not_counted(backend: Backend) {
@@ -406,4 +418,24 @@ async fn connections_beyond_the_cap_wait_until_one_closes() {
     drop(first);
     let fourth = client.get(format!("http://{addr}/healthz")).timeout(Duration::from_secs(5)).send().await.unwrap();
     assert_eq!(fourth.status(), 200, "a freed slot is used");
+}
+
+/// The NUL character (U+0000) is refused wherever a request carries text, the same way on both databases
+/// (PostgreSQL's text cannot hold it), before anything is stored or looked up.
+async fn the_nul_character_is_refused_in_urls_and_bodies_and_nothing_is_stored(app: TestApp) {
+    for body in [json!({"title": "a\u{0}b"}), json!({"title": "t", "context": {"note": "a\u{0}"}})] {
+        let refused = app.post("/api/v1/questions", body).await;
+        let error = assert_error(&refused, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+        assert!(error["message"].as_str().unwrap().contains("U+0000"), "{error}");
+    }
+    assert_eq!(app.get("/api/v1/questions").await.json["items"], json!([]), "nothing was stored");
+    // The text `\u0000` (an escaped backslash) is no NUL.
+    let kept = app.post("/api/v1/questions", json!({"title": "a\\u0000b"})).await;
+    assert_eq!(kept.status, StatusCode::CREATED, "{}", kept.text);
+    assert_eq!(kept.json["title"], "a\\u0000b");
+    for url in ["/api/v1/questions?q=a%00b", "/api/v1/questions?project=a%00b", "/api/v1/upstreams/a%00b"] {
+        assert_error(&app.get(url).await, StatusCode::BAD_REQUEST, "bad_request");
+    }
+    let sign_in = post_sign_in(&app, "username=a%00b&password=long%20enough%20password", &[]).await;
+    assert_error(&sign_in, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
 }

@@ -447,6 +447,7 @@ fn tempfile_dir() -> std::path::PathBuf {
 
 async fn a_password_change_needs_the_current_password(app: TestApp) {
     app.add_person("jules", PASSWORD, Role::Viewer).await;
+    let elsewhere = sign_in_person(&app, "jules", PASSWORD).await.unwrap();
     let session = sign_in_person(&app, "jules", PASSWORD).await.unwrap();
     let change_password =
         async |body: Value| app.session_call(&session, Method::POST, "/api/v1/me/password", Some(body)).await;
@@ -458,6 +459,10 @@ async fn a_password_change_needs_the_current_password(app: TestApp) {
     let changed =
         change_password(json!({"current_password": PASSWORD, "new_password": "a brand new passphrase"})).await;
     assert_eq!(changed.status, StatusCode::NO_CONTENT, "{}", changed.text);
+    // Whoever signed in with the old password is signed out; the session that changed it goes on.
+    let me = async |session| app.session_call(session, Method::GET, "/api/v1/me", None).await.status;
+    assert_eq!(me(&elsewhere).await, StatusCode::UNAUTHORIZED);
+    assert_eq!(me(&session).await, StatusCode::OK);
     assert!(sign_in_person(&app, "jules", PASSWORD).await.is_none());
     assert!(sign_in_person(&app, "jules", "a brand new passphrase").await.is_some());
     // A token has no password.
@@ -500,6 +505,23 @@ async fn the_first_start_link_signs_in_once_and_stops_once_someone_has_a_passwor
         (Some("user"), Some("admin"), Some("admin"))
     );
     assert!(app.sign_in_with(&format!("code={code}")).await.is_none(), "a link works once");
+
+    // A link printed while nobody had a credential, never used, stops working once someone has one (an operator's
+    // `holdpoint token create`, here): the journal that holds it is no key to the workspace.
+    let unused = holdpoint::people::first_start_signin_code(store, workspace.id).await.unwrap().expect("a link");
+    let operators = app.create_token("default", Role::Admin).await;
+    let refused = app.post_sign_in(&format!("code={unused}")).await;
+    assert!(refused.headers.get(axum::http::header::SET_COOKIE).is_none(), "{}", refused.text);
+    let operators_id = app.call(Method::GET, "/api/v1/me", Some(&operators), None).await.json["id"].clone();
+    let revoked = app
+        .call(
+            Method::POST,
+            &format!("/api/v1/tokens/{}/revoke", operators_id.as_str().unwrap()),
+            Some(&operators),
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(revoked.status, StatusCode::OK, "{}", revoked.text);
 
     let set = app
         .session_call(
@@ -649,7 +671,7 @@ async fn a_people_change_commits_with_its_audit_entry_or_not_at_all(app: TestApp
         diff: None,
         created_at: holdpoint::store::now(),
     };
-    assert!(store.set_password(bob_account.id, "not-a-hash", &[entry]).await.is_err());
+    assert!(store.set_password(bob_account.id, "not-a-hash", None, &[entry]).await.is_err());
     undo(&app, undo_statement).await;
 
     assert!(store.user_by_username("carol").await.unwrap().is_none(), "no account without its record");
@@ -827,8 +849,11 @@ async fn a_first_password_needs_a_fresh_sign_in(app: TestApp) {
     let set = app.session_call(&fresh, Method::POST, "/api/v1/me/password", Some(first)).await;
     assert_eq!(set.status, StatusCode::NO_CONTENT, "{}", set.text);
     assert!(sign_in_person(&app, "sso-only", "a brand new passphrase").await.is_some());
+    // Setting it ended the account's other sessions, the stale one too.
+    assert_eq!(app.session_call(&stale, Method::GET, "/api/v1/me", None).await.status, StatusCode::UNAUTHORIZED);
     // Once there is one, the current password is what counts, however old the session.
+    let old = session_opened(&app, user.id, workspace.id, 60).await;
     let change = json!({"current_password": "a brand new passphrase", "new_password": "another new passphrase"});
-    let changed = app.session_call(&stale, Method::POST, "/api/v1/me/password", Some(change)).await;
+    let changed = app.session_call(&old, Method::POST, "/api/v1/me/password", Some(change)).await;
     assert_eq!(changed.status, StatusCode::NO_CONTENT, "{}", changed.text);
 }

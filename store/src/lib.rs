@@ -461,11 +461,16 @@ pub async fn connect(url: &str) -> StoreResult<Arc<dyn Store>> {
     connect_with(url, StoreSettings::defaults()).await
 }
 
+/// Whether [`connect`] opens databases of this URL's kind: `sqlite:` or `postgres:` (`postgresql:`).
+pub fn is_supported_url(url: &str) -> bool {
+    ["sqlite:", "postgres:", "postgresql:"].iter().any(|scheme| url.starts_with(scheme))
+}
+
 /// [`connect`] with settings of the caller's.
 pub async fn connect_with(url: &str, settings: StoreSettings) -> StoreResult<Arc<dyn Store>> {
     if url.starts_with("sqlite:") {
         Ok(Arc::new(connect_sqlite(url, settings).await?))
-    } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+    } else if is_supported_url(url) {
         Ok(Arc::new(connect_postgres(url, settings).await?))
     } else {
         Err(StoreError::UnsupportedUrl(redacted_url(url)))

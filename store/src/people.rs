@@ -35,8 +35,16 @@ pub trait PeopleStore: Send + Sync {
     /// if the username is taken.
     async fn insert_user(&self, user: &UserRow, audit: &[NewAuditEntry]) -> StoreResult<()>;
     async fn user_by_username(&self, username: &str) -> StoreResult<Option<UserRow>>;
-    /// Sets a password with the audit entries that record it, in one transaction.
-    async fn set_password(&self, user_id: Uuid, password_hash: &str, audit: &[NewAuditEntry]) -> StoreResult<()>;
+    /// Sets a password with the audit entries that record it, and ends the account's sessions but `keep` (the
+    /// session of the person changing their own), in one transaction: a new password locks out whoever had the old
+    /// one.
+    async fn set_password(
+        &self,
+        user_id: Uuid,
+        password_hash: &str,
+        keep: Option<&[u8]>,
+        audit: &[NewAuditEntry],
+    ) -> StoreResult<()>;
     /// The person acting in a workspace (by name; `None` = the one they joined first), if they are a member and
     /// their account is enabled.
     async fn user_principal(&self, user_id: Uuid, workspace: Option<&str>) -> StoreResult<Option<Principal>>;
@@ -177,17 +185,34 @@ impl<B: SqlBackend> PeopleStore for B {
             .await
     }
 
-    async fn set_password(&self, user_id: Uuid, password_hash: &str, audit: &[NewAuditEntry]) -> StoreResult<()> {
+    async fn set_password(
+        &self,
+        user_id: Uuid,
+        password_hash: &str,
+        keep: Option<&[u8]>,
+        audit: &[NewAuditEntry],
+    ) -> StoreResult<()> {
         let mut write = self.begin_write().await?;
         write
             .execute(
                 Statement::new("UPDATE users SET password_hash = $1 WHERE id = $2").bind(password_hash).bind(user_id),
             )
             .await?;
+        write
+            .execute(
+                Statement::new("DELETE FROM sessions WHERE user_id = $1 AND ($2 IS NULL OR id_hash <> $2)")
+                    .bind(user_id)
+                    .bind(keep),
+            )
+            .await?;
         for entry in audit {
             self.append_audit_in(&mut write, entry).await?;
         }
-        self.commit_write(write, None).await
+        self.tell_others_of_a_revocation(&mut write).await?;
+        self.commit_write(write, None).await?;
+        // Long requests of the account (event streams, MCP sessions) check their caller again.
+        self.token_cache().forget_all();
+        Ok(())
     }
 
     async fn user_principal(&self, user_id: Uuid, workspace: Option<&str>) -> StoreResult<Option<Principal>> {

@@ -60,8 +60,11 @@ pub(super) async fn absence_of(
                 Some(found) if found.role.rank() < needed.rank() => errors.add(
                     "delegate",
                     format!(
-                        "{} is a {}; the questions of a {} need at least a {needed}",
-                        found.username, found.role, member.role
+                        "{} is {}; the questions of {} need at least {}",
+                        found.username,
+                        found.role.with_article(),
+                        member.role.with_article(),
+                        needed.with_article()
                     ),
                 ),
                 Some(found) => delegate_found = Some((found.user_id, found.username)),

@@ -28,7 +28,7 @@ pub use members::{
 };
 pub use sign_in::{
     FRESH_SIGN_IN_MINUTES, authenticate, change_password, check_password, first_start_signin_code, hash_password,
-    verify_password,
+    sign_in_by_link, verify_password,
 };
 
 /// The audit entry of a security-relevant action by `caller` in its workspace.

@@ -85,6 +85,7 @@ pub const FRESH_SIGN_IN_MINUTES: i64 = 10;
 pub async fn change_password(
     store: &dyn Store,
     caller: &Caller,
+    session: Option<&[u8]>,
     signed_in_at: Option<DateTime<Utc>>,
     current: Option<String>,
     new_password: String,
@@ -107,7 +108,8 @@ pub async fn change_password(
     }
     // Never the password or its hash: only that it changed.
     let changed = entry_by(caller, actions::PASSWORD_CHANGED, ("user", user.id), None, None);
-    store.set_password(user.id, &hash_password(new_password).await?, &[changed]).await?;
+    // Their other sessions end; the one they changed it in goes on.
+    store.set_password(user.id, &hash_password(new_password).await?, session, &[changed]).await?;
     tracing::info!(username = %user.username, "password changed");
     Ok(())
 }
@@ -156,6 +158,17 @@ pub async fn first_start_signin_code(store: &dyn Store, workspace_id: Uuid) -> R
         })
         .await?;
     Ok(Some(code))
+}
+
+/// Signs in with a first start's one-time link: the admin it was made for, or `None` if the code is unknown, used
+/// or expired — or if someone has a credential since it was printed. The link stands in for a credential only
+/// while there is none, so a link left in a log stops working once a password or a token exists.
+pub async fn sign_in_by_link(store: &dyn Store, code: &str) -> Result<Option<Principal>, StoreError> {
+    let Some(principal) = store.use_signin_link(&hash_secret(code), now()).await? else { return Ok(None) };
+    if store.has_credentials(principal.workspace_id).await? {
+        return Ok(None);
+    }
+    Ok(Some(principal))
 }
 
 #[cfg(test)]

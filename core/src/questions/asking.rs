@@ -323,13 +323,12 @@ async fn take_turn(store: &dyn Store, row: &QuestionRow, role: Role) -> Result<S
     if role.rank() < needed.rank() {
         return Err(AppError::invalid_field(
             "assignee.role",
-            format!("a {role} may not answer {} questions", row.kind.as_str().replace('_', " ")),
+            format!("{} may not answer {} questions", role.with_article(), row.kind.as_str().replace('_', " ")),
         ));
     }
-    store
-        .take_assignment_turn(row.workspace_id, role, row.created_at)
-        .await?
-        .ok_or_else(|| AppError::invalid_field("assignee.role", format!("no member of this workspace is a {role}")))
+    store.take_assignment_turn(row.workspace_id, role, row.created_at).await?.ok_or_else(|| {
+        AppError::invalid_field("assignee.role", format!("no member of this workspace is {}", role.with_article()))
+    })
 }
 
 /// Checks a new question's assignee against the workspace: a named person must be a member who may answer
@@ -369,7 +368,7 @@ pub async fn assignee_problem(
             Ok(match member.map(|m| m.role) {
                 None => Some(("user", format!("{username:?} is not a member of this workspace"))),
                 Some(role) if role.rank() < needed.rank() => {
-                    Some(("user", format!("{username} is a {role}, who may not answer this question")))
+                    Some(("user", format!("{username} is {}, who may not answer this question", role.with_article())))
                 }
                 Some(_) => None,
             })

@@ -34,7 +34,7 @@ const BESIDE_THE_DATABASE: [&str; 2] = ["files", "scripts"];
 
 /// Copies the live SQLite database named by `location` to `to`, which must not exist yet.
 pub async fn backup(location: &DatabaseLocation, to: &Path) -> Result<Copied, String> {
-    let source = sqlite_file(location, "back up")?;
+    let source = sqlite_file(location, "backup")?;
     if !source.is_file() {
         return Err(format!("there is no database at {}: nothing to back up", source.display()));
     }

@@ -529,8 +529,8 @@ async fn user_command(command: UserCommand) -> Result<(), CliError> {
                     )
                 })
                 .collect();
-            store.set_password(user.id, &hash, &recorded).await.map_err(|e| failed(e.to_string()))?;
-            eprintln!("The password of {username} is set.");
+            store.set_password(user.id, &hash, None, &recorded).await.map_err(|e| failed(e.to_string()))?;
+            eprintln!("The password of {username} is set; their sessions are ended.");
             Ok(())
         }
     }

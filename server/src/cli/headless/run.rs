@@ -198,6 +198,19 @@ fn local_executor(connection: &Connection, run_id: &str) -> CliResult<(Arc<Remot
     Ok((remote, runtime))
 }
 
+/// What `resume` says when the run is queued for the token that started it, which executes it: the decisions
+/// are made, and that token's `holdpoint resume RUN` carries on. Exit 0.
+fn left_to_its_starter(run_id: &str, output: OutputFormat) -> u8 {
+    let next = format!("holdpoint resume {run_id}");
+    match output {
+        OutputFormat::Json => print_json(&json!({ "outcome": "queued", "run_id": run_id, "resume_hint": next })),
+        OutputFormat::Text => {
+            eprintln!("Run {run_id} is queued: the token that started it carries it on with `{next}`.");
+        }
+    }
+    0
+}
+
 /// Follows a run until it ends (exit 0, 1 or 12) or, with `pause_on_person`, waits for one (exit 10). A run this
 /// client executes is claimed and executed here whenever it is queued.
 async fn follow(connection: &Connection, run_id: &str, pause_on_person: bool, output: OutputFormat) -> CliResult<u8> {
@@ -211,10 +224,15 @@ async fn follow(connection: &Connection, run_id: &str, pause_on_person: bool, ou
                 executor = Some(local_executor(connection, run_id)?);
             }
             if let Some((remote, runtime)) = &executor {
-                let claimed = remote
-                    .claim(runtime.instance)
-                    .await
-                    .map_err(|e| CliError::Failed(format!("cannot claim run {run_id}: {e}")))?;
+                let claimed = match remote.claim(runtime.instance).await {
+                    Ok(claimed) => claimed,
+                    // Another credential started it (a person deciding an agent's calls): it goes on where that
+                    // one runs, when it resumes the run.
+                    Err(crate::store::StoreError::Refused { status: 403, .. }) => {
+                        return Ok(left_to_its_starter(run_id, output));
+                    }
+                    Err(e) => return Err(CliError::Failed(format!("cannot claim run {run_id}: {e}"))),
+                };
                 if let Some(claimed) = claimed {
                     crate::runtime::executor::execute(runtime, claimed).await;
                     continue;

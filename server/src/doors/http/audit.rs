@@ -110,7 +110,10 @@ fn require_admin(caller: &Caller) -> ApiResult<()> {
     if caller.role() == Role::Admin {
         Ok(())
     } else {
-        Err(AppError::Forbidden(format!("only admins may read the audit log; this is a {}", caller.role())))
+        Err(AppError::Forbidden(format!(
+            "only admins may read the audit log; this is {}",
+            caller.role().with_article()
+        )))
     }
 }
 

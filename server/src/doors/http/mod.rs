@@ -11,6 +11,7 @@ mod grants;
 mod health;
 pub mod limits;
 mod notifications;
+mod nul;
 pub mod openapi;
 mod people;
 mod questions;
@@ -100,6 +101,8 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::doors::slack_interactions::router())
         .merge(crate::doors::web::router(&state))
         .route_layer(middleware::from_fn_with_state(state.clone(), record_latency))
+        // Inside the body's limit: it reads the bodies it checks.
+        .layer(middleware::from_fn(nul::refuse_nul))
         // Limits before anything reads the body: a rate-limited client does not even get its body read.
         .layer(middleware::from_fn(limits::limit_body))
         .layer(middleware::from_fn_with_state(rate_limits, limits::guard))

@@ -311,11 +311,15 @@ async fn change_password(
     headers: HeaderMap,
     ApiJson(change): ApiJson<PasswordChange>,
 ) -> ApiResult<StatusCode> {
-    let signed_in_at = match crate::doors::auth::Proof::of(&headers) {
-        Some(crate::doors::auth::Proof::Session(hash)) => state.store.session_opened_at(&hash).await?,
+    let session = match crate::doors::auth::Proof::of(&headers) {
+        Some(crate::doors::auth::Proof::Session(hash)) => Some(hash),
         _ => None,
     };
-    people::change_password(state.store.as_ref(), &caller, signed_in_at, change.current_password, change.new_password)
-        .await?;
+    let signed_in_at = match &session {
+        Some(hash) => state.store.session_opened_at(hash).await?,
+        None => None,
+    };
+    let (current, new) = (change.current_password, change.new_password);
+    people::change_password(state.store.as_ref(), &caller, session.as_deref(), signed_in_at, current, new).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -76,7 +76,7 @@ fn fenced(err: StoreError) -> AppError {
 }
 
 /// `POST /runs/{id}/worker`: one operation of the worker protocol, for a run with `executor: client` that the
-/// caller may read. Writes are fenced on the caller's lease (409 once it is lost).
+/// caller started. Writes are fenced on the caller's lease (409 once it is lost).
 #[utoipa::path(post, path = "/runs/{id}/worker", tag = "runs", params(("id" = Uuid, Path, description = "The run's id")),
     request_body(content = WorkerCallFrame, description = "A worker operation: `op` names it, the other fields are its own"),
     responses((status = 200, description = "The operation's reply", body = Value), ErrorResponses))]
@@ -92,6 +92,15 @@ async fn worker_call(
     let run = load_run(store, &caller, id).await?;
     if run.executor != RunExecutor::Client {
         return Err(AppError::Conflict { message: "the server's workers execute this run".into(), details: None });
+    }
+    // A client-executed run runs where the credential that started it runs (its shell, its scripts, its model keys):
+    // a person who decides its calls, or anyone else who may read it, does not take it over.
+    if run.created_by != Some(caller.principal.id) {
+        return Err(AppError::Forbidden(
+            "only the token that started a run a client executes may execute it; it goes on when that token \
+             resumes it (`holdpoint resume RUN`)"
+                .into(),
+        ));
     }
     // Read once the run is known to be the caller's: what a run's protocol accepts says nothing of other runs.
     let call: WorkerCall = serde_json::from_value(body)

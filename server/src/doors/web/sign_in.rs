@@ -101,7 +101,7 @@ async fn sign_in(
         };
     }
     let (principal, refusal, method) = if let Some(code) = non_empty(&form.code) {
-        let found = state.store.use_signin_link(&hash_secret(code), crate::store::now()).await?;
+        let found = crate::people::sign_in_by_link(state.store.as_ref(), code).await?;
         (found, sign_in_error::LINK_SPENT, "link")
     } else if let (Some(username), Some(password)) = (non_empty(&form.username), form.password.as_deref()) {
         let found =
