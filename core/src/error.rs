@@ -4,7 +4,10 @@
 //! by the tracing layer and never sent: the client sees only `internal`.
 
 use axum::{
-    extract::{FromRequest, Request, rejection::JsonRejection},
+    extract::{
+        FromRequest, Request,
+        rejection::{FormRejection, JsonRejection},
+    },
     http::StatusCode,
     response::{IntoResponse, Response},
 };
@@ -150,16 +153,88 @@ where
     }
 }
 
+/// `axum::Form`, but a form that cannot be read becomes an [`AppError`] in the one error shape.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ApiForm<T>(pub T);
+
+impl<S, T> FromRequest<S> for ApiForm<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = AppError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::Form::<T>::from_request(req, state).await {
+            Ok(axum::Form(value)) => Ok(ApiForm(value)),
+            Err(FormRejection::FailedToDeserializeForm(err)) => Err(form_does_not_fit(&err.body_text())),
+            Err(FormRejection::FailedToDeserializeFormBody(err)) => Err(form_does_not_fit(&err.body_text())),
+            Err(FormRejection::BytesRejection(err)) if err.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                Err(AppError::TooLarge("request body is too large".into()))
+            }
+            Err(other) => Err(AppError::BadRequest(other.body_text())),
+        }
+    }
+}
+
+fn form_does_not_fit(problem: &str) -> AppError {
+    AppError::Invalid { message: format!("the form does not fit: {problem}"), details: None }
+}
+
 fn json_rejection(rejection: JsonRejection) -> AppError {
     match rejection {
-        JsonRejection::JsonDataError(err) => {
-            AppError::Invalid { message: format!("the body does not fit: {}", err.body_text()), details: None }
-        }
+        JsonRejection::JsonDataError(err) => match body_field_error(&err) {
+            Some((field, problem)) => AppError::Invalid {
+                message: format!("the body does not fit: {field}: {problem}"),
+                details: Some(serde_json::json!({ "fields": { field: problem } })),
+            },
+            None => AppError::Invalid { message: format!("the body does not fit: {}", err.body_text()), details: None },
+        },
         JsonRejection::BytesRejection(err) if err.status() == StatusCode::PAYLOAD_TOO_LARGE => {
             AppError::TooLarge("request body is too large".into())
         }
         other => AppError::BadRequest(other.body_text()),
     }
+}
+
+/// Where in the body a value did not fit, and why, as `details.fields` names fields (`upstream.url`,
+/// `fields[0].min`): read from the path axum's JSON extractor tracks while it deserializes.
+fn body_field_error(err: &axum::extract::rejection::JsonDataError) -> Option<(String, String)> {
+    let mut source = std::error::Error::source(err);
+    while let Some(error) = source {
+        if let Some(found) = error.downcast_ref::<serde_path_to_error::Error<serde_json::Error>>() {
+            let mut field = String::new();
+            for segment in found.path().iter() {
+                match segment {
+                    serde_path_to_error::Segment::Seq { index } => field.push_str(&format!("[{index}]")),
+                    serde_path_to_error::Segment::Map { key } | serde_path_to_error::Segment::Enum { variant: key } => {
+                        if !field.is_empty() {
+                            field.push('.');
+                        }
+                        field.push_str(key);
+                    }
+                    serde_path_to_error::Segment::Unknown => {}
+                }
+            }
+            // serde_json's message ends with where in the text it stopped, which the field's name says better.
+            let text = found.inner().to_string();
+            let problem = text.rsplit_once(" at line ").map_or(text.as_str(), |(problem, _)| problem);
+            let named = |prefix: &str| problem.strip_prefix(prefix).and_then(|rest| rest.split('`').next());
+            let (field, problem) = match (named("missing field `"), named("unknown field `")) {
+                (Some(missing), _) => (join(&field, missing), "is required".to_owned()),
+                (None, Some(unknown)) if !field.ends_with(unknown) => (join(&field, unknown), problem.to_owned()),
+                _ if field.is_empty() => return None,
+                _ => (field, problem.to_owned()),
+            };
+            return Some((field, problem));
+        }
+        source = error.source();
+    }
+    None
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() { key.to_owned() } else { format!("{path}.{key}") }
 }
 
 impl<T: serde::Serialize> IntoResponse for ApiJson<T> {

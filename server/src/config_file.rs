@@ -498,6 +498,9 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("`gateway.upstreams[0]`") && error.contains("command"), "{error}");
+        let text = "[[gateway.upstreams]]\nname = \"x\"\ncommand = \"y\"\nargs = [\"--root\", 5]\n";
+        let error = ConfigFile::parse(Path::new("holdpoint.toml"), text).unwrap_err().to_string();
+        assert!(error.contains("`gateway.upstreams[0].args[1]`") && error.contains("integer"), "{error}");
     }
 
     #[test]

@@ -4,17 +4,15 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use app::types::Role;
 use leptos::config::LeptosOptions;
 use tokio::net::TcpListener;
 use tower::ServiceExt;
-use uuid::Uuid;
 
 use crate::config::{ConnectionConfig, ServeConfig};
 use crate::credentials::hash_secret;
 use crate::events::EventHub;
 use crate::state::{App, AppState};
-use crate::store::{self, AuditActor, StoreError, TokenRow};
+use crate::store::{self, StoreError};
 
 pub use crate::people::DEFAULT_WORKSPACE;
 
@@ -39,6 +37,15 @@ pub enum ServerError {
          (`hp_` and the output of `openssl rand -hex 24`)"
     )]
     BootstrapTokenIsThePlaceholder,
+    /// A bearer token is sent in a header, which holds visible ASCII only: a token with a space, a line break (one
+    /// read from a file often ends in one) or other characters could never be presented, and nobody could sign in.
+    #[error(
+        "HOLDPOINT_BOOTSTRAP_TOKEN has a character other than visible ASCII (at position {position}: a space, a line \
+         break, a tab or a non-ASCII character); no request can send it. Remove it"
+    )]
+    BootstrapTokenNotSendable { position: usize },
+    #[error("the bootstrap token: {0}")]
+    BootstrapToken(String),
     #[error("the notification channels' settings: {0}")]
     Channels(String),
     #[error("single sign-on: {0}")]
@@ -63,26 +70,6 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
     let settings = store::StoreSettings { token_cache, postgres_connections: config.database_connections };
     let store = store::connect_with(&url, settings).await?;
     let workspace = store.ensure_workspace(DEFAULT_WORKSPACE).await?;
-    if let Some(secret) = &config.bootstrap_token {
-        let created = crate::people::store_token(
-            store.as_ref(),
-            &TokenRow {
-                id: Uuid::now_v7(),
-                workspace_id: workspace.id,
-                name: "bootstrap".into(),
-                role: Role::Admin,
-                secret_hash: hash_secret(secret.expose()),
-                created_at: crate::store::now(),
-                created_by: Some("bootstrap".into()),
-                maker_id: None,
-            },
-            &AuditActor::policy("bootstrap token configuration", None),
-        )
-        .await?;
-        if created {
-            tracing::info!("created the bootstrap admin token for workspace {DEFAULT_WORKSPACE:?}");
-        }
-    }
     let configured_upstreams =
         crate::doors::gateway::stdio::Configured::resolve(store.as_ref(), &config.gateway_upstreams)
             .await
@@ -95,6 +82,18 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
         crate::sso::Sso::configure(&config.sso, config.public_url.as_deref(), store.as_ref()).await?.map(Arc::new);
     let files = crate::files::FileStorage::open(&config.files, &config.database.data_dir)?;
     let hub = EventHub::start(Arc::clone(&store), config.sse_buffer).await?;
+    if let Some(secret) = &config.bootstrap_token {
+        let installed =
+            crate::people::install_bootstrap_token(store.as_ref(), &hub, &workspace, hash_secret(secret.expose()))
+                .await
+                .map_err(|e| ServerError::BootstrapToken(e.to_string()))?;
+        if installed.created {
+            tracing::info!("created the bootstrap admin token for workspace {DEFAULT_WORKSPACE:?}");
+        }
+        for id in installed.revoked {
+            tracing::info!(token = %id, "revoked the token an earlier HOLDPOINT_BOOTSTRAP_TOKEN made");
+        }
+    }
     let metrics = Arc::new(crate::metrics::Metrics::new());
     let runtime = crate::runtime::Runtime::new(
         Arc::clone(&store),
@@ -170,6 +169,9 @@ pub async fn build_state(config: ServeConfig) -> Result<AppState, ServerError> {
 /// The checks of the settings that need no database and no network: what `holdpoint config check` runs too.
 pub fn check_settings(config: &ServeConfig) -> Result<(), ServerError> {
     if let Some(secret) = &config.bootstrap_token {
+        if let Some(position) = secret.expose().chars().position(|c| !c.is_ascii_graphic()) {
+            return Err(ServerError::BootstrapTokenNotSendable { position: position + 1 });
+        }
         let length = secret.expose().chars().count();
         if length < MIN_BOOTSTRAP_TOKEN_CHARS {
             return Err(ServerError::BootstrapTokenTooShort { length });

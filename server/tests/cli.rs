@@ -496,28 +496,50 @@ async fn user_create_reads_the_password_from_stdin_and_says_what_the_person_now_
     use tokio::io::AsyncWriteExt;
     let dir = WorkDir::new();
     let database = format!("sqlite:{}", dir.path("people.db").display());
-    for (username, role, said) in
-        [("alice", "approver", "alice is now an approver"), ("bob", "viewer", "bob is now a viewer")]
-    {
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_holdpoint"))
-            .args(["user", "create", username, "--role", role, "--password-stdin", "--create-database"])
-            .args(["--database-url", &database])
-            .current_dir(&dir.0)
-            .stdin(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(b"a long enough password\n").await.unwrap();
-        let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output()).await.unwrap().unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(0), "{stderr}");
+    // `holdpoint user create ARGS --password-stdin` given `password`: its exit code and what it said.
+    let create = |args: &'static [&'static str], password: &'static [u8]| {
+        let (database, dir) = (database.clone(), dir.0.clone());
+        async move {
+            let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_holdpoint"))
+                .args(["user", "create"])
+                .args(args)
+                .args(["--password-stdin", "--database-url", &database])
+                .current_dir(&dir)
+                .stdin(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            child.stdin.take().unwrap().write_all(password).await.unwrap();
+            let output =
+                tokio::time::timeout(Duration::from_secs(60), child.wait_with_output()).await.unwrap().unwrap();
+            (output.status.code(), String::from_utf8_lossy(&output.stderr).into_owned())
+        }
+    };
+    for (args, said) in [
+        (&["alice", "--role", "approver", "--create-database"][..], "alice is now an approver"),
+        (&["bob", "--role", "viewer"][..], "bob is now a viewer"),
+    ] {
+        let (code, stderr) = create(args, b"a long enough password\n").await;
+        assert_eq!(code, Some(0), "{stderr}");
         assert!(stderr.contains(&format!("{said} of workspace \"default\"")), "{stderr}");
+    }
+    // An existing account only joins another workspace: a password given for it is refused, not dropped.
+    let (code, stderr) =
+        create(&["alice", "--role", "viewer", "--workspace", "other"], b"another long password\n").await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("user set-password alice"), "{stderr}");
+    {
+        use sqlx::Connection;
+        let mut db = sqlx::SqliteConnection::connect(&database).await.unwrap();
+        let (made,): (i64,) =
+            sqlx::query_as("SELECT count(*) FROM workspaces WHERE name = 'other'").fetch_one(&mut db).await.unwrap();
+        assert_eq!(made, 0, "the refusal made no workspace");
     }
     let store = holdpoint::store::connect(&database).await.unwrap();
     let alice = store.user_by_username("alice").await.unwrap().expect("alice was created");
     let verified = holdpoint::people::verify_password("a long enough password".into(), alice.password_hash).await;
-    assert!(verified.unwrap(), "the password read from stdin is alice's");
+    assert!(verified.unwrap(), "the password read from stdin is alice's, and stays hers");
 }
 
 /// A database URL's password is a secret like the others: `--help` names the variable, never its value.
@@ -1072,6 +1094,47 @@ async fn admin_commands_name_their_database_and_create_none_unasked() {
     let out = holdpoint(&dir.0, &["audit", "verify"], &environment).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stderr.contains(&format!("using the database {}", database.display())), "{}", out.stderr);
+    // A token's name is held to what the API holds it to.
+    for name in ["  ", &"n".repeat(101), "two\nlines"] {
+        let out = holdpoint(&dir.0, &["token", "create", "--role", "agent", "--name", name], &environment).await;
+        assert_eq!(out.code, 1, "{name:?}: {}", out.stderr);
+        assert!(out.stderr.contains("--name") && out.stdout.is_empty(), "{name:?}: {}", out.stderr);
+    }
+
+    // PostgreSQL: a database without Holdpoint's tables is refused as a missing file is, and gets none.
+    let Some((url, _cleanup)) = common::fresh_database(Backend::Postgres).await else { return };
+    let environment = [("DATABASE_URL", url.clone())];
+    let out = holdpoint(&dir.0, &create, &environment).await;
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains("holds no Holdpoint schema") && out.stdout.is_empty(), "{}", out.stderr);
+    let out = holdpoint(&dir.0, &["audit", "verify"], &environment).await;
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let out = holdpoint(&dir.0, &[&create[..], &["--create-database"]].concat(), &environment).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.trim().starts_with("hp_"), "{}", out.stdout);
+    let out = holdpoint(&dir.0, &["audit", "verify"], &environment).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}
+
+/// A database a newer version migrated is named as such at start, not with the migrator's own words.
+#[tokio::test]
+async fn a_database_from_a_newer_version_is_refused_with_what_to_do() {
+    let app = TestApp::start(Backend::Sqlite).await.unwrap();
+    {
+        use sqlx::Connection;
+        let mut db = sqlx::SqliteConnection::connect(&app.database_url).await.unwrap();
+        sqlx::query(
+            "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+             VALUES (99990101000000, 'from the future', TRUE, X'00', 0)",
+        )
+        .execute(&mut db)
+        .await
+        .unwrap();
+    }
+    let config = holdpoint::config::ServeConfig::for_tests(app.database_url.clone());
+    let err = holdpoint::server::build_state(config).await.err().expect("the newer database is refused");
+    let message = err.to_string();
+    assert!(message.contains("newer version of Holdpoint") && message.contains("99990101000000"), "{message}");
 }
 
 /// `holdpoint backup` copies the live database while answers are being written: the copy, restored into an empty

@@ -22,8 +22,11 @@ backend_tests!(
     a_cross_site_sign_in_or_sign_out_is_refused_and_changes_no_session,
     refusals_name_an_error_code_and_the_pages_show_only_fixed_sentences,
     pages_and_api_responses_with_private_data_are_never_stored,
-    a_bootstrap_token_shorter_than_32_characters_stops_the_server_at_start,
+    a_bootstrap_token_too_short_published_or_unsendable_stops_the_server_at_start,
     the_nul_character_is_refused_in_urls_and_bodies_and_nothing_is_stored,
+    a_body_that_does_not_fit_names_the_field_in_the_errors_details,
+    the_sign_in_endpoints_refuse_what_is_not_their_form_in_the_one_error_shape,
+    a_server_functions_refusal_is_answered_as_one_not_as_a_fault_of_the_server,
 );
 
 /// Tests that start their own app, with limits of their own.
@@ -245,7 +248,7 @@ async fn pages_and_api_responses_with_private_data_are_never_stored(app: TestApp
     }
 }
 
-async fn a_bootstrap_token_shorter_than_32_characters_stops_the_server_at_start(app: TestApp) {
+async fn a_bootstrap_token_too_short_published_or_unsendable_stops_the_server_at_start(app: TestApp) {
     let with = |token: &str| {
         let mut config = ServeConfig::for_tests(app.database_url.clone());
         config.bootstrap_token = Some(token.parse().unwrap());
@@ -264,6 +267,15 @@ async fn a_bootstrap_token_shorter_than_32_characters_stops_the_server_at_start(
         example.lines().find_map(|line| line.strip_prefix("# bootstrap_token = ")).unwrap().trim_matches('"');
     let err = with(placeholder).await.err().expect("the placeholder is refused");
     assert!(err.to_string().contains("placeholder"), "{err}");
+    // No header can carry a space, a line break or a non-ASCII character: such a token would lock everyone out.
+    for (token, position) in [(format!("{long}\n"), 33), (format!("{long} "), 33), (format!("hp_ {long}"), 4)] {
+        let err = with(&token).await.err().expect("a token no request can send is refused");
+        let message = err.to_string();
+        assert!(message.contains("visible ASCII") && message.contains(&format!("position {position}")), "{message}");
+        assert!(!message.contains(&long), "the error shows the token: {message}");
+    }
+    let err = with(&format!("{long}é")).await.err().expect("a non-ASCII token is refused");
+    assert!(err.to_string().contains("visible ASCII"), "{err}");
     // A database URL of a kind no backend opens is refused before anything starts (`config check` says so too).
     let mut config = ServeConfig::for_tests("mysql://db.example/holdpoint".into());
     config.bootstrap_token = None;
@@ -438,4 +450,65 @@ async fn the_nul_character_is_refused_in_urls_and_bodies_and_nothing_is_stored(a
     }
     let sign_in = post_sign_in(&app, "username=a%00b&password=long%20enough%20password", &[]).await;
     assert_error(&sign_in, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+}
+
+/// A body whose values are not of the shape asked for is refused naming the field, as every other 422 does, so a
+/// client (and a form) can point at it; nothing is stored.
+async fn a_body_that_does_not_fit_names_the_field_in_the_errors_details(app: TestApp) {
+    for (path, body, field, problem) in [
+        ("/api/v1/questions", json!({"title": 5}), "title", "invalid type: integer `5`, expected a string"),
+        ("/api/v1/upstreams", json!({"name": "docs"}), "url", "is required"),
+        (
+            "/api/v1/upstreams",
+            json!({"name": "docs", "url": "http://127.0.0.1:9/mcp", "headers": {"X-Key": 1}}),
+            "headers.X-Key",
+            "invalid type: integer `1`, expected a string",
+        ),
+    ] {
+        let refused = app.post(path, body.clone()).await;
+        assert_error(&refused, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+        assert_eq!(refused.json["error"]["details"]["fields"][field], problem, "{body}: {}", refused.text);
+        assert!(refused.json["error"]["message"].as_str().unwrap().contains(field), "{}", refused.text);
+    }
+    assert_eq!(app.get("/api/v1/questions").await.json["items"], json!([]), "nothing was asked");
+    assert_eq!(app.get("/api/v1/upstreams").await.json["items"], json!([]), "nothing was added");
+}
+
+/// A script that posts JSON to the sign-in form, or uses another method, gets the API's error shape, not axum's
+/// plain text; no session is opened.
+async fn the_sign_in_endpoints_refuse_what_is_not_their_form_in_the_one_error_shape(app: TestApp) {
+    let json_body = Request::post("/auth/signin")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(json!({"token": app.token}).to_string()))
+        .unwrap();
+    let refused = app.send(json_body).await;
+    assert_error(&refused, StatusCode::BAD_REQUEST, "bad_request");
+    assert!(refused.headers.get(header::SET_COOKIE).is_none(), "no session was opened");
+    let got = app.send(Request::get("/auth/signin").body(Body::empty()).unwrap()).await;
+    assert_error(&got, StatusCode::METHOD_NOT_ALLOWED, "bad_request");
+    let unreadable = Request::post("/auth/signout")
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(Body::from("nothing=here"))
+        .unwrap();
+    assert_error(&app.send(unreadable).await, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+}
+
+/// A server function the UI calls with what a use case refuses (a search longer than the API takes) answers with
+/// the refusal's status: logs and metrics count it as refused, not as a fault of the server.
+async fn a_server_functions_refusal_is_answered_as_one_not_as_a_fault_of_the_server(app: TestApp) {
+    use leptos::server_fn::ServerFn;
+    let session = app.sign_in_with(&format!("token={}", app.token)).await.unwrap();
+    let search = |text: String| {
+        Request::post(<app::InboxSummaries as ServerFn>::PATH)
+            .header(header::COOKIE, &session.cookie)
+            .header("x-csrf-token", &session.csrf)
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(Body::from(format!("filter[text]={text}&filter[by_deadline]=false")))
+            .unwrap()
+    };
+    let refused = app.send(search("x".repeat(600))).await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{}", refused.text);
+    assert!(refused.text.contains("at most 200 characters"), "{}", refused.text);
+    let found = app.send(search("deploy".into())).await;
+    assert_eq!(found.status, StatusCode::OK, "{}", found.text);
 }

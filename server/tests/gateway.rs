@@ -259,6 +259,11 @@ async fn upstreams_are_registered_listed_changed_and_removed_by_admins(backend: 
         (json!({ "name": "creds", "url": "http://u:p@127.0.0.1:9/mcp" }), "url"),
         (json!({ "name": "hdr", "url": "http://127.0.0.1:9/mcp", "headers": { "Accept": "x" } }), "headers.Accept"),
         (json!({ "name": "hdr", "url": "http://127.0.0.1:9/mcp", "headers": { "X-A": "line\nbreak" } }), "headers.X-A"),
+        (json!({ "name": "hdr", "url": "http://127.0.0.1:9/mcp", "headers": { "X-A": "café" } }), "headers.X-A"),
+        (
+            json!({ "name": "hdr", "url": "http://127.0.0.1:9/mcp", "headers": { "X-Key": "a", "x-key": "b" } }),
+            "headers.x-key",
+        ),
     ] {
         let refused = app.post("/api/v1/upstreams", body.clone()).await;
         let error = assert_error(&refused, StatusCode::UNPROCESSABLE_ENTITY, "invalid");

@@ -165,6 +165,9 @@ async fn the_document_states_the_constraints_the_server_checks() {
     );
     assert_eq!(property("NewToken", "name")["maxLength"], 100);
 
+    // The timeouts this server takes (HOLDPOINT_MIN_TIMEOUT_SECONDS, ..._MAX_...): what the libraries read.
+    let timeout = property("NewQuestion", "timeout_seconds");
+    assert_eq!((timeout["minimum"].as_i64(), timeout["maximum"].as_i64()), (Some(1), Some(86_400)), "{timeout}");
     let run_id = property("NewQuestion", "run_id");
     assert_eq!(run_id["format"], "uuid");
     assert!(run_id["pattern"].as_str().unwrap().starts_with("^[0-9a-fA-F]{8}-"), "an empty string is no UUID");

@@ -16,6 +16,7 @@ backend_tests!(
     removing_a_member_ends_their_session_at_once,
     a_persons_tokens_hold_no_more_than_their_membership,
     a_created_token_works_until_revoked_and_then_stops_at_once,
+    changing_the_bootstrap_token_revokes_the_value_it_replaces,
     only_admins_manage_people_and_tokens,
     bad_people_and_token_input_is_refused_and_changes_nothing,
     a_question_assigned_to_a_person_is_answered_by_that_person_only,
@@ -265,6 +266,45 @@ async fn a_created_token_works_until_revoked_and_then_stops_at_once(app: TestApp
     let other = app.create_token("elsewhere", Role::Admin).await;
     let foreign = app.call(Method::POST, &format!("/api/v1/tokens/{id}/revoke"), Some(&other), None).await;
     assert_error(&foreign, StatusCode::NOT_FOUND, "not_found");
+}
+
+/// What a bearer token gets from `router`: 200 while it works, 401 once it does not.
+async fn status_with(router: &axum::Router, token: &str) -> StatusCode {
+    use tower::ServiceExt;
+    let request = axum::http::Request::get("/api/v1/questions")
+        .header(axum::http::header::AUTHORIZATION, format!("Bearer {token}"))
+        .body(axum::body::Body::empty())
+        .unwrap();
+    router.clone().oneshot(request).await.unwrap().status()
+}
+
+async fn changing_the_bootstrap_token_revokes_the_value_it_replaces(app: TestApp) {
+    let (first, second) = (format!("hp_{}", "a".repeat(40)), format!("hp_{}", "b".repeat(40)));
+    let (_state, router) = app.restart(|c| c.bootstrap_token = Some(first.parse().unwrap())).await;
+    assert_eq!(status_with(&router, &first).await, StatusCode::OK);
+    // A token someone made and named "bootstrap" is not the setting's.
+    let named = app.post("/api/v1/tokens", json!({"name": "bootstrap", "role": "admin"})).await;
+    assert_eq!(named.status, StatusCode::CREATED, "{}", named.text);
+    let named = named.json["secret"].as_str().unwrap().to_owned();
+
+    let (_state, router) = app.restart(|c| c.bootstrap_token = Some(second.parse().unwrap())).await;
+    assert_eq!(status_with(&router, &first).await, StatusCode::UNAUTHORIZED, "the replaced value still works");
+    assert_eq!(status_with(&router, &second).await, StatusCode::OK);
+    assert_eq!(status_with(&router, &named).await, StatusCode::OK);
+    // Starting again with the same value changes nothing.
+    let (_state, router) = app.restart(|c| c.bootstrap_token = Some(second.parse().unwrap())).await;
+    assert_eq!(status_with(&router, &second).await, StatusCode::OK);
+
+    let audit = app.get("/api/v1/audit?action=token.revoked").await;
+    let entries = audit.json["items"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "revoked once: {}", audit.text);
+    assert_eq!(entries[0]["actor"], "bootstrap token configuration", "{}", audit.text);
+    let tokens = app.get("/api/v1/tokens").await;
+    let bootstrap: Vec<&Value> =
+        tokens.json["items"].as_array().unwrap().iter().filter(|t| t["created_by"] == "bootstrap").collect();
+    assert_eq!(bootstrap.len(), 2, "{}", tokens.text);
+    assert_eq!(bootstrap.iter().filter(|t| t["revoked_at"].is_null()).count(), 1, "{}", tokens.text);
+    assert_eq!(bootstrap.iter().find(|t| t["revoked_at"].is_string()).unwrap()["id"], entries[0]["subject_id"]);
 }
 
 async fn only_admins_manage_people_and_tokens(app: TestApp) {

@@ -73,7 +73,7 @@ pub use webhooks::{CallbackSecretRow, QueueKey, WebhookDeliveryRow, WebhookRow, 
 pub enum StoreError {
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
-    #[error("migration failed: {0}")]
+    #[error("{}", migration_failure(.0))]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("unsupported database URL {0:?}: use sqlite:... or postgres://...")]
     UnsupportedUrl(String),
@@ -487,6 +487,28 @@ async fn connect_postgres(url: &str, settings: StoreSettings) -> StoreResult<Pos
         .await?;
     sqlx::migrate!("../migrations/postgres").run(&pool).await?;
     PostgresStore::new(pool, settings.token_cache).await
+}
+
+/// Whether the PostgreSQL database at `url` holds Holdpoint's tables (the record of its migrations), read without
+/// creating anything: the administrative commands refuse one that does not, so a mistyped URL gets no schema.
+pub async fn postgres_holds_a_schema(url: &str) -> StoreResult<bool> {
+    use sqlx::Connection;
+    let mut connection = sqlx::PgConnection::connect_with(&postgres_options(url)?).await?;
+    let (found,): (bool,) =
+        sqlx::query_as("SELECT to_regclass('_sqlx_migrations') IS NOT NULL").fetch_one(&mut connection).await?;
+    connection.close().await?;
+    Ok(found)
+}
+
+/// What a failed migration says: a database a newer version migrated is named as such, with what to do.
+fn migration_failure(error: &sqlx::migrate::MigrateError) -> String {
+    match error {
+        sqlx::migrate::MigrateError::VersionMissing(version) => format!(
+            "the database was migrated by a newer version of Holdpoint (its migration {version} is unknown to this \
+             one): run that version or a later one, or restore the backup taken before the upgrade"
+        ),
+        other => format!("migration failed: {other}"),
+    }
 }
 
 /// `url` with the password of its user info (`postgres://user:secret@host`) and of a `password=` parameter replaced

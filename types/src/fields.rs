@@ -60,6 +60,20 @@ pub struct TableColumn {
     pub unknown: serde_json::Map<String, serde_json::Value>,
 }
 
+impl TableColumn {
+    /// A column with only its key, label and type: optional, without choices.
+    pub fn new(key: impl Into<String>, label: impl Into<String>, response_type: ResponseType) -> Self {
+        TableColumn {
+            key: key.into(),
+            label: label.into(),
+            response_type,
+            options: Vec::new(),
+            required: false,
+            unknown: serde_json::Map::new(),
+        }
+    }
+}
+
 /// What a value of a field (or of a single-value question) must keep to besides its type. Each attribute belongs to
 /// some types only, and a definition that gives one to another type is refused (422 naming it).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -14,7 +14,7 @@ use crate::credentials::{hash_secret, new_token_secret};
 use crate::events::EventHub;
 use crate::notifications::SendsOn;
 use crate::questions::claims::Fallen;
-use crate::store::{InvitationRow, MembershipChange, UserRow};
+use crate::store::{InvitationRow, MembershipChange, UserRow, WorkspaceRow};
 
 /// What `POST /members` did: a new account made a member, or an existing account invited.
 #[derive(Debug, Clone)]
@@ -260,13 +260,22 @@ fn conflict_on_duplicate(err: StoreError) -> AppError {
     }
 }
 
+/// A token's name as it is kept (trimmed), or why it is refused: what the API and `holdpoint token create` take.
+pub fn check_token_name(name: &str) -> Result<String, String> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > TOKEN_NAME_MAX_CHARS {
+        return Err(format!("must have 1..={TOKEN_NAME_MAX_CHARS} characters"));
+    }
+    if name.chars().any(char::is_control) {
+        return Err("may not hold control characters (line breaks, tabs)".into());
+    }
+    Ok(name.to_owned())
+}
+
 /// `POST /tokens`: a new token of the caller's workspace; its secret is in the answer and nowhere else.
 pub async fn create_token(store: &dyn Store, caller: &Caller, input: NewToken) -> Result<CreatedToken, AppError> {
     caller.require_admin(MANAGE_PEOPLE)?;
-    let name = input.name.trim().to_owned();
-    if name.is_empty() || name.chars().count() > TOKEN_NAME_MAX_CHARS {
-        return Err(AppError::invalid_field("name", format!("must have 1..={TOKEN_NAME_MAX_CHARS} characters")));
-    }
+    let name = check_token_name(&input.name).map_err(|message| AppError::invalid_field("name", message))?;
     let secret = new_token_secret();
     let row = TokenRow {
         id: Uuid::now_v7(),
@@ -306,4 +315,86 @@ pub async fn revoke_token(store: &dyn Store, hub: &EventHub, caller: &Caller, id
             .await?;
     }
     Ok(row.to_token_info()?)
+}
+
+/// The name, and the `created_by`, of the admin token the `HOLDPOINT_BOOTSTRAP_TOKEN` setting makes.
+pub const BOOTSTRAP_TOKEN: &str = "bootstrap";
+
+/// What [`install_bootstrap_token`] did.
+#[derive(Debug, Default, PartialEq)]
+pub struct BootstrapInstalled {
+    /// Whether the token was new (`false` on every start after the first with the same value).
+    pub created: bool,
+    /// The tokens earlier values of the setting made, revoked now.
+    pub revoked: Vec<Uuid>,
+}
+
+/// Makes the configured bootstrap token (`secret_hash`) an admin token of `workspace`, and revokes the tokens earlier
+/// values of the setting made, with their sessions and claims: an operator changes the value to retire a leaked one,
+/// and expects the old value to stop working. Starting again with the same value changes nothing.
+pub async fn install_bootstrap_token(
+    store: &dyn Store,
+    hub: &EventHub,
+    workspace: &WorkspaceRow,
+    secret_hash: Vec<u8>,
+) -> Result<BootstrapInstalled, AppError> {
+    let actor = AuditActor::policy("bootstrap token configuration", None);
+    let row = TokenRow {
+        id: Uuid::now_v7(),
+        workspace_id: workspace.id,
+        name: BOOTSTRAP_TOKEN.into(),
+        role: Role::Admin,
+        secret_hash,
+        created_at: now(),
+        created_by: Some(BOOTSTRAP_TOKEN.into()),
+        maker_id: None,
+    };
+    let created = store_token(store, &row, &actor).await?;
+    // `None` when an admin revoked this very value: it stays revoked, as they meant.
+    let current = store.principal_by_token_hash(&row.secret_hash).await?.map(|principal| principal.id);
+    let mut earlier = Vec::new();
+    let mut before = None;
+    loop {
+        let page = store.tokens(workspace.id, before, 100).await?;
+        before = page.last().map(|token| token.id);
+        for token in &page {
+            let made_by_the_setting = token.name == BOOTSTRAP_TOKEN
+                && token.created_by.as_deref() == Some(BOOTSTRAP_TOKEN)
+                && token.role == Role::Admin;
+            if made_by_the_setting && token.revoked_at.is_none() && Some(token.id) != current {
+                earlier.push(token.id);
+            }
+        }
+        if page.len() < 100 {
+            break;
+        }
+    }
+    let mut revoked = Vec::new();
+    for id in earlier {
+        // A token a person made is theirs, whatever its name: only the setting's own tokens are retired.
+        if store.token_maker(workspace.id, id).await?.is_some() {
+            continue;
+        }
+        let at = now();
+        let entry = NewAuditEntry {
+            workspace_id: workspace.id,
+            actor: actor.clone(),
+            action: actions::TOKEN_REVOKED.to_owned(),
+            subject_type: "token".into(),
+            subject_id: Some(id.to_string()),
+            before: Some(serde_json::json!({ "revoked_at": null })),
+            after: Some(serde_json::json!({ "revoked_at": at, "because": "HOLDPOINT_BOOTSTRAP_TOKEN changed" })),
+            diff: None,
+            created_at: at,
+        };
+        let Some(token) = store.revoke_token(workspace.id, id, at, &entry).await? else { continue };
+        if token.revoked_at != Some(at) {
+            continue;
+        }
+        let fallen = Fallen { holder: id, now_as: None, because: "the bootstrap token changed" };
+        crate::questions::claims::release_fallen_claims(store, hub, &workspace.name, workspace.id, fallen, &actor)
+            .await?;
+        revoked.push(id);
+    }
+    Ok(BootstrapInstalled { created, revoked })
 }

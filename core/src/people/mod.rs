@@ -23,8 +23,8 @@ pub use addresses::{
     send_email_verification, set_my_notifications, update_my_addresses,
 };
 pub use members::{
-    Joining, add_member, answer_invitation, change_role, create_token, my_invitations, remove_member, revoke_token,
-    update_member,
+    BOOTSTRAP_TOKEN, BootstrapInstalled, Joining, add_member, answer_invitation, change_role, check_token_name,
+    create_token, install_bootstrap_token, my_invitations, remove_member, revoke_token, update_member,
 };
 pub use sign_in::{
     FRESH_SIGN_IN_MINUTES, authenticate, change_password, check_password, first_start_signin_code, hash_password,

@@ -414,6 +414,7 @@ fn json_output(command: &Command) -> Option<bool> {
 }
 
 async fn create_token(workspace: &str, role: Role, name: &str, database: &AdminDatabase) -> Result<(), String> {
+    let name = &crate::people::check_token_name(name).map_err(|message| format!("--name {message}"))?;
     let store = open_store(database).await?;
     let workspace_row = store.ensure_workspace(workspace).await.map_err(|e| e.to_string())?;
     let secret = new_token_secret();
@@ -469,8 +470,16 @@ async fn user_command(command: UserCommand) -> Result<(), CliError> {
                 return Err(CliError::Usage("people hold human roles: viewer, responder, approver or admin".into()));
             }
             let store = open_store(&database).await.map_err(failed)?;
+            let existing = store.user_by_username(&username).await.map_err(|e| failed(e.to_string()))?;
+            // An existing account only joins: a password or name given for it would be silently dropped.
+            if existing.is_some() && (password_stdin || display_name.is_some()) {
+                return Err(CliError::Usage(format!(
+                    "the account {username} exists, and this command only adds it to the workspace: leave out \
+                     --password-stdin and --display-name (`holdpoint user set-password {username}` sets a password)"
+                )));
+            }
             let workspace_row = store.ensure_workspace(&workspace).await.map_err(|e| failed(e.to_string()))?;
-            let user = match store.user_by_username(&username).await.map_err(|e| failed(e.to_string()))? {
+            let user = match existing {
                 Some(existing) => existing,
                 None => {
                     let password = read_password(password_stdin)?;
@@ -595,7 +604,22 @@ async fn open_store(database: &AdminDatabase) -> Result<std::sync::Arc<dyn store
             }
             file.display().to_string()
         }
-        None => store::redacted_url(&location.url()),
+        None => {
+            let url = location.url();
+            let shown = store::redacted_url(&url);
+            if !store::is_supported_url(&url) {
+                return Err(store::StoreError::UnsupportedUrl(shown).to_string());
+            }
+            let holds_one = store::postgres_holds_a_schema(&url).await.map_err(|e| e.to_string())?;
+            if !holds_one && !database.create_database {
+                return Err(format!(
+                    "the database {shown} holds no Holdpoint schema: point this command at the server's database \
+                     (DATABASE_URL or the configuration file's database_url), or pass --create-database to set this \
+                     one up"
+                ));
+            }
+            shown
+        }
     };
     say_database(&shown);
     let url = location.prepare().map_err(|e| e.to_string())?;

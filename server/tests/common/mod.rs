@@ -31,7 +31,7 @@ pub enum Backend {
 }
 
 /// Removes the test's database when the test ends, however it ends.
-enum Cleanup {
+pub enum Cleanup {
     SqliteFile(PathBuf),
     PostgresSchema { admin_url: String, schema: String },
 }
@@ -65,7 +65,7 @@ impl Drop for Cleanup {
 }
 
 /// The database URL for a fresh test database, and what removes it afterwards.
-async fn fresh_database(backend: Backend) -> Option<(String, Cleanup)> {
+pub async fn fresh_database(backend: Backend) -> Option<(String, Cleanup)> {
     match backend {
         Backend::Sqlite => {
             let dir = std::env::temp_dir().join("holdpoint-tests");

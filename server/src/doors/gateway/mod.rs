@@ -109,6 +109,8 @@ fn check_headers(headers: &BTreeMap<String, String>, errors: &mut FieldErrors) {
     if headers.len() > HEADERS_MAX {
         errors.add("headers", format!("at most {HEADERS_MAX} headers"));
     }
+    // Header names are case-insensitive: two spellings of one name would send the header twice.
+    let mut seen: BTreeMap<String, &str> = BTreeMap::new();
     for (name, value) in headers {
         let field = format!("headers.{name}");
         match http::HeaderName::from_bytes(name.as_bytes()) {
@@ -116,10 +118,17 @@ fn check_headers(headers: &BTreeMap<String, String>, errors: &mut FieldErrors) {
             Ok(header) if RESERVED_HEADERS.contains(&header.as_str()) => {
                 errors.add(field, "set by the MCP transport itself")
             }
-            Ok(_) if http::HeaderValue::from_str(value).is_err() => {
-                errors.add(field, "not a valid header value (visible ASCII only)")
+            Ok(header) if seen.contains_key(header.as_str()) => {
+                let first = seen[header.as_str()];
+                errors.add(field, format!("the same header as {first:?} (header names are case-insensitive)"))
             }
-            Ok(_) => {}
+            // `http` lets bytes above 127 through (HTTP's obsolete text), which servers read differently.
+            Ok(_) if !value.bytes().all(|byte| (0x20..0x7f).contains(&byte)) => {
+                errors.add(field, "not a valid header value (visible ASCII and spaces only)")
+            }
+            Ok(header) => {
+                seen.insert(header.as_str().to_owned(), name);
+            }
         }
     }
 }

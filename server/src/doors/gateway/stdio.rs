@@ -87,7 +87,12 @@ pub fn parse_entries(value: toml::Value) -> Result<Vec<StdioUpstream>, (String, 
         if !item.is_table() {
             return Err((key, "expected a table with name, command, args, env, cwd and workspace".into()));
         }
-        let entry: StdioUpstream = item.try_into().map_err(|e: toml::de::Error| (key.clone(), e.message().into()))?;
+        // The key a value of the wrong type is at is named (`gateway.upstreams[0].args[1]`), not only its table.
+        let entry: StdioUpstream = serde_path_to_error::deserialize(item).map_err(|e| {
+            let at = e.path().to_string();
+            let at = if at == "." { key.clone() } else { format!("{key}.{at}") };
+            (at, e.into_inner().message().to_owned())
+        })?;
         check(&entry).map_err(|(field, problem)| (format!("{key}.{field}"), problem))?;
         if !seen.insert((entry.workspace.clone(), entry.name.clone())) {
             return Err((

@@ -130,7 +130,7 @@ async fn record_latency(
 }
 
 /// Gives responses that axum or a layer produced without a body (405, 413 from a limit) the one error shape.
-async fn error_shape_for_bare_statuses(response: axum::response::Response) -> axum::response::Response {
+pub(crate) async fn error_shape_for_bare_statuses(response: axum::response::Response) -> axum::response::Response {
     let status = response.status();
     let is_json = response.headers().get(axum::http::header::CONTENT_TYPE).is_some_and(|v| {
         v.as_bytes().starts_with(b"application/json") || v.as_bytes().starts_with(b"text/event-stream")

@@ -61,10 +61,18 @@ pub fn served_document(document: &utoipa::openapi::OpenApi, config: &crate::conf
 
 /// The timeouts this server accepts for a new question (`HOLDPOINT_MIN_TIMEOUT_SECONDS` and
 /// `HOLDPOINT_MAX_TIMEOUT_SECONDS`).
+/// The schema is an `allOf` (its `FieldRules` are flattened into it): the property is in one of its parts.
 fn bound_timeouts(document: &mut serde_json::Value, bounds: crate::questions::TimeoutBounds) {
-    if let Some(timeout) = document.pointer_mut("/components/schemas/NewQuestion/properties/timeout_seconds") {
-        timeout["minimum"] = bounds.min_seconds.into();
-        timeout["maximum"] = bounds.max_seconds.into();
+    let Some(schema) = document.pointer_mut("/components/schemas/NewQuestion") else { return };
+    let parts = match schema.get_mut("allOf").and_then(serde_json::Value::as_array_mut) {
+        Some(parts) => parts.iter_mut().collect(),
+        None => vec![schema],
+    };
+    for part in parts {
+        if let Some(timeout) = part.pointer_mut("/properties/timeout_seconds") {
+            timeout["minimum"] = bounds.min_seconds.into();
+            timeout["maximum"] = bounds.max_seconds.into();
+        }
     }
 }
 

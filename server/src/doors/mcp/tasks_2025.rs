@@ -134,7 +134,11 @@ pub async fn serve(State(door): State<TasksDoor>, request: Request, next: Next) 
             })
             .await
         }
-        ("tools/call", Some(caller)) if message.pointer("/params/task").is_some_and(Value::is_object) => {
+        ("tools/call", Some(_)) if message.pointer("/params/task").is_some_and(|task| !is_task_metadata(task)) => {
+            let refusal = "params.task must be an object, with `ttl` (milliseconds) a whole number of 0 or more";
+            refuse(&id, &ErrorData::invalid_params(refusal, None))
+        }
+        ("tools/call", Some(caller)) if message.pointer("/params/task").is_some() => {
             let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) else {
                 return next.run(Request::from_parts(parts, Body::from(bytes))).await;
             };
@@ -164,12 +168,13 @@ pub async fn serve(State(door): State<TasksDoor>, request: Request, next: Next) 
                     }
                     let finished: CallToolResult = serde_json::from_value(finished)
                         .unwrap_or_else(|_| CallToolResult::error(vec![rmcp::model::ContentBlock::text("no result")]));
+                    let (status, message) = ended(&finished);
                     let id = book.completed(&state, &caller, finished);
                     let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
                     json!({ "task": {
                         "taskId": id.to_string(),
-                        "status": "completed",
-                        "statusMessage": "the call ended at once",
+                        "status": status,
+                        "statusMessage": message,
                         "createdAt": now,
                         "lastUpdatedAt": now,
                         "ttl": 3_600_000,
@@ -295,9 +300,30 @@ fn older_task(wire: &Value) -> Value {
     Value::Object(task)
 }
 
-/// `tasks/get`'s and `tasks/cancel`'s result: the task, and the question it waits for under `_meta`.
+/// Whether `task` is MCP 2025-11-25's `TaskMetadata`: an object whose `ttl`, if any, is a whole number of
+/// milliseconds.
+fn is_task_metadata(task: &Value) -> bool {
+    task.as_object().is_some_and(|task| task.get("ttl").is_none_or(|ttl| ttl.is_null() || ttl.as_u64().is_some()))
+}
+
+/// The status and message of a call that ended as it began. MCP 2025-11-25: "when the tool result has `isError`
+/// set to `true`, the task should reach `failed` status" (the result is still what `tasks/result` returns).
+fn ended(result: &CallToolResult) -> (&'static str, &'static str) {
+    if result.is_error == Some(true) {
+        ("failed", "the call ended with an error")
+    } else {
+        ("completed", "the call ended at once")
+    }
+}
+
+/// `tasks/get`'s and `tasks/cancel`'s result: the task, and the question it waits for under `_meta`. A call that
+/// ended with an error result is `failed` in this revision (see [`ended`]).
 fn task_with_meta(got: &GetTaskResult) -> Value {
-    let mut task = older_task(&serde_json::to_value(got).unwrap_or_default());
+    let wire = serde_json::to_value(got).unwrap_or_default();
+    let mut task = older_task(&wire);
+    if wire.pointer("/result/isError") == Some(&Value::Bool(true)) {
+        task["status"] = "failed".into();
+    }
     if let Some(meta) = &got.meta {
         task["_meta"] = serde_json::to_value(meta).unwrap_or_default();
     }

@@ -2,7 +2,7 @@
 //! sign-on through an OpenID provider opens a session, kept in an `HttpOnly` cookie.
 
 use axum::{
-    Form, Router,
+    Router,
     extract::State,
     http::header,
     response::{IntoResponse, Redirect, Response},
@@ -20,15 +20,20 @@ use app::navigation::{safe_next, sign_in_error};
 use super::url_escape;
 use crate::credentials::{Caller, Credential, hash_secret, random_secret};
 use crate::doors::auth::{SESSION_COOKIE, csrf_matches, session_caller};
-use crate::error::AppError;
+use crate::error::{ApiForm, AppError};
 use crate::state::AppState;
 use crate::store::SessionRow;
 
 /// Signing in and out, open to anyone: each endpoint checks what it is sent.
 pub(super) fn routes() -> Router<AppState> {
-    Router::new()
+    // What the form endpoints refuse before their handlers run (a body that is not a form, another method) gets the
+    // one JSON error shape; single sign-on's endpoints answer a browser with pages of their own.
+    let forms = Router::new()
         .route("/auth/signin", post(sign_in))
         .route("/auth/signout", post(sign_out))
+        .layer(axum::middleware::map_response(crate::doors::http::error_shape_for_bare_statuses));
+    Router::new()
+        .merge(forms)
         .route("/auth/oidc/start", get(start_single_sign_on))
         .route(crate::sso::CALLBACK_PATH, get(finish_single_sign_on))
 }
@@ -74,7 +79,7 @@ async fn sign_in(
     limits: crate::doors::http::limits::RequestLimits,
     headers: axum::http::HeaderMap,
     jar: CookieJar,
-    Form(form): Form<SignInForm>,
+    ApiForm(form): ApiForm<SignInForm>,
 ) -> Result<Response, AppError> {
     // Another site could otherwise sign a visitor in as the attacker (login CSRF), and what the visitor then enters
     // would land in the attacker's workspace.
@@ -250,7 +255,7 @@ async fn sign_out(
     State(state): State<AppState>,
     headers: axum::http::HeaderMap,
     jar: CookieJar,
-    Form(form): Form<SignOutForm>,
+    ApiForm(form): ApiForm<SignOutForm>,
 ) -> Result<Response, AppError> {
     crate::doors::http::security::refuse_cross_site(&headers, state.config.public_url.as_deref())?;
     let caller: Option<Caller> = session_caller(&state, &jar).await?;
