@@ -8,6 +8,7 @@ import asyncio
 import json
 import time
 import uuid
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from collections.abc import AsyncIterator
 from typing import Any
@@ -142,6 +143,38 @@ def test_interrupts_nobody_answers_before_they_expire_are_resumed_as_cancelled(
     questions = asked_for(server, project, thread_id)
     assert len(questions) == 3 and {q["status"] for q in questions} == {"expired"}
     assert {e.metadata["holdpoint"]["outcome"] for e in entries if e.metadata} == {"expired"}
+
+
+def test_a_deadline_beyond_the_servers_longest_timeout_and_a_schema_of_many_properties_are_asked_as_they_are(
+    server: Server, agent_token: str, project: str
+) -> None:
+    # Three days ahead is past the server's longest timeout (24 h here): the question is asked with that timeout
+    # rather than refused; twelve properties are twelve fields, not one free-text box.
+    far = (datetime.now(timezone.utc) + timedelta(days=3)).isoformat()
+    properties = {f"check_{n:02}": {"type": "boolean", "title": f"Check {n}"} for n in range(12)}
+    interrupts = [
+        Interrupt(id="far", reason="input_required", message="Which region?", expires_at=far),
+        Interrupt(
+            id="checklist",
+            reason="input_required",
+            message="Go through the checklist",
+            response_schema={"type": "object", "properties": properties},
+        ),
+    ]
+
+    async def go() -> tuple[Any, list[Any]]:
+        async with AsyncHoldpoint(server.url, agent_token) as hp:
+            bounds = await hp.timeout_bounds()
+            asked = await HoldpointInterrupts(hp, project=project).ask("thread-far", "run-far", interrupts)
+            return bounds, [item.question for item in asked]
+
+    bounds, (far_question, checklist) = asyncio.run(go())
+    assert (bounds.min_seconds, bounds.max_seconds) == (1, 86_400)
+    assert far_question is not None and far_question.pending and far_question.timeout_at is not None
+    remaining = (far_question.timeout_at - datetime.now(timezone.utc)).total_seconds()
+    assert 86_400 - 120 < remaining <= 86_400, remaining
+    assert checklist is not None and checklist.response_type == "form"
+    assert [f.key for f in checklist.fields] == list(properties)
 
 
 def test_an_agent_that_streams_its_turn_without_a_snapshot_finds_it_in_the_next_runs_messages(

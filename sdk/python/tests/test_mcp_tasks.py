@@ -58,6 +58,13 @@ def _message(response: httpx.Response, request_id: int) -> dict[str, Any]:
 
 def call_as_task(server: Server, token: str, name: str, arguments: dict[str, Any]) -> CreateTaskResult:
     """``tools/call`` with ``params.task``, as a 2025-11-25 client sends it, in a session of its own."""
+    answered = raw_task_call(server, token, name, arguments, {"ttl": 600_000})
+    assert "result" in answered, answered
+    return CreateTaskResult.model_validate(answered["result"])
+
+
+def raw_task_call(server: Server, token: str, name: str, arguments: dict[str, Any], task: Any) -> dict[str, Any]:
+    """The JSON-RPC response to a ``tools/call`` with ``params.task`` set to ``task``, in a session of its own."""
     headers = {
         "Authorization": f"Bearer {token}",
         "Accept": "application/json, text/event-stream",
@@ -85,12 +92,11 @@ def call_as_task(server: Server, token: str, name: str, arguments: dict[str, Any
             "jsonrpc": "2.0",
             "id": 2,
             "method": "tools/call",
-            "params": {"name": name, "arguments": arguments, "task": {"ttl": 600_000}},
+            "params": {"name": name, "arguments": arguments, "task": task},
         }
         answered = _message(http.post(url, json=call, headers=headers), 2)
         http.delete(url, headers=headers)
-    assert "result" in answered, answered
-    return CreateTaskResult.model_validate(answered["result"])
+    return answered
 
 
 async def _session_scenario(server: Server, token: str, person: Holdpoint) -> None:
@@ -144,6 +150,30 @@ async def _session_scenario(server: Server, token: str, person: Holdpoint) -> No
             assert cancelled.status == "cancelled", cancelled
             question = await asyncio.to_thread(person.get_question, withdrawn.task.task_id)
             assert question.status == "cancelled", question
+
+            # A call refused at once (an empty title) is a task that failed, said alike when created and when read;
+            # ``tasks/result`` still gives the call's result.
+            refused = await asyncio.to_thread(call_as_task, server, token, "ask_user", {"title": ""})
+            assert refused.task.status == "failed", refused
+            failed = await session.send_request(
+                GetTaskRequest(params=GetTaskRequestParams(task_id=refused.task.task_id)), GetTaskResult
+            )
+            assert (failed.status, failed.status_message) == ("failed", refused.task.status_message), failed
+            result = await session.send_request(
+                GetTaskPayloadRequest(params=GetTaskPayloadRequestParams(task_id=refused.task.task_id)), CallToolResult
+            )
+            assert result.is_error, result
+
+
+def test_a_malformed_task_request_is_refused_as_invalid_params_and_asks_nothing(
+    server: Server, agent_token: str, project: str
+) -> None:
+    for task in (None, "x", 5, {"ttl": "soon"}, {"ttl": -1}):
+        arguments = {"title": f"Malformed {task!r}", "project": project}
+        answered = raw_task_call(server, agent_token, "ask_user", arguments, task)
+        assert answered.get("error", {}).get("code") == -32602, (task, answered)
+    asked = server.api("GET", f"/questions?project={project}").json()["items"]
+    assert asked == [], asked
 
 
 def test_a_tool_called_as_a_task_completes_with_the_answer_and_cancels_with_its_question(

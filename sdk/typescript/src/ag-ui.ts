@@ -21,8 +21,9 @@
  *   property).
  * - anything else: a text question, whose answer is the payload.
  *
- * `message` is the question's title (and body when long), `expiresAt` its deadline. An answered (or defaulted)
- * question resolves its interrupt; one that expired or was cancelled makes it `cancelled`. Each entry's
+ * `message` is the question's title (and body when long), `expiresAt` its deadline, moved into the question timeouts
+ * the server takes (`Holdpoint.timeoutBounds`): an answer that comes after `expiresAt` makes the interrupt
+ * `cancelled`. An answered (or defaulted) question resolves its interrupt; one that expired or was cancelled makes it `cancelled`. Each entry's
  * `metadata.holdpoint` says which question answered it, its outcome, who answered and their comment.
  *
  * Each question's `Idempotency-Key` is made of the thread id, the run id and the interrupt id: asking again for the
@@ -269,8 +270,14 @@ async function askOne(
   options: InterruptOptions,
   askedAt: number,
 ): Promise<AskedInterrupt> {
-  const timeout = timeoutOf(interrupt, options.timeout_seconds, askedAt);
+  let timeout = timeoutOf(interrupt, options.timeout_seconds, askedAt);
   if (timeout !== undefined && timeout <= 0) return { interrupt, question: undefined, approval: undefined };
+  if (timeout !== undefined && timeout !== options.timeout_seconds) {
+    // A deadline counted from `expiresAt` may be sooner or later than the server takes: the question lives within
+    // its bounds, and an answer after `expiresAt` resumes the interrupt as cancelled (see `tooLate`).
+    const bounds = await hp.timeoutBounds(signalOf(options));
+    timeout = Math.max(bounds.min_seconds, Math.min(bounds.max_seconds, timeout));
+  }
   const idempotency = { idempotencyKey: idempotencyKey(run.threadId, run.runId, interrupt.id), ...signalOf(options) };
   const context: JsonObject = { ag_ui: { thread_id: run.threadId, run_id: run.runId, interrupt_id: interrupt.id } };
   const { title, body } = titleAndBody(interrupt);
@@ -360,6 +367,9 @@ function allowsEdit(schema: JsonObject | undefined): boolean {
 }
 
 /** The properties of an object schema, in order, when it has 1..=10 of them. */
+/** The most fields a Holdpoint form takes: a schema of more properties is asked as JSON text. */
+const MAX_FIELDS = 30;
+
 function formProperties(schema: JsonObject | undefined): Array<[string, JsonObject]> {
   if (schema === undefined || (schema['type'] ?? 'object') !== 'object') return [];
   const properties = schema['properties'];
@@ -367,7 +377,7 @@ function formProperties(schema: JsonObject | undefined): Array<[string, JsonObje
   const entries = Object.entries(properties).map(
     ([key, value]): [string, JsonObject] => [key, isObject(value) ? value : {}],
   );
-  return entries.length >= 1 && entries.length <= 10 ? entries : [];
+  return entries.length >= 1 && entries.length <= MAX_FIELDS ? entries : [];
 }
 
 function field(key: string, property: JsonObject, required: boolean): FormField {

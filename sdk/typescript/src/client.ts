@@ -35,6 +35,7 @@ import type {
   Question,
   QuestionFilter,
   QuestionOption,
+  TimeoutBounds,
   UploadedFile,
 } from './types.js';
 
@@ -117,6 +118,7 @@ export class Holdpoint {
   readonly #fetch: typeof fetch;
   readonly #retry: RetryPolicy;
   readonly #timeoutMs: number;
+  #timeoutBounds: Promise<TimeoutBounds> | undefined;
 
   constructor(options: HoldpointOptions = {}) {
     const env = environment();
@@ -236,6 +238,17 @@ export class Holdpoint {
 
   async getQuestion(questionId: string, options: CallOptions = {}): Promise<Question> {
     return (await this.#call('GET', `/questions/${encodeURIComponent(questionId)}`, { signal: options.signal })) as Question;
+  }
+
+  /**
+   * The question timeouts the server takes (`timeout_seconds`), as its OpenAPI document publishes them; read once
+   * per client.
+   */
+  timeoutBounds(options: CallOptions = {}): Promise<TimeoutBounds> {
+    this.#timeoutBounds ??= this.#call('GET', '/openapi.json', { signal: options.signal }).then(timeoutBoundsOf);
+    // A failed read is not kept: the next call asks again.
+    this.#timeoutBounds.catch(() => (this.#timeoutBounds = undefined));
+    return this.#timeoutBounds;
   }
 
   /** One page of the workspace's questions (an `agent` token sees those it asked). */
@@ -607,4 +620,18 @@ function toEvent(type: string, data: string, id: string | undefined, previous: n
     question:
       question !== null && typeof question === 'object' && !Array.isArray(question) ? (question as unknown as Question) : undefined,
   };
+}
+
+/** The bounds a server's OpenAPI document gives a new question's `timeout_seconds`. */
+function timeoutBoundsOf(document: unknown): TimeoutBounds {
+  type Part = { properties?: { timeout_seconds?: { minimum?: unknown; maximum?: unknown } } };
+  const schema = (document as { components?: { schemas?: { NewQuestion?: Part & { allOf?: Part[] } } } })?.components
+    ?.schemas?.NewQuestion;
+  // The schema is an `allOf` of its parts (a flattened part): the property is in one of them.
+  const timeout = [schema, ...(schema?.allOf ?? [])].map((part) => part?.properties?.timeout_seconds).find(Boolean);
+  const [min, max] = [timeout?.minimum, timeout?.maximum];
+  if (typeof min !== 'number' || typeof max !== 'number') {
+    throw new HoldpointError({ code: 'invalid_response', message: "the server's OpenAPI document gives no timeout bounds" });
+  }
+  return { min_seconds: min, max_seconds: max };
 }

@@ -47,6 +47,12 @@ export type Resolution = 'human' | 'default_on_timeout' | 'policy' | 'cancelled'
 export type Role = 'viewer' | 'responder' | 'approver' | 'admin' | 'agent';
 
 /** One choice of a `choice`, `multi_choice` or `error_recovery` question. */
+/** The question timeouts a server takes, in seconds (its `HOLDPOINT_MIN_TIMEOUT_SECONDS` and `..._MAX_...`). */
+export interface TimeoutBounds {
+  min_seconds: number;
+  max_seconds: number;
+}
+
 export interface QuestionOption {
   /** What an answer sends. */
   value: string;

@@ -196,6 +196,41 @@ test('a response schema becomes a form, and the answer comes back as the schema 
   assert.equal((await askedFor(project, run.threadId)).length, 1, 'asking again for the interrupt found the same question');
 });
 
+test("a deadline beyond the server's longest timeout and a schema of many properties are asked as they are", async () => {
+  const hp = await agentClient(server);
+  const project = freshProject();
+  assert.deepEqual(await hp.timeoutBounds(), { min_seconds: 1, max_seconds: 86_400 });
+  // Three days ahead is past the server's longest timeout (24 h here): the question is asked with that timeout
+  // rather than refused; twelve properties are twelve fields, not one free-text box.
+  const keys = Array.from({ length: 12 }, (_, n) => `check_${String(n).padStart(2, '0')}`);
+  const run = {
+    threadId: `far-${randomUUID().slice(0, 8)}`,
+    runId: 'run-1',
+    toolCalls: {},
+    interrupts: [
+      {
+        id: 'far',
+        reason: 'input_required',
+        message: 'Which region?',
+        expiresAt: new Date(Date.now() + 3 * 86_400_000).toISOString(),
+      },
+      {
+        id: 'checklist',
+        reason: 'input_required',
+        message: 'Go through the checklist',
+        responseSchema: { type: 'object', properties: Object.fromEntries(keys.map((key) => [key, { type: 'boolean' }])) },
+      },
+    ],
+  };
+  const [far, checklist] = await askInterrupts(hp, run, { project });
+  const timeoutAt = far?.question?.timeout_at;
+  assert.ok(far?.question?.status === 'pending' && timeoutAt, JSON.stringify(far?.question));
+  const remaining = (Date.parse(timeoutAt) - Date.now()) / 1000;
+  assert.ok(remaining > 86_400 - 120 && remaining <= 86_400, String(remaining));
+  assert.equal(checklist?.question?.response_type, 'form');
+  assert.deepEqual(checklist?.question?.fields.map((f) => f.key), keys);
+});
+
 test("a schema's bounds and whole numbers hold, and its enums come back as written", async () => {
   const hp = await agentClient(server);
   const project = freshProject();

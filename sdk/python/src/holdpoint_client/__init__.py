@@ -15,7 +15,7 @@ with Holdpoint("http://127.0.0.1:3000", token) as hp:
 """
 
 from ._async import AsyncHoldpoint
-from ._core import RetryPolicy, __version__
+from ._core import RetryPolicy, TimeoutBounds, __version__
 from ._decorator import requires_approval
 from ._errors import (
     ApiError,
@@ -105,6 +105,7 @@ __all__ = [
     "RetryPolicy",
     "Role",
     "TableColumn",
+    "TimeoutBounds",
     "UploadedFile",
     "TooLargeError",
     "TransportError",

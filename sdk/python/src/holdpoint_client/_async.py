@@ -55,6 +55,7 @@ class AsyncHoldpoint:
         self._owns_http = http_client is None
         self._http = http_client or httpx.AsyncClient()
         self._headers = _core.default_headers(token)
+        self._timeout_bounds: _core.TimeoutBounds | None = None
 
     async def aclose(self) -> None:
         if self._owns_http:
@@ -272,6 +273,13 @@ class AsyncHoldpoint:
 
     async def get_question(self, question_id: str) -> Question:
         return Question.from_json(await self._call("GET", f"/questions/{_core.path_segment(question_id)}"))
+
+    async def timeout_bounds(self) -> _core.TimeoutBounds:
+        """The question timeouts the server takes (``timeout_seconds``), as its OpenAPI document publishes them;
+        read once per client."""
+        if self._timeout_bounds is None:
+            self._timeout_bounds = _core.timeout_bounds(await self._call("GET", "/openapi.json"))
+        return self._timeout_bounds
 
     async def list_questions(
         self,

@@ -97,6 +97,33 @@ def upload_request(
     return content, {"name": name}, headers
 
 
+@dataclass(frozen=True)
+class TimeoutBounds:
+    """The question timeouts a server takes, in seconds (its ``HOLDPOINT_MIN_TIMEOUT_SECONDS`` and
+    ``HOLDPOINT_MAX_TIMEOUT_SECONDS``)."""
+
+    min_seconds: int
+    max_seconds: int
+
+    def clamp(self, seconds: float) -> float:
+        """``seconds`` moved into the bounds."""
+        return max(float(self.min_seconds), min(float(self.max_seconds), seconds))
+
+
+def timeout_bounds(document: Any) -> TimeoutBounds:
+    """The bounds a server's OpenAPI document gives a new question's ``timeout_seconds``."""
+    try:
+        schema = document["components"]["schemas"]["NewQuestion"]
+        # The schema is an ``allOf`` of its parts (a flattened part): the property is in one of them.
+        for part in [schema, *schema.get("allOf", [])]:
+            timeout = part.get("properties", {}).get("timeout_seconds")
+            if timeout is not None:
+                return TimeoutBounds(int(timeout["minimum"]), int(timeout["maximum"]))
+        raise KeyError("timeout_seconds")
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        raise ValueError(f"the server's OpenAPI document gives no timeout bounds: {error!r}") from error
+
+
 def new_idempotency_key() -> str:
     return f"hp-py-{uuid.uuid4()}"
 

@@ -58,6 +58,7 @@ class Holdpoint:
         self._owns_http = http_client is None
         self._http = http_client or httpx.Client()
         self._headers = _core.default_headers(token)
+        self._timeout_bounds: _core.TimeoutBounds | None = None
 
     def close(self) -> None:
         if self._owns_http:
@@ -275,6 +276,13 @@ class Holdpoint:
 
     def get_question(self, question_id: str) -> Question:
         return Question.from_json(self._call("GET", f"/questions/{_core.path_segment(question_id)}"))
+
+    def timeout_bounds(self) -> _core.TimeoutBounds:
+        """The question timeouts the server takes (``timeout_seconds``), as its OpenAPI document publishes them;
+        read once per client."""
+        if self._timeout_bounds is None:
+            self._timeout_bounds = _core.timeout_bounds(self._call("GET", "/openapi.json"))
+        return self._timeout_bounds
 
     def list_questions(
         self,

@@ -25,8 +25,9 @@ How each interrupt (``RUN_FINISHED`` with ``outcome.type == "interrupt"``) becom
   with one boolean property).
 - Anything else without a schema: a text question whose answer is the payload.
 
-``message`` is the question's title (and body when long); ``expiresAt`` is its deadline. A question answered (or
-defaulted) resolves its interrupt; one that expired or was cancelled resolves it as ``cancelled``, without a
+``message`` is the question's title (and body when long); ``expiresAt`` is its deadline, moved into the question
+timeouts the server takes (``AsyncHoldpoint.timeout_bounds``): an answer that comes after ``expiresAt`` resumes the
+interrupt as ``cancelled``. A question answered (or defaulted) resolves its interrupt; one that expired or was cancelled resolves it as ``cancelled``, without a
 payload. Each resume entry's ``metadata["holdpoint"]`` says which question answered it, its outcome, who answered
 and their comment.
 
@@ -94,7 +95,8 @@ METADATA_KEY = "holdpoint"
 """The key of a resume entry's ``metadata`` under which Holdpoint says how the interrupt was answered."""
 
 _EVENT: TypeAdapter[Event] = TypeAdapter(Event)
-_MAX_FIELDS = 10
+_MAX_FIELDS = 30
+"""The most fields a Holdpoint form takes: a schema of more properties is asked as JSON text."""
 
 
 @dataclass(frozen=True)
@@ -198,6 +200,10 @@ class HoldpointInterrupts:
         timeout = self._timeout(interrupt, asked_at)
         if timeout is not None and timeout <= 0:
             return Asked(interrupt)
+        if timeout is not None and timeout != self.timeout_seconds:
+            # A deadline counted from ``expiresAt`` may be sooner or later than the server takes: the question lives
+            # within its bounds, and an answer after ``expiresAt`` is resumed as cancelled (see ``_too_late``).
+            timeout = (await self.client.timeout_bounds()).clamp(timeout)
         key = idempotency_key(thread_id, run_id, interrupt.id)
         context: JsonObject = {"ag_ui": {"thread_id": thread_id, "run_id": run_id, "interrupt_id": interrupt.id}}
         schema = interrupt.response_schema
@@ -688,7 +694,7 @@ def _allows_edit(schema: JsonObject | None) -> bool:
 
 
 def _form_properties(schema: JsonObject | None, *, boolean_only: bool = False) -> list[tuple[str, JsonObject]]:
-    """The properties of an object schema, in order, when it has 1..=10 of them; with ``boolean_only`` only a
+    """The properties of an object schema, in order, when it has 1..=30 of them; with ``boolean_only`` only a
     schema of exactly one boolean property counts."""
     if not isinstance(schema, dict) or schema.get("type", "object") != "object":
         return []
