@@ -26,6 +26,42 @@ pub fn recovery_options(question: &Question) -> Vec<QuestionOption> {
     options
 }
 
+/// An answer's problems, one line each named by the labels of what they are about, in the form's order: what the
+/// form's summary says (each input also shows its own). `problems` are by the paths the checks name
+/// (`value.<key>`, `value.<key>[row].<column>`); one at no input of `fields` keeps its path.
+pub fn problem_lines(fields: &[crate::types::FormField], problems: &HashMap<String, String>) -> Vec<String> {
+    let mut said = std::collections::HashSet::new();
+    let mut lines = Vec::new();
+    for field in fields {
+        let path = crate::rich_input::path_of(&field.key);
+        let mut here: Vec<(Option<usize>, &String, &String)> = problems
+            .iter()
+            .filter(|(at, _)| **at == path || at.starts_with(&format!("{path}[")))
+            .map(|(at, problem)| (row_of(&path, at), at, problem))
+            .collect();
+        here.sort();
+        for (row, at, problem) in here {
+            said.insert(at.clone());
+            let column = at.rsplit_once("].").and_then(|(_, key)| field.rules.columns.iter().find(|c| c.key == key));
+            let place = match (row, column) {
+                (Some(row), Some(column)) => format!("{}, row {}, {}", field.label, row + 1, column.label),
+                (Some(row), None) => format!("{}, row {}", field.label, row + 1),
+                _ => field.label.clone(),
+            };
+            lines.push(format!("{place}: {problem}"));
+        }
+    }
+    let mut elsewhere: Vec<_> = problems.iter().filter(|(at, _)| !said.contains(*at)).collect();
+    elsewhere.sort();
+    lines.extend(elsewhere.into_iter().map(|(at, problem)| format!("{at}: {problem}")));
+    lines
+}
+
+/// The table row `at` (`value.parts[1].item`) is about, counted from 0.
+fn row_of(path: &str, at: &str) -> Option<usize> {
+    at.strip_prefix(path)?.strip_prefix('[')?.split_once(']')?.0.parse().ok()
+}
+
 /// A line diff (longest common subsequence): `' '` kept, `'-'` removed, `'+'` added.
 pub fn line_diff(before: &str, after: &str) -> Vec<(char, String)> {
     let a: Vec<&str> = before.lines().collect();
@@ -93,6 +129,7 @@ pub fn AnswerWidget(
     let original_value = question.action.as_ref().map(|a| a.arguments.clone());
 
     let grant_offer = crate::grant_offer::offers_grant(&question).then(|| crate::grant_offer::new_offer(&question));
+    let fields_for_problems = StoredValue::new(rich_fields.clone());
     let send = move |value: Value, edited: Option<Value>| {
         error.set(None);
         busy.set(true);
@@ -110,9 +147,12 @@ pub fn AnswerWidget(
             match result {
                 Ok(answered) => on_answered.run(answered),
                 Err(err) => {
-                    // Each refusal the server names a field for goes next to its input.
-                    entries.errors.set(err.field_errors());
-                    error.set(Some(err.describe()));
+                    // Each refusal the server names a field for goes next to its input, and into the summary by
+                    // the input's label.
+                    let problems = err.field_errors();
+                    let lines = fields_for_problems.with_value(|fields| problem_lines(fields, &problems));
+                    entries.errors.set(problems);
+                    error.set(Some(if lines.is_empty() { err.describe() } else { lines.join("\n") }));
                 }
             }
         });
@@ -331,16 +371,7 @@ pub fn AnswerWidget(
                         }
                         Err(problems) => {
                             // Said beside each input, and once more here by label, in the form's order.
-                            let lines: Vec<String> = fields_for_send
-                                .iter()
-                                .flat_map(|field| {
-                                    let path = crate::rich_input::path_of(&field.key);
-                                    problems
-                                        .iter()
-                                        .filter(move |(at, _)| **at == path || at.starts_with(&format!("{path}[")))
-                                        .map(|(_, problem)| format!("{}: {problem}", field.label))
-                                })
-                                .collect();
+                            let lines = problem_lines(&fields_for_send, &problems);
                             entries.errors.set(problems);
                             error.set(Some(lines.join("\n")));
                         }
@@ -378,6 +409,33 @@ mod tests {
         let diff = line_diff("{\n  \"a\": 1,\n  \"b\": 2\n}", "{\n  \"a\": 1,\n  \"b\": 3\n}");
         let marks: String = diff.iter().map(|(m, _)| *m).collect();
         assert_eq!(marks, "  -+ ");
+    }
+
+    #[test]
+    fn problems_are_summed_up_by_label_and_row_in_the_forms_order() {
+        use crate::types::{FormField, TableColumn};
+        let mut parts = FormField::new("parts", "Parts to order", ResponseType::Table);
+        parts.rules.columns =
+            vec![TableColumn { required: true, ..TableColumn::new("item", "Item", ResponseType::Text) }];
+        let fields = vec![FormField::new("when", "Go-live date", ResponseType::Date), parts];
+        let problems: HashMap<String, String> = [
+            ("value.parts[10].item", "is required"),
+            ("value.parts[1].item", "is required"),
+            ("value.when", "is not a date"),
+            ("value.other", "is not a field of this form"),
+        ]
+        .into_iter()
+        .map(|(at, problem)| (at.to_owned(), problem.to_owned()))
+        .collect();
+        assert_eq!(
+            problem_lines(&fields, &problems),
+            [
+                "Go-live date: is not a date",
+                "Parts to order, row 2, Item: is required",
+                "Parts to order, row 11, Item: is required",
+                "value.other: is not a field of this form",
+            ]
+        );
     }
 
     #[test]

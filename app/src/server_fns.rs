@@ -119,9 +119,15 @@ impl Listed for QuestionSummary {
 /// The signed-in session of this request, set by the server's session layer before any page or server function runs.
 #[cfg(feature = "ssr")]
 fn request_session() -> Result<SessionInfo, ServerFnError> {
-    use_context::<http::request::Parts>()
-        .and_then(|parts| parts.extensions.get::<SessionInfo>().cloned())
-        .ok_or_else(|| ServerFnError::new("not signed in"))
+    use_context::<http::request::Parts>().and_then(|parts| parts.extensions.get::<SessionInfo>().cloned()).ok_or_else(
+        || {
+            // A refusal, not a fault: the logs and the metrics count it so.
+            if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+                response.set_status(http::StatusCode::UNAUTHORIZED);
+            }
+            ServerFnError::new("not signed in")
+        },
+    )
 }
 
 #[cfg(feature = "ssr")]

@@ -96,6 +96,9 @@ test('approval with edited arguments keeps both versions', async () => {
   assert.equal(q.response.value, true);
   assert.deepEqual(q.response.edited_arguments, { command: 'terraform plan' });
   assert.deepEqual(q.action.arguments, { command: 'terraform apply -auto-approve' });
+  // The answered page shows both: what the agent proposed, and what the approver allowed.
+  assert.match(await page.getByTestId('action-arguments').textContent(), /terraform apply -auto-approve/);
+  assert.match(await page.getByTestId('action-edited-arguments').textContent(), /"command": "terraform plan"/);
 });
 
 test('error recovery with guidance', async () => {

@@ -125,7 +125,13 @@ test('an admin adds upstreams and sees which answer and which fail; others are t
   assert.doesNotMatch(await page.content(), /s3cret/);
   await page.screenshot({ path: resultPath('settings-gateway.png'), fullPage: true });
 
+  // Remove asks again; Cancel keeps it.
   await down.getByTestId('upstream-remove').click();
+  assert.match(await down.getByTestId('upstream-remove-confirm').textContent(), /Remove down\?/);
+  await down.getByTestId('upstream-remove-cancel').click();
+  assert.equal((await api(server, 'GET', '/upstreams')).json.items.length, 2, 'nothing removed');
+  await down.getByTestId('upstream-remove').click();
+  await down.getByTestId('upstream-remove-yes').click();
   await down.waitFor({ state: 'detached' });
   assert.deepEqual((await api(server, 'GET', '/upstreams')).json.items.map((u) => u.name), ['files']);
   await page.close();

@@ -121,6 +121,8 @@ async function fillLive(page, p) {
   const field = (key) => page.getByTestId(`${p}-field-${key}`);
   await field('when').fill('2026-03-01');
   await field('starts').fill('2026-03-01T09:30');
+  // The time is read in the person's zone, and the form says which: Berlin is an hour ahead of UTC on 1 March.
+  assert.equal(await page.getByTestId(`${p}-field-starts-zone`).textContent(), 'Time zone: UTC+01:00');
   await field('confidence').focus();
   for (let i = 0; i < 3; i += 1) await page.keyboard.press('ArrowRight');
   assert.equal(await page.getByTestId(`${p}-field-confidence-shown`).textContent(), '15');
@@ -147,6 +149,10 @@ async function fillLive(page, p) {
   const problem = page.locator(`[data-testid="field-error"][data-path="value.parts[1].item"]`);
   await problem.waitFor();
   assert.match(await problem.textContent(), /required/);
+  // The summary names the cell by its labels, not by the path the server checks it at.
+  const summary = await page.getByTestId(`${p}-error`).textContent();
+  assert.match(summary, /Parts to order, row 2, Item: .*required/);
+  assert.doesNotMatch(summary, /value\./);
   assert.equal(await field('when').inputValue(), '2026-03-01', 'nothing typed is lost');
   assert.equal(await page.getByTestId(`${p}-field-parts-1-qty`).inputValue(), '1');
   await chosen.waitFor();
@@ -184,6 +190,14 @@ test('the live modal on a phone shows the table as cards of labelled cells', asy
   const id = await agentAsks(RICH_FORM('Plan the go-live (phone)'));
   await page.locator(`[data-testid="live-modal"][data-question-id="${id}"]`).waitFor();
   await page.getByTestId('modal-field-when').fill('2026-03-01');
+  // The optional slider is unanswered until it is moved, and "Clear" takes it back there.
+  const shown = page.getByTestId('modal-field-confidence-shown');
+  assert.equal(await shown.textContent(), 'No answer');
+  await page.getByTestId('modal-field-confidence').focus();
+  await page.keyboard.press('ArrowRight');
+  assert.equal(await shown.textContent(), '5');
+  await page.getByTestId('modal-field-confidence-clear').click();
+  assert.equal(await shown.textContent(), 'No answer');
   await page.getByTestId('modal-field-rating-3').click();
   await page.getByTestId('modal-field-parts-0-item').fill('disk');
   await page.getByTestId('modal-field-parts-add').click();
@@ -196,7 +210,7 @@ test('the live modal on a phone shows the table as cards of labelled cells', asy
   await page.getByTestId('modal-field-parts-1-item').fill('fan');
   await page.getByTestId('modal-submit').click();
   const question = await answered(id);
-  assert.deepEqual(question.response.value, { when: '2026-03-01', confidence: 0, rating: 3, parts: [{ item: 'disk' }, { item: 'fan' }] });
+  assert.deepEqual(question.response.value, { when: '2026-03-01', rating: 3, parts: [{ item: 'disk' }, { item: 'fan' }] });
   await page.context().close();
 });
 
@@ -220,9 +234,13 @@ test('the question page without JavaScript: the same inputs in a plain form, the
   const field = (key) => page.getByTestId(`answer-field-${key}`);
   await field('when').fill('2026-03-01');
   await field('starts').fill('2026-03-01T09:30');
+  // A range input always sends a value: without the page's script, the optional slider's "No answer" box is
+  // unticked by hand.
+  assert.equal(await page.getByTestId('answer-field-confidence-unset').isChecked(), true);
   await field('confidence').focus();
   for (let i = 0; i < 3; i += 1) await page.keyboard.press('ArrowRight');
   assert.equal(await field('confidence').inputValue(), '15');
+  await page.getByTestId('answer-field-confidence-unset').uncheck();
   await page.getByTestId('answer-field-rating-4').click();
   assert.equal(await field('parts').locator('tbody tr').count(), 3, 'a fixed number of rows to fill in');
   await page.getByTestId('answer-field-parts-0-item').fill('disk');
@@ -253,6 +271,7 @@ test('the question page without JavaScript: the same inputs in a plain form, the
   assert.equal(await field('when').inputValue(), '2026-03-01');
   assert.equal(await field('starts').inputValue(), '2026-03-01T09:30');
   assert.equal(await field('confidence').inputValue(), '15');
+  assert.equal(await page.getByTestId('answer-field-confidence-unset').isChecked(), false, 'still answered');
   assert.equal(await field('rating').locator('input:checked').getAttribute('value'), '4');
   assert.equal(await page.getByTestId('answer-field-parts-0-qty').inputValue(), '2');
   assert.equal(await page.getByTestId('answer-field-parts-1-qty').inputValue(), '1');
@@ -289,6 +308,7 @@ test("the question page with its script: the slider's value, the markdown previe
   await field('confidence').focus();
   for (let i = 0; i < 3; i += 1) await page.keyboard.press('ArrowRight');
   assert.equal(await page.getByTestId('answer-field-confidence-shown').textContent(), '15', 'the slider shows its value');
+  assert.equal(await page.getByTestId('answer-field-confidence-unset').isChecked(), false, 'moved, it is answered');
   await field('notes').fill('Ship **after** the freeze.');
   await page.getByTestId('answer-field-notes').locator('xpath=following-sibling::details[1]/summary').click();
   assert.equal(await page.getByTestId('answer-field-notes-preview').locator('strong').textContent(), 'after');

@@ -75,6 +75,8 @@ fn UpstreamTable(
         .map(|upstream| {
             let reload = reload.clone();
             let name = upstream.name.clone();
+            // Removing takes its tools away from every agent at once: it is asked twice.
+            let confirming = RwSignal::new(false);
             let remove = move |_| {
                 let (reload, name) = (reload.clone(), name.clone());
                 leptos::task::spawn_local(async move {
@@ -123,9 +125,30 @@ fn UpstreamTable(
                     </td>
                     <td>
                         // The operator's upstreams change only in the configuration file.
-                        {(!configured).then(|| view! {
-                            <button type="button" class="link danger-text" on:click=remove data-testid="upstream-remove"
-                                aria-label=format!("Remove {}", upstream.name)>"Remove"</button>
+                        {(!configured).then(|| {
+                            let name = upstream.name.clone();
+                            view! {
+                                <Show
+                                    when=move || confirming.get()
+                                    fallback={
+                                        let name = name.clone();
+                                        move || view! {
+                                            <button type="button" class="link danger-text" data-testid="upstream-remove"
+                                                on:click=move |_| confirming.set(true)
+                                                aria-label=format!("Remove {name}")>"Remove"</button>
+                                        }
+                                    }
+                                >
+                                    <span class="confirm-inline" role="alert" data-testid="upstream-remove-confirm">
+                                        {format!("Remove {name}? Its tools leave the gateway at once. ")}
+                                        <button type="button" class="danger" data-testid="upstream-remove-yes"
+                                            on:click=remove.clone()>"Yes, remove"</button>
+                                        " "
+                                        <button type="button" data-testid="upstream-remove-cancel"
+                                            on:click=move |_| confirming.set(false)>"Cancel"</button>
+                                    </span>
+                                </Show>
+                            }
                         })}
                     </td>
                 </tr>

@@ -20,8 +20,8 @@ pub fn plain_answer_form(question: &Question, csrf: &str, draft: AnswerDraft) ->
 
 /// The form for one response type: the answer's inputs, then the comment, then the button(s) that send it (for a
 /// yes/no question or an approval the buttons are the answer). Field names: `value` (repeated for several choices),
-/// `field.<key>` for form fields, `<name>.offset` beside a date and time, `<name>[<row>].<column>` for a table's
-/// cells, `edited_arguments`, `comment`, `csrf`. A form with a file input is sent as `multipart/form-data`, the
+/// `field.<key>` for form fields, `<name>.offset` beside a date and time, `<name>.unset` beside an optional slider,
+/// `<name>[<row>].<column>` for a table's cells, `edited_arguments`, `comment`, `csrf`. A form with a file input is sent as `multipart/form-data`, the
 /// file with it. `draft` is what was sent last time, if the server refused it: the inputs show it again.
 #[component]
 fn AnswerForm(question: Question, csrf: String, draft: AnswerDraft) -> impl IntoView {
@@ -205,12 +205,27 @@ fn PlainField(field: FormField, name: String, testid: String, draft: StoredValue
     let input = match field.response_type {
         ResponseType::Number | ResponseType::Integer if crate::rich_input::is_slider(&field) => {
             let start = initial.clone().or_else(|| bound(&field.rules.min)).unwrap_or_default();
+            // A range input always sends a value: an optional one has a "No answer" box beside it, ticked until
+            // the slider is moved (the page's script unticks it then; see `question::follow_answer_form`).
+            let ticked = draft.with_value(|d| d.value(&format!("{name}.unset")) == Some("true"));
+            let unanswered = !required && (ticked || initial.is_none());
+            let shown = if unanswered { crate::rich_input::SLIDER_UNSET.to_owned() } else { start.clone() };
+            let unset = (!required).then(|| {
+                view! {
+                    <label class="slider-unset">
+                        <input type="checkbox" name=format!("{name}.unset") value="true" data-unset-of=id.clone()
+                            checked=unanswered data-testid=format!("{testid}-unset")/>
+                        {crate::rich_input::SLIDER_UNSET}
+                    </label>
+                }
+            });
             view! {
                 <div class="slider">
                     <input type="range" id=id.clone() name=name.clone() data-testid=testid.clone()
                         min=bound(&field.rules.min) max=bound(&field.rules.max) step=step.clone() value=start.clone()
                         aria-describedby=described.clone() aria-invalid=invalid/>
-                    <output for=id.clone() data-shows=id.clone() data-testid=format!("{testid}-shown")>{start}</output>
+                    <output for=id.clone() data-shows=id.clone() data-testid=format!("{testid}-shown")>{shown}</output>
+                    {unset}
                 </div>
             }
             .into_any()

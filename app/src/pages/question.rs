@@ -49,6 +49,8 @@ fn QuestionView(question: Question, answer_form: Option<String>, refusal: Option
     let context = (question.context.as_object().is_some_and(|c| !c.is_empty()))
         .then(|| serde_json::to_string_pretty(&question.context).unwrap_or_default());
     let action = question.action.clone();
+    // The arguments the approver allowed the call with, when they edited them.
+    let edited = question.response.as_ref().and_then(|response| response.edited_arguments.clone()).filter(|_| !pending);
     let resolution = (!pending).then(|| capitalise(&describe_resolution(&question)));
     // Why it was answered so: a person's reason, or what decided for them.
     let reason = question.response.as_ref().and_then(|response| response.comment.clone()).filter(|_| !pending);
@@ -90,6 +92,10 @@ fn QuestionView(question: Question, answer_form: Option<String>, refusal: Option
                 // Arguments a person may edit are shown once, in the answer form's field.
                 {(!(pending && question.allow_edit)).then(|| view! {
                     <pre tabindex="0" class="arguments" data-testid="action-arguments">{serde_json::to_string_pretty(&a.arguments).unwrap_or_default()}</pre>
+                })}
+                {edited.map(|edited| view! {
+                    <h3>"Allowed with these arguments, as the approver edited them"</h3>
+                    <pre tabindex="0" class="arguments" data-testid="action-edited-arguments">{serde_json::to_string_pretty(&edited).unwrap_or_default()}</pre>
                 })}
             </section>
         })}
@@ -177,7 +183,7 @@ fn show_datetimes_in_local_time() {
 }
 
 /// What the server-rendered answer form does once the page's script runs, on each `input` event inside it: a slider
-/// shows its value in its `<output data-shows=ID>`, a markdown field renders into its `data-preview-of=ID` preview,
+/// shows its value in its `<output data-shows=ID>` and unticks its "No answer" box (`data-unset-of=ID`), a markdown field renders into its `data-preview-of=ID` preview,
 /// and a date and time puts the browser's offset from UTC into its `data-offset-of=ID` hidden input.
 fn follow_answer_form(ev: leptos::ev::Event) {
     #[cfg(feature = "hydrate")]
@@ -200,6 +206,9 @@ fn follow_answer_form(ev: leptos::ev::Event) {
         let follower = |attribute: &str| form.query_selector(&format!("[{attribute}=\"{id}\"]")).ok().flatten();
         if let Some(output) = follower("data-shows") {
             output.set_text_content(Some(&value));
+        }
+        if let Some(unset) = follower("data-unset-of").and_then(|e| e.dyn_into::<web_sys::HtmlInputElement>().ok()) {
+            unset.set_checked(false);
         }
         if let Some(preview) = follower("data-preview-of") {
             preview.set_inner_html(&crate::markdown::to_html(&value));

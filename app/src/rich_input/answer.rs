@@ -122,22 +122,8 @@ mod tests {
     fn table() -> FormField {
         let mut field = FormField::new("items", "Items", ResponseType::Table);
         field.rules.columns = vec![
-            TableColumn {
-                key: "item".into(),
-                label: "Item".into(),
-                response_type: ResponseType::Text,
-                options: vec![],
-                required: true,
-                unknown: Default::default(),
-            },
-            TableColumn {
-                key: "qty".into(),
-                label: "Qty".into(),
-                response_type: ResponseType::Integer,
-                options: vec![],
-                required: false,
-                unknown: Default::default(),
-            },
+            TableColumn { required: true, ..TableColumn::new("item", "Item", ResponseType::Text) },
+            TableColumn::new("qty", "Qty", ResponseType::Integer),
         ];
         field
     }

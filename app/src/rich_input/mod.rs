@@ -87,7 +87,9 @@ impl Entries {
                 (Some(value), _) => {
                     scalars.insert(key, scalar_text(value));
                 }
-                (None, ResponseType::Number | ResponseType::Integer) if is_slider(field) => {
+                // A required slider starts at its least value, as it is drawn; an optional one starts unanswered,
+                // so a value is sent only when the person moves it.
+                (None, ResponseType::Number | ResponseType::Integer) if is_slider(field) && field.required => {
                     scalars.insert(key, field.rules.min.as_ref().map(ToString::to_string).unwrap_or_default());
                 }
                 (None, _) => {}
@@ -138,6 +140,9 @@ pub fn initial_rows(field: &FormField) -> u32 {
     let max = field.rules.max_rows.unwrap_or(crate::types::TABLE_ROWS_MAX);
     field.rules.min_rows.unwrap_or(0).max(1).min(max)
 }
+
+/// What an optional slider shows before it is moved (and after it is cleared): no value is sent.
+pub const SLIDER_UNSET: &str = "No answer";
 
 /// Whether a number is entered with a slider.
 pub fn is_slider(field: &FormField) -> bool {
@@ -254,12 +259,38 @@ pub fn FieldEditor(field: FormField, ids: String, testid: String, entries: Entri
     let input = match field.response_type {
         ResponseType::Date => plain("date"),
         ResponseType::Time => plain("time"),
-        ResponseType::Datetime => plain("datetime-local"),
+        // The person reads and types their own wall time: the form says which zone that is, as the answer will.
+        ResponseType::Datetime => {
+            let current = current.clone();
+            view! {
+                {plain("datetime-local")}
+                <span class="muted zone" data-testid=format!("{testid}-zone")>{move || time::zone_of(&current())}</span>
+            }
+            .into_any()
+        }
         ResponseType::Email => plain("email"),
         ResponseType::Url => plain("url"),
         ResponseType::Number | ResponseType::Integer if is_slider(&field) => {
-            let shown = current.clone();
+            let shown = {
+                let current = current.clone();
+                move || Some(current()).filter(|value| !value.is_empty()).unwrap_or_else(|| SLIDER_UNSET.to_owned())
+            };
             let output_id = format!("{input_id}-shown");
+            // Unanswered, the thumb rests at the least value (as the page's plain form draws it), not at the middle
+            // where a range input without a value puts it.
+            let thumb = {
+                let (current, least) = (current.clone(), field.rules.min.as_ref().map(ToString::to_string));
+                move || Some(current()).filter(|value| !value.is_empty()).or_else(|| least.clone()).unwrap_or_default()
+            };
+            // An optional slider can be taken back to no answer: a range input always has a value of its own.
+            let clear = (!field.required).then(|| {
+                let (key, current) = (key.clone(), current.clone());
+                view! {
+                    <button type="button" class="link" data-testid=format!("{testid}-clear")
+                        hidden=move || current().is_empty()
+                        on:click=move |_| entries.set_scalar(&key, String::new())>"Clear"</button>
+                }
+            });
             view! {
                 <div class="slider">
                     <input type="range" id=input_id.clone() data-testid=testid.clone()
@@ -267,8 +298,9 @@ pub fn FieldEditor(field: FormField, ids: String, testid: String, entries: Entri
                         max=field.rules.max.as_ref().map(ToString::to_string)
                         step=step_of(&field)
                         aria-describedby=described.clone() aria-invalid=invalid.clone()
-                        prop:value=current.clone() on:input=set.clone()/>
+                        prop:value=thumb on:input=set.clone()/>
                     <output id=output_id for=input_id.clone() data-testid=format!("{testid}-shown")>{shown}</output>
+                    {clear}
                 </div>
             }
             .into_any()

@@ -48,6 +48,17 @@ pub fn browser_offset_at(moment: &str) -> i32 {
     0
 }
 
+/// How a live form names the zone a `datetime-local` input's text is read in: the browser's, at that date and time
+/// (at this time of year while the input is empty).
+pub fn zone_of(local: &str) -> String {
+    #[cfg(feature = "hydrate")]
+    if local.is_empty() {
+        let now = String::from(js_sys::Date::new_0().to_iso_string());
+        return zone_label(&format_offset(browser_offset_at(&now)));
+    }
+    zone_label(&browser_offset(local))
+}
+
 /// The browser's offset from UTC at a local date and time (daylight saving time included).
 pub fn browser_offset(local: &str) -> String {
     #[cfg(feature = "hydrate")]

@@ -156,8 +156,9 @@ fn table_of(name: &str, rules: &FieldRules, fields: &[(String, String)]) -> Opti
 }
 
 /// Turns the fields of the UI's plain HTML answer form into an answer body: `value` (repeated for several
-/// choices), `field.<key>` for form fields, `<name>.offset` beside a date and time, `<name>[<row>].<column>` for a
-/// table's cells, `edited_arguments` (JSON text), `comment`. A file input's value is the id of the file the form's
+/// choices), `field.<key>` for form fields, `<name>.offset` beside a date and time, `<name>.unset` ticked beside an
+/// optional slider left unanswered, `<name>[<row>].<column>` for a table's cells, `edited_arguments` (JSON text),
+/// `comment`. A file input's value is the id of the file the form's
 /// request uploaded. Empty inputs count as absent, so the usual checks report what is missing.
 pub fn answer_from_form_fields(question: &Question, fields: &[(String, String)]) -> Result<AnswerBody, AppError> {
     // A form sends a textarea's line breaks as CRLF (HTML's form submission normalises them so); the answer keeps
@@ -201,6 +202,10 @@ pub fn answer_from_form_fields(question: &Question, fields: &[(String, String)])
                         (!chosen.is_empty()).then_some(Value::Array(chosen))
                     }
                     ResponseType::Boolean => first(&name).map(|v| boolean(Some(v))),
+                    // An optional slider's "No answer" box, ticked, leaves the field out whatever the range sent.
+                    ResponseType::Number | ResponseType::Integer if first(&format!("{name}.unset")) == Some("true") => {
+                        None
+                    }
                     ResponseType::Number | ResponseType::Integer | ResponseType::Rating => {
                         first(&name).map(typed_number)
                     }
@@ -436,14 +441,7 @@ mod tests {
 
     #[test]
     fn a_plain_form_sends_a_table_as_indexed_cells_and_a_datetime_with_its_offset() {
-        let column = |key: &str, response_type| holdpoint_types::TableColumn {
-            key: key.into(),
-            label: key.into(),
-            response_type,
-            options: vec![],
-            required: false,
-            unknown: Default::default(),
-        };
+        let column = |key: &str, response_type| holdpoint_types::TableColumn::new(key, key, response_type);
         let mut items = FormField::new("items", "Items", ResponseType::Table);
         items.rules.columns = vec![column("item", ResponseType::Text), column("qty", ResponseType::Integer)];
         let form = wire(NewQuestion {
@@ -472,5 +470,20 @@ mod tests {
         );
         let utc = answer_from_form_fields(&form, &pairs(&[("field.when", "2026-03-01T09:30")])).unwrap();
         assert_eq!(utc.value, json!({"when": "2026-03-01T09:30:00Z"}), "no offset sent: UTC");
+    }
+
+    /// A range input always sends a value: an optional slider's ticked "No answer" box leaves the field out.
+    #[test]
+    fn an_optional_slider_left_unanswered_is_left_out_whatever_the_range_sent() {
+        let form = wire(NewQuestion {
+            response_type: Some(ResponseType::Form),
+            fields: vec![FormField::new("confidence", "Confidence", ResponseType::Integer)],
+            ..new("t")
+        });
+        let unanswered =
+            answer_from_form_fields(&form, &pairs(&[("field.confidence", "0"), ("field.confidence.unset", "true")]));
+        assert_eq!(unanswered.unwrap().value, json!({}));
+        let moved = answer_from_form_fields(&form, &pairs(&[("field.confidence", "15")])).unwrap();
+        assert_eq!(moved.value, json!({"confidence": 15}));
     }
 }
