@@ -343,6 +343,25 @@ test("a date and time's default opens in the person's own zone and, sent untouch
   await context.close();
 });
 
+test('ten stars stay on one line on a phone, in the modal and on the question page', async () => {
+  const page = await livePage({ width: 390, height: 844 });
+  const id = await agentAsks({ title: 'Rate the release (ten stars)', response_type: 'rating', max: 10, timeout_seconds: 3600 });
+  const oneLine = async (prefix) => {
+    // Both read in one frame: the modal slides in, and two reads apart could straddle its motion.
+    const [first, last] = await page.evaluate((prefix) => [1, 10].map((n) => {
+      const box = document.querySelector(`[data-testid="${prefix}-${n}"]`).getBoundingClientRect();
+      return { y: box.y, right: box.right };
+    }), prefix);
+    assert.equal(Math.round(first.y), Math.round(last.y), `${prefix}: the tenth star is on the first one's line`);
+    assert.ok(last.right <= 390, `${prefix}: the tenth star is on the screen`);
+  };
+  await page.locator(`[data-testid="live-modal"][data-question-id="${id}"]`).waitFor();
+  await oneLine('modal-value');
+  await page.goto(`${server.baseUrl}/questions/${id}`);
+  await oneLine('answer-input');
+  await page.context().close();
+});
+
 test('the question page on a phone, without JavaScript, fits its width', async () => {
   const id = await agentAsks(RICH_FORM('Plan the go-live (phone, no script)'));
   const context = await browser.newContext({ javaScriptEnabled: false, viewport: { width: 390, height: 844 }, isMobile: true });

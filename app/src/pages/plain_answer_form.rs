@@ -209,7 +209,6 @@ fn PlainField(field: FormField, name: String, testid: String, draft: StoredValue
             // the slider is moved (the page's script unticks it then; see `question::follow_answer_form`).
             let ticked = draft.with_value(|d| d.value(&format!("{name}.unset")) == Some("true"));
             let unanswered = !required && (ticked || initial.is_none());
-            let shown = if unanswered { crate::rich_input::SLIDER_UNSET.to_owned() } else { start.clone() };
             let unset = (!required).then(|| {
                 view! {
                     <label class="slider-unset">
@@ -224,7 +223,7 @@ fn PlainField(field: FormField, name: String, testid: String, draft: StoredValue
                     <input type="range" id=id.clone() name=name.clone() data-testid=testid.clone()
                         min=bound(&field.rules.min) max=bound(&field.rules.max) step=step.clone() value=start.clone()
                         aria-describedby=described.clone() aria-invalid=invalid/>
-                    <output for=id.clone() data-shows=id.clone() data-testid=format!("{testid}-shown")>{shown}</output>
+                    <output for=id.clone() data-shows=id.clone() data-testid=format!("{testid}-shown")>{start}</output>
                     {unset}
                 </div>
             }

@@ -177,6 +177,49 @@ def test_a_deadline_beyond_the_servers_longest_timeout_and_a_schema_of_many_prop
     assert [f.key for f in checklist.fields] == list(properties)
 
 
+def test_a_schema_of_one_typed_value_is_asked_as_that_type_and_resumed_with_the_value(
+    server: Server, agent_token: str, project: str
+) -> None:
+    interrupts = [
+        Interrupt(
+            id="region",
+            reason="input_required",
+            message="Which region?",
+            response_schema={"type": "string", "enum": ["eu-west", "us-east"]},
+        ),
+        Interrupt(
+            id="replicas",
+            reason="input_required",
+            message="How many replicas?",
+            response_schema={"type": "integer", "minimum": 1, "maximum": 9},
+        ),
+    ]
+
+    async def ask() -> list[Any]:
+        async with AsyncHoldpoint(server.url, agent_token) as hp:
+            asked = await HoldpointInterrupts(hp, project=project).ask("thread-typed", "run-typed", interrupts)
+            return [item.question for item in asked]
+
+    region, replicas = asyncio.run(ask())
+    assert region.response_type == "choice" and [o.value for o in region.options] == ["eu-west", "us-east"]
+    assert replicas.response_type == "integer" and (replicas.raw["min"], replicas.raw["max"]) == (1, 9)
+    refused = server.api("POST", f"/questions/{replicas.id}/answer", json={"value": 12})
+    assert refused.status_code == 422, refused.text
+    for question, value in ((region, "us-east"), (replicas, 3)):
+        answered = server.api("POST", f"/questions/{question.id}/answer", json={"value": value})
+        assert answered.status_code == 200, answered.text
+
+    async def resume() -> Any:
+        async with AsyncHoldpoint(server.url, agent_token) as hp:
+            return await HoldpointInterrupts(hp, project=project).resume("thread-typed", "run-typed", interrupts)
+
+    entries = asyncio.run(resume())
+    assert [(e.interrupt_id, e.status, e.payload) for e in entries] == [
+        ("region", "resolved", "us-east"),
+        ("replicas", "resolved", 3),
+    ]
+
+
 def test_an_agent_that_streams_its_turn_without_a_snapshot_finds_it_in_the_next_runs_messages(
     server: Server, agent_token: str, project: str
 ) -> None:

@@ -17,6 +17,8 @@
  * - `input_required` (and any other reason with an object `responseSchema`): a form whose fields are the schema's
  *   properties in their order, an `integer` a whole number and `minimum`/`maximum` its bounds; the payload is the
  *   answered object, an enum's value as the schema wrote it.
+ * - a `responseSchema` of one typed value (an `enum`, a `oneOf` of consts, a `number` or `integer` with its
+ *   `minimum`/`maximum`, a `boolean`, an array of an enum): a question of that type; the payload is the value.
  * - `confirmation`: a yes/no question; the payload is the boolean (`{ name: boolean }` for a schema of one boolean
  *   property).
  * - anything else: a text question, whose answer is the payload.
@@ -310,6 +312,13 @@ async function askOne(
     const required = new Set(Array.isArray(schema?.['required']) ? (schema['required'] as string[]) : []);
     const fields = properties.map(([key, property]) => field(key, property, required.has(key)));
     question = { ...common, title, kind: 'blocking', response_type: 'form', fields };
+  } else if (scalarField(schema) !== undefined) {
+    // One value of a typed schema (an enum, a number, a boolean): asked as that type, not as free text.
+    const { response_type, options, min, max } = scalarField(schema) as FormField;
+    question = { ...common, title, kind: 'blocking', response_type };
+    if (options !== undefined) question.options = options;
+    if (min !== undefined) question.min = min;
+    if (max !== undefined) question.max = max;
   } else {
     question = { ...common, title, kind: 'blocking', response_type: 'text' };
   }
@@ -412,6 +421,18 @@ function field(key: string, property: JsonObject, required: boolean): FormField 
   return { key, label, response_type: 'text', required };
 }
 
+/**
+ * The one typed value a schema that is no object asks for (an `enum`, a `oneOf` of consts, a number, an integer, a
+ * boolean, an array of an enum), as a field; `undefined` for text and for what is asked as JSON text.
+ */
+function scalarField(schema: JsonObject | undefined): FormField | undefined {
+  if (schema === undefined || (schema['type'] ?? ('properties' in schema ? 'object' : undefined)) === 'object') {
+    return undefined;
+  }
+  const one = field('value', schema, true);
+  return one.response_type === 'text' ? undefined : one;
+}
+
 function payloadOf(interrupt: Interrupt, question: Question, value: JsonValue): JsonValue {
   const schema = interrupt.responseSchema as JsonObject | undefined;
   const properties = formProperties(schema);
@@ -423,6 +444,7 @@ function payloadOf(interrupt: Interrupt, question: Question, value: JsonValue): 
     const byKey = new Map(properties);
     return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, typed(byKey.get(key) ?? {}, item)]));
   }
+  if (schema !== undefined && scalarField(schema) !== undefined) return typed(schema, value);
   return value;
 }
 

@@ -231,6 +231,33 @@ test("a deadline beyond the server's longest timeout and a schema of many proper
   assert.deepEqual(checklist?.question?.fields.map((f) => f.key), keys);
 });
 
+test('a schema of one typed value is asked as that type and resumed with the value', async () => {
+  const hp = await agentClient(server);
+  const project = freshProject();
+  const run = {
+    threadId: `typed-${randomUUID().slice(0, 8)}`,
+    runId: 'run-1',
+    toolCalls: {},
+    interrupts: [
+      { id: 'region', reason: 'input_required', message: 'Which region?', responseSchema: { type: 'string', enum: ['eu-west', 'us-east'] } },
+      { id: 'replicas', reason: 'input_required', message: 'How many replicas?', responseSchema: { type: 'integer', minimum: 1, maximum: 9 } },
+    ],
+  };
+  const [region, replicas] = (await askInterrupts(hp, run, { project })).map((asked) => asked.question as Question);
+  assert.equal(region?.response_type, 'choice');
+  assert.deepEqual(region?.options.map((o) => o.value), ['eu-west', 'us-east']);
+  assert.equal(replicas?.response_type, 'integer');
+  assert.deepEqual([replicas?.min, replicas?.max], [1, 9]);
+  await assert.rejects(person.answer(replicas?.id as string, { value: 12 }), (error: unknown) => error instanceof HoldpointError);
+  await person.answer(region?.id as string, { value: 'us-east' });
+  await person.answer(replicas?.id as string, { value: 3 });
+  const entries = await resumeInterrupts(hp, run, { project });
+  assert.deepEqual(entries?.map((e) => [e.interruptId, e.status, e.payload]), [
+    ['region', 'resolved', 'us-east'],
+    ['replicas', 'resolved', 3],
+  ]);
+});
+
 test("a schema's bounds and whole numbers hold, and its enums come back as written", async () => {
   const hp = await agentClient(server);
   const project = freshProject();

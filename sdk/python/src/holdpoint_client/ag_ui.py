@@ -21,6 +21,8 @@ How each interrupt (``RUN_FINISHED`` with ``outcome.type == "interrupt"``) becom
 - ``input_required`` (and any reason this module does not know, with a ``responseSchema``): a form whose fields are
   the schema's properties in their order, an ``integer`` a whole number and ``minimum``/``maximum`` its bounds;
   the payload is the answered object, an enum's value as the schema wrote it.
+- A ``responseSchema`` of one typed value (an ``enum``, a ``oneOf`` of consts, a ``number`` or ``integer`` with its
+  ``minimum``/``maximum``, a ``boolean``, an array of an enum): a question of that type; the payload is the value.
 - ``confirmation``: a yes/no question; the payload is the boolean (or ``{name: bool}`` when the schema is an object
   with one boolean property).
 - Anything else without a schema: a text question whose answer is the payload.
@@ -240,6 +242,18 @@ class HoldpointInterrupts:
             fields = [_field(name, prop, name in required) for name, prop in properties]
             asked = await self.client.ask(
                 title, response_type="form", fields=fields, **self._common(body, context, timeout, key)
+            )
+            return Asked(interrupt, question=asked.question, schema=schema)
+        scalar = _scalar_field(schema)
+        if scalar is not None:
+            # One value of a typed schema (an enum, a number, a boolean): asked as that type, not as free text.
+            bounds = {name: bound for name, bound in (("min", scalar.min), ("max", scalar.max)) if bound is not None}
+            asked = await self.client.ask(
+                title,
+                response_type=scalar.response_type,
+                options=scalar.options or None,
+                extra=bounds or None,
+                **self._common(body, context, timeout, key),
             )
             return Asked(interrupt, question=asked.question, schema=schema)
         asked = await self.client.ask(title, response_type="text", **self._common(body, context, timeout, key))
@@ -741,6 +755,15 @@ def _field(name: str, prop: JsonObject, required: bool) -> FormField:
     return FormField(key=name, label=label, response_type="text", required=required)
 
 
+def _scalar_field(schema: JsonObject | None) -> FormField | None:
+    """The one typed value a schema that is no object asks for (an ``enum``, a ``oneOf`` of consts, a number, an
+    integer, a boolean, an array of an enum), as a field; ``None`` for text and for what is asked as JSON text."""
+    if not isinstance(schema, dict) or schema.get("type", "object" if "properties" in schema else None) == "object":
+        return None
+    field = _field("value", schema, True)
+    return field if field.response_type != "text" else None
+
+
 def _bound(value: JsonValue) -> float | None:
     """A schema's ``minimum`` or ``maximum`` as a field's bound; anything but a number is none."""
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
@@ -753,6 +776,8 @@ def _payload(interrupt: Interrupt, schema: JsonObject | None, question: Question
     if question.response_type == "form" and isinstance(value, dict):
         properties = dict(_form_properties(schema))
         return {key: _typed(properties.get(key, {}), item) for key, item in value.items()}
+    if schema is not None and _scalar_field(schema) is not None:
+        return _typed(schema, value)
     return value
 
 
