@@ -1071,6 +1071,13 @@ env = { FILES_TOKEN = "tok-secret-99" }
     let out = holdpoint(&dir.0, &["config", "check", "--config", "missing.toml"], &[]).await;
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("cannot read the configuration file missing.toml"), "{}", out.stderr);
+    // Asking for the version or the help needs no settings: a wrong file does not stand in the way.
+    let missing = [("HOLDPOINT_CONFIG", "missing.toml".to_owned())];
+    for asked in [&["--version"][..], &["--help"][..], &["serve", "--help"][..]] {
+        let out = holdpoint(&dir.0, asked, &missing).await;
+        assert_eq!(out.code, 0, "{asked:?}: {}", out.stderr);
+        assert!(!out.stdout.is_empty(), "{asked:?}");
+    }
 }
 
 /// An administrative command says which database it opens and makes none where there is none, unless asked: run

@@ -210,6 +210,8 @@ pub fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let (command, file) = match with_configuration_file(&args, crate::config_file::ConfigFile::locate(&args)) {
         Ok(parsed) => parsed,
+        // The version and the help need no settings: a file that cannot be read does not stand in their way.
+        Err(_) if asks_for_help_or_version(&args) => (Cli::command(), None),
         Err(error) => {
             eprintln!("holdpoint: {error}");
             return ExitCode::from(2);
@@ -317,6 +319,12 @@ pub fn main() -> ExitCode {
             ExitCode::from(error.exit_code())
         }
     }
+}
+
+/// Whether the command line asks only for the version or a help text.
+fn asks_for_help_or_version(args: &[std::ffi::OsString]) -> bool {
+    args.iter().skip(1).any(|arg| matches!(arg.to_str(), Some("--version" | "-V" | "--help" | "-h")))
+        || args.get(1).and_then(|arg| arg.to_str()) == Some("help")
 }
 
 /// The command line's definition with the configuration file's values as its defaults, and the file.
