@@ -131,6 +131,21 @@ async fn mcp_refuses_requests_without_a_valid_token(app: TestApp) {
     }
     let unauthorized = reqwest::Client::new().post(format!("{base}/mcp")).json(&initialize).send().await.unwrap();
     assert_eq!(unauthorized.headers()["www-authenticate"], "Bearer realm=\"holdpoint\"");
+    // A body that is not JSON gets JSON-RPC's parse error, on both MCP endpoints.
+    for path in ["/mcp", "/mcp/gateway"] {
+        let unreadable = reqwest::Client::new()
+            .post(format!("{base}{path}"))
+            .bearer_auth(&app.token)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body("{bad")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(unreadable.status(), 400, "{path}");
+        let body: Value = unreadable.json().await.unwrap();
+        assert_eq!((body["error"]["code"].as_i64(), &body["id"]), (Some(-32700), &Value::Null), "{path}: {body}");
+    }
     // Refusals and invalid questions are tool results the agent can read, not protocol errors.
     let viewer = app.create_token("default", app::types::Role::Viewer).await;
     let client = connect(&base, &viewer).await;

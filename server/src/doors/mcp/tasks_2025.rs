@@ -85,7 +85,14 @@ pub async fn serve(State(door): State<TasksDoor>, request: Request, next: Next) 
     };
     let mut message: Value = match serde_json::from_slice(&bytes) {
         Ok(message @ Value::Object(_)) => message,
-        // Not one JSON-RPC message (a batch, or not JSON): rmcp's to answer.
+        // Not JSON: JSON-RPC's parse error, as the streamable HTTP transport answers a body it cannot read (HTTP
+        // 400 with the error response and a null id).
+        Err(error) if error.classify() != serde_json::error::Category::Io => {
+            let mut refused = refuse(&Value::Null, &ErrorData::new(ErrorCode::PARSE_ERROR, error.to_string(), None));
+            *refused.status_mut() = axum::http::StatusCode::BAD_REQUEST;
+            return refused;
+        }
+        // Another JSON-RPC shape (a batch): rmcp's to answer.
         _ => return next.run(Request::from_parts(parts, Body::from(bytes))).await,
     };
     let method = message.get("method").and_then(Value::as_str).unwrap_or_default().to_owned();
