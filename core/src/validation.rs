@@ -49,6 +49,16 @@ impl FieldErrors {
         }
     }
 
+    /// These errors with the fields at or inside `from` (`resume[0].value`, `resume[0].value.x`) named at `to`
+    /// instead: a check named them as its own input, which the caller sent under another name.
+    pub fn renamed(self, from: &str, to: &str) -> FieldErrors {
+        let rename = |field: String| match field.strip_prefix(from) {
+            Some(rest) if rest.is_empty() || rest.starts_with(['.', '[']) => format!("{to}{rest}"),
+            _ => field,
+        };
+        FieldErrors(self.0.into_iter().map(|(field, message)| (rename(field), message)).collect())
+    }
+
     /// `Ok` if nothing was wrong, else a 422 whose `details.fields` maps each field to what is wrong with it.
     pub fn into_result(self, what: &str) -> Result<(), AppError> {
         if self.0.is_empty() {

@@ -251,7 +251,11 @@ async fn questions_of_ask_user_are_input_required_and_confirmation_interrupts(ba
     let wrong = json!([{ "interruptId": interrupt["id"], "status": "resolved", "payload": { "colour": "red" } }]);
     let refused = post_run(&app, "writer", &app.token, input("thread-ask", "run-2", Some(wrong))).await;
     let error = assert_error(&refused, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
-    assert!(error["details"]["fields"].as_object().unwrap().keys().any(|k| k.starts_with("resume[0]")), "{error}");
+    // Named as the entry sent them: under its payload, not the answer's `value` the entry never had.
+    let fields = error["details"]["fields"].as_object().unwrap();
+    assert!(fields.contains_key("resume[0].payload.colour"), "{error}");
+    assert!(fields.contains_key("resume[0].payload.summary"), "{error}");
+    assert!(!fields.keys().any(|k| k.contains(".value")), "{error}");
     let pending = app.get(&format!("/api/v1/questions/{}", interrupt["id"].as_str().unwrap())).await.json;
     assert_eq!(pending["status"], "pending");
 

@@ -105,6 +105,13 @@ pub(super) async fn settle_interrupts(
                 .await?;
                 let mut problems = FieldErrors::default();
                 crate::questions::check_answer(&(&question).into(), &answer, &format!("resume[{i}]"), &mut problems);
+                // Named as the entry sent them: the answer's value is the payload (an approval's is its
+                // `approved`), its edited arguments `editedArgs`, its comment the Holdpoint metadata's.
+                let value = if is_approval(&question) { "payload.approved" } else { "payload" };
+                let problems = problems
+                    .renamed(&format!("resume[{i}].value"), &format!("resume[{i}].{value}"))
+                    .renamed(&format!("resume[{i}].edited_arguments"), &format!("resume[{i}].payload.editedArgs"))
+                    .renamed(&format!("resume[{i}].comment"), &format!("resume[{i}].metadata.holdpoint.comment"));
                 errors.merge(problems);
                 actions.push(Settle::Answer(id, answer));
             }
