@@ -288,6 +288,8 @@ async fn cli_errors_are_one_line_with_a_non_zero_exit() {
         (vec!["ask", "x", "--bogus"], vec![], 2, "unexpected argument"),
         (vec!["ask", "x", "--type", "choice", "--option", "eu"], vec![], 2, "VALUE=LABEL"),
         (vec!["ask", "x", "--server", "http://127.0.0.1:9"], vec![], 2, "--server needs --token"),
+        (vec!["ask", "x", "--server", "127.0.0.1:9", "--token", "hp_x"], vec![], 2, "must be an http:// or https://"),
+        (vec!["questions", "--server", "htp://127.0.0.1:9", "--token", "hp_x"], vec![], 2, "must be an http://"),
         (
             vec!["ask", "x"],
             vec![("HOLDPOINT_SERVER", "http://127.0.0.1:9".into()), ("HOLDPOINT_TOKEN", "hp_x".into())],

@@ -148,6 +148,9 @@ impl Connection {
             .build()
             .map_err(|e| CliError::Failed(e.to_string()))?;
         let server = args.server.as_deref().map(str::trim).filter(|s| !s.is_empty());
+        if let Some(server) = server {
+            check_server_url(server)?;
+        }
         match (server, &args.token) {
             (Some(server), Some(token)) => Ok(Connection {
                 base: server.trim_end_matches('/').to_owned(),
@@ -373,5 +376,16 @@ mod tests {
             api_error_line(409, "conflict", "the question is not pending", &details),
             "conflict: the question is not pending (status expired)"
         );
+    }
+}
+
+/// `--server` must be an `http` or `https` URL: `127.0.0.1:3000` or a mistyped scheme is a mistake on the command line
+/// (exit 2), not a server that could not be reached.
+fn check_server_url(server: &str) -> CliResult<()> {
+    match url::Url::parse(server) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => Ok(()),
+        _ => Err(CliError::Usage(format!(
+            "--server (or HOLDPOINT_SERVER) must be an http:// or https:// URL, e.g. http://127.0.0.1:3000; got {server:?}"
+        ))),
     }
 }
