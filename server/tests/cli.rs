@@ -303,6 +303,8 @@ async fn cli_errors_are_one_line_with_a_non_zero_exit() {
             "refused the token",
         ),
         (vec!["resume", "01a20372-82f8-747b-8dd0-4f4b79088461"], remote(&server, &app.token), 1, "run not found"),
+        (vec!["resume", "nope"], remote(&server, &app.token), 2, "is not a run id"),
+        (vec!["show", "nope"], remote(&server, &app.token), 2, "is not a question id"),
         (vec!["run", "task", "--agent", "nobody"], remote(&server, &app.token), 1, "no agent named"),
     ];
     for (args, env, code, needle) in cases {

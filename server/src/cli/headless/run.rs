@@ -133,8 +133,11 @@ pub async fn run(args: RunArgs) -> CliResult<u8> {
 
 /// `holdpoint resume`.
 pub async fn resume(args: ResumeArgs) -> CliResult<u8> {
+    // As `show` takes a question's id: what is no run id at all is a usage error, before anything is asked.
+    let run_id = uuid::Uuid::parse_str(args.run.trim())
+        .map_err(|_| CliError::Usage(format!("{:?} is not a run id (a UUID)", args.run)))?
+        .to_string();
     let connection = Connection::open(&args.server).await?;
-    let run_id = args.run.trim().to_owned();
     let run = connection.get(&format!("/runs/{run_id}")).await?;
     let status = run["status"].as_str().unwrap_or_default();
     let decides = args.approve_all || args.reject_all || !args.approve.is_empty() || !args.reject.is_empty();
