@@ -289,7 +289,11 @@ mod tests {
             ("[[gateway.upstreams]]\nname = \"Files!\"\ncommand = \"x\"\n", "gateway.upstreams[0].name"),
             ("[[gateway.upstreams]]\nname = \"a\"\ncommand = \" \"\n", "gateway.upstreams[0].command"),
             ("[[gateway.upstreams]]\nname = \"a\"\n", "gateway.upstreams[0]"),
-            ("[[gateway.upstreams]]\nname = \"a\"\ncommand = \"x\"\ncmd = \"y\"\n", "gateway.upstreams[0]"),
+            ("[[gateway.upstreams]]\nname = \"a\"\ncommand = \"x\"\ncmd = \"y\"\n", "gateway.upstreams[0].cmd"),
+            (
+                "[[gateway.upstreams]]\nname = \"a\"\ncommand = \"x\"\nargs = [\"a\", 5]\n",
+                "gateway.upstreams[0].args[1]",
+            ),
             ("[[gateway.upstreams]]\nname = \"a\"\ncommand = \"x\"\ncwd = \"rel\"\n", "gateway.upstreams[0].cwd"),
             (
                 "[[gateway.upstreams]]\nname = \"a\"\ncommand = \"x\"\nenv = { \"A=B\" = \"1\" }\n",
