@@ -352,6 +352,17 @@ fn write_private(path: &Path, contents: &str) -> CliResult<()> {
     file.write_all(contents.as_bytes()).map_err(|e| CliError::Failed(format!("cannot write {}: {e}", path.display())))
 }
 
+/// `--server` must be an `http` or `https` URL: `127.0.0.1:3000` or a mistyped scheme is a mistake on the command line
+/// (exit 2), not a server that could not be reached.
+fn check_server_url(server: &str) -> CliResult<()> {
+    match url::Url::parse(server) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => Ok(()),
+        _ => Err(CliError::Usage(format!(
+            "--server (or HOLDPOINT_SERVER) must be an http:// or https:// URL, e.g. http://127.0.0.1:3000; got {server:?}"
+        ))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -376,16 +387,5 @@ mod tests {
             api_error_line(409, "conflict", "the question is not pending", &details),
             "conflict: the question is not pending (status expired)"
         );
-    }
-}
-
-/// `--server` must be an `http` or `https` URL: `127.0.0.1:3000` or a mistyped scheme is a mistake on the command line
-/// (exit 2), not a server that could not be reached.
-fn check_server_url(server: &str) -> CliResult<()> {
-    match url::Url::parse(server) {
-        Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => Ok(()),
-        _ => Err(CliError::Usage(format!(
-            "--server (or HOLDPOINT_SERVER) must be an http:// or https:// URL, e.g. http://127.0.0.1:3000; got {server:?}"
-        ))),
     }
 }
