@@ -320,6 +320,26 @@ pub async fn revoke_token(store: &dyn Store, hub: &EventHub, caller: &Caller, id
 /// The name, and the `created_by`, of the admin token the `HOLDPOINT_BOOTSTRAP_TOKEN` setting makes.
 pub const BOOTSTRAP_TOKEN: &str = "bootstrap";
 
+/// The policy the bootstrap token's making and revoking are audited as.
+const BOOTSTRAP_ACTOR: &str = "bootstrap token configuration";
+
+/// Whether token `id` was made by the `HOLDPOINT_BOOTSTRAP_TOKEN` setting: its `token.created` entry is the policy's.
+async fn made_by_the_setting(store: &dyn Store, workspace_id: Uuid, id: Uuid) -> Result<bool, AppError> {
+    let query = crate::store::AuditQuery {
+        filter: holdpoint_types::AuditFilter {
+            action: Some(actions::TOKEN_CREATED.to_owned()),
+            actor_kind: Some(holdpoint_types::ActorKind::Policy),
+            subject_id: Some(id.to_string()),
+            ..Default::default()
+        },
+        ascending: true,
+        cursor_seq: None,
+        limit: 10,
+    };
+    let created = store.list_audit(workspace_id, &query).await?;
+    Ok(created.iter().any(|entry| entry.actor == BOOTSTRAP_ACTOR))
+}
+
 /// What [`install_bootstrap_token`] did.
 #[derive(Debug, Default, PartialEq)]
 pub struct BootstrapInstalled {
@@ -338,7 +358,7 @@ pub async fn install_bootstrap_token(
     workspace: &WorkspaceRow,
     secret_hash: Vec<u8>,
 ) -> Result<BootstrapInstalled, AppError> {
-    let actor = AuditActor::policy("bootstrap token configuration", None);
+    let actor = AuditActor::policy(BOOTSTRAP_ACTOR, None);
     let row = TokenRow {
         id: Uuid::now_v7(),
         workspace_id: workspace.id,
@@ -371,8 +391,9 @@ pub async fn install_bootstrap_token(
     }
     let mut revoked = Vec::new();
     for id in earlier {
-        // A token a person made is theirs, whatever its name: only the setting's own tokens are retired.
-        if store.token_maker(workspace.id, id).await?.is_some() {
+        // Only the setting's own tokens are retired, as the audit chain records their making: one an admin made with
+        // the bootstrap token and named "bootstrap" too looks the same in the tokens' table.
+        if !made_by_the_setting(store, workspace.id, id).await? {
             continue;
         }
         let at = now();
