@@ -316,6 +316,21 @@ async fn cli_errors_are_one_line_with_a_non_zero_exit() {
             assert_eq!(out.stderr.trim().lines().count(), 1, "one line: {}", out.stderr);
         }
     }
+    // With --output json, stdout is one JSON document even when the command line itself is refused.
+    for (args, outcome) in [
+        (&["ask", "x", "--bogus", "--output", "json"][..], json!("error")),
+        (&["show", "--output=json"][..], Value::Null),
+    ] {
+        let out = holdpoint(&dir.0, args, &[]).await;
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        let document: Value =
+            serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {}", out.stdout));
+        assert_eq!(document["error"]["code"], "usage", "{document}");
+        assert!(!document["error"]["message"].as_str().unwrap().is_empty(), "{document}");
+        assert_eq!(document["outcome"], outcome, "{document}");
+    }
+    let text = holdpoint(&dir.0, &["ask", "x", "--bogus"], &[]).await;
+    assert!(text.stdout.is_empty(), "text output prints nothing on stdout: {}", text.stdout);
 }
 
 /// A script whose first turn asks to run `commands` with `shell` (one call each), then finishes.

@@ -217,7 +217,10 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let matches = command.clone().get_matches_from(&args);
+    let matches = match command.clone().try_get_matches_from(&args) {
+        Ok(matches) => matches,
+        Err(error) => refuse_command_line(&args, error),
+    };
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
     // `[[gateway.upstreams]]` is no flag's: the file hands it to the commands that serve (or check what they would).
     if let (
@@ -318,6 +321,41 @@ pub fn main() -> ExitCode {
             }
             ExitCode::from(error.exit_code())
         }
+    }
+}
+
+/// A command line clap refuses: clap's message on stderr and exit 2, and with `--output json` on a command that
+/// prints JSON, the one JSON document on stdout as well, as every other failure of such a command gives.
+fn refuse_command_line(args: &[std::ffi::OsString], error: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    let shows_text = matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    );
+    if !shows_text && let Some(outcome) = json_requested(args) {
+        let rendered = error.to_string();
+        let message = rendered.lines().next().unwrap_or_default().trim_start_matches("error: ").to_owned();
+        if let Some(mut document) = CliError::Usage(message).to_json() {
+            if outcome {
+                document["outcome"] = serde_json::json!("error");
+            }
+            println!("{}", serde_json::to_string_pretty(&document).unwrap_or_default());
+        }
+    }
+    error.exit()
+}
+
+/// [`json_output`] read from the words of a command line clap could not parse: `--output json` given to a command
+/// that prints JSON.
+fn json_requested(args: &[std::ffi::OsString]) -> Option<bool> {
+    let words: Vec<&str> = args.iter().skip(1).filter_map(|word| word.to_str()).collect();
+    let json = words.windows(2).any(|pair| pair == ["--output", "json"]) || words.contains(&"--output=json");
+    let command = Cli::command();
+    let named = words.iter().find(|word| !word.starts_with('-') && command.find_subcommand(word).is_some())?;
+    match *named {
+        "ask" | "run" | "resume" if json => Some(true),
+        "questions" | "show" | "answer" | "approve" | "reject" if json => Some(false),
+        _ => None,
     }
 }
 
