@@ -306,15 +306,16 @@ async function askOne(
   }
   let question: NewQuestion;
   const properties = formProperties(schema);
+  const scalar = scalarField(schema);
   if (interrupt.reason === 'confirmation') {
     question = { ...common, title, kind: 'blocking', response_type: 'boolean' };
   } else if (properties.length > 0) {
     const required = new Set(Array.isArray(schema?.['required']) ? (schema['required'] as string[]) : []);
     const fields = properties.map(([key, property]) => field(key, property, required.has(key)));
     question = { ...common, title, kind: 'blocking', response_type: 'form', fields };
-  } else if (scalarField(schema) !== undefined) {
+  } else if (scalar !== undefined) {
     // One value of a typed schema (an enum, a number, a boolean): asked as that type, not as free text.
-    const { response_type, options, min, max } = scalarField(schema) as FormField;
+    const { response_type, options, min, max } = scalar;
     question = { ...common, title, kind: 'blocking', response_type };
     if (options !== undefined) question.options = options;
     if (min !== undefined) question.min = min;
